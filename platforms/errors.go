@@ -1,0 +1,97 @@
+package platforms
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Kind classifies a failed network call so that the account actor can decide what to do by type,
+// never by matching strings.
+type Kind int
+
+const (
+	// Transient failures (5xx, connection refused before sending, "is_transient") may be retried
+	// with backoff.
+	Transient Kind = iota + 1
+	// RateLimited means the network refused because a limit was reached; ResetAt says when it
+	// resets, when the network said.
+	RateLimited
+	// AuthExpired means the access token is expired or invalid: refresh, then retry once.
+	AuthExpired
+	// Permanent failures will fail again the same way (content refused, duplicate, permission
+	// missing); the network's message says why.
+	Permanent
+	// Unknown means the request may have reached the network and the outcome is not known
+	// (timeout after sending, an error after the post was created). Never repeat blindly.
+	Unknown
+	// Invalid means the post breaks the network's content rules; found before any network call.
+	Invalid
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Transient:
+		return "transient"
+	case RateLimited:
+		return "rate_limited"
+	case AuthExpired:
+		return "auth_expired"
+	case Permanent:
+		return "permanent"
+	case Unknown:
+		return "unknown_outcome"
+	case Invalid:
+		return "invalid"
+	}
+	return "error"
+}
+
+// Error is a classified network failure.
+type Error struct {
+	Kind     Kind
+	Platform Platform
+	// Status is the HTTP status, 0 when no response arrived.
+	Status int
+	// Code is the network's own error code, when it sent one ("88", "190", "ExpiredToken"...).
+	Code string
+	// Message is the network's message, safe to show to the user.
+	Message string
+	// ResetAt is when a rate limit resets (RateLimited only; zero when unknown).
+	ResetAt time.Time
+	Err     error
+}
+
+func (e *Error) Error() string {
+	msg := e.Message
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
+	if e.Status != 0 {
+		return fmt.Sprintf("%s: %s (HTTP %d): %s", e.Platform, e.Kind, e.Status, msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", e.Platform, e.Kind, msg)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// KindOf returns the kind of a classified error; an unclassified error counts as Transient.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return Transient
+}
+
+// IsRetryable reports whether the same call may be repeated after a backoff.
+func IsRetryable(err error) bool { return KindOf(err) == Transient }
+
+// ErrLookupUnsupported is returned by Adapter.Lookup for networks that offer no way to find a
+// post after the fact.
+var ErrLookupUnsupported = errors.New("platforms: the network offers no post lookup")
+
+// Errorf builds a classified error.
+func Errorf(p Platform, k Kind, status int, format string, args ...any) *Error {
+	return &Error{Platform: p, Kind: k, Status: status, Message: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,162 @@
+// Package platforms defines what Herald asks of a social network and how a network's answers are
+// classified. One adapter package per network (platforms/x, platforms/bluesky, ...) implements
+// Adapter by making the network's real, documented HTTP calls; platforms/sim simulates all nine
+// networks on loopback so that the same adapters run in tests, the sandbox and the bench suite.
+//
+// Adapters are stateless: the connected account's actor owns the credentials, the rate budget and
+// the retry policy, and hands the adapter the current Credentials on every call.
+package platforms
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"time"
+)
+
+// Platform is a network identifier as the API spells it.
+type Platform string
+
+// The nine networks Herald publishes to.
+const (
+	LinkedIn  Platform = "linkedin"
+	Instagram Platform = "instagram"
+	YouTube   Platform = "youtube"
+	Pinterest Platform = "pinterest"
+	TikTok    Platform = "tiktok"
+	Threads   Platform = "threads"
+	Facebook  Platform = "facebook"
+	X         Platform = "twitter_x"
+	Bluesky   Platform = "bluesky"
+)
+
+// All lists every platform in the order the API documents them.
+var All = []Platform{LinkedIn, Instagram, YouTube, Pinterest, TikTok, Threads, Facebook, X, Bluesky}
+
+// Valid reports whether p is one of the nine platform identifiers.
+func (p Platform) Valid() bool {
+	for _, q := range All {
+		if p == q {
+			return true
+		}
+	}
+	return false
+}
+
+// Credentials are the tokens and network identity of one connected account. The account actor
+// stores them encrypted and passes a copy to every adapter call.
+type Credentials struct {
+	AccessToken  string    `json:"access_token"`
+	RefreshToken string    `json:"refresh_token,omitempty"`
+	ExpiresAt    time.Time `json:"expires_at,omitzero"`
+	// RefreshExpiresAt is when the refresh token itself stops working, when the network says.
+	RefreshExpiresAt time.Time `json:"refresh_expires_at,omitzero"`
+	// UserID is the network's id of the account: X user id, Bluesky DID, LinkedIn person id,
+	// Facebook Page id, Instagram user id, Threads user id, YouTube channel id, Pinterest
+	// username, TikTok open_id.
+	UserID string `json:"user_id"`
+	// Handle is the human-readable name (username, handle, Page name).
+	Handle string `json:"handle,omitempty"`
+	// Extra holds network-specific settings chosen at connect time, for example the Pinterest
+	// board ("board_id"), the Bluesky PDS ("pds"), or an X client id ("client_id").
+	Extra map[string]string `json:"extra,omitempty"`
+}
+
+// Media is one file attached to a post.
+type Media struct {
+	ID          string
+	ContentType string // image/jpeg, image/png, video/mp4, video/quicktime
+	Size        int64
+	Filename    string
+	// Open returns the file's bytes; adapters that upload call it once per upload attempt.
+	Open func(ctx context.Context) (io.ReadCloser, error)
+	// URL is a public, signed, expiring URL of the file, for networks that fetch media
+	// themselves (Instagram and Threads containers, TikTok PULL_FROM_URL, Pinterest image_url).
+	URL string
+}
+
+// IsVideo reports whether the media is a video.
+func (m Media) IsVideo() bool { return len(m.ContentType) > 6 && m.ContentType[:6] == "video/" }
+
+// Post is what Herald asks a network to publish.
+type Post struct {
+	Text  string
+	Media []Media
+}
+
+// Publication is a post as the network created it.
+type Publication struct {
+	// ID is the network's id of the post (tweet id, at:// URI, URN, media id, video id...).
+	ID string `json:"id"`
+	// URL is a link to the post on the network, when it can be built.
+	URL string `json:"url,omitempty"`
+}
+
+// RateInfo is what a network's response said about the caller's remaining budget. Zero fields
+// mean the network did not say.
+type RateInfo struct {
+	Limit     int
+	Remaining int
+	Reset     time.Time
+	Known     bool
+}
+
+// Result is the outcome of a successful call: what was created and what the network said about
+// the rate budget on the way.
+type Result struct {
+	Publication Publication
+	Rate        RateInfo
+}
+
+// Adapter is one network. Every method makes real HTTP calls to the base URLs of its Config and
+// classifies failures as *Error.
+type Adapter interface {
+	// Platform names the network.
+	Platform() Platform
+	// Validate checks the network's content rules (text length as the network counts it, media
+	// required or refused, counts and types) without any network call.
+	Validate(p Post) error
+	// Publish creates the post, uploading media first as the network requires.
+	Publish(ctx context.Context, c Credentials, p Post) (Result, error)
+	// Refresh exchanges the refresh token (or session) for fresh credentials. The returned
+	// credentials keep the old refresh token when the network does not send a new one.
+	Refresh(ctx context.Context, c Credentials) (Credentials, error)
+	// Revoke invalidates the tokens at the network, best effort.
+	Revoke(ctx context.Context, c Credentials) error
+	// Lookup looks for a post with this text created by the account at or after since. It
+	// resolves an attempt whose outcome is unknown. found is false when the network has no such
+	// post; ErrLookupUnsupported when the network offers no way to look.
+	Lookup(ctx context.Context, c Credentials, p Post, since time.Time) (pub Publication, found bool, err error)
+}
+
+// Connector is implemented by adapters of networks that connect through an OAuth redirect in the
+// browser (every network but X and Bluesky, which connect with credentials the user brings).
+type Connector interface {
+	// AuthorizeURL returns the network's consent page for this state, redirect URI and PKCE
+	// challenge (S256; empty when the network does not take PKCE).
+	AuthorizeURL(state, redirectURI, codeChallenge string) string
+	// Exchange trades an authorization code for credentials and fills in the network identity
+	// (UserID, Handle).
+	Exchange(ctx context.Context, code, redirectURI, codeVerifier string) (Credentials, error)
+	// UsesPKCE reports whether the network takes a PKCE challenge.
+	UsesPKCE() bool
+}
+
+// Config configures one adapter. Base URLs default to the network's production hosts and are
+// pointed at platforms/sim in tests and in sandbox mode.
+type Config struct {
+	// BaseURL is the API host, for example https://api.x.com. For networks with several hosts
+	// (authorize page, upload host, video service) see AuthURL and UploadURL.
+	BaseURL string
+	// AuthURL is the host of the browser consent page, when it differs from BaseURL.
+	AuthURL string
+	// UploadURL is the media upload host, when it differs from BaseURL.
+	UploadURL    string
+	ClientID     string
+	ClientSecret string
+	// HTTPClient makes the calls; nil means a client with sensible timeouts.
+	HTTPClient *http.Client
+	// PollInterval bounds how often asynchronous media processing is polled (0: the network's
+	// suggestion or one second).
+	PollInterval time.Duration
+}
