@@ -130,6 +130,10 @@ type Network struct {
 	Mux      *http.ServeMux
 	Tokens   *TokenStore
 	Store    *Store
+	// RateLimited, when set by the network's file, answers a call refused by the rate_limit fault
+	// or by an exhausted budget in the network's own shape (status, body, headers). reset is when
+	// the limit resets.
+	RateLimited func(w http.ResponseWriter, r *http.Request, reset time.Time)
 }
 
 // registrations are filled by each network's file in init.
@@ -172,7 +176,7 @@ func New(opts Options) *Sim {
 		fn(n)
 		s.networks[p] = n
 		prefix := Prefix(p)
-		s.mux.Handle(prefix+"/", http.StripPrefix(prefix, s.apiMiddleware(p, n.Mux)))
+		s.mux.Handle(prefix+"/", http.StripPrefix(prefix, s.apiMiddleware(n)))
 	}
 	s.adminRoutes()
 	return s
@@ -241,10 +245,11 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// apiMiddleware records the call, adds latency and applies the per-call faults that need no
-// knowledge of the endpoint (error_5xx, timeout). Endpoint handlers apply rate_limit and
-// post_then_error themselves through TakeFault, since only they know the network's shapes.
-func (s *Sim) apiMiddleware(p platforms.Platform, next http.Handler) http.Handler {
+// apiMiddleware records the call, adds latency and applies the per-call faults error_5xx, timeout
+// and (through the network's RateLimited responder) rate_limit. Handlers of post-creating calls
+// apply post_then_error themselves through TakeFault.
+func (s *Sim) apiMiddleware(n *Network) http.Handler {
+	p, next := n.Platform, n.Mux
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.logRequest(p, r)
 		if s.opts.Latency > 0 {
@@ -267,6 +272,12 @@ func (s *Sim) apiMiddleware(p platforms.Platform, next http.Handler) http.Handle
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte(`{"error":"service unavailable","message":"simulated outage"}`))
 			return
+		case FaultRateLimit:
+			if n.RateLimited != nil {
+				s.consumeFault(p)
+				n.RateLimited(w, r, s.opts.Now().Add(time.Minute))
+				return
+			}
 		case FaultTimeout:
 			s.consumeFault(p)
 			t := time.NewTimer(s.opts.TimeoutHold)
