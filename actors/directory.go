@@ -1,0 +1,279 @@
+package actors
+
+import (
+	"context"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Kind describes one kind of virtual actor: how to make an incarnation and when to passivate it.
+type Kind struct {
+	// Name labels metrics and logs ("post", "job", "account", "webhook").
+	Name string
+	// New makes the actor for an id. It loads its state on *actor.Started (which also runs after
+	// a restart) and replies only after its changes are durable.
+	New func(id string) actor.Actor
+	// IdleTimeout passivates an actor that received no message for that long (default 2m).
+	IdleTimeout time.Duration
+	// Shards is the number of directory shards (default 64).
+	Shards int
+}
+
+// Directory is the activation directory of one actor kind: it holds exactly one live incarnation
+// per id, activating it on its first message and passivating it when idle.
+//
+// Passivation never loses a message. An idle actor asks the directory to passivate it; under the
+// shard lock the directory marks the entry stopping and sends it a poison pill, which the actor
+// processes after every message already in its mailbox. Messages that arrive from then on are
+// held by the directory and delivered, in order, to the next incarnation, which is spawned only
+// once the previous one has stopped: two incarnations of an id never run at once.
+//
+// The interface is small (Send, Request, Ask via To) so that a cluster's grains can take its
+// place when Herald runs on several nodes.
+type Directory struct {
+	sys    *System
+	kind   Kind
+	seed   maphash.Seed
+	shards []*shard
+	props  *actor.Props
+	wg     sync.WaitGroup // live incarnations
+}
+
+type shard struct {
+	mu      sync.Mutex
+	entries map[string]*entry
+}
+
+type entry struct {
+	pid      *actor.PID
+	stopping bool
+	held     []held
+}
+
+type held struct {
+	msg    any
+	sender *actor.PID
+}
+
+// NewDirectory creates the directory of a kind.
+func NewDirectory(sys *System, k Kind) *Directory {
+	if k.IdleTimeout <= 0 {
+		k.IdleTimeout = 2 * time.Minute
+	}
+	if k.Shards <= 0 {
+		k.Shards = 64
+	}
+	d := &Directory{sys: sys, kind: k, seed: maphash.MakeSeed(), shards: make([]*shard, k.Shards)}
+	for i := range d.shards {
+		d.shards[i] = &shard{entries: map[string]*entry{}}
+	}
+	d.props = actor.PropsFromProducer(func() actor.Actor { return nil },
+		actor.WithGuardian(supervisor),
+		actor.WithReceiverMiddleware(d.instrument),
+	)
+	return d
+}
+
+// Kind is the directory's actor kind.
+func (d *Directory) Kind() Kind { return d.kind }
+
+func (d *Directory) shardOf(id string) *shard {
+	return d.shards[maphash.String(d.seed, id)%uint64(len(d.shards))]
+}
+
+// Send delivers msg to the actor id, activating it if needed.
+func (d *Directory) Send(id string, msg any) { d.deliver(id, msg, nil) }
+
+// Request delivers msg with a reply address.
+func (d *Directory) Request(id string, msg any, sender *actor.PID) { d.deliver(id, msg, sender) }
+
+// To addresses one actor of the directory, for Ask.
+func (d *Directory) To(id string) Requester { return target{d, id} }
+
+type target struct {
+	d  *Directory
+	id string
+}
+
+func (t target) request(msg any, sender *actor.PID) { t.d.deliver(t.id, msg, sender) }
+func (t target) system() *System                     { return t.d.sys }
+
+func (d *Directory) deliver(id string, msg any, sender *actor.PID) {
+	s := d.shardOf(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[id]
+	if e == nil {
+		e = &entry{pid: d.spawn(id)}
+		s.entries[id] = e
+	}
+	if e.stopping {
+		e.held = append(e.held, held{msg, sender})
+		return
+	}
+	d.sys.Metrics.MailboxDepth.WithLabelValues(d.kind.Name).Inc()
+	d.sys.Root.RequestWithCustomSender(e.pid, msg, sender)
+}
+
+// spawn starts an incarnation; the caller holds the shard lock.
+func (d *Directory) spawn(id string) *actor.PID {
+	inner := d.kind.New(id)
+	props := d.props.Clone(actor.WithProducer(func() actor.Actor {
+		return &incarnation{d: d, id: id, inner: inner}
+	}))
+	d.wg.Add(1)
+	d.sys.Metrics.Live.WithLabelValues(d.kind.Name).Inc()
+	d.sys.Metrics.Activations.WithLabelValues(d.kind.Name).Inc()
+	return d.sys.Root.Spawn(props)
+}
+
+// passivate is called by an idle incarnation.
+func (d *Directory) passivate(id string, pid *actor.PID) {
+	s := d.shardOf(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[id]
+	if e == nil || e.pid != pid || e.stopping {
+		return
+	}
+	e.stopping = true
+	d.sys.Metrics.Passivations.WithLabelValues(d.kind.Name).Inc()
+	d.sys.Root.Poison(pid)
+}
+
+// stopped is called by an incarnation as it stops; held messages go to a new incarnation.
+func (d *Directory) stopped(id string, pid *actor.PID) {
+	d.sys.Metrics.Live.WithLabelValues(d.kind.Name).Dec()
+	defer d.wg.Done()
+	s := d.shardOf(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[id]
+	if e == nil || e.pid != pid {
+		return
+	}
+	if len(e.held) == 0 {
+		delete(s.entries, id)
+		return
+	}
+	next := &entry{pid: d.spawn(id)}
+	s.entries[id] = next
+	for _, h := range e.held {
+		d.sys.Metrics.MailboxDepth.WithLabelValues(d.kind.Name).Inc()
+		d.sys.Root.RequestWithCustomSender(next.pid, h.msg, h.sender)
+	}
+}
+
+// Live counts the live incarnations.
+func (d *Directory) Live() int {
+	n := 0
+	for _, s := range d.shards {
+		s.mu.Lock()
+		n += len(s.entries)
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// Stop passivates every live actor (each finishes the messages in its mailbox first) and waits
+// until all have stopped or ctx ends. Messages sent meanwhile start new incarnations, so callers
+// stop the senders first.
+func (d *Directory) Stop(ctx context.Context) error {
+	for _, s := range d.shards {
+		s.mu.Lock()
+		for _, e := range s.entries {
+			if !e.stopping {
+				e.stopping = true
+				d.sys.Root.Poison(e.pid)
+			}
+		}
+		s.mu.Unlock()
+	}
+	done := make(chan struct{})
+	go func() { d.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// instrument is the receiver middleware: metrics per kind and message type, and an error reply
+// to the requester when the actor panics (supervision then restarts it).
+func (d *Directory) instrument(next actor.ReceiverFunc) actor.ReceiverFunc {
+	kind := d.kind.Name
+	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+		switch env.Message.(type) {
+		case actor.SystemMessage, actor.AutoReceiveMessage, *idleCheck:
+			next(c, env)
+			return
+		}
+		d.sys.Metrics.MailboxDepth.WithLabelValues(kind).Dec()
+		mt := messageType(env.Message)
+		start := time.Now()
+		defer func() {
+			d.sys.Metrics.Messages.WithLabelValues(kind, mt).Inc()
+			d.sys.Metrics.Processing.WithLabelValues(kind, mt).Observe(time.Since(start).Seconds())
+			if r := recover(); r != nil {
+				d.sys.Log.Error("actor failed; restarting it from its persisted state", "actor_kind", kind, "message_type", mt, "panic", r)
+				if env.Sender != nil {
+					c.ActorSystem().Root.Send(env.Sender, &ErrorReply{Err: ErrActorFailed})
+				}
+				panic(r)
+			}
+		}()
+		next(c, env)
+	}
+}
+
+type idleCheck struct{}
+
+// incarnation wraps a kind's actor with idle passivation and the directory's bookkeeping.
+type incarnation struct {
+	d     *Directory
+	id    string
+	inner actor.Actor
+	last  time.Time
+	timer *time.Timer
+}
+
+func (a *incarnation) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *actor.Started:
+		a.last = time.Now()
+		a.arm(ctx, a.d.kind.IdleTimeout)
+		a.inner.Receive(ctx)
+	case *actor.Restarting:
+		a.d.sys.Metrics.Restarts.WithLabelValues(a.d.kind.Name).Inc()
+		a.inner.Receive(ctx)
+	case *idleCheck:
+		idle := time.Since(a.last)
+		if idle >= a.d.kind.IdleTimeout {
+			a.d.passivate(a.id, ctx.Self())
+			return
+		}
+		a.arm(ctx, a.d.kind.IdleTimeout-idle)
+	case *actor.Stopped:
+		if a.timer != nil {
+			a.timer.Stop()
+		}
+		a.inner.Receive(ctx)
+		a.d.stopped(a.id, ctx.Self())
+	default:
+		a.last = time.Now()
+		a.inner.Receive(ctx)
+	}
+}
+
+// arm schedules the next idle check as a message to self (never ReceiveTimeout, which races).
+func (a *incarnation) arm(ctx actor.Context, after time.Duration) {
+	if a.timer != nil {
+		a.timer.Stop()
+	}
+	self, root := ctx.Self(), a.d.sys.Root
+	a.timer = time.AfterFunc(after, func() { root.Send(self, &idleCheck{}) })
+}

@@ -1,0 +1,70 @@
+package actors
+
+import (
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the actor runtime's Prometheus metrics, labelled by actor kind and message type,
+// never by actor id.
+type Metrics struct {
+	Messages     *prometheus.CounterVec
+	Processing   *prometheus.HistogramVec
+	MailboxDepth *prometheus.GaugeVec
+	Live         *prometheus.GaugeVec
+	Activations  *prometheus.CounterVec
+	Passivations *prometheus.CounterVec
+	Restarts     *prometheus.CounterVec
+}
+
+// NewMetrics registers the actor metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_actor_messages_total", Help: "Messages processed by actors, by actor kind and message type.",
+		}, []string{"actor_kind", "message_type"}),
+		Processing: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "herald_actor_message_duration_seconds", Help: "Time an actor spent processing one message.",
+			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
+		}, []string{"actor_kind", "message_type"}),
+		MailboxDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "herald_actor_mailbox_depth", Help: "Messages waiting in the mailboxes of actors of a kind.",
+		}, []string{"actor_kind"}),
+		Live: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "herald_actors_live", Help: "Live (activated) actors of a kind.",
+		}, []string{"actor_kind"}),
+		Activations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_actor_activations_total", Help: "Actor activations (an actor loaded from bbolt on its first message).",
+		}, []string{"actor_kind"}),
+		Passivations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_actor_passivations_total", Help: "Actors stopped after being idle.",
+		}, []string{"actor_kind"}),
+		Restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_actor_restarts_total", Help: "Actors restarted by supervision after a failure.",
+		}, []string{"actor_kind"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Messages, m.Processing, m.MailboxDepth, m.Live, m.Activations, m.Passivations, m.Restarts)
+	}
+	return m
+}
+
+var typeNames sync.Map // reflect.Type → string
+
+// messageType is the label for a message: its Go type without package path or pointer star.
+func messageType(msg any) string {
+	t := reflect.TypeOf(msg)
+	if t == nil {
+		return "nil"
+	}
+	if v, ok := typeNames.Load(t); ok {
+		return v.(string)
+	}
+	name := t.String()
+	name = strings.TrimPrefix(name, "*")
+	typeNames.Store(t, name)
+	return name
+}

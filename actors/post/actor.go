@@ -1,0 +1,174 @@
+// Package post is the post actor: one virtual actor per post, owning its state. It loads the post
+// from bbolt when activated, and every change is built as a copy, committed, and only then
+// applied and answered.
+package post
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/persistence"
+)
+
+// KindName labels the post actor in metrics.
+const KindName = "post"
+
+// Deps are what post actors need.
+type Deps struct {
+	Store *persistence.Store
+	Now   func() time.Time
+	// IdleTimeout passivates idle post actors (default 2m).
+	IdleTimeout time.Duration
+}
+
+// Kind returns the post actor kind for an activation directory.
+func Kind(d Deps) actors.Kind {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	return actors.Kind{
+		Name:        KindName,
+		IdleTimeout: d.IdleTimeout,
+		New:         func(id string) actor.Actor { return &Actor{id: id, deps: d} },
+	}
+}
+
+// Actor is one post.
+type Actor struct {
+	id    string
+	deps  Deps
+	state *persistence.Post // nil: no such post
+}
+
+// Receive handles the post's messages.
+func (a *Actor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.load()
+	case *Create:
+		a.create(ctx, m)
+	case *Get:
+		if p, err := a.owned(m.UserID); err != nil {
+			actors.ReplyError(ctx, err)
+		} else {
+			actors.Reply(ctx, &Reply{Post: p.Clone()})
+		}
+	case *Update:
+		a.update(ctx, m)
+	case *Delete:
+		a.delete(ctx, m)
+	}
+}
+
+// load reads the committed state; it runs on activation and again after a restart.
+func (a *Actor) load() {
+	a.state = nil
+	_ = a.deps.Store.View(func(tx *persistence.Tx) error {
+		p, err := tx.Post(a.id)
+		if err == nil {
+			a.state = p
+		}
+		return nil
+	})
+}
+
+func (a *Actor) owned(userID string) (*persistence.Post, error) {
+	if a.state == nil {
+		return nil, ErrNotFound
+	}
+	if a.state.UserID != userID {
+		return nil, ErrForbidden
+	}
+	return a.state, nil
+}
+
+// commit writes next durably, then makes it the actor's state.
+func (a *Actor) commit(next *persistence.Post) error {
+	prev := a.state
+	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+		return tx.PutPost(next, prev)
+	}); err != nil {
+		return err
+	}
+	a.state = next
+	return nil
+}
+
+func (a *Actor) create(ctx actor.Context, m *Create) {
+	if a.state != nil {
+		actors.ReplyError(ctx, ErrExists)
+		return
+	}
+	next := m.Post.Clone()
+	next.ID = a.id
+	next.Version = 1
+	if err := a.commit(next); err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
+	actors.Reply(ctx, &Reply{Post: next.Clone()})
+}
+
+func editable(op string, p *persistence.Post) error {
+	if p.Status == persistence.PostDraft || p.Status == persistence.PostScheduled {
+		return nil
+	}
+	return &NotEditableError{Op: op, Status: p.Status}
+}
+
+func (a *Actor) update(ctx actor.Context, m *Update) {
+	cur, err := a.owned(m.UserID)
+	if err == nil {
+		err = editable("updated", cur)
+	}
+	if err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
+	next := cur.Clone()
+	if m.Content != nil {
+		next.Content = *m.Content
+	}
+	if m.Targets != nil {
+		next.Targets = append([]persistence.Target(nil), m.Targets...)
+	}
+	if m.MediaIDs != nil {
+		next.MediaIDs = append([]string(nil), m.MediaIDs...)
+	}
+	next.UpdatedAt = a.deps.Now().UTC()
+	next.Version++
+	if err := a.commit(next); err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
+	actors.Reply(ctx, &Reply{Post: next.Clone()})
+}
+
+func (a *Actor) delete(ctx actor.Context, m *Delete) {
+	cur, err := a.owned(m.UserID)
+	if err == nil {
+		err = editable("deleted", cur)
+	}
+	if err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
+	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+		return tx.DeletePost(cur)
+	}); err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
+	a.state = nil
+	actors.Reply(ctx, &Reply{Post: cur})
+}
+
+// IsNotEditable reports whether err refuses a change because of the post's status.
+func IsNotEditable(err error) bool {
+	var e *NotEditableError
+	return errors.As(err, &e)
+}

@@ -1,0 +1,41 @@
+package actors
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// System is the actor system with Herald's metrics.
+type System struct {
+	AS      *actor.ActorSystem
+	Root    *actor.RootContext
+	Metrics *Metrics
+	Log     *slog.Logger
+}
+
+// NewSystem starts an actor system. reg may be nil (metrics then go nowhere).
+func NewSystem(reg prometheus.Registerer, log *slog.Logger) *System {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	// Proto.Actor logs every supervised failure at info level; Herald logs failures itself
+	// (with the actor kind), so the runtime's own logger only reports warnings.
+	quiet := slog.New(log.Handler().WithGroup("protoactor"))
+	cfg := actor.Configure(
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }),
+		actor.WithDeadLetterThrottleInterval(time.Minute),
+	)
+	as := actor.NewActorSystemWithConfig(cfg)
+	return &System{AS: as, Root: as.Root, Metrics: NewMetrics(reg), Log: log}
+}
+
+// Shutdown stops the actor system.
+func (s *System) Shutdown() { s.AS.Shutdown() }
+
+// supervisor restarts a failing actor (up to 10 times in 10 seconds, then stops it). A restart
+// runs *actor.Started again, where every Herald actor reloads its state from bbolt.
+var supervisor = actor.NewOneForOneStrategy(10, 10*time.Second, actor.DefaultDecider)

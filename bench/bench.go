@@ -1,0 +1,213 @@
+// Package bench is Herald's bench suite behind `make bench` (herald bench). It starts a real
+// `herald serve` process in sandbox mode on loopback with a fresh data directory, drives it over
+// HTTP from this process, and prints for every scenario its throughput and latency beside the
+// limit measured on the same machine in the same run (for example the raw bbolt group-commit rate
+// for the same records), with the ratio. Scenarios whose feature Herald does not have yet are
+// listed as skipped, never faked.
+package bench
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Result is one scenario's figures.
+type Result struct {
+	Scenario   string  `json:"scenario"`
+	Skipped    string  `json:"skipped,omitempty"`
+	Ops        int     `json:"ops"`
+	Seconds    float64 `json:"seconds"`
+	Throughput float64 `json:"throughput_per_s"`
+	P50ms      float64 `json:"p50_ms"`
+	P99ms      float64 `json:"p99_ms"`
+	P999ms     float64 `json:"p999_ms"`
+	Errors     int     `json:"errors"`
+	PeakRSSMB  float64 `json:"server_peak_rss_mb"`
+	LimitName  string  `json:"limit_name,omitempty"`
+	Limit      float64 `json:"limit_per_s,omitempty"`
+	Ratio      float64 `json:"ratio,omitempty"`
+	Notes      string  `json:"notes,omitempty"`
+}
+
+// Report is a whole run.
+type Report struct {
+	StartedAt time.Time `json:"started_at"`
+	Machine   string    `json:"machine"`
+	Quick     bool      `json:"quick"`
+	Results   []Result  `json:"results"`
+}
+
+// Scenario is one named measurement.
+type Scenario struct {
+	Name string
+	// Run measures; nil means the feature is not there yet (Skip says why).
+	Run  func(e *Env) (Result, error)
+	Skip string
+}
+
+// Scenarios lists every scenario in the order they run.
+func Scenarios() []Scenario {
+	return []Scenario{
+		{Name: "create-drafts", Run: createDrafts},
+		{Name: "publish", Skip: "publishing jobs are not implemented yet"},
+		{Name: "bulk-agency", Skip: "publishing jobs and account rate budgets are not implemented yet"},
+		{Name: "sse-fanout", Skip: "job streams are not implemented yet"},
+		{Name: "scheduler-burst", Skip: "scheduling is not implemented yet"},
+		{Name: "webhooks", Skip: "webhooks are not implemented yet"},
+		{Name: "media-upload", Skip: "media uploads are not implemented yet"},
+		{Name: "analytics", Skip: "analytics are not implemented yet"},
+		{Name: "memory-at-rest", Skip: "not implemented yet"},
+		{Name: "recovery", Skip: "not implemented yet"},
+	}
+}
+
+// Main is `herald bench`.
+func Main(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "compare" {
+		if len(args) != 3 {
+			return errors.New("usage: herald bench compare A.json B.json")
+		}
+		return Compare(args[1], args[2], stdout)
+	}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	quick := fs.Bool("quick", false, "a short smoke run (under 2 minutes)")
+	only := fs.String("scenario", "", "run only this scenario")
+	out := fs.String("out", "", "also write the results as JSON to this file")
+	conns := fs.Int("connections", 64, "concurrent HTTP connections")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var selected []Scenario
+	for _, s := range Scenarios() {
+		if *only == "" || s.Name == *only {
+			selected = append(selected, s)
+		}
+	}
+	if len(selected) == 0 {
+		return fmt.Errorf("unknown scenario %q", *only)
+	}
+	env, err := StartEnv(stderr)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	env.Quick, env.Connections = *quick, *conns
+	env.Duration = 10 * time.Second
+	if *quick {
+		env.Duration = 3 * time.Second
+	}
+	rep := Report{StartedAt: time.Now().UTC(), Machine: machine(), Quick: *quick}
+	for _, s := range selected {
+		if s.Run == nil {
+			rep.Results = append(rep.Results, Result{Scenario: s.Name, Skipped: s.Skip})
+			continue
+		}
+		r, err := s.Run(env)
+		if err != nil {
+			return fmt.Errorf("scenario %s: %w", s.Name, err)
+		}
+		r.Scenario = s.Name
+		r.PeakRSSMB = env.PeakRSSMB()
+		if r.Limit > 0 {
+			r.Ratio = r.Throughput / r.Limit
+		}
+		rep.Results = append(rep.Results, r)
+	}
+	Print(rep, stdout)
+	if *out != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(*out, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func machine() string {
+	model := ""
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				_, model, _ = strings.Cut(l, ":")
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d cores %s, %s/%s, %s", runtime.NumCPU(), strings.TrimSpace(model), runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+// Print writes the table.
+func Print(rep Report, w io.Writer) {
+	fmt.Fprintf(w, "Herald bench — %s — %s%s\n\n", rep.StartedAt.Format(time.RFC3339), rep.Machine, map[bool]string{true: " (quick)"}[rep.Quick])
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tops\tops/s\tp50 ms\tp99 ms\tp999 ms\terrors\tpeak RSS MB\tlimit (same run)\tlimit/s\tratio\t")
+	for _, r := range rep.Results {
+		if r.Skipped != "" {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\tskipped: %s\t-\t-\t\n", r.Scenario, r.Skipped)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%d\t%.0f\t%s\t%.0f\t%.2f\t\n",
+			r.Scenario, r.Ops, r.Throughput, r.P50ms, r.P99ms, r.P999ms, r.Errors, r.PeakRSSMB, r.LimitName, r.Limit, r.Ratio)
+	}
+	_ = tw.Flush()
+	for _, r := range rep.Results {
+		if r.Notes != "" {
+			fmt.Fprintf(w, "\n%s: %s", r.Scenario, r.Notes)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// Compare prints the differences between two JSON reports.
+func Compare(a, b string, w io.Writer) error {
+	load := func(p string) (Report, error) {
+		var r Report
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return r, err
+		}
+		return r, json.Unmarshal(raw, &r)
+	}
+	ra, err := load(a)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", a, err)
+	}
+	rb, err := load(b)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", b, err)
+	}
+	byName := map[string]Result{}
+	for _, r := range ra.Results {
+		byName[r.Scenario] = r
+	}
+	names := make([]string, 0)
+	for _, r := range rb.Results {
+		names = append(names, r.Scenario)
+	}
+	sort.Strings(names)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tops/s A\tops/s B\tdelta\tp99 A\tp99 B\tratio A\tratio B\t")
+	for _, rb := range rb.Results {
+		ra, ok := byName[rb.Scenario]
+		if !ok || ra.Skipped != "" || rb.Skipped != "" {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t\n", rb.Scenario)
+			continue
+		}
+		delta := 0.0
+		if ra.Throughput > 0 {
+			delta = (rb.Throughput/ra.Throughput - 1) * 100
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%+.1f%%\t%.2f\t%.2f\t%.2f\t%.2f\t\n", rb.Scenario, ra.Throughput, rb.Throughput, delta, ra.P99ms, rb.P99ms, ra.Ratio, rb.Ratio)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,178 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/persistence"
+)
+
+// latencies collects per-request durations.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d []time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d...)
+	l.mu.Unlock()
+}
+
+func (l *latencies) pct(p float64) float64 {
+	if len(l.d) == 0 {
+		return 0
+	}
+	sort.Slice(l.d, func(i, j int) bool { return l.d[i] < l.d[j] })
+	i := int(float64(len(l.d)-1) * p)
+	return float64(l.d[i]) / float64(time.Millisecond)
+}
+
+// progress draws a progress bar on the log while a phase runs.
+func progress(w io.Writer, name string, d time.Duration, done <-chan struct{}) {
+	start := time.Now()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			fmt.Fprintf(w, "\r%-24s [%s] done%20s\n", name, bar(1), "")
+			return
+		case <-t.C:
+			f := float64(time.Since(start)) / float64(d)
+			if f > 1 {
+				f = 1
+			}
+			fmt.Fprintf(w, "\r%-24s [%s] %3.0f%%", name, bar(f), f*100)
+		}
+	}
+}
+
+func bar(f float64) string {
+	const width = 30
+	n := int(f * width)
+	return string(bytes.Repeat([]byte("#"), n)) + string(bytes.Repeat([]byte("."), width-n))
+}
+
+// drive runs fn from conns workers for d and measures it.
+func drive(log io.Writer, name string, conns int, d time.Duration, fn func(worker, i int) error) (Result, error) {
+	var lat latencies
+	var ops, errs atomic.Int64
+	var firstErr atomic.Value
+	deadline := time.Now().Add(d)
+	done := make(chan struct{})
+	go progress(log, name, d, done)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < conns; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			local := make([]time.Duration, 0, 4096)
+			for i := 0; time.Now().Before(deadline); i++ {
+				t0 := time.Now()
+				err := fn(w, i)
+				local = append(local, time.Since(t0))
+				if err != nil {
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+					continue
+				}
+				ops.Add(1)
+			}
+			lat.add(local)
+		}(w)
+	}
+	wg.Wait()
+	elapsed := time.Since(start).Seconds()
+	close(done)
+	r := Result{Ops: int(ops.Load()), Seconds: elapsed, Throughput: float64(ops.Load()) / elapsed, Errors: int(errs.Load()),
+		P50ms: lat.pct(0.5), P99ms: lat.pct(0.99), P999ms: lat.pct(0.999)}
+	if e, ok := firstErr.Load().(error); ok {
+		r.Notes = "first error: " + e.Error()
+	}
+	return r, nil
+}
+
+// draftBody is the create request the scenario sends (three targets, a realistic text).
+func (e *Env) draftBody(i int) []byte {
+	targets := e.Accounts
+	if len(targets) > 3 {
+		targets = targets[:3]
+	}
+	ids := ""
+	for j, t := range targets {
+		if j > 0 {
+			ids += ","
+		}
+		ids += `"` + t + `"`
+	}
+	return []byte(fmt.Sprintf(`{"content":"Bench draft %d: our autumn collection is out today, with free shipping on every order this week. #launch","platforms":[%s]}`, i, ids))
+}
+
+func createDrafts(e *Env) (Result, error) {
+	r, err := drive(e.log, "create-drafts", e.Connections, e.Duration, func(w, i int) error {
+		req, _ := http.NewRequest(http.MethodPost, e.URL+"/v1/posts", bytes.NewReader(e.draftBody(w*1_000_000+i)))
+		req.Header.Set("Authorization", "Bearer "+e.Key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := e.Client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			return fmt.Errorf("POST /v1/posts: %s", resp.Status)
+		}
+		return nil
+	})
+	if err != nil {
+		return r, err
+	}
+	limit, err := boltCeiling(e, e.Connections, e.Duration)
+	if err != nil {
+		return r, err
+	}
+	r.LimitName = "raw bbolt group commit"
+	r.Limit = limit
+	return r, nil
+}
+
+// boltCeiling measures the raw bbolt group-commit rate in this process: conns writers putting
+// post records of the same size as the scenario's through the same group committer, with no
+// HTTP and no actors. It is the throughput ceiling of durable creates on this machine.
+func boltCeiling(e *Env, conns int, d time.Duration) (float64, error) {
+	dir, err := os.MkdirTemp(e.Dir, "ceiling-")
+	if err != nil {
+		return 0, err
+	}
+	s, err := persistence.Open(dir, persistence.Options{})
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	user := uuid.Must(uuid.NewV7()).String()
+	r, err := drive(e.log, "bbolt ceiling", conns, d, func(w, i int) error {
+		now := time.Now().UTC()
+		p := &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user, Content: string(e.draftBody(i)),
+			Status: persistence.PostDraft, CreatedAt: now, UpdatedAt: now, MediaIDs: []string{}}
+		for _, a := range e.Accounts[:min(3, len(e.Accounts))] {
+			p.Targets = append(p.Targets, persistence.Target{AccountID: a, Platform: "linkedin", Status: persistence.TargetPending})
+		}
+		return s.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(p, nil) })
+	})
+	if err != nil {
+		return 0, err
+	}
+	return r.Throughput, nil
+}

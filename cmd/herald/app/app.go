@@ -1,0 +1,230 @@
+// Package app wires Herald together: the store, the actor system and its directories, the
+// authenticator and rate limiter, the Echo server with every route, the admin socket, and in
+// sandbox mode the network simulator and the demo user. cmd/herald runs it; tests build it the
+// same way on a temporary directory.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/post"
+	"github.com/heraldhq/herald/http/admin"
+	"github.com/heraldhq/herald/http/api"
+	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/http/ratelimit"
+	"github.com/heraldhq/herald/http/server"
+	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/platforms/sim"
+)
+
+// Config is Herald's configuration, parsed only in cmd.
+type Config struct {
+	Addr    string // listen address, default 127.0.0.1:8080
+	DataDir string // default ./data
+	Sandbox bool
+	BaseURL string // public URL; default http:// + the listening address
+	SimAddr string // sandbox simulator address, default 127.0.0.1:8081
+	Log     *slog.Logger
+	// PostIdleTimeout passivates idle post actors (default 2m).
+	PostIdleTimeout time.Duration
+	// ShutdownGrace bounds the wait for in-flight requests at shutdown (default 10s).
+	ShutdownGrace time.Duration
+	// PlanLimits are the hourly request quotas per plan (default auth.Plans).
+	PlanLimits map[string]int
+	// NoAdminSocket skips the admin socket (tests that run several servers in one process).
+	NoAdminSocket bool
+}
+
+// App is a built Herald.
+type App struct {
+	Cfg      Config
+	Store    *persistence.Store
+	Registry *prometheus.Registry
+	Actors   *actors.System
+	Posts    *actors.Directory
+	Auth     *auth.Authenticator
+	Server   *server.Server
+	Sim      *sim.Server
+	Log      *slog.Logger
+
+	admin   *admin.Server
+	httpSrv *http.Server
+	ln      net.Listener
+	// SandboxKey is the demo key written at first sandbox start ("" otherwise).
+	SandboxKey string
+}
+
+// New builds Herald on cfg.DataDir. Nothing listens until Start.
+func New(cfg Config) (*App, error) {
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:8080"
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = "data"
+	}
+	if cfg.SimAddr == "" {
+		cfg.SimAddr = "127.0.0.1:8081"
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 10 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	a := &App{Cfg: cfg, Log: cfg.Log, Registry: prometheus.NewRegistry()}
+	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	commitSeconds := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "herald_bbolt_commit_duration_seconds", Help: "Duration of one bbolt group commit (transaction and fsync).",
+		Buckets: []float64{.0005, .001, .002, .004, .008, .016, .032, .064, .128, .256, 1},
+	})
+	commitBatch := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "herald_bbolt_commit_batch_size", Help: "Writes carried by one bbolt group commit.",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024},
+	})
+	commitErrors := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "herald_bbolt_commit_errors_total", Help: "bbolt group commits that failed.",
+	})
+	a.Registry.MustRegister(commitSeconds, commitBatch, commitErrors)
+
+	store, err := persistence.Open(cfg.DataDir, persistence.Options{
+		LockTimeout: 2 * time.Second,
+		OnCommit: func(n int, d time.Duration, err error) {
+			commitSeconds.Observe(d.Seconds())
+			commitBatch.Observe(float64(n))
+			if err != nil {
+				commitErrors.Inc()
+			}
+		},
+	})
+	if errors.Is(err, persistence.ErrLocked) {
+		return nil, fmt.Errorf("the database in %s is in use by another herald process; stop it first, or use another --data directory", cfg.DataDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	a.Store = store
+	a.Actors = actors.NewSystem(a.Registry, cfg.Log)
+	a.Posts = actors.NewDirectory(a.Actors, post.Kind(post.Deps{Store: store, IdleTimeout: cfg.PostIdleTimeout}))
+	a.Auth = auth.NewAuthenticator(store, nil)
+
+	spec, err := api.Spec()
+	if err != nil {
+		a.closeStore()
+		return nil, err
+	}
+	deprecated, err := api.Deprecations(spec)
+	if err != nil {
+		a.closeStore()
+		return nil, err
+	}
+	a.Server = server.New(server.Config{
+		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: ratelimit.New(nil), Deprecated: deprecated, PlanLimits: cfg.PlanLimits,
+	})
+	if err := api.Register(api.Deps{Server: a.Server, Store: store, Posts: a.Posts, Log: cfg.Log}); err != nil {
+		a.closeStore()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *App) closeStore() {
+	if a.Actors != nil {
+		a.Actors.Shutdown()
+	}
+	_ = a.Store.Close()
+}
+
+// Start opens the admin socket, the sandbox, and the HTTP listener, then reports ready.
+func (a *App) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", a.Cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", a.Cfg.Addr, err)
+	}
+	a.ln = ln
+	if a.Cfg.BaseURL == "" {
+		a.Cfg.BaseURL = "http://" + ln.Addr().String()
+	}
+	a.Cfg.BaseURL = strings.TrimRight(a.Cfg.BaseURL, "/")
+	if a.Cfg.Sandbox {
+		if err := a.startSandbox(ctx); err != nil {
+			_ = ln.Close()
+			return err
+		}
+	}
+	if !a.Cfg.NoAdminSocket {
+		adm, err := admin.Listen(a.Cfg.DataDir, admin.Ops{Store: a.Store, Auth: a.Auth})
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		a.admin = adm
+	}
+	a.httpSrv = &http.Server{
+		Handler:           a.Server.Echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	go func() {
+		if err := a.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.Log.Error("http server stopped", "error", err)
+		}
+	}()
+	a.Server.SetReady(true)
+	a.Log.Info("listening on http://" + ln.Addr().String())
+	return nil
+}
+
+// Addr is the address the API listens on.
+func (a *App) Addr() string { return a.ln.Addr().String() }
+
+// URL is the API's base URL on the listener.
+func (a *App) URL() string { return "http://" + a.Addr() }
+
+// Shutdown stops Herald in order: readiness goes 503, in-flight requests finish (within the grace
+// period), actors drain and persist, the admin socket and simulator close, and bbolt closes last.
+func (a *App) Shutdown() error {
+	a.Server.SetReady(false)
+	ctx, cancel := context.WithTimeout(context.Background(), a.Cfg.ShutdownGrace)
+	defer cancel()
+	var errs []error
+	if a.httpSrv != nil {
+		if err := a.httpSrv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+			_ = a.httpSrv.Close()
+		}
+	}
+	actx, acancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer acancel()
+	if err := a.Posts.Stop(actx); err != nil {
+		errs = append(errs, fmt.Errorf("post actors: %w", err))
+	}
+	a.Actors.Shutdown()
+	if a.admin != nil {
+		_ = a.admin.Close()
+	}
+	if a.Sim != nil {
+		_ = a.Sim.Close()
+	}
+	if err := a.Store.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("store: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// SandboxKeyFile is where sandbox mode writes the demo key.
+func SandboxKeyFile(dir string) string { return filepath.Join(dir, "sandbox-api-key") }

@@ -1,0 +1,90 @@
+// Command herald is Herald's one binary: the API server (serve), the network simulator (sim),
+// user, key and account management (users, keys, accounts), backups (backup) and the bench suite
+// (bench).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+const usage = `herald — a self-hostable social publishing API server
+
+Usage:
+  herald serve [--addr HOST:PORT] [--data DIR] [--sandbox] [--base-url URL] [--sim-addr HOST:PORT] [--log-format text|json]
+  herald sim [--addr HOST:PORT] [--latency DURATION] [--limit-scale F]
+  herald users create --data DIR --email E [--name N] [--plan free|starter|growth|pro|max] [--timezone IANA_ZONE]
+  herald keys create --data DIR --email E --name N [--expires-in DURATION]
+  herald keys list --data DIR --email E
+  herald keys revoke --data DIR KEY_ID
+  herald keys regenerate --data DIR KEY_ID
+  herald backup --data DIR --out FILE
+  herald bench [--quick] [--scenario NAME] [--out FILE]
+
+Environment: HERALD_ADDR, HERALD_DATA_DIR, HERALD_SANDBOX=1, HERALD_BASE_URL, HERALD_LOG_FORMAT.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = cmdServe(args[1:], stderr)
+	case "sim":
+		err = cmdSim(args[1:], stderr)
+	case "users":
+		err = cmdUsers(args[1:], stdout)
+	case "keys":
+		err = cmdKeys(args[1:], stdout)
+	case "backup":
+		err = cmdBackup(args[1:], stdout)
+	case "bench":
+		err = cmdBench(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "herald: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "herald %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+// parseFlags parses flags that may come before or after positional arguments and returns the
+// positional ones.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+func envOr(name, def string) string {
+	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"path/filepath"
+	"time"
+
+	"github.com/heraldhq/herald/http/admin"
+	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/persistence"
+)
+
+// offline opens the data directory's store for a management command when no server runs on it.
+func offline(dir string) (*persistence.Store, error) {
+	s, err := persistence.Open(dir, persistence.Options{LockTimeout: 2 * time.Second})
+	if errors.Is(err, persistence.ErrLocked) {
+		return nil, fmt.Errorf("the database in %s is locked by another process, and no server answers on its admin socket %s; "+
+			"stop the other herald process (or wait for it to finish) and run the command again", dir, admin.SocketPath(dir))
+	}
+	return s, err
+}
+
+// manage runs one management operation through the running server's admin socket when there is
+// one, else directly on the store.
+func manage(dir string, online func(c *admin.Client) (any, error), direct func(s *persistence.Store) (any, error), out io.Writer) error {
+	if dir == "" {
+		return errors.New("--data DIR is required")
+	}
+	var v any
+	var err error
+	if c := admin.Dial(dir); c != nil {
+		v, err = online(c)
+	} else {
+		s, oerr := offline(dir)
+		if oerr != nil {
+			return oerr
+		}
+		v, err = direct(s)
+		if cerr := s.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func cmdUsers(args []string, out io.Writer) error {
+	if len(args) == 0 || args[0] != "create" {
+		return errors.New("usage: herald users create --data DIR --email E [--name N] [--plan PLAN] [--timezone ZONE]")
+	}
+	fs := flag.NewFlagSet("users create", flag.ContinueOnError)
+	dir := fs.String("data", envOr("HERALD_DATA_DIR", ""), "data directory")
+	var in auth.NewUser
+	fs.StringVar(&in.Email, "email", "", "e-mail")
+	fs.StringVar(&in.Name, "name", "", "display name")
+	fs.StringVar(&in.Plan, "plan", "free", "plan")
+	fs.StringVar(&in.Timezone, "timezone", "UTC", "IANA time zone")
+	if _, err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if in.Email == "" {
+		return errors.New("--email is required")
+	}
+	return manage(*dir,
+		func(c *admin.Client) (any, error) {
+			var u persistence.User
+			return &u, c.Do("POST", "/users", in, &u)
+		},
+		func(s *persistence.Store) (any, error) {
+			return auth.CreateUser(context.Background(), s, in, time.Now())
+		}, out)
+}
+
+func cmdKeys(args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("usage: herald keys create|list|revoke|regenerate ...")
+	}
+	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
+	dir := fs.String("data", envOr("HERALD_DATA_DIR", ""), "data directory")
+	email := fs.String("email", "", "user e-mail")
+	name := fs.String("name", "", "key name")
+	expires := fs.Duration("expires-in", 0, "expiry, e.g. 720h")
+	pos, err := parseFlags(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	switch args[0] {
+	case "create":
+		if *email == "" || *name == "" {
+			return errors.New("--email and --name are required")
+		}
+		return manage(*dir,
+			func(c *admin.Client) (any, error) {
+				var k auth.CreatedKey
+				in := map[string]string{"email": *email, "name": *name}
+				if *expires > 0 {
+					in["expires_in"] = expires.String()
+				}
+				return &k, c.Do("POST", "/keys", in, &k)
+			},
+			func(s *persistence.Store) (any, error) {
+				return auth.CreateKey(context.Background(), s, *email, *name, *expires, now)
+			}, out)
+	case "list":
+		if *email == "" {
+			return errors.New("--email is required")
+		}
+		return manage(*dir,
+			func(c *admin.Client) (any, error) {
+				var keys []auth.KeyInfo
+				return keys, c.Do("GET", "/keys?email="+url.QueryEscape(*email), nil, &keys)
+			},
+			func(s *persistence.Store) (any, error) { return auth.ListKeys(s, *email) }, out)
+	case "revoke", "regenerate":
+		if len(pos) != 1 {
+			return fmt.Errorf("usage: herald keys %s --data DIR KEY_ID", args[0])
+		}
+		id := pos[0]
+		return manage(*dir,
+			func(c *admin.Client) (any, error) {
+				var v json.RawMessage
+				return &v, c.Do("POST", "/keys/"+url.PathEscape(id)+"/"+args[0], nil, &v)
+			},
+			func(s *persistence.Store) (any, error) {
+				if args[0] == "revoke" {
+					return auth.RevokeKey(context.Background(), s, id, now)
+				}
+				return auth.RegenerateKey(context.Background(), s, id)
+			}, out)
+	}
+	return fmt.Errorf("unknown keys command %q", args[0])
+}
+
+func cmdBackup(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
+	dir := fs.String("data", envOr("HERALD_DATA_DIR", ""), "data directory")
+	file := fs.String("out", "", "backup file")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *file == "" {
+		return errors.New("--out FILE is required")
+	}
+	// The server resolves paths from its own working directory; send it an absolute one.
+	if abs, err := filepath.Abs(*file); err == nil {
+		*file = abs
+	}
+	return manage(*dir,
+		func(c *admin.Client) (any, error) {
+			var v json.RawMessage
+			return &v, c.Do("POST", "/backup", map[string]string{"out": *file}, &v)
+		},
+		func(s *persistence.Store) (any, error) {
+			return map[string]string{"out": *file}, s.Backup(*file)
+		}, out)
+}

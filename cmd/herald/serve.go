@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/heraldhq/herald/cmd/herald/app"
+	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/platforms/sim"
+)
+
+func newLogger(format string, w io.Writer) (*slog.Logger, error) {
+	switch format {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+}
+
+func cmdServe(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var cfg app.Config
+	fs.StringVar(&cfg.Addr, "addr", envOr("HERALD_ADDR", "127.0.0.1:8080"), "listen address")
+	fs.StringVar(&cfg.DataDir, "data", envOr("HERALD_DATA_DIR", "./data"), "data directory")
+	sandbox, _ := strconv.ParseBool(envOr("HERALD_SANDBOX", "0"))
+	fs.BoolVar(&cfg.Sandbox, "sandbox", sandbox, "sandbox mode: simulator, demo user and key")
+	fs.StringVar(&cfg.BaseURL, "base-url", envOr("HERALD_BASE_URL", ""), "public base URL")
+	fs.StringVar(&cfg.SimAddr, "sim-addr", envOr("HERALD_SIM_ADDR", "127.0.0.1:8081"), "sandbox simulator address")
+	logFormat := fs.String("log-format", envOr("HERALD_LOG_FORMAT", "text"), "text or json")
+	planLimits := fs.String("plan-limits", envOr("HERALD_PLAN_LIMITS", ""), "hourly request quotas per plan, e.g. pro=5000,max=10000")
+	if pos, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return fmt.Errorf("unexpected argument %q", pos[0])
+	}
+	log, err := newLogger(*logFormat, stderr)
+	if err != nil {
+		return err
+	}
+	cfg.Log = log
+	if cfg.PlanLimits, err = parsePlanLimits(*planLimits); err != nil {
+		return err
+	}
+	a, err := app.New(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := a.Start(ctx); err != nil {
+		_ = a.Shutdown()
+		return err
+	}
+	<-ctx.Done()
+	log.Info("shutting down")
+	if err := a.Shutdown(); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func cmdSim(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8081", "listen address")
+	latency := fs.Duration("latency", 0, "latency added to every network call")
+	scale := fs.Float64("limit-scale", 1, "multiplier of every rate limit")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	s, err := sim.Start(*addr, sim.Options{Latency: *latency, LimitScale: *scale})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "simulator listening on http://%s\n", s.Addr())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	return s.Close()
+}
+
+func cmdBench(args []string, stdout, stderr io.Writer) error {
+	return runBench(args, stdout, stderr)
+}
+
+// parsePlanLimits reads "plan=N,plan=N" over the default quotas.
+func parsePlanLimits(s string) (map[string]int, error) {
+	out := map[string]int{}
+	for k, v := range auth.Plans {
+		out[k] = v
+	}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		n, err := strconv.Atoi(v)
+		if _, known := auth.Plans[k]; !ok || err != nil || n <= 0 || !known {
+			return nil, fmt.Errorf("--plan-limits: %q is not plan=positive-number (plans: free, starter, growth, pro, max)", part)
+		}
+		out[k] = n
+	}
+	return out, nil
+}

@@ -1,0 +1,98 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/heraldhq/herald/http/apierr"
+	"github.com/heraldhq/herald/http/server"
+	"github.com/heraldhq/herald/persistence"
+)
+
+// Account is a connected social account as the API shows it.
+type Account struct {
+	ID              string     `json:"id"`
+	Platform        string     `json:"platform"`
+	Username        *string    `json:"username"`
+	ProfileImageURL *string    `json:"profile_image_url"`
+	IsActive        bool       `json:"is_active"`
+	TokenExpiresAt  *time.Time `json:"token_expires_at"`
+	TokenStatus     *string    `json:"token_status"`
+	CreatedAt       *time.Time `json:"created_at"`
+}
+
+// ExpiringSoon is how close to its expiry a token is reported as expiring_soon.
+const ExpiringSoon = 7 * 24 * time.Hour
+
+// TokenStatus derives token_status from the token's expiry: expired when past, expiring_soon
+// within 7 days, else ok. A token with no expiry is ok.
+func TokenStatus(expires *time.Time, now time.Time) string {
+	switch {
+	case expires == nil:
+		return "ok"
+	case !now.Before(*expires):
+		return "expired"
+	case expires.Sub(now) <= ExpiringSoon:
+		return "expiring_soon"
+	}
+	return "ok"
+}
+
+func accountView(a *persistence.Account, now time.Time) Account {
+	st := TokenStatus(a.TokenExpiresAt, now)
+	created := a.CreatedAt
+	return Account{ID: a.ID, Platform: a.Platform, Username: a.Username, ProfileImageURL: a.ProfileImageURL,
+		IsActive: a.IsActive, TokenExpiresAt: a.TokenExpiresAt, TokenStatus: &st, CreatedAt: &created}
+}
+
+func (h *handlers) listAccounts(c *echo.Context) error {
+	p := server.Principal(c)
+	var list []*persistence.Account
+	if err := h.Store.View(func(tx *persistence.Tx) error {
+		var err error
+		list, err = tx.AccountsOfUser(p.User.ID)
+		return err
+	}); err != nil {
+		return h.storeError(c, err)
+	}
+	now := h.Now()
+	out := make([]Account, 0, len(list))
+	for _, a := range list {
+		out = append(out, accountView(a, now))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"data": out})
+}
+
+func (h *handlers) deleteAccount(c *echo.Context) error {
+	id, err := parseUUID("id", c.Param("id"))
+	if err != nil {
+		return err
+	}
+	p := server.Principal(c)
+	ctx, cancel := context.WithTimeout(c.Request().Context(), h.AskTimeout)
+	defer cancel()
+	errForbidden := errors.New("forbidden")
+	err = h.Store.Update(ctx, func(tx *persistence.Tx) error {
+		a, err := tx.Account(id)
+		if err != nil {
+			return err
+		}
+		if a.UserID != p.User.ID {
+			return errForbidden
+		}
+		return tx.DeleteAccount(a)
+	})
+	switch {
+	case errors.Is(err, persistence.ErrNotFound):
+		return apierr.NotFound("account")
+	case errors.Is(err, errForbidden):
+		return apierr.Forbidden("account")
+	case err != nil:
+		return h.storeError(c, err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}

@@ -1,0 +1,57 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/heraldhq/herald/http/apierr"
+	"github.com/heraldhq/herald/http/server"
+	"github.com/heraldhq/herald/persistence"
+)
+
+// User is the response of GET /v1/me.
+type User struct {
+	ID        string     `json:"id"`
+	Email     string     `json:"email"`
+	Name      *string    `json:"name"`
+	Image     *string    `json:"image"`
+	Plan      string     `json:"plan"`
+	Timezone  string     `json:"timezone"`
+	CreatedAt *time.Time `json:"created_at"`
+	APIKey    *KeyRef    `json:"api_key"`
+}
+
+// KeyRef names the API key of the request.
+type KeyRef struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Prefix string `json:"prefix"`
+}
+
+func (h *handlers) me(c *echo.Context) error {
+	p := server.Principal(c)
+	var u *persistence.User
+	err := h.Store.View(func(tx *persistence.Tx) error {
+		var err error
+		u, err = tx.User(p.User.ID)
+		return err
+	})
+	if errors.Is(err, persistence.ErrNotFound) {
+		return apierr.NotFound("user")
+	}
+	if err != nil {
+		return h.storeError(c, err)
+	}
+	tz := u.Timezone
+	if tz == "" {
+		tz = "UTC"
+	}
+	created := u.CreatedAt
+	return c.JSON(http.StatusOK, User{
+		ID: u.ID, Email: u.Email, Name: u.Name, Image: u.Image, Plan: u.Plan, Timezone: tz, CreatedAt: &created,
+		APIKey: &KeyRef{ID: p.Key.ID, Name: p.Key.Name, Prefix: p.Key.Prefix},
+	})
+}

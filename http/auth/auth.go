@@ -1,0 +1,192 @@
+// Package auth authenticates API keys and manages users and keys.
+//
+// Keys have the form sk_live_ followed by 40 random base62 characters (about 238 bits). Keys of
+// the legacy form, hk_ followed by at least 32 base62 characters, are accepted as well: they were
+// issued by Herald's first releases and are still valid until revoked. Only the SHA-256 of a key is
+// stored. A lookup is cached in memory; every revocation or regeneration bumps the cache's epoch
+// before it returns, so the very next request with the old key is refused.
+package auth
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"math/big"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/heraldhq/herald/persistence"
+)
+
+// Key prefixes.
+const (
+	LivePrefix   = "sk_live_"
+	LegacyPrefix = "hk_"
+	secretLen    = 40
+	minSecretLen = 32
+	displayLen   = 4 // characters of the secret shown in a key's prefix
+)
+
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// Principal is who a request acts for.
+type Principal struct {
+	User *persistence.User
+	Key  *persistence.APIKey
+}
+
+// Failure reasons, for logs and messages; every one is a 401 invalid_api_key at the edge.
+var (
+	ErrMissing   = errors.New("missing API key: send Authorization: Bearer sk_live_…")
+	ErrMalformed = errors.New("malformed API key: expected Authorization: Bearer sk_live_ followed by the secret")
+	ErrUnknown   = errors.New("invalid API key")
+	ErrRevoked   = errors.New("API key has been revoked")
+	ErrExpired   = errors.New("API key has expired")
+)
+
+// GenerateKey returns a new raw key, its display prefix and its hash.
+func GenerateKey() (raw, prefix string, hash []byte) {
+	var b strings.Builder
+	b.WriteString(LivePrefix)
+	max := big.NewInt(int64(len(base62)))
+	for i := 0; i < secretLen; i++ {
+		n, err := rand.Int(rand.Reader, max)
+		if err != nil {
+			panic("auth: crypto/rand failed: " + err.Error()) // the OS entropy source is gone
+		}
+		b.WriteByte(base62[n.Int64()])
+	}
+	raw = b.String()
+	return raw, raw[:len(LivePrefix)+displayLen], Hash(raw)
+}
+
+// Hash is the stored form of a key.
+func Hash(raw string) []byte {
+	s := sha256.Sum256([]byte(raw))
+	return s[:]
+}
+
+// WellFormed reports whether raw has a key's form.
+func WellFormed(raw string) bool {
+	var secret string
+	switch {
+	case strings.HasPrefix(raw, LivePrefix):
+		secret = raw[len(LivePrefix):]
+	case strings.HasPrefix(raw, LegacyPrefix):
+		secret = raw[len(LegacyPrefix):]
+	default:
+		return false
+	}
+	if len(secret) < minSecretLen || len(secret) > 128 {
+		return false
+	}
+	for i := 0; i < len(secret); i++ {
+		if strings.IndexByte(base62, secret[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Authenticator resolves API keys to principals, with a cache.
+type Authenticator struct {
+	store *persistence.Store
+	now   func() time.Time
+	ttl   time.Duration
+
+	epoch atomic.Uint64
+	mu    sync.RWMutex
+	cache map[[32]byte]cached
+}
+
+type cached struct {
+	p      *Principal
+	epoch  uint64
+	loaded time.Time
+}
+
+const maxCached = 100000
+
+// NewAuthenticator builds an authenticator over the store. now may be nil.
+func NewAuthenticator(store *persistence.Store, now func() time.Time) *Authenticator {
+	if now == nil {
+		now = time.Now
+	}
+	return &Authenticator{store: store, now: now, ttl: 5 * time.Minute, cache: map[[32]byte]cached{}}
+}
+
+// Authenticate resolves the value of an Authorization header.
+func (a *Authenticator) Authenticate(header string) (*Principal, error) {
+	if strings.TrimSpace(header) == "" {
+		return nil, ErrMissing
+	}
+	scheme, raw, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return nil, ErrMalformed
+	}
+	raw = strings.TrimSpace(raw)
+	if !WellFormed(raw) {
+		return nil, ErrMalformed
+	}
+	var h [32]byte
+	copy(h[:], Hash(raw))
+	now := a.now()
+	epoch := a.epoch.Load()
+	a.mu.RLock()
+	c, hit := a.cache[h]
+	a.mu.RUnlock()
+	if !hit || c.epoch != epoch || now.Sub(c.loaded) > a.ttl {
+		p, err := a.load(h[:])
+		if err != nil {
+			return nil, err
+		}
+		c = cached{p: p, epoch: epoch, loaded: now}
+		a.mu.Lock()
+		if len(a.cache) >= maxCached {
+			a.cache = map[[32]byte]cached{}
+		}
+		a.cache[h] = c
+		a.mu.Unlock()
+	}
+	if c.p.Key.ExpiresAt != nil && !now.Before(*c.p.Key.ExpiresAt) {
+		return nil, ErrExpired
+	}
+	return c.p, nil
+}
+
+func (a *Authenticator) load(hash []byte) (*Principal, error) {
+	var p Principal
+	err := a.store.View(func(tx *persistence.Tx) error {
+		k, err := tx.APIKeyByHash(hash)
+		if err != nil {
+			return err
+		}
+		u, err := tx.User(k.UserID)
+		if err != nil {
+			return err
+		}
+		p = Principal{User: u, Key: k}
+		return nil
+	})
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, ErrUnknown
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p.Key.RevokedAt != nil {
+		return nil, ErrRevoked
+	}
+	return &p, nil
+}
+
+// Invalidate drops every cached lookup. Callers that revoke or regenerate a key (or change a
+// user) call it after their write commits and before they report success.
+func (a *Authenticator) Invalidate() {
+	a.epoch.Add(1)
+	a.mu.Lock()
+	a.cache = map[[32]byte]cached{}
+	a.mu.Unlock()
+}

@@ -1,0 +1,87 @@
+// Package ratelimit enforces the per-plan hourly request quota of each user, across all of the
+// user's keys.
+//
+// The window is fixed: it opens with a user's first request and lasts one hour; RateLimit-Reset
+// counts the seconds until it closes. A fixed window is exact under concurrency (a counter under a
+// lock) and tells clients the simplest truth: how many requests are left, and when the quota
+// refills in full. Counters live in memory; a restart refills every quota.
+package ratelimit
+
+import (
+	"hash/maphash"
+	"sync"
+	"time"
+)
+
+// Window is the quota period.
+const Window = time.Hour
+
+// Decision is the outcome of one request against the quota.
+type Decision struct {
+	Allowed   bool
+	Limit     int
+	Remaining int
+	// Reset is the time until the window closes (at least one second).
+	Reset time.Duration
+}
+
+// Limiter counts requests per user.
+type Limiter struct {
+	now    func() time.Time
+	seed   maphash.Seed
+	shards [64]shard
+}
+
+type shard struct {
+	mu      sync.Mutex
+	windows map[string]*window
+}
+
+type window struct {
+	start time.Time
+	used  int
+}
+
+// New builds a limiter; now may be nil.
+func New(now func() time.Time) *Limiter {
+	if now == nil {
+		now = time.Now
+	}
+	l := &Limiter{now: now, seed: maphash.MakeSeed()}
+	for i := range l.shards {
+		l.shards[i].windows = map[string]*window{}
+	}
+	return l
+}
+
+// Take counts one request of user against limit.
+func (l *Limiter) Take(user string, limit int) Decision {
+	now := l.now()
+	s := &l.shards[maphash.String(l.seed, user)%uint64(len(l.shards))]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.windows[user]
+	if w == nil || !now.Before(w.start.Add(Window)) {
+		if len(s.windows) > 4096 {
+			for k, old := range s.windows {
+				if !now.Before(old.start.Add(Window)) {
+					delete(s.windows, k)
+				}
+			}
+		}
+		w = &window{start: now}
+		s.windows[user] = w
+	}
+	reset := w.start.Add(Window).Sub(now)
+	if reset < time.Second {
+		reset = time.Second
+	}
+	d := Decision{Limit: limit, Reset: reset}
+	if w.used >= limit {
+		return d
+	}
+	w.used++
+	d.Allowed = true
+	d.Remaining = limit - w.used
+	return d
+}

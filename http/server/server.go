@@ -1,0 +1,337 @@
+// Package server builds Herald's Echo instance: request ids, panic recovery, body caps and
+// timeouts, the error contract, authentication, per-plan rate limits, deprecation headers, HTTP
+// metrics, health and readiness, and /metrics. Handlers live in http/api.
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/heraldhq/herald/http/apierr"
+	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/http/ratelimit"
+)
+
+// Context keys set by the middleware.
+const (
+	KeyPrincipal = "herald.principal"
+	KeyRequestID = "herald.request_id"
+)
+
+// Config configures the server.
+type Config struct {
+	Log      *slog.Logger
+	Registry *prometheus.Registry
+	Auth     *auth.Authenticator
+	Limiter  *ratelimit.Limiter
+	// PlanLimits are the hourly request quotas per plan (default auth.Plans).
+	PlanLimits map[string]int
+	// Deprecated maps "METHOD /route/template" to the deprecation of that operation.
+	Deprecated map[string]Deprecation
+	// LongRunning lists route templates exempt from the per-request write deadline (SSE) or with
+	// a long read deadline (uploads).
+	LongRunning map[string]bool
+	// RequestTimeout bounds reading and writing one ordinary request (default 30s).
+	RequestTimeout time.Duration
+}
+
+// Deprecation is what the OpenAPI document says of a deprecated operation.
+type Deprecation struct {
+	Since  time.Time  // Deprecation: @<unix>
+	Sunset *time.Time // Sunset: <HTTP-date>, when a removal date is known
+}
+
+// Server is the Echo instance with Herald's middleware.
+type Server struct {
+	Echo  *echo.Echo
+	cfg   Config
+	ready atomic.Bool
+
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	inflight prometheus.Gauge
+}
+
+// New builds the server. Routes are added by the caller (http/api) through Echo, V1 and Public.
+func New(cfg Config) *Server {
+	if cfg.PlanLimits == nil {
+		cfg.PlanLimits = auth.Plans
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 30 * time.Second
+	}
+	s := &Server{cfg: cfg}
+	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "herald_http_requests_total", Help: "HTTP requests by route template, method and status.",
+	}, []string{"route", "method", "status"})
+	s.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "herald_http_request_duration_seconds", Help: "HTTP request latency by route template and method.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10},
+	}, []string{"route", "method"})
+	s.inflight = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "herald_http_requests_in_flight", Help: "HTTP requests being served.",
+	})
+	if cfg.Registry != nil {
+		cfg.Registry.MustRegister(s.requests, s.duration, s.inflight)
+	}
+	e := echo.NewWithConfig(echo.Config{Logger: cfg.Log, HTTPErrorHandler: s.handleError})
+	e.Use(s.observe, s.recover, s.limits, s.deprecation)
+	s.Echo = e
+	e.GET("/healthz", func(c *echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	e.GET("/readyz", func(c *echo.Context) error {
+		if !s.ready.Load() {
+			return apierr.Unavailable("Herald is starting or shutting down")
+		}
+		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	})
+	if cfg.Registry != nil {
+		h := promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry})
+		e.GET("/metrics", echo.WrapHandler(h))
+	}
+	return s
+}
+
+// SetReady flips readiness.
+func (s *Server) SetReady(ok bool) { s.ready.Store(ok) }
+
+// Authenticated is the middleware for routes that need an API key: authentication, then the
+// per-plan quota.
+func (s *Server) Authenticated(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		p, err := s.cfg.Auth.Authenticate(c.Request().Header.Get("Authorization"))
+		if err != nil {
+			msg := err.Error()
+			if !isAuthFailure(err) {
+				s.cfg.Log.Error("authentication failed", "request_id", RequestID(c), "error", err)
+				return apierr.Internal()
+			}
+			return apierr.New(http.StatusUnauthorized, apierr.CodeInvalidAPIKey, "%s", msg).
+				WithHeader("WWW-Authenticate", `Bearer realm="herald", error="invalid_token"`)
+		}
+		c.Set(KeyPrincipal, p)
+		limit, ok := s.cfg.PlanLimits[p.User.Plan]
+		if !ok {
+			limit = s.cfg.PlanLimits["free"]
+		}
+		d := s.cfg.Limiter.Take(p.User.ID, limit)
+		reset := int((d.Reset + time.Second - 1) / time.Second)
+		h := c.Response().Header()
+		h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
+		h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
+		h.Set("RateLimit-Reset", strconv.Itoa(reset))
+		h.Set("RateLimit-Policy", fmt.Sprintf(`"%s";q=%d;w=%d`, p.User.Plan, d.Limit, int(ratelimit.Window/time.Second)))
+		h.Set("RateLimit", fmt.Sprintf(`"%s";r=%d;t=%d`, p.User.Plan, d.Remaining, reset))
+		if !d.Allowed {
+			return apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimitExceeded,
+				"hourly request quota of plan %s (%d requests) exceeded; it resets in %d seconds", p.User.Plan, d.Limit, reset).
+				WithHeader("Retry-After", strconv.Itoa(reset)).
+				WithDetails(map[string]any{"limit": d.Limit, "reset_seconds": reset, "plan": p.User.Plan})
+		}
+		return next(c)
+	}
+}
+
+func isAuthFailure(err error) bool {
+	for _, e := range []error{auth.ErrMissing, auth.ErrMalformed, auth.ErrUnknown, auth.ErrRevoked, auth.ErrExpired} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// Principal returns the authenticated principal of the request.
+func Principal(c *echo.Context) *auth.Principal {
+	p, _ := c.Get(KeyPrincipal).(*auth.Principal)
+	return p
+}
+
+// RequestID returns the request's id.
+func RequestID(c *echo.Context) string {
+	id, _ := c.Get(KeyRequestID).(string)
+	return id
+}
+
+func newRequestID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		if r < 0x21 || r > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// observe assigns the request id, handles errors in place so that the final status is known, and
+// records metrics and the access log.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		start := time.Now()
+		s.inflight.Inc()
+		defer s.inflight.Dec()
+		id := c.Request().Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = newRequestID()
+		}
+		c.Set(KeyRequestID, id)
+		c.Response().Header().Set("X-Request-Id", id)
+		if err := next(c); err != nil {
+			s.handleError(c, err)
+		}
+		route := c.Path()
+		if route == "" {
+			route = "unmatched"
+		}
+		_, status := echo.ResolveResponseStatus(c.Response(), nil)
+		s.requests.WithLabelValues(route, c.Request().Method, strconv.Itoa(status)).Inc()
+		s.duration.WithLabelValues(route, c.Request().Method).Observe(time.Since(start).Seconds())
+		if status >= 500 {
+			s.cfg.Log.Warn("request failed", "request_id", id, "method", c.Request().Method, "route", route, "status", status)
+		}
+		return nil
+	}
+}
+
+// recover turns a panic into a 500 with no stack trace in the response; the stack goes to the log
+// with the request id.
+func (s *Server) recover(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				s.cfg.Log.Error("panic while serving a request", "request_id", RequestID(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				err = apierr.Internal()
+			}
+		}()
+		return next(c)
+	}
+}
+
+// limits caps JSON bodies and sets per-request read and write deadlines, except on long-running
+// routes (SSE streams, uploads), which manage their own.
+func (s *Server) limits(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		if s.cfg.LongRunning[c.Path()] {
+			return next(c)
+		}
+		r := c.Request()
+		if r.ContentLength > 2<<20 {
+			return apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeValidation, "request body is larger than %d bytes", 1<<20)
+		}
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, 1<<20+1)
+		rc := http.NewResponseController(c.Response())
+		deadline := time.Now().Add(s.cfg.RequestTimeout)
+		_ = rc.SetReadDeadline(deadline)
+		_ = rc.SetWriteDeadline(deadline.Add(5 * time.Second))
+		return next(c)
+	}
+}
+
+// deprecation adds Deprecation and Sunset to operations the OpenAPI document marks deprecated.
+func (s *Server) deprecation(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		if d, ok := s.cfg.Deprecated[c.Request().Method+" "+c.Path()]; ok {
+			h := c.Response().Header()
+			h.Set("Deprecation", "@"+strconv.FormatInt(d.Since.Unix(), 10))
+			if d.Sunset != nil {
+				h.Set("Sunset", d.Sunset.UTC().Format(http.TimeFormat))
+			}
+		}
+		return next(c)
+	}
+}
+
+// handleError writes any error in the spec's shape.
+func (s *Server) handleError(c *echo.Context, err error) {
+	if resp, _ := echo.UnwrapResponse(c.Response()); resp != nil && resp.Committed {
+		return
+	}
+	var ae *apierr.Error
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &mbe):
+		ae = apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeValidation, "request body is larger than %d bytes", 1<<20)
+	default:
+		switch code := echo.StatusCode(err); code {
+		case http.StatusNotFound:
+			ae = apierr.New(code, apierr.CodeNotFound, "no route %s %s", c.Request().Method, c.Request().URL.Path)
+		case http.StatusMethodNotAllowed:
+			ae = apierr.New(code, apierr.CodeNotFound, "method %s is not allowed on %s", c.Request().Method, c.Request().URL.Path)
+		case http.StatusRequestEntityTooLarge:
+			ae = apierr.New(code, apierr.CodeValidation, "request body is too large")
+		case 0, http.StatusInternalServerError:
+			s.cfg.Log.Error("request error", "request_id", RequestID(c), "error", err)
+			ae = apierr.Internal()
+		default:
+			ae = apierr.New(code, apierr.CodeValidation, "%s", http.StatusText(code))
+		}
+	}
+	for k, vs := range ae.Header {
+		for _, v := range vs {
+			c.Response().Header().Set(k, v)
+		}
+	}
+	ct := "application/json"
+	if prefersProblem(c.Request().Header.Get("Accept")) {
+		ct = "application/problem+json"
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(ae.Status)
+		return
+	}
+	c.Response().Header().Set("Content-Type", ct)
+	_ = c.JSON(ae.Status, ae.Body())
+}
+
+// prefersProblem reports whether an Accept header ranks application/problem+json above
+// application/json.
+func prefersProblem(accept string) bool {
+	if accept == "" {
+		return false
+	}
+	problem, jsonQ := -1.0, -1.0
+	for _, part := range strings.Split(accept, ",") {
+		fields := strings.Split(part, ";")
+		mt := strings.ToLower(strings.TrimSpace(fields[0]))
+		q := 1.0
+		for _, f := range fields[1:] {
+			k, v, ok := strings.Cut(strings.TrimSpace(f), "=")
+			if ok && strings.TrimSpace(k) == "q" {
+				if x, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+					q = x
+				}
+			}
+		}
+		switch mt {
+		case "application/problem+json":
+			problem = q
+		case "application/json":
+			jsonQ = q
+		}
+	}
+	return problem > 0 && problem >= jsonQ
+}

@@ -1,0 +1,100 @@
+package persistence
+
+import "time"
+
+// User is a Herald user.
+type User struct {
+	ID        string    `json:"id"`
+	Email     string    `json:"email"`
+	Name      *string   `json:"name"`
+	Image     *string   `json:"image"`
+	Plan      string    `json:"plan"`
+	Timezone  string    `json:"timezone"`
+	CreatedAt time.Time `json:"created_at"`
+	// Sandbox marks the demo user created by sandbox mode.
+	Sandbox bool `json:"sandbox,omitempty"`
+}
+
+// APIKey is an API key's record. The raw key is never stored: Hash is its SHA-256.
+type APIKey struct {
+	ID        string     `json:"id"`
+	UserID    string     `json:"user_id"`
+	Name      string     `json:"name"`
+	Prefix    string     `json:"prefix"`
+	Hash      []byte     `json:"hash"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at"`
+	RevokedAt *time.Time `json:"revoked_at"`
+}
+
+// Account is a connected social account.
+type Account struct {
+	ID              string     `json:"id"`
+	UserID          string     `json:"user_id"`
+	Platform        string     `json:"platform"`
+	Username        *string    `json:"username"`
+	ProfileImageURL *string    `json:"profile_image_url"`
+	IsActive        bool       `json:"is_active"`
+	TokenExpiresAt  *time.Time `json:"token_expires_at"`
+	CreatedAt       time.Time  `json:"created_at"`
+	// NetworkUserID is the network's id of the account (one account per user and network user).
+	NetworkUserID string `json:"network_user_id,omitempty"`
+	// Secret holds the encrypted credentials (AES-GCM, sealed by the caller).
+	Secret []byte `json:"secret,omitempty"`
+}
+
+// Post statuses.
+const (
+	PostDraft      = "draft"
+	PostScheduled  = "scheduled"
+	PostPublishing = "publishing"
+	PostPublished  = "published"
+	PostPartial    = "partial"
+	PostFailed     = "failed"
+)
+
+// PostStatuses lists every post status.
+var PostStatuses = []string{PostDraft, PostScheduled, PostPublishing, PostPublished, PostPartial, PostFailed}
+
+// Target statuses: where one post stands on one connected account.
+const (
+	TargetPending    = "pending"
+	TargetPublishing = "publishing"
+	TargetPublished  = "published"
+	TargetFailed     = "failed"
+)
+
+// Target is one connected account a post goes to.
+type Target struct {
+	AccountID string  `json:"connected_account_id"`
+	Platform  string  `json:"platform"`
+	Status    string  `json:"status"`
+	Error     *string `json:"error"`
+	// PublicationID is the network's id of the published post.
+	PublicationID string `json:"publication_id,omitempty"`
+}
+
+// Post is a post's record.
+type Post struct {
+	ID          string     `json:"id"`
+	UserID      string     `json:"user_id"`
+	Content     string     `json:"content"`
+	Status      string     `json:"status"`
+	ScheduledAt *time.Time `json:"scheduled_at"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	MediaIDs    []string   `json:"media_ids"`
+	Targets     []Target   `json:"targets"`
+	// Version counts the post's committed changes.
+	Version uint64 `json:"version"`
+	// TrackingID is the post's latest publish job.
+	TrackingID *string `json:"tracking_id,omitempty"`
+}
+
+// Clone returns a deep copy, for building a post's next state before it is written.
+func (p *Post) Clone() *Post {
+	c := *p
+	c.MediaIDs = append([]string(nil), p.MediaIDs...)
+	c.Targets = append([]Target(nil), p.Targets...)
+	return &c
+}

@@ -1,0 +1,234 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// FileName is the name of the bbolt file inside the data directory.
+const FileName = "herald.db"
+
+// ErrLocked means another process holds the data directory's database open.
+var ErrLocked = errors.New("persistence: the database is locked by another process")
+
+// ErrClosed is returned by writes after Close.
+var ErrClosed = errors.New("persistence: store is closed")
+
+var bucketNames = [][]byte{
+	bMeta, bUsers, bUsersEmail, bAPIKeys, bAPIKeysHash, bAPIKeysUser,
+	bAccounts, bAccountsUser, bPosts, bPostsUser, bPostsStatus, bPostsPlatform,
+}
+
+var (
+	bMeta          = []byte("meta")
+	bUsers         = []byte("users")
+	bUsersEmail    = []byte("users_email")
+	bAPIKeys       = []byte("apikeys")
+	bAPIKeysHash   = []byte("apikeys_hash")
+	bAPIKeysUser   = []byte("apikeys_user")
+	bAccounts      = []byte("accounts")
+	bAccountsUser  = []byte("accounts_user")
+	bPosts         = []byte("posts")
+	bPostsUser     = []byte("posts_user")
+	bPostsStatus   = []byte("posts_status")
+	bPostsPlatform = []byte("posts_platform")
+)
+
+const schemaVersion = 1
+
+// Options configure the store.
+type Options struct {
+	// LockTimeout bounds the wait for the file lock (default 2s).
+	LockTimeout time.Duration
+	// MaxBatch caps the writes that share one transaction (default 1024).
+	MaxBatch int
+	// OnCommit, when set, observes every group commit: how many writes it carried, how long it
+	// took, and whether it failed.
+	OnCommit func(writes int, d time.Duration, err error)
+	// ReadOnly opens the file for reading only.
+	ReadOnly bool
+}
+
+// Store is the bbolt database with its group committer.
+type Store struct {
+	db     *bolt.DB
+	opts   Options
+	writes chan *write
+	done   chan struct{}
+	closed chan struct{}
+}
+
+type write struct {
+	fn  func(*Tx) error
+	err error
+	ok  chan struct{}
+}
+
+// Open opens (creating if needed) the database in dir.
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = 2 * time.Second
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 1024
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("persistence: create data directory: %w", err)
+	}
+	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, &bolt.Options{
+		Timeout:         opts.LockTimeout,
+		InitialMmapSize: 256 << 20,
+		FreelistType:    bolt.FreelistMapType,
+		ReadOnly:        opts.ReadOnly,
+	})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, ErrLocked
+	}
+	if err != nil {
+		return nil, fmt.Errorf("persistence: open: %w", err)
+	}
+	if !opts.ReadOnly {
+		if err := db.Update(func(tx *bolt.Tx) error {
+			for _, name := range bucketNames {
+				if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+					return err
+				}
+			}
+			return tx.Bucket(bMeta).Put([]byte("schema"), u64(schemaVersion))
+		}); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("persistence: create buckets: %w", err)
+		}
+	}
+	s := &Store{db: db, opts: opts, writes: make(chan *write, 4096), done: make(chan struct{}), closed: make(chan struct{})}
+	go s.commitLoop()
+	return s, nil
+}
+
+// Close stops the committer after the queued writes and closes the file.
+func (s *Store) Close() error {
+	select {
+	case <-s.done:
+		return nil
+	default:
+	}
+	close(s.done)
+	<-s.closed
+	return s.db.Close()
+}
+
+// Path is the database file's path.
+func (s *Store) Path() string { return s.db.Path() }
+
+// Update runs fn in a write transaction shared with other concurrent writers and returns once the
+// transaction is durable. fn may run more than once (when another write of its batch fails, the
+// batch is replayed one write at a time), so it must only touch the transaction.
+func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
+	w := &write{fn: fn, ok: make(chan struct{})}
+	select {
+	case s.writes <- w:
+	case <-s.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Once queued, a write is committed or failed; wait for it even if ctx ends, so that the
+	// caller never reports failure for a write that became durable.
+	<-w.ok
+	return w.err
+}
+
+// View runs fn in a read transaction.
+func (s *Store) View(fn func(*Tx) error) error {
+	return s.db.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
+}
+
+func (s *Store) commitLoop() {
+	defer close(s.closed)
+	batch := make([]*write, 0, s.opts.MaxBatch)
+	for {
+		var first *write
+		select {
+		case first = <-s.writes:
+		case <-s.done:
+			// Drain what was queued before Close.
+			for {
+				select {
+				case w := <-s.writes:
+					s.commit([]*write{w})
+				default:
+					return
+				}
+			}
+		}
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < s.opts.MaxBatch {
+			select {
+			case w := <-s.writes:
+				batch = append(batch, w)
+			default:
+				break fill
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+var errBatchFailed = errors.New("persistence: a write in the batch failed")
+
+func (s *Store) commit(batch []*write) {
+	start := time.Now()
+	failed := -1
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		t := &Tx{tx: tx}
+		for i, w := range batch {
+			if err := w.fn(t); err != nil {
+				w.err = err
+				failed = i
+				return errBatchFailed
+			}
+		}
+		return nil
+	})
+	if s.opts.OnCommit != nil {
+		s.opts.OnCommit(len(batch), time.Since(start), err)
+	}
+	if err == nil {
+		for _, w := range batch {
+			w.err = nil
+			close(w.ok)
+		}
+		return
+	}
+	if failed < 0 {
+		// The commit itself failed (disk full, I/O error): every write failed.
+		for _, w := range batch {
+			w.err = fmt.Errorf("persistence: commit: %w", err)
+			close(w.ok)
+		}
+		return
+	}
+	// One write refused: replay each alone so the others still commit.
+	for _, w := range batch {
+		w.err = s.db.Update(func(tx *bolt.Tx) error { return w.fn(&Tx{tx: tx}) })
+		close(w.ok)
+	}
+}
+
+// Backup writes a consistent snapshot of the database to path while it stays in use.
+func (s *Store) Backup(path string) error {
+	return s.db.View(func(tx *bolt.Tx) error { return tx.CopyFile(path, 0o600) })
+}
+
+// Tx is a read or write transaction with Herald's typed accessors.
+type Tx struct {
+	tx *bolt.Tx
+}

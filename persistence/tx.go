@@ -1,0 +1,353 @@
+package persistence
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+)
+
+// ErrNotFound means the record does not exist.
+var ErrNotFound = errors.New("persistence: not found")
+
+// ErrExists means a unique key is taken (for example a user's e-mail).
+var ErrExists = errors.New("persistence: already exists")
+
+func (t *Tx) get(bucket, key []byte, v any) error {
+	b := t.tx.Bucket(bucket).Get(key)
+	if b == nil {
+		return ErrNotFound
+	}
+	return Decode(b, v)
+}
+
+func (t *Tx) put(bucket, key []byte, v any) error {
+	b, err := Encode(v)
+	if err != nil {
+		return err
+	}
+	return t.tx.Bucket(bucket).Put(key, b)
+}
+
+// ---- users ----
+
+// CreateUser stores a new user; ErrExists when the e-mail is taken.
+func (t *Tx) CreateUser(u *User) error {
+	email := []byte(strings.ToLower(u.Email))
+	idx := t.tx.Bucket(bUsersEmail)
+	if idx.Get(email) != nil {
+		return ErrExists
+	}
+	id := mustID(u.ID)
+	if err := idx.Put(email, id); err != nil {
+		return err
+	}
+	return t.put(bUsers, id, u)
+}
+
+// User returns a user by id.
+func (t *Tx) User(id string) (*User, error) {
+	var u User
+	if err := t.get(bUsers, mustID(id), &u); err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// UserByEmail returns a user by e-mail (case-insensitive).
+func (t *Tx) UserByEmail(email string) (*User, error) {
+	id := t.tx.Bucket(bUsersEmail).Get([]byte(strings.ToLower(email)))
+	if id == nil {
+		return nil, ErrNotFound
+	}
+	var u User
+	if err := t.get(bUsers, id, &u); err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// SandboxUser returns the sandbox demo user, if one exists.
+func (t *Tx) SandboxUser() (*User, error) {
+	c := t.tx.Bucket(bUsers).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		var u User
+		if err := Decode(v, &u); err != nil {
+			return nil, err
+		}
+		if u.Sandbox {
+			return &u, nil
+		}
+	}
+	return nil, ErrNotFound
+}
+
+// ---- API keys ----
+
+// PutAPIKey stores a key and keeps the hash index true: the previous hash (on regeneration) and
+// the hash of a revoked key no longer resolve.
+func (t *Tx) PutAPIKey(k *APIKey, previousHash []byte) error {
+	id := mustID(k.ID)
+	hashes := t.tx.Bucket(bAPIKeysHash)
+	if previousHash != nil && !bytes.Equal(previousHash, k.Hash) {
+		if err := hashes.Delete(previousHash); err != nil {
+			return err
+		}
+	}
+	if k.RevokedAt != nil {
+		if err := hashes.Delete(k.Hash); err != nil {
+			return err
+		}
+	} else if err := hashes.Put(k.Hash, id); err != nil {
+		return err
+	}
+	if err := t.tx.Bucket(bAPIKeysUser).Put(join(mustID(k.UserID), id), nil); err != nil {
+		return err
+	}
+	return t.put(bAPIKeys, id, k)
+}
+
+// APIKey returns a key by id.
+func (t *Tx) APIKey(id string) (*APIKey, error) {
+	var k APIKey
+	if err := t.get(bAPIKeys, mustID(id), &k); err != nil {
+		return nil, err
+	}
+	return &k, nil
+}
+
+// APIKeyByHash returns the live (not revoked) key with this SHA-256.
+func (t *Tx) APIKeyByHash(hash []byte) (*APIKey, error) {
+	id := t.tx.Bucket(bAPIKeysHash).Get(hash)
+	if id == nil {
+		return nil, ErrNotFound
+	}
+	var k APIKey
+	if err := t.get(bAPIKeys, id, &k); err != nil {
+		return nil, err
+	}
+	return &k, nil
+}
+
+// APIKeysOfUser lists a user's keys, oldest first, revoked ones included.
+func (t *Tx) APIKeysOfUser(userID string) ([]*APIKey, error) {
+	prefix := mustID(userID)
+	var out []*APIKey
+	c := t.tx.Bucket(bAPIKeysUser).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		var key APIKey
+		if err := t.get(bAPIKeys, k[16:], &key); err != nil {
+			return nil, err
+		}
+		out = append(out, &key)
+	}
+	return out, nil
+}
+
+// ---- accounts ----
+
+// PutAccount stores a connected account.
+func (t *Tx) PutAccount(a *Account) error {
+	id := mustID(a.ID)
+	if err := t.tx.Bucket(bAccountsUser).Put(join(mustID(a.UserID), id), nil); err != nil {
+		return err
+	}
+	return t.put(bAccounts, id, a)
+}
+
+// Account returns an account by id.
+func (t *Tx) Account(id string) (*Account, error) {
+	var a Account
+	if err := t.get(bAccounts, mustID(id), &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// AccountsOfUser lists a user's connected accounts, oldest first.
+func (t *Tx) AccountsOfUser(userID string) ([]*Account, error) {
+	prefix := mustID(userID)
+	var out []*Account
+	c := t.tx.Bucket(bAccountsUser).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		var a Account
+		if err := t.get(bAccounts, k[16:], &a); err != nil {
+			return nil, err
+		}
+		out = append(out, &a)
+	}
+	return out, nil
+}
+
+// DeleteAccount removes an account.
+func (t *Tx) DeleteAccount(a *Account) error {
+	id := mustID(a.ID)
+	if err := t.tx.Bucket(bAccountsUser).Delete(join(mustID(a.UserID), id)); err != nil {
+		return err
+	}
+	return t.tx.Bucket(bAccounts).Delete(id)
+}
+
+// ---- posts ----
+
+func statusCode(s string) byte {
+	for i, v := range PostStatuses {
+		if v == s {
+			return byte(i + 1)
+		}
+	}
+	return 0
+}
+
+// platformCodes gives each platform identifier a one-byte index key.
+var platformCodes = map[string]byte{
+	"linkedin": 1, "instagram": 2, "youtube": 3, "pinterest": 4, "tiktok": 5,
+	"threads": 6, "facebook": 7, "twitter_x": 8, "bluesky": 9,
+}
+
+func postPlatforms(p *Post) map[byte]bool {
+	m := map[byte]bool{}
+	for _, t := range p.Targets {
+		if c := platformCodes[t.Platform]; c != 0 {
+			m[c] = true
+		}
+	}
+	return m
+}
+
+// PutPost stores a post and updates its indexes from prev (nil for a new post).
+func (t *Tx) PutPost(p, prev *Post) error {
+	id, user := mustID(p.ID), mustID(p.UserID)
+	byStatus, byPlatform := t.tx.Bucket(bPostsStatus), t.tx.Bucket(bPostsPlatform)
+	oldPlatforms := map[byte]bool{}
+	if prev != nil {
+		if prev.Status != p.Status {
+			if err := byStatus.Delete(join(user, []byte{statusCode(prev.Status)}, id)); err != nil {
+				return err
+			}
+		}
+		oldPlatforms = postPlatforms(prev)
+	}
+	newPlatforms := postPlatforms(p)
+	for c := range oldPlatforms {
+		if !newPlatforms[c] {
+			if err := byPlatform.Delete(join(user, []byte{c}, id)); err != nil {
+				return err
+			}
+		}
+	}
+	for c := range newPlatforms {
+		if !oldPlatforms[c] {
+			if err := byPlatform.Put(join(user, []byte{c}, id), nil); err != nil {
+				return err
+			}
+		}
+	}
+	sc := []byte{statusCode(p.Status)}
+	if err := byStatus.Put(join(user, sc, id), nil); err != nil {
+		return err
+	}
+	if err := t.tx.Bucket(bPostsUser).Put(join(user, id), sc); err != nil {
+		return err
+	}
+	return t.put(bPosts, id, p)
+}
+
+// Post returns a post by id.
+func (t *Tx) Post(id string) (*Post, error) {
+	var p Post
+	if err := t.get(bPosts, mustID(id), &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// DeletePost removes a post and its index entries.
+func (t *Tx) DeletePost(p *Post) error {
+	id, user := mustID(p.ID), mustID(p.UserID)
+	if err := t.tx.Bucket(bPostsStatus).Delete(join(user, []byte{statusCode(p.Status)}, id)); err != nil {
+		return err
+	}
+	for c := range postPlatforms(p) {
+		if err := t.tx.Bucket(bPostsPlatform).Delete(join(user, []byte{c}, id)); err != nil {
+			return err
+		}
+	}
+	if err := t.tx.Bucket(bPostsUser).Delete(join(user, id)); err != nil {
+		return err
+	}
+	return t.tx.Bucket(bPosts).Delete(id)
+}
+
+// PostFilter selects a user's posts for a list page.
+type PostFilter struct {
+	UserID   string
+	Status   string // "" for any
+	Platform string // "" for any
+	Search   string // case-insensitive substring of the content; "" for any
+	Offset   int
+	Limit    int
+}
+
+// ListPosts returns one page of a user's posts, newest first, and how many posts match in all.
+// Status and platform filters walk their indexes; a search decodes each candidate.
+func (t *Tx) ListPosts(f PostFilter) ([]*Post, int, error) {
+	user := mustID(f.UserID)
+	var prefix []byte
+	var bucket []byte
+	switch {
+	case f.Status != "":
+		bucket, prefix = bPostsStatus, join(user, []byte{statusCode(f.Status)})
+	case f.Platform != "":
+		bucket, prefix = bPostsPlatform, join(user, []byte{platformCodes[f.Platform]})
+	default:
+		bucket, prefix = bPostsUser, user
+	}
+	var platformIdx []byte
+	if f.Platform != "" && f.Status != "" {
+		platformIdx = join(user, []byte{platformCodes[f.Platform]})
+	}
+	needle := strings.ToLower(f.Search)
+	posts := t.tx.Bucket(bPosts)
+	byPlatform := t.tx.Bucket(bPostsPlatform)
+	var out []*Post
+	total := 0
+	c := t.tx.Bucket(bucket).Cursor()
+	// Seek past the prefix, then walk backwards: ids are time-ordered, so this is newest first.
+	end := append(append([]byte(nil), prefix...), bytes.Repeat([]byte{0xff}, 17)...)
+	k, _ := c.Seek(end)
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
+		id := k[len(k)-16:]
+		if platformIdx != nil && byPlatform.Get(join(platformIdx, id)) == nil {
+			continue
+		}
+		var p *Post
+		if needle != "" {
+			var post Post
+			if err := Decode(posts.Get(id), &post); err != nil {
+				return nil, 0, err
+			}
+			if !strings.Contains(strings.ToLower(post.Content), needle) {
+				continue
+			}
+			p = &post
+		}
+		total++
+		if total <= f.Offset || len(out) >= f.Limit {
+			continue
+		}
+		if p == nil {
+			var post Post
+			if err := Decode(posts.Get(id), &post); err != nil {
+				return nil, 0, err
+			}
+			p = &post
+		}
+		out = append(out, p)
+	}
+	return out, total, nil
+}
