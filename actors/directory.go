@@ -99,7 +99,7 @@ type target struct {
 }
 
 func (t target) request(msg any, sender *actor.PID) { t.d.deliver(t.id, msg, sender) }
-func (t target) system() *System                     { return t.d.sys }
+func (t target) system() *System                    { return t.d.sys }
 
 func (d *Directory) deliver(id string, msg any, sender *actor.PID) {
 	s := d.shardOf(id)

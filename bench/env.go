@@ -157,4 +157,3 @@ func (e *Env) Close() {
 	}
 	_ = os.RemoveAll(e.Dir)
 }
-

@@ -168,4 +168,3 @@ func parseUUID(name, s string) (string, error) {
 	}
 	return u.String(), nil
 }
-

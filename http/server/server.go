@@ -87,7 +87,7 @@ func New(cfg Config) *Server {
 	if cfg.Registry != nil {
 		cfg.Registry.MustRegister(s.requests, s.duration, s.inflight)
 	}
-	e := echo.NewWithConfig(echo.Config{Logger: cfg.Log, HTTPErrorHandler: s.handleError})
+	e := echo.NewWithConfig(echo.Config{Logger: cfg.Log, HTTPErrorHandler: s.handleError, NoGroupAutoRegister404Routes: true})
 	e.Use(s.observe, s.recover, s.limits, s.deprecation)
 	s.Echo = e
 	e.GET("/healthz", func(c *echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })

@@ -1,0 +1,150 @@
+package app_test
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/labstack/echo/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/http/api"
+	"github.com/heraldhq/herald/http/server"
+)
+
+// Every route registered in Echo is documented, and every documented operation is registered.
+func TestRoutesMatchTheDocument(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{})
+	doc, err := api.Spec()
+	require.NoError(t, err)
+	documented := map[string]bool{}
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			documented[method+" "+api.EchoPath(path)] = true
+		}
+	}
+	registered := map[string]bool{}
+	for _, r := range b.app.Server.Echo.Router().Routes() {
+		if r.Method == echo.RouteNotFound || strings.HasSuffix(r.Path, "*") {
+			continue
+		}
+		registered[r.Method+" "+r.Path] = true
+	}
+	require.Equal(t, keys(documented), keys(registered))
+	require.Equal(t, "3.1.0", doc.OpenAPI)
+	require.Equal(t, "1.0.0", doc.Info.Version)
+
+	r := b.doKey("", "GET", "/v1/openapi.json", nil, nil)
+	require.Equal(t, 200, r.status, "served without auth")
+	require.Equal(t, "3.1.0", r.json(t)["openapi"])
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// An operation marked deprecated in the document answers with Deprecation (RFC 9745) and Sunset.
+func TestDeprecationMechanism(t *testing.T) {
+	t.Parallel()
+	doc, err := api.Spec()
+	require.NoError(t, err)
+	clone := *doc
+	clone.Paths = openapi3.NewPaths()
+	for k, v := range doc.Paths.Map() {
+		clone.Paths.Set(k, v)
+	}
+	me := *clone.Paths.Value("/v1/me")
+	op := *me.Get
+	op.Deprecated = true
+	op.Extensions = map[string]any{"x-deprecated-at": "2026-06-01", "x-sunset": "2027-01-01T00:00:00Z"}
+	me.Get = &op
+	clone.Paths.Set("/v1/me", &me)
+	deps, err := api.Deprecations(&clone)
+	require.NoError(t, err)
+	d, ok := deps["GET /v1/me"]
+	require.True(t, ok)
+
+	srv := server.New(server.Config{Deprecated: deps})
+	srv.Echo.GET("/v1/me", func(c *echo.Context) error { return c.NoContent(http.StatusNoContent) })
+	rec := newRecorder()
+	srv.Echo.ServeHTTP(rec, mustRequest("GET", "/v1/me"))
+	require.Equal(t, "@"+itoa(d.Since.Unix()), rec.Header().Get("Deprecation"))
+	require.Equal(t, "@1780272000", rec.Header().Get("Deprecation"))
+	require.Equal(t, "Fri, 01 Jan 2027 00:00:00 GMT", rec.Header().Get("Sunset"))
+
+	// The served document deprecates nothing today.
+	live, err := api.Deprecations(doc)
+	require.NoError(t, err)
+	require.Empty(t, live)
+
+	// A sunset before the deprecation date is refused.
+	op.Extensions = map[string]any{"x-deprecated-at": "2027-06-01", "x-sunset": "2027-01-01"}
+	_, err = api.Deprecations(&clone)
+	require.Error(t, err)
+}
+
+func TestErrorContract(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{})
+	r := b.do("GET", "/v1/does-not-exist", nil)
+	require.Equal(t, 404, r.status)
+	require.Equal(t, "not_found", r.errorCode(t))
+	m := r.json(t)
+	require.Equal(t, 404.0, m["status"])
+	require.Equal(t, "Not Found", m["title"])
+	require.Equal(t, "urn:herald:problem:not_found", m["type"])
+	require.Equal(t, r.errorMessage(t), m["detail"])
+	require.Equal(t, "application/json", r.header.Get("Content-Type"))
+
+	r = b.doKey("", "GET", "/v1/me", nil, http.Header{"Accept": {"application/problem+json, application/json;q=0.5"}})
+	require.Equal(t, 401, r.status)
+	require.Equal(t, "application/problem+json", r.header.Get("Content-Type"))
+	r = b.doKey("", "GET", "/v1/me", nil, http.Header{"Accept": {"application/json, application/problem+json;q=0.1"}})
+	require.Equal(t, "application/json", r.header.Get("Content-Type"))
+
+	r = b.doKey("", "GET", "/healthz", nil, nil)
+	require.Equal(t, 200, r.status)
+	r = b.doKey("", "GET", "/readyz", nil, nil)
+	require.Equal(t, 200, r.status)
+	b.app.Server.SetReady(false)
+	r = b.doKey("", "GET", "/readyz", nil, nil)
+	require.Equal(t, 503, r.status)
+	b.app.Server.SetReady(true)
+}
+
+func TestPanicsBecome500WithoutStack(t *testing.T) {
+	t.Parallel()
+	srv := server.New(server.Config{Log: discardLog()})
+	srv.Echo.GET("/boom", func(c *echo.Context) error { panic("kaboom at line 42") })
+	rec := newRecorder()
+	srv.Echo.ServeHTTP(rec, mustRequest("GET", "/boom"))
+	require.Equal(t, 500, rec.Code)
+	body := rec.Body.String()
+	require.Contains(t, body, `"code":"internal_error"`)
+	require.NotContains(t, body, "kaboom")
+	require.NotContains(t, body, "goroutine")
+	require.NotEmpty(t, rec.Header().Get("X-Request-Id"))
+}
+
+func TestMetricsExposeRouteTemplatesAndActorKinds(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{})
+	id := b.createPost("m", b.accounts[0])
+	b.do("GET", "/v1/posts/"+id, nil)
+	r := b.doKey("", "GET", "/metrics", nil, nil)
+	require.Equal(t, 200, r.status)
+	text := string(r.body)
+	require.Contains(t, text, `herald_http_requests_total{method="GET",route="/v1/posts/:id",status="200"} 1`)
+	require.Contains(t, text, `herald_actor_messages_total{actor_kind="post",message_type="post.Create"} 1`)
+	require.Contains(t, text, `herald_actors_live{actor_kind="post"}`)
+	require.Contains(t, text, `herald_bbolt_commit_batch_size_bucket`)
+	require.NotContains(t, text, id, "no ids in labels")
+}

@@ -1,0 +1,17 @@
+package app_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+)
+
+func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
+
+func mustRequest(method, path string) *http.Request { return httptest.NewRequest(method, path, nil) }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

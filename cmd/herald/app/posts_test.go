@@ -1,0 +1,249 @@
+package app_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPostLifecycle(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{})
+	id := b.createPost("hello world", b.accounts[0], b.accounts[1])
+
+	r := b.do("GET", "/v1/posts/"+id, nil)
+	require.Equal(t, 200, r.status)
+	p := r.json(t)
+	require.Equal(t, "hello world", p["content"])
+	require.Equal(t, "draft", p["status"])
+	plats := p["platforms"].([]any)
+	require.Len(t, plats, 2)
+	first := plats[0].(map[string]any)
+	require.Equal(t, b.accounts[0].ID, first["connected_account_id"])
+	require.Equal(t, "linkedin", first["platform"])
+	require.Equal(t, "pending", first["status"])
+	require.Nil(t, first["error"])
+
+	r = b.do("PATCH", "/v1/posts/"+id, map[string]any{"content": "changed", "platforms": []string{b.accounts[2].ID}})
+	require.Equal(t, 200, r.status, string(r.body))
+	p = r.json(t)
+	require.Equal(t, "changed", p["content"])
+	require.Equal(t, "draft", p["status"], "PATCH keeps the status")
+	require.Len(t, p["platforms"], 1)
+
+	r = b.do("DELETE", "/v1/posts/"+id, nil)
+	require.Equal(t, 204, r.status)
+	require.Empty(t, r.body)
+	r = b.do("GET", "/v1/posts/"+id, nil)
+	require.Equal(t, 404, r.status)
+	require.Equal(t, "not_found", r.errorCode(t))
+	require.Equal(t, 0, b.countPosts())
+}
+
+func TestPostOwnership(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{})
+	id := b.createPost("mine", b.accounts[0])
+	other, otherKey := b.newUser("other@example.com", "pro")
+	otherAcct := b.newAccount(other.ID, "linkedin")
+
+	for _, tc := range []struct{ method, body string }{{"GET", ""}, {"PATCH", `{"content":"x"}`}, {"DELETE", ""}} {
+		var body any
+		if tc.body != "" {
+			body = tc.body
+		}
+		r := b.doKey(otherKey, tc.method, "/v1/posts/"+id, body, nil)
+		require.Equal(t, 403, r.status, tc.method)
+		require.Equal(t, "forbidden", r.errorCode(t))
+	}
+	// Another user's account in platforms is refused and creates nothing.
+	r := b.do("POST", "/v1/posts", map[string]any{"content": "x", "platforms": []string{otherAcct.ID}})
+	require.Equal(t, 400, r.status)
+	require.Equal(t, "validation_error", r.errorCode(t))
+	require.Contains(t, r.errorMessage(t), "not yours")
+	r = b.do("GET", "/v1/posts/"+id, nil)
+	require.Equal(t, "mine", r.json(t)["content"])
+	require.Equal(t, 1, b.countPosts())
+
+	// Accounts: another user's is 403, an unknown one 404.
+	r = b.do("DELETE", "/v1/accounts/"+otherAcct.ID, nil)
+	require.Equal(t, 403, r.status)
+	require.Equal(t, "forbidden", r.errorCode(t))
+	r = b.do("DELETE", "/v1/accounts/"+uuid.NewString(), nil)
+	require.Equal(t, 404, r.status)
+	r = b.do("DELETE", "/v1/accounts/"+b.accounts[2].ID, nil)
+	require.Equal(t, 204, r.status)
+	r = b.do("GET", "/v1/accounts", nil)
+	require.Len(t, r.json(t)["data"], 2)
+}
+
+func TestCreatePostBadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{})
+	acct := b.accounts[0].ID
+	cases := []struct {
+		name, body, contentType, message string
+		status                          int
+	}{
+		{"not JSON", `{"content": "x", `, "application/json", "Malformed JSON", 400},
+		{"plain text", `hello there`, "text/plain", "Expected object, received string", 400},
+		{"JSON string", `"hello"`, "application/json", "Expected object, received string", 400},
+		{"JSON array", `[1,2]`, "application/json", "Expected object, received array", 400},
+		{"empty body", ``, "application/json", "Expected object, received nothing", 400},
+		{"content wrong type", `{"content": 5, "platforms": ["` + acct + `"]}`, "", "content: Expected string, received number", 400},
+		{"platforms wrong type", `{"content": "x", "platforms": "` + acct + `"}`, "", "platforms: Expected array, received string", 400},
+		{"platform item wrong type", `{"content": "x", "platforms": [5]}`, "", "platforms.0: Expected string, received number", 400},
+		{"missing content", `{"platforms": ["` + acct + `"]}`, "", "content: Required", 400},
+		{"missing platforms", `{"content": "x"}`, "", "platforms: Required", 400},
+		{"empty platforms", `{"content": "x", "platforms": []}`, "", "platforms: must contain at least one", 400},
+		{"platform name", `{"content": "x", "platforms": ["linkedin"]}`, "", "platforms: Invalid uuid", 400},
+		{"duplicate platforms", `{"content": "x", "platforms": ["` + acct + `","` + acct + `"]}`, "", "platforms: duplicate id", 400},
+		{"unknown account", `{"content": "x", "platforms": ["` + uuid.NewString() + `"]}`, "", "does not exist or is not yours", 400},
+		{"unknown media", `{"content": "x", "platforms": ["` + acct + `"], "media": ["` + uuid.NewString() + `"]}`, "", "is not a confirmed media of yours", 400},
+		{"media not uuid", `{"content": "x", "platforms": ["` + acct + `"], "media": ["a.png"]}`, "", "media: Invalid uuid", 400},
+		{"empty content without media", `{"content": "  ", "platforms": ["` + acct + `"]}`, "", "content: must not be empty", 400},
+		{"content too long", `{"content": "` + strings.Repeat("a", 63207) + `", "platforms": ["` + acct + `"]}`, "", "at most 63206", 400},
+		{"2 MiB body", `{"content": "` + strings.Repeat("a", 2<<20) + `", "platforms": ["` + acct + `"]}`, "", "larger than", 413},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			hdr := map[string][]string{}
+			if tc.contentType != "" {
+				hdr["Content-Type"] = []string{tc.contentType}
+			}
+			r := b.doKey(b.key, "POST", "/v1/posts", []byte(tc.body), hdr)
+			require.Equal(t, tc.status, r.status, string(r.body))
+			require.Equal(t, "validation_error", r.errorCode(t))
+			require.Contains(t, r.errorMessage(t), tc.message)
+			require.Equal(t, 0, b.countPosts(), "a refused request changes nothing")
+		})
+	}
+}
+
+func TestUpdateAndPathBadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{})
+	id := b.createPost("keep me", b.accounts[0])
+	for _, tc := range []struct {
+		name, method, path, body, message string
+		status                            int
+	}{
+		{"empty patch", "PATCH", "/v1/posts/" + id, `{}`, "nothing to update", 400},
+		{"patch bad type", "PATCH", "/v1/posts/" + id, `{"content": true}`, "content: Expected string, received boolean", 400},
+		{"patch empty platforms", "PATCH", "/v1/posts/" + id, `{"platforms": []}`, "at least one", 400},
+		{"patch not json", "PATCH", "/v1/posts/" + id, `nope`, "Expected object", 400},
+		{"get bad id", "GET", "/v1/posts/not-a-uuid", ``, "id: Invalid uuid", 400},
+		{"patch bad id", "PATCH", "/v1/posts/123", `{"content":"x"}`, "id: Invalid uuid", 400},
+		{"delete bad id", "DELETE", "/v1/posts/123", ``, "id: Invalid uuid", 400},
+		{"delete account bad id", "DELETE", "/v1/accounts/123", ``, "id: Invalid uuid", 400},
+		{"unknown post", "GET", "/v1/posts/" + uuid.NewString(), ``, "post not found", 404},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var body any
+			if tc.body != "" {
+				body = tc.body
+			}
+			r := b.do(tc.method, tc.path, body)
+			require.Equal(t, tc.status, r.status, string(r.body))
+			require.Contains(t, r.errorMessage(t), tc.message)
+		})
+	}
+	r := b.do("GET", "/v1/posts/"+id, nil)
+	require.Equal(t, "keep me", r.json(t)["content"])
+}
+
+func TestListPosts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{})
+	var ids []string
+	for i := 0; i < 25; i++ {
+		acct := b.accounts[i%2]
+		ids = append(ids, b.createPost(fmt.Sprintf("post %02d %s", i, map[bool]string{true: "Sale", false: "news"}[i%5 == 0]), acct))
+	}
+	r := b.do("GET", "/v1/posts", nil)
+	require.Equal(t, 200, r.status)
+	m := r.json(t)
+	data := m["data"].([]any)
+	require.Len(t, data, 20, "default limit is 20")
+	require.Equal(t, ids[24], data[0].(map[string]any)["id"], "newest first")
+	require.Equal(t, map[string]any{"page": 1.0, "limit": 20.0, "total": 25.0}, m["pagination"])
+
+	r = b.do("GET", "/v1/posts?page=2&limit=20", nil)
+	require.Len(t, r.json(t)["data"], 5)
+	require.Equal(t, ids[4], r.json(t)["data"].([]any)[0].(map[string]any)["id"])
+
+	r = b.do("GET", "/v1/posts?platform=twitter_x", nil)
+	require.Equal(t, 12.0, r.json(t)["pagination"].(map[string]any)["total"])
+	r = b.do("GET", "/v1/posts?search=sale&limit=100", nil)
+	require.Equal(t, 5.0, r.json(t)["pagination"].(map[string]any)["total"])
+	r = b.do("GET", "/v1/posts?status=draft&platform=linkedin&search=SALE", nil)
+	require.Equal(t, 3.0, r.json(t)["pagination"].(map[string]any)["total"], "posts 0, 10 and 20 are linkedin sales")
+	r = b.do("GET", "/v1/posts?status=published", nil)
+	require.Equal(t, 0.0, r.json(t)["pagination"].(map[string]any)["total"])
+	require.Empty(t, r.json(t)["data"])
+
+	for _, q := range []string{"limit=0", "limit=101", "limit=abc", "page=0", "page=x", "status=bogus", "platform=myspace"} {
+		r := b.do("GET", "/v1/posts?"+q, nil)
+		require.Equal(t, 400, r.status, q)
+		require.Equal(t, "validation_error", r.errorCode(t), q)
+	}
+}
+
+func TestConcurrentCreatesAreAllListed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{planLimits: map[string]int{"free": 60, "starter": 300, "growth": 1000, "pro": 1_000_000, "max": 10000}, noValidate: true})
+	const n, workers = 10000, 32
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				r := b.do("POST", "/v1/posts", map[string]any{"content": fmt.Sprintf("bulk %d", i), "platforms": []string{b.accounts[0].ID}})
+				if r.status != 201 {
+					errs <- fmt.Errorf("post %d: %d %s", i, r.status, r.body)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	seen := map[string]bool{}
+	for page := 1; ; page++ {
+		r := b.do("GET", fmt.Sprintf("/v1/posts?limit=100&page=%d", page), nil)
+		require.Equal(t, 200, r.status)
+		m := r.json(t)
+		require.Equal(t, float64(n), m["pagination"].(map[string]any)["total"])
+		data := m["data"].([]any)
+		if len(data) == 0 {
+			break
+		}
+		for _, d := range data {
+			seen[d.(map[string]any)["id"].(string)] = true
+		}
+	}
+	require.Len(t, seen, n)
+}
+
+func TestPassivatedPostComesBackWithItsState(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{postIdle: 50 * time.Millisecond})
+	id := b.createPost("before sleep", b.accounts[0])
+	r := b.do("PATCH", "/v1/posts/"+id, map[string]any{"content": "after edit"})
+	require.Equal(t, 200, r.status)
+	require.Eventually(t, func() bool { return b.app.Posts.Live() == 0 }, 10*time.Second, 10*time.Millisecond, "the idle actor passivates")
+	r = b.do("GET", "/v1/posts/"+id, nil)
+	require.Equal(t, 200, r.status)
+	require.Equal(t, "after edit", r.json(t)["content"])
+	require.Equal(t, 1, b.app.Posts.Live(), "a message re-activates it")
+}
