@@ -136,7 +136,7 @@ func (d *Directory) passivate(id string, pid *actor.PID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entries[id]
-	if e == nil || e.pid != pid || e.stopping {
+	if e == nil || !e.pid.Equal(pid) || e.stopping {
 		return
 	}
 	e.stopping = true
@@ -152,7 +152,7 @@ func (d *Directory) stopped(id string, pid *actor.PID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entries[id]
-	if e == nil || e.pid != pid {
+	if e == nil || !e.pid.Equal(pid) {
 		return
 	}
 	if len(e.held) == 0 {
