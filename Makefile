@@ -1,0 +1,37 @@
+# Herald — make targets. `make help` lists them.
+GO ?= go
+BIN := bin/herald
+DATA ?= ./data
+
+.PHONY: help run build test test-short bench bench-micro lint tidy clean
+
+help: ## Show the targets.
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
+
+run: build ## Start Herald in sandbox mode (simulator, demo user and key) on 127.0.0.1:8080.
+	$(BIN) serve --sandbox --data $(DATA)
+
+build: ## Build bin/herald.
+	$(GO) build -o $(BIN) ./cmd/herald
+
+test: ## Run the whole test suite with the race detector.
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+test-short: ## Run the tests without the race detector.
+	$(GO) test -count=1 ./...
+
+bench: build ## Run the bench suite against a real server process (add ARGS="--quick" for a smoke run).
+	$(BIN) bench --out bench/out/latest.json $(ARGS)
+
+bench-micro: ## Run the Go micro-benchmarks (benchstat-comparable output).
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./persistence/ ./actors/... ./http/... ./platforms/...
+
+lint: ## gofmt and go vet.
+	@test -z "$$(gofmt -l .)" || (gofmt -l . && exit 1)
+	$(GO) vet ./...
+
+tidy: ## go mod tidy.
+	$(GO) mod tidy
+
+clean: ## Remove build outputs (not the data directory).
+	rm -rf bin bench/out
