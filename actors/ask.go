@@ -29,41 +29,50 @@ type Requester interface {
 	system() *System
 }
 
+// replyProcess is the reply address of one Ask: a process in the registry whose mailbox is a
+// one-slot channel. It costs no goroutine and no timer beyond the caller's own.
+type replyProcess struct{ ch chan any }
+
+func (p *replyProcess) SendUserMessage(_ *actor.PID, message any) {
+	_, msg, _ := actor.UnwrapEnvelope(message)
+	select {
+	case p.ch <- msg:
+	default: // a second reply to the same request is dropped
+	}
+}
+
+func (p *replyProcess) SendSystemMessage(_ *actor.PID, message any) {}
+func (p *replyProcess) Stop(_ *actor.PID)                           {}
+
 // Ask sends msg and waits for the reply of type R, or an error: the actor's ErrorReply, ErrTimeout
-// when ctx ends first, or a type mismatch. It never blocks past ctx.
+// when ctx ends first (or after DefaultAskTimeout when ctx has no deadline), or a type mismatch.
 func Ask[R any](ctx context.Context, to Requester, msg any) (R, error) {
 	var zero R
-	timeout := DefaultAskTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
-		if timeout <= 0 {
-			return zero, ErrTimeout
-		}
-	}
 	sys := to.system()
-	f := actor.NewFuture(sys.AS, timeout)
-	to.request(msg, f.PID())
-	done := make(chan struct{})
+	p := &replyProcess{ch: make(chan any, 1)}
+	reg := sys.AS.ProcessRegistry
+	pid, _ := reg.Add(p, "ask$"+reg.NextID())
+	defer reg.Remove(pid)
+	var timeout <-chan time.Time
+	if _, ok := ctx.Deadline(); !ok {
+		t := time.NewTimer(DefaultAskTimeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	to.request(msg, pid)
 	var res any
-	var err error
-	go func() {
-		res, err = f.Result()
-		close(done)
-	}()
 	select {
-	case <-done:
+	case res = <-p.ch:
 	case <-ctx.Done():
 		return zero, fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
-	}
-	if err != nil {
-		if errors.Is(err, actor.ErrTimeout) {
-			return zero, ErrTimeout
-		}
-		return zero, err
+	case <-timeout:
+		return zero, ErrTimeout
 	}
 	switch r := res.(type) {
 	case *ErrorReply:
 		return zero, r.Err
+	case *actor.DeadLetterResponse:
+		return zero, fmt.Errorf("actors: %T reached no actor", msg)
 	case R:
 		return r, nil
 	}

@@ -35,6 +35,7 @@ type Kind struct {
 // place when Herald runs on several nodes.
 type Directory struct {
 	sys    *System
+	m      kindMetrics
 	kind   Kind
 	seed   maphash.Seed
 	shards []*shard
@@ -66,7 +67,7 @@ func NewDirectory(sys *System, k Kind) *Directory {
 	if k.Shards <= 0 {
 		k.Shards = 64
 	}
-	d := &Directory{sys: sys, kind: k, seed: maphash.MakeSeed(), shards: make([]*shard, k.Shards)}
+	d := &Directory{sys: sys, kind: k, seed: maphash.MakeSeed(), shards: make([]*shard, k.Shards), m: newKindMetrics(sys.Metrics, k.Name)}
 	for i := range d.shards {
 		d.shards[i] = &shard{entries: map[string]*entry{}}
 	}
@@ -114,7 +115,7 @@ func (d *Directory) deliver(id string, msg any, sender *actor.PID) {
 		e.held = append(e.held, held{msg, sender})
 		return
 	}
-	d.sys.Metrics.MailboxDepth.WithLabelValues(d.kind.Name).Inc()
+	d.m.depth.Inc()
 	d.sys.Root.RequestWithCustomSender(e.pid, msg, sender)
 }
 
@@ -125,8 +126,8 @@ func (d *Directory) spawn(id string) *actor.PID {
 		return &incarnation{d: d, id: id, inner: inner}
 	}))
 	d.wg.Add(1)
-	d.sys.Metrics.Live.WithLabelValues(d.kind.Name).Inc()
-	d.sys.Metrics.Activations.WithLabelValues(d.kind.Name).Inc()
+	d.m.live.Inc()
+	d.m.activations.Inc()
 	return d.sys.Root.Spawn(props)
 }
 
@@ -140,13 +141,13 @@ func (d *Directory) passivate(id string, pid *actor.PID) {
 		return
 	}
 	e.stopping = true
-	d.sys.Metrics.Passivations.WithLabelValues(d.kind.Name).Inc()
+	d.m.passivations.Inc()
 	d.sys.Root.Poison(pid)
 }
 
 // stopped is called by an incarnation as it stops; held messages go to a new incarnation.
 func (d *Directory) stopped(id string, pid *actor.PID) {
-	d.sys.Metrics.Live.WithLabelValues(d.kind.Name).Dec()
+	d.m.live.Dec()
 	defer d.wg.Done()
 	s := d.shardOf(id)
 	s.mu.Lock()
@@ -162,7 +163,7 @@ func (d *Directory) stopped(id string, pid *actor.PID) {
 	next := &entry{pid: d.spawn(id)}
 	s.entries[id] = next
 	for _, h := range e.held {
-		d.sys.Metrics.MailboxDepth.WithLabelValues(d.kind.Name).Inc()
+		d.m.depth.Inc()
 		d.sys.Root.RequestWithCustomSender(next.pid, h.msg, h.sender)
 	}
 }
@@ -212,14 +213,14 @@ func (d *Directory) instrument(next actor.ReceiverFunc) actor.ReceiverFunc {
 			next(c, env)
 			return
 		}
-		d.sys.Metrics.MailboxDepth.WithLabelValues(kind).Dec()
-		mt := messageType(env.Message)
+		d.m.depth.Dec()
+		mm := d.m.forMessage(env.Message)
 		start := time.Now()
 		defer func() {
-			d.sys.Metrics.Messages.WithLabelValues(kind, mt).Inc()
-			d.sys.Metrics.Processing.WithLabelValues(kind, mt).Observe(time.Since(start).Seconds())
+			mm.count.Inc()
+			mm.duration.Observe(time.Since(start).Seconds())
 			if r := recover(); r != nil {
-				d.sys.Log.Error("actor failed; restarting it from its persisted state", "actor_kind", kind, "message_type", mt, "panic", r)
+				d.sys.Log.Error("actor failed; restarting it from its persisted state", "actor_kind", kind, "message_type", mm.name, "panic", r)
 				if env.Sender != nil {
 					c.ActorSystem().Root.Send(env.Sender, &ErrorReply{Err: ErrActorFailed})
 				}
@@ -248,7 +249,7 @@ func (a *incarnation) Receive(ctx actor.Context) {
 		a.arm(ctx, a.d.kind.IdleTimeout)
 		a.inner.Receive(ctx)
 	case *actor.Restarting:
-		a.d.sys.Metrics.Restarts.WithLabelValues(a.d.kind.Name).Inc()
+		a.d.m.restarts.Inc()
 		a.inner.Receive(ctx)
 	case *idleCheck:
 		idle := time.Since(a.last)

@@ -68,3 +68,38 @@ func messageType(msg any) string {
 	typeNames.Store(t, name)
 	return name
 }
+
+// kindMetrics are one kind's metric children, resolved once instead of on every message.
+type kindMetrics struct {
+	m                                   *Metrics
+	kind                                string
+	depth, live                         prometheus.Gauge
+	activations, passivations, restarts prometheus.Counter
+	perType                             sync.Map // reflect.Type → *messageMetrics
+}
+
+type messageMetrics struct {
+	name     string
+	count    prometheus.Counter
+	duration prometheus.Observer
+}
+
+func newKindMetrics(m *Metrics, kind string) kindMetrics {
+	return kindMetrics{
+		m: m, kind: kind,
+		depth: m.MailboxDepth.WithLabelValues(kind), live: m.Live.WithLabelValues(kind),
+		activations: m.Activations.WithLabelValues(kind), passivations: m.Passivations.WithLabelValues(kind),
+		restarts: m.Restarts.WithLabelValues(kind),
+	}
+}
+
+func (k *kindMetrics) forMessage(msg any) *messageMetrics {
+	t := reflect.TypeOf(msg)
+	if v, ok := k.perType.Load(t); ok {
+		return v.(*messageMetrics)
+	}
+	name := messageType(msg)
+	mm := &messageMetrics{name: name, count: k.m.Messages.WithLabelValues(k.kind, name), duration: k.m.Processing.WithLabelValues(k.kind, name)}
+	v, _ := k.perType.LoadOrStore(t, mm)
+	return v.(*messageMetrics)
+}

@@ -169,7 +169,11 @@ func boltCeiling(e *Env, conns int, d time.Duration) (float64, error) {
 		for _, a := range e.Accounts[:min(3, len(e.Accounts))] {
 			p.Targets = append(p.Targets, persistence.Target{AccountID: a, Platform: "linkedin", Status: persistence.TargetPending})
 		}
-		return s.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(p, nil) })
+		raw, err := persistence.Encode(p)
+		if err != nil {
+			return err
+		}
+		return s.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(p, raw) })
 	})
 	if err != nil {
 		return 0, err

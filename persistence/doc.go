@@ -11,11 +11,13 @@
 //	apikeys_hash    SHA-256 of the raw key (32) → key id; removed when the key is revoked
 //	apikeys_user    user id | key id → empty
 //	accounts        account id → Account (JSON, tokens encrypted by the caller)
-//	accounts_user   user id | account id → empty
+//	accounts_user   user id | account id → platform code (1 byte)
 //	posts           post id → Post (JSON)
-//	posts_user      user id | post id → status (1 byte)
-//	posts_status    user id | status (1 byte) | post id → empty
-//	posts_platform  user id | platform (1 byte) | post id → empty
+//	posts_user      user id | post id → summary: status code (1 byte) | platform bit set (2 bytes)
+//
+// Status codes are 1 + the index in PostStatuses; platform codes 1..9 as in platformCodes. A list
+// walks posts_user backwards and filters on the summaries, so only the page itself (or, with a
+// search, the candidates) is decoded.
 //
 // Writes go through Store.Update, which group-commits: the writes of many callers that arrive
 // while a commit is running share the next transaction and its single fsync, and every caller

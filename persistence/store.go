@@ -23,22 +23,20 @@ var ErrClosed = errors.New("persistence: store is closed")
 
 var bucketNames = [][]byte{
 	bMeta, bUsers, bUsersEmail, bAPIKeys, bAPIKeysHash, bAPIKeysUser,
-	bAccounts, bAccountsUser, bPosts, bPostsUser, bPostsStatus, bPostsPlatform,
+	bAccounts, bAccountsUser, bPosts, bPostsUser,
 }
 
 var (
-	bMeta          = []byte("meta")
-	bUsers         = []byte("users")
-	bUsersEmail    = []byte("users_email")
-	bAPIKeys       = []byte("apikeys")
-	bAPIKeysHash   = []byte("apikeys_hash")
-	bAPIKeysUser   = []byte("apikeys_user")
-	bAccounts      = []byte("accounts")
-	bAccountsUser  = []byte("accounts_user")
-	bPosts         = []byte("posts")
-	bPostsUser     = []byte("posts_user")
-	bPostsStatus   = []byte("posts_status")
-	bPostsPlatform = []byte("posts_platform")
+	bMeta         = []byte("meta")
+	bUsers        = []byte("users")
+	bUsersEmail   = []byte("users_email")
+	bAPIKeys      = []byte("apikeys")
+	bAPIKeysHash  = []byte("apikeys_hash")
+	bAPIKeysUser  = []byte("apikeys_user")
+	bAccounts     = []byte("accounts")
+	bAccountsUser = []byte("accounts_user")
+	bPosts        = []byte("posts")
+	bPostsUser    = []byte("posts_user")
 )
 
 const schemaVersion = 1

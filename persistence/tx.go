@@ -148,7 +148,7 @@ func (t *Tx) APIKeysOfUser(userID string) ([]*APIKey, error) {
 // PutAccount stores a connected account.
 func (t *Tx) PutAccount(a *Account) error {
 	id := mustID(a.ID)
-	if err := t.tx.Bucket(bAccountsUser).Put(join(mustID(a.UserID), id), nil); err != nil {
+	if err := t.tx.Bucket(bAccountsUser).Put(join(mustID(a.UserID), id), []byte{platformCodes[a.Platform]}); err != nil {
 		return err
 	}
 	return t.put(bAccounts, id, a)
@@ -161,6 +161,17 @@ func (t *Tx) Account(id string) (*Account, error) {
 		return nil, err
 	}
 	return &a, nil
+}
+
+// AccountPlatform returns the platform of the user's account, from the index alone; ok is false
+// when the user has no such account.
+func (t *Tx) AccountPlatform(userID, accountID string) (platform string, ok bool) {
+	v := t.tx.Bucket(bAccountsUser).Get(join(mustID(userID), mustID(accountID)))
+	if len(v) != 1 {
+		return "", false
+	}
+	platform, ok = platformNames[v[0]]
+	return platform, ok
 }
 
 // AccountsOfUser lists a user's connected accounts, oldest first.
@@ -198,58 +209,47 @@ func statusCode(s string) byte {
 	return 0
 }
 
-// platformCodes gives each platform identifier a one-byte index key.
+// platformCodes gives each platform identifier a small number: its bit in a post's summary and
+// its byte in the accounts_user index.
 var platformCodes = map[string]byte{
 	"linkedin": 1, "instagram": 2, "youtube": 3, "pinterest": 4, "tiktok": 5,
 	"threads": 6, "facebook": 7, "twitter_x": 8, "bluesky": 9,
 }
 
-func postPlatforms(p *Post) map[byte]bool {
-	m := map[byte]bool{}
-	for _, t := range p.Targets {
-		if c := platformCodes[t.Platform]; c != 0 {
-			m[c] = true
-		}
+var platformNames = func() map[byte]string {
+	m := map[byte]string{}
+	for k, v := range platformCodes {
+		m[v] = k
 	}
 	return m
+}()
+
+// summary is a post's value in posts_user: its status and the set of its platforms, enough to
+// filter a list without decoding the post.
+func summary(p *Post) []byte {
+	var mask uint16
+	for _, t := range p.Targets {
+		if c := platformCodes[t.Platform]; c != 0 {
+			mask |= 1 << c
+		}
+	}
+	return []byte{statusCode(p.Status), byte(mask >> 8), byte(mask)}
 }
 
-// PutPost stores a post and updates its indexes from prev (nil for a new post).
-func (t *Tx) PutPost(p, prev *Post) error {
-	id, user := mustID(p.ID), mustID(p.UserID)
-	byStatus, byPlatform := t.tx.Bucket(bPostsStatus), t.tx.Bucket(bPostsPlatform)
-	oldPlatforms := map[byte]bool{}
-	if prev != nil {
-		if prev.Status != p.Status {
-			if err := byStatus.Delete(join(user, []byte{statusCode(prev.Status)}, id)); err != nil {
-				return err
-			}
-		}
-		oldPlatforms = postPlatforms(prev)
-	}
-	newPlatforms := postPlatforms(p)
-	for c := range oldPlatforms {
-		if !newPlatforms[c] {
-			if err := byPlatform.Delete(join(user, []byte{c}, id)); err != nil {
-				return err
-			}
+// PutPost stores a post (encoded with Encode, or raw when the caller encoded it already, outside
+// the shared transaction) and its summary.
+func (t *Tx) PutPost(p *Post, raw []byte) error {
+	if raw == nil {
+		var err error
+		if raw, err = Encode(p); err != nil {
+			return err
 		}
 	}
-	for c := range newPlatforms {
-		if !oldPlatforms[c] {
-			if err := byPlatform.Put(join(user, []byte{c}, id), nil); err != nil {
-				return err
-			}
-		}
-	}
-	sc := []byte{statusCode(p.Status)}
-	if err := byStatus.Put(join(user, sc, id), nil); err != nil {
+	id := mustID(p.ID)
+	if err := t.tx.Bucket(bPostsUser).Put(join(mustID(p.UserID), id), summary(p)); err != nil {
 		return err
 	}
-	if err := t.tx.Bucket(bPostsUser).Put(join(user, id), sc); err != nil {
-		return err
-	}
-	return t.put(bPosts, id, p)
+	return t.tx.Bucket(bPosts).Put(id, raw)
 }
 
 // Post returns a post by id.
@@ -261,18 +261,10 @@ func (t *Tx) Post(id string) (*Post, error) {
 	return &p, nil
 }
 
-// DeletePost removes a post and its index entries.
+// DeletePost removes a post and its index entry.
 func (t *Tx) DeletePost(p *Post) error {
-	id, user := mustID(p.ID), mustID(p.UserID)
-	if err := t.tx.Bucket(bPostsStatus).Delete(join(user, []byte{statusCode(p.Status)}, id)); err != nil {
-		return err
-	}
-	for c := range postPlatforms(p) {
-		if err := t.tx.Bucket(bPostsPlatform).Delete(join(user, []byte{c}, id)); err != nil {
-			return err
-		}
-	}
-	if err := t.tx.Bucket(bPostsUser).Delete(join(user, id)); err != nil {
+	id := mustID(p.ID)
+	if err := t.tx.Bucket(bPostsUser).Delete(join(mustID(p.UserID), id)); err != nil {
 		return err
 	}
 	return t.tx.Bucket(bPosts).Delete(id)
@@ -289,42 +281,40 @@ type PostFilter struct {
 }
 
 // ListPosts returns one page of a user's posts, newest first, and how many posts match in all.
-// Status and platform filters walk their indexes; a search decodes each candidate.
+// It walks the user's index backwards (ids are time-ordered), filtering status and platform on
+// the index's summaries; only a search decodes posts beyond the page.
 func (t *Tx) ListPosts(f PostFilter) ([]*Post, int, error) {
 	user := mustID(f.UserID)
-	var prefix []byte
-	var bucket []byte
-	switch {
-	case f.Status != "":
-		bucket, prefix = bPostsStatus, join(user, []byte{statusCode(f.Status)})
-	case f.Platform != "":
-		bucket, prefix = bPostsPlatform, join(user, []byte{platformCodes[f.Platform]})
-	default:
-		bucket, prefix = bPostsUser, user
+	var wantStatus byte
+	if f.Status != "" {
+		wantStatus = statusCode(f.Status)
 	}
-	var platformIdx []byte
-	if f.Platform != "" && f.Status != "" {
-		platformIdx = join(user, []byte{platformCodes[f.Platform]})
+	var wantMask uint16
+	if f.Platform != "" {
+		wantMask = 1 << platformCodes[f.Platform]
 	}
 	needle := strings.ToLower(f.Search)
 	posts := t.tx.Bucket(bPosts)
-	byPlatform := t.tx.Bucket(bPostsPlatform)
 	var out []*Post
 	total := 0
-	c := t.tx.Bucket(bucket).Cursor()
-	// Seek past the prefix, then walk backwards: ids are time-ordered, so this is newest first.
-	end := append(append([]byte(nil), prefix...), bytes.Repeat([]byte{0xff}, 17)...)
-	k, _ := c.Seek(end)
+	c := t.tx.Bucket(bPostsUser).Cursor()
+	end := append(append([]byte(nil), user...), bytes.Repeat([]byte{0xff}, 16)...)
+	k, v := c.Seek(end)
 	if k == nil {
-		k, _ = c.Last()
+		k, v = c.Last()
 	} else {
-		k, _ = c.Prev()
+		k, v = c.Prev()
 	}
-	for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
-		id := k[len(k)-16:]
-		if platformIdx != nil && byPlatform.Get(join(platformIdx, id)) == nil {
-			continue
+	for ; k != nil && bytes.HasPrefix(k, user); k, v = c.Prev() {
+		if len(v) == 3 {
+			if wantStatus != 0 && v[0] != wantStatus {
+				continue
+			}
+			if wantMask != 0 && (uint16(v[1])<<8|uint16(v[2]))&wantMask == 0 {
+				continue
+			}
 		}
+		id := k[16:]
 		var p *Post
 		if needle != "" {
 			var post Post

@@ -88,9 +88,13 @@ func (a *Actor) owned(userID string) (*persistence.Post, error) {
 
 // commit writes next durably, then makes it the actor's state.
 func (a *Actor) commit(next *persistence.Post) error {
-	prev := a.state
+	// Encode here, outside the transaction that many actors share.
+	raw, err := persistence.Encode(next)
+	if err != nil {
+		return err
+	}
 	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
-		return tx.PutPost(next, prev)
+		return tx.PutPost(next, raw)
 	}); err != nil {
 		return err
 	}

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,6 +39,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	fs.BoolVar(&cfg.Sandbox, "sandbox", sandbox, "sandbox mode: simulator, demo user and key")
 	fs.StringVar(&cfg.BaseURL, "base-url", envOr("HERALD_BASE_URL", ""), "public base URL")
 	fs.StringVar(&cfg.SimAddr, "sim-addr", envOr("HERALD_SIM_ADDR", "127.0.0.1:8081"), "sandbox simulator address")
+	debugAddr := fs.String("debug-addr", envOr("HERALD_DEBUG_ADDR", ""), "serve Go's pprof profiles on this address (off by default)")
 	logFormat := fs.String("log-format", envOr("HERALD_LOG_FORMAT", "text"), "text or json")
 	planLimits := fs.String("plan-limits", envOr("HERALD_PLAN_LIMITS", ""), "hourly request quotas per plan, e.g. pro=5000,max=10000")
 	if pos, err := parseFlags(fs, args); err != nil {
@@ -50,6 +54,18 @@ func cmdServe(args []string, stderr io.Writer) error {
 	cfg.Log = log
 	if cfg.PlanLimits, err = parsePlanLimits(*planLimits); err != nil {
 		return err
+	}
+	if *debugAddr != "" {
+		go func() {
+			if err := http.ListenAndServe(*debugAddr, nil); err != nil {
+				log.Error("debug listener stopped", "error", err)
+			}
+		}()
+	}
+	// Herald's heap is mostly short-lived request garbage; collecting less often trades memory,
+	// which a server has, for CPU. GOGC set in the environment wins.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
 	}
 	a, err := app.New(cfg)
 	if err != nil {

@@ -118,11 +118,11 @@ func (h *handlers) readPostInput(c *echo.Context, create bool) (*postInput, erro
 		if accountIDs != nil {
 			in.targets = make([]persistence.Target, 0, len(accountIDs))
 			for _, id := range accountIDs {
-				a, err := tx.Account(id)
-				if err != nil || a.UserID != p.User.ID {
+				platform, ok := tx.AccountPlatform(p.User.ID, id)
+				if !ok {
 					return apierr.Validation("platforms: connected account %s does not exist or is not yours", id)
 				}
-				in.targets = append(in.targets, persistence.Target{AccountID: a.ID, Platform: a.Platform, Status: persistence.TargetPending})
+				in.targets = append(in.targets, persistence.Target{AccountID: id, Platform: platform, Status: persistence.TargetPending})
 			}
 		}
 		for _, id := range in.mediaIDs {
