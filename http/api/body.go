@@ -67,23 +67,23 @@ func parseObject(raw []byte) (object, error) {
 	if len(trimmed) == 0 {
 		return nil, apierr.Validation("Expected object, received nothing: the request body is empty")
 	}
+	if trimmed[0] == '{' {
+		var o object
+		if err := json.Unmarshal(trimmed, &o); err != nil {
+			return nil, apierr.Validation("Malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+		}
+		return o, nil
+	}
 	if !json.Valid(trimmed) {
-		switch trimmed[0] {
-		case '{', '[':
+		if trimmed[0] == '[' {
 			var v any
 			err := json.Unmarshal(trimmed, &v)
 			return nil, apierr.Validation("Malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
 		}
+		// Not JSON at all: plain text, which counts as a string.
 		return nil, apierr.Validation("Expected object, received string")
 	}
-	if t := jsonType(trimmed); t != "object" {
-		return nil, apierr.Validation("Expected object, received %s", t)
-	}
-	var o object
-	if err := json.Unmarshal(trimmed, &o); err != nil {
-		return nil, apierr.Validation("Malformed JSON: %s", err.Error())
-	}
-	return o, nil
+	return nil, apierr.Validation("Expected object, received %s", jsonType(trimmed))
 }
 
 func typeError(field, want string, raw []byte) *apierr.Error {
