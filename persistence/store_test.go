@@ -1,0 +1,173 @@
+package persistence_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/persistence"
+)
+
+func open(t *testing.T) *persistence.Store {
+	t.Helper()
+	var mu sync.Mutex
+	s, err := persistence.Open(t.TempDir(), persistence.Options{OnCommit: func(int, time.Duration, error) { mu.Lock(); mu.Unlock() }})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func newPost(user string, status string, platforms ...string) *persistence.Post {
+	p := &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user, Content: "hello", Status: status, CreatedAt: time.Now().UTC()}
+	for _, pl := range platforms {
+		p.Targets = append(p.Targets, persistence.Target{AccountID: uuid.NewString(), Platform: pl, Status: persistence.TargetPending})
+	}
+	return p
+}
+
+// A failing write does not take the other writes of its batch down with it.
+func TestGroupCommitIsolatesAFailingWrite(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	user := uuid.NewString()
+	boom := errors.New("refused")
+	var wg sync.WaitGroup
+	errs := make([]error, 200)
+	for i := range errs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			p := newPost(user, persistence.PostDraft, "linkedin")
+			errs[i] = s.Update(context.Background(), func(tx *persistence.Tx) error {
+				if err := tx.PutPost(p, nil); err != nil {
+					return err
+				}
+				if i%10 == 0 {
+					return boom // written, then refused: must be rolled back
+				}
+				return nil
+			})
+		}(i)
+	}
+	wg.Wait()
+	failed := 0
+	for i, err := range errs {
+		if i%10 == 0 {
+			require.ErrorIs(t, err, boom)
+			failed++
+		} else {
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, s.View(func(tx *persistence.Tx) error {
+		_, total, err := tx.ListPosts(persistence.PostFilter{UserID: user, Limit: 10})
+		require.Equal(t, 200-failed, total)
+		return err
+	}))
+}
+
+func TestListFiltersAndPages(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	user, other := uuid.NewString(), uuid.NewString()
+	var ids []string
+	for i := 0; i < 30; i++ {
+		status := persistence.PostDraft
+		if i%3 == 0 {
+			status = persistence.PostScheduled
+		}
+		plats := []string{"linkedin"}
+		if i%2 == 0 {
+			plats = append(plats, "bluesky")
+		}
+		p := newPost(user, status, plats...)
+		p.Content = fmt.Sprintf("post %d %s", i, map[bool]string{true: "Launch", false: "update"}[i%5 == 0])
+		ids = append(ids, p.ID)
+		require.NoError(t, s.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(p, nil) }))
+		q := newPost(other, persistence.PostDraft, "linkedin")
+		require.NoError(t, s.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(q, nil) }))
+	}
+	list := func(f persistence.PostFilter) ([]*persistence.Post, int) {
+		var out []*persistence.Post
+		var n int
+		require.NoError(t, s.View(func(tx *persistence.Tx) error {
+			var err error
+			out, n, err = tx.ListPosts(f)
+			return err
+		}))
+		return out, n
+	}
+	page, n := list(persistence.PostFilter{UserID: user, Limit: 7, Offset: 7})
+	require.Equal(t, 30, n)
+	require.Len(t, page, 7)
+	require.Equal(t, ids[22], page[0].ID, "newest first, second page")
+	_, n = list(persistence.PostFilter{UserID: user, Status: persistence.PostScheduled, Limit: 100})
+	require.Equal(t, 10, n)
+	_, n = list(persistence.PostFilter{UserID: user, Platform: "bluesky", Limit: 100})
+	require.Equal(t, 15, n)
+	_, n = list(persistence.PostFilter{UserID: user, Platform: "bluesky", Status: persistence.PostScheduled, Limit: 100})
+	require.Equal(t, 5, n)
+	_, n = list(persistence.PostFilter{UserID: user, Search: "LAUNCH", Limit: 100})
+	require.Equal(t, 6, n)
+	_, n = list(persistence.PostFilter{UserID: user, Platform: "tiktok", Limit: 100})
+	require.Equal(t, 0, n)
+
+	// Status changes move the post between filters; deletion removes it.
+	require.NoError(t, s.Update(context.Background(), func(tx *persistence.Tx) error {
+		p, err := tx.Post(ids[0])
+		require.NoError(t, err)
+		p.Status = persistence.PostPublished
+		return tx.PutPost(p, nil)
+	}))
+	_, n = list(persistence.PostFilter{UserID: user, Status: persistence.PostPublished, Limit: 100})
+	require.Equal(t, 1, n)
+	require.NoError(t, s.Update(context.Background(), func(tx *persistence.Tx) error {
+		p, err := tx.Post(ids[0])
+		require.NoError(t, err)
+		return tx.DeletePost(p)
+	}))
+	_, n = list(persistence.PostFilter{UserID: user, Limit: 100})
+	require.Equal(t, 29, n)
+}
+
+func TestSecondOpenTimesOutAndBackupIsConsistent(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := persistence.Open(dir, persistence.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	start := time.Now()
+	_, err = persistence.Open(dir, persistence.Options{LockTimeout: 200 * time.Millisecond})
+	require.ErrorIs(t, err, persistence.ErrLocked)
+	require.Less(t, time.Since(start), 2*time.Second)
+
+	p := newPost(uuid.NewString(), persistence.PostDraft, "x")
+	require.NoError(t, s.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(p, nil) }))
+	backup := t.TempDir()
+	require.NoError(t, s.Backup(filepath.Join(backup, persistence.FileName)))
+	b, err := persistence.Open(backup, persistence.Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer b.Close()
+	require.NoError(t, b.View(func(tx *persistence.Tx) error {
+		got, err := tx.Post(p.ID)
+		require.NoError(t, err)
+		require.Equal(t, "hello", got.Content)
+		return nil
+	}))
+}
+
+func TestUpdateAfterCloseFails(t *testing.T) {
+	t.Parallel()
+	s, err := persistence.Open(t.TempDir(), persistence.Options{})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	err = s.Update(context.Background(), func(tx *persistence.Tx) error { return nil })
+	require.ErrorIs(t, err, persistence.ErrClosed)
+}
