@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -56,11 +57,15 @@ type Options struct {
 
 // Store is the bbolt database with its group committer.
 type Store struct {
-	db     *bolt.DB
-	opts   Options
-	writes chan *write
-	done   chan struct{}
-	closed chan struct{}
+	// mu orders Update's enqueue against Close: no write is queued after the committer's last
+	// drain.
+	mu       sync.RWMutex
+	isClosed bool
+	db       *bolt.DB
+	opts     Options
+	writes   chan *write
+	done     chan struct{}
+	closed   chan struct{}
 }
 
 type write struct {
@@ -112,11 +117,13 @@ func Open(dir string, opts Options) (*Store, error) {
 
 // Close stops the committer after the queued writes and closes the file.
 func (s *Store) Close() error {
-	select {
-	case <-s.done:
+	s.mu.Lock()
+	if s.isClosed {
+		s.mu.Unlock()
 		return nil
-	default:
 	}
+	s.isClosed = true
+	s.mu.Unlock()
 	close(s.done)
 	<-s.closed
 	return s.db.Close()
@@ -130,13 +137,18 @@ func (s *Store) Path() string { return s.db.Path() }
 // batch is replayed one write at a time), so it must only touch the transaction.
 func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 	w := &write{fn: fn, ok: make(chan struct{})}
+	s.mu.RLock()
+	if s.isClosed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
 	select {
 	case s.writes <- w:
-	case <-s.done:
-		return ErrClosed
 	case <-ctx.Done():
+		s.mu.RUnlock()
 		return ctx.Err()
 	}
+	s.mu.RUnlock()
 	// Once queued, a write is committed or failed; wait for it even if ctx ends, so that the
 	// caller never reports failure for a write that became durable.
 	<-w.ok
