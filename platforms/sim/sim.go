@@ -46,6 +46,11 @@ const (
 	FaultPostThenError = "post_then_error"
 )
 
+// ProcessingFailureMarker makes asynchronous media processing fail on the networks that process
+// media (X videos and GIFs, Bluesky videos, LinkedIn videos) when a file's bytes begin with it, so
+// that tests can reach the "failed" state of each network's processing machine.
+const ProcessingFailureMarker = "herald-sim:fail-processing"
+
 // ClientID and ClientSecret are the OAuth client credentials every simulated network accepts.
 const (
 	ClientID     = "herald-sim-client"

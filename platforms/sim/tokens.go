@@ -116,7 +116,11 @@ func (t *TokenStore) Refresh(token string) (platforms.Credentials, bool) {
 	t.access[at] = &accessToken{user: r.user, handle: r.handle, expires: now.Add(t.AccessTTL)}
 	c := platforms.Credentials{AccessToken: at, ExpiresAt: now.Add(t.AccessTTL).UTC(), UserID: r.user, Handle: r.handle, RefreshToken: token, RefreshExpiresAt: r.expires.UTC()}
 	if t.RotateRefresh {
-		r.used, r.usedAt = true, now
+		if !r.used {
+			// The grace period runs from the first rotation; reusing the old token does not
+			// extend it.
+			r.used, r.usedAt = true, now
+		}
 		nt := "sim_rt_" + RandomID(16)
 		t.refresh[nt] = &refreshToken{user: r.user, handle: r.handle, expires: now.Add(t.RefreshTTL)}
 		c.RefreshToken = nt

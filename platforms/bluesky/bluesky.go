@@ -1,0 +1,513 @@
+// Package bluesky is Herald's adapter for Bluesky (AT Protocol) with app-password sessions: Login
+// creates a session (com.atproto.server.createSession), Refresh rotates it (refreshSession with the
+// refresh JWT), Revoke deletes it (deleteSession); posts are app.bsky.feed.post records created with
+// com.atproto.repo.createRecord on the account's PDS, with facets for links, mentions and hashtags
+// (UTF-8 byte ranges), images uploaded with com.atproto.repo.uploadBlob, and videos sent to the
+// video service (app.bsky.video.uploadVideo, then getJobStatus until the blob is ready), which is
+// what Bluesky recommends so that the post never shows a video still processing. Lookup lists the
+// repo's posts with com.atproto.repo.listRecords. See networks.md §2.
+//
+// Bluesky connects with credentials the user brings (a handle and an app password), so the
+// adapter is not a platforms.Connector.
+package bluesky
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image"
+	_ "image/gif" // image sizes for aspect ratios
+	_ "image/jpeg"
+	_ "image/png"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rivo/uniseg"
+
+	"github.com/heraldhq/herald/platforms"
+)
+
+// Production hosts: the entryway that creates sessions (and the PDS when the session does not
+// name another) and the video service.
+const (
+	DefaultBaseURL  = "https://bsky.social"
+	DefaultVideoURL = "https://video.bsky.app"
+)
+
+// Content limits (networks.md §2.2).
+const (
+	MaxGraphemes  = 300
+	maxTextBytes  = 3000
+	maxImages     = 4
+	maxImageBytes = 1_000_000
+	maxVideoBytes = 100_000_000
+	postNSID      = "app.bsky.feed.post"
+)
+
+// Default session lifetimes of the reference PDS, used when a token does not say.
+const (
+	accessLifetime  = 2 * time.Hour
+	refreshLifetime = 90 * 24 * time.Hour
+)
+
+// Adapter publishes to Bluesky. It is stateless and safe for concurrent use.
+type Adapter struct {
+	base, video string
+	hc          *http.Client
+	poll        time.Duration
+}
+
+var _ platforms.Adapter = (*Adapter)(nil)
+
+// New returns an adapter for cfg. BaseURL is the entryway/PDS (default https://bsky.social);
+// UploadURL is the video service (default https://video.bsky.app). A nil HTTP client means one with
+// a 60-second timeout.
+func New(cfg platforms.Config) *Adapter {
+	a := &Adapter{base: strings.TrimRight(cfg.BaseURL, "/"), video: strings.TrimRight(cfg.UploadURL, "/"), hc: cfg.HTTPClient, poll: cfg.PollInterval}
+	if a.base == "" {
+		a.base = DefaultBaseURL
+	}
+	if a.video == "" {
+		a.video = DefaultVideoURL
+	}
+	if a.hc == nil {
+		a.hc = &http.Client{Timeout: 60 * time.Second}
+	}
+	return a
+}
+
+// Platform names the network.
+func (a *Adapter) Platform() platforms.Platform { return platforms.Bluesky }
+
+// pds is the account's PDS: Extra["pds"] when the session named one, else the base URL.
+func (a *Adapter) pds(c platforms.Credentials) string {
+	if p := strings.TrimRight(c.Extra["pds"], "/"); p != "" {
+		return p
+	}
+	return a.base
+}
+
+func (a *Adapter) xrpc(c platforms.Credentials, nsid string) string {
+	return a.pds(c) + "/xrpc/" + nsid
+}
+
+func invalid(format string, args ...any) *platforms.Error {
+	return platforms.Errorf(platforms.Bluesky, platforms.Invalid, 0, format, args...)
+}
+
+// Validate checks Bluesky's rules: at most 300 graphemes and 3,000 bytes of text; text or media;
+// up to 4 images (JPEG, PNG, GIF, WEBP) of at most 1,000,000 bytes, or one video (MP4 or MOV) of
+// at most 100 MB; never both.
+func (a *Adapter) Validate(p platforms.Post) error {
+	if n := uniseg.GraphemeClusterCount(p.Text); n > MaxGraphemes {
+		return invalid("text is %d graphemes; Bluesky allows %d", n, MaxGraphemes)
+	}
+	if len(p.Text) > maxTextBytes {
+		return invalid("text is %d bytes; Bluesky allows %d", len(p.Text), maxTextBytes)
+	}
+	if strings.TrimSpace(p.Text) == "" && len(p.Media) == 0 {
+		return invalid("a post needs text or media")
+	}
+	videos := 0
+	for i, m := range p.Media {
+		switch m.ContentType {
+		case "image/jpeg", "image/png", "image/gif", "image/webp":
+			if m.Size > maxImageBytes {
+				return invalid("image %d is %d bytes; Bluesky allows %d", i+1, m.Size, maxImageBytes)
+			}
+		case "video/mp4", "video/quicktime":
+			videos++
+			if m.Size > maxVideoBytes {
+				return invalid("video is %d bytes; Bluesky allows %d", m.Size, maxVideoBytes)
+			}
+		default:
+			return invalid("media %d is %s; Bluesky takes JPEG, PNG, GIF or WEBP images and MP4 or MOV videos", i+1, orUnknown(m.ContentType))
+		}
+	}
+	switch {
+	case videos > 0 && len(p.Media) > 1:
+		return invalid("a post takes one video or up to %d images, not both", maxImages)
+	case len(p.Media) > maxImages:
+		return invalid("%d images; Bluesky allows %d", len(p.Media), maxImages)
+	}
+	return nil
+}
+
+func orUnknown(ct string) string {
+	if ct == "" {
+		return "of unknown type"
+	}
+	return ct
+}
+
+// blobRef is an uploaded blob as records reference it.
+type blobRef struct {
+	Type string `json:"$type"`
+	Ref  struct {
+		Link string `json:"$link"`
+	} `json:"ref"`
+	MimeType string `json:"mimeType"`
+	Size     int64  `json:"size"`
+}
+
+type aspectRatio struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
+// Publish uploads the media, builds the record with its facets and creates it. The result's rate
+// information is the RateLimit-* headers of createRecord (the repo write points).
+func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platforms.Post) (platforms.Result, error) {
+	if err := a.Validate(p); err != nil {
+		return platforms.Result{}, err
+	}
+	if c.UserID == "" {
+		return platforms.Result{}, platforms.Errorf(platforms.Bluesky, platforms.Permanent, 0, "the account has no DID; log in again")
+	}
+	record := map[string]any{
+		"$type":     postNSID,
+		"text":      p.Text,
+		"createdAt": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
+	}
+	if facets := a.facets(ctx, c, p.Text); len(facets) > 0 {
+		record["facets"] = facets
+	}
+	if len(p.Media) > 0 {
+		embed, err := a.embed(ctx, c, p.Media)
+		if err != nil {
+			return platforms.Result{}, err
+		}
+		record["embed"] = embed
+	}
+	raw, _ := json.Marshal(map[string]any{"repo": c.UserID, "collection": postNSID, "record": record})
+	r, err := a.send(ctx, request{method: http.MethodPost, url: a.xrpc(c, "com.atproto.repo.createRecord"), body: raw, contentType: "application/json", bearer: c.AccessToken, create: true})
+	if err != nil {
+		return platforms.Result{}, err
+	}
+	if !r.ok() {
+		return platforms.Result{}, classify(r, true)
+	}
+	var out struct {
+		URI string `json:"uri"`
+		CID string `json:"cid"`
+	}
+	if err := decode(r, &out, true); err != nil {
+		return platforms.Result{}, err
+	}
+	if !strings.HasPrefix(out.URI, "at://") {
+		if e := errorBody(r); e != nil {
+			return platforms.Result{}, e
+		}
+		return platforms.Result{}, garbage(r, true, fmt.Errorf("no uri in the answer"))
+	}
+	return platforms.Result{Publication: publication(c, out.URI), Rate: rateInfo(r.header)}, nil
+}
+
+// publication builds the post's bsky.app URL from its at:// URI.
+func publication(c platforms.Credentials, uri string) platforms.Publication {
+	rkey := uri[strings.LastIndex(uri, "/")+1:]
+	who := c.Handle
+	if who == "" {
+		who = c.UserID
+	}
+	return platforms.Publication{ID: uri, URL: "https://bsky.app/profile/" + who + "/post/" + rkey}
+}
+
+// facets builds the record's facets. Mentions need the handle's DID
+// (com.atproto.identity.resolveHandle); a handle that does not resolve stays plain text.
+func (a *Adapter) facets(ctx context.Context, c platforms.Credentials, text string) []map[string]any {
+	spans := detectFacets(text)
+	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
+	var out []map[string]any
+	for _, s := range spans {
+		var feature map[string]any
+		switch s.kind {
+		case "link":
+			feature = map[string]any{"$type": "app.bsky.richtext.facet#link", "uri": s.value}
+		case "tag":
+			feature = map[string]any{"$type": "app.bsky.richtext.facet#tag", "tag": s.value}
+		case "mention":
+			did, err := a.resolveHandle(ctx, c, s.value)
+			if err != nil {
+				continue
+			}
+			feature = map[string]any{"$type": "app.bsky.richtext.facet#mention", "did": did}
+		}
+		out = append(out, map[string]any{
+			"index":    map[string]int{"byteStart": s.start, "byteEnd": s.end},
+			"features": []map[string]any{feature},
+		})
+	}
+	return out
+}
+
+func (a *Adapter) resolveHandle(ctx context.Context, c platforms.Credentials, handle string) (string, error) {
+	var out struct {
+		DID string `json:"did"`
+	}
+	err := a.call(ctx, request{method: http.MethodGet, url: a.xrpc(c, "com.atproto.identity.resolveHandle") + "?handle=" + url.QueryEscape(handle)}, &out)
+	if err == nil && !strings.HasPrefix(out.DID, "did:") {
+		err = fmt.Errorf("resolveHandle answered without a did")
+	}
+	return out.DID, err
+}
+
+// embed uploads the media and returns the record's embed: app.bsky.embed.images or
+// app.bsky.embed.video.
+func (a *Adapter) embed(ctx context.Context, c platforms.Credentials, media []platforms.Media) (map[string]any, error) {
+	if media[0].IsVideo() {
+		blob, err := a.uploadVideo(ctx, c, media[0])
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"$type": "app.bsky.embed.video", "video": blob}, nil
+	}
+	images := make([]map[string]any, 0, len(media))
+	for _, m := range media {
+		data, err := readMedia(ctx, m, maxImageBytes)
+		if err != nil {
+			return nil, err
+		}
+		var out struct {
+			Blob *blobRef `json:"blob"`
+		}
+		if err := a.call(ctx, request{method: http.MethodPost, url: a.xrpc(c, "com.atproto.repo.uploadBlob"), body: data, contentType: m.ContentType, bearer: c.AccessToken}, &out); err != nil {
+			return nil, err
+		}
+		if out.Blob == nil || out.Blob.Ref.Link == "" {
+			return nil, platforms.Errorf(platforms.Bluesky, platforms.Transient, 0, "uploadBlob answered without a blob")
+		}
+		img := map[string]any{"image": out.Blob, "alt": ""}
+		if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil && cfg.Width > 0 && cfg.Height > 0 {
+			img["aspectRatio"] = aspectRatio{Width: cfg.Width, Height: cfg.Height}
+		}
+		images = append(images, img)
+	}
+	return map[string]any{"$type": "app.bsky.embed.images", "images": images}, nil
+}
+
+// readMedia reads a file of at most limit bytes.
+func readMedia(ctx context.Context, m platforms.Media, limit int64) ([]byte, error) {
+	if m.Open == nil {
+		return nil, platforms.Errorf(platforms.Bluesky, platforms.Permanent, 0, "media %s has no content", m.Filename)
+	}
+	rc, err := m.Open(ctx)
+	if err != nil {
+		return nil, &platforms.Error{Platform: platforms.Bluesky, Kind: platforms.Transient, Message: "reading the media failed", Err: err}
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err != nil {
+		return nil, &platforms.Error{Platform: platforms.Bluesky, Kind: platforms.Transient, Message: "reading the media failed", Err: err}
+	}
+	if int64(len(data)) > limit {
+		return nil, invalid("media %s is over %d bytes; Bluesky allows %d", m.Filename, limit, limit)
+	}
+	return data, nil
+}
+
+// session is the answer of createSession and refreshSession.
+type session struct {
+	AccessJwt  string `json:"accessJwt"`
+	RefreshJwt string `json:"refreshJwt"`
+	Handle     string `json:"handle"`
+	DID        string `json:"did"`
+	DIDDoc     *struct {
+		Service []struct {
+			ID              string `json:"id"`
+			Type            string `json:"type"`
+			ServiceEndpoint string `json:"serviceEndpoint"`
+		} `json:"service"`
+	} `json:"didDoc"`
+}
+
+// credentials turns a session into credentials, keeping c's Extra and recording the PDS the DID
+// document names when it is not the base URL.
+func (a *Adapter) credentials(c platforms.Credentials, s session) platforms.Credentials {
+	now := time.Now()
+	out := c
+	out.AccessToken = s.AccessJwt
+	if s.RefreshJwt != "" {
+		out.RefreshToken = s.RefreshJwt
+	}
+	out.ExpiresAt = jwtExpiry(s.AccessJwt, now.Add(accessLifetime))
+	if s.RefreshJwt != "" {
+		out.RefreshExpiresAt = jwtExpiry(s.RefreshJwt, now.Add(refreshLifetime))
+	}
+	if s.DID != "" {
+		out.UserID = s.DID
+	}
+	if s.Handle != "" {
+		out.Handle = s.Handle
+	}
+	if s.DIDDoc != nil {
+		for _, svc := range s.DIDDoc.Service {
+			if svc.ID == "#atproto_pds" || strings.HasSuffix(svc.ID, "#atproto_pds") {
+				if pds := strings.TrimRight(svc.ServiceEndpoint, "/"); pds != "" && pds != a.base {
+					extra := make(map[string]string, len(c.Extra)+1)
+					for k, v := range c.Extra {
+						extra[k] = v
+					}
+					extra["pds"] = pds
+					out.Extra = extra
+				}
+			}
+		}
+	}
+	return out
+}
+
+// jwtExpiry reads the exp claim of a JWT, or returns def for a token that is not one.
+func jwtExpiry(token string, def time.Time) time.Time {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return def.UTC()
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return def.UTC()
+	}
+	var claims struct {
+		Exp int64 `json:"exp"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || claims.Exp <= 0 {
+		return def.UTC()
+	}
+	return time.Unix(claims.Exp, 0).UTC()
+}
+
+// Login creates a session with a handle (or DID or email) and an app password. Wrong credentials
+// and accounts that need a second factor are Permanent: the user must fix them.
+func (a *Adapter) Login(ctx context.Context, identifier, appPassword string) (platforms.Credentials, error) {
+	raw, _ := json.Marshal(map[string]string{"identifier": strings.TrimPrefix(strings.TrimSpace(identifier), "@"), "password": appPassword})
+	r, err := a.send(ctx, request{method: http.MethodPost, url: a.base + "/xrpc/com.atproto.server.createSession", body: raw, contentType: "application/json"})
+	if err != nil {
+		return platforms.Credentials{}, err
+	}
+	if !r.ok() {
+		e := classify(r, false)
+		if e.Kind == platforms.AuthExpired || (r.status >= 400 && r.status < 500 && r.status != http.StatusTooManyRequests) {
+			e.Kind = platforms.Permanent
+			if e.Code == "AuthenticationRequired" {
+				e.Message = "invalid handle or app password"
+			}
+		}
+		return platforms.Credentials{}, e
+	}
+	var s session
+	if err := decode(r, &s, false); err != nil {
+		return platforms.Credentials{}, err
+	}
+	if s.AccessJwt == "" || s.DID == "" {
+		if e := errorBody(r); e != nil {
+			return platforms.Credentials{}, e
+		}
+		return platforms.Credentials{}, garbage(r, false, fmt.Errorf("no session in the answer"))
+	}
+	return a.credentials(platforms.Credentials{}, s), nil
+}
+
+// Refresh rotates the session with refreshSession (the refresh JWT as the bearer). A refused
+// refresh token is Permanent: the user must log in again.
+func (a *Adapter) Refresh(ctx context.Context, c platforms.Credentials) (platforms.Credentials, error) {
+	if c.RefreshToken == "" {
+		return c, platforms.Errorf(platforms.Bluesky, platforms.Permanent, 0, "no refresh token; log in again")
+	}
+	r, err := a.send(ctx, request{method: http.MethodPost, url: a.xrpc(c, "com.atproto.server.refreshSession"), bearer: c.RefreshToken})
+	if err != nil {
+		return c, err
+	}
+	if !r.ok() {
+		e := classify(r, false)
+		if e.Kind == platforms.AuthExpired || (r.status >= 400 && r.status < 500 && r.status != http.StatusTooManyRequests) {
+			e.Kind = platforms.Permanent
+			e.Message = "Bluesky refused to refresh the session; log in again: " + e.Message
+		}
+		return c, e
+	}
+	var s session
+	if err := decode(r, &s, false); err != nil {
+		return c, err
+	}
+	if s.AccessJwt == "" {
+		if e := errorBody(r); e != nil {
+			return c, e
+		}
+		return c, garbage(r, false, fmt.Errorf("no accessJwt in the answer"))
+	}
+	return a.credentials(c, s), nil
+}
+
+// Revoke deletes the session (deleteSession with the refresh JWT).
+func (a *Adapter) Revoke(ctx context.Context, c platforms.Credentials) error {
+	if c.RefreshToken == "" {
+		return nil
+	}
+	return a.call(ctx, request{method: http.MethodPost, url: a.xrpc(c, "com.atproto.server.deleteSession"), bearer: c.RefreshToken}, nil)
+}
+
+// lookupPages bounds how far back Lookup reads the repo (100 records a page).
+const lookupPages = 5
+
+// Lookup lists the repo's posts, newest first, and returns the one with exactly this text whose
+// createdAt is at or after since (createdAt is the adapter's own clock, like since).
+func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platforms.Post, since time.Time) (platforms.Publication, bool, error) {
+	if c.UserID == "" {
+		return platforms.Publication{}, false, platforms.Errorf(platforms.Bluesky, platforms.Permanent, 0, "the account has no DID; log in again")
+	}
+	since = since.Truncate(time.Millisecond)
+	q := url.Values{"repo": {c.UserID}, "collection": {postNSID}, "limit": {"100"}}
+	for page := 0; page < lookupPages; page++ {
+		var out struct {
+			Records []struct {
+				URI   string `json:"uri"`
+				Value struct {
+					Text      string `json:"text"`
+					CreatedAt string `json:"createdAt"`
+				} `json:"value"`
+			} `json:"records"`
+			Cursor string `json:"cursor"`
+		}
+		r, err := a.send(ctx, request{method: http.MethodGet, url: a.xrpc(c, "com.atproto.repo.listRecords") + "?" + q.Encode(), bearer: c.AccessToken})
+		if err != nil {
+			return platforms.Publication{}, false, err
+		}
+		if !r.ok() {
+			return platforms.Publication{}, false, classify(r, false)
+		}
+		if err := decode(r, &out, false); err != nil {
+			return platforms.Publication{}, false, err
+		}
+		if out.Records == nil {
+			if e := errorBody(r); e != nil {
+				return platforms.Publication{}, false, e
+			}
+			return platforms.Publication{}, false, garbage(r, false, fmt.Errorf("no records in the answer"))
+		}
+		older := false
+		for _, rec := range out.Records {
+			created, err := time.Parse(time.RFC3339, rec.Value.CreatedAt)
+			if err != nil {
+				continue
+			}
+			if created.Before(since) {
+				older = true
+				continue
+			}
+			if rec.Value.Text == p.Text {
+				return publication(c, rec.URI), true, nil
+			}
+		}
+		if older || out.Cursor == "" {
+			break
+		}
+		q.Set("cursor", out.Cursor)
+	}
+	return platforms.Publication{}, false, nil
+}

@@ -1,0 +1,206 @@
+package pinterest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/heraldhq/herald/platforms"
+)
+
+// maxResponse bounds how much of an answer is read.
+const maxResponse = 4 << 20
+
+// defaultRateWindow is assumed when a 429 says nothing about its reset: Pinterest's category
+// limits are per minute.
+const defaultRateWindow = time.Minute
+
+// defaultClient is the client used when Config.HTTPClient is nil. It has no overall deadline,
+// because a video upload may take long and the caller's context bounds every call, but it bounds
+// connecting, the TLS handshake and the wait for an answer once the request was sent.
+func defaultClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 60 * time.Second,
+		IdleConnTimeout:       90 * time.Second,
+		MaxIdleConnsPerHost:   16,
+	}}
+}
+
+// request is one call to Pinterest.
+type request struct {
+	method, url string
+	body        []byte
+	contentType string
+	bearer      string
+	// basic authenticates the OAuth client (the token endpoint).
+	basic bool
+	// create marks the call that creates the Pin: once it was sent, a failure leaves the outcome
+	// unknown.
+	create bool
+}
+
+// response is Pinterest's answer, read in full.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// send makes the call. Failures without an answer are classified: before the request was written
+// Transient; after it was written Unknown for the Pin-creating call and Transient otherwise.
+func (a *Adapter) send(ctx context.Context, rq request) (*response, error) {
+	var wrote atomic.Bool
+	trace := &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
+		if info.Err == nil {
+			wrote.Store(true)
+		}
+	}}
+	var body io.Reader
+	if rq.body != nil {
+		body = bytes.NewReader(rq.body)
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), rq.method, rq.url, body)
+	if err != nil {
+		return nil, &platforms.Error{Platform: platforms.Pinterest, Kind: platforms.Permanent, Message: "building the request failed", Err: err}
+	}
+	if rq.contentType != "" {
+		req.Header.Set("Content-Type", rq.contentType)
+	}
+	req.Header.Set("Accept", "application/json")
+	if rq.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+rq.bearer)
+	}
+	if rq.basic {
+		req.SetBasicAuth(a.cfg.ClientID, a.cfg.ClientSecret)
+	}
+	resp, err := a.hc.Do(req)
+	if err != nil {
+		return nil, connError(err, wrote.Load(), rq.create)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		// The answer started but was cut off: the request certainly arrived.
+		return nil, connError(err, true, rq.create)
+	}
+	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// connError classifies a call that got no (complete) answer.
+func connError(err error, sent, create bool) *platforms.Error {
+	switch {
+	case !sent:
+		return &platforms.Error{Platform: platforms.Pinterest, Kind: platforms.Transient, Message: "the request could not be sent: " + err.Error(), Err: err}
+	case create:
+		return &platforms.Error{Platform: platforms.Pinterest, Kind: platforms.Unknown, Message: "no answer after the Pin was sent; it may exist: " + err.Error(), Err: err}
+	}
+	return &platforms.Error{Platform: platforms.Pinterest, Kind: platforms.Transient, Message: "no answer: " + err.Error(), Err: err}
+}
+
+// apiError is Pinterest's error body {"code": <int>, "message": "…"}.
+type apiError struct {
+	Code    json.RawMessage `json:"code"`
+	Message string          `json:"message"`
+}
+
+// parseError extracts Pinterest's code and message; ok is false when the body is not an error.
+func parseError(body []byte) (code, message string, ok bool) {
+	var e apiError
+	if json.Unmarshal(body, &e) != nil || (len(e.Code) == 0 && e.Message == "") {
+		return "", "", false
+	}
+	return strings.Trim(string(e.Code), `"`), e.Message, true
+}
+
+// classify turns a non-2xx answer into a classified error: 401 (code 2 "Authentication failed.")
+// AuthExpired; 429 RateLimited with the reset the headers give, else a minute from now; 5xx
+// Transient, or Unknown on the Pin-creating call; any other status Permanent with Pinterest's
+// message.
+func classify(r *response, create bool) *platforms.Error {
+	code, msg, _ := parseError(r.body)
+	if msg == "" {
+		msg = strings.TrimSpace(http.StatusText(r.status))
+	}
+	e := &platforms.Error{Platform: platforms.Pinterest, Status: r.status, Code: code, Message: msg}
+	switch {
+	case r.status == http.StatusUnauthorized:
+		e.Kind = platforms.AuthExpired
+	case r.status == http.StatusTooManyRequests:
+		e.Kind = platforms.RateLimited
+		e.ResetAt = rateReset(r.header)
+	case r.status >= 500 && create:
+		e.Kind = platforms.Unknown
+		e.Message = "Pinterest answered " + strconv.Itoa(r.status) + " to the Pin; it may exist: " + msg
+	case r.status >= 500:
+		e.Kind = platforms.Transient
+	default:
+		e.Kind = platforms.Permanent
+	}
+	return e
+}
+
+// rateInfo reads the X-RateLimit-* headers where Pinterest sends them.
+func rateInfo(h http.Header) platforms.RateInfo {
+	limit, err1 := strconv.Atoi(firstValue(h.Get("X-RateLimit-Limit")))
+	remaining, err2 := strconv.Atoi(firstValue(h.Get("X-RateLimit-Remaining")))
+	if err1 != nil || err2 != nil {
+		return platforms.RateInfo{}
+	}
+	ri := platforms.RateInfo{Limit: limit, Remaining: remaining, Known: true}
+	if t, ok := resetHeader(h.Get("X-RateLimit-Reset")); ok {
+		ri.Reset = t
+	}
+	return ri
+}
+
+// firstValue is the first number of a header such as "100, 100;w=1".
+func firstValue(v string) string {
+	v, _, _ = strings.Cut(v, ",")
+	v, _, _ = strings.Cut(v, ";")
+	return strings.TrimSpace(v)
+}
+
+// rateReset is when a 429 lifts: Retry-After, else X-RateLimit-Reset, else a minute from now.
+func rateReset(h http.Header) time.Time {
+	if n, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil && n >= 0 {
+		return time.Now().Add(time.Duration(n) * time.Second)
+	}
+	if t, ok := resetHeader(h.Get("X-RateLimit-Reset")); ok {
+		return t
+	}
+	return time.Now().Add(defaultRateWindow)
+}
+
+// resetHeader reads a reset given as epoch seconds or as seconds from now.
+func resetHeader(v string) (time.Time, bool) {
+	n, err := strconv.ParseInt(firstValue(v), 10, 64)
+	if err != nil || n < 0 {
+		return time.Time{}, false
+	}
+	if n > 1_000_000_000 {
+		return time.Unix(n, 0), true
+	}
+	return time.Now().Add(time.Duration(n) * time.Second), true
+}
+
+// invalidBody is the error for a 2xx answer that does not say what it should.
+func invalidBody(status int, what string, create bool) *platforms.Error {
+	if create {
+		return &platforms.Error{Platform: platforms.Pinterest, Kind: platforms.Unknown, Status: status,
+			Message: "Pinterest's answer to the Pin is not a Pin (" + what + "); it may exist"}
+	}
+	return &platforms.Error{Platform: platforms.Pinterest, Kind: platforms.Transient, Status: status,
+		Message: "Pinterest's answer is not what the API documents: " + what}
+}

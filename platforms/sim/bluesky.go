@@ -1,0 +1,771 @@
+package sim
+
+// Bluesky: networks.md §2 and §10.2, the app-password session model.
+//
+// Served on the PDS (XRPC under /xrpc/): com.atproto.server.createSession, refreshSession,
+// deleteSession, getSession and getServiceAuth; com.atproto.identity.resolveHandle;
+// com.atproto.repo.uploadBlob, createRecord (collection app.bsky.feed.post) and listRecords. The
+// video service (video.bsky.app in production, the same prefix here): app.bsky.video.uploadVideo,
+// getJobStatus and getUploadLimits, authenticated with service tokens from getServiceAuth.
+//
+// Behaviour: createSession takes any handle with an app password of the form xxxx-xxxx-xxxx-xxxx
+// and refuses others with 401 AuthenticationRequired; access tokens live 2 h and then answer
+// 400 ExpiredToken; refresh tokens rotate and the old one keeps working for 2 h; repo writes cost
+// points per DID (5,000 per hour and 35,000 per day, a create costs 3) and every XRPC answer
+// carries RateLimit-Limit/-Remaining/-Reset (epoch seconds) and RateLimit-Policy; an exhausted
+// budget answers 429 RateLimitExceeded; records over 300 graphemes or 3,000 bytes, facets that are
+// not UTF-8 byte ranges of the text, more than 4 images, images over 1,000,000 bytes and blobs
+// over 50 MB answer 400. Videos sent to the video service are "processed" for
+// Options.ProcessingDelay and then stored on the PDS as a blob; a video whose bytes were already
+// processed for the account answers 409 already_exists with the earlier job, as the real service
+// does. DIDs are did:plc: identifiers derived from the handle; accounts created through
+// Sim.NewAccount use the core's numeric user id as their DID, which createRecord and listRecords
+// accept the same way.
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rivo/uniseg"
+
+	"github.com/heraldhq/herald/platforms"
+)
+
+// Bluesky's default limits (networks.md §2.3). The video quotas are unpublished; the simulator
+// assumes 25 videos and 10 GB per account per day.
+var (
+	bskyLimitIP          = Limit{Count: 3000, Window: 5 * time.Minute}
+	bskyLimitWritesHour  = Limit{Count: 5000, Window: time.Hour}
+	bskyLimitWritesDay   = Limit{Count: 35000, Window: 24 * time.Hour}
+	bskyLimitSession5Min = Limit{Count: 30, Window: 5 * time.Minute}
+	bskyLimitSessionDay  = Limit{Count: 300, Window: 24 * time.Hour}
+	bskyLimitVideos      = Limit{Count: 25, Window: 24 * time.Hour}
+	bskyLimitVideoBytes  = Limit{Count: 10_000_000_000, Window: 24 * time.Hour}
+)
+
+// Bluesky's size limits (networks.md §2.2).
+const (
+	bskyMaxGraphemes  = 300
+	bskyMaxTextBytes  = 3000
+	bskyMaxImages     = 4
+	bskyMaxImageBytes = 1_000_000
+	bskyMaxVideoBytes = 100_000_000
+	bskyMaxBlobBytes  = 52_428_800
+	bskyCreateCost    = 3
+	bskyPostNSID      = "app.bsky.feed.post"
+)
+
+var bskyAppPassword = regexp.MustCompile(`^[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{4}$`)
+
+var bskyHandle = regexp.MustCompile(`^([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$`)
+
+func init() { register(platforms.Bluesky, registerBluesky) }
+
+type bskySim struct{ n *Network }
+
+// bskyRecord is a record in a repo.
+type bskyRecord struct {
+	did, collection, rkey, uri, cid string
+	value                           json.RawMessage
+}
+
+// bskyServiceToken is a token from getServiceAuth.
+type bskyServiceToken struct {
+	did, aud, lxm string
+	exp           time.Time
+}
+
+// bskyJob is a video processing job.
+type bskyJob struct {
+	id, did, blobID string
+	readyAt         time.Time
+	failed          bool
+}
+
+func registerBluesky(n *Network) {
+	n.Tokens.RotateRefresh = true
+	n.Tokens.RefreshGrace = 2 * time.Hour
+	b := &bskySim{n: n}
+	n.RateLimited = b.rateLimited
+
+	n.Mux.HandleFunc("POST /xrpc/com.atproto.server.createSession", b.limited(b.createSession))
+	n.Mux.HandleFunc("POST /xrpc/com.atproto.server.refreshSession", b.limited(b.refreshSession))
+	n.Mux.HandleFunc("POST /xrpc/com.atproto.server.deleteSession", b.limited(b.deleteSession))
+	n.Mux.HandleFunc("GET /xrpc/com.atproto.server.getSession", b.limited(b.authed(b.getSession)))
+	n.Mux.HandleFunc("GET /xrpc/com.atproto.server.getServiceAuth", b.limited(b.authed(b.getServiceAuth)))
+	n.Mux.HandleFunc("GET /xrpc/com.atproto.identity.resolveHandle", b.limited(b.resolveHandle))
+	n.Mux.HandleFunc("POST /xrpc/com.atproto.repo.uploadBlob", b.limited(b.authed(b.uploadBlob)))
+	n.Mux.HandleFunc("POST /xrpc/com.atproto.repo.createRecord", b.limited(b.authed(b.createRecord)))
+	n.Mux.HandleFunc("GET /xrpc/com.atproto.repo.listRecords", b.limited(b.listRecords))
+	n.Mux.HandleFunc("GET /xrpc/app.bsky.video.getUploadLimits", b.getUploadLimits)
+	n.Mux.HandleFunc("POST /xrpc/app.bsky.video.uploadVideo", b.uploadVideo)
+	n.Mux.HandleFunc("GET /xrpc/app.bsky.video.getJobStatus", b.getJobStatus)
+}
+
+// bskyError writes an XRPC error.
+func bskyError(w http.ResponseWriter, status int, name, message string) {
+	WriteJSON(w, status, map[string]string{"error": name, "message": message})
+}
+
+// bskySetRate writes the RateLimit-* headers of a window.
+func bskySetRate(w http.ResponseWriter, limit, remaining int, reset time.Time, window time.Duration) {
+	w.Header().Set("RateLimit-Limit", strconv.Itoa(limit))
+	w.Header().Set("RateLimit-Remaining", strconv.Itoa(max(remaining, 0)))
+	w.Header().Set("RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+	w.Header().Set("RateLimit-Policy", fmt.Sprintf("%d;w=%d", limit, int(window/time.Second)))
+}
+
+// rateLimited answers Bluesky's 429 RateLimitExceeded with the RateLimit-* headers.
+func (b *bskySim) rateLimited(w http.ResponseWriter, r *http.Request, reset time.Time) {
+	if w.Header().Get("RateLimit-Limit") == "" {
+		w.Header().Set("RateLimit-Limit", strconv.Itoa(bskyLimitIP.Count))
+		w.Header().Set("RateLimit-Policy", fmt.Sprintf("%d;w=%d", bskyLimitIP.Count, int(bskyLimitIP.Window/time.Second)))
+	}
+	w.Header().Set("RateLimit-Remaining", "0")
+	w.Header().Set("RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+	bskyError(w, http.StatusTooManyRequests, "RateLimitExceeded", "Rate Limit Exceeded")
+}
+
+// limited applies the PDS's per-IP request limit and sets its headers.
+func (b *bskySim) limited(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ip := r.RemoteAddr
+		if i := strings.LastIndex(ip, ":"); i > 0 {
+			ip = ip[:i]
+		}
+		limit, remaining, reset, ok := b.n.Take("ip", ip, 1, bskyLimitIP)
+		bskySetRate(w, limit, remaining, reset, bskyLimitIP.Window)
+		if !ok {
+			b.rateLimited(w, r, reset)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// bskyAccount is the caller of an authenticated endpoint: its DID and handle.
+type bskyAccount struct{ did, handle string }
+
+// authed checks the access token: missing → 401 AuthenticationRequired; expired → 400
+// ExpiredToken; revoked → 400 ExpiredToken "Token has been revoked"; unknown → 400 InvalidToken.
+func (b *bskySim) authed(h func(w http.ResponseWriter, r *http.Request, a bskyAccount)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || strings.TrimSpace(tok) == "" {
+			bskyError(w, http.StatusUnauthorized, "AuthenticationRequired", "Authentication Required")
+			return
+		}
+		did, handle, state := b.n.Tokens.Check(strings.TrimSpace(tok))
+		switch state {
+		case TokenExpired:
+			bskyError(w, http.StatusBadRequest, "ExpiredToken", "Token has expired")
+			return
+		case TokenRevoked:
+			bskyError(w, http.StatusBadRequest, "ExpiredToken", "Token has been revoked")
+			return
+		case TokenUnknown:
+			bskyError(w, http.StatusBadRequest, "InvalidToken", "Token could not be verified")
+			return
+		}
+		h(w, r, bskyAccount{did: did, handle: handle})
+	}
+}
+
+// did is the did:plc identifier of a handle.
+func (b *bskySim) did(handle string) string {
+	sum := sha256.Sum256([]byte("bluesky/" + strings.ToLower(handle)))
+	return "did:plc:" + strings.ToLower(base32.StdEncoding.EncodeToString(sum[:15]))
+}
+
+func (b *bskySim) sessionBody(c platforms.Credentials) map[string]any {
+	return map[string]any{
+		"accessJwt": c.AccessToken, "refreshJwt": c.RefreshToken, "handle": c.Handle, "did": c.UserID,
+		"didDoc": map[string]any{
+			"@context":    []string{"https://www.w3.org/ns/did/v1"},
+			"id":          c.UserID,
+			"alsoKnownAs": []string{"at://" + c.Handle},
+			"service": []map[string]string{{
+				"id": "#atproto_pds", "type": "AtprotoPersonalDataServer", "serviceEndpoint": b.n.BaseURL(),
+			}},
+		},
+		"email": c.Handle + "@example.com", "emailConfirmed": true, "active": true,
+	}
+}
+
+func (b *bskySim) createSession(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Identifier string `json:"identifier"`
+		Password   string `json:"password"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil || req.Identifier == "" {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Input must have the properties \"identifier\", \"password\"")
+		return
+	}
+	handle := strings.ToLower(strings.TrimPrefix(req.Identifier, "@"))
+	switch {
+	case strings.HasPrefix(handle, "did:"):
+		v, ok := b.n.Store.Get("bsky-handle:" + handle)
+		if !ok {
+			bskyError(w, http.StatusUnauthorized, "AuthenticationRequired", "Invalid identifier or password")
+			return
+		}
+		handle = v.(string)
+	case strings.Contains(handle, "@"):
+		// An email address: the simulator's accounts are <local part>.bsky.social.
+		handle = handle[:strings.Index(handle, "@")] + ".bsky.social"
+	}
+	if !bskyHandle.MatchString(handle) || !bskyAppPassword.MatchString(req.Password) {
+		bskyError(w, http.StatusUnauthorized, "AuthenticationRequired", "Invalid identifier or password")
+		return
+	}
+	did := b.did(handle)
+	for _, l := range []struct {
+		bucket string
+		def    Limit
+	}{{"create_session", bskyLimitSession5Min}, {"create_session_day", bskyLimitSessionDay}} {
+		limit, remaining, reset, ok := b.n.Take(l.bucket, did, 1, l.def)
+		if !ok {
+			bskySetRate(w, limit, remaining, reset, l.def.Window)
+			b.rateLimited(w, r, reset)
+			return
+		}
+	}
+	b.n.Store.Put("bsky-handle:"+did, handle)
+	WriteJSON(w, http.StatusOK, b.sessionBody(b.n.Tokens.Issue(did, handle)))
+}
+
+func bskyBearer(r *http.Request) string {
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return strings.TrimSpace(tok)
+}
+
+func (b *bskySim) refreshSession(w http.ResponseWriter, r *http.Request) {
+	c, ok := b.n.Tokens.Refresh(bskyBearer(r))
+	if !ok {
+		bskyError(w, http.StatusBadRequest, "ExpiredToken", "Token has expired")
+		return
+	}
+	WriteJSON(w, http.StatusOK, b.sessionBody(c))
+}
+
+func (b *bskySim) deleteSession(w http.ResponseWriter, r *http.Request) {
+	if !b.n.Tokens.Revoke(bskyBearer(r)) {
+		bskyError(w, http.StatusBadRequest, "InvalidToken", "Token could not be verified")
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (b *bskySim) getSession(w http.ResponseWriter, r *http.Request, a bskyAccount) {
+	WriteJSON(w, http.StatusOK, map[string]any{"handle": a.handle, "did": a.did, "email": a.handle + "@example.com", "emailConfirmed": true, "active": true})
+}
+
+func (b *bskySim) getServiceAuth(w http.ResponseWriter, r *http.Request, a bskyAccount) {
+	q := r.URL.Query()
+	aud := q.Get("aud")
+	if !strings.HasPrefix(aud, "did:") {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "aud must be a DID")
+		return
+	}
+	now := b.n.Sim.Now()
+	exp := now.Add(time.Minute)
+	if v := q.Get("exp"); v != "" {
+		sec, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			bskyError(w, http.StatusBadRequest, "InvalidRequest", "exp must be an integer")
+			return
+		}
+		exp = time.Unix(int64(sec), 0)
+		if exp.After(now.Add(time.Hour)) {
+			bskyError(w, http.StatusBadRequest, "BadExpiration", "expiration is more than one hour in the future")
+			return
+		}
+	}
+	tok := "sim_svc_" + RandomID(16)
+	b.n.Store.Put("bsky-svc:"+tok, &bskyServiceToken{did: a.did, aud: aud, lxm: q.Get("lxm"), exp: exp})
+	WriteJSON(w, http.StatusOK, map[string]string{"token": tok})
+}
+
+func (b *bskySim) resolveHandle(w http.ResponseWriter, r *http.Request) {
+	h := strings.ToLower(r.URL.Query().Get("handle"))
+	if !bskyHandle.MatchString(h) {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: handle must be a valid handle")
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]string{"did": b.did(h)})
+}
+
+// bskyCID is a CIDv1 (base32, sha2-256) of data with the given multicodec (0x55 raw, 0x71
+// dag-cbor).
+func bskyCID(codec byte, data []byte) string {
+	sum := sha256.Sum256(data)
+	raw := append([]byte{0x01, codec, 0x12, 0x20}, sum[:]...)
+	return "b" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(raw))
+}
+
+func bskyBlobRef(cid, mime string, size int) map[string]any {
+	return map[string]any{"$type": "blob", "ref": map[string]string{"$link": cid}, "mimeType": mime, "size": size}
+}
+
+func (b *bskySim) uploadBlob(w http.ResponseWriter, r *http.Request, a bskyAccount) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, bskyMaxBlobBytes+1))
+	if err != nil {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "could not read the body")
+		return
+	}
+	if len(data) > bskyMaxBlobBytes {
+		bskyError(w, http.StatusBadRequest, "BlobTooLarge", fmt.Sprintf("This file is too large. The maximum size is %d bytes.", bskyMaxBlobBytes))
+		return
+	}
+	mime := r.Header.Get("Content-Type")
+	if mime == "" || mime == "*/*" {
+		mime = http.DetectContentType(data)
+	}
+	cid := bskyCID(0x55, data)
+	b.n.Store.PutBlob(&Blob{ID: a.did + "/" + cid, ContentType: mime, Data: data, Ready: true, Owner: a.did})
+	WriteJSON(w, http.StatusOK, map[string]any{"blob": bskyBlobRef(cid, mime, len(data))})
+}
+
+// blob returns a repo's blob that is ready to be referenced (a video job's blob once the job
+// completed).
+func (b *bskySim) blob(did, cid string) (*Blob, bool) {
+	id := did + "/" + cid
+	ready := false
+	if !b.n.Store.Update(id, func(x *Blob) { ready = x.Ready }) {
+		return nil, false
+	}
+	if !ready {
+		v, ok := b.n.Store.Get("bsky-blobjob:" + id)
+		if !ok {
+			return nil, false
+		}
+		if state, _ := b.jobState(v.(*bskyJob)); state != "JOB_STATE_COMPLETED" {
+			return nil, false
+		}
+		b.n.Store.Update(id, func(x *Blob) { x.Ready = true })
+	}
+	bl, ok := b.n.Store.Blob(id)
+	return bl, ok
+}
+
+// bskyPostRecord is the part of an app.bsky.feed.post record the simulator validates.
+type bskyPostRecord struct {
+	Type      string  `json:"$type"`
+	Text      *string `json:"text"`
+	CreatedAt string  `json:"createdAt"`
+	Facets    []struct {
+		Index struct {
+			ByteStart *int `json:"byteStart"`
+			ByteEnd   *int `json:"byteEnd"`
+		} `json:"index"`
+		Features []map[string]any `json:"features"`
+	} `json:"facets"`
+	Embed json.RawMessage `json:"embed"`
+}
+
+type bskyBlobJSON struct {
+	Type string `json:"$type"`
+	Ref  struct {
+		Link string `json:"$link"`
+	} `json:"ref"`
+	MimeType string `json:"mimeType"`
+	Size     int    `json:"size"`
+}
+
+// checkPost validates a post record and returns the SHA-256 of its media, or a message.
+func (b *bskySim) checkPost(did string, rec bskyPostRecord) ([]string, string) {
+	if rec.Type != bskyPostNSID {
+		return nil, "Invalid app.bsky.feed.post record: Record/$type must be app.bsky.feed.post"
+	}
+	if rec.Text == nil {
+		return nil, "Invalid app.bsky.feed.post record: Record must have the property \"text\""
+	}
+	text := *rec.Text
+	if n := uniseg.GraphemeClusterCount(text); n > bskyMaxGraphemes {
+		return nil, fmt.Sprintf("Invalid app.bsky.feed.post record: Record/text must not be longer than %d graphemes (got %d)", bskyMaxGraphemes, n)
+	}
+	if len(text) > bskyMaxTextBytes {
+		return nil, fmt.Sprintf("Invalid app.bsky.feed.post record: Record/text must not be longer than %d characters", bskyMaxTextBytes)
+	}
+	if _, err := time.Parse(time.RFC3339, rec.CreatedAt); err != nil {
+		return nil, "Invalid app.bsky.feed.post record: Record/createdAt must be an valid atproto datetime (both RFC-3339 and ISO-8601)"
+	}
+	for i, f := range rec.Facets {
+		s, e := f.Index.ByteStart, f.Index.ByteEnd
+		if s == nil || e == nil || *s < 0 || *e <= *s || *e > len(text) ||
+			(*s < len(text) && !utf8.RuneStart(text[*s])) || (*e < len(text) && !utf8.RuneStart(text[*e])) {
+			return nil, fmt.Sprintf("Invalid app.bsky.feed.post record: Record/facets/%d/index must be a UTF-8 byte range of the text", i)
+		}
+		if len(f.Features) == 0 {
+			return nil, fmt.Sprintf("Invalid app.bsky.feed.post record: Record/facets/%d/features must not be empty", i)
+		}
+		for _, feat := range f.Features {
+			switch feat["$type"] {
+			case "app.bsky.richtext.facet#link":
+				if u, _ := feat["uri"].(string); u == "" {
+					return nil, fmt.Sprintf("Invalid app.bsky.feed.post record: Record/facets/%d link must have a uri", i)
+				}
+			case "app.bsky.richtext.facet#mention":
+				if d, _ := feat["did"].(string); !strings.HasPrefix(d, "did:") {
+					return nil, fmt.Sprintf("Invalid app.bsky.feed.post record: Record/facets/%d mention must have a did", i)
+				}
+			case "app.bsky.richtext.facet#tag":
+				if tag, _ := feat["tag"].(string); tag == "" || len(tag) > 640 {
+					return nil, fmt.Sprintf("Invalid app.bsky.feed.post record: Record/facets/%d tag must have a tag", i)
+				}
+			}
+		}
+	}
+	if len(rec.Embed) == 0 {
+		if text == "" {
+			return nil, "Invalid app.bsky.feed.post record: a post without an embed must have text"
+		}
+		return nil, ""
+	}
+	var embed struct {
+		Type   string `json:"$type"`
+		Images []struct {
+			Image *bskyBlobJSON `json:"image"`
+			Alt   *string       `json:"alt"`
+		} `json:"images"`
+		Video *bskyBlobJSON `json:"video"`
+	}
+	if err := json.Unmarshal(rec.Embed, &embed); err != nil {
+		return nil, "Invalid app.bsky.feed.post record: Record/embed is malformed"
+	}
+	var shas []string
+	switch embed.Type {
+	case "app.bsky.embed.images":
+		if len(embed.Images) < 1 || len(embed.Images) > bskyMaxImages {
+			return nil, fmt.Sprintf("Invalid app.bsky.feed.post record: Record/embed/images must have 1 to %d items", bskyMaxImages)
+		}
+		for i, img := range embed.Images {
+			if img.Image == nil || img.Alt == nil {
+				return nil, fmt.Sprintf("Invalid app.bsky.feed.post record: Record/embed/images/%d must have the properties \"image\" and \"alt\"", i)
+			}
+			bl, ok := b.blob(did, img.Image.Ref.Link)
+			if !ok {
+				return nil, "Could not find blob: " + img.Image.Ref.Link
+			}
+			if !strings.HasPrefix(bl.ContentType, "image/") || len(bl.Data) > bskyMaxImageBytes {
+				return nil, fmt.Sprintf("Invalid app.bsky.feed.post record: Record/embed/images/%d/image must be an image of at most %d bytes", i, bskyMaxImageBytes)
+			}
+			shas = append(shas, bl.SHA256())
+		}
+	case "app.bsky.embed.video":
+		if embed.Video == nil {
+			return nil, "Invalid app.bsky.feed.post record: Record/embed must have the property \"video\""
+		}
+		bl, ok := b.blob(did, embed.Video.Ref.Link)
+		if !ok {
+			return nil, "Could not find blob: " + embed.Video.Ref.Link
+		}
+		if !strings.HasPrefix(bl.ContentType, "video/") || len(bl.Data) > bskyMaxVideoBytes {
+			return nil, fmt.Sprintf("Invalid app.bsky.feed.post record: Record/embed/video must be a video of at most %d bytes", bskyMaxVideoBytes)
+		}
+		shas = append(shas, bl.SHA256())
+	case "app.bsky.embed.external", "app.bsky.embed.record", "app.bsky.embed.recordWithMedia":
+	default:
+		return nil, fmt.Sprintf("Invalid app.bsky.feed.post record: Record/embed $type %q is not supported", embed.Type)
+	}
+	return shas, ""
+}
+
+// tid returns a new record key: a timestamp identifier (microseconds since the epoch and a clock
+// id, base32-sortable), strictly increasing within the simulator.
+func (b *bskySim) tid() string {
+	v := uint64(b.n.Sim.Now().UnixMicro())<<10 | 0x2a
+	b.n.Store.With(func(objects map[string]any) {
+		if last, ok := objects["bsky-tid-last"].(uint64); ok && v <= last {
+			v = last + 1
+		}
+		objects["bsky-tid-last"] = v
+	})
+	const alphabet = "234567abcdefghijklmnopqrstuvwxyz"
+	out := make([]byte, 13)
+	for i := 12; i >= 0; i-- {
+		out[i] = alphabet[v&31]
+		v >>= 5
+	}
+	return string(out)
+}
+
+func (b *bskySim) createRecord(w http.ResponseWriter, r *http.Request, a bskyAccount) {
+	var req struct {
+		Repo       string          `json:"repo"`
+		Collection string          `json:"collection"`
+		Rkey       string          `json:"rkey"`
+		Record     json.RawMessage `json:"record"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Input must be a JSON object")
+		return
+	}
+	if req.Repo != a.did && !strings.EqualFold(req.Repo, a.handle) {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Input/repo must be the authenticated account")
+		return
+	}
+	if req.Collection != bskyPostNSID {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "the simulator stores only app.bsky.feed.post records")
+		return
+	}
+	var rec bskyPostRecord
+	if err := json.Unmarshal(req.Record, &rec); err != nil {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Input/record must be an object")
+		return
+	}
+	shas, msg := b.checkPost(a.did, rec)
+	if msg != "" {
+		name := "InvalidRequest"
+		if strings.HasPrefix(msg, "Could not find blob") {
+			name = "BlobNotFound"
+		}
+		bskyError(w, http.StatusBadRequest, name, msg)
+		return
+	}
+	limit, remaining, reset, ok := b.n.Take("writes", a.did, bskyCreateCost, bskyLimitWritesHour)
+	bskySetRate(w, limit, remaining, reset, bskyLimitWritesHour.Window)
+	if ok {
+		var dl, dr int
+		var dreset time.Time
+		if dl, dr, dreset, ok = b.n.Take("writes_day", a.did, bskyCreateCost, bskyLimitWritesDay); !ok {
+			bskySetRate(w, dl, dr, dreset, bskyLimitWritesDay.Window)
+			reset = dreset
+		}
+	}
+	if !ok {
+		b.rateLimited(w, r, reset)
+		return
+	}
+	rkey := req.Rkey
+	if rkey == "" {
+		rkey = b.tid()
+	}
+	uri := "at://" + a.did + "/" + req.Collection + "/" + rkey
+	cid := bskyCID(0x71, req.Record)
+	key := "bsky-record:" + a.did + "/" + req.Collection + "/" + rkey
+	exists := false
+	b.n.Store.With(func(objects map[string]any) {
+		if _, exists = objects[key]; !exists {
+			objects[key] = &bskyRecord{did: a.did, collection: req.Collection, rkey: rkey, uri: uri, cid: cid, value: append(json.RawMessage(nil), req.Record...)}
+		}
+	})
+	if exists {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Record already exists at "+uri)
+		return
+	}
+	b.n.Publish(uri, a.did, *rec.Text, shas)
+	if b.n.TakeFault(FaultPostThenError) != "" {
+		bskyError(w, http.StatusInternalServerError, "InternalServerError", "Internal Server Error")
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{
+		"uri": uri, "cid": cid, "validationStatus": "valid",
+		"commit": map[string]string{"cid": bskyCID(0x71, []byte(uri+cid)), "rev": b.tid()},
+	})
+}
+
+// listRecords serves a repo's records of one collection, newest first (oldest first with
+// reverse=true), limit 1-100 (default 50), cursor = the last rkey of the previous page.
+func (b *bskySim) listRecords(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	repo, collection := q.Get("repo"), q.Get("collection")
+	if repo == "" || collection == "" {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: Params must have the properties \"repo\" and \"collection\"")
+		return
+	}
+	if tok := bskyBearer(r); tok != "" {
+		if _, _, state := b.n.Tokens.Check(tok); state == TokenExpired {
+			bskyError(w, http.StatusBadRequest, "ExpiredToken", "Token has expired")
+			return
+		}
+	}
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: limit must be between 1 and 100")
+			return
+		}
+		limit = n
+	}
+	reverse := q.Get("reverse") == "true"
+	cursor := q.Get("cursor")
+	if !strings.HasPrefix(repo, "did:") {
+		if v, ok := b.n.Store.Get("bsky-handle:" + b.did(repo)); ok && v.(string) == strings.ToLower(repo) {
+			repo = b.did(repo)
+		}
+	}
+	prefix := "bsky-record:" + repo + "/" + collection + "/"
+	var recs []*bskyRecord
+	b.n.Store.With(func(objects map[string]any) {
+		for k, v := range objects {
+			if strings.HasPrefix(k, prefix) {
+				recs = append(recs, v.(*bskyRecord))
+			}
+		}
+	})
+	sort.Slice(recs, func(i, j int) bool {
+		if reverse {
+			return recs[i].rkey < recs[j].rkey
+		}
+		return recs[i].rkey > recs[j].rkey
+	})
+	out := []map[string]any{}
+	next := ""
+	for _, rec := range recs {
+		if cursor != "" && ((!reverse && rec.rkey >= cursor) || (reverse && rec.rkey <= cursor)) {
+			continue
+		}
+		if len(out) == limit {
+			break
+		}
+		out = append(out, map[string]any{"uri": rec.uri, "cid": rec.cid, "value": rec.value})
+		next = rec.rkey
+	}
+	body := map[string]any{"records": out}
+	if len(out) == limit {
+		body["cursor"] = next
+	}
+	WriteJSON(w, http.StatusOK, body)
+}
+
+// serviceToken checks a video-service call's service token for lxm.
+func (b *bskySim) serviceToken(w http.ResponseWriter, r *http.Request, lxm string) (*bskyServiceToken, bool) {
+	v, ok := b.n.Store.Get("bsky-svc:" + bskyBearer(r))
+	if !ok {
+		bskyError(w, http.StatusUnauthorized, "AuthMissing", "Authentication Required")
+		return nil, false
+	}
+	t := v.(*bskyServiceToken)
+	if !b.n.Sim.Now().Before(t.exp) {
+		bskyError(w, http.StatusUnauthorized, "BadJwt", "jwt expired")
+		return nil, false
+	}
+	if t.lxm != lxm || !strings.HasPrefix(t.aud, "did:web:") {
+		bskyError(w, http.StatusUnauthorized, "BadJwt", "jwt lexicon method (\"lxm\") does not match: "+lxm)
+		return nil, false
+	}
+	return t, true
+}
+
+func (b *bskySim) getUploadLimits(w http.ResponseWriter, r *http.Request) {
+	t, ok := b.serviceToken(w, r, "app.bsky.video.getUploadLimits")
+	if !ok {
+		return
+	}
+	_, videos, _, _ := b.n.Take("videos", t.did, 0, bskyLimitVideos)
+	_, vbytes, _, _ := b.n.Take("video_bytes", t.did, 0, bskyLimitVideoBytes)
+	body := map[string]any{"canUpload": videos > 0 && vbytes > 0, "remainingDailyVideos": videos, "remainingDailyBytes": vbytes}
+	if videos <= 0 || vbytes <= 0 {
+		body["error"] = "daily upload limit reached"
+		body["message"] = "You have reached your daily limit for video uploads."
+	}
+	WriteJSON(w, http.StatusOK, body)
+}
+
+// jobState is a job's state and progress.
+func (b *bskySim) jobState(j *bskyJob) (string, int) {
+	now := b.n.Sim.Now()
+	switch {
+	case now.Before(j.readyAt):
+		return "JOB_STATE_ENCODING", 50
+	case j.failed:
+		return "JOB_STATE_FAILED", 100
+	}
+	return "JOB_STATE_COMPLETED", 100
+}
+
+func (b *bskySim) jobStatus(j *bskyJob) map[string]any {
+	state, progress := b.jobState(j)
+	st := map[string]any{"jobId": j.id, "did": j.did, "state": state, "progress": progress}
+	switch state {
+	case "JOB_STATE_COMPLETED":
+		if bl, ok := b.n.Store.Blob(j.blobID); ok {
+			b.n.Store.Update(j.blobID, func(x *Blob) { x.Ready = true })
+			st["blob"] = bskyBlobRef(strings.TrimPrefix(j.blobID, j.did+"/"), bl.ContentType, len(bl.Data))
+		}
+	case "JOB_STATE_FAILED":
+		st["error"] = "failed to process video"
+		st["failureCode"] = "encoding_failure"
+		st["message"] = "Video processing failed"
+	}
+	return st
+}
+
+// uploadVideo takes a video for processing (?did=&name=, service token for
+// com.atproto.repo.uploadBlob) and answers the job's status at the top level of the body, as the
+// video service does (the lexicon wraps it in "jobStatus"; the adapter accepts both).
+func (b *bskySim) uploadVideo(w http.ResponseWriter, r *http.Request) {
+	t, ok := b.serviceToken(w, r, "com.atproto.repo.uploadBlob")
+	if !ok {
+		return
+	}
+	if did := r.URL.Query().Get("did"); did != t.did {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "did does not match the service token")
+		return
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, bskyMaxVideoBytes+1))
+	if err != nil {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "could not read the body")
+		return
+	}
+	if len(data) > bskyMaxVideoBytes {
+		bskyError(w, http.StatusBadRequest, "file_too_large", fmt.Sprintf("Video is too large: the maximum is %d bytes", bskyMaxVideoBytes))
+		return
+	}
+	if len(data) == 0 {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "empty video")
+		return
+	}
+	mime := r.Header.Get("Content-Type")
+	if !strings.HasPrefix(mime, "video/") {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Content-Type must be a video type")
+		return
+	}
+	// Processed videos are stored as MP4 blobs on the PDS; the simulator keeps the bytes as sent.
+	cid := bskyCID(0x55, data)
+	blobID := t.did + "/" + cid
+	if v, ok := b.n.Store.Get("bsky-blobjob:" + blobID); ok {
+		if j := v.(*bskyJob); !j.failed {
+			st := b.jobStatus(j)
+			st["error"], st["message"] = "already_exists", "Video already processed"
+			WriteJSON(w, http.StatusConflict, st)
+			return
+		}
+	}
+	if _, _, reset, ok := b.n.Take("videos", t.did, 1, bskyLimitVideos); !ok {
+		b.rateLimited(w, r, reset)
+		return
+	}
+	if _, _, reset, ok := b.n.Take("video_bytes", t.did, len(data), bskyLimitVideoBytes); !ok {
+		b.rateLimited(w, r, reset)
+		return
+	}
+	j := &bskyJob{id: RandomID(12), did: t.did, blobID: blobID, readyAt: b.n.Sim.Now().Add(b.n.Sim.Options().ProcessingDelay),
+		failed: bytes.HasPrefix(data, []byte(ProcessingFailureMarker))}
+	b.n.Store.PutBlob(&Blob{ID: blobID, ContentType: "video/mp4", Data: data, Owner: t.did})
+	b.n.Store.Put("bsky-job:"+j.id, j)
+	b.n.Store.Put("bsky-blobjob:"+blobID, j)
+	WriteJSON(w, http.StatusOK, map[string]any{"jobId": j.id, "did": j.did, "state": "JOB_STATE_CREATED", "progress": 0})
+}
+
+func (b *bskySim) getJobStatus(w http.ResponseWriter, r *http.Request) {
+	v, ok := b.n.Store.Get("bsky-job:" + r.URL.Query().Get("jobId"))
+	if !ok {
+		bskyError(w, http.StatusNotFound, "NotFound", "job not found")
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"jobStatus": b.jobStatus(v.(*bskyJob))})
+}

@@ -1,0 +1,956 @@
+package sim
+
+// X (twitter_x): networks.md §1 and §10.1.
+//
+// Served: the OAuth 2.0 endpoints (GET /i/oauth2/authorize with PKCE S256 or plain, POST
+// /2/oauth2/token for authorization_code and refresh_token grants, POST /2/oauth2/revoke), GET
+// /2/users/me, POST /2/tweets, the media upload v2 endpoints (POST /2/media/upload/initialize,
+// /{id}/append, /{id}/finalize, GET /2/media/upload?command=STATUS, and POST /2/media/upload for
+// simple uploads and the legacy command=INIT|APPEND|FINALIZE form), and GET /2/users/{id}/tweets
+// for looking a post up.
+//
+// Behaviour: access tokens live 2 h and answer 401 problem JSON once expired; refresh tokens are
+// single use; every API response carries x-rate-limit-limit/-remaining/-reset (epoch seconds) for
+// the endpoint's per-user 15-minute window; an exhausted window answers 429 with
+// {"errors":[{"code":88,...}]}; videos and GIFs process asynchronously after finalize; a text over
+// 280 weighted characters answers 400 invalid-request; a text identical to the user's previous
+// post answers 403 duplicate content.
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rivo/uniseg"
+
+	"github.com/heraldhq/herald/platforms"
+)
+
+// X's default limits (networks.md §1.3, per user per 15 minutes unless noted).
+var (
+	xLimitTweets      = Limit{Count: 100, Window: 15 * time.Minute}
+	xLimitTweetsApp   = Limit{Count: 10000, Window: 24 * time.Hour}
+	xLimitUsersMe     = Limit{Count: 75, Window: 15 * time.Minute}
+	xLimitUserTweets  = Limit{Count: 900, Window: 15 * time.Minute}
+	xLimitMediaSimple = Limit{Count: 500, Window: 15 * time.Minute}
+	xLimitMediaStatus = Limit{Count: 1000, Window: 15 * time.Minute}
+	xLimitMediaChunks = Limit{Count: 1875, Window: 15 * time.Minute}
+)
+
+// X's media limits (networks.md §1.2).
+const (
+	xMaxImageBytes = 5 << 20
+	xMaxGIFBytes   = 15 << 20
+	xMaxVideoBytes = 512 << 20
+	xMaxSegment    = 5 << 20
+	xCodeTTL       = 30 * time.Second
+	xTwitterEpoch  = 1288834974657
+)
+
+func init() { register(platforms.X, registerX) }
+
+type xSim struct{ n *Network }
+
+// xCode is an authorization code waiting for its exchange.
+type xCode struct {
+	clientID, redirectURI, challenge, method, scope string
+	user, handle                                    string
+	expires                                         time.Time
+}
+
+// xUpload is a media upload from initialize to processed.
+type xUpload struct {
+	id, key, owner, mediaType, category string
+	total                               int64
+	segments                            map[int][]byte
+	finalized                           bool
+	readyAt                             time.Time
+	failed                              bool
+	expires                             time.Time
+}
+
+func registerX(n *Network) {
+	n.Tokens.RotateRefresh = true
+	x := &xSim{n: n}
+	n.RateLimited = x.rateLimited
+
+	n.Mux.HandleFunc("GET /i/oauth2/authorize", x.authorize)
+	n.Mux.HandleFunc("POST /2/oauth2/token", x.token)
+	n.Mux.HandleFunc("POST /2/oauth2/revoke", x.revoke)
+	n.Mux.HandleFunc("GET /2/users/me", x.api("users_me", xLimitUsersMe, x.me))
+	n.Mux.HandleFunc("GET /2/users/{id}/tweets", x.api("user_tweets", xLimitUserTweets, x.userTweets))
+	n.Mux.HandleFunc("POST /2/tweets", x.api("tweets", xLimitTweets, x.createTweet))
+	n.Mux.HandleFunc("POST /2/media/upload/initialize", x.api("media_chunked", xLimitMediaChunks, x.initialize))
+	n.Mux.HandleFunc("POST /2/media/upload/{id}/append", x.api("media_chunked", xLimitMediaChunks, x.appendHandler))
+	n.Mux.HandleFunc("POST /2/media/upload/{id}/finalize", x.api("media_chunked", xLimitMediaChunks, x.finalizeHandler))
+	n.Mux.HandleFunc("GET /2/media/upload", x.api("media_status", xLimitMediaStatus, x.status))
+	n.Mux.HandleFunc("POST /2/media/upload", x.api("media_upload", xLimitMediaSimple, x.simpleUpload))
+}
+
+// xUser is the caller of an authenticated endpoint.
+type xUser struct{ id, handle string }
+
+// api wraps an endpoint with X's token check and its per-user rate window, and sets the
+// x-rate-limit-* headers on every answer.
+func (x *xSim) api(bucket string, def Limit, h func(w http.ResponseWriter, r *http.Request, u xUser)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			x.unauthorized(w)
+			return
+		}
+		id, handle, state := x.n.Tokens.Check(strings.TrimSpace(tok))
+		if state != TokenValid {
+			x.unauthorized(w)
+			return
+		}
+		limit, remaining, reset, allowed := x.n.Take(bucket, id, 1, def)
+		w.Header().Set("x-rate-limit-limit", strconv.Itoa(limit))
+		w.Header().Set("x-rate-limit-remaining", strconv.Itoa(max(remaining, 0)))
+		w.Header().Set("x-rate-limit-reset", strconv.FormatInt(reset.Unix(), 10))
+		if !allowed {
+			x.rateLimited(w, r, reset)
+			return
+		}
+		h(w, r, xUser{id: id, handle: handle})
+	}
+}
+
+// rateLimited answers X's 429: code 88 and the x-rate-limit-* headers with nothing remaining.
+func (x *xSim) rateLimited(w http.ResponseWriter, r *http.Request, reset time.Time) {
+	if w.Header().Get("x-rate-limit-limit") == "" {
+		w.Header().Set("x-rate-limit-limit", strconv.Itoa(xDefaultLimit(r).Count))
+	}
+	w.Header().Set("x-rate-limit-remaining", "0")
+	w.Header().Set("x-rate-limit-reset", strconv.FormatInt(reset.Unix(), 10))
+	WriteJSON(w, http.StatusTooManyRequests, map[string]any{
+		"errors": []map[string]any{{"code": 88, "message": "Rate limit exceeded"}},
+	})
+}
+
+// xDefaultLimit is the documented limit of the endpoint r calls, for the rate_limit fault.
+func xDefaultLimit(r *http.Request) Limit {
+	p := r.URL.Path
+	switch {
+	case p == "/2/tweets":
+		return xLimitTweets
+	case p == "/2/users/me":
+		return xLimitUsersMe
+	case strings.HasPrefix(p, "/2/users/"):
+		return xLimitUserTweets
+	case p == "/2/media/upload" && r.Method == http.MethodGet:
+		return xLimitMediaStatus
+	case p == "/2/media/upload":
+		return xLimitMediaSimple
+	case strings.HasPrefix(p, "/2/media/upload/"):
+		return xLimitMediaChunks
+	}
+	return xLimitTweets
+}
+
+func (x *xSim) unauthorized(w http.ResponseWriter) {
+	xProblem(w, http.StatusUnauthorized, "about:blank", "Unauthorized", "Unauthorized")
+}
+
+// xProblem writes X's v2 problem JSON.
+func xProblem(w http.ResponseWriter, status int, typ, title, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"title": title, "type": typ, "status": status, "detail": detail})
+}
+
+// xInvalid writes X's 400 invalid-request problem with the offending parameter's message.
+func xInvalid(w http.ResponseWriter, param, message string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(http.StatusBadRequest)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"errors": []map[string]any{{"parameters": map[string][]string{param: {}}, "message": message}},
+		"title":  "Invalid Request", "detail": "One or more parameters to your request was invalid.",
+		"type": "https://api.x.com/2/problems/invalid-request",
+	})
+}
+
+// xOAuthError writes the token endpoint's error shape.
+func xOAuthError(w http.ResponseWriter, status int, code, description string) {
+	WriteJSON(w, status, map[string]string{"error": code, "error_description": description})
+}
+
+// authorize is the consent page: it approves at once (or refuses when a denial is pending) and
+// redirects to redirect_uri with code and state. login_hint names the simulated user
+// (default "sim-user").
+func (x *xSim) authorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	redirect, err := url.Parse(q.Get("redirect_uri"))
+	if err != nil || redirect.Scheme == "" || redirect.Host == "" {
+		http.Error(w, "invalid redirect_uri", http.StatusBadRequest)
+		return
+	}
+	switch {
+	case q.Get("response_type") != "code":
+		http.Error(w, "response_type must be code", http.StatusBadRequest)
+		return
+	case q.Get("client_id") == "":
+		http.Error(w, "client_id is required", http.StatusBadRequest)
+		return
+	case q.Get("state") == "" || len(q.Get("state")) > 500:
+		http.Error(w, "state is required (up to 500 characters)", http.StatusBadRequest)
+		return
+	case q.Get("code_challenge") == "":
+		http.Error(w, "code_challenge is required (PKCE)", http.StatusBadRequest)
+		return
+	}
+	method := q.Get("code_challenge_method")
+	if method == "" {
+		method = "plain"
+	}
+	if method != "S256" && method != "plain" {
+		http.Error(w, "code_challenge_method must be S256 or plain", http.StatusBadRequest)
+		return
+	}
+	back := redirect.Query()
+	back.Set("state", q.Get("state"))
+	if x.n.TakeDenial() {
+		back.Set("error", "access_denied")
+		redirect.RawQuery = back.Encode()
+		http.Redirect(w, r, redirect.String(), http.StatusFound)
+		return
+	}
+	handle := q.Get("login_hint")
+	if handle == "" {
+		handle = "sim-user"
+	}
+	code := RandomID(20)
+	x.n.Store.Put("x-code:"+code, &xCode{
+		clientID: q.Get("client_id"), redirectURI: q.Get("redirect_uri"), challenge: q.Get("code_challenge"),
+		method: method, scope: q.Get("scope"), user: x.n.UserID(handle), handle: handle,
+		expires: x.n.Sim.Now().Add(xCodeTTL),
+	})
+	back.Set("code", code)
+	redirect.RawQuery = back.Encode()
+	http.Redirect(w, r, redirect.String(), http.StatusFound)
+}
+
+// xClient reads the client id (and secret) from Basic auth or the form.
+func xClient(r *http.Request) (id, secret string, basic bool) {
+	if u, p, ok := r.BasicAuth(); ok {
+		return u, p, true
+	}
+	return r.PostForm.Get("client_id"), "", false
+}
+
+func (x *xSim) token(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		xOAuthError(w, http.StatusBadRequest, "invalid_request", "Malformed request body.")
+		return
+	}
+	clientID, secret, basic := xClient(r)
+	if clientID == "" {
+		xOAuthError(w, http.StatusBadRequest, "invalid_request", "Missing required parameter [client_id].")
+		return
+	}
+	if basic && clientID == ClientID && secret != ClientSecret {
+		xOAuthError(w, http.StatusUnauthorized, "unauthorized_client", "Missing valid authorization header")
+		return
+	}
+	switch r.PostForm.Get("grant_type") {
+	case "authorization_code":
+		x.exchange(w, r, clientID)
+	case "refresh_token":
+		c, ok := x.n.Tokens.Refresh(r.PostForm.Get("refresh_token"))
+		if !ok {
+			xOAuthError(w, http.StatusBadRequest, "invalid_request", "Value passed for the token was invalid.")
+			return
+		}
+		x.writeTokens(w, c, "tweet.read tweet.write users.read media.write offline.access")
+	default:
+		xOAuthError(w, http.StatusBadRequest, "unsupported_grant_type", "Unsupported grant type.")
+	}
+}
+
+func (x *xSim) exchange(w http.ResponseWriter, r *http.Request, clientID string) {
+	code := r.PostForm.Get("code")
+	var c *xCode
+	x.n.Store.With(func(objects map[string]any) {
+		if v, ok := objects["x-code:"+code].(*xCode); ok {
+			c = v
+			delete(objects, "x-code:"+code)
+		}
+	})
+	invalid := "Value passed for the authorization code was invalid."
+	if c == nil || !x.n.Sim.Now().Before(c.expires) || c.clientID != clientID || c.redirectURI != r.PostForm.Get("redirect_uri") {
+		xOAuthError(w, http.StatusBadRequest, "invalid_request", invalid)
+		return
+	}
+	if !xPKCEMatches(c.method, c.challenge, r.PostForm.Get("code_verifier")) {
+		xOAuthError(w, http.StatusBadRequest, "invalid_request", invalid)
+		return
+	}
+	creds := x.n.Tokens.Issue(c.user, c.handle)
+	if !strings.Contains(" "+c.scope+" ", " offline.access ") {
+		creds.RefreshToken = ""
+	}
+	x.writeTokens(w, creds, c.scope)
+}
+
+// xPKCEMatches checks a PKCE verifier against its challenge (RFC 7636).
+func xPKCEMatches(method, challenge, verifier string) bool {
+	if verifier == "" {
+		return false
+	}
+	if method == "S256" {
+		sum := sha256.Sum256([]byte(verifier))
+		return base64.RawURLEncoding.EncodeToString(sum[:]) == challenge
+	}
+	return verifier == challenge
+}
+
+func (x *xSim) writeTokens(w http.ResponseWriter, c platforms.Credentials, scope string) {
+	body := map[string]any{
+		"token_type":   "bearer",
+		"expires_in":   int(x.n.Tokens.AccessTTL / time.Second),
+		"access_token": c.AccessToken,
+		"scope":        scope,
+	}
+	if c.RefreshToken != "" {
+		body["refresh_token"] = c.RefreshToken
+	}
+	WriteJSON(w, http.StatusOK, body)
+}
+
+// revoke revokes an access or refresh token; like RFC 7009 it answers 200 for a token it does not
+// know or that is already revoked.
+func (x *xSim) revoke(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		xOAuthError(w, http.StatusBadRequest, "invalid_request", "Malformed request body.")
+		return
+	}
+	tok := r.PostForm.Get("token")
+	if tok == "" {
+		xOAuthError(w, http.StatusBadRequest, "invalid_request", "Missing required parameter [token].")
+		return
+	}
+	if _, _, state := x.n.Tokens.Check(tok); state != TokenRevoked {
+		x.n.Tokens.Revoke(tok)
+	}
+	WriteJSON(w, http.StatusOK, map[string]bool{"revoked": true})
+}
+
+func (x *xSim) me(w http.ResponseWriter, r *http.Request, u xUser) {
+	WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]string{"id": u.id, "name": u.handle, "username": u.handle}})
+}
+
+// newID returns a snowflake-like numeric id (milliseconds since X's epoch, then 22 random bits)
+// from the simulator's clock.
+func (x *xSim) newID() string {
+	ms := max(x.n.Sim.Now().UnixMilli()-xTwitterEpoch, 1)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return strconv.FormatUint(uint64(ms)<<22|uint64(binary.BigEndian.Uint32(b[:])&(1<<22-1)), 10)
+}
+
+func (x *xSim) createTweet(w http.ResponseWriter, r *http.Request, u xUser) {
+	var req struct {
+		Text  *string `json:"text"`
+		Media *struct {
+			MediaIDs []string `json:"media_ids"`
+		} `json:"media"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		xInvalid(w, "body", "Request body is not valid JSON: "+err.Error())
+		return
+	}
+	text := ""
+	if req.Text != nil {
+		text = *req.Text
+	}
+	var ids []string
+	if req.Media != nil {
+		ids = req.Media.MediaIDs
+		if len(ids) < 1 || len(ids) > 4 {
+			xInvalid(w, "media.media_ids", fmt.Sprintf("media.media_ids must have 1 to 4 items, got %d", len(ids)))
+			return
+		}
+	}
+	if text == "" && len(ids) == 0 {
+		xInvalid(w, "text", "Request must contain text or media.")
+		return
+	}
+	if n := xWeightedLength(text); n > 280 {
+		xInvalid(w, "text", fmt.Sprintf("text is too long: weighted length %d exceeds 280", n))
+		return
+	}
+	shas, msg := x.mediaForTweet(ids, u.id)
+	if msg != "" {
+		xInvalid(w, "media.media_ids", msg)
+		return
+	}
+	for _, rec := range xNewestFirst(x.n.Sim.Publications(platforms.X)) {
+		if rec.Account == u.id {
+			if rec.Text == text && text != "" {
+				xProblem(w, http.StatusForbidden, "about:blank", "Forbidden", "You are not allowed to create a Tweet with duplicate content.")
+				return
+			}
+			break
+		}
+	}
+	limit, remaining, reset, ok := x.n.Take("tweets_app", "app", 1, xLimitTweetsApp)
+	w.Header().Set("x-app-limit-24hour-limit", strconv.Itoa(limit))
+	w.Header().Set("x-app-limit-24hour-remaining", strconv.Itoa(max(remaining, 0)))
+	w.Header().Set("x-app-limit-24hour-reset", strconv.FormatInt(reset.Unix(), 10))
+	if !ok {
+		x.rateLimited(w, r, reset)
+		return
+	}
+	id := x.newID()
+	x.n.Publish(id, u.id, text, shas)
+	if x.n.TakeFault(FaultPostThenError) != "" {
+		xProblem(w, http.StatusServiceUnavailable, "about:blank", "Service Unavailable", "Service Unavailable")
+		return
+	}
+	WriteJSON(w, http.StatusCreated, map[string]any{"data": map[string]any{"id": id, "text": text, "edit_history_tweet_ids": []string{id}}})
+}
+
+// xNewestFirst reverses records (oldest first, as Publications lists them) in place.
+func xNewestFirst(recs []Record) []Record {
+	for i, j := 0, len(recs)-1; i < j; i, j = i+1, j-1 {
+		recs[i], recs[j] = recs[j], recs[i]
+	}
+	return recs
+}
+
+// mediaForTweet checks the media ids of a new post and returns their SHA-256, or a message.
+func (x *xSim) mediaForTweet(ids []string, owner string) ([]string, string) {
+	var shas []string
+	videos := 0
+	for _, id := range ids {
+		up := x.upload(id)
+		if up == nil || up.owner != owner {
+			return nil, fmt.Sprintf("media id %s not found", id)
+		}
+		state, _ := x.processing(up)
+		switch state {
+		case "succeeded":
+		case "failed":
+			return nil, fmt.Sprintf("media id %s failed processing", id)
+		default:
+			return nil, fmt.Sprintf("media id %s is not ready: processing is %s", id, state)
+		}
+		if up.category != "tweet_image" {
+			videos++
+		}
+		b, ok := x.n.Store.Blob("x-media:" + id)
+		if !ok {
+			return nil, fmt.Sprintf("media id %s not found", id)
+		}
+		shas = append(shas, b.SHA256())
+	}
+	if videos > 0 && len(ids) > 1 {
+		return nil, "a post takes up to 4 images, or 1 GIF, or 1 video"
+	}
+	return shas, ""
+}
+
+func (x *xSim) upload(id string) *xUpload {
+	var up *xUpload
+	x.n.Store.With(func(objects map[string]any) {
+		if v, ok := objects["x-upload:"+id].(*xUpload); ok {
+			up = v
+		}
+	})
+	return up
+}
+
+// processing reports the processing state of an upload and the seconds until it should be
+// checked again.
+func (x *xSim) processing(up *xUpload) (state string, progress int) {
+	var s string
+	p := 0
+	x.n.Store.With(func(map[string]any) {
+		now := x.n.Sim.Now()
+		switch {
+		case !up.finalized:
+			s = "pending"
+		case up.failed && !now.Before(up.readyAt):
+			s = "failed"
+		case !now.Before(up.readyAt):
+			s, p = "succeeded", 100
+		default:
+			s, p = "in_progress", 50
+		}
+	})
+	if s == "succeeded" {
+		x.n.Store.Update("x-media:"+up.id, func(b *Blob) { b.Ready = true })
+	}
+	return s, p
+}
+
+// xCategory checks media_type against media_category and returns the category to use.
+func xCategory(mediaType, category string) (string, string) {
+	switch mediaType {
+	case "image/jpeg", "image/png", "image/webp", "image/bmp", "image/pjpeg", "image/tiff":
+		if category == "" {
+			category = "tweet_image"
+		}
+	case "image/gif":
+		if category == "" {
+			category = "tweet_gif"
+		}
+	case "video/mp4", "video/quicktime", "video/webm", "video/mp2t":
+		if category == "" {
+			category = "tweet_video"
+		}
+	default:
+		return "", fmt.Sprintf("media_type %q is not supported", mediaType)
+	}
+	switch category {
+	case "tweet_image", "tweet_gif", "tweet_video", "amplify_video", "dm_image", "dm_gif", "dm_video":
+	default:
+		return "", fmt.Sprintf("media_category %q is not supported", category)
+	}
+	return category, ""
+}
+
+func xMaxBytes(category string) int64 {
+	switch category {
+	case "tweet_gif", "dm_gif":
+		return xMaxGIFBytes
+	case "tweet_video", "amplify_video", "dm_video":
+		return xMaxVideoBytes
+	}
+	return xMaxImageBytes
+}
+
+// startUpload creates an upload session and returns it, or an error message.
+func (x *xSim) startUpload(owner, mediaType, category string, total int64) (*xUpload, string) {
+	category, msg := xCategory(mediaType, category)
+	if msg != "" {
+		return nil, msg
+	}
+	if total <= 0 {
+		return nil, "total_bytes must be positive"
+	}
+	if total > xMaxBytes(category) {
+		return nil, fmt.Sprintf("total_bytes %d exceeds the %d bytes allowed for %s", total, xMaxBytes(category), category)
+	}
+	id := x.newID()
+	prefix := "3_"
+	switch category {
+	case "tweet_video", "amplify_video", "dm_video":
+		prefix = "7_"
+	case "tweet_gif", "dm_gif":
+		prefix = "16_"
+	}
+	up := &xUpload{id: id, key: prefix + id, owner: owner, mediaType: mediaType, category: category, total: total,
+		segments: map[int][]byte{}, expires: x.n.Sim.Now().Add(24 * time.Hour)}
+	x.n.Store.Put("x-upload:"+id, up)
+	return up, ""
+}
+
+func (x *xSim) initialize(w http.ResponseWriter, r *http.Request, u xUser) {
+	var req struct {
+		MediaType     string `json:"media_type"`
+		TotalBytes    int64  `json:"total_bytes"`
+		MediaCategory string `json:"media_category"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		xInvalid(w, "body", "Request body is not valid JSON: "+err.Error())
+		return
+	}
+	up, msg := x.startUpload(u.id, req.MediaType, req.MediaCategory, req.TotalBytes)
+	if msg != "" {
+		xInvalid(w, "media_type", msg)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"id": up.id, "media_key": up.key, "expires_after_secs": 1295999}})
+}
+
+// appendSegment stores one chunk; it returns a message when the chunk is refused.
+func (x *xSim) appendSegment(owner, id string, index int, data []byte) string {
+	up := x.upload(id)
+	if up == nil || up.owner != owner {
+		return fmt.Sprintf("media id %s not found", id)
+	}
+	if index < 0 || index > 999 {
+		return "segment_index must be between 0 and 999"
+	}
+	if len(data) == 0 || len(data) > xMaxSegment {
+		return fmt.Sprintf("a segment must have 1 to %d bytes", xMaxSegment)
+	}
+	msg := ""
+	x.n.Store.With(func(map[string]any) {
+		if up.finalized {
+			msg = "media is already finalized"
+			return
+		}
+		var sum int64
+		for i, s := range up.segments {
+			if i != index {
+				sum += int64(len(s))
+			}
+		}
+		if sum+int64(len(data)) > up.total {
+			msg = "segments exceed total_bytes"
+			return
+		}
+		up.segments[index] = data
+	})
+	return msg
+}
+
+// xReadSegment reads segment_index and the chunk from a multipart form or a JSON body (base64).
+func xReadSegment(r *http.Request) (index int, data []byte, err error) {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct == "application/json" {
+		var req struct {
+			SegmentIndex int    `json:"segment_index"`
+			Media        string `json:"media"`
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, 2*xMaxSegment)).Decode(&req); err != nil {
+			return 0, nil, err
+		}
+		data, err := base64.StdEncoding.DecodeString(req.Media)
+		return req.SegmentIndex, data, err
+	}
+	if err := r.ParseMultipartForm(2 * xMaxSegment); err != nil {
+		if err := r.ParseForm(); err != nil {
+			return 0, nil, err
+		}
+	}
+	index, err = strconv.Atoi(r.FormValue("segment_index"))
+	if err != nil {
+		return 0, nil, errors.New("segment_index is required")
+	}
+	data, err = xFormMedia(r)
+	return index, data, err
+}
+
+// xFormMedia reads the "media" file part, or the base64 "media_data" field.
+func xFormMedia(r *http.Request) ([]byte, error) {
+	if r.MultipartForm != nil {
+		if fh := r.MultipartForm.File["media"]; len(fh) > 0 {
+			f, err := fh[0].Open()
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			return io.ReadAll(f)
+		}
+	}
+	if v := r.FormValue("media"); v != "" {
+		return []byte(v), nil
+	}
+	if v := r.FormValue("media_data"); v != "" {
+		return base64.StdEncoding.DecodeString(v)
+	}
+	return nil, errors.New("media is required")
+}
+
+func (x *xSim) appendHandler(w http.ResponseWriter, r *http.Request, u xUser) {
+	index, data, err := xReadSegment(r)
+	if err != nil {
+		xInvalid(w, "media", err.Error())
+		return
+	}
+	if msg := x.appendSegment(u.id, r.PathValue("id"), index, data); msg != "" {
+		xInvalid(w, "media", msg)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"expires_at": x.n.Sim.Now().Add(24 * time.Hour).Unix()}})
+}
+
+// finalize assembles the segments and starts processing; it returns the response data or a
+// message.
+func (x *xSim) finalize(owner, id string) (map[string]any, string) {
+	up := x.upload(id)
+	if up == nil || up.owner != owner {
+		return nil, fmt.Sprintf("media id %s not found", id)
+	}
+	msg := ""
+	var data []byte
+	x.n.Store.With(func(map[string]any) {
+		if up.finalized {
+			msg = "media is already finalized"
+			return
+		}
+		idx := make([]int, 0, len(up.segments))
+		for i := range up.segments {
+			idx = append(idx, i)
+		}
+		sort.Ints(idx)
+		for k, i := range idx {
+			if k != i {
+				msg = fmt.Sprintf("segment %d is missing", k)
+				return
+			}
+			data = append(data, up.segments[i]...)
+		}
+		if int64(len(data)) != up.total {
+			msg = "Segments do not add up to provided total file size."
+		}
+	})
+	if msg != "" {
+		return nil, msg
+	}
+	// The blob is stored before the upload counts as finalized, so that a finalized upload always
+	// has its bytes.
+	x.n.Store.PutBlob(&Blob{ID: "x-media:" + id, ContentType: up.mediaType, Data: data, Owner: owner})
+	readyAt := x.n.Sim.Now()
+	if up.category != "tweet_image" && up.category != "dm_image" {
+		readyAt = readyAt.Add(x.n.Sim.Options().ProcessingDelay)
+	}
+	x.n.Store.With(func(map[string]any) {
+		up.finalized = true
+		up.segments = nil
+		up.readyAt = readyAt
+		up.failed = bytes.HasPrefix(data, []byte(ProcessingFailureMarker))
+	})
+	out := map[string]any{"id": up.id, "media_key": up.key, "size": up.total, "expires_after_secs": 86400}
+	if readyAt.After(x.n.Sim.Now()) {
+		out["processing_info"] = map[string]any{"state": "pending", "check_after_secs": 1}
+	} else {
+		x.processing(up)
+	}
+	return out, ""
+}
+
+func (x *xSim) finalizeHandler(w http.ResponseWriter, r *http.Request, u xUser) {
+	data, msg := x.finalize(u.id, r.PathValue("id"))
+	if msg != "" {
+		xInvalid(w, "media_id", msg)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"data": data})
+}
+
+func (x *xSim) status(w http.ResponseWriter, r *http.Request, u xUser) {
+	q := r.URL.Query()
+	if c := q.Get("command"); c != "" && c != "STATUS" {
+		xInvalid(w, "command", "command must be STATUS")
+		return
+	}
+	id := q.Get("media_id")
+	up := x.upload(id)
+	if up == nil || up.owner != u.id {
+		xProblem(w, http.StatusNotFound, "https://api.x.com/2/problems/resource-not-found", "Not Found Error", "Could not find media with id: ["+id+"].")
+		return
+	}
+	state, progress := x.processing(up)
+	info := map[string]any{"state": state, "progress_percent": progress}
+	switch state {
+	case "pending", "in_progress":
+		info["check_after_secs"] = 1
+	case "failed":
+		info["error"] = map[string]any{"code": 1, "name": "InvalidMedia", "message": "Unsupported video format"}
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"id": up.id, "media_key": up.key, "processing_info": info}})
+}
+
+// simpleUpload is POST /2/media/upload: a one-shot upload (multipart "media" or "media_data"
+// with media_category), or the legacy command=INIT|APPEND|FINALIZE form of the chunked upload.
+func (x *xSim) simpleUpload(w http.ResponseWriter, r *http.Request, u xUser) {
+	if err := r.ParseMultipartForm(2 * xMaxGIFBytes); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+		xInvalid(w, "media", "malformed multipart body: "+err.Error())
+		return
+	}
+	if r.MultipartForm == nil {
+		if err := r.ParseForm(); err != nil {
+			xInvalid(w, "media", "malformed form body")
+			return
+		}
+	}
+	switch r.FormValue("command") {
+	case "INIT":
+		total, _ := strconv.ParseInt(r.FormValue("total_bytes"), 10, 64)
+		up, msg := x.startUpload(u.id, r.FormValue("media_type"), r.FormValue("media_category"), total)
+		if msg != "" {
+			xInvalid(w, "media_type", msg)
+			return
+		}
+		WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"id": up.id, "media_key": up.key, "expires_after_secs": 1295999}})
+	case "APPEND":
+		index, err := strconv.Atoi(r.FormValue("segment_index"))
+		if err != nil {
+			xInvalid(w, "segment_index", "segment_index is required")
+			return
+		}
+		data, err := xFormMedia(r)
+		if err != nil {
+			xInvalid(w, "media", err.Error())
+			return
+		}
+		if msg := x.appendSegment(u.id, r.FormValue("media_id"), index, data); msg != "" {
+			xInvalid(w, "media", msg)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	case "FINALIZE":
+		data, msg := x.finalize(u.id, r.FormValue("media_id"))
+		if msg != "" {
+			xInvalid(w, "media_id", msg)
+			return
+		}
+		WriteJSON(w, http.StatusOK, map[string]any{"data": data})
+	case "":
+		data, err := xFormMedia(r)
+		if err != nil {
+			xInvalid(w, "media", err.Error())
+			return
+		}
+		mediaType := r.FormValue("media_type")
+		if mediaType == "" {
+			mediaType = http.DetectContentType(data)
+		}
+		up, msg := x.startUpload(u.id, mediaType, r.FormValue("media_category"), int64(len(data)))
+		if msg == "" {
+			msg = x.appendSegment(u.id, up.id, 0, data)
+		}
+		var out map[string]any
+		if msg == "" {
+			out, msg = x.finalize(u.id, up.id)
+		}
+		if msg != "" {
+			xInvalid(w, "media", msg)
+			return
+		}
+		WriteJSON(w, http.StatusOK, map[string]any{"data": out})
+	default:
+		xInvalid(w, "command", "command must be INIT, APPEND or FINALIZE")
+	}
+}
+
+// userTweets is GET /2/users/{id}/tweets: the user's posts, newest first, from the simulator's
+// records (start_time, end_time, max_results 5-100, pagination_token, tweet.fields=created_at).
+func (x *xSim) userTweets(w http.ResponseWriter, r *http.Request, _ xUser) {
+	q := r.URL.Query()
+	var start, end time.Time
+	for _, p := range []struct {
+		name string
+		t    *time.Time
+	}{{"start_time", &start}, {"end_time", &end}} {
+		if v := q.Get(p.name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				xInvalid(w, p.name, fmt.Sprintf("Invalid %s: %q is not RFC 3339", p.name, v))
+				return
+			}
+			*p.t = t
+		}
+	}
+	maxResults := 10
+	if v := q.Get("max_results"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 5 || n > 100 {
+			xInvalid(w, "max_results", "max_results must be between 5 and 100")
+			return
+		}
+		maxResults = n
+	}
+	offset := 0
+	if v := q.Get("pagination_token"); v != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(v, "p"))
+		if err != nil || n < 0 {
+			xInvalid(w, "pagination_token", "invalid pagination_token")
+			return
+		}
+		offset = n
+	}
+	fields := "," + q.Get("tweet.fields") + ","
+	var mine []Record
+	for _, rec := range xNewestFirst(x.n.Sim.Publications(platforms.X)) {
+		if rec.Account != r.PathValue("id") || (!start.IsZero() && rec.CreatedAt.Before(start)) || (!end.IsZero() && !rec.CreatedAt.Before(end)) {
+			continue
+		}
+		mine = append(mine, rec)
+	}
+	meta := map[string]any{"result_count": 0}
+	body := map[string]any{"meta": meta}
+	if offset < len(mine) {
+		page := mine[offset:min(offset+maxResults, len(mine))]
+		data := make([]map[string]any, 0, len(page))
+		for _, rec := range page {
+			t := map[string]any{"id": rec.ID, "text": rec.Text, "edit_history_tweet_ids": []string{rec.ID}}
+			if strings.Contains(fields, ",created_at,") {
+				t["created_at"] = rec.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z")
+			}
+			if strings.Contains(fields, ",author_id,") {
+				t["author_id"] = rec.Account
+			}
+			data = append(data, t)
+		}
+		body["data"] = data
+		meta["result_count"] = len(page)
+		meta["newest_id"] = page[0].ID
+		meta["oldest_id"] = page[len(page)-1].ID
+		if offset+maxResults < len(mine) {
+			meta["next_token"] = "p" + strconv.Itoa(offset+maxResults)
+		}
+	}
+	WriteJSON(w, http.StatusOK, body)
+}
+
+// xURL matches the http(s) URLs that X counts as 23 characters each.
+var xURL = regexp.MustCompile(`https?://[^\s]+`)
+
+// xWeightedLength is a post's length as X counts it (twitter-text v3 weights): each http(s) URL
+// counts 23; an emoji sequence counts 2; otherwise code points in 0-4351, 8192-8205, 8208-8223
+// and 8242-8247 count 1 and all others 2. (The adapter in platforms/x counts the same way.)
+func xWeightedLength(s string) int {
+	n, pos := 0, 0
+	for _, loc := range xURL.FindAllStringIndex(s, -1) {
+		u := strings.TrimRight(s[loc[0]:loc[1]], ".,;:!?'\")]}")
+		n += xWeightText(s[pos:loc[0]]) + 23
+		pos = loc[0] + len(u)
+	}
+	return n + xWeightText(s[pos:])
+}
+
+func xWeightText(s string) int {
+	n := 0
+	g := uniseg.NewGraphemes(s)
+	for g.Next() {
+		runes := g.Runes()
+		if len(runes) > 1 && xIsEmojiSequence(runes) {
+			n += 2
+			continue
+		}
+		for _, r := range runes {
+			n += xRuneWeight(r)
+		}
+	}
+	return n
+}
+
+func xRuneWeight(r rune) int {
+	switch {
+	case r >= 0 && r <= 4351, r >= 8192 && r <= 8205, r >= 8208 && r <= 8223, r >= 8242 && r <= 8247:
+		return 1
+	}
+	return 2
+}
+
+func xIsEmojiSequence(runes []rune) bool {
+	if runes[0] >= 0x1F000 {
+		return true
+	}
+	for _, r := range runes[1:] {
+		switch {
+		case r == 0x200D, r == 0xFE0F, r == 0x20E3, r >= 0x1F3FB && r <= 0x1F3FF, r >= 0xE0020 && r <= 0xE007F:
+			return true
+		}
+	}
+	return false
+}

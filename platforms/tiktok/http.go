@@ -1,0 +1,180 @@
+package tiktok
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/heraldhq/herald/platforms"
+)
+
+// maxResponse bounds how much of an answer is read.
+const maxResponse = 4 << 20
+
+// rateWindow is TikTok's per-token sliding window; a 429 carries no reset, so it is assumed.
+const rateWindow = time.Minute
+
+// defaultClient is the client used when Config.HTTPClient is nil. It has no overall deadline,
+// because a video upload may take long and the caller's context bounds every call, but it bounds
+// connecting, the TLS handshake and the wait for an answer once the request was sent.
+func defaultClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 60 * time.Second,
+		IdleConnTimeout:       90 * time.Second,
+		MaxIdleConnsPerHost:   16,
+	}}
+}
+
+// request is one call to TikTok.
+type request struct {
+	method, url string
+	body        []byte
+	contentType string
+	bearer      string
+	header      map[string]string
+	// create marks the call that creates the post (the last chunk of the upload): once it was
+	// sent, a failure leaves the outcome unknown.
+	create bool
+}
+
+// response is TikTok's answer, read in full.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// send makes the call. Failures without an answer are classified: before the request was written
+// Transient; after it was written Unknown for the post-creating call and Transient otherwise.
+func (a *Adapter) send(ctx context.Context, rq request) (*response, error) {
+	var wrote atomic.Bool
+	trace := &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
+		if info.Err == nil {
+			wrote.Store(true)
+		}
+	}}
+	var body io.Reader
+	if rq.body != nil {
+		body = bytes.NewReader(rq.body)
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), rq.method, rq.url, body)
+	if err != nil {
+		return nil, &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Permanent, Message: "building the request failed", Err: err}
+	}
+	if rq.contentType != "" {
+		req.Header.Set("Content-Type", rq.contentType)
+	}
+	if rq.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+rq.bearer)
+	}
+	for k, v := range rq.header {
+		req.Header.Set(k, v)
+	}
+	resp, err := a.hc.Do(req)
+	if err != nil {
+		return nil, connError(err, wrote.Load(), rq.create)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		// The answer started but was cut off: the request certainly arrived.
+		return nil, connError(err, true, rq.create)
+	}
+	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// connError classifies a call that got no (complete) answer.
+func connError(err error, sent, create bool) *platforms.Error {
+	switch {
+	case !sent:
+		return &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Transient, Message: "the request could not be sent: " + err.Error(), Err: err}
+	case create:
+		return &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Unknown, Message: "no answer after the last chunk of the video was sent; the post may exist: " + err.Error(), Err: err}
+	}
+	return &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Transient, Message: "no answer: " + err.Error(), Err: err}
+}
+
+// envelope is TikTok's answer: {"data":…,"error":{"code":"ok","message":"","log_id":…}}.
+type envelope struct {
+	Data  json.RawMessage `json:"data"`
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		LogID   string `json:"log_id"`
+	} `json:"error"`
+}
+
+// call makes an API call and decodes the envelope's data into out. Anything but a 2xx answer with
+// error.code "ok" is an error, whatever the status.
+func (a *Adapter) call(ctx context.Context, rq request, out any) error {
+	r, err := a.send(ctx, rq)
+	if err != nil {
+		return err
+	}
+	var env envelope
+	if json.Unmarshal(r.body, &env) != nil || env.Error.Code == "" {
+		if r.status >= 200 && r.status <= 299 {
+			return invalidBody(r.status, "no TikTok envelope", rq.create)
+		}
+		return classify(r.status, "", "", rq.create)
+	}
+	if r.status < 200 || r.status > 299 || env.Error.Code != "ok" {
+		return classify(r.status, env.Error.Code, env.Error.Message, rq.create)
+	}
+	if out != nil && json.Unmarshal(env.Data, out) != nil {
+		return invalidBody(r.status, "the data does not have the documented shape", rq.create)
+	}
+	return nil
+}
+
+// classify turns an error answer into a classified error: access_token_invalid (401)
+// AuthExpired; rate_limit_exceeded (429) RateLimited for TikTok's one-minute window; the daily post
+// cap (spam_risk_too_many_posts) and the unaudited client's user cap (reached_active_user_cap)
+// RateLimited for a day; 5xx and internal_error Transient, or Unknown on the post-creating call;
+// everything else Permanent with TikTok's message.
+func classify(status int, code, msg string, create bool) *platforms.Error {
+	if msg == "" {
+		msg = strings.TrimSpace(http.StatusText(status))
+	}
+	e := &platforms.Error{Platform: platforms.TikTok, Status: status, Code: code, Message: msg}
+	switch {
+	case code == "access_token_invalid" || (status == http.StatusUnauthorized && !strings.HasPrefix(code, "scope_")):
+		e.Kind = platforms.AuthExpired
+	case code == "rate_limit_exceeded" || status == http.StatusTooManyRequests:
+		e.Kind = platforms.RateLimited
+		e.ResetAt = time.Now().Add(rateWindow)
+	case code == "spam_risk_too_many_posts" || code == "reached_active_user_cap":
+		e.Kind = platforms.RateLimited
+		e.ResetAt = time.Now().Add(24 * time.Hour)
+	case (status >= 500 || code == "internal_error") && create:
+		e.Kind = platforms.Unknown
+		e.Message = "TikTok answered " + strconv.Itoa(status) + " to the last chunk of the video; the post may exist: " + msg
+	case status >= 500 || code == "internal_error":
+		e.Kind = platforms.Transient
+	default:
+		e.Kind = platforms.Permanent
+	}
+	return e
+}
+
+// invalidBody is the error for a 2xx answer that does not say what it should.
+func invalidBody(status int, what string, create bool) *platforms.Error {
+	if create {
+		return &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Unknown, Status: status,
+			Message: "TikTok's answer to the last chunk of the video is not what the API documents (" + what + "); the post may exist"}
+	}
+	return &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Transient, Status: status,
+		Message: "TikTok's answer is not what the API documents: " + what}
+}

@@ -1,0 +1,316 @@
+// Package tiktok publishes videos to TikTok through the Content Posting API's Direct Post
+// (networks.md §9).
+//
+// A post is exactly one video; the post's text is its caption (at most 2,200 UTF-16 code units).
+// Publish queries creator_info, chooses the most public privacy level the creator is offered
+// (PUBLIC_TO_EVERYONE, then FOLLOWER_OF_CREATOR, MUTUAL_FOLLOW_FRIENDS, SELF_ONLY; an unaudited
+// client is only offered SELF_ONLY, so its posts are private), or Credentials.Extra["privacy_level"]
+// when that is among the options, initializes a FILE_UPLOAD, PUTs the bytes in chunks following the
+// media transfer guide (one chunk up to 10 MB, else 10 MB chunks with the remainder in the last),
+// and polls status/fetch until PUBLISH_COMPLETE. The answer to the last chunk starts the
+// publication, so a failure of that call, or of the polling after it, leaves the outcome unknown
+// (platforms.Unknown) and Lookup resolves it through /v2/video/list/.
+//
+// The post id (publicaly_available_post_id) appears after TikTok's moderation; when it has not
+// appeared within the moderation wait, Publish returns the publish_id as the publication's id.
+//
+// Accounts connect with Login Kit OAuth v2 with PKCE S256; UserID is the open_id.
+package tiktok
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf16"
+
+	"github.com/heraldhq/herald/platforms"
+)
+
+// Production hosts. Uploads go to the upload_url TikTok returns.
+const (
+	DefaultBaseURL = "https://open.tiktokapis.com"
+	DefaultAuthURL = "https://www.tiktok.com"
+)
+
+// TikTok's content rules (networks.md §9.2; the size limit is disputed between 1, 4 and 10 GB).
+const (
+	MaxCaption       = 2200
+	MaxVideoBytes    = 4 << 30
+	minChunk         = 5 << 20
+	defaultChunkSize = 10 << 20
+	defaultPoll      = 3 * time.Second // status/fetch allows 30 calls a minute per token
+	maxProcessing    = 10 * time.Minute
+	moderationWait   = 2 * time.Minute
+	maxPollErrors    = 5
+)
+
+// privacyOrder lists TikTok's privacy levels from the most public.
+var privacyOrder = []string{"PUBLIC_TO_EVERYONE", "FOLLOWER_OF_CREATOR", "MUTUAL_FOLLOW_FRIENDS", "SELF_ONLY"}
+
+var videoTypes = map[string]bool{"video/mp4": true, "video/quicktime": true, "video/webm": true}
+
+// Adapter is the TikTok adapter. It is stateless and safe for concurrent use.
+type Adapter struct {
+	cfg       platforms.Config
+	hc        *http.Client
+	api, auth string
+	// chunkSize is the upload's chunk size (5 to 64 MB).
+	chunkSize int64
+	// moderationWait bounds the wait for the post id after PUBLISH_COMPLETE.
+	moderationWait time.Duration
+}
+
+var (
+	_ platforms.Adapter   = (*Adapter)(nil)
+	_ platforms.Connector = (*Adapter)(nil)
+)
+
+// New returns an adapter for cfg; empty URLs mean TikTok's production hosts.
+func New(cfg platforms.Config) *Adapter {
+	a := &Adapter{cfg: cfg, hc: cfg.HTTPClient, chunkSize: defaultChunkSize, moderationWait: moderationWait}
+	if a.hc == nil {
+		a.hc = defaultClient()
+	}
+	a.api = strings.TrimRight(or(cfg.BaseURL, DefaultBaseURL), "/")
+	a.auth = strings.TrimRight(or(cfg.AuthURL, DefaultAuthURL), "/")
+	return a
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// Platform names the network.
+func (a *Adapter) Platform() platforms.Platform { return platforms.TikTok }
+
+func invalid(format string, args ...any) error {
+	return platforms.Errorf(platforms.TikTok, platforms.Invalid, 0, format, args...)
+}
+
+// CaptionLength is a caption's length as TikTok counts it: UTF-16 code units.
+func CaptionLength(s string) int { return len(utf16.Encode([]rune(s))) }
+
+// Validate checks TikTok's rules: exactly one MP4, MOV or WebM video of at most 4 GB and a caption
+// of at most 2,200 UTF-16 code units.
+func (a *Adapter) Validate(p platforms.Post) error {
+	switch {
+	case len(p.Media) == 0:
+		return invalid("TikTok needs a video; the post has none")
+	case len(p.Media) > 1:
+		return invalid("TikTok takes exactly one video per post; the post has %d media files", len(p.Media))
+	case !p.Media[0].IsVideo():
+		return invalid("TikTok posts from Herald are videos; %q is %s", p.Media[0].Filename, p.Media[0].ContentType)
+	case !videoTypes[p.Media[0].ContentType]:
+		return invalid("TikTok takes MP4, MOV or WebM videos; %q is %s", p.Media[0].Filename, p.Media[0].ContentType)
+	case p.Media[0].Size > MaxVideoBytes:
+		return invalid("the video is %d bytes; TikTok allows 4 GB", p.Media[0].Size)
+	}
+	if n := CaptionLength(p.Text); n > MaxCaption {
+		return invalid("text is %d characters (UTF-16); TikTok allows %d in a caption", n, MaxCaption)
+	}
+	return nil
+}
+
+// creatorInfo is the data of creator_info/query.
+type creatorInfo struct {
+	Username            string   `json:"creator_username"`
+	PrivacyLevelOptions []string `json:"privacy_level_options"`
+	CommentDisabled     bool     `json:"comment_disabled"`
+	DuetDisabled        bool     `json:"duet_disabled"`
+	StitchDisabled      bool     `json:"stitch_disabled"`
+}
+
+// privacyLevel chooses the post's privacy level among the creator's options.
+func privacyLevel(c platforms.Credentials, options []string) (string, bool) {
+	if p := c.Extra["privacy_level"]; p != "" && slices.Contains(options, p) {
+		return p, true
+	}
+	for _, p := range privacyOrder {
+		if slices.Contains(options, p) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// ChunkPlan is how a video of size bytes is cut for FILE_UPLOAD with chunks of about chunk bytes:
+// one chunk when it fits, else floor(size/chunk) chunks, the last taking the remainder.
+func ChunkPlan(size, chunk int64) (chunkSize int64, count int) {
+	if size <= chunk {
+		return size, 1
+	}
+	return chunk, int(size / chunk)
+}
+
+// Publish uploads the video as a Direct Post and waits until TikTok published it.
+func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platforms.Post) (platforms.Result, error) {
+	if err := a.Validate(p); err != nil {
+		return platforms.Result{}, err
+	}
+	var info creatorInfo
+	if err := a.call(ctx, request{method: http.MethodPost, url: a.api + "/v2/post/publish/creator_info/query/", bearer: c.AccessToken, contentType: "application/json; charset=UTF-8"}, &info); err != nil {
+		return platforms.Result{}, err
+	}
+	privacy, ok := privacyLevel(c, info.PrivacyLevelOptions)
+	if !ok {
+		return platforms.Result{}, &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Permanent, Code: "privacy_level_option_mismatch", Message: "TikTok offers this creator no privacy level to post with"}
+	}
+	m := p.Media[0]
+	rc, err := m.Open(ctx)
+	if err != nil {
+		return platforms.Result{}, &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Transient, Message: "opening the video failed", Err: err}
+	}
+	defer rc.Close()
+	var src io.Reader = rc
+	size := m.Size
+	if size <= 0 {
+		data, err := io.ReadAll(io.LimitReader(rc, MaxVideoBytes+1))
+		if err != nil {
+			return platforms.Result{}, &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Transient, Message: "reading the video failed", Err: err}
+		}
+		if len(data) == 0 || len(data) > MaxVideoBytes {
+			return platforms.Result{}, invalid("the video is %d bytes; TikTok takes 1 byte to 4 GB", len(data))
+		}
+		src, size = bytes.NewReader(data), int64(len(data))
+	}
+	chunk, count := ChunkPlan(size, max(a.chunkSize, minChunk))
+	initBody, _ := json.Marshal(map[string]any{
+		"post_info": map[string]any{
+			"title": p.Text, "privacy_level": privacy, "disable_duet": info.DuetDisabled,
+			"disable_comment": info.CommentDisabled, "disable_stitch": info.StitchDisabled, "video_cover_timestamp_ms": 1000,
+		},
+		"source_info": map[string]any{"source": "FILE_UPLOAD", "video_size": size, "chunk_size": chunk, "total_chunk_count": count},
+	})
+	var init struct {
+		PublishID string `json:"publish_id"`
+		UploadURL string `json:"upload_url"`
+	}
+	if err := a.call(ctx, request{method: http.MethodPost, url: a.api + "/v2/post/publish/video/init/", body: initBody, bearer: c.AccessToken, contentType: "application/json; charset=UTF-8"}, &init); err != nil {
+		return platforms.Result{}, err
+	}
+	if init.PublishID == "" || init.UploadURL == "" {
+		return platforms.Result{}, invalidBody(http.StatusOK, "no publish_id or upload_url", false)
+	}
+	if err := a.upload(ctx, init.UploadURL, src, m.ContentType, size, chunk, count); err != nil {
+		return platforms.Result{}, err
+	}
+	id, err := a.awaitPublish(ctx, c, init.PublishID)
+	if err != nil {
+		return platforms.Result{}, err
+	}
+	pub := platforms.Publication{ID: id}
+	if id != init.PublishID {
+		pub.URL = "https://www.tiktok.com/@" + url.PathEscape(or(info.Username, c.Handle)) + "/video/" + url.PathEscape(id)
+	}
+	return platforms.Result{Publication: pub}, nil
+}
+
+// upload PUTs the chunks in order; the last one creates the post.
+func (a *Adapter) upload(ctx context.Context, uploadURL string, src io.Reader, ctype string, size, chunk int64, count int) error {
+	var first int64
+	for i := range count {
+		n := chunk
+		if i == count-1 {
+			n = size - first
+		}
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(src, buf); err != nil {
+			return &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Permanent, Message: "reading the video failed (is its size right?)", Err: err}
+		}
+		last := i == count-1
+		r, err := a.send(ctx, request{method: http.MethodPut, url: uploadURL, body: buf, contentType: ctype, create: last,
+			header: map[string]string{"Content-Range": fmt.Sprintf("bytes %d-%d/%d", first, first+n-1, size)}})
+		if err != nil {
+			return err
+		}
+		if r.status < 200 || r.status > 299 {
+			var env envelope
+			_ = json.Unmarshal(r.body, &env)
+			return classify(r.status, env.Error.Code, env.Error.Message, last)
+		}
+		first += n
+	}
+	return nil
+}
+
+// status is the data of status/fetch.
+type status struct {
+	Status     string            `json:"status"`
+	FailReason string            `json:"fail_reason"`
+	PostIDs    []json.RawMessage `json:"publicaly_available_post_id"`
+}
+
+// awaitPublish polls status/fetch until the post is published and returns its id (the publish_id
+// when the post id has not appeared within the moderation wait). The post exists once the upload
+// ended, so a poll that keeps failing ends in Unknown, never in a retryable error.
+func (a *Adapter) awaitPublish(ctx context.Context, c platforms.Credentials, publishID string) (string, error) {
+	wait := a.cfg.PollInterval
+	if wait <= 0 {
+		wait = defaultPoll
+	}
+	body, _ := json.Marshal(map[string]string{"publish_id": publishID})
+	deadline := time.Now().Add(maxProcessing)
+	var completeSince time.Time
+	errs := 0
+	for {
+		var st status
+		err := a.call(ctx, request{method: http.MethodPost, url: a.api + "/v2/post/publish/status/fetch/", body: body, bearer: c.AccessToken, contentType: "application/json; charset=UTF-8"}, &st)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return "", unknown("the wait for the post was cut short", ctx.Err())
+		case err != nil:
+			if errs++; errs >= maxPollErrors || platforms.KindOf(err) == platforms.AuthExpired || platforms.KindOf(err) == platforms.Permanent {
+				return "", unknown("the post's status could not be read", err)
+			}
+		case st.Status == "FAILED":
+			e := &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Permanent, Code: st.FailReason, Message: "TikTok did not publish the video: " + st.FailReason}
+			if st.FailReason == "spam_risk_too_many_posts" {
+				e.Kind, e.ResetAt = platforms.RateLimited, time.Now().Add(24*time.Hour)
+			}
+			return "", e
+		case st.Status == "PUBLISH_COMPLETE" && len(st.PostIDs) > 0:
+			if id := strings.Trim(string(st.PostIDs[0]), `"`); id != "" {
+				return id, nil
+			}
+		case st.Status == "PUBLISH_COMPLETE" || st.Status == "SEND_TO_USER_INBOX":
+			if completeSince.IsZero() {
+				completeSince = time.Now()
+			}
+			if time.Since(completeSince) >= a.moderationWait {
+				return publishID, nil
+			}
+		default:
+			errs = 0
+		}
+		if time.Now().After(deadline) {
+			return "", unknown("TikTok is still processing the video after "+maxProcessing.String(), nil)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", unknown("the wait for the post was cut short", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func unknown(msg string, err error) *platforms.Error {
+	e := &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Unknown, Message: msg + "; the video was uploaded and may be published", Err: err}
+	var pe *platforms.Error
+	if err != nil && errors.As(err, &pe) {
+		e.Status, e.Code = pe.Status, pe.Code
+	}
+	return e
+}

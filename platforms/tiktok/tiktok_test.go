@@ -1,0 +1,430 @@
+package tiktok
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/sim"
+)
+
+type testBundle struct {
+	srv   *sim.Server
+	a     *Adapter
+	creds platforms.Credentials
+}
+
+func setup(t *testing.T, opts sim.Options) *testBundle {
+	t.Helper()
+	srv, err := sim.Start("127.0.0.1:0", opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	cfg := srv.AdapterConfig(platforms.TikTok)
+	cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+	b := &testBundle{srv: srv, a: New(cfg)}
+	b.creds = connect(t, b.a, "alice")
+	return b
+}
+
+func pkce(t *testing.T) (verifier, challenge string) {
+	t.Helper()
+	verifier = base64.RawURLEncoding.EncodeToString(randomBytes(t, 32))
+	sum := sha256.Sum256([]byte(verifier))
+	return verifier, base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// connect runs the OAuth flow with PKCE for handle.
+func connect(t *testing.T, a *Adapter, handle string) platforms.Credentials {
+	t.Helper()
+	verifier, challenge := pkce(t)
+	redirect := "http://127.0.0.1:1/callback"
+	q := consent(t, a.AuthorizeURL("st4te", redirect, challenge)+"&login_hint="+handle)
+	require.Equal(t, "st4te", q.Get("state"))
+	c, err := a.Exchange(context.Background(), q.Get("code"), redirect, verifier)
+	require.NoError(t, err)
+	return c
+}
+
+// consent follows the consent page once and returns the query of the redirect it answers with.
+func consent(t *testing.T, authURL string) url.Values {
+	t.Helper()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(authURL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusFound, resp.StatusCode)
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	require.NoError(t, err)
+	require.Equal(t, "/callback", loc.Path)
+	return loc.Query()
+}
+
+func randomBytes(t *testing.T, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	return b
+}
+
+func videoMedia(data []byte) platforms.Media {
+	return platforms.Media{
+		ID: "v", ContentType: "video/mp4", Size: int64(len(data)), Filename: "clip.mp4",
+		Open: func(context.Context) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
+	}
+}
+
+func sha(data []byte) string {
+	s := sha256.Sum256(data)
+	return hex.EncodeToString(s[:])
+}
+
+func kindOf(t *testing.T, err error) platforms.Kind {
+	t.Helper()
+	require.Error(t, err)
+	var e *platforms.Error
+	require.True(t, errors.As(err, &e), "error %v is not a *platforms.Error", err)
+	require.Equal(t, platforms.TikTok, e.Platform)
+	return e.Kind
+}
+
+func uploads(t *testing.T, srv *sim.Server) []sim.RequestLog {
+	t.Helper()
+	resp, err := http.Get(srv.BaseURL() + "/_sim/requests?platform=tiktok")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out struct {
+		Data []sim.RequestLog `json:"data"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	var puts []sim.RequestLog
+	for _, l := range out.Data {
+		if l.Method == http.MethodPut {
+			puts = append(puts, l)
+		}
+	}
+	return puts
+}
+
+func TestConnect(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	require.True(t, b.a.UsesPKCE())
+	alice, err := b.srv.NewAccount(platforms.TikTok, "alice")
+	require.NoError(t, err)
+	require.Equal(t, alice.UserID, b.creds.UserID, "UserID is the open_id")
+	require.Equal(t, "alice", b.creds.Handle)
+	require.NotEmpty(t, b.creds.RefreshToken)
+	require.True(t, b.creds.ExpiresAt.After(time.Now().Add(23*time.Hour)))
+	require.True(t, b.creds.RefreshExpiresAt.After(time.Now().Add(300*24*time.Hour)))
+
+	_, challenge := pkce(t)
+	redirect := "http://127.0.0.1:1/callback"
+	authURL := b.a.AuthorizeURL("s", redirect, challenge)
+	u, err := url.Parse(authURL)
+	require.NoError(t, err)
+	require.Equal(t, "/tiktok/v2/auth/authorize/", u.Path)
+	require.Equal(t, sim.ClientID, u.Query().Get("client_key"))
+	q := consent(t, authURL)
+	_, err = b.a.Exchange(context.Background(), q.Get("code"), redirect, "not-the-verifier")
+	require.Equal(t, platforms.Permanent, kindOf(t, err))
+	_, err = b.a.Exchange(context.Background(), q.Get("code"), redirect, "not-the-verifier")
+	require.Equal(t, platforms.Permanent, kindOf(t, err), "codes are single-use")
+
+	b.srv.Deny(platforms.TikTok)
+	q = consent(t, authURL)
+	require.Equal(t, "access_denied", q.Get("error"))
+	require.Equal(t, "s", q.Get("state"))
+}
+
+func TestPublishSmallVideo(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	data := randomBytes(t, 100000)
+	text := "Behind the scenes 🎬 #studio"
+	res, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: text, Media: []platforms.Media{videoMedia(data)}})
+	require.NoError(t, err)
+	recs := b.srv.Publications(platforms.TikTok)
+	require.Len(t, recs, 1)
+	require.Equal(t, recs[0].ID, res.Publication.ID)
+	require.Equal(t, "https://www.tiktok.com/@alice/video/"+res.Publication.ID, res.Publication.URL)
+	require.Equal(t, b.creds.UserID, recs[0].Account)
+	require.Equal(t, text, recs[0].Text)
+	require.Equal(t, []string{sha(data)}, recs[0].MediaSHA256)
+	puts := uploads(t, b.srv)
+	require.Len(t, puts, 1, "a file under 5 MB goes in one piece")
+	require.Equal(t, "bytes 0-99999/100000", puts[0].Headers["Content-Range"])
+}
+
+func TestPublishChunkedVideo(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	b.a.chunkSize = 5 << 20
+	data := randomBytes(t, 11<<20+123)
+	res, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Chunked", Media: []platforms.Media{videoMedia(data)}})
+	require.NoError(t, err)
+	recs := b.srv.Publications(platforms.TikTok)
+	require.Len(t, recs, 1)
+	require.Equal(t, recs[0].ID, res.Publication.ID)
+	require.Equal(t, []string{sha(data)}, recs[0].MediaSHA256)
+	puts := uploads(t, b.srv)
+	require.Len(t, puts, 2, "floor(11 MB / 5 MB) chunks, the last taking the remainder")
+	require.Equal(t, "bytes 0-5242879/11534459", puts[0].Headers["Content-Range"])
+	require.Equal(t, "bytes 5242880-11534458/11534459", puts[1].Headers["Content-Range"])
+}
+
+func TestChunkPlan(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		size, chunk, wantChunk int64
+		wantCount              int
+	}{
+		{100, 10 << 20, 100, 1},
+		{10 << 20, 10 << 20, 10 << 20, 1},
+		{25 << 20, 10 << 20, 10 << 20, 2},
+		{4 << 30, 10 << 20, 10 << 20, 409},
+	} {
+		c, n := ChunkPlan(tc.size, tc.chunk)
+		require.Equal(t, tc.wantChunk, c)
+		require.Equal(t, tc.wantCount, n)
+		require.LessOrEqual(t, tc.size-int64(n-1)*c, int64(128<<20), "the last chunk stays within 128 MB")
+	}
+}
+
+func TestUnauditedClientPostsPrivately(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	b.srv.SetTikTokAudited(false)
+	creds := b.creds
+	creds.Extra = map[string]string{"privacy_level": "PUBLIC_TO_EVERYONE"} // not offered: ignored
+	_, err := b.a.Publish(context.Background(), creds, platforms.Post{Text: "Private", Media: []platforms.Media{videoMedia([]byte("video"))}})
+	require.NoError(t, err)
+	require.Len(t, b.srv.Publications(platforms.TikTok), 1)
+}
+
+func TestModerationWait(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	b.srv.SetTikTokModerationDelay(time.Hour)
+	b.a.moderationWait = 50 * time.Millisecond
+	res, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "In review", Media: []platforms.Media{videoMedia([]byte("video"))}})
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(res.Publication.ID, "v_pub_file~"), "the publish_id stands in for the post id")
+	require.Empty(t, res.Publication.URL)
+	require.Len(t, b.srv.Publications(platforms.TikTok), 1)
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	a := New(platforms.Config{})
+	vid := videoMedia([]byte("x"))
+	cases := []struct {
+		name string
+		post platforms.Post
+		want string
+	}{
+		{"no media", platforms.Post{Text: "Hi"}, "needs a video"},
+		{"two videos", platforms.Post{Media: []platforms.Media{vid, vid}}, "exactly one video"},
+		{"image", platforms.Post{Media: []platforms.Media{{ContentType: "image/jpeg", Filename: "a.jpg"}}}, "are videos"},
+		{"avi", platforms.Post{Media: []platforms.Media{{ContentType: "video/x-msvideo", Filename: "a.avi"}}}, "MP4, MOV or WebM"},
+		{"long caption", platforms.Post{Text: strings.Repeat("😀", 1101), Media: []platforms.Media{vid}}, "2202 characters"},
+		{"huge", platforms.Post{Media: []platforms.Media{{ContentType: "video/mp4", Size: MaxVideoBytes + 1}}}, "4 GB"},
+	}
+	for _, tc := range cases {
+		err := a.Validate(tc.post)
+		require.Equal(t, platforms.Invalid, kindOf(t, err), tc.name)
+		require.Contains(t, err.Error(), tc.want, tc.name)
+	}
+	require.NoError(t, a.Validate(platforms.Post{Text: strings.Repeat("😀", 1100), Media: []platforms.Media{vid}}))
+}
+
+func TestRefreshAndRetry(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	post := platforms.Post{Text: "After refresh", Media: []platforms.Media{videoMedia([]byte("video"))}}
+	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultExpireTokens, 0))
+	_, err := b.a.Publish(context.Background(), b.creds, post)
+	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
+
+	fresh, err := b.a.Refresh(context.Background(), b.creds)
+	require.NoError(t, err)
+	require.NotEqual(t, b.creds.AccessToken, fresh.AccessToken)
+	require.NotEqual(t, b.creds.RefreshToken, fresh.RefreshToken)
+	require.Equal(t, b.creds.UserID, fresh.UserID)
+	require.Equal(t, b.creds.Handle, fresh.Handle)
+	_, err = b.a.Refresh(context.Background(), b.creds)
+	require.Equal(t, platforms.Permanent, kindOf(t, err), "the old refresh token is retired")
+
+	_, err = b.a.Publish(context.Background(), fresh, post)
+	require.NoError(t, err)
+	require.Len(t, b.srv.Publications(platforms.TikTok), 1)
+}
+
+func TestRateLimited(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	post := platforms.Post{Text: "Limited", Media: []platforms.Media{videoMedia([]byte("video"))}}
+	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultRateLimit, 1))
+	_, err := b.a.Publish(context.Background(), b.creds, post)
+	require.Equal(t, platforms.RateLimited, kindOf(t, err))
+	var e *platforms.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, "rate_limit_exceeded", e.Code)
+	require.True(t, e.ResetAt.After(time.Now()) && e.ResetAt.Before(time.Now().Add(2*time.Minute)))
+
+	b.srv.SetLimit(platforms.TikTok, "video_init", sim.Limit{Count: 1, Window: time.Minute})
+	_, err = b.a.Publish(context.Background(), b.creds, post)
+	require.NoError(t, err)
+	_, err = b.a.Publish(context.Background(), b.creds, post)
+	require.Equal(t, platforms.RateLimited, kindOf(t, err))
+	require.Len(t, b.srv.Publications(platforms.TikTok), 1)
+
+	b.srv.SetLimit(platforms.TikTok, "video_init", sim.Limit{Count: 6, Window: time.Minute})
+	b.srv.SetLimit(platforms.TikTok, "daily_posts", sim.Limit{Count: 0, Window: 24 * time.Hour})
+	_, err = b.a.Publish(context.Background(), b.creds, post)
+	require.Equal(t, platforms.RateLimited, kindOf(t, err))
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, "spam_risk_too_many_posts", e.Code)
+}
+
+func TestServerErrorAndTimeoutAreTransient(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{TimeoutHold: 50 * time.Millisecond})
+	post := platforms.Post{Text: "Outage", Media: []platforms.Media{videoMedia([]byte("video"))}}
+	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultError5xx, 1))
+	_, err := b.a.Publish(context.Background(), b.creds, post)
+	require.Equal(t, platforms.Transient, kindOf(t, err))
+	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultTimeout, 1))
+	_, err = b.a.Publish(context.Background(), b.creds, post)
+	require.Equal(t, platforms.Transient, kindOf(t, err), "creator_info creates nothing")
+	require.Empty(t, b.srv.Publications(platforms.TikTok))
+}
+
+func TestPostThenErrorAndLookup(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	since := time.Now()
+	other := platforms.Post{Text: "Another video", Media: []platforms.Media{videoMedia([]byte("video one"))}}
+	post := platforms.Post{Text: "Maybe posted\nThe answer to the last chunk is lost.", Media: []platforms.Media{videoMedia([]byte("video two"))}}
+	_, err := b.a.Publish(context.Background(), b.creds, other)
+	require.NoError(t, err)
+	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultPostThenError, 1))
+	_, err = b.a.Publish(context.Background(), b.creds, post)
+	require.Equal(t, platforms.Unknown, kindOf(t, err))
+
+	recs := b.srv.Publications(platforms.TikTok)
+	require.Len(t, recs, 2)
+	var pub platforms.Publication
+	require.Eventually(t, func() bool { // the post is listed once moderation passed
+		var found bool
+		pub, found, err = b.a.Lookup(context.Background(), b.creds, post, since)
+		require.NoError(t, err)
+		return found
+	}, 5*time.Second, 5*time.Millisecond)
+	require.Equal(t, recs[1].ID, pub.ID)
+	require.Equal(t, "https://www.tiktok.com/@alice/video/"+pub.ID, pub.URL)
+
+	_, found, err := b.a.Lookup(context.Background(), b.creds, post, time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.False(t, found)
+	bob := connect(t, b.a, "bob")
+	_, found, err = b.a.Lookup(context.Background(), bob, post, since)
+	require.NoError(t, err)
+	require.False(t, found)
+}
+
+func TestLostAnswerToLastChunkIsUnknown(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	b.a.hc = &http.Client{Timeout: 5 * time.Second, Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+		resp, err := http.DefaultTransport.RoundTrip(r)
+		if err == nil && r.Method == http.MethodPut {
+			resp.Body.Close()
+			return nil, errors.New("connection reset after sending")
+		}
+		return resp, err
+	})}
+	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Lost", Media: []platforms.Media{videoMedia([]byte("video"))}})
+	require.Equal(t, platforms.Unknown, kindOf(t, err))
+	require.Len(t, b.srv.Publications(platforms.TikTok), 1)
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestProcessingFailure(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	data := append([]byte(sim.ProcessingFailureMarker), randomBytes(t, 100)...)
+	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Broken", Media: []platforms.Media{videoMedia(data)}})
+	require.Equal(t, platforms.Permanent, kindOf(t, err))
+	var e *platforms.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, "file_format_check_failed", e.Code)
+	require.Empty(t, b.srv.Publications(platforms.TikTok))
+}
+
+func TestGarbageAnswers(t *testing.T) {
+	t.Parallel()
+	post := platforms.Post{Text: "Garbage", Media: []platforms.Media{videoMedia([]byte("video"))}}
+	creds := platforms.Credentials{AccessToken: "t"}
+	for body, want := range map[string]platforms.Kind{
+		"<html>oops</html>": platforms.Transient,
+		`{"data":{},"error":{"code":"invalid_params","message":"bad"}}`: platforms.Permanent,
+		`{"data":{"privacy_level_options":["SELF_ONLY"]}}`:              platforms.Transient,
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte(body))
+		}))
+		t.Cleanup(srv.Close)
+		_, err := New(platforms.Config{BaseURL: srv.URL}).Publish(context.Background(), creds, post)
+		require.Equal(t, want, kindOf(t, err), body)
+	}
+
+	// An error envelope on the last chunk: the post may exist.
+	var base string
+	flow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v2/post/publish/creator_info/query/":
+			_, _ = w.Write([]byte(`{"data":{"privacy_level_options":["SELF_ONLY"]},"error":{"code":"ok"}}`))
+		case "/v2/post/publish/video/init/":
+			_, _ = w.Write([]byte(`{"data":{"publish_id":"p1","upload_url":"` + base + `/up"},"error":{"code":"ok"}}`))
+		default:
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(`{"data":{},"error":{"code":"internal_error","message":"boom"}}`))
+		}
+	}))
+	t.Cleanup(flow.Close)
+	base = flow.URL
+	_, err := New(platforms.Config{BaseURL: base}).Publish(context.Background(), creds, post)
+	require.Equal(t, platforms.Unknown, kindOf(t, err))
+}
+
+func TestRevoke(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	require.NoError(t, b.a.Revoke(context.Background(), b.creds))
+	revs := b.srv.Revocations()
+	require.Len(t, revs, 1)
+	require.Equal(t, "tiktok", revs[0].Platform)
+	require.Equal(t, b.creds.UserID, revs[0].Account)
+	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Revoked", Media: []platforms.Media{videoMedia([]byte("video"))}})
+	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
+}

@@ -1,0 +1,258 @@
+package x
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/heraldhq/herald/platforms"
+)
+
+// maxResponse bounds how much of an answer is read.
+const maxResponse = 4 << 20
+
+// defaultRateWindow is assumed when a 429 says nothing about its reset: X's windows are 15 minutes.
+const defaultRateWindow = 15 * time.Minute
+
+// request is one call to X.
+type request struct {
+	method, url string
+	body        []byte
+	contentType string
+	bearer      string
+	// basicUser and basicPass, when basicUser is set, authenticate a confidential OAuth client.
+	basicUser, basicPass string
+	// create marks the call that creates the post: once it was sent, a failure leaves the outcome
+	// unknown.
+	create bool
+}
+
+// response is X's answer, read in full.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// send makes the call. Failures without an answer are classified: before the request was written
+// Transient; after it was written Unknown for the post-creating call and Transient otherwise.
+func (a *Adapter) send(ctx context.Context, rq request) (*response, error) {
+	var wrote atomic.Bool
+	trace := &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
+		if info.Err == nil {
+			wrote.Store(true)
+		}
+	}}
+	var body io.Reader
+	if rq.body != nil {
+		body = bytes.NewReader(rq.body)
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), rq.method, rq.url, body)
+	if err != nil {
+		return nil, &platforms.Error{Platform: platforms.X, Kind: platforms.Permanent, Message: "building the request failed", Err: err}
+	}
+	if rq.contentType != "" {
+		req.Header.Set("Content-Type", rq.contentType)
+	}
+	req.Header.Set("Accept", "application/json")
+	if rq.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+rq.bearer)
+	}
+	if rq.basicUser != "" {
+		req.SetBasicAuth(rq.basicUser, rq.basicPass)
+	}
+	resp, err := a.hc.Do(req)
+	if err != nil {
+		return nil, connError(err, wrote.Load(), rq.create)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		// The answer started but was cut off: the request certainly arrived.
+		return nil, connError(err, true, rq.create)
+	}
+	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// connError classifies a call that got no (complete) answer.
+func connError(err error, sent, create bool) *platforms.Error {
+	switch {
+	case !sent:
+		return &platforms.Error{Platform: platforms.X, Kind: platforms.Transient, Message: "the request could not be sent: " + err.Error(), Err: err}
+	case create:
+		return &platforms.Error{Platform: platforms.X, Kind: platforms.Unknown, Message: "no answer after the post was sent; it may exist: " + err.Error(), Err: err}
+	}
+	return &platforms.Error{Platform: platforms.X, Kind: platforms.Transient, Message: "no answer: " + err.Error(), Err: err}
+}
+
+// apiError is the union of X's error bodies: v2 problem JSON, v1.1-style errors, and OAuth errors.
+type apiError struct {
+	Title  string `json:"title"`
+	Type   string `json:"type"`
+	Detail string `json:"detail"`
+	Errors []struct {
+		Code    json.RawMessage `json:"code"`
+		Message string          `json:"message"`
+	} `json:"errors"`
+	Error            string `json:"error"`
+	ErrorDescription string `json:"error_description"`
+}
+
+// message and code extract what X said from an error body.
+func (e apiError) message() string {
+	var parts []string
+	if e.Detail != "" {
+		parts = append(parts, e.Detail)
+	} else if e.Title != "" {
+		parts = append(parts, e.Title)
+	}
+	for _, m := range e.Errors {
+		if m.Message != "" && m.Message != e.Detail {
+			parts = append(parts, m.Message)
+		}
+	}
+	if e.ErrorDescription != "" {
+		parts = append(parts, e.ErrorDescription)
+	} else if e.Error != "" {
+		parts = append(parts, e.Error)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e apiError) code() string {
+	for _, m := range e.Errors {
+		if c := strings.Trim(string(m.Code), `"`); c != "" {
+			return c
+		}
+	}
+	if e.Error != "" {
+		return e.Error
+	}
+	if i := strings.LastIndex(e.Type, "/problems/"); i >= 0 {
+		return e.Type[i+len("/problems/"):]
+	}
+	return ""
+}
+
+// classify turns a non-2xx answer into a classified error: 401 AuthExpired (X has no distinct
+// "expired" code: refresh once, then reconnect), 429 RateLimited with the reset X announced, 5xx
+// Transient (Unknown on the post-creating call), any other status Permanent with X's message.
+func classify(r *response, create bool) *platforms.Error {
+	var body apiError
+	_ = json.Unmarshal(r.body, &body)
+	msg := body.message()
+	if msg == "" {
+		msg = strings.TrimSpace(http.StatusText(r.status))
+	}
+	e := &platforms.Error{Platform: platforms.X, Status: r.status, Code: body.code(), Message: msg}
+	switch {
+	case r.status == http.StatusUnauthorized:
+		e.Kind = platforms.AuthExpired
+	case r.status == http.StatusTooManyRequests:
+		e.Kind = platforms.RateLimited
+		e.ResetAt = rateReset(r.header)
+	case r.status >= 500 && create:
+		e.Kind = platforms.Unknown
+		e.Message = "X answered " + strconv.Itoa(r.status) + " to the post; it may exist: " + msg
+	case r.status >= 500:
+		e.Kind = platforms.Transient
+	default:
+		e.Kind = platforms.Permanent
+	}
+	return e
+}
+
+// rateReset is when a 429 lifts: the latest reset among the windows X reports exhausted (the
+// 15-minute x-rate-limit-* window and the 24-hour x-user-limit-24hour-* / x-app-limit-24hour-*
+// windows), else the 15-minute reset, else 15 minutes from now.
+func rateReset(h http.Header) time.Time {
+	var reset time.Time
+	for _, p := range []string{"x-rate-limit", "x-user-limit-24hour", "x-app-limit-24hour"} {
+		if t, ok := epoch(h.Get(p + "-reset")); ok && h.Get(p+"-remaining") == "0" && t.After(reset) {
+			reset = t
+		}
+	}
+	if !reset.IsZero() {
+		return reset
+	}
+	if t, ok := epoch(h.Get("x-rate-limit-reset")); ok {
+		return t
+	}
+	return time.Now().Add(defaultRateWindow)
+}
+
+func epoch(v string) (time.Time, bool) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n <= 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(n, 0), true
+}
+
+// rateInfo reads the x-rate-limit-* headers of an answer.
+func rateInfo(h http.Header) platforms.RateInfo {
+	limit, err1 := strconv.Atoi(h.Get("x-rate-limit-limit"))
+	remaining, err2 := strconv.Atoi(h.Get("x-rate-limit-remaining"))
+	reset, ok := epoch(h.Get("x-rate-limit-reset"))
+	if err1 != nil || err2 != nil || !ok {
+		return platforms.RateInfo{}
+	}
+	return platforms.RateInfo{Limit: limit, Remaining: remaining, Reset: reset, Known: true}
+}
+
+// decode parses a 2xx answer into v; a body that does not parse is a garbage answer.
+func decode(r *response, v any, create bool) error {
+	if err := json.Unmarshal(r.body, v); err != nil {
+		return garbage(r, create, err)
+	}
+	return nil
+}
+
+// garbage classifies a 2xx answer whose body is not what X sends. On the post-creating call the
+// post probably exists but its id is unknown, so the outcome is Unknown (Lookup resolves it);
+// elsewhere the answer is Transient.
+func garbage(r *response, create bool, err error) *platforms.Error {
+	kind := platforms.Transient
+	if create {
+		kind = platforms.Unknown
+	}
+	return &platforms.Error{Platform: platforms.X, Kind: kind, Status: r.status, Message: fmt.Sprintf("unexpected answer from X (HTTP %d)", r.status), Err: err}
+}
+
+// errorBody reports a 2xx answer that carries only errors (X's partial-error shape without data).
+func errorBody(r *response) *platforms.Error {
+	var body apiError
+	if json.Unmarshal(r.body, &body) != nil || (len(body.Errors) == 0 && body.Detail == "" && body.Error == "") {
+		return nil
+	}
+	return &platforms.Error{Platform: platforms.X, Kind: platforms.Permanent, Status: r.status, Code: body.code(), Message: body.message()}
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ctxError classifies a context that ended between calls (nothing in flight).
+func ctxError(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &platforms.Error{Platform: platforms.X, Kind: platforms.Transient, Message: "stopped: " + err.Error(), Err: err}
+	}
+	return err
+}

@@ -1,0 +1,370 @@
+// Package x is Herald's adapter for X (twitter_x), API v2: posts with POST /2/tweets, media with
+// the chunked upload v2 (initialize, append, finalize, then STATUS polling while videos and GIFs
+// process), OAuth 2.0 refresh and revoke at /2/oauth2/token and /2/oauth2/revoke, and lookups with
+// GET /2/users/{id}/tweets. See networks.md §1.
+//
+// Herald connects X with the user's own OAuth 2.0 client and tokens rather than a browser redirect
+// through Herald's client, so the adapter is not a platforms.Connector: the credentials carry the
+// client in Extra["client_id"] (and Extra["client_secret"] for a confidential client), and Refresh
+// and Revoke authenticate with it. Identify fills in the account's id and username from the
+// tokens alone.
+package x
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/heraldhq/herald/platforms"
+)
+
+// Production hosts.
+const (
+	DefaultBaseURL = "https://api.x.com"
+	DefaultAuthURL = "https://x.com"
+)
+
+// Media limits (networks.md §1.2).
+const (
+	maxImages     = 4
+	maxImageBytes = 5 << 20
+	maxGIFBytes   = 15 << 20
+	maxVideoBytes = 512 << 20
+)
+
+// Adapter publishes to X. It is stateless and safe for concurrent use.
+type Adapter struct {
+	base, auth, upload     string
+	clientID, clientSecret string
+	hc                     *http.Client
+	poll                   time.Duration
+}
+
+var _ platforms.Adapter = (*Adapter)(nil)
+
+// New returns an adapter for cfg. Empty base URLs mean X's production hosts (the upload host
+// defaults to the API host); a nil HTTP client means one with a 60-second timeout.
+func New(cfg platforms.Config) *Adapter {
+	a := &Adapter{
+		base:         strings.TrimRight(cfg.BaseURL, "/"),
+		auth:         strings.TrimRight(cfg.AuthURL, "/"),
+		upload:       strings.TrimRight(cfg.UploadURL, "/"),
+		clientID:     cfg.ClientID,
+		clientSecret: cfg.ClientSecret,
+		hc:           cfg.HTTPClient,
+		poll:         cfg.PollInterval,
+	}
+	if a.base == "" {
+		a.base = DefaultBaseURL
+	}
+	if a.auth == "" {
+		a.auth = DefaultAuthURL
+	}
+	if a.upload == "" {
+		a.upload = a.base
+	}
+	if a.hc == nil {
+		a.hc = &http.Client{Timeout: 60 * time.Second}
+	}
+	return a
+}
+
+// Platform names the network.
+func (a *Adapter) Platform() platforms.Platform { return platforms.X }
+
+// Validate checks X's rules: text or media, at most 280 weighted characters, and up to 4 images
+// or 1 GIF or 1 video of the supported types and sizes.
+func (a *Adapter) Validate(p platforms.Post) error {
+	if strings.TrimSpace(p.Text) == "" && len(p.Media) == 0 {
+		return invalid("a post needs text or media")
+	}
+	if n := WeightedLength(p.Text); n > MaxWeightedLength {
+		return invalid("text is %d weighted characters; X allows %d (URLs count 23, most emoji and CJK characters 2)", n, MaxWeightedLength)
+	}
+	if len(p.Media) > maxImages {
+		return invalid("%d media files; X allows up to %d images", len(p.Media), maxImages)
+	}
+	for i, m := range p.Media {
+		category, limit, ok := mediaCategory(m.ContentType)
+		if !ok {
+			return invalid("media %d is %s; X takes JPEG, PNG, WEBP or GIF images and MP4 or MOV videos", i+1, typeName(m.ContentType))
+		}
+		if category != "tweet_image" && len(p.Media) > 1 {
+			return invalid("a post takes up to 4 images, or 1 GIF, or 1 video, not %d files with a GIF or video", len(p.Media))
+		}
+		if m.Size > limit {
+			return invalid("media %d is %d bytes; X allows %d for %s", i+1, m.Size, limit, m.ContentType)
+		}
+	}
+	return nil
+}
+
+func typeName(ct string) string {
+	if ct == "" {
+		return "of unknown type"
+	}
+	return ct
+}
+
+// mediaCategory is the media_category X expects for a content type and its size limit.
+func mediaCategory(ct string) (category string, limit int64, ok bool) {
+	switch ct {
+	case "image/jpeg", "image/png", "image/webp":
+		return "tweet_image", maxImageBytes, true
+	case "image/gif":
+		return "tweet_gif", maxGIFBytes, true
+	case "video/mp4", "video/quicktime":
+		return "tweet_video", maxVideoBytes, true
+	}
+	return "", 0, false
+}
+
+func invalid(format string, args ...any) *platforms.Error {
+	return platforms.Errorf(platforms.X, platforms.Invalid, 0, format, args...)
+}
+
+// Publish uploads the media, waits for X to process videos and GIFs, and creates the post. The
+// result's rate information is the x-rate-limit-* headers of POST /2/tweets.
+func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platforms.Post) (platforms.Result, error) {
+	if err := a.Validate(p); err != nil {
+		return platforms.Result{}, err
+	}
+	ids := make([]string, 0, len(p.Media))
+	for _, m := range p.Media {
+		id, err := a.uploadMedia(ctx, c.AccessToken, m)
+		if err != nil {
+			return platforms.Result{}, err
+		}
+		ids = append(ids, id)
+	}
+	body := map[string]any{}
+	if p.Text != "" {
+		body["text"] = p.Text
+	}
+	if len(ids) > 0 {
+		body["media"] = map[string]any{"media_ids": ids}
+	}
+	raw, _ := json.Marshal(body)
+	r, err := a.send(ctx, request{method: http.MethodPost, url: a.base + "/2/tweets", body: raw, contentType: "application/json", bearer: c.AccessToken, create: true})
+	if err != nil {
+		return platforms.Result{}, err
+	}
+	if r.status < 200 || r.status > 299 {
+		return platforms.Result{}, classify(r, true)
+	}
+	var out struct {
+		Data struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := decode(r, &out, true); err != nil {
+		return platforms.Result{}, err
+	}
+	if out.Data.ID == "" {
+		if e := errorBody(r); e != nil {
+			// X answered with errors and no post: the post was not created.
+			return platforms.Result{}, e
+		}
+		return platforms.Result{}, garbage(r, true, fmt.Errorf("no data.id in the answer"))
+	}
+	return platforms.Result{Publication: publication(c, out.Data.ID), Rate: rateInfo(r.header)}, nil
+}
+
+// publication builds the post's public URL.
+func publication(c platforms.Credentials, id string) platforms.Publication {
+	handle := c.Handle
+	if handle == "" {
+		handle = "i/web"
+	}
+	return platforms.Publication{ID: id, URL: "https://x.com/" + handle + "/status/" + id}
+}
+
+// client returns the OAuth client of the account: the user's own (Extra) or Herald's (Config).
+func (a *Adapter) client(c platforms.Credentials) (id, secret string) {
+	if id := c.Extra["client_id"]; id != "" {
+		return id, c.Extra["client_secret"]
+	}
+	return a.clientID, a.clientSecret
+}
+
+// oauthRequest builds a form call to an OAuth endpoint: confidential clients authenticate with
+// Basic auth, public clients send client_id in the form.
+func (a *Adapter) oauthRequest(c platforms.Credentials, path string, form url.Values) request {
+	id, secret := a.client(c)
+	form.Set("client_id", id)
+	rq := request{method: http.MethodPost, url: a.base + path, body: []byte(form.Encode()), contentType: "application/x-www-form-urlencoded"}
+	if secret != "" {
+		rq.basicUser, rq.basicPass = id, secret
+	}
+	return rq
+}
+
+// Refresh uses the refresh token (single use: X returns a new one) with the account's OAuth
+// client. A refused refresh token is Permanent: the account must be connected again.
+func (a *Adapter) Refresh(ctx context.Context, c platforms.Credentials) (platforms.Credentials, error) {
+	if c.RefreshToken == "" {
+		return c, platforms.Errorf(platforms.X, platforms.Permanent, 0, "no refresh token (offline.access was not granted); reconnect the account")
+	}
+	if id, _ := a.client(c); id == "" {
+		return c, platforms.Errorf(platforms.X, platforms.Permanent, 0, "no OAuth client id to refresh with; reconnect the account")
+	}
+	rq := a.oauthRequest(c, "/2/oauth2/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {c.RefreshToken}})
+	r, err := a.send(ctx, rq)
+	if err != nil {
+		return c, err
+	}
+	if r.status < 200 || r.status > 299 {
+		e := classify(r, false)
+		if e.Kind == platforms.AuthExpired || (r.status >= 400 && r.status < 500 && r.status != http.StatusTooManyRequests) {
+			e.Kind = platforms.Permanent
+			e.Message = "X refused the refresh token; reconnect the account: " + e.Message
+		}
+		return c, e
+	}
+	var tok struct {
+		AccessToken  string `json:"access_token"`
+		RefreshToken string `json:"refresh_token"`
+		ExpiresIn    int64  `json:"expires_in"`
+	}
+	if err := decode(r, &tok, false); err != nil {
+		return c, err
+	}
+	if tok.AccessToken == "" {
+		if e := errorBody(r); e != nil {
+			return c, e
+		}
+		return c, garbage(r, false, fmt.Errorf("no access_token in the answer"))
+	}
+	out := c
+	out.AccessToken = tok.AccessToken
+	if tok.RefreshToken != "" {
+		out.RefreshToken = tok.RefreshToken
+	}
+	out.ExpiresAt = time.Time{}
+	if tok.ExpiresIn > 0 {
+		out.ExpiresAt = time.Now().Add(time.Duration(tok.ExpiresIn) * time.Second).UTC()
+	}
+	return out, nil
+}
+
+// Revoke revokes the access token and then the refresh token at /2/oauth2/revoke. It tries both
+// and returns the first failure.
+func (a *Adapter) Revoke(ctx context.Context, c platforms.Credentials) error {
+	var first error
+	for _, t := range []struct{ token, hint string }{{c.AccessToken, "access_token"}, {c.RefreshToken, "refresh_token"}} {
+		if t.token == "" {
+			continue
+		}
+		r, err := a.send(ctx, a.oauthRequest(c, "/2/oauth2/revoke", url.Values{"token": {t.token}, "token_type_hint": {t.hint}}))
+		if err == nil && (r.status < 200 || r.status > 299) {
+			err = classify(r, false)
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Identify fills in the account's id and username from GET /2/users/me.
+func (a *Adapter) Identify(ctx context.Context, c platforms.Credentials) (platforms.Credentials, error) {
+	r, err := a.send(ctx, request{method: http.MethodGet, url: a.base + "/2/users/me", bearer: c.AccessToken})
+	if err != nil {
+		return c, err
+	}
+	if r.status < 200 || r.status > 299 {
+		return c, classify(r, false)
+	}
+	var me struct {
+		Data struct {
+			ID       string `json:"id"`
+			Username string `json:"username"`
+		} `json:"data"`
+	}
+	if err := decode(r, &me, false); err != nil {
+		return c, err
+	}
+	if me.Data.ID == "" {
+		if e := errorBody(r); e != nil {
+			return c, e
+		}
+		return c, garbage(r, false, fmt.Errorf("no data.id in the answer"))
+	}
+	c.UserID, c.Handle = me.Data.ID, me.Data.Username
+	return c, nil
+}
+
+// lookupPages bounds how far back Lookup reads the timeline (100 posts a page).
+const lookupPages = 5
+
+// Lookup reads the account's posts since then (GET /2/users/{id}/tweets with start_time) and
+// returns the one with this text. X rewrites URLs to t.co links, HTML-escapes &, < and >, and
+// appends a t.co link for attached media, so texts are compared with every URL masked.
+func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platforms.Post, since time.Time) (platforms.Publication, bool, error) {
+	if c.UserID == "" {
+		var err error
+		if c, err = a.Identify(ctx, c); err != nil {
+			return platforms.Publication{}, false, err
+		}
+	}
+	q := url.Values{
+		"max_results":  {"100"},
+		"tweet.fields": {"created_at"},
+		"exclude":      {"retweets"},
+		"start_time":   {since.UTC().Truncate(time.Second).Format(time.RFC3339)},
+	}
+	want := maskURLs(p.Text)
+	for page := 0; page < lookupPages; page++ {
+		r, err := a.send(ctx, request{method: http.MethodGet, url: a.base + "/2/users/" + url.PathEscape(c.UserID) + "/tweets?" + q.Encode(), bearer: c.AccessToken})
+		if err != nil {
+			return platforms.Publication{}, false, err
+		}
+		if r.status < 200 || r.status > 299 {
+			return platforms.Publication{}, false, classify(r, false)
+		}
+		var out struct {
+			Data []struct {
+				ID   string `json:"id"`
+				Text string `json:"text"`
+			} `json:"data"`
+			Meta *struct {
+				NextToken string `json:"next_token"`
+			} `json:"meta"`
+		}
+		if err := decode(r, &out, false); err != nil {
+			return platforms.Publication{}, false, err
+		}
+		if out.Meta == nil && out.Data == nil {
+			if e := errorBody(r); e != nil {
+				return platforms.Publication{}, false, e
+			}
+			return platforms.Publication{}, false, garbage(r, false, fmt.Errorf("neither data nor meta in the answer"))
+		}
+		for _, t := range out.Data {
+			got := maskURLs(html.UnescapeString(t.Text))
+			if got == want || (len(p.Media) > 0 && strings.TrimSpace(strings.TrimSuffix(got, urlMask)) == want) {
+				return publication(c, t.ID), true, nil
+			}
+		}
+		if out.Meta == nil || out.Meta.NextToken == "" {
+			break
+		}
+		q.Set("pagination_token", out.Meta.NextToken)
+	}
+	return platforms.Publication{}, false, nil
+}
+
+const urlMask = "\x00url\x00"
+
+// maskURLs replaces every URL by one marker and trims surrounding space.
+func maskURLs(s string) string {
+	return strings.TrimSpace(urlPattern.ReplaceAllStringFunc(s, func(u string) string {
+		trimmed := strings.TrimRight(u, urlTrailing)
+		return urlMask + u[len(trimmed):]
+	}))
+}

@@ -1,0 +1,425 @@
+package x
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/sim"
+)
+
+type testBundle struct {
+	sim   *sim.Server
+	a     *Adapter
+	creds platforms.Credentials
+}
+
+func setup(t *testing.T, opts sim.Options) *testBundle {
+	t.Helper()
+	srv, err := sim.Start("127.0.0.1:0", opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	cfg := srv.AdapterConfig(platforms.X)
+	cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+	creds, err := srv.NewAccount(platforms.X, "alice")
+	require.NoError(t, err)
+	creds.Extra = map[string]string{"client_id": sim.ClientID}
+	return &testBundle{sim: srv, a: New(cfg), creds: creds}
+}
+
+func fileMedia(ct string, data []byte, knownSize bool) platforms.Media {
+	m := platforms.Media{ID: "m", ContentType: ct, Filename: "f", Open: func(context.Context) (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(data)), nil
+	}}
+	if knownSize {
+		m.Size = int64(len(data))
+	}
+	return m
+}
+
+func randomBytes(t *testing.T, n int) []byte {
+	b := make([]byte, n)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	return b
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func kindOf(t *testing.T, err error) platforms.Kind {
+	t.Helper()
+	require.Error(t, err)
+	var e *platforms.Error
+	require.True(t, errors.As(err, &e), "error is not classified: %v", err)
+	require.Equal(t, platforms.X, e.Platform)
+	return e.Kind
+}
+
+func TestWeightedLength(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		text string
+		want int
+	}{
+		{"", 0},
+		{"hello", 5},
+		{"héllo wörld", 11},
+		{"日本語", 6},
+		{"see https://example.com/a/very/long/path?with=query", 4 + 23},
+		{"two http://a.b and https://c.d.", 4 + 23 + 5 + 23 + 1},
+		{"😀", 2},
+		{"👩‍👩‍👧‍👦", 2},
+		{"👍🏽", 2},
+		{"\u2019quotes\u201d", 8},
+		{strings.Repeat("a", 280), 280},
+	} {
+		require.Equal(t, tc.want, WeightedLength(tc.text), "%q", tc.text)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	a := New(platforms.Config{})
+	img := fileMedia("image/png", []byte("x"), true)
+	vid := fileMedia("video/mp4", []byte("x"), true)
+	big := img
+	big.Size = 6 << 20
+	for name, tc := range map[string]struct {
+		post platforms.Post
+		ok   bool
+	}{
+		"text":            {platforms.Post{Text: "hi"}, true},
+		"280 weighted":    {platforms.Post{Text: strings.Repeat("日", 140)}, true},
+		"281 weighted":    {platforms.Post{Text: strings.Repeat("日", 140) + "a"}, false},
+		"url counts 23":   {platforms.Post{Text: strings.Repeat("a", 256) + " https://example.com/" + strings.Repeat("x", 100)}, true},
+		"empty":           {platforms.Post{}, false},
+		"media only":      {platforms.Post{Media: []platforms.Media{img}}, true},
+		"four images":     {platforms.Post{Media: []platforms.Media{img, img, img, img}}, true},
+		"five images":     {platforms.Post{Media: []platforms.Media{img, img, img, img, img}}, false},
+		"video and image": {platforms.Post{Media: []platforms.Media{vid, img}}, false},
+		"oversize image":  {platforms.Post{Media: []platforms.Media{big}}, false},
+		"pdf":             {platforms.Post{Media: []platforms.Media{fileMedia("application/pdf", nil, false)}}, false},
+	} {
+		err := a.Validate(tc.post)
+		if tc.ok {
+			require.NoError(t, err, name)
+			continue
+		}
+		require.Equal(t, platforms.Invalid, kindOf(t, err), name)
+	}
+	err := a.Validate(platforms.Post{Text: strings.Repeat("a", 281)})
+	require.Contains(t, err.Error(), "281 weighted characters")
+}
+
+func TestPublishText(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	res, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "hello from herald"})
+	require.NoError(t, err)
+	pubs := b.sim.Publications(platforms.X)
+	require.Len(t, pubs, 1)
+	require.Equal(t, pubs[0].ID, res.Publication.ID)
+	require.Equal(t, "hello from herald", pubs[0].Text)
+	require.Equal(t, b.creds.UserID, pubs[0].Account)
+	require.Equal(t, "https://x.com/alice/status/"+res.Publication.ID, res.Publication.URL)
+	require.True(t, res.Rate.Known)
+	require.Equal(t, 100, res.Rate.Limit)
+	require.Equal(t, 99, res.Rate.Remaining)
+	require.True(t, res.Rate.Reset.After(time.Now()))
+}
+
+func TestPublishImages(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	one, two := randomBytes(t, 1000), randomBytes(t, 5<<20-1)
+	res, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "pics", Media: []platforms.Media{
+		fileMedia("image/jpeg", one, true), fileMedia("image/png", two, false),
+	}})
+	require.NoError(t, err)
+	pubs := b.sim.Publications(platforms.X)
+	require.Len(t, pubs, 1)
+	require.Equal(t, res.Publication.ID, pubs[0].ID)
+	require.Equal(t, []string{sha(one), sha(two)}, pubs[0].MediaSHA256)
+}
+
+func TestPublishVideo(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{ProcessingDelay: 50 * time.Millisecond})
+	video := randomBytes(t, 9<<20+123) // three segments
+	res, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "clip", Media: []platforms.Media{fileMedia("video/mp4", video, true)}})
+	require.NoError(t, err)
+	pubs := b.sim.Publications(platforms.X)
+	require.Len(t, pubs, 1)
+	require.Equal(t, res.Publication.ID, pubs[0].ID)
+	require.Equal(t, []string{sha(video)}, pubs[0].MediaSHA256)
+
+	var appends, statuses int
+	for _, l := range requests(t, b.sim) {
+		if strings.HasSuffix(l.Path, "/append") {
+			appends++
+		}
+		if l.Method == http.MethodGet && l.Path == "/2/media/upload" {
+			statuses++
+		}
+	}
+	require.Equal(t, 3, appends)
+	require.GreaterOrEqual(t, statuses, 1, "the adapter must poll STATUS while the video processes")
+}
+
+func TestPublishMediaLongerThanDeclared(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	m := fileMedia("image/png", randomBytes(t, 100), true)
+	m.Size = 50
+	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "lies", Media: []platforms.Media{m}})
+	require.Equal(t, platforms.Permanent, kindOf(t, err))
+	require.Empty(t, b.sim.Publications(platforms.X))
+}
+
+func TestPublishVideoProcessingFails(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	video := append([]byte(sim.ProcessingFailureMarker), randomBytes(t, 100)...)
+	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "bad clip", Media: []platforms.Media{fileMedia("video/mp4", video, true)}})
+	require.Equal(t, platforms.Permanent, kindOf(t, err))
+	require.Empty(t, b.sim.Publications(platforms.X))
+}
+
+func TestRefreshAndRetry(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	ctx := context.Background()
+	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultExpireTokens, 1))
+	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "after expiry"})
+	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
+
+	fresh, err := b.a.Refresh(ctx, b.creds)
+	require.NoError(t, err)
+	require.NotEqual(t, b.creds.AccessToken, fresh.AccessToken)
+	require.NotEqual(t, b.creds.RefreshToken, fresh.RefreshToken, "X rotates refresh tokens")
+	require.Equal(t, b.creds.UserID, fresh.UserID)
+	require.True(t, fresh.ExpiresAt.After(time.Now().Add(time.Hour)))
+
+	_, err = b.a.Publish(ctx, fresh, platforms.Post{Text: "after expiry"})
+	require.NoError(t, err)
+	require.Len(t, b.sim.Publications(platforms.X), 1)
+
+	// The old refresh token was single use.
+	_, err = b.a.Refresh(ctx, b.creds)
+	require.Equal(t, platforms.Permanent, kindOf(t, err))
+}
+
+func TestRefreshWithoutRefreshToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	c := b.creds
+	c.RefreshToken = ""
+	_, err := b.a.Refresh(context.Background(), c)
+	require.Equal(t, platforms.Permanent, kindOf(t, err))
+}
+
+func TestRateLimitFault(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultRateLimit, 1))
+	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "limited"})
+	require.Equal(t, platforms.RateLimited, kindOf(t, err))
+	var e *platforms.Error
+	require.True(t, errors.As(err, &e))
+	require.Equal(t, "88", e.Code)
+	require.WithinDuration(t, time.Now().Add(time.Minute), e.ResetAt, 5*time.Second)
+	require.Empty(t, b.sim.Publications(platforms.X))
+}
+
+func TestRateLimitExhausted(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{LimitScale: 0.01}) // 100 per 15 min becomes 1
+	ctx := context.Background()
+	res, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "one"})
+	require.NoError(t, err)
+	require.Equal(t, 0, res.Rate.Remaining)
+	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "two"})
+	require.Equal(t, platforms.RateLimited, kindOf(t, err))
+	var e *platforms.Error
+	require.True(t, errors.As(err, &e))
+	require.WithinDuration(t, res.Rate.Reset, e.ResetAt, time.Second)
+	require.WithinDuration(t, time.Now().Add(15*time.Minute), e.ResetAt, 5*time.Second)
+}
+
+func TestServerErrors(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	ctx := context.Background()
+
+	// A 5xx answer to the post-creating call leaves the outcome unknown.
+	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultError5xx, 1))
+	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "text only"})
+	require.Equal(t, platforms.Unknown, kindOf(t, err))
+
+	// A 5xx answer to an upload call is transient.
+	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultError5xx, 1))
+	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "with image", Media: []platforms.Media{fileMedia("image/png", []byte("png"), true)}})
+	require.Equal(t, platforms.Transient, kindOf(t, err))
+	require.Empty(t, b.sim.Publications(platforms.X))
+}
+
+func TestPostThenErrorThenLookup(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	ctx := context.Background()
+	since := time.Now().Add(-time.Second)
+	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "older post"})
+	require.NoError(t, err)
+
+	post := platforms.Post{Text: "did this go out? https://example.com/x & <y>"}
+	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultPostThenError, 1))
+	_, err = b.a.Publish(ctx, b.creds, post)
+	require.Equal(t, platforms.Unknown, kindOf(t, err))
+
+	pub, found, err := b.a.Lookup(ctx, b.creds, post, since)
+	require.NoError(t, err)
+	require.True(t, found)
+	var matches int
+	for _, r := range b.sim.Publications(platforms.X) {
+		if r.Text == post.Text {
+			matches++
+			require.Equal(t, r.ID, pub.ID)
+		}
+	}
+	require.Equal(t, 1, matches)
+
+	_, found, err = b.a.Lookup(ctx, b.creds, platforms.Post{Text: "never posted"}, since)
+	require.NoError(t, err)
+	require.False(t, found)
+
+	// Lookup without a user id identifies the account first.
+	c := b.creds
+	c.UserID = ""
+	pub2, found, err := b.a.Lookup(ctx, c, post, since)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, pub.ID, pub2.ID)
+}
+
+func TestTimeout(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{TimeoutHold: 2 * time.Second})
+	b.a.hc = &http.Client{Timeout: 200 * time.Millisecond}
+	ctx := context.Background()
+
+	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultTimeout, 1))
+	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "slow"})
+	require.Equal(t, platforms.Unknown, kindOf(t, err), "a timeout after sending the post leaves the outcome unknown")
+
+	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultTimeout, 1))
+	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "slow upload", Media: []platforms.Media{fileMedia("image/png", []byte("png"), true)}})
+	require.Equal(t, platforms.Transient, kindOf(t, err), "a timeout on an upload call is transient")
+}
+
+func TestConnectionRefused(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	a := New(platforms.Config{BaseURL: "http://" + addr})
+	_, err = a.Publish(context.Background(), platforms.Credentials{AccessToken: "t"}, platforms.Post{Text: "x"})
+	require.Equal(t, platforms.Transient, kindOf(t, err))
+}
+
+func TestGarbageAnswers(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		status int
+		body   string
+		want   platforms.Kind
+	}{
+		"garbage 201":      {201, "<html>oops</html>", platforms.Unknown},
+		"201 without id":   {201, `{"data":{}}`, platforms.Unknown},
+		"200 with errors":  {200, `{"errors":[{"message":"Your account is suspended","code":64}]}`, platforms.Permanent},
+		"403 duplicate":    {403, `{"detail":"You are not allowed to create a Tweet with duplicate content.","type":"about:blank","title":"Forbidden","status":403}`, platforms.Permanent},
+		"html 502":         {502, "<html>bad gateway</html>", platforms.Unknown},
+		"401 problem json": {401, `{"title":"Unauthorized","type":"about:blank","status":401,"detail":"Unauthorized"}`, platforms.AuthExpired},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(tc.status)
+			_, _ = w.Write([]byte(tc.body))
+		}))
+		a := New(platforms.Config{BaseURL: srv.URL})
+		_, err := a.Publish(context.Background(), platforms.Credentials{AccessToken: "t"}, platforms.Post{Text: "x"})
+		require.Equal(t, tc.want, kindOf(t, err), name)
+		srv.Close()
+	}
+
+	// Garbage from an upload call or a lookup is transient, never a success.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("not json"))
+	}))
+	defer srv.Close()
+	a := New(platforms.Config{BaseURL: srv.URL})
+	_, err := a.Publish(context.Background(), platforms.Credentials{AccessToken: "t"}, platforms.Post{Media: []platforms.Media{fileMedia("image/png", []byte("p"), true)}})
+	require.Equal(t, platforms.Transient, kindOf(t, err))
+	_, _, err = a.Lookup(context.Background(), platforms.Credentials{AccessToken: "t", UserID: "1"}, platforms.Post{Text: "x"}, time.Now())
+	require.Equal(t, platforms.Transient, kindOf(t, err))
+}
+
+func TestRevoke(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	ctx := context.Background()
+	require.NoError(t, b.a.Revoke(ctx, b.creds))
+	revs := b.sim.Revocations()
+	require.Len(t, revs, 1)
+	require.Equal(t, string(platforms.X), revs[0].Platform)
+	require.Equal(t, b.creds.UserID, revs[0].Account)
+	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "after revoke"})
+	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
+	_, err = b.a.Refresh(ctx, b.creds)
+	require.Equal(t, platforms.Permanent, kindOf(t, err))
+}
+
+func TestIdentify(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	c, err := b.a.Identify(context.Background(), platforms.Credentials{AccessToken: b.creds.AccessToken})
+	require.NoError(t, err)
+	require.Equal(t, b.creds.UserID, c.UserID)
+	require.Equal(t, "alice", c.Handle)
+}
+
+func TestMaskURLs(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, maskURLs("a https://t.co/abc b"), maskURLs("a https://example.com/long b"))
+	require.Equal(t, maskURLs("see https://example.com."), maskURLs("see https://t.co/x."))
+	require.NotEqual(t, maskURLs("a b"), maskURLs("a c"))
+}
+
+// requests reads the simulator's request log through its admin API.
+func requests(t *testing.T, s *sim.Server) []sim.RequestLog {
+	t.Helper()
+	resp, err := http.Get(s.BaseURL() + "/_sim/requests?platform=" + string(platforms.X))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out struct {
+		Data []sim.RequestLog `json:"data"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	return out.Data
+}

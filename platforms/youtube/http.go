@@ -1,0 +1,223 @@
+package youtube
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	_ "time/tzdata" // the quota day is America/Los_Angeles wherever Herald runs
+
+	"github.com/heraldhq/herald/platforms"
+)
+
+// maxResponse bounds how much of an answer is read.
+const maxResponse = 4 << 20
+
+// defaultClient is the client used when Config.HTTPClient is nil. It has no overall deadline,
+// because a video upload may take long and the caller's context bounds every call, but it bounds
+// connecting, the TLS handshake and the wait for an answer once the request was sent.
+func defaultClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 60 * time.Second,
+		IdleConnTimeout:       90 * time.Second,
+		MaxIdleConnsPerHost:   16,
+	}}
+}
+
+// request is one call to Google.
+type request struct {
+	method, url string
+	body        []byte
+	contentType string
+	bearer      string
+	header      map[string]string
+	// create marks the call that creates the video (the last chunk of the upload): once it was
+	// sent, a failure leaves the outcome unknown.
+	create bool
+}
+
+// response is Google's answer, read in full.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// send makes the call. Failures without an answer are classified: before the request was written
+// Transient; after it was written Unknown for the video-creating call and Transient otherwise.
+func (a *Adapter) send(ctx context.Context, rq request) (*response, error) {
+	var wrote atomic.Bool
+	trace := &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
+		if info.Err == nil {
+			wrote.Store(true)
+		}
+	}}
+	var body io.Reader
+	if rq.body != nil {
+		body = bytes.NewReader(rq.body)
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), rq.method, rq.url, body)
+	if err != nil {
+		return nil, &platforms.Error{Platform: platforms.YouTube, Kind: platforms.Permanent, Message: "building the request failed", Err: err}
+	}
+	if rq.contentType != "" {
+		req.Header.Set("Content-Type", rq.contentType)
+	}
+	req.Header.Set("Accept", "application/json")
+	if rq.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+rq.bearer)
+	}
+	for k, v := range rq.header {
+		req.Header.Set(k, v)
+	}
+	resp, err := a.hc.Do(req)
+	if err != nil {
+		return nil, connError(err, wrote.Load(), rq.create)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		// The answer started but was cut off: the request certainly arrived.
+		return nil, connError(err, true, rq.create)
+	}
+	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// connError classifies a call that got no (complete) answer.
+func connError(err error, sent, create bool) *platforms.Error {
+	switch {
+	case !sent:
+		return &platforms.Error{Platform: platforms.YouTube, Kind: platforms.Transient, Message: "the request could not be sent: " + err.Error(), Err: err}
+	case create:
+		return &platforms.Error{Platform: platforms.YouTube, Kind: platforms.Unknown, Message: "no answer after the last chunk of the video was sent; the video may exist: " + err.Error(), Err: err}
+	}
+	return &platforms.Error{Platform: platforms.YouTube, Kind: platforms.Transient, Message: "no answer: " + err.Error(), Err: err}
+}
+
+// googleError is Google's JSON error, and the OAuth endpoints' {error, error_description}.
+type googleError struct {
+	Error json.RawMessage `json:"error"`
+	// ErrorDescription is set by the OAuth endpoints.
+	ErrorDescription string `json:"error_description"`
+}
+
+type googleAPIError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Status  string `json:"status"`
+	Errors  []struct {
+		Domain  string `json:"domain"`
+		Reason  string `json:"reason"`
+		Message string `json:"message"`
+	} `json:"errors"`
+}
+
+// parseError extracts the reason (or OAuth error code) and the message of an error body.
+func parseError(body []byte) (reason, message string) {
+	var ge googleError
+	if json.Unmarshal(body, &ge) != nil || len(ge.Error) == 0 {
+		return "", ""
+	}
+	var oauthCode string
+	if json.Unmarshal(ge.Error, &oauthCode) == nil {
+		return oauthCode, ge.ErrorDescription
+	}
+	var api googleAPIError
+	if json.Unmarshal(ge.Error, &api) != nil {
+		return "", ""
+	}
+	message = api.Message
+	for _, e := range api.Errors {
+		if e.Reason != "" {
+			reason = e.Reason
+			if message == "" {
+				message = e.Message
+			}
+			break
+		}
+	}
+	if reason == "" {
+		reason = api.Status
+	}
+	return reason, message
+}
+
+// classify turns a non-2xx answer into a classified error: 401 (authError "Invalid Credentials")
+// AuthExpired; quotaExceeded and dailyLimitExceeded RateLimited until the next midnight Pacific
+// time; the per-user throttles (rateLimitExceeded, userRateLimitExceeded, 429) RateLimited for a
+// short while; uploadLimitExceeded RateLimited for 24 hours; 5xx (backendError) Transient, or
+// Unknown on the video-creating call; any other status Permanent with Google's message.
+func classify(r *response, create bool) *platforms.Error {
+	reason, msg := parseError(r.body)
+	if msg == "" {
+		msg = strings.TrimSpace(http.StatusText(r.status))
+	}
+	e := &platforms.Error{Platform: platforms.YouTube, Status: r.status, Code: reason, Message: msg}
+	switch {
+	case r.status == http.StatusUnauthorized:
+		e.Kind = platforms.AuthExpired
+	case reason == "quotaExceeded" || reason == "dailyLimitExceeded":
+		e.Kind = platforms.RateLimited
+		e.ResetAt = QuotaReset(time.Now())
+	case reason == "uploadLimitExceeded":
+		e.Kind = platforms.RateLimited
+		e.ResetAt = time.Now().Add(24 * time.Hour)
+	case reason == "rateLimitExceeded" || reason == "userRateLimitExceeded" || r.status == http.StatusTooManyRequests:
+		e.Kind = platforms.RateLimited
+		e.ResetAt = retryAfter(r.header, time.Now().Add(100*time.Second))
+	case r.status >= 500 && create:
+		e.Kind = platforms.Unknown
+		e.Message = "YouTube answered " + strconv.Itoa(r.status) + " to the last chunk of the video; the video may exist: " + msg
+	case r.status >= 500:
+		e.Kind = platforms.Transient
+	default:
+		e.Kind = platforms.Permanent
+	}
+	return e
+}
+
+// retryAfter reads a Retry-After header in seconds, else def.
+func retryAfter(h http.Header, def time.Time) time.Time {
+	if n, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil && n >= 0 {
+		return time.Now().Add(time.Duration(n) * time.Second)
+	}
+	return def
+}
+
+var pacific = loadPacific()
+
+func loadPacific() *time.Location {
+	if loc, err := time.LoadLocation("America/Los_Angeles"); err == nil {
+		return loc
+	}
+	return time.FixedZone("PST", -8*3600)
+}
+
+// QuotaReset is when YouTube's daily quota next resets after t: midnight Pacific time.
+func QuotaReset(t time.Time) time.Time {
+	lt := t.In(pacific)
+	y, m, d := lt.Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, pacific)
+}
+
+// invalidBody is the error for a 2xx answer that does not say what it should.
+func invalidBody(status int, what string, create bool) *platforms.Error {
+	if create {
+		return &platforms.Error{Platform: platforms.YouTube, Kind: platforms.Unknown, Status: status,
+			Message: "YouTube's answer to the last chunk of the video is not the video resource (" + what + "); the video may exist"}
+	}
+	return &platforms.Error{Platform: platforms.YouTube, Kind: platforms.Transient, Status: status,
+		Message: "YouTube's answer is not what the API documents: " + what}
+}
