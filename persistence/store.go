@@ -27,6 +27,10 @@ var bucketNames = [][]byte{
 	bAccounts, bAccountsUser, bPosts, bPostsUser,
 }
 
+// registerBuckets adds buckets that Open creates; each file of this package that owns buckets
+// registers them from init.
+func registerBuckets(names ...[]byte) { bucketNames = append(bucketNames, names...) }
+
 var (
 	bMeta         = []byte("meta")
 	bUsers        = []byte("users")

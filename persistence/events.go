@@ -1,0 +1,63 @@
+package persistence
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+)
+
+// Event is a post lifecycle event (post.published, post.failed, post.scheduled, post.deleted),
+// written to the outbox in the same transaction as the state change that caused it, so that no
+// event is lost at a crash and none exists for a change that did not commit.
+type Event struct {
+	ID        string          `json:"id"` // UUIDv7: outbox order is creation order
+	Type      string          `json:"type"`
+	UserID    string          `json:"user_id"`
+	CreatedAt time.Time       `json:"created_at"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// The outbox buckets:
+//
+//	events       event id → Event (JSON); kept until every consumer has taken it
+//	event_cursors consumer name → the id (16 bytes) of the last event it took
+var (
+	bEvents       = []byte("events")
+	bEventCursors = []byte("event_cursors")
+)
+
+func init() { registerBuckets(bEvents, bEventCursors) }
+
+// AppendEvent writes an event to the outbox within the caller's transaction.
+func (t *Tx) AppendEvent(e *Event) error {
+	return t.put(bEvents, mustID(e.ID), e)
+}
+
+// EventsAfter returns up to limit events after the consumer's cursor, oldest first.
+func (t *Tx) EventsAfter(consumer string, limit int) ([]*Event, error) {
+	cur := t.tx.Bucket(bEventCursors).Get([]byte(consumer))
+	c := t.tx.Bucket(bEvents).Cursor()
+	var k, v []byte
+	if cur == nil {
+		k, v = c.First()
+	} else {
+		k, v = c.Seek(cur)
+		if k != nil && bytes.Equal(k, cur) {
+			k, v = c.Next()
+		}
+	}
+	var out []*Event
+	for ; k != nil && len(out) < limit; k, v = c.Next() {
+		var e Event
+		if err := Decode(v, &e); err != nil {
+			return nil, err
+		}
+		out = append(out, &e)
+	}
+	return out, nil
+}
+
+// AdvanceEvents moves the consumer's cursor to the event id (it has taken every event up to it).
+func (t *Tx) AdvanceEvents(consumer, eventID string) error {
+	return t.tx.Bucket(bEventCursors).Put([]byte(consumer), mustID(eventID))
+}
