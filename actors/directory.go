@@ -233,6 +233,10 @@ func (d *Directory) instrument(next actor.ReceiverFunc) actor.ReceiverFunc {
 
 type idleCheck struct{}
 
+// Busy is implemented by actors that must not passivate while they have work in flight (calls
+// whose results come back to them as messages, timers they armed).
+type Busy interface{ Busy() bool }
+
 // incarnation wraps a kind's actor with idle passivation and the directory's bookkeeping.
 type incarnation struct {
 	d     *Directory
@@ -253,6 +257,11 @@ func (a *incarnation) Receive(ctx actor.Context) {
 		a.inner.Receive(ctx)
 	case *idleCheck:
 		idle := time.Since(a.last)
+		if b, ok := a.inner.(Busy); ok && b.Busy() {
+			// Work in flight reports back to this incarnation: stay.
+			a.arm(ctx, a.d.kind.IdleTimeout)
+			return
+		}
 		if idle >= a.d.kind.IdleTimeout {
 			a.d.passivate(a.id, ctx.Self())
 			return

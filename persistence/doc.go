@@ -14,6 +14,7 @@
 //	accounts_user   user id | account id → platform code (1 byte)
 //	posts           post id → Post (JSON)
 //	posts_user      user id | post id → summary: status code (1 byte) | platform bit set (2 bytes)
+//	attempts        job id | target (2 bytes) → Attempt (JSON): a network call in flight
 //
 // Status codes are 1 + the index in PostStatuses; platform codes 1..9 as in platformCodes. A list
 // walks posts_user backwards and filters on the summaries, so only the page itself (or, with a

@@ -79,6 +79,9 @@ type Options struct {
 	// TimeoutHold is how long a "timeout" fault holds a request before dropping the connection
 	// (default 30s, or until the client gives up).
 	TimeoutHold time.Duration
+	// FaultReset is when a limit refused by the rate_limit fault resets, from the refusal
+	// (default one minute).
+	FaultReset time.Duration
 	// HTTPClient fetches media by URL for the networks that pull it (Instagram, Threads,
 	// TikTok PULL_FROM_URL, Pinterest image_url).
 	HTTPClient *http.Client
@@ -159,6 +162,9 @@ func New(opts Options) *Sim {
 	}
 	if opts.TimeoutHold == 0 {
 		opts.TimeoutHold = 30 * time.Second
+	}
+	if opts.FaultReset <= 0 {
+		opts.FaultReset = time.Minute
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Timeout: 60 * time.Second}
@@ -280,7 +286,7 @@ func (s *Sim) apiMiddleware(n *Network) http.Handler {
 		case FaultRateLimit:
 			if n.RateLimited != nil {
 				s.consumeFault(p)
-				n.RateLimited(w, r, s.opts.Now().Add(time.Minute))
+				n.RateLimited(w, r, s.opts.Now().Add(s.opts.FaultReset))
 				return
 			}
 		case FaultTimeout:

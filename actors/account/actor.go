@@ -1,0 +1,664 @@
+// Package account is the connected-account actor: one virtual actor per connected account,
+// owning its OAuth tokens (sealed at rest), its rate budget and its network calls.
+//
+// A publish request waits in the account's queue, in order, until the budget has room (never
+// failing for lack of it); the actor refreshes the token ahead of its expiry and once more on an
+// auth-expired answer, retries transient failures with backoff and jitter a bounded number of
+// times, fails permanent ones at once with the network's message, and never repeats blindly an
+// attempt whose outcome is unknown: it looks the post up on the network first. Before every
+// network call that may create a post, the attempt is recorded in bbolt; the job that receives
+// the outcome deletes that record in the same transaction that stores the outcome, so that after
+// a crash an attempt in flight is resolved rather than sent twice.
+package account
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/secret"
+	"github.com/heraldhq/herald/platforms"
+)
+
+// KindName labels the account actor in metrics.
+const KindName = "account"
+
+// Deps are what account actors need.
+type Deps struct {
+	Store    *persistence.Store
+	Box      *secret.Box
+	Adapters map[platforms.Platform]platforms.Adapter
+	Budgets  *Budgets
+	// Report delivers reports to jobs (through the job directory).
+	Report  func(*Report)
+	Now     func() time.Time
+	Log     *slog.Logger
+	Metrics *Metrics
+	// Concurrency bounds the account's calls in flight (default 1: one account publishes in
+	// order, as networks expect of one user).
+	Concurrency int
+	// MaxRetries bounds the retries of a transient failure (default 3).
+	MaxRetries int
+	// Backoff is the first retry delay; it doubles, with full jitter (default 500ms).
+	Backoff time.Duration
+	// CallTimeout bounds one publish call, uploads included (default 10m).
+	CallTimeout time.Duration
+	// RefreshAhead refreshes a token that expires within it before using it (default 10m).
+	RefreshAhead time.Duration
+	IdleTimeout  time.Duration
+}
+
+func (d *Deps) defaults() {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.Metrics == nil {
+		d.Metrics = NewMetrics(nil)
+	}
+	if d.Concurrency <= 0 {
+		d.Concurrency = 1
+	}
+	if d.MaxRetries < 0 {
+		d.MaxRetries = 0
+	} else if d.MaxRetries == 0 {
+		d.MaxRetries = 3
+	}
+	if d.Backoff <= 0 {
+		d.Backoff = 500 * time.Millisecond
+	}
+	if d.CallTimeout <= 0 {
+		d.CallTimeout = 10 * time.Minute
+	}
+	if d.RefreshAhead <= 0 {
+		d.RefreshAhead = 10 * time.Minute
+	}
+	if d.Report == nil {
+		d.Report = func(*Report) {}
+	}
+}
+
+// Kind returns the account actor kind.
+func Kind(d Deps) actors.Kind {
+	d.defaults()
+	return actors.Kind{Name: KindName, IdleTimeout: d.IdleTimeout, New: func(id string) actor.Actor { return &Actor{id: id, deps: d} }}
+}
+
+// request is a publish in the account's hands.
+type request struct {
+	*Publish
+	retries   int
+	refreshed bool      // the token was refreshed for it after an auth-expired answer
+	resolved  bool      // a lookup found nothing once; another unknown outcome fails it
+	waitShown time.Time // the budget reset last announced to the job
+}
+
+// Actor is one connected account.
+type Actor struct {
+	id   string
+	deps Deps
+
+	acc     *persistence.Account // nil: no such account (or deleted)
+	creds   platforms.Credentials
+	adapter platforms.Adapter
+
+	queue       []*request
+	inflight    int
+	refreshing  bool
+	refreshNext time.Time // no proactive refresh before (after a failed one)
+	lookups     int
+	retrying    int // retries waiting for their backoff
+	waitUntil   time.Time
+	waitTimer   *time.Timer
+	deleting    *actor.PID
+}
+
+// Busy keeps the actor from passivating while it has work: its goroutines report to it.
+func (a *Actor) Busy() bool {
+	return a.inflight > 0 || len(a.queue) > 0 || a.refreshing || a.lookups > 0 || a.retrying > 0 || a.deleting != nil
+}
+
+// messages from the actor's own goroutines and timers
+type (
+	callDone struct {
+		req   *request
+		res   platforms.Result
+		err   error
+		start time.Time
+	}
+	refreshDone struct {
+		creds  platforms.Credentials
+		err    error
+		forced bool
+	}
+	lookupDone struct {
+		req   *request
+		pub   platforms.Publication
+		found bool
+		err   error
+	}
+	revokeDone struct{}
+	wake       struct{}
+	retry      struct{ req *request }
+)
+
+// Receive handles the account's messages.
+func (a *Actor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.load()
+		a.pump(ctx)
+	case *Create:
+		a.create(ctx, m)
+	case *SetCredentials:
+		a.setCredentials(ctx, m)
+	case *Get:
+		if a.acc == nil {
+			actors.ReplyError(ctx, ErrNotFound)
+			return
+		}
+		c := *a.acc
+		actors.Reply(ctx, &Reply{Account: &c})
+	case *Delete:
+		a.delete(ctx, m)
+	case *revokeDone:
+		a.finishDelete(ctx)
+	case *Publish:
+		a.publish(ctx, m)
+	case *callDone:
+		a.callDone(ctx, m)
+	case *refreshDone:
+		a.refreshDone(ctx, m)
+	case *lookupDone:
+		a.lookupDone(ctx, m)
+	case *wake:
+		a.waitUntil = time.Time{}
+		a.pump(ctx)
+	case *retry:
+		a.retrying = max(0, a.retrying-1)
+		if a.acc == nil || a.deleting != nil {
+			a.fail(m.req, "the connected account was disconnected before the post could be published")
+			return
+		}
+		a.queue = append([]*request{m.req}, a.queue...)
+		a.pump(ctx)
+	}
+}
+
+func (a *Actor) load() {
+	a.acc, a.adapter, a.creds = nil, nil, platforms.Credentials{}
+	var acc *persistence.Account
+	_ = a.deps.Store.View(func(tx *persistence.Tx) error {
+		acc, _ = tx.Account(a.id)
+		return nil
+	})
+	if acc == nil {
+		return
+	}
+	a.acc = acc
+	a.adapter = a.deps.Adapters[platforms.Platform(acc.Platform)]
+	if len(acc.Secret) > 0 {
+		if plain, err := a.deps.Box.Open(acc.Secret); err != nil {
+			a.deps.Log.Error("cannot open the account's sealed credentials; it must be connected again", "platform", acc.Platform, "error", err)
+		} else if err := json.Unmarshal(plain, &a.creds); err != nil {
+			a.deps.Log.Error("sealed credentials are not valid JSON", "platform", acc.Platform, "error", err)
+		}
+	}
+}
+
+// seal encodes and encrypts credentials.
+func (a *Actor) seal(c platforms.Credentials) ([]byte, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	return a.deps.Box.Seal(b), nil
+}
+
+func (a *Actor) save(next *persistence.Account) error {
+	return a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutAccount(next) })
+}
+
+func (a *Actor) create(ctx actor.Context, m *Create) {
+	if a.acc != nil {
+		actors.ReplyError(ctx, ErrExists)
+		return
+	}
+	next := *m.Account
+	next.ID = a.id
+	sealed, err := a.seal(m.Creds)
+	if err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
+	next.Secret = sealed
+	if !m.Creds.ExpiresAt.IsZero() {
+		exp := m.Creds.ExpiresAt.UTC()
+		next.TokenExpiresAt = &exp
+	}
+	if err := a.save(&next); err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
+	a.acc, a.creds = &next, m.Creds
+	a.adapter = a.deps.Adapters[platforms.Platform(next.Platform)]
+	c := next
+	actors.Reply(ctx, &Reply{Account: &c})
+}
+
+// setCredentials stores fresh tokens; a refresh token the network did not send again is kept.
+func (a *Actor) setCredentials(ctx actor.Context, m *SetCredentials) {
+	if a.acc == nil {
+		actors.ReplyError(ctx, ErrNotFound)
+		return
+	}
+	creds := m.Creds
+	if creds.RefreshToken == "" {
+		creds.RefreshToken = a.creds.RefreshToken
+	}
+	next := *a.acc
+	if m.Username != nil {
+		next.Username = m.Username
+	}
+	if err := a.storeCreds(&next, creds); err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
+	c := *a.acc
+	actors.Reply(ctx, &Reply{Account: &c})
+	a.pump(ctx)
+}
+
+func (a *Actor) storeCreds(next *persistence.Account, creds platforms.Credentials) error {
+	sealed, err := a.seal(creds)
+	if err != nil {
+		return err
+	}
+	next.Secret = sealed
+	next.IsActive = true
+	next.TokenExpiresAt = nil
+	if !creds.ExpiresAt.IsZero() {
+		exp := creds.ExpiresAt.UTC()
+		next.TokenExpiresAt = &exp
+	}
+	if err := a.save(next); err != nil {
+		return err
+	}
+	a.acc, a.creds = next, creds
+	return nil
+}
+
+func (a *Actor) delete(ctx actor.Context, m *Delete) {
+	switch {
+	case a.acc == nil:
+		actors.ReplyError(ctx, ErrNotFound)
+		return
+	case a.acc.UserID != m.UserID:
+		actors.ReplyError(ctx, ErrForbidden)
+		return
+	case a.deleting != nil:
+		actors.ReplyError(ctx, ErrNotFound)
+		return
+	}
+	a.deleting = ctx.Sender()
+	for _, r := range a.queue {
+		a.fail(r, "the connected account was disconnected before the post could be published")
+	}
+	a.queue = nil
+	adapter, creds, platform := a.adapter, a.creds, a.acc.Platform
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	go func() {
+		if adapter != nil && creds.AccessToken != "" {
+			c, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			start := time.Now()
+			err := adapter.Revoke(c, creds)
+			cancel()
+			a.observeCall(platform, "revoke", start, err)
+		}
+		root.Send(self, &revokeDone{})
+	}()
+}
+
+func (a *Actor) finishDelete(ctx actor.Context) {
+	sender := a.deleting
+	a.deleting = nil
+	gone := a.acc
+	err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.DeleteAccount(gone) })
+	if err != nil {
+		ctx.Send(sender, &actors.ErrorReply{Err: err})
+		return
+	}
+	a.acc, a.creds, a.adapter = nil, platforms.Credentials{}, nil
+	ctx.Send(sender, &Reply{Account: gone})
+}
+
+// report sends a job what happened to one of its targets.
+func (a *Actor) report(r *request, final, success bool, msg string, pub platforms.Publication) {
+	a.deps.Report(&Report{JobID: r.JobID, Target: r.Target, Final: final, Success: success, Message: msg, Publication: pub})
+}
+
+func (a *Actor) fail(r *request, msg string) { a.report(r, true, false, msg, platforms.Publication{}) }
+
+func (a *Actor) publish(ctx actor.Context, m *Publish) {
+	r := &request{Publish: m}
+	if a.acc == nil || a.deleting != nil {
+		a.fail(r, "the connected account was disconnected; connect it again and publish again")
+		return
+	}
+	if a.adapter == nil {
+		a.fail(r, fmt.Sprintf("Herald has no adapter for %s", a.acc.Platform))
+		return
+	}
+	if err := a.adapter.Validate(m.Post); err != nil {
+		a.fail(r, errorMessage(err))
+		return
+	}
+	if m.Resume {
+		var att *persistence.Attempt
+		_ = a.deps.Store.View(func(tx *persistence.Tx) error {
+			att, _ = tx.Attempt(m.JobID, m.Target)
+			return nil
+		})
+		if att != nil {
+			// The call may have reached the network before the crash: look, don't resend.
+			a.startLookup(ctx, r, att.StartedAt)
+			return
+		}
+	}
+	a.queue = append(a.queue, r)
+	a.pump(ctx)
+}
+
+// needsRefresh reports whether the token should be refreshed before the next call.
+func (a *Actor) needsRefresh(now time.Time) bool {
+	c := a.creds
+	return !c.ExpiresAt.IsZero() && c.ExpiresAt.Sub(now) < a.deps.RefreshAhead && now.After(a.refreshNext)
+}
+
+// pump starts the calls the queue, the concurrency and the budget allow.
+func (a *Actor) pump(ctx actor.Context) {
+	if a.acc == nil || a.deleting != nil {
+		return
+	}
+	platform := platforms.Platform(a.acc.Platform)
+	for a.inflight < a.deps.Concurrency && len(a.queue) > 0 && !a.refreshing {
+		now := a.deps.Now()
+		if a.inflight == 0 && a.needsRefresh(now) {
+			a.startRefresh(ctx, false)
+			return
+		}
+		ok, retryAt := a.deps.Budgets.Reserve(platform, a.id, now)
+		if !ok {
+			a.deps.Metrics.BudgetWaits.WithLabelValues(string(platform)).Inc()
+			for _, r := range a.queue {
+				if !r.waitShown.Equal(retryAt) {
+					r.waitShown = retryAt
+					a.report(r, false, false, "waiting for rate budget until "+retryAt.UTC().Format(time.RFC3339), platforms.Publication{})
+				}
+			}
+			a.armWake(ctx, retryAt)
+			return
+		}
+		a.deps.Metrics.BudgetLeft.WithLabelValues(string(platform)).Set(float64(a.deps.Budgets.Remaining(platform, a.id, now)))
+		r := a.queue[0]
+		a.queue = a.queue[1:]
+		att := &persistence.Attempt{JobID: r.JobID, Target: r.Target, AccountID: a.id, StartedAt: now.UTC()}
+		if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutAttempt(att) }); err != nil {
+			a.deps.Budgets.Refund(platform, a.id)
+			a.fail(r, "Herald could not record the attempt: "+err.Error())
+			continue
+		}
+		a.report(r, false, false, "publishing to "+string(platform), platforms.Publication{})
+		a.inflight++
+		a.startCall(ctx, r, now)
+	}
+}
+
+func (a *Actor) armWake(ctx actor.Context, at time.Time) {
+	if !a.waitUntil.IsZero() && !at.Before(a.waitUntil) {
+		return
+	}
+	if a.waitTimer != nil {
+		a.waitTimer.Stop()
+	}
+	a.waitUntil = at
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	a.waitTimer = time.AfterFunc(time.Until(at), func() { root.Send(self, &wake{}) })
+}
+
+func (a *Actor) startCall(ctx actor.Context, r *request, start time.Time) {
+	adapter, creds, timeout := a.adapter, a.creds, a.deps.CallTimeout
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	go func() {
+		c, cancel := context.WithTimeout(context.Background(), timeout)
+		res, err := adapter.Publish(c, creds, r.Post)
+		cancel()
+		root.Send(self, &callDone{req: r, res: res, err: err, start: start})
+	}()
+}
+
+func (a *Actor) observeCall(platform, endpoint string, start time.Time, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = platforms.KindOf(err).String()
+	}
+	a.deps.Metrics.Calls.WithLabelValues(platform, endpoint, outcome).Inc()
+	a.deps.Metrics.CallSeconds.WithLabelValues(platform, endpoint).Observe(time.Since(start).Seconds())
+}
+
+func errorMessage(err error) string {
+	var pe *platforms.Error
+	if errors.As(err, &pe) && pe.Message != "" {
+		return fmt.Sprintf("%s: %s", pe.Platform, pe.Message)
+	}
+	return err.Error()
+}
+
+func (a *Actor) callDone(ctx actor.Context, m *callDone) {
+	a.inflight = max(0, a.inflight-1)
+	r := m.req
+	if a.acc == nil {
+		a.fail(r, "the connected account was disconnected while the post was being published")
+		return
+	}
+	platform := platforms.Platform(a.acc.Platform)
+	a.observeCall(string(platform), "publish", m.start, m.err)
+	now := a.deps.Now()
+	if m.err == nil {
+		a.deps.Budgets.Observe(platform, a.id, m.res.Rate, now)
+		a.report(r, true, true, "published to "+string(platform), m.res.Publication)
+		a.pump(ctx)
+		return
+	}
+	var pe *platforms.Error
+	errors.As(m.err, &pe)
+	switch platforms.KindOf(m.err) {
+	case platforms.RateLimited:
+		// Nothing was created. Wait for the network's reset and try again, in order.
+		a.deps.Metrics.RateLimited.WithLabelValues(string(platform)).Inc()
+		until := now.Add(time.Minute)
+		if pe != nil && !pe.ResetAt.IsZero() {
+			until = pe.ResetAt
+		}
+		perPlatform := false
+		for _, rule := range a.deps.Budgets.Rules(platform) {
+			perPlatform = perPlatform || rule.PerPlatform
+		}
+		a.deps.Budgets.Block(platform, a.id, until, perPlatform)
+		a.forgetAttempt(r)
+		a.queue = append([]*request{r}, a.queue...)
+	case platforms.AuthExpired:
+		a.forgetAttempt(r)
+		if r.refreshed {
+			a.fail(r, fmt.Sprintf("%s refused the token even after a refresh; connect the account again (%s)", platform, errorMessage(m.err)))
+			break
+		}
+		r.refreshed = true
+		a.queue = append([]*request{r}, a.queue...)
+		a.startRefresh(ctx, true)
+		return
+	case platforms.Transient:
+		a.forgetAttempt(r)
+		if r.retries >= a.deps.MaxRetries {
+			a.fail(r, fmt.Sprintf("%s failed %d times: %s", platform, r.retries+1, errorMessage(m.err)))
+			break
+		}
+		r.retries++
+		d := a.deps.Backoff << (r.retries - 1)
+		d = d/2 + rand.N(d/2+1) // jitter
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		a.retrying++
+		time.AfterFunc(d, func() { root.Send(self, &retry{req: r}) })
+		a.pump(ctx)
+		return
+	case platforms.Unknown:
+		if r.resolved {
+			a.deps.Metrics.UnknownOutcome.WithLabelValues(string(platform), "unresolved").Inc()
+			a.fail(r, "outcome unknown: "+errorMessage(m.err)+"; the post may exist on the network, check before publishing again")
+			break
+		}
+		a.startLookup(ctx, r, m.start)
+		return
+	default: // Permanent, Invalid
+		a.fail(r, errorMessage(m.err))
+	}
+	a.pump(ctx)
+}
+
+// forgetAttempt removes the attempt record of a call that created nothing.
+func (a *Actor) forgetAttempt(r *request) {
+	_ = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.DeleteAttempt(r.JobID, r.Target) })
+}
+
+func (a *Actor) startLookup(ctx actor.Context, r *request, since time.Time) {
+	a.lookups++
+	adapter, creds, retries, backoff := a.adapter, a.creds, a.deps.MaxRetries, a.deps.Backoff
+	platform := a.acc.Platform
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	go func() {
+		var pub platforms.Publication
+		var found bool
+		var err error
+		// A lookup is a read: transient failures are retried with backoff.
+		for i := 0; ; i++ {
+			c, cancel := context.WithTimeout(context.Background(), time.Minute)
+			start := time.Now()
+			pub, found, err = adapter.Lookup(c, creds, r.Post, since.Add(-2*time.Minute))
+			cancel()
+			a.observeCall(platform, "lookup", start, err)
+			if err == nil || !platforms.IsRetryable(err) || i >= retries {
+				break
+			}
+			d := backoff << i
+			time.Sleep(d/2 + rand.N(d/2+1))
+		}
+		root.Send(self, &lookupDone{req: r, pub: pub, found: found, err: err})
+	}()
+}
+
+func (a *Actor) lookupDone(ctx actor.Context, m *lookupDone) {
+	a.lookups = max(0, a.lookups-1)
+	r := m.req
+	if a.acc == nil {
+		a.fail(r, "the connected account was disconnected while the post's outcome was being checked")
+		return
+	}
+	platform := a.acc.Platform
+	switch {
+	case m.err == nil && m.found:
+		a.deps.Metrics.UnknownOutcome.WithLabelValues(platform, "found").Inc()
+		a.report(r, true, true, "published to "+platform+" (confirmed by looking the post up)", m.pub)
+	case m.err == nil:
+		// The network has no such post: the attempt created nothing, so sending it again is
+		// not blind. A second unknown outcome fails.
+		a.deps.Metrics.UnknownOutcome.WithLabelValues(platform, "not_found").Inc()
+		r.resolved = true
+		a.forgetAttempt(r)
+		a.queue = append([]*request{r}, a.queue...)
+	default:
+		a.deps.Metrics.UnknownOutcome.WithLabelValues(platform, "unresolved").Inc()
+		reason := errorMessage(m.err)
+		if errors.Is(m.err, platforms.ErrLookupUnsupported) {
+			reason = platform + " offers no way to look the post up"
+		}
+		a.fail(r, "outcome unknown: the network did not confirm the post and "+reason+"; check the account before publishing again")
+	}
+	a.pump(ctx)
+}
+
+func (a *Actor) startRefresh(ctx actor.Context, forced bool) {
+	a.refreshing = true
+	adapter, creds := a.adapter, a.creds
+	platform := a.acc.Platform
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	go func() {
+		c, cancel := context.WithTimeout(context.Background(), time.Minute)
+		start := time.Now()
+		next, err := adapter.Refresh(c, creds)
+		cancel()
+		a.observeCall(platform, "refresh", start, err)
+		root.Send(self, &refreshDone{creds: next, err: err, forced: forced})
+	}()
+}
+
+func (a *Actor) refreshDone(ctx actor.Context, m *refreshDone) {
+	a.refreshing = false
+	if a.acc == nil {
+		return
+	}
+	platform := a.acc.Platform
+	now := a.deps.Now()
+	if m.err == nil {
+		creds := m.creds
+		if creds.RefreshToken == "" {
+			// Never overwrite a stored refresh token with an empty one.
+			creds.RefreshToken = a.creds.RefreshToken
+		}
+		if creds.UserID == "" {
+			creds.UserID = a.creds.UserID
+		}
+		if creds.Extra == nil {
+			creds.Extra = a.creds.Extra
+		}
+		next := *a.acc
+		if err := a.storeCreds(&next, creds); err != nil {
+			a.deps.Log.Error("storing refreshed credentials failed", "platform", platform, "error", err)
+		}
+		a.deps.Metrics.Refreshes.WithLabelValues(platform, "ok").Inc()
+		a.pump(ctx)
+		return
+	}
+	a.deps.Metrics.Refreshes.WithLabelValues(platform, platforms.KindOf(m.err).String()).Inc()
+	a.refreshNext = now.Add(5 * time.Minute)
+	kind := platforms.KindOf(m.err)
+	if m.forced || kind == platforms.Permanent || kind == platforms.AuthExpired {
+		// The token cannot be renewed: report it expired, and fail what needed it.
+		next := *a.acc
+		expired := now.UTC()
+		if next.TokenExpiresAt == nil || next.TokenExpiresAt.After(expired) {
+			next.TokenExpiresAt = &expired
+			if err := a.save(&next); err == nil {
+				a.acc = &next
+			}
+		}
+		if m.forced {
+			msg := fmt.Sprintf("%s token refresh failed (%s); connect the account again", platform, errorMessage(m.err))
+			for _, r := range a.queue {
+				a.fail(r, msg)
+			}
+			a.queue = nil
+			return
+		}
+	}
+	a.pump(ctx)
+}

@@ -1,0 +1,309 @@
+package account_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/secret"
+	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/registry"
+	"github.com/heraldhq/herald/platforms/sim"
+)
+
+type bundle struct {
+	t        *testing.T
+	store    *persistence.Store
+	sim      *sim.Server
+	dir      *actors.Directory
+	budgets  *account.Budgets
+	metrics  *account.Metrics
+	reports  chan *account.Report
+	userID   string
+}
+
+func setup(t *testing.T, rules map[platforms.Platform][]account.Rule) *bundle {
+	t.Helper()
+	store, err := persistence.Open(t.TempDir(), persistence.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	s, err := sim.Start("127.0.0.1:0", sim.Options{FaultReset: 300 * time.Millisecond, TimeoutHold: 2 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	cfgs := map[platforms.Platform]platforms.Config{}
+	for _, p := range platforms.All {
+		cfgs[p] = s.AdapterConfig(p)
+	}
+	key, err := secret.LoadKey(t.TempDir(), "")
+	require.NoError(t, err)
+	box, err := secret.NewBox(key)
+	require.NoError(t, err)
+	if rules == nil {
+		rules = account.DefaultRules
+	}
+	b := &bundle{t: t, store: store, sim: s, budgets: account.NewBudgets(rules), metrics: account.NewMetrics(prometheus.NewRegistry()),
+		reports: make(chan *account.Report, 1000), userID: uuid.NewString()}
+	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
+	t.Cleanup(sys.Shutdown)
+	b.dir = actors.NewDirectory(sys, account.Kind(account.Deps{
+		Store: store, Box: box, Adapters: registry.New(cfgs), Budgets: b.budgets, Metrics: b.metrics,
+		Report: func(r *account.Report) { b.reports <- r }, Backoff: 10 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), CallTimeout: time.Second,
+	}))
+	return b
+}
+
+// connect creates an account with simulator credentials.
+func (b *bundle) connect(p platforms.Platform, handle string) string {
+	b.t.Helper()
+	creds, err := b.sim.NewAccount(p, handle)
+	require.NoError(b.t, err)
+	id := uuid.Must(uuid.NewV7()).String()
+	_, err = actors.Ask[*account.Reply](context.Background(), b.dir.To(id), &account.Create{
+		Account: &persistence.Account{UserID: b.userID, Platform: string(p), Username: &handle, IsActive: true, CreatedAt: time.Now().UTC(), NetworkUserID: creds.UserID},
+		Creds:   creds,
+	})
+	require.NoError(b.t, err)
+	return id
+}
+
+// final waits for the final report of each of n targets of job.
+func (b *bundle) finals(job string, n int) map[int]*account.Report {
+	b.t.Helper()
+	out := map[int]*account.Report{}
+	deadline := time.After(20 * time.Second)
+	for len(out) < n {
+		select {
+		case r := <-b.reports:
+			if r.JobID == job && r.Final {
+				out[r.Target] = r
+			}
+		case <-deadline:
+			b.t.Fatalf("only %d of %d outcomes arrived", len(out), n)
+		}
+	}
+	return out
+}
+
+func (b *bundle) publish(acct, job string, target int, text string) {
+	b.dir.Send(acct, &account.Publish{JobID: job, Target: target, Post: platforms.Post{Text: text}})
+}
+
+func TestPublishesThroughTheNetwork(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	for _, p := range []platforms.Platform{platforms.X, platforms.Bluesky, platforms.LinkedIn, platforms.Facebook, platforms.Threads} {
+		acct := b.connect(p, "alice")
+		job := uuid.NewString()
+		b.publish(acct, job, 0, "hello from Herald on "+string(p))
+		r := b.finals(job, 1)[0]
+		require.True(t, r.Success, "%s: %s", p, r.Message)
+		require.NotEmpty(t, r.Publication.ID)
+		recs := b.sim.Publications(p)
+		require.Len(t, recs, 1)
+		require.Equal(t, "hello from Herald on "+string(p), recs[0].Text)
+	}
+}
+
+func TestContentRulesSpendNoBudget(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	acct := b.connect(platforms.X, "bob")
+	job := uuid.NewString()
+	b.publish(acct, job, 0, strings.Repeat("a", 300))
+	r := b.finals(job, 1)[0]
+	require.False(t, r.Success)
+	require.Contains(t, r.Message, "280")
+	require.Equal(t, 100, b.budgets.Remaining(platforms.X, acct, time.Now()), "no budget spent")
+	ig := b.connect(platforms.Instagram, "bob")
+	job2 := uuid.NewString()
+	b.publish(ig, job2, 0, "no media")
+	r = b.finals(job2, 1)[0]
+	require.False(t, r.Success)
+	require.Empty(t, b.sim.Publications(""))
+}
+
+// More posts than the budget allows in a window: zero 429s, every post published in order once
+// the budget resets.
+func TestBudgetWaitsInsteadOfTripping(t *testing.T) {
+	t.Parallel()
+	const limit, window, posts = 3, 700 * time.Millisecond, 8
+	b := setup(t, map[platforms.Platform][]account.Rule{platforms.X: {{Name: "tweets", Limit: limit, Window: window, Cost: 1}}})
+	b.sim.SetLimit(platforms.X, "tweets", sim.Limit{Count: limit, Window: window})
+	acct := b.connect(platforms.X, "carol")
+	job := uuid.NewString()
+	for i := 0; i < posts; i++ {
+		b.publish(acct, job, i, fmt.Sprintf("post %d", i))
+	}
+	waits := 0
+	got := 0
+	deadline := time.After(20 * time.Second)
+	for got < posts {
+		select {
+		case r := <-b.reports:
+			if r.Final {
+				require.True(t, r.Success, r.Message)
+				got++
+			} else if strings.HasPrefix(r.Message, "waiting for rate budget until ") {
+				waits++
+			}
+		case <-deadline:
+			t.Fatal("not every post was published")
+		}
+	}
+	require.Greater(t, waits, 0, "the job hears that a post waits for budget")
+	recs := b.sim.Publications(platforms.X)
+	require.Len(t, recs, posts)
+	for i, r := range recs {
+		require.Equal(t, fmt.Sprintf("post %d", i), r.Text, "published in order")
+	}
+	require.Equal(t, 0.0, testutil.ToFloat64(b.metrics.RateLimited.WithLabelValues("twitter_x")), "no 429 from the network")
+}
+
+func TestExpiredTokenIsRefreshedAndRetriedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	for _, p := range []platforms.Platform{platforms.X, platforms.Bluesky, platforms.LinkedIn, platforms.YouTube, platforms.TikTok, platforms.Pinterest} {
+		acct := b.connect(p, "dave")
+		require.NoError(t, b.sim.InjectFault(p, sim.FaultExpireTokens, 1))
+		job := uuid.NewString()
+		post := "after refresh on " + string(p)
+		if p == platforms.YouTube || p == platforms.TikTok || p == platforms.Pinterest {
+			continue // these need media; their refresh is covered by their adapters' conformance tests
+		}
+		b.publish(acct, job, 0, post)
+		r := b.finals(job, 1)[0]
+		require.True(t, r.Success, "%s: %s", p, r.Message)
+		require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.Refreshes.WithLabelValues(string(p), "ok")), p)
+		reply, err := actors.Ask[*account.Reply](context.Background(), b.dir.To(acct), &account.Get{})
+		require.NoError(t, err)
+		require.True(t, reply.Account.TokenExpiresAt.After(time.Now()), "token_expires_at follows the refresh")
+	}
+}
+
+func TestUnknownOutcomesAreLookedUpNotRepeated(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	for _, p := range []platforms.Platform{platforms.X, platforms.Bluesky, platforms.Threads} {
+		acct := b.connect(p, "erin")
+		require.NoError(t, b.sim.InjectFault(p, sim.FaultPostThenError, 1))
+		job := uuid.NewString()
+		b.publish(acct, job, 0, "exactly once on "+string(p))
+		r := b.finals(job, 1)[0]
+		require.True(t, r.Success, "%s: %s", p, r.Message)
+		require.Len(t, b.sim.Publications(p), 1, "%s: no duplicate", p)
+		require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.UnknownOutcome.WithLabelValues(string(p), "found")))
+	}
+}
+
+func TestTransientFailuresAreRetried(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	acct := b.connect(platforms.X, "frank")
+	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultError5xx, 2))
+	job := uuid.NewString()
+	b.publish(acct, job, 0, "through two outages")
+	r := b.finals(job, 1)[0]
+	require.True(t, r.Success, r.Message)
+	require.Len(t, b.sim.Publications(platforms.X), 1)
+
+	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultError5xx, 20))
+	job2 := uuid.NewString()
+	b.publish(acct, job2, 0, "through a long outage")
+	r = b.finals(job2, 1)[0]
+	require.False(t, r.Success, "retries are bounded")
+	require.Len(t, b.sim.Publications(platforms.X), 1)
+	b.sim.Reset()
+}
+
+func TestNetworkRateLimitWaitsForReset(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	acct := b.connect(platforms.Bluesky, "gina")
+	require.NoError(t, b.sim.InjectFault(platforms.Bluesky, sim.FaultRateLimit, 1))
+	job := uuid.NewString()
+	b.publish(acct, job, 0, "after the 429")
+	r := b.finals(job, 1)[0]
+	require.True(t, r.Success, r.Message)
+	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.RateLimited.WithLabelValues("bluesky")))
+	require.Len(t, b.sim.Publications(platforms.Bluesky), 1)
+}
+
+func TestPermanentFailureCarriesTheNetworkMessage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	acct := b.connect(platforms.X, "hank")
+	job := uuid.NewString()
+	b.publish(acct, job, 0, "same words twice")
+	require.True(t, b.finals(job, 1)[0].Success)
+	job2 := uuid.NewString()
+	b.publish(acct, job2, 0, "same words twice")
+	r := b.finals(job2, 1)[0]
+	require.False(t, r.Success)
+	require.Contains(t, strings.ToLower(r.Message), "duplicate")
+}
+
+func TestDeleteWhileWaitingForBudget(t *testing.T) {
+	t.Parallel()
+	b := setup(t, map[platforms.Platform][]account.Rule{platforms.X: {{Name: "tweets", Limit: 1, Window: time.Hour, Cost: 1}}})
+	acct := b.connect(platforms.X, "ivy")
+	job := uuid.NewString()
+	b.publish(acct, job, 0, "first")
+	b.publish(acct, job, 1, "second waits an hour")
+	out := map[int]*account.Report{}
+	for waiting := false; !waiting; {
+		r := <-b.reports
+		if r.Final {
+			out[r.Target] = r
+		}
+		waiting = !r.Final && r.Target == 1 && strings.HasPrefix(r.Message, "waiting for rate budget")
+	}
+	_, err := actors.Ask[*account.Reply](context.Background(), b.dir.To(acct), &account.Delete{UserID: "someone else"})
+	require.ErrorIs(t, err, account.ErrForbidden)
+	_, err = actors.Ask[*account.Reply](context.Background(), b.dir.To(acct), &account.Delete{UserID: b.userID})
+	require.NoError(t, err)
+	for k, v := range b.finals(job, 2-len(out)) {
+		out[k] = v
+	}
+	require.True(t, out[0].Success)
+	require.False(t, out[1].Success)
+	require.Contains(t, out[1].Message, "disconnected")
+	require.Len(t, b.sim.Revocations(), 1, "the token was revoked at the network")
+	_, err = actors.Ask[*account.Reply](context.Background(), b.dir.To(acct), &account.Get{})
+	require.ErrorIs(t, err, account.ErrNotFound)
+	job3 := uuid.NewString()
+	b.publish(acct, job3, 0, "after deletion")
+	require.Contains(t, b.finals(job3, 1)[0].Message, "disconnected")
+}
+
+// After a crash, an attempt recorded before the network call is resolved by looking the post
+// up: a post that exists is reported published, not sent again.
+func TestResumeResolvesARecordedAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	acct := b.connect(platforms.X, "jack")
+	job := uuid.NewString()
+	b.publish(acct, job, 0, "sent before the crash")
+	require.True(t, b.finals(job, 1)[0].Success)
+	// The job never stored that outcome: its attempt record is still there, as after a crash.
+	require.NoError(t, b.store.Update(context.Background(), func(tx *persistence.Tx) error {
+		_, err := tx.Attempt(job, 0)
+		return err
+	}))
+	b.dir.Send(acct, &account.Publish{JobID: job, Target: 0, Post: platforms.Post{Text: "sent before the crash"}, Resume: true})
+	r := b.finals(job, 1)[0]
+	require.True(t, r.Success, r.Message)
+	require.Len(t, b.sim.Publications(platforms.X), 1, "not sent twice")
+}

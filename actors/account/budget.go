@@ -1,0 +1,220 @@
+package account
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"github.com/heraldhq/herald/platforms"
+)
+
+// Rule is one published limit of a network that a publish spends: Limit units per Window, Cost
+// units per publish. PerPlatform rules are shared by every account of the network (an app's or a
+// project's quota, such as YouTube's daily units); the others are per account.
+type Rule struct {
+	Name        string
+	Limit       int
+	Window      time.Duration
+	Cost        int
+	PerPlatform bool
+}
+
+// DefaultRules are the networks' published limits on creating posts (../reference: networks.md),
+// the ones a publish spends. Herald never spends more than they allow; live signals from the
+// network (remaining/reset headers, 429s, quota codes) tighten them further.
+var DefaultRules = map[platforms.Platform][]Rule{
+	platforms.X:         {{Name: "tweets", Limit: 100, Window: 15 * time.Minute, Cost: 1}},
+	platforms.Bluesky:   {{Name: "writes", Limit: 5000, Window: time.Hour, Cost: 3}, {Name: "writes_day", Limit: 35000, Window: 24 * time.Hour, Cost: 3}},
+	platforms.LinkedIn:  {{Name: "posts", Limit: 150, Window: 24 * time.Hour, Cost: 1}},
+	platforms.Facebook:  {{Name: "calls", Limit: 200, Window: time.Hour, Cost: 2}},
+	platforms.Instagram: {{Name: "publish", Limit: 100, Window: 24 * time.Hour, Cost: 1}},
+	platforms.Threads:   {{Name: "publish", Limit: 250, Window: 24 * time.Hour, Cost: 1}},
+	platforms.YouTube:   {{Name: "units", Limit: 10000, Window: 24 * time.Hour, Cost: 1600, PerPlatform: true}},
+	platforms.Pinterest: {{Name: "org_write", Limit: 100, Window: time.Minute, Cost: 1}},
+	platforms.TikTok:    {{Name: "init", Limit: 6, Window: time.Minute, Cost: 1}, {Name: "daily_posts", Limit: 15, Window: 24 * time.Hour, Cost: 1}},
+}
+
+// ScaleRules scales every rule's limit (not its window), the way the simulator's LimitScale does,
+// so that budgets and simulated networks agree in tests and benchmarks.
+func ScaleRules(rules map[platforms.Platform][]Rule, scale float64) map[platforms.Platform][]Rule {
+	out := map[platforms.Platform][]Rule{}
+	for p, rs := range rules {
+		for _, r := range rs {
+			r.Limit = int(math.Max(1, math.Floor(float64(r.Limit)*scale)))
+			if r.Cost > r.Limit {
+				r.Cost = r.Limit
+			}
+			out[p] = append(out[p], r)
+		}
+	}
+	return out
+}
+
+// Budgets keeps every account's rate windows. Windows are fixed, opening with the first publish
+// after the previous one closed, as most networks count; Herald adds a small margin to each reset
+// so that its window never closes before the network's.
+type Budgets struct {
+	mu      sync.Mutex
+	rules   map[platforms.Platform][]Rule
+	windows map[windowKey]*window
+	blocked map[string]time.Time // account or platform → blocked until (a network said so)
+	margin  func(time.Duration) time.Duration
+}
+
+type windowKey struct {
+	rule  string
+	scope string // account id, or platform for PerPlatform rules
+}
+
+type window struct {
+	start time.Time
+	end   time.Time
+	used  int
+}
+
+// NewBudgets builds the budgets from the rules per platform.
+func NewBudgets(rules map[platforms.Platform][]Rule) *Budgets {
+	return &Budgets{
+		rules: rules, windows: map[windowKey]*window{}, blocked: map[string]time.Time{},
+		margin: func(w time.Duration) time.Duration {
+			m := w / 100
+			if m < 50*time.Millisecond {
+				m = 50 * time.Millisecond
+			}
+			if m > 5*time.Second {
+				m = 5 * time.Second
+			}
+			return m
+		},
+	}
+}
+
+// Rules returns the rules of a platform.
+func (b *Budgets) Rules(p platforms.Platform) []Rule { return b.rules[p] }
+
+func scopeOf(r Rule, p platforms.Platform, account string) string {
+	if r.PerPlatform {
+		return "platform:" + string(p)
+	}
+	return account
+}
+
+// Reserve spends one publish of account on platform p at now. When any rule has no room, it
+// spends nothing and returns when to try again.
+func (b *Budgets) Reserve(p platforms.Platform, account string, now time.Time) (ok bool, retryAt time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, key := range []string{account, "platform:" + string(p)} {
+		if until, blocked := b.blocked[key]; blocked {
+			if now.Before(until) {
+				return false, until
+			}
+			delete(b.blocked, key)
+		}
+	}
+	rules := b.rules[p]
+	ws := make([]*window, len(rules))
+	for i, r := range rules {
+		k := windowKey{r.Name, scopeOf(r, p, account)}
+		w := b.windows[k]
+		if w == nil || !now.Before(w.end) {
+			w = &window{start: now, end: now.Add(r.Window + b.margin(r.Window))}
+			b.windows[k] = w
+		}
+		if w.used+r.Cost > r.Limit {
+			if w.end.After(retryAt) {
+				retryAt = w.end
+			}
+		}
+		ws[i] = w
+	}
+	if !retryAt.IsZero() {
+		return false, retryAt
+	}
+	for i, r := range rules {
+		ws[i].used += r.Cost
+	}
+	return true, time.Time{}
+}
+
+// Refund gives back a reservation that never reached the network (the call failed before it was
+// sent, or the content was refused first).
+func (b *Budgets) Refund(p platforms.Platform, account string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, r := range b.rules[p] {
+		if w := b.windows[windowKey{r.Name, scopeOf(r, p, account)}]; w != nil && w.used >= r.Cost {
+			w.used -= r.Cost
+		}
+	}
+}
+
+// Observe applies what the network said about the account's first rule (remaining and reset
+// headers): Herald never believes it has more room than the network says.
+func (b *Budgets) Observe(p platforms.Platform, account string, info platforms.RateInfo, now time.Time) {
+	if !info.Known {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	rules := b.rules[p]
+	if len(rules) == 0 {
+		return
+	}
+	r := rules[0]
+	k := windowKey{r.Name, scopeOf(r, p, account)}
+	w := b.windows[k]
+	if w == nil {
+		w = &window{start: now, end: now.Add(r.Window + b.margin(r.Window))}
+		b.windows[k] = w
+	}
+	if info.Limit > 0 && info.Limit < r.Limit {
+		// The network grants less than its published limit: scale the remaining room down.
+		used := r.Limit - info.Remaining*r.Limit/info.Limit
+		if used > w.used {
+			w.used = used
+		}
+	} else if used := r.Limit - info.Remaining*r.Cost; info.Remaining >= 0 && used > w.used {
+		w.used = used
+	}
+	if !info.Reset.IsZero() {
+		if end := info.Reset.Add(b.margin(r.Window)); end.After(w.end) {
+			w.end = end
+		}
+	}
+}
+
+// Block stops every publish of the account (or, for a platform-wide quota, of the platform) until
+// the network's reset: used when the network refused with a rate-limit signal.
+func (b *Budgets) Block(p platforms.Platform, account string, until time.Time, platformWide bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	key := account
+	if platformWide {
+		key = "platform:" + string(p)
+	}
+	if cur, ok := b.blocked[key]; !ok || until.After(cur) {
+		b.blocked[key] = until
+	}
+}
+
+// Remaining reports the publishes left now for the account on p (the tightest rule).
+func (b *Budgets) Remaining(p platforms.Platform, account string, now time.Time) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	left := math.MaxInt
+	for _, r := range b.rules[p] {
+		w := b.windows[windowKey{r.Name, scopeOf(r, p, account)}]
+		room := r.Limit
+		if w != nil && now.Before(w.end) {
+			room = r.Limit - w.used
+		}
+		if n := room / max(r.Cost, 1); n < left {
+			left = n
+		}
+	}
+	if left == math.MaxInt {
+		return -1
+	}
+	return left
+}

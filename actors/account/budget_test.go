@@ -1,0 +1,80 @@
+package account
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/platforms"
+)
+
+func TestBudgetWindows(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name  string
+		rules []Rule
+		n     int // publishes allowed in the first window
+	}{
+		{"one rule", []Rule{{Name: "a", Limit: 5, Window: time.Minute, Cost: 1}}, 5},
+		{"cost", []Rule{{Name: "a", Limit: 10, Window: time.Minute, Cost: 3}}, 3},
+		{"tightest of two", []Rule{{Name: "a", Limit: 10, Window: time.Minute, Cost: 1}, {Name: "b", Limit: 4, Window: time.Hour, Cost: 1}}, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBudgets(map[platforms.Platform][]Rule{platforms.X: tc.rules})
+			for i := 0; i < tc.n; i++ {
+				ok, _ := b.Reserve(platforms.X, "acct", now)
+				require.True(t, ok, "publish %d", i)
+			}
+			ok, retry := b.Reserve(platforms.X, "acct", now)
+			require.False(t, ok)
+			require.True(t, retry.After(now))
+			require.Equal(t, 0, b.Remaining(platforms.X, "acct", now))
+			ok, _ = b.Reserve(platforms.X, "other", now)
+			require.True(t, ok, "another account has its own windows")
+		})
+	}
+}
+
+func TestBudgetResetsWithMarginAndRefunds(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	b := NewBudgets(map[platforms.Platform][]Rule{platforms.X: {{Name: "a", Limit: 2, Window: time.Minute, Cost: 1}}})
+	b.Reserve(platforms.X, "acct", now)
+	b.Reserve(platforms.X, "acct", now)
+	ok, retry := b.Reserve(platforms.X, "acct", now.Add(time.Minute))
+	require.False(t, ok, "the window closes only after the margin")
+	require.Equal(t, now.Add(time.Minute+600*time.Millisecond), retry)
+	ok, _ = b.Reserve(platforms.X, "acct", retry)
+	require.True(t, ok)
+	b.Refund(platforms.X, "acct")
+	require.Equal(t, 2, b.Remaining(platforms.X, "acct", retry))
+}
+
+func TestBudgetObservesNetworkSignals(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	b := NewBudgets(map[platforms.Platform][]Rule{platforms.X: {{Name: "a", Limit: 100, Window: 15 * time.Minute, Cost: 1}}})
+	b.Observe(platforms.X, "acct", platforms.RateInfo{Known: true, Limit: 100, Remaining: 1, Reset: now.Add(20 * time.Minute)}, now)
+	require.Equal(t, 1, b.Remaining(platforms.X, "acct", now))
+	ok, _ := b.Reserve(platforms.X, "acct", now)
+	require.True(t, ok)
+	ok, retry := b.Reserve(platforms.X, "acct", now)
+	require.False(t, ok)
+	require.True(t, !retry.Before(now.Add(20*time.Minute)), "the network's reset wins")
+
+	b.Block(platforms.X, "other", now.Add(time.Hour), false)
+	ok, retry = b.Reserve(platforms.X, "other", now)
+	require.False(t, ok)
+	require.Equal(t, now.Add(time.Hour), retry)
+
+	yt := NewBudgets(ScaleRules(DefaultRules, 1))
+	for i := 0; i < 6; i++ {
+		ok, _ := yt.Reserve(platforms.YouTube, "acct"+string(rune('a'+i)), now)
+		require.True(t, ok)
+	}
+	ok, _ = yt.Reserve(platforms.YouTube, "acct-z", now)
+	require.False(t, ok, "YouTube's units are the project's, shared by every channel")
+}

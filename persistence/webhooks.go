@@ -1,0 +1,459 @@
+package persistence
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Post lifecycle event types: the four webhook event names of the spec.
+const (
+	PostEventPublished = "post.published"
+	PostEventFailed    = "post.failed"
+	PostEventScheduled = "post.scheduled"
+	PostEventDeleted   = "post.deleted"
+)
+
+// WebhookEvents lists the event names a subscription can ask for, in their bit order.
+var WebhookEvents = []string{PostEventPublished, PostEventFailed, PostEventScheduled, PostEventDeleted}
+
+// PostEventData is the `data` of a post lifecycle event: the post, its status and where it stands
+// on each connected account.
+type PostEventData struct {
+	PostID    string              `json:"post_id"`
+	Status    string              `json:"status"`
+	Platforms []PostEventPlatform `json:"platforms"`
+	// ScheduledAt is set on post.scheduled (the instant the post is scheduled for).
+	ScheduledAt *time.Time `json:"scheduled_at,omitempty"`
+}
+
+// PostEventPlatform is one connected account of a post in an event.
+type PostEventPlatform struct {
+	Platform           string  `json:"platform"`
+	Status             string  `json:"status"`
+	ConnectedAccountID string  `json:"connected_account_id"`
+	Error              *string `json:"error"`
+}
+
+// NewPostEvent builds the outbox event of type typ for post p at the instant at. Its data carries
+// the post's status, except for post.deleted, whose status is "deleted" (the post no longer
+// exists); post.scheduled also carries scheduled_at. Append it with Tx.AppendEvent in the same
+// transaction as the change it reports.
+func NewPostEvent(typ string, p *Post, at time.Time) (*Event, error) {
+	d := PostEventData{PostID: p.ID, Status: p.Status, Platforms: make([]PostEventPlatform, 0, len(p.Targets))}
+	if typ == PostEventDeleted {
+		d.Status = "deleted"
+	}
+	if typ == PostEventScheduled && p.ScheduledAt != nil {
+		s := p.ScheduledAt.UTC()
+		d.ScheduledAt = &s
+	}
+	for _, t := range p.Targets {
+		d.Platforms = append(d.Platforms, PostEventPlatform{Platform: t.Platform, Status: t.Status, ConnectedAccountID: t.AccountID, Error: t.Error})
+	}
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, err
+	}
+	return &Event{ID: id.String(), Type: typ, UserID: p.UserID, CreatedAt: at.UTC(), Data: raw}, nil
+}
+
+// Webhook is a webhook subscription.
+type Webhook struct {
+	ID        string    `json:"id"`
+	UserID    string    `json:"user_id"`
+	URL       string    `json:"url"`
+	Events    []string  `json:"events"`
+	Active    bool      `json:"active"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Secret is the signing secret (whsec_…), sealed by the caller when a sealer is configured.
+	Secret []byte `json:"secret"`
+	// PreviousSecret is the secret replaced by the last rotation; deliveries are signed with it
+	// too until PreviousSecretUntil.
+	PreviousSecret      []byte     `json:"previous_secret,omitempty"`
+	PreviousSecretUntil *time.Time `json:"previous_secret_until,omitempty"`
+	// DeactivatedReason says why Herald turned the subscription off (a 410 Gone answer); empty
+	// when active or turned off by its owner.
+	DeactivatedReason string `json:"deactivated_reason,omitempty"`
+	// Version counts the subscription's committed changes.
+	Version uint64 `json:"version"`
+}
+
+// Clone returns a copy, for building the next state before it is written.
+func (w *Webhook) Clone() *Webhook {
+	c := *w
+	c.Events = append([]string(nil), w.Events...)
+	c.Secret = append([]byte(nil), w.Secret...)
+	c.PreviousSecret = append([]byte(nil), w.PreviousSecret...)
+	return &c
+}
+
+// Wants reports whether the subscription asks for events of type typ.
+func (w *Webhook) Wants(typ string) bool {
+	for _, e := range w.Events {
+		if e == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// Delivery statuses.
+const (
+	DeliveryPending   = "pending"
+	DeliverySucceeded = "succeeded"
+	DeliveryFailed    = "failed"
+	DeliveryCancelled = "cancelled"
+)
+
+// Delivery is one event sent to one subscription: its body (signed anew on every attempt) and its
+// attempts so far. Its id is the X-Service-Delivery-Id and the body's id, the same on every
+// attempt.
+type Delivery struct {
+	ID        string `json:"id"`
+	WebhookID string `json:"webhook_id"`
+	EventID   string `json:"event_id"`
+	Type      string `json:"type"`
+	// EventCreatedAt is when the change that caused the event was committed.
+	EventCreatedAt time.Time `json:"event_created_at"`
+	CreatedAt      time.Time `json:"created_at"`
+	// Body is the exact JSON body sent: {id, type, created_at, data}.
+	Body           json.RawMessage `json:"body"`
+	Status         string          `json:"status"`
+	Attempts       int             `json:"attempts"`
+	LastStatusCode *int            `json:"last_status_code,omitempty"`
+	LastError      *string         `json:"last_error,omitempty"`
+	LastAttemptAt  *time.Time      `json:"last_attempt_at,omitempty"`
+	NextAttemptAt  *time.Time      `json:"next_attempt_at,omitempty"`
+	CompletedAt    *time.Time      `json:"completed_at,omitempty"`
+}
+
+// The webhook buckets:
+//
+//	webhooks            webhook id → Webhook (JSON)
+//	webhooks_user       user id | webhook id → flags (1 byte): bit i = WebhookEvents[i], 0x80 = active
+//	deliveries          webhook id | delivery id → Delivery (JSON)
+//	deliveries_pending  webhook id | delivery id → next attempt (8 bytes, Unix nanoseconds)
+//
+// The fan-out reads only webhooks_user to find who wants an event; a subscription's actor reads
+// its pending deliveries from deliveries_pending when it starts.
+var (
+	bWebhooks          = []byte("webhooks")
+	bWebhooksUser      = []byte("webhooks_user")
+	bDeliveries        = []byte("deliveries")
+	bDeliveriesPending = []byte("deliveries_pending")
+)
+
+func init() { registerBuckets(bWebhooks, bWebhooksUser, bDeliveries, bDeliveriesPending) }
+
+const webhookActive = 0x80
+
+func webhookFlags(w *Webhook) byte {
+	var f byte
+	for i, name := range WebhookEvents {
+		if w.Wants(name) {
+			f |= 1 << i
+		}
+	}
+	if w.Active {
+		f |= webhookActive
+	}
+	return f
+}
+
+func eventBit(typ string) byte {
+	for i, name := range WebhookEvents {
+		if name == typ {
+			return 1 << i
+		}
+	}
+	return 0
+}
+
+// PutWebhook stores a subscription and its index entry.
+func (t *Tx) PutWebhook(w *Webhook) error {
+	id := mustID(w.ID)
+	if err := t.tx.Bucket(bWebhooksUser).Put(join(mustID(w.UserID), id), []byte{webhookFlags(w)}); err != nil {
+		return err
+	}
+	return t.put(bWebhooks, id, w)
+}
+
+// Webhook returns a subscription by id.
+func (t *Tx) Webhook(id string) (*Webhook, error) {
+	var w Webhook
+	if err := t.get(bWebhooks, mustID(id), &w); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// CountWebhooks counts a user's subscriptions.
+func (t *Tx) CountWebhooks(userID string) int {
+	prefix := mustID(userID)
+	n := 0
+	c := t.tx.Bucket(bWebhooksUser).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		n++
+	}
+	return n
+}
+
+// WebhooksOfUser lists a user's subscriptions, oldest first.
+func (t *Tx) WebhooksOfUser(userID string) ([]*Webhook, error) {
+	prefix := mustID(userID)
+	var out []*Webhook
+	c := t.tx.Bucket(bWebhooksUser).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		var w Webhook
+		if err := t.get(bWebhooks, k[16:], &w); err != nil {
+			return nil, err
+		}
+		out = append(out, &w)
+	}
+	return out, nil
+}
+
+// SubscribersOf returns the ids of the user's active subscriptions that want events of type typ,
+// from the index alone.
+func (t *Tx) SubscribersOf(userID, typ string) []string {
+	bit := eventBit(typ)
+	if bit == 0 {
+		return nil
+	}
+	prefix := mustID(userID)
+	var out []string
+	c := t.tx.Bucket(bWebhooksUser).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if len(v) == 1 && v[0]&webhookActive != 0 && v[0]&bit != 0 {
+			out = append(out, idString(k[16:]))
+		}
+	}
+	return out
+}
+
+// DeleteWebhook removes a subscription with every delivery record of it.
+func (t *Tx) DeleteWebhook(w *Webhook) error {
+	id := mustID(w.ID)
+	if err := t.tx.Bucket(bWebhooksUser).Delete(join(mustID(w.UserID), id)); err != nil {
+		return err
+	}
+	if err := t.tx.Bucket(bWebhooks).Delete(id); err != nil {
+		return err
+	}
+	for _, name := range [][]byte{bDeliveries, bDeliveriesPending} {
+		if err := deletePrefix(t.tx.Bucket(name).Cursor(), id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type deleter interface {
+	Seek([]byte) ([]byte, []byte)
+	Next() ([]byte, []byte)
+	Delete() error
+}
+
+func deletePrefix(c deleter, prefix []byte) error {
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func deliveryKey(webhookID, deliveryID string) []byte {
+	return join(mustID(webhookID), mustID(deliveryID))
+}
+
+func nanos(t time.Time) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, uint64(t.UnixNano()))
+	return b
+}
+
+// PutDelivery stores a delivery record and keeps the pending index true: a pending delivery is
+// indexed with its next attempt time, any other is not.
+func (t *Tx) PutDelivery(d *Delivery) error {
+	key := deliveryKey(d.WebhookID, d.ID)
+	pending := t.tx.Bucket(bDeliveriesPending)
+	if d.Status == DeliveryPending {
+		next := d.CreatedAt
+		if d.NextAttemptAt != nil {
+			next = *d.NextAttemptAt
+		}
+		if err := pending.Put(key, nanos(next)); err != nil {
+			return err
+		}
+	} else if err := pending.Delete(key); err != nil {
+		return err
+	}
+	return t.put(bDeliveries, key, d)
+}
+
+// Delivery returns a delivery record.
+func (t *Tx) Delivery(webhookID, deliveryID string) (*Delivery, error) {
+	var d Delivery
+	if err := t.get(bDeliveries, deliveryKey(webhookID, deliveryID), &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// PendingDelivery is a pending delivery's place in its subscription's queue.
+type PendingDelivery struct {
+	ID   string
+	Next time.Time
+}
+
+// PendingDeliveries lists a subscription's pending deliveries, oldest first, from the index.
+func (t *Tx) PendingDeliveries(webhookID string) []PendingDelivery {
+	prefix := mustID(webhookID)
+	var out []PendingDelivery
+	c := t.tx.Bucket(bDeliveriesPending).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if len(k) != 32 || len(v) != 8 {
+			continue
+		}
+		out = append(out, PendingDelivery{ID: idString(k[16:]), Next: time.Unix(0, int64(binary.BigEndian.Uint64(v)))})
+	}
+	return out
+}
+
+// WebhooksWithPending lists the subscriptions that have pending deliveries (each once).
+func (t *Tx) WebhooksWithPending() []string {
+	var out []string
+	c := t.tx.Bucket(bDeliveriesPending).Cursor()
+	for k, _ := c.First(); k != nil; {
+		if len(k) < 16 {
+			k, _ = c.Next()
+			continue
+		}
+		out = append(out, idString(k[:16]))
+		next := append(append([]byte(nil), k[:16]...), bytes.Repeat([]byte{0xff}, 16)...)
+		k, _ = c.Seek(next)
+		if k != nil && bytes.Equal(k, next) {
+			k, _ = c.Next()
+		}
+	}
+	return out
+}
+
+// CountPendingDeliveries counts pending deliveries of every subscription, up to max.
+func (t *Tx) CountPendingDeliveries(max int) int {
+	n := 0
+	c := t.tx.Bucket(bDeliveriesPending).Cursor()
+	for k, _ := c.First(); k != nil && n < max; k, _ = c.Next() {
+		n++
+	}
+	return n
+}
+
+// ListDeliveries returns one page of a subscription's deliveries, newest first, and their total.
+func (t *Tx) ListDeliveries(webhookID string, offset, limit int) ([]*Delivery, int, error) {
+	prefix := mustID(webhookID)
+	var out []*Delivery
+	total := 0
+	c := t.tx.Bucket(bDeliveries).Cursor()
+	end := append(append([]byte(nil), prefix...), bytes.Repeat([]byte{0xff}, 16)...)
+	k, v := c.Seek(end)
+	if k == nil {
+		k, v = c.Last()
+	} else if !bytes.Equal(k, end) {
+		k, v = c.Prev()
+	}
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
+		total++
+		if total <= offset || len(out) >= limit {
+			continue
+		}
+		var d Delivery
+		if err := Decode(v, &d); err != nil {
+			return nil, 0, err
+		}
+		out = append(out, &d)
+	}
+	return out, total, nil
+}
+
+// CancelPendingDeliveries marks every pending delivery of a subscription cancelled, with reason
+// as its last error, and returns how many it cancelled.
+func (t *Tx) CancelPendingDeliveries(webhookID, reason string, at time.Time) (int, error) {
+	pending := t.PendingDeliveries(webhookID)
+	for _, p := range pending {
+		d, err := t.Delivery(webhookID, p.ID)
+		if err != nil {
+			return 0, err
+		}
+		d.Status = DeliveryCancelled
+		d.NextAttemptAt = nil
+		r := reason
+		d.LastError = &r
+		done := at.UTC()
+		d.CompletedAt = &done
+		if err := t.PutDelivery(d); err != nil {
+			return 0, err
+		}
+	}
+	return len(pending), nil
+}
+
+// PruneDeliveries deletes up to max finished delivery records created before cutoff (the time is
+// read from the UUIDv7 delivery id, so records are not decoded) and reports how many it deleted
+// and whether it stopped at max.
+func (t *Tx) PruneDeliveries(cutoff time.Time, max int) (int, bool, error) {
+	pending := t.tx.Bucket(bDeliveriesPending)
+	c := t.tx.Bucket(bDeliveries).Cursor()
+	n := 0
+	cut := cutoff.UnixMilli()
+	for k, _ := c.First(); k != nil; {
+		if n >= max {
+			return n, true, nil
+		}
+		if len(k) == 32 && uuidV7Millis(k[16:]) < cut && pending.Get(k) == nil {
+			if err := c.Delete(); err != nil {
+				return n, false, err
+			}
+			n++
+			k, _ = c.Seek(k)
+			continue
+		}
+		k, _ = c.Next()
+	}
+	return n, false, nil
+}
+
+func uuidV7Millis(id []byte) int64 {
+	return int64(id[0])<<40 | int64(id[1])<<32 | int64(id[2])<<24 | int64(id[3])<<16 | int64(id[4])<<8 | int64(id[5])
+}
+
+// EventsPending counts the outbox events after the consumer's cursor, up to max, without decoding
+// them.
+func (t *Tx) EventsPending(consumer string, max int) int {
+	cur := t.tx.Bucket(bEventCursors).Get([]byte(consumer))
+	c := t.tx.Bucket(bEvents).Cursor()
+	var k []byte
+	if cur == nil {
+		k, _ = c.First()
+	} else {
+		k, _ = c.Seek(cur)
+		if k != nil && bytes.Equal(k, cur) {
+			k, _ = c.Next()
+		}
+	}
+	n := 0
+	for ; k != nil && n < max; k, _ = c.Next() {
+		n++
+	}
+	return n
+}
