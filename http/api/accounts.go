@@ -1,13 +1,14 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
@@ -72,27 +73,18 @@ func (h *handlers) deleteAccount(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := server.Principal(c)
-	ctx, cancel := context.WithTimeout(c.Request().Context(), h.AskTimeout)
+	ctx, cancel := h.askContext(c)
 	defer cancel()
-	errForbidden := errors.New("forbidden")
-	err = h.Store.Update(ctx, func(tx *persistence.Tx) error {
-		a, err := tx.Account(id)
-		if err != nil {
-			return err
-		}
-		if a.UserID != p.User.ID {
-			return errForbidden
-		}
-		return tx.DeleteAccount(a)
-	})
+	// The account actor revokes the token at the network (best effort) and deletes the account;
+	// publishes waiting for it fail with a clear error.
+	_, err = actors.Ask[*account.Reply](ctx, h.Accounts.To(id), &account.Delete{UserID: server.Principal(c).User.ID})
 	switch {
-	case errors.Is(err, persistence.ErrNotFound):
+	case errors.Is(err, account.ErrNotFound):
 		return apierr.NotFound("account")
-	case errors.Is(err, errForbidden):
+	case errors.Is(err, account.ErrForbidden):
 		return apierr.Forbidden("account")
 	case err != nil:
-		return h.storeError(c, err)
+		return h.actorError(c, "account", err)
 	}
 	return c.NoContent(http.StatusNoContent)
 }

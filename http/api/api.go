@@ -25,8 +25,10 @@ type Deps struct {
 	Server *server.Server
 	Store  *persistence.Store
 	Posts  *actors.Directory
-	Log    *slog.Logger
-	Now    func() time.Time
+	// Accounts is the connected-account directory.
+	Accounts *actors.Directory
+	Log      *slog.Logger
+	Now      func() time.Time
 	// AskTimeout bounds the wait for an actor's answer (default 10s).
 	AskTimeout time.Duration
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/actors/post"
 	"github.com/heraldhq/herald/http/admin"
 	"github.com/heraldhq/herald/http/api"
@@ -27,6 +28,9 @@ import (
 	"github.com/heraldhq/herald/http/ratelimit"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/secret"
+	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/registry"
 	"github.com/heraldhq/herald/platforms/sim"
 )
 
@@ -44,6 +48,16 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// PlanLimits are the hourly request quotas per plan (default auth.Plans).
 	PlanLimits map[string]int
+	// SecretKey is the hex AES-256 key sealing account tokens (HERALD_SECRET_KEY); empty means
+	// DIR/secret.key, generated on first start.
+	SecretKey string
+	// Networks configures the adapters (client ids and secrets, base URLs); in sandbox mode
+	// every adapter points at the simulator instead.
+	Networks map[platforms.Platform]platforms.Config
+	// Budgets are the rate rules per network (default account.DefaultRules).
+	Budgets map[platforms.Platform][]account.Rule
+	// AccountConcurrency bounds each account's network calls in flight (default 1).
+	AccountConcurrency int
 	// NoAdminSocket skips the admin socket (tests that run several servers in one process).
 	NoAdminSocket bool
 }
@@ -55,6 +69,10 @@ type App struct {
 	Registry *prometheus.Registry
 	Actors   *actors.System
 	Posts    *actors.Directory
+	Accounts *actors.Directory
+	Adapters registry.Adapters
+	Budgets  *account.Budgets
+	Box      *secret.Box
 	Auth     *auth.Authenticator
 	Server   *server.Server
 	Sim      *sim.Server
@@ -63,6 +81,8 @@ type App struct {
 	admin   *admin.Server
 	httpSrv *http.Server
 	ln      net.Listener
+	// reports receives account reports (the job directory, once built).
+	reports func(*account.Report)
 	// SandboxKey is the demo key written at first sandbox start ("" otherwise).
 	SandboxKey string
 }
@@ -119,6 +139,10 @@ func New(cfg Config) (*App, error) {
 	a.Store = store
 	a.Actors = actors.NewSystem(a.Registry, cfg.Log)
 	a.Posts = actors.NewDirectory(a.Actors, post.Kind(post.Deps{Store: store, IdleTimeout: cfg.PostIdleTimeout}))
+	if err := a.buildAccounts(); err != nil {
+		a.closeStore()
+		return nil, err
+	}
 	a.Auth = auth.NewAuthenticator(store, nil)
 
 	spec, err := api.Spec()
@@ -134,7 +158,7 @@ func New(cfg Config) (*App, error) {
 	a.Server = server.New(server.Config{
 		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: ratelimit.New(nil), Deprecated: deprecated, PlanLimits: cfg.PlanLimits,
 	})
-	if err := api.Register(api.Deps{Server: a.Server, Store: store, Posts: a.Posts, Log: cfg.Log}); err != nil {
+	if err := api.Register(api.Deps{Server: a.Server, Store: store, Posts: a.Posts, Accounts: a.Accounts, Log: cfg.Log}); err != nil {
 		a.closeStore()
 		return nil, err
 	}
@@ -212,6 +236,9 @@ func (a *App) Shutdown() error {
 	defer acancel()
 	if err := a.Posts.Stop(actx); err != nil {
 		errs = append(errs, fmt.Errorf("post actors: %w", err))
+	}
+	if err := a.Accounts.Stop(actx); err != nil {
+		errs = append(errs, fmt.Errorf("account actors: %w", err))
 	}
 	a.Actors.Shutdown()
 	if a.admin != nil {

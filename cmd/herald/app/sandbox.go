@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
@@ -27,6 +29,11 @@ func (a *App) startSandbox(ctx context.Context) error {
 	}
 	a.Sim = s
 	a.Log.Info("sandbox network simulator listening on http://" + s.Addr())
+	cfg := map[platforms.Platform]platforms.Config{}
+	for _, p := range platforms.All {
+		cfg[p] = s.AdapterConfig(p)
+	}
+	a.pointAdaptersAt(cfg)
 
 	var existing *persistence.User
 	_ = a.Store.View(func(tx *persistence.Tx) error {
@@ -52,19 +59,14 @@ func (a *App) startSandbox(ctx context.Context) error {
 	a.Log.Info("sandbox: created demo@herald.local with an API key (also in "+SandboxKeyFile(a.Cfg.DataDir)+")", "api_key", k.Key)
 	for _, p := range platforms.All {
 		handle := "demo-" + string(p)
+		creds, err := s.NewAccount(p, handle)
+		if err != nil {
+			return fmt.Errorf("sandbox account %s: %w", p, err)
+		}
 		acc := &persistence.Account{
-			ID: uuid.Must(uuid.NewV7()).String(), UserID: u.ID, Platform: string(p), IsActive: true, CreatedAt: now.UTC(),
+			UserID: u.ID, Platform: string(p), Username: &handle, IsActive: true, CreatedAt: now.UTC(), NetworkUserID: creds.UserID,
 		}
-		acc.Username = &handle
-		if c, err := s.NewAccount(p, handle); err == nil {
-			exp := c.ExpiresAt
-			acc.TokenExpiresAt = &exp
-			acc.NetworkUserID = c.UserID
-		} else {
-			// The network is not simulated: the account is a record without tokens.
-			acc.NetworkUserID = handle
-		}
-		if err := a.Store.Update(ctx, func(tx *persistence.Tx) error { return tx.PutAccount(acc) }); err != nil {
+		if _, err := actors.Ask[*account.Reply](ctx, a.Accounts.To(uuid.Must(uuid.NewV7()).String()), &account.Create{Account: acc, Creds: creds}); err != nil {
 			return fmt.Errorf("sandbox account %s: %w", p, err)
 		}
 	}

@@ -1,0 +1,48 @@
+package app
+
+import (
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/persistence/secret"
+	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/registry"
+)
+
+// buildAccounts opens the token box and starts the account directory with the adapters. In
+// sandbox mode the adapters are rebuilt against the simulator once it listens (startSandbox).
+func (a *App) buildAccounts() error {
+	key, err := secret.LoadKey(a.Cfg.DataDir, a.Cfg.SecretKey)
+	if err != nil {
+		return err
+	}
+	if a.Box, err = secret.NewBox(key); err != nil {
+		return err
+	}
+	a.Adapters = registry.New(a.Cfg.Networks)
+	rules := a.Cfg.Budgets
+	if rules == nil {
+		rules = account.DefaultRules
+	}
+	a.Budgets = account.NewBudgets(rules)
+	metrics := account.NewMetrics(a.Registry)
+	a.Accounts = actors.NewDirectory(a.Actors, account.Kind(account.Deps{
+		Store: a.Store, Box: a.Box, Adapters: a.Adapters, Budgets: a.Budgets, Metrics: metrics,
+		Log: a.Log, Concurrency: a.Cfg.AccountConcurrency, Report: a.reportToJob,
+	}))
+	return nil
+}
+
+// pointAdaptersAt replaces every adapter's configuration (the sandbox points them at its
+// simulator). The map is shared with the account actors, which have not run yet.
+func (a *App) pointAdaptersAt(cfg map[platforms.Platform]platforms.Config) {
+	for p, ad := range registry.New(cfg) {
+		a.Adapters[p] = ad
+	}
+}
+
+// reportToJob delivers an account's report to the job it concerns.
+func (a *App) reportToJob(r *account.Report) {
+	if a.reports != nil {
+		a.reports(r)
+	}
+}
