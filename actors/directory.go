@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -41,6 +42,9 @@ type Directory struct {
 	shards []*shard
 	props  *actor.Props
 	wg     sync.WaitGroup // live incarnations
+	// stopped refuses new activations once Stop began: what is still sent is dropped, and its
+	// work is recovered from bbolt at the next start.
+	closing atomic.Bool
 }
 
 type shard struct {
@@ -108,6 +112,9 @@ func (d *Directory) deliver(id string, msg any, sender *actor.PID) {
 	defer s.mu.Unlock()
 	e := s.entries[id]
 	if e == nil {
+		if d.closing.Load() {
+			return
+		}
 		e = &entry{pid: d.spawn(id)}
 		s.entries[id] = e
 	}
@@ -156,7 +163,7 @@ func (d *Directory) stopped(id string, pid *actor.PID) {
 	if e == nil || !e.pid.Equal(pid) {
 		return
 	}
-	if len(e.held) == 0 {
+	if len(e.held) == 0 || d.closing.Load() {
 		delete(s.entries, id)
 		return
 	}
@@ -180,9 +187,10 @@ func (d *Directory) Live() int {
 }
 
 // Stop passivates every live actor (each finishes the messages in its mailbox first) and waits
-// until all have stopped or ctx ends. Messages sent meanwhile start new incarnations, so callers
-// stop the senders first.
+// until all have stopped or ctx ends. From then on the directory activates nothing: messages to
+// actors that are not live are dropped (their work is recovered from bbolt at the next start).
 func (d *Directory) Stop(ctx context.Context) error {
+	d.closing.Store(true)
 	for _, s := range d.shards {
 		s.mu.Lock()
 		for _, e := range s.entries {

@@ -89,6 +89,10 @@ type Post struct {
 	Version uint64 `json:"version"`
 	// TrackingID is the post's latest publish job.
 	TrackingID *string `json:"tracking_id,omitempty"`
+	// FinishedJob is the latest job whose outcome the post has taken.
+	FinishedJob string `json:"finished_job,omitempty"`
+	// QuotaCounted is set once the post counted against the free plan's monthly quota.
+	QuotaCounted bool `json:"quota_counted,omitempty"`
 }
 
 // Clone returns a deep copy, for building a post's next state before it is written.

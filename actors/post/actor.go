@@ -6,6 +6,7 @@ package post
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -21,6 +22,15 @@ const KindName = "post"
 type Deps struct {
 	Store *persistence.Store
 	Now   func() time.Time
+	// StartJob sends a committed job its Start.
+	StartJob func(jobID string)
+	// Synced tells a job that the post took its outcome.
+	Synced func(jobID string)
+	// Events is notified after an event is committed to the outbox.
+	Events *actors.Notifier
+	// Scheduled tells the scheduler of a newly scheduled time.
+	Scheduled func(at time.Time)
+	Log       *slog.Logger
 	// IdleTimeout passivates idle post actors (default 2m).
 	IdleTimeout time.Duration
 }
@@ -29,6 +39,15 @@ type Deps struct {
 func Kind(d Deps) actors.Kind {
 	if d.Now == nil {
 		d.Now = time.Now
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.StartJob == nil {
+		d.StartJob = func(string) {}
+	}
+	if d.Synced == nil {
+		d.Synced = func(string) {}
 	}
 	return actors.Kind{
 		Name:        KindName,
@@ -61,6 +80,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.update(ctx, m)
 	case *Delete:
 		a.delete(ctx, m)
+	default:
+		a.receiveLifecycle(ctx)
 	}
 }
 
@@ -161,13 +182,31 @@ func (a *Actor) delete(ctx actor.Context, m *Delete) {
 		actors.ReplyError(ctx, err)
 		return
 	}
+	// post.deleted goes to the outbox in the same transaction as the deletion; its status is the
+	// one the post had when it was deleted.
+	ev, err := NewEvent(persistence.PostEventDeleted, cur, a.deps.Now())
+	if err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
 	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+		if cur.Status == persistence.PostScheduled && cur.ScheduledAt != nil {
+			if err := tx.Unschedule(cur.ID, *cur.ScheduledAt); err != nil {
+				return err
+			}
+		}
+		if err := tx.AppendEvent(ev); err != nil {
+			return err
+		}
 		return tx.DeletePost(cur)
 	}); err != nil {
 		actors.ReplyError(ctx, err)
 		return
 	}
 	a.state = nil
+	if a.deps.Events != nil {
+		a.deps.Events.Notify()
+	}
 	actors.Reply(ctx, &Reply{Post: cur})
 }
 

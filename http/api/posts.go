@@ -51,6 +51,8 @@ type PostPlatform struct {
 type PostDetail struct {
 	PostListItem
 	Platforms []PostPlatform `json:"platforms"`
+	// TrackingID is the post's latest publish job (null before its first publish).
+	TrackingID *string `json:"tracking_id"`
 }
 
 func listItem(p *persistence.Post) PostListItem {
@@ -62,7 +64,7 @@ func listItem(p *persistence.Post) PostListItem {
 }
 
 func detail(p *persistence.Post) PostDetail {
-	out := PostDetail{PostListItem: listItem(p), Platforms: make([]PostPlatform, 0, len(p.Targets))}
+	out := PostDetail{PostListItem: listItem(p), Platforms: make([]PostPlatform, 0, len(p.Targets)), TrackingID: p.TrackingID}
 	for _, t := range p.Targets {
 		out.Platforms = append(out.Platforms, PostPlatform{ConnectedAccountID: t.AccountID, Platform: t.Platform, Status: t.Status, Error: t.Error})
 	}
@@ -79,7 +81,16 @@ type postInput struct {
 // readPostInput validates content, platforms and media. On create every field rule applies;
 // on update only the fields present are read.
 func (h *handlers) readPostInput(c *echo.Context, create bool) (*postInput, error) {
-	o, err := readObject(c.Request())
+	raw, err := readBody(c)
+	if err != nil {
+		return nil, err
+	}
+	return h.postInput(c, raw, create)
+}
+
+// postInput validates a create or update body already read.
+func (h *handlers) postInput(c *echo.Context, raw []byte, create bool) (*postInput, error) {
+	o, err := parseObject(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -142,25 +153,33 @@ func (h *handlers) readPostInput(c *echo.Context, create bool) (*postInput, erro
 	return in, nil
 }
 
-// mediaUsable reports whether id is a confirmed media of the user. No media store exists yet, so
-// no id is usable.
-func mediaUsable(tx *persistence.Tx, userID, id string) bool { return false }
+// mediaUsable reports whether id is a confirmed media of the user (unknown ids, other users'
+// media and uploads never confirmed are not).
+func mediaUsable(tx *persistence.Tx, userID, id string) bool {
+	_, err := tx.ConfirmedMedia(userID, id)
+	return err == nil
+}
+
+// newPost builds a new draft from validated input.
+func (h *handlers) newPost(c *echo.Context, in *postInput) *persistence.Post {
+	now := h.Now().UTC()
+	rec := &persistence.Post{
+		ID: uuid.Must(uuid.NewV7()).String(), UserID: server.Principal(c).User.ID, Content: *in.content, Status: persistence.PostDraft,
+		CreatedAt: now, UpdatedAt: now, MediaIDs: in.mediaIDs, Targets: in.targets,
+	}
+	if rec.MediaIDs == nil {
+		rec.MediaIDs = []string{}
+	}
+	return rec
+}
 
 func (h *handlers) createPost(c *echo.Context) error {
 	in, err := h.readPostInput(c, true)
 	if err != nil {
 		return err
 	}
-	p := server.Principal(c)
-	now := h.Now().UTC()
-	id := uuid.Must(uuid.NewV7()).String()
-	rec := &persistence.Post{
-		ID: id, UserID: p.User.ID, Content: *in.content, Status: persistence.PostDraft,
-		CreatedAt: now, UpdatedAt: now, MediaIDs: in.mediaIDs, Targets: in.targets,
-	}
-	if rec.MediaIDs == nil {
-		rec.MediaIDs = []string{}
-	}
+	rec := h.newPost(c, in)
+	id := rec.ID
 	ctx, cancel := h.askContext(c)
 	defer cancel()
 	if _, err := actors.Ask[*post.Reply](ctx, h.Posts.To(id), &post.Create{Post: rec}); err != nil {

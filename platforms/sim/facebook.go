@@ -59,6 +59,7 @@ func registerFacebook(n *Network) {
 	// Page tokens obtained from a long-lived user token do not expire.
 	n.Tokens.AccessTTL = 100 * 365 * 24 * time.Hour
 	users := newTokenStore(n.Sim, platforms.Facebook)
+	users.scope = "facebook-user"
 	users.AccessTTL, users.RefreshTTL = 60*24*time.Hour, 0
 	g := newGraphAPI(n, "pages", 80001, "(#80001) There have been too many calls to this Page account. Wait a bit and try again. For more info, please refer to https://developers.facebook.com/docs/graph-api/overview/rate-limiting.", Limit{Count: 4800, Window: 24 * time.Hour})
 	g.users = users

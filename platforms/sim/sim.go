@@ -218,8 +218,12 @@ func (s *Sim) BaseURL() string {
 }
 
 // AdapterConfig is the adapter configuration that points platform p at this simulator.
-func (s *Sim) AdapterConfig(p platforms.Platform) platforms.Config {
-	base := s.BaseURL() + Prefix(p)
+func (s *Sim) AdapterConfig(p platforms.Platform) platforms.Config { return ConfigFor(s.BaseURL(), p) }
+
+// ConfigFor is the adapter configuration that points platform p at a simulator listening at
+// baseURL (for example one started by `herald sim`).
+func ConfigFor(baseURL string, p platforms.Platform) platforms.Config {
+	base := strings.TrimRight(baseURL, "/") + Prefix(p)
 	return platforms.Config{BaseURL: base, AuthURL: base, UploadURL: base, ClientID: ClientID, ClientSecret: ClientSecret, PollInterval: 10 * time.Millisecond}
 }
 

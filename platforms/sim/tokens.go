@@ -1,6 +1,11 @@
 package sim
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +48,7 @@ type accessToken struct {
 type refreshToken struct {
 	user, handle string
 	expires      time.Time
+	revoked      bool
 	used         bool
 	usedAt       time.Time
 }
@@ -61,11 +67,86 @@ type TokenStore struct {
 	// (Bluesky: 2 h).
 	RotateRefresh bool
 	RefreshGrace  time.Duration
+	// scope tells this store's signed tokens from another store's of the same network.
+	scope string
 }
 
 func newTokenStore(s *Sim, p platforms.Platform) *TokenStore {
 	lt := tokenLifetimes[p]
-	return &TokenStore{sim: s, platform: p, access: map[string]*accessToken{}, refresh: map[string]*refreshToken{}, AccessTTL: lt.Access, RefreshTTL: lt.Refresh}
+	return &TokenStore{sim: s, platform: p, scope: string(p), access: map[string]*accessToken{}, refresh: map[string]*refreshToken{}, AccessTTL: lt.Access, RefreshTTL: lt.Refresh}
+}
+
+// tokenKey signs the simulator's tokens. Tokens are self-describing and signed, so that a
+// restarted simulator (the sandbox restarts with Herald) still honours the tokens it issued.
+var tokenKey = []byte("herald-simulator-tokens")
+
+type tokenClaims struct {
+	Platform string `json:"p"`
+	User     string `json:"u"`
+	Handle   string `json:"h"`
+	Expires  int64  `json:"e"`
+	Nonce    string `json:"n"`
+}
+
+func (t *TokenStore) mint(prefix, user, handle string, expires time.Time) string {
+	b, _ := json.Marshal(tokenClaims{Platform: t.scope, User: user, Handle: handle, Expires: expires.UnixNano(), Nonce: RandomID(8)})
+	body := base64.RawURLEncoding.EncodeToString(b)
+	mac := hmac.New(sha256.New, tokenKey)
+	mac.Write([]byte(prefix + body))
+	return prefix + body + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// recover reads a token this store did not issue in this process (the simulator restarted):
+// when its signature holds, it is taken as issued.
+func (t *TokenStore) recoverToken(prefix, token string) (tokenClaims, bool) {
+	var c tokenClaims
+	rest, ok := strings.CutPrefix(token, prefix)
+	if !ok {
+		return c, false
+	}
+	body, sig, ok := strings.Cut(rest, ".")
+	if !ok {
+		return c, false
+	}
+	mac := hmac.New(sha256.New, tokenKey)
+	mac.Write([]byte(prefix + body))
+	want := base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	if !hmac.Equal([]byte(sig), []byte(want)) {
+		return c, false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil || json.Unmarshal(raw, &c) != nil || c.Platform != t.scope {
+		return c, false
+	}
+	return c, true
+}
+
+// lookupAccess finds an access token, recovering a signed one; the caller holds t.mu.
+func (t *TokenStore) lookupAccess(token string) (*accessToken, bool) {
+	if a, ok := t.access[token]; ok {
+		return a, true
+	}
+	c, ok := t.recoverToken("sim_at_", token)
+	if !ok {
+		return nil, false
+	}
+	a := &accessToken{user: c.User, handle: c.Handle, expires: time.Unix(0, c.Expires)}
+	t.access[token] = a
+	return a, true
+}
+
+// lookupRefresh finds a refresh token, recovering a signed one; the caller holds t.mu.
+func (t *TokenStore) lookupRefresh(token string) (*refreshToken, bool) {
+	if r, ok := t.refresh[token]; ok {
+		return r, true
+	}
+	c, ok := t.recoverToken("sim_rt_", token)
+	if !ok {
+		return nil, false
+	}
+	r := &refreshToken{user: c.User, handle: c.Handle, expires: time.Unix(0, c.Expires)}
+	t.refresh[token] = r
+	return r, true
 }
 
 // Issue creates a fresh access (and refresh, when the network has them) token for a user.
@@ -73,11 +154,11 @@ func (t *TokenStore) Issue(userID, handle string) platforms.Credentials {
 	now := t.sim.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	at := "sim_at_" + RandomID(16)
+	at := t.mint("sim_at_", userID, handle, now.Add(t.AccessTTL))
 	t.access[at] = &accessToken{user: userID, handle: handle, expires: now.Add(t.AccessTTL)}
 	c := platforms.Credentials{AccessToken: at, ExpiresAt: now.Add(t.AccessTTL).UTC(), UserID: userID, Handle: handle}
 	if t.RefreshTTL > 0 {
-		rt := "sim_rt_" + RandomID(16)
+		rt := t.mint("sim_rt_", userID, handle, now.Add(t.RefreshTTL))
 		t.refresh[rt] = &refreshToken{user: userID, handle: handle, expires: now.Add(t.RefreshTTL)}
 		c.RefreshToken = rt
 		c.RefreshExpiresAt = now.Add(t.RefreshTTL).UTC()
@@ -89,7 +170,7 @@ func (t *TokenStore) Issue(userID, handle string) platforms.Credentials {
 func (t *TokenStore) Check(token string) (userID, handle string, state TokenState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	a, ok := t.access[token]
+	a, ok := t.lookupAccess(token)
 	if !ok {
 		return "", "", TokenUnknown
 	}
@@ -107,12 +188,12 @@ func (t *TokenStore) Check(token string) (userID, handle string, state TokenStat
 func (t *TokenStore) Refresh(token string) (platforms.Credentials, bool) {
 	now := t.sim.Now()
 	t.mu.Lock()
-	r, ok := t.refresh[token]
-	if !ok || !now.Before(r.expires) || (r.used && (t.RefreshGrace == 0 || now.Sub(r.usedAt) > t.RefreshGrace)) {
+	r, ok := t.lookupRefresh(token)
+	if !ok || r.revoked || !now.Before(r.expires) || (r.used && (t.RefreshGrace == 0 || now.Sub(r.usedAt) > t.RefreshGrace)) {
 		t.mu.Unlock()
 		return platforms.Credentials{}, false
 	}
-	at := "sim_at_" + RandomID(16)
+	at := t.mint("sim_at_", r.user, r.handle, now.Add(t.AccessTTL))
 	t.access[at] = &accessToken{user: r.user, handle: r.handle, expires: now.Add(t.AccessTTL)}
 	c := platforms.Credentials{AccessToken: at, ExpiresAt: now.Add(t.AccessTTL).UTC(), UserID: r.user, Handle: r.handle, RefreshToken: token, RefreshExpiresAt: r.expires.UTC()}
 	if t.RotateRefresh {
@@ -121,7 +202,7 @@ func (t *TokenStore) Refresh(token string) (platforms.Credentials, bool) {
 			// extend it.
 			r.used, r.usedAt = true, now
 		}
-		nt := "sim_rt_" + RandomID(16)
+		nt := t.mint("sim_rt_", r.user, r.handle, now.Add(t.RefreshTTL))
 		t.refresh[nt] = &refreshToken{user: r.user, handle: r.handle, expires: now.Add(t.RefreshTTL)}
 		c.RefreshToken = nt
 		c.RefreshExpiresAt = now.Add(t.RefreshTTL).UTC()
@@ -140,7 +221,7 @@ func (t *TokenStore) ExtendAccess(token string) (platforms.Credentials, bool) {
 	now := t.sim.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	at := "sim_at_" + RandomID(16)
+	at := t.mint("sim_at_", user, handle, now.Add(t.AccessTTL))
 	t.access[at] = &accessToken{user: user, handle: handle, expires: now.Add(t.AccessTTL)}
 	return platforms.Credentials{AccessToken: at, ExpiresAt: now.Add(t.AccessTTL).UTC(), UserID: user, Handle: handle}, true
 }
@@ -149,24 +230,29 @@ func (t *TokenStore) ExtendAccess(token string) (platforms.Credentials, bool) {
 // the revocation.
 func (t *TokenStore) Revoke(token string) bool {
 	t.mu.Lock()
-	user := ""
-	if a, ok := t.access[token]; ok {
-		user = a.user
-	} else if r, ok := t.refresh[token]; ok {
-		user = r.user
+	user, already := "", false
+	if a, ok := t.lookupAccess(token); ok {
+		user, already = a.user, a.revoked
+	} else if r, ok := t.lookupRefresh(token); ok {
+		user, already = r.user, r.revoked
 	}
 	if user == "" {
 		t.mu.Unlock()
 		return false
+	}
+	if already {
+		// Revoking a revoked token (or one of a revoked grant) changes nothing.
+		t.mu.Unlock()
+		return true
 	}
 	for _, a := range t.access {
 		if a.user == user {
 			a.revoked = true
 		}
 	}
-	for k, r := range t.refresh {
+	for _, r := range t.refresh {
 		if r.user == user {
-			delete(t.refresh, k)
+			r.revoked = true
 		}
 	}
 	t.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -88,7 +89,7 @@ func TestCreatePostBadInput(t *testing.T) {
 	acct := b.accounts[0].ID
 	cases := []struct {
 		name, body, contentType, message string
-		status                          int
+		status                           int
 	}{
 		{"not JSON", `{"content": "x", `, "application/json", "Malformed JSON", 400},
 		{"plain text", `hello there`, "text/plain", "Expected object, received string", 400},
@@ -242,8 +243,9 @@ func TestPassivatedPostComesBackWithItsState(t *testing.T) {
 	r := b.do("PATCH", "/v1/posts/"+id, map[string]any{"content": "after edit"})
 	require.Equal(t, 200, r.status)
 	require.Eventually(t, func() bool { return b.app.Posts.Live() == 0 }, 10*time.Second, 10*time.Millisecond, "the idle actor passivates")
+	activations := testutil.ToFloat64(b.app.Actors.Metrics.Activations.WithLabelValues("post"))
 	r = b.do("GET", "/v1/posts/"+id, nil)
 	require.Equal(t, 200, r.status)
 	require.Equal(t, "after edit", r.json(t)["content"])
-	require.Equal(t, 1, b.app.Posts.Live(), "a message re-activates it")
+	require.Equal(t, activations+1, testutil.ToFloat64(b.app.Actors.Metrics.Activations.WithLabelValues("post")), "a message re-activates it")
 }

@@ -1,0 +1,313 @@
+// Package job is the publish job actor: one virtual actor per job. It sends every target to its
+// connected account's actor, records each phase change durably before it announces it to stream
+// subscribers, and when every target is final hands the outcome to the post.
+//
+// Job status: queued (created) → processing (the first account report) → completed (every
+// target final and at least one succeeded) or failed (every target failed). A job whose targets
+// partly failed is completed; its post is partial. Herald never reports a job as partial: the
+// per-target phases say which failed.
+package job
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/platforms"
+)
+
+// KindName labels the job actor in metrics.
+const KindName = "job"
+
+// ErrNotFound means there is no job with this id.
+var ErrNotFound = errors.New("job not found")
+
+// ErrForbidden means the job belongs to another user.
+var ErrForbidden = errors.New("job belongs to another user")
+
+// MediaResolver turns a user's media ids into what adapters upload.
+type MediaResolver func(ctx context.Context, userID string, ids []string) ([]platforms.Media, error)
+
+// Deps are what job actors need.
+type Deps struct {
+	Store *persistence.Store
+	// SendAccount delivers a publish to an account actor.
+	SendAccount func(accountID string, msg *account.Publish)
+	// Finish hands a final job to its post actor; the post answers with PostSynced.
+	Finish func(j *persistence.Job)
+	Media  MediaResolver
+	Now    func() time.Time
+	Log    *slog.Logger
+	// Finished observes every finished job (metrics).
+	Finished    func(j *persistence.Job, duration time.Duration)
+	IdleTimeout time.Duration
+}
+
+// Kind returns the job actor kind.
+func Kind(d Deps) actors.Kind {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	return actors.Kind{Name: KindName, IdleTimeout: d.IdleTimeout, New: func(id string) actor.Actor { return &Actor{id: id, deps: d} }}
+}
+
+// Actor is one job.
+type Actor struct {
+	id    string
+	deps  Deps
+	state *persistence.Job
+	subs  map[*Subscriber]bool
+	// finishing is set while the post takes the outcome.
+	finishing bool
+}
+
+// Busy keeps a running job, or one with subscribers, from passivating.
+func (a *Actor) Busy() bool {
+	return len(a.subs) > 0 || (a.state != nil && !a.state.PostSynced)
+}
+
+// Receive handles the job's messages.
+func (a *Actor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.load()
+	case *actor.Stopped:
+		for s := range a.subs {
+			close(s.C)
+		}
+		a.subs = nil
+	case *Start:
+		a.start(m)
+	case *account.Report:
+		a.report(m)
+	case *Get:
+		if j, err := a.owned(m.UserID); err != nil {
+			actors.ReplyError(ctx, err)
+		} else {
+			actors.Reply(ctx, &Reply{Job: j.Clone()})
+		}
+	case *Subscribe:
+		a.subscribe(ctx, m)
+	case *Unsubscribe:
+		if a.subs[m.Sub] {
+			delete(a.subs, m.Sub)
+			close(m.Sub.C)
+		}
+	case *PostSynced:
+		a.postSynced()
+	}
+}
+
+func (a *Actor) load() {
+	a.state = nil
+	_ = a.deps.Store.View(func(tx *persistence.Tx) error {
+		if j, err := tx.Job(a.id); err == nil {
+			a.state = j
+		}
+		return nil
+	})
+}
+
+func (a *Actor) owned(userID string) (*persistence.Job, error) {
+	if a.state == nil {
+		return nil, ErrNotFound
+	}
+	if a.state.UserID != userID {
+		return nil, ErrForbidden
+	}
+	return a.state, nil
+}
+
+func finished(j *persistence.Job) bool {
+	return j.Status == persistence.JobCompleted || j.Status == persistence.JobFailed
+}
+
+func (a *Actor) start(m *Start) {
+	j := a.state
+	if j == nil {
+		return
+	}
+	if finished(j) {
+		if !j.PostSynced {
+			a.finish()
+		}
+		return
+	}
+	var post *persistence.Post
+	_ = a.deps.Store.View(func(tx *persistence.Tx) error {
+		post, _ = tx.Post(j.PostID)
+		return nil
+	})
+	if post == nil {
+		// The post is gone (it cannot be deleted while publishing; this is a damaged store).
+		for _, t := range j.Targets {
+			if !t.Final() {
+				a.apply(&account.Report{JobID: a.id, Target: t.Target, Final: true, Message: "the post no longer exists"})
+			}
+		}
+		return
+	}
+	var media []platforms.Media
+	if len(post.MediaIDs) > 0 {
+		if a.deps.Media == nil {
+			a.failOpen("this Herald has no media storage configured")
+			return
+		}
+		var err error
+		if media, err = a.deps.Media(context.Background(), post.UserID, post.MediaIDs); err != nil {
+			a.failOpen("the post's media could not be read: " + err.Error())
+			return
+		}
+	}
+	p := platforms.Post{Text: post.Content, Media: media}
+	for _, t := range j.Targets {
+		if t.Final() {
+			continue
+		}
+		a.deps.SendAccount(t.AccountID, &account.Publish{JobID: a.id, Target: t.Target, Post: p, Resume: m.Resume})
+	}
+}
+
+// failOpen fails every open target with msg.
+func (a *Actor) failOpen(msg string) {
+	for _, t := range a.state.Targets {
+		if !t.Final() {
+			a.apply(&account.Report{JobID: a.id, Target: t.Target, Final: true, Message: msg})
+		}
+	}
+}
+
+func (a *Actor) report(r *account.Report) {
+	if a.state == nil || finished(a.state) {
+		return
+	}
+	a.apply(r)
+}
+
+// apply records one report durably, then announces it.
+func (a *Actor) apply(r *account.Report) {
+	cur := a.state
+	idx := -1
+	for i, t := range cur.Targets {
+		if t.Target == r.Target {
+			idx = i
+		}
+	}
+	if idx < 0 || cur.Targets[idx].Final() {
+		return
+	}
+	next := cur.Clone()
+	t := &next.Targets[idx]
+	switch {
+	case r.Final && r.Success:
+		t.Phase, t.PublicationID, t.URL = persistence.PhaseSuccess, r.Publication.ID, r.Publication.URL
+	case r.Final:
+		t.Phase = persistence.PhaseFailed
+	default:
+		t.Phase = persistence.PhaseUploading
+	}
+	t.Message = r.Message
+	if next.Status == persistence.JobQueued {
+		next.Status = persistence.JobProcessing
+	}
+	allFinal := true
+	for _, t := range next.Targets {
+		allFinal = allFinal && t.Final()
+	}
+	now := a.deps.Now().UTC()
+	if allFinal {
+		completed, _ := next.Counts()
+		next.Status = persistence.JobFailed
+		if completed > 0 {
+			next.Status = persistence.JobCompleted
+		}
+		next.CompletedAt = &now
+	}
+	next.Seq++
+	err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+		if r.Final {
+			// The outcome is stored: the account's attempt record is no longer needed.
+			if err := tx.DeleteAttempt(a.id, r.Target); err != nil {
+				return err
+			}
+		}
+		return tx.PutJob(next)
+	})
+	if err != nil {
+		a.deps.Log.Error("storing a job's progress failed", "job_id", a.id, "error", err)
+		return
+	}
+	a.state = next
+	a.broadcast(&Event{Name: "progress", ID: next.Seq, Job: next.Clone(), Target: r.Target})
+	if allFinal {
+		if a.deps.Finished != nil {
+			a.deps.Finished(next, now.Sub(next.CreatedAt))
+		}
+		a.broadcast(&Event{Name: "done", ID: next.Seq, Job: next.Clone(), Target: -1})
+		for s := range a.subs {
+			close(s.C)
+		}
+		a.subs = nil
+		a.finish()
+	}
+}
+
+func (a *Actor) broadcast(e *Event) {
+	for s := range a.subs {
+		select {
+		case s.C <- e:
+		default:
+			// The client does not keep up: drop it rather than stall the job.
+			delete(a.subs, s)
+			close(s.C)
+		}
+	}
+}
+
+func (a *Actor) finish() {
+	if a.finishing {
+		return
+	}
+	a.finishing = true
+	a.deps.Finish(a.state.Clone())
+}
+
+func (a *Actor) postSynced() {
+	a.finishing = false
+	if a.state == nil || a.state.PostSynced {
+		return
+	}
+	next := a.state.Clone()
+	next.PostSynced = true
+	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutJob(next) }); err != nil {
+		a.deps.Log.Error("storing a job's sync failed", "job_id", a.id, "error", err)
+		return
+	}
+	a.state = next
+}
+
+func (a *Actor) subscribe(ctx actor.Context, m *Subscribe) {
+	j, err := a.owned(m.UserID)
+	if err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
+	if finished(j) {
+		actors.Reply(ctx, &SubscribeReply{Job: j.Clone(), Done: true})
+		return
+	}
+	if a.subs == nil {
+		a.subs = map[*Subscriber]bool{}
+	}
+	a.subs[m.Sub] = true
+	actors.Reply(ctx, &SubscribeReply{Job: j.Clone()})
+}

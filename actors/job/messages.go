@@ -1,0 +1,57 @@
+package job
+
+import "github.com/heraldhq/herald/persistence"
+
+// Start begins (or, after a restart, resumes) the job: every target whose outcome is not known is
+// sent to its account. Sent by the post actor after the job's creation commits, and at start-up
+// for every active job.
+type Start struct {
+	// Resume marks a start-up after a crash: targets that were in flight are resolved, not
+	// sent again blindly.
+	Resume bool
+}
+
+// Get reads the job on behalf of a user. Reply: *Reply.
+type Get struct{ UserID string }
+
+// Reply carries a snapshot of the job.
+type Reply struct{ Job *persistence.Job }
+
+// Subscribe registers a stream subscriber. Reply: *SubscribeReply. A subscriber of a finished
+// job is not registered: it gets the snapshot and Done=true.
+type Subscribe struct {
+	UserID string
+	Sub    *Subscriber
+}
+
+// SubscribeReply is the job as the subscriber first sees it.
+type SubscribeReply struct {
+	Job  *persistence.Job
+	Done bool
+}
+
+// Unsubscribe removes a subscriber (its client went away).
+type Unsubscribe struct{ Sub *Subscriber }
+
+// PostSynced tells the job that its post has taken the outcome.
+type PostSynced struct{}
+
+// Event is one message of a job's stream.
+type Event struct {
+	// Name is "progress" or "done".
+	Name string
+	// ID is the job's change sequence number.
+	ID  uint64
+	Job *persistence.Job
+	// Target is the index of the target whose phase changed (progress only; -1 for none).
+	Target int
+}
+
+// Subscriber receives a job's events. Its channel is buffered; a subscriber that falls behind by
+// a full buffer is dropped (its channel closed), never waited for.
+type Subscriber struct {
+	C chan *Event
+}
+
+// NewSubscriber makes a subscriber with room for buffer events.
+func NewSubscriber(buffer int) *Subscriber { return &Subscriber{C: make(chan *Event, buffer)} }

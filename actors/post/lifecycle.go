@@ -1,0 +1,427 @@
+package post
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/persistence"
+)
+
+// Publish creates a job for the post (creating the post first when Create is set). Draft and
+// scheduled posts publish every target; failed and partial posts publish again only the targets
+// that failed. Reply: *PublishReply.
+type Publish struct {
+	UserID string
+	// JobID is the new job's tracking id (UUIDv7), chosen by the caller.
+	JobID  string
+	Create *persistence.Post
+	// Idempotency, when set, is stored in the same transaction as the job.
+	Idempotency *Idempotency
+	// Quota, when set, is the free plan's monthly post quota.
+	Quota *Quota
+}
+
+// Idempotency is the answer stored for an Idempotency-Key.
+type Idempotency struct {
+	Key    []byte
+	Record *persistence.IdempotencyRecord
+}
+
+// Quota is a monthly post quota.
+type Quota struct {
+	Limit int
+	Month string // "2006-01"
+}
+
+// PublishReply carries the post and its new job as committed.
+type PublishReply struct {
+	Post *persistence.Post
+	Job  *persistence.Job
+}
+
+// Schedule schedules the post at At (creating it first when Create is set); a scheduled post is
+// moved to the new time. Reply: *Reply.
+type Schedule struct {
+	UserID string
+	At     time.Time
+	Create *persistence.Post
+	Quota  *Quota
+}
+
+// Fire is the scheduler's signal that the post's time At has come. Reply: *FireReply.
+type Fire struct{ At time.Time }
+
+// FireReply says what the post did with a Fire.
+type FireReply struct {
+	// JobID is the job started, "" when the entry was stale (rescheduled, deleted, published).
+	JobID string
+}
+
+// Finish gives the post the outcome of one of its jobs. The post answers through
+// Deps.Synced once the outcome is durable.
+type Finish struct{ Job *persistence.Job }
+
+// NotPublishableError refuses to publish a post in its status.
+type NotPublishableError struct{ Status string }
+
+func (e *NotPublishableError) Error() string {
+	switch e.Status {
+	case persistence.PostPublishing:
+		return "the post is being published; wait for its job to finish"
+	case persistence.PostPublished:
+		return "the post is already published on every platform"
+	}
+	return fmt.Sprintf("a %s post cannot be published", e.Status)
+}
+
+// NotSchedulableError refuses to schedule a post in its status.
+type NotSchedulableError struct{ Status string }
+
+func (e *NotSchedulableError) Error() string {
+	return fmt.Sprintf("a %s post cannot be scheduled; only draft and scheduled posts can", e.Status)
+}
+
+// QuotaExceededError refuses a publish or schedule beyond the free plan's monthly posts.
+type QuotaExceededError struct {
+	Limit, Used int
+	Month       string
+}
+
+func (e *QuotaExceededError) Error() string {
+	return fmt.Sprintf("the free plan allows %d published or scheduled posts per calendar month (UTC); %d used in %s", e.Limit, e.Used, e.Month)
+}
+
+// EventData is the data of a post lifecycle event, as webhooks deliver it.
+type EventData struct {
+	PostID    string          `json:"post_id"`
+	Status    string          `json:"status"`
+	Platforms []EventPlatform `json:"platforms"`
+	// ScheduledAt is set on post.scheduled.
+	ScheduledAt *time.Time `json:"scheduled_at,omitempty"`
+}
+
+// EventPlatform is one target in an event.
+type EventPlatform struct {
+	Platform           string  `json:"platform"`
+	Status             string  `json:"status"`
+	ConnectedAccountID string  `json:"connected_account_id"`
+	Error              *string `json:"error"`
+}
+
+// NewEvent builds the lifecycle event of a post's state.
+func NewEvent(typ string, p *persistence.Post, now time.Time) (*persistence.Event, error) {
+	d := EventData{PostID: p.ID, Status: p.Status, Platforms: []EventPlatform{}}
+	if typ == "post.scheduled" {
+		d.ScheduledAt = p.ScheduledAt
+	}
+	for _, t := range p.Targets {
+		d.Platforms = append(d.Platforms, EventPlatform{Platform: t.Platform, Status: t.Status, ConnectedAccountID: t.AccountID, Error: t.Error})
+	}
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	return &persistence.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: typ, UserID: p.UserID, CreatedAt: now.UTC(), Data: raw}, nil
+}
+
+// receiveLifecycle handles the publishing and scheduling messages.
+func (a *Actor) receiveLifecycle(ctx actor.Context) bool {
+	switch m := ctx.Message().(type) {
+	case *Publish:
+		a.publish(ctx, m)
+	case *Schedule:
+		a.schedule(ctx, m)
+	case *Fire:
+		a.fire(ctx, m)
+	case *Finish:
+		a.finishJob(m)
+	default:
+		return false
+	}
+	return true
+}
+
+// countQuota counts the post against a quota in tx, once per post.
+func countQuota(tx *persistence.Tx, p *persistence.Post, q *Quota) error {
+	if q == nil || p.QuotaCounted {
+		return nil
+	}
+	used := tx.QuotaUsed(p.UserID, q.Month)
+	if used >= q.Limit {
+		return &QuotaExceededError{Limit: q.Limit, Used: used, Month: q.Month}
+	}
+	p.QuotaCounted = true
+	return tx.AddQuota(p.UserID, q.Month, 1)
+}
+
+// newJob builds the job of next's targets to publish and marks them publishing.
+func newJob(next *persistence.Post, jobID string, now time.Time) (*persistence.Job, error) {
+	republish := next.Status == persistence.PostFailed || next.Status == persistence.PostPartial
+	switch next.Status {
+	case persistence.PostDraft, persistence.PostScheduled, persistence.PostFailed, persistence.PostPartial:
+	default:
+		return nil, &NotPublishableError{Status: next.Status}
+	}
+	j := &persistence.Job{TrackingID: jobID, PostID: next.ID, UserID: next.UserID, Status: persistence.JobQueued, CreatedAt: now}
+	for i := range next.Targets {
+		t := &next.Targets[i]
+		if republish && t.Status != persistence.TargetFailed {
+			continue
+		}
+		t.Status, t.Error = persistence.TargetPublishing, nil
+		j.Targets = append(j.Targets, persistence.JobTarget{Target: i, Platform: t.Platform, AccountID: t.AccountID, Phase: persistence.PhaseUploading, Message: "queued"})
+	}
+	if len(j.Targets) == 0 {
+		return nil, &NotPublishableError{Status: next.Status}
+	}
+	next.Status = persistence.PostPublishing
+	next.TrackingID = &jobID
+	return j, nil
+}
+
+func (a *Actor) publish(ctx actor.Context, m *Publish) {
+	var cur *persistence.Post
+	if m.Create != nil {
+		if a.state != nil {
+			actors.ReplyError(ctx, ErrExists)
+			return
+		}
+		cur = m.Create.Clone()
+		cur.ID = a.id
+	} else {
+		owned, err := a.owned(m.UserID)
+		if err != nil {
+			actors.ReplyError(ctx, err)
+			return
+		}
+		cur = owned
+	}
+	j, sj, err := a.startJob(cur, m.JobID, m.Quota, m.Idempotency)
+	if err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
+	actors.Reply(ctx, &PublishReply{Post: sj.Clone(), Job: j.Clone()})
+	a.deps.StartJob(j.TrackingID)
+}
+
+// startJob commits the post's move to publishing with its new job (and the quota, the schedule
+// index and the idempotency answer) in one transaction.
+func (a *Actor) startJob(cur *persistence.Post, jobID string, q *Quota, idem *Idempotency) (*persistence.Job, *persistence.Post, error) {
+	now := a.deps.Now().UTC()
+	next := cur.Clone()
+	wasScheduled := cur.Status == persistence.PostScheduled && cur.ScheduledAt != nil
+	j, err := newJob(next, jobID, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	next.UpdatedAt = now
+	next.Version++
+	raw, err := persistence.Encode(next)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+		n := next.Clone()
+		if err := countQuota(tx, n, q); err != nil {
+			return err
+		}
+		if n.QuotaCounted != next.QuotaCounted {
+			var err error
+			if raw, err = persistence.Encode(n); err != nil {
+				return err
+			}
+		}
+		if wasScheduled {
+			if err := tx.Unschedule(cur.ID, *cur.ScheduledAt); err != nil {
+				return err
+			}
+		}
+		if idem != nil {
+			if err := tx.PutIdempotency(idem.Key, idem.Record); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutJob(j); err != nil {
+			return err
+		}
+		return tx.PutPost(n, raw)
+	}); err != nil {
+		return nil, nil, err
+	}
+	if q != nil {
+		next.QuotaCounted = true
+	}
+	a.state = next
+	return j, next, nil
+}
+
+func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
+	var cur *persistence.Post
+	if m.Create != nil {
+		if a.state != nil {
+			actors.ReplyError(ctx, ErrExists)
+			return
+		}
+		cur = m.Create.Clone()
+		cur.ID = a.id
+		cur.Status = persistence.PostDraft
+	} else {
+		owned, err := a.owned(m.UserID)
+		if err != nil {
+			actors.ReplyError(ctx, err)
+			return
+		}
+		cur = owned
+	}
+	if cur.Status != persistence.PostDraft && cur.Status != persistence.PostScheduled {
+		actors.ReplyError(ctx, &NotSchedulableError{Status: cur.Status})
+		return
+	}
+	now := a.deps.Now().UTC()
+	next := cur.Clone()
+	at := m.At.UTC()
+	next.Status, next.ScheduledAt = persistence.PostScheduled, &at
+	next.UpdatedAt = now
+	next.Version++
+	var ev *persistence.Event
+	if cur.Status == persistence.PostDraft || m.Create != nil {
+		var err error
+		if ev, err = NewEvent("post.scheduled", next, now); err != nil {
+			actors.ReplyError(ctx, err)
+			return
+		}
+	}
+	err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+		n := next.Clone()
+		if err := countQuota(tx, n, m.Quota); err != nil {
+			return err
+		}
+		if cur.Status == persistence.PostScheduled && cur.ScheduledAt != nil && m.Create == nil {
+			if err := tx.Unschedule(cur.ID, *cur.ScheduledAt); err != nil {
+				return err
+			}
+		}
+		if err := tx.Schedule(n.ID, at); err != nil {
+			return err
+		}
+		if ev != nil {
+			if err := tx.AppendEvent(ev); err != nil {
+				return err
+			}
+		}
+		return tx.PutPost(n, nil)
+	})
+	if err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
+	if m.Quota != nil {
+		next.QuotaCounted = true
+	}
+	a.state = next
+	actors.Reply(ctx, &Reply{Post: next.Clone()})
+	if ev != nil && a.deps.Events != nil {
+		a.deps.Events.Notify()
+	}
+	if a.deps.Scheduled != nil {
+		a.deps.Scheduled(at)
+	}
+}
+
+func (a *Actor) fire(ctx actor.Context, m *Fire) {
+	cur := a.state
+	if cur == nil || cur.Status != persistence.PostScheduled || cur.ScheduledAt == nil || !cur.ScheduledAt.Equal(m.At.UTC()) {
+		// A stale entry (the post was rescheduled, deleted or published): drop it.
+		_ = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.Unschedule(a.id, m.At) })
+		actors.Reply(ctx, &FireReply{})
+		return
+	}
+	jobID := uuid.Must(uuid.NewV7()).String()
+	j, _, err := a.startJob(cur, jobID, nil, nil)
+	if err != nil {
+		var np *NotPublishableError
+		if errors.As(err, &np) {
+			_ = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.Unschedule(a.id, m.At) })
+			actors.Reply(ctx, &FireReply{})
+			return
+		}
+		actors.ReplyError(ctx, err)
+		return
+	}
+	actors.Reply(ctx, &FireReply{JobID: j.TrackingID})
+	a.deps.StartJob(j.TrackingID)
+}
+
+// finishJob takes a job's outcome: target statuses and errors, the post's status, and the
+// post.published or post.failed event, in one transaction. A repeated Finish changes nothing.
+func (a *Actor) finishJob(m *Finish) {
+	j := m.Job
+	cur := a.state
+	if cur == nil || cur.FinishedJob == j.TrackingID || cur.TrackingID == nil || *cur.TrackingID != j.TrackingID {
+		a.deps.Synced(j.TrackingID)
+		return
+	}
+	now := a.deps.Now().UTC()
+	next := cur.Clone()
+	for _, t := range j.Targets {
+		if t.Target >= len(next.Targets) {
+			continue
+		}
+		pt := &next.Targets[t.Target]
+		switch t.Phase {
+		case persistence.PhaseSuccess:
+			pt.Status, pt.Error, pt.PublicationID = persistence.TargetPublished, nil, t.PublicationID
+		default:
+			msg := t.Message
+			pt.Status, pt.Error = persistence.TargetFailed, &msg
+		}
+	}
+	published, failed := 0, 0
+	for _, t := range next.Targets {
+		switch t.Status {
+		case persistence.TargetPublished:
+			published++
+		case persistence.TargetFailed:
+			failed++
+		}
+	}
+	typ := "post.published"
+	switch {
+	case published == 0:
+		next.Status, typ = persistence.PostFailed, "post.failed"
+	case failed > 0:
+		next.Status = persistence.PostPartial
+	default:
+		next.Status = persistence.PostPublished
+	}
+	next.FinishedJob = j.TrackingID
+	next.UpdatedAt = now
+	next.Version++
+	ev, err := NewEvent(typ, next, now)
+	if err != nil {
+		a.deps.Log.Error("building a post event failed", "error", err)
+		return
+	}
+	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+		if err := tx.AppendEvent(ev); err != nil {
+			return err
+		}
+		return tx.PutPost(next, nil)
+	}); err != nil {
+		a.deps.Log.Error("storing a post's outcome failed; it is retried at start-up", "error", err)
+		return
+	}
+	a.state = next
+	if a.deps.Events != nil {
+		a.deps.Events.Notify()
+	}
+	a.deps.Synced(j.TrackingID)
+}

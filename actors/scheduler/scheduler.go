@@ -1,0 +1,179 @@
+// Package scheduler fires scheduled posts on time. The schedule lives in a bbolt index (due time,
+// post id), so it is re-armed at start-up without waking any post actor; posts due while Herald
+// was down fire at once. The scheduler sends each due post a post.Fire; the post starts its job
+// and removes its index entry in the same transaction, so an entry fires at most once.
+package scheduler
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/post"
+	"github.com/heraldhq/herald/persistence"
+)
+
+// Scheduler watches the schedule index.
+type Scheduler struct {
+	store *persistence.Store
+	posts *actors.Directory
+	now   func() time.Time
+	log   *slog.Logger
+	wake  chan struct{}
+	// Parallel bounds the fires in flight (default 256).
+	parallel int
+
+	mu       sync.Mutex
+	inflight map[persistence.Due]bool
+
+	lateness prometheus.Observer
+	fired    prometheus.Counter
+}
+
+// Options configure a scheduler.
+type Options struct {
+	Now      func() time.Time
+	Log      *slog.Logger
+	Parallel int
+	Registry prometheus.Registerer
+}
+
+// New builds a scheduler.
+func New(store *persistence.Store, posts *actors.Directory, o Options) *Scheduler {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 256
+	}
+	lateness := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "herald_scheduler_lateness_seconds", Help: "How late a scheduled post's job started after its time.",
+		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2, 5, 30, 300},
+	})
+	fired := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_scheduler_fired_total", Help: "Scheduled posts fired."})
+	if o.Registry != nil {
+		o.Registry.MustRegister(lateness, fired)
+	}
+	return &Scheduler{store: store, posts: posts, now: o.Now, log: o.Log, wake: make(chan struct{}, 1), parallel: o.Parallel,
+		inflight: map[persistence.Due]bool{}, lateness: lateness, fired: fired}
+}
+
+// Scheduled tells the scheduler of a new scheduled time (it re-arms if that is earlier).
+func (s *Scheduler) Scheduled(time.Time) {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run fires due posts until ctx ends.
+func (s *Scheduler) Run(ctx context.Context) {
+	sem := make(chan struct{}, s.parallel)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		next := s.dispatch(ctx, sem, &wg)
+		wait := time.Hour
+		if !next.IsZero() {
+			wait = max(0, next.Sub(s.now()))
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-s.wake:
+		}
+	}
+}
+
+// dispatch fires everything due now and returns the next due time (zero: none).
+func (s *Scheduler) dispatch(ctx context.Context, sem chan struct{}, wg *sync.WaitGroup) time.Time {
+	for {
+		now := s.now()
+		var due []persistence.Due
+		var next persistence.Due
+		var hasNext bool
+		_ = s.store.View(func(tx *persistence.Tx) error {
+			due = tx.DueBefore(now.Add(time.Millisecond), persistence.Due{}, 4096)
+			next, hasNext = tx.NextDue()
+			return nil
+		})
+		started := 0
+		for _, d := range due {
+			s.mu.Lock()
+			busy := s.inflight[d]
+			if !busy {
+				s.inflight[d] = true
+			}
+			s.mu.Unlock()
+			if busy {
+				continue
+			}
+			started++
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return time.Time{}
+			}
+			wg.Add(1)
+			go func(d persistence.Due) {
+				defer wg.Done()
+				defer func() { <-sem }()
+				s.fire(ctx, d)
+			}(d)
+		}
+		if started == 0 || len(due) < 4096 {
+			if len(due) > 0 && started == 0 {
+				// Everything due is in flight: look again shortly.
+				return now.Add(20 * time.Millisecond)
+			}
+			if !hasNext {
+				return time.Time{}
+			}
+			if !next.At.After(now) {
+				return now.Add(20 * time.Millisecond)
+			}
+			return next.At
+		}
+	}
+}
+
+func (s *Scheduler) fire(ctx context.Context, d persistence.Due) {
+	defer func() {
+		s.mu.Lock()
+		delete(s.inflight, d)
+		s.mu.Unlock()
+		s.Scheduled(time.Time{})
+	}()
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	r, err := actors.Ask[*post.FireReply](c, s.posts.To(d.PostID), &post.Fire{At: d.At})
+	if err != nil {
+		s.log.Warn("firing a scheduled post failed; it is retried", "post_id", d.PostID, "error", err)
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+		}
+		return
+	}
+	if r.JobID != "" {
+		s.fired.Inc()
+		s.lateness.Observe(s.now().Sub(d.At).Seconds())
+	}
+}

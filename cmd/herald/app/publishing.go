@@ -1,0 +1,89 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/actors/job"
+	"github.com/heraldhq/herald/actors/post"
+	"github.com/heraldhq/herald/actors/scheduler"
+	"github.com/heraldhq/herald/persistence"
+)
+
+// DefaultFreePostQuota is the free plan's published or scheduled posts per calendar month.
+const DefaultFreePostQuota = 10
+
+// postDeps are the post actors' links to jobs, the scheduler and the outbox; the closures reach
+// components built after the post directory.
+func (a *App) postDeps() post.Deps {
+	return post.Deps{
+		Store: a.Store, Events: a.Events, IdleTimeout: a.Cfg.PostIdleTimeout, Log: a.Log,
+		StartJob:  func(id string) { a.Jobs.Send(id, &job.Start{}) },
+		Synced:    func(id string) { a.Jobs.Send(id, &job.PostSynced{}) },
+		Scheduled: func(at time.Time) { a.Scheduler.Scheduled(at) },
+	}
+}
+
+// buildPublishing starts the job directory and the scheduler.
+func (a *App) buildPublishing() {
+	outcomes := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "herald_jobs_finished_total", Help: "Publish jobs finished, by status (completed, failed).",
+	}, []string{"status"})
+	durations := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "herald_job_duration_seconds", Help: "Time from a job's creation to its last target's outcome.",
+		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600},
+	})
+	a.Registry.MustRegister(outcomes, durations)
+	a.Jobs = actors.NewDirectory(a.Actors, job.Kind(job.Deps{
+		Store: a.Store, Log: a.Log, Media: a.MediaResolver,
+		SendAccount: func(id string, m *account.Publish) { a.Accounts.Send(id, m) },
+		Finish:      func(j *persistence.Job) { a.Posts.Send(j.PostID, &post.Finish{Job: j}) },
+		Finished: func(j *persistence.Job, d time.Duration) {
+			outcomes.WithLabelValues(j.Status).Inc()
+			durations.Observe(d.Seconds())
+		},
+	}))
+	a.reports = func(r *account.Report) { a.Jobs.Send(r.JobID, r) }
+	a.Scheduler = scheduler.New(a.Store, a.Posts, scheduler.Options{Log: a.Log, Registry: a.Registry})
+}
+
+// startPublishing resumes every job that was queued or processing when Herald stopped (a target
+// in flight is resolved, never sent twice blindly) and starts the scheduler, which fires at once
+// the posts that came due meanwhile.
+func (a *App) startPublishing() {
+	var active []string
+	_ = a.Store.View(func(tx *persistence.Tx) error {
+		active = tx.ActiveJobs()
+		return nil
+	})
+	for _, id := range active {
+		a.Jobs.Send(id, &job.Start{Resume: true})
+	}
+	if len(active) > 0 {
+		a.Log.Info("resumed publish jobs", "count", len(active))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.Scheduler.Run(ctx)
+	}()
+	a.stopScheduler = func() {
+		cancel()
+		<-done
+	}
+}
+
+func freeQuota(n int) int {
+	switch {
+	case n == 0:
+		return DefaultFreePostQuota
+	case n < 0:
+		return 0
+	}
+	return n
+}

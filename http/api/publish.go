@@ -1,0 +1,311 @@
+package api
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v5"
+
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/post"
+	"github.com/heraldhq/herald/http/apierr"
+	"github.com/heraldhq/herald/http/server"
+	"github.com/heraldhq/herald/persistence"
+)
+
+// IdempotencyRetention is how long an Idempotency-Key's answer is kept.
+const IdempotencyRetention = 24 * time.Hour
+
+// MaxIdempotencyKey is the longest Idempotency-Key accepted.
+const MaxIdempotencyKey = 255
+
+// inflight tracks Idempotency-Keys whose first request is being answered.
+type inflight struct {
+	mu   sync.Mutex
+	keys map[string]bool
+}
+
+func (f *inflight) begin(k []byte) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.keys[string(k)] {
+		return false
+	}
+	f.keys[string(k)] = true
+	return true
+}
+
+func (f *inflight) end(k []byte) {
+	f.mu.Lock()
+	delete(f.keys, string(k))
+	f.mu.Unlock()
+}
+
+// idempotencyKey reads the header: a bare token or a structured-field string ("…"). ok is false
+// when the header is absent.
+func idempotencyKey(c *echo.Context) (key string, ok bool, err error) {
+	vals := c.Request().Header.Values("Idempotency-Key")
+	if len(vals) == 0 {
+		return "", false, nil
+	}
+	v := strings.TrimSpace(vals[0])
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		v = strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(v[1 : len(v)-1])
+	}
+	switch {
+	case v == "":
+		return "", true, apierr.Validation("Idempotency-Key: must not be empty")
+	case len(v) > MaxIdempotencyKey:
+		return "", true, apierr.Validation("Idempotency-Key: at most %d characters", MaxIdempotencyKey)
+	}
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f {
+			return "", true, apierr.Validation("Idempotency-Key: must not contain control characters")
+		}
+	}
+	return v, true, nil
+}
+
+// publishFlow runs a publish with the Idempotency-Key rules: the same key and body after the
+// first answer replay it (Idempotent-Replayed: true); the same key while the first request is
+// being answered is 409; the same key with another body is 422. Keys are scoped to the user and
+// the route, kept 24 hours, and stored in the same transaction as the job they created.
+func (h *handlers) publishFlow(c *echo.Context, body []byte, run func(idem *post.Idempotency, fingerprint []byte) error) error {
+	key, has, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
+	if !has {
+		return run(nil, nil)
+	}
+	user := server.Principal(c).User.ID
+	scope := sha256.Sum256([]byte(user + "\x00" + c.Request().Method + " " + c.Path() + "\x00" + key))
+	fp := sha256.Sum256(append([]byte(c.Request().URL.Path+"\x00"), body...))
+	replay := func() (bool, error) {
+		var rec *persistence.IdempotencyRecord
+		_ = h.Store.View(func(tx *persistence.Tx) error {
+			rec, _ = tx.Idempotency(scope[:])
+			return nil
+		})
+		if rec == nil || h.Now().Sub(rec.CreatedAt) > IdempotencyRetention {
+			return false, nil
+		}
+		if !bytes.Equal(rec.Fingerprint, fp[:]) {
+			return true, apierr.New(http.StatusUnprocessableEntity, apierr.CodeIdempotencyConflict,
+				"Idempotency-Key was already used with a different request; use a new key for a new request")
+		}
+		hdr := c.Response().Header()
+		hdr.Set("Idempotent-Replayed", "true")
+		if rec.Location != "" {
+			hdr.Set("Location", rec.Location)
+		}
+		return true, c.JSONBlob(rec.Status, rec.Body)
+	}
+	if done, err := replay(); done {
+		return err
+	}
+	if !h.idem.begin(scope[:]) {
+		return apierr.New(http.StatusConflict, apierr.CodeIdempotencyConflict,
+			"a request with this Idempotency-Key is still being processed; retry after it has been answered")
+	}
+	defer h.idem.end(scope[:])
+	if done, err := replay(); done { // answered while this one waited for the key
+		return err
+	}
+	return run(&post.Idempotency{Key: scope[:]}, fp[:])
+}
+
+// PublishAccepted is the 202 answer of POST /v1/posts/publish.
+type PublishAccepted struct {
+	PostID     string `json:"post_id,omitempty"`
+	TrackingID string `json:"tracking_id"`
+	Status     string `json:"status"`
+	StreamURL  string `json:"stream_url"`
+}
+
+func (h *handlers) quota(c *echo.Context) *post.Quota {
+	p := server.Principal(c)
+	if p.User.Plan != "free" || h.FreePostQuota <= 0 {
+		return nil
+	}
+	return &post.Quota{Limit: h.FreePostQuota, Month: h.Now().UTC().Format("2006-01")}
+}
+
+func readBody(c *echo.Context) ([]byte, error) {
+	raw, err := io.ReadAll(io.LimitReader(c.Request().Body, MaxJSONBody+1))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge()
+		}
+		return nil, apierr.Validation("could not read the request body")
+	}
+	if len(raw) > MaxJSONBody {
+		return nil, tooLarge()
+	}
+	return raw, nil
+}
+
+// lifecycleError maps the post actor's publishing and scheduling refusals.
+func (h *handlers) lifecycleError(c *echo.Context, err error) error {
+	var np *post.NotPublishableError
+	var ns *post.NotSchedulableError
+	var qe *post.QuotaExceededError
+	switch {
+	case errors.As(err, &np):
+		return apierr.Validation("%s", np.Error())
+	case errors.As(err, &ns):
+		return apierr.Validation("%s", ns.Error())
+	case errors.As(err, &qe):
+		return apierr.New(http.StatusForbidden, apierr.CodeLimitExceeded, "%s", qe.Error()).
+			WithDetails(map[string]any{"limit": qe.Limit, "used": qe.Used, "period": qe.Month})
+	}
+	return h.actorError(c, "post", err)
+}
+
+func (h *handlers) accepted(c *echo.Context, jobID string, r *PublishAccepted, idem *post.Idempotency, fp []byte) ([]byte, error) {
+	body, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	if idem != nil {
+		idem.Record = &persistence.IdempotencyRecord{Fingerprint: fp, Status: http.StatusAccepted, Body: body,
+			Location: "/v1/jobs/" + jobID, CreatedAt: h.Now().UTC()}
+	}
+	return body, nil
+}
+
+func (h *handlers) respondAccepted(c *echo.Context, jobID string, body []byte) error {
+	c.Response().Header().Set("Location", "/v1/jobs/"+jobID)
+	return c.JSONBlob(http.StatusAccepted, body)
+}
+
+// publishNew serves POST /v1/posts/publish: create the post and its job in one step.
+func (h *handlers) publishNew(c *echo.Context) error {
+	raw, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	return h.publishFlow(c, raw, func(idem *post.Idempotency, fp []byte) error {
+		in, err := h.postInput(c, raw, true)
+		if err != nil {
+			return err
+		}
+		rec := h.newPost(c, in)
+		jobID := uuid.Must(uuid.NewV7()).String()
+		body, err := h.accepted(c, jobID, &PublishAccepted{PostID: rec.ID, TrackingID: jobID, Status: "queued", StreamURL: "/v1/jobs/" + jobID + "/stream"}, idem, fp)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := h.askContext(c)
+		defer cancel()
+		if _, err := actors.Ask[*post.PublishReply](ctx, h.Posts.To(rec.ID), &post.Publish{
+			UserID: rec.UserID, JobID: jobID, Create: rec, Idempotency: idem, Quota: h.quota(c),
+		}); err != nil {
+			return h.lifecycleError(c, err)
+		}
+		return h.respondAccepted(c, jobID, body)
+	})
+}
+
+// publishExisting serves POST /v1/posts/:id/publish.
+func (h *handlers) publishExisting(c *echo.Context) error {
+	id, err := parseUUID("id", c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return h.publishFlow(c, nil, func(idem *post.Idempotency, fp []byte) error {
+		jobID := uuid.Must(uuid.NewV7()).String()
+		body, err := h.accepted(c, jobID, &PublishAccepted{TrackingID: jobID, Status: "queued", StreamURL: "/v1/jobs/" + jobID + "/stream"}, idem, fp)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := h.askContext(c)
+		defer cancel()
+		if _, err := actors.Ask[*post.PublishReply](ctx, h.Posts.To(id), &post.Publish{
+			UserID: server.Principal(c).User.ID, JobID: jobID, Quota: h.quota(c), Idempotency: idem,
+		}); err != nil {
+			return h.lifecycleError(c, err)
+		}
+		return h.respondAccepted(c, jobID, body)
+	})
+}
+
+// scheduleInput reads scheduledAt and timezone and resolves them in the user's zone.
+func (h *handlers) scheduleInput(c *echo.Context, o object) (time.Time, error) {
+	at, err := o.str("scheduledAt", true)
+	if err != nil {
+		return time.Time{}, err
+	}
+	tz, err := o.str("timezone", false)
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, err := ParseScheduledAt(*at, tz, server.Principal(c).User.Timezone)
+	if err != nil {
+		return time.Time{}, apierr.Validation("%s", err.Error())
+	}
+	if err := checkScheduleWindow(t, h.Now()); err != nil {
+		return time.Time{}, apierr.Validation("%s", err.Error())
+	}
+	return t, nil
+}
+
+// scheduleNew serves POST /v1/posts/schedule.
+func (h *handlers) scheduleNew(c *echo.Context) error {
+	raw, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	o, err := parseObject(raw)
+	if err != nil {
+		return err
+	}
+	at, err := h.scheduleInput(c, o)
+	if err != nil {
+		return err
+	}
+	in, err := h.postInput(c, raw, true)
+	if err != nil {
+		return err
+	}
+	rec := h.newPost(c, in)
+	ctx, cancel := h.askContext(c)
+	defer cancel()
+	r, err := actors.Ask[*post.Reply](ctx, h.Posts.To(rec.ID), &post.Schedule{UserID: rec.UserID, At: at, Create: rec, Quota: h.quota(c)})
+	if err != nil {
+		return h.lifecycleError(c, err)
+	}
+	return c.JSON(http.StatusCreated, detail(r.Post))
+}
+
+// scheduleExisting serves POST /v1/posts/:id/schedule.
+func (h *handlers) scheduleExisting(c *echo.Context) error {
+	id, err := parseUUID("id", c.Param("id"))
+	if err != nil {
+		return err
+	}
+	o, err := readObject(c.Request())
+	if err != nil {
+		return err
+	}
+	at, err := h.scheduleInput(c, o)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := h.askContext(c)
+	defer cancel()
+	r, err := actors.Ask[*post.Reply](ctx, h.Posts.To(id), &post.Schedule{UserID: server.Principal(c).User.ID, At: at, Quota: h.quota(c)})
+	if err != nil {
+		return h.lifecycleError(c, err)
+	}
+	return c.JSON(http.StatusOK, detail(r.Post))
+}

@@ -1,0 +1,250 @@
+package persistence
+
+import (
+	"bytes"
+	"encoding/binary"
+	"time"
+)
+
+// Job statuses.
+const (
+	JobQueued     = "queued"
+	JobProcessing = "processing"
+	JobCompleted  = "completed"
+	JobFailed     = "failed"
+)
+
+// Target phases of a job.
+const (
+	PhaseUploading = "platform_uploading"
+	PhaseSuccess   = "platform_success"
+	PhaseFailed    = "platform_failed"
+)
+
+// JobTarget is where one target of a job stands.
+type JobTarget struct {
+	// Target is the index of the target in the post's targets.
+	Target    int    `json:"target"`
+	Platform  string `json:"platform"`
+	AccountID string `json:"connected_account_id"`
+	Phase     string `json:"phase"`
+	Message   string `json:"message"`
+	// PublicationID and URL identify the post on the network once published.
+	PublicationID string `json:"publication_id,omitempty"`
+	URL           string `json:"url,omitempty"`
+}
+
+// Final reports whether the target's outcome is known.
+func (t JobTarget) Final() bool { return t.Phase == PhaseSuccess || t.Phase == PhaseFailed }
+
+// Job is a publish job: one post to some of its targets.
+type Job struct {
+	TrackingID  string      `json:"tracking_id"`
+	PostID      string      `json:"post_id"`
+	UserID      string      `json:"user_id"`
+	Status      string      `json:"status"`
+	Targets     []JobTarget `json:"targets"`
+	CreatedAt   time.Time   `json:"created_at"`
+	CompletedAt *time.Time  `json:"completed_at"`
+	// Seq numbers the job's changes; the SSE stream uses it as event id.
+	Seq uint64 `json:"seq"`
+	// PostSynced is set once the post has taken the job's outcome; until then the job is active
+	// and is resumed at start-up.
+	PostSynced bool `json:"post_synced"`
+}
+
+// Counts returns how many targets succeeded and failed.
+func (j *Job) Counts() (completed, failed int) {
+	for _, t := range j.Targets {
+		switch t.Phase {
+		case PhaseSuccess:
+			completed++
+		case PhaseFailed:
+			failed++
+		}
+	}
+	return completed, failed
+}
+
+// Clone returns a deep copy.
+func (j *Job) Clone() *Job {
+	c := *j
+	c.Targets = append([]JobTarget(nil), j.Targets...)
+	return &c
+}
+
+// Buckets of the publishing runtime:
+//
+//	jobs          tracking id → Job (JSON)
+//	jobs_active   tracking id → empty: jobs whose post has not taken their outcome
+//	jobs_post     post id | tracking id → empty
+//	schedule      due time (unix nanoseconds, 8 bytes) | post id → empty
+//	idempotency   SHA-256 of user | route | key → IdempotencyRecord (JSON)
+//	quota         user id | "YYYY-MM" → posts counted (8 bytes)
+var (
+	bJobs        = []byte("jobs")
+	bJobsActive  = []byte("jobs_active")
+	bJobsPost    = []byte("jobs_post")
+	bSchedule    = []byte("schedule")
+	bIdempotency = []byte("idempotency")
+	bQuota       = []byte("quota")
+)
+
+func init() { registerBuckets(bJobs, bJobsActive, bJobsPost, bSchedule, bIdempotency, bQuota) }
+
+// PutJob stores a job; an unsynced job is active.
+func (t *Tx) PutJob(j *Job) error {
+	id := mustID(j.TrackingID)
+	if j.PostSynced {
+		if err := t.tx.Bucket(bJobsActive).Delete(id); err != nil {
+			return err
+		}
+	} else if err := t.tx.Bucket(bJobsActive).Put(id, nil); err != nil {
+		return err
+	}
+	if err := t.tx.Bucket(bJobsPost).Put(join(mustID(j.PostID), id), nil); err != nil {
+		return err
+	}
+	return t.put(bJobs, id, j)
+}
+
+// Job returns a job by tracking id.
+func (t *Tx) Job(id string) (*Job, error) {
+	var j Job
+	if err := t.get(bJobs, mustID(id), &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// ActiveJobs lists the tracking ids of jobs to resume.
+func (t *Tx) ActiveJobs() []string {
+	var out []string
+	c := t.tx.Bucket(bJobsActive).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		out = append(out, idString(k))
+	}
+	return out
+}
+
+// ---- schedule ----
+
+func scheduleKey(at time.Time, postID string) []byte {
+	k := make([]byte, 24)
+	binary.BigEndian.PutUint64(k, uint64(at.UnixNano()))
+	copy(k[8:], mustID(postID))
+	return k
+}
+
+// Schedule adds a post to the schedule index at at.
+func (t *Tx) Schedule(postID string, at time.Time) error {
+	return t.tx.Bucket(bSchedule).Put(scheduleKey(at, postID), nil)
+}
+
+// Unschedule removes a post's entry at at.
+func (t *Tx) Unschedule(postID string, at time.Time) error {
+	return t.tx.Bucket(bSchedule).Delete(scheduleKey(at, postID))
+}
+
+// Due is one entry of the schedule.
+type Due struct {
+	PostID string
+	At     time.Time
+}
+
+// DueBefore lists up to limit scheduled posts due before until, earliest first, after the entry
+// after (zero Due: from the start).
+func (t *Tx) DueBefore(until time.Time, after Due, limit int) []Due {
+	c := t.tx.Bucket(bSchedule).Cursor()
+	var k []byte
+	if after.PostID == "" {
+		k, _ = c.First()
+	} else {
+		start := scheduleKey(after.At, after.PostID)
+		k, _ = c.Seek(start)
+		if k != nil && bytes.Equal(k, start) {
+			k, _ = c.Next()
+		}
+	}
+	end := uint64(until.UnixNano())
+	var out []Due
+	for ; k != nil && len(out) < limit; k, _ = c.Next() {
+		at := binary.BigEndian.Uint64(k[:8])
+		if at >= end {
+			break
+		}
+		out = append(out, Due{PostID: idString(k[8:]), At: time.Unix(0, int64(at)).UTC()})
+	}
+	return out
+}
+
+// NextDue returns the earliest scheduled entry, if any.
+func (t *Tx) NextDue() (Due, bool) {
+	k, _ := t.tx.Bucket(bSchedule).Cursor().First()
+	if k == nil {
+		return Due{}, false
+	}
+	return Due{PostID: idString(k[8:]), At: time.Unix(0, int64(binary.BigEndian.Uint64(k[:8]))).UTC()}, true
+}
+
+// ---- idempotency ----
+
+// IdempotencyRecord is the answer given to the first request with an Idempotency-Key.
+type IdempotencyRecord struct {
+	Fingerprint []byte    `json:"fingerprint"` // SHA-256 of the request body
+	Status      int       `json:"status"`
+	Body        []byte    `json:"body"`
+	Location    string    `json:"location,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// PutIdempotency stores the answer for a key (key is already the hash of user, route and key).
+func (t *Tx) PutIdempotency(key []byte, r *IdempotencyRecord) error {
+	return t.put(bIdempotency, key, r)
+}
+
+// Idempotency returns the stored answer for a key.
+func (t *Tx) Idempotency(key []byte) (*IdempotencyRecord, error) {
+	var r IdempotencyRecord
+	if err := t.get(bIdempotency, key, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// ExpireIdempotency deletes records created before cutoff and reports how many.
+func (t *Tx) ExpireIdempotency(cutoff time.Time, limit int) (int, error) {
+	b := t.tx.Bucket(bIdempotency)
+	c := b.Cursor()
+	var dead [][]byte
+	for k, v := c.First(); k != nil && len(dead) < limit; k, v = c.Next() {
+		var r IdempotencyRecord
+		if err := Decode(v, &r); err != nil || r.CreatedAt.Before(cutoff) {
+			dead = append(dead, append([]byte(nil), k...))
+		}
+	}
+	for _, k := range dead {
+		if err := b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(dead), nil
+}
+
+// ---- free-plan quota ----
+
+func quotaKey(userID, month string) []byte { return join(mustID(userID), []byte(month)) }
+
+// QuotaUsed returns how many posts the user published or scheduled in month ("2006-01").
+func (t *Tx) QuotaUsed(userID, month string) int {
+	v := t.tx.Bucket(bQuota).Get(quotaKey(userID, month))
+	if len(v) != 8 {
+		return 0
+	}
+	return int(binary.BigEndian.Uint64(v))
+}
+
+// AddQuota counts n more posts in month.
+func (t *Tx) AddQuota(userID, month string, n int) error {
+	return t.tx.Bucket(bQuota).Put(quotaKey(userID, month), u64(uint64(t.QuotaUsed(userID, month)+n)))
+}
