@@ -29,10 +29,11 @@ type Env struct {
 	cmd    *exec.Cmd
 	log    io.Writer
 	peakKB int
+	sim    string // the sandbox simulator's URL
 }
 
-// StartEnv starts the server process from this very binary.
-func StartEnv(log io.Writer) (*Env, error) {
+// StartEnv starts the server process from this very binary, with extra serve flags.
+func StartEnv(log io.Writer, extra ...string) (*Env, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -45,6 +46,7 @@ func StartEnv(log io.Writer) (*Env, error) {
 	e.cmd = exec.Command(exe, "serve", "--sandbox", "--data", filepath.Join(dir, "data"),
 		"--addr", "127.0.0.1:0", "--sim-addr", "127.0.0.1:0", "--log-format", "json",
 		"--plan-limits", "pro=2000000000")
+	e.cmd.Args = append(e.cmd.Args, extra...)
 	stderr, err := e.cmd.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -60,7 +62,13 @@ func StartEnv(log io.Writer) (*Env, error) {
 			var line struct {
 				Msg string `json:"msg"`
 			}
-			if json.Unmarshal(sc.Bytes(), &line) == nil && strings.HasPrefix(line.Msg, "listening on ") {
+			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				continue
+			}
+			if u, ok := strings.CutPrefix(line.Msg, "sandbox network simulator listening on "); ok {
+				e.sim = u
+			}
+			if strings.HasPrefix(line.Msg, "listening on ") {
 				addr <- strings.TrimPrefix(line.Msg, "listening on ")
 			}
 		}
@@ -140,6 +148,16 @@ func (e *Env) PeakRSSMB() float64 {
 		e.peakKB = kb
 	}
 	return float64(e.peakKB) / 1024
+}
+
+// Spawn starts another server for one scenario, with its own flags and data directory.
+func (e *Env) Spawn(extra ...string) (*Env, error) {
+	n, err := StartEnv(e.log, extra...)
+	if err != nil {
+		return nil, err
+	}
+	n.Quick, n.Duration, n.Connections = e.Quick, e.Duration, e.Connections
+	return n, nil
 }
 
 // Close stops the server (SIGTERM, then SIGKILL) and removes the data directory.

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -64,7 +65,10 @@ func bar(f float64) string {
 	return string(bytes.Repeat([]byte("#"), n)) + string(bytes.Repeat([]byte("."), width-n))
 }
 
-// drive runs fn from conns workers for d and measures it.
+// errStop ends a worker of drive without counting an operation or an error.
+var errStop = errors.New("stop")
+
+// drive runs fn from conns workers for d (or until fn returns errStop) and measures it.
 func drive(log io.Writer, name string, conns int, d time.Duration, fn func(worker, i int) error) (Result, error) {
 	var lat latencies
 	var ops, errs atomic.Int64
@@ -82,6 +86,9 @@ func drive(log io.Writer, name string, conns int, d time.Duration, fn func(worke
 			for i := 0; time.Now().Before(deadline); i++ {
 				t0 := time.Now()
 				err := fn(w, i)
+				if err == errStop {
+					break
+				}
 				local = append(local, time.Since(t0))
 				if err != nil {
 					errs.Add(1)

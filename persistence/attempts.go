@@ -15,7 +15,7 @@ type Attempt struct {
 	StartedAt time.Time `json:"started_at"`
 }
 
-//	attempts     job id | target (2 bytes) → Attempt (JSON)
+// attempts     job id | target (2 bytes) → Attempt (JSON)
 var bAttempts = []byte("attempts")
 
 func init() { registerBuckets(bAttempts) }

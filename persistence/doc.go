@@ -14,7 +14,18 @@
 //	accounts_user   user id | account id → platform code (1 byte)
 //	posts           post id → Post (JSON)
 //	posts_user      user id | post id → summary: status code (1 byte) | platform bit set (2 bytes)
+//	webhooks        webhook id → Webhook (JSON; the signing secret sealed when a sealer is set)
+//	webhooks_user   user id | webhook id → flags (1 byte): event bits, 0x80 = active
+//	deliveries      webhook id | delivery id → Delivery (JSON)
+//	deliveries_pending webhook id | delivery id → next attempt (8 bytes, Unix ns)
 //	attempts        job id | target (2 bytes) → Attempt (JSON): a network call in flight
+//	media           media id → Media (JSON): pending after presign, confirmed after confirm
+//	media_key       storage key "uploads/{user id}/{storage filename}" (string) → media id
+//	media_user      user id | media id → empty
+//	media_pending   presign time (8, Unix ns) | media id → empty; unconfirmed media only
+//	media_orphans   storage key (string) → empty: bytes of a deleted record still to delete
+//	connect_states  state id → ConnectState (JSON): a browser connect flow in progress, marked
+//	                used by its callback, purged once expired
 //
 // Status codes are 1 + the index in PostStatuses; platform codes 1..9 as in platformCodes. A list
 // walks posts_user backwards and filters on the summaries, so only the page itself (or, with a

@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // Post lifecycle event types: the four webhook event names of the spec.
@@ -19,51 +17,6 @@ const (
 
 // WebhookEvents lists the event names a subscription can ask for, in their bit order.
 var WebhookEvents = []string{PostEventPublished, PostEventFailed, PostEventScheduled, PostEventDeleted}
-
-// PostEventData is the `data` of a post lifecycle event: the post, its status and where it stands
-// on each connected account.
-type PostEventData struct {
-	PostID    string              `json:"post_id"`
-	Status    string              `json:"status"`
-	Platforms []PostEventPlatform `json:"platforms"`
-	// ScheduledAt is set on post.scheduled (the instant the post is scheduled for).
-	ScheduledAt *time.Time `json:"scheduled_at,omitempty"`
-}
-
-// PostEventPlatform is one connected account of a post in an event.
-type PostEventPlatform struct {
-	Platform           string  `json:"platform"`
-	Status             string  `json:"status"`
-	ConnectedAccountID string  `json:"connected_account_id"`
-	Error              *string `json:"error"`
-}
-
-// NewPostEvent builds the outbox event of type typ for post p at the instant at. Its data carries
-// the post's status, except for post.deleted, whose status is "deleted" (the post no longer
-// exists); post.scheduled also carries scheduled_at. Append it with Tx.AppendEvent in the same
-// transaction as the change it reports.
-func NewPostEvent(typ string, p *Post, at time.Time) (*Event, error) {
-	d := PostEventData{PostID: p.ID, Status: p.Status, Platforms: make([]PostEventPlatform, 0, len(p.Targets))}
-	if typ == PostEventDeleted {
-		d.Status = "deleted"
-	}
-	if typ == PostEventScheduled && p.ScheduledAt != nil {
-		s := p.ScheduledAt.UTC()
-		d.ScheduledAt = &s
-	}
-	for _, t := range p.Targets {
-		d.Platforms = append(d.Platforms, PostEventPlatform{Platform: t.Platform, Status: t.Status, ConnectedAccountID: t.AccountID, Error: t.Error})
-	}
-	raw, err := json.Marshal(d)
-	if err != nil {
-		return nil, err
-	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return nil, err
-	}
-	return &Event{ID: id.String(), Type: typ, UserID: p.UserID, CreatedAt: at.UTC(), Data: raw}, nil
-}
 
 // Webhook is a webhook subscription.
 type Webhook struct {
@@ -387,13 +340,14 @@ func (t *Tx) ListDeliveries(webhookID string, offset, limit int) ([]*Delivery, i
 }
 
 // CancelPendingDeliveries marks every pending delivery of a subscription cancelled, with reason
-// as its last error, and returns how many it cancelled.
-func (t *Tx) CancelPendingDeliveries(webhookID, reason string, at time.Time) (int, error) {
+// as its last error, and returns how many it cancelled of each event type.
+func (t *Tx) CancelPendingDeliveries(webhookID, reason string, at time.Time) (map[string]int, error) {
 	pending := t.PendingDeliveries(webhookID)
+	out := map[string]int{}
 	for _, p := range pending {
 		d, err := t.Delivery(webhookID, p.ID)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		d.Status = DeliveryCancelled
 		d.NextAttemptAt = nil
@@ -402,10 +356,11 @@ func (t *Tx) CancelPendingDeliveries(webhookID, reason string, at time.Time) (in
 		done := at.UTC()
 		d.CompletedAt = &done
 		if err := t.PutDelivery(d); err != nil {
-			return 0, err
+			return nil, err
 		}
+		out[d.Type]++
 	}
-	return len(pending), nil
+	return out, nil
 }
 
 // PruneDeliveries deletes up to max finished delivery records created before cutoff (the time is
@@ -421,11 +376,12 @@ func (t *Tx) PruneDeliveries(cutoff time.Time, max int) (int, bool, error) {
 			return n, true, nil
 		}
 		if len(k) == 32 && uuidV7Millis(k[16:]) < cut && pending.Get(k) == nil {
+			key := append([]byte(nil), k...)
 			if err := c.Delete(); err != nil {
 				return n, false, err
 			}
 			n++
-			k, _ = c.Seek(k)
+			k, _ = c.Seek(key)
 			continue
 		}
 		k, _ = c.Next()

@@ -112,7 +112,11 @@ type Actor struct {
 	creds   platforms.Credentials
 	adapter platforms.Adapter
 
-	queue       []*request
+	queue []*request
+	// ready holds requests whose budget is reserved and whose attempt is recorded, waiting for a
+	// call slot. Attempts are recorded in batches (one commit for many calls); a recorded
+	// attempt that was never sent is resolved by a lookup after a crash, like any other.
+	ready       []*request
 	inflight    int
 	refreshing  bool
 	refreshNext time.Time // no proactive refresh before (after a failed one)
@@ -125,7 +129,7 @@ type Actor struct {
 
 // Busy keeps the actor from passivating while it has work: its goroutines report to it.
 func (a *Actor) Busy() bool {
-	return a.inflight > 0 || len(a.queue) > 0 || a.refreshing || a.lookups > 0 || a.retrying > 0 || a.deleting != nil
+	return a.inflight > 0 || len(a.queue) > 0 || len(a.ready) > 0 || a.refreshing || a.lookups > 0 || a.retrying > 0 || a.deleting != nil
 }
 
 // messages from the actor's own goroutines and timers
@@ -311,10 +315,10 @@ func (a *Actor) delete(ctx actor.Context, m *Delete) {
 		return
 	}
 	a.deleting = ctx.Sender()
-	for _, r := range a.queue {
+	for _, r := range append(a.ready, a.queue...) {
 		a.fail(r, "the connected account was disconnected before the post could be published")
 	}
-	a.queue = nil
+	a.queue, a.ready = nil, nil
 	adapter, creds, platform := a.adapter, a.creds, a.acc.Platform
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go func() {
@@ -385,20 +389,44 @@ func (a *Actor) needsRefresh(now time.Time) bool {
 	return !c.ExpiresAt.IsZero() && c.ExpiresAt.Sub(now) < a.deps.RefreshAhead && now.After(a.refreshNext)
 }
 
-// pump starts the calls the queue, the concurrency and the budget allow.
+// maxBatch bounds the attempts recorded in one commit.
+const maxBatch = 64
+
+// pump starts the calls the queue, the concurrency and the budget allow. Requests move from the
+// queue to ready in batches: budget reserved and attempts recorded in one commit; calls then
+// start from ready, in order, as call slots free up.
 func (a *Actor) pump(ctx actor.Context) {
 	if a.acc == nil || a.deleting != nil {
 		return
 	}
 	platform := platforms.Platform(a.acc.Platform)
-	for a.inflight < a.deps.Concurrency && len(a.queue) > 0 && !a.refreshing {
+	for !a.refreshing {
+		for a.inflight < a.deps.Concurrency && len(a.ready) > 0 {
+			r := a.ready[0]
+			a.ready = a.ready[1:]
+			a.report(r, false, false, "publishing to "+string(platform), platforms.Publication{})
+			a.inflight++
+			a.startCall(ctx, r, a.deps.Now())
+		}
+		if len(a.ready) > 0 || len(a.queue) == 0 {
+			return
+		}
 		now := a.deps.Now()
 		if a.inflight == 0 && a.needsRefresh(now) {
 			a.startRefresh(ctx, false)
 			return
 		}
-		ok, retryAt := a.deps.Budgets.Reserve(platform, a.id, now)
-		if !ok {
+		var batch []*request
+		var retryAt time.Time
+		for len(batch) < maxBatch && len(batch) < len(a.queue) {
+			ok, at := a.deps.Budgets.Reserve(platform, a.id, now)
+			if !ok {
+				retryAt = at
+				break
+			}
+			batch = append(batch, a.queue[len(batch)])
+		}
+		if len(batch) == 0 {
 			a.deps.Metrics.BudgetWaits.WithLabelValues(string(platform)).Inc()
 			for _, r := range a.queue {
 				if !r.waitShown.Equal(retryAt) {
@@ -409,19 +437,48 @@ func (a *Actor) pump(ctx actor.Context) {
 			a.armWake(ctx, retryAt)
 			return
 		}
+		a.queue = a.queue[len(batch):]
 		a.deps.Metrics.BudgetLeft.WithLabelValues(string(platform)).Set(float64(a.deps.Budgets.Remaining(platform, a.id, now)))
-		r := a.queue[0]
-		a.queue = a.queue[1:]
-		att := &persistence.Attempt{JobID: r.JobID, Target: r.Target, AccountID: a.id, StartedAt: now.UTC()}
-		if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutAttempt(att) }); err != nil {
-			a.deps.Budgets.Refund(platform, a.id)
-			a.fail(r, "Herald could not record the attempt: "+err.Error())
+		err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+			for _, r := range batch {
+				if err := tx.PutAttempt(&persistence.Attempt{JobID: r.JobID, Target: r.Target, AccountID: a.id, StartedAt: now.UTC()}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			for _, r := range batch {
+				a.deps.Budgets.Refund(platform, a.id)
+				a.fail(r, "Herald could not record the attempt: "+err.Error())
+			}
 			continue
 		}
-		a.report(r, false, false, "publishing to "+string(platform), platforms.Publication{})
-		a.inflight++
-		a.startCall(ctx, r, now)
+		a.ready = append(a.ready, batch...)
 	}
+}
+
+// unready returns requests whose calls have not started to the queue's front, giving back their
+// budget and forgetting their attempts (nothing was sent for them).
+func (a *Actor) unready() {
+	if len(a.ready) == 0 {
+		return
+	}
+	platform := platforms.Platform(a.acc.Platform)
+	back := a.ready
+	a.ready = nil
+	_ = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+		for _, r := range back {
+			if err := tx.DeleteAttempt(r.JobID, r.Target); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for range back {
+		a.deps.Budgets.Refund(platform, a.id)
+	}
+	a.queue = append(back, a.queue...)
 }
 
 func (a *Actor) armWake(ctx actor.Context, at time.Time) {
@@ -496,6 +553,7 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 		}
 		a.deps.Budgets.Block(platform, a.id, until, perPlatform)
 		a.forgetAttempt(r)
+		a.unready()
 		a.queue = append([]*request{r}, a.queue...)
 	case platforms.AuthExpired:
 		a.forgetAttempt(r)
@@ -504,6 +562,7 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 			break
 		}
 		r.refreshed = true
+		a.unready()
 		a.queue = append([]*request{r}, a.queue...)
 		a.startRefresh(ctx, true)
 		return
@@ -653,10 +712,10 @@ func (a *Actor) refreshDone(ctx actor.Context, m *refreshDone) {
 		}
 		if m.forced {
 			msg := fmt.Sprintf("%s token refresh failed (%s); connect the account again", platform, errorMessage(m.err))
-			for _, r := range a.queue {
+			for _, r := range append(a.ready, a.queue...) {
 				a.fail(r, msg)
 			}
-			a.queue = nil
+			a.queue, a.ready = nil, nil
 			return
 		}
 	}

@@ -24,14 +24,14 @@ import (
 )
 
 type bundle struct {
-	t        *testing.T
-	store    *persistence.Store
-	sim      *sim.Server
-	dir      *actors.Directory
-	budgets  *account.Budgets
-	metrics  *account.Metrics
-	reports  chan *account.Report
-	userID   string
+	t       *testing.T
+	store   *persistence.Store
+	sim     *sim.Server
+	dir     *actors.Directory
+	budgets *account.Budgets
+	metrics *account.Metrics
+	reports chan *account.Report
+	userID  string
 }
 
 func setup(t *testing.T, rules map[platforms.Platform][]account.Rule) *bundle {
@@ -263,12 +263,12 @@ func TestDeleteWhileWaitingForBudget(t *testing.T) {
 	b.publish(acct, job, 0, "first")
 	b.publish(acct, job, 1, "second waits an hour")
 	out := map[int]*account.Report{}
-	for waiting := false; !waiting; {
+	for waiting := false; !waiting || out[0] == nil; {
 		r := <-b.reports
 		if r.Final {
 			out[r.Target] = r
 		}
-		waiting = !r.Final && r.Target == 1 && strings.HasPrefix(r.Message, "waiting for rate budget")
+		waiting = waiting || (!r.Final && r.Target == 1 && strings.HasPrefix(r.Message, "waiting for rate budget"))
 	}
 	_, err := actors.Ask[*account.Reply](context.Background(), b.dir.To(acct), &account.Delete{UserID: "someone else"})
 	require.ErrorIs(t, err, account.ErrForbidden)

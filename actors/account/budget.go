@@ -1,7 +1,10 @@
 package account
 
 import (
+	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,6 +51,41 @@ func ScaleRules(rules map[platforms.Platform][]Rule, scale float64) map[platform
 		}
 	}
 	return out
+}
+
+// OverrideRules changes rules from a specification "platform:rule=LIMIT/WINDOW,..." (for example
+// "twitter_x:tweets=50/5s"), for networks whose granted limits differ from the published ones.
+func OverrideRules(rules map[platforms.Platform][]Rule, spec string) (map[platforms.Platform][]Rule, error) {
+	out := map[platforms.Platform][]Rule{}
+	for p, rs := range rules {
+		out[p] = append([]Rule(nil), rs...)
+	}
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, value, ok1 := strings.Cut(part, "=")
+		plat, rule, ok2 := strings.Cut(name, ":")
+		limit, window, ok3 := strings.Cut(value, "/")
+		n, err1 := strconv.Atoi(limit)
+		w, err2 := time.ParseDuration(window)
+		if !ok1 || !ok2 || !ok3 || err1 != nil || err2 != nil || n <= 0 || w <= 0 {
+			return nil, fmt.Errorf("budget rule %q: want platform:rule=LIMIT/WINDOW, e.g. twitter_x:tweets=50/5s", part)
+		}
+		found := false
+		for i := range out[platforms.Platform(plat)] {
+			r := &out[platforms.Platform(plat)][i]
+			if r.Name == rule {
+				r.Limit, r.Window, found = n, w, true
+				r.Cost = min(r.Cost, n)
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("budget rule %q: %s has no rule %q", part, plat, rule)
+		}
+	}
+	return out, nil
 }
 
 // Budgets keeps every account's rate windows. Windows are fixed, opening with the first publish

@@ -15,12 +15,17 @@ const usage = `herald — a self-hostable social publishing API server
 
 Usage:
   herald serve [--addr HOST:PORT] [--data DIR] [--sandbox] [--base-url URL] [--sim-addr HOST:PORT] [--log-format text|json]
+               [--webhook-allow-private[=false]] [--webhook-ca-file PEM_FILE] [--webhook-timeout DURATION]
   herald sim [--addr HOST:PORT] [--latency DURATION] [--limit-scale F]
   herald users create --data DIR --email E [--name N] [--plan free|starter|growth|pro|max] [--timezone IANA_ZONE]
   herald keys create --data DIR --email E --name N [--expires-in DURATION]
   herald keys list --data DIR --email E
   herald keys revoke --data DIR KEY_ID
   herald keys regenerate --data DIR KEY_ID
+  herald accounts add --data DIR --email E --platform bluesky --handle H --app-password P
+  herald accounts add --data DIR --email E --platform twitter_x --client-id ID [--client-secret S]
+                      --access-token T [--refresh-token R] [--expires-in SECONDS] [--sim-url URL]
+  herald accounts list --data DIR --email E
   herald backup --data DIR --out FILE
   herald bench [--quick] [--scenario NAME] [--out FILE]
 
@@ -46,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdUsers(args[1:], stdout)
 	case "keys":
 		err = cmdKeys(args[1:], stdout)
+	case "accounts":
+		err = cmdAccounts(args[1:], stdout)
 	case "backup":
 		err = cmdBackup(args[1:], stdout)
 	case "bench":

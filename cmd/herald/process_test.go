@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,7 +44,21 @@ type proc struct {
 	cmd  *exec.Cmd
 	url  string
 	logs *bytes.Buffer
+	mu   sync.Mutex // guards logs
 	done chan struct{}
+}
+
+func (p *proc) appendLog(line string) {
+	p.mu.Lock()
+	p.logs.WriteString(line + "\n")
+	p.mu.Unlock()
+}
+
+// logText is what the server logged so far.
+func (p *proc) logText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logs.String()
 }
 
 func startServer(t *testing.T, dir string, extra ...string) *proc {
@@ -59,7 +74,7 @@ func startServer(t *testing.T, dir string, extra ...string) *proc {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
-			p.logs.WriteString(line + "\n")
+			p.appendLog(line)
 			var l struct{ Msg string }
 			if json.Unmarshal([]byte(line), &l) == nil && strings.HasPrefix(l.Msg, "listening on http://") {
 				addr <- strings.TrimPrefix(l.Msg, "listening on ")
@@ -70,10 +85,10 @@ func startServer(t *testing.T, dir string, extra ...string) *proc {
 	select {
 	case p.url = <-addr:
 	case <-p.done:
-		t.Fatalf("herald serve exited: %s", p.logs.String())
+		t.Fatalf("herald serve exited: %s", p.logText())
 	case <-time.After(20 * time.Second):
 		_ = cmd.Process.Kill()
-		t.Fatalf("herald serve did not start: %s", p.logs.String())
+		t.Fatalf("herald serve did not start: %s", p.logText())
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -123,7 +138,9 @@ func sandboxKey(t *testing.T, dir string) string {
 func firstAccount(t *testing.T, p *proc, key string) string {
 	status, body := p.request(key, "GET", "/v1/accounts", "")
 	require.Equal(t, 200, status)
-	var accts struct{ Data []struct{ ID, Platform string } }
+	var accts struct {
+		Data []struct{ ID, Platform string }
+	}
 	require.NoError(t, json.Unmarshal(body, &accts))
 	require.Len(t, accts.Data, 9, "one sandbox account on each network")
 	return accts.Data[0].ID
@@ -244,7 +261,7 @@ func TestGracefulShutdown(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("no exit after SIGTERM")
 	}
-	require.Equal(t, 0, p.cmd.ProcessState.ExitCode(), p.logs.String())
+	require.Equal(t, 0, p.cmd.ProcessState.ExitCode(), p.logText())
 	_, err := os.Stat(filepath.Join(dir, "admin.sock"))
 	require.True(t, os.IsNotExist(err), "the admin socket is removed")
 }

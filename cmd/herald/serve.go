@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/platforms/sim"
@@ -39,9 +40,16 @@ func cmdServe(args []string, stderr io.Writer) error {
 	fs.BoolVar(&cfg.Sandbox, "sandbox", sandbox, "sandbox mode: simulator, demo user and key")
 	fs.StringVar(&cfg.BaseURL, "base-url", envOr("HERALD_BASE_URL", ""), "public base URL")
 	fs.StringVar(&cfg.SimAddr, "sim-addr", envOr("HERALD_SIM_ADDR", "127.0.0.1:8081"), "sandbox simulator address")
+	fs.StringVar(&cfg.SimURL, "sim-url", envOr("HERALD_SIM_URL", ""), "sandbox: use the simulator at this URL (herald sim) instead of starting one")
+	fs.DurationVar(&cfg.SimLatency, "sim-latency", 0, "sandbox: latency the simulator adds to every network call")
+	fs.Float64Var(&cfg.SimLimitScale, "sim-limit-scale", 1, "sandbox: multiplier of the simulator's rate limits")
+	budgetScale := fs.Float64("budget-scale", 1, "multiplier of every network's rate budget (to match a scaled simulator)")
+	budgetRules := fs.String("budget-rules", envOr("HERALD_BUDGET_RULES", ""), "override budget rules: platform:rule=LIMIT/WINDOW,... (e.g. twitter_x:tweets=50/5s)")
 	debugAddr := fs.String("debug-addr", envOr("HERALD_DEBUG_ADDR", ""), "serve Go's pprof profiles on this address (off by default)")
 	logFormat := fs.String("log-format", envOr("HERALD_LOG_FORMAT", "text"), "text or json")
 	planLimits := fs.String("plan-limits", envOr("HERALD_PLAN_LIMITS", ""), "hourly request quotas per plan, e.g. pro=5000,max=10000")
+	hooks := addWebhookFlags(fs)
+	media := addMediaFlags(fs)
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -52,7 +60,21 @@ func cmdServe(args []string, stderr io.Writer) error {
 		return err
 	}
 	cfg.Log = log
+	cfg.WebhookAllowPrivate = hooks.allowPrivate.or(cfg.Sandbox)
+	cfg.WebhookCAFile, cfg.WebhookAttemptTimeout = hooks.caFile, hooks.timeout
+	if cfg.Media, err = media.config(); err != nil {
+		return err
+	}
+	cfg.SecretKey = envOr("HERALD_SECRET_KEY", "")
+	cfg.Networks = networksFromEnv()
 	if cfg.PlanLimits, err = parsePlanLimits(*planLimits); err != nil {
+		return err
+	}
+	if *budgetScale <= 0 {
+		return fmt.Errorf("--budget-scale must be positive")
+	}
+	cfg.Budgets = account.ScaleRules(account.DefaultRules, *budgetScale)
+	if cfg.Budgets, err = account.OverrideRules(cfg.Budgets, *budgetRules); err != nil {
 		return err
 	}
 	if *debugAddr != "" {

@@ -15,9 +15,12 @@ import (
 
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/post"
+	"github.com/heraldhq/herald/actors/webhook"
 	"github.com/heraldhq/herald/http/apierr"
+	"github.com/heraldhq/herald/http/connect"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/blob"
 )
 
 // Deps are what the handlers need.
@@ -27,14 +30,25 @@ type Deps struct {
 	Posts  *actors.Directory
 	// Accounts is the connected-account directory.
 	Accounts *actors.Directory
-	Log      *slog.Logger
-	Now      func() time.Time
+	// Connect runs the account connect flow (POST /v1/accounts/connect and its browser routes).
+	Connect *connect.Service
+	// Jobs is the publish job directory.
+	Jobs *actors.Directory
+	// FreePostQuota is the free plan's posts per calendar month (0: unlimited).
+	FreePostQuota int
+	Log           *slog.Logger
+	Now           func() time.Time
 	// AskTimeout bounds the wait for an actor's answer (default 10s).
 	AskTimeout time.Duration
+	// Media is the media flow behind the /v1/media routes (media.go).
+	Media *blob.Service
+	// Webhooks is the webhook service (subscription actors and the URL guard).
+	Webhooks *webhook.Service
 }
 
 type handlers struct {
 	Deps
+	idem *inflight
 }
 
 // Register adds every route to the server.
@@ -45,7 +59,7 @@ func Register(d Deps) error {
 	if d.AskTimeout <= 0 {
 		d.AskTimeout = 10 * time.Second
 	}
-	h := &handlers{d}
+	h := &handlers{Deps: d, idem: &inflight{keys: map[string]bool{}}}
 	doc, err := Document()
 	if err != nil {
 		return err
@@ -58,11 +72,22 @@ func Register(d Deps) error {
 	v1.GET("/me", h.me)
 	v1.GET("/accounts", h.listAccounts)
 	v1.DELETE("/accounts/:id", h.deleteAccount)
+	h.registerConnect(e, v1)
 	v1.POST("/posts", h.createPost)
 	v1.GET("/posts", h.listPosts)
 	v1.GET("/posts/:id", h.getPost)
 	v1.PATCH("/posts/:id", h.updatePost)
 	v1.DELETE("/posts/:id", h.deletePost)
+	v1.POST("/posts/publish", h.publishNew)
+	v1.POST("/posts/:id/publish", h.publishExisting)
+	v1.POST("/posts/schedule", h.scheduleNew)
+	v1.POST("/posts/:id/schedule", h.scheduleExisting)
+	v1.GET("/jobs/:trackingId", h.getJob)
+	e.GET(JobStreamRoute, h.stream, d.Server.Authenticated)
+	h.registerMedia(e, v1)
+	if d.Webhooks != nil {
+		h.registerWebhooks(v1)
+	}
 	return nil
 }
 

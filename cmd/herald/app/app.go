@@ -21,10 +21,14 @@ import (
 
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/actors/job"
 	"github.com/heraldhq/herald/actors/post"
+	"github.com/heraldhq/herald/actors/scheduler"
+	"github.com/heraldhq/herald/actors/webhook"
 	"github.com/heraldhq/herald/http/admin"
 	"github.com/heraldhq/herald/http/api"
 	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/http/connect"
 	"github.com/heraldhq/herald/http/ratelimit"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
@@ -41,7 +45,13 @@ type Config struct {
 	Sandbox bool
 	BaseURL string // public URL; default http:// + the listening address
 	SimAddr string // sandbox simulator address, default 127.0.0.1:8081
-	Log     *slog.Logger
+	// SimURL makes the sandbox use a simulator that runs elsewhere (herald sim) instead of its
+	// own.
+	SimURL string
+	// SimLatency and SimLimitScale configure the sandbox's own simulator.
+	SimLatency    time.Duration
+	SimLimitScale float64
+	Log           *slog.Logger
 	// PostIdleTimeout passivates idle post actors (default 2m).
 	PostIdleTimeout time.Duration
 	// ShutdownGrace bounds the wait for in-flight requests at shutdown (default 10s).
@@ -58,25 +68,50 @@ type Config struct {
 	Budgets map[platforms.Platform][]account.Rule
 	// AccountConcurrency bounds each account's network calls in flight (default 1).
 	AccountConcurrency int
+	// Media configures media storage and limits (media.go).
+	Media MediaConfig
+	// FreePostQuota is the free plan's posts per calendar month (default 10; negative: none).
+	FreePostQuota int
 	// NoAdminSocket skips the admin socket (tests that run several servers in one process).
 	NoAdminSocket bool
+	// WebhookAllowPrivate allows webhook targets on loopback and private addresses, http and any
+	// port (--webhook-allow-private; on in sandbox mode).
+	WebhookAllowPrivate bool
+	// WebhookCAFile holds extra trusted CA certificates (PEM) for webhook receivers.
+	WebhookCAFile string
+	// WebhookAttemptTimeout bounds one delivery attempt (default 15s).
+	WebhookAttemptTimeout time.Duration
+	// WebhookSchedule replaces the retry waits (default webhook.DefaultSchedule; tests).
+	WebhookSchedule []time.Duration
 }
 
 // App is a built Herald.
 type App struct {
-	Cfg      Config
-	Store    *persistence.Store
-	Registry *prometheus.Registry
-	Actors   *actors.System
-	Posts    *actors.Directory
-	Accounts *actors.Directory
-	Adapters registry.Adapters
-	Budgets  *account.Budgets
-	Box      *secret.Box
+	Cfg       Config
+	Store     *persistence.Store
+	Registry  *prometheus.Registry
+	Actors    *actors.System
+	Posts     *actors.Directory
+	Accounts  *actors.Directory
+	Adapters  registry.Adapters
+	Budgets   *account.Budgets
+	Box       *secret.Box
+	Jobs      *actors.Directory
+	Scheduler *scheduler.Scheduler
+	// MediaResolver turns media ids into what adapters upload (nil: no media storage).
+	MediaResolver job.MediaResolver
+	stopScheduler func()
+	// Events wakes the outbox's consumers (the webhook dispatcher) after an event commits.
+	Events   *actors.Notifier
+	Webhooks *webhook.Service
 	Auth     *auth.Authenticator
 	Server   *server.Server
 	Sim      *sim.Server
 	Log      *slog.Logger
+	// Media is the media flow and its janitor.
+	Media *Media
+	// Connect connects accounts: the browser OAuth flow and herald accounts add.
+	Connect *connect.Service
 
 	admin   *admin.Server
 	httpSrv *http.Server
@@ -138,8 +173,23 @@ func New(cfg Config) (*App, error) {
 	}
 	a.Store = store
 	a.Actors = actors.NewSystem(a.Registry, cfg.Log)
-	a.Posts = actors.NewDirectory(a.Actors, post.Kind(post.Deps{Store: store, IdleTimeout: cfg.PostIdleTimeout}))
+	a.Events = actors.NewNotifier()
+	a.Posts = actors.NewDirectory(a.Actors, post.Kind(a.postDeps()))
 	if err := a.buildAccounts(); err != nil {
+		a.closeStore()
+		return nil, err
+	}
+	if err := a.buildConnect(); err != nil {
+		a.closeStore()
+		return nil, err
+	}
+	if a.Media, err = newMedia(a); err != nil {
+		a.closeStore()
+		return nil, err
+	}
+	a.MediaResolver = a.Media.Resolve
+	a.buildPublishing()
+	if err := a.buildWebhooks(); err != nil {
 		a.closeStore()
 		return nil, err
 	}
@@ -157,8 +207,9 @@ func New(cfg Config) (*App, error) {
 	}
 	a.Server = server.New(server.Config{
 		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: ratelimit.New(nil), Deprecated: deprecated, PlanLimits: cfg.PlanLimits,
+		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true},
 	})
-	if err := api.Register(api.Deps{Server: a.Server, Store: store, Posts: a.Posts, Accounts: a.Accounts, Log: cfg.Log}); err != nil {
+	if err := api.Register(api.Deps{Server: a.Server, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service}); err != nil {
 		a.closeStore()
 		return nil, err
 	}
@@ -190,13 +241,18 @@ func (a *App) Start(ctx context.Context) error {
 		}
 	}
 	if !a.Cfg.NoAdminSocket {
-		adm, err := admin.Listen(a.Cfg.DataDir, admin.Ops{Store: a.Store, Auth: a.Auth})
+		adm, err := admin.Listen(a.Cfg.DataDir, admin.Ops{Store: a.Store, Auth: a.Auth, Extra: a.accountAdminRoutes()})
 		if err != nil {
 			_ = ln.Close()
 			return err
 		}
 		a.admin = adm
 	}
+	if err := a.Webhooks.Start(); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	a.Media.start()
 	a.httpSrv = &http.Server{
 		Handler:           a.Server.Echo,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -208,6 +264,7 @@ func (a *App) Start(ctx context.Context) error {
 			a.Log.Error("http server stopped", "error", err)
 		}
 	}()
+	a.startPublishing()
 	a.Server.SetReady(true)
 	a.Log.Info("listening on http://" + ln.Addr().String())
 	return nil
@@ -232,13 +289,25 @@ func (a *App) Shutdown() error {
 			_ = a.httpSrv.Close()
 		}
 	}
+	a.Media.stop()
 	actx, acancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer acancel()
-	if err := a.Posts.Stop(actx); err != nil {
-		errs = append(errs, fmt.Errorf("post actors: %w", err))
+	if err := a.Webhooks.Stop(actx); err != nil {
+		errs = append(errs, fmt.Errorf("webhooks: %w", err))
 	}
+	if a.stopScheduler != nil {
+		a.stopScheduler()
+	}
+	// Accounts first (their calls in flight are resolved at the next start from their attempt
+	// records), then jobs, then posts.
 	if err := a.Accounts.Stop(actx); err != nil {
 		errs = append(errs, fmt.Errorf("account actors: %w", err))
+	}
+	if err := a.Jobs.Stop(actx); err != nil {
+		errs = append(errs, fmt.Errorf("job actors: %w", err))
+	}
+	if err := a.Posts.Stop(actx); err != nil {
+		errs = append(errs, fmt.Errorf("post actors: %w", err))
 	}
 	a.Actors.Shutdown()
 	if a.admin != nil {

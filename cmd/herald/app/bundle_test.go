@@ -19,10 +19,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/http/api"
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/platforms"
 )
 
 // testBundle is one Herald on a temporary data directory, listening on loopback, with a user, a
@@ -41,11 +43,24 @@ type testBundle struct {
 }
 
 type bundleOpts struct {
+	// config adjusts the configuration before the app is built (webhooks_test.go).
+	config      func(*app.Config)
 	plan        string
 	postIdle    time.Duration
 	planLimits  map[string]int
 	noValidate  bool
 	adminSocket bool
+	// media configures media storage (media_test.go).
+	media app.MediaConfig
+	// sandbox starts the in-process network simulator on a free loopback port and points every
+	// adapter at it (b.app.Sim).
+	sandbox bool
+	// demo makes the bundle's user, key and accounts the sandbox's demo user, key and its nine
+	// accounts with simulator tokens (implies sandbox).
+	demo       bool
+	simLatency time.Duration
+	freeQuota  int
+	budgets    map[platforms.Platform][]account.Rule
 }
 
 func setup(t *testing.T, o bundleOpts) *testBundle {
@@ -55,15 +70,32 @@ func setup(t *testing.T, o bundleOpts) *testBundle {
 	}
 	dir := t.TempDir()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := app.New(app.Config{Addr: "127.0.0.1:0", DataDir: dir, Log: log, PostIdleTimeout: o.postIdle,
-		PlanLimits: o.planLimits, NoAdminSocket: !o.adminSocket})
+	cfg := app.Config{Addr: "127.0.0.1:0", DataDir: dir, Log: log, PostIdleTimeout: o.postIdle,
+		PlanLimits: o.planLimits, NoAdminSocket: !o.adminSocket, Media: o.media,
+		Sandbox: o.sandbox || o.demo, SimAddr: "127.0.0.1:0", SimLatency: o.simLatency, FreePostQuota: o.freeQuota, Budgets: o.budgets}
+	if o.config != nil {
+		o.config(&cfg)
+	}
+	a, err := app.New(cfg)
 	require.NoError(t, err)
 	require.NoError(t, a.Start(context.Background()))
 	t.Cleanup(func() { _ = a.Shutdown() })
 	b := &testBundle{t: t, app: a, url: a.URL(), client: &http.Client{Timeout: 30 * time.Second}}
-	b.user, b.key = b.newUser("owner@example.com", o.plan)
-	for _, p := range []string{"linkedin", "twitter_x", "bluesky"} {
-		b.accounts = append(b.accounts, b.newAccount(b.user.ID, p))
+	if o.demo {
+		b.key = a.SandboxKey
+		require.NoError(t, a.Store.View(func(tx *persistence.Tx) error {
+			var err error
+			if b.user, err = tx.SandboxUser(); err != nil {
+				return err
+			}
+			b.accounts, err = tx.AccountsOfUser(b.user.ID)
+			return err
+		}))
+	} else {
+		b.user, b.key = b.newUser("owner@example.com", o.plan)
+		for _, p := range []string{"linkedin", "twitter_x", "bluesky"} {
+			b.accounts = append(b.accounts, b.newAccount(b.user.ID, p))
+		}
 	}
 	if !o.noValidate {
 		doc, err := api.Spec()
@@ -223,4 +255,16 @@ func (b *testBundle) createPost(content string, accounts ...*persistence.Account
 	id := r.json(b.t)["id"].(string)
 	require.Len(b.t, strings.Split(id, "-"), 5)
 	return id
+}
+
+// account returns the bundle's account on a platform.
+func (b *testBundle) account(p platforms.Platform) *persistence.Account {
+	b.t.Helper()
+	for _, a := range b.accounts {
+		if a.Platform == string(p) {
+			return a
+		}
+	}
+	b.t.Fatalf("no %s account", p)
+	return nil
 }

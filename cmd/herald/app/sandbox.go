@@ -1,9 +1,13 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,15 +27,21 @@ const SandboxEmail = "demo@herald.local"
 // pro, its API key (written to DIR/sandbox-api-key, mode 0600, and logged once), and one
 // connected account on each of the nine networks holding simulator tokens.
 func (a *App) startSandbox(ctx context.Context) error {
-	s, err := sim.Start(a.Cfg.SimAddr, sim.Options{})
-	if err != nil {
-		return fmt.Errorf("sandbox simulator: %w", err)
+	base := strings.TrimRight(a.Cfg.SimURL, "/")
+	if base == "" {
+		s, err := sim.Start(a.Cfg.SimAddr, sim.Options{Latency: a.Cfg.SimLatency, LimitScale: a.Cfg.SimLimitScale})
+		if err != nil {
+			return fmt.Errorf("sandbox simulator: %w", err)
+		}
+		a.Sim = s
+		base = s.BaseURL()
+		a.Log.Info("sandbox network simulator listening on " + base)
+	} else {
+		a.Log.Info("sandbox uses the network simulator at " + base)
 	}
-	a.Sim = s
-	a.Log.Info("sandbox network simulator listening on http://" + s.Addr())
 	cfg := map[platforms.Platform]platforms.Config{}
 	for _, p := range platforms.All {
-		cfg[p] = s.AdapterConfig(p)
+		cfg[p] = sim.ConfigFor(base, p)
 	}
 	a.pointAdaptersAt(cfg)
 
@@ -59,7 +69,7 @@ func (a *App) startSandbox(ctx context.Context) error {
 	a.Log.Info("sandbox: created demo@herald.local with an API key (also in "+SandboxKeyFile(a.Cfg.DataDir)+")", "api_key", k.Key)
 	for _, p := range platforms.All {
 		handle := "demo-" + string(p)
-		creds, err := s.NewAccount(p, handle)
+		creds, err := simAccount(ctx, base, p, handle)
 		if err != nil {
 			return fmt.Errorf("sandbox account %s: %w", p, err)
 		}
@@ -71,4 +81,24 @@ func (a *App) startSandbox(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// simAccount asks a simulator for a network user with fresh tokens.
+func simAccount(ctx context.Context, base string, p platforms.Platform, handle string) (platforms.Credentials, error) {
+	var c platforms.Credentials
+	body, _ := json.Marshal(map[string]string{"platform": string(p), "handle": handle})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/_sim/accounts", bytes.NewReader(body))
+	if err != nil {
+		return c, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return c, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return c, fmt.Errorf("simulator answered %s", resp.Status)
+	}
+	return c, json.NewDecoder(resp.Body).Decode(&c)
 }

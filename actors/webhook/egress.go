@@ -1,0 +1,258 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"code.dny.dev/ssrf"
+)
+
+// MaxURLLength caps a subscription's URL.
+const MaxURLLength = 2048
+
+// Resolver resolves host names; *net.Resolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// EgressOptions configure the outbound side of webhooks.
+type EgressOptions struct {
+	// AllowPrivate allows loopback and private targets, http and any port (local development;
+	// sandbox mode turns it on).
+	AllowPrivate bool
+	// RootCAs are the trusted CA certificates: the system's plus those of the CA file.
+	RootCAs *x509.CertPool
+	// Resolver resolves names at registration and at dial time (default net.DefaultResolver).
+	Resolver Resolver
+	// AttemptTimeout bounds one delivery attempt, connection and response included (default 15s).
+	AttemptTimeout time.Duration
+	// MaxConnsPerHost bounds the connections to one receiver host (default 32).
+	MaxConnsPerHost int
+}
+
+// Guard applies the URL rules of subscriptions: at registration (CheckURL) and at dial time (the
+// Client's dialer checks every address it connects to, after resolution, so a name that resolves
+// to a public address at registration and to a private one later is still refused).
+type Guard struct {
+	opts     EgressOptions
+	guardian *ssrf.Guardian
+}
+
+// ErrBlocked means a target address is not allowed (private, loopback, link-local, CGNAT,
+// multicast, metadata, or a port other than 443).
+var ErrBlocked = errors.New("webhook: target address not allowed")
+
+// URLError is a refused subscription URL; its message is safe to show to the caller.
+type URLError struct{ Reason string }
+
+func (e *URLError) Error() string { return "url: " + e.Reason }
+
+// NewGuard makes the guard.
+func NewGuard(o EgressOptions) *Guard {
+	if o.Resolver == nil {
+		o.Resolver = net.DefaultResolver
+	}
+	if o.AttemptTimeout <= 0 {
+		o.AttemptTimeout = 15 * time.Second
+	}
+	if o.MaxConnsPerHost <= 0 {
+		o.MaxConnsPerHost = 32
+	}
+	return &Guard{opts: o, guardian: ssrf.New(ssrf.WithPorts(443))}
+}
+
+// LoadCAFile returns the system's trusted certificates plus those of a PEM file ("" for none).
+func LoadCAFile(path string) (*x509.CertPool, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if path == "" {
+		return pool, nil
+	}
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("webhook CA file: %w", err)
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("webhook CA file %s holds no PEM certificate", path)
+	}
+	return pool, nil
+}
+
+// AllowPrivate reports whether private targets are allowed.
+func (g *Guard) AllowPrivate() bool { return g.opts.AllowPrivate }
+
+// blockedNames are host names and suffixes that name local or internal hosts.
+var blockedSuffixes = []string{".localhost", ".local", ".internal", ".localdomain", ".home.arpa", ".intranet", ".corp", ".lan"}
+
+// CheckURL validates a subscription URL and returns it normalised. Without AllowPrivate: https
+// only, port 443, no userinfo, no fragment, at most MaxURLLength characters, a host that is
+// neither a local name (localhost, single-label names, .local, .internal ...) nor a forbidden IP
+// literal, and a name that, when it resolves, resolves only to public addresses. A name that does
+// not resolve now is accepted: every delivery checks the addresses it dials.
+func (g *Guard) CheckURL(ctx context.Context, raw string) (string, error) {
+	if len(raw) > MaxURLLength {
+		return "", &URLError{fmt.Sprintf("must be at most %d characters", MaxURLLength)}
+	}
+	if strings.TrimSpace(raw) != raw || raw == "" {
+		return "", &URLError{"must be an absolute https URL without surrounding spaces"}
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Opaque != "" {
+		return "", &URLError{"must be an absolute https URL"}
+	}
+	scheme := strings.ToLower(u.Scheme)
+	switch {
+	case scheme == "https":
+	case scheme == "http" && g.opts.AllowPrivate:
+	case scheme == "http":
+		return "", &URLError{"must use https"}
+	default:
+		return "", &URLError{"must use https"}
+	}
+	if u.User != nil {
+		return "", &URLError{"must not contain a user name or password"}
+	}
+	if u.Fragment != "" || strings.Contains(raw, "#") {
+		return "", &URLError{"must not contain a fragment"}
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if host == "" {
+		return "", &URLError{"must have a host"}
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return "", &URLError{"has an invalid port"}
+		}
+		if n != 443 && !g.opts.AllowPrivate {
+			return "", &URLError{"must use port 443"}
+		}
+	}
+	u.Scheme = scheme
+	if g.opts.AllowPrivate {
+		return u.String(), nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if err := g.guardian.SafeAddr(ip.Unmap()); err != nil || ip.Is4In6() {
+			return "", &URLError{"must be a public address: " + ip.String() + " is loopback, private, link-local, shared (CGNAT), multicast or reserved"}
+		}
+		return u.String(), nil
+	}
+	if host == "localhost" || !strings.Contains(host, ".") {
+		return "", &URLError{"must be a public host name: " + host + " names a local host"}
+	}
+	for _, s := range blockedSuffixes {
+		if strings.HasSuffix(host, s) {
+			return "", &URLError{"must be a public host name: " + host + " names a local or internal host"}
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	addrs, err := g.opts.Resolver.LookupNetIP(rctx, "ip", host)
+	if err == nil {
+		for _, a := range addrs {
+			if err := g.guardian.SafeAddr(a.Unmap()); err != nil {
+				return "", &URLError{"must be a public address: " + host + " resolves to " + a.Unmap().String() + ", which is not public"}
+			}
+		}
+	}
+	return u.String(), nil
+}
+
+// dial connects to addr (host:port) after resolving the host with the guard's resolver and
+// checking every address: the address checked is the address dialled.
+func (g *Guard) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, err
+	}
+	if !g.opts.AllowPrivate && port != 443 {
+		return nil, fmt.Errorf("%w: port %d (only 443)", ErrBlocked, port)
+	}
+	var addrs []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{ip}
+	} else {
+		if !g.opts.AllowPrivate && (host == "localhost" || strings.HasSuffix(host, ".localhost")) {
+			return nil, fmt.Errorf("%w: %s", ErrBlocked, host)
+		}
+		addrs, err = g.opts.Resolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return nil, err
+		}
+	}
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	if !g.opts.AllowPrivate {
+		// Checked again just before connect(2), on the very socket address.
+		d.Control = g.guardian.Safe
+	}
+	var firstErr error
+	for _, a := range addrs {
+		a = a.Unmap()
+		if !g.opts.AllowPrivate {
+			if err := g.guardian.SafeAddr(a); err != nil {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("%w: %s is not a public address", ErrBlocked, a)
+				}
+				continue
+			}
+		}
+		conn, err := d.DialContext(ctx, network, netip.AddrPortFrom(a, uint16(port)).String())
+		if err == nil {
+			return conn, nil
+		}
+		if errors.Is(err, ssrf.ErrProhibitedIP) || errors.Is(err, ssrf.ErrProhibitedPort) || errors.Is(err, ssrf.ErrProhibitedNetwork) {
+			err = fmt.Errorf("%w: %v", ErrBlocked, err)
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	if firstErr == nil {
+		firstErr = fmt.Errorf("no address for %s", host)
+	}
+	return nil, firstErr
+}
+
+// Client returns the HTTP client deliveries use: no proxy, no redirects followed (a 3xx is a
+// failed attempt), every dial checked, TLS verified against RootCAs, bounded time.
+func (g *Guard) Client() *http.Client {
+	tr := &http.Transport{
+		Proxy:                  nil,
+		DialContext:            g.dial,
+		TLSClientConfig:        &tls.Config{RootCAs: g.opts.RootCAs, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:    5 * time.Second,
+		ResponseHeaderTimeout:  g.opts.AttemptTimeout,
+		ExpectContinueTimeout:  time.Second,
+		MaxIdleConns:           1024,
+		MaxIdleConnsPerHost:    g.opts.MaxConnsPerHost,
+		MaxConnsPerHost:        g.opts.MaxConnsPerHost,
+		IdleConnTimeout:        90 * time.Second,
+		ForceAttemptHTTP2:      true,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	return &http.Client{
+		Transport: tr,
+		Timeout:   g.opts.AttemptTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}

@@ -1,0 +1,22 @@
+package webhook
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotFound means there is no subscription with this id.
+var ErrNotFound = errors.New("webhook not found")
+
+// ErrForbidden means the subscription belongs to another user.
+var ErrForbidden = errors.New("webhook belongs to another user")
+
+// ErrExists means a Create reached a subscription that already exists.
+var ErrExists = errors.New("webhook already exists")
+
+// LimitError refuses a subscription beyond the per-user maximum.
+type LimitError struct{ Max int }
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("a user can have at most %d webhook subscriptions; delete one first", e.Max)
+}

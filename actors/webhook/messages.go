@@ -1,0 +1,73 @@
+package webhook
+
+import (
+	"time"
+
+	"github.com/heraldhq/herald/persistence"
+)
+
+// Create creates the subscription; the actor must not exist yet. The actor generates the signing
+// secret. Reply: *Reply with Secret.
+type Create struct {
+	UserID string
+	URL    string
+	Events []string
+}
+
+// Update changes a subscription; nil fields stay as they are. Turning a subscription off cancels
+// its pending deliveries. Reply: *Reply.
+type Update struct {
+	UserID string
+	URL    *string
+	Events []string // nil: unchanged
+	Active *bool
+}
+
+// Delete deletes the subscription, its pending deliveries and its delivery log. Reply: *Reply
+// with the deleted subscription.
+type Delete struct {
+	UserID string
+}
+
+// RotateSecret replaces the signing secret; the previous one keeps signing deliveries (as a second
+// v1 signature) for RotationOverlap. Reply: *Reply with Secret.
+type RotateSecret struct {
+	UserID string
+}
+
+// Reply carries the subscription as committed and, after Create or RotateSecret, the new secret.
+type Reply struct {
+	Webhook *persistence.Webhook
+	Secret  string
+}
+
+// enqueue hands new pending deliveries to the subscription's actor (from the dispatcher).
+type enqueue struct {
+	items []persistence.PendingDelivery
+}
+
+// wake activates the actor so that it loads its pending deliveries (after a restart).
+type wake struct{}
+
+// tick is the actor's own timer: a retry is due, or a keep-alive while work is pending.
+type tick struct{ gen uint64 }
+
+// attemptDone is a worker's report of one attempt, sent after its outcome is durable.
+type attemptDone struct {
+	gen uint64
+	id  string
+	res attemptResult
+}
+
+type attemptResult struct {
+	// skipped: the delivery was no longer pending (cancelled, deleted); nothing was sent.
+	skipped bool
+	// aborted: the attempt was cancelled by Herald (shutdown, deletion); nothing was recorded.
+	aborted bool
+	// final: the delivery succeeded or failed for good.
+	final bool
+	// gone: the receiver answered 410; the subscription must be turned off.
+	gone bool
+	// next is when to try again (when neither final, skipped nor aborted).
+	next time.Time
+}

@@ -1,0 +1,218 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"html/template"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/http/apierr"
+	"github.com/heraldhq/herald/http/connect"
+	"github.com/heraldhq/herald/http/server"
+	"github.com/heraldhq/herald/platforms"
+)
+
+// registerConnect adds the connect flow: the authenticated POST that starts it, and the two
+// browser routes (no API key: the browser follows them) that end on a plain HTML page.
+func (h *handlers) registerConnect(e *echo.Echo, v1 *echo.Group) {
+	v1.POST("/accounts/connect", h.connectAccount)
+	e.GET(connect.AuthorizePath, h.connectAuthorize)
+	e.GET(connect.CallbackPath, h.connectCallback)
+}
+
+// browserPlatforms is the allowed list as validation messages spell it.
+var browserPlatforms = func() string {
+	q := make([]string, 0, len(connect.Browser))
+	for _, p := range connect.Browser {
+		q = append(q, "'"+string(p)+"'")
+	}
+	return strings.Join(q, " | ")
+}()
+
+// connectAccount is POST /v1/accounts/connect {platform}: 200 {authorization_url}.
+func (h *handlers) connectAccount(c *echo.Context) error {
+	o, err := readObject(c.Request())
+	if err != nil {
+		return err
+	}
+	raw, err := o.str("platform", true)
+	if err != nil {
+		return err
+	}
+	p := platforms.Platform(*raw)
+	switch {
+	case p == platforms.X || p == platforms.Bluesky:
+		return apierr.Validation("platform: %s is not connected through the API: it connects with credentials the user brings "+
+			"(herald accounts add --platform %s); allowed here: %s", p, p, browserPlatforms)
+	case !connect.IsBrowser(p):
+		return apierr.Validation("platform: Invalid enum value. Expected %s, received '%s'", browserPlatforms, truncate(*raw, 64))
+	case h.Connect == nil:
+		return apierr.Unavailable("connecting accounts is not available on this server")
+	}
+	ctx, cancel := h.askContext(c)
+	defer cancel()
+	u, err := h.Connect.Begin(ctx, server.Principal(c).User.ID, p, h.Now())
+	if errors.Is(err, connect.ErrNotConfigured) {
+		return apierr.Validation("platform: %s is not configured on this server (it has no OAuth client for %s)", p, displayName(p))
+	}
+	if err != nil {
+		h.Log.Error("connect: cannot start", "request_id", server.RequestID(c), "platform", string(p), "error", err)
+		return apierr.Internal()
+	}
+	return c.JSON(http.StatusOK, map[string]string{"authorization_url": u})
+}
+
+// connectAuthorize is GET /v1/accounts/connect/authorize?state=…: 302 to the network's consent
+// page.
+func (h *handlers) connectAuthorize(c *echo.Context) error {
+	if h.Connect == nil {
+		return h.page(c, http.StatusServiceUnavailable, "Connecting accounts is not available", "This Herald server cannot connect accounts.")
+	}
+	p, target, err := h.Connect.Authorize(c.QueryParam("state"), h.Now())
+	if err != nil {
+		return h.failure(c, p, err)
+	}
+	noStore(c)
+	return c.Redirect(http.StatusFound, target)
+}
+
+// connectCallback is GET /v1/accounts/connect/callback?code=…&state=… (or error=…): the
+// network's redirect back.
+func (h *handlers) connectCallback(c *echo.Context) error {
+	if h.Connect == nil {
+		return h.page(c, http.StatusServiceUnavailable, "Connecting accounts is not available", "This Herald server cannot connect accounts.")
+	}
+	q := c.QueryParams()
+	ctx, cancel := h.askContext(c)
+	defer cancel()
+	p, res, err := h.Connect.Complete(ctx, connect.Callback{
+		State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error"), ErrorDescription: q.Get("error_description"),
+	}, h.Now())
+	if err != nil {
+		return h.failure(c, p, err)
+	}
+	name := displayName(p)
+	who := name + " account"
+	if u := res.Account.Username; u != nil && *u != "" {
+		who = name + " account " + *u
+	}
+	h.Log.Info("connect: account connected", "request_id", server.RequestID(c), "platform", string(p), "created", res.Created)
+	if res.Created {
+		return h.page(c, http.StatusOK, name+" is connected", "Your "+who+" is now connected to Herald. You can close this window.")
+	}
+	return h.page(c, http.StatusOK, name+" is connected again",
+		"Your "+who+" was already connected to Herald; its access was renewed. You can close this window.")
+}
+
+// failure ends the browser flow on a page that says what happened. Nothing was created.
+func (h *handlers) failure(c *echo.Context, p platforms.Platform, err error) error {
+	name := displayName(p)
+	var ne *connect.NetworkError
+	var xe *connect.ExchangeError
+	again := "Start again from your application: it asks Herald for a new link."
+	status, title, msg := http.StatusInternalServerError, "The account could not be connected",
+		"Herald could not finish connecting the account (request "+server.RequestID(c)+"). "+again
+	switch {
+	case errors.Is(err, connect.ErrBadState):
+		status, title, msg = http.StatusBadRequest, "This connection link is not valid",
+			"The link is incomplete, was altered, or was not issued by this Herald server. Nothing was connected. "+again
+	case errors.Is(err, connect.ErrExpired):
+		status, title, msg = http.StatusGone, "This connection link has expired",
+			"Connection links are valid for 10 minutes. Nothing was connected. "+again
+	case errors.Is(err, connect.ErrUsed):
+		status, title, msg = http.StatusGone, "This connection link was already used",
+			"Each connection link works once. Nothing more was connected. "+again
+	case errors.Is(err, connect.ErrDenied):
+		status, title, msg = http.StatusForbidden, "Connection cancelled",
+			"Access was refused on "+name+", so nothing was connected. "+again
+	case errors.As(err, &ne):
+		detail := ne.Code
+		if ne.Description != "" {
+			detail += ": " + ne.Description
+		}
+		status, title, msg = http.StatusBadRequest, name+" reported an error",
+			name+" did not authorize the connection ("+detail+"). Nothing was connected. "+again
+	case errors.Is(err, connect.ErrNoCode):
+		status, title, msg = http.StatusBadRequest, name+" sent no authorization code",
+			"The answer from "+name+" carried neither a code nor an error. Nothing was connected. "+again
+	case errors.As(err, &xe) && xe.Refused():
+		status, title, msg = http.StatusBadRequest, name+" refused the connection",
+			name+" did not accept the authorization ("+connect.Message(xe.Err)+"). Nothing was connected. "+again
+	case errors.As(err, &xe):
+		status, title, msg = http.StatusBadGateway, name+" could not be reached",
+			"Herald could not complete the authorization with "+name+" ("+connect.Message(xe.Err)+"). Nothing was connected. "+again
+	case errors.Is(err, connect.ErrNoIdentity):
+		status, title, msg = http.StatusBadGateway, name+" did not name the account",
+			name+" did not say which account was authorized, so it was not connected. "+again
+	case errors.Is(err, connect.ErrNotConfigured), errors.Is(err, connect.ErrNotBrowser):
+		status, title, msg = http.StatusBadRequest, name+" cannot be connected here",
+			"This Herald server has no OAuth client for "+name+". Nothing was connected."
+	case errors.Is(err, actors.ErrTimeout):
+		status = http.StatusServiceUnavailable
+	}
+	level := h.Log.Info
+	if status >= 500 {
+		level = h.Log.Warn
+	}
+	// The state and the code are never logged.
+	level("connect: browser flow failed", "request_id", server.RequestID(c), "platform", string(p), "status", status, "error", err)
+	return h.page(c, status, title, msg)
+}
+
+var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Herald: {{.Title}}</title></head>
+<body>
+<h1>{{.Title}}</h1>
+<p>{{.Message}}</p>
+</body>
+</html>
+`))
+
+// page answers with a small plain HTML page. It is never cached and sends no Referer onwards.
+func (h *handlers) page(c *echo.Context, status int, title, msg string) error {
+	var b bytes.Buffer
+	if err := pageTemplate.Execute(&b, struct{ Title, Message string }{title, msg}); err != nil {
+		return err
+	}
+	noStore(c)
+	hdr := c.Response().Header()
+	hdr.Set("Content-Security-Policy", "default-src 'none'")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	return c.HTMLBlob(status, b.Bytes())
+}
+
+func noStore(c *echo.Context) {
+	hdr := c.Response().Header()
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("Referrer-Policy", "no-referrer")
+}
+
+// displayName is a platform's name as people write it.
+func displayName(p platforms.Platform) string {
+	switch p {
+	case platforms.LinkedIn:
+		return "LinkedIn"
+	case platforms.Instagram:
+		return "Instagram"
+	case platforms.YouTube:
+		return "YouTube"
+	case platforms.Pinterest:
+		return "Pinterest"
+	case platforms.TikTok:
+		return "TikTok"
+	case platforms.Threads:
+		return "Threads"
+	case platforms.Facebook:
+		return "Facebook"
+	case platforms.X:
+		return "X"
+	case platforms.Bluesky:
+		return "Bluesky"
+	}
+	return "The network"
+}

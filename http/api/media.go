@@ -1,0 +1,234 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/heraldhq/herald/http/apierr"
+	"github.com/heraldhq/herald/http/server"
+	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/blob"
+)
+
+// Herald's own media routes, outside the authenticated API: the local backend's upload URL (one
+// PUT, authorised by its signature) and the signed file URL. Both stream large bodies, so the
+// server exempts them from the JSON body cap and the per-request deadline (server.Config's
+// LongRunning); they set their own deadlines instead.
+const (
+	MediaUploadRoute = "/v1/media/uploads/:userId/:storageFilename"
+	MediaFileRoute   = "/v1/media/files/:storageFilename"
+)
+
+// uploadIdleTimeout is how long an upload may go without receiving a byte.
+const uploadIdleTimeout = time.Minute
+
+// minServeRate is the slowest download a file URL allows for: its write deadline is one minute
+// plus the file's size at this rate.
+const minServeRate = 64 << 10 // bytes per second
+
+// MediaResponse is GET /v1/media/:id.
+type MediaResponse struct {
+	ID               string    `json:"id"`
+	URL              string    `json:"url"`
+	ContentType      string    `json:"content_type"`
+	SizeBytes        int64     `json:"size_bytes"`
+	OriginalFilename string    `json:"original_filename"`
+	CreatedAt        time.Time `json:"created_at"`
+}
+
+// PresignResponse is POST /v1/media/presign.
+type PresignResponse struct {
+	UploadURL       string    `json:"upload_url"`
+	Key             string    `json:"key"`
+	StorageFilename string    `json:"storage_filename"`
+	ExpiresAt       time.Time `json:"expires_at"`
+}
+
+func (h *handlers) registerMedia(e *echo.Echo, v1 *echo.Group) {
+	if h.Media == nil {
+		return
+	}
+	v1.POST("/media/presign", h.presignMedia)
+	v1.POST("/media/confirm", h.confirmMedia)
+	v1.GET("/media/:id", h.getMedia)
+	e.PUT(MediaUploadRoute, h.uploadMedia)
+	e.GET(MediaFileRoute, h.mediaFile)
+}
+
+// integer reads a required integer field ("size_bytes: Expected integer, received float").
+func (o object) integer(field string) (int64, error) {
+	raw, ok := o[field]
+	if !ok {
+		return 0, apierr.Validation("%s: Required", field)
+	}
+	if jsonType(raw) != "number" {
+		return 0, typeError(field, "number", raw)
+	}
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return 0, typeError(field, "number", raw)
+	}
+	if v, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
+		return v, nil
+	}
+	f, err := n.Float64()
+	if err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return int64(f), nil
+	}
+	return 0, apierr.Validation("%s: Expected integer, received float", field)
+}
+
+// mediaError maps a refusal of the media flow to the API's error; anything else is logged and
+// answered 500.
+func (h *handlers) mediaError(c *echo.Context, err error) error {
+	var me *blob.Error
+	if errors.As(err, &me) {
+		var e *apierr.Error
+		switch me.Kind {
+		case blob.Forbidden:
+			e = apierr.New(http.StatusForbidden, apierr.CodeForbidden, "%s", me.Message)
+		case blob.NotFound:
+			e = apierr.New(http.StatusNotFound, apierr.CodeNotFound, "%s", me.Message)
+		case blob.Conflict:
+			e = apierr.New(http.StatusConflict, apierr.CodeValidation, "%s", me.Message)
+		case blob.TooLarge:
+			e = apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeValidation, "%s", me.Message)
+		default:
+			e = apierr.Validation("%s", me.Message)
+		}
+		if me.Details != nil {
+			e = e.WithDetails(me.Details)
+		}
+		return e
+	}
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	h.Log.Error("media request failed", "request_id", server.RequestID(c), "route", c.Path(), "error", err)
+	return apierr.Internal()
+}
+
+func (h *handlers) presignMedia(c *echo.Context) error {
+	o, err := readObject(c.Request())
+	if err != nil {
+		return err
+	}
+	filename, err := o.str("filename", true)
+	if err != nil {
+		return err
+	}
+	contentType, err := o.str("content_type", true)
+	if err != nil {
+		return err
+	}
+	size, err := o.integer("size_bytes")
+	if err != nil {
+		return err
+	}
+	p, err := h.Media.Presign(c.Request().Context(), server.Principal(c).User.ID, *filename, *contentType, size)
+	if err != nil {
+		return h.mediaError(c, err)
+	}
+	return c.JSON(http.StatusOK, PresignResponse{UploadURL: p.UploadURL, Key: p.Key, StorageFilename: p.StorageFilename, ExpiresAt: p.ExpiresAt})
+}
+
+func (h *handlers) confirmMedia(c *echo.Context) error {
+	o, err := readObject(c.Request())
+	if err != nil {
+		return err
+	}
+	var in blob.ConfirmInput
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"key", &in.Key}, {"storage_filename", &in.StorageFilename}, {"original_filename", &in.OriginalFilename}, {"content_type", &in.ContentType}} {
+		v, err := o.str(f.name, true)
+		if err != nil {
+			return err
+		}
+		*f.dst = *v
+	}
+	if in.Size, err = o.integer("size_bytes"); err != nil {
+		return err
+	}
+	m, err := h.Media.Confirm(c.Request().Context(), server.Principal(c).User.ID, in)
+	if err != nil {
+		return h.mediaError(c, err)
+	}
+	return c.JSON(http.StatusCreated, map[string]string{"id": m.ID, "url": h.Media.URL(m)})
+}
+
+func (h *handlers) getMedia(c *echo.Context) error {
+	id, err := parseUUID("id", c.Param("id"))
+	if err != nil {
+		return err
+	}
+	m, err := h.Media.Get(server.Principal(c).User.ID, id)
+	if err != nil {
+		return h.mediaError(c, err)
+	}
+	return c.JSON(http.StatusOK, mediaResponse(m, h.Media.URL(m)))
+}
+
+func mediaResponse(m *persistence.Media, url string) MediaResponse {
+	created := m.CreatedAt
+	if m.ConfirmedAt != nil {
+		created = *m.ConfirmedAt
+	}
+	return MediaResponse{ID: m.ID, URL: url, ContentType: m.ContentType, SizeBytes: m.Size, OriginalFilename: m.OriginalFilename, CreatedAt: created}
+}
+
+// idleReader extends the connection's read deadline as bytes arrive, so that an upload may take
+// as long as it needs while a stalled one is cut off.
+type idleReader struct {
+	r    io.Reader
+	rc   *http.ResponseController
+	idle time.Duration
+	last time.Time
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	if now := time.Now(); now.Sub(r.last) > time.Second {
+		_ = r.rc.SetReadDeadline(now.Add(r.idle))
+		r.last = now
+	}
+	return r.r.Read(p)
+}
+
+// uploadMedia is the local backend's upload URL: one PUT of the file, authorised by the URL's
+// signature (no Authorization header), with the presigned Content-Type, streamed to disk.
+func (h *handlers) uploadMedia(c *echo.Context) error {
+	r := c.Request()
+	key := blob.Key(c.Param("userId"), c.Param("storageFilename"))
+	body := &idleReader{r: r.Body, rc: http.NewResponseController(c.Response()), idle: uploadIdleTimeout}
+	if _, err := h.Media.Receive(r.Context(), key, r.URL.Query(), r.Header.Get("Content-Type"), r.ContentLength, body); err != nil {
+		return h.mediaError(c, err)
+	}
+	return c.NoContent(http.StatusOK)
+}
+
+// mediaFile serves a confirmed media file to the holder of a signed, unexpired URL (networks
+// that fetch media themselves), with range requests.
+func (h *handlers) mediaFile(c *echo.Context) error {
+	o, info, m, err := h.Media.OpenFile(c.Request().Context(), c.Param("storageFilename"), c.Request().URL.Query())
+	if err != nil {
+		return h.mediaError(c, err)
+	}
+	defer func() { _ = o.Close() }()
+	w := c.Response()
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(time.Minute + time.Duration(info.Size/minServeRate)*time.Second))
+	hdr := w.Header()
+	hdr.Set("Content-Type", m.ContentType)
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("Cache-Control", "private, max-age=3600")
+	http.ServeContent(w, c.Request(), m.StorageFilename, info.ModTime, o)
+	return nil
+}

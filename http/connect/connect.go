@@ -1,0 +1,324 @@
+// Package connect connects social accounts to Herald users: the browser OAuth flow of the seven
+// networks that offer one (LinkedIn, Instagram, YouTube, Pinterest, TikTok, Threads, Facebook),
+// and the credential-based connection of X and Bluesky behind `herald accounts add`. Both end in
+// Save, which creates the account through its actor, or replaces the tokens of the account the
+// same network user already has with the same Herald user: one account per user, platform and
+// network user, never a duplicate.
+//
+// The browser flow:
+//
+//  1. Begin (POST /v1/accounts/connect) records a state in bbolt (user, platform, PKCE verifier,
+//     expiry) and returns a Herald URL carrying the state's signed token.
+//  2. Authorize (GET of that URL, no API key: the browser follows it) checks the token and
+//     answers with the network's consent page, with a PKCE challenge where the network takes one.
+//  3. Complete (the network's redirect back to the callback, no API key) checks the token, marks
+//     the state used in the same write that finds it unused (single use), and exchanges the code.
+//
+// The state token is signed with HMAC-SHA256 under a key derived from the data directory's
+// secret (StateKey), expires after StateTTL, and is never logged.
+package connect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/platforms"
+)
+
+// Paths of the two browser routes, under the server's base URL.
+const (
+	AuthorizePath = "/v1/accounts/connect/authorize"
+	CallbackPath  = "/v1/accounts/connect/callback"
+)
+
+// Browser lists the platforms that connect through the browser flow, in the spec's order.
+var Browser = []platforms.Platform{
+	platforms.LinkedIn, platforms.Instagram, platforms.YouTube, platforms.Pinterest,
+	platforms.TikTok, platforms.Threads, platforms.Facebook,
+}
+
+// IsBrowser reports whether p connects through the browser flow.
+func IsBrowser(p platforms.Platform) bool {
+	for _, b := range Browser {
+		if p == b {
+			return true
+		}
+	}
+	return false
+}
+
+// purgeBatch bounds the expired states one Begin deletes.
+const purgeBatch = 64
+
+// Config is what the service needs.
+type Config struct {
+	Store    *persistence.Store
+	Accounts *actors.Directory
+	// Adapters are read at each call, so that a map filled later (sandbox mode points the
+	// adapters at its simulator once it listens) is seen.
+	Adapters map[platforms.Platform]platforms.Adapter
+	// Key signs state tokens (StateKey of the data directory's secret).
+	Key []byte
+	// BaseURL returns the server's public base URL, without a trailing slash.
+	BaseURL func() string
+	// Configured reports whether the server has an OAuth client for a browser platform (nil:
+	// every platform is).
+	Configured func(platforms.Platform) bool
+	Now        func() time.Time
+	Log        *slog.Logger
+}
+
+// Service runs connections.
+type Service struct {
+	cfg    Config
+	signer signer
+	// saving serialises Save's find-then-create, so that two connections of the same network
+	// user at once cannot both create an account. Connections are rare; one lock is enough.
+	saving sync.Mutex
+}
+
+// New builds the service.
+func New(cfg Config) (*Service, error) {
+	if len(cfg.Key) < 32 {
+		return nil, errors.New("connect: the state key must be at least 32 bytes")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.BaseURL == nil {
+		cfg.BaseURL = func() string { return "" }
+	}
+	if cfg.Configured == nil {
+		cfg.Configured = func(platforms.Platform) bool { return true }
+	}
+	return &Service{cfg: cfg, signer: signer{key: cfg.Key}}, nil
+}
+
+// CallbackURL is the redirect URI registered with every network's OAuth client.
+func (s *Service) CallbackURL() string { return strings.TrimRight(s.cfg.BaseURL(), "/") + CallbackPath }
+
+func (s *Service) connector(p platforms.Platform) (platforms.Connector, error) {
+	if !IsBrowser(p) {
+		return nil, ErrNotBrowser
+	}
+	c, ok := s.cfg.Adapters[p].(platforms.Connector)
+	if !ok || !s.cfg.Configured(p) {
+		return nil, ErrNotConfigured
+	}
+	return c, nil
+}
+
+// Begin starts a browser connection of platform p for the user at now and returns the
+// authorization_url: a Herald URL that carries the signed state and is valid for StateTTL.
+func (s *Service) Begin(ctx context.Context, userID string, p platforms.Platform, now time.Time) (string, error) {
+	c, err := s.connector(p)
+	if err != nil {
+		return "", err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return "", err
+	}
+	st := &persistence.ConnectState{
+		ID: id.String(), UserID: userID, Platform: string(p),
+		CreatedAt: now.UTC(), ExpiresAt: now.Add(StateTTL).UTC(),
+	}
+	if c.UsesPKCE() {
+		st.Verifier, _ = newVerifier()
+	}
+	if err := s.cfg.Store.Update(ctx, func(tx *persistence.Tx) error {
+		if _, err := tx.PurgeConnectStates(now, purgeBatch); err != nil {
+			return err
+		}
+		return tx.PutConnectState(st)
+	}); err != nil {
+		return "", fmt.Errorf("connect: store state: %w", err)
+	}
+	token := s.signer.sign(id, st.ExpiresAt)
+	return strings.TrimRight(s.cfg.BaseURL(), "/") + AuthorizePath + "?" + url.Values{"state": {token}}.Encode(), nil
+}
+
+// check verifies a token's signature and expiry and returns the state id.
+func (s *Service) check(token string, now time.Time) (string, error) {
+	id, expires, err := s.signer.verify(token)
+	if err != nil {
+		return "", err
+	}
+	if !now.Before(expires) {
+		return "", ErrExpired
+	}
+	return id.String(), nil
+}
+
+// Authorize checks a state token and returns the network's consent page to redirect the
+// browser to. Opening the authorization_url again before the callback is allowed (a reload).
+func (s *Service) Authorize(token string, now time.Time) (platforms.Platform, string, error) {
+	id, err := s.check(token, now)
+	if err != nil {
+		return "", "", err
+	}
+	var st *persistence.ConnectState
+	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
+		var err error
+		st, err = tx.ConnectState(id)
+		return err
+	}); err != nil {
+		if errors.Is(err, persistence.ErrNotFound) {
+			return "", "", ErrBadState
+		}
+		return "", "", err
+	}
+	p := platforms.Platform(st.Platform)
+	if st.UsedAt != nil {
+		return p, "", ErrUsed
+	}
+	c, err := s.connector(p)
+	if err != nil {
+		return p, "", err
+	}
+	challenge := ""
+	if st.Verifier != "" {
+		challenge = challengeOf(st.Verifier)
+	}
+	return p, c.AuthorizeURL(token, s.CallbackURL(), challenge), nil
+}
+
+// Callback is what the network sent back to the callback URL.
+type Callback struct {
+	State string
+	Code  string
+	// Error and ErrorDescription are the network's refusal (error=access_denied when the person
+	// clicked cancel).
+	Error            string
+	ErrorDescription string
+}
+
+// Result is a completed connection.
+type Result struct {
+	Account *persistence.Account
+	// Created is false when the tokens of an existing account were replaced.
+	Created bool
+}
+
+// Complete finishes a browser connection: it checks the state and uses it up, then trades the
+// code for credentials and saves the account. Platform is set whenever the state was valid.
+func (s *Service) Complete(ctx context.Context, cb Callback, now time.Time) (platforms.Platform, *Result, error) {
+	id, err := s.check(cb.State, now)
+	if err != nil {
+		return "", nil, err
+	}
+	st, err := s.take(ctx, id, now)
+	if err != nil {
+		return "", nil, err
+	}
+	p := platforms.Platform(st.Platform)
+	switch {
+	case cb.Error == "access_denied":
+		return p, nil, ErrDenied
+	case cb.Error != "":
+		return p, nil, &NetworkError{Platform: p, Code: cb.Error, Description: cb.ErrorDescription}
+	case cb.Code == "":
+		return p, nil, ErrNoCode
+	}
+	c, err := s.connector(p)
+	if err != nil {
+		return p, nil, err
+	}
+	creds, err := c.Exchange(ctx, cb.Code, s.CallbackURL(), st.Verifier)
+	if err != nil {
+		return p, nil, &ExchangeError{Platform: p, Err: err}
+	}
+	res, err := s.Save(ctx, st.UserID, p, creds)
+	return p, res, err
+}
+
+// take marks a state used, in the same write that finds it unused, and returns it.
+func (s *Service) take(ctx context.Context, id string, now time.Time) (*persistence.ConnectState, error) {
+	var st *persistence.ConnectState
+	var outcome error
+	err := s.cfg.Store.Update(ctx, func(tx *persistence.Tx) error {
+		st, outcome = nil, nil // the function may run twice
+		got, err := tx.ConnectState(id)
+		switch {
+		case errors.Is(err, persistence.ErrNotFound):
+			outcome = ErrBadState
+			return nil
+		case err != nil:
+			return err
+		case got.UsedAt != nil:
+			outcome = ErrUsed
+			return nil
+		case !now.Before(got.ExpiresAt):
+			outcome = ErrExpired
+			return nil
+		}
+		used := now.UTC()
+		got.UsedAt = &used
+		st = got
+		return tx.PutConnectState(got)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect: use state: %w", err)
+	}
+	return st, outcome
+}
+
+// Save stores credentials of a network user for a Herald user: it replaces the tokens of the
+// user's account on platform p that belongs to the same network user (Credentials.UserID), or
+// creates the account when there is none. The account actor seals the tokens.
+func (s *Service) Save(ctx context.Context, userID string, p platforms.Platform, creds platforms.Credentials) (*Result, error) {
+	if strings.TrimSpace(creds.UserID) == "" {
+		return nil, ErrNoIdentity
+	}
+	var username *string
+	if h := strings.TrimSpace(creds.Handle); h != "" {
+		username = &h
+	}
+	s.saving.Lock()
+	defer s.saving.Unlock()
+	var existing *persistence.Account
+	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
+		a, err := tx.AccountOfNetworkUser(userID, string(p), creds.UserID)
+		if errors.Is(err, persistence.ErrNotFound) {
+			return nil
+		}
+		existing = a
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("connect: find account: %w", err)
+	}
+	if existing != nil {
+		r, err := actors.Ask[*account.Reply](ctx, s.cfg.Accounts.To(existing.ID), &account.SetCredentials{Creds: creds, Username: username})
+		if err != nil {
+			return nil, fmt.Errorf("connect: update account: %w", err)
+		}
+		return &Result{Account: r.Account}, nil
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, err
+	}
+	acc := &persistence.Account{
+		UserID: userID, Platform: string(p), Username: username, IsActive: true,
+		CreatedAt: s.cfg.Now().UTC(), NetworkUserID: creds.UserID,
+	}
+	r, err := actors.Ask[*account.Reply](ctx, s.cfg.Accounts.To(id.String()), &account.Create{Account: acc, Creds: creds})
+	if err != nil {
+		return nil, fmt.Errorf("connect: create account: %w", err)
+	}
+	return &Result{Account: r.Account, Created: true}, nil
+}

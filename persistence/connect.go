@@ -1,0 +1,95 @@
+package persistence
+
+import (
+	"bytes"
+	"time"
+)
+
+// ConnectState is one browser connect flow in progress: who started it, for which network, the
+// PKCE verifier sent with the code exchange, and when it stops being valid. The state's id is
+// what the signed state token carries; the record makes the token single-use (UsedAt is set by
+// the first callback that presents it).
+type ConnectState struct {
+	ID       string `json:"id"`
+	UserID   string `json:"user_id"`
+	Platform string `json:"platform"`
+	// Verifier is the PKCE code verifier ("" when the network takes no PKCE). It is useless
+	// without the authorization code, which only the network and the browser see.
+	Verifier  string     `json:"verifier,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt time.Time  `json:"expires_at"`
+	UsedAt    *time.Time `json:"used_at,omitempty"`
+}
+
+// The connect buckets:
+//
+//	connect_states  state id (16-byte UUIDv7, so oldest first) → ConnectState (JSON); deleted
+//	                once expired, by the next connect that starts
+var bConnectStates = []byte("connect_states")
+
+func init() { registerBuckets(bConnectStates) }
+
+// PutConnectState stores a connect state (new, or marked used).
+func (t *Tx) PutConnectState(s *ConnectState) error {
+	return t.put(bConnectStates, mustID(s.ID), s)
+}
+
+// ConnectState returns a connect state by id; ErrNotFound when there is none (never issued, or
+// expired and purged).
+func (t *Tx) ConnectState(id string) (*ConnectState, error) {
+	var s ConnectState
+	if err := t.get(bConnectStates, mustID(id), &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// PurgeConnectStates deletes states that expired before now, looking at no more than max of the
+// oldest ones, and returns how many it deleted. States share one lifetime and their ids sort by
+// creation, so the expired ones are at the front.
+func (t *Tx) PurgeConnectStates(now time.Time, max int) (int, error) {
+	b := t.tx.Bucket(bConnectStates)
+	c := b.Cursor()
+	var gone [][]byte
+	seen := 0
+	for k, v := c.First(); k != nil && seen < max; k, v = c.Next() {
+		seen++
+		var s ConnectState
+		if err := Decode(v, &s); err == nil && !s.ExpiresAt.Before(now) {
+			continue
+		}
+		// Expired, or unreadable (which no reader could use either).
+		gone = append(gone, append([]byte(nil), k...))
+	}
+	// Deleting while a cursor walks can skip keys; delete after the walk.
+	for _, k := range gone {
+		if err := b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(gone), nil
+}
+
+// AccountOfNetworkUser returns the user's account on platform that belongs to the network user
+// networkUserID, or ErrNotFound. Only the user's accounts on that platform are decoded.
+func (t *Tx) AccountOfNetworkUser(userID, platform, networkUserID string) (*Account, error) {
+	code, ok := platformCodes[platform]
+	if !ok || networkUserID == "" {
+		return nil, ErrNotFound
+	}
+	prefix := mustID(userID)
+	c := t.tx.Bucket(bAccountsUser).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if len(v) != 1 || v[0] != code {
+			continue
+		}
+		var a Account
+		if err := t.get(bAccounts, k[16:], &a); err != nil {
+			return nil, err
+		}
+		if a.NetworkUserID == networkUserID {
+			return &a, nil
+		}
+	}
+	return nil, ErrNotFound
+}
