@@ -95,3 +95,7 @@ var ErrLookupUnsupported = errors.New("platforms: the network offers no post loo
 func Errorf(p Platform, k Kind, status int, format string, args ...any) *Error {
 	return &Error{Platform: p, Kind: k, Status: status, Message: fmt.Sprintf(format, args...)}
 }
+
+// ErrNotFound is returned by read calls for an object the account cannot see (a comment, a
+// conversation).
+var ErrNotFound = errors.New("platforms: not found")

@@ -160,3 +160,58 @@ type Config struct {
 	// suggestion or one second).
 	PollInterval time.Duration
 }
+
+// Metrics are a publication's counters as a network reports them. A nil field means the network
+// does not report that counter (Herald never invents one).
+type Metrics struct {
+	Views    *int64 `json:"views"`
+	Likes    *int64 `json:"likes"`
+	Comments *int64 `json:"comments"`
+	Shares   *int64 `json:"shares"`
+}
+
+// Comment is a comment on a publication (or a reply to one).
+type Comment struct {
+	ID string `json:"id"`
+	// PublicationID is the network's id of the post commented on.
+	PublicationID string    `json:"publication_id"`
+	ParentID      string    `json:"parent_id,omitempty"`
+	Author        string    `json:"author"`
+	Text          string    `json:"text"`
+	CreatedAt     time.Time `json:"created_at"`
+	// ByAccount is true for the connected account's own replies.
+	ByAccount bool `json:"by_account"`
+}
+
+// Message is a direct message.
+type Message struct {
+	ID             string    `json:"id"`
+	ConversationID string    `json:"conversation_id"`
+	From           string    `json:"from"`
+	Text           string    `json:"text"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// Reader is implemented by adapters of networks whose live data Herald reads: metrics of a
+// publication (X, Bluesky, YouTube, TikTok, Pinterest).
+type Reader interface {
+	Metrics(ctx context.Context, c Credentials, publicationID string) (Metrics, error)
+}
+
+// Commenter is implemented by adapters of networks with a live comments inbox (X, Bluesky,
+// YouTube).
+type Commenter interface {
+	// Comments lists a publication's comments and replies, newest first.
+	Comments(ctx context.Context, c Credentials, publicationID string) ([]Comment, error)
+	// Reply answers a comment; media only where the network takes it (X, Bluesky).
+	Reply(ctx context.Context, c Credentials, publicationID, commentID, text string, media []Media) (Comment, error)
+}
+
+// Messenger is implemented by adapters of networks with live direct messages (X, Bluesky).
+type Messenger interface {
+	// Conversation lists a conversation's messages; ErrNotFound when it is not the account's.
+	Conversation(ctx context.Context, c Credentials, conversationID string) ([]Message, error)
+	// SendMessage sends a message in a conversation (peerID when the network needs it); media
+	// on X only.
+	SendMessage(ctx context.Context, c Credentials, conversationID, peerID, text string, media []Media) (Message, error)
+}
