@@ -119,8 +119,15 @@ func Main(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("scenario %s: %w", s.Name, err)
 		}
 		r.Scenario = s.Name
-		r.PeakRSSMB = env.PeakRSSMB()
-		if r.Limit > 0 {
+		switch {
+		case r.PeakRSSMB != 0:
+		case env.childPeakMB != 0: // the scenario ran its own server
+			r.PeakRSSMB = env.childPeakMB
+		default:
+			r.PeakRSSMB = env.PeakRSSMB()
+		}
+		env.childPeakMB = 0
+		if r.Limit > 0 && r.Ratio == 0 {
 			r.Ratio = r.Throughput / r.Limit
 		}
 		rep.Results = append(rep.Results, r)

@@ -30,6 +30,10 @@ type Env struct {
 	log    io.Writer
 	peakKB int
 	sim    string // the sandbox simulator's URL
+	// parent is the env that spawned this one; childPeakMB is the peak RSS of the last child
+	// closed, reported for the scenario that spawned it.
+	parent      *Env
+	childPeakMB float64
 }
 
 // StartEnv starts the server process from this very binary, with extra serve flags.
@@ -157,11 +161,15 @@ func (e *Env) Spawn(extra ...string) (*Env, error) {
 		return nil, err
 	}
 	n.Quick, n.Duration, n.Connections = e.Quick, e.Duration, e.Connections
+	n.parent = e
 	return n, nil
 }
 
 // Close stops the server (SIGTERM, then SIGKILL) and removes the data directory.
 func (e *Env) Close() {
+	if e.parent != nil && e.cmd != nil && e.cmd.Process != nil {
+		e.parent.childPeakMB = e.PeakRSSMB()
+	}
 	if e.cmd != nil && e.cmd.Process != nil {
 		_ = e.cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})

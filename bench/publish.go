@@ -398,7 +398,7 @@ func sseFanout(base *Env) (Result, error) {
 	perSub := (after - before) * 1024 / float64(streams)
 	return Result{Ops: streams, Seconds: openTime.Seconds(), Throughput: float64(streams) / openTime.Seconds(), Errors: int(failures.Load()),
 		P50ms: durationsPct(lat, 0.5), P99ms: durationsPct(lat, 0.99), P999ms: durationsPct(lat, 0.999),
-		LimitName: "memory per subscriber target (bytes)", Limit: 16384, Ratio: 0,
+		LimitName: "memory per subscriber target (bytes)", Limit: 16384, Ratio: perSub / 16384,
 		Notes: fmt.Sprintf("%d concurrent streams of one job: %.0f bytes of server RSS per subscriber (target at most 16384); latencies are from the job's completion to each client's done event", streams, perSub)}, nil
 }
 
@@ -454,7 +454,7 @@ func schedulerBurst(base *Env) (Result, error) {
 	}
 	fired, _ := e.metric("herald_scheduler_fired_total", "")
 	return Result{Ops: int(fired), Seconds: spread.Seconds(), Throughput: fired / spread.Seconds(), P50ms: p50 * 1000, P99ms: p99 * 1000, P999ms: p999 * 1000,
-		LimitName: "lateness p99 target (ms)", Limit: 1000,
+		LimitName: "lateness p99 target (ms)", Limit: 1000, Ratio: p99 * 1000 / 1000,
 		Notes: fmt.Sprintf("%d posts due within %s; latencies are scheduler lateness (bucket upper bounds); created at %.0f/s", posts, spread, r.Throughput)}, nil
 }
 
