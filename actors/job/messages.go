@@ -1,6 +1,10 @@
 package job
 
-import "github.com/heraldhq/herald/persistence"
+import (
+	"sync"
+
+	"github.com/heraldhq/herald/persistence"
+)
 
 // Start begins (or, after a restart, resumes) the job: every target whose outcome is not known is
 // sent to its account. Sent by the post actor after the job's creation commits, and at start-up
@@ -36,7 +40,8 @@ type Unsubscribe struct{ Sub *Subscriber }
 // PostSynced tells the job that its post has taken the outcome.
 type PostSynced struct{}
 
-// Event is one message of a job's stream.
+// Event is one message of a job's stream. It is shared by every subscriber: immutable once
+// sent, with its wire form rendered once.
 type Event struct {
 	// Name is "progress" or "done".
 	Name string
@@ -45,6 +50,16 @@ type Event struct {
 	Job *persistence.Job
 	// Target is the index of the target whose phase changed (progress only; -1 for none).
 	Target int
+
+	once     sync.Once
+	rendered []byte
+	err      error
+}
+
+// Render returns the event's wire form, built by fn on the first call.
+func (e *Event) Render(fn func() ([]byte, error)) ([]byte, error) {
+	e.once.Do(func() { e.rendered, e.err = fn() })
+	return e.rendered, e.err
 }
 
 // Subscriber receives a job's events. Its channel is buffered; a subscriber that falls behind by

@@ -1,13 +1,15 @@
 package api
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/job"
@@ -57,9 +59,56 @@ func progressOf(j *persistence.Job, target int) Progress {
 	return p
 }
 
+// streamMetrics count the open streams.
+type streamMetrics struct {
+	open    prometheus.Gauge
+	sent    prometheus.Counter
+	dropped prometheus.Counter
+}
+
+func newStreamMetrics(reg prometheus.Registerer) *streamMetrics {
+	m := &streamMetrics{
+		open:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_sse_subscribers", Help: "Open job streams."}),
+		sent:    prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_sse_events_total", Help: "Events written to job streams."}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_sse_dropped_total", Help: "Job streams ended because the client went away or fell behind."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.open, m.sent, m.dropped)
+	}
+	return m
+}
+
+// eventBytes renders one event in the stream's wire form.
+func eventBytes(name string, id uint64, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(b) + 48)
+	buf.WriteString("event: " + name + "\nid: " + strconv.FormatUint(id, 10) + "\ndata: ")
+	buf.Write(b)
+	buf.WriteString("\n\n")
+	return buf.Bytes(), nil
+}
+
+// render gives the wire form of a job event, built once for every subscriber.
+func render(e *job.Event) ([]byte, error) {
+	return e.Render(func() ([]byte, error) {
+		if e.Name == "done" {
+			return eventBytes("done", e.ID, jobView(e.Job))
+		}
+		return eventBytes("progress", e.ID, progressOf(e.Job, e.Target))
+	})
+}
+
 // stream serves GET /v1/jobs/:trackingId/stream: progress on every phase change, then done with
 // the full job, then the end of the stream. A client that connects to a finished job gets a
 // single done; one that connects to a running job gets its current state at once.
+//
+// Once the first event is written, the connection is taken over from the HTTP server (hijacked)
+// and served by a small goroutine of its own, so that an open stream costs a few kilobytes and
+// not a request's whole stack and buffers; its body ends with the connection.
 func (h *handlers) stream(c *echo.Context) error {
 	id, err := parseUUID("trackingId", c.Param("trackingId"))
 	if err != nil {
@@ -78,33 +127,112 @@ func (h *handlers) stream(c *echo.Context) error {
 	hdr.Set("Content-Type", "text/event-stream")
 	hdr.Set("Cache-Control", "no-cache")
 	hdr.Set("X-Accel-Buffering", "no")
-	hdr.Set("Connection", "keep-alive")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	bw := bufio.NewWriterSize(w, 1024)
-	send := func(name string, id uint64, v any) error {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		bw.WriteString("event: " + name + "\nid: " + strconv.FormatUint(id, 10) + "\ndata: ")
-		bw.Write(b)
-		bw.WriteString("\n\n")
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-		return rc.Flush()
+	var first []byte
+	if r.Done {
+		first, err = eventBytes("done", r.Job.Seq, jobView(r.Job))
+	} else {
+		first, err = eventBytes("progress", r.Job.Seq, progressOf(r.Job, -1))
+	}
+	if err != nil {
+		return err
 	}
 	if r.Done {
-		return ignoreClientGone(send("done", r.Job.Seq, jobView(r.Job)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(first)
+		return nil
 	}
-	unsubscribe := func() {
-		h.Jobs.Send(id, &job.Unsubscribe{Sub: sub})
+	unsubscribe := func() { h.Jobs.Send(id, &job.Unsubscribe{Sub: sub}) }
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		// HTTP/2 and other transports that cannot be taken over: serve the stream in place.
+		return h.streamInPlace(c, sub, first, unsubscribe)
 	}
-	if err := send("progress", r.Job.Seq, progressOf(r.Job, -1)); err != nil {
+	hdr.Set("Connection", "close")
+	var head bytes.Buffer
+	head.WriteString("HTTP/1.1 200 OK\r\n")
+	_ = hdr.Write(&head)
+	head.WriteString("\r\n")
+	head.Write(first)
+	_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Write(head.Bytes()); err != nil {
+		_ = conn.Close()
 		unsubscribe()
 		return nil
 	}
+	h.streams.open.Inc()
+	go h.serveStream(conn, sub, unsubscribe)
+	return nil
+}
+
+// serveStream writes a hijacked stream's events until done, the client leaves, or the job drops
+// it.
+func (h *handlers) serveStream(conn net.Conn, sub *job.Subscriber, unsubscribe func()) {
+	defer h.streams.open.Dec()
+	defer conn.Close()
+	gone := make(chan struct{})
+	go func() {
+		// The client sends nothing after its request: a read returns when it goes away.
+		var b [1]byte
+		_, _ = conn.Read(b[:])
+		close(gone)
+	}()
+	ping := time.NewTicker(PingInterval)
+	defer ping.Stop()
+	write := func(b []byte) bool {
+		_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		_, err := conn.Write(b)
+		return err == nil
+	}
+	for {
+		select {
+		case e, ok := <-sub.C:
+			if !ok {
+				h.streams.dropped.Inc()
+				return
+			}
+			b, err := render(e)
+			if err != nil || !write(b) {
+				h.streams.dropped.Inc()
+				unsubscribe()
+				return
+			}
+			h.streams.sent.Inc()
+			if e.Name == "done" {
+				return
+			}
+		case <-ping.C:
+			if !write(pingBytes) {
+				h.streams.dropped.Inc()
+				unsubscribe()
+				return
+			}
+		case <-gone:
+			h.streams.dropped.Inc()
+			unsubscribe()
+			return
+		}
+	}
+}
+
+var pingBytes = []byte(": ping\n\n")
+
+// streamInPlace serves a stream within the request, where the connection cannot be taken over.
+func (h *handlers) streamInPlace(c *echo.Context, sub *job.Subscriber, first []byte, unsubscribe func()) error {
+	w := c.Response()
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	write := func(b []byte) bool {
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !write(first) {
+		unsubscribe()
+		return nil
+	}
+	h.streams.open.Inc()
+	defer h.streams.open.Dec()
 	ping := time.NewTicker(PingInterval)
 	defer ping.Stop()
 	done := c.Request().Context().Done()
@@ -112,20 +240,18 @@ func (h *handlers) stream(c *echo.Context) error {
 		select {
 		case e, ok := <-sub.C:
 			if !ok {
-				// The job dropped a subscriber that fell behind, or passivated: end the
-				// stream; the client reconnects and gets the current state.
 				return nil
 			}
-			if e.Name == "done" {
-				return ignoreClientGone(send("done", e.ID, jobView(e.Job)))
-			}
-			if err := send("progress", e.ID, progressOf(e.Job, e.Target)); err != nil {
+			b, err := render(e)
+			if err != nil || !write(b) {
 				unsubscribe()
 				return nil
 			}
+			if e.Name == "done" {
+				return nil
+			}
 		case <-ping.C:
-			bw.WriteString(": ping\n\n")
-			if bw.Flush() != nil || rc.Flush() != nil {
+			if !write(pingBytes) {
 				unsubscribe()
 				return nil
 			}
@@ -135,6 +261,3 @@ func (h *handlers) stream(c *echo.Context) error {
 		}
 	}
 }
-
-// ignoreClientGone drops write errors: once the stream started there is no response to change.
-func ignoreClientGone(error) error { return nil }

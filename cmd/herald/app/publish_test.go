@@ -303,8 +303,8 @@ func TestDroppedStreamsAreFreed(t *testing.T) {
 	wg.Wait()
 	require.Eventually(t, func() bool {
 		m := b.doKey("", "GET", "/metrics", nil, nil)
-		return strings.Contains(string(m.body), `herald_http_requests_in_flight 1`)
-	}, 10*time.Second, 20*time.Millisecond, "every stream's request ended")
+		return strings.Contains(string(m.body), "herald_sse_subscribers 0")
+	}, 10*time.Second, 20*time.Millisecond, "every stream was freed")
 	j := b.do("GET", "/v1/jobs/"+jobID, nil).json(t)
 	require.Equal(t, "processing", j["status"])
 	require.Contains(t, j["platform_statuses"].([]any)[0].(map[string]any)["message"], "waiting for rate budget until ")
