@@ -23,8 +23,11 @@ test-short: ## Run the tests without the race detector.
 bench: build ## Run the bench suite against a real server process (add ARGS="--quick" for a smoke run).
 	$(BIN) bench --out bench/out/latest.json $(ARGS)
 
-bench-micro: ## Run the Go micro-benchmarks (benchstat-comparable output).
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./persistence/ ./actors/... ./http/... ./platforms/...
+BENCH_MICRO := ^Benchmark(GroupCommit|Codec|Store|Ask|Directory|Budgets|Scheduler)
+BENCH_MICRO_PKGS := ./persistence/ ./actors/ ./actors/account/ ./actors/scheduler/
+
+bench-micro: ## Run the Go micro-benchmarks: store, codec, directory, Ask, rate budget, scheduler (benchstat-comparable; save two runs and `benchstat old.txt new.txt`).
+	$(GO) test -run '^$$' -bench '$(BENCH_MICRO)' -benchmem -benchtime 500ms -count 6 -timeout 30m $(BENCH_MICRO_PKGS)
 
 lint: ## gofmt and go vet.
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && exit 1)

@@ -122,16 +122,16 @@ func (d *Directory) deliver(id string, msg any, sender *actor.PID) {
 		e.held = append(e.held, held{msg, sender})
 		return
 	}
-	d.m.depth.Inc()
 	d.sys.Root.RequestWithCustomSender(e.pid, msg, sender)
 }
 
 // spawn starts an incarnation; the caller holds the shard lock.
 func (d *Directory) spawn(id string) *actor.PID {
 	inner := d.kind.New(id)
+	mb := newMailboxDepth(d.m.depth)
 	props := d.props.Clone(actor.WithProducer(func() actor.Actor {
-		return &incarnation{d: d, id: id, inner: inner}
-	}))
+		return &incarnation{d: d, id: id, inner: inner, mailbox: mb}
+	}), actor.WithMailbox(mb.producer))
 	d.wg.Add(1)
 	d.m.live.Inc()
 	d.m.activations.Inc()
@@ -170,7 +170,6 @@ func (d *Directory) stopped(id string, pid *actor.PID) {
 	next := &entry{pid: d.spawn(id)}
 	s.entries[id] = next
 	for _, h := range e.held {
-		d.m.depth.Inc()
 		d.sys.Root.RequestWithCustomSender(next.pid, h.msg, h.sender)
 	}
 }
@@ -221,7 +220,6 @@ func (d *Directory) instrument(next actor.ReceiverFunc) actor.ReceiverFunc {
 			next(c, env)
 			return
 		}
-		d.m.depth.Dec()
 		mm := d.m.forMessage(env.Message)
 		start := time.Now()
 		defer func() {
@@ -252,6 +250,8 @@ type incarnation struct {
 	inner actor.Actor
 	last  time.Time
 	timer *time.Timer
+	// mailbox counts the incarnation's waiting messages (herald_actor_mailbox_depth).
+	mailbox *mailboxDepth
 }
 
 func (a *incarnation) Receive(ctx actor.Context) {
@@ -279,6 +279,7 @@ func (a *incarnation) Receive(ctx actor.Context) {
 		if a.timer != nil {
 			a.timer.Stop()
 		}
+		a.mailbox.close()
 		a.inner.Receive(ctx)
 		a.d.stopped(a.id, ctx.Self())
 	default:

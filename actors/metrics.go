@@ -31,7 +31,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
 		}, []string{"actor_kind", "message_type"}),
 		MailboxDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "herald_actor_mailbox_depth", Help: "Messages waiting in the mailboxes of actors of a kind.",
+			Name: "herald_actor_mailbox_depth", Help: "Messages in the mailboxes of live actors of a kind, waiting or being processed, whoever sent them.",
 		}, []string{"actor_kind"}),
 		Live: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "herald_actors_live", Help: "Live (activated) actors of a kind.",

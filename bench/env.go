@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -34,31 +35,60 @@ type Env struct {
 	// closed, reported for the scenario that spawned it.
 	parent      *Env
 	childPeakMB float64
+
+	// StartedAt is when the process was started; ListeningAt when it logged "listening on";
+	// ReadyAt when /readyz first answered 200 (only after Restart, whose address is known before
+	// the process starts, so that readiness is polled from the start).
+	StartedAt, ListeningAt, ReadyAt time.Time
+
+	extra    []string // the extra serve flags, for Restart
+	waitOnce sync.Once
+	exited   chan struct{}
 }
 
-// StartEnv starts the server process from this very binary, with extra serve flags.
+// StartEnv starts the server process from this very binary, with extra serve flags, on a fresh
+// data directory.
 func StartEnv(log io.Writer, extra ...string) (*Env, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
 	dir, err := os.MkdirTemp("", "herald-bench-")
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Dir: dir, log: log}
+	e, err := startIn(dir, log, "", extra)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return e, nil
+}
+
+// startIn starts the server on the data directory under dir (fresh or not). A non-empty addr
+// (host:port) is where it must listen; readiness is then polled from the process's start.
+func startIn(dir string, log io.Writer, addr string, extra []string) (*Env, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{Dir: dir, log: log, extra: extra}
 	e.cmd = exec.Command(exe, "serve", "--sandbox", "--data", filepath.Join(dir, "data"),
 		"--addr", "127.0.0.1:0", "--sim-addr", "127.0.0.1:0", "--log-format", "json",
 		"--plan-limits", "pro=2000000000")
 	e.cmd.Args = append(e.cmd.Args, extra...)
+	if addr != "" {
+		e.cmd.Args = append(e.cmd.Args, "--addr", addr)
+	}
 	stderr, err := e.cmd.StderrPipe()
 	if err != nil {
 		return nil, err
 	}
+	e.StartedAt = time.Now()
 	if err := e.cmd.Start(); err != nil {
 		return nil, err
 	}
-	addr := make(chan string, 1)
+	ready := make(chan time.Time, 1)
+	if addr != "" {
+		go pollReady("http://"+addr, ready)
+	}
+	listening := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -73,19 +103,28 @@ func StartEnv(log io.Writer, extra ...string) (*Env, error) {
 				e.sim = u
 			}
 			if strings.HasPrefix(line.Msg, "listening on ") {
-				addr <- strings.TrimPrefix(line.Msg, "listening on ")
+				e.ListeningAt = time.Now()
+				listening <- strings.TrimPrefix(line.Msg, "listening on ")
 			}
 		}
 	}()
 	select {
-	case e.URL = <-addr:
-	case <-time.After(30 * time.Second):
-		e.Close()
-		return nil, fmt.Errorf("herald serve did not start within 30s")
+	case e.URL = <-listening:
+	case <-time.After(3 * time.Minute):
+		e.Kill()
+		return nil, fmt.Errorf("herald serve did not start within 3 minutes")
+	}
+	if addr != "" {
+		select {
+		case e.ReadyAt = <-ready:
+		case <-time.After(time.Minute):
+			e.Kill()
+			return nil, fmt.Errorf("herald serve logged that it listens but /readyz never answered 200")
+		}
 	}
 	key, err := os.ReadFile(filepath.Join(dir, "data", "sandbox-api-key"))
 	if err != nil {
-		e.Close()
+		e.Kill()
 		return nil, err
 	}
 	e.Key = strings.TrimSpace(string(key))
@@ -96,7 +135,7 @@ func StartEnv(log io.Writer, extra ...string) (*Env, error) {
 		} `json:"data"`
 	}
 	if err := e.getJSON("/v1/accounts", &accounts); err != nil {
-		e.Close()
+		e.Kill()
 		return nil, err
 	}
 	for _, a := range accounts.Data {
@@ -170,16 +209,69 @@ func (e *Env) Close() {
 	if e.parent != nil && e.cmd != nil && e.cmd.Process != nil {
 		e.parent.childPeakMB = e.PeakRSSMB()
 	}
-	if e.cmd != nil && e.cmd.Process != nil {
-		_ = e.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = e.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = e.cmd.Process.Kill()
-			<-done
+	e.Stop()
+	_ = os.RemoveAll(e.Dir)
+}
+
+// exit returns a channel closed once the process has exited (Wait is called once).
+func (e *Env) exit() <-chan struct{} {
+	e.waitOnce.Do(func() {
+		e.exited = make(chan struct{})
+		go func() { _ = e.cmd.Wait(); close(e.exited) }()
+	})
+	return e.exited
+}
+
+// Stop stops the server gracefully (SIGTERM, then SIGKILL after 15 s) and keeps its data
+// directory.
+func (e *Env) Stop() {
+	if e.cmd == nil || e.cmd.Process == nil {
+		return
+	}
+	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-e.exit():
+	case <-time.After(15 * time.Second):
+		_ = e.cmd.Process.Kill()
+		<-e.exit()
+	}
+}
+
+// Kill ends the server with SIGKILL, the way a crash does, and keeps its data directory.
+func (e *Env) Kill() {
+	if e.cmd == nil || e.cmd.Process == nil {
+		return
+	}
+	_ = e.cmd.Process.Kill()
+	<-e.exit()
+}
+
+// Restart starts a new server process on this one's data directory and address, with the same
+// flags plus extra, once this one has stopped (Stop or Kill first). The new Env owns the data
+// directory: close it, not this one.
+func (e *Env) Restart(extra ...string) (*Env, error) {
+	n, err := startIn(e.Dir, e.log, strings.TrimPrefix(e.URL, "http://"), append(append([]string(nil), e.extra...), extra...))
+	if err != nil {
+		return nil, err
+	}
+	n.Quick, n.Duration, n.Connections = e.Quick, e.Duration, e.Connections
+	n.parent = e.parent
+	return n, nil
+}
+
+// pollReady sends the time /readyz first answers 200.
+func pollReady(base string, ready chan<- time.Time) {
+	client := &http.Client{Timeout: time.Second}
+	for deadline := time.Now().Add(4 * time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		resp, err := client.Get(base + "/readyz")
+		if err != nil {
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			ready <- time.Now()
+			return
 		}
 	}
-	_ = os.RemoveAll(e.Dir)
 }

@@ -54,6 +54,11 @@ type Deps struct {
 	// RefreshAhead refreshes a token that expires within it before using it (default 10m).
 	RefreshAhead time.Duration
 	IdleTimeout  time.Duration
+	// ReadRules are the budgets of live reads per network and operation (default
+	// DefaultReadRules; reads.go).
+	ReadRules map[platforms.Platform]map[ReadOp][]Rule
+	// ReadConcurrency bounds the account's live reads in flight (default 8).
+	ReadConcurrency int
 }
 
 func (d *Deps) defaults() {
@@ -85,6 +90,12 @@ func (d *Deps) defaults() {
 	}
 	if d.Report == nil {
 		d.Report = func(*Report) {}
+	}
+	if d.ReadRules == nil {
+		d.ReadRules = DefaultReadRules
+	}
+	if d.ReadConcurrency <= 0 {
+		d.ReadConcurrency = 8
 	}
 }
 
@@ -125,11 +136,12 @@ type Actor struct {
 	waitUntil   time.Time
 	waitTimer   *time.Timer
 	deleting    *actor.PID
+	live        readState // live reads (reads.go)
 }
 
 // Busy keeps the actor from passivating while it has work: its goroutines report to it.
 func (a *Actor) Busy() bool {
-	return a.inflight > 0 || len(a.queue) > 0 || len(a.ready) > 0 || a.refreshing || a.lookups > 0 || a.retrying > 0 || a.deleting != nil
+	return a.inflight > 0 || len(a.queue) > 0 || len(a.ready) > 0 || a.refreshing || a.lookups > 0 || a.retrying > 0 || a.deleting != nil || a.live.busy()
 }
 
 // messages from the actor's own goroutines and timers
@@ -185,6 +197,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.refreshDone(ctx, m)
 	case *lookupDone:
 		a.lookupDone(ctx, m)
+	case readMessage:
+		a.receiveRead(ctx, m)
 	case *wake:
 		a.waitUntil = time.Time{}
 		a.pump(ctx)
@@ -213,9 +227,9 @@ func (a *Actor) load() {
 	a.adapter = a.deps.Adapters[platforms.Platform(acc.Platform)]
 	if len(acc.Secret) > 0 {
 		if plain, err := a.deps.Box.Open(acc.Secret); err != nil {
-			a.deps.Log.Error("cannot open the account's sealed credentials; it must be connected again", "platform", acc.Platform, "error", err)
+			a.deps.Log.Error("cannot open the account's sealed credentials; it must be connected again", "account_id", a.id, "platform", acc.Platform, "error", err)
 		} else if err := json.Unmarshal(plain, &a.creds); err != nil {
-			a.deps.Log.Error("sealed credentials are not valid JSON", "platform", acc.Platform, "error", err)
+			a.deps.Log.Error("sealed credentials are not valid JSON", "account_id", a.id, "platform", acc.Platform, "error", err)
 		}
 	}
 }
@@ -672,6 +686,7 @@ func (a *Actor) startRefresh(ctx actor.Context, forced bool) {
 
 func (a *Actor) refreshDone(ctx actor.Context, m *refreshDone) {
 	a.refreshing = false
+	defer a.resumeReads(ctx, m)
 	if a.acc == nil {
 		return
 	}
@@ -691,7 +706,7 @@ func (a *Actor) refreshDone(ctx actor.Context, m *refreshDone) {
 		}
 		next := *a.acc
 		if err := a.storeCreds(&next, creds); err != nil {
-			a.deps.Log.Error("storing refreshed credentials failed", "platform", platform, "error", err)
+			a.deps.Log.Error("storing refreshed credentials failed", "account_id", a.id, "platform", platform, "error", err)
 		}
 		a.deps.Metrics.Refreshes.WithLabelValues(platform, "ok").Inc()
 		a.pump(ctx)

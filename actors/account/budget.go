@@ -37,6 +37,39 @@ var DefaultRules = map[platforms.Platform][]Rule{
 	platforms.TikTok:    {{Name: "init", Limit: 6, Window: time.Minute, Cost: 1}, {Name: "daily_posts", Limit: 15, Window: 24 * time.Hour, Cost: 1}},
 }
 
+// DefaultReadRules are the networks' published limits on the live calls of analytics and the
+// inbox (reads.go), per operation. A rule whose name and scope match a publish rule of
+// DefaultRules shares its window: an X reply is a POST /2/tweets like a publish, a Bluesky reply
+// a createRecord, and YouTube's units are one daily quota per project (a list costs 1 unit, a
+// comments.insert 50, a videos.insert 1600).
+var DefaultReadRules = map[platforms.Platform]map[ReadOp][]Rule{
+	platforms.X: {
+		OpMetrics:      {{Name: "read:tweet_lookup", Limit: 900, Window: 15 * time.Minute, Cost: 1}},
+		OpComments:     {{Name: "read:search_recent", Limit: 300, Window: 15 * time.Minute, Cost: 1}},
+		OpReply:        {{Name: "tweets", Limit: 100, Window: 15 * time.Minute, Cost: 1}},
+		OpConversation: {{Name: "read:dm_events", Limit: 15, Window: 15 * time.Minute, Cost: 1}},
+		OpSendMessage:  {{Name: "dm_send", Limit: 15, Window: 15 * time.Minute, Cost: 1}, {Name: "dm_send_day", Limit: 1440, Window: 24 * time.Hour, Cost: 1}},
+	},
+	platforms.Bluesky: {
+		OpMetrics:      {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}},
+		OpComments:     {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}},
+		OpReply:        {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}, {Name: "writes", Limit: 5000, Window: time.Hour, Cost: 3}, {Name: "writes_day", Limit: 35000, Window: 24 * time.Hour, Cost: 3}},
+		OpConversation: {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}},
+		OpSendMessage:  {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}},
+	},
+	platforms.YouTube: {
+		OpMetrics:  {{Name: "units", Limit: 10000, Window: 24 * time.Hour, Cost: 1, PerPlatform: true}},
+		OpComments: {{Name: "units", Limit: 10000, Window: 24 * time.Hour, Cost: 1, PerPlatform: true}},
+		OpReply:    {{Name: "units", Limit: 10000, Window: 24 * time.Hour, Cost: 50, PerPlatform: true}},
+	},
+	platforms.TikTok: {
+		OpMetrics: {{Name: "read:display", Limit: 600, Window: time.Minute, Cost: 1}},
+	},
+	platforms.Pinterest: {
+		OpMetrics: {{Name: "read:org_read", Limit: 1000, Window: time.Minute, Cost: 1}},
+	},
+}
+
 // ScaleRules scales every rule's limit (not its window), the way the simulator's LimitScale does,
 // so that budgets and simulated networks agree in tests and benchmarks.
 func ScaleRules(rules map[platforms.Platform][]Rule, scale float64) map[platforms.Platform][]Rule {

@@ -407,7 +407,7 @@ func (a *Actor) finishJob(m *Finish) {
 	next.Version++
 	ev, err := NewEvent(typ, next, now)
 	if err != nil {
-		a.deps.Log.Error("building a post event failed", "error", err)
+		a.deps.Log.Error("building a post event failed", "post_id", a.id, "job_id", j.TrackingID, "error", err)
 		return
 	}
 	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
@@ -416,7 +416,7 @@ func (a *Actor) finishJob(m *Finish) {
 		}
 		return tx.PutPost(next, nil)
 	}); err != nil {
-		a.deps.Log.Error("storing a post's outcome failed; it is retried at start-up", "error", err)
+		a.deps.Log.Error("storing a post's outcome failed; it is retried at start-up", "post_id", a.id, "job_id", j.TrackingID, "error", err)
 		return
 	}
 	a.state = next

@@ -14,7 +14,7 @@ import (
 const usage = `herald — a self-hostable social publishing API server
 
 Usage:
-  herald serve [--addr HOST:PORT] [--data DIR] [--sandbox] [--base-url URL] [--sim-addr HOST:PORT] [--log-format text|json]
+  herald serve [--addr HOST:PORT] [--data DIR] [--sandbox] [--base-url URL] [--sim-addr HOST:PORT] [--log-format text|json] [--log-level debug|info|warn|error]
                [--webhook-allow-private[=false]] [--webhook-ca-file PEM_FILE] [--webhook-timeout DURATION]
   herald sim [--addr HOST:PORT] [--latency DURATION] [--limit-scale F]
   herald users create --data DIR --email E [--name N] [--plan free|starter|growth|pro|max] [--timezone IANA_ZONE]
@@ -29,7 +29,7 @@ Usage:
   herald backup --data DIR --out FILE
   herald bench [--quick] [--scenario NAME] [--out FILE]
 
-Environment: HERALD_ADDR, HERALD_DATA_DIR, HERALD_SANDBOX=1, HERALD_BASE_URL, HERALD_LOG_FORMAT.
+Environment: HERALD_ADDR, HERALD_DATA_DIR, HERALD_SANDBOX=1, HERALD_BASE_URL, HERALD_LOG_FORMAT, HERALD_LOG_LEVEL.
 `
 
 func main() {

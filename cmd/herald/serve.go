@@ -21,12 +21,17 @@ import (
 	"github.com/heraldhq/herald/platforms/sim"
 )
 
-func newLogger(format string, w io.Writer) (*slog.Logger, error) {
+func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level must be debug, info, warn or error, not %q", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
 	switch format {
 	case "", "text":
-		return slog.New(slog.NewTextHandler(w, nil)), nil
+		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, nil)), nil
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }
@@ -47,6 +52,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	budgetRules := fs.String("budget-rules", envOr("HERALD_BUDGET_RULES", ""), "override budget rules: platform:rule=LIMIT/WINDOW,... (e.g. twitter_x:tweets=50/5s)")
 	debugAddr := fs.String("debug-addr", envOr("HERALD_DEBUG_ADDR", ""), "serve Go's pprof profiles on this address (off by default)")
 	logFormat := fs.String("log-format", envOr("HERALD_LOG_FORMAT", "text"), "text or json")
+	logLevel := fs.String("log-level", envOr("HERALD_LOG_LEVEL", "info"), "debug (adds one access log line per request), info, warn or error")
 	planLimits := fs.String("plan-limits", envOr("HERALD_PLAN_LIMITS", ""), "hourly request quotas per plan, e.g. pro=5000,max=10000")
 	hooks := addWebhookFlags(fs)
 	media := addMediaFlags(fs)
@@ -55,7 +61,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	} else if len(pos) > 0 {
 		return fmt.Errorf("unexpected argument %q", pos[0])
 	}
-	log, err := newLogger(*logFormat, stderr)
+	log, err := newLogger(*logFormat, *logLevel, stderr)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/post"
@@ -34,6 +35,8 @@ type Deps struct {
 	Connect *connect.Service
 	// Jobs is the publish job directory.
 	Jobs *actors.Directory
+	// Registry receives the handlers' own metrics (nil: unregistered).
+	Registry prometheus.Registerer
 	// FreePostQuota is the free plan's posts per calendar month (0: unlimited).
 	FreePostQuota int
 	Log           *slog.Logger
@@ -48,7 +51,8 @@ type Deps struct {
 
 type handlers struct {
 	Deps
-	idem *inflight
+	idem    *inflight
+	streams *streamMetrics
 }
 
 // Register adds every route to the server.
@@ -59,7 +63,7 @@ func Register(d Deps) error {
 	if d.AskTimeout <= 0 {
 		d.AskTimeout = 10 * time.Second
 	}
-	h := &handlers{Deps: d, idem: &inflight{keys: map[string]bool{}}}
+	h := &handlers{Deps: d, idem: &inflight{keys: map[string]bool{}}, streams: newStreamMetrics(d.Registry)}
 	doc, err := Document()
 	if err != nil {
 		return err
@@ -107,14 +111,14 @@ func (h *handlers) actorError(c *echo.Context, what string, err error) error {
 	case errors.As(err, &ne):
 		return apierr.Validation("%s", ne.Error())
 	case errors.Is(err, actors.ErrTimeout):
-		h.Log.Warn("actor did not answer in time", "request_id", server.RequestID(c), "what", what)
+		h.Log.Warn("actor did not answer in time", append(server.LogAttrs(c), "what", what)...)
 		return apierr.Unavailable("the server is busy and did not answer in time; retry shortly")
 	}
-	h.Log.Error("actor request failed", "request_id", server.RequestID(c), "what", what, "error", err)
+	h.Log.Error("actor request failed", append(server.LogAttrs(c), "what", what, "error", err)...)
 	return apierr.Internal()
 }
 
 func (h *handlers) storeError(c *echo.Context, err error) error {
-	h.Log.Error("store read failed", "request_id", server.RequestID(c), "error", err)
+	h.Log.Error("store read failed", append(server.LogAttrs(c), "error", err)...)
 	return apierr.Internal()
 }

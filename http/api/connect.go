@@ -60,7 +60,7 @@ func (h *handlers) connectAccount(c *echo.Context) error {
 		return apierr.Validation("platform: %s is not configured on this server (it has no OAuth client for %s)", p, displayName(p))
 	}
 	if err != nil {
-		h.Log.Error("connect: cannot start", "request_id", server.RequestID(c), "platform", string(p), "error", err)
+		h.Log.Error("connect: cannot start", append(server.LogAttrs(c), "platform", string(p), "error", err)...)
 		return apierr.Internal()
 	}
 	return c.JSON(http.StatusOK, map[string]string{"authorization_url": u})

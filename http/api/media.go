@@ -112,7 +112,7 @@ func (h *handlers) mediaError(c *echo.Context, err error) error {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	h.Log.Error("media request failed", "request_id", server.RequestID(c), "route", c.Path(), "error", err)
+	h.Log.Error("media request failed", append(server.LogAttrs(c), "route", c.Path(), "error", err)...)
 	return apierr.Internal()
 }
 

@@ -165,6 +165,19 @@ func RequestID(c *echo.Context) string {
 	return id
 }
 
+// LogAttrs are the attributes every log line about a request carries: its request_id and, once
+// authenticated, the user_id (ids are fine in logs, never secrets: no key, token or body).
+func LogAttrs(c *echo.Context) []any {
+	attrs := []any{"request_id", RequestID(c)}
+	if p := Principal(c); p != nil && p.User != nil {
+		attrs = append(attrs, "user_id", p.User.ID)
+	}
+	return attrs
+}
+
+// Logger is base with the request's LogAttrs, for handlers that log about a request.
+func Logger(c *echo.Context, base *slog.Logger) *slog.Logger { return base.With(LogAttrs(c)...) }
+
 func newRequestID() string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
@@ -206,8 +219,19 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		_, status := echo.ResolveResponseStatus(c.Response(), nil)
 		s.requests.WithLabelValues(route, c.Request().Method, strconv.Itoa(status)).Inc()
 		s.duration.WithLabelValues(route, c.Request().Method).Observe(time.Since(start).Seconds())
+		// The access log: one line per request at debug level (a busy server answers thousands of
+		// requests a second), server errors at warn.
+		level := slog.LevelDebug
 		if status >= 500 {
-			s.cfg.Log.Warn("request failed", "request_id", id, "method", c.Request().Method, "route", route, "status", status)
+			level = slog.LevelWarn
+		}
+		if ctx := c.Request().Context(); s.cfg.Log.Enabled(ctx, level) {
+			msg := "request"
+			if status >= 500 {
+				msg = "request failed"
+			}
+			s.cfg.Log.Log(ctx, level, msg, append(LogAttrs(c), "method", c.Request().Method, "route", route, "status", status,
+				"duration_ms", float64(time.Since(start).Microseconds())/1000)...)
 		}
 		return nil
 	}
@@ -222,7 +246,7 @@ func (s *Server) recover(next echo.HandlerFunc) echo.HandlerFunc {
 				if r == http.ErrAbortHandler {
 					panic(r)
 				}
-				s.cfg.Log.Error("panic while serving a request", "request_id", RequestID(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				s.cfg.Log.Error("panic while serving a request", append(LogAttrs(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))...)
 				err = apierr.Internal()
 			}
 		}()
@@ -284,7 +308,7 @@ func (s *Server) handleError(c *echo.Context, err error) {
 		case http.StatusRequestEntityTooLarge:
 			ae = apierr.New(code, apierr.CodeValidation, "request body is too large")
 		case 0, http.StatusInternalServerError:
-			s.cfg.Log.Error("request error", "request_id", RequestID(c), "error", err)
+			s.cfg.Log.Error("request error", append(LogAttrs(c), "error", err)...)
 			ae = apierr.Internal()
 		default:
 			ae = apierr.New(code, apierr.CodeValidation, "%s", http.StatusText(code))

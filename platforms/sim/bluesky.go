@@ -21,6 +21,18 @@ package sim
 // does. DIDs are did:plc: identifiers derived from the handle; accounts created through
 // Sim.NewAccount use the core's numeric user id as their DID, which createRecord and listRecords
 // accept the same way.
+//
+// Live data (networks.md §2.5), answered by the PDS as if proxied to the AppView and the chat
+// service: app.bsky.feed.getPosts (likeCount, replyCount, repostCount, quoteCount from the post's
+// counters; Bluesky has no views) and app.bsky.feed.getPostThread (the post with its replies,
+// nested; an unknown post answers 400 NotFound). A post record with reply.root and reply.parent
+// strong references (uri and cid of existing posts; the parent must belong to the root's thread)
+// is a reply: it is recorded as a reply and a comment of the thread, not as a publication.
+// Comments added through the admin API are reply records in the commenter's repo. Direct messages
+// (chat.bsky.convo.getMessages, sendMessage and getConvoForMembers) need the header
+// "atproto-proxy: did:web:api.bsky.chat#bsky_chat"; a conversation the caller is not a member of
+// answers 400 InvalidRequest "Convo not found"; messages are text only (at most 1,000 graphemes
+// and 10,000 bytes).
 
 import (
 	"bytes"
@@ -111,6 +123,14 @@ func registerBluesky(n *Network) {
 	n.Mux.HandleFunc("GET /xrpc/app.bsky.video.getUploadLimits", b.getUploadLimits)
 	n.Mux.HandleFunc("POST /xrpc/app.bsky.video.uploadVideo", b.uploadVideo)
 	n.Mux.HandleFunc("GET /xrpc/app.bsky.video.getJobStatus", b.getJobStatus)
+
+	n.Live = LiveHooks{Metrics: true, NewComment: b.newComment, PeerID: b.peerID,
+		NewConversation: func(string, string) string { return b.tid() }, NewMessageID: b.tid}
+	n.Mux.HandleFunc("GET /xrpc/app.bsky.feed.getPosts", b.limited(b.authed(b.getPosts)))
+	n.Mux.HandleFunc("GET /xrpc/app.bsky.feed.getPostThread", b.limited(b.authed(b.getPostThread)))
+	n.Mux.HandleFunc("GET /xrpc/chat.bsky.convo.getMessages", b.limited(b.authed(b.chat(b.getMessages))))
+	n.Mux.HandleFunc("POST /xrpc/chat.bsky.convo.sendMessage", b.limited(b.authed(b.chat(b.sendMessage))))
+	n.Mux.HandleFunc("GET /xrpc/chat.bsky.convo.getConvoForMembers", b.limited(b.authed(b.chat(b.getConvoForMembers))))
 }
 
 // bskyError writes an XRPC error.
@@ -372,6 +392,16 @@ type bskyPostRecord struct {
 		Features []map[string]any `json:"features"`
 	} `json:"facets"`
 	Embed json.RawMessage `json:"embed"`
+	Reply *struct {
+		Root   bskyStrongRef `json:"root"`
+		Parent bskyStrongRef `json:"parent"`
+	} `json:"reply"`
+}
+
+// bskyStrongRef is com.atproto.repo.strongRef.
+type bskyStrongRef struct {
+	URI string `json:"uri"`
+	CID string `json:"cid"`
 }
 
 type bskyBlobJSON struct {
@@ -526,6 +556,9 @@ func (b *bskySim) createRecord(w http.ResponseWriter, r *http.Request, a bskyAcc
 		return
 	}
 	shas, msg := b.checkPost(a.did, rec)
+	if msg == "" && rec.Reply != nil {
+		msg = b.checkReply(rec.Reply.Root, rec.Reply.Parent)
+	}
 	if msg != "" {
 		name := "InvalidRequest"
 		if strings.HasPrefix(msg, "Could not find blob") {
@@ -565,7 +598,15 @@ func (b *bskySim) createRecord(w http.ResponseWriter, r *http.Request, a bskyAcc
 		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Record already exists at "+uri)
 		return
 	}
-	b.n.Publish(uri, a.did, *rec.Text, shas)
+	if rec.Reply != nil {
+		parent := rec.Reply.Parent.URI
+		if parent == rec.Reply.Root.URI {
+			parent = ""
+		}
+		b.n.RecordReply(Comment{ID: uri, CID: cid, PostID: rec.Reply.Root.URI, ParentID: parent, Author: a.handle, AuthorID: a.did, Text: *rec.Text}, shas)
+	} else {
+		b.n.Publish(uri, a.did, *rec.Text, shas)
+	}
 	if b.n.TakeFault(FaultPostThenError) != "" {
 		bskyError(w, http.StatusInternalServerError, "InternalServerError", "Internal Server Error")
 		return
@@ -768,4 +809,324 @@ func (b *bskySim) getJobStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"jobStatus": b.jobStatus(v.(*bskyJob))})
+}
+
+// record returns a stored record by its at:// URI.
+func (b *bskySim) record(uri string) (*bskyRecord, bool) {
+	rest, ok := strings.CutPrefix(uri, "at://")
+	if !ok {
+		return nil, false
+	}
+	v, ok := b.n.Store.Get("bsky-record:" + rest)
+	if !ok {
+		return nil, false
+	}
+	rec, ok := v.(*bskyRecord)
+	return rec, ok
+}
+
+// threadRoot is the URI of the post whose thread uri belongs to: its own for a post, the root of
+// its reply reference for a reply.
+func (b *bskySim) threadRoot(rec *bskyRecord) string {
+	var v struct {
+		Reply *struct {
+			Root bskyStrongRef `json:"root"`
+		} `json:"reply"`
+	}
+	if json.Unmarshal(rec.value, &v) == nil && v.Reply != nil && v.Reply.Root.URI != "" {
+		return v.Reply.Root.URI
+	}
+	return rec.uri
+}
+
+// checkReply validates a reply's strong references: both name existing posts with their cid, the
+// root is a thread root and the parent belongs to its thread.
+func (b *bskySim) checkReply(root, parent bskyStrongRef) string {
+	const prefix = "Invalid app.bsky.feed.post record: "
+	if root.URI == "" || root.CID == "" || parent.URI == "" || parent.CID == "" {
+		return prefix + "Record/reply/root and Record/reply/parent must be strong references (uri and cid)"
+	}
+	r, ok := b.record(root.URI)
+	if !ok || r.cid != root.CID {
+		return prefix + "Record/reply/root must reference an existing post (uri and cid)"
+	}
+	if b.threadRoot(r) != r.uri {
+		return prefix + "Record/reply/root must be the root of its thread"
+	}
+	p, ok := b.record(parent.URI)
+	if !ok || p.cid != parent.CID {
+		return prefix + "Record/reply/parent must reference an existing post (uri and cid)"
+	}
+	if b.threadRoot(p) != root.URI {
+		return prefix + "Record/reply/parent must belong to the thread of Record/reply/root"
+	}
+	return ""
+}
+
+// handleOf is the handle of a DID, when the simulator knows it.
+func (b *bskySim) handleOf(did string) string {
+	if v, ok := b.n.Store.Get("bsky-handle:" + did); ok {
+		return v.(string)
+	}
+	return did
+}
+
+// peerID is the DID of a handle (a DID stays as it is).
+func (b *bskySim) peerID(peer string) string {
+	peer = strings.TrimPrefix(peer, "@")
+	if strings.HasPrefix(peer, "did:") {
+		return peer
+	}
+	did := b.did(peer)
+	b.n.Store.Put("bsky-handle:"+did, strings.ToLower(peer))
+	return did
+}
+
+// newComment writes a comment added through the admin API as a reply record in the commenter's
+// repo.
+func (b *bskySim) newComment(c *Comment, post Record, parent *Comment) error {
+	did := b.peerID(c.Author)
+	root, ok := b.record(post.ID)
+	if !ok {
+		return fmt.Errorf("sim: bluesky post %q has no record: %w", post.ID, ErrUnknownPost)
+	}
+	pref := bskyStrongRef{URI: root.uri, CID: root.cid}
+	if parent != nil {
+		pref = bskyStrongRef{URI: parent.ID, CID: parent.CID}
+	}
+	value, _ := json.Marshal(map[string]any{
+		"$type": bskyPostNSID, "text": c.Text, "createdAt": c.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"),
+		"reply": map[string]any{"root": bskyStrongRef{URI: root.uri, CID: root.cid}, "parent": pref},
+	})
+	rkey := b.tid()
+	uri := "at://" + did + "/" + bskyPostNSID + "/" + rkey
+	cid := bskyCID(0x71, value)
+	b.n.Store.Put("bsky-record:"+did+"/"+bskyPostNSID+"/"+rkey, &bskyRecord{did: did, collection: bskyPostNSID, rkey: rkey, uri: uri, cid: cid, value: value})
+	c.ID, c.CID, c.AuthorID = uri, cid, did
+	return nil
+}
+
+// postView renders app.bsky.feed.defs#postView with the post's counters.
+func (b *bskySim) postView(rec *bskyRecord) map[string]any {
+	var v struct {
+		CreatedAt string `json:"createdAt"`
+	}
+	_ = json.Unmarshal(rec.value, &v)
+	c := b.n.Counters(rec.uri)
+	handle := b.handleOf(rec.did)
+	return map[string]any{
+		"uri": rec.uri, "cid": rec.cid,
+		"author": map[string]any{"did": rec.did, "handle": handle, "displayName": handle, "labels": []any{}},
+		"record": rec.value, "replyCount": c.Comments, "repostCount": c.Shares, "likeCount": c.Likes,
+		"quoteCount": 0, "bookmarkCount": 0, "indexedAt": v.CreatedAt, "labels": []any{},
+	}
+}
+
+// getPosts is app.bsky.feed.getPosts?uris=… (at most 25): the posts that exist, in order.
+func (b *bskySim) getPosts(w http.ResponseWriter, r *http.Request, _ bskyAccount) {
+	uris := r.URL.Query()["uris"]
+	if len(uris) == 0 || len(uris) > 25 {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: uris must have between 1 and 25 items")
+		return
+	}
+	posts := []any{}
+	for _, u := range uris {
+		if rec, ok := b.record(u); ok {
+			posts = append(posts, b.postView(rec))
+		}
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"posts": posts})
+}
+
+// getPostThread is app.bsky.feed.getPostThread?uri=…&depth=…: the post with its replies, nested.
+func (b *bskySim) getPostThread(w http.ResponseWriter, r *http.Request, _ bskyAccount) {
+	q := r.URL.Query()
+	uri := q.Get("uri")
+	if uri == "" {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: Params must have the property \"uri\"")
+		return
+	}
+	depth := 6
+	if v := q.Get("depth"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 1000 {
+			bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: depth must be between 0 and 1000")
+			return
+		}
+		depth = n
+	}
+	rec, ok := b.record(uri)
+	if !ok {
+		bskyError(w, http.StatusBadRequest, "NotFound", "Post not found: "+uri)
+		return
+	}
+	root := b.threadRoot(rec)
+	children := map[string][]Comment{}
+	comments := b.n.Comments(root)
+	for i := len(comments) - 1; i >= 0; i-- { // newest first
+		c := comments[i]
+		parent := c.ParentID
+		if parent == "" {
+			parent = c.PostID
+		}
+		children[parent] = append(children[parent], c)
+	}
+	var node func(rec *bskyRecord, level int) map[string]any
+	node = func(rec *bskyRecord, level int) map[string]any {
+		out := map[string]any{"$type": "app.bsky.feed.defs#threadViewPost", "post": b.postView(rec)}
+		if level < depth {
+			replies := []any{}
+			for _, c := range children[rec.uri] {
+				if child, ok := b.record(c.ID); ok {
+					replies = append(replies, node(child, level+1))
+				}
+			}
+			out["replies"] = replies
+		}
+		return out
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"thread": node(rec, 0)})
+}
+
+// bskyChatProxy is the service the chat methods must be proxied to.
+const bskyChatProxy = "did:web:api.bsky.chat#bsky_chat"
+
+// chat requires the atproto-proxy header of the chat service, as the PDS does for chat.bsky.*.
+func (b *bskySim) chat(h func(w http.ResponseWriter, r *http.Request, a bskyAccount)) func(w http.ResponseWriter, r *http.Request, a bskyAccount) {
+	return func(w http.ResponseWriter, r *http.Request, a bskyAccount) {
+		if r.Header.Get("atproto-proxy") != bskyChatProxy {
+			bskyError(w, http.StatusBadRequest, "InvalidRequest", "chat.bsky methods must be proxied to "+bskyChatProxy+" with the atproto-proxy header")
+			return
+		}
+		h(w, r, a)
+	}
+}
+
+func bskyConvoNotFound(w http.ResponseWriter) {
+	bskyError(w, http.StatusBadRequest, "InvalidRequest", "Convo not found")
+}
+
+func (b *bskySim) messageView(m Message) map[string]any {
+	return map[string]any{"$type": "chat.bsky.convo.defs#messageView", "id": m.ID, "rev": m.ID, "text": m.Text,
+		"sender": map[string]string{"did": m.From}, "sentAt": m.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z")}
+}
+
+func (b *bskySim) convoView(c Conversation) map[string]any {
+	members := []any{}
+	for _, did := range []string{c.Account, c.Peer} {
+		members = append(members, map[string]any{"did": did, "handle": b.handleOf(did)})
+	}
+	rev := ""
+	if len(c.Messages) > 0 {
+		rev = c.Messages[len(c.Messages)-1].ID
+	}
+	return map[string]any{"id": c.ID, "rev": rev, "members": members, "muted": false, "unreadCount": 0, "status": "accepted"}
+}
+
+// getMessages is chat.bsky.convo.getMessages?convoId=…&limit=…&cursor=…: newest first.
+func (b *bskySim) getMessages(w http.ResponseWriter, r *http.Request, a bskyAccount) {
+	q := r.URL.Query()
+	c, ok := b.n.Conversation(q.Get("convoId"))
+	if !ok || !c.Has(a.did) {
+		bskyConvoNotFound(w)
+		return
+	}
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: limit must be between 1 and 100")
+			return
+		}
+		limit = n
+	}
+	offset := 0
+	if v := q.Get("cursor"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: invalid cursor")
+			return
+		}
+		offset = n
+	}
+	n := len(c.Messages)
+	out := []any{}
+	end := min(offset+limit, n)
+	for i := offset; i < end; i++ {
+		out = append(out, b.messageView(c.Messages[n-1-i]))
+	}
+	body := map[string]any{"messages": out}
+	if end < n {
+		body["cursor"] = strconv.Itoa(end)
+	}
+	WriteJSON(w, http.StatusOK, body)
+}
+
+// sendMessage is chat.bsky.convo.sendMessage {convoId, message:{text, facets?, embed?}}.
+func (b *bskySim) sendMessage(w http.ResponseWriter, r *http.Request, a bskyAccount) {
+	var req struct {
+		ConvoID string `json:"convoId"`
+		Message *struct {
+			Text  *string         `json:"text"`
+			Embed json.RawMessage `json:"embed"`
+		} `json:"message"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil || req.Message == nil || req.Message.Text == nil {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Input must have the properties \"convoId\" and \"message\" with \"text\"")
+		return
+	}
+	text := *req.Message.Text
+	switch {
+	case uniseg.GraphemeClusterCount(text) > 1000 || len(text) > 10000:
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Input/message/text must not be longer than 1000 graphemes")
+		return
+	case strings.TrimSpace(text) == "":
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Input/message/text must not be empty")
+		return
+	}
+	if len(req.Message.Embed) > 0 {
+		var e struct {
+			Type string `json:"$type"`
+		}
+		if json.Unmarshal(req.Message.Embed, &e) != nil || e.Type != "app.bsky.embed.record" {
+			bskyError(w, http.StatusBadRequest, "InvalidRequest", "Input/message/embed must be an app.bsky.embed.record")
+			return
+		}
+	}
+	c, ok := b.n.Conversation(req.ConvoID)
+	if !ok || !c.Has(a.did) {
+		bskyConvoNotFound(w)
+		return
+	}
+	m, ok := b.n.AddMessage(c.ID, a.did, text, nil, true)
+	if !ok {
+		bskyConvoNotFound(w)
+		return
+	}
+	if b.n.TakeFault(FaultPostThenError) != "" {
+		bskyError(w, http.StatusInternalServerError, "InternalServerError", "Internal Server Error")
+		return
+	}
+	WriteJSON(w, http.StatusOK, b.messageView(m))
+}
+
+// getConvoForMembers is chat.bsky.convo.getConvoForMembers?members=…: the caller's one-to-one
+// conversation with one other member, created when there is none.
+func (b *bskySim) getConvoForMembers(w http.ResponseWriter, r *http.Request, a bskyAccount) {
+	var others []string
+	for _, m := range r.URL.Query()["members"] {
+		if m != a.did {
+			others = append(others, m)
+		}
+	}
+	if len(others) != 1 || !strings.HasPrefix(others[0], "did:") {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: members must name one other account by DID (group conversations are not simulated)")
+		return
+	}
+	c, ok := b.n.ConversationWith(a.did, others[0], "", true)
+	if !ok {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: a conversation needs two different accounts")
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"convo": b.convoView(c)})
 }

@@ -18,6 +18,9 @@
 //	POST /_sim/consent                  {"platform","deny":true}: the next consent page refuses
 //	POST /_sim/limits                   {"platform","bucket","limit","window"}: overrides one rate limit
 //	GET  /_sim/requests?platform=P      the API calls received (method, path, selected headers)
+//
+// The live-data admin routes (comments, direct messages, metrics, and the replies and messages
+// sent) are described in live.go.
 package sim
 
 import (
@@ -127,6 +130,7 @@ type Sim struct {
 	deny        map[platforms.Platform]bool
 	limits      map[limitKey]Limit
 	counters    map[counterKey]*window
+	live        *liveState
 
 	baseURL string
 }
@@ -142,6 +146,8 @@ type Network struct {
 	// or by an exhausted budget in the network's own shape (status, body, headers). reset is when
 	// the limit resets.
 	RateLimited func(w http.ResponseWriter, r *http.Request, reset time.Time)
+	// Live connects the network to the simulator's live data (see live.go).
+	Live LiveHooks
 }
 
 // registrations are filled by each network's file in init.
@@ -177,6 +183,7 @@ func New(opts Options) *Sim {
 		deny:     map[platforms.Platform]bool{},
 		limits:   map[limitKey]Limit{},
 		counters: map[counterKey]*window{},
+		live:     newLiveState(),
 	}
 	for _, p := range platforms.All {
 		fn, ok := registrations[p]
@@ -190,6 +197,7 @@ func New(opts Options) *Sim {
 		s.mux.Handle(prefix+"/", http.StripPrefix(prefix, s.apiMiddleware(n)))
 	}
 	s.adminRoutes()
+	s.liveRoutes()
 	return s
 }
 
@@ -437,7 +445,7 @@ func (s *Sim) InjectFault(p platforms.Platform, fault string, count int) error {
 	return nil
 }
 
-// Reset clears publications, faults, request logs, revocations and rate counters.
+// Reset clears publications, faults, request logs, revocations, rate counters and live data.
 func (s *Sim) Reset() {
 	s.mu.Lock()
 	s.records = nil
@@ -446,6 +454,7 @@ func (s *Sim) Reset() {
 	s.revocations = nil
 	s.counters = map[counterKey]*window{}
 	s.mu.Unlock()
+	s.live.reset()
 	for _, n := range s.networks {
 		n.Store.reset()
 	}

@@ -7,7 +7,17 @@ package sim
 // /2/users/me, POST /2/tweets, the media upload v2 endpoints (POST /2/media/upload/initialize,
 // /{id}/append, /{id}/finalize, GET /2/media/upload?command=STATUS, and POST /2/media/upload for
 // simple uploads and the legacy command=INIT|APPEND|FINALIZE form), and GET /2/users/{id}/tweets
-// for looking a post up.
+// for looking a post up. Live data (networks.md §1.5): GET /2/tweets?ids= with public_metrics
+// (impression_count, like_count, reply_count, retweet_count from the post's counters),
+// GET /2/tweets/search/recent?query=conversation_id:ID for a post's comments (the last 7 days),
+// replies through POST /2/tweets with reply.in_reply_to_tweet_id (recorded as replies, not as
+// publications), and direct messages: GET /2/dm_conversations/{id}/dm_events, GET
+// /2/dm_conversations/with/{participant_id}/dm_events, POST /2/dm_conversations/{id}/messages and
+// POST /2/dm_conversations/with/{participant_id}/messages (one attachment uploaded with a dm_*
+// media category). One-to-one conversation ids are the two user ids joined by a dash, smaller
+// first, as X forms them. A conversation the caller is not part of answers 404
+// resource-not-found (X's exact answer is not documented); a reply to a post or comment the
+// simulator does not know answers 403 "deleted or not visible".
 //
 // Behaviour: access tokens live 2 h and answer 401 problem JSON once expired; refresh tokens are
 // single use; every API response carries x-rate-limit-limit/-remaining/-reset (epoch seconds) for
@@ -34,6 +44,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rivo/uniseg"
 
@@ -49,6 +60,12 @@ var (
 	xLimitMediaSimple = Limit{Count: 500, Window: 15 * time.Minute}
 	xLimitMediaStatus = Limit{Count: 1000, Window: 15 * time.Minute}
 	xLimitMediaChunks = Limit{Count: 1875, Window: 15 * time.Minute}
+	xLimitLookup      = Limit{Count: 5000, Window: 15 * time.Minute}
+	xLimitSearch      = Limit{Count: 300, Window: 15 * time.Minute}
+	xLimitDMLookup    = Limit{Count: 15, Window: 15 * time.Minute}
+	xLimitDMSend      = Limit{Count: 15, Window: 15 * time.Minute}
+	xLimitDMSendDay   = Limit{Count: 1440, Window: 24 * time.Hour}
+	xLimitDMSendApp   = Limit{Count: 1440, Window: 24 * time.Hour}
 )
 
 // X's media limits (networks.md §1.2).
@@ -99,6 +116,14 @@ func registerX(n *Network) {
 	n.Mux.HandleFunc("POST /2/media/upload/{id}/finalize", x.api("media_chunked", xLimitMediaChunks, x.finalizeHandler))
 	n.Mux.HandleFunc("GET /2/media/upload", x.api("media_status", xLimitMediaStatus, x.status))
 	n.Mux.HandleFunc("POST /2/media/upload", x.api("media_upload", xLimitMediaSimple, x.simpleUpload))
+
+	n.Live = LiveHooks{Metrics: true, NewComment: x.newComment, PeerID: x.peerID, NewConversation: xConversationID, NewMessageID: x.newID}
+	n.Mux.HandleFunc("GET /2/tweets", x.api("tweets_lookup", xLimitLookup, x.lookupTweets))
+	n.Mux.HandleFunc("GET /2/tweets/search/recent", x.api("search_recent", xLimitSearch, x.searchRecent))
+	n.Mux.HandleFunc("GET /2/dm_conversations/{id}/dm_events", x.api("dm_lookup", xLimitDMLookup, x.dmEvents))
+	n.Mux.HandleFunc("GET /2/dm_conversations/with/{participant_id}/dm_events", x.api("dm_lookup", xLimitDMLookup, x.dmEvents))
+	n.Mux.HandleFunc("POST /2/dm_conversations/{id}/messages", x.api("dm_send", xLimitDMSend, x.sendDM))
+	n.Mux.HandleFunc("POST /2/dm_conversations/with/{participant_id}/messages", x.api("dm_send", xLimitDMSend, x.sendDM))
 }
 
 // xUser is the caller of an authenticated endpoint.
@@ -126,6 +151,7 @@ func (x *xSim) api(bucket string, def Limit, h func(w http.ResponseWriter, r *ht
 			x.rateLimited(w, r, reset)
 			return
 		}
+		x.n.Store.Put("x-handle:"+id, handle)
 		h(w, r, xUser{id: id, handle: handle})
 	}
 }
@@ -146,6 +172,14 @@ func (x *xSim) rateLimited(w http.ResponseWriter, r *http.Request, reset time.Ti
 func xDefaultLimit(r *http.Request) Limit {
 	p := r.URL.Path
 	switch {
+	case p == "/2/tweets" && r.Method == http.MethodGet:
+		return xLimitLookup
+	case p == "/2/tweets/search/recent":
+		return xLimitSearch
+	case strings.HasPrefix(p, "/2/dm_conversations/") && r.Method == http.MethodGet:
+		return xLimitDMLookup
+	case strings.HasPrefix(p, "/2/dm_conversations/"):
+		return xLimitDMSend
 	case p == "/2/tweets":
 		return xLimitTweets
 	case p == "/2/users/me":
@@ -368,10 +402,22 @@ func (x *xSim) createTweet(w http.ResponseWriter, r *http.Request, u xUser) {
 		Media *struct {
 			MediaIDs []string `json:"media_ids"`
 		} `json:"media"`
+		Reply *struct {
+			InReplyToTweetID string `json:"in_reply_to_tweet_id"`
+		} `json:"reply"`
 	}
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
 		xInvalid(w, "body", "Request body is not valid JSON: "+err.Error())
 		return
+	}
+	var replyTo *xTweet
+	if req.Reply != nil {
+		t, ok := x.tweet(req.Reply.InReplyToTweetID)
+		if !ok {
+			xProblem(w, http.StatusForbidden, "about:blank", "Forbidden", "You attempted to reply to a Tweet that is deleted or not visible to you.")
+			return
+		}
+		replyTo = &t
 	}
 	text := ""
 	if req.Text != nil {
@@ -399,7 +445,7 @@ func (x *xSim) createTweet(w http.ResponseWriter, r *http.Request, u xUser) {
 		return
 	}
 	for _, rec := range xNewestFirst(x.n.Sim.Publications(platforms.X)) {
-		if rec.Account == u.id {
+		if rec.Account == u.id && replyTo == nil {
 			if rec.Text == text && text != "" {
 				xProblem(w, http.StatusForbidden, "about:blank", "Forbidden", "You are not allowed to create a Tweet with duplicate content.")
 				return
@@ -416,7 +462,15 @@ func (x *xSim) createTweet(w http.ResponseWriter, r *http.Request, u xUser) {
 		return
 	}
 	id := x.newID()
-	x.n.Publish(id, u.id, text, shas)
+	if replyTo != nil {
+		parent := replyTo.id
+		if parent == replyTo.conversation {
+			parent = ""
+		}
+		x.n.RecordReply(Comment{ID: id, PostID: replyTo.conversation, ParentID: parent, Author: u.handle, AuthorID: u.id, Text: text}, shas)
+	} else {
+		x.n.Publish(id, u.id, text, shas)
+	}
 	if x.n.TakeFault(FaultPostThenError) != "" {
 		xProblem(w, http.StatusServiceUnavailable, "about:blank", "Service Unavailable", "Service Unavailable")
 		return
@@ -953,4 +1007,407 @@ func xIsEmojiSequence(runes []rune) bool {
 		}
 	}
 	return false
+}
+
+// xTweet is a post or a comment as the read endpoints show it.
+type xTweet struct {
+	id, text, author     string
+	conversation, parent string // parent: the tweet replied to ("" for a post)
+	inReplyToUser        string
+	created              time.Time
+	mediaSHA             []string
+	isComment, byAccount bool
+	handleOfAuthor       string
+}
+
+// handle is the username of an X user id, when the simulator saw it.
+func (x *xSim) handle(id string) string {
+	if v, ok := x.n.Store.Get("x-handle:" + id); ok {
+		return v.(string)
+	}
+	return "user" + id
+}
+
+// tweet finds a post or a comment by id.
+func (x *xSim) tweet(id string) (xTweet, bool) {
+	if id == "" {
+		return xTweet{}, false
+	}
+	if rec, ok := x.n.Post(id); ok {
+		return xTweet{id: rec.ID, text: rec.Text, author: rec.Account, conversation: rec.ID, created: rec.CreatedAt, mediaSHA: rec.MediaSHA256, handleOfAuthor: x.handle(rec.Account)}, true
+	}
+	c, ok := x.n.Comment(id)
+	if !ok {
+		return xTweet{}, false
+	}
+	return x.commentTweet(c), true
+}
+
+func (x *xSim) commentTweet(c Comment) xTweet {
+	t := xTweet{id: c.ID, text: c.Text, author: c.AuthorID, conversation: c.PostID, parent: c.PostID, created: c.CreatedAt,
+		mediaSHA: c.MediaSHA256, isComment: true, byAccount: c.ByAccount, handleOfAuthor: c.Author}
+	if c.ParentID != "" {
+		t.parent = c.ParentID
+		if p, ok := x.n.Comment(c.ParentID); ok {
+			t.inReplyToUser = p.AuthorID
+		}
+	} else if rec, ok := x.n.Post(c.PostID); ok {
+		t.inReplyToUser = rec.Account
+	}
+	return t
+}
+
+// newComment gives a comment added through the admin API a post id and its author's user id.
+func (x *xSim) newComment(c *Comment, _ Record, _ *Comment) error {
+	c.ID = x.newID()
+	c.AuthorID = x.peerID(c.Author)
+	return nil
+}
+
+// peerID is the user id of a handle (a numeric id stays as it is).
+func (x *xSim) peerID(peer string) string {
+	peer = strings.TrimPrefix(peer, "@")
+	if _, err := strconv.ParseUint(peer, 10, 64); err == nil {
+		return peer
+	}
+	id := x.n.UserID(peer)
+	x.n.Store.Put("x-handle:"+id, peer)
+	return id
+}
+
+// xConversationID is the id of a one-to-one conversation: both user ids, smaller first.
+func xConversationID(a, b string) string {
+	if len(b) < len(a) || (len(b) == len(a) && b < a) {
+		a, b = b, a
+	}
+	return a + "-" + b
+}
+
+// xFields parses a comma-separated fields parameter.
+func xFields(v string) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out[f] = true
+		}
+	}
+	return out
+}
+
+func xTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// tweetJSON renders a post with the requested tweet.fields.
+func (x *xSim) tweetJSON(t xTweet, fields map[string]bool, viewer string) map[string]any {
+	out := map[string]any{"id": t.id, "text": t.text, "edit_history_tweet_ids": []string{t.id}}
+	if fields["author_id"] {
+		out["author_id"] = t.author
+	}
+	if fields["created_at"] {
+		out["created_at"] = xTime(t.created)
+	}
+	if fields["conversation_id"] {
+		out["conversation_id"] = t.conversation
+	}
+	if t.parent != "" {
+		if fields["in_reply_to_user_id"] && t.inReplyToUser != "" {
+			out["in_reply_to_user_id"] = t.inReplyToUser
+		}
+		if fields["referenced_tweets"] {
+			out["referenced_tweets"] = []map[string]string{{"type": "replied_to", "id": t.parent}}
+		}
+	}
+	c := x.n.Counters(t.id)
+	if fields["public_metrics"] {
+		out["public_metrics"] = map[string]int64{
+			"retweet_count": c.Shares, "reply_count": c.Comments, "like_count": c.Likes,
+			"quote_count": 0, "bookmark_count": 0, "impression_count": c.Views,
+		}
+	}
+	if fields["non_public_metrics"] && t.author == viewer {
+		out["non_public_metrics"] = map[string]int64{"impression_count": c.Views, "url_link_clicks": 0, "user_profile_clicks": 0}
+	}
+	return out
+}
+
+// xIncludeUsers is the includes.users expansion of author_id.
+func (x *xSim) includeUsers(tweets []xTweet) []map[string]string {
+	seen := map[string]bool{}
+	var users []map[string]string
+	for _, t := range tweets {
+		if seen[t.author] {
+			continue
+		}
+		seen[t.author] = true
+		h := t.handleOfAuthor
+		if h == "" {
+			h = x.handle(t.author)
+		}
+		users = append(users, map[string]string{"id": t.author, "name": h, "username": h})
+	}
+	return users
+}
+
+// xNotFound is the partial error of a lookup that did not find a resource.
+func xNotFound(resource, parameter, id string) map[string]string {
+	return map[string]string{
+		"value": id, "detail": fmt.Sprintf("Could not find %s with %s: [%s].", resource, parameter, id), "title": "Not Found Error",
+		"resource_type": resource, "parameter": parameter, "resource_id": id, "type": "https://api.x.com/2/problems/resource-not-found",
+	}
+}
+
+// lookupTweets is GET /2/tweets?ids=…&tweet.fields=…: posts and comments by id, with a partial
+// not-found error for each id the simulator does not know.
+func (x *xSim) lookupTweets(w http.ResponseWriter, r *http.Request, u xUser) {
+	q := r.URL.Query()
+	raw := strings.TrimSpace(q.Get("ids"))
+	if raw == "" {
+		xInvalid(w, "ids", "The `ids` query parameter can not be empty")
+		return
+	}
+	ids := strings.Split(raw, ",")
+	if len(ids) > 100 {
+		xInvalid(w, "ids", fmt.Sprintf("The number of values in the `ids` query parameter list [%d] is not between 1 and 100", len(ids)))
+		return
+	}
+	fields := xFields(q.Get("tweet.fields"))
+	var found []xTweet
+	data := []map[string]any{}
+	errs := []map[string]string{}
+	for _, id := range ids {
+		id = strings.TrimSpace(id)
+		t, ok := x.tweet(id)
+		if !ok {
+			errs = append(errs, xNotFound("tweet", "ids", id))
+			continue
+		}
+		found = append(found, t)
+		data = append(data, x.tweetJSON(t, fields, u.id))
+	}
+	body := map[string]any{}
+	if len(data) > 0 {
+		body["data"] = data
+	}
+	if len(errs) > 0 {
+		body["errors"] = errs
+	}
+	if xFields(q.Get("expansions"))["author_id"] && len(found) > 0 {
+		body["includes"] = map[string]any{"users": x.includeUsers(found)}
+	}
+	WriteJSON(w, http.StatusOK, body)
+}
+
+var xConversationQuery = regexp.MustCompile(`(?:^|\s)conversation_id:(\d+)(?:\s|$)`)
+
+// xPage reads max_results (lo..hi, default def) and a pagination token of the form pN.
+func xPage(w http.ResponseWriter, q url.Values, def, lo, hi int) (size, offset int, ok bool) {
+	size = def
+	if v := q.Get("max_results"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			xInvalid(w, "max_results", fmt.Sprintf("The `max_results` query parameter value [%s] is not between %d and %d", v, lo, hi))
+			return 0, 0, false
+		}
+		size = n
+	}
+	tok := q.Get("pagination_token")
+	if tok == "" {
+		tok = q.Get("next_token")
+	}
+	if tok != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(tok, "p"))
+		if err != nil || n < 0 || !strings.HasPrefix(tok, "p") {
+			xInvalid(w, "pagination_token", "invalid pagination_token")
+			return 0, 0, false
+		}
+		offset = n
+	}
+	return size, offset, true
+}
+
+// searchRecent is GET /2/tweets/search/recent for the query conversation_id:ID: the comments and
+// replies of a post from the last 7 days, newest first.
+func (x *xSim) searchRecent(w http.ResponseWriter, r *http.Request, u xUser) {
+	q := r.URL.Query()
+	m := xConversationQuery.FindStringSubmatch(q.Get("query"))
+	if m == nil {
+		xInvalid(w, "query", "The simulator's recent search serves conversation_id:<id> queries.")
+		return
+	}
+	size, offset, ok := xPage(w, q, 10, 10, 100)
+	if !ok {
+		return
+	}
+	now := x.n.Sim.Now()
+	start := now.Add(-7 * 24 * time.Hour)
+	if v := q.Get("start_time"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil || t.Before(start.Add(-time.Minute)) {
+			xInvalid(w, "start_time", fmt.Sprintf("Invalid 'start_time':'%s'. 'start_time' must be on or after %s", v, start.UTC().Format(time.RFC3339)))
+			return
+		}
+		start = t
+	}
+	var tweets []xTweet
+	comments := x.n.Comments(m[1])
+	for i := len(comments) - 1; i >= 0; i-- {
+		if c := comments[i]; !c.CreatedAt.Before(start) {
+			tweets = append(tweets, x.commentTweet(c))
+		}
+	}
+	meta := map[string]any{"result_count": 0}
+	body := map[string]any{"meta": meta}
+	if offset < len(tweets) {
+		page := tweets[offset:min(offset+size, len(tweets))]
+		fields := xFields(q.Get("tweet.fields"))
+		data := make([]map[string]any, 0, len(page))
+		for _, t := range page {
+			data = append(data, x.tweetJSON(t, fields, u.id))
+		}
+		body["data"] = data
+		if xFields(q.Get("expansions"))["author_id"] {
+			body["includes"] = map[string]any{"users": x.includeUsers(page)}
+		}
+		meta["result_count"] = len(page)
+		meta["newest_id"] = page[0].id
+		meta["oldest_id"] = page[len(page)-1].id
+		if offset+size < len(tweets) {
+			meta["next_token"] = "p" + strconv.Itoa(offset+size)
+		}
+	}
+	WriteJSON(w, http.StatusOK, body)
+}
+
+// dmConversation finds the conversation of a DM endpoint: by id (404 when the caller is not in
+// it) or with a participant (create makes it when there is none).
+func (x *xSim) dmConversation(w http.ResponseWriter, r *http.Request, u xUser, create bool) (Conversation, bool) {
+	if pid := r.PathValue("participant_id"); pid != "" {
+		if pid == u.id {
+			xInvalid(w, "participant_id", "You cannot send a direct message to yourself.")
+			return Conversation{}, false
+		}
+		c, ok := x.n.ConversationWith(u.id, pid, "", create)
+		if !ok {
+			return Conversation{ID: xConversationID(u.id, pid)}, true
+		}
+		return c, true
+	}
+	id := r.PathValue("id")
+	c, ok := x.n.Conversation(id)
+	if !ok || !c.Has(u.id) {
+		xProblem(w, http.StatusNotFound, "https://api.x.com/2/problems/resource-not-found", "Not Found Error",
+			fmt.Sprintf("Could not find dm_conversation with id: [%s].", id))
+		return Conversation{}, false
+	}
+	return c, true
+}
+
+// dmEvents lists a conversation's messages, newest first (dm_event.fields, event_types,
+// max_results 1-100, pagination_token).
+func (x *xSim) dmEvents(w http.ResponseWriter, r *http.Request, u xUser) {
+	c, ok := x.dmConversation(w, r, u, false)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	size, offset, ok := xPage(w, q, 100, 1, 100)
+	if !ok {
+		return
+	}
+	if t := q.Get("event_types"); t != "" && !xFields(t)["MessageCreate"] {
+		c.Messages = nil
+	}
+	fields := xFields(q.Get("dm_event.fields"))
+	meta := map[string]any{"result_count": 0}
+	body := map[string]any{"meta": meta}
+	n := len(c.Messages)
+	if offset < n {
+		end := min(offset+size, n)
+		data := make([]map[string]any, 0, end-offset)
+		for i := offset; i < end; i++ {
+			m := c.Messages[n-1-i]
+			ev := map[string]any{"id": m.ID, "event_type": "MessageCreate", "text": m.Text}
+			if fields["sender_id"] {
+				ev["sender_id"] = m.From
+			}
+			if fields["created_at"] {
+				ev["created_at"] = xTime(m.CreatedAt)
+			}
+			if fields["dm_conversation_id"] {
+				ev["dm_conversation_id"] = c.ID
+			}
+			if fields["attachments"] && len(m.MediaSHA256) > 0 {
+				keys := make([]string, len(m.MediaSHA256))
+				for k, sha := range m.MediaSHA256 {
+					keys[k] = "3_" + sha[:16]
+				}
+				ev["attachments"] = map[string]any{"media_keys": keys}
+			}
+			data = append(data, ev)
+		}
+		body["data"] = data
+		meta["result_count"] = len(data)
+		if end < n {
+			meta["next_token"] = "p" + strconv.Itoa(end)
+		}
+	}
+	WriteJSON(w, http.StatusOK, body)
+}
+
+// sendDM is POST /2/dm_conversations/{id}/messages and /with/{participant_id}/messages:
+// {"text","attachments":[{"media_id"}]} → 201 {"data":{"dm_conversation_id","dm_event_id"}}.
+func (x *xSim) sendDM(w http.ResponseWriter, r *http.Request, u xUser) {
+	var req struct {
+		Text        string `json:"text"`
+		Attachments []struct {
+			MediaID string `json:"media_id"`
+		} `json:"attachments"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		xInvalid(w, "body", "Request body is not valid JSON: "+err.Error())
+		return
+	}
+	switch {
+	case req.Text == "" && len(req.Attachments) == 0:
+		xInvalid(w, "text", "A message must have text or an attachment.")
+		return
+	case len(req.Attachments) > 1:
+		xInvalid(w, "attachments", "attachments must have at most 1 item")
+		return
+	case utf8.RuneCountInString(req.Text) > 10000:
+		xInvalid(w, "text", "text must be at most 10000 characters")
+		return
+	}
+	var ids []string
+	for _, a := range req.Attachments {
+		ids = append(ids, a.MediaID)
+	}
+	shas, msg := x.mediaForTweet(ids, u.id)
+	if msg != "" {
+		xInvalid(w, "attachments.media_id", msg)
+		return
+	}
+	c, ok := x.dmConversation(w, r, u, true)
+	if !ok {
+		return
+	}
+	for _, l := range []struct {
+		bucket, user string
+		def          Limit
+	}{{"dm_send_day", u.id, xLimitDMSendDay}, {"dm_send_app", "app", xLimitDMSendApp}} {
+		if _, _, reset, ok := x.n.Take(l.bucket, l.user, 1, l.def); !ok {
+			x.rateLimited(w, r, reset)
+			return
+		}
+	}
+	m, ok := x.n.AddMessage(c.ID, u.id, req.Text, shas, true)
+	if !ok {
+		xProblem(w, http.StatusNotFound, "https://api.x.com/2/problems/resource-not-found", "Not Found Error",
+			fmt.Sprintf("Could not find dm_conversation with id: [%s].", c.ID))
+		return
+	}
+	if x.n.TakeFault(FaultPostThenError) != "" {
+		xProblem(w, http.StatusServiceUnavailable, "about:blank", "Service Unavailable", "Service Unavailable")
+		return
+	}
+	WriteJSON(w, http.StatusCreated, map[string]any{"data": map[string]string{"dm_conversation_id": c.ID, "dm_event_id": m.ID}})
 }

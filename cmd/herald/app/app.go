@@ -172,6 +172,8 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	a.Store = store
+	// bbolt file, running jobs and token expiry, read from the store on scrape (opsmetrics.go).
+	a.Registry.MustRegister(newStoreCollector(store, nil))
 	a.Actors = actors.NewSystem(a.Registry, cfg.Log)
 	a.Events = actors.NewNotifier()
 	a.Posts = actors.NewDirectory(a.Actors, post.Kind(a.postDeps()))
@@ -209,7 +211,7 @@ func New(cfg Config) (*App, error) {
 		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: ratelimit.New(nil), Deprecated: deprecated, PlanLimits: cfg.PlanLimits,
 		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true},
 	})
-	if err := api.Register(api.Deps{Server: a.Server, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service}); err != nil {
+	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service}); err != nil {
 		a.closeStore()
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,6 +46,7 @@ func (a *App) buildPublishing() {
 		Finished: func(j *persistence.Job, d time.Duration) {
 			outcomes.WithLabelValues(j.Status).Inc()
 			durations.Observe(d.Seconds())
+			logJobFinished(a.Log, j, d)
 		},
 	}))
 	a.reports = func(r *account.Report) { a.Jobs.Send(r.JobID, r) }
@@ -86,4 +88,19 @@ func freeQuota(n int) int {
 		return 0
 	}
 	return n
+}
+
+// logJobFinished logs a finished job with its ids: at info when every target failed, at debug
+// otherwise (one line per job is too many for a busy server at info).
+func logJobFinished(log *slog.Logger, j *persistence.Job, d time.Duration) {
+	level, msg := slog.LevelDebug, "publish job finished"
+	if j.Status == persistence.JobFailed {
+		level, msg = slog.LevelInfo, "publish job failed on every target"
+	}
+	if !log.Enabled(context.Background(), level) {
+		return
+	}
+	completed, failed := j.Counts()
+	log.Log(context.Background(), level, msg, "job_id", j.TrackingID, "post_id", j.PostID, "user_id", j.UserID,
+		"status", j.Status, "completed", completed, "failed", failed, "duration_ms", d.Milliseconds())
 }

@@ -1,0 +1,79 @@
+package persistence_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/persistence"
+)
+
+func TestPublicationsNewestFirst(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	user, other := uuid.NewString(), uuid.NewString()
+	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	put := func(p *persistence.Post) {
+		require.NoError(t, s.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(p, nil) }))
+	}
+	published := func(user string, at time.Time, platforms ...string) *persistence.Post {
+		p := newPost(user, persistence.PostPublished, platforms...)
+		p.UpdatedAt = at
+		for i := range p.Targets {
+			p.Targets[i].Status = persistence.TargetPublished
+			p.Targets[i].PublicationID = "net-" + p.Targets[i].Platform + "-" + at.Format("0102")
+		}
+		put(p)
+		return p
+	}
+	// Created first, published last: order is by publication time, not creation.
+	late := published(user, base.Add(72*time.Hour), "twitter_x")
+	old := published(user, base, "twitter_x", "bluesky")
+	mid := published(user, base.Add(24*time.Hour), "youtube")
+	// A partial post: only its published target counts.
+	part := newPost(user, persistence.PostPartial, "bluesky", "tiktok")
+	part.UpdatedAt = base.Add(48 * time.Hour)
+	part.Targets[0].Status, part.Targets[0].PublicationID = persistence.TargetPublished, "net-part"
+	part.Targets[1].Status = persistence.TargetFailed
+	put(part)
+	// Not publications: drafts, failed posts, other users' posts.
+	put(newPost(user, persistence.PostDraft, "twitter_x"))
+	put(newPost(user, persistence.PostFailed, "twitter_x"))
+	published(other, base, "twitter_x")
+
+	list := func(f persistence.PublicationFilter) []persistence.Publication {
+		f.UserID = user
+		var out []persistence.Publication
+		require.NoError(t, s.View(func(tx *persistence.Tx) error {
+			var err error
+			out, err = tx.Publications(f)
+			return err
+		}))
+		return out
+	}
+	all := list(persistence.PublicationFilter{})
+	require.Len(t, all, 5)
+	require.Equal(t, late.ID, all[0].PostID)
+	require.Equal(t, part.ID, all[1].PostID)
+	require.Equal(t, "net-part", all[1].NetworkID)
+	require.Equal(t, "bluesky", all[1].Platform)
+	require.Equal(t, mid.ID, all[2].PostID)
+	require.Equal(t, old.ID, all[3].PostID)
+	require.Equal(t, 0, all[3].Target)
+	require.Equal(t, 1, all[4].Target)
+	require.Equal(t, old.Targets[1].AccountID, all[4].AccountID)
+	require.True(t, all[0].PublishedAt.Equal(base.Add(72*time.Hour)))
+
+	only := list(persistence.PublicationFilter{Platforms: []string{"bluesky"}})
+	require.Len(t, only, 2)
+	window := list(persistence.PublicationFilter{Since: base.Add(time.Hour), Until: base.Add(48 * time.Hour)})
+	require.Len(t, window, 2)
+	require.Equal(t, part.ID, window[0].PostID)
+	require.Equal(t, mid.ID, window[1].PostID)
+	byAccount := list(persistence.PublicationFilter{AccountID: old.Targets[0].AccountID})
+	require.Len(t, byAccount, 1)
+	require.Equal(t, old.ID, byAccount[0].PostID)
+}
