@@ -70,6 +70,10 @@ type Config struct {
 	AccountConcurrency int
 	// Media configures media storage and limits (media.go).
 	Media MediaConfig
+	// RequestTimeout bounds reading and writing one ordinary request (default 30s; streams and
+	// uploads excepted); HeaderTimeout bounds reading a request's headers (default 10s). Slow
+	// clients are cut off by them.
+	RequestTimeout, HeaderTimeout time.Duration
 	// FreePostQuota is the free plan's posts per calendar month (default 10; negative: none).
 	FreePostQuota int
 	// NoAdminSocket skips the admin socket (tests that run several servers in one process).
@@ -208,7 +212,7 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	a.Server = server.New(server.Config{
-		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: ratelimit.New(nil), Deprecated: deprecated, PlanLimits: cfg.PlanLimits,
+		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: ratelimit.New(nil), Deprecated: deprecated, PlanLimits: cfg.PlanLimits, RequestTimeout: cfg.RequestTimeout,
 		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true},
 	})
 	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service}); err != nil {
@@ -257,7 +261,7 @@ func (a *App) Start(ctx context.Context) error {
 	a.Media.start()
 	a.httpSrv = &http.Server{
 		Handler:           a.Server.Echo,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: orDefault(a.Cfg.HeaderTimeout, 10*time.Second),
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
@@ -326,3 +330,10 @@ func (a *App) Shutdown() error {
 
 // SandboxKeyFile is where sandbox mode writes the demo key.
 func SandboxKeyFile(dir string) string { return filepath.Join(dir, "sandbox-api-key") }
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
