@@ -61,3 +61,34 @@ func (t *Tx) EventsAfter(consumer string, limit int) ([]*Event, error) {
 func (t *Tx) AdvanceEvents(consumer, eventID string) error {
 	return t.tx.Bucket(bEventCursors).Put([]byte(consumer), mustID(eventID))
 }
+
+// PruneEvents deletes, oldest first, up to limit events that every consumer has taken and that
+// were created before cutoff, and reports how many it deleted. Consumers are those with a cursor.
+func (t *Tx) PruneEvents(cutoff time.Time, limit int) (int, error) {
+	var minCursor []byte
+	cc := t.tx.Bucket(bEventCursors).Cursor()
+	for k, v := cc.First(); k != nil; k, v = cc.Next() {
+		if minCursor == nil || bytes.Compare(v, minCursor) < 0 {
+			minCursor = append([]byte(nil), v...)
+		}
+	}
+	if minCursor == nil {
+		return 0, nil // no consumer yet: keep everything for the first one
+	}
+	b := t.tx.Bucket(bEvents)
+	c := b.Cursor()
+	var dead [][]byte
+	for k, v := c.First(); k != nil && len(dead) < limit && bytes.Compare(k, minCursor) <= 0; k, v = c.Next() {
+		var e Event
+		if err := Decode(v, &e); err == nil && !e.CreatedAt.Before(cutoff) {
+			break
+		}
+		dead = append(dead, append([]byte(nil), k...))
+	}
+	for _, k := range dead {
+		if err := b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(dead), nil
+}

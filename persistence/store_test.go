@@ -171,3 +171,33 @@ func TestUpdateAfterCloseFails(t *testing.T) {
 	err = s.Update(context.Background(), func(tx *persistence.Tx) error { return nil })
 	require.ErrorIs(t, err, persistence.ErrClosed)
 }
+
+func TestPruneEventsKeepsWhatAConsumerHasNotTaken(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	ctx := context.Background()
+	old := time.Now().Add(-2 * time.Hour)
+	var ids []string
+	for i := 0; i < 5; i++ {
+		e := &persistence.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: "post.deleted", CreatedAt: old, Data: []byte(`{}`)}
+		ids = append(ids, e.ID)
+		require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error { return tx.AppendEvent(e) }))
+	}
+	prune := func() int {
+		var n int
+		require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error {
+			var err error
+			n, err = tx.PruneEvents(time.Now().Add(-time.Hour), 100)
+			return err
+		}))
+		return n
+	}
+	require.Equal(t, 0, prune(), "no consumer yet: nothing is pruned")
+	require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error { return tx.AdvanceEvents("webhooks", ids[2]) }))
+	require.Equal(t, 3, prune(), "the events the consumer took")
+	require.NoError(t, s.View(func(tx *persistence.Tx) error {
+		left, err := tx.EventsAfter("webhooks", 10)
+		require.Len(t, left, 2)
+		return err
+	}))
+}

@@ -74,9 +74,35 @@ func (a *App) startPublishing() {
 		defer close(done)
 		a.Scheduler.Run(ctx)
 	}()
+	go a.pruneEvents(ctx)
 	a.stopScheduler = func() {
 		cancel()
 		<-done
+	}
+}
+
+// pruneEvents deletes, every minute, outbox events that every consumer has taken more than an
+// hour ago (the hour keeps recent events readable when debugging a delivery).
+func (a *App) pruneEvents(ctx context.Context) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for {
+			var n int
+			err := a.Store.Update(ctx, func(tx *persistence.Tx) error {
+				var err error
+				n, err = tx.PruneEvents(time.Now().Add(-time.Hour), 1000)
+				return err
+			})
+			if err != nil || n < 1000 {
+				break
+			}
+		}
 	}
 }
 
