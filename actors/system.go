@@ -22,9 +22,10 @@ func NewSystem(reg prometheus.Registerer, log *slog.Logger) *System {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	// Proto.Actor logs every supervised failure at info level; Herald logs failures itself
-	// (with the actor kind), so the runtime's own logger only reports warnings.
-	quiet := slog.New(log.Handler().WithGroup("protoactor"))
+	// Proto.Actor logs every supervised failure and dead letter at info level, with the whole
+	// message; Herald logs failures itself (with the actor kind), so the runtime's own logger
+	// only reports warnings, and never a message's content (logging.go).
+	quiet := slog.New(newRuntimeLogHandler(log.Handler().WithGroup("protoactor")))
 	cfg := actor.Configure(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }),
 		actor.WithDeadLetterThrottleInterval(time.Minute),

@@ -61,14 +61,14 @@ func Scenarios() []Scenario {
 		{Name: "publish", Run: publishScenario},
 		{Name: "account-throughput", Run: accountThroughput},
 		{Name: "budget-efficiency", Run: budgetEfficiency},
-		{Name: "bulk-agency", Skip: "needs 300 connected accounts in the bench's sandbox; not implemented yet"},
+		{Name: "bulk-agency", Run: bulkAgency},
 		{Name: "sse-fanout", Run: sseFanout},
 		{Name: "scheduler-burst", Run: schedulerBurst},
 		{Name: "webhooks", Run: webhooks},
 		{Name: "media-upload", Run: mediaUpload},
-		{Name: "analytics", Skip: "analytics are not implemented yet"},
-		{Name: "memory-at-rest", Skip: "not implemented yet"},
-		{Name: "recovery", Skip: "not implemented yet"},
+		{Name: "analytics", Run: analyticsScenario},
+		{Name: "memory-at-rest", Run: memoryAtRest},
+		{Name: "recovery", Run: recoveryScenario},
 	}
 }
 

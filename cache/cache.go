@@ -99,6 +99,9 @@ func New[V any](o Options[V]) (*Cache[V], error) {
 	if err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
+	for _, result := range []string{"hit", "miss", "coalesced", "abandoned"} {
+		o.Metrics.Requests.WithLabelValues(o.Name, result) // the series exist from the start, at zero
+	}
 	return &Cache[V]{opts: o, store: store}, nil
 }
 

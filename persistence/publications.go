@@ -76,6 +76,9 @@ func (t *Tx) Publications(f PublicationFilter) ([]Publication, error) {
 		if raw == nil {
 			continue
 		}
+		if at, ok := updatedAt(raw); ok && ((!f.Since.IsZero() && at.Before(f.Since)) || (!f.Until.IsZero() && at.After(f.Until))) {
+			continue // outside the window: not decoded
+		}
 		var rec publicationRecord
 		if err := Decode(raw, &rec); err != nil {
 			return nil, err
@@ -113,6 +116,30 @@ func (t *Tx) Publications(f PublicationFilter) ([]Publication, error) {
 		return cmp.Compare(a.Target, b.Target)
 	})
 	return out, nil
+}
+
+// updatedAtField opens a post record's updated_at member. Inside a JSON string every quote is
+// escaped, so the sequence cannot occur in a string value (the content): its first occurrence is
+// the member itself.
+var updatedAtField = []byte(`"updated_at":"`)
+
+// updatedAt reads a post record's updated_at without decoding the record: a window's filter
+// then costs a byte search, not a JSON decode, for the posts outside it.
+func updatedAt(raw []byte) (time.Time, bool) {
+	i := bytes.Index(raw, updatedAtField)
+	if i < 0 {
+		return time.Time{}, false
+	}
+	v := raw[i+len(updatedAtField):]
+	j := bytes.IndexByte(v, '"')
+	if j < 0 {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(v[:j]))
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.UTC(), true
 }
 
 // PublicationLink returns the link the network gave a publication when it was published (from

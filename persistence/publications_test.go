@@ -77,3 +77,51 @@ func TestPublicationsNewestFirst(t *testing.T) {
 	require.Len(t, byAccount, 1)
 	require.Equal(t, old.ID, byAccount[0].PostID)
 }
+
+// BenchmarkPublications lists a week of publications of a user with 10,000 published posts, one
+// an hour (and as many drafts, which the index summaries skip without decoding).
+func BenchmarkPublications(b *testing.B) {
+	s, err := persistence.Open(b.TempDir(), persistence.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	user := uuid.NewString()
+	at := time.Now().UTC()
+	for batch := range 20 {
+		if err := s.Update(context.Background(), func(tx *persistence.Tx) error {
+			for i := range 1000 {
+				status := persistence.PostDraft
+				if i%2 == 0 {
+					status = persistence.PostPublished
+				}
+				p := newPost(user, status, "twitter_x", "bluesky")
+				p.Content = "A realistic post text with a few words, a link https://example.com/launch and #tags."
+				p.UpdatedAt = at.Add(-time.Duration(batch*1000+i) * time.Hour)
+				if status == persistence.PostPublished {
+					for k := range p.Targets {
+						p.Targets[k].Status, p.Targets[k].PublicationID = persistence.TargetPublished, uuid.NewString()
+					}
+				}
+				if err := tx.PutPost(p, nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		var n int
+		_ = s.View(func(tx *persistence.Tx) error {
+			pubs, err := tx.Publications(persistence.PublicationFilter{UserID: user, Platforms: []string{"twitter_x", "bluesky"}, Since: at.Add(-7 * 24 * time.Hour)})
+			n = len(pubs)
+			return err
+		})
+		if n == 0 {
+			b.Fatal("no publications")
+		}
+	}
+}

@@ -174,11 +174,13 @@ type Metrics struct {
 type Comment struct {
 	ID string `json:"id"`
 	// PublicationID is the network's id of the post commented on.
-	PublicationID string    `json:"publication_id"`
-	ParentID      string    `json:"parent_id,omitempty"`
-	Author        string    `json:"author"`
-	Text          string    `json:"text"`
-	CreatedAt     time.Time `json:"created_at"`
+	PublicationID string `json:"publication_id"`
+	// ParentID is the comment this one answers; empty for a comment on the publication itself.
+	// YouTube threads are one level deep: a reply's parent is its top-level comment.
+	ParentID  string    `json:"parent_id,omitempty"`
+	Author    string    `json:"author"`
+	Text      string    `json:"text"`
+	CreatedAt time.Time `json:"created_at"`
 	// ByAccount is true for the connected account's own replies.
 	ByAccount bool `json:"by_account"`
 }
@@ -203,13 +205,16 @@ type Reader interface {
 type Commenter interface {
 	// Comments lists a publication's comments and replies, newest first.
 	Comments(ctx context.Context, c Credentials, publicationID string) ([]Comment, error)
-	// Reply answers a comment; media only where the network takes it (X, Bluesky).
+	// Reply answers a comment; media only where the network takes it (X, Bluesky). The comment
+	// is read first: one that is not a comment of publicationID is ErrNotFound and nothing is
+	// posted.
 	Reply(ctx context.Context, c Credentials, publicationID, commentID, text string, media []Media) (Comment, error)
 }
 
 // Messenger is implemented by adapters of networks with live direct messages (X, Bluesky).
 type Messenger interface {
-	// Conversation lists a conversation's messages; ErrNotFound when it is not the account's.
+	// Conversation lists a conversation's messages, newest first; ErrNotFound when it is not the
+	// account's.
 	Conversation(ctx context.Context, c Credentials, conversationID string) ([]Message, error)
 	// SendMessage sends a message in a conversation (peerID when the network needs it); media
 	// on X only.

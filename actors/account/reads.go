@@ -40,6 +40,21 @@ const (
 	OpSendMessage  ReadOp = "dm_send"  // platforms.Messenger.SendMessage
 )
 
+// MetricsBatcher is implemented by adapters that read the metrics of many publications in few
+// calls (the network's batch lookups). Publications the network does not find are left out of
+// the map.
+type MetricsBatcher interface {
+	BatchMetrics(ctx context.Context, c platforms.Credentials, ids []string) (map[string]platforms.Metrics, error)
+}
+
+// metricsPerCall is how many publications one batch call of a network reads: X GET /2/tweets 100
+// ids, Bluesky getPosts 25 URIs, YouTube videos.list 50 ids, TikTok video/query 20 ids.
+var metricsPerCall = map[platforms.Platform]int{platforms.X: 100, platforms.Bluesky: 25, platforms.YouTube: 50, platforms.TikTok: 20}
+
+// MetricsPerCall is how many publications' metrics one network call reads on p: 1 when the
+// network has no batch read.
+func MetricsPerCall(p platforms.Platform) int { return max(metricsPerCall[p], 1) }
+
 // Read asks the account for one live call. Reply: *ReadReply; errors: ErrNotFound or
 // ErrForbidden (the account), ErrReadUnsupported, *BudgetSpentError, *ReconnectError,
 // ErrReadDeadline, platforms.ErrNotFound (the object read is not the account's), or the
@@ -47,8 +62,12 @@ const (
 type Read struct {
 	Op ReadOp
 	// UserID, when set, must own the account (else ErrForbidden).
-	UserID         string
-	PublicationID  string
+	UserID        string
+	PublicationID string
+	// PublicationIDs, with OpMetrics, reads many publications' metrics in batch calls
+	// (ReadReply.Batch); ErrReadUnsupported when the adapter has no batch read. Each call of
+	// MetricsPerCall publications spends one unit of the budget.
+	PublicationIDs []string
 	CommentID      string
 	ConversationID string
 	PeerID         string
@@ -62,6 +81,9 @@ type Read struct {
 type ReadReply struct {
 	Platform platforms.Platform
 	Metrics  platforms.Metrics
+	// Batch holds the metrics of a batch read, by publication id; a publication the network
+	// does not find is absent.
+	Batch    map[string]platforms.Metrics
 	Comments []platforms.Comment
 	Comment  platforms.Comment
 	Messages []platforms.Message
@@ -111,6 +133,7 @@ type pendingRead struct {
 	*Read
 	sender    *actor.PID
 	refreshed bool // the token was refreshed for it once already
+	calls     int  // network calls it spends
 }
 
 // readDone is a read call's outcome, sent by its goroutine.
@@ -149,8 +172,16 @@ func (a *Actor) read(ctx actor.Context, m *Read) {
 		actors.ReplyError(ctx, ErrReadUnsupported)
 		return
 	}
-	r := &pendingRead{Read: m, sender: ctx.Sender()}
 	platform := platforms.Platform(a.acc.Platform)
+	r := &pendingRead{Read: m, sender: ctx.Sender(), calls: 1}
+	if m.Op == OpMetrics && len(m.PublicationIDs) > 0 {
+		if _, ok := a.adapter.(MetricsBatcher); !ok {
+			actors.ReplyError(ctx, ErrReadUnsupported)
+			return
+		}
+		per := MetricsPerCall(platform)
+		r.calls = (len(m.PublicationIDs) + per - 1) / per
+	}
 	now := a.deps.Now()
 	if a.creds.AccessToken == "" {
 		a.answer(ctx, r, nil, &ReconnectError{Platform: platform, Reason: "Herald holds no usable token for the account"})
@@ -177,7 +208,7 @@ func (a *Actor) admit(ctx actor.Context, r *pendingRead) {
 		a.answer(ctx, r, nil, ErrReadDeadline)
 		return
 	}
-	if ok, at := a.deps.Budgets.reserveOp(platform, a.id, r.Op, a.deps.ReadRules[platform][r.Op], now); !ok {
+	if ok, at := a.deps.Budgets.reserveOp(platform, a.id, r.Op, a.deps.ReadRules[platform][r.Op], r.calls, now); !ok {
 		a.answer(ctx, r, nil, &BudgetSpentError{Platform: platform, Op: r.Op, RetryAt: at})
 		return
 	}
@@ -239,6 +270,10 @@ func call(ctx context.Context, adapter platforms.Adapter, c platforms.Credential
 	var err error
 	switch r.Op {
 	case OpMetrics:
+		if len(r.PublicationIDs) > 0 {
+			out.Batch, err = adapter.(MetricsBatcher).BatchMetrics(ctx, c, r.PublicationIDs)
+			break
+		}
 		out.Metrics, err = adapter.(platforms.Reader).Metrics(ctx, c, r.PublicationID)
 	case OpComments:
 		out.Comments, err = adapter.(platforms.Commenter).Comments(ctx, c, r.PublicationID)
@@ -324,7 +359,7 @@ func (a *Actor) nextReads(ctx actor.Context) {
 		a.live.waiting = a.live.waiting[1:]
 		if !r.Deadline.IsZero() && !now.Before(r.Deadline) {
 			p := platforms.Platform(a.acc.Platform)
-			a.deps.Budgets.refundOp(p, a.id, a.deps.ReadRules[p][r.Op])
+			a.deps.Budgets.refundOp(p, a.id, a.deps.ReadRules[p][r.Op], r.calls)
 			a.answer(ctx, r, nil, ErrReadDeadline)
 			continue
 		}
@@ -356,10 +391,10 @@ func (b *Budgets) effective(p platforms.Platform, r Rule) Rule {
 	return r
 }
 
-// reserveOp spends a live call's rules for account on p at now; when any has no room, it spends
-// nothing and returns when the tightest reopens. A reply honours a block the network imposed on
-// the account's publishes (it is the same kind of write on X and Bluesky).
-func (b *Budgets) reserveOp(p platforms.Platform, account string, op ReadOp, rules []Rule, now time.Time) (ok bool, retryAt time.Time) {
+// reserveOp spends n live calls' rules for account on p at now; when any has no room for all n,
+// it spends nothing and returns when the tightest reopens. A reply honours a block the network
+// imposed on the account's publishes (it is the same kind of write on X and Bluesky).
+func (b *Budgets) reserveOp(p platforms.Platform, account string, op ReadOp, rules []Rule, n int, now time.Time) (ok bool, retryAt time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if op == OpReply {
@@ -380,7 +415,7 @@ func (b *Budgets) reserveOp(p platforms.Platform, account string, op ReadOp, rul
 			w = &window{start: now, end: now.Add(r.Window + b.margin(r.Window))}
 			b.windows[k] = w
 		}
-		if w.used+r.Cost > r.Limit && w.end.After(retryAt) {
+		if w.used+n*r.Cost > r.Limit && w.end.After(retryAt) {
 			retryAt = w.end
 		}
 		ws[i] = w
@@ -389,19 +424,19 @@ func (b *Budgets) reserveOp(p platforms.Platform, account string, op ReadOp, rul
 		return false, retryAt
 	}
 	for i, r := range eff {
-		ws[i].used += r.Cost
+		ws[i].used += n * r.Cost
 	}
 	return true, time.Time{}
 }
 
-// refundOp gives back a reservation whose call never started.
-func (b *Budgets) refundOp(p platforms.Platform, account string, rules []Rule) {
+// refundOp gives back a reservation of n calls that never started.
+func (b *Budgets) refundOp(p platforms.Platform, account string, rules []Rule, n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, r := range rules {
 		r = b.effective(p, r)
-		if w := b.windows[windowKey{r.Name, scopeOf(r, p, account)}]; w != nil && w.used >= r.Cost {
-			w.used -= r.Cost
+		if w := b.windows[windowKey{r.Name, scopeOf(r, p, account)}]; w != nil {
+			w.used = max(0, w.used-n*r.Cost)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package account_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -73,7 +74,7 @@ func (f *liveFake) begin(name string, c platforms.Credentials) error {
 	return err
 }
 
-func (f *liveFake) Platform() platforms.Platform { return f.platform }
+func (f *liveFake) Platform() platforms.Platform  { return f.platform }
 func (f *liveFake) Validate(platforms.Post) error { return nil }
 func (f *liveFake) Publish(context.Context, platforms.Credentials, platforms.Post) (platforms.Result, error) {
 	return platforms.Result{}, errors.New("not used")
@@ -102,6 +103,20 @@ func (f *liveFake) Metrics(_ context.Context, c platforms.Credentials, id string
 	}
 	n := int64(len(id))
 	return platforms.Metrics{Likes: &n}, nil
+}
+
+func (f *liveFake) BatchMetrics(_ context.Context, c platforms.Credentials, ids []string) (map[string]platforms.Metrics, error) {
+	if err := f.begin("batch", c); err != nil {
+		return nil, err
+	}
+	out := map[string]platforms.Metrics{}
+	for _, id := range ids {
+		if id != "missing" {
+			n := int64(len(id))
+			out[id] = platforms.Metrics{Likes: &n}
+		}
+	}
+	return out, nil
 }
 
 func (f *liveFake) Comments(_ context.Context, c platforms.Credentials, id string) ([]platforms.Comment, error) {
@@ -133,7 +148,20 @@ func (f *liveFake) SendMessage(_ context.Context, c platforms.Credentials, id, _
 }
 
 // publishOnly is an adapter with no live calls.
-type publishOnly struct{ *liveFake }
+type publishOnly struct{ p platforms.Platform }
+
+func (a publishOnly) Platform() platforms.Platform { return a.p }
+func (publishOnly) Validate(platforms.Post) error  { return nil }
+func (publishOnly) Publish(context.Context, platforms.Credentials, platforms.Post) (platforms.Result, error) {
+	return platforms.Result{}, errors.New("not used")
+}
+func (publishOnly) Refresh(_ context.Context, c platforms.Credentials) (platforms.Credentials, error) {
+	return c, nil
+}
+func (publishOnly) Revoke(context.Context, platforms.Credentials) error { return nil }
+func (publishOnly) Lookup(context.Context, platforms.Credentials, platforms.Post, time.Time) (platforms.Publication, bool, error) {
+	return platforms.Publication{}, false, nil
+}
 
 type readBundle struct {
 	t       *testing.T
@@ -157,7 +185,7 @@ func setupReads(t *testing.T, rules map[platforms.Platform]map[account.ReadOp][]
 	t.Cleanup(sys.Shutdown)
 	adapters := map[platforms.Platform]platforms.Adapter{
 		platforms.X:        b.fake,
-		platforms.LinkedIn: publishOnly{newLiveFake(platforms.LinkedIn)},
+		platforms.LinkedIn: publishOnly{platforms.LinkedIn},
 	}
 	b.dir = actors.NewDirectory(sys, account.Kind(account.Deps{
 		Store: store, Box: box, Adapters: adapters, Budgets: b.budgets, Metrics: account.NewMetrics(prometheus.NewRegistry()),
@@ -228,6 +256,31 @@ func TestReadsAnswerThroughTheActor(t *testing.T) {
 	b.fake.mu.Unlock()
 	_, err = b.read(acct, &account.Read{Op: account.OpConversation, ConversationID: "other"})
 	require.ErrorIs(t, err, platforms.ErrNotFound)
+}
+
+func TestBatchMetricsSpendOneUnitPerCall(t *testing.T) {
+	t.Parallel()
+	b := setupReads(t, nil, 0)
+	acct := b.connect(platforms.X, goodCreds)
+	ids := make([]string, 150)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%d", 1000+i)
+	}
+	ids[7] = "missing"
+	r, err := b.read(acct, &account.Read{Op: account.OpMetrics, PublicationIDs: ids})
+	require.NoError(t, err)
+	require.Len(t, r.Batch, 149, "what the network does not find is absent")
+	require.EqualValues(t, 4, *r.Batch["1000"].Likes)
+	require.Equal(t, 1, b.fake.count("batch"))
+	require.Equal(t, 0, b.fake.count("metrics"))
+	rules := account.DefaultReadRules[platforms.X][account.OpMetrics]
+	require.Equal(t, 900-2, b.budgets.RemainingOp(platforms.X, acct, rules, time.Now()), "150 ids are two calls of 100")
+	require.Equal(t, 100, account.MetricsPerCall(platforms.X))
+	require.Equal(t, 1, account.MetricsPerCall(platforms.Pinterest))
+
+	li := b.connect(platforms.LinkedIn, goodCreds)
+	_, err = b.read(li, &account.Read{Op: account.OpMetrics, PublicationIDs: ids})
+	require.ErrorIs(t, err, account.ErrReadUnsupported)
 }
 
 func TestSpentBudgetAnswersAtOnce(t *testing.T) {

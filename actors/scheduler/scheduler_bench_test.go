@@ -2,6 +2,9 @@ package scheduler_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,12 +22,17 @@ import (
 // scheduler burst in miniature. One op is one due entry, from the index read to the fire's reply.
 
 // firer is a post actor reduced to what a fire costs the store: it removes its index entry in one
-// durable write and answers with a job id.
+// durable write and answers with a job id. An entry read again before its removal committed is
+// fired again (as a real post drops a stale fire); it counts once.
 type firer struct {
 	id    string
 	store *persistence.Store
+	seen  *sync.Map
 	fired func()
 }
+
+// quiet keeps the scheduler's and posts' logs out of the benchmark output, which benchstat reads.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func (f *firer) Receive(ctx actor.Context) {
 	m, ok := ctx.Message().(*post.Fire)
@@ -36,7 +44,9 @@ func (f *firer) Receive(ctx actor.Context) {
 		return
 	}
 	actors.Reply(ctx, &post.FireReply{JobID: f.id})
-	f.fired()
+	if _, again := f.seen.LoadOrStore(f.id, true); !again {
+		f.fired()
+	}
 }
 
 func openStore(b *testing.B) *persistence.Store {
@@ -109,11 +119,12 @@ func BenchmarkSchedulerDispatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	fired, done := counter(b.N)
+	seen := &sync.Map{}
 	posts := actors.NewDirectory(newSystem(b), actors.Kind{Name: post.KindName, IdleTimeout: time.Hour, New: func(id string) actor.Actor {
-		return &firer{id: id, store: store, fired: fired}
+		return &firer{id: id, store: store, seen: seen, fired: fired}
 	}})
 	b.ReportAllocs()
-	runUntil(b, scheduler.New(store, posts, scheduler.Options{}), done)
+	runUntil(b, scheduler.New(store, posts, scheduler.Options{Log: quiet}), done)
 }
 
 // BenchmarkSchedulerFirePosts measures due scheduled posts fired through real post actors: each
@@ -143,7 +154,7 @@ func BenchmarkSchedulerFirePosts(b *testing.B) {
 		b.Fatal(err)
 	}
 	fired, done := counter(b.N)
-	posts := actors.NewDirectory(newSystem(b), post.Kind(post.Deps{Store: store, IdleTimeout: time.Hour, StartJob: func(string) { fired() }}))
+	posts := actors.NewDirectory(newSystem(b), post.Kind(post.Deps{Store: store, IdleTimeout: time.Hour, Log: quiet, StartJob: func(string) { fired() }}))
 	b.ReportAllocs()
-	runUntil(b, scheduler.New(store, posts, scheduler.Options{}), done)
+	runUntil(b, scheduler.New(store, posts, scheduler.Options{Log: quiet}), done)
 }

@@ -56,6 +56,9 @@ func cmdServe(args []string, stderr io.Writer) error {
 	planLimits := fs.String("plan-limits", envOr("HERALD_PLAN_LIMITS", ""), "hourly request quotas per plan, e.g. pro=5000,max=10000")
 	hooks := addWebhookFlags(fs)
 	media := addMediaFlags(fs)
+	fs.IntVar(&cfg.Live.Calls, "live-calls", 0, "analytics and inbox: network calls one API request may make (default 200)")
+	fs.DurationVar(&cfg.Live.Deadline, "live-deadline", 0, "analytics and inbox: time one API request may spend on the networks (default 2s)")
+	fs.IntVar(&cfg.Live.SampleLimit, "live-sample-limit", 0, "analytics and inbox: latest publications one answer reads (default 200)")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {

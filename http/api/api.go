@@ -19,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/actors/webhook"
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/connect"
+	"github.com/heraldhq/herald/http/live"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/blob"
@@ -47,6 +48,8 @@ type Deps struct {
 	Media *blob.Service
 	// Webhooks is the webhook service (subscription actors and the URL guard).
 	Webhooks *webhook.Service
+	// Live serves analytics and the inbox (live.go).
+	Live *live.Service
 }
 
 type handlers struct {
@@ -91,6 +94,9 @@ func Register(d Deps) error {
 	h.registerMedia(e, v1)
 	if d.Webhooks != nil {
 		h.registerWebhooks(v1)
+	}
+	if d.Live != nil {
+		h.registerLive(v1)
 	}
 	return nil
 }

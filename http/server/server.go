@@ -73,6 +73,9 @@ func New(cfg Config) *Server {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 30 * time.Second
 	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
 	s := &Server{cfg: cfg}
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "herald_http_requests_total", Help: "HTTP requests by route template, method and status.",

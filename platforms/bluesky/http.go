@@ -30,6 +30,9 @@ type request struct {
 	body        []byte
 	contentType string
 	bearer      string
+	// proxy is the atproto-proxy header: the service the PDS forwards the call to (the AppView,
+	// the chat service).
+	proxy string
 	// create marks the call that creates the post: once it was sent, a failure leaves the outcome
 	// unknown.
 	create bool
@@ -67,6 +70,9 @@ func (a *Adapter) send(ctx context.Context, rq request) (*response, error) {
 	req.Header.Set("Accept", "application/json")
 	if rq.bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+rq.bearer)
+	}
+	if rq.proxy != "" {
+		req.Header.Set("atproto-proxy", rq.proxy)
 	}
 	resp, err := a.hc.Do(req)
 	if err != nil {

@@ -25,6 +25,14 @@ package sim
 // Titles over 100 characters, descriptions over 800, links over 2,048 and alt text over 500
 // answer 400; a board of another user 403 code 29; a video Pin whose media is not "succeeded" 400.
 // A video whose bytes begin with ProcessingFailureMarker ends "failed".
+//
+// Live data (networks.md §8.5): GET /v5/pins/{pin_id}/analytics?start_date&end_date&metric_types
+// [&app_types&split_field] (category org_analytics, 300/min per user, an assumption) answers
+// {"all":{"lifetime_metrics","summary_metrics","daily_metrics"}} for the caller's own Pins with
+// IMPRESSION, SAVE, TOTAL_COMMENTS and TOTAL_REACTIONS from the Pin's counters (views, shares,
+// comments, likes) and every other documented metric type as 0; the counters count on the end
+// date. start_date more than 90 days back or after end_date answers 400; a Pin that does not
+// exist 404 code 50; another user's Pin 403 code 29.
 
 import (
 	"bytes"
@@ -51,6 +59,8 @@ var (
 	pinLimitRequests = Limit{Count: 100, Window: time.Second}
 	pinLimitWrite    = Limit{Count: 100, Window: time.Minute}
 	pinLimitRead     = Limit{Count: 1000, Window: time.Minute}
+	// pinLimitAnalytics is the org_analytics category (Standard access, per user; an assumption).
+	pinLimitAnalytics = Limit{Count: 300, Window: time.Minute}
 )
 
 const (
@@ -111,6 +121,9 @@ func registerPinterest(n *Network) {
 	n.Mux.HandleFunc("POST /v5/media", p.api("org_write", pinLimitWrite, p.registerMedia))
 	n.Mux.HandleFunc("GET /v5/media/{media_id}", p.api("org_read", pinLimitRead, p.mediaStatus))
 	n.Mux.HandleFunc("POST /media-upload/", p.upload)
+
+	n.Live = LiveHooks{Metrics: true}
+	n.Mux.HandleFunc("GET /v5/pins/{pin_id}/analytics", p.api("org_analytics", pinLimitAnalytics, p.pinAnalytics))
 }
 
 // pinUser is the caller of an authenticated endpoint.
@@ -749,4 +762,93 @@ func (p *pinSim) mediaStatus(w http.ResponseWriter, r *http.Request, u pinUser) 
 		}
 	})
 	WriteJSON(w, http.StatusOK, map[string]any{"media_id": m.id, "media_type": "video", "status": status})
+}
+
+// pinMetricTypes are the Pin analytics metric types the simulator knows (networks.md §8.5).
+var pinMetricTypes = map[string]bool{
+	"IMPRESSION": true, "SAVE": true, "PIN_CLICK": true, "OUTBOUND_CLICK": true, "TOTAL_COMMENTS": true,
+	"TOTAL_REACTIONS": true, "SAVE_RATE": true, "VIDEO_MRC_VIEW": true, "VIDEO_START": true,
+	"VIDEO_AVG_WATCH_TIME": true, "VIDEO_V50_WATCH_TIME": true, "QUARTILE_95_PERCENT_VIEW": true,
+	"OUTBOUND_CLICK_RATE": true, "PIN_CLICK_RATE": true, "ENGAGEMENT": true, "ENGAGEMENT_RATE": true,
+}
+
+// pinAnalytics is GET /v5/pins/{pin_id}/analytics.
+func (p *pinSim) pinAnalytics(w http.ResponseWriter, r *http.Request, u pinUser) {
+	q := r.URL.Query()
+	start, err1 := time.Parse("2006-01-02", q.Get("start_date"))
+	end, err2 := time.Parse("2006-01-02", q.Get("end_date"))
+	if err1 != nil || err2 != nil {
+		pinError(w, http.StatusBadRequest, 1, "start_date and end_date are required (YYYY-MM-DD).")
+		return
+	}
+	now := p.n.Sim.Now().UTC()
+	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	switch {
+	case start.Before(today.AddDate(0, 0, -90)):
+		pinError(w, http.StatusBadRequest, 1, "start_date cannot be more than 90 days ago.")
+		return
+	case end.Before(start):
+		pinError(w, http.StatusBadRequest, 1, "end_date cannot be before start_date.")
+		return
+	}
+	var metrics []string
+	for _, m := range strings.Split(q.Get("metric_types"), ",") {
+		if m = strings.TrimSpace(m); m == "" {
+			continue
+		}
+		if !pinMetricTypes[m] {
+			pinError(w, http.StatusBadRequest, 1, fmt.Sprintf("Invalid metric_types value: %s.", m))
+			return
+		}
+		metrics = append(metrics, m)
+	}
+	if len(metrics) == 0 {
+		pinError(w, http.StatusBadRequest, 1, "metric_types is required.")
+		return
+	}
+	if at := q.Get("app_types"); at != "" && at != "ALL" && at != "MOBILE" && at != "TABLET" && at != "WEB" {
+		pinError(w, http.StatusBadRequest, 1, "Invalid app_types value.")
+		return
+	}
+	v, _ := p.n.Store.Get("pin-pin:" + r.PathValue("pin_id"))
+	pin, _ := v.(*pinPin)
+	switch {
+	case pin == nil:
+		pinError(w, http.StatusNotFound, 50, "Pin not found.")
+		return
+	case pin.owner != u.id:
+		pinError(w, http.StatusForbidden, 29, "You are not permitted to access that resource.")
+		return
+	}
+	c := p.n.Counters(pin.id)
+	values := map[string]int64{"IMPRESSION": c.Views, "SAVE": c.Shares, "TOTAL_COMMENTS": c.Comments, "TOTAL_REACTIONS": c.Likes}
+	totals := func(zero bool) map[string]any {
+		out := map[string]any{}
+		for _, m := range metrics {
+			out[m] = int64(0)
+			if !zero {
+				out[m] = values[m]
+			}
+		}
+		return out
+	}
+	created := pin.created.UTC()
+	first, last := start, end
+	if day := time.Date(created.Year(), created.Month(), created.Day(), 0, 0, 0, 0, time.UTC); day.After(first) {
+		first = day
+	}
+	if today.Before(last) {
+		last = today
+	}
+	daily := []any{}
+	for d := first; !d.After(last); d = d.AddDate(0, 0, 1) {
+		daily = append(daily, map[string]any{"date": d.Format("2006-01-02"), "data_status": "READY", "metrics": totals(!d.Equal(last))})
+	}
+	summary := totals(true)
+	if len(daily) > 0 {
+		summary = totals(false)
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"all": map[string]any{
+		"daily_metrics": daily, "summary_metrics": summary, "lifetime_metrics": totals(false),
+	}})
 }

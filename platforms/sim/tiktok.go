@@ -29,6 +29,11 @@ package sim
 // FOLLOWER_OF_CREATOR and SELF_ONLY. SetTikTokAudited(false) models an unaudited client: only
 // SELF_ONLY is offered, and any other privacy_level answers 403
 // unaudited_client_can_only_post_to_private_accounts.
+//
+// Live data (networks.md §9.5): POST /v2/video/query/?fields=… {"filters":{"video_ids":[…]}} (at
+// most 20 ids; the Display API window) answers the caller's published videos among them, with
+// view_count, like_count, comment_count and share_count from the post's counters, which
+// /v2/video/list/ reports too.
 
 import (
 	"bytes"
@@ -142,6 +147,9 @@ func registerTikTok(n *Network) {
 	n.Mux.HandleFunc("PUT /video/", t.upload)
 	n.Mux.HandleFunc("POST /v2/post/publish/status/fetch/", t.api("status_fetch", ttLimitStatus, t.status))
 	n.Mux.HandleFunc("POST /v2/video/list/", t.api("display", ttLimitDisplay, t.listVideos))
+
+	n.Live = LiveHooks{Metrics: true}
+	n.Mux.HandleFunc("POST /v2/video/query/", t.api("display", ttLimitDisplay, t.queryVideos))
 }
 
 // ttUser is the caller of an authenticated endpoint.
@@ -713,20 +721,7 @@ func (t *ttSim) listVideos(w http.ResponseWriter, r *http.Request, u ttUser) {
 		return
 	}
 	now := t.n.Sim.Now()
-	type listed struct {
-		id, caption string
-		created     time.Time
-	}
-	var mine []listed
-	t.n.Store.With(func(objects map[string]any) {
-		for k, v := range objects {
-			pub, ok := v.(*ttPublish)
-			if !ok || !strings.HasPrefix(k, "tt-pub:") || pub.owner != u.id || !pub.done || pub.failed || now.Before(pub.moderated) {
-				continue
-			}
-			mine = append(mine, listed{id: pub.postID, caption: pub.caption, created: pub.created})
-		}
-	})
+	mine := t.published(u.id, now)
 	sort.Slice(mine, func(i, j int) bool {
 		if !mine[i].created.Equal(mine[j].created) {
 			return mine[i].created.After(mine[j].created)
@@ -737,23 +732,85 @@ func (t *ttSim) listVideos(w http.ResponseWriter, r *http.Request, u ttUser) {
 	end := min(start+req.MaxCount, len(mine))
 	videos := []any{}
 	for _, v := range mine[start:end] {
-		title := v.caption
-		if r := []rune(title); len(r) > 150 {
-			title = string(r[:150])
-		}
-		all := map[string]any{
-			"id": v.id, "title": title, "video_description": v.caption, "create_time": v.created.Unix(),
-			"share_url": "https://www.tiktok.com/@" + u.handle + "/video/" + v.id, "duration": 15, "height": 1920, "width": 1080,
-			"cover_image_url": "https://p16-sign.tiktokcdn-us.com/sim/" + v.id + ".jpeg", "embed_link": "https://www.tiktok.com/player/v1/" + v.id,
-			"like_count": 0, "comment_count": 0, "share_count": 0, "view_count": 0,
-		}
-		video := map[string]any{}
-		for _, f := range fields {
-			if x, ok := all[f]; ok {
-				video[f] = x
-			}
-		}
-		videos = append(videos, video)
+		videos = append(videos, t.videoObject(v, fields, u))
 	}
 	t.ok(w, map[string]any{"videos": videos, "cursor": end, "has_more": end < len(mine)})
+}
+
+// ttListed is a published video as the Display API lists it.
+type ttListed struct {
+	id, caption string
+	created     time.Time
+}
+
+// published lists a creator's published (moderated) videos, in no particular order.
+func (t *ttSim) published(owner string, now time.Time) []ttListed {
+	var mine []ttListed
+	t.n.Store.With(func(objects map[string]any) {
+		for k, v := range objects {
+			pub, ok := v.(*ttPublish)
+			if !ok || !strings.HasPrefix(k, "tt-pub:") || pub.owner != owner || !pub.done || pub.failed || now.Before(pub.moderated) {
+				continue
+			}
+			mine = append(mine, ttListed{id: pub.postID, caption: pub.caption, created: pub.created})
+		}
+	})
+	return mine
+}
+
+// videoObject renders the Display API's video object with the requested fields.
+func (t *ttSim) videoObject(v ttListed, fields []string, u ttUser) map[string]any {
+	title := v.caption
+	if r := []rune(title); len(r) > 150 {
+		title = string(r[:150])
+	}
+	c := t.n.Counters(v.id)
+	all := map[string]any{
+		"id": v.id, "title": title, "video_description": v.caption, "create_time": v.created.Unix(),
+		"share_url": "https://www.tiktok.com/@" + u.handle + "/video/" + v.id, "duration": 15, "height": 1920, "width": 1080,
+		"cover_image_url": "https://p16-sign.tiktokcdn-us.com/sim/" + v.id + ".jpeg", "embed_link": "https://www.tiktok.com/player/v1/" + v.id,
+		"like_count": c.Likes, "comment_count": c.Comments, "share_count": c.Shares, "view_count": c.Views,
+	}
+	video := map[string]any{}
+	for _, f := range fields {
+		if x, ok := all[f]; ok {
+			video[f] = x
+		}
+	}
+	return video
+}
+
+// queryVideos is POST /v2/video/query/?fields=… {"filters":{"video_ids":[…]}}: the caller's
+// published videos among the ids (at most 20).
+func (t *ttSim) queryVideos(w http.ResponseWriter, r *http.Request, u ttUser) {
+	fields := ttFields(r)
+	if len(fields) == 0 {
+		t.invalidParams(w, "fields is required.")
+		return
+	}
+	var req struct {
+		Filters struct {
+			VideoIDs []string `json:"video_ids"`
+		} `json:"filters"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		t.invalidParams(w, "The request body is not valid JSON.")
+		return
+	}
+	ids := req.Filters.VideoIDs
+	if len(ids) < 1 || len(ids) > 20 {
+		t.invalidParams(w, "filters.video_ids must have 1 to 20 ids.")
+		return
+	}
+	byID := map[string]ttListed{}
+	for _, v := range t.published(u.id, t.n.Sim.Now()) {
+		byID[v.id] = v
+	}
+	videos := []any{}
+	for _, id := range ids {
+		if v, ok := byID[id]; ok {
+			videos = append(videos, t.videoObject(v, fields, u))
+		}
+	}
+	t.ok(w, map[string]any{"videos": videos, "cursor": 0, "has_more": false})
 }

@@ -1281,6 +1281,10 @@ func (x *xSim) searchRecent(w http.ResponseWriter, r *http.Request, u xUser) {
 // it) or with a participant (create makes it when there is none).
 func (x *xSim) dmConversation(w http.ResponseWriter, r *http.Request, u xUser, create bool) (Conversation, bool) {
 	if pid := r.PathValue("participant_id"); pid != "" {
+		if _, err := strconv.ParseUint(pid, 10, 64); err != nil {
+			xInvalid(w, "participant_id", fmt.Sprintf("The `participant_id` path parameter value [%s] is not a valid user id", pid))
+			return Conversation{}, false
+		}
 		if pid == u.id {
 			xInvalid(w, "participant_id", "You cannot send a direct message to yourself.")
 			return Conversation{}, false

@@ -34,6 +34,14 @@ package sim
 // invalidTitle / invalidDescription. Processing runs for Options.ProcessingDelay (uploadStatus
 // "uploaded", processingStatus "processing") and ends "processed"/"succeeded", or
 // "failed"/"failed" when the file begins with ProcessingFailureMarker.
+//
+// Live data (networks.md §7.5): videos.list part=statistics (viewCount, likeCount, commentCount
+// from the video's counters; favoriteCount 0; YouTube has no share count), commentThreads.list
+// (videoId or id; part snippet and replies, with up to 5 replies inline), comments.list (parentId
+// or id) and comments.insert (a reply with snippet.parentId, which must be a top-level comment; it
+// costs 50 units in the unit pool model and 1 in the per-method model). Comment ids look like
+// YouTube's (a top-level id, and parent.suffix for replies); an unknown video answers 404
+// videoNotFound, an unknown parent 404 parentCommentNotFound.
 
 import (
 	"bytes"
@@ -43,10 +51,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -85,18 +95,20 @@ const (
 )
 
 const (
-	ytUnitsPerDay     = 10000
-	ytInsertUnits     = 1600
-	ytSearchUnits     = 100
-	ytMethodPerDay    = 100
-	ytChannelUploads  = 100
-	ytQuotaWindow     = 25 * time.Hour // longer than any Pacific day: the day itself keys the counter
-	ytCodeTTL         = 5 * time.Minute
-	ytChunkGranule    = 256 << 10
-	ytMaxUploadBytes  = 1 << 30 // what the simulator keeps in memory; YouTube takes 256 GB
-	ytMaxTitleChars   = 100
-	ytMaxDescBytes    = 5000
-	ytSearchSnippetCh = 160
+	ytUnitsPerDay        = 10000
+	ytInsertUnits        = 1600
+	ytSearchUnits        = 100
+	ytCommentInsertUnits = 50
+	ytMaxCommentChars    = 10000
+	ytMethodPerDay       = 100
+	ytChannelUploads     = 100
+	ytQuotaWindow        = 25 * time.Hour // longer than any Pacific day: the day itself keys the counter
+	ytCodeTTL            = 5 * time.Minute
+	ytChunkGranule       = 256 << 10
+	ytMaxUploadBytes     = 1 << 30 // what the simulator keeps in memory; YouTube takes 256 GB
+	ytMaxTitleChars      = 100
+	ytMaxDescBytes       = 5000
+	ytSearchSnippetCh    = 160
 )
 
 var ytPacific = ytLoadPacific()
@@ -185,6 +197,11 @@ func registerYouTube(n *Network) {
 	n.Mux.HandleFunc("GET /youtube/v3/videos", y.api("list", y.listVideos))
 	n.Mux.HandleFunc("GET /youtube/v3/channels", y.api("list", y.channels))
 	n.Mux.HandleFunc("GET /youtube/v3/search", y.api("search", y.search))
+
+	n.Live = LiveHooks{Metrics: true, NewComment: y.newComment}
+	n.Mux.HandleFunc("GET /youtube/v3/commentThreads", y.api("list", y.commentThreads))
+	n.Mux.HandleFunc("GET /youtube/v3/comments", y.api("list", y.listComments))
+	n.Mux.HandleFunc("POST /youtube/v3/comments", y.api("comment_insert", y.insertComment))
 }
 
 // ytUser is the caller of an authenticated endpoint.
@@ -231,6 +248,8 @@ func (y *ytSim) spend(w http.ResponseWriter, r *http.Request, kind string) bool 
 		cost = y.scaledCost(ytInsertUnits)
 	case kind == "search":
 		cost = y.scaledCost(ytSearchUnits)
+	case kind == "comment_insert" && model == YouTubeUnitPool:
+		cost = y.scaledCost(ytCommentInsertUnits)
 	}
 	if _, _, _, ok := y.n.Take(bucket, project, cost, def); !ok {
 		y.rateLimited(w, r, YouTubeQuotaReset(now))
@@ -704,7 +723,9 @@ func (y *ytSim) videoResource(v *ytVideo, parts []string, owner bool) map[string
 				res["processingDetails"] = pd
 			}
 		case "statistics":
-			res["statistics"] = map[string]any{"viewCount": "0", "likeCount": "0", "favoriteCount": "0", "commentCount": "0"}
+			c := y.n.Counters(v.id)
+			res["statistics"] = map[string]any{"viewCount": strconv.FormatInt(c.Views, 10), "likeCount": strconv.FormatInt(c.Likes, 10),
+				"favoriteCount": "0", "commentCount": strconv.FormatInt(c.Comments, 10)}
 		}
 	}
 	return res
@@ -831,4 +852,268 @@ func (y *ytSim) search(w http.ResponseWriter, r *http.Request, u ytUser) {
 		resp["nextPageToken"] = "CA" + strconv.Itoa(end)
 	}
 	writeYTJSON(w, http.StatusOK, resp)
+}
+
+// ytCommentID returns a YouTube-style comment id (26 characters).
+func ytCommentID() string {
+	b := make([]byte, 15)
+	_, _ = rand.Read(b)
+	return "Ug" + base64.RawURLEncoding.EncodeToString(b) + "4A"
+}
+
+// newComment gives a comment added through the admin API a YouTube id; a reply to a reply answers
+// the top-level comment, as YouTube threads are one level deep.
+func (y *ytSim) newComment(c *Comment, _ Record, parent *Comment) error {
+	c.AuthorID = y.n.UserID(c.Author)
+	if parent == nil {
+		c.ID = ytCommentID()
+		return nil
+	}
+	if parent.ParentID != "" {
+		c.ParentID = parent.ParentID
+	}
+	c.ID = c.ParentID + "." + ytCommentID()
+	return nil
+}
+
+// video returns a video the caller may see.
+func (y *ytSim) video(id string, u ytUser) (*ytVideo, bool) {
+	v, _ := y.n.Store.Get("yt-video:" + id)
+	video, _ := v.(*ytVideo)
+	if video == nil || (video.privacy == "private" && video.channel != u.id) {
+		return nil, false
+	}
+	return video, true
+}
+
+// commentResource renders a comment (textFormat html escapes textDisplay).
+func (y *ytSim) commentResource(c Comment, plain bool) map[string]any {
+	channel := ""
+	if v, ok := y.n.Store.Get("yt-video:" + c.PostID); ok {
+		channel = v.(*ytVideo).channel
+	}
+	display := c.Text
+	if !plain {
+		display = html.EscapeString(c.Text)
+	}
+	sn := map[string]any{
+		"channelId": channel, "videoId": c.PostID, "textDisplay": display, "textOriginal": c.Text,
+		"authorDisplayName": c.Author, "authorProfileImageUrl": "https://yt3.ggpht.com/sim/" + c.AuthorID,
+		"authorChannelUrl": "http://www.youtube.com/channel/" + c.AuthorID, "authorChannelId": map[string]string{"value": c.AuthorID},
+		"canRate": true, "viewerRating": "none", "likeCount": 0,
+		"publishedAt": c.CreatedAt.UTC().Format(time.RFC3339), "updatedAt": c.CreatedAt.UTC().Format(time.RFC3339),
+	}
+	if c.ParentID != "" {
+		sn["parentId"] = c.ParentID
+	}
+	return map[string]any{"kind": "youtube#comment", "etag": RandomID(8), "id": c.ID, "snippet": sn}
+}
+
+// ytParts reads the part parameter.
+func ytParts(w http.ResponseWriter, r *http.Request, allowed ...string) (map[string]bool, bool) {
+	raw := r.URL.Query().Get("part")
+	if raw == "" {
+		ytError(w, http.StatusBadRequest, "global", "required", "Required parameter: part")
+		return nil, false
+	}
+	parts := map[string]bool{}
+	for _, p := range strings.Split(raw, ",") {
+		p = strings.TrimSpace(p)
+		if !slices.Contains(allowed, p) {
+			ytError(w, http.StatusBadRequest, "youtube.part", "unknownPart", fmt.Sprintf("'%s'", p))
+			return nil, false
+		}
+		parts[p] = true
+	}
+	return parts, true
+}
+
+// ytPaging reads maxResults (1..100, default 20) and pageToken (an offset token).
+func ytPaging(w http.ResponseWriter, r *http.Request) (size, offset int, ok bool) {
+	q := r.URL.Query()
+	size = 20
+	if s := q.Get("maxResults"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 100 {
+			ytError(w, http.StatusBadRequest, "youtube.parameter", "invalidParameter", "maxResults must be between 1 and 100.")
+			return 0, 0, false
+		}
+		size = n
+	}
+	if t := q.Get("pageToken"); t != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(t, "QU"))
+		if err != nil || n < 0 || !strings.HasPrefix(t, "QU") {
+			ytError(w, http.StatusBadRequest, "youtube.parameter", "invalidPageToken", "The request specifies an invalid page token.")
+			return 0, 0, false
+		}
+		offset = n
+	}
+	return size, offset, true
+}
+
+// ytListResponse pages items into a list response of kind.
+func ytListResponse(kind string, items []any, size, offset int) map[string]any {
+	end := min(offset+size, len(items))
+	page := items[min(offset, len(items)):end]
+	resp := map[string]any{"kind": kind, "etag": RandomID(8), "items": page,
+		"pageInfo": map[string]int{"totalResults": len(page), "resultsPerPage": size}}
+	if end < len(items) {
+		resp["nextPageToken"] = "QU" + strconv.Itoa(end)
+	}
+	return resp
+}
+
+// commentThreads is commentThreads.list with videoId or id: top-level comments newest first.
+func (y *ytSim) commentThreads(w http.ResponseWriter, r *http.Request, u ytUser) {
+	parts, ok := ytParts(w, r, "id", "snippet", "replies")
+	if !ok {
+		return
+	}
+	size, offset, ok := ytPaging(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	plain := q.Get("textFormat") == "plainText"
+	var tops []Comment
+	switch {
+	case q.Get("videoId") != "":
+		video, ok := y.video(q.Get("videoId"), u)
+		if !ok {
+			ytError(w, http.StatusNotFound, "youtube.commentThread", "videoNotFound", "The video identified by the <code><a href=\"/youtube/v3/docs/commentThreads/list#videoId\">videoId</a></code> parameter could not be found.")
+			return
+		}
+		all := y.n.Comments(video.id)
+		for i := len(all) - 1; i >= 0; i-- {
+			if all[i].ParentID == "" {
+				tops = append(tops, all[i])
+			}
+		}
+	case q.Get("id") != "":
+		for _, id := range strings.Split(q.Get("id"), ",") {
+			if c, ok := y.n.Comment(strings.TrimSpace(id)); ok && c.ParentID == "" {
+				if _, visible := y.video(c.PostID, u); visible {
+					tops = append(tops, c)
+				}
+			}
+		}
+	default:
+		ytError(w, http.StatusBadRequest, "youtube.parameter", "missingRequiredParameter", "No filter selected. Expected one of: videoId, id, allThreadsRelatedToChannelId")
+		return
+	}
+	items := make([]any, 0, len(tops))
+	for _, c := range tops {
+		var replies []Comment
+		for _, rc := range y.n.Comments(c.PostID) {
+			if rc.ParentID == c.ID {
+				replies = append(replies, rc)
+			}
+		}
+		item := map[string]any{"kind": "youtube#commentThread", "etag": RandomID(8), "id": c.ID}
+		if parts["snippet"] {
+			top := y.commentResource(c, plain)
+			item["snippet"] = map[string]any{"channelId": top["snippet"].(map[string]any)["channelId"], "videoId": c.PostID,
+				"topLevelComment": top, "canReply": true, "totalReplyCount": len(replies), "isPublic": true}
+		}
+		if parts["replies"] && len(replies) > 0 {
+			inline := []any{}
+			for _, rc := range replies[max(0, len(replies)-5):] {
+				inline = append(inline, y.commentResource(rc, plain))
+			}
+			item["replies"] = map[string]any{"comments": inline}
+		}
+		items = append(items, item)
+	}
+	writeYTJSON(w, http.StatusOK, ytListResponse("youtube#commentThreadListResponse", items, size, offset))
+}
+
+// listComments is comments.list with parentId (the replies of a top-level comment, oldest first)
+// or id.
+func (y *ytSim) listComments(w http.ResponseWriter, r *http.Request, u ytUser) {
+	if _, ok := ytParts(w, r, "id", "snippet"); !ok {
+		return
+	}
+	size, offset, ok := ytPaging(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	plain := q.Get("textFormat") == "plainText"
+	var list []Comment
+	switch {
+	case q.Get("parentId") != "":
+		if parent, ok := y.n.Comment(q.Get("parentId")); ok {
+			if _, visible := y.video(parent.PostID, u); visible {
+				for _, c := range y.n.Comments(parent.PostID) {
+					if c.ParentID == parent.ID {
+						list = append(list, c)
+					}
+				}
+			}
+		}
+	case q.Get("id") != "":
+		for _, id := range strings.Split(q.Get("id"), ",") {
+			if c, ok := y.n.Comment(strings.TrimSpace(id)); ok {
+				if _, visible := y.video(c.PostID, u); visible {
+					list = append(list, c)
+				}
+			}
+		}
+	default:
+		ytError(w, http.StatusBadRequest, "youtube.parameter", "missingRequiredParameter", "No filter selected. Expected one of: id, parentId")
+		return
+	}
+	items := make([]any, 0, len(list))
+	for _, c := range list {
+		items = append(items, y.commentResource(c, plain))
+	}
+	writeYTJSON(w, http.StatusOK, ytListResponse("youtube#commentListResponse", items, size, offset))
+}
+
+// insertComment is comments.insert?part=snippet {"snippet":{"parentId","textOriginal"}}: a reply
+// to a top-level comment.
+func (y *ytSim) insertComment(w http.ResponseWriter, r *http.Request, u ytUser) {
+	if _, ok := ytParts(w, r, "id", "snippet"); !ok {
+		return
+	}
+	var req struct {
+		Snippet struct {
+			ParentID     string `json:"parentId"`
+			TextOriginal string `json:"textOriginal"`
+		} `json:"snippet"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		ytError(w, http.StatusBadRequest, "global", "parseError", "Parse Error")
+		return
+	}
+	text := req.Snippet.TextOriginal
+	switch {
+	case req.Snippet.ParentID == "":
+		ytError(w, http.StatusBadRequest, "youtube.comment", "parentIdMissing", "No parent ID was specified; a reply needs snippet.parentId.")
+		return
+	case strings.TrimSpace(text) == "":
+		ytError(w, http.StatusBadRequest, "youtube.comment", "commentTextRequired", "The comment resource that is being inserted must specify a value for the snippet.textOriginal property.")
+		return
+	case utf8.RuneCountInString(text) > ytMaxCommentChars:
+		ytError(w, http.StatusBadRequest, "youtube.comment", "commentTextTooLong", "The comment resource that is being inserted contains too many characters in the snippet.textOriginal property.")
+		return
+	}
+	parent, ok := y.n.Comment(req.Snippet.ParentID)
+	if ok {
+		_, ok = y.video(parent.PostID, u)
+	}
+	if !ok {
+		ytError(w, http.StatusNotFound, "youtube.comment", "parentCommentNotFound", "The specified parent comment could not be found.")
+		return
+	}
+	if parent.ParentID != "" {
+		ytError(w, http.StatusBadRequest, "youtube.comment", "operationNotSupported", "The parent comment must be a top-level comment.")
+		return
+	}
+	c, _ := y.n.RecordReply(Comment{ID: parent.ID + "." + ytCommentID(), PostID: parent.PostID, ParentID: parent.ID, Author: u.handle, AuthorID: u.id, Text: text}, nil)
+	if y.n.TakeFault(FaultPostThenError) != "" {
+		ytError(w, http.StatusServiceUnavailable, "global", "backendError", "Backend Error")
+		return
+	}
+	writeYTJSON(w, http.StatusOK, y.commentResource(c, false))
 }

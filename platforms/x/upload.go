@@ -35,6 +35,12 @@ type processingInfo struct {
 // finalize) and waits until X has processed it; it returns the media id.
 func (a *Adapter) uploadMedia(ctx context.Context, token string, m platforms.Media) (string, error) {
 	category, limit, _ := mediaCategory(m.ContentType)
+	return a.uploadMediaAs(ctx, token, m, category, limit)
+}
+
+// uploadMediaAs is uploadMedia with the media_category and size limit given, for the dm_*
+// categories of direct message attachments.
+func (a *Adapter) uploadMediaAs(ctx context.Context, token string, m platforms.Media, category string, limit int64) (string, error) {
 	if m.Open == nil {
 		return "", platforms.Errorf(platforms.X, platforms.Permanent, 0, "media %s has no content", m.Filename)
 	}

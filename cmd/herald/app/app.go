@@ -29,6 +29,7 @@ import (
 	"github.com/heraldhq/herald/http/api"
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/connect"
+	"github.com/heraldhq/herald/http/live"
 	"github.com/heraldhq/herald/http/ratelimit"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
@@ -87,6 +88,8 @@ type Config struct {
 	WebhookAttemptTimeout time.Duration
 	// WebhookSchedule replaces the retry waits (default webhook.DefaultSchedule; tests).
 	WebhookSchedule []time.Duration
+	// Live configures analytics and the inbox (live.go).
+	Live LiveConfig
 }
 
 // App is a built Herald.
@@ -116,6 +119,8 @@ type App struct {
 	Media *Media
 	// Connect connects accounts: the browser OAuth flow and herald accounts add.
 	Connect *connect.Service
+	// Live serves analytics and the inbox (live.go).
+	Live *live.Service
 
 	admin   *admin.Server
 	httpSrv *http.Server
@@ -194,6 +199,10 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	a.MediaResolver = a.Media.Resolve
+	if err := a.buildLive(); err != nil {
+		a.closeStore()
+		return nil, err
+	}
 	a.buildPublishing()
 	if err := a.buildWebhooks(); err != nil {
 		a.closeStore()
@@ -215,7 +224,7 @@ func New(cfg Config) (*App, error) {
 		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: ratelimit.New(nil), Deprecated: deprecated, PlanLimits: cfg.PlanLimits, RequestTimeout: cfg.RequestTimeout,
 		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true},
 	})
-	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service}); err != nil {
+	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live}); err != nil {
 		a.closeStore()
 		return nil, err
 	}
@@ -321,6 +330,9 @@ func (a *App) Shutdown() error {
 	}
 	if a.Sim != nil {
 		_ = a.Sim.Close()
+	}
+	if a.Live != nil {
+		a.Live.Close()
 	}
 	if err := a.Store.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("store: %w", err))

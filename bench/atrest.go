@@ -1,0 +1,209 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/persistence"
+)
+
+// atRestSettle is how long a server is left alone after start-up before its memory is read.
+const atRestSettle = 3 * time.Second
+
+// memoryAtRest: a server over a large store. A sandbox server starts on a fresh data directory
+// (creating the demo user and its accounts) and is measured idle: that is the limit, an idle
+// server with an empty store started the same way in the same run. It stops; 1,000,000 drafts
+// (--quick: 100,000) of the demo user, shaped as the API writes them, go straight into its bbolt
+// file through the persistence package in large batches; it starts again on that file. Reported:
+// the start-up time (process start to "listening on" and to the first 200 from /readyz), the
+// resident memory at rest after start-up, and the latency of GET /v1/posts?limit=20 on that data
+// from one client.
+func memoryAtRest(base *Env) (Result, error) {
+	n := 1_000_000
+	if base.Quick {
+		n = 100_000
+	}
+	empty, err := base.Spawn()
+	if err != nil {
+		return Result{}, err
+	}
+	emptyStartup := empty.ListeningAt.Sub(empty.StartedAt)
+	time.Sleep(atRestSettle)
+	emptyRSS := readMemKB(empty.cmd.Process.Pid)
+	empty.Stop()
+
+	dataDir := filepath.Join(empty.Dir, "data")
+	writeStart := time.Now()
+	if err := writeDrafts(empty.log, dataDir, n); err != nil {
+		_ = os.RemoveAll(empty.Dir)
+		return Result{}, err
+	}
+	written := time.Since(writeStart)
+	var fileSize int64
+	if fi, err := os.Stat(filepath.Join(dataDir, persistence.FileName)); err == nil {
+		fileSize = fi.Size()
+	}
+
+	e, err := empty.Restart()
+	if err != nil {
+		_ = os.RemoveAll(empty.Dir)
+		return Result{}, err
+	}
+	defer e.Close()
+	listening, ready := e.ListeningAt.Sub(e.StartedAt), e.ReadyAt.Sub(e.StartedAt)
+	time.Sleep(atRestSettle)
+	rss := readMemKB(e.cmd.Process.Pid)
+
+	// The first page, newest first, from one client (latency, not throughput).
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}
+	var total int
+	first := time.Now()
+	if err := listPage(client, e, &total); err != nil {
+		return Result{}, err
+	}
+	firstMs := float64(time.Since(first)) / float64(time.Millisecond)
+	if total != n {
+		return Result{}, fmt.Errorf("the list says %d posts, %d were written", total, n)
+	}
+	r, err := drive(e.log, "memory-at-rest (list)", 1, e.Duration, func(w, i int) error {
+		var t int
+		return listPage(client, e, &t)
+	})
+	if err != nil {
+		return r, err
+	}
+	r.PeakRSSMB = e.PeakRSSMB()
+	r.LimitName = "RSS of an idle server, empty store (MB)"
+	r.Limit = float64(emptyRSS.rss) / 1024
+	r.Ratio = float64(rss.rss) / float64(emptyRSS.rss)
+	r.Notes = fmt.Sprintf("%d drafts at rest (bbolt file %.0f MB, written offline in batches of %d in %.1fs): start-up %.0f ms to \"listening on\", %.0f ms to /readyz 200 (empty store: %.0f ms); RSS at rest %.3g s after start-up %.1f MB (anon %.1f MB, file %.1f MB) against %.1f MB (anon %.1f, file %.1f) for the same server with an empty store — the limit column, the ratio RSS/limit; ops and latencies are GET /v1/posts?limit=20 from one client (first request %.1f ms)",
+		n, float64(fileSize)/1e6, draftBatch, written.Seconds(), ms(listening), ms(ready), ms(emptyStartup), atRestSettle.Seconds(),
+		float64(rss.rss)/1024, float64(rss.anon)/1024, float64(rss.file)/1024,
+		float64(emptyRSS.rss)/1024, float64(emptyRSS.anon)/1024, float64(emptyRSS.file)/1024, firstMs)
+	return r, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// listPage asks for the newest 20 posts and returns the total the list reports.
+func listPage(client *http.Client, e *Env, total *int) error {
+	req, _ := http.NewRequest(http.MethodGet, e.URL+"/v1/posts?limit=20", nil)
+	req.Header.Set("Authorization", "Bearer "+e.Key)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /v1/posts: %s %.200s", resp.Status, b)
+	}
+	if i := strings.Index(string(b), `"total":`); i >= 0 {
+		rest := string(b[i+len(`"total":`):])
+		end := strings.IndexAny(rest, ",}")
+		*total, _ = strconv.Atoi(strings.TrimSpace(rest[:end]))
+	}
+	return nil
+}
+
+// draftBatch is the number of drafts per write transaction.
+const draftBatch = 20_000
+
+// writeDrafts writes n drafts of the sandbox user into the store in dir (no server may hold it),
+// each to three of the user's accounts, as POST /v1/posts stores them.
+func writeDrafts(log io.Writer, dir string, n int) error {
+	s, err := persistence.Open(dir, persistence.Options{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	var user *persistence.User
+	var accounts []*persistence.Account
+	if err := s.View(func(tx *persistence.Tx) error {
+		var err error
+		if user, err = tx.SandboxUser(); err != nil {
+			return err
+		}
+		accounts, err = tx.AccountsOfUser(user.ID)
+		return err
+	}); err != nil {
+		return fmt.Errorf("the sandbox user: %w", err)
+	}
+	if len(accounts) < 3 {
+		return fmt.Errorf("the sandbox user has %d accounts, want 3", len(accounts))
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go progress(log, "memory-at-rest (write)", time.Duration(n/40)*time.Millisecond, done)
+	for written := 0; written < n; {
+		k := min(draftBatch, n-written)
+		ids := make([]*persistence.Post, k)
+		raws := make([][]byte, k)
+		for i := range ids {
+			now := time.Now().UTC()
+			p := &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user.ID, Status: persistence.PostDraft,
+				Content:   fmt.Sprintf("Draft %d: our autumn collection is out today, with free shipping on every order this week. #launch", written+i),
+				CreatedAt: now, UpdatedAt: now, MediaIDs: []string{}, Version: 1}
+			for j := 0; j < 3; j++ {
+				a := accounts[(written+i+j)%len(accounts)]
+				p.Targets = append(p.Targets, persistence.Target{AccountID: a.ID, Platform: a.Platform, Status: persistence.TargetPending})
+			}
+			raw, err := persistence.Encode(p)
+			if err != nil {
+				return err
+			}
+			ids[i], raws[i] = p, raw
+		}
+		if err := s.Update(context.Background(), func(tx *persistence.Tx) error {
+			for i, p := range ids {
+				if err := tx.PutPost(p, raws[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		written += k
+	}
+	return nil
+}
+
+// memKB is a process's resident memory in KiB: in all, anonymous, and file-backed (bbolt's mmap).
+type memKB struct{ rss, anon, file int }
+
+func readMemKB(pid int) memKB {
+	var m memKB
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return m
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.Atoi(f[1])
+		switch f[0] {
+		case "VmRSS:":
+			m.rss = v
+		case "RssAnon:":
+			m.anon = v
+		case "RssFile:":
+			m.file = v
+		}
+	}
+	return m
+}

@@ -1,0 +1,255 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/heraldhq/herald/cache"
+	"github.com/heraldhq/herald/http/apierr"
+	"github.com/heraldhq/herald/http/live"
+	"github.com/heraldhq/herald/http/server"
+	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/platforms"
+)
+
+// MaxReplyLength caps the text of a comment reply or a direct message, in characters (each
+// network's own limit applies on top).
+const MaxReplyLength = 10000
+
+// registerLive adds the analytics and inbox routes (docs/live-data.md).
+func (h *handlers) registerLive(v1 *echo.Group) {
+	v1.GET("/analytics/overview", h.analyticsOverview)
+	v1.GET("/inbox/comments", h.inboxComments)
+	v1.POST("/inbox/comments/:commentId/reply", h.replyToComment)
+	v1.POST("/inbox/dms/:conversationId/reply", h.replyToConversation)
+}
+
+// liveAccount validates the account_id parameter: a UUID naming one of the caller's accounts,
+// on one of the allowed networks. "" when absent.
+func (h *handlers) liveAccount(c *echo.Context, userID, field string, allowed []platforms.Platform, what string) (id, platform string, err error) {
+	v := c.QueryParam(field)
+	if v == "" {
+		return "", "", nil
+	}
+	if id, err = parseUUID(field, v); err != nil {
+		return "", "", err
+	}
+	var ok bool
+	if err := h.Store.View(func(tx *persistence.Tx) error {
+		platform, ok = tx.AccountPlatform(userID, id)
+		return nil
+	}); err != nil {
+		return "", "", h.storeError(c, err)
+	}
+	if !ok {
+		return "", "", apierr.Validation("%s: connected account %s does not exist or is not yours", field, id)
+	}
+	if !slices.Contains(allowed, platforms.Platform(platform)) {
+		return "", "", apierr.Validation("%s: the account is on %s, which has no live %s (live: %s)", field, platform, what, joinPlatforms(allowed))
+	}
+	return id, platform, nil
+}
+
+func joinPlatforms(ps []platforms.Platform) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
+}
+
+func (h *handlers) liveError(c *echo.Context, err error) error {
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	if cache.IsCanceled(err) && c.Request().Context().Err() != nil {
+		// The client went away (or its deadline passed) while waiting: nothing to log.
+		return apierr.Unavailable("the request ended before the networks answered")
+	}
+	h.Log.Error("live data request failed", "request_id", server.RequestID(c), "error", err)
+	return apierr.Internal()
+}
+
+func (h *handlers) analyticsOverview(c *echo.Context) error {
+	p := server.Principal(c)
+	w, err := live.ParseWindow(c.QueryParam("range"), c.QueryParam("since"), c.QueryParam("until"), h.Now())
+	if err != nil {
+		return err
+	}
+	fresh, err := live.ParseBool("fresh", c.QueryParam("fresh"), false)
+	if err != nil {
+		return err
+	}
+	acct, _, err := h.liveAccount(c, p.User.ID, "account_id", live.AnalyticsPlatforms, "analytics")
+	if err != nil {
+		return err
+	}
+	body, err := h.Live.Overview(c.Request().Context(), p.User.ID, live.OverviewQuery{Window: w, AccountID: acct, Fresh: fresh})
+	if err != nil {
+		return h.liveError(c, err)
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
+}
+
+func (h *handlers) inboxComments(c *echo.Context) error {
+	p := server.Principal(c)
+	w, err := live.ParseWindow(c.QueryParam("range"), c.QueryParam("since"), c.QueryParam("until"), h.Now())
+	if err != nil {
+		return err
+	}
+	fresh, err := live.ParseBool("fresh", c.QueryParam("fresh"), false)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(c, "limit", live.DefaultInboxLimit, live.MinInboxLimit, live.MaxInboxLimit)
+	if err != nil {
+		return err
+	}
+	platform := c.QueryParam("platform")
+	if platform != "" {
+		if !platforms.Platform(platform).Valid() {
+			return apierr.Validation("platform: must be one of %s", joinPlatforms(platforms.All))
+		}
+		if !slices.Contains(live.CommentsPlatforms, platforms.Platform(platform)) {
+			return apierr.Validation("platform: %s has no live comments inbox (live: %s)", platform, joinPlatforms(live.CommentsPlatforms))
+		}
+	}
+	acct, acctPlatform, err := h.liveAccount(c, p.User.ID, "account_id", live.CommentsPlatforms, "comments inbox")
+	if err != nil {
+		return err
+	}
+	if acct != "" && platform != "" && acctPlatform != platform {
+		return apierr.Validation("platform: the account %s is on %s, not %s", acct, acctPlatform, platform)
+	}
+	q := live.InboxQuery{Window: w, AccountID: acct, Platform: platform, Before: c.QueryParam("before"), Limit: limit, Fresh: fresh}
+	if len(q.Before) > 2048 {
+		return apierr.Validation("before: invalid cursor; use next_before of the previous page as it was returned")
+	}
+	if err := h.Live.ParseCursor(p.User.ID, &q); err != nil {
+		return err
+	}
+	body, err := h.Live.Inbox(c.Request().Context(), p.User.ID, q)
+	if err != nil {
+		return h.liveError(c, err)
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
+}
+
+// replyText reads the text field: required, not blank, at most MaxReplyLength characters.
+func replyText(o object) (string, error) {
+	text, err := o.str("text", true)
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(*text) == "" {
+		return "", apierr.Validation("text: must not be empty")
+	}
+	if n := utf8.RuneCountInString(*text); n > MaxReplyLength {
+		return "", apierr.Validation("text: is %d characters; at most %d are allowed", n, MaxReplyLength)
+	}
+	return *text, nil
+}
+
+// optionalUUID reads an optional UUID string field ("" when absent or null).
+func optionalUUID(o object, field string) (string, error) {
+	if raw, ok := o[field]; ok && jsonType(raw) == "null" {
+		return "", nil
+	}
+	v, err := o.str(field, false)
+	if err != nil || v == nil {
+		return "", err
+	}
+	return parseUUID(field, *v)
+}
+
+// pathString validates a path id of a network object (not a UUID: the network's own id).
+func pathString(name, v string) (string, error) {
+	if v == "" || len(v) > 512 || strings.ContainsAny(v, "\x00\r\n") {
+		return "", apierr.Validation("%s: must be the id the inbox returned (1 to 512 characters)", name)
+	}
+	return v, nil
+}
+
+func (h *handlers) replyToComment(c *echo.Context) error {
+	commentID, err := pathString("commentId", c.Param("commentId"))
+	if err != nil {
+		return err
+	}
+	o, err := readObject(c.Request())
+	if err != nil {
+		return err
+	}
+	pub, err := o.str("publication_id", true)
+	if err != nil {
+		return err
+	}
+	postID, err := parseUUID("publication_id", *pub)
+	if err != nil {
+		return err
+	}
+	text, err := replyText(o)
+	if err != nil {
+		return err
+	}
+	mediaID, err := optionalUUID(o, "media_id")
+	if err != nil {
+		return err
+	}
+	sent, err := h.Live.ReplyToComment(c.Request().Context(), server.Principal(c).User.ID, live.CommentReply{
+		CommentID: commentID, PostID: postID, Text: text, MediaID: mediaID,
+	})
+	if err != nil {
+		return h.liveError(c, err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"ok": true, "id": sent.ID, "platform": sent.Platform})
+}
+
+func (h *handlers) replyToConversation(c *echo.Context) error {
+	conversationID, err := pathString("conversationId", c.Param("conversationId"))
+	if err != nil {
+		return err
+	}
+	o, err := readObject(c.Request())
+	if err != nil {
+		return err
+	}
+	acc, err := o.str("account_id", true)
+	if err != nil {
+		return err
+	}
+	accountID, err := parseUUID("account_id", *acc)
+	if err != nil {
+		return err
+	}
+	text, err := replyText(o)
+	if err != nil {
+		return err
+	}
+	peer := ""
+	if raw, ok := o["peer_id"]; ok && jsonType(raw) != "null" {
+		v, err := o.str("peer_id", false)
+		if err != nil {
+			return err
+		}
+		if peer, err = pathString("peer_id", *v); err != nil {
+			return err
+		}
+	}
+	mediaID, err := optionalUUID(o, "media_id")
+	if err != nil {
+		return err
+	}
+	sent, err := h.Live.ReplyToConversation(c.Request().Context(), server.Principal(c).User.ID, live.MessageReply{
+		ConversationID: conversationID, AccountID: accountID, Text: text, PeerID: peer, MediaID: mediaID,
+	})
+	if err != nil {
+		return h.liveError(c, err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"ok": true, "id": sent.ID, "platform": sent.Platform})
+}

@@ -1,0 +1,245 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/http/apierr"
+	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/blob"
+	"github.com/heraldhq/herald/platforms"
+)
+
+// CommentReply is a validated POST /v1/inbox/comments/:commentId/reply.
+type CommentReply struct {
+	CommentID string
+	// PostID is the publication_id of the body: Herald's post id.
+	PostID  string
+	Text    string
+	MediaID string // "" for none
+}
+
+// MessageReply is a validated POST /v1/inbox/dms/:conversationId/reply.
+type MessageReply struct {
+	ConversationID string
+	AccountID      string
+	Text           string
+	PeerID         string
+	MediaID        string
+}
+
+// Sent is what a reply created on the network.
+type Sent struct {
+	ID       string
+	Platform string
+}
+
+// ReplyToComment answers a comment of one of the user's publications. The comment is looked up
+// in the publication's live threads first, on each network the post was published to that has
+// a comments inbox: a comment that is not there is refused (400) and nothing is posted. Media
+// only where the network takes an attachment on a reply.
+func (s *Service) ReplyToComment(ctx context.Context, userID string, r CommentReply) (Sent, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteWait)
+	defer cancel()
+	var post *persistence.Post
+	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
+		p, err := tx.Post(r.PostID)
+		if err == nil && p.UserID == userID {
+			post = p
+			return nil
+		}
+		if errors.Is(err, persistence.ErrNotFound) || err == nil {
+			return nil
+		}
+		return err
+	}); err != nil {
+		return Sent{}, err
+	}
+	if post == nil {
+		return Sent{}, apierr.Validation("publication_id: %s is not a post of yours", r.PostID)
+	}
+	type target struct {
+		index int
+		t     persistence.Target
+	}
+	var targets []target
+	for i, t := range post.Targets {
+		if t.Status == persistence.TargetPublished && t.PublicationID != "" && slices.Contains(CommentsPlatforms, platforms.Platform(t.Platform)) {
+			targets = append(targets, target{i, t})
+		}
+	}
+	if len(targets) == 0 {
+		return Sent{}, apierr.Validation("publication_id: post %s has no publication on a network with a live comments inbox (%s)", r.PostID, platformList(CommentsPlatforms))
+	}
+	if r.MediaID != "" {
+		usable := false
+		for _, t := range targets {
+			usable = usable || slices.Contains(AttachmentPlatforms, platforms.Platform(t.t.Platform))
+		}
+		if !usable {
+			return Sent{}, apierr.Validation("media_id: only %s take an attachment on a comment reply", platformList(AttachmentPlatforms))
+		}
+	}
+	media, err := s.resolve(ctx, userID, r.MediaID)
+	if err != nil {
+		return Sent{}, err
+	}
+	for _, t := range targets {
+		reply, err := actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(t.t.AccountID), &account.Read{
+			Op: account.OpComments, UserID: userID, PublicationID: t.t.PublicationID, Deadline: deadlineOf(ctx),
+		})
+		if errors.Is(err, platforms.ErrNotFound) || errors.Is(err, account.ErrNotFound) {
+			continue // the publication (or its account) is gone: the comment cannot be there
+		}
+		if err != nil {
+			return Sent{}, s.writeError("comment_reply", platforms.Platform(t.t.Platform), doReadThread, err)
+		}
+		if !slices.ContainsFunc(reply.Comments, func(c platforms.Comment) bool { return c.ID == r.CommentID }) {
+			continue
+		}
+		platform := platforms.Platform(t.t.Platform)
+		if len(media) > 0 && !slices.Contains(AttachmentPlatforms, platform) {
+			s.metrics.writes.WithLabelValues("comment_reply", "refused").Inc()
+			return Sent{}, apierr.Validation("media_id: %s takes no attachment on a comment reply (only %s do)", platform, platformList(AttachmentPlatforms))
+		}
+		sent, err := actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(t.t.AccountID), &account.Read{
+			Op: account.OpReply, UserID: userID, PublicationID: t.t.PublicationID, CommentID: r.CommentID, Text: r.Text, Media: media, Deadline: deadlineOf(ctx),
+		})
+		if err != nil {
+			return Sent{}, s.writeError("comment_reply", platform, doPost, err)
+		}
+		s.metrics.writes.WithLabelValues("comment_reply", "sent").Inc()
+		s.bumpGeneration(userID)
+		return Sent{ID: sent.Comment.ID, Platform: string(platform)}, nil
+	}
+	s.metrics.writes.WithLabelValues("comment_reply", "refused").Inc()
+	return Sent{}, apierr.Validation("publication_id: comment %s is not a comment of publication %s; nothing was posted", truncate(r.CommentID, 128), r.PostID)
+}
+
+// ReplyToConversation sends a direct message in a conversation of one of the user's accounts,
+// after checking on the network that the conversation is the account's.
+func (s *Service) ReplyToConversation(ctx context.Context, userID string, r MessageReply) (Sent, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteWait)
+	defer cancel()
+	var acc *persistence.Account
+	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
+		a, err := tx.Account(r.AccountID)
+		if err == nil && a.UserID == userID {
+			acc = a
+			return nil
+		}
+		if errors.Is(err, persistence.ErrNotFound) || err == nil {
+			return nil
+		}
+		return err
+	}); err != nil {
+		return Sent{}, err
+	}
+	if acc == nil {
+		return Sent{}, apierr.Validation("account_id: connected account %s does not exist or is not yours", r.AccountID)
+	}
+	platform := platforms.Platform(acc.Platform)
+	if !slices.Contains(MessagePlatforms, platform) {
+		return Sent{}, apierr.Validation("account_id: direct messages are live only on %s, not on %s", platformList(MessagePlatforms), platform)
+	}
+	if r.MediaID != "" && !slices.Contains(MessageMediaPlatforms, platform) {
+		return Sent{}, apierr.Validation("media_id: %s direct messages are text only (media only on %s)", platform, platformList(MessageMediaPlatforms))
+	}
+	media, err := s.resolve(ctx, userID, r.MediaID)
+	if err != nil {
+		return Sent{}, err
+	}
+	_, err = actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(acc.ID), &account.Read{
+		Op: account.OpConversation, UserID: userID, ConversationID: r.ConversationID, Deadline: deadlineOf(ctx),
+	})
+	if errors.Is(err, platforms.ErrNotFound) {
+		s.metrics.writes.WithLabelValues("dm_reply", "refused").Inc()
+		return Sent{}, apierr.Validation("conversationId: conversation %s does not belong to account %s; nothing was sent", truncate(r.ConversationID, 128), acc.ID)
+	}
+	if err != nil {
+		return Sent{}, s.writeError("dm_reply", platform, doReadConversation, err)
+	}
+	sent, err := actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(acc.ID), &account.Read{
+		Op: account.OpSendMessage, UserID: userID, ConversationID: r.ConversationID, PeerID: r.PeerID, Text: r.Text, Media: media, Deadline: deadlineOf(ctx),
+	})
+	if err != nil {
+		return Sent{}, s.writeError("dm_reply", platform, doSend, err)
+	}
+	s.metrics.writes.WithLabelValues("dm_reply", "sent").Inc()
+	return Sent{ID: sent.Message.ID, Platform: string(platform)}, nil
+}
+
+func (s *Service) resolve(ctx context.Context, userID, mediaID string) ([]platforms.Media, error) {
+	if mediaID == "" {
+		return nil, nil
+	}
+	if s.cfg.Media == nil {
+		return nil, apierr.Validation("media_id: this server has no media storage")
+	}
+	media, err := s.cfg.Media(ctx, userID, []string{mediaID})
+	var ue *blob.UnusableError
+	if errors.As(err, &ue) {
+		return nil, apierr.Validation("media_id: %s is not a confirmed media of yours", mediaID)
+	}
+	return media, err
+}
+
+// What a write was doing when it failed.
+const (
+	doReadThread       = "read the comment's thread"
+	doPost             = "post the reply"
+	doReadConversation = "read the conversation"
+	doSend             = "send the message"
+)
+
+// writeError maps an account's error on the way to a reply to the API's error.
+func (s *Service) writeError(kind string, p platforms.Platform, doing string, err error) error {
+	sending := doing == doPost || doing == doSend
+	var spent *account.BudgetSpentError
+	var rc *account.ReconnectError
+	var pe *platforms.Error
+	switch {
+	case errors.As(err, &rc):
+		s.metrics.writes.WithLabelValues(kind, "refused").Inc()
+		return apierr.Validation("the %s account must be connected again before Herald can %s (%s)", p, doing, rc.Reason)
+	case errors.As(err, &spent):
+		s.metrics.writes.WithLabelValues(kind, "refused").Inc()
+		wait := max(int(time.Until(spent.RetryAt).Seconds()+0.999), 1)
+		return apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimitExceeded,
+			"the %s account's rate budget for this call is spent until %s; nothing was sent", p, spent.RetryAt.UTC().Format(time.RFC3339)).
+			WithHeader("Retry-After", strconv.Itoa(wait))
+	case errors.Is(err, account.ErrNotFound), errors.Is(err, account.ErrForbidden):
+		s.metrics.writes.WithLabelValues(kind, "refused").Inc()
+		return apierr.Validation("the connected account was disconnected")
+	case errors.As(err, &pe) && (pe.Kind == platforms.Permanent || pe.Kind == platforms.Invalid):
+		s.metrics.writes.WithLabelValues(kind, "refused").Inc()
+		return apierr.Validation("%s refused: %s", p, pe.Message)
+	}
+	s.metrics.writes.WithLabelValues(kind, "failed").Inc()
+	s.cfg.Log.Warn("live write failed", "kind", kind, "platform", p, "error", err)
+	if sending && (platforms.KindOf(err) == platforms.Unknown || errors.Is(err, actors.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)) {
+		return apierr.Unavailable(fmt.Sprintf("%s did not confirm in time: it may have been sent; check before sending it again", p))
+	}
+	return apierr.Unavailable(fmt.Sprintf("%s did not answer in time or failed while Herald tried to %s; nothing was sent; retry shortly", p, doing))
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
+
+func platformList(ps []platforms.Platform) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,123 @@
+package pinterest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/sim"
+)
+
+// setMetrics sets a Pin's counters through the simulator's admin API.
+func setMetrics(t *testing.T, srv *sim.Server, body map[string]any) int {
+	t.Helper()
+	raw, err := json.Marshal(body)
+	require.NoError(t, err)
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Post(srv.BaseURL()+"/_sim/metrics", "application/json", bytes.NewReader(raw))
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func publishPin(t *testing.T, b *testBundle, creds platforms.Credentials, name string) string {
+	t.Helper()
+	img, _ := b.files.image(t, name)
+	res, err := b.a.Publish(context.Background(), creds, platforms.Post{Text: "Pin " + name, Media: []platforms.Media{img}})
+	require.NoError(t, err)
+	return res.Publication.ID
+}
+
+func TestMetricsReadBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	ctx := context.Background()
+	id := publishPin(t, b, b.creds, "one.png")
+	require.Equal(t, http.StatusOK, setMetrics(t, b.srv, map[string]any{"platform": "pinterest", "post_id": id, "views": 800, "likes": 30, "comments": 2, "shares": 17}))
+
+	m, err := b.a.Metrics(ctx, b.creds, id)
+	require.NoError(t, err)
+	require.Equal(t, int64(800), *m.Views)
+	require.Equal(t, int64(30), *m.Likes)
+	require.Equal(t, int64(2), *m.Comments)
+	require.Equal(t, int64(17), *m.Shares)
+
+	fresh := publishPin(t, b, b.creds, "two.png")
+	all, err := b.a.BatchMetrics(ctx, b.creds, []string{id, fresh, "999999999999999999"})
+	require.NoError(t, err)
+	require.Len(t, all, 2)
+	require.Equal(t, int64(0), *all[fresh].Views)
+
+	_, err = b.a.Metrics(ctx, b.creds, "999999999999999999")
+	require.True(t, errors.Is(err, platforms.ErrNotFound), "%v", err)
+	require.Equal(t, platforms.Permanent, kindOf(t, err))
+
+	// Another user's Pin: 403 code 29, not the account's to read.
+	bob := connect(t, b.a, "bob")
+	bobs := publishPin(t, b, bob, "bob.png")
+	_, err = b.a.Metrics(ctx, b.creds, bobs)
+	require.True(t, errors.Is(err, platforms.ErrNotFound), "%v", err)
+}
+
+func TestMetricsMissingCountersAreNil(t *testing.T) {
+	t.Parallel()
+	srv := newPartialAnalytics(t)
+	a := New(platforms.Config{BaseURL: srv.URL, HTTPClient: &http.Client{Timeout: 5 * time.Second}})
+	m, err := a.Metrics(context.Background(), platforms.Credentials{AccessToken: "t"}, "123")
+	require.NoError(t, err)
+	require.Equal(t, int64(5), *m.Views)
+	require.Equal(t, int64(3), *m.Shares, "a fractional number is rounded")
+	require.Nil(t, m.Likes)
+	require.Nil(t, m.Comments)
+}
+
+// newPartialAnalytics answers Pin analytics with only some metrics and no lifetime totals.
+func newPartialAnalytics(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v5/pins/123/analytics" || r.URL.Query().Get("metric_types") != "IMPRESSION,TOTAL_REACTIONS,TOTAL_COMMENTS,SAVE" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"all":{"daily_metrics":[],"summary_metrics":{"IMPRESSION":5,"SAVE":2.6}}}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestMetricsClassified(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	ctx := context.Background()
+	id := publishPin(t, b, b.creds, "c.png")
+
+	require.NoError(t, b.srv.InjectFault(platforms.Pinterest, sim.FaultRateLimit, 1))
+	_, err := b.a.Metrics(ctx, b.creds, id)
+	require.Equal(t, platforms.RateLimited, kindOf(t, err))
+
+	// The org_analytics category window runs out.
+	b.srv.SetLimit(platforms.Pinterest, "org_analytics", sim.Limit{Count: 1, Window: time.Minute})
+	_, err = b.a.Metrics(ctx, b.creds, id)
+	require.NoError(t, err)
+	_, err = b.a.Metrics(ctx, b.creds, id)
+	require.Equal(t, platforms.RateLimited, kindOf(t, err))
+	var e *platforms.Error
+	require.True(t, errors.As(err, &e))
+	require.False(t, e.ResetAt.IsZero())
+	b.srv.SetLimit(platforms.Pinterest, "org_analytics", sim.Limit{Count: 300, Window: time.Minute})
+
+	require.NoError(t, b.srv.InjectFault(platforms.Pinterest, sim.FaultError5xx, 1))
+	_, err = b.a.Metrics(ctx, b.creds, id)
+	require.Equal(t, platforms.Transient, kindOf(t, err))
+
+	require.NoError(t, b.srv.InjectFault(platforms.Pinterest, sim.FaultExpireTokens, 0))
+	_, err = b.a.Metrics(ctx, b.creds, id)
+	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
+}
