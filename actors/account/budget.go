@@ -66,7 +66,7 @@ var DefaultReadRules = map[platforms.Platform]map[ReadOp][]Rule{
 		OpMetrics: {{Name: "read:display", Limit: 600, Window: time.Minute, Cost: 1}},
 	},
 	platforms.Pinterest: {
-		OpMetrics: {{Name: "read:org_analytics", Limit: 1000, Window: time.Minute, Cost: 1}},
+		OpMetrics: {{Name: "read:org_analytics", Limit: 300, Window: time.Minute, Cost: 1}},
 	},
 }
 
