@@ -145,7 +145,7 @@ func (a *Adapter) waitJob(ctx context.Context, st jobStatus) (*blobRef, error) {
 		if wait <= 0 {
 			wait = time.Second
 		}
-		if err := sleep(ctx, min(wait, maxPollWait)); err != nil {
+		if err := platforms.Sleep(ctx, min(wait, maxPollWait)); err != nil {
 			return nil, ctxError(err)
 		}
 		r, err := a.send(ctx, request{method: http.MethodGet, url: a.video + "/xrpc/app.bsky.video.getJobStatus?jobId=" + url.QueryEscape(st.JobID)})

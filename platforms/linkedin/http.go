@@ -1,16 +1,12 @@
 package linkedin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptrace"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/heraldhq/herald/platforms"
@@ -46,54 +42,27 @@ func (r *response) ok() bool { return r.status >= 200 && r.status <= 299 }
 // send makes the call. Failures without an answer are classified: before the request was written
 // Transient; after it was written Unknown for the post-creating call and Transient otherwise.
 func (a *Adapter) send(ctx context.Context, rq request) (*response, error) {
-	var wrote atomic.Bool
-	trace := &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
-		if info.Err == nil {
-			wrote.Store(true)
-		}
-	}}
-	var body io.Reader
-	if rq.body != nil {
-		body = bytes.NewReader(rq.body)
-	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), rq.method, rq.url, body)
-	if err != nil {
-		return nil, &platforms.Error{Platform: platforms.LinkedIn, Kind: platforms.Permanent, Message: "building the request failed", Err: err}
-	}
+	c := platforms.Call{Method: rq.method, URL: rq.url, Body: rq.body, Header: http.Header{}, Bearer: rq.bearer, Create: rq.create}
 	if rq.contentType != "" {
-		req.Header.Set("Content-Type", rq.contentType)
-	}
-	if rq.bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+rq.bearer)
+		c.Header.Set("Content-Type", rq.contentType)
 	}
 	if rq.rest {
-		req.Header.Set("LinkedIn-Version", a.version())
-		req.Header.Set("X-Restli-Protocol-Version", "2.0.0")
+		c.Header.Set("LinkedIn-Version", a.version())
+		c.Header.Set("X-Restli-Protocol-Version", "2.0.0")
 	}
 	for k, v := range rq.header {
-		req.Header.Set(k, v)
+		c.Header.Set(k, v)
 	}
-	resp, err := a.hc.Do(req)
+	ans, err := platforms.Send(ctx, a.hc, platforms.LinkedIn, c)
 	if err != nil {
-		return nil, connError(err, wrote.Load(), rq.create)
+		return nil, err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-	if err != nil {
-		return nil, connError(err, true, rq.create)
-	}
-	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+	return &response{status: ans.Status, header: ans.Header, body: ans.Body}, nil
 }
 
 // connError classifies a call that got no (complete) answer.
 func connError(err error, sent, create bool) *platforms.Error {
-	switch {
-	case !sent:
-		return &platforms.Error{Platform: platforms.LinkedIn, Kind: platforms.Transient, Message: "the request could not be sent: " + err.Error(), Err: err}
-	case create:
-		return &platforms.Error{Platform: platforms.LinkedIn, Kind: platforms.Unknown, Message: "no answer after the post was sent; it may exist: " + err.Error(), Err: err}
-	}
-	return &platforms.Error{Platform: platforms.LinkedIn, Kind: platforms.Transient, Message: "no answer: " + err.Error(), Err: err}
+	return platforms.NoAnswer(platforms.LinkedIn, err, sent, create)
 }
 
 // apiError is the union of LinkedIn's REST error body and its OAuth error body.
@@ -202,18 +171,6 @@ func (a *Adapter) call(ctx context.Context, rq request, out any) (*response, err
 		}
 	}
 	return r, nil
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // ctxError classifies a context that ended between calls (nothing in flight).

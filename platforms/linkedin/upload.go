@@ -166,7 +166,7 @@ func (a *Adapter) waitAvailable(ctx context.Context, c platforms.Credentials, ur
 		default:
 			return platforms.Errorf(platforms.LinkedIn, platforms.Transient, 0, "unexpected video status %q", v.Status)
 		}
-		if err := sleep(ctx, min(wait, maxPollWait)); err != nil {
+		if err := platforms.Sleep(ctx, min(wait, maxPollWait)); err != nil {
 			return ctxError(err)
 		}
 	}

@@ -1,16 +1,11 @@
 package pinterest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"net"
 	"net/http"
-	"net/http/httptrace"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/heraldhq/herald/platforms"
@@ -22,21 +17,6 @@ const maxResponse = 4 << 20
 // defaultRateWindow is assumed when a 429 says nothing about its reset: Pinterest's category
 // limits are per minute.
 const defaultRateWindow = time.Minute
-
-// defaultClient is the client used when Config.HTTPClient is nil. It has no overall deadline,
-// because a video upload may take long and the caller's context bounds every call, but it bounds
-// connecting, the TLS handshake and the wait for an answer once the request was sent.
-func defaultClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 60 * time.Second,
-		IdleConnTimeout:       90 * time.Second,
-		MaxIdleConnsPerHost:   16,
-	}}
-}
 
 // request is one call to Pinterest.
 type request struct {
@@ -61,52 +41,23 @@ type response struct {
 // send makes the call. Failures without an answer are classified: before the request was written
 // Transient; after it was written Unknown for the Pin-creating call and Transient otherwise.
 func (a *Adapter) send(ctx context.Context, rq request) (*response, error) {
-	var wrote atomic.Bool
-	trace := &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
-		if info.Err == nil {
-			wrote.Store(true)
-		}
-	}}
-	var body io.Reader
-	if rq.body != nil {
-		body = bytes.NewReader(rq.body)
-	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), rq.method, rq.url, body)
-	if err != nil {
-		return nil, &platforms.Error{Platform: platforms.Pinterest, Kind: platforms.Permanent, Message: "building the request failed", Err: err}
-	}
+	c := platforms.Call{Method: rq.method, URL: rq.url, Body: rq.body, Header: http.Header{}, Bearer: rq.bearer, Create: rq.create}
 	if rq.contentType != "" {
-		req.Header.Set("Content-Type", rq.contentType)
-	}
-	req.Header.Set("Accept", "application/json")
-	if rq.bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+rq.bearer)
+		c.Header.Set("Content-Type", rq.contentType)
 	}
 	if rq.basic {
-		req.SetBasicAuth(a.cfg.ClientID, a.cfg.ClientSecret)
+		c.BasicUser, c.BasicPass = a.cfg.ClientID, a.cfg.ClientSecret
 	}
-	resp, err := a.hc.Do(req)
+	ans, err := platforms.Send(ctx, a.hc, platforms.Pinterest, c)
 	if err != nil {
-		return nil, connError(err, wrote.Load(), rq.create)
+		return nil, err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-	if err != nil {
-		// The answer started but was cut off: the request certainly arrived.
-		return nil, connError(err, true, rq.create)
-	}
-	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+	return &response{status: ans.Status, header: ans.Header, body: ans.Body}, nil
 }
 
 // connError classifies a call that got no (complete) answer.
 func connError(err error, sent, create bool) *platforms.Error {
-	switch {
-	case !sent:
-		return &platforms.Error{Platform: platforms.Pinterest, Kind: platforms.Transient, Message: "the request could not be sent: " + err.Error(), Err: err}
-	case create:
-		return &platforms.Error{Platform: platforms.Pinterest, Kind: platforms.Unknown, Message: "no answer after the Pin was sent; it may exist: " + err.Error(), Err: err}
-	}
-	return &platforms.Error{Platform: platforms.Pinterest, Kind: platforms.Transient, Message: "no answer: " + err.Error(), Err: err}
+	return platforms.NoAnswer(platforms.Pinterest, err, sent, create)
 }
 
 // apiError is Pinterest's error body {"code": <int>, "message": "…"}.

@@ -70,7 +70,7 @@ var (
 func New(cfg platforms.Config) *Adapter {
 	a := &Adapter{cfg: cfg, hc: cfg.HTTPClient}
 	if a.hc == nil {
-		a.hc = defaultClient()
+		a.hc = platforms.DefaultHTTPClient()
 	}
 	a.api = strings.TrimRight(or(cfg.BaseURL, DefaultBaseURL), "/")
 	a.auth = strings.TrimRight(or(cfg.AuthURL, DefaultAuthURL), "/")

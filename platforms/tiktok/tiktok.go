@@ -77,7 +77,7 @@ var (
 func New(cfg platforms.Config) *Adapter {
 	a := &Adapter{cfg: cfg, hc: cfg.HTTPClient, chunkSize: defaultChunkSize, moderationWait: moderationWait}
 	if a.hc == nil {
-		a.hc = defaultClient()
+		a.hc = platforms.DefaultHTTPClient()
 	}
 	a.api = strings.TrimRight(or(cfg.BaseURL, DefaultBaseURL), "/")
 	a.auth = strings.TrimRight(or(cfg.AuthURL, DefaultAuthURL), "/")

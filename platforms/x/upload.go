@@ -135,7 +135,7 @@ func (a *Adapter) waitProcessed(ctx context.Context, token, id string, info *pro
 		if wait <= 0 {
 			wait = time.Duration(max(info.CheckAfterSecs, 1)) * time.Second
 		}
-		if err := sleep(ctx, min(wait, maxPollWait)); err != nil {
+		if err := platforms.Sleep(ctx, min(wait, maxPollWait)); err != nil {
 			return ctxError(err)
 		}
 		var st struct {

@@ -1,16 +1,11 @@
 package youtube
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"net"
 	"net/http"
-	"net/http/httptrace"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	_ "time/tzdata" // the quota day is America/Los_Angeles wherever Herald runs
@@ -20,21 +15,6 @@ import (
 
 // maxResponse bounds how much of an answer is read.
 const maxResponse = 4 << 20
-
-// defaultClient is the client used when Config.HTTPClient is nil. It has no overall deadline,
-// because a video upload may take long and the caller's context bounds every call, but it bounds
-// connecting, the TLS handshake and the wait for an answer once the request was sent.
-func defaultClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 60 * time.Second,
-		IdleConnTimeout:       90 * time.Second,
-		MaxIdleConnsPerHost:   16,
-	}}
-}
 
 // request is one call to Google.
 type request struct {
@@ -58,52 +38,23 @@ type response struct {
 // send makes the call. Failures without an answer are classified: before the request was written
 // Transient; after it was written Unknown for the video-creating call and Transient otherwise.
 func (a *Adapter) send(ctx context.Context, rq request) (*response, error) {
-	var wrote atomic.Bool
-	trace := &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
-		if info.Err == nil {
-			wrote.Store(true)
-		}
-	}}
-	var body io.Reader
-	if rq.body != nil {
-		body = bytes.NewReader(rq.body)
-	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), rq.method, rq.url, body)
-	if err != nil {
-		return nil, &platforms.Error{Platform: platforms.YouTube, Kind: platforms.Permanent, Message: "building the request failed", Err: err}
-	}
+	c := platforms.Call{Method: rq.method, URL: rq.url, Body: rq.body, Header: http.Header{}, Bearer: rq.bearer, Create: rq.create}
 	if rq.contentType != "" {
-		req.Header.Set("Content-Type", rq.contentType)
-	}
-	req.Header.Set("Accept", "application/json")
-	if rq.bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+rq.bearer)
+		c.Header.Set("Content-Type", rq.contentType)
 	}
 	for k, v := range rq.header {
-		req.Header.Set(k, v)
+		c.Header.Set(k, v)
 	}
-	resp, err := a.hc.Do(req)
+	ans, err := platforms.Send(ctx, a.hc, platforms.YouTube, c)
 	if err != nil {
-		return nil, connError(err, wrote.Load(), rq.create)
+		return nil, err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-	if err != nil {
-		// The answer started but was cut off: the request certainly arrived.
-		return nil, connError(err, true, rq.create)
-	}
-	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+	return &response{status: ans.Status, header: ans.Header, body: ans.Body}, nil
 }
 
 // connError classifies a call that got no (complete) answer.
 func connError(err error, sent, create bool) *platforms.Error {
-	switch {
-	case !sent:
-		return &platforms.Error{Platform: platforms.YouTube, Kind: platforms.Transient, Message: "the request could not be sent: " + err.Error(), Err: err}
-	case create:
-		return &platforms.Error{Platform: platforms.YouTube, Kind: platforms.Unknown, Message: "no answer after the last chunk of the video was sent; the video may exist: " + err.Error(), Err: err}
-	}
-	return &platforms.Error{Platform: platforms.YouTube, Kind: platforms.Transient, Message: "no answer: " + err.Error(), Err: err}
+	return platforms.NoAnswer(platforms.YouTube, err, sent, create)
 }
 
 // googleError is Google's JSON error, and the OAuth endpoints' {error, error_description}.

@@ -72,7 +72,7 @@ var (
 func New(cfg platforms.Config) *Adapter {
 	a := &Adapter{cfg: cfg, hc: cfg.HTTPClient, chunkSize: defaultChunkSize}
 	if a.hc == nil {
-		a.hc = defaultClient()
+		a.hc = platforms.DefaultHTTPClient()
 	}
 	a.api = strings.TrimRight(or(cfg.BaseURL, DefaultBaseURL), "/")
 	a.upload = strings.TrimRight(or(cfg.UploadURL, DefaultUploadURL), "/")
