@@ -93,10 +93,15 @@ func cmdServe(args []string, stderr io.Writer) error {
 			}
 		}()
 	}
-	// Herald's heap is mostly short-lived request garbage; collecting less often trades memory,
-	// which a server has, for CPU. GOGC set in the environment wins.
+	// Herald's heap is mostly short-lived request garbage; collecting less often trades memory
+	// for CPU. A soft memory limit (2 GiB, or a quarter of the machine's memory if that is less)
+	// makes the collector work harder before the heap grows past it. GOGC and GOMEMLIMIT set in
+	// the environment win.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(defaultMemoryLimit())
 	}
 	a, err := app.New(cfg)
 	if err != nil {
@@ -158,4 +163,16 @@ func parsePlanLimits(s string) (map[string]int, error) {
 		out[k] = n
 	}
 	return out, nil
+}
+
+// defaultMemoryLimit is 2 GiB, or a quarter of the machine's memory when that is less.
+func defaultMemoryLimit() int64 {
+	limit := int64(2 << 30)
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		if _, err := fmt.Sscanf(string(b), "MemTotal: %d kB", &kb); err == nil && kb*1024/4 < limit {
+			limit = kb * 1024 / 4
+		}
+	}
+	return limit
 }

@@ -53,7 +53,8 @@ type Config struct {
 	SimLatency    time.Duration
 	SimLimitScale float64
 	Log           *slog.Logger
-	// PostIdleTimeout passivates idle post actors (default 2m).
+	// PostIdleTimeout passivates idle post and job actors (default 30s: a post is rarely touched
+	// again soon after its last change, and reactivating one costs one bbolt read).
 	PostIdleTimeout time.Duration
 	// ShutdownGrace bounds the wait for in-flight requests at shutdown (default 10s).
 	ShutdownGrace time.Duration

@@ -22,7 +22,7 @@ const DefaultFreePostQuota = 10
 // components built after the post directory.
 func (a *App) postDeps() post.Deps {
 	return post.Deps{
-		Store: a.Store, Events: a.Events, IdleTimeout: a.Cfg.PostIdleTimeout, Log: a.Log,
+		Store: a.Store, Events: a.Events, IdleTimeout: orDefault(a.Cfg.PostIdleTimeout, 30*time.Second), Log: a.Log,
 		StartJob:  func(id string) { a.Jobs.Send(id, &job.Start{}) },
 		Synced:    func(id string) { a.Jobs.Send(id, &job.PostSynced{}) },
 		Scheduled: func(at time.Time) { a.Scheduler.Scheduled(at) },
@@ -40,7 +40,7 @@ func (a *App) buildPublishing() {
 	})
 	a.Registry.MustRegister(outcomes, durations)
 	a.Jobs = actors.NewDirectory(a.Actors, job.Kind(job.Deps{
-		Store: a.Store, Log: a.Log, Media: a.MediaResolver,
+		Store: a.Store, Log: a.Log, Media: a.MediaResolver, IdleTimeout: orDefault(a.Cfg.PostIdleTimeout, 30*time.Second),
 		SendAccount: func(id string, m *account.Publish) { a.Accounts.Send(id, m) },
 		Finish:      func(j *persistence.Job) { a.Posts.Send(j.PostID, &post.Finish{Job: j}) },
 		Finished: func(j *persistence.Job, d time.Duration) {
