@@ -418,7 +418,11 @@ func (a *Actor) pump(ctx actor.Context) {
 		for a.inflight < a.deps.Concurrency && len(a.ready) > 0 {
 			r := a.ready[0]
 			a.ready = a.ready[1:]
-			a.report(r, false, false, "publishing to "+string(platform), platforms.Publication{})
+			if !r.waitShown.IsZero() {
+				// The job last heard that this target waits for budget: say it no longer does.
+				// Otherwise its phase is already platform_uploading, and the outcome follows.
+				a.report(r, false, false, "publishing to "+string(platform), platforms.Publication{})
+			}
 			a.inflight++
 			a.startCall(ctx, r, a.deps.Now())
 		}
