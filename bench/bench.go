@@ -106,7 +106,7 @@ func Main(args []string, stdout, stderr io.Writer) error {
 	env.Quick, env.Connections = *quick, *conns
 	env.Duration = 10 * time.Second
 	if *quick {
-		env.Duration = 3 * time.Second
+		env.Duration = 2 * time.Second
 	}
 	rep := Report{StartedAt: time.Now().UTC(), Machine: machine(), Quick: *quick}
 	for _, s := range selected {

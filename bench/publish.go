@@ -339,7 +339,7 @@ func sseFanout(base *Env) (Result, error) {
 	streams := 10000
 	latency := "20s"
 	if base.Quick {
-		streams, latency = 2000, "8s"
+		streams, latency = 2000, "4s"
 	}
 	e, err := base.Spawn(append([]string{"--sim-latency", latency}, unlimited...)...)
 	if err != nil {
