@@ -26,6 +26,14 @@
 //	media_orphans   storage key (string) → empty: bytes of a deleted record still to delete
 //	connect_states  state id → ConnectState (JSON): a browser connect flow in progress, marked
 //	                used by its callback, purged once expired
+//	jobs            tracking id → Job (JSON)
+//	jobs_active     tracking id → empty: jobs whose post has not taken their outcome (resumed at start-up)
+//	jobs_post       post id | tracking id → empty
+//	schedule        due time (8, Unix ns) | post id → empty
+//	idempotency     SHA-256 of user | route | Idempotency-Key → IdempotencyRecord (JSON)
+//	quota           user id | "YYYY-MM" → posts counted (8 bytes)
+//	events          event id → Event (JSON): the outbox of post lifecycle events
+//	event_cursors   consumer name → id of the last event it took
 //
 // Status codes are 1 + the index in PostStatuses; platform codes 1..9 as in platformCodes. A list
 // walks posts_user backwards and filters on the summaries, so only the page itself (or, with a

@@ -1,0 +1,24 @@
+// Package actors is Herald's virtual-actor runtime on Proto.Actor: an activation directory per
+// actor kind (Directory: one live incarnation per id, activated on its first message, passivated
+// when idle without losing a message), Ask with a deadline, supervision that restarts a failed
+// actor from its persisted state, and metrics per actor kind and message type.
+//
+// The actor kinds, one package each, and the messages between them:
+//
+//	HTTP handlers ──Ask──▶ post (actors/post) ──Start──▶ job (actors/job) ──Publish──▶ account (actors/account) ──▶ network adapter
+//	      │                  ▲  │                          ▲   │                          │
+//	      │                  │  └─ event to the outbox ─┐  │   └─ progress to SSE        │
+//	      │                  └────── Finish ────────────┼──┘◀──────── Report ────────────┘
+//	      │                                             ▼
+//	      └──Ask──▶ webhook (actors/webhook) ◀── dispatcher reads the outbox (bbolt)
+//
+//	scheduler (actors/scheduler) reads the schedule index ──Fire──▶ post
+//
+// Every actor writes through: it builds its next state as a copy, commits it to bbolt (group
+// committed with other actors' writes), and only then applies it and answers. Reads across many
+// entities (lists, the schedule, the outbox) read bbolt directly, never waking actors.
+//
+// Actors address each other by id through the directories, never by PID, so an actor may
+// passivate or restart between two messages; this is also what lets a cluster's grains replace the
+// directories when Herald runs on several nodes.
+package actors
