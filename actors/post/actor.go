@@ -61,13 +61,44 @@ type Actor struct {
 	id    string
 	deps  Deps
 	state *persistence.Post // nil: no such post
+	// loaded tells whether state reflects bbolt (it is read on the first message after a start).
+	loaded bool
+}
+
+// isCreate reports whether a message creates its post.
+func isCreate(m any) bool {
+	switch m := m.(type) {
+	case *Create:
+		return true
+	case *Publish:
+		return m.Create != nil
+	case *Schedule:
+		return m.Create != nil
+	}
+	return false
 }
 
 // Receive handles the post's messages.
 func (a *Actor) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
+	msg := ctx.Message()
+	switch msg.(type) {
 	case *actor.Started:
-		a.load()
+		// The state is read lazily: a post created by this very message needs no read (its
+		// transaction checks that the id is free).
+		a.loaded = false
+		return
+	case actor.SystemMessage, actor.AutoReceiveMessage:
+		return
+	}
+	if !a.loaded {
+		a.loaded = true
+		if isCreate(msg) {
+			a.state = nil
+		} else {
+			a.load()
+		}
+	}
+	switch m := ctx.Message().(type) {
 	case *Create:
 		a.create(ctx, m)
 	case *Get:
@@ -131,10 +162,24 @@ func (a *Actor) create(ctx actor.Context, m *Create) {
 	next := m.Post.Clone()
 	next.ID = a.id
 	next.Version = 1
-	if err := a.commit(next); err != nil {
+	raw, err := persistence.Encode(next)
+	if err != nil {
 		actors.ReplyError(ctx, err)
 		return
 	}
+	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+		if _, err := tx.Post(a.id); err == nil {
+			return ErrExists
+		}
+		return tx.PutPost(next, raw)
+	}); err != nil {
+		if errors.Is(err, ErrExists) {
+			a.load()
+		}
+		actors.ReplyError(ctx, err)
+		return
+	}
+	a.state = next
 	actors.Reply(ctx, &Reply{Post: next.Clone()})
 }
 

@@ -203,7 +203,7 @@ func (a *Actor) publish(ctx actor.Context, m *Publish) {
 		}
 		cur = owned
 	}
-	j, sj, err := a.startJob(cur, m.JobID, m.Quota, m.Idempotency)
+	j, sj, err := a.startJob(cur, m.JobID, m.Quota, m.Idempotency, m.Create != nil)
 	if err != nil {
 		actors.ReplyError(ctx, err)
 		return
@@ -214,7 +214,7 @@ func (a *Actor) publish(ctx actor.Context, m *Publish) {
 
 // startJob commits the post's move to publishing with its new job (and the quota, the schedule
 // index and the idempotency answer) in one transaction.
-func (a *Actor) startJob(cur *persistence.Post, jobID string, q *Quota, idem *Idempotency) (*persistence.Job, *persistence.Post, error) {
+func (a *Actor) startJob(cur *persistence.Post, jobID string, q *Quota, idem *Idempotency, creating bool) (*persistence.Job, *persistence.Post, error) {
 	now := a.deps.Now().UTC()
 	next := cur.Clone()
 	wasScheduled := cur.Status == persistence.PostScheduled && cur.ScheduledAt != nil
@@ -229,6 +229,11 @@ func (a *Actor) startJob(cur *persistence.Post, jobID string, q *Quota, idem *Id
 		return nil, nil, err
 	}
 	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+		if creating {
+			if _, err := tx.Post(cur.ID); err == nil {
+				return ErrExists
+			}
+		}
 		n := next.Clone()
 		if err := countQuota(tx, n, q); err != nil {
 			return err
@@ -300,6 +305,11 @@ func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
 		}
 	}
 	err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+		if m.Create != nil {
+			if _, err := tx.Post(cur.ID); err == nil {
+				return ErrExists
+			}
+		}
 		n := next.Clone()
 		if err := countQuota(tx, n, m.Quota); err != nil {
 			return err
@@ -345,7 +355,7 @@ func (a *Actor) fire(ctx actor.Context, m *Fire) {
 		return
 	}
 	jobID := uuid.Must(uuid.NewV7()).String()
-	j, _, err := a.startJob(cur, jobID, nil, nil)
+	j, _, err := a.startJob(cur, jobID, nil, nil, false)
 	if err != nil {
 		var np *NotPublishableError
 		if errors.As(err, &np) {
