@@ -3,9 +3,6 @@ package bluesky
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"image"
@@ -21,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/platformstest"
 	"github.com/heraldhq/herald/platforms/sim"
 )
 
@@ -51,12 +49,7 @@ func fileMedia(ct string, data []byte) platforms.Media {
 	}}
 }
 
-func randomBytes(t *testing.T, n int) []byte {
-	b := make([]byte, n)
-	_, err := rand.Read(b)
-	require.NoError(t, err)
-	return b
-}
+func randomBytes(t *testing.T, n int) []byte { return platformstest.RandomBytes(t, n) }
 
 func pngBytes(t *testing.T, w, h int) []byte {
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
@@ -66,18 +59,10 @@ func pngBytes(t *testing.T, w, h int) []byte {
 	return b.Bytes()
 }
 
-func sha(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
+func sha(b []byte) string { return platformstest.SHA256(b) }
 
 func kindOf(t *testing.T, err error) platforms.Kind {
-	t.Helper()
-	require.Error(t, err)
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e), "error is not classified: %v", err)
-	require.Equal(t, platforms.Bluesky, e.Platform)
-	return e.Kind
+	return platformstest.KindOf(t, err, platforms.Bluesky)
 }
 
 // records reads the account's post records through the simulator's listRecords.

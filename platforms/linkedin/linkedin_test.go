@@ -1,14 +1,9 @@
 package linkedin
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -19,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/platformstest"
 	"github.com/heraldhq/herald/platforms/sim"
 )
 
@@ -41,34 +37,15 @@ func setup(t *testing.T, opts sim.Options) *testBundle {
 }
 
 func fileMedia(ct string, data []byte, knownSize bool) platforms.Media {
-	m := platforms.Media{ID: "m", ContentType: ct, Filename: "f", Open: func(context.Context) (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(data)), nil
-	}}
-	if knownSize {
-		m.Size = int64(len(data))
-	}
-	return m
+	return platformstest.Media("m", ct, "f", data, knownSize)
 }
 
-func randomBytes(t *testing.T, n int) []byte {
-	b := make([]byte, n)
-	_, err := rand.Read(b)
-	require.NoError(t, err)
-	return b
-}
+func randomBytes(t *testing.T, n int) []byte { return platformstest.RandomBytes(t, n) }
 
-func sha(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
+func sha(b []byte) string { return platformstest.SHA256(b) }
 
 func kindOf(t *testing.T, err error) platforms.Kind {
-	t.Helper()
-	require.Error(t, err)
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e), "error is not classified: %v", err)
-	require.Equal(t, platforms.LinkedIn, e.Platform)
-	return e.Kind
+	return platformstest.KindOf(t, err, platforms.LinkedIn)
 }
 
 func requests(t *testing.T, s *sim.Server) []sim.RequestLog {

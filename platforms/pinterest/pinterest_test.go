@@ -3,10 +3,6 @@ package pinterest
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/platformstest"
 	"github.com/heraldhq/herald/platforms/sim"
 )
 
@@ -100,13 +97,7 @@ func consent(t *testing.T, authURL string) url.Values {
 	return loc.Query()
 }
 
-func randomBytes(t *testing.T, n int) []byte {
-	t.Helper()
-	b := make([]byte, n)
-	_, err := rand.Read(b)
-	require.NoError(t, err)
-	return b
-}
+func randomBytes(t *testing.T, n int) []byte { return platformstest.RandomBytes(t, n) }
 
 func fileMedia(ctype, name string, data []byte) platforms.Media {
 	return platforms.Media{
@@ -115,18 +106,10 @@ func fileMedia(ctype, name string, data []byte) platforms.Media {
 	}
 }
 
-func sha(data []byte) string {
-	s := sha256.Sum256(data)
-	return hex.EncodeToString(s[:])
-}
+func sha(data []byte) string { return platformstest.SHA256(data) }
 
 func kindOf(t *testing.T, err error) platforms.Kind {
-	t.Helper()
-	require.Error(t, err)
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e), "error %v is not a *platforms.Error", err)
-	require.Equal(t, platforms.Pinterest, e.Platform)
-	return e.Kind
+	return platformstest.KindOf(t, err, platforms.Pinterest)
 }
 
 func TestConnect(t *testing.T) {

@@ -3,10 +3,8 @@ package tiktok
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -20,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/platformstest"
 	"github.com/heraldhq/herald/platforms/sim"
 )
 
@@ -74,13 +73,7 @@ func consent(t *testing.T, authURL string) url.Values {
 	return loc.Query()
 }
 
-func randomBytes(t *testing.T, n int) []byte {
-	t.Helper()
-	b := make([]byte, n)
-	_, err := rand.Read(b)
-	require.NoError(t, err)
-	return b
-}
+func randomBytes(t *testing.T, n int) []byte { return platformstest.RandomBytes(t, n) }
 
 func videoMedia(data []byte) platforms.Media {
 	return platforms.Media{
@@ -89,18 +82,10 @@ func videoMedia(data []byte) platforms.Media {
 	}
 }
 
-func sha(data []byte) string {
-	s := sha256.Sum256(data)
-	return hex.EncodeToString(s[:])
-}
+func sha(data []byte) string { return platformstest.SHA256(data) }
 
 func kindOf(t *testing.T, err error) platforms.Kind {
-	t.Helper()
-	require.Error(t, err)
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e), "error %v is not a *platforms.Error", err)
-	require.Equal(t, platforms.TikTok, e.Platform)
-	return e.Kind
+	return platformstest.KindOf(t, err, platforms.TikTok)
 }
 
 func uploads(t *testing.T, srv *sim.Server) []sim.RequestLog {

@@ -1,9 +1,7 @@
 package x
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -13,30 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/platformstest"
 	"github.com/heraldhq/herald/platforms/sim"
 )
 
 // admin calls the simulator's admin API and decodes the answer into out; it returns the status.
 func admin(t *testing.T, srv *sim.Server, method, path string, body, out any) int {
-	t.Helper()
-	var rd *bytes.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		require.NoError(t, err)
-		rd = bytes.NewReader(raw)
-	} else {
-		rd = bytes.NewReader(nil)
-	}
-	req, err := http.NewRequest(method, srv.BaseURL()+path, rd)
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	if out != nil {
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
-	}
-	return resp.StatusCode
+	return platformstest.Admin(t, srv, method, path, body, out)
 }
 
 func publish(t *testing.T, b *testBundle, text string) string {

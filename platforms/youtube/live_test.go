@@ -1,9 +1,7 @@
 package youtube
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -13,28 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/platformstest"
 	"github.com/heraldhq/herald/platforms/sim"
 )
 
 // admin calls the simulator's admin API and decodes the answer into out; it returns the status.
 func admin(t *testing.T, srv *sim.Server, method, path string, body, out any) int {
-	t.Helper()
-	raw := []byte(nil)
-	if body != nil {
-		var err error
-		raw, err = json.Marshal(body)
-		require.NoError(t, err)
-	}
-	req, err := http.NewRequest(method, srv.BaseURL()+path, bytes.NewReader(raw))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	if out != nil {
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
-	}
-	return resp.StatusCode
+	return platformstest.Admin(t, srv, method, path, body, out)
 }
 
 func publishVideo(t *testing.T, b *testBundle, title string) string {

@@ -3,10 +3,8 @@ package youtube
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -21,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/platformstest"
 	"github.com/heraldhq/herald/platforms/sim"
 )
 
@@ -43,13 +42,7 @@ func setup(t *testing.T, opts sim.Options) *testBundle {
 	return &testBundle{srv: srv, a: a, creds: creds}
 }
 
-func randomBytes(t *testing.T, n int) []byte {
-	t.Helper()
-	b := make([]byte, n)
-	_, err := rand.Read(b)
-	require.NoError(t, err)
-	return b
-}
+func randomBytes(t *testing.T, n int) []byte { return platformstest.RandomBytes(t, n) }
 
 func videoMedia(data []byte) platforms.Media {
 	return platforms.Media{
@@ -58,18 +51,10 @@ func videoMedia(data []byte) platforms.Media {
 	}
 }
 
-func sha(data []byte) string {
-	s := sha256.Sum256(data)
-	return hex.EncodeToString(s[:])
-}
+func sha(data []byte) string { return platformstest.SHA256(data) }
 
 func kindOf(t *testing.T, err error) platforms.Kind {
-	t.Helper()
-	require.Error(t, err)
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e), "error %v is not a *platforms.Error", err)
-	require.Equal(t, platforms.YouTube, e.Platform)
-	return e.Kind
+	return platformstest.KindOf(t, err, platforms.YouTube)
 }
 
 func TestPublishChunkedVideo(t *testing.T) {
