@@ -122,8 +122,11 @@ type Sim struct {
 	mux      *http.ServeMux
 	networks map[platforms.Platform]*Network
 
-	mu          sync.Mutex
-	records     []Record
+	mu      sync.Mutex
+	records []Record
+	// last is each account's newest publication (platform | account), for the duplicate checks
+	// that every post makes.
+	last        map[string]Record
 	faults      map[platforms.Platform][]string
 	revocations []Revocation
 	requests    []RequestLog
@@ -394,8 +397,20 @@ func (n *Network) Publish(id, account, text string, mediaSHA []string) Record {
 	rec := Record{ID: id, Platform: string(n.Platform), Account: account, Text: text, MediaSHA256: mediaSHA, CreatedAt: n.Sim.opts.Now().UTC()}
 	n.Sim.mu.Lock()
 	n.Sim.records = append(n.Sim.records, rec)
+	if n.Sim.last == nil {
+		n.Sim.last = map[string]Record{}
+	}
+	n.Sim.last[string(n.Platform)+"|"+account] = rec
 	n.Sim.mu.Unlock()
 	return rec
+}
+
+// LastPublication is the newest post of an account on p, without copying the record.
+func (s *Sim) LastPublication(p platforms.Platform, account string) (Record, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.last[string(p)+"|"+account]
+	return r, ok
 }
 
 // Publications lists what was published on p ("" for every network), oldest first.
@@ -449,6 +464,7 @@ func (s *Sim) InjectFault(p platforms.Platform, fault string, count int) error {
 func (s *Sim) Reset() {
 	s.mu.Lock()
 	s.records = nil
+	s.last = nil
 	s.faults = map[platforms.Platform][]string{}
 	s.requests = nil
 	s.revocations = nil

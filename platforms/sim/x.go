@@ -444,14 +444,9 @@ func (x *xSim) createTweet(w http.ResponseWriter, r *http.Request, u xUser) {
 		xInvalid(w, "media.media_ids", msg)
 		return
 	}
-	for _, rec := range xNewestFirst(x.n.Sim.Publications(platforms.X)) {
-		if rec.Account == u.id && replyTo == nil {
-			if rec.Text == text && text != "" {
-				xProblem(w, http.StatusForbidden, "about:blank", "Forbidden", "You are not allowed to create a Tweet with duplicate content.")
-				return
-			}
-			break
-		}
+	if rec, ok := x.n.Sim.LastPublication(platforms.X, u.id); ok && replyTo == nil && rec.Text == text && text != "" {
+		xProblem(w, http.StatusForbidden, "about:blank", "Forbidden", "You are not allowed to create a Tweet with duplicate content.")
+		return
 	}
 	limit, remaining, reset, ok := x.n.Take("tweets_app", "app", 1, xLimitTweetsApp)
 	w.Header().Set("x-app-limit-24hour-limit", strconv.Itoa(limit))
