@@ -93,7 +93,17 @@ var (
 func init() { registerBuckets(bJobs, bJobsActive, bJobsPost, bSchedule, bIdempotency, bQuota) }
 
 // PutJob stores a job; an unsynced job is active.
-func (t *Tx) PutJob(j *Job) error {
+func (t *Tx) PutJob(j *Job) error { return t.PutJobEncoded(j, nil) }
+
+// PutJobEncoded stores a job the caller encoded with Encode (outside the transaction that many
+// writers share); nil raw encodes it here.
+func (t *Tx) PutJobEncoded(j *Job, raw []byte) error {
+	if raw == nil {
+		var err error
+		if raw, err = Encode(j); err != nil {
+			return err
+		}
+	}
 	id := mustID(j.TrackingID)
 	if j.PostSynced {
 		if err := t.tx.Bucket(bJobsActive).Delete(id); err != nil {
@@ -105,7 +115,7 @@ func (t *Tx) PutJob(j *Job) error {
 	if err := t.tx.Bucket(bJobsPost).Put(join(mustID(j.PostID), id), nil); err != nil {
 		return err
 	}
-	return t.put(bJobs, id, j)
+	return t.tx.Bucket(bJobs).Put(id, raw)
 }
 
 // Job returns a job by tracking id.

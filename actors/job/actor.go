@@ -233,15 +233,18 @@ func (a *Actor) apply(r *account.Report) {
 		next.CompletedAt = &now
 	}
 	next.Seq++
-	err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
-		if r.Final {
-			// The outcome is stored: the account's attempt record is no longer needed.
-			if err := tx.DeleteAttempt(a.id, r.Target); err != nil {
-				return err
+	raw, err := persistence.Encode(next) // outside the transaction that many actors share
+	if err == nil {
+		err = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+			if r.Final {
+				// The outcome is stored: the account's attempt record is no longer needed.
+				if err := tx.DeleteAttempt(a.id, r.Target); err != nil {
+					return err
+				}
 			}
-		}
-		return tx.PutJob(next)
-	})
+			return tx.PutJobEncoded(next, raw)
+		})
+	}
 	if err != nil {
 		a.deps.Log.Error("storing a job's progress failed", "job_id", a.id, "error", err)
 		return
@@ -288,7 +291,11 @@ func (a *Actor) postSynced() {
 	}
 	next := a.state.Clone()
 	next.PostSynced = true
-	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutJob(next) }); err != nil {
+	raw, err := persistence.Encode(next)
+	if err == nil {
+		err = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutJobEncoded(next, raw) })
+	}
+	if err != nil {
 		a.deps.Log.Error("storing a job's sync failed", "job_id", a.id, "error", err)
 		return
 	}

@@ -228,6 +228,10 @@ func (a *Actor) startJob(cur *persistence.Post, jobID string, q *Quota, idem *Id
 	if err != nil {
 		return nil, nil, err
 	}
+	jobRaw, err := persistence.Encode(j)
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
 		if creating {
 			if _, err := tx.Post(cur.ID); err == nil {
@@ -254,7 +258,7 @@ func (a *Actor) startJob(cur *persistence.Post, jobID string, q *Quota, idem *Id
 				return err
 			}
 		}
-		if err := tx.PutJob(j); err != nil {
+		if err := tx.PutJobEncoded(j, jobRaw); err != nil {
 			return err
 		}
 		return tx.PutPost(n, raw)
@@ -420,11 +424,16 @@ func (a *Actor) finishJob(m *Finish) {
 		a.deps.Log.Error("building a post event failed", "post_id", a.id, "job_id", j.TrackingID, "error", err)
 		return
 	}
+	raw, err := persistence.Encode(next)
+	if err != nil {
+		a.deps.Log.Error("encoding a post failed", "post_id", next.ID, "error", err)
+		return
+	}
 	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
 		if err := tx.AppendEvent(ev); err != nil {
 			return err
 		}
-		return tx.PutPost(next, nil)
+		return tx.PutPost(next, raw)
 	}); err != nil {
 		a.deps.Log.Error("storing a post's outcome failed; it is retried at start-up", "post_id", a.id, "job_id", j.TrackingID, "error", err)
 		return
