@@ -68,6 +68,9 @@ type Actor struct {
 	subs  map[*Subscriber]bool
 	// finishing is set while the post takes the outcome.
 	finishing bool
+	// loaded tells whether state reflects bbolt (read on the first message after a start,
+	// unless that message carries the job).
+	loaded bool
 }
 
 // Busy keeps a running job, or one with subscribers, from passivating.
@@ -77,9 +80,25 @@ func (a *Actor) Busy() bool {
 
 // Receive handles the job's messages.
 func (a *Actor) Receive(ctx actor.Context) {
+	if !a.loaded {
+		switch m := ctx.Message().(type) {
+		case actor.SystemMessage, actor.AutoReceiveMessage:
+		case *Start:
+			a.loaded = true
+			if m.Job != nil && m.Job.TrackingID == a.id {
+				a.state = m.Job.Clone()
+			} else {
+				a.load()
+			}
+		default:
+			a.loaded = true
+			a.load()
+		}
+	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.load()
+		// The state is read lazily, on the first message.
+		a.loaded = false
 	case *actor.Stopped:
 		for s := range a.subs {
 			close(s.C)
@@ -142,11 +161,14 @@ func (a *Actor) start(m *Start) {
 		}
 		return
 	}
-	var post *persistence.Post
-	_ = a.deps.Store.View(func(tx *persistence.Tx) error {
-		post, _ = tx.Post(j.PostID)
-		return nil
-	})
+	post := m.Post
+	if post == nil || post.ID != j.PostID {
+		post = nil
+		_ = a.deps.Store.View(func(tx *persistence.Tx) error {
+			post, _ = tx.Post(j.PostID)
+			return nil
+		})
+	}
 	if post == nil {
 		// The post is gone (it cannot be deleted while publishing; this is a damaged store).
 		for _, t := range j.Targets {

@@ -13,6 +13,10 @@ type Start struct {
 	// Resume marks a start-up after a crash: targets that were in flight are resolved, not
 	// sent again blindly.
 	Resume bool
+	// Job and Post, when set, are the committed job and its post as the post actor just stored
+	// them, so that a new job needs no read (immutable once sent).
+	Job  *persistence.Job
+	Post *persistence.Post
 }
 
 // Get reads the job on behalf of a user. Reply: *Reply.

@@ -22,8 +22,8 @@ const KindName = "post"
 type Deps struct {
 	Store *persistence.Store
 	Now   func() time.Time
-	// StartJob sends a committed job its Start.
-	StartJob func(jobID string)
+	// StartJob sends a committed job its Start, with the job and the post as committed.
+	StartJob func(j *persistence.Job, p *persistence.Post)
 	// Synced tells a job that the post took its outcome.
 	Synced func(jobID string)
 	// Events is notified after an event is committed to the outbox.
@@ -44,7 +44,7 @@ func Kind(d Deps) actors.Kind {
 		d.Log = slog.Default()
 	}
 	if d.StartJob == nil {
-		d.StartJob = func(string) {}
+		d.StartJob = func(*persistence.Job, *persistence.Post) {}
 	}
 	if d.Synced == nil {
 		d.Synced = func(string) {}

@@ -209,7 +209,7 @@ func (a *Actor) publish(ctx actor.Context, m *Publish) {
 		return
 	}
 	actors.Reply(ctx, &PublishReply{Post: sj.Clone(), Job: j.Clone()})
-	a.deps.StartJob(j.TrackingID)
+	a.deps.StartJob(j.Clone(), sj.Clone())
 }
 
 // startJob commits the post's move to publishing with its new job (and the quota, the schedule
@@ -359,7 +359,7 @@ func (a *Actor) fire(ctx actor.Context, m *Fire) {
 		return
 	}
 	jobID := uuid.Must(uuid.NewV7()).String()
-	j, _, err := a.startJob(cur, jobID, nil, nil, false)
+	j, sj, err := a.startJob(cur, jobID, nil, nil, false)
 	if err != nil {
 		var np *NotPublishableError
 		if errors.As(err, &np) {
@@ -371,7 +371,7 @@ func (a *Actor) fire(ctx actor.Context, m *Fire) {
 		return
 	}
 	actors.Reply(ctx, &FireReply{JobID: j.TrackingID})
-	a.deps.StartJob(j.TrackingID)
+	a.deps.StartJob(j.Clone(), sj.Clone())
 }
 
 // finishJob takes a job's outcome: target statuses and errors, the post's status, and the

@@ -23,7 +23,7 @@ const DefaultFreePostQuota = 10
 func (a *App) postDeps() post.Deps {
 	return post.Deps{
 		Store: a.Store, Events: a.Events, IdleTimeout: orDefault(a.Cfg.PostIdleTimeout, 30*time.Second), Log: a.Log,
-		StartJob:  func(id string) { a.Jobs.Send(id, &job.Start{}) },
+		StartJob:  func(j *persistence.Job, p *persistence.Post) { a.Jobs.Send(j.TrackingID, &job.Start{Job: j, Post: p}) },
 		Synced:    func(id string) { a.Jobs.Send(id, &job.PostSynced{}) },
 		Scheduled: func(at time.Time) { a.Scheduler.Scheduled(at) },
 	}
