@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -135,6 +136,9 @@ func Main(args []string, stdout, stderr io.Writer) error {
 	Print(rep, stdout)
 	if *out != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+			return err
+		}
 		if err := os.WriteFile(*out, b, 0o644); err != nil {
 			return err
 		}
