@@ -190,13 +190,38 @@ func (h *handlers) serveStream(conn net.Conn, sub *job.Subscriber, unsubscribe f
 				h.streams.dropped.Inc()
 				return
 			}
-			b, err := render(e)
-			if err != nil || !write(b) {
+			// Events already waiting go out in the same write (the last progress and done
+			// usually arrive together): one system call instead of several per subscriber.
+			batch := []*job.Event{e}
+		more:
+			for len(batch) < 8 && e.Name != "done" {
+				select {
+				case next, ok := <-sub.C:
+					if !ok {
+						break more
+					}
+					batch = append(batch, next)
+					e = next
+				default:
+					break more
+				}
+			}
+			var out []byte
+			for _, ev := range batch {
+				b, err := render(ev)
+				if err != nil {
+					h.streams.dropped.Inc()
+					unsubscribe()
+					return
+				}
+				out = append(out, b...)
+			}
+			if !write(out) {
 				h.streams.dropped.Inc()
 				unsubscribe()
 				return
 			}
-			h.streams.sent.Inc()
+			h.streams.sent.Add(float64(len(batch)))
 			if e.Name == "done" {
 				return
 			}
