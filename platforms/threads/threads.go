@@ -19,7 +19,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -246,86 +245,34 @@ func mediaParams(m platforms.Media, carouselItem bool) url.Values {
 	return form
 }
 
+// create makes a container and returns its id.
 func (a *Adapter) create(ctx context.Context, c platforms.Credentials, form url.Values) (string, error) {
-	var out struct {
-		ID graph.ID `json:"id"`
-	}
-	resp, err := a.client.Do(ctx, graph.Call{Method: http.MethodPost, URL: a.api("/" + url.PathEscape(c.UserID) + "/threads"), Token: c.AccessToken, Params: form}, &out)
-	if err != nil {
-		return "", err
-	}
-	if out.ID == "" {
-		return "", graph.Garbage(platforms.Threads, resp.Status, false, "the container answer has no id")
-	}
-	return string(out.ID), nil
+	return a.client.CreateContainer(ctx, a.api("/"+url.PathEscape(c.UserID)+"/threads"), c.AccessToken, form)
 }
 
 func (a *Adapter) wait(ctx context.Context, c platforms.Credentials, id string) error {
 	return a.client.Wait(ctx, graph.Container{StatusField: "status", MessageField: "error_message"}, a.api("/"+url.PathEscape(id)), c.AccessToken, a.cfg.PollInterval, processingLimit)
 }
 
+// permalink reads the post's link; a failure only leaves the URL empty.
 func (a *Adapter) permalink(ctx context.Context, c platforms.Credentials, id string) string {
-	var out struct {
-		Permalink string `json:"permalink"`
-	}
-	if _, err := a.client.Do(ctx, graph.Call{Method: http.MethodGet, URL: a.api("/" + url.PathEscape(id)), Token: c.AccessToken, Params: url.Values{"fields": {"permalink"}}}, &out); err != nil {
-		return ""
-	}
-	return out.Permalink
+	return a.client.Permalink(ctx, a.api("/"+url.PathEscape(id)), c.AccessToken)
 }
 
-// Refresh renews the 60-day token itself; the profile keeps its id and handle. A token that can no
+// Refresh renews the 60-day token itself; the account keeps its id and handle. A token that can no
 // longer be refreshed is a Permanent error asking to reconnect.
 func (a *Adapter) Refresh(ctx context.Context, c platforms.Credentials) (platforms.Credentials, error) {
-	var tok graph.Token
-	_, err := a.client.Do(ctx, graph.Call{Method: http.MethodGet, URL: a.cfg.BaseURL + "/refresh_access_token", Params: url.Values{"grant_type": {"th_refresh_token"}, "access_token": {c.AccessToken}}}, &tok)
-	if err != nil {
-		return c, graph.ReconnectError(err)
-	}
-	if tok.AccessToken == "" {
-		return c, graph.Garbage(platforms.Threads, 200, false, "the refresh answered no access token")
-	}
-	out := c
-	out.AccessToken = tok.AccessToken
-	out.ExpiresAt = tok.Expiry(time.Now())
-	return out, nil
+	return a.client.RefreshLongLived(ctx, a.cfg.BaseURL, "th_refresh_token", c)
 }
 
 // Revoke does nothing: Threads offers no token revocation (the user removes the app in the
 // Threads settings).
 func (a *Adapter) Revoke(ctx context.Context, c platforms.Credentials) error { return nil }
 
-// Lookup looks through GET /{user-id}/threads for a post with exactly this text published at or
-// after since (up to three pages of 100).
+// Lookup looks through GET /{user-id}/threads for a post with exactly this text published at
+// or after since (up to three pages of 100).
 func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platforms.Post, since time.Time) (platforms.Publication, bool, error) {
-	params := url.Values{"fields": {"id,text,timestamp,permalink"}, "limit": {"100"}, "since": {strconv.FormatInt(since.Unix()-1, 10)}}
-	next := a.api("/" + url.PathEscape(c.UserID) + "/threads")
-	floor := since.Truncate(time.Second)
-	for page := 0; page < 3 && next != ""; page++ {
-		var out struct {
-			Data []struct {
-				ID        graph.ID `json:"id"`
-				Text      string   `json:"text"`
-				Timestamp string   `json:"timestamp"`
-				Permalink string   `json:"permalink"`
-			} `json:"data"`
-			Paging struct {
-				Next string `json:"next"`
-			} `json:"paging"`
-		}
-		if _, err := a.client.Do(ctx, graph.Call{Method: http.MethodGet, URL: next, Token: c.AccessToken, Params: params}, &out); err != nil {
-			return platforms.Publication{}, false, err
-		}
-		for _, d := range out.Data {
-			t, err := graph.ParseTime(d.Timestamp)
-			if err != nil || t.Before(floor) || d.Text != p.Text || d.ID == "" {
-				continue
-			}
-			return platforms.Publication{ID: string(d.ID), URL: d.Permalink}, true, nil
-		}
-		next, params = out.Paging.Next, nil
-	}
-	return platforms.Publication{}, false, nil
+	return a.client.FindPost(ctx, a.api("/"+url.PathEscape(c.UserID)+"/threads"), c.AccessToken, "text", p.Text, since)
 }
 
 // UsesPKCE reports false: Threads OAuth authenticates with the app secret.
