@@ -44,6 +44,15 @@ func jsonType(raw []byte) string {
 // readObject reads and parses the request body as a JSON object, whatever the Content-Type. A
 // body that is not JSON at all (plain text) counts as a string.
 func readObject(r *http.Request) (object, error) {
+	raw, err := readRaw(r)
+	if err != nil {
+		return nil, err
+	}
+	return parseObject(raw)
+}
+
+// readRaw reads a request body up to MaxJSONBody; a larger one is 413.
+func readRaw(r *http.Request) ([]byte, error) {
 	raw, err := io.ReadAll(io.LimitReader(r.Body, MaxJSONBody+1))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -55,7 +64,7 @@ func readObject(r *http.Request) (object, error) {
 	if len(raw) > MaxJSONBody {
 		return nil, tooLarge()
 	}
-	return parseObject(raw)
+	return raw, nil
 }
 
 func tooLarge() *apierr.Error {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -139,20 +138,7 @@ func (h *handlers) quota(c *echo.Context) *post.Quota {
 	return &post.Quota{Limit: h.FreePostQuota, Month: h.Now().UTC().Format("2006-01")}
 }
 
-func readBody(c *echo.Context) ([]byte, error) {
-	raw, err := io.ReadAll(io.LimitReader(c.Request().Body, MaxJSONBody+1))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, tooLarge()
-		}
-		return nil, apierr.Validation("could not read the request body")
-	}
-	if len(raw) > MaxJSONBody {
-		return nil, tooLarge()
-	}
-	return raw, nil
-}
+func readBody(c *echo.Context) ([]byte, error) { return readRaw(c.Request()) }
 
 // lifecycleError maps the post actor's publishing and scheduling refusals.
 func (h *handlers) lifecycleError(c *echo.Context, err error) error {

@@ -27,7 +27,7 @@ func (a *App) buildAccounts() error {
 	metrics := account.NewMetrics(a.Registry)
 	a.Accounts = actors.NewDirectory(a.Actors, account.Kind(account.Deps{
 		Store: a.Store, Box: a.Box, Adapters: a.Adapters, Budgets: a.Budgets, Metrics: metrics,
-		Log: a.Log, Concurrency: a.Cfg.AccountConcurrency, Report: a.reportToJob,
+		Log: a.Log, Concurrency: a.Cfg.AccountConcurrency, Report: func(r *account.Report) { a.Jobs.Send(r.JobID, r) },
 	}))
 	return nil
 }
@@ -37,12 +37,5 @@ func (a *App) buildAccounts() error {
 func (a *App) pointAdaptersAt(cfg map[platforms.Platform]platforms.Config) {
 	for p, ad := range registry.New(cfg) {
 		a.Adapters[p] = ad
-	}
-}
-
-// reportToJob delivers an account's report to the job it concerns.
-func (a *App) reportToJob(r *account.Report) {
-	if a.reports != nil {
-		a.reports(r)
 	}
 }

@@ -126,8 +126,6 @@ type App struct {
 	admin   *admin.Server
 	httpSrv *http.Server
 	ln      net.Listener
-	// reports receives account reports (the job directory, once built).
-	reports func(*account.Report)
 	// SandboxKey is the demo key written at first sandbox start ("" otherwise).
 	SandboxKey string
 }

@@ -49,7 +49,6 @@ func (a *App) buildPublishing() {
 			logJobFinished(a.Log, j, d)
 		},
 	}))
-	a.reports = func(r *account.Report) { a.Jobs.Send(r.JobID, r) }
 	a.Scheduler = scheduler.New(a.Store, a.Posts, scheduler.Options{Log: a.Log, Registry: a.Registry})
 }
 
