@@ -128,18 +128,18 @@ func (e *Env) draftBody(i int) []byte {
 }
 
 func createDrafts(e *Env) (Result, error) {
+	ws, err := e.wires(e.Connections)
+	if err != nil {
+		return Result{}, err
+	}
+	defer closeWires(ws)
 	r, err := drive(e.log, "create-drafts", e.Connections, e.Duration, func(w, i int) error {
-		req, _ := http.NewRequest(http.MethodPost, e.URL+"/v1/posts", bytes.NewReader(e.draftBody(w*1_000_000+i)))
-		req.Header.Set("Authorization", "Bearer "+e.Key)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := e.Client.Do(req)
+		st, b, err := ws[w].do(http.MethodPost, "/v1/posts", e.draftBody(w*1_000_000+i))
 		if err != nil {
 			return err
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated {
-			return fmt.Errorf("POST /v1/posts: %s", resp.Status)
+		if st != http.StatusCreated {
+			return fmt.Errorf("POST /v1/posts: %d %s", st, b)
 		}
 		return nil
 	})

@@ -188,9 +188,15 @@ func publishScenario(base *Env) (Result, error) {
 			}
 		}
 	}()
+	ws, err := e.wires(e.Connections)
+	if err != nil {
+		cancel()
+		return Result{}, err
+	}
+	defer closeWires(ws)
 	start := time.Now()
 	r, err := drive(e.log, "publish", e.Connections, e.Duration, func(w, i int) error {
-		st, b, err := e.post("/v1/posts/publish", fmt.Sprintf(`{"content":"Bench publish %d-%d: the autumn collection is out today. #launch","platforms":[%s]}`, w, i, targets), nil)
+		st, b, err := ws[w].do(http.MethodPost, "/v1/posts/publish", fmt.Appendf(nil, `{"content":"Bench publish %d-%d: the autumn collection is out today. #launch","platforms":[%s]}`, w, i, targets))
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,16 @@ import (
 
 // Encode encodes a record for storage.
 func Encode(v any) ([]byte, error) {
+	switch r := v.(type) {
+	case *Post:
+		if timeEncodable(r.CreatedAt) && timeEncodable(r.UpdatedAt) && (r.ScheduledAt == nil || timeEncodable(*r.ScheduledAt)) {
+			return appendPost(make([]byte, 0, 512+len(r.Content)+200*len(r.Targets)), r), nil
+		}
+	case *Job:
+		if timeEncodable(r.CreatedAt) && (r.CompletedAt == nil || timeEncodable(*r.CompletedAt)) {
+			return appendJob(make([]byte, 0, 256+300*len(r.Targets)), r), nil
+		}
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("persistence: encode %T: %w", v, err)

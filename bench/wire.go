@@ -1,0 +1,192 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// wire is a lean HTTP/1.1 client for the throughput scenarios: one keep-alive connection, each
+// request written in one write from bytes assembled in a reused buffer, each response parsed
+// only as far as the status, Content-Length (or chunked framing) and body. The load generator
+// shares the machine's cores with the server it measures; net/http's client spends several
+// times more CPU per request than this, CPU the server would otherwise have. A wire is used by
+// one goroutine at a time.
+type wire struct {
+	host   string // host:port
+	auth   string // "Bearer sk_..."
+	conn   net.Conn
+	br     *bufio.Reader
+	out    []byte
+	body   []byte
+	header map[string]string // extra request headers, set by the caller between requests
+}
+
+func (e *Env) newWire() (*wire, error) {
+	u, err := url.Parse(e.URL)
+	if err != nil {
+		return nil, err
+	}
+	return &wire{host: u.Host, auth: "Bearer " + e.Key}, nil
+}
+
+// wires returns n wires, one per load worker.
+func (e *Env) wires(n int) ([]*wire, error) {
+	out := make([]*wire, n)
+	for i := range out {
+		w, err := e.newWire()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = w
+	}
+	return out, nil
+}
+
+func closeWires(ws []*wire) {
+	for _, w := range ws {
+		w.close()
+	}
+}
+
+func (w *wire) close() {
+	if w.conn != nil {
+		_ = w.conn.Close()
+		w.conn, w.br = nil, nil
+	}
+}
+
+// do sends one request and returns the status and the body, which is valid until the next call.
+// A failed exchange closes the connection; the next call dials again.
+func (w *wire) do(method, path string, body []byte) (int, []byte, error) {
+	if w.conn == nil {
+		c, err := net.DialTimeout("tcp", w.host, 5*time.Second)
+		if err != nil {
+			return 0, nil, err
+		}
+		w.conn, w.br = c, bufio.NewReaderSize(c, 16<<10)
+	}
+	w.out = append(w.out[:0], method...)
+	w.out = append(w.out, ' ')
+	w.out = append(w.out, path...)
+	w.out = append(w.out, " HTTP/1.1\r\nHost: "...)
+	w.out = append(w.out, w.host...)
+	w.out = append(w.out, "\r\nAuthorization: "...)
+	w.out = append(w.out, w.auth...)
+	for k, v := range w.header {
+		w.out = append(w.out, "\r\n"...)
+		w.out = append(w.out, k...)
+		w.out = append(w.out, ": "...)
+		w.out = append(w.out, v...)
+	}
+	if body != nil {
+		w.out = append(w.out, "\r\nContent-Type: application/json\r\nContent-Length: "...)
+		w.out = strconv.AppendInt(w.out, int64(len(body)), 10)
+	}
+	w.out = append(w.out, "\r\n\r\n"...)
+	w.out = append(w.out, body...)
+	_ = w.conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := w.conn.Write(w.out); err != nil {
+		w.close()
+		return 0, nil, err
+	}
+	status, b, err := w.readResponse()
+	if err != nil {
+		w.close()
+		return 0, nil, err
+	}
+	return status, b, nil
+}
+
+var errMalformed = errors.New("malformed HTTP response")
+
+func (w *wire) readResponse() (int, []byte, error) {
+	line, err := w.br.ReadSlice('\n')
+	if err != nil {
+		return 0, nil, err
+	}
+	// "HTTP/1.1 201 Created\r\n"
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) {
+		return 0, nil, errMalformed
+	}
+	status, err := strconv.Atoi(string(line[9:12]))
+	if err != nil {
+		return 0, nil, errMalformed
+	}
+	length, chunked, closing := -1, false, false
+	for {
+		line, err := w.br.ReadSlice('\n')
+		if err != nil {
+			return 0, nil, err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			break
+		}
+		k, v, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			return 0, nil, errMalformed
+		}
+		v = bytes.TrimSpace(v)
+		switch {
+		case bytes.EqualFold(k, []byte("Content-Length")):
+			if length, err = strconv.Atoi(string(v)); err != nil {
+				return 0, nil, errMalformed
+			}
+		case bytes.EqualFold(k, []byte("Transfer-Encoding")):
+			chunked = bytes.EqualFold(v, []byte("chunked"))
+		case bytes.EqualFold(k, []byte("Connection")):
+			closing = bytes.EqualFold(v, []byte("close"))
+		}
+	}
+	w.body = w.body[:0]
+	switch {
+	case chunked:
+		for {
+			line, err := w.br.ReadSlice('\n')
+			if err != nil {
+				return 0, nil, err
+			}
+			size, err := strconv.ParseInt(string(bytes.TrimRight(line, "\r\n")), 16, 64)
+			if err != nil {
+				return 0, nil, errMalformed
+			}
+			if size == 0 {
+				if _, err := w.br.ReadSlice('\n'); err != nil { // the empty trailer
+					return 0, nil, err
+				}
+				break
+			}
+			if w.body, err = readN(w.br, w.body, int(size)); err != nil {
+				return 0, nil, err
+			}
+			if _, err := w.br.Discard(2); err != nil {
+				return 0, nil, err
+			}
+		}
+	case length >= 0:
+		if w.body, err = readN(w.br, w.body, length); err != nil {
+			return 0, nil, err
+		}
+	default:
+		return 0, nil, fmt.Errorf("%w: no Content-Length", errMalformed)
+	}
+	if closing {
+		w.close()
+	}
+	return status, w.body, nil
+}
+
+func readN(r io.Reader, dst []byte, n int) ([]byte, error) {
+	start := len(dst)
+	dst = slices.Grow(dst, n)[:start+n]
+	_, err := io.ReadFull(r, dst[start:])
+	return dst, err
+}

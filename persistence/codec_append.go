@@ -1,0 +1,226 @@
+package persistence
+
+import (
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Posts and jobs are the records written on every create, publish and phase change. They are
+// encoded by hand-written appenders that produce exactly the bytes encoding/json produces for
+// them (TestAppendersMatchEncodingJSON holds them to it), without reflection: encoding/json's
+// reflective walk costs about ten times more, and its depth grows the stacks of the short-lived
+// goroutines that actors run on. Decoding stays with encoding/json.
+
+// appendPost appends p's JSON encoding.
+func appendPost(b []byte, p *Post) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, p.ID)
+	b = append(b, `,"user_id":`...)
+	b = appendString(b, p.UserID)
+	b = append(b, `,"content":`...)
+	b = appendString(b, p.Content)
+	b = append(b, `,"status":`...)
+	b = appendString(b, p.Status)
+	b = append(b, `,"scheduled_at":`...)
+	b = appendTimePtr(b, p.ScheduledAt)
+	b = append(b, `,"created_at":`...)
+	b = appendTime(b, p.CreatedAt)
+	b = append(b, `,"updated_at":`...)
+	b = appendTime(b, p.UpdatedAt)
+	b = append(b, `,"media_ids":`...)
+	b = appendStrings(b, p.MediaIDs)
+	b = append(b, `,"targets":`...)
+	if p.Targets == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range p.Targets {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			t := &p.Targets[i]
+			b = append(b, `{"connected_account_id":`...)
+			b = appendString(b, t.AccountID)
+			b = append(b, `,"platform":`...)
+			b = appendString(b, t.Platform)
+			b = append(b, `,"status":`...)
+			b = appendString(b, t.Status)
+			b = append(b, `,"error":`...)
+			if t.Error == nil {
+				b = append(b, "null"...)
+			} else {
+				b = appendString(b, *t.Error)
+			}
+			if t.PublicationID != "" {
+				b = append(b, `,"publication_id":`...)
+				b = appendString(b, t.PublicationID)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"version":`...)
+	b = strconv.AppendUint(b, p.Version, 10)
+	if p.TrackingID != nil {
+		b = append(b, `,"tracking_id":`...)
+		b = appendString(b, *p.TrackingID)
+	}
+	if p.FinishedJob != "" {
+		b = append(b, `,"finished_job":`...)
+		b = appendString(b, p.FinishedJob)
+	}
+	if p.QuotaCounted {
+		b = append(b, `,"quota_counted":true`...)
+	}
+	return append(b, '}')
+}
+
+// appendJob appends j's JSON encoding.
+func appendJob(b []byte, j *Job) []byte {
+	b = append(b, `{"tracking_id":`...)
+	b = appendString(b, j.TrackingID)
+	b = append(b, `,"post_id":`...)
+	b = appendString(b, j.PostID)
+	b = append(b, `,"user_id":`...)
+	b = appendString(b, j.UserID)
+	b = append(b, `,"status":`...)
+	b = appendString(b, j.Status)
+	b = append(b, `,"targets":`...)
+	if j.Targets == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range j.Targets {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			t := &j.Targets[i]
+			b = append(b, `{"target":`...)
+			b = strconv.AppendInt(b, int64(t.Target), 10)
+			b = append(b, `,"platform":`...)
+			b = appendString(b, t.Platform)
+			b = append(b, `,"connected_account_id":`...)
+			b = appendString(b, t.AccountID)
+			b = append(b, `,"phase":`...)
+			b = appendString(b, t.Phase)
+			b = append(b, `,"message":`...)
+			b = appendString(b, t.Message)
+			if t.PublicationID != "" {
+				b = append(b, `,"publication_id":`...)
+				b = appendString(b, t.PublicationID)
+			}
+			if t.URL != "" {
+				b = append(b, `,"url":`...)
+				b = appendString(b, t.URL)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"created_at":`...)
+	b = appendTime(b, j.CreatedAt)
+	b = append(b, `,"completed_at":`...)
+	b = appendTimePtr(b, j.CompletedAt)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, j.Seq, 10)
+	if j.PostSynced {
+		b = append(b, `,"post_synced":true}`...)
+	} else {
+		b = append(b, `,"post_synced":false}`...)
+	}
+	return b
+}
+
+// timeEncodable reports whether t has the form time.Time.MarshalJSON accepts (a four-digit
+// year and a zone offset within a day); records only hold such times, and the appenders are
+// not used for a record that does not.
+func timeEncodable(t time.Time) bool {
+	if y := t.Year(); y < 0 || y > 9999 {
+		return false
+	}
+	_, off := t.Zone()
+	return off > -24*3600 && off < 24*3600
+}
+
+func appendTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
+
+func appendTimePtr(b []byte, t *time.Time) []byte {
+	if t == nil {
+		return append(b, "null"...)
+	}
+	return appendTime(b, *t)
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	if ss == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, s)
+	}
+	return append(b, ']')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string the way encoding/json does: HTML-safe (<, > and &
+// escaped), invalid UTF-8 replaced by U+FFFD, U+2028 and U+2029 escaped.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

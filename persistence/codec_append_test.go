@@ -1,0 +1,88 @@
+package persistence
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// awkward are strings whose JSON encoding has every special case of encoding/json.
+var awkward = []string{
+	"", "plain", `quote " and backslash \`, "<script>&amp;</script>", "tab\tnew\nline\rcr\bbs\fff",
+	"\x00\x01\x1f control", "invalid \xff\xfe utf-8", "line\u2028para\u2029sep", "émoji 🚀 日本語",
+	"truncated \xe2\x82", "\x7f del",
+}
+
+func TestAppendersMatchEncodingJSON(t *testing.T) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	times := []time.Time{
+		time.Date(2026, 11, 22, 2, 30, 0, 0, time.UTC),
+		time.Date(2026, 3, 29, 2, 30, 0, 123456789, paris),
+		time.Date(2026, 1, 2, 3, 4, 5, 100, time.FixedZone("", -(9*3600 + 30*60))),
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Now(),
+	}
+	for i, s := range awkward {
+		tm := times[i%len(times)]
+		msg := s
+		posts := []*Post{
+			{ID: s, UserID: s, Content: s, Status: s, CreatedAt: tm, UpdatedAt: tm},
+			{ID: "p", Content: s, ScheduledAt: &tm, CreatedAt: tm, UpdatedAt: tm, MediaIDs: []string{}, Targets: []Target{},
+				Version: 7, TrackingID: &msg, FinishedJob: s, QuotaCounted: true},
+			{ID: "p", Content: s, CreatedAt: tm, UpdatedAt: tm, MediaIDs: []string{s, "m2"}, Version: 1 << 63,
+				Targets: []Target{{AccountID: "a", Platform: "linkedin", Status: s}, {AccountID: s, Platform: s, Status: "failed", Error: &msg, PublicationID: s}}},
+		}
+		for _, p := range posts {
+			want, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := appendPost(nil, p); !bytes.Equal(got, want) {
+				t.Errorf("post with %q:\n got %s\nwant %s", s, got, want)
+			}
+		}
+		jobs := []*Job{
+			{TrackingID: s, PostID: s, UserID: s, Status: s, CreatedAt: tm},
+			{TrackingID: "j", Targets: []JobTarget{}, CreatedAt: tm, CompletedAt: &tm, Seq: 42, PostSynced: true},
+			{TrackingID: "j", CreatedAt: tm, Targets: []JobTarget{{Target: 0, Platform: s, AccountID: s, Phase: s, Message: s},
+				{Target: -3, Platform: "x", Phase: PhaseSuccess, Message: "ok", PublicationID: s, URL: "https://x.com/a?b=1&c=<2>"}}},
+		}
+		for _, j := range jobs {
+			want, err := json.Marshal(j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := appendJob(nil, j); !bytes.Equal(got, want) {
+				t.Errorf("job with %q:\n got %s\nwant %s", s, got, want)
+			}
+		}
+	}
+}
+
+// A time encoding/json refuses is refused by Encode too (it falls back to encoding/json).
+func TestEncodeRefusesUnencodableTimes(t *testing.T) {
+	p := &Post{ID: "p", CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if _, err := Encode(p); err == nil {
+		t.Fatal("a year beyond 9999 was encoded")
+	}
+	j := &Job{TrackingID: "j", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", 25*3600))}
+	if _, err := Encode(j); err == nil {
+		t.Fatal("a zone offset beyond 24 h was encoded")
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range awkward {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := appendString(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("%q:\n got %s\nwant %s", s, got, want)
+		}
+	})
+}
