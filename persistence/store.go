@@ -70,6 +70,7 @@ type Store struct {
 	writes   chan *write
 	done     chan struct{}
 	closed   chan struct{}
+	accounts accountCache
 }
 
 type write struct {

@@ -356,6 +356,7 @@ func (a *Actor) finishDelete(ctx actor.Context) {
 		ctx.Send(sender, &actors.ErrorReply{Err: err})
 		return
 	}
+	a.deps.Store.ForgetAccount(gone.UserID, gone.ID)
 	a.acc, a.creds, a.adapter = nil, platforms.Credentials{}, nil
 	ctx.Send(sender, &Reply{Account: gone})
 }

@@ -159,7 +159,7 @@ func (a *Actor) create(ctx actor.Context, m *Create) {
 		actors.ReplyError(ctx, ErrExists)
 		return
 	}
-	next := m.Post.Clone()
+	next := m.Post
 	next.ID = a.id
 	next.Version = 1
 	raw, err := persistence.Encode(next)
@@ -180,7 +180,7 @@ func (a *Actor) create(ctx actor.Context, m *Create) {
 		return
 	}
 	a.state = next
-	actors.Reply(ctx, &Reply{Post: next.Clone()})
+	actors.Reply(ctx, &Reply{Post: next})
 }
 
 func editable(op string, p *persistence.Post) error {

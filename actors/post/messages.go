@@ -2,7 +2,9 @@ package post
 
 import "github.com/heraldhq/herald/persistence"
 
-// Create creates the post; the actor must not exist yet. Reply: *Reply.
+// Create creates the post; the actor must not exist yet. The actor takes Post over: the sender
+// must not use it afterwards. Reply: *Reply, whose Post is the actor's own state (never changed
+// in place, every change builds a new one) and must only be read.
 type Create struct {
 	Post *persistence.Post
 }

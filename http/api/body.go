@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -77,6 +79,9 @@ func parseObject(raw []byte) (object, error) {
 		return nil, apierr.Validation("Expected object, received nothing: the request body is empty")
 	}
 	if trimmed[0] == '{' {
+		if json.Valid(trimmed) {
+			return splitObject(trimmed), nil
+		}
 		var o object
 		if err := json.Unmarshal(trimmed, &o); err != nil {
 			return nil, apierr.Validation("Malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
@@ -117,8 +122,8 @@ func (o object) str(field string, required bool) (*string, error) {
 	if jsonType(raw) != "string" {
 		return nil, typeError(field, "string", raw)
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	s, err := unquote(raw)
+	if err != nil {
 		return nil, typeError(field, "string", raw)
 	}
 	return &s, nil
@@ -136,27 +141,28 @@ func (o object) uuids(field string, required bool) ([]string, error) {
 	if jsonType(raw) != "array" {
 		return nil, typeError(field, "array", raw)
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, typeError(field, "array", raw)
-	}
+	items := splitArray(raw)
 	out := make([]string, 0, len(items))
-	seen := map[string]bool{}
+	var seen map[string]bool // for long lists; a short one is searched
+	if len(items) > 16 {
+		seen = make(map[string]bool, len(items))
+	}
 	for i, it := range items {
 		if jsonType(it) != "string" {
 			return nil, apierr.Validation("%s.%d: Expected string, received %s", field, i, jsonType(it))
 		}
-		var s string
-		_ = json.Unmarshal(it, &s)
+		s, _ := unquote(it)
 		u, err := uuid.Parse(s)
 		if err != nil || len(s) != 36 {
 			return nil, apierr.Validation("%s: Invalid uuid (item %d is %q)", field, i, truncate(s, 64))
 		}
 		id := u.String()
-		if seen[id] {
+		if (seen == nil && slices.Contains(out, id)) || seen[id] {
 			return nil, apierr.Validation("%s: duplicate id %s", field, id)
 		}
-		seen[id] = true
+		if seen != nil {
+			seen[id] = true
+		}
 		out = append(out, id)
 	}
 	return out, nil
@@ -176,4 +182,110 @@ func parseUUID(name, s string) (string, error) {
 		return "", apierr.Validation("%s: Invalid uuid", name)
 	}
 	return u.String(), nil
+}
+
+// The splitters below walk a JSON document already checked by json.Valid, so they only find
+// where each member or element ends; they are several times cheaper than decoding into a map
+// of json.RawMessage, on the path of every create and publish.
+
+// splitObject returns the members of a valid JSON object (a repeated name keeps its last value,
+// as encoding/json does).
+func splitObject(doc []byte) object {
+	o := make(object, 4)
+	i := skipSpace(doc, 1)
+	for i < len(doc) && doc[i] != '}' {
+		end := valueEnd(doc, i)
+		name, _ := unquote(doc[i:end])
+		i = skipSpace(doc, end)
+		i = skipSpace(doc, i+1) // the colon
+		end = valueEnd(doc, i)
+		o[name] = doc[i:end]
+		i = skipSpace(doc, end)
+		if i < len(doc) && doc[i] == ',' {
+			i = skipSpace(doc, i+1)
+		}
+	}
+	return o
+}
+
+// splitArray returns the elements of a valid JSON array.
+func splitArray(doc []byte) [][]byte {
+	doc = bytes.TrimSpace(doc)
+	var out [][]byte
+	i := skipSpace(doc, 1)
+	for i < len(doc) && doc[i] != ']' {
+		end := valueEnd(doc, i)
+		out = append(out, doc[i:end])
+		i = skipSpace(doc, end)
+		if i < len(doc) && doc[i] == ',' {
+			i = skipSpace(doc, i+1)
+		}
+	}
+	return out
+}
+
+func skipSpace(doc []byte, i int) int {
+	for i < len(doc) && (doc[i] == ' ' || doc[i] == '\t' || doc[i] == '\n' || doc[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the index just past the valid JSON value that starts at doc[i].
+func valueEnd(doc []byte, i int) int {
+	switch doc[i] {
+	case '"':
+		for j := i + 1; j < len(doc); j++ {
+			switch doc[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1
+			}
+		}
+		return len(doc)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(doc); j++ {
+			switch doc[j] {
+			case '"':
+				j = valueEnd(doc, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(doc)
+	}
+	j := i
+	for j < len(doc) && doc[j] != ',' && doc[j] != '}' && doc[j] != ']' && doc[j] != ' ' && doc[j] != '\t' && doc[j] != '\n' && doc[j] != '\r' {
+		j++
+	}
+	return j
+}
+
+// unquote decodes a JSON string; a string with no escape and valid UTF-8 is taken as it is.
+func unquote(raw []byte) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		inner := raw[1 : len(raw)-1]
+		if bytes.IndexByte(inner, '\\') < 0 && bytes.IndexByte(inner, '"') < 0 && utf8.Valid(inner) && !hasControl(inner) {
+			return string(inner), nil
+		}
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
+}
+
+func hasControl(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
 }

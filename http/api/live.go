@@ -13,7 +13,6 @@ import (
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/live"
 	"github.com/heraldhq/herald/http/server"
-	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -39,11 +38,8 @@ func (h *handlers) liveAccount(c *echo.Context, userID, field string, allowed []
 	if id, err = parseUUID(field, v); err != nil {
 		return "", "", err
 	}
-	var ok bool
-	if err := h.Store.View(func(tx *persistence.Tx) error {
-		platform, ok = tx.AccountPlatform(userID, id)
-		return nil
-	}); err != nil {
+	platform, ok, err := h.Store.AccountPlatform(userID, id)
+	if err != nil {
 		return "", "", h.storeError(c, err)
 	}
 	if !ok {

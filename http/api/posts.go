@@ -125,27 +125,32 @@ func (h *handlers) postInput(c *echo.Context, raw []byte, create bool) (*postInp
 		return nil, apierr.Validation("nothing to update: send at least one of content, platforms, media")
 	}
 	p := server.Principal(c)
-	if err := h.Store.View(func(tx *persistence.Tx) error {
-		if accountIDs != nil {
-			in.targets = make([]persistence.Target, 0, len(accountIDs))
-			for _, id := range accountIDs {
-				platform, ok := tx.AccountPlatform(p.User.ID, id)
-				if !ok {
-					return apierr.Validation("platforms: connected account %s does not exist or is not yours", id)
+	if accountIDs != nil {
+		in.targets = make([]persistence.Target, 0, len(accountIDs))
+		for _, id := range accountIDs {
+			platform, ok, err := h.Store.AccountPlatform(p.User.ID, id)
+			if err != nil {
+				return nil, h.storeError(c, err)
+			}
+			if !ok {
+				return nil, apierr.Validation("platforms: connected account %s does not exist or is not yours", id)
+			}
+			in.targets = append(in.targets, persistence.Target{AccountID: id, Platform: platform, Status: persistence.TargetPending})
+		}
+	}
+	if len(in.mediaIDs) > 0 {
+		if err := h.Store.View(func(tx *persistence.Tx) error {
+			for _, id := range in.mediaIDs {
+				// Media are confirmed through the media endpoints; an id that is not a confirmed
+				// media of the caller is refused.
+				if !mediaUsable(tx, p.User.ID, id) {
+					return apierr.Validation("media: %s is not a confirmed media of yours", id)
 				}
-				in.targets = append(in.targets, persistence.Target{AccountID: id, Platform: platform, Status: persistence.TargetPending})
 			}
+			return nil
+		}); err != nil {
+			return nil, err
 		}
-		for _, id := range in.mediaIDs {
-			// Media are confirmed through the media endpoints; an id that is not a confirmed
-			// media of the caller is refused.
-			if !mediaUsable(tx, p.User.ID, id) {
-				return apierr.Validation("media: %s is not a confirmed media of yours", id)
-			}
-		}
-		return nil
-	}); err != nil {
-		return nil, err
 	}
 	if create && in.content != nil && strings.TrimSpace(*in.content) == "" && len(in.mediaIDs) == 0 {
 		return nil, apierr.Validation("content: must not be empty when the post has no media")
@@ -185,7 +190,7 @@ func (h *handlers) createPost(c *echo.Context) error {
 	if _, err := actors.Ask[*post.Reply](ctx, h.Posts.To(id), &post.Create{Post: rec}); err != nil {
 		return h.actorError(c, "post", err)
 	}
-	return c.JSON(http.StatusCreated, map[string]string{"id": id})
+	return c.JSONBlob(http.StatusCreated, append(append(append(make([]byte, 0, 64), `{"id":"`...), id...), `"}`...))
 }
 
 func (h *handlers) getPost(c *echo.Context) error {

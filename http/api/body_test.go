@@ -1,0 +1,84 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"testing"
+)
+
+var bodySeeds = []string{
+	`{}`, ` { } `, `{"content":"hi","platforms":["a","b"]}`,
+	`{"a":{"b":[1,2,{"c":"}]"}]},"d":"\"}","e":-1.5e3,"f":true,"g":null}`,
+	"{\n\t\"content\" : \"x\\u00e9\\n\" ,\r\n \"platforms\":[ ]\n}",
+	`{"dup":1,"dup":"two"}`, `{"\u0063ontent":"escaped name"}`, `{"k":"<&>\u2028"}`,
+	`{"invalid utf8":"` + "\xff" + `"}`, `{"n":[[],[[]],{}]}`,
+}
+
+// splitObject agrees with encoding/json's decoding into a map of raw messages on every valid
+// object.
+func FuzzSplitObject(f *testing.F) {
+	for _, s := range bodySeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		doc := bytes.TrimSpace([]byte(s))
+		if len(doc) == 0 || doc[0] != '{' || !json.Valid(doc) {
+			return
+		}
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal(doc, &want); err != nil {
+			t.Fatalf("valid but not decodable: %v", err)
+		}
+		got := splitObject(doc)
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d members, want %d", s, len(got), len(want))
+		}
+		for k, v := range want {
+			if !bytes.Equal(bytes.TrimSpace(got[k]), bytes.TrimSpace(v)) {
+				t.Fatalf("%s: member %q is %s, want %s", s, k, got[k], v)
+			}
+			if jsonType(v) == "string" {
+				var ws string
+				_ = json.Unmarshal(v, &ws)
+				if gs, err := unquote(got[k]); err != nil || gs != ws {
+					t.Fatalf("%s: member %q unquotes to %q (%v), want %q", s, k, gs, err, ws)
+				}
+			}
+			if jsonType(v) == "array" {
+				var items []json.RawMessage
+				_ = json.Unmarshal(v, &items)
+				split := splitArray(got[k])
+				if len(split) != len(items) {
+					t.Fatalf("%s: array %q has %d items, want %d", s, k, len(split), len(items))
+				}
+				for i := range items {
+					if !bytes.Equal(split[i], bytes.TrimSpace(items[i])) {
+						t.Fatalf("%s: item %d is %s, want %s", s, i, split[i], items[i])
+					}
+				}
+			}
+		}
+	})
+}
+
+func TestUUIDListsRefuseDuplicatesShortAndLong(t *testing.T) {
+	for _, n := range []int{2, 40} {
+		var b bytes.Buffer
+		b.WriteString(`{"platforms":[`)
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"0190d5a0-0000-7000-8000-%012x"`, i)
+		}
+		b.WriteString(`,"0190d5a0-0000-7000-8000-000000000001"]}`)
+		o, err := parseObject(b.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := o.uuids("platforms", true); err == nil || !bytes.Contains([]byte(err.Error()), []byte("duplicate id")) {
+			t.Fatalf("%d ids and a repeat: %v", n, err)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package persistence_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/persistence"
+)
+
+func TestAccountPlatformIsCachedAndForgottenOnDelete(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	ctx := context.Background()
+	user, other := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
+	a := &persistence.Account{ID: uuid.Must(uuid.NewV7()).String(), UserID: user, Platform: "bluesky", NetworkUserID: "did:plc:x", CreatedAt: time.Now()}
+	require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error { return tx.PutAccount(a) }))
+
+	for range 2 { // a miss that reads the index, then a hit
+		platform, ok, err := s.AccountPlatform(user, a.ID)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, "bluesky", platform)
+	}
+	_, ok, err := s.AccountPlatform(other, a.ID)
+	require.NoError(t, err)
+	require.False(t, ok, "another user's account")
+
+	require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error { return tx.DeleteAccount(a) }))
+	s.ForgetAccount(user, a.ID)
+	_, ok, err = s.AccountPlatform(user, a.ID)
+	require.NoError(t, err)
+	require.False(t, ok, "a deleted account is still answered")
+}
+
+// Lookups racing a deletion never leave the deleted account in the cache once the deletion is
+// committed and forgotten.
+func TestAccountPlatformRacingDeletion(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	ctx := context.Background()
+	user := uuid.Must(uuid.NewV7()).String()
+	for range 20 {
+		a := &persistence.Account{ID: uuid.Must(uuid.NewV7()).String(), UserID: user, Platform: "linkedin", NetworkUserID: uuid.NewString(), CreatedAt: time.Now()}
+		require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error { return tx.PutAccount(a) }))
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+						_, _, _ = s.AccountPlatform(user, a.ID)
+					}
+				}
+			}()
+		}
+		require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error { return tx.DeleteAccount(a) }))
+		s.ForgetAccount(user, a.ID)
+		close(stop)
+		wg.Wait()
+		_, ok, err := s.AccountPlatform(user, a.ID)
+		require.NoError(t, err)
+		require.False(t, ok)
+	}
+}
