@@ -47,6 +47,16 @@ func (p *replyProcess) Stop(_ *actor.PID)                           {}
 // Ask sends msg and waits for the reply of type R, or an error: the actor's ErrorReply, ErrTimeout
 // when ctx ends first (or after DefaultAskTimeout when ctx has no deadline), or a type mismatch.
 func Ask[R any](ctx context.Context, to Requester, msg any) (R, error) {
+	var within time.Duration
+	if _, ok := ctx.Deadline(); !ok {
+		within = DefaultAskTimeout
+	}
+	return AskWithin[R](ctx, within, to, msg)
+}
+
+// AskWithin is Ask bounded by d (when positive) as well as by ctx, without deriving a context
+// for the deadline: a request handler passes its request's context and its own bound.
+func AskWithin[R any](ctx context.Context, d time.Duration, to Requester, msg any) (R, error) {
 	var zero R
 	sys := to.system()
 	p := &replyProcess{ch: make(chan any, 1)}
@@ -54,8 +64,8 @@ func Ask[R any](ctx context.Context, to Requester, msg any) (R, error) {
 	pid, _ := reg.Add(p, "ask$"+reg.NextID())
 	defer reg.Remove(pid)
 	var timeout <-chan time.Time
-	if _, ok := ctx.Deadline(); !ok {
-		t := time.NewTimer(DefaultAskTimeout)
+	if d > 0 {
+		t := time.NewTimer(d)
 		defer t.Stop()
 		timeout = t.C
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/labstack/echo/v5"
 
-	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/server"
@@ -73,11 +72,9 @@ func (h *handlers) deleteAccount(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := h.askContext(c)
-	defer cancel()
 	// The account actor revokes the token at the network (best effort) and deletes the account;
 	// publishes waiting for it fail with a clear error.
-	_, err = actors.Ask[*account.Reply](ctx, h.Accounts.To(id), &account.Delete{UserID: server.Principal(c).User.ID})
+	_, err = ask[*account.Reply](h, c, h.Accounts.To(id), &account.Delete{UserID: server.Principal(c).User.ID})
 	switch {
 	case errors.Is(err, account.ErrNotFound):
 		return apierr.NotFound("account")

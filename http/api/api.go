@@ -101,7 +101,14 @@ func Register(d Deps) error {
 	return nil
 }
 
-// askContext bounds an actor request by the request's context and the ask timeout.
+// ask sends an actor a request on behalf of the HTTP request: bounded by the request's context
+// and the ask timeout.
+func ask[R any](h *handlers, c *echo.Context, to actors.Requester, msg any) (R, error) {
+	return actors.AskWithin[R](c.Request().Context(), h.AskTimeout, to, msg)
+}
+
+// askContext bounds other calls (not actor requests) by the request's context and the ask
+// timeout.
 func (h *handlers) askContext(c *echo.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(c.Request().Context(), h.AskTimeout)
 }

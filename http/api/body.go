@@ -55,7 +55,15 @@ func readObject(r *http.Request) (object, error) {
 
 // readRaw reads a request body up to MaxJSONBody; a larger one is 413.
 func readRaw(r *http.Request) ([]byte, error) {
-	raw, err := io.ReadAll(io.LimitReader(r.Body, MaxJSONBody+1))
+	var raw []byte
+	var err error
+	if n := r.ContentLength; n >= 0 && n <= MaxJSONBody {
+		// The usual case: the length is announced, and net/http holds the body to it.
+		raw = make([]byte, n)
+		_, err = io.ReadFull(r.Body, raw)
+	} else {
+		raw, err = io.ReadAll(io.LimitReader(r.Body, MaxJSONBody+1))
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

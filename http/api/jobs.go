@@ -6,7 +6,6 @@ import (
 
 	"github.com/labstack/echo/v5"
 
-	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/job"
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/server"
@@ -59,9 +58,7 @@ func (h *handlers) getJob(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := h.askContext(c)
-	defer cancel()
-	r, err := actors.Ask[*job.Reply](ctx, h.Jobs.To(id), &job.Get{UserID: server.Principal(c).User.ID})
+	r, err := ask[*job.Reply](h, c, h.Jobs.To(id), &job.Get{UserID: server.Principal(c).User.ID})
 	if err != nil {
 		return h.jobError(c, err)
 	}

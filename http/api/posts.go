@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
 
-	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/post"
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/server"
@@ -185,9 +184,7 @@ func (h *handlers) createPost(c *echo.Context) error {
 	}
 	rec := h.newPost(c, in)
 	id := rec.ID
-	ctx, cancel := h.askContext(c)
-	defer cancel()
-	if _, err := actors.Ask[*post.Reply](ctx, h.Posts.To(id), &post.Create{Post: rec}); err != nil {
+	if _, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Create{Post: rec}); err != nil {
 		return h.actorError(c, "post", err)
 	}
 	return c.JSONBlob(http.StatusCreated, append(append(append(make([]byte, 0, 64), `{"id":"`...), id...), `"}`...))
@@ -198,9 +195,7 @@ func (h *handlers) getPost(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := h.askContext(c)
-	defer cancel()
-	r, err := actors.Ask[*post.Reply](ctx, h.Posts.To(id), &post.Get{UserID: server.Principal(c).User.ID})
+	r, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Get{UserID: server.Principal(c).User.ID})
 	if err != nil {
 		return h.actorError(c, "post", err)
 	}
@@ -216,9 +211,7 @@ func (h *handlers) updatePost(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := h.askContext(c)
-	defer cancel()
-	r, err := actors.Ask[*post.Reply](ctx, h.Posts.To(id), &post.Update{
+	r, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Update{
 		UserID: server.Principal(c).User.ID, Content: in.content, Targets: in.targets, MediaIDs: in.mediaIDs,
 	})
 	if err != nil {
@@ -232,9 +225,7 @@ func (h *handlers) deletePost(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := h.askContext(c)
-	defer cancel()
-	if _, err := actors.Ask[*post.Reply](ctx, h.Posts.To(id), &post.Delete{UserID: server.Principal(c).User.ID}); err != nil {
+	if _, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Delete{UserID: server.Principal(c).User.ID}); err != nil {
 		return h.actorError(c, "post", err)
 	}
 	return c.NoContent(http.StatusNoContent)

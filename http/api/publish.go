@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
 
-	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/post"
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/server"
@@ -191,9 +190,7 @@ func (h *handlers) publishNew(c *echo.Context) error {
 		if err != nil {
 			return err
 		}
-		ctx, cancel := h.askContext(c)
-		defer cancel()
-		if _, err := actors.Ask[*post.PublishReply](ctx, h.Posts.To(rec.ID), &post.Publish{
+		if _, err := ask[*post.PublishReply](h, c, h.Posts.To(rec.ID), &post.Publish{
 			UserID: rec.UserID, JobID: jobID, Create: rec, Idempotency: idem, Quota: h.quota(c),
 		}); err != nil {
 			return h.lifecycleError(c, err)
@@ -214,9 +211,7 @@ func (h *handlers) publishExisting(c *echo.Context) error {
 		if err != nil {
 			return err
 		}
-		ctx, cancel := h.askContext(c)
-		defer cancel()
-		if _, err := actors.Ask[*post.PublishReply](ctx, h.Posts.To(id), &post.Publish{
+		if _, err := ask[*post.PublishReply](h, c, h.Posts.To(id), &post.Publish{
 			UserID: server.Principal(c).User.ID, JobID: jobID, Quota: h.quota(c), Idempotency: idem,
 		}); err != nil {
 			return h.lifecycleError(c, err)
@@ -264,9 +259,7 @@ func (h *handlers) scheduleNew(c *echo.Context) error {
 		return err
 	}
 	rec := h.newPost(c, in)
-	ctx, cancel := h.askContext(c)
-	defer cancel()
-	r, err := actors.Ask[*post.Reply](ctx, h.Posts.To(rec.ID), &post.Schedule{UserID: rec.UserID, At: at, Create: rec, Quota: h.quota(c)})
+	r, err := ask[*post.Reply](h, c, h.Posts.To(rec.ID), &post.Schedule{UserID: rec.UserID, At: at, Create: rec, Quota: h.quota(c)})
 	if err != nil {
 		return h.lifecycleError(c, err)
 	}
@@ -287,9 +280,7 @@ func (h *handlers) scheduleExisting(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := h.askContext(c)
-	defer cancel()
-	r, err := actors.Ask[*post.Reply](ctx, h.Posts.To(id), &post.Schedule{UserID: server.Principal(c).User.ID, At: at, Quota: h.quota(c)})
+	r, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Schedule{UserID: server.Principal(c).User.ID, At: at, Quota: h.quota(c)})
 	if err != nil {
 		return h.lifecycleError(c, err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/labstack/echo/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/job"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
@@ -115,9 +114,7 @@ func (h *handlers) stream(c *echo.Context) error {
 		return err
 	}
 	sub := job.NewSubscriber(32)
-	ctx, cancel := h.askContext(c)
-	r, err := actors.Ask[*job.SubscribeReply](ctx, h.Jobs.To(id), &job.Subscribe{UserID: server.Principal(c).User.ID, Sub: sub})
-	cancel()
+	r, err := ask[*job.SubscribeReply](h, c, h.Jobs.To(id), &job.Subscribe{UserID: server.Principal(c).User.ID, Sub: sub})
 	if err != nil {
 		// Nothing of the stream has been written: a plain error response.
 		return h.jobError(c, err)

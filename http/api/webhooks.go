@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
 
-	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/webhook"
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/server"
@@ -196,9 +195,7 @@ func (h *handlers) createWebhook(c *echo.Context) error {
 		return err
 	}
 	id := uuid.Must(uuid.NewV7()).String()
-	ctx, cancel := h.askContext(c)
-	defer cancel()
-	r, err := actors.Ask[*webhook.Reply](ctx, h.Webhooks.Dir.To(id), &webhook.Create{UserID: server.Principal(c).User.ID, URL: u, Events: events})
+	r, err := ask[*webhook.Reply](h, c, h.Webhooks.Dir.To(id), &webhook.Create{UserID: server.Principal(c).User.ID, URL: u, Events: events})
 	if err != nil {
 		return h.webhookError(c, err)
 	}
@@ -235,9 +232,7 @@ func (h *handlers) updateWebhook(c *echo.Context) error {
 		}
 		msg.URL = &u
 	}
-	ctx, cancel := h.askContext(c)
-	defer cancel()
-	r, err := actors.Ask[*webhook.Reply](ctx, h.Webhooks.Dir.To(id), msg)
+	r, err := ask[*webhook.Reply](h, c, h.Webhooks.Dir.To(id), msg)
 	if err != nil {
 		return h.webhookError(c, err)
 	}
@@ -249,9 +244,7 @@ func (h *handlers) deleteWebhook(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := h.askContext(c)
-	defer cancel()
-	if _, err := actors.Ask[*webhook.Reply](ctx, h.Webhooks.Dir.To(id), &webhook.Delete{UserID: server.Principal(c).User.ID}); err != nil {
+	if _, err := ask[*webhook.Reply](h, c, h.Webhooks.Dir.To(id), &webhook.Delete{UserID: server.Principal(c).User.ID}); err != nil {
 		return h.webhookError(c, err)
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -262,9 +255,7 @@ func (h *handlers) rotateWebhookSecret(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := h.askContext(c)
-	defer cancel()
-	r, err := actors.Ask[*webhook.Reply](ctx, h.Webhooks.Dir.To(id), &webhook.RotateSecret{UserID: server.Principal(c).User.ID})
+	r, err := ask[*webhook.Reply](h, c, h.Webhooks.Dir.To(id), &webhook.RotateSecret{UserID: server.Principal(c).User.ID})
 	if err != nil {
 		return h.webhookError(c, err)
 	}

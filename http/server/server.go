@@ -131,12 +131,7 @@ func (s *Server) Authenticated(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		d := s.cfg.Limiter.Take(p.User.ID, limit)
 		reset := int((d.Reset + time.Second - 1) / time.Second)
-		h := c.Response().Header()
-		h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
-		h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
-		h.Set("RateLimit-Reset", strconv.Itoa(reset))
-		h.Set("RateLimit-Policy", fmt.Sprintf(`"%s";q=%d;w=%d`, p.User.Plan, d.Limit, int(ratelimit.Window/time.Second)))
-		h.Set("RateLimit", fmt.Sprintf(`"%s";r=%d;t=%d`, p.User.Plan, d.Remaining, reset))
+		setRateLimitHeaders(c.Response().Header(), p.User.Plan, d.Limit, d.Remaining, reset)
 		if !d.Allowed {
 			return apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimitExceeded,
 				"hourly request quota of plan %s (%d requests) exceeded; it resets in %d seconds", p.User.Plan, d.Limit, reset).
@@ -145,6 +140,29 @@ func (s *Server) Authenticated(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// setRateLimitHeaders writes the five rate-limit headers of every authenticated response (in
+// their canonical form, set directly: this runs on every request).
+func setRateLimitHeaders(h http.Header, plan string, limit, remaining, reset int) {
+	h["Ratelimit-Limit"] = []string{strconv.Itoa(limit)}
+	h["Ratelimit-Remaining"] = []string{strconv.Itoa(remaining)}
+	h["Ratelimit-Reset"] = []string{strconv.Itoa(reset)}
+	b := make([]byte, 0, 2*len(plan)+48)
+	b = strconv.AppendQuote(b, plan)
+	b = append(b, ";q="...)
+	b = strconv.AppendInt(b, int64(limit), 10)
+	b = append(b, ";w="...)
+	b = strconv.AppendInt(b, int64(ratelimit.Window/time.Second), 10)
+	policyEnd := len(b)
+	b = strconv.AppendQuote(b, plan)
+	b = append(b, ";r="...)
+	b = strconv.AppendInt(b, int64(remaining), 10)
+	b = append(b, ";t="...)
+	b = strconv.AppendInt(b, int64(reset), 10)
+	all := string(b)
+	h["Ratelimit-Policy"] = []string{all[:policyEnd]}
+	h["Ratelimit"] = []string{all[policyEnd:]}
 }
 
 func isAuthFailure(err error) bool {
