@@ -165,46 +165,9 @@ func (s *Store) View(fn func(*Tx) error) error {
 	return s.db.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
 }
 
-// Group commit. The committer takes every write already queued into one transaction. Under
-// concurrent load it also lingers a little before committing, so that the writers released by
-// the previous commit (whose callers answer their clients and come back with the next request)
-// join this one instead of the next: one fsync then carries more writes, and the CPU an fsync
-// and its page writes cost is shared by more of them. It lingers only while recent batches held
-// several writes (a lone writer never waits), at most half the recent commit time and never
-// more than maxLinger, and stops as soon as the batch is twice as large as recent ones. On the
-// create-drafts scenario (64 connections) this raised durable creates by a tenth over committing
-// at once (15.8k/s to 17.6k/s, three runs each, 2 cores).
-const (
-	maxLinger = 800 * time.Microsecond
-	// lingerFrom is the recent batch size from which the committer lingers.
-	lingerFrom = 4
-)
-
-// batching tracks recent batch sizes and commit times (exponentially weighted, 1/8 per commit).
-type batching struct {
-	size   float64
-	commit time.Duration
-}
-
-func (b *batching) observe(n int, d time.Duration) {
-	b.size += (float64(n) - b.size) / 8
-	b.commit += (d - b.commit) / 8
-}
-
-// linger returns how long to wait for more writes and how many to wait for; 0 when the
-// committer should not wait.
-func (b *batching) linger(maxBatch int) (time.Duration, int) {
-	if b.size < lingerFrom {
-		return 0, 0
-	}
-	return min(maxLinger, b.commit/2), min(maxBatch, int(b.size*2)+1)
-}
-
 func (s *Store) commitLoop() {
 	defer close(s.closed)
 	batch := make([]*write, 0, s.opts.MaxBatch)
-	var recent batching
-	var timer *time.Timer
 	for {
 		var first *write
 		select {
@@ -230,26 +193,7 @@ func (s *Store) commitLoop() {
 				break fill
 			}
 		}
-		if wait, want := recent.linger(s.opts.MaxBatch); wait > 0 && len(batch) < want {
-			if timer == nil {
-				timer = time.NewTimer(wait)
-			} else {
-				timer.Reset(wait)
-			}
-		linger:
-			for len(batch) < want {
-				select {
-				case w := <-s.writes:
-					batch = append(batch, w)
-				case <-timer.C:
-					break linger
-				}
-			}
-			timer.Stop()
-		}
-		start := time.Now()
 		s.commit(batch)
-		recent.observe(len(batch), time.Since(start))
 	}
 }
 
