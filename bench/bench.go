@@ -64,6 +64,7 @@ func Scenarios() []Scenario {
 		{Name: "budget-efficiency", Run: budgetEfficiency},
 		{Name: "bulk-agency", Run: bulkAgency},
 		{Name: "sse-fanout", Run: sseFanout},
+		{Name: "sse-delivery", Run: sseDelivery},
 		{Name: "scheduler-burst", Run: schedulerBurst},
 		{Name: "webhooks", Run: webhooks},
 		{Name: "media-upload", Run: mediaUpload},

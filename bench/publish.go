@@ -411,6 +411,91 @@ func sseFanout(base *Env) (Result, error) {
 		Notes: fmt.Sprintf("%d concurrent streams of one job: %.0f bytes of server RSS per subscriber (target at most 16384); latencies are from the job's completion to each client's done event", streams, perSub)}, nil
 }
 
+// sseDelivery: ten thousand streams open at once over a thousand jobs, ten clients following
+// each (the publishing client, dashboards, a webhook relay), while the jobs finish one after
+// another over several seconds: the delay from each job's completion to each client's done
+// event. sseFanout measures the other extreme, every client on one job.
+func sseDelivery(base *Env) (Result, error) {
+	jobs, per, spread, latency := 1000, 10, 10*time.Second, 15*time.Second
+	if base.Quick {
+		jobs, spread, latency = 200, 3*time.Second, 5*time.Second
+	}
+	streams := jobs * per
+	// Every job's one call is in flight at once, each taking the simulator's latency, so that the
+	// jobs finish in the order and at the pace they were published.
+	e, err := base.Spawn(append([]string{"--sim-latency", latency.String(), "--account-concurrency", strconv.Itoa(jobs)}, unlimited...)...)
+	if err != nil {
+		return Result{}, err
+	}
+	defer e.Close()
+	ids, err := e.accountIDs("twitter_x")
+	if err != nil {
+		return Result{}, err
+	}
+	publisher, err := e.newWire()
+	if err != nil {
+		return Result{}, err
+	}
+	defer publisher.close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: streams, MaxConnsPerHost: 0, DisableCompression: true}}
+	before := float64(readVmRSS(e.cmd.Process.Pid))
+	var opened, wg sync.WaitGroup
+	opened.Add(streams)
+	var mu sync.Mutex
+	lat := make([]time.Duration, 0, streams)
+	var failures atomic.Int64
+	var firstErr atomic.Value
+	start := time.Now()
+	for j := 0; j < jobs; j++ {
+		time.Sleep(time.Until(start.Add(spread * time.Duration(j) / time.Duration(jobs))))
+		st, b, err := publisher.do(http.MethodPost, "/v1/posts/publish", fmt.Appendf(nil, `{"content":"delivery %d","platforms":[%s]}`, j, quoteAll(ids)))
+		if err != nil || st != http.StatusAccepted {
+			return Result{}, fmt.Errorf("publish: %d %s %v", st, b, err)
+		}
+		var acc struct {
+			TrackingID string `json:"tracking_id"`
+		}
+		if err := json.Unmarshal(b, &acc); err != nil {
+			return Result{}, err
+		}
+		for k := 0; k < per; k++ {
+			wg.Add(1)
+			go func(id string) {
+				defer wg.Done()
+				once := sync.Once{}
+				markOpen := func() { once.Do(opened.Done) }
+				done, at, err := e.streamUntilDone(context.Background(), client, id, markOpen)
+				markOpen()
+				if err != nil {
+					failures.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				mu.Lock()
+				lat = append(lat, at.Sub(done))
+				mu.Unlock()
+			}(acc.TrackingID)
+		}
+	}
+	opened.Wait()
+	allOpen := time.Since(start)
+	after := float64(readVmRSS(e.cmd.Process.Pid))
+	wg.Wait()
+	if allOpen >= latency {
+		return Result{}, fmt.Errorf("the %d streams took %s to open, longer than the jobs take (%s): late clients would measure the wait for the stream, not delivery", streams, allOpen.Round(time.Millisecond), latency)
+	}
+	r := Result{Ops: len(lat), Seconds: time.Since(start).Seconds(), Throughput: float64(len(lat)) / spread.Seconds(), Errors: int(failures.Load()),
+		P50ms: durationsPct(lat, 0.5), P99ms: durationsPct(lat, 0.99), P999ms: durationsPct(lat, 0.999),
+		LimitName: "delivery p99 target (ms)", Limit: 50}
+	r.Ratio = r.P99ms / r.Limit
+	r.Notes = fmt.Sprintf("%d streams open at once over %d jobs (%d clients each), all open %.1fs after the first publish; the jobs finish one after another over %s (one call each, simulator latency %s); latencies from each job's completed_at to each client's done event; server RSS grew %.0f MB while the streams opened, with the %d network calls in flight (sse-fanout measures the memory of a stream alone)",
+		streams, jobs, per, allOpen.Seconds(), spread, latency, (after-before)/1024, jobs)
+	if e, ok := firstErr.Load().(error); ok {
+		r.Notes += "; first error: " + e.Error()
+	}
+	return r, nil
+}
+
 // schedulerBurst: many posts due within one minute, not held back by budgets; the scheduler's
 // lateness (fire time minus due time) from its histogram.
 func schedulerBurst(base *Env) (Result, error) {

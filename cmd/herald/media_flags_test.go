@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"flag"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -51,5 +53,16 @@ func TestMediaFlags(t *testing.T) {
 		require.NoError(t, err)
 		_, err = f.config()
 		require.Error(t, err, "%v", args)
+	}
+}
+
+// Bad serve flags are refused before anything starts (no data directory is created).
+func TestServeRefusesBadAccountConcurrency(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	for _, v := range []string{"0", "-3", "many", "10001"} {
+		var stderr bytes.Buffer
+		err := cmdServe([]string{"--data", dir, "--addr", "127.0.0.1:0", "--account-concurrency", v}, &stderr)
+		require.ErrorContains(t, err, "--account-concurrency", v)
+		require.NoDirExists(t, dir)
 	}
 }

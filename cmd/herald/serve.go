@@ -50,6 +50,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	fs.Float64Var(&cfg.SimLimitScale, "sim-limit-scale", 1, "sandbox: multiplier of the simulator's rate limits")
 	budgetScale := fs.Float64("budget-scale", 1, "multiplier of every network's rate budget (to match a scaled simulator)")
 	budgetRules := fs.String("budget-rules", envOr("HERALD_BUDGET_RULES", ""), "override budget rules: platform:rule=LIMIT/WINDOW,... (e.g. twitter_x:tweets=50/5s)")
+	accountConcurrency := fs.String("account-concurrency", envOr("HERALD_ACCOUNT_CONCURRENCY", "1"), "publishing calls each connected account may have in flight (1 keeps an account's posts in publishing order)")
 	debugAddr := fs.String("debug-addr", envOr("HERALD_DEBUG_ADDR", ""), "serve Go's pprof profiles on this address (off by default)")
 	logFormat := fs.String("log-format", envOr("HERALD_LOG_FORMAT", "text"), "text or json")
 	logLevel := fs.String("log-level", envOr("HERALD_LOG_LEVEL", "info"), "debug (adds one access log line per request), info, warn or error")
@@ -79,6 +80,11 @@ func cmdServe(args []string, stderr io.Writer) error {
 	if cfg.PlanLimits, err = parsePlanLimits(*planLimits); err != nil {
 		return err
 	}
+	n, err := strconv.Atoi(strings.TrimSpace(*accountConcurrency))
+	if err != nil || n < 1 || n > 10000 {
+		return fmt.Errorf("--account-concurrency: %q is not a number from 1 to 10000", *accountConcurrency)
+	}
+	cfg.AccountConcurrency = n
 	if *budgetScale <= 0 {
 		return fmt.Errorf("--budget-scale must be positive")
 	}
