@@ -28,8 +28,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rivo/uniseg"
-
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -105,7 +103,7 @@ func invalid(format string, args ...any) *platforms.Error {
 // up to 4 images (JPEG, PNG, GIF, WEBP) of at most 1,000,000 bytes, or one video (MP4 or MOV) of
 // at most 100 MB; never both.
 func (a *Adapter) Validate(p platforms.Post) error {
-	if n := uniseg.GraphemeClusterCount(p.Text); n > MaxGraphemes {
+	if n := platforms.GraphemeCount(p.Text); n > MaxGraphemes {
 		return invalid("text is %d graphemes; Bluesky allows %d", n, MaxGraphemes)
 	}
 	if len(p.Text) > maxTextBytes {

@@ -16,8 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rivo/uniseg"
-
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -405,8 +403,8 @@ func (a *Adapter) SendMessage(ctx context.Context, c platforms.Credentials, conv
 		return platforms.Message{}, invalid("Bluesky direct messages are text only; remove the attachment")
 	case strings.TrimSpace(text) == "":
 		return platforms.Message{}, invalid("a message needs text")
-	case uniseg.GraphemeClusterCount(text) > maxMessageGraphemes:
-		return platforms.Message{}, invalid("the message is %d graphemes; Bluesky allows %d", uniseg.GraphemeClusterCount(text), maxMessageGraphemes)
+	case platforms.GraphemeCount(text) > maxMessageGraphemes:
+		return platforms.Message{}, invalid("the message is %d graphemes; Bluesky allows %d", platforms.GraphemeCount(text), maxMessageGraphemes)
 	case len(text) > maxMessageBytes:
 		return platforms.Message{}, invalid("the message is %d bytes; Bluesky allows %d", len(text), maxMessageBytes)
 	case conversationID == "" && peerID == "":

@@ -29,29 +29,36 @@ type facetSpan struct {
 // detectFacets finds links, mentions and hashtags with their UTF-8 byte ranges.
 func detectFacets(text string) []facetSpan {
 	var spans []facetSpan
-	for _, m := range linkPattern.FindAllStringSubmatchIndex(text, -1) {
-		s, e := m[2], m[3]
-		uri := trimURL(text[s:e])
-		spans = append(spans, facetSpan{start: s, end: s + len(uri), kind: "link", value: uri})
+	// Each kind needs a character most texts lack; a text without it skips that pattern.
+	if strings.Contains(text, "://") {
+		for _, m := range linkPattern.FindAllStringSubmatchIndex(text, -1) {
+			s, e := m[2], m[3]
+			uri := trimURL(text[s:e])
+			spans = append(spans, facetSpan{start: s, end: s + len(uri), kind: "link", value: uri})
+		}
 	}
-	for _, m := range mentionPattern.FindAllStringSubmatchIndex(text, -1) {
-		s, e := m[2], m[3]
-		if e < len(text) {
-			if r, _ := utf8.DecodeRuneInString(text[e:]); isHandleChar(r) {
-				continue // part of something longer (an email address, a path)
+	if strings.Contains(text, "@") {
+		for _, m := range mentionPattern.FindAllStringSubmatchIndex(text, -1) {
+			s, e := m[2], m[3]
+			if e < len(text) {
+				if r, _ := utf8.DecodeRuneInString(text[e:]); isHandleChar(r) {
+					continue // part of something longer (an email address, a path)
+				}
 			}
+			spans = append(spans, facetSpan{start: s, end: e, kind: "mention", value: strings.ToLower(text[s+1 : e])})
 		}
-		spans = append(spans, facetSpan{start: s, end: e, kind: "mention", value: strings.ToLower(text[s+1 : e])})
 	}
-	for _, m := range tagPattern.FindAllStringSubmatchIndex(text, -1) {
-		s, e := m[2], m[3]
-		tag := strings.TrimRight(text[s:e], ".,;:!?'\")]}")
-		_, size := utf8.DecodeRuneInString(tag)
-		value := tag[size:]
-		if value == "" || digitsOnly.MatchString(value) || utf8.RuneCountInString(value) > maxTagLength {
-			continue
+	if strings.ContainsAny(text, "#＃") {
+		for _, m := range tagPattern.FindAllStringSubmatchIndex(text, -1) {
+			s, e := m[2], m[3]
+			tag := strings.TrimRight(text[s:e], ".,;:!?'\")]}")
+			_, size := utf8.DecodeRuneInString(tag)
+			value := tag[size:]
+			if value == "" || digitsOnly.MatchString(value) || utf8.RuneCountInString(value) > maxTagLength {
+				continue
+			}
+			spans = append(spans, facetSpan{start: s, end: s + len(tag), kind: "tag", value: value})
 		}
-		spans = append(spans, facetSpan{start: s, end: s + len(tag), kind: "tag", value: value})
 	}
 	return dropOverlaps(spans)
 }

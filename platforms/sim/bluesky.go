@@ -49,8 +49,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/rivo/uniseg"
-
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -422,7 +420,7 @@ func (b *bskySim) checkPost(did string, rec bskyPostRecord) ([]string, string) {
 		return nil, "Invalid app.bsky.feed.post record: Record must have the property \"text\""
 	}
 	text := *rec.Text
-	if n := uniseg.GraphemeClusterCount(text); n > bskyMaxGraphemes {
+	if n := platforms.GraphemeCount(text); n > bskyMaxGraphemes {
 		return nil, fmt.Sprintf("Invalid app.bsky.feed.post record: Record/text must not be longer than %d graphemes (got %d)", bskyMaxGraphemes, n)
 	}
 	if len(text) > bskyMaxTextBytes {
@@ -1077,7 +1075,7 @@ func (b *bskySim) sendMessage(w http.ResponseWriter, r *http.Request, a bskyAcco
 	}
 	text := *req.Message.Text
 	switch {
-	case uniseg.GraphemeClusterCount(text) > 1000 || len(text) > 10000:
+	case platforms.GraphemeCount(text) > 1000 || len(text) > 10000:
 		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Input/message/text must not be longer than 1000 graphemes")
 		return
 	case strings.TrimSpace(text) == "":

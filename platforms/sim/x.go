@@ -968,6 +968,9 @@ func xWeightedLength(s string) int {
 }
 
 func xWeightText(s string) int {
+	if platforms.IsASCII(s) {
+		return len(s) // every ASCII code point weighs 1, and no ASCII grapheme is an emoji
+	}
 	n := 0
 	g := uniseg.NewGraphemes(s)
 	for g.Next() {

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/heraldhq/herald/platforms"
 	"github.com/rivo/uniseg"
 )
 
@@ -30,6 +31,13 @@ func WeightedLength(s string) int {
 }
 
 func weighText(s string) int {
+	if platforms.IsASCII(s) {
+		return len(s) // every ASCII code point weighs 1, and no ASCII grapheme is an emoji
+	}
+	return weighGraphemes(s)
+}
+
+func weighGraphemes(s string) int {
 	n := 0
 	g := uniseg.NewGraphemes(s)
 	for g.Next() {

@@ -398,3 +398,18 @@ func requests(t *testing.T, s *sim.Server) []sim.RequestLog {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
 	return out.Data
 }
+
+// The ASCII shortcut of the weighted length agrees with grapheme segmentation.
+func FuzzWeighASCII(f *testing.F) {
+	for _, s := range []string{"", "hello world", "a\r\nb", "\x00\x1f\x7f", "#tag @handle"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !platforms.IsASCII(s) {
+			return
+		}
+		if got, want := weighText(s), weighGraphemes(s); got != want {
+			t.Fatalf("%q weighs %d, segmentation says %d", s, got, want)
+		}
+	})
+}
