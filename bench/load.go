@@ -127,7 +127,15 @@ func (e *Env) draftBody(i int) []byte {
 	return []byte(fmt.Sprintf(`{"content":"Bench draft %d: our autumn collection is out today, with free shipping on every order this week. #launch","platforms":[%s]}`, i, ids))
 }
 
-func createDrafts(e *Env) (Result, error) {
+// createDrafts: durable POST /v1/posts at e.Connections, beside the raw bbolt group-commit
+// ceiling. It runs on a server of its own, so that the posts it leaves (and their actors, until
+// they passivate) weigh on no later scenario.
+func createDrafts(base *Env) (Result, error) {
+	e, err := base.Spawn()
+	if err != nil {
+		return Result{}, err
+	}
+	defer e.Close()
 	ws, err := e.wires(e.Connections)
 	if err != nil {
 		return Result{}, err

@@ -166,13 +166,8 @@ func (h *handlers) stream(c *echo.Context) error {
 func (h *handlers) serveStream(conn net.Conn, sub *job.Subscriber, unsubscribe func()) {
 	defer h.streams.open.Dec()
 	defer conn.Close()
-	gone := make(chan struct{})
-	go func() {
-		// The client sends nothing after its request: a read returns when it goes away.
-		var b [1]byte
-		_, _ = conn.Read(b[:])
-		close(gone)
-	}()
+	gone, stop := hangups().watch(conn)
+	defer stop() // before the connection closes
 	ping := time.NewTicker(PingInterval)
 	defer ping.Stop()
 	write := func(b []byte) bool {
