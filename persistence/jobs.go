@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // Job statuses.
@@ -105,17 +107,31 @@ func (t *Tx) PutJobEncoded(j *Job, raw []byte) error {
 		}
 	}
 	id := mustID(j.TrackingID)
+	// The index entries are written once: a phase change finds them in place, and an index
+	// page left untouched is a page the commit need not write.
+	active := t.tx.Bucket(bJobsActive)
 	if j.PostSynced {
-		if err := t.tx.Bucket(bJobsActive).Delete(id); err != nil {
+		if err := active.Delete(id); err != nil {
 			return err
 		}
-	} else if err := t.tx.Bucket(bJobsActive).Put(id, nil); err != nil {
-		return err
+	} else if !has(active, id) {
+		if err := active.Put(id, nil); err != nil {
+			return err
+		}
 	}
-	if err := t.tx.Bucket(bJobsPost).Put(join(mustID(j.PostID), id), nil); err != nil {
-		return err
+	byPost, key := t.tx.Bucket(bJobsPost), join(mustID(j.PostID), id)
+	if !has(byPost, key) {
+		if err := byPost.Put(key, nil); err != nil {
+			return err
+		}
 	}
 	return t.tx.Bucket(bJobs).Put(id, raw)
+}
+
+// has reports whether the bucket holds key (Get cannot tell an empty value from no key).
+func has(b *bolt.Bucket, key []byte) bool {
+	k, _ := b.Cursor().Seek(key)
+	return bytes.Equal(k, key)
 }
 
 // Job returns a job by tracking id.

@@ -246,8 +246,13 @@ func (t *Tx) PutPost(p *Post, raw []byte) error {
 		}
 	}
 	id := mustID(p.ID)
-	if err := t.tx.Bucket(bPostsUser).Put(join(mustID(p.UserID), id), summary(p)); err != nil {
-		return err
+	// The list index holds the post's status and platforms; a change that keeps them (most
+	// of a post's changes) leaves the index page untouched.
+	index, key, sum := t.tx.Bucket(bPostsUser), join(mustID(p.UserID), id), summary(p)
+	if !bytes.Equal(index.Get(key), sum) {
+		if err := index.Put(key, sum); err != nil {
+			return err
+		}
 	}
 	return t.tx.Bucket(bPosts).Put(id, raw)
 }
