@@ -271,13 +271,14 @@ func (a *Actor) apply(r *account.Report) {
 		a.deps.Log.Error("storing a job's progress failed", "job_id", a.id, "error", err)
 		return
 	}
+	// States are never changed in place (every change builds a new one), so events share them.
 	a.state = next
-	a.broadcast(&Event{Name: "progress", ID: next.Seq, Job: next.Clone(), Target: r.Target})
+	a.broadcast(&Event{Name: "progress", ID: next.Seq, Job: next, Target: r.Target})
 	if allFinal {
 		if a.deps.Finished != nil {
 			a.deps.Finished(next, now.Sub(next.CreatedAt))
 		}
-		a.broadcast(&Event{Name: "done", ID: next.Seq, Job: next.Clone(), Target: -1})
+		a.broadcast(&Event{Name: "done", ID: next.Seq, Job: next, Target: -1})
 		for s := range a.subs {
 			close(s.C)
 		}
