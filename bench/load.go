@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -141,6 +143,7 @@ func createDrafts(base *Env) (Result, error) {
 		return Result{}, err
 	}
 	defer closeWires(ws)
+	cpu0 := processCPU(e.cmd.Process.Pid)
 	r, err := drive(e.log, "create-drafts", e.Connections, e.Duration, func(w, i int) error {
 		st, b, err := ws[w].do(http.MethodPost, "/v1/posts", e.draftBody(w*1_000_000+i))
 		if err != nil {
@@ -154,26 +157,65 @@ func createDrafts(base *Env) (Result, error) {
 	if err != nil {
 		return r, err
 	}
-	limit, err := boltCeiling(e, e.Connections, e.Duration)
+	cpu := processCPU(e.cmd.Process.Pid) - cpu0
+	var server commitStats
+	server.writes, _ = e.metric("herald_bbolt_commit_batch_size_sum", "")
+	server.commits, _ = e.metric("herald_bbolt_commit_batch_size_count", "")
+	server.seconds, _ = e.metric("herald_bbolt_commit_duration_seconds_sum", "")
+	limit, ceiling, err := boltCeiling(e, e.Connections, e.Duration)
 	if err != nil {
 		return r, err
 	}
 	r.LimitName = "raw bbolt group commit"
 	r.Limit = limit
+	r.Notes = fmt.Sprintf("server CPU %.0f µs per create; server commits: %s; ceiling commits: %s (the ceiling's writers wait only for the disk, the server's requests also for HTTP, the actors and the CPU that all of it shares with the load generator)",
+		cpu.Seconds()*1e6/float64(max(r.Ops, 1)), server, ceiling)
 	return r, nil
+}
+
+// commitStats sums group commits: writes, commits and the time they took.
+type commitStats struct{ writes, commits, seconds float64 }
+
+func (c commitStats) String() string {
+	if c.commits == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%.1f writes per commit, %.2f ms per commit", c.writes/c.commits, c.seconds*1000/c.commits)
+}
+
+// processCPU returns the user and system CPU time a process has used (Linux; 0 elsewhere).
+func processCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (which may hold spaces) start after its ')'.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // clock ticks (USER_HZ, 100 on Linux)
 }
 
 // boltCeiling measures the raw bbolt group-commit rate in this process: conns writers putting
 // post records of the same size as the scenario's through the same group committer, with no
 // HTTP and no actors. It is the throughput ceiling of durable creates on this machine.
-func boltCeiling(e *Env, conns int, d time.Duration) (float64, error) {
+func boltCeiling(e *Env, conns int, d time.Duration) (float64, commitStats, error) {
+	var stats commitStats
 	dir, err := os.MkdirTemp(e.Dir, "ceiling-")
 	if err != nil {
-		return 0, err
+		return 0, stats, err
 	}
-	s, err := persistence.Open(dir, persistence.Options{})
+	var mu sync.Mutex
+	s, err := persistence.Open(dir, persistence.Options{OnCommit: func(n int, d time.Duration, _ error) {
+		mu.Lock()
+		stats.writes, stats.commits, stats.seconds = stats.writes+float64(n), stats.commits+1, stats.seconds+d.Seconds()
+		mu.Unlock()
+	}})
 	if err != nil {
-		return 0, err
+		return 0, stats, err
 	}
 	defer s.Close()
 	user := uuid.Must(uuid.NewV7()).String()
@@ -191,7 +233,9 @@ func boltCeiling(e *Env, conns int, d time.Duration) (float64, error) {
 		return s.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(p, raw) })
 	})
 	if err != nil {
-		return 0, err
+		return 0, stats, err
 	}
-	return r.Throughput, nil
+	mu.Lock()
+	defer mu.Unlock()
+	return r.Throughput, stats, nil
 }

@@ -225,7 +225,7 @@ func publishScenario(base *Env) (Result, error) {
 	if !drained.IsZero() {
 		completedRate = acceptedTotal / drained.Sub(start).Seconds()
 	}
-	limit, err := boltCeiling(e, e.Connections, e.Duration)
+	limit, _, err := boltCeiling(e, e.Connections, e.Duration)
 	if err != nil {
 		return r, err
 	}
