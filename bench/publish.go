@@ -37,6 +37,21 @@ func (e *Env) post(path, body string, hdr map[string]string) (int, []byte, error
 	return resp.StatusCode, b, err
 }
 
+// spawnWithAccounts spawns a server with extra serve flags and returns it with the ids of its
+// sandbox accounts on the given platforms.
+func (e *Env) spawnWithAccounts(platforms []string, extra ...string) (*Env, []string, error) {
+	n, err := e.Spawn(extra...)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids, err := n.accountIDs(platforms...)
+	if err != nil {
+		n.Close()
+		return nil, nil, err
+	}
+	return n, ids, nil
+}
+
 // accountIDs returns the sandbox account ids of the given platforms.
 func (e *Env) accountIDs(platforms ...string) ([]string, error) {
 	var accounts struct {
@@ -153,15 +168,11 @@ func durationsPct(d []time.Duration, p float64) float64 {
 // Bluesky and LinkedIn on the simulator at zero latency; jobs completed per second; the backlog
 // when the load stops; end-to-end latency from request to done on a sample of jobs.
 func publishScenario(base *Env) (Result, error) {
-	e, err := base.Spawn(unlimited...)
+	e, ids, err := base.spawnWithAccounts([]string{"twitter_x", "bluesky", "linkedin"}, unlimited...)
 	if err != nil {
 		return Result{}, err
 	}
 	defer e.Close()
-	ids, err := e.accountIDs("twitter_x", "bluesky", "linkedin")
-	if err != nil {
-		return Result{}, err
-	}
 	targets := quoteAll(ids)
 	var e2e []time.Duration
 	var e2eMu sync.Mutex
@@ -238,15 +249,11 @@ func publishScenario(base *Env) (Result, error) {
 // accountThroughput: publishes per second through one account (X) with zero simulator latency and
 // an unlimited budget: the account actor's own overhead, one call at a time.
 func accountThroughput(base *Env) (Result, error) {
-	e, err := base.Spawn(unlimited...)
+	e, ids, err := base.spawnWithAccounts([]string{"twitter_x"}, unlimited...)
 	if err != nil {
 		return Result{}, err
 	}
 	defer e.Close()
-	ids, err := e.accountIDs("twitter_x")
-	if err != nil {
-		return Result{}, err
-	}
 	n := 5000
 	if e.Quick {
 		n = 1000
@@ -354,15 +361,11 @@ func sseFanout(base *Env) (Result, error) {
 	if base.Quick {
 		streams, latency = 2000, "4s"
 	}
-	e, err := base.Spawn(append([]string{"--sim-latency", latency}, unlimited...)...)
+	e, ids, err := base.spawnWithAccounts([]string{"twitter_x"}, append([]string{"--sim-latency", latency}, unlimited...)...)
 	if err != nil {
 		return Result{}, err
 	}
 	defer e.Close()
-	ids, err := e.accountIDs("twitter_x")
-	if err != nil {
-		return Result{}, err
-	}
 	st, b, err := e.post("/v1/posts/publish", fmt.Sprintf(`{"content":"fan-out","platforms":[%s]}`, quoteAll(ids)), nil)
 	if err != nil || st != 202 {
 		return Result{}, fmt.Errorf("publish: %d %s %v", st, b, err)
@@ -423,15 +426,11 @@ func sseDelivery(base *Env) (Result, error) {
 	streams := jobs * per
 	// Every job's one call is in flight at once, each taking the simulator's latency, so that the
 	// jobs finish in the order and at the pace they were published.
-	e, err := base.Spawn(append([]string{"--sim-latency", latency.String(), "--account-concurrency", strconv.Itoa(jobs)}, unlimited...)...)
+	e, ids, err := base.spawnWithAccounts([]string{"twitter_x"}, append([]string{"--sim-latency", latency.String(), "--account-concurrency", strconv.Itoa(jobs)}, unlimited...)...)
 	if err != nil {
 		return Result{}, err
 	}
 	defer e.Close()
-	ids, err := e.accountIDs("twitter_x")
-	if err != nil {
-		return Result{}, err
-	}
 	publisher, err := e.newWire()
 	if err != nil {
 		return Result{}, err
@@ -503,15 +502,11 @@ func schedulerBurst(base *Env) (Result, error) {
 	if base.Quick {
 		posts, spread = 5000, 10*time.Second
 	}
-	e, err := base.Spawn(unlimited...)
+	e, ids, err := base.spawnWithAccounts([]string{"twitter_x"}, unlimited...)
 	if err != nil {
 		return Result{}, err
 	}
 	defer e.Close()
-	ids, err := e.accountIDs("twitter_x")
-	if err != nil {
-		return Result{}, err
-	}
 	// Creation takes a while; the burst starts once every post is scheduled.
 	lead := time.Duration(float64(posts)/2000*float64(time.Second)) + 5*time.Second
 	t0 := time.Now().Add(lead)

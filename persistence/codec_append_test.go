@@ -22,7 +22,7 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 	times := []time.Time{
 		time.Date(2026, 11, 22, 2, 30, 0, 0, time.UTC),
 		time.Date(2026, 3, 29, 2, 30, 0, 123456789, paris),
-		time.Date(2026, 1, 2, 3, 4, 5, 100, time.FixedZone("", -(9*3600 + 30*60))),
+		time.Date(2026, 1, 2, 3, 4, 5, 100, time.FixedZone("", -(9*3600+30*60))),
 		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Now(),
 	}
