@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -44,7 +45,8 @@ var (
 	bPostsUser    = []byte("posts_user")
 )
 
-const schemaVersion = 1
+// schemaVersion is the layout this code writes: 2 added posts_count.
+const schemaVersion = 2
 
 // Options configure the store.
 type Options struct {
@@ -109,6 +111,12 @@ func Open(dir string, opts Options) (*Store, error) {
 					return err
 				}
 			}
+			if schemaOf(tx) < 2 {
+				// Version 2 added posts_count; a store written before it is counted once.
+				if err := rebuildPostCounts(tx); err != nil {
+					return err
+				}
+			}
 			return tx.Bucket(bMeta).Put([]byte("schema"), u64(schemaVersion))
 		}); err != nil {
 			_ = db.Close()
@@ -118,6 +126,18 @@ func Open(dir string, opts Options) (*Store, error) {
 	s := &Store{db: db, opts: opts, writes: make(chan *write, 4096), done: make(chan struct{}), closed: make(chan struct{})}
 	go s.commitLoop()
 	return s, nil
+}
+
+// schemaOf returns the layout version a store was last opened for writing with (0: new).
+func schemaOf(tx *bolt.Tx) uint64 {
+	b := tx.Bucket(bMeta)
+	if b == nil {
+		return 0
+	}
+	if v := b.Get([]byte("schema")); len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
 }
 
 // Close stops the committer after the queued writes and closes the file.

@@ -248,8 +248,12 @@ func (t *Tx) PutPost(p *Post, raw []byte) error {
 	id := mustID(p.ID)
 	// The list index holds the post's status and platforms; a change that keeps them (most
 	// of a post's changes) leaves the index page untouched.
-	index, key, sum := t.tx.Bucket(bPostsUser), join(mustID(p.UserID), id), summary(p)
-	if !bytes.Equal(index.Get(key), sum) {
+	user := mustID(p.UserID)
+	index, key, sum := t.tx.Bucket(bPostsUser), join(user, id), summary(p)
+	if old := index.Get(key); !bytes.Equal(old, sum) {
+		if err := t.countPostChange(user, old, sum); err != nil {
+			return err
+		}
 		if err := index.Put(key, sum); err != nil {
 			return err
 		}
@@ -268,8 +272,14 @@ func (t *Tx) Post(id string) (*Post, error) {
 
 // DeletePost removes a post and its index entry.
 func (t *Tx) DeletePost(p *Post) error {
-	id := mustID(p.ID)
-	if err := t.tx.Bucket(bPostsUser).Delete(join(mustID(p.UserID), id)); err != nil {
+	id, user := mustID(p.ID), mustID(p.UserID)
+	index, key := t.tx.Bucket(bPostsUser), join(user, id)
+	if old := index.Get(key); old != nil {
+		if err := t.countPostChange(user, old, nil); err != nil {
+			return err
+		}
+	}
+	if err := index.Delete(key); err != nil {
 		return err
 	}
 	return t.tx.Bucket(bPosts).Delete(id)
@@ -302,6 +312,12 @@ func (t *Tx) ListPosts(f PostFilter) ([]*Post, int, error) {
 	posts := t.tx.Bucket(bPosts)
 	var out []*Post
 	total := 0
+	// Without a search the counts give the total, and the walk stops with the page.
+	counted := needle == "" && schemaOf(t.tx) >= 2
+	if counted {
+		total = t.PostCount(f.UserID, f.Status, f.Platform)
+	}
+	matched := 0
 	c := t.tx.Bucket(bPostsUser).Cursor()
 	end := append(append([]byte(nil), user...), bytes.Repeat([]byte{0xff}, 16)...)
 	k, v := c.Seek(end)
@@ -331,8 +347,17 @@ func (t *Tx) ListPosts(f PostFilter) ([]*Post, int, error) {
 			}
 			p = &post
 		}
-		total++
-		if total <= f.Offset || len(out) >= f.Limit {
+		matched++
+		if !counted {
+			total = matched
+		}
+		if matched <= f.Offset {
+			continue
+		}
+		if len(out) >= f.Limit {
+			if counted {
+				break
+			}
 			continue
 		}
 		if p == nil {
