@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -29,20 +30,60 @@ type Requester interface {
 	system() *System
 }
 
-// replyProcess is the reply address of one Ask: a process in the registry whose mailbox is a
-// one-slot channel. It costs no goroutine and no timer beyond the caller's own.
-type replyProcess struct{ ch chan any }
+// replyRouter is the reply address of every Ask of a system: one process in the registry,
+// registered once, that hands each answer to the Ask named by the RequestId of the PID the Ask
+// sent as its sender. It costs no goroutine, and an Ask no registry entry of its own. An answer
+// for an Ask that is no longer waiting (it timed out) or a second answer to the same request
+// finds nobody and is dropped.
+type replyRouter struct {
+	pid     *actor.PID
+	mu      sync.Mutex
+	next    uint32
+	waiting map[uint32]chan any
+}
 
-func (p *replyProcess) SendUserMessage(_ *actor.PID, message any) {
+func newReplyRouter(as *actor.ActorSystem) *replyRouter {
+	r := &replyRouter{waiting: map[uint32]chan any{}}
+	r.pid, _ = as.ProcessRegistry.Add(r, "ask$replies")
+	return r
+}
+
+// open registers an Ask and returns the sender PID its request carries.
+func (r *replyRouter) open(ch chan any) (*actor.PID, uint32) {
+	r.mu.Lock()
+	id := r.next
+	for _, taken := r.waiting[id]; taken || id == 0; _, taken = r.waiting[id] {
+		id++ // 0 is no request; after wrapping around, skip Asks still waiting
+	}
+	r.next = id + 1
+	r.waiting[id] = ch
+	r.mu.Unlock()
+	return &actor.PID{Address: r.pid.Address, Id: r.pid.Id, RequestId: id}, id
+}
+
+// close forgets an Ask that stopped waiting.
+func (r *replyRouter) close(id uint32) {
+	r.mu.Lock()
+	delete(r.waiting, id)
+	r.mu.Unlock()
+}
+
+func (r *replyRouter) SendUserMessage(pid *actor.PID, message any) {
+	if pid == nil {
+		return
+	}
 	_, msg, _ := actor.UnwrapEnvelope(message)
-	select {
-	case p.ch <- msg:
-	default: // a second reply to the same request is dropped
+	r.mu.Lock()
+	ch := r.waiting[pid.RequestId]
+	delete(r.waiting, pid.RequestId)
+	r.mu.Unlock()
+	if ch != nil {
+		ch <- msg // buffered: never blocks
 	}
 }
 
-func (p *replyProcess) SendSystemMessage(_ *actor.PID, message any) {}
-func (p *replyProcess) Stop(_ *actor.PID)                           {}
+func (r *replyRouter) SendSystemMessage(_ *actor.PID, message any) {}
+func (r *replyRouter) Stop(_ *actor.PID)                           {}
 
 // Ask sends msg and waits for the reply of type R, or an error: the actor's ErrorReply, ErrTimeout
 // when ctx ends first (or after DefaultAskTimeout when ctx has no deadline), or a type mismatch.
@@ -58,11 +99,9 @@ func Ask[R any](ctx context.Context, to Requester, msg any) (R, error) {
 // for the deadline: a request handler passes its request's context and its own bound.
 func AskWithin[R any](ctx context.Context, d time.Duration, to Requester, msg any) (R, error) {
 	var zero R
-	sys := to.system()
-	p := &replyProcess{ch: make(chan any, 1)}
-	reg := sys.AS.ProcessRegistry
-	pid, _ := reg.Add(p, "ask$"+reg.NextID())
-	defer reg.Remove(pid)
+	replies := to.system().replies
+	ch := make(chan any, 1)
+	pid, id := replies.open(ch)
 	var timeout <-chan time.Time
 	if d > 0 {
 		t := time.NewTimer(d)
@@ -72,10 +111,12 @@ func AskWithin[R any](ctx context.Context, d time.Duration, to Requester, msg an
 	to.request(msg, pid)
 	var res any
 	select {
-	case res = <-p.ch:
+	case res = <-ch:
 	case <-ctx.Done():
+		replies.close(id)
 		return zero, fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
 	case <-timeout:
+		replies.close(id)
 		return zero, ErrTimeout
 	}
 	switch r := res.(type) {

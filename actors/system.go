@@ -15,6 +15,8 @@ type System struct {
 	Root    *actor.RootContext
 	Metrics *Metrics
 	Log     *slog.Logger
+
+	replies *replyRouter // the reply address of every Ask (ask.go)
 }
 
 // NewSystem starts an actor system. reg may be nil (metrics then go nowhere).
@@ -31,7 +33,7 @@ func NewSystem(reg prometheus.Registerer, log *slog.Logger) *System {
 		actor.WithDeadLetterThrottleInterval(time.Minute),
 	)
 	as := actor.NewActorSystemWithConfig(cfg)
-	return &System{AS: as, Root: as.Root, Metrics: NewMetrics(reg), Log: log}
+	return &System{AS: as, Root: as.Root, Metrics: NewMetrics(reg), Log: log, replies: newReplyRouter(as)}
 }
 
 // Shutdown stops the actor system.
