@@ -376,7 +376,6 @@ func sseFanout(base *Env) (Result, error) {
 	_ = json.Unmarshal(b, &acc)
 	time.Sleep(300 * time.Millisecond)
 	before := float64(readVmRSS(e.cmd.Process.Pid))
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: streams, MaxConnsPerHost: 0, DisableCompression: true}}
 	var opened sync.WaitGroup
 	opened.Add(streams)
 	var wg sync.WaitGroup
@@ -392,7 +391,7 @@ func sseFanout(base *Env) (Result, error) {
 			defer wg.Done()
 			once := sync.Once{}
 			markOpen := func() { once.Do(func() { <-sem; opened.Done() }) }
-			done, at, err := e.streamUntilDone(context.Background(), client, acc.TrackingID, markOpen)
+			done, at, err := e.streamDone(acc.TrackingID, markOpen)
 			markOpen()
 			if err != nil {
 				failures.Add(1)
@@ -436,7 +435,6 @@ func sseDelivery(base *Env) (Result, error) {
 		return Result{}, err
 	}
 	defer publisher.close()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: streams, MaxConnsPerHost: 0, DisableCompression: true}}
 	before := float64(readVmRSS(e.cmd.Process.Pid))
 	var opened, wg sync.WaitGroup
 	opened.Add(streams)
@@ -463,7 +461,7 @@ func sseDelivery(base *Env) (Result, error) {
 				defer wg.Done()
 				once := sync.Once{}
 				markOpen := func() { once.Do(opened.Done) }
-				done, at, err := e.streamUntilDone(context.Background(), client, id, markOpen)
+				done, at, err := e.streamDone(id, markOpen)
 				markOpen()
 				if err != nil {
 					failures.Add(1)
