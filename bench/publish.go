@@ -110,52 +110,6 @@ func (e *Env) metric(name, match string) (float64, error) {
 	return sum, sc.Err()
 }
 
-// streamUntilDone opens a job's stream and returns when done arrives, with the job's completed_at
-// (read from the done payload without decoding all of it, so that ten thousand clients on the
-// server's own cores measure delivery rather than their JSON parsing).
-func (e *Env) streamUntilDone(ctx context.Context, client *http.Client, jobID string, opened func()) (time.Time, time.Time, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.URL+"/v1/jobs/"+jobID+"/stream", nil)
-	req.Header.Set("Authorization", "Bearer "+e.Key)
-	resp, err := client.Do(req)
-	if err != nil {
-		return time.Time{}, time.Time{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		return time.Time{}, time.Time{}, fmt.Errorf("stream: %s", resp.Status)
-	}
-	r := bufio.NewReader(resp.Body)
-	event := ""
-	first := true
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return time.Time{}, time.Time{}, fmt.Errorf("stream ended before done: %w", err)
-		}
-		line = strings.TrimRight(line, "\n")
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			event = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			if first && opened != nil {
-				first = false
-				opened()
-			}
-			if event == "done" {
-				at := time.Now()
-				const key = `"completed_at":"`
-				i := strings.Index(line, key)
-				if i < 0 {
-					return time.Time{}, at, fmt.Errorf("done without completed_at")
-				}
-				rest := line[i+len(key):]
-				done, err := time.Parse(time.RFC3339Nano, rest[:strings.IndexByte(rest, '"')])
-				return done, at, err
-			}
-		}
-	}
-}
-
 func durationsPct(d []time.Duration, p float64) float64 {
 	if len(d) == 0 {
 		return 0
@@ -177,7 +131,6 @@ func publishScenario(base *Env) (Result, error) {
 	var e2e []time.Duration
 	var e2eMu sync.Mutex
 	ctx, cancel := context.WithCancel(context.Background())
-	sampler := &http.Client{}
 	var sampleWG sync.WaitGroup
 	sampleWG.Add(1)
 	go func() { // end-to-end sampler: one job at a time, request to done
@@ -192,7 +145,7 @@ func publishScenario(base *Env) (Result, error) {
 				TrackingID string `json:"tracking_id"`
 			}
 			_ = json.Unmarshal(b, &acc)
-			if _, at, err := e.streamUntilDone(ctx, sampler, acc.TrackingID, nil); err == nil {
+			if _, at, err := e.streamDone(acc.TrackingID, nil); err == nil {
 				e2eMu.Lock()
 				e2e = append(e2e, at.Sub(start))
 				e2eMu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"slices"
@@ -108,45 +109,60 @@ func (w *wire) do(method, path string, body []byte) (int, []byte, error) {
 
 var errMalformed = errors.New("malformed HTTP response")
 
-func (w *wire) readResponse() (int, []byte, error) {
-	line, err := w.br.ReadSlice('\n')
+// head is what a client needs of a response's head: the status and the body's framing.
+type head struct {
+	status           int
+	length           int // -1 when not given
+	chunked, closing bool
+}
+
+// readHead reads a response's status line and headers.
+func readHead(br *bufio.Reader) (head, error) {
+	h := head{length: -1}
+	line, err := br.ReadSlice('\n')
 	if err != nil {
-		return 0, nil, err
+		return h, err
 	}
 	// "HTTP/1.1 201 Created\r\n"
 	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) {
-		return 0, nil, errMalformed
+		return h, errMalformed
 	}
-	status, err := strconv.Atoi(string(line[9:12]))
-	if err != nil {
-		return 0, nil, errMalformed
+	if h.status, err = strconv.Atoi(string(line[9:12])); err != nil {
+		return h, errMalformed
 	}
-	length, chunked, closing := -1, false, false
 	for {
-		line, err := w.br.ReadSlice('\n')
+		line, err := br.ReadSlice('\n')
 		if err != nil {
-			return 0, nil, err
+			return h, err
 		}
 		line = bytes.TrimRight(line, "\r\n")
 		if len(line) == 0 {
-			break
+			return h, nil
 		}
 		k, v, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
-			return 0, nil, errMalformed
+			return h, errMalformed
 		}
 		v = bytes.TrimSpace(v)
 		switch {
 		case bytes.EqualFold(k, []byte("Content-Length")):
-			if length, err = strconv.Atoi(string(v)); err != nil {
-				return 0, nil, errMalformed
+			if h.length, err = strconv.Atoi(string(v)); err != nil {
+				return h, errMalformed
 			}
 		case bytes.EqualFold(k, []byte("Transfer-Encoding")):
-			chunked = bytes.EqualFold(v, []byte("chunked"))
+			h.chunked = bytes.EqualFold(v, []byte("chunked"))
 		case bytes.EqualFold(k, []byte("Connection")):
-			closing = bytes.EqualFold(v, []byte("close"))
+			h.closing = bytes.EqualFold(v, []byte("close"))
 		}
 	}
+}
+
+func (w *wire) readResponse() (int, []byte, error) {
+	h, err := readHead(w.br)
+	if err != nil {
+		return 0, nil, err
+	}
+	status, length, chunked, closing := h.status, h.length, h.chunked, h.closing
 	w.body = w.body[:0]
 	switch {
 	case chunked:
@@ -211,28 +227,15 @@ func (e *Env) streamDone(jobID string, opened func()) (done, at time.Time, err e
 		return done, at, err
 	}
 	br := bufio.NewReaderSize(conn, 4<<10)
-	line, err := br.ReadSlice('\n')
+	h, err := readHead(br)
 	if err != nil {
 		return done, at, err
 	}
-	if !bytes.HasPrefix(line, []byte("HTTP/1.1 200")) {
-		return done, at, fmt.Errorf("stream: %s", bytes.TrimSpace(line))
+	if h.status != http.StatusOK {
+		return done, at, fmt.Errorf("stream: status %d", h.status)
 	}
-	chunked := false
-	for {
-		line, err := br.ReadSlice('\n')
-		if err != nil {
-			return done, at, err
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			break
-		}
-		if k, v, ok := bytes.Cut(line, []byte(":")); ok && bytes.EqualFold(bytes.TrimSpace(k), []byte("Transfer-Encoding")) {
-			chunked = bytes.EqualFold(bytes.TrimSpace(v), []byte("chunked"))
-		}
-	}
-	var body *bufio.Reader = br
-	if chunked { // a stream served in place, not taken over from the HTTP server
+	body := br
+	if h.chunked { // a stream served in place, not taken over from the HTTP server
 		body = bufio.NewReader(httputil.NewChunkedReader(br))
 	}
 	event, first := "", true
