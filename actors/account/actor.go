@@ -124,6 +124,11 @@ type Actor struct {
 	adapter platforms.Adapter
 
 	queue []*request
+	// told counts the requests at the queue's front already told that they wait for the budget
+	// reset toldAt, so that a request arriving during a wait is told without re-reading the
+	// whole queue. Prepending (queueFront) resets it.
+	told   int
+	toldAt time.Time
 	// ready holds requests whose budget is reserved and whose attempt is recorded, waiting for a
 	// call slot. Attempts are recorded in batches (one commit for many calls); a recorded
 	// attempt that was never sent is resolved by a lookup after a crash, like any other.
@@ -208,7 +213,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			a.fail(m.req, "the connected account was disconnected before the post could be published")
 			return
 		}
-		a.queue = append([]*request{m.req}, a.queue...)
+		a.queueFront(m.req)
 		a.pump(ctx)
 	}
 }
@@ -332,7 +337,7 @@ func (a *Actor) delete(ctx actor.Context, m *Delete) {
 	for _, r := range append(a.ready, a.queue...) {
 		a.fail(r, "the connected account was disconnected before the post could be published")
 	}
-	a.queue, a.ready = nil, nil
+	a.queue, a.ready, a.told = nil, nil, 0
 	adapter, creds, platform := a.adapter, a.creds, a.acc.Platform
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go func() {
@@ -398,6 +403,12 @@ func (a *Actor) publish(ctx actor.Context, m *Publish) {
 	a.pump(ctx)
 }
 
+// queueFront puts requests back at the queue's front, ahead of the ones that waited behind them.
+func (a *Actor) queueFront(rs ...*request) {
+	a.queue = append(rs, a.queue...)
+	a.told = 0
+}
+
 // needsRefresh reports whether the token should be refreshed before the next call.
 func (a *Actor) needsRefresh(now time.Time) bool {
 	c := a.creds
@@ -447,16 +458,22 @@ func (a *Actor) pump(ctx actor.Context) {
 		}
 		if len(batch) == 0 {
 			a.deps.Metrics.BudgetWaits.WithLabelValues(string(platform)).Inc()
-			for _, r := range a.queue {
+			from := 0
+			if retryAt.Equal(a.toldAt) {
+				from = min(a.told, len(a.queue))
+			}
+			for _, r := range a.queue[from:] {
 				if !r.waitShown.Equal(retryAt) {
 					r.waitShown = retryAt
 					a.report(r, false, false, "waiting for rate budget until "+retryAt.UTC().Format(time.RFC3339), platforms.Publication{})
 				}
 			}
+			a.told, a.toldAt = len(a.queue), retryAt
 			a.armWake(ctx, retryAt)
 			return
 		}
 		a.queue = a.queue[len(batch):]
+		a.told = max(0, a.told-len(batch))
 		a.deps.Metrics.BudgetLeft.WithLabelValues(string(platform)).Set(float64(a.deps.Budgets.Remaining(platform, a.id, now)))
 		err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
 			for _, r := range batch {
@@ -497,7 +514,7 @@ func (a *Actor) unready() {
 	for range back {
 		a.deps.Budgets.Refund(platform, a.id)
 	}
-	a.queue = append(back, a.queue...)
+	a.queueFront(back...)
 }
 
 func (a *Actor) armWake(ctx actor.Context, at time.Time) {
@@ -573,7 +590,7 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 		a.deps.Budgets.Block(platform, a.id, until, perPlatform)
 		a.forgetAttempt(r)
 		a.unready()
-		a.queue = append([]*request{r}, a.queue...)
+		a.queueFront(r)
 	case platforms.AuthExpired:
 		a.forgetAttempt(r)
 		if r.refreshed {
@@ -582,7 +599,7 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 		}
 		r.refreshed = true
 		a.unready()
-		a.queue = append([]*request{r}, a.queue...)
+		a.queueFront(r)
 		a.startRefresh(ctx, true)
 		return
 	case platforms.Transient:
@@ -662,7 +679,7 @@ func (a *Actor) lookupDone(ctx actor.Context, m *lookupDone) {
 		a.deps.Metrics.UnknownOutcome.WithLabelValues(platform, "not_found").Inc()
 		r.resolved = true
 		a.forgetAttempt(r)
-		a.queue = append([]*request{r}, a.queue...)
+		a.queueFront(r)
 	default:
 		a.deps.Metrics.UnknownOutcome.WithLabelValues(platform, "unresolved").Inc()
 		reason := errorMessage(m.err)
@@ -735,7 +752,7 @@ func (a *Actor) refreshDone(ctx actor.Context, m *refreshDone) {
 			for _, r := range append(a.ready, a.queue...) {
 				a.fail(r, msg)
 			}
-			a.queue, a.ready = nil, nil
+			a.queue, a.ready, a.told = nil, nil, 0
 			return
 		}
 	}

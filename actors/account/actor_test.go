@@ -24,7 +24,7 @@ import (
 )
 
 type bundle struct {
-	t       *testing.T
+	t       testing.TB
 	store   *persistence.Store
 	sim     *sim.Server
 	dir     *actors.Directory
@@ -34,7 +34,7 @@ type bundle struct {
 	userID  string
 }
 
-func setup(t *testing.T, rules map[platforms.Platform][]account.Rule) *bundle {
+func setup(t testing.TB, rules map[platforms.Platform][]account.Rule) *bundle {
 	t.Helper()
 	store, err := persistence.Open(t.TempDir(), persistence.Options{})
 	require.NoError(t, err)
@@ -170,6 +170,69 @@ func TestBudgetWaitsInsteadOfTripping(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("post %d", i), r.Text, "published in order")
 	}
 	require.Equal(t, 0.0, testutil.ToFloat64(b.metrics.RateLimited.WithLabelValues("twitter_x")), "no 429 from the network")
+}
+
+// Posts that arrive one by one while the budget is spent are each told once that they wait, with
+// the same reset time, however long the queue grows.
+func TestEveryWaitingPostIsToldOnce(t *testing.T) {
+	t.Parallel()
+	const posts = 300
+	b := setup(t, map[platforms.Platform][]account.Rule{platforms.X: {{Name: "tweets", Limit: 1, Window: time.Hour, Cost: 1}}})
+	acct := b.connect(platforms.X, "erin")
+	job := uuid.NewString()
+	told := map[int]int{}
+	var until string
+	for i := 0; i < posts; i++ {
+		b.publish(acct, job, i, fmt.Sprintf("post %d", i))
+	}
+	deadline := time.After(20 * time.Second)
+	for len(told) < posts-1 {
+		select {
+		case r := <-b.reports:
+			if r.Final {
+				require.Equal(t, 0, r.Target, "only the first post fits the budget")
+				require.True(t, r.Success, r.Message)
+				continue
+			}
+			if at, ok := strings.CutPrefix(r.Message, "waiting for rate budget until "); ok {
+				require.True(t, until == "" || until == at, "one reset time: %s and %s", until, at)
+				until = at
+				told[r.Target]++
+			}
+		case <-deadline:
+			t.Fatalf("%d of %d waiting posts were told", len(told), posts-1)
+		}
+	}
+	// Nothing more is said to anyone while the wait lasts.
+	select {
+	case r := <-b.reports:
+		if strings.HasPrefix(r.Message, "waiting for rate budget") {
+			told[r.Target]++
+		}
+	case <-time.After(200 * time.Millisecond):
+	}
+	for target, n := range told {
+		require.Equal(t, 1, n, "target %d told %d times", target, n)
+	}
+	require.NotContains(t, told, 0)
+}
+
+// BenchmarkPublishWhileWaiting measures one post arriving at an account whose budget is spent,
+// behind every post that arrived before it: the cost must not grow with the queue.
+func BenchmarkPublishWhileWaiting(b *testing.B) {
+	bb := setup(b, map[platforms.Platform][]account.Rule{platforms.X: {{Name: "tweets", Limit: 1, Window: time.Hour, Cost: 1}}})
+	acct := bb.connect(platforms.X, "frank")
+	job := uuid.NewString()
+	bb.publish(acct, job, 0, "fits the budget")
+	bb.finals(job, 1)
+	bb.reports = make(chan *account.Report, b.N+1)
+	b.ResetTimer()
+	for i := 1; i <= b.N; i++ {
+		bb.publish(acct, job, i, "waits")
+	}
+	for i := 0; i < b.N; i++ {
+		<-bb.reports
+	}
 }
 
 func TestExpiredTokenIsRefreshedAndRetriedOnce(t *testing.T) {
