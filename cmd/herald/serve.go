@@ -10,6 +10,7 @@ import (
 	_ "net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -108,6 +109,14 @@ func cmdServe(args []string, stderr io.Writer) error {
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(defaultMemoryLimit())
+	}
+	// One scheduler slot (P) more than the CPUs Go would use. Every durable write waits on the
+	// group committer, which spends most of a commit in fdatasync; back from it, the committer
+	// needs a P, and with every P busy it queues behind request goroutines while all writers
+	// wait. With a spare P it finds one at once: commits are shorter and creates about 10% faster
+	// on two cores (bench/RESULTS.md). GOMAXPROCS set in the environment wins.
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
 	}
 	a, err := app.New(cfg)
 	if err != nil {
