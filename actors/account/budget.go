@@ -26,7 +26,7 @@ type Rule struct {
 // the ones a publish spends. Herald never spends more than they allow; live signals from the
 // network (remaining/reset headers, 429s, quota codes) tighten them further.
 var DefaultRules = map[platforms.Platform][]Rule{
-	platforms.X:         {{Name: "tweets", Limit: 100, Window: 15 * time.Minute, Cost: 1}},
+	platforms.X:         {{Name: "tweets", Limit: 100, Window: 15 * time.Minute, Cost: 1}, xTweetsApp},
 	platforms.Bluesky:   {{Name: "writes", Limit: 5000, Window: time.Hour, Cost: 3}, {Name: "writes_day", Limit: 35000, Window: 24 * time.Hour, Cost: 3}},
 	platforms.LinkedIn:  {{Name: "posts", Limit: 150, Window: 24 * time.Hour, Cost: 1}},
 	platforms.Facebook:  {{Name: "calls", Limit: 200, Window: time.Hour, Cost: 2}},
@@ -37,6 +37,11 @@ var DefaultRules = map[platforms.Platform][]Rule{
 	platforms.TikTok:    {{Name: "init", Limit: 6, Window: time.Minute, Cost: 1}, {Name: "daily_posts", Limit: 15, Window: 24 * time.Hour, Cost: 1}},
 }
 
+// xTweetsApp is X's limit on POST /2/tweets per app (10,000 a day), shared by every X account
+// Herald publishes through: a hundred accounts at 100 posts per 15 minutes would reach it in
+// two and a half hours. Publishes and replies spend it.
+var xTweetsApp = Rule{Name: "tweets_app", Limit: 10000, Window: 24 * time.Hour, Cost: 1, PerPlatform: true}
+
 // DefaultReadRules are the networks' published limits on the live calls of analytics and the
 // inbox (reads.go), per operation. A rule whose name and scope match a publish rule of
 // DefaultRules shares its window: an X reply is a POST /2/tweets like a publish, a Bluesky reply
@@ -46,9 +51,9 @@ var DefaultReadRules = map[platforms.Platform]map[ReadOp][]Rule{
 	platforms.X: {
 		OpMetrics:      {{Name: "read:tweet_lookup", Limit: 900, Window: 15 * time.Minute, Cost: 1}},
 		OpComments:     {{Name: "read:search_recent", Limit: 300, Window: 15 * time.Minute, Cost: 1}},
-		OpReply:        {{Name: "tweets", Limit: 100, Window: 15 * time.Minute, Cost: 1}},
+		OpReply:        {{Name: "tweets", Limit: 100, Window: 15 * time.Minute, Cost: 1}, xTweetsApp},
 		OpConversation: {{Name: "read:dm_events", Limit: 15, Window: 15 * time.Minute, Cost: 1}},
-		OpSendMessage:  {{Name: "dm_send", Limit: 15, Window: 15 * time.Minute, Cost: 1}, {Name: "dm_send_day", Limit: 1440, Window: 24 * time.Hour, Cost: 1}},
+		OpSendMessage:  {{Name: "dm_send", Limit: 15, Window: 15 * time.Minute, Cost: 1}, {Name: "dm_send_day", Limit: 1440, Window: 24 * time.Hour, Cost: 1}, {Name: "dm_send_app", Limit: 1440, Window: 24 * time.Hour, Cost: 1, PerPlatform: true}},
 	},
 	platforms.Bluesky: {
 		OpMetrics:      {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}},

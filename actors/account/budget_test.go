@@ -1,6 +1,7 @@
 package account
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -77,4 +78,25 @@ func TestBudgetObservesNetworkSignals(t *testing.T) {
 	}
 	ok, _ = yt.Reserve(platforms.YouTube, "acct-z", now)
 	require.False(t, ok, "YouTube's units are the project's, shared by every channel")
+}
+
+// X allows 10,000 posts a day per app whatever the number of accounts: the hundred-and-first
+// account to post 100 times in a day waits for the app's window, though its own is untouched.
+func TestXAppLimitIsSharedByEveryAccount(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	b := NewBudgets(DefaultRules)
+	for a := 0; a < 100; a++ {
+		for i := 0; i < 100; i++ {
+			ok, _ := b.Reserve(platforms.X, fmt.Sprintf("acct-%d", a), now)
+			require.True(t, ok, "account %d, post %d", a, i)
+		}
+	}
+	ok, retry := b.Reserve(platforms.X, "acct-100", now)
+	require.False(t, ok, "the app's 10,000 a day are spent")
+	require.False(t, retry.Before(now.Add(24*time.Hour)), "the app's window is a day: %s", retry)
+	require.Equal(t, 0, b.Remaining(platforms.X, "acct-100", now))
+	// A reply is a POST /2/tweets too.
+	ok, _ = b.reserveOp(platforms.X, "acct-100", OpReply, DefaultReadRules[platforms.X][OpReply], 1, now)
+	require.False(t, ok, "a reply spends the same app budget")
 }
