@@ -4,7 +4,8 @@
 // The window is fixed: it opens with a user's first request and lasts one hour; RateLimit-Reset
 // counts the seconds until it closes. A fixed window is exact under concurrency (a counter under a
 // lock) and tells clients the simplest truth: how many requests are left, and when the quota
-// refills in full. Counters live in memory; a restart refills every quota.
+// refills in full. Counters live in memory; Snapshot and Restore carry the open windows across a
+// restart (the server stores a snapshot every few seconds and at shutdown).
 package ratelimit
 
 import (
@@ -35,6 +36,7 @@ type Limiter struct {
 type shard struct {
 	mu      sync.Mutex
 	windows map[string]*window
+	changed bool // a request was counted since the last Snapshot
 }
 
 type window struct {
@@ -81,7 +83,55 @@ func (l *Limiter) Take(user string, limit int) Decision {
 		return d
 	}
 	w.used++
+	s.changed = true
 	d.Allowed = true
 	d.Remaining = limit - w.used
 	return d
+}
+
+// Entry is one user's open window: when it opened and how many requests it has counted.
+type Entry struct {
+	User  string
+	Start time.Time
+	Used  int
+}
+
+// Snapshot returns every window still open, and whether any request was counted since the last
+// snapshot (when none was, the previous snapshot still holds).
+func (l *Limiter) Snapshot() ([]Entry, bool) {
+	now := l.now()
+	var out []Entry
+	changed := false
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.Lock()
+		changed = changed || s.changed
+		s.changed = false
+		for user, w := range s.windows {
+			if now.Before(w.start.Add(Window)) {
+				out = append(out, Entry{User: user, Start: w.start, Used: w.used})
+			}
+		}
+		s.mu.Unlock()
+	}
+	return out, changed
+}
+
+// Restore counts the requests of windows a previous run left open. A window already closed is
+// skipped; a window the limiter already has keeps the larger count.
+func (l *Limiter) Restore(entries []Entry) {
+	now := l.now()
+	for _, e := range entries {
+		if !now.Before(e.Start.Add(Window)) || e.Start.After(now) || e.Used <= 0 {
+			continue
+		}
+		s := &l.shards[maphash.String(l.seed, e.User)%uint64(len(l.shards))]
+		s.mu.Lock()
+		if w := s.windows[e.User]; w == nil || !now.Before(w.start.Add(Window)) {
+			s.windows[e.User] = &window{start: e.Start, used: e.Used}
+		} else if e.Used > w.used {
+			w.used = e.Used
+		}
+		s.mu.Unlock()
+	}
 }

@@ -30,7 +30,6 @@ import (
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/connect"
 	"github.com/heraldhq/herald/http/live"
-	"github.com/heraldhq/herald/http/ratelimit"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/secret"
@@ -58,6 +57,9 @@ type Config struct {
 	PostIdleTimeout time.Duration
 	// ShutdownGrace bounds the wait for in-flight requests at shutdown (default 10s).
 	ShutdownGrace time.Duration
+	// RateSnapshotEvery is how often the API quota windows are stored, so that a restart does
+	// not refill them (default 10s; ratewindows.go).
+	RateSnapshotEvery time.Duration
 	// PlanLimits are the hourly request quotas per plan (default auth.Plans).
 	PlanLimits map[string]int
 	// SecretKey is the hex AES-256 key sealing account tokens (HERALD_SECRET_KEY); empty means
@@ -124,6 +126,7 @@ type App struct {
 	Live *live.Service
 
 	admin   *admin.Server
+	quotas  *quotas
 	httpSrv *http.Server
 	ln      net.Listener
 	// SandboxKey is the demo key written at first sandbox start ("" otherwise).
@@ -219,8 +222,12 @@ func New(cfg Config) (*App, error) {
 		a.closeStore()
 		return nil, err
 	}
+	if a.quotas, err = newQuotas(store, orDefault(cfg.RateSnapshotEvery, 10*time.Second)); err != nil {
+		a.closeStore()
+		return nil, err
+	}
 	a.Server = server.New(server.Config{
-		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: ratelimit.New(nil), Deprecated: deprecated, PlanLimits: cfg.PlanLimits, RequestTimeout: cfg.RequestTimeout,
+		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: a.quotas.limiter, Deprecated: deprecated, PlanLimits: cfg.PlanLimits, RequestTimeout: cfg.RequestTimeout,
 		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true},
 	})
 	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live}); err != nil {
@@ -273,6 +280,7 @@ func (a *App) Start(ctx context.Context) error {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
+	go a.quotas.run(a.Log.Error)
 	go func() {
 		if err := a.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.Log.Error("http server stopped", "error", err)
@@ -301,6 +309,11 @@ func (a *App) Shutdown() error {
 		if err := a.httpSrv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 			_ = a.httpSrv.Close()
+		}
+	}
+	if a.httpSrv != nil {
+		if err := a.quotas.close(); err != nil {
+			errs = append(errs, fmt.Errorf("API quota windows: %w", err))
 		}
 	}
 	a.Media.stop()

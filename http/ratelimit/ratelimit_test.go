@@ -1,0 +1,61 @@
+package ratelimit_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/http/ratelimit"
+)
+
+// A snapshot carries the open windows to another limiter: counts, reset times and refusals go on
+// where they were.
+func TestSnapshotRestoresOpenWindows(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	a := ratelimit.New(clock)
+	for i := 0; i < 7; i++ {
+		require.True(t, a.Take("alice", 10).Allowed)
+	}
+	for i := 0; i < 3; i++ {
+		require.True(t, a.Take("bob", 3).Allowed)
+	}
+	entries, changed := a.Snapshot()
+	require.True(t, changed)
+	require.Len(t, entries, 2)
+	_, changed = a.Snapshot()
+	require.False(t, changed, "nothing counted since the last snapshot")
+
+	now = now.Add(20 * time.Minute)
+	b := ratelimit.New(clock)
+	b.Restore(entries)
+	d := b.Take("alice", 10)
+	require.True(t, d.Allowed)
+	require.Equal(t, 2, d.Remaining, "7 before the restart, 1 after")
+	require.Equal(t, 40*time.Minute, d.Reset, "the window keeps its start")
+	require.False(t, b.Take("bob", 3).Allowed, "a spent quota stays spent")
+
+	// A window that closed in the meantime is not restored.
+	now = now.Add(time.Hour)
+	c := ratelimit.New(clock)
+	c.Restore(entries)
+	d = c.Take("bob", 3)
+	require.Equal(t, 2, d.Remaining)
+	require.Equal(t, time.Hour, d.Reset)
+}
+
+// Restoring into a limiter that already counted keeps the larger count.
+func TestRestoreKeepsTheLargerCount(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	l := ratelimit.New(func() time.Time { return now })
+	for i := 0; i < 5; i++ {
+		l.Take("carol", 100)
+	}
+	l.Restore([]ratelimit.Entry{{User: "carol", Start: now.Add(-time.Minute), Used: 2}, {User: "dave", Start: now.Add(time.Minute), Used: 9}, {User: "erin", Start: now, Used: 0}})
+	require.Equal(t, 94, l.Take("carol", 100).Remaining)
+	require.Equal(t, 99, l.Take("dave", 100).Remaining, "a window that opens in the future is ignored")
+	require.Equal(t, 99, l.Take("erin", 100).Remaining)
+}
