@@ -169,13 +169,14 @@ func publishScenario(base *Env) (Result, error) {
 		}
 		return nil
 	})
+	// The backlog is read when the load stops, before waiting for the sampler's last job.
+	loadEnd := time.Now()
+	finishedAtEnd, _ := e.metric("herald_jobs_finished_total", "")
 	cancel()
 	sampleWG.Wait()
 	if err != nil {
 		return r, err
 	}
-	loadEnd := time.Now()
-	finishedAtEnd, _ := e.metric("herald_jobs_finished_total", "")
 	acceptedTotal := float64(r.Ops) + float64(len(e2e))
 	var drained time.Time
 	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
