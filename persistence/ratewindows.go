@@ -18,15 +18,9 @@ var bRateWindows = []byte("rate_windows")
 
 func init() { registerBuckets(bRateWindows) }
 
-// ReplaceRateWindows stores ws as the open windows, forgetting the ones stored before.
-func (t *Tx) ReplaceRateWindows(ws []RateWindow) error {
+// PutRateWindows stores windows, replacing what was stored for the same users.
+func (t *Tx) PutRateWindows(ws []RateWindow) error {
 	b := t.tx.Bucket(bRateWindows)
-	c := b.Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.First() {
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-	}
 	for _, w := range ws {
 		if w.UserID == "" || w.Used <= 0 {
 			continue
@@ -35,6 +29,17 @@ func (t *Tx) ReplaceRateWindows(ws []RateWindow) error {
 		binary.BigEndian.PutUint64(v, uint64(w.Start.UnixNano()))
 		binary.BigEndian.PutUint64(v[8:], uint64(w.Used))
 		if err := b.Put([]byte(w.UserID), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteRateWindows forgets the stored windows of users.
+func (t *Tx) DeleteRateWindows(users []string) error {
+	b := t.tx.Bucket(bRateWindows)
+	for _, u := range users {
+		if err := b.Delete([]byte(u)); err != nil {
 			return err
 		}
 	}

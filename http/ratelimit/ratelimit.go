@@ -36,12 +36,12 @@ type Limiter struct {
 type shard struct {
 	mu      sync.Mutex
 	windows map[string]*window
-	changed bool // a request was counted since the last Snapshot
 }
 
 type window struct {
 	start time.Time
 	used  int
+	dirty bool // counted a request since the last Snapshot
 }
 
 // New builds a limiter; now may be nil.
@@ -83,7 +83,7 @@ func (l *Limiter) Take(user string, limit int) Decision {
 		return d
 	}
 	w.used++
-	s.changed = true
+	w.dirty = true
 	d.Allowed = true
 	d.Remaining = limit - w.used
 	return d
@@ -96,25 +96,23 @@ type Entry struct {
 	Used  int
 }
 
-// Snapshot returns every window still open, and whether any request was counted since the last
-// snapshot (when none was, the previous snapshot still holds).
-func (l *Limiter) Snapshot() ([]Entry, bool) {
+// Snapshot returns the open windows that counted a request since the last snapshot, or every
+// open window when all is true.
+func (l *Limiter) Snapshot(all bool) []Entry {
 	now := l.now()
 	var out []Entry
-	changed := false
 	for i := range l.shards {
 		s := &l.shards[i]
 		s.mu.Lock()
-		changed = changed || s.changed
-		s.changed = false
 		for user, w := range s.windows {
-			if now.Before(w.start.Add(Window)) {
+			if (all || w.dirty) && now.Before(w.start.Add(Window)) {
 				out = append(out, Entry{User: user, Start: w.start, Used: w.used})
 			}
+			w.dirty = false
 		}
 		s.mu.Unlock()
 	}
-	return out, changed
+	return out
 }
 
 // Restore counts the requests of windows a previous run left open. A window already closed is

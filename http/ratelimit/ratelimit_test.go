@@ -22,11 +22,14 @@ func TestSnapshotRestoresOpenWindows(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		require.True(t, a.Take("bob", 3).Allowed)
 	}
-	entries, changed := a.Snapshot()
-	require.True(t, changed)
+	entries := a.Snapshot(false)
 	require.Len(t, entries, 2)
-	_, changed = a.Snapshot()
-	require.False(t, changed, "nothing counted since the last snapshot")
+	require.Empty(t, a.Snapshot(false), "nothing counted since the last snapshot")
+	require.True(t, a.Take("bob", 4).Allowed)
+	changed := a.Snapshot(false)
+	require.Len(t, changed, 1, "only the window that counted since")
+	require.Equal(t, ratelimit.Entry{User: "bob", Start: now, Used: 4}, changed[0])
+	require.Len(t, a.Snapshot(true), 2, "every open window when asked")
 
 	now = now.Add(20 * time.Minute)
 	b := ratelimit.New(clock)
@@ -36,6 +39,7 @@ func TestSnapshotRestoresOpenWindows(t *testing.T) {
 	require.Equal(t, 2, d.Remaining, "7 before the restart, 1 after")
 	require.Equal(t, 40*time.Minute, d.Reset, "the window keeps its start")
 	require.False(t, b.Take("bob", 3).Allowed, "a spent quota stays spent")
+	require.Equal(t, "alice", b.Snapshot(false)[0].User, "restored windows are not stored again until they count")
 
 	// A window that closed in the meantime is not restored.
 	now = now.Add(time.Hour)

@@ -8,16 +8,20 @@ import (
 	"github.com/heraldhq/herald/persistence"
 )
 
-// quotas keeps the API's hourly quota windows across restarts: the limiter counts in memory, a
-// snapshot of its open windows is stored every RateSnapshotEvery (when a request was counted
-// since the last one) and at shutdown, and the next start counts them again. A crash forgets at
-// most the requests of the last interval; a restart never refills a quota.
+// quotas keeps the API's hourly quota windows across restarts. The limiter counts in memory;
+// every RateSnapshotEvery the windows that counted a request since are stored (one record per
+// user, overwritten), and all open windows at shutdown; the next start counts them again and
+// forgets the records of windows that have closed. A crash forgets at most the requests of the
+// last interval; a restart never refills a quota.
 type quotas struct {
 	limiter *ratelimit.Limiter
 	store   *persistence.Store
 	every   time.Duration
 	stop    chan struct{}
 	done    chan struct{}
+	// failed makes the next snapshot store every open window: the windows of a failed one were
+	// no longer marked as changed.
+	failed bool
 }
 
 func newQuotas(store *persistence.Store, every time.Duration) (*quotas, error) {
@@ -30,10 +34,20 @@ func newQuotas(store *persistence.Store, every time.Duration) (*quotas, error) {
 		return nil, err
 	}
 	entries := make([]ratelimit.Entry, len(stored))
+	var closed []string
+	now := time.Now()
 	for i, w := range stored {
 		entries[i] = ratelimit.Entry{User: w.UserID, Start: w.Start, Used: w.Used}
+		if !now.Before(w.Start.Add(ratelimit.Window)) {
+			closed = append(closed, w.UserID)
+		}
 	}
 	q.limiter.Restore(entries)
+	if len(closed) > 0 {
+		if err := store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.DeleteRateWindows(closed) }); err != nil {
+			return nil, err
+		}
+	}
 	return q, nil
 }
 
@@ -47,14 +61,15 @@ func (q *quotas) run(log func(msg string, args ...any)) {
 		case <-q.stop:
 			return
 		case <-t.C:
-			if err := q.save(false); err != nil {
+			if err := q.save(q.failed); err != nil {
 				log("storing the API quota windows failed", "error", err)
 			}
 		}
 	}
 }
 
-// close stops the periodic snapshots and stores the last one; call it once no request is served.
+// close stops the periodic snapshots and stores every open window; call it once no request is
+// served.
 func (q *quotas) close() error {
 	select {
 	case <-q.stop:
@@ -65,14 +80,16 @@ func (q *quotas) close() error {
 	return q.save(true)
 }
 
-func (q *quotas) save(always bool) error {
-	entries, changed := q.limiter.Snapshot()
-	if !changed && !always {
+func (q *quotas) save(all bool) error {
+	entries := q.limiter.Snapshot(all)
+	if len(entries) == 0 {
 		return nil
 	}
 	ws := make([]persistence.RateWindow, len(entries))
 	for i, e := range entries {
 		ws[i] = persistence.RateWindow{UserID: e.User, Start: e.Start, Used: e.Used}
 	}
-	return q.store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.ReplaceRateWindows(ws) })
+	err := q.store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutRateWindows(ws) })
+	q.failed = err != nil
+	return err
 }

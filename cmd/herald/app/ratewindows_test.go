@@ -55,9 +55,17 @@ func TestRestartKeepsTheAPIQuota(t *testing.T) {
 	require.Equal(t, "1", first.Header.Get("RateLimit-Remaining"))
 	reset, err := strconv.Atoi(first.Header.Get("RateLimit-Reset"))
 	require.NoError(t, err)
+	// A record of a window that has closed by the next start is forgotten there.
+	require.NoError(t, a.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+		return tx.PutRateWindows([]persistence.RateWindow{{UserID: "gone", Start: time.Now().Add(-2 * time.Hour), Used: 3}})
+	}))
 	require.NoError(t, a.Shutdown())
 
 	b := start()
+	var stored []persistence.RateWindow
+	require.NoError(t, b.Store.View(func(tx *persistence.Tx) error { stored = tx.RateWindows(); return nil }))
+	require.Len(t, stored, 1)
+	require.Equal(t, 7, stored[0].Used, "every open window is stored at shutdown")
 	t.Cleanup(func() { _ = b.Shutdown() })
 	r := me(b)
 	require.Equal(t, 200, r.StatusCode)
