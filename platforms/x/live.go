@@ -269,44 +269,11 @@ func (a *Adapter) Reply(ctx context.Context, c platforms.Credentials, publicatio
 	if t, ok := found[commentID]; !ok || t.ConversationID != publicationID {
 		return platforms.Comment{}, notFound(0, "X post %s has no comment %s", publicationID, commentID)
 	}
-	ids := make([]string, 0, len(media))
-	for _, m := range media {
-		id, err := a.uploadMedia(ctx, c.AccessToken, m)
-		if err != nil {
-			return platforms.Comment{}, err
-		}
-		ids = append(ids, id)
-	}
-	body := map[string]any{"reply": map[string]string{"in_reply_to_tweet_id": commentID}}
-	if text != "" {
-		body["text"] = text
-	}
-	if len(ids) > 0 {
-		body["media"] = map[string]any{"media_ids": ids}
-	}
-	raw, _ := json.Marshal(body)
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.base + "/2/tweets", body: raw, contentType: "application/json", bearer: c.AccessToken, create: true})
+	id, _, err := a.createTweet(ctx, c, text, media, commentID)
 	if err != nil {
 		return platforms.Comment{}, err
 	}
-	if r.status < 200 || r.status > 299 {
-		return platforms.Comment{}, readError(r, true)
-	}
-	var out struct {
-		Data struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := decode(r, &out, true); err != nil {
-		return platforms.Comment{}, err
-	}
-	if out.Data.ID == "" {
-		if e := errorBody(r); e != nil {
-			return platforms.Comment{}, e
-		}
-		return platforms.Comment{}, garbage(r, true, fmt.Errorf("no data.id in the answer"))
-	}
-	return platforms.Comment{ID: out.Data.ID, PublicationID: publicationID, ParentID: commentID, Author: c.Handle, Text: text,
+	return platforms.Comment{ID: id, PublicationID: publicationID, ParentID: commentID, Author: c.Handle, Text: text,
 		CreatedAt: time.Now().UTC(), ByAccount: true}, nil
 }
 

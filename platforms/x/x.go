@@ -134,17 +134,31 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	if err := a.Validate(p); err != nil {
 		return platforms.Result{}, err
 	}
-	ids := make([]string, 0, len(p.Media))
-	for _, m := range p.Media {
+	id, r, err := a.createTweet(ctx, c, p.Text, p.Media, "")
+	if err != nil {
+		return platforms.Result{}, err
+	}
+	return platforms.Result{Publication: publication(c, id), Rate: rateInfo(r.header)}, nil
+}
+
+// createTweet uploads the media and creates a post with POST /2/tweets, as a reply to replyTo
+// when it is set, and returns the new post's id and X's answer. A refused reply whose comment
+// is gone is platforms.ErrNotFound.
+func (a *Adapter) createTweet(ctx context.Context, c platforms.Credentials, text string, media []platforms.Media, replyTo string) (string, *response, error) {
+	ids := make([]string, 0, len(media))
+	for _, m := range media {
 		id, err := a.uploadMedia(ctx, c.AccessToken, m)
 		if err != nil {
-			return platforms.Result{}, err
+			return "", nil, err
 		}
 		ids = append(ids, id)
 	}
 	body := map[string]any{}
-	if p.Text != "" {
-		body["text"] = p.Text
+	if replyTo != "" {
+		body["reply"] = map[string]string{"in_reply_to_tweet_id": replyTo}
+	}
+	if text != "" {
+		body["text"] = text
 	}
 	if len(ids) > 0 {
 		body["media"] = map[string]any{"media_ids": ids}
@@ -152,10 +166,13 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	raw, _ := json.Marshal(body)
 	r, err := a.send(ctx, request{method: http.MethodPost, url: a.base + "/2/tweets", body: raw, contentType: "application/json", bearer: c.AccessToken, create: true})
 	if err != nil {
-		return platforms.Result{}, err
+		return "", nil, err
 	}
 	if r.status < 200 || r.status > 299 {
-		return platforms.Result{}, classify(r, true)
+		if replyTo != "" {
+			return "", nil, readError(r, true)
+		}
+		return "", nil, classify(r, true)
 	}
 	var out struct {
 		Data struct {
@@ -163,16 +180,16 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 		} `json:"data"`
 	}
 	if err := decode(r, &out, true); err != nil {
-		return platforms.Result{}, err
+		return "", nil, err
 	}
 	if out.Data.ID == "" {
 		if e := errorBody(r); e != nil {
 			// X answered with errors and no post: the post was not created.
-			return platforms.Result{}, e
+			return "", nil, e
 		}
-		return platforms.Result{}, garbage(r, true, fmt.Errorf("no data.id in the answer"))
+		return "", nil, garbage(r, true, fmt.Errorf("no data.id in the answer"))
 	}
-	return platforms.Result{Publication: publication(c, out.Data.ID), Rate: rateInfo(r.header)}, nil
+	return out.Data.ID, r, nil
 }
 
 // publication builds the post's public URL.
