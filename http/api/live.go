@@ -152,6 +152,15 @@ func replyText(o object) (string, error) {
 	return *text, nil
 }
 
+// requiredUUID reads a required UUID string field.
+func requiredUUID(o object, field string) (string, error) {
+	v, err := o.str(field, true)
+	if err != nil {
+		return "", err
+	}
+	return parseUUID(field, *v)
+}
+
 // optionalUUID reads an optional UUID string field ("" when absent or null).
 func optionalUUID(o object, field string) (string, error) {
 	if raw, ok := o[field]; ok && jsonType(raw) == "null" {
@@ -181,11 +190,7 @@ func (h *handlers) replyToComment(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pub, err := o.str("publication_id", true)
-	if err != nil {
-		return err
-	}
-	postID, err := parseUUID("publication_id", *pub)
+	postID, err := requiredUUID(o, "publication_id")
 	if err != nil {
 		return err
 	}
@@ -215,11 +220,7 @@ func (h *handlers) replyToConversation(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	acc, err := o.str("account_id", true)
-	if err != nil {
-		return err
-	}
-	accountID, err := parseUUID("account_id", *acc)
+	accountID, err := requiredUUID(o, "account_id")
 	if err != nil {
 		return err
 	}
