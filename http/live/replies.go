@@ -129,24 +129,14 @@ func (s *Service) ReplyToComment(ctx context.Context, userID string, r CommentRe
 func (s *Service) ReplyToConversation(ctx context.Context, userID string, r MessageReply) (Sent, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteWait)
 	defer cancel()
-	var acc *persistence.Account
-	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
-		a, err := tx.Account(r.AccountID)
-		if err == nil && a.UserID == userID {
-			acc = a
-			return nil
-		}
-		if errors.Is(err, persistence.ErrNotFound) || err == nil {
-			return nil
-		}
-		return err
-	}); err != nil {
+	name, ok, err := s.cfg.Store.AccountPlatform(userID, r.AccountID)
+	if err != nil {
 		return Sent{}, err
 	}
-	if acc == nil {
+	if !ok {
 		return Sent{}, apierr.Validation("account_id: connected account %s does not exist or is not yours", r.AccountID)
 	}
-	platform := platforms.Platform(acc.Platform)
+	platform := platforms.Platform(name)
 	if !slices.Contains(MessagePlatforms, platform) {
 		return Sent{}, apierr.Validation("account_id: direct messages are live only on %s, not on %s", platformList(MessagePlatforms), platform)
 	}
@@ -157,17 +147,17 @@ func (s *Service) ReplyToConversation(ctx context.Context, userID string, r Mess
 	if err != nil {
 		return Sent{}, err
 	}
-	_, err = actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(acc.ID), &account.Read{
+	_, err = actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(r.AccountID), &account.Read{
 		Op: account.OpConversation, UserID: userID, ConversationID: r.ConversationID, Deadline: deadlineOf(ctx),
 	})
 	if errors.Is(err, platforms.ErrNotFound) {
 		s.metrics.writes.WithLabelValues("dm_reply", "refused").Inc()
-		return Sent{}, apierr.Validation("conversationId: conversation %s does not belong to account %s; nothing was sent", truncate(r.ConversationID, 128), acc.ID)
+		return Sent{}, apierr.Validation("conversationId: conversation %s does not belong to account %s; nothing was sent", truncate(r.ConversationID, 128), r.AccountID)
 	}
 	if err != nil {
 		return Sent{}, s.writeError("dm_reply", platform, doReadConversation, err)
 	}
-	sent, err := actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(acc.ID), &account.Read{
+	sent, err := actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(r.AccountID), &account.Read{
 		Op: account.OpSendMessage, UserID: userID, ConversationID: r.ConversationID, PeerID: r.PeerID, Text: r.Text, Media: media, Deadline: deadlineOf(ctx),
 	})
 	if err != nil {
