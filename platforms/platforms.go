@@ -200,6 +200,21 @@ type Reader interface {
 	Metrics(ctx context.Context, c Credentials, publicationID string) (Metrics, error)
 }
 
+// MetricsOf reads one publication's metrics through an adapter's batch read; a publication the
+// batch does not return is the error missing builds (a platforms.ErrNotFound).
+func MetricsOf(ctx context.Context, c Credentials, publicationID string,
+	batch func(context.Context, Credentials, []string) (map[string]Metrics, error), missing func() error) (Metrics, error) {
+	all, err := batch(ctx, c, []string{publicationID})
+	if err != nil {
+		return Metrics{}, err
+	}
+	m, ok := all[publicationID]
+	if !ok {
+		return Metrics{}, missing()
+	}
+	return m, nil
+}
+
 // Commenter is implemented by adapters of networks with a live comments inbox (X, Bluesky,
 // YouTube).
 type Commenter interface {

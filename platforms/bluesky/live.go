@@ -168,15 +168,9 @@ func (a *Adapter) BatchMetrics(ctx context.Context, c platforms.Credentials, uri
 // repostCount plus quoteCount as shares. Bluesky has no views, so Views is nil. A post the
 // AppView does not find is platforms.ErrNotFound.
 func (a *Adapter) Metrics(ctx context.Context, c platforms.Credentials, publicationID string) (platforms.Metrics, error) {
-	all, err := a.BatchMetrics(ctx, c, []string{publicationID})
-	if err != nil {
-		return platforms.Metrics{}, err
-	}
-	m, ok := all[publicationID]
-	if !ok {
-		return platforms.Metrics{}, notFound(0, "Bluesky has no post %s", publicationID)
-	}
-	return m, nil
+	return platforms.MetricsOf(ctx, c, publicationID, a.BatchMetrics, func() error {
+		return notFound(0, "Bluesky has no post %s", publicationID)
+	})
 }
 
 // threadNode is a node of app.bsky.feed.getPostThread: a threadViewPost, or a notFoundPost or

@@ -58,14 +58,8 @@ func (a *Adapter) BatchMetrics(ctx context.Context, c platforms.Credentials, ids
 // does not return for the creator (another creator's, or still in moderation so that Herald only
 // knows its publish_id) is platforms.ErrNotFound.
 func (a *Adapter) Metrics(ctx context.Context, c platforms.Credentials, publicationID string) (platforms.Metrics, error) {
-	all, err := a.BatchMetrics(ctx, c, []string{publicationID})
-	if err != nil {
-		return platforms.Metrics{}, err
-	}
-	m, ok := all[publicationID]
-	if !ok {
-		return platforms.Metrics{}, &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Permanent, Code: "not_found",
+	return platforms.MetricsOf(ctx, c, publicationID, a.BatchMetrics, func() error {
+		return &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Permanent, Code: "not_found",
 			Message: fmt.Sprintf("TikTok returns no video %s for this creator", publicationID), Err: platforms.ErrNotFound}
-	}
-	return m, nil
+	})
 }

@@ -163,15 +163,9 @@ func (a *Adapter) BatchMetrics(ctx context.Context, c platforms.Credentials, ids
 // are impression_count, likes like_count, comments reply_count, shares retweet_count plus
 // quote_count. A post X does not find is platforms.ErrNotFound.
 func (a *Adapter) Metrics(ctx context.Context, c platforms.Credentials, publicationID string) (platforms.Metrics, error) {
-	all, err := a.BatchMetrics(ctx, c, []string{publicationID})
-	if err != nil {
-		return platforms.Metrics{}, err
-	}
-	m, ok := all[publicationID]
-	if !ok {
-		return platforms.Metrics{}, notFound(0, "X has no post %s", publicationID)
-	}
-	return m, nil
+	return platforms.MetricsOf(ctx, c, publicationID, a.BatchMetrics, func() error {
+		return notFound(0, "X has no post %s", publicationID)
+	})
 }
 
 // searchTweet is a post as the recent search answers it.

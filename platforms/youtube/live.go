@@ -117,15 +117,9 @@ func (a *Adapter) BatchMetrics(ctx context.Context, c platforms.Credentials, ids
 // (nil when the channel hides it) and commentCount. YouTube reports no shares through the Data
 // API, so Shares is nil. A video YouTube does not return is platforms.ErrNotFound.
 func (a *Adapter) Metrics(ctx context.Context, c platforms.Credentials, publicationID string) (platforms.Metrics, error) {
-	all, err := a.BatchMetrics(ctx, c, []string{publicationID})
-	if err != nil {
-		return platforms.Metrics{}, err
-	}
-	m, ok := all[publicationID]
-	if !ok {
-		return platforms.Metrics{}, notFound(0, "YouTube has no video %s", publicationID)
-	}
-	return m, nil
+	return platforms.MetricsOf(ctx, c, publicationID, a.BatchMetrics, func() error {
+		return notFound(0, "YouTube has no video %s", publicationID)
+	})
 }
 
 // ytComment is YouTube's comment resource.
