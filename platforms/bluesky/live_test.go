@@ -29,21 +29,14 @@ func publish(t *testing.T, b *testBundle, text string) string {
 
 func addComment(t *testing.T, b *testBundle, postID, parentID, author, text string) string {
 	t.Helper()
-	var out struct {
-		ID string `json:"id"`
-	}
-	require.Equal(t, http.StatusOK, admin(t, b.sim, http.MethodPost, "/_sim/comments", map[string]string{
-		"platform": "bluesky", "post_id": postID, "parent_id": parentID, "author": author, "text": text,
-	}, &out))
-	require.True(t, strings.HasPrefix(out.ID, "at://"), out.ID)
-	return out.ID
+	id := platformstest.AddComment(t, b.sim, platforms.Bluesky, postID, parentID, author, text)
+	require.True(t, strings.HasPrefix(id, "at://"), id)
+	return id
 }
 
 func notFoundErr(t *testing.T, err error) {
 	t.Helper()
-	require.Error(t, err)
-	require.True(t, errors.Is(err, platforms.ErrNotFound), "want ErrNotFound, got %v", err)
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
+	platformstest.NotFound(t, err, platforms.Bluesky)
 }
 
 func TestMetricsReadBack(t *testing.T) {

@@ -1,9 +1,7 @@
 package pinterest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -13,18 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/platformstest"
 	"github.com/heraldhq/herald/platforms/sim"
 )
 
 // setMetrics sets a Pin's counters through the simulator's admin API.
 func setMetrics(t *testing.T, srv *sim.Server, body map[string]any) int {
-	t.Helper()
-	raw, err := json.Marshal(body)
-	require.NoError(t, err)
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Post(srv.BaseURL()+"/_sim/metrics", "application/json", bytes.NewReader(raw))
-	require.NoError(t, err)
-	resp.Body.Close()
-	return resp.StatusCode
+	return platformstest.Admin(t, srv, http.MethodPost, "/_sim/metrics", body, nil)
 }
 
 func publishPin(t *testing.T, b *testBundle, creds platforms.Credentials, name string) string {
@@ -95,29 +88,9 @@ func newPartialAnalytics(t *testing.T) *httptest.Server {
 func TestMetricsClassified(t *testing.T) {
 	t.Parallel()
 	b := setup(t, sim.Options{})
-	ctx := context.Background()
 	id := publishPin(t, b, b.creds, "c.png")
-
-	require.NoError(t, b.srv.InjectFault(platforms.Pinterest, sim.FaultRateLimit, 1))
-	_, err := b.a.Metrics(ctx, b.creds, id)
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-
-	// The org_analytics category window runs out.
-	b.srv.SetLimit(platforms.Pinterest, "org_analytics", sim.Limit{Count: 1, Window: time.Minute})
-	_, err = b.a.Metrics(ctx, b.creds, id)
-	require.NoError(t, err)
-	_, err = b.a.Metrics(ctx, b.creds, id)
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
-	require.False(t, e.ResetAt.IsZero())
-	b.srv.SetLimit(platforms.Pinterest, "org_analytics", sim.Limit{Count: 300, Window: time.Minute})
-
-	require.NoError(t, b.srv.InjectFault(platforms.Pinterest, sim.FaultError5xx, 1))
-	_, err = b.a.Metrics(ctx, b.creds, id)
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-
-	require.NoError(t, b.srv.InjectFault(platforms.Pinterest, sim.FaultExpireTokens, 0))
-	_, err = b.a.Metrics(ctx, b.creds, id)
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
+	platformstest.MetricsClassified(t, b.srv, platforms.Pinterest, "org_analytics", sim.Limit{Count: 300, Window: time.Minute}, func() error {
+		_, err := b.a.Metrics(context.Background(), b.creds, id)
+		return err
+	})
 }

@@ -77,3 +77,50 @@ func Admin(t *testing.T, srv *sim.Server, method, path string, body, out any) in
 	}
 	return resp.StatusCode
 }
+
+// NotFound asserts that err is platform p's permanent platforms.ErrNotFound.
+func NotFound(t *testing.T, err error, p platforms.Platform) {
+	t.Helper()
+	require.Error(t, err)
+	require.True(t, errors.Is(err, platforms.ErrNotFound), "want ErrNotFound, got %v", err)
+	require.Equal(t, platforms.Permanent, KindOf(t, err, p))
+}
+
+// AddComment adds a comment (a reply to parentID when set) under a post through the simulator's
+// admin API and returns its id.
+func AddComment(t *testing.T, srv *sim.Server, p platforms.Platform, postID, parentID, author, text string) string {
+	t.Helper()
+	var out struct {
+		ID string `json:"id"`
+	}
+	require.Equal(t, http.StatusOK, Admin(t, srv, http.MethodPost, "/_sim/comments", map[string]string{
+		"platform": string(p), "post_id": postID, "parent_id": parentID, "author": author, "text": text,
+	}, &out))
+	require.NotEmpty(t, out.ID)
+	return out.ID
+}
+
+// MetricsClassified checks how an adapter's metrics read classifies the network's failures: an
+// injected 429, the rate window named limit running out (one read allowed, then a 429 with its
+// reset; restore is the window put back), a 5xx, and expired tokens. read reads one post's
+// metrics.
+func MetricsClassified(t *testing.T, srv *sim.Server, p platforms.Platform, limit string, restore sim.Limit, read func() error) {
+	t.Helper()
+	require.NoError(t, srv.InjectFault(p, sim.FaultRateLimit, 1))
+	require.Equal(t, platforms.RateLimited, KindOf(t, read(), p))
+
+	srv.SetLimit(p, limit, sim.Limit{Count: 1, Window: time.Minute})
+	require.NoError(t, read())
+	err := read()
+	require.Equal(t, platforms.RateLimited, KindOf(t, err, p))
+	var e *platforms.Error
+	require.True(t, errors.As(err, &e))
+	require.False(t, e.ResetAt.IsZero())
+	srv.SetLimit(p, limit, restore)
+
+	require.NoError(t, srv.InjectFault(p, sim.FaultError5xx, 1))
+	require.Equal(t, platforms.Transient, KindOf(t, read(), p))
+
+	require.NoError(t, srv.InjectFault(p, sim.FaultExpireTokens, 0))
+	require.Equal(t, platforms.AuthExpired, KindOf(t, read(), p))
+}

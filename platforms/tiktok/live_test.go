@@ -1,9 +1,7 @@
 package tiktok
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"testing"
@@ -12,18 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/platformstest"
 	"github.com/heraldhq/herald/platforms/sim"
 )
 
 // setMetrics sets a post's counters through the simulator's admin API.
 func setMetrics(t *testing.T, srv *sim.Server, body map[string]any) int {
-	t.Helper()
-	raw, err := json.Marshal(body)
-	require.NoError(t, err)
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Post(srv.BaseURL()+"/_sim/metrics", "application/json", bytes.NewReader(raw))
-	require.NoError(t, err)
-	resp.Body.Close()
-	return resp.StatusCode
+	return platformstest.Admin(t, srv, http.MethodPost, "/_sim/metrics", body, nil)
 }
 
 func publishVideo(t *testing.T, b *testBundle, creds platforms.Credentials, text string) string {
@@ -66,29 +59,9 @@ func TestMetricsReadBack(t *testing.T) {
 func TestMetricsClassified(t *testing.T) {
 	t.Parallel()
 	b := setup(t, sim.Options{})
-	ctx := context.Background()
 	id := publishVideo(t, b, b.creds, "classified")
-
-	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultRateLimit, 1))
-	_, err := b.a.Metrics(ctx, b.creds, id)
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-
-	// The Display API's one-minute window runs out.
-	b.srv.SetLimit(platforms.TikTok, "display", sim.Limit{Count: 1, Window: time.Minute})
-	_, err = b.a.Metrics(ctx, b.creds, id)
-	require.NoError(t, err)
-	_, err = b.a.Metrics(ctx, b.creds, id)
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
-	require.False(t, e.ResetAt.IsZero())
-	b.srv.SetLimit(platforms.TikTok, "display", sim.Limit{Count: 600, Window: time.Minute})
-
-	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultError5xx, 1))
-	_, err = b.a.Metrics(ctx, b.creds, id)
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-
-	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultExpireTokens, 0))
-	_, err = b.a.Metrics(ctx, b.creds, id)
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
+	platformstest.MetricsClassified(t, b.srv, platforms.TikTok, "display", sim.Limit{Count: 600, Window: time.Minute}, func() error {
+		_, err := b.a.Metrics(context.Background(), b.creds, id)
+		return err
+	})
 }

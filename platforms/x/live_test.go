@@ -29,22 +29,12 @@ func publish(t *testing.T, b *testBundle, text string) string {
 
 func addComment(t *testing.T, b *testBundle, postID, parentID, author, text string) string {
 	t.Helper()
-	var out struct {
-		ID string `json:"id"`
-	}
-	status := admin(t, b.sim, http.MethodPost, "/_sim/comments", map[string]string{
-		"platform": string(platforms.X), "post_id": postID, "parent_id": parentID, "author": author, "text": text,
-	}, &out)
-	require.Equal(t, http.StatusOK, status)
-	require.NotEmpty(t, out.ID)
-	return out.ID
+	return platformstest.AddComment(t, b.sim, platforms.X, postID, parentID, author, text)
 }
 
 func notFoundErr(t *testing.T, err error) {
 	t.Helper()
-	require.Error(t, err)
-	require.True(t, errors.Is(err, platforms.ErrNotFound), "want ErrNotFound, got %v", err)
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
+	platformstest.NotFound(t, err, platforms.X)
 }
 
 func TestMetricsReadBack(t *testing.T) {

@@ -29,21 +29,12 @@ func publishVideo(t *testing.T, b *testBundle, title string) string {
 
 func addComment(t *testing.T, b *testBundle, videoID, parentID, author, text string) string {
 	t.Helper()
-	var out struct {
-		ID string `json:"id"`
-	}
-	require.Equal(t, http.StatusOK, admin(t, b.srv, http.MethodPost, "/_sim/comments", map[string]string{
-		"platform": "youtube", "post_id": videoID, "parent_id": parentID, "author": author, "text": text,
-	}, &out))
-	require.NotEmpty(t, out.ID)
-	return out.ID
+	return platformstest.AddComment(t, b.srv, platforms.YouTube, videoID, parentID, author, text)
 }
 
 func notFoundErr(t *testing.T, err error) {
 	t.Helper()
-	require.Error(t, err)
-	require.True(t, errors.Is(err, platforms.ErrNotFound), "want ErrNotFound, got %v", err)
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
+	platformstest.NotFound(t, err, platforms.YouTube)
 }
 
 func TestMetricsReadBack(t *testing.T) {
