@@ -168,43 +168,55 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	if c.UserID == "" {
 		return platforms.Result{}, platforms.Errorf(platforms.Bluesky, platforms.Permanent, 0, "the account has no DID; log in again")
 	}
+	uri, r, err := a.createPost(ctx, c, p.Text, p.Media, nil)
+	if err != nil {
+		return platforms.Result{}, err
+	}
+	return platforms.Result{Publication: publication(c, uri), Rate: rateInfo(r.header)}, nil
+}
+
+// createPost uploads the media and creates a post record (with its facets; a reply when reply is
+// set) with createRecord, and returns the record's at:// URI and Bluesky's answer.
+func (a *Adapter) createPost(ctx context.Context, c platforms.Credentials, text string, media []platforms.Media, reply map[string]strongRef) (string, *response, error) {
 	record := map[string]any{
 		"$type":     postNSID,
-		"text":      p.Text,
+		"text":      text,
 		"createdAt": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
 	}
-	if facets := a.facets(ctx, c, p.Text); len(facets) > 0 {
+	if reply != nil {
+		record["reply"] = reply
+	}
+	if facets := a.facets(ctx, c, text); len(facets) > 0 {
 		record["facets"] = facets
 	}
-	if len(p.Media) > 0 {
-		embed, err := a.embed(ctx, c, p.Media)
+	if len(media) > 0 {
+		embed, err := a.embed(ctx, c, media)
 		if err != nil {
-			return platforms.Result{}, err
+			return "", nil, err
 		}
 		record["embed"] = embed
 	}
 	raw, _ := json.Marshal(map[string]any{"repo": c.UserID, "collection": postNSID, "record": record})
 	r, err := a.send(ctx, request{method: http.MethodPost, url: a.xrpc(c, "com.atproto.repo.createRecord"), body: raw, contentType: "application/json", bearer: c.AccessToken, create: true})
 	if err != nil {
-		return platforms.Result{}, err
+		return "", nil, err
 	}
 	if !r.ok() {
-		return platforms.Result{}, classify(r, true)
+		return "", nil, classify(r, true)
 	}
 	var out struct {
 		URI string `json:"uri"`
-		CID string `json:"cid"`
 	}
 	if err := decode(r, &out, true); err != nil {
-		return platforms.Result{}, err
+		return "", nil, err
 	}
 	if !strings.HasPrefix(out.URI, "at://") {
 		if e := errorBody(r); e != nil {
-			return platforms.Result{}, e
+			return "", nil, e
 		}
-		return platforms.Result{}, garbage(r, true, fmt.Errorf("no uri in the answer"))
+		return "", nil, garbage(r, true, fmt.Errorf("no uri in the answer"))
 	}
-	return platforms.Result{Publication: publication(c, out.URI), Rate: rateInfo(r.header)}, nil
+	return out.URI, r, nil
 }
 
 // publication builds the post's bsky.app URL from its at:// URI.

@@ -267,47 +267,15 @@ func (a *Adapter) Reply(ctx context.Context, c platforms.Credentials, publicatio
 	if !ok || parent.CID == "" || parent.Record.Reply == nil || parent.Record.Reply.Root.URI != publicationID {
 		return platforms.Comment{}, notFound(0, "Bluesky post %s has no comment %s", publicationID, commentID)
 	}
-	record := map[string]any{
-		"$type":     postNSID,
-		"text":      text,
-		"createdAt": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
-		"reply":     map[string]strongRef{"root": parent.Record.Reply.Root, "parent": {URI: parent.URI, CID: parent.CID}},
-	}
-	if facets := a.facets(ctx, c, text); len(facets) > 0 {
-		record["facets"] = facets
-	}
-	if len(media) > 0 {
-		embed, err := a.embed(ctx, c, media)
-		if err != nil {
-			return platforms.Comment{}, err
-		}
-		record["embed"] = embed
-	}
-	raw, _ := json.Marshal(map[string]any{"repo": c.UserID, "collection": postNSID, "record": record})
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.xrpc(c, "com.atproto.repo.createRecord"), body: raw, contentType: "application/json", bearer: c.AccessToken, create: true})
+	uri, _, err := a.createPost(ctx, c, text, media, map[string]strongRef{"root": parent.Record.Reply.Root, "parent": {URI: parent.URI, CID: parent.CID}})
 	if err != nil {
 		return platforms.Comment{}, err
-	}
-	if !r.ok() {
-		return platforms.Comment{}, classify(r, true)
-	}
-	var out struct {
-		URI string `json:"uri"`
-	}
-	if err := decode(r, &out, true); err != nil {
-		return platforms.Comment{}, err
-	}
-	if !strings.HasPrefix(out.URI, "at://") {
-		if e := errorBody(r); e != nil {
-			return platforms.Comment{}, e
-		}
-		return platforms.Comment{}, garbage(r, true, fmt.Errorf("no uri in the answer"))
 	}
 	author := c.Handle
 	if author == "" {
 		author = c.UserID
 	}
-	return platforms.Comment{ID: out.URI, PublicationID: publicationID, ParentID: commentID, Author: author, Text: text,
+	return platforms.Comment{ID: uri, PublicationID: publicationID, ParentID: commentID, Author: author, Text: text,
 		CreatedAt: time.Now().UTC(), ByAccount: true}, nil
 }
 
