@@ -332,17 +332,7 @@ func (a *Adapter) Conversation(ctx context.Context, c platforms.Credentials, con
 }
 
 // dmCategory is the media_category of a direct message attachment and its size limit.
-func dmCategory(ct string) (category string, limit int64, ok bool) {
-	switch ct {
-	case "image/jpeg", "image/png", "image/webp":
-		return "dm_image", maxImageBytes, true
-	case "image/gif":
-		return "dm_gif", maxGIFBytes, true
-	case "video/mp4", "video/quicktime":
-		return "dm_video", maxVideoBytes, true
-	}
-	return "", 0, false
-}
+func dmCategory(ct string) (category string, limit int64, ok bool) { return categoryOf("dm", ct) }
 
 // validateMessage checks a direct message: text or one attachment, text of at most 10,000
 // characters, an image (JPEG, PNG, WEBP, GIF) or a video (MP4, MOV) within X's sizes.

@@ -111,15 +111,20 @@ func typeName(ct string) string {
 	return ct
 }
 
-// mediaCategory is the media_category X expects for a content type and its size limit.
-func mediaCategory(ct string) (category string, limit int64, ok bool) {
+// mediaCategory is the media_category X expects for a post's attachment of a content type, and
+// its size limit.
+func mediaCategory(ct string) (category string, limit int64, ok bool) { return categoryOf("tweet", ct) }
+
+// categoryOf is the media_category (use "tweet" or "dm", then "_image", "_gif" or "_video") of a
+// content type, and its size limit.
+func categoryOf(use, ct string) (category string, limit int64, ok bool) {
 	switch ct {
 	case "image/jpeg", "image/png", "image/webp":
-		return "tweet_image", maxImageBytes, true
+		return use + "_image", maxImageBytes, true
 	case "image/gif":
-		return "tweet_gif", maxGIFBytes, true
+		return use + "_gif", maxGIFBytes, true
 	case "video/mp4", "video/quicktime":
-		return "tweet_video", maxVideoBytes, true
+		return use + "_video", maxVideoBytes, true
 	}
 	return "", 0, false
 }
