@@ -53,7 +53,7 @@ func (c *Client) Wait(ctx context.Context, kind Container, containerURL, token s
 		if time.Now().Add(interval).After(deadline) {
 			return &platforms.Error{Platform: c.Platform, Kind: platforms.Transient, Message: fmt.Sprintf("media processing did not finish within %s", limit)}
 		}
-		if err := Wait(ctx, interval); err != nil {
+		if err := platforms.Sleep(ctx, interval); err != nil {
 			return &platforms.Error{Platform: c.Platform, Kind: platforms.Transient, Message: "waiting for media processing: " + err.Error(), Err: err}
 		}
 	}

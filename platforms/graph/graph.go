@@ -465,15 +465,3 @@ func ReconnectError(err error) error {
 	}
 	return err
 }
-
-// Wait sleeps for d or until ctx is done.
-func Wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
