@@ -21,6 +21,26 @@ type Kind struct {
 	IdleTimeout time.Duration
 	// Shards is the number of directory shards (default 64).
 	Shards int
+	// Creator, when set, creates actors without activating them (see Creator).
+	Creator Creator
+}
+
+// Creator commits the first state of new actors of a kind without activating an incarnation.
+//
+// A message that creates an actor (a new post, say) is usually all that actor hears for a while:
+// activating an incarnation for it (spawn, mailbox, idle timer, passivation) costs more than the
+// write itself. When a kind has a Creator and a creating message reaches an id with no live
+// incarnation, the directory runs Create in a goroutine of its own instead, and sends what it
+// returns to the sender as the reply. The next message to the id activates an incarnation, which
+// loads the committed state from bbolt like any other. Messages that reach the id while Create
+// runs are held and delivered, in order, to that incarnation once Create has returned, so that
+// at most one of Create and an incarnation ever touches an id's state.
+type Creator interface {
+	// Creates reports whether msg creates its actor.
+	Creates(msg any) bool
+	// Create commits the state msg creates for id and returns the reply (an *ErrorReply when it
+	// fails). It returns only once the state is durable.
+	Create(id string, msg any) (reply any)
 }
 
 // Directory is the activation directory of one actor kind: it holds exactly one live incarnation
@@ -53,7 +73,7 @@ type shard struct {
 }
 
 type entry struct {
-	pid      *actor.PID
+	pid      *actor.PID // nil while a Creator runs for the id
 	stopping bool
 	held     []held
 }
@@ -115,10 +135,16 @@ func (d *Directory) deliver(id string, msg any, sender *actor.PID) {
 		if d.closing.Load() {
 			return
 		}
+		if c := d.kind.Creator; c != nil && c.Creates(msg) {
+			s.entries[id] = &entry{}
+			d.wg.Add(1)
+			go d.create(c, id, msg, sender)
+			return
+		}
 		e = &entry{pid: d.spawn(id)}
 		s.entries[id] = e
 	}
-	if e.stopping {
+	if e.stopping || e.pid == nil {
 		e.held = append(e.held, held{msg, sender})
 		return
 	}
@@ -138,13 +164,55 @@ func (d *Directory) spawn(id string) *actor.PID {
 	return d.sys.Root.Spawn(props)
 }
 
+// create runs the kind's Creator for a creating message to an id with no incarnation, replies, and
+// then hands what arrived meanwhile to a new incarnation. A panic fails the request as an actor's
+// would; the next message finds the state as committed, if it was.
+func (d *Directory) create(c Creator, id string, msg any, sender *actor.PID) {
+	defer d.created(id)
+	mm := d.m.forMessage(msg)
+	start := time.Now()
+	var reply any
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				d.sys.Log.Error("actor failed while creating; the next message activates it from its persisted state", "actor_kind", d.kind.Name, "message_type", mm.name, "panic", r)
+				reply = &ErrorReply{Err: ErrActorFailed}
+			}
+		}()
+		reply = c.Create(id, msg)
+	}()
+	mm.count.Inc()
+	mm.duration.Observe(time.Since(start).Seconds())
+	if sender != nil {
+		d.sys.Root.Send(sender, reply)
+	}
+}
+
+// created ends a Creator's run: messages held meanwhile go to a new incarnation.
+func (d *Directory) created(id string) {
+	defer d.wg.Done()
+	s := d.shardOf(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[id]
+	if len(e.held) == 0 || d.closing.Load() {
+		delete(s.entries, id)
+		return
+	}
+	next := &entry{pid: d.spawn(id)}
+	s.entries[id] = next
+	for _, h := range e.held {
+		d.sys.Root.RequestWithCustomSender(next.pid, h.msg, h.sender)
+	}
+}
+
 // passivate is called by an idle incarnation.
 func (d *Directory) passivate(id string, pid *actor.PID) {
 	s := d.shardOf(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entries[id]
-	if e == nil || !e.pid.Equal(pid) || e.stopping {
+	if e == nil || e.pid == nil || !e.pid.Equal(pid) || e.stopping {
 		return
 	}
 	e.stopping = true
@@ -160,7 +228,7 @@ func (d *Directory) stopped(id string, pid *actor.PID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entries[id]
-	if e == nil || !e.pid.Equal(pid) {
+	if e == nil || e.pid == nil || !e.pid.Equal(pid) {
 		return
 	}
 	if len(e.held) == 0 || d.closing.Load() {
@@ -174,7 +242,7 @@ func (d *Directory) stopped(id string, pid *actor.PID) {
 	}
 }
 
-// Live counts the live incarnations.
+// Live counts the live incarnations and the creations under way.
 func (d *Directory) Live() int {
 	n := 0
 	for _, s := range d.shards {
@@ -186,14 +254,14 @@ func (d *Directory) Live() int {
 }
 
 // Stop passivates every live actor (each finishes the messages in its mailbox first) and waits
-// until all have stopped or ctx ends. From then on the directory activates nothing: messages to
+// until all have stopped, and every Create under way has returned, or ctx ends. From then on the directory activates nothing: messages to
 // actors that are not live are dropped (their work is recovered from bbolt at the next start).
 func (d *Directory) Stop(ctx context.Context) error {
 	d.closing.Store(true)
 	for _, s := range d.shards {
 		s.mu.Lock()
 		for _, e := range s.entries {
-			if !e.stopping {
+			if !e.stopping && e.pid != nil {
 				e.stopping = true
 				d.sys.Root.Poison(e.pid)
 			}

@@ -145,3 +145,125 @@ func TestStopDrainsEveryActor(t *testing.T) {
 	require.Equal(t, int32(0), running.Load())
 	require.Equal(t, 0, d.Live())
 }
+
+type create struct {
+	start int
+	panic bool
+}
+
+// counterCreator creates counters straight in the store, each after release is closed.
+type counterCreator struct {
+	store   *sync.Map
+	release chan struct{}
+}
+
+func (counterCreator) Creates(msg any) bool {
+	_, ok := msg.(*create)
+	return ok
+}
+
+func (c counterCreator) Create(id string, msg any) any {
+	<-c.release
+	m := msg.(*create)
+	if m.panic {
+		panic("boom while creating")
+	}
+	c.store.Store(id, m.start)
+	return m.start
+}
+
+// A kind's Creator creates actors without activating them; what reaches an id while it is being
+// created waits, and is handled by an incarnation that starts from the created state.
+func TestCreatorCreatesWithoutActivating(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	sys := actors.NewSystem(reg, nil)
+	t.Cleanup(sys.Shutdown)
+	store, running, perID := &sync.Map{}, &atomic.Int32{}, &sync.Map{}
+	release := make(chan struct{})
+	d := actors.NewDirectory(sys, actors.Kind{Name: "counter", IdleTimeout: time.Minute,
+		New: func(id string) actor.Actor {
+			return &counter{id: id, store: store, running: running, perID: perID}
+		},
+		Creator: counterCreator{store: store, release: release},
+	})
+	ctx := context.Background()
+	activations := func() float64 { return testutil.ToFloat64(sys.Metrics.Activations.WithLabelValues("counter")) }
+
+	created := make(chan int, 1)
+	go func() {
+		n, err := actors.Ask[int](ctx, d.To("a"), &create{start: 40})
+		require.NoError(t, err)
+		created <- n
+	}()
+	require.Eventually(t, func() bool { return d.Live() == 1 }, 5*time.Second, time.Millisecond)
+	// Sent while "a" is being created: held, then handled from the created state.
+	incremented := make(chan int, 2)
+	for i := 0; i < 2; i++ {
+		go func() {
+			n, err := actors.Ask[int](ctx, d.To("a"), &incr{})
+			require.NoError(t, err)
+			incremented <- n
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	require.Equal(t, 0.0, activations(), "nothing activated while creating")
+	require.Len(t, incremented, 0, "held until the creation returns")
+	close(release)
+	require.Equal(t, 40, <-created)
+	got := []int{<-incremented, <-incremented}
+	require.ElementsMatch(t, []int{41, 42}, got)
+	require.Equal(t, 1.0, activations(), "the held messages activated one incarnation")
+
+	// A creation with nothing after it activates nothing and leaves nothing live.
+	n, err := actors.Ask[int](ctx, d.To("b"), &create{start: 7})
+	require.NoError(t, err)
+	require.Equal(t, 7, n)
+	require.Equal(t, 1.0, activations())
+	n, err = actors.Ask[int](ctx, d.To("b"), &get{})
+	require.NoError(t, err)
+	require.Equal(t, 7, n, "activated later from the created state")
+	require.Equal(t, 2.0, activations())
+
+	// A creating message to a live incarnation is the incarnation's to handle.
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err = actors.Ask[int](short, d.To("b"), &create{start: 99})
+	require.ErrorIs(t, err, actors.ErrTimeout, "the counter does not answer creates")
+	v, _ := store.Load("b")
+	require.Equal(t, 7, v, "the Creator did not run for a live id")
+
+	// A panic while creating fails that request only.
+	_, err = actors.Ask[int](ctx, d.To("c"), &create{panic: true})
+	require.ErrorIs(t, err, actors.ErrActorFailed)
+	n, err = actors.Ask[int](ctx, d.To("c"), &incr{})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, 4.0, testutil.ToFloat64(sys.Metrics.Messages.WithLabelValues("counter", "actors_test.create")), "every create counted, by the Creator or the incarnation")
+}
+
+// Stop waits for creations under way.
+func TestStopWaitsForCreations(t *testing.T) {
+	t.Parallel()
+	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
+	t.Cleanup(sys.Shutdown)
+	store, release := &sync.Map{}, make(chan struct{})
+	d := actors.NewDirectory(sys, actors.Kind{Name: "counter", New: func(id string) actor.Actor {
+		return &counter{id: id, store: store, running: &atomic.Int32{}, perID: &sync.Map{}}
+	}, Creator: counterCreator{store: store, release: release}})
+	d.Send("a", &create{start: 3})
+	require.Eventually(t, func() bool { return d.Live() == 1 }, 5*time.Second, time.Millisecond)
+	stopped := make(chan error, 1)
+	go func() { stopped <- d.Stop(context.Background()) }()
+	select {
+	case <-stopped:
+		t.Fatal("Stop returned while a creation ran")
+	case <-time.After(30 * time.Millisecond):
+	}
+	close(release)
+	require.NoError(t, <-stopped)
+	v, ok := store.Load("a")
+	require.True(t, ok)
+	require.Equal(t, 3, v)
+	require.Equal(t, 0, d.Live())
+}

@@ -53,7 +53,27 @@ func Kind(d Deps) actors.Kind {
 		Name:        KindName,
 		IdleTimeout: d.IdleTimeout,
 		New:         func(id string) actor.Actor { return &Actor{id: id, deps: d} },
+		Creator:     creator{d},
 	}
+}
+
+// creator commits drafts (Create) without activating their actors: a new draft's next message
+// (its read, edit, publish) is usually far off, and an incarnation kept for it until then costs
+// more than the write. Publish and Schedule that create their post do go through the actor, which
+// goes on with the job or the schedule.
+type creator struct{ deps Deps }
+
+func (creator) Creates(msg any) bool {
+	_, ok := msg.(*Create)
+	return ok
+}
+
+func (c creator) Create(id string, msg any) any {
+	p, err := createPost(c.deps.Store, id, msg.(*Create))
+	if err != nil {
+		return &actors.ErrorReply{Err: err}
+	}
+	return &Reply{Post: p}
 }
 
 // Actor is one post.
@@ -159,20 +179,8 @@ func (a *Actor) create(ctx actor.Context, m *Create) {
 		actors.ReplyError(ctx, ErrExists)
 		return
 	}
-	next := m.Post
-	next.ID = a.id
-	next.Version = 1
-	raw, err := persistence.Encode(next)
+	next, err := createPost(a.deps.Store, a.id, m)
 	if err != nil {
-		actors.ReplyError(ctx, err)
-		return
-	}
-	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
-		if _, err := tx.Post(a.id); err == nil {
-			return ErrExists
-		}
-		return tx.PutPost(next, raw)
-	}); err != nil {
 		if errors.Is(err, ErrExists) {
 			a.load()
 		}
@@ -181,6 +189,26 @@ func (a *Actor) create(ctx actor.Context, m *Create) {
 	}
 	a.state = next
 	actors.Reply(ctx, &Reply{Post: next})
+}
+
+// createPost commits the post m creates under id, unless a post id exists already (ErrExists).
+func createPost(store *persistence.Store, id string, m *Create) (*persistence.Post, error) {
+	next := m.Post
+	next.ID = id
+	next.Version = 1
+	raw, err := persistence.Encode(next)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.Update(context.Background(), func(tx *persistence.Tx) error {
+		if _, err := tx.Post(id); err == nil {
+			return ErrExists
+		}
+		return tx.PutPost(next, raw)
+	}); err != nil {
+		return nil, err
+	}
+	return next, nil
 }
 
 func editable(op string, p *persistence.Post) error {
