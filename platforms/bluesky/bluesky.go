@@ -178,25 +178,21 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 // createPost uploads the media and creates a post record (with its facets; a reply when reply is
 // set) with createRecord, and returns the record's at:// URI and Bluesky's answer.
 func (a *Adapter) createPost(ctx context.Context, c platforms.Credentials, text string, media []platforms.Media, reply map[string]strongRef) (string, *response, error) {
-	record := map[string]any{
-		"$type":     postNSID,
-		"text":      text,
-		"createdAt": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
-	}
-	if reply != nil {
-		record["reply"] = reply
-	}
-	if facets := a.facets(ctx, c, text); len(facets) > 0 {
-		record["facets"] = facets
-	}
+	in := createRecordInput{Repo: c.UserID, Collection: postNSID, Record: postRecord{
+		Type:      postNSID,
+		Text:      text,
+		CreatedAt: time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
+		Reply:     reply,
+		Facets:    a.facets(ctx, c, text),
+	}}
 	if len(media) > 0 {
 		embed, err := a.embed(ctx, c, media)
 		if err != nil {
 			return "", nil, err
 		}
-		record["embed"] = embed
+		in.Record.Embed = embed
 	}
-	raw, _ := json.Marshal(map[string]any{"repo": c.UserID, "collection": postNSID, "record": record})
+	raw, _ := json.Marshal(in)
 	r, err := a.send(ctx, request{method: http.MethodPost, url: a.xrpc(c, "com.atproto.repo.createRecord"), body: raw, contentType: "application/json", bearer: c.AccessToken, create: true})
 	if err != nil {
 		return "", nil, err
@@ -231,30 +227,63 @@ func publication(c platforms.Credentials, uri string) platforms.Publication {
 
 // facets builds the record's facets. Mentions need the handle's DID
 // (com.atproto.identity.resolveHandle); a handle that does not resolve stays plain text.
-func (a *Adapter) facets(ctx context.Context, c platforms.Credentials, text string) []map[string]any {
+func (a *Adapter) facets(ctx context.Context, c platforms.Credentials, text string) []facet {
 	spans := detectFacets(text)
 	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
-	var out []map[string]any
+	var out []facet
 	for _, s := range spans {
-		var feature map[string]any
+		var f feature
 		switch s.kind {
 		case "link":
-			feature = map[string]any{"$type": "app.bsky.richtext.facet#link", "uri": s.value}
+			f = feature{Type: "app.bsky.richtext.facet#link", URI: s.value}
 		case "tag":
-			feature = map[string]any{"$type": "app.bsky.richtext.facet#tag", "tag": s.value}
+			f = feature{Type: "app.bsky.richtext.facet#tag", Tag: s.value}
 		case "mention":
 			did, err := a.resolveHandle(ctx, c, s.value)
 			if err != nil {
 				continue
 			}
-			feature = map[string]any{"$type": "app.bsky.richtext.facet#mention", "did": did}
+			f = feature{Type: "app.bsky.richtext.facet#mention", DID: did}
 		}
-		out = append(out, map[string]any{
-			"index":    map[string]int{"byteStart": s.start, "byteEnd": s.end},
-			"features": []map[string]any{feature},
-		})
+		out = append(out, facet{Index: byteSlice{ByteStart: s.start, ByteEnd: s.end}, Features: []feature{f}})
 	}
 	return out
+}
+
+// createRecordInput is the body of com.atproto.repo.createRecord for a post.
+type createRecordInput struct {
+	Repo       string     `json:"repo"`
+	Collection string     `json:"collection"`
+	Record     postRecord `json:"record"`
+}
+
+// postRecord is an app.bsky.feed.post record.
+type postRecord struct {
+	Type      string               `json:"$type"`
+	Text      string               `json:"text"`
+	CreatedAt string               `json:"createdAt"`
+	Reply     map[string]strongRef `json:"reply,omitempty"`
+	Facets    []facet              `json:"facets,omitempty"`
+	Embed     map[string]any       `json:"embed,omitempty"`
+}
+
+// facet is an app.bsky.richtext.facet: a byte range of the text and what it links to.
+type facet struct {
+	Index    byteSlice `json:"index"`
+	Features []feature `json:"features"`
+}
+
+type byteSlice struct {
+	ByteStart int `json:"byteStart"`
+	ByteEnd   int `json:"byteEnd"`
+}
+
+// feature is one of the facet features #link (URI), #tag (Tag) and #mention (DID).
+type feature struct {
+	Type string `json:"$type"`
+	URI  string `json:"uri,omitempty"`
+	Tag  string `json:"tag,omitempty"`
+	DID  string `json:"did,omitempty"`
 }
 
 func (a *Adapter) resolveHandle(ctx context.Context, c platforms.Credentials, handle string) (string, error) {

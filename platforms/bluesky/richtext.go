@@ -12,7 +12,6 @@ import (
 var (
 	linkPattern    = regexp.MustCompile(`(?:^|[\s(])(https?://[^\s]+)`)
 	mentionPattern = regexp.MustCompile(`(?:^|[\s(])(@([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)`)
-	tagPattern     = regexp.MustCompile(`(?:^|\s)([#＃][^\s#＃]+)`)
 	digitsOnly     = regexp.MustCompile(`^[0-9]+$`)
 )
 
@@ -49,8 +48,8 @@ func detectFacets(text string) []facetSpan {
 		}
 	}
 	if strings.ContainsAny(text, "#＃") {
-		for _, m := range tagPattern.FindAllStringSubmatchIndex(text, -1) {
-			s, e := m[2], m[3]
+		for _, m := range tagSpans(text) {
+			s, e := m[0], m[1]
 			tag := strings.TrimRight(text[s:e], ".,;:!?'\")]}")
 			_, size := utf8.DecodeRuneInString(tag)
 			value := tag[size:]
@@ -61,6 +60,40 @@ func detectFacets(text string) []facetSpan {
 		}
 	}
 	return dropOverlaps(spans)
+}
+
+// tagSpans finds the spans the pattern `(?:^|\s)([#＃][^\s#＃]+)` would capture, without a
+// regular expression (a text is read once, on every post): a '#' or '＃' at the start or after
+// ASCII white space, then at least one character that is none of those.
+func tagSpans(text string) [][2]int {
+	var spans [][2]int
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		if !isTagMark(r) || (i > 0 && !isASCIISpace(text[i-1])) {
+			i += size
+			continue
+		}
+		end := i + size
+		for end < len(text) {
+			r, n := utf8.DecodeRuneInString(text[end:])
+			if isTagMark(r) || (r < utf8.RuneSelf && isASCIISpace(byte(r))) {
+				break
+			}
+			end += n
+		}
+		if end > i+size {
+			spans = append(spans, [2]int{i, end})
+		}
+		i = end
+	}
+	return spans
+}
+
+func isTagMark(r rune) bool { return r == '#' || r == '＃' }
+
+// isASCIISpace is regexp's \s: tab, newline, form feed, carriage return and space.
+func isASCIISpace(b byte) bool {
+	return b == '\t' || b == '\n' || b == '\f' || b == '\r' || b == ' '
 }
 
 func isHandleChar(r rune) bool {
