@@ -83,6 +83,29 @@ func BenchmarkDirectoryActivation(b *testing.B) {
 	}
 }
 
+// pingCreator answers creating pings without an incarnation.
+type pingCreator struct{}
+
+func (pingCreator) Creates(msg any) bool   { _, ok := msg.(*ping); return ok }
+func (pingCreator) Create(string, any) any { return 1 }
+
+// BenchmarkDirectoryCreator measures the first Ask to an id handled by the kind's Creator, without
+// an incarnation (compare BenchmarkDirectoryActivation, which spawns one).
+func BenchmarkDirectoryCreator(b *testing.B) {
+	sys := actors.NewSystem(nil, nil)
+	b.Cleanup(sys.Shutdown)
+	d := actors.NewDirectory(sys, actors.Kind{Name: "bench", New: func(string) actor.Actor { return pong{} }, Creator: pingCreator{}})
+	ids := make([]string, b.N)
+	for i := range ids {
+		ids[i] = "c" + strconv.Itoa(i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ask(b, d, ids[i])
+	}
+}
+
 // BenchmarkDirectoryPassivation measures passivating live actors: each is poisoned after its
 // mailbox, stops, and leaves the directory (Directory.Stop passivates every live actor this way;
 // an idle actor goes through the same steps on its own).
