@@ -143,6 +143,12 @@ func createDrafts(base *Env) (Result, error) {
 		return Result{}, err
 	}
 	defer closeWires(ws)
+	// The ceiling is disk-bound and moves by ±10% from one measurement to the next on a shared
+	// machine: it is measured before and after the server's run, and the limit is the mean.
+	before, ceiling1, err := boltCeiling(e, e.Connections, e.Duration)
+	if err != nil {
+		return Result{}, err
+	}
 	cpu0 := processCPU(e.cmd.Process.Pid)
 	r, err := drive(e.log, "create-drafts", e.Connections, e.Duration, func(w, i int) error {
 		st, b, err := ws[w].do(http.MethodPost, "/v1/posts", e.draftBody(w*1_000_000+i))
@@ -162,14 +168,14 @@ func createDrafts(base *Env) (Result, error) {
 	server.writes, _ = e.metric("herald_bbolt_commit_batch_size_sum", "")
 	server.commits, _ = e.metric("herald_bbolt_commit_batch_size_count", "")
 	server.seconds, _ = e.metric("herald_bbolt_commit_duration_seconds_sum", "")
-	limit, ceiling, err := boltCeiling(e, e.Connections, e.Duration)
+	after, ceiling2, err := boltCeiling(e, e.Connections, e.Duration)
 	if err != nil {
 		return r, err
 	}
 	r.LimitName = "raw bbolt group commit"
-	r.Limit = limit
-	r.Notes = fmt.Sprintf("server CPU %.0f µs per create; server commits: %s; ceiling commits: %s (the ceiling's writers wait only for the disk, the server's requests also for HTTP, the actors and the CPU that all of it shares with the load generator)",
-		cpu.Seconds()*1e6/float64(max(r.Ops, 1)), server, ceiling)
+	r.Limit = (before + after) / 2
+	r.Notes = fmt.Sprintf("server CPU %.0f µs per create; server commits: %s; ceiling (the mean of %.0f/s before the server's run and %.0f/s after it) commits: %s and %s (the ceiling's writers wait only for the disk, the server's requests also for HTTP, the actors and the CPU that all of it shares with the load generator)",
+		cpu.Seconds()*1e6/float64(max(r.Ops, 1)), server, before, after, ceiling1, ceiling2)
 	return r, nil
 }
 
