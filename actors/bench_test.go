@@ -71,10 +71,14 @@ func BenchmarkAskParallel(b *testing.B) {
 // BenchmarkDirectoryActivation measures the first Ask to an id: the directory spawns an
 // incarnation, which starts, handles the message and replies.
 func BenchmarkDirectoryActivation(b *testing.B) {
-	d := benchDir(b)
+	askFresh(b, benchDir(b), "a")
+}
+
+// askFresh times one Ask to each of b.N ids that have never been asked.
+func askFresh(b *testing.B, d *actors.Directory, prefix string) {
 	ids := make([]string, b.N)
 	for i := range ids {
-		ids[i] = "a" + strconv.Itoa(i)
+		ids[i] = prefix + strconv.Itoa(i)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -95,15 +99,7 @@ func BenchmarkDirectoryCreator(b *testing.B) {
 	sys := actors.NewSystem(nil, nil)
 	b.Cleanup(sys.Shutdown)
 	d := actors.NewDirectory(sys, actors.Kind{Name: "bench", New: func(string) actor.Actor { return pong{} }, Creator: pingCreator{}})
-	ids := make([]string, b.N)
-	for i := range ids {
-		ids[i] = "c" + strconv.Itoa(i)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		ask(b, d, ids[i])
-	}
+	askFresh(b, d, "c")
 }
 
 // BenchmarkDirectoryPassivation measures passivating live actors: each is poisoned after its

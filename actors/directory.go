@@ -194,7 +194,12 @@ func (d *Directory) created(id string) {
 	s := d.shardOf(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.entries[id]
+	d.handOver(s, id, s.entries[id])
+}
+
+// handOver ends entry e of id, under the shard lock: the messages it holds go to a new
+// incarnation, or, when it holds none (or the directory is stopping), the id leaves the shard.
+func (d *Directory) handOver(s *shard, id string, e *entry) {
 	if len(e.held) == 0 || d.closing.Load() {
 		delete(s.entries, id)
 		return
@@ -231,15 +236,7 @@ func (d *Directory) stopped(id string, pid *actor.PID) {
 	if e == nil || e.pid == nil || !e.pid.Equal(pid) {
 		return
 	}
-	if len(e.held) == 0 || d.closing.Load() {
-		delete(s.entries, id)
-		return
-	}
-	next := &entry{pid: d.spawn(id)}
-	s.entries[id] = next
-	for _, h := range e.held {
-		d.sys.Root.RequestWithCustomSender(next.pid, h.msg, h.sender)
-	}
+	d.handOver(s, id, e)
 }
 
 // Live counts the live incarnations and the creations under way.
