@@ -251,8 +251,9 @@ func (d *Directory) Live() int {
 }
 
 // Stop passivates every live actor (each finishes the messages in its mailbox first) and waits
-// until all have stopped, and every Create under way has returned, or ctx ends. From then on the directory activates nothing: messages to
-// actors that are not live are dropped (their work is recovered from bbolt at the next start).
+// until all have stopped and every Create under way has returned, or ctx ends. From then on the
+// directory activates nothing: messages to actors that are not live are dropped (their work is
+// recovered from bbolt at the next start).
 func (d *Directory) Stop(ctx context.Context) error {
 	d.closing.Store(true)
 	for _, s := range d.shards {

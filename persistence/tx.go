@@ -261,6 +261,11 @@ func (t *Tx) PutPost(p *Post, raw []byte) error {
 	return t.tx.Bucket(bPosts).Put(id, raw)
 }
 
+// HasPost reports whether a post id is stored, without decoding it.
+func (t *Tx) HasPost(id string) bool {
+	return t.tx.Bucket(bPosts).Get(mustID(id)) != nil
+}
+
 // Post returns a post by id.
 func (t *Tx) Post(id string) (*Post, error) {
 	var p Post

@@ -201,7 +201,7 @@ func createPost(store *persistence.Store, id string, m *Create) (*persistence.Po
 		return nil, err
 	}
 	if err := store.Update(context.Background(), func(tx *persistence.Tx) error {
-		if _, err := tx.Post(id); err == nil {
+		if tx.HasPost(id) {
 			return ErrExists
 		}
 		return tx.PutPost(next, raw)

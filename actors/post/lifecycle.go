@@ -234,7 +234,7 @@ func (a *Actor) startJob(cur *persistence.Post, jobID string, q *Quota, idem *Id
 	}
 	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
 		if creating {
-			if _, err := tx.Post(cur.ID); err == nil {
+			if tx.HasPost(cur.ID) {
 				return ErrExists
 			}
 		}
@@ -310,7 +310,7 @@ func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
 	}
 	err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
 		if m.Create != nil {
-			if _, err := tx.Post(cur.ID); err == nil {
+			if tx.HasPost(cur.ID) {
 				return ErrExists
 			}
 		}
