@@ -111,6 +111,7 @@ type request struct {
 	retries   int
 	refreshed bool      // the token was refreshed for it after an auth-expired answer
 	resolved  bool      // a lookup found nothing once; another unknown outcome fails it
+	holding   bool      // its failed call holds the lane until its lookup ends
 	waitShown time.Time // the budget reset last announced to the job
 }
 
@@ -129,10 +130,12 @@ type Actor struct {
 	// whole queue. Prepending (queueFront) resets it.
 	told   int
 	toldAt time.Time
-	// ready holds requests whose budget is reserved and whose attempt is recorded, waiting for a
-	// call slot. Attempts are recorded in batches (one commit for many calls); a recorded
-	// attempt that was never sent is resolved by a lookup after a crash, like any other.
-	ready       []*request
+	// lane holds requests whose budget is reserved and whose attempt is recorded, for the
+	// account's callers (lane.go). Attempts are recorded in batches (one commit for many
+	// calls), ahead of the calls; a recorded attempt that was never sent is resolved by a lookup
+	// after a crash, like any other.
+	lane *lane
+	// inflight counts the requests handed to the lane whose outcome has not come back.
 	inflight    int
 	refreshing  bool
 	refreshNext time.Time // no proactive refresh before (after a failed one)
@@ -141,12 +144,13 @@ type Actor struct {
 	waitUntil   time.Time
 	waitTimer   *time.Timer
 	deleting    *actor.PID
+	pumpSent    bool // a pumpSoon message is in the mailbox
 	live        readState // live reads (reads.go)
 }
 
 // Busy keeps the actor from passivating while it has work: its goroutines report to it.
 func (a *Actor) Busy() bool {
-	return a.inflight > 0 || len(a.queue) > 0 || len(a.ready) > 0 || a.refreshing || a.lookups > 0 || a.retrying > 0 || a.deleting != nil || a.live.busy()
+	return a.inflight > 0 || len(a.queue) > 0 || a.refreshing || a.lookups > 0 || a.retrying > 0 || a.deleting != nil || a.live.busy()
 }
 
 // messages from the actor's own goroutines and timers
@@ -170,6 +174,9 @@ type (
 	}
 	revokeDone struct{}
 	wake       struct{}
+	// pumpSoon runs pump after the messages already in the mailbox: the publishes that arrive
+	// together are recorded in one batch.
+	pumpSoon struct{}
 	retry      struct{ req *request }
 )
 
@@ -177,6 +184,7 @@ type (
 func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		a.lane = newLane(&a.deps, ctx)
 		a.load()
 		a.pump(ctx)
 	case *Create:
@@ -206,6 +214,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.receiveRead(ctx, m)
 	case *wake:
 		a.waitUntil = time.Time{}
+		a.pump(ctx)
+	case *pumpSoon:
+		a.pumpSent = false
 		a.pump(ctx)
 	case *retry:
 		a.retrying = max(0, a.retrying-1)
@@ -237,6 +248,7 @@ func (a *Actor) load() {
 			a.deps.Log.Error("sealed credentials are not valid JSON", "account_id", a.id, "platform", acc.Platform, "error", err)
 		}
 	}
+	a.lane.setCredentials(a.adapter, a.creds)
 }
 
 // seal encodes and encrypts credentials.
@@ -275,6 +287,7 @@ func (a *Actor) create(ctx actor.Context, m *Create) {
 	}
 	a.acc, a.creds = &next, m.Creds
 	a.adapter = a.deps.Adapters[platforms.Platform(next.Platform)]
+	a.lane.setCredentials(a.adapter, a.creds)
 	c := next
 	actors.Reply(ctx, &Reply{Account: &c})
 }
@@ -318,6 +331,7 @@ func (a *Actor) storeCreds(next *persistence.Account, creds platforms.Credential
 		return err
 	}
 	a.acc, a.creds = next, creds
+	a.lane.setCredentials(a.adapter, a.creds)
 	return nil
 }
 
@@ -334,10 +348,7 @@ func (a *Actor) delete(ctx actor.Context, m *Delete) {
 		return
 	}
 	a.deleting = ctx.Sender()
-	for _, r := range append(a.ready, a.queue...) {
-		a.fail(r, "the connected account was disconnected before the post could be published")
-	}
-	a.queue, a.ready, a.told = nil, nil, 0
+	a.failWaiting("the connected account was disconnected before the post could be published")
 	adapter, creds, platform := a.adapter, a.creds, a.acc.Platform
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go func() {
@@ -363,6 +374,7 @@ func (a *Actor) finishDelete(ctx actor.Context) {
 	}
 	a.deps.Store.ForgetAccount(gone.UserID, gone.ID)
 	a.acc, a.creds, a.adapter = nil, platforms.Credentials{}, nil
+	a.lane.setCredentials(nil, a.creds)
 	ctx.Send(sender, &Reply{Account: gone})
 }
 
@@ -372,6 +384,16 @@ func (a *Actor) report(r *request, final, success bool, msg string, pub platform
 }
 
 func (a *Actor) fail(r *request, msg string) { a.report(r, true, false, msg, platforms.Publication{}) }
+
+// failWaiting fails every request no call has started for: those in the lane and in the queue.
+func (a *Actor) failWaiting(msg string) {
+	taken := a.lane.take()
+	a.inflight = max(0, a.inflight-len(taken))
+	for _, r := range append(taken, a.queue...) {
+		a.fail(r, msg)
+	}
+	a.queue, a.told = nil, 0
+}
 
 func (a *Actor) publish(ctx actor.Context, m *Publish) {
 	r := &request{Publish: m}
@@ -400,7 +422,15 @@ func (a *Actor) publish(ctx actor.Context, m *Publish) {
 		}
 	}
 	a.queue = append(a.queue, r)
-	a.pump(ctx)
+	a.pumpLater(ctx)
+}
+
+// pumpLater runs pump once the mailbox's waiting messages are handled.
+func (a *Actor) pumpLater(ctx actor.Context) {
+	if !a.pumpSent {
+		a.pumpSent = true
+		ctx.Send(ctx.Self(), &pumpSoon{})
+	}
 }
 
 // queueFront puts requests back at the queue's front, ahead of the ones that waited behind them.
@@ -415,35 +445,30 @@ func (a *Actor) needsRefresh(now time.Time) bool {
 	return !c.ExpiresAt.IsZero() && c.ExpiresAt.Sub(now) < a.deps.RefreshAhead && now.After(a.refreshNext)
 }
 
-// maxBatch bounds the attempts recorded in one commit.
-const maxBatch = 64
+// maxBatch bounds the attempts recorded in one commit; the next batch is recorded while the
+// lane still holds ahead requests, so that the callers never wait for that commit.
+const (
+	maxBatch = 64
+	ahead    = maxBatch / 2
+)
 
-// pump starts the calls the queue, the concurrency and the budget allow. Requests move from the
-// queue to ready in batches: budget reserved and attempts recorded in one commit; calls then
-// start from ready, in order, as call slots free up.
+// pump keeps the lane filled from the queue as far as the budget allows: budget reserved and
+// attempts recorded for a batch in one commit, then the batch handed to the callers, in order.
 func (a *Actor) pump(ctx actor.Context) {
 	if a.acc == nil || a.deleting != nil {
 		return
 	}
 	platform := platforms.Platform(a.acc.Platform)
 	for !a.refreshing {
-		for a.inflight < a.deps.Concurrency && len(a.ready) > 0 {
-			r := a.ready[0]
-			a.ready = a.ready[1:]
-			if !r.waitShown.IsZero() {
-				// The job last heard that this target waits for budget: say it no longer does.
-				// Otherwise its phase is already platform_uploading, and the outcome follows.
-				a.report(r, false, false, "publishing to "+string(platform), platforms.Publication{})
-			}
-			a.inflight++
-			a.startCall(ctx, r, a.deps.Now())
-		}
-		if len(a.ready) > 0 || len(a.queue) == 0 {
+		if len(a.queue) == 0 || a.lane.pending() >= ahead {
 			return
 		}
 		now := a.deps.Now()
-		if a.inflight == 0 && a.needsRefresh(now) {
-			a.startRefresh(ctx, false)
+		if a.needsRefresh(now) {
+			// The token is refreshed between calls: the lane runs dry first.
+			if a.inflight == 0 {
+				a.startRefresh(ctx, false)
+			}
 			return
 		}
 		var batch []*request
@@ -490,19 +515,27 @@ func (a *Actor) pump(ctx actor.Context) {
 			}
 			continue
 		}
-		a.ready = append(a.ready, batch...)
+		for _, r := range batch {
+			if !r.waitShown.IsZero() {
+				// The job last heard that this target waits for budget: say it no longer does.
+				// Otherwise its phase is already platform_uploading, and the outcome follows.
+				a.report(r, false, false, "publishing to "+string(platform), platforms.Publication{})
+			}
+		}
+		a.inflight += len(batch)
+		a.lane.push(batch)
 	}
 }
 
 // unready returns requests whose calls have not started to the queue's front, giving back their
 // budget and forgetting their attempts (nothing was sent for them).
 func (a *Actor) unready() {
-	if len(a.ready) == 0 {
+	back := a.lane.take()
+	if len(back) == 0 {
 		return
 	}
+	a.inflight = max(0, a.inflight-len(back))
 	platform := platforms.Platform(a.acc.Platform)
-	back := a.ready
-	a.ready = nil
 	_ = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
 		for _, r := range back {
 			if err := tx.DeleteAttempt(r.JobID, r.Target); err != nil {
@@ -529,17 +562,6 @@ func (a *Actor) armWake(ctx actor.Context, at time.Time) {
 	a.waitTimer = time.AfterFunc(time.Until(at), func() { root.Send(self, &wake{}) })
 }
 
-func (a *Actor) startCall(ctx actor.Context, r *request, start time.Time) {
-	adapter, creds, timeout := a.adapter, a.creds, a.deps.CallTimeout
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	go func() {
-		c, cancel := context.WithTimeout(context.Background(), timeout)
-		res, err := adapter.Publish(c, creds, r.Post)
-		cancel()
-		root.Send(self, &callDone{req: r, res: res, err: err, start: start})
-	}()
-}
-
 func (a *Actor) observeCall(platform, endpoint string, start time.Time, err error) {
 	outcome := "ok"
 	if err != nil {
@@ -557,10 +579,14 @@ func errorMessage(err error) string {
 	return err.Error()
 }
 
+// callDone takes a call's outcome. A failed call held the lane (lane.go); it is released once
+// the failure is handled, except while the post is looked up (lookupDone releases it), so that
+// a post whose outcome is unknown is resolved before the ones behind it are sent.
 func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 	a.inflight = max(0, a.inflight-1)
 	r := m.req
 	if a.acc == nil {
+		a.lane.release()
 		a.fail(r, "the connected account was disconnected while the post was being published")
 		return
 	}
@@ -570,7 +596,7 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 	if m.err == nil {
 		a.deps.Budgets.Observe(platform, a.id, m.res.Rate, now)
 		a.report(r, true, true, "published to "+string(platform), m.res.Publication)
-		a.pump(ctx)
+		a.pumpLater(ctx)
 		return
 	}
 	var pe *platforms.Error
@@ -601,6 +627,7 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 		a.unready()
 		a.queueFront(r)
 		a.startRefresh(ctx, true)
+		a.lane.release() // empty; nothing is handed to it before the refresh ends
 		return
 	case platforms.Transient:
 		a.forgetAttempt(r)
@@ -614,6 +641,7 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		a.retrying++
 		time.AfterFunc(d, func() { root.Send(self, &retry{req: r}) })
+		a.lane.release()
 		a.pump(ctx)
 		return
 	case platforms.Unknown:
@@ -622,11 +650,13 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 			a.fail(r, "outcome unknown: "+errorMessage(m.err)+"; the post may exist on the network, check before publishing again")
 			break
 		}
+		r.holding = true
 		a.startLookup(ctx, r, m.start)
 		return
 	default: // Permanent, Invalid
 		a.fail(r, errorMessage(m.err))
 	}
+	a.lane.release()
 	a.pump(ctx)
 }
 
@@ -664,6 +694,10 @@ func (a *Actor) startLookup(ctx actor.Context, r *request, since time.Time) {
 func (a *Actor) lookupDone(ctx actor.Context, m *lookupDone) {
 	a.lookups = max(0, a.lookups-1)
 	r := m.req
+	if r.holding {
+		r.holding = false
+		a.lane.release()
+	}
 	if a.acc == nil {
 		a.fail(r, "the connected account was disconnected while the post's outcome was being checked")
 		return
@@ -679,6 +713,7 @@ func (a *Actor) lookupDone(ctx actor.Context, m *lookupDone) {
 		a.deps.Metrics.UnknownOutcome.WithLabelValues(platform, "not_found").Inc()
 		r.resolved = true
 		a.forgetAttempt(r)
+		a.unready() // what was handed to the lane meanwhile goes after it
 		a.queueFront(r)
 	default:
 		a.deps.Metrics.UnknownOutcome.WithLabelValues(platform, "unresolved").Inc()
@@ -748,11 +783,7 @@ func (a *Actor) refreshDone(ctx actor.Context, m *refreshDone) {
 			}
 		}
 		if m.forced {
-			msg := fmt.Sprintf("%s token refresh failed (%s); connect the account again", platform, errorMessage(m.err))
-			for _, r := range append(a.ready, a.queue...) {
-				a.fail(r, msg)
-			}
-			a.queue, a.ready, a.told = nil, nil, 0
+			a.failWaiting(fmt.Sprintf("%s token refresh failed (%s); connect the account again", platform, errorMessage(m.err)))
 			return
 		}
 	}

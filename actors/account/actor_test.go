@@ -370,3 +370,50 @@ func TestResumeResolvesARecordedAttempt(t *testing.T) {
 	require.True(t, r.Success, r.Message)
 	require.Len(t, b.sim.Publications(platforms.X), 1, "not sent twice")
 }
+
+// One account sends its posts in the order they came, each once, while its calls follow one
+// another without the actor between them (lane.go): a rate limit and an unknown outcome on the
+// way hold the calls behind them until they are resolved.
+func TestOneAccountPublishesInOrderThroughFailures(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	acct := b.connect(platforms.Bluesky, "kim")
+	job := uuid.NewString()
+	const n = 150
+	for i := range n {
+		b.publish(acct, job, i, fmt.Sprintf("in order %03d", i))
+	}
+	seen, injected := 0, 0
+	out := map[int]*account.Report{}
+	deadline := time.After(30 * time.Second)
+	for len(out) < n {
+		select {
+		case r := <-b.reports:
+			if r.JobID != job || !r.Final {
+				continue
+			}
+			out[r.Target] = r
+			seen++
+			if seen == 40 && injected == 0 {
+				require.NoError(t, b.sim.InjectFault(platforms.Bluesky, sim.FaultRateLimit, 1))
+				injected++
+			}
+			if seen == 90 && injected == 1 {
+				require.NoError(t, b.sim.InjectFault(platforms.Bluesky, sim.FaultPostThenError, 1))
+				injected++
+			}
+		case <-deadline:
+			t.Fatalf("only %d of %d outcomes arrived", len(out), n)
+		}
+	}
+	for i, r := range out {
+		require.True(t, r.Success, "post %d: %s", i, r.Message)
+	}
+	recs := b.sim.Publications(platforms.Bluesky)
+	require.Len(t, recs, n, "each post once")
+	for i, rec := range recs {
+		require.Equal(t, fmt.Sprintf("in order %03d", i), rec.Text)
+	}
+	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.RateLimited.WithLabelValues("bluesky")))
+	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.UnknownOutcome.WithLabelValues("bluesky", "found")))
+}

@@ -1,0 +1,131 @@
+package account
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/heraldhq/herald/platforms"
+)
+
+// lane hands an account's publishes to its callers, in order, once their budget is reserved and
+// their attempts are recorded. A caller is a goroutine that makes one call at a time and takes
+// the next request itself as soon as its call is answered, so that a busy account's calls follow
+// one another without waiting for the actor between them; the actor hears every outcome
+// afterwards (callDone) and keeps the lane filled ahead of the callers.
+//
+// A call that fails holds the lane: no call starts until the actor has handled that failure
+// (waiting for a rate-limit reset, refreshing the token, looking the post up) and releases it, so
+// that what the failure means for the requests behind it is decided before any of them is sent.
+type lane struct {
+	mu      sync.Mutex
+	reqs    []*request
+	callers int  // goroutines running calls
+	held    bool // a call failed: none starts until release
+	// what a caller needs: set by the actor, read by callers for every call
+	adapter platforms.Adapter
+	creds   platforms.Credentials
+	timeout time.Duration
+	send    func(*callDone)
+	now     func() time.Time
+	limit   int // callers at most (the account's concurrency)
+}
+
+// setCredentials gives the calls that start from now on the account's current credentials.
+func (l *lane) setCredentials(adapter platforms.Adapter, creds platforms.Credentials) {
+	l.mu.Lock()
+	l.adapter, l.creds = adapter, creds
+	l.mu.Unlock()
+}
+
+// push appends requests and starts callers for them, up to the limit, unless the lane is held.
+func (l *lane) push(rs []*request) {
+	l.mu.Lock()
+	l.reqs = append(l.reqs, rs...)
+	l.startLocked()
+	l.mu.Unlock()
+}
+
+// release lets calls start again after a failure.
+func (l *lane) release() {
+	l.mu.Lock()
+	l.held = false
+	l.startLocked()
+	l.mu.Unlock()
+}
+
+func (l *lane) startLocked() {
+	for !l.held && l.callers < l.limit && l.callers < len(l.reqs) {
+		l.callers++
+		go l.run()
+	}
+}
+
+// pending returns how many requests wait for a caller.
+func (l *lane) pending() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.reqs)
+}
+
+// take removes and returns the requests no caller has started.
+func (l *lane) take() []*request {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rs := l.reqs
+	l.reqs = nil
+	return rs
+}
+
+// next hands a caller its next request with what it needs to send it; ok is false when the
+// caller should end (nothing waits, or the lane is held).
+func (l *lane) next() (r *request, adapter platforms.Adapter, creds platforms.Credentials, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held || len(l.reqs) == 0 {
+		l.callers--
+		return nil, nil, platforms.Credentials{}, false
+	}
+	r = l.reqs[0]
+	l.reqs[0] = nil
+	l.reqs = l.reqs[1:]
+	if len(l.reqs) == 0 {
+		l.reqs = nil // let the backing array go
+	}
+	return r, l.adapter, l.creds, true
+}
+
+func (l *lane) hold() {
+	l.mu.Lock()
+	l.held = true
+	l.mu.Unlock()
+}
+
+// run is one caller.
+func (l *lane) run() {
+	for {
+		r, adapter, creds, ok := l.next()
+		if !ok {
+			return
+		}
+		start := l.now()
+		c, cancel := context.WithTimeout(context.Background(), l.timeout)
+		res, err := adapter.Publish(c, creds, r.Post)
+		cancel()
+		if err != nil {
+			l.hold()
+		}
+		l.send(&callDone{req: r, res: res, err: err, start: start})
+	}
+}
+
+// newLane makes the account's lane; its callers report to the actor at self.
+func newLane(d *Deps, ctx actor.Context) *lane {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	return &lane{
+		timeout: d.CallTimeout, now: d.Now, limit: d.Concurrency,
+		send: func(m *callDone) { root.Send(self, m) },
+	}
+}
