@@ -144,7 +144,7 @@ type Actor struct {
 	waitUntil   time.Time
 	waitTimer   *time.Timer
 	deleting    *actor.PID
-	pumpSent    bool // a pumpSoon message is in the mailbox
+	pumpSent    bool      // a pumpSoon message is in the mailbox
 	live        readState // live reads (reads.go)
 }
 
@@ -177,7 +177,7 @@ type (
 	// pumpSoon runs pump after the messages already in the mailbox: the publishes that arrive
 	// together are recorded in one batch.
 	pumpSoon struct{}
-	retry      struct{ req *request }
+	retry    struct{ req *request }
 )
 
 // Receive handles the account's messages.
