@@ -51,7 +51,9 @@ type Job struct {
 	// Seq numbers the job's changes; the SSE stream uses it as event id.
 	Seq uint64 `json:"seq"`
 	// PostSynced is set once the post has taken the job's outcome; until then the job is active
-	// and is resumed at start-up.
+	// and is resumed at start-up. The post's commit of the outcome settles the job
+	// (Tx.SettleJob) without rewriting it: a stored job that is finished and no longer active
+	// has post_synced false and is settled all the same.
 	PostSynced bool `json:"post_synced"`
 }
 
@@ -126,6 +128,18 @@ func (t *Tx) PutJobEncoded(j *Job, raw []byte) error {
 		}
 	}
 	return t.tx.Bucket(bJobs).Put(id, raw)
+}
+
+// SettleJob takes a finished job out of the jobs to resume: its post stored the outcome in this
+// transaction. The job's own record keeps post_synced false; a job that is finished and not
+// active is settled (JobActive).
+func (t *Tx) SettleJob(id string) error {
+	return t.tx.Bucket(bJobsActive).Delete(mustID(id))
+}
+
+// JobActive reports whether the job is among the jobs to resume.
+func (t *Tx) JobActive(id string) bool {
+	return has(t.tx.Bucket(bJobsActive), mustID(id))
 }
 
 // has reports whether the bucket holds key (Get cannot tell an empty value from no key).

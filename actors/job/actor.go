@@ -122,7 +122,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			close(m.Sub.C)
 		}
 	case *PostSynced:
-		a.postSynced()
+		a.postSynced(m.Stored)
 	}
 }
 
@@ -130,6 +130,8 @@ func (a *Actor) load() {
 	a.state = nil
 	_ = a.deps.Store.View(func(tx *persistence.Tx) error {
 		if j, err := tx.Job(a.id); err == nil {
+			// A finished job that is no longer to be resumed was settled by its post's commit.
+			j.PostSynced = j.PostSynced || (finished(j) && !tx.JobActive(a.id))
 			a.state = j
 		}
 		return nil
@@ -307,13 +309,17 @@ func (a *Actor) finish() {
 	a.deps.Finish(a.state.Clone())
 }
 
-func (a *Actor) postSynced() {
+func (a *Actor) postSynced(stored bool) {
 	a.finishing = false
 	if a.state == nil || a.state.PostSynced {
 		return
 	}
 	next := a.state.Clone()
 	next.PostSynced = true
+	if stored {
+		a.state = next
+		return
+	}
 	raw, err := persistence.Encode(next)
 	if err == nil {
 		err = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutJobEncoded(next, raw) })

@@ -41,8 +41,10 @@ type SubscribeReply struct {
 // Unsubscribe removes a subscriber (its client went away).
 type Unsubscribe struct{ Sub *Subscriber }
 
-// PostSynced tells the job that its post has taken the outcome.
-type PostSynced struct{}
+// PostSynced tells the job that its post has taken the outcome. Stored says that the post's
+// commit settled the job too (it is no longer among the jobs to resume), so the job writes
+// nothing.
+type PostSynced struct{ Stored bool }
 
 // Event is one message of a job's stream. It is shared by every subscriber: immutable once
 // sent, with its wire form rendered once.

@@ -24,8 +24,9 @@ type Deps struct {
 	Now   func() time.Time
 	// StartJob sends a committed job its Start, with the job and the post as committed.
 	StartJob func(j *persistence.Job, p *persistence.Post)
-	// Synced tells a job that the post took its outcome.
-	Synced func(jobID string)
+	// Synced tells a job that the post took its outcome; stored says that the post's commit
+	// also settled the job (persistence.Tx.SettleJob), so the job need not write.
+	Synced func(jobID string, stored bool)
 	// Events is notified after an event is committed to the outbox.
 	Events *actors.Notifier
 	// Scheduled tells the scheduler of a newly scheduled time.
@@ -47,7 +48,7 @@ func Kind(d Deps) actors.Kind {
 		d.StartJob = func(*persistence.Job, *persistence.Post) {}
 	}
 	if d.Synced == nil {
-		d.Synced = func(string) {}
+		d.Synced = func(string, bool) {}
 	}
 	return actors.Kind{
 		Name:        KindName,

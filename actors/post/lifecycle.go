@@ -380,7 +380,7 @@ func (a *Actor) finishJob(m *Finish) {
 	j := m.Job
 	cur := a.state
 	if cur == nil || cur.FinishedJob == j.TrackingID || cur.TrackingID == nil || *cur.TrackingID != j.TrackingID {
-		a.deps.Synced(j.TrackingID)
+		a.deps.Synced(j.TrackingID, false)
 		return
 	}
 	now := a.deps.Now().UTC()
@@ -433,6 +433,9 @@ func (a *Actor) finishJob(m *Finish) {
 		if err := tx.AppendEvent(ev); err != nil {
 			return err
 		}
+		if err := tx.SettleJob(j.TrackingID); err != nil {
+			return err
+		}
 		return tx.PutPost(next, raw)
 	}); err != nil {
 		a.deps.Log.Error("storing a post's outcome failed; it is retried at start-up", "post_id", a.id, "job_id", j.TrackingID, "error", err)
@@ -442,5 +445,5 @@ func (a *Actor) finishJob(m *Finish) {
 	if a.deps.Events != nil {
 		a.deps.Events.Notify()
 	}
-	a.deps.Synced(j.TrackingID)
+	a.deps.Synced(j.TrackingID, true)
 }

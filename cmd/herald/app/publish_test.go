@@ -15,6 +15,7 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -412,4 +413,27 @@ func TestFreePlanQuota(t *testing.T) {
 	// A draft is not a publish: creating drafts stays free.
 	r = b.doKey(key, "POST", "/v1/posts", body(4), nil)
 	require.Equal(t, 201, r.status)
+}
+
+// The post's commit of a job's outcome settles the job: it is no longer resumed at start-up, and
+// its actor, read again after passivating, passivates again (it does not wait for a sync that
+// already happened).
+func TestFinishedJobIsSettledByItsPost(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{demo: true, postIdle: 50 * time.Millisecond})
+	r := b.publishNew(map[string]any{"content": "settled", "platforms": ids(b.account(platforms.X).ID)}, nil)
+	require.Equal(t, 202, r.status, string(r.body))
+	jobID := r.json(t)["tracking_id"].(string)
+	require.Equal(t, "completed", b.waitJob(jobID)["status"])
+	active := func() []string {
+		var ids []string
+		require.NoError(t, b.app.Store.View(func(tx *persistence.Tx) error { ids = tx.ActiveJobs(); return nil }))
+		return ids
+	}
+	require.Eventually(t, func() bool { return len(active()) == 0 }, 10*time.Second, 10*time.Millisecond, "no job left to resume")
+	require.Eventually(t, func() bool { return b.app.Jobs.Live() == 0 }, 10*time.Second, 10*time.Millisecond, "the finished job passivates")
+	j := b.do("GET", "/v1/jobs/"+jobID, nil)
+	require.Equal(t, 200, j.status)
+	require.Equal(t, "completed", j.json(t)["status"])
+	require.Eventually(t, func() bool { return b.app.Jobs.Live() == 0 }, 10*time.Second, 10*time.Millisecond, "read again, it passivates again")
 }

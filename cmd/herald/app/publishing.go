@@ -24,7 +24,7 @@ func (a *App) postDeps() post.Deps {
 	return post.Deps{
 		Store: a.Store, Events: a.Events, IdleTimeout: orDefault(a.Cfg.PostIdleTimeout, 30*time.Second), Log: a.Log,
 		StartJob:  func(j *persistence.Job, p *persistence.Post) { a.Jobs.Send(j.TrackingID, &job.Start{Job: j, Post: p}) },
-		Synced:    func(id string) { a.Jobs.Send(id, &job.PostSynced{}) },
+		Synced:    func(id string, stored bool) { a.Jobs.Send(id, &job.PostSynced{Stored: stored}) },
 		Scheduled: func(at time.Time) { a.Scheduler.Scheduled(at) },
 	}
 }
