@@ -156,10 +156,11 @@ func (a *Actor) Busy() bool {
 // messages from the actor's own goroutines and timers
 type (
 	callDone struct {
-		req   *request
-		res   platforms.Result
-		err   error
-		start time.Time
+		req      *request
+		platform platforms.Platform // of the adapter that made the call
+		res      platforms.Result
+		err      error
+		start    time.Time
 	}
 	refreshDone struct {
 		creds  platforms.Credentials
@@ -586,8 +587,18 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 	a.inflight = max(0, a.inflight-1)
 	r := m.req
 	if a.acc == nil {
+		// The account was disconnected while the call was on its way. What the network answered
+		// still stands: a post it created exists, and saying otherwise would invite publishing it
+		// twice.
 		a.lane.release()
-		a.fail(r, "the connected account was disconnected while the post was being published")
+		switch {
+		case m.err == nil:
+			a.report(r, true, true, fmt.Sprintf("published to %s (the connected account was disconnected afterwards)", m.platform), m.res.Publication)
+		case platforms.KindOf(m.err) == platforms.Unknown:
+			a.fail(r, fmt.Sprintf("outcome unknown: %s; the connected account was disconnected before Herald could check whether the post exists on %s", errorMessage(m.err), m.platform))
+		default:
+			a.fail(r, "the connected account was disconnected while the post was being published: "+errorMessage(m.err))
+		}
 		return
 	}
 	platform := platforms.Platform(a.acc.Platform)

@@ -36,6 +36,12 @@ type bundle struct {
 
 func setup(t testing.TB, rules map[platforms.Platform][]account.Rule) *bundle {
 	t.Helper()
+	return setupWith(t, rules, nil)
+}
+
+// setupWith is setup with the adapters changed by edit (when not nil) before the actors use them.
+func setupWith(t testing.TB, rules map[platforms.Platform][]account.Rule, edit func(registry.Adapters)) *bundle {
+	t.Helper()
 	store, err := persistence.Open(t.TempDir(), persistence.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
@@ -55,10 +61,14 @@ func setup(t testing.TB, rules map[platforms.Platform][]account.Rule) *bundle {
 	}
 	b := &bundle{t: t, store: store, sim: s, budgets: account.NewBudgets(rules), metrics: account.NewMetrics(prometheus.NewRegistry()),
 		reports: make(chan *account.Report, 1000), userID: uuid.NewString()}
+	adapters := registry.New(cfgs)
+	if edit != nil {
+		edit(adapters)
+	}
 	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
 	t.Cleanup(sys.Shutdown)
 	b.dir = actors.NewDirectory(sys, account.Kind(account.Deps{
-		Store: store, Box: box, Adapters: registry.New(cfgs), Budgets: b.budgets, Metrics: b.metrics,
+		Store: store, Box: box, Adapters: adapters, Budgets: b.budgets, Metrics: b.metrics,
 		Report: func(r *account.Report) { b.reports <- r }, Backoff: 10 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), CallTimeout: time.Second,
 	}))
@@ -349,6 +359,50 @@ func TestDeleteWhileWaitingForBudget(t *testing.T) {
 	job3 := uuid.NewString()
 	b.publish(acct, job3, 0, "after deletion")
 	require.Contains(t, b.finals(job3, 1)[0].Message, "disconnected")
+}
+
+// lateAnswer is an adapter whose publishes reach the network at once but whose answers are held
+// until the test lets them through.
+type lateAnswer struct {
+	platforms.Adapter
+	sent    chan struct{}
+	release chan struct{}
+}
+
+func (l *lateAnswer) Publish(ctx context.Context, c platforms.Credentials, p platforms.Post) (platforms.Result, error) {
+	res, err := l.Adapter.Publish(ctx, c, p)
+	l.sent <- struct{}{}
+	<-l.release
+	return res, err
+}
+
+// A call the network answered after the account was disconnected keeps its outcome: the post it
+// created is reported published, so that nobody publishes it again.
+func TestCallAnsweredAfterDeleteKeepsItsOutcome(t *testing.T) {
+	t.Parallel()
+	late := &lateAnswer{sent: make(chan struct{}, 1), release: make(chan struct{})}
+	b := setupWith(t, nil, func(a registry.Adapters) {
+		late.Adapter = a[platforms.X]
+		a[platforms.X] = late
+	})
+	acct := b.connect(platforms.X, "jon")
+	job := uuid.NewString()
+	b.publish(acct, job, 0, "created on the network, answered late")
+	select {
+	case <-late.sent:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the publish never reached the network")
+	}
+	_, err := actors.Ask[*account.Reply](context.Background(), b.dir.To(acct), &account.Delete{UserID: b.userID})
+	require.NoError(t, err)
+	close(late.release)
+	r := b.finals(job, 1)[0]
+	require.True(t, r.Success, r.Message)
+	require.NotEmpty(t, r.Publication.ID)
+	require.Contains(t, r.Message, "disconnected afterwards")
+	pubs := b.sim.Publications(platforms.X)
+	require.Len(t, pubs, 1)
+	require.Equal(t, r.Publication.ID, pubs[0].ID)
 }
 
 // After a crash, an attempt recorded before the network call is resolved by looking the post

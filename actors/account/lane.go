@@ -117,7 +117,7 @@ func (l *lane) run() {
 		if err != nil {
 			l.hold()
 		}
-		l.send(&callDone{req: r, res: res, err: err, start: start})
+		l.send(&callDone{req: r, platform: adapter.Platform(), res: res, err: err, start: start})
 	}
 }
 
