@@ -136,7 +136,10 @@ type Actor struct {
 	// after a crash, like any other.
 	lane *lane
 	// inflight counts the requests handed to the lane whose outcome has not come back.
-	inflight    int
+	inflight int
+	// callTime is the account's recent publishing call duration (a moving average), which sizes
+	// the batches of attempts recorded ahead.
+	callTime    time.Duration
 	refreshing  bool
 	refreshNext time.Time // no proactive refresh before (after a failed one)
 	lookups     int
@@ -446,12 +449,34 @@ func (a *Actor) needsRefresh(now time.Time) bool {
 	return !c.ExpiresAt.IsZero() && c.ExpiresAt.Sub(now) < a.deps.RefreshAhead && now.After(a.refreshNext)
 }
 
-// maxBatch bounds the attempts recorded in one commit; the next batch is recorded while the
-// lane still holds ahead requests, so that the callers never wait for that commit.
+// Attempts are recorded ahead of the calls, in batches, so that the callers never wait for a
+// commit between two calls. A batch holds the calls of about lead (at the account's recent call
+// duration and concurrency), between 1 and maxBatch of them, and the next batch is recorded when
+// the lane holds less than half of one. Every recorded attempt that a crash leaves unsent is
+// looked up on the network at the next start (a read the network counts), so the lane holds no
+// more than it needs to hide the commit: at zero latency 64 calls, at 100 ms per call one.
 const (
 	maxBatch = 64
-	ahead    = maxBatch / 2
+	lead     = 50 * time.Millisecond
 )
+
+// batchSize is how many attempts the next batch records.
+func (a *Actor) batchSize() int {
+	if a.callTime <= 0 {
+		return 1 // no call measured yet
+	}
+	n := int(time.Duration(a.deps.Concurrency) * lead / a.callTime)
+	return max(1, min(n, maxBatch))
+}
+
+// observeCallTime folds one call's duration into the account's recent call duration.
+func (a *Actor) observeCallTime(d time.Duration) {
+	if a.callTime <= 0 {
+		a.callTime = d
+		return
+	}
+	a.callTime += (d - a.callTime) / 8
+}
 
 // pump keeps the lane filled from the queue as far as the budget allows: budget reserved and
 // attempts recorded for a batch in one commit, then the batch handed to the callers, in order.
@@ -461,7 +486,8 @@ func (a *Actor) pump(ctx actor.Context) {
 	}
 	platform := platforms.Platform(a.acc.Platform)
 	for !a.refreshing {
-		if len(a.queue) == 0 || a.lane.pending() >= ahead {
+		size := a.batchSize()
+		if len(a.queue) == 0 || a.lane.pending() >= max(1, size/2) {
 			return
 		}
 		now := a.deps.Now()
@@ -474,7 +500,7 @@ func (a *Actor) pump(ctx actor.Context) {
 		}
 		var batch []*request
 		var retryAt time.Time
-		for len(batch) < maxBatch && len(batch) < len(a.queue) {
+		for len(batch) < size && len(batch) < len(a.queue) {
 			ok, at := a.deps.Budgets.Reserve(platform, a.id, now)
 			if !ok {
 				retryAt = at
@@ -604,6 +630,7 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 	platform := platforms.Platform(a.acc.Platform)
 	a.observeCall(string(platform), "publish", m.start, m.err)
 	now := a.deps.Now()
+	a.observeCallTime(now.Sub(m.start))
 	if m.err == nil {
 		a.deps.Budgets.Observe(platform, a.id, m.res.Rate, now)
 		a.report(r, true, true, "published to "+string(platform), m.res.Publication)
