@@ -164,6 +164,7 @@ type (
 		res      platforms.Result
 		err      error
 		start    time.Time
+		took     time.Duration // the call alone, without the wait for the actor to hear of it
 	}
 	refreshDone struct {
 		creds  platforms.Credentials
@@ -451,10 +452,11 @@ func (a *Actor) needsRefresh(now time.Time) bool {
 
 // Attempts are recorded ahead of the calls, in batches, so that the callers never wait for a
 // commit between two calls. A batch holds the calls of about lead (at the account's recent call
-// duration and concurrency), between 1 and maxBatch of them, and the next batch is recorded when
-// the lane holds less than half of one. Every recorded attempt that a crash leaves unsent is
-// looked up on the network at the next start (a read the network counts), so the lane holds no
-// more than it needs to hide the commit: at zero latency 64 calls, at 100 ms per call one.
+// duration and concurrency), between 1 and maxBatch of them, plus one for each free call slot
+// (those start at once), and the next batch is recorded when the lane holds less than half of
+// one or a call slot is free. Every recorded attempt that a crash leaves unsent is looked up on
+// the network at the next start (a read the network counts), so the lane holds no more than it
+// needs to hide the commit: at zero latency 64 calls, at 100 ms per call one.
 const (
 	maxBatch = 64
 	lead     = 50 * time.Millisecond
@@ -486,10 +488,13 @@ func (a *Actor) pump(ctx actor.Context) {
 	}
 	platform := platforms.Platform(a.acc.Platform)
 	for !a.refreshing {
+		// Requests for free call slots start at once; only those beyond them wait ahead.
+		idle := a.lane.idle()
 		size := a.batchSize()
-		if len(a.queue) == 0 || a.lane.pending() >= max(1, size/2) {
+		if len(a.queue) == 0 || (idle == 0 && a.lane.pending() >= max(1, size/2)) {
 			return
 		}
+		size = min(size+idle, maxBatch)
 		now := a.deps.Now()
 		if a.needsRefresh(now) {
 			// The token is refreshed between calls: the lane runs dry first.
@@ -630,7 +635,7 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 	platform := platforms.Platform(a.acc.Platform)
 	a.observeCall(string(platform), "publish", m.start, m.err)
 	now := a.deps.Now()
-	a.observeCallTime(now.Sub(m.start))
+	a.observeCallTime(m.took)
 	if m.err == nil {
 		a.deps.Budgets.Observe(platform, a.id, m.res.Rate, now)
 		a.report(r, true, true, "published to "+string(platform), m.res.Publication)

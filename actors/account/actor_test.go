@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +47,8 @@ type options struct {
 	edit func(registry.Adapters)
 	// latency is what the simulator adds to every call.
 	latency time.Duration
+	// concurrency is the calls one account may have in flight (default 1).
+	concurrency int
 }
 
 func setupWith(t testing.TB, o options) *bundle {
@@ -79,7 +82,7 @@ func setupWith(t testing.TB, o options) *bundle {
 	b.dir = actors.NewDirectory(sys, account.Kind(account.Deps{
 		Store: store, Box: box, Adapters: adapters, Budgets: b.budgets, Metrics: b.metrics,
 		Report: func(r *account.Report) { b.reports <- r }, Backoff: 10 * time.Millisecond,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), CallTimeout: time.Second,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), CallTimeout: time.Second, Concurrency: o.concurrency,
 	}))
 	return b
 }
@@ -456,6 +459,42 @@ func TestAttemptsAheadFollowTheCallTime(t *testing.T) {
 	}
 	require.LessOrEqual(t, most, 3, "attempts recorded beyond the finished calls")
 	require.Len(t, b.sim.Publications(platforms.X), n)
+}
+
+// counting counts an adapter's publishes in flight.
+type counting struct {
+	platforms.Adapter
+	now, most atomic.Int64
+}
+
+func (c *counting) Publish(ctx context.Context, cr platforms.Credentials, p platforms.Post) (platforms.Result, error) {
+	n := c.now.Add(1)
+	for m := c.most.Load(); n > m && !c.most.CompareAndSwap(m, n); m = c.most.Load() {
+	}
+	defer c.now.Add(-1)
+	return c.Adapter.Publish(ctx, cr, p)
+}
+
+// An account allowed N calls at once has N in flight, however its posts arrive: one by one,
+// each while the calls before it are still on their way.
+func TestConcurrentAccountFillsItsCallers(t *testing.T) {
+	t.Parallel()
+	c := &counting{}
+	const n = 16
+	b := setupWith(t, options{latency: 400 * time.Millisecond, concurrency: n, edit: func(a registry.Adapters) {
+		c.Adapter = a[platforms.X]
+		a[platforms.X] = c
+	}})
+	acct := b.connect(platforms.X, "lea")
+	job := uuid.NewString()
+	for i := range n {
+		b.publish(acct, job, i, fmt.Sprintf("post %d arriving alone", i))
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, r := range b.finals(job, n) {
+		require.True(t, r.Success, r.Message)
+	}
+	require.Equal(t, int64(n), c.most.Load(), "calls in flight at once")
 }
 
 // After a crash, an attempt recorded before the network call is resolved by looking the post

@@ -22,7 +22,8 @@ import (
 type lane struct {
 	mu      sync.Mutex
 	reqs    []*request
-	callers int  // goroutines running calls
+	callers int  // goroutines taking requests
+	busy    int  // callers in a call
 	held    bool // a call failed: none starts until release
 	// what a caller needs: set by the actor, read by callers for every call
 	adapter platforms.Adapter
@@ -56,8 +57,10 @@ func (l *lane) release() {
 	l.mu.Unlock()
 }
 
+// startLocked starts a caller for each waiting request that no caller between two calls will
+// take, up to the limit.
 func (l *lane) startLocked() {
-	for !l.held && l.callers < l.limit && l.callers < len(l.reqs) {
+	for !l.held && l.callers < l.limit && l.callers-l.busy < len(l.reqs) {
 		l.callers++
 		go l.run()
 	}
@@ -70,6 +73,16 @@ func (l *lane) pending() int {
 	return len(l.reqs)
 }
 
+// idle returns the free call slots: how many requests handed to the lane now start at once.
+func (l *lane) idle() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held {
+		return 0
+	}
+	return max(0, l.limit-l.busy-len(l.reqs))
+}
+
 // take removes and returns the requests no caller has started.
 func (l *lane) take() []*request {
 	l.mu.Lock()
@@ -80,10 +93,14 @@ func (l *lane) take() []*request {
 }
 
 // next hands a caller its next request with what it needs to send it; ok is false when the
-// caller should end (nothing waits, or the lane is held).
-func (l *lane) next() (r *request, adapter platforms.Adapter, creds platforms.Credentials, ok bool) {
+// caller should end (nothing waits, or the lane is held). called says the caller has just ended
+// a call.
+func (l *lane) next(called bool) (r *request, adapter platforms.Adapter, creds platforms.Credentials, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if called {
+		l.busy--
+	}
 	if l.held || len(l.reqs) == 0 {
 		l.callers--
 		return nil, nil, platforms.Credentials{}, false
@@ -94,6 +111,7 @@ func (l *lane) next() (r *request, adapter platforms.Adapter, creds platforms.Cr
 	if len(l.reqs) == 0 {
 		l.reqs = nil // let the backing array go
 	}
+	l.busy++
 	return r, l.adapter, l.creds, true
 }
 
@@ -105,8 +123,8 @@ func (l *lane) hold() {
 
 // run is one caller.
 func (l *lane) run() {
-	for {
-		r, adapter, creds, ok := l.next()
+	for called := false; ; called = true {
+		r, adapter, creds, ok := l.next(called)
 		if !ok {
 			return
 		}
@@ -117,7 +135,7 @@ func (l *lane) run() {
 		if err != nil {
 			l.hold()
 		}
-		l.send(&callDone{req: r, platform: adapter.Platform(), res: res, err: err, start: start})
+		l.send(&callDone{req: r, platform: adapter.Platform(), res: res, err: err, start: start, took: l.now().Sub(start)})
 	}
 }
 
