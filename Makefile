@@ -23,10 +23,10 @@ test-short: ## Run the tests without the race detector.
 bench: build ## Run the bench suite against a real server process (add ARGS="--quick" for a smoke run).
 	$(BIN) bench --out bench/out/latest.json $(ARGS)
 
-BENCH_MICRO := ^Benchmark(GroupCommit|Codec|Store|Ask|Directory|Budgets|Scheduler)
-BENCH_MICRO_PKGS := ./persistence/ ./actors/ ./actors/account/ ./actors/scheduler/
+BENCH_MICRO := ^Benchmark(GroupCommit|Codec|Store|Ask|Directory|Budgets|Scheduler|SendLoopback|PublishX)
+BENCH_MICRO_PKGS := ./persistence/ ./actors/ ./actors/account/ ./actors/scheduler/ ./platforms/
 
-bench-micro: ## Run the Go micro-benchmarks: store, codec, directory, Ask, rate budget, scheduler (benchstat-comparable; save two runs and `benchstat old.txt new.txt`).
+bench-micro: ## Run the Go micro-benchmarks: store, codec, directory, Ask, rate budget, scheduler, one network call (benchstat-comparable; save two runs and `benchstat old.txt new.txt`).
 	$(GO) test -run '^$$' -bench '$(BENCH_MICRO)' -benchmem -benchtime 500ms -count 6 -timeout 30m $(BENCH_MICRO_PKGS)
 
 lint: ## gofmt and go vet.
