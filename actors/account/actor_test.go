@@ -481,7 +481,7 @@ func TestConcurrentAccountFillsItsCallers(t *testing.T) {
 	t.Parallel()
 	c := &counting{}
 	const n = 16
-	b := setupWith(t, options{latency: 400 * time.Millisecond, concurrency: n, edit: func(a registry.Adapters) {
+	b := setupWith(t, options{latency: time.Second, concurrency: n, edit: func(a registry.Adapters) {
 		c.Adapter = a[platforms.X]
 		a[platforms.X] = c
 	}})
