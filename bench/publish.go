@@ -195,10 +195,10 @@ func publishScenario(base *Env) (Result, error) {
 	// The server's CPU per job, accepting and completing it (the in-process simulator's side of
 	// the network calls included), bounds the jobs per second its cores can finish end to end,
 	// whatever the order of the work.
-	cpuPerJob := processCPU(e.cmd.Process.Pid) - cpu0
+	cpu := processCPU(e.cmd.Process.Pid) - cpu0
 	cpuNote := ""
-	if cpuPerJob > 0 && acceptedTotal > 0 {
-		perJob := cpuPerJob.Seconds() / acceptedTotal
+	if cpu > 0 && acceptedTotal > 0 {
+		perJob := cpu.Seconds() / acceptedTotal
 		cpuNote = fmt.Sprintf("; server CPU %.0f µs per job accepted and completed (simulator included), so %d cores finish at most %.0f jobs/s; keeping pace with 5000 accepted/s needs at most %.0f µs",
 			perJob*1e6, runtime.NumCPU(), float64(runtime.NumCPU())/perJob, float64(runtime.NumCPU())*1e6/5000)
 	}

@@ -489,12 +489,12 @@ func (a *Actor) pump(ctx actor.Context) {
 	platform := platforms.Platform(a.acc.Platform)
 	for !a.refreshing {
 		// Requests for free call slots start at once; only those beyond them wait ahead.
-		idle := a.lane.idle()
+		pending, free := a.lane.load()
 		size := a.batchSize()
-		if len(a.queue) == 0 || (idle == 0 && a.lane.pending() >= max(1, size/2)) {
+		if len(a.queue) == 0 || (free == 0 && pending >= max(1, size/2)) {
 			return
 		}
-		size = min(size+idle, maxBatch)
+		size = min(size+free, maxBatch)
 		now := a.deps.Now()
 		if a.needsRefresh(now) {
 			// The token is refreshed between calls: the lane runs dry first.

@@ -66,21 +66,15 @@ func (l *lane) startLocked() {
 	}
 }
 
-// pending returns how many requests wait for a caller.
-func (l *lane) pending() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.reqs)
-}
-
-// idle returns the free call slots: how many requests handed to the lane now start at once.
-func (l *lane) idle() int {
+// load returns, in one look, how many requests wait for a caller and how many free call slots
+// the lane has (requests handed to it now start at once; none while it is held).
+func (l *lane) load() (pending, free int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.held {
-		return 0
+		return len(l.reqs), 0
 	}
-	return max(0, l.limit-l.busy-len(l.reqs))
+	return len(l.reqs), max(0, l.limit-l.busy-len(l.reqs))
 }
 
 // take removes and returns the requests no caller has started.
