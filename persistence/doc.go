@@ -15,6 +15,8 @@
 //	posts           post id → Post (JSON)
 //	posts_user      user id | post id → summary: status code (1 byte) | platform bit set (2 bytes)
 //	posts_count     user id → posts per status and platform (8 × 16 uint32 cells; postcounts.go)
+//	publications    publication id → post id | target index (2): the publications of published
+//	                targets (publication ids are derived from post id and target: publications.go)
 //	webhooks        webhook id → Webhook (JSON; the signing secret sealed when a sealer is set)
 //	webhooks_user   user id | webhook id → flags (1 byte): event bits, 0x80 = active
 //	deliveries      webhook id | delivery id → Delivery (JSON)
@@ -40,7 +42,7 @@
 // walks posts_user backwards and filters on the summaries, so only the page itself (or, with a
 // search, the candidates) is decoded; its total comes from posts_count, kept in the same
 // transactions, so that only a search walks the whole index. meta's "schema" is the layout
-// version (2: posts_count); a store of an earlier layout is brought up to date when opened.
+// version (2: posts_count, 3: publications); a store of an earlier layout is brought up to date when opened.
 //
 // Writes go through Store.Update, which group-commits: the writes of many callers that arrive
 // while a commit is running share the next transaction and its single fsync, and every caller

@@ -3,13 +3,19 @@ package persistence
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
+	"fmt"
 	"slices"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // Publication is one published target of a post: what analytics and the inbox read live from
 // the network. It is derived from the post record; nothing of it is stored apart.
 type Publication struct {
+	// ID is the publication's own id (PublicationUUID of the post and target).
+	ID        string
 	PostID    string
 	AccountID string
 	Platform  string
@@ -102,7 +108,7 @@ func (t *Tx) Publications(f PublicationFilter) ([]Publication, error) {
 			if f.AccountID != "" && tg.AccountID != f.AccountID {
 				continue
 			}
-			out = append(out, Publication{PostID: postID, AccountID: tg.AccountID, Platform: tg.Platform, Target: i,
+			out = append(out, Publication{ID: idString(publicationKey(k[16:], i)), PostID: postID, AccountID: tg.AccountID, Platform: tg.Platform, Target: i,
 				NetworkID: tg.PublicationID, PublishedAt: at, TrackingID: tracking})
 		}
 	}
@@ -158,4 +164,115 @@ func (t *Tx) PublicationLink(trackingID string, target int) string {
 		}
 	}
 	return ""
+}
+
+// Publication ids. A publication (one published target of a post) has a UUID of its own, the
+// publication_id that post detail, the inbox and analytics hand out. It is derived from the post
+// id and the target's index (PublicationUUID), so it is never stored in the post record; the
+// publications bucket maps it back:
+//
+//	publications  publication id (16) → post id (16) | target index (2, big-endian)
+//
+// PutPost adds the entry when a target is first stored as published (in the transaction that
+// commits the outcome: no write of its own), DeletePost removes it, and schema 3 indexed the
+// publications stored before it.
+var bPublications = []byte("publications")
+
+func init() { registerBuckets(bPublications) }
+
+// publicationIDSalt separates publication ids from any other hash of a post id.
+const publicationIDSalt = "herald publication v1"
+
+// PublicationUUID returns the publication id of a post's target: a version 8 UUID whose first
+// 48 bits are the post id's (its creation time, so publication ids sort with their posts) and
+// whose other bits come from SHA-256 of the post id and the target index.
+func PublicationUUID(postID string, target int) string {
+	return idString(publicationKey(mustID(postID), target))
+}
+
+func publicationKey(post []byte, target int) []byte {
+	h := sha256.New()
+	h.Write([]byte(publicationIDSalt))
+	h.Write(post)
+	h.Write([]byte{byte(target >> 8), byte(target)})
+	sum := h.Sum(nil)
+	k := make([]byte, 16)
+	copy(k[:6], post[:6])
+	copy(k[6:], sum[:10])
+	k[6] = k[6]&0x0f | 0x80 // version 8
+	k[8] = k[8]&0x3f | 0x80 // RFC 9562 variant
+	return k
+}
+
+// indexPublications adds the publications entries of a post's published targets that are not
+// there yet.
+func indexPublications(b *bolt.Bucket, post []byte, targets []publicationTarget) error {
+	for i, tg := range targets {
+		if tg.Status != TargetPublished || tg.PublicationID == "" {
+			continue
+		}
+		k := publicationKey(post, i)
+		if b.Get(k) != nil {
+			continue
+		}
+		if err := b.Put(k, join(post, []byte{byte(i >> 8), byte(i)})); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publicationTarget is what indexing needs of a target.
+type publicationTarget struct {
+	Status        string `json:"status"`
+	PublicationID string `json:"publication_id"`
+}
+
+func targetsOf(p *Post) []publicationTarget {
+	out := make([]publicationTarget, len(p.Targets))
+	for i, t := range p.Targets {
+		out[i] = publicationTarget{Status: t.Status, PublicationID: t.PublicationID}
+	}
+	return out
+}
+
+// indexStoredPublications indexes every published target of the stored posts (schema 3).
+func indexStoredPublications(tx *bolt.Tx) error {
+	b := tx.Bucket(bPublications)
+	c := tx.Bucket(bPosts).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		var rec struct {
+			Targets []publicationTarget `json:"targets"`
+		}
+		if err := Decode(v, &rec); err != nil {
+			return fmt.Errorf("persistence: index publications of post %s: %w", idString(k), err)
+		}
+		if err := indexPublications(b, k, rec.Targets); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PublicationOf resolves a publication_id sent by a client: a publication id (PublicationUUID)
+// gives its post and target; a post id, as the inbox handed out before publication ids existed,
+// gives the post and target -1 (any of its publications). ErrNotFound when neither names a post
+// of the user.
+func (t *Tx) PublicationOf(userID, id string) (*Post, int, error) {
+	key, err := ID(id)
+	if err != nil {
+		return nil, 0, ErrNotFound
+	}
+	target := -1
+	if v := t.tx.Bucket(bPublications).Get(key); len(v) == 18 {
+		key, target = v[:16], int(v[16])<<8|int(v[17])
+	}
+	p, err := t.Post(idString(key))
+	if err != nil {
+		return nil, 0, err
+	}
+	if p.UserID != userID || target >= len(p.Targets) {
+		return nil, 0, ErrNotFound
+	}
+	return p, target, nil
 }

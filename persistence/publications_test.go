@@ -125,3 +125,81 @@ func BenchmarkPublications(b *testing.B) {
 		}
 	}
 }
+
+// A publication id names one target of one post; PublicationOf resolves it, and a post id too
+// (target -1), for its owner only.
+func TestPublicationIDsResolveToTheirTarget(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	user, other := uuid.NewString(), uuid.NewString()
+	p := newPost(user, persistence.PostPartial, "twitter_x", "bluesky", "youtube")
+	p.Targets[0].Status, p.Targets[0].PublicationID = persistence.TargetPublished, "tw-1"
+	p.Targets[1].Status = persistence.TargetFailed
+	p.Targets[2].Status, p.Targets[2].PublicationID = persistence.TargetPublished, "yt-1"
+	require.NoError(t, s.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(p, nil) }))
+
+	ids := map[string]bool{}
+	for i := range p.Targets {
+		id := persistence.PublicationUUID(p.ID, i)
+		u, err := uuid.Parse(id)
+		require.NoError(t, err)
+		require.Equal(t, uuid.Version(8), u.Version())
+		require.Equal(t, uuid.RFC4122, u.Variant())
+		require.Equal(t, p.ID[:13], id[:13], "a publication id keeps its post's creation time")
+		require.Equal(t, id, persistence.PublicationUUID(p.ID, i), "derived, so always the same")
+		ids[id] = true
+	}
+	require.Len(t, ids, 3)
+
+	resolve := func(user, id string) (string, int, error) {
+		var post string
+		var target int
+		err := s.View(func(tx *persistence.Tx) error {
+			got, tg, err := tx.PublicationOf(user, id)
+			if err == nil {
+				post, target = got.ID, tg
+			}
+			return err
+		})
+		return post, target, err
+	}
+	for _, i := range []int{0, 2} {
+		post, target, err := resolve(user, persistence.PublicationUUID(p.ID, i))
+		require.NoError(t, err)
+		require.Equal(t, p.ID, post)
+		require.Equal(t, i, target)
+	}
+	post, target, err := resolve(user, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, p.ID, post)
+	require.Equal(t, -1, target, "a post id names every publication of the post")
+
+	for _, c := range []struct{ user, id string }{
+		{other, persistence.PublicationUUID(p.ID, 0)}, // another user's
+		{other, p.ID},
+		{user, persistence.PublicationUUID(p.ID, 1)}, // a failed target is no publication
+		{user, uuid.NewString()},
+		{user, "not-a-uuid"},
+	} {
+		_, _, err := resolve(c.user, c.id)
+		require.ErrorIs(t, err, persistence.ErrNotFound, c.id)
+	}
+
+	all, err := func() (out []persistence.Publication, err error) {
+		err = s.View(func(tx *persistence.Tx) error {
+			out, err = tx.Publications(persistence.PublicationFilter{UserID: user})
+			return err
+		})
+		return
+	}()
+	require.NoError(t, err)
+	require.Len(t, all, 2)
+	for _, pub := range all {
+		require.Equal(t, persistence.PublicationUUID(pub.PostID, pub.Target), pub.ID)
+	}
+
+	// Deleting the post forgets its publications.
+	require.NoError(t, s.Update(context.Background(), func(tx *persistence.Tx) error { return tx.DeletePost(p) }))
+	_, _, err = resolve(user, persistence.PublicationUUID(p.ID, 0))
+	require.ErrorIs(t, err, persistence.ErrNotFound)
+}

@@ -70,8 +70,14 @@ type Target struct {
 	Platform  string  `json:"platform"`
 	Status    string  `json:"status"`
 	Error     *string `json:"error"`
-	// PublicationID is the network's id of the published post.
+	// PublicationID is the network's id of the published post (platform_post_id in the API;
+	// the API's publication_id is PublicationUUID of the post and the target's index).
 	PublicationID string `json:"publication_id,omitempty"`
+	// URL is the network's link to the published post, when it gave or Herald could build one.
+	URL string `json:"url,omitempty"`
+	// PublishedAt is when Herald committed the target's publication (nil before, and for
+	// targets published before Herald recorded it: the post's updated_at stands in).
+	PublishedAt *time.Time `json:"published_at,omitempty"`
 }
 
 // Post is a post's record.

@@ -46,8 +46,8 @@ var (
 	bPostsUser    = []byte("posts_user")
 )
 
-// schemaVersion is the layout this code writes: 2 added posts_count.
-const schemaVersion = 2
+// schemaVersion is the layout this code writes: 2 added posts_count, 3 publications.
+const schemaVersion = 3
 
 // Options configure the store.
 type Options struct {
@@ -115,6 +115,12 @@ func Open(dir string, opts Options) (*Store, error) {
 			if schemaOf(tx) < 2 {
 				// Version 2 added posts_count; a store written before it is counted once.
 				if err := rebuildPostCounts(tx); err != nil {
+					return err
+				}
+			}
+			if schemaOf(tx) < 3 {
+				// Version 3 added publications; a store written before it is indexed once.
+				if err := indexStoredPublications(tx); err != nil {
 					return err
 				}
 			}

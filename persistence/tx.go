@@ -258,6 +258,11 @@ func (t *Tx) PutPost(p *Post, raw []byte) error {
 			return err
 		}
 	}
+	if p.Status == PostPublished || p.Status == PostPartial {
+		if err := indexPublications(t.tx.Bucket(bPublications), id, targetsOf(p)); err != nil {
+			return err
+		}
+	}
 	return t.tx.Bucket(bPosts).Put(id, raw)
 }
 
@@ -286,6 +291,12 @@ func (t *Tx) DeletePost(p *Post) error {
 	}
 	if err := index.Delete(key); err != nil {
 		return err
+	}
+	pubs := t.tx.Bucket(bPublications)
+	for i := range p.Targets {
+		if err := pubs.Delete(publicationKey(id, i)); err != nil {
+			return err
+		}
 	}
 	return t.tx.Bucket(bPosts).Delete(id)
 }

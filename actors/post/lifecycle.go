@@ -392,7 +392,10 @@ func (a *Actor) finishJob(m *Finish) {
 		pt := &next.Targets[t.Target]
 		switch t.Phase {
 		case persistence.PhaseSuccess:
-			pt.Status, pt.Error, pt.PublicationID = persistence.TargetPublished, nil, t.PublicationID
+			if pt.Status != persistence.TargetPublished || pt.PublishedAt == nil {
+				pt.PublishedAt = &now
+			}
+			pt.Status, pt.Error, pt.PublicationID, pt.URL = persistence.TargetPublished, nil, t.PublicationID, t.URL
 		default:
 			msg := t.Message
 			pt.Status, pt.Error = persistence.TargetFailed, &msg

@@ -203,7 +203,7 @@ func (h *handlers) replyToComment(c *echo.Context) error {
 		return err
 	}
 	sent, err := h.Live.ReplyToComment(c.Request().Context(), server.Principal(c).User.ID, live.CommentReply{
-		CommentID: commentID, PostID: postID, Text: text, MediaID: mediaID,
+		CommentID: commentID, PublicationID: postID, Text: text, MediaID: mediaID,
 	})
 	if err != nil {
 		return h.liveError(c, err)

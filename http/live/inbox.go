@@ -54,8 +54,8 @@ type Thread struct {
 	Answered bool `json:"answered"`
 }
 
-// ThreadComment is a top-level comment. PublicationID is Herald's post id: keep it with ID to
-// reply.
+// ThreadComment is a top-level comment. PublicationID is the publication's id (the
+// publication_id of post detail): keep it with ID to reply, like or hide.
 type ThreadComment struct {
 	ID            string    `json:"id"`
 	PublicationID string    `json:"publication_id"`
@@ -293,7 +293,7 @@ func threads(p persistence.Publication, comments []platforms.Comment) []Thread {
 		}
 		index[c.ID] = len(out)
 		out = append(out, Thread{Comment: ThreadComment{
-			ID: c.ID, PublicationID: p.PostID, Platform: p.Platform, AccountID: p.AccountID, Author: c.Author,
+			ID: c.ID, PublicationID: p.ID, Platform: p.Platform, AccountID: p.AccountID, Author: c.Author,
 			Text: c.Text, CreatedAt: c.CreatedAt, CanReply: true,
 		}, Replies: []ThreadReply{}})
 	}

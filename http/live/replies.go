@@ -21,10 +21,11 @@ import (
 // CommentReply is a validated POST /v1/inbox/comments/:commentId/reply.
 type CommentReply struct {
 	CommentID string
-	// PostID is the publication_id of the body: Herald's post id.
-	PostID  string
-	Text    string
-	MediaID string // "" for none
+	// PostID is the publication_id of the body: a publication id, or a post id (every
+	// publication of the post on a comments network).
+	PublicationID string
+	Text          string
+	MediaID       string // "" for none
 }
 
 // MessageReply is a validated POST /v1/inbox/dms/:conversationId/reply.
@@ -49,35 +50,9 @@ type Sent struct {
 func (s *Service) ReplyToComment(ctx context.Context, userID string, r CommentReply) (Sent, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteWait)
 	defer cancel()
-	var post *persistence.Post
-	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
-		p, err := tx.Post(r.PostID)
-		if err == nil && p.UserID == userID {
-			post = p
-			return nil
-		}
-		if errors.Is(err, persistence.ErrNotFound) || err == nil {
-			return nil
-		}
-		return err
-	}); err != nil {
+	targets, err := s.commentTargets(userID, r.PublicationID)
+	if err != nil {
 		return Sent{}, err
-	}
-	if post == nil {
-		return Sent{}, apierr.Validation("publication_id: %s is not a post of yours", r.PostID)
-	}
-	type target struct {
-		index int
-		t     persistence.Target
-	}
-	var targets []target
-	for i, t := range post.Targets {
-		if t.Status == persistence.TargetPublished && t.PublicationID != "" && slices.Contains(CommentsPlatforms, platforms.Platform(t.Platform)) {
-			targets = append(targets, target{i, t})
-		}
-	}
-	if len(targets) == 0 {
-		return Sent{}, apierr.Validation("publication_id: post %s has no publication on a network with a live comments inbox (%s)", r.PostID, platformList(CommentsPlatforms))
 	}
 	if r.MediaID != "" {
 		usable := false
@@ -121,7 +96,44 @@ func (s *Service) ReplyToComment(ctx context.Context, userID string, r CommentRe
 		return Sent{ID: sent.Comment.ID, Platform: string(platform)}, nil
 	}
 	s.metrics.writes.WithLabelValues("comment_reply", "refused").Inc()
-	return Sent{}, apierr.Validation("publication_id: comment %s is not a comment of publication %s; nothing was posted", truncate(r.CommentID, 128), r.PostID)
+	return Sent{}, apierr.Validation("publication_id: comment %s is not a comment of publication %s; nothing was posted", truncate(r.CommentID, 128), r.PublicationID)
+}
+
+// commentTarget is a publication a comment may belong to: a published target of the post.
+type commentTarget struct {
+	index int
+	t     persistence.Target
+}
+
+// commentTargets resolves a publication_id (persistence.Tx.PublicationOf) to the publications on
+// networks with a live comments inbox that it names: the one publication, or every one of a post.
+func (s *Service) commentTargets(userID, publicationID string) ([]commentTarget, error) {
+	var post *persistence.Post
+	target := -1
+	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
+		var err error
+		post, target, err = tx.PublicationOf(userID, publicationID)
+		if errors.Is(err, persistence.ErrNotFound) {
+			post, err = nil, nil
+		}
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if post == nil {
+		return nil, apierr.Validation("publication_id: %s is not a publication of yours", publicationID)
+	}
+	var targets []commentTarget
+	for i, t := range post.Targets {
+		if (target < 0 || target == i) && t.Status == persistence.TargetPublished && t.PublicationID != "" &&
+			slices.Contains(CommentsPlatforms, platforms.Platform(t.Platform)) {
+			targets = append(targets, commentTarget{i, t})
+		}
+	}
+	if len(targets) == 0 {
+		return nil, apierr.Validation("publication_id: %s is not a publication on a network with a live comments inbox (%s)", publicationID, platformList(CommentsPlatforms))
+	}
+	return targets, nil
 }
 
 // ReplyToConversation sends a direct message in a conversation of one of the user's accounts,

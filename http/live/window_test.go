@@ -59,7 +59,7 @@ func TestParseWindow(t *testing.T) {
 func TestThreads(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
-	pub := persistence.Publication{PostID: "post-1", Platform: "twitter_x", AccountID: "acct", NetworkID: "tw"}
+	pub := persistence.Publication{ID: "pub-1", PostID: "post-1", Platform: "twitter_x", AccountID: "acct", NetworkID: "tw"}
 	cs := []platforms.Comment{
 		{ID: "a", ParentID: "tw", Author: "ann", CreatedAt: at},
 		{ID: "b", ParentID: "", Author: "bob", CreatedAt: at.Add(time.Minute)},
@@ -76,7 +76,7 @@ func TestThreads(t *testing.T) {
 	require.False(t, got[0].Answered)
 	require.Empty(t, got[0].Replies)
 	require.Equal(t, "a", got[1].Comment.ID)
-	require.Equal(t, "post-1", got[1].Comment.PublicationID)
+	require.Equal(t, "pub-1", got[1].Comment.PublicationID)
 	require.True(t, got[1].Answered)
 	var ids []string
 	for _, r := range got[1].Replies {

@@ -66,6 +66,16 @@ func target(p *persistence.Post, platform platforms.Platform) string {
 	return ""
 }
 
+// publicationID is the publication_id of the post's target on platform.
+func publicationID(p *persistence.Post, platform platforms.Platform) string {
+	for i, t := range p.Targets {
+		if t.Platform == string(platform) {
+			return persistence.PublicationUUID(p.ID, i)
+		}
+	}
+	return ""
+}
+
 // Analytics and the inbox against the simulated networks, end to end.
 func TestLiveDataAgainstTheSimulator(t *testing.T) {
 	t.Parallel()
@@ -145,16 +155,16 @@ func TestLiveDataAgainstTheSimulator(t *testing.T) {
 		byPlatformThread[c["platform"].(string)] = c
 	}
 	require.Equal(t, c1, byPlatformThread["twitter_x"]["id"])
-	require.Equal(t, text.ID, byPlatformThread["twitter_x"]["publication_id"])
+	require.Equal(t, publicationID(text, platforms.X), byPlatformThread["twitter_x"]["publication_id"])
 	require.Equal(t, "When does it ship?", byPlatformThread["twitter_x"]["text"])
-	require.Equal(t, clip.ID, byPlatformThread["youtube"]["publication_id"])
+	require.Equal(t, publicationID(clip, platforms.YouTube), byPlatformThread["youtube"]["publication_id"])
 
 	// A reply naming another publication posts nothing.
-	r = b.do("POST", "/v1/inbox/comments/"+c1+"/reply", map[string]any{"publication_id": clip.ID, "text": "Next week"})
+	r = b.do("POST", "/v1/inbox/comments/"+c1+"/reply", map[string]any{"publication_id": publicationID(clip, platforms.YouTube), "text": "Next week"})
 	require.Equal(t, 400, r.status, string(r.body))
 	require.Equal(t, "validation_error", r.errorCode(t))
 	require.Empty(t, s.Replies(""), "nothing was posted")
-	r = b.do("POST", "/v1/inbox/comments/"+c1+"/reply", map[string]any{"publication_id": text.ID, "text": "Next week!"})
+	r = b.do("POST", "/v1/inbox/comments/"+c1+"/reply", map[string]any{"publication_id": publicationID(text, platforms.X), "text": "Next week!"})
 	require.Equal(t, 200, r.status, string(r.body))
 	replies := s.Replies(platforms.X)
 	require.Len(t, replies, 1)

@@ -494,7 +494,7 @@ func TestInboxComments(t *testing.T) {
 	t0 := threads[0].(map[string]any)
 	c0 := t0["comment"].(map[string]any)
 	require.Equal(t, "c2", c0["id"])
-	require.Equal(t, tw1, c0["publication_id"], "publication_id is Herald's post id")
+	require.Equal(t, persistence.PublicationUUID(tw1, 0), c0["publication_id"], "publication_id names the post's target")
 	require.Equal(t, "twitter_x", c0["platform"])
 	require.Equal(t, "second", c0["text"])
 	require.Equal(t, true, c0["can_reply"])
@@ -509,7 +509,7 @@ func TestInboxComments(t *testing.T) {
 	require.Equal(t, true, replies[0].(map[string]any)["by_account"])
 	require.Equal(t, "r2", replies[1].(map[string]any)["id"])
 	t2 := threads[2].(map[string]any)["comment"].(map[string]any)
-	require.Equal(t, at1, t2["publication_id"])
+	require.Equal(t, persistence.PublicationUUID(at1, 0), t2["publication_id"])
 	require.Equal(t, "bluesky", t2["platform"])
 	require.Equal(t, 1, yt.count("comments"))
 	require.Zero(t, b.nets[platforms.TikTok].count("comments"))
@@ -560,7 +560,7 @@ func TestInboxPaging(t *testing.T) {
 		require.NotEmpty(t, before)
 	}
 	require.Equal(t, 3, pages)
-	require.Equal(t, []string{posts[0], posts[2]}, seen)
+	require.Equal(t, []string{persistence.PublicationUUID(posts[0], 0), persistence.PublicationUUID(posts[2], 0)}, seen)
 	require.Equal(t, 3, x.count("comments"))
 }
 
@@ -689,9 +689,9 @@ func TestReplyToComment(t *testing.T) {
 		{"/v1/inbox/comments/c1/reply", "hello", "Expected object, received string"},
 		{"/v1/inbox/comments/nope/reply", map[string]any{"publication_id": tw1, "text": "hi"}, "is not a comment of publication"},
 		{"/v1/inbox/comments/c9/reply", map[string]any{"publication_id": tw1, "text": "hi"}, "comment c9 is not a comment of publication " + tw1},
-		{"/v1/inbox/comments/c1/reply", map[string]any{"publication_id": theirs, "text": "hi"}, "is not a post of yours"},
-		{"/v1/inbox/comments/c1/reply", map[string]any{"publication_id": uuid.NewString(), "text": "hi"}, "is not a post of yours"},
-		{"/v1/inbox/comments/c1/reply", map[string]any{"publication_id": li, "text": "hi"}, "no publication on a network with a live comments inbox"},
+		{"/v1/inbox/comments/c1/reply", map[string]any{"publication_id": theirs, "text": "hi"}, "is not a publication of yours"},
+		{"/v1/inbox/comments/c1/reply", map[string]any{"publication_id": uuid.NewString(), "text": "hi"}, "is not a publication of yours"},
+		{"/v1/inbox/comments/c1/reply", map[string]any{"publication_id": li, "text": "hi"}, "is not a publication on a network with a live comments inbox"},
 		{"/v1/inbox/comments/y1/reply", map[string]any{"publication_id": yt1, "text": "hi", "media_id": uuid.NewString()}, "media_id: only twitter_x, bluesky take an attachment"},
 		{"/v1/inbox/comments/c1/reply", map[string]any{"publication_id": tw1, "text": "hi", "media_id": "pic.jpg"}, "media_id: Invalid uuid"},
 		{"/v1/inbox/comments/c1/reply", map[string]any{"publication_id": tw1, "text": "hi", "media_id": uuid.NewString()}, "is not a confirmed media of yours"},
