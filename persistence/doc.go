@@ -32,6 +32,7 @@
 //	jobs            tracking id → Job (JSON)
 //	jobs_active     tracking id → empty: jobs whose post has not taken their outcome (resumed at start-up)
 //	jobs_post       post id | tracking id → empty
+//	job_events      tracking id | seq (8) → []JobEvent (JSON): the targets' timeline (jobevents.go)
 //	schedule        due time (8, Unix ns) | post id → empty
 //	idempotency     SHA-256 of user | route | Idempotency-Key → IdempotencyRecord (JSON)
 //	quota           user id | "YYYY-MM" → posts counted (8 bytes)

@@ -388,6 +388,11 @@ func (a *Actor) report(r *request, final, success bool, msg string, pub platform
 	a.deps.Report(&Report{JobID: r.JobID, Target: r.Target, Final: final, Success: success, Message: msg, Publication: pub})
 }
 
+// reportStep sends a job a step of the target's timeline (persistence.EventWaiting, ...).
+func (a *Actor) reportStep(r *request, event string, final, success bool, msg string, pub platforms.Publication) {
+	a.deps.Report(&Report{JobID: r.JobID, Target: r.Target, Final: final, Success: success, Message: msg, Publication: pub, Event: event})
+}
+
 func (a *Actor) fail(r *request, msg string) { a.report(r, true, false, msg, platforms.Publication{}) }
 
 // failWaiting fails every request no call has started for: those in the lane and in the queue.
@@ -522,7 +527,7 @@ func (a *Actor) pump(ctx actor.Context) {
 			for _, r := range a.queue[from:] {
 				if !r.waitShown.Equal(retryAt) {
 					r.waitShown = retryAt
-					a.report(r, false, false, "waiting for rate budget until "+retryAt.UTC().Format(time.RFC3339), platforms.Publication{})
+					a.reportStep(r, persistence.EventWaiting, false, false, "waiting for rate budget until "+retryAt.UTC().Format(time.RFC3339), platforms.Publication{})
 				}
 			}
 			a.told, a.toldAt = len(a.queue), retryAt
@@ -681,6 +686,8 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 		r.retries++
 		d := a.deps.Backoff << (r.retries - 1)
 		d = d/2 + rand.N(d/2+1) // jitter
+		a.reportStep(r, persistence.EventRetrying, false, false, fmt.Sprintf("retrying in %s (attempt %d of %d) after: %s",
+			d.Round(time.Millisecond), r.retries+1, a.deps.MaxRetries+1, errorMessage(m.err)), platforms.Publication{})
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		a.retrying++
 		time.AfterFunc(d, func() { root.Send(self, &retry{req: r}) })
@@ -749,11 +756,12 @@ func (a *Actor) lookupDone(ctx actor.Context, m *lookupDone) {
 	switch {
 	case m.err == nil && m.found:
 		a.deps.Metrics.UnknownOutcome.WithLabelValues(platform, "found").Inc()
-		a.report(r, true, true, "published to "+platform+" (confirmed by looking the post up)", m.pub)
+		a.reportStep(r, persistence.EventResolved, true, true, "published to "+platform+" (confirmed by looking the post up)", m.pub)
 	case m.err == nil:
 		// The network has no such post: the attempt created nothing, so sending it again is
 		// not blind. A second unknown outcome fails.
 		a.deps.Metrics.UnknownOutcome.WithLabelValues(platform, "not_found").Inc()
+		a.reportStep(r, persistence.EventResolved, false, false, "the outcome was unknown and the post is not on "+platform+": it is sent again", platforms.Publication{})
 		r.resolved = true
 		a.forgetAttempt(r)
 		a.unready() // what was handed to the lane meanwhile goes after it

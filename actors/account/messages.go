@@ -26,6 +26,9 @@ type Report struct {
 	Success     bool
 	Message     string
 	Publication platforms.Publication
+	// Event names a step of the timeline other than the report's own phase:
+	// persistence.EventWaiting, EventRetrying or EventResolved ("" for none).
+	Event string
 }
 
 // Create stores a new account with its credentials. Reply: *Reply.

@@ -248,6 +248,7 @@ func (a *Actor) apply(r *account.Report) {
 		allFinal = allFinal && t.Final()
 	}
 	now := a.deps.Now().UTC()
+	events := timeline(r, t.Phase, now)
 	if allFinal {
 		completed, _ := next.Counts()
 		next.Status = persistence.JobFailed
@@ -265,6 +266,9 @@ func (a *Actor) apply(r *account.Report) {
 				if err := tx.DeleteAttempt(a.id, r.Target); err != nil {
 					return err
 				}
+			}
+			if err := tx.PutJobEvents(a.id, next.Seq, events); err != nil {
+				return err
 			}
 			return tx.PutJobEncoded(next, raw)
 		})
@@ -287,6 +291,24 @@ func (a *Actor) apply(r *account.Report) {
 		a.subs = nil
 		a.finish()
 	}
+}
+
+// timeline returns the events of one report: its step (waiting, retrying, resolved) when it
+// names one, and the target's new phase when it has no step or is final. They are stored with
+// the change (persistence.Tx.PutJobEvents).
+func timeline(r *account.Report, phase string, at time.Time) []persistence.JobEvent {
+	out := make([]persistence.JobEvent, 0, 2)
+	if r.Event != "" {
+		msg := r.Message
+		if r.Final && r.Event == persistence.EventResolved {
+			msg = "the outcome was unknown; the post was found on the network"
+		}
+		out = append(out, persistence.JobEvent{Target: r.Target, Phase: r.Event, Message: msg, At: at})
+	}
+	if r.Event == "" || r.Final {
+		out = append(out, persistence.JobEvent{Target: r.Target, Phase: phase, Message: r.Message, At: at})
+	}
+	return out
 }
 
 func (a *Actor) broadcast(e *Event) {

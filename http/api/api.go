@@ -83,6 +83,7 @@ func Register(d Deps) error {
 	v1.POST("/posts", h.createPost)
 	v1.GET("/posts", h.listPosts)
 	v1.GET("/posts/:id", h.getPost)
+	v1.GET("/posts/:id/events", h.postEvents)
 	v1.PATCH("/posts/:id", h.updatePost)
 	v1.DELETE("/posts/:id", h.deletePost)
 	v1.POST("/posts/publish", h.publishNew)

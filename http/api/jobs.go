@@ -31,15 +31,32 @@ type Job struct {
 	PlatformStatuses []PlatformStatus `json:"platform_statuses"`
 	CreatedAt        time.Time        `json:"created_at"`
 	CompletedAt      *time.Time       `json:"completed_at"`
+	// Errors lists the failed targets; FailureReason sums them up in one line (null when none
+	// failed).
+	Errors        []JobError `json:"errors"`
+	FailureReason *string    `json:"failure_reason"`
+}
+
+// JobError is a failed target of a job.
+type JobError struct {
+	Platform           string `json:"platform"`
+	ConnectedAccountID string `json:"connected_account_id"`
+	Message            string `json:"message"`
 }
 
 func jobView(j *persistence.Job) Job {
 	completed, failed := j.Counts()
 	out := Job{TrackingID: j.TrackingID, PostID: j.PostID, Status: j.Status, Total: len(j.Targets), Completed: completed, Failed: failed,
-		PlatformStatuses: make([]PlatformStatus, 0, len(j.Targets)), CreatedAt: j.CreatedAt, CompletedAt: j.CompletedAt}
+		PlatformStatuses: make([]PlatformStatus, 0, len(j.Targets)), CreatedAt: j.CreatedAt, CompletedAt: j.CompletedAt, Errors: []JobError{}}
+	var failures []failure
 	for _, t := range j.Targets {
 		out.PlatformStatuses = append(out.PlatformStatuses, PlatformStatus{Platform: t.Platform, ConnectedAccountID: t.AccountID, Phase: t.Phase, Message: t.Message})
+		if t.Phase == persistence.PhaseFailed {
+			out.Errors = append(out.Errors, JobError{Platform: t.Platform, ConnectedAccountID: t.AccountID, Message: t.Message})
+			failures = append(failures, failure{t.Platform, t.Message})
+		}
 	}
+	out.FailureReason = failureReason(failures, len(j.Targets))
 	return out
 }
 

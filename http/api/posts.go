@@ -35,15 +35,24 @@ type PostListItem struct {
 	Status      string     `json:"status"`
 	ScheduledAt *time.Time `json:"scheduled_at"`
 	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
 	MediaIDs    []string   `json:"media_ids"`
 }
 
-// PostPlatform is where a post stands on one connected account.
+// PostPlatform is where a post stands on one connected account, and where it went once
+// published.
 type PostPlatform struct {
 	ConnectedAccountID string  `json:"connected_account_id"`
 	Platform           string  `json:"platform"`
 	Status             string  `json:"status"`
 	Error              *string `json:"error"`
+	// PublicationID is the publication's id, the one the inbox and analytics use (null until
+	// published).
+	PublicationID *string `json:"publication_id"`
+	// PlatformPostID is the network's id of the post; PlatformPostURL its link on the network.
+	PlatformPostID  *string    `json:"platform_post_id"`
+	PlatformPostURL *string    `json:"platform_post_url"`
+	PublishedAt     *time.Time `json:"published_at"`
 }
 
 // PostDetail is GET /v1/posts/:id.
@@ -52,6 +61,8 @@ type PostDetail struct {
 	Platforms []PostPlatform `json:"platforms"`
 	// TrackingID is the post's latest publish job (null before its first publish).
 	TrackingID *string `json:"tracking_id"`
+	// FailureReason sums up in one line why a failed or partial post failed (null otherwise).
+	FailureReason *string `json:"failure_reason"`
 }
 
 func listItem(p *persistence.Post) PostListItem {
@@ -59,15 +70,94 @@ func listItem(p *persistence.Post) PostListItem {
 	if media == nil {
 		media = []string{}
 	}
-	return PostListItem{ID: p.ID, Content: p.Content, Status: p.Status, ScheduledAt: p.ScheduledAt, CreatedAt: p.CreatedAt, MediaIDs: media}
+	return PostListItem{ID: p.ID, Content: p.Content, Status: p.Status, ScheduledAt: p.ScheduledAt, CreatedAt: p.CreatedAt,
+		UpdatedAt: p.UpdatedAt, MediaIDs: media}
 }
 
-func detail(p *persistence.Post) PostDetail {
+// detail renders a post. The link of a target published before Herald kept links on the post
+// is read from the job that published it.
+func (h *handlers) detail(p *persistence.Post) PostDetail {
 	out := PostDetail{PostListItem: listItem(p), Platforms: make([]PostPlatform, 0, len(p.Targets)), TrackingID: p.TrackingID}
-	for _, t := range p.Targets {
-		out.Platforms = append(out.Platforms, PostPlatform{ConnectedAccountID: t.AccountID, Platform: t.Platform, Status: t.Status, Error: t.Error})
+	var failed []failure
+	for i, t := range p.Targets {
+		pp := PostPlatform{ConnectedAccountID: t.AccountID, Platform: t.Platform, Status: t.Status, Error: t.Error}
+		switch {
+		case t.Status == persistence.TargetPublished && t.PublicationID != "":
+			id, netID := persistence.PublicationUUID(p.ID, i), t.PublicationID
+			pp.PublicationID, pp.PlatformPostID = &id, &netID
+			link := t.URL
+			if link == "" {
+				link = h.legacyLink(p.ID, i)
+			}
+			if link != "" {
+				pp.PlatformPostURL = &link
+			}
+			pp.PublishedAt = t.PublishedAt
+			if pp.PublishedAt == nil {
+				at := p.UpdatedAt
+				pp.PublishedAt = &at
+			}
+		case t.Status == persistence.TargetFailed && t.Error != nil:
+			failed = append(failed, failure{t.Platform, *t.Error})
+		}
+		out.Platforms = append(out.Platforms, pp)
+	}
+	if p.Status == persistence.PostFailed || p.Status == persistence.PostPartial {
+		out.FailureReason = failureReason(failed, len(p.Targets))
 	}
 	return out
+}
+
+// legacyLink finds the link of a post's target in the job that published it.
+func (h *handlers) legacyLink(postID string, target int) string {
+	link := ""
+	_ = h.Store.View(func(tx *persistence.Tx) error {
+		jobs, err := tx.JobsOfPost(postID)
+		if err != nil {
+			return err
+		}
+		for k := len(jobs) - 1; k >= 0 && link == ""; k-- {
+			for _, jt := range jobs[k].Targets {
+				if jt.Target == target && jt.Phase == persistence.PhaseSuccess {
+					link = jt.URL
+				}
+			}
+		}
+		return nil
+	})
+	return link
+}
+
+// failure is one failed target: its platform and the reason.
+type failure struct{ platform, message string }
+
+// maxFailureReason caps failure_reason, in bytes.
+const maxFailureReason = 500
+
+// failureReason sums up the failed targets in one line: "twitter_x: reason" when every target
+// failed alike, else "2 of 3 platforms failed: twitter_x: reason; bluesky: reason". Only the
+// first line of each reason is kept; nil when nothing failed.
+func failureReason(failed []failure, total int) *string {
+	if len(failed) == 0 {
+		return nil
+	}
+	parts := make([]string, len(failed))
+	for i, f := range failed {
+		msg, _, _ := strings.Cut(f.message, "\n")
+		parts[i] = f.platform + ": " + strings.TrimSpace(msg)
+	}
+	s := strings.Join(parts, "; ")
+	if len(failed) > 1 || total > 1 {
+		s = strconv.Itoa(len(failed)) + " of " + strconv.Itoa(total) + " platforms failed: " + s
+	}
+	if len(s) > maxFailureReason {
+		cut := maxFailureReason
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return &s
 }
 
 // postInput is the validated body of create and update.
@@ -199,7 +289,7 @@ func (h *handlers) getPost(c *echo.Context) error {
 	if err != nil {
 		return h.actorError(c, "post", err)
 	}
-	return c.JSON(http.StatusOK, detail(r.Post))
+	return c.JSON(http.StatusOK, h.detail(r.Post))
 }
 
 func (h *handlers) updatePost(c *echo.Context) error {
@@ -217,7 +307,7 @@ func (h *handlers) updatePost(c *echo.Context) error {
 	if err != nil {
 		return h.actorError(c, "post", err)
 	}
-	return c.JSON(http.StatusOK, detail(r.Post))
+	return c.JSON(http.StatusOK, h.detail(r.Post))
 }
 
 func (h *handlers) deletePost(c *echo.Context) error {
@@ -290,7 +380,7 @@ func (h *handlers) listPosts(c *echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, map[string]any{
 		"data":       items,
-		"pagination": map[string]int{"page": page, "limit": limit, "total": total},
+		"pagination": map[string]int{"page": page, "limit": limit, "total": total, "total_pages": (total + limit - 1) / limit},
 	})
 }
 

@@ -263,7 +263,7 @@ func (h *handlers) scheduleNew(c *echo.Context) error {
 	if err != nil {
 		return h.lifecycleError(c, err)
 	}
-	return c.JSON(http.StatusCreated, detail(r.Post))
+	return c.JSON(http.StatusCreated, h.detail(r.Post))
 }
 
 // scheduleExisting serves POST /v1/posts/:id/schedule.
@@ -284,5 +284,5 @@ func (h *handlers) scheduleExisting(c *echo.Context) error {
 	if err != nil {
 		return h.lifecycleError(c, err)
 	}
-	return c.JSON(http.StatusOK, detail(r.Post))
+	return c.JSON(http.StatusOK, h.detail(r.Post))
 }

@@ -172,7 +172,8 @@ func TestListPosts(t *testing.T) {
 	data := m["data"].([]any)
 	require.Len(t, data, 20, "default limit is 20")
 	require.Equal(t, ids[24], data[0].(map[string]any)["id"], "newest first")
-	require.Equal(t, map[string]any{"page": 1.0, "limit": 20.0, "total": 25.0}, m["pagination"])
+	require.Equal(t, map[string]any{"page": 1.0, "limit": 20.0, "total": 25.0, "total_pages": 2.0}, m["pagination"])
+	require.NotEmpty(t, data[0].(map[string]any)["updated_at"])
 
 	r = b.do("GET", "/v1/posts?page=2&limit=20", nil)
 	require.Len(t, r.json(t)["data"], 5)
@@ -184,8 +185,11 @@ func TestListPosts(t *testing.T) {
 	require.Equal(t, 5.0, r.json(t)["pagination"].(map[string]any)["total"])
 	r = b.do("GET", "/v1/posts?status=draft&platform=linkedin&search=SALE", nil)
 	require.Equal(t, 3.0, r.json(t)["pagination"].(map[string]any)["total"], "posts 0, 10 and 20 are linkedin sales")
+	r = b.do("GET", "/v1/posts?search=sale&limit=5", nil)
+	require.Equal(t, 1.0, r.json(t)["pagination"].(map[string]any)["total_pages"], "5 matches fill one page of 5")
 	r = b.do("GET", "/v1/posts?status=published", nil)
 	require.Equal(t, 0.0, r.json(t)["pagination"].(map[string]any)["total"])
+	require.Equal(t, 0.0, r.json(t)["pagination"].(map[string]any)["total_pages"])
 	require.Empty(t, r.json(t)["data"])
 
 	for _, q := range []string{"limit=0", "limit=101", "limit=abc", "page=0", "page=x", "status=bogus", "platform=myspace"} {
