@@ -1,0 +1,183 @@
+package app_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/sim"
+)
+
+// After publishing, post detail says where each target went and why the others failed; the
+// job lists its failed targets.
+func TestPostDetailSaysWhereEachTargetWent(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{demo: true})
+	x, bsky, li, ig := b.account(platforms.X).ID, b.account(platforms.Bluesky).ID, b.account(platforms.LinkedIn).ID, b.account(platforms.Instagram).ID
+	before := time.Now().UTC().Add(-time.Second)
+	r := b.publishNew(map[string]any{"content": "Where did it go?", "platforms": ids(x, bsky, li, ig)}, nil)
+	require.Equal(t, 202, r.status, string(r.body))
+	postID := r.json(t)["post_id"].(string)
+	j := b.waitJob(r.json(t)["tracking_id"].(string))
+	require.Equal(t, "completed", j["status"])
+	errs := j["errors"].([]any)
+	require.Len(t, errs, 1, "only the failed target")
+	require.Equal(t, "instagram", errs[0].(map[string]any)["platform"])
+	require.Equal(t, ig, errs[0].(map[string]any)["connected_account_id"])
+	require.Contains(t, errs[0].(map[string]any)["message"], "photo or a video")
+	require.True(t, strings.HasPrefix(j["failure_reason"].(string), "1 of 4 platforms failed: instagram: "), j["failure_reason"])
+
+	require.Eventually(t, func() bool { return b.do("GET", "/v1/posts/"+postID, nil).json(t)["status"] == "partial" }, 10*time.Second, 10*time.Millisecond)
+	p := b.do("GET", "/v1/posts/"+postID, nil).json(t)
+	require.Equal(t, j["failure_reason"], p["failure_reason"])
+	require.NotEmpty(t, p["updated_at"])
+	for i, pl := range p["platforms"].([]any) {
+		m := pl.(map[string]any)
+		platform := platforms.Platform(m["platform"].(string))
+		if platform == platforms.Instagram {
+			require.Equal(t, "failed", m["status"])
+			for _, f := range []string{"publication_id", "platform_post_id", "platform_post_url", "published_at"} {
+				require.Nil(t, m[f], f)
+			}
+			continue
+		}
+		require.Equal(t, "published", m["status"], platform)
+		require.Equal(t, persistence.PublicationUUID(postID, i), m["publication_id"])
+		recs := b.app.Sim.Publications(platform)
+		require.Len(t, recs, 1)
+		require.Equal(t, recs[0].ID, m["platform_post_id"], platform)
+		require.True(t, strings.HasPrefix(m["platform_post_url"].(string), "https://"), m["platform_post_url"])
+		at, err := time.Parse(time.RFC3339Nano, m["published_at"].(string))
+		require.NoError(t, err)
+		require.True(t, at.After(before), at)
+	}
+
+	// A job and a post that did not fail say nothing of failure.
+	r = b.publishNew(map[string]any{"content": "All good", "platforms": ids(x)}, nil)
+	require.Equal(t, 202, r.status, string(r.body))
+	j = b.waitJob(r.json(t)["tracking_id"].(string))
+	require.Equal(t, []any{}, j["errors"])
+	require.Nil(t, j["failure_reason"])
+	require.Eventually(t, func() bool {
+		return b.do("GET", "/v1/posts/"+r.json(t)["post_id"].(string), nil).json(t)["status"] == "published"
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Nil(t, b.do("GET", "/v1/posts/"+r.json(t)["post_id"].(string), nil).json(t)["failure_reason"])
+}
+
+// eventPhases returns the phases of a post's events on one platform, oldest first.
+func eventPhases(t *testing.T, b *testBundle, postID string, platform platforms.Platform) []string {
+	r := b.do("GET", "/v1/posts/"+postID+"/events", nil)
+	require.Equal(t, 200, r.status, string(r.body))
+	body := r.json(t)
+	require.Equal(t, postID, body["post_id"])
+	var out []string
+	for _, e := range body["events"].([]any) {
+		m := e.(map[string]any)
+		if m["platform"] == string(platform) {
+			out = append(out, m["phase"].(string))
+		}
+	}
+	return out
+}
+
+// The timeline of a post: every job's steps per target, oldest first, stored as they happen.
+func TestPostEventsTimeline(t *testing.T) {
+	t.Parallel()
+	rules := map[platforms.Platform][]account.Rule{}
+	for p, rs := range account.DefaultRules {
+		rules[p] = append([]account.Rule(nil), rs...)
+	}
+	// Facebook allows one publish an hour here, so that a second one waits for its budget.
+	rules[platforms.Facebook] = []account.Rule{{Name: "calls", Limit: 1, Window: time.Hour, Cost: 1}}
+	b := setup(t, bundleOpts{demo: true, budgets: rules})
+	x, bsky, fb, ig, th := b.account(platforms.X).ID, b.account(platforms.Bluesky).ID, b.account(platforms.Facebook).ID,
+		b.account(platforms.Instagram).ID, b.account(platforms.Threads).ID
+
+	// X answers its post with a 5xx: the outcome is unknown until Herald looks the post up and
+	// sends it again. Threads fails its container with a 5xx (nothing created): retried.
+	// Instagram refuses text; Facebook goes through.
+	require.NoError(t, b.app.Sim.InjectFault(platforms.X, sim.FaultError5xx, 1))
+	require.NoError(t, b.app.Sim.InjectFault(platforms.Threads, sim.FaultError5xx, 1))
+	// Bluesky creates the post and then fails the answer: the look-up finds it.
+	require.NoError(t, b.app.Sim.InjectFault(platforms.Bluesky, sim.FaultPostThenError, 1))
+	r := b.publishNew(map[string]any{"content": "A timeline", "platforms": ids(x, bsky, ig, fb, th)}, nil)
+	require.Equal(t, 202, r.status, string(r.body))
+	postID, jobID := r.json(t)["post_id"].(string), r.json(t)["tracking_id"].(string)
+	b.waitJob(jobID)
+	require.Equal(t, []string{"queued", "platform_resolved", "platform_success"}, eventPhases(t, b, postID, platforms.X))
+	require.Equal(t, []string{"queued", "platform_retrying", "platform_success"}, eventPhases(t, b, postID, platforms.Threads))
+	require.Equal(t, []string{"queued", "platform_resolved", "platform_success"}, eventPhases(t, b, postID, platforms.Bluesky))
+	require.Len(t, b.app.Sim.Publications(platforms.Bluesky), 1, "found, not sent twice")
+	require.Equal(t, []string{"queued", "platform_failed"}, eventPhases(t, b, postID, platforms.Instagram))
+	require.Equal(t, []string{"queued", "platform_success"}, eventPhases(t, b, postID, platforms.Facebook))
+
+	r = b.do("GET", "/v1/posts/"+postID+"/events", nil)
+	events := r.json(t)["events"].([]any)
+	seen := map[string]bool{}
+	var last time.Time
+	for _, e := range events {
+		m := e.(map[string]any)
+		require.False(t, seen[m["id"].(string)], "event ids are unique")
+		seen[m["id"].(string)] = true
+		require.Equal(t, jobID, m["tracking_id"])
+		at, err := time.Parse(time.RFC3339Nano, m["created_at"].(string))
+		require.NoError(t, err)
+		require.False(t, at.Before(last), "oldest first")
+		last = at
+		switch m["phase"] {
+		case "platform_retrying":
+			require.Contains(t, m["message"], "retrying in")
+			require.Equal(t, th, m["connected_account_id"])
+		case "platform_resolved":
+			if m["platform"] == "bluesky" {
+				require.Equal(t, "the outcome was unknown; the post was found on the network", m["message"])
+			} else {
+				require.Contains(t, m["message"], "it is sent again")
+				require.Equal(t, x, m["connected_account_id"])
+			}
+		case "platform_failed":
+			require.Contains(t, m["message"], "photo or a video")
+		}
+	}
+
+	// Facebook's budget is spent: a second post waits for it, and its timeline says so.
+	r = b.publishNew(map[string]any{"content": "Waits for Facebook", "platforms": ids(fb)}, nil)
+	require.Equal(t, 202, r.status, string(r.body))
+	waiting := r.json(t)["post_id"].(string)
+	require.Eventually(t, func() bool {
+		return slices.Equal([]string{"queued", "platform_waiting"}, eventPhases(t, b, waiting, platforms.Facebook))
+	}, 10*time.Second, 10*time.Millisecond)
+
+	// Publishing the partial post again adds the new job's events after the first job's.
+	r = b.do("POST", "/v1/posts/"+postID+"/publish", nil)
+	require.Equal(t, 202, r.status, string(r.body))
+	b.waitJob(r.json(t)["tracking_id"].(string))
+	require.Equal(t, []string{"queued", "platform_failed", "queued", "platform_failed"}, eventPhases(t, b, postID, platforms.Instagram))
+}
+
+func TestPostEventsBadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{})
+	draft := b.createPost("a draft", b.accounts[0])
+	r := b.do("GET", "/v1/posts/"+draft+"/events", nil)
+	require.Equal(t, 200, r.status, string(r.body))
+	require.Equal(t, map[string]any{"post_id": draft, "events": []any{}}, r.json(t), "a draft has no events")
+
+	_, otherKey := b.newUser("other@example.com", "pro")
+	r = b.doKey(otherKey, "GET", "/v1/posts/"+draft+"/events", nil, nil)
+	require.Equal(t, 403, r.status, string(r.body))
+	require.Equal(t, "forbidden", r.errorCode(t))
+	r = b.do("GET", "/v1/posts/"+uuid.NewString()+"/events", nil)
+	require.Equal(t, 404, r.status, string(r.body))
+	require.Equal(t, "not_found", r.errorCode(t))
+	r = b.do("GET", "/v1/posts/not-a-uuid/events", nil)
+	require.Equal(t, 400, r.status, string(r.body))
+	require.Equal(t, "validation_error", r.errorCode(t))
+}
