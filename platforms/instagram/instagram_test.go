@@ -498,7 +498,9 @@ func TestSimRefusesPNGBytes(t *testing.T) {
 	if err := e.a.Validate(platforms.Post{Media: []platforms.Media{png}}); err == nil {
 		t.Fatal("a PNG that cannot be converted passed Validate")
 	}
-	png.Conform = func(context.Context, platforms.ImageRule) (platforms.Media, error) { return e.media("image/jpeg", "a.jpg"), nil }
+	png.Conform = func(context.Context, platforms.ImageRule) (platforms.Media, error) {
+		return e.media("image/jpeg", "a.jpg"), nil
+	}
 	if err := e.a.Validate(platforms.Post{Media: []platforms.Media{png}}); err != nil {
 		t.Fatal(err)
 	}
