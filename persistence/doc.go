@@ -26,7 +26,8 @@
 //	media_key       storage key "uploads/{user id}/{storage filename}" (string) → media id
 //	media_user      user id | media id → empty
 //	media_pending   presign time (8, Unix ns) | media id → empty; unconfirmed media only
-//	media_orphans   storage key (string) → empty: bytes of a deleted record still to delete
+//	media_orphans   storage key (string) → empty: bytes of a deleted record (its upload, its
+//	                derived JPEG) still to delete
 //	connect_states  state id → ConnectState (JSON): a browser connect flow in progress, marked
 //	                used by its callback, purged once expired
 //	jobs            tracking id → Job (JSON)

@@ -23,6 +23,19 @@ type Media struct {
 	// UploadExpiresAt is when the presigned upload URL stops working.
 	UploadExpiresAt time.Time  `json:"upload_expires_at"`
 	ConfirmedAt     *time.Time `json:"confirmed_at,omitempty"`
+	// Derived is the JPEG re-encoding Herald made of the file for the networks that take no other
+	// form (docs/media.md, "Conversions"); nil until a publish needed one. Its bytes go with the
+	// media's when the media is deleted.
+	Derived *Derived `json:"derived,omitempty"`
+}
+
+// Derived is a file Herald made from a media's file and keeps beside it.
+type Derived struct {
+	// Key is where its bytes live in blob storage: derived/{user id}/{media id}.derived.jpg.
+	Key         string    `json:"key"`
+	ContentType string    `json:"content_type"`
+	Size        int64     `json:"size_bytes"`
+	CreatedAt   time.Time `json:"created_at"`
 }
 
 // Confirmed reports whether the media's upload was confirmed.
@@ -118,8 +131,8 @@ func (t *Tx) ConfirmedMedia(userID, id string) (*Media, error) {
 	return m, nil
 }
 
-// DeleteMedia removes a media record and its indexes, and records its key as an orphan until
-// the caller has deleted the bytes (ForgetOrphan).
+// DeleteMedia removes a media record and its indexes, and records its key (and its derived
+// file's) as an orphan until the caller has deleted the bytes (ForgetOrphan).
 func (t *Tx) DeleteMedia(m *Media) error {
 	id := mustID(m.ID)
 	if err := t.tx.Bucket(bMediaKey).Delete([]byte(m.Key)); err != nil {
@@ -133,6 +146,11 @@ func (t *Tx) DeleteMedia(m *Media) error {
 	}
 	if err := t.tx.Bucket(bMediaOrphans).Put([]byte(m.Key), nil); err != nil {
 		return err
+	}
+	if m.Derived != nil {
+		if err := t.tx.Bucket(bMediaOrphans).Put([]byte(m.Derived.Key), nil); err != nil {
+			return err
+		}
 	}
 	return t.tx.Bucket(bMedia).Delete(id)
 }

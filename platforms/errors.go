@@ -99,3 +99,8 @@ func Errorf(p Platform, k Kind, status int, format string, args ...any) *Error {
 // ErrNotFound is returned by read calls for an object the account cannot see (a comment, a
 // conversation).
 var ErrNotFound = errors.New("platforms: not found")
+
+// ErrUnconvertible matches the errors of Media.Conform for a file that can never be converted for
+// the network (corrupt, not an image, too large to decode); other Conform errors (storage
+// unreachable) may pass on a retry.
+var ErrUnconvertible = errors.New("platforms: the media cannot be converted")

@@ -73,6 +73,11 @@ type Media struct {
 	// URL is a public, signed, expiring URL of the file, for networks that fetch media
 	// themselves (Instagram and Threads containers, TikTok PULL_FROM_URL, Pinterest image_url).
 	URL string
+	// Conform returns the file in a form a network's ImageRule takes: the media itself when it
+	// already fits, else a JPEG re-encoding (with its own Open and URL), made once and kept in
+	// storage. Errors matching ErrUnconvertible are permanent. Nil when the file cannot be
+	// converted (adapters then take it as it is or refuse it). See ConformImages.
+	Conform func(ctx context.Context, rule ImageRule) (Media, error)
 }
 
 // IsVideo reports whether the media is a video.

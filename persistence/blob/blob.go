@@ -8,8 +8,10 @@
 // stored. The janitor (Service.Sweep) deletes uploads never confirmed, and Service.Resolve turns
 // a user's media ids into platforms.Media for the network adapters.
 //
-// Keys have the fixed form uploads/{user id}/{media id}.{ext}; no part of a key comes from the
-// client, so no client input ever names a path or an object.
+// Keys have the fixed form uploads/{user id}/{media id}.{ext}, and derived/{user id}/{media
+// id}.derived.jpg for the JPEG Herald makes of an image for a network that takes no other form
+// (Service.Resolve, derive.go); no part of a key comes from the client, so no client input ever
+// names a path or an object.
 package blob
 
 import (
@@ -63,6 +65,10 @@ type Store interface {
 	Open(ctx context.Context, key string) (Object, Info, error)
 	// Delete removes the object; deleting a missing object is not an error.
 	Delete(ctx context.Context, key string) error
+	// Put stores exactly size bytes of r under key with this content type. Herald stores its own
+	// derived files with it (DerivedKey), never a client's upload; a key already written keeps
+	// its bytes (a derived file is the same whoever made it).
+	Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error
 }
 
 // Content types Herald accepts, and the extension each gets in its storage filename.
@@ -87,9 +93,24 @@ func IsVideo(contentType string) bool {
 const uuidRE = `[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`
 
 var (
-	keyRE      = regexp.MustCompile(`^uploads/` + uuidRE + `/` + uuidRE + `\.(jpg|png|mp4|mov)$`)
-	filenameRE = regexp.MustCompile(`^(` + uuidRE + `)\.(jpg|png|mp4|mov)$`)
+	keyRE             = regexp.MustCompile(`^uploads/` + uuidRE + `/` + uuidRE + `\.(jpg|png|mp4|mov)$`)
+	filenameRE        = regexp.MustCompile(`^(` + uuidRE + `)\.(jpg|png|mp4|mov)$`)
+	derivedKeyRE      = regexp.MustCompile(`^derived/` + uuidRE + `/` + uuidRE + derivedSuffix + `$`)
+	derivedFilenameRE = regexp.MustCompile(`^(` + uuidRE + `)` + derivedSuffix + `$`)
 )
+
+// derivedSuffix ends a derived file's name: {media id}.derived.jpg, which no upload's storage
+// filename can be, so that a file URL names one file.
+const derivedSuffix = `\.derived\.jpg`
+
+// DerivedKey is the storage key of the JPEG Herald derives from a user's media:
+// derived/{user id}/{media id}.derived.jpg. One per media, whatever network asked for it.
+func DerivedKey(userID, mediaID string) string {
+	return "derived/" + userID + "/" + mediaID + ".derived.jpg"
+}
+
+// storable reports whether a backend may hold key: an upload's or a derived file's.
+func storable(key string) bool { return keyRE.MatchString(key) || derivedKeyRE.MatchString(key) }
 
 // Key is the storage key of a user's file.
 func Key(userID, storageFilename string) string {
@@ -102,6 +123,15 @@ func ValidKey(key string) bool { return keyRE.MatchString(key) }
 // MediaIDOf returns the media id a storage filename was issued for, or "".
 func MediaIDOf(storageFilename string) string {
 	m := filenameRE.FindStringSubmatch(storageFilename)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// derivedMediaID returns the media id a derived file's name belongs to, or "".
+func derivedMediaID(filename string) string {
+	m := derivedFilenameRE.FindStringSubmatch(filename)
 	if m == nil {
 		return ""
 	}

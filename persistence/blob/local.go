@@ -51,7 +51,7 @@ func (l *Local) Name() string { return "local" }
 func (l *Local) Dir() string { return l.dir }
 
 func (l *Local) path(key string) (string, error) {
-	if !ValidKey(key) {
+	if !storable(key) {
 		return "", ErrBadKey
 	}
 	return filepath.Join(l.dir, filepath.FromSlash(key)), nil
@@ -192,6 +192,14 @@ func (l *Local) Delete(_ context.Context, key string) error {
 	}
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("blob: delete: %w", err)
+	}
+	return nil
+}
+
+// Put stores a derived file through Write; a key already written keeps its bytes.
+func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64, _ string) error {
+	if _, err := l.Write(ctx, key, r, size); err != nil && !errors.Is(err, ErrExists) {
+		return err
 	}
 	return nil
 }

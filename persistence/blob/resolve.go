@@ -21,7 +21,8 @@ func (e *UnusableError) Error() string {
 
 // Resolve turns a user's media ids into the media the network adapters take, in order: Open
 // streams the bytes from storage (once per call, so an adapter may retry an upload), and URL is a
-// signed, expiring Herald URL of the file for the networks that fetch media themselves.
+// signed, expiring Herald URL of the file for the networks that fetch media themselves. An
+// image's Conform converts it for a network that takes no other form (derive.go).
 func (s *Service) Resolve(ctx context.Context, userID string, ids []string) ([]platforms.Media, error) {
 	records := make([]*persistence.Media, 0, len(ids))
 	if err := s.o.Store.View(func(tx *persistence.Tx) error {
@@ -42,6 +43,7 @@ func (s *Service) Resolve(ctx context.Context, userID string, ids []string) ([]p
 	out := make([]platforms.Media, 0, len(records))
 	for _, m := range records {
 		key := m.Key
+		i := len(out)
 		out = append(out, platforms.Media{
 			ID:          m.ID,
 			ContentType: m.ContentType,
@@ -56,6 +58,12 @@ func (s *Service) Resolve(ctx context.Context, userID string, ids []string) ([]p
 			},
 			URL: s.URL(m),
 		})
+		if !IsVideo(m.ContentType) {
+			as := out[i]
+			out[i].Conform = func(ctx context.Context, rule platforms.ImageRule) (platforms.Media, error) {
+				return s.conform(ctx, m, as, rule)
+			}
+		}
 	}
 	return out, nil
 }

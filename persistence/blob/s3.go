@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -143,7 +144,7 @@ func s3Error(op string, err error) error {
 
 // Stat describes the object with StatObject.
 func (s *S3) Stat(ctx context.Context, key string) (Info, error) {
-	if !ValidKey(key) {
+	if !storable(key) {
 		return Info{}, ErrBadKey
 	}
 	oi, err := s.internal.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
@@ -155,7 +156,7 @@ func (s *S3) Stat(ctx context.Context, key string) (Info, error) {
 
 // Open opens the object; reads and seeks become ranged GETs.
 func (s *S3) Open(ctx context.Context, key string) (Object, Info, error) {
-	if !ValidKey(key) {
+	if !storable(key) {
 		return nil, Info{}, ErrBadKey
 	}
 	o, err := s.internal.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
@@ -172,7 +173,7 @@ func (s *S3) Open(ctx context.Context, key string) (Object, Info, error) {
 
 // Delete removes the object.
 func (s *S3) Delete(ctx context.Context, key string) error {
-	if !ValidKey(key) {
+	if !storable(key) {
 		return ErrBadKey
 	}
 	if err := s.internal.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{}); err != nil {
@@ -180,6 +181,17 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 			return nil
 		}
 		return s3Error("delete", err)
+	}
+	return nil
+}
+
+// Put stores a derived file with PutObject, its content type recorded.
+func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error {
+	if !storable(key) {
+		return ErrBadKey
+	}
+	if _, err := s.internal.PutObject(ctx, s.bucket, key, r, size, minio.PutObjectOptions{ContentType: contentType}); err != nil {
+		return s3Error("put", err)
 	}
 	return nil
 }

@@ -14,8 +14,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/blob/photo"
 )
 
 // Default limits and lifetimes.
@@ -65,11 +67,17 @@ type Options struct {
 	// Now is the clock of expiries and of the janitor (default time.Now).
 	Now func() time.Time
 	Log *slog.Logger
+	// MaxConvertPixels is the largest image converted for a network (default
+	// photo.DefaultMaxPixels, 50 megapixels); a larger one fails its target (derive.go).
+	MaxConvertPixels int
 }
 
 // Service is Herald's media flow over a Store and the media records.
 type Service struct {
 	o Options
+	// flights makes one derivation per media at a time; converting lets one run in the process.
+	flights    singleflight.Group
+	converting chan struct{}
 }
 
 // NewService builds the service.
@@ -98,7 +106,10 @@ func NewService(o Options) (*Service, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{o: o}, nil
+	if o.MaxConvertPixels <= 0 {
+		o.MaxConvertPixels = photo.DefaultMaxPixels
+	}
+	return &Service{o: o, converting: make(chan struct{}, 1)}, nil
 }
 
 // Blob is the service's storage backend.
@@ -421,7 +432,14 @@ func (s *Service) Receive(ctx context.Context, key string, q url.Values, content
 
 // OpenFile opens the confirmed media file a signed file URL names, after checking its signature
 // and expiry.
+//
+// A derived file's name ({media id}.derived.jpg) opens the JPEG Herald made of the media for the
+// networks that take no other form; the media returned then describes that file (its key, name,
+// type and size), not the upload.
 func (s *Service) OpenFile(ctx context.Context, storageFilename string, q url.Values) (Object, Info, *persistence.Media, error) {
+	if id := derivedMediaID(storageFilename); id != "" {
+		return s.openDerived(ctx, id, storageFilename, q)
+	}
 	id := MediaIDOf(storageFilename)
 	if id == "" {
 		return nil, Info{}, nil, refuse(NotFound, "media not found")
@@ -452,4 +470,36 @@ func (s *Service) OpenFile(ctx context.Context, storageFilename string, q url.Va
 		return nil, Info{}, nil, err
 	}
 	return o, info, m, nil
+}
+
+// openDerived opens a media's derived file for a signed file URL.
+func (s *Service) openDerived(ctx context.Context, id, filename string, q url.Values) (Object, Info, *persistence.Media, error) {
+	var m *persistence.Media
+	err := s.o.Store.View(func(tx *persistence.Tx) error {
+		var err error
+		m, err = tx.Media(id)
+		return err
+	})
+	if errors.Is(err, persistence.ErrNotFound) || (err == nil && (!m.Confirmed() || m.Derived == nil)) {
+		return nil, Info{}, nil, refuse(NotFound, "media not found")
+	}
+	if err != nil {
+		return nil, Info{}, nil, err
+	}
+	switch err := s.o.Signer.CheckFile(q, s.o.Now(), m.Derived.Key); {
+	case errors.Is(err, ErrExpired):
+		return nil, Info{}, nil, refuse(Forbidden, "the media URL has expired; ask for the media again for a fresh URL")
+	case err != nil:
+		return nil, Info{}, nil, refuse(Forbidden, "the media URL's signature does not match")
+	}
+	o, info, err := s.o.Blob.Open(ctx, m.Derived.Key)
+	if errors.Is(err, ErrNotFound) {
+		return nil, Info{}, nil, refuse(NotFound, "media not found")
+	}
+	if err != nil {
+		return nil, Info{}, nil, err
+	}
+	file := *m
+	file.Key, file.StorageFilename, file.ContentType, file.Size = m.Derived.Key, filename, m.Derived.ContentType, m.Derived.Size
+	return o, info, &file, nil
 }

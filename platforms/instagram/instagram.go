@@ -122,9 +122,16 @@ func countTags(text string, sigil rune) int {
 
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' }
 
-// Validate checks Instagram's rules: media is required (one JPEG photo, one MP4/MOV video
-// published as a reel, or a carousel of 2 to 10); the caption is at most 2,200 characters with at
-// most 30 hashtags and 20 @-mentions.
+// Images is what Instagram takes as a photo: a JPEG (container image_url, "public JPEG"),
+// upright and in RGB. Herald re-encodes any other photo as such a JPEG when it publishes
+// (platforms.ConformImages; docs/media.md, "Conversions"): a PNG, a JPEG with an EXIF
+// orientation, a CMYK JPEG.
+var Images = platforms.ImageRule{Types: []string{"image/jpeg"}, Upright: true, RGB: true}
+
+// Validate checks Instagram's rules: media is required (one photo, one MP4/MOV video published as
+// a reel, or a carousel of 2 to 10); a photo is a JPEG, or a PNG that Herald converts (one whose
+// Media.Conform is set); the caption is at most 2,200 characters with at most 30 hashtags and 20
+// @-mentions.
 func (a *Adapter) Validate(p platforms.Post) error {
 	if n := utf8.RuneCountInString(p.Text); n > MaxCaptionRunes {
 		return invalid("caption is %d characters; Instagram allows %d", n, MaxCaptionRunes)
@@ -142,16 +149,22 @@ func (a *Adapter) Validate(p platforms.Post) error {
 		return invalid("an Instagram carousel takes up to %d items; got %d", MaxCarousel, n)
 	}
 	for i, m := range p.Media {
-		if m.ContentType != "image/jpeg" && !isVideo(m.ContentType) {
-			return invalid("media %d has type %q; Instagram takes JPEG photos and MP4 or MOV videos", i+1, m.ContentType)
+		if isVideo(m.ContentType) || Images.Takes(m.ContentType) || (m.ContentType == "image/png" && Images.Convertible(m)) {
+			continue
 		}
+		return invalid("media %d has type %q; Instagram takes JPEG photos and MP4 or MOV videos", i+1, m.ContentType)
 	}
 	return nil
 }
 
-// Publish creates the post from containers.
+// Publish creates the post from containers. Photos Instagram does not take as they are are
+// converted first (Images), before any call to Instagram.
 func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platforms.Post) (platforms.Result, error) {
 	if err := a.Validate(p); err != nil {
+		return platforms.Result{}, err
+	}
+	p, err := platforms.ConformImages(ctx, platforms.Instagram, p, Images)
+	if err != nil {
 		return platforms.Result{}, err
 	}
 	for i, m := range p.Media {

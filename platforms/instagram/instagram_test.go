@@ -62,6 +62,9 @@ func setup(t *testing.T, opts sim.Options) *env {
 			_, _ = w.Write(jpeg2)
 		case "/v.mp4":
 			_, _ = w.Write(mp4)
+		case "/named.jpg": // a PNG, whatever its name and Content-Type say
+			w.Header().Set("Content-Type", "image/jpeg")
+			_, _ = w.Write([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR not a jpeg"))
 		default:
 			http.NotFound(w, r)
 		}
@@ -475,5 +478,37 @@ func TestConnectPublishRevoke(t *testing.T) {
 	_, err := e.a.Exchange(ctx, code, redirect, "")
 	if pe := kind(t, err, platforms.Permanent); !strings.Contains(pe.Message, "used") {
 		t.Fatalf("message = %s", pe.Message)
+	}
+}
+
+// Instagram judges a photo by the bytes it fetches: a PNG served as a JPEG fails its container.
+// A PNG whose media can be converted passes Validate; one that cannot is refused before any call.
+func TestSimRefusesPNGBytes(t *testing.T) {
+	t.Parallel()
+	e := setup(t, sim.Options{})
+	_, err := e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "x", Media: []platforms.Media{e.media("image/jpeg", "named.jpg")}})
+	pe := kind(t, err, platforms.Permanent)
+	if !strings.Contains(pe.Error(), "Instagram takes JPEG photos; the media URI returned image/png") {
+		t.Fatalf("error %v", pe)
+	}
+	if n := len(e.srv.Publications(platforms.Instagram)); n != 0 {
+		t.Fatalf("%d publications", n)
+	}
+	png := e.media("image/png", "a.jpg")
+	if err := e.a.Validate(platforms.Post{Media: []platforms.Media{png}}); err == nil {
+		t.Fatal("a PNG that cannot be converted passed Validate")
+	}
+	png.Conform = func(context.Context, platforms.ImageRule) (platforms.Media, error) {
+		return e.media("image/jpeg", "a.jpg"), nil
+	}
+	if err := e.a.Validate(platforms.Post{Media: []platforms.Media{png}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "converted", Media: []platforms.Media{png}}); err != nil {
+		t.Fatal(err)
+	}
+	pubs := e.srv.Publications(platforms.Instagram)
+	if len(pubs) != 1 || pubs[0].MediaSHA256[0] != sum(jpeg) || pubs[0].MediaTypes[0] != "image/jpeg" || pubs[0].MediaSizes[0] != int64(len(jpeg)) {
+		t.Fatalf("publications %+v", pubs)
 	}
 }

@@ -47,6 +47,9 @@ type graphAPI struct {
 	calls Limit
 	// users, when set, holds a second kind of token checked after n.Tokens (Facebook user tokens).
 	users *TokenStore
+	// checkImage, when set, judges the file an IMAGE container fetched; its error fails the
+	// container (Instagram takes only JPEG).
+	checkImage func(File) error
 }
 
 // appCalls is the app-level hourly budget reported in X-App-Usage (200 calls per hour per daily
@@ -450,7 +453,9 @@ type graphContainer struct {
 	CarouselItem               bool
 	Children                   []string
 	SHA                        string
-	Created, ReadyAt           time.Time
+	// File is what was fetched from the media URL.
+	File             File
+	Created, ReadyAt time.Time
 	// Err is set when processing failed (the media could not be fetched).
 	Err       string
 	Published bool
@@ -464,31 +469,52 @@ type graphMedia struct {
 
 // fetchMedia downloads a media URL with the simulator's HTTP client and hashes it.
 func (g *graphAPI) fetchMedia(ctx context.Context, raw string) (string, error) {
+	f, err := g.fetchFile(ctx, raw)
+	return f.SHA256, err
+}
+
+// fetchFile downloads a media URL and describes it: hash, type sniffed from its first bytes
+// (http.DetectContentType), size.
+func (g *graphAPI) fetchFile(ctx context.Context, raw string) (File, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("the media URI %q is not a valid http(s) URL", raw)
+		return File{}, fmt.Errorf("the media URI %q is not a valid http(s) URL", raw)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
 	if err != nil {
-		return "", fmt.Errorf("the media URI cannot be fetched: %w", err)
+		return File{}, fmt.Errorf("the media URI cannot be fetched: %w", err)
 	}
 	resp, err := g.n.Sim.Options().HTTPClient.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("media download has failed: the media URI could not be reached")
+		return File{}, fmt.Errorf("media download has failed: the media URI could not be reached")
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("media download has failed: the media URI answered HTTP %d", resp.StatusCode)
+		return File{}, fmt.Errorf("media download has failed: the media URI answered HTTP %d", resp.StatusCode)
 	}
 	h := sha256.New()
-	n, err := io.Copy(h, io.LimitReader(resp.Body, 1<<30+1))
+	head := &headWriter{max: 512}
+	n, err := io.Copy(io.MultiWriter(h, head), io.LimitReader(resp.Body, 1<<30+1))
 	if err != nil {
-		return "", fmt.Errorf("media download has failed: %v", err)
+		return File{}, fmt.Errorf("media download has failed: %v", err)
 	}
 	if n == 0 || n > 1<<30 {
-		return "", fmt.Errorf("media download has failed: the media is empty or larger than 1 GB")
+		return File{}, fmt.Errorf("media download has failed: the media is empty or larger than 1 GB")
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return File{SHA256: hex.EncodeToString(h.Sum(nil)), Type: http.DetectContentType(head.b), Size: n}, nil
+}
+
+// headWriter keeps the first max bytes written to it.
+type headWriter struct {
+	b   []byte
+	max int
+}
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	if room := w.max - len(w.b); room > 0 {
+		w.b = append(w.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
 }
 
 // newContainer stores a container, fetching its media when mediaURL is set.
@@ -504,11 +530,14 @@ func (g *graphAPI) newContainer(ctx context.Context, c *graphContainer, mediaURL
 	}
 	c.ReadyAt = now.Add(delay)
 	if mediaURL != "" {
-		sha, err := g.fetchMedia(ctx, mediaURL)
+		f, err := g.fetchFile(ctx, mediaURL)
+		if err == nil && c.MediaType == "IMAGE" && g.checkImage != nil {
+			err = g.checkImage(f)
+		}
 		if err != nil {
 			c.Err = err.Error()
 		}
-		c.SHA = sha
+		c.SHA, c.File = f.SHA256, f
 	}
 	g.n.Store.Put("container:"+c.ID, c)
 }
@@ -575,6 +604,23 @@ func (g *graphAPI) childContainers(owner, list string, min, max int) ([]string, 
 		}
 	}
 	return ids, ""
+}
+
+// mediaFiles lists a container's files, children in order.
+func (g *graphAPI) mediaFiles(c graphContainer) []File {
+	if len(c.Children) == 0 {
+		if c.SHA == "" {
+			return nil
+		}
+		return []File{c.File}
+	}
+	out := make([]File, 0, len(c.Children))
+	for _, id := range c.Children {
+		if child, ok := g.container(id); ok && child.SHA != "" {
+			out = append(out, child.File)
+		}
+	}
+	return out
 }
 
 // mediaSHAs lists the hashes of a container's media, children in order.

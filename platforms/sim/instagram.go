@@ -28,7 +28,8 @@ import (
 //	GET  /{ig-user-id}/media                   the account's posts: id, caption, timestamp, permalink
 //	GET  /{ig-user-id}/content_publishing_limit quota_usage, config
 //
-// Containers fetch their media URL (unreachable → status ERROR), are IN_PROGRESS for the processing
+// Containers fetch their media URL (unreachable → status ERROR; an image container whose bytes
+// are not a JPEG, or are over 8 MB, is ERROR too), are IN_PROGRESS for the processing
 // delay (twice that for video), expire after 24 hours; publishing an unfinished one answers code
 // 9007 subcode 2207027. Buckets: "publish" (100 per 24 h, counted at media_publish, carousel = 1;
 // exhausted → code 9 subcode 2207042), "containers" (400 per 24 h), "calls" (Instagram business use
@@ -53,6 +54,7 @@ func igContainerLimit() Limit { return Limit{Count: 400, Window: 24 * time.Hour}
 func registerInstagram(n *Network) {
 	g := newGraphAPI(n, "instagram", 80002, "(#80002) There have been too many calls to this Instagram account. Wait a bit and try again. For more info, please refer to https://developers.facebook.com/docs/graph-api/overview/rate-limiting.", Limit{Count: 4800, Window: 24 * time.Hour})
 	s := &igSim{n: n, g: g}
+	g.checkImage = igCheckImage
 	g.handle("GET /oauth/authorize", g.consent)
 	g.handle("POST /oauth/access_token", s.codeToken)
 	g.handle("GET /access_token", func(w http.ResponseWriter, r *http.Request) { g.exchangeShort(w, r, "ig_exchange_token") })
@@ -101,6 +103,21 @@ func (s *igSim) codeToken(w http.ResponseWriter, r *http.Request) {
 	user := s.n.UserID(handle)
 	tok, _ := s.g.issueShort(user, handle)
 	WriteJSON(w, http.StatusOK, map[string]any{"data": []any{map[string]any{"access_token": tok, "user_id": user, "permissions": "instagram_business_basic,instagram_business_content_publish"}}})
+}
+
+// igMaxImageBytes is Instagram's limit on a photo (networks.md §5.2).
+const igMaxImageBytes = 8 << 20
+
+// igCheckImage refuses what Instagram refuses in an image container: a file that is not a JPEG
+// (by its bytes, whatever its URL or Content-Type say), or one over 8 MB.
+func igCheckImage(f File) error {
+	if f.Type != "image/jpeg" {
+		return fmt.Errorf("the image format is not supported: Instagram takes JPEG photos; the media URI returned %s", f.Type)
+	}
+	if f.Size > igMaxImageBytes {
+		return fmt.Errorf("the image is %d bytes; Instagram takes photos of up to 8 MB (2207004)", f.Size)
+	}
+	return nil
 }
 
 func (s *igSim) me(w http.ResponseWriter, r *http.Request, who graphCaller) {
@@ -268,7 +285,7 @@ func (s *igSim) publish(w http.ResponseWriter, r *http.Request, who graphCaller)
 	id := graphID()
 	m := &graphMedia{ID: id, Owner: who.User, Handle: who.Handle, Text: c.Text, MediaType: c.MediaType, Permalink: "https://www.instagram.com/p/" + RandomID(6) + "/", Created: s.n.Sim.Now()}
 	s.n.Store.Put("igmedia:"+id, m)
-	s.n.Publish(id, who.User, c.Text, s.g.mediaSHAs(c))
+	s.n.PublishFiles(id, who.User, c.Text, s.g.mediaFiles(c))
 	if s.n.TakeFault(FaultPostThenError) != "" {
 		graphError(w, http.StatusInternalServerError, 2, 0, "An unexpected error has occurred. Please retry your request later.", true)
 		return

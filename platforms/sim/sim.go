@@ -92,12 +92,23 @@ type Options struct {
 
 // Record is one post the simulator created.
 type Record struct {
-	ID          string    `json:"id"`
-	Platform    string    `json:"platform"`
-	Account     string    `json:"account"`
-	Text        string    `json:"text"`
-	MediaSHA256 []string  `json:"media_sha256"`
-	CreatedAt   time.Time `json:"created_at"`
+	ID          string   `json:"id"`
+	Platform    string   `json:"platform"`
+	Account     string   `json:"account"`
+	Text        string   `json:"text"`
+	MediaSHA256 []string `json:"media_sha256"`
+	// MediaTypes and MediaSizes are the type (sniffed from the bytes) and size of each file, for
+	// the networks that fetch media by URL and check what they get (Instagram, Threads).
+	MediaTypes []string  `json:"media_types,omitempty"`
+	MediaSizes []int64   `json:"media_sizes,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// File is a media file a network received.
+type File struct {
+	SHA256 string
+	Type   string
+	Size   int64
 }
 
 // RequestLog is one API call the simulator received.
@@ -394,13 +405,27 @@ func (n *Network) Publish(id, account, text string, mediaSHA []string) Record {
 	if mediaSHA == nil {
 		mediaSHA = []string{}
 	}
-	rec := Record{ID: id, Platform: string(n.Platform), Account: account, Text: text, MediaSHA256: mediaSHA, CreatedAt: n.Sim.opts.Now().UTC()}
+	return n.record(Record{ID: id, Platform: string(n.Platform), Account: account, Text: text, MediaSHA256: mediaSHA, CreatedAt: n.Sim.opts.Now().UTC()})
+}
+
+// PublishFiles records a created post with the type and size of each file as well as its hash.
+func (n *Network) PublishFiles(id, account, text string, files []File) Record {
+	rec := Record{ID: id, Platform: string(n.Platform), Account: account, Text: text, MediaSHA256: []string{}, CreatedAt: n.Sim.opts.Now().UTC()}
+	for _, f := range files {
+		rec.MediaSHA256 = append(rec.MediaSHA256, f.SHA256)
+		rec.MediaTypes = append(rec.MediaTypes, f.Type)
+		rec.MediaSizes = append(rec.MediaSizes, f.Size)
+	}
+	return n.record(rec)
+}
+
+func (n *Network) record(rec Record) Record {
 	n.Sim.mu.Lock()
 	n.Sim.records = append(n.Sim.records, rec)
 	if n.Sim.last == nil {
 		n.Sim.last = map[string]Record{}
 	}
-	n.Sim.last[string(n.Platform)+"|"+account] = rec
+	n.Sim.last[string(n.Platform)+"|"+rec.Account] = rec
 	n.Sim.mu.Unlock()
 	return rec
 }

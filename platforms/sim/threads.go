@@ -253,7 +253,7 @@ func (s *thSim) publish(w http.ResponseWriter, r *http.Request, who graphCaller)
 	id := graphID()
 	m := &graphMedia{ID: id, Owner: who.User, Handle: who.Handle, Text: c.Text, MediaType: c.MediaType, Permalink: "https://www.threads.com/@" + who.Handle + "/post/" + RandomID(6), Created: s.n.Sim.Now()}
 	s.n.Store.Put("thmedia:"+id, m)
-	s.n.Publish(id, who.User, c.Text, s.g.mediaSHAs(c))
+	s.n.PublishFiles(id, who.User, c.Text, s.g.mediaFiles(c))
 	if s.n.TakeFault(FaultPostThenError) != "" {
 		graphError(w, http.StatusInternalServerError, 2, 0, "An unexpected error has occurred. Please retry your request later.", true)
 		return
