@@ -202,7 +202,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			return
 		}
 		c := *a.acc
-		actors.Reply(ctx, &Reply{Account: &c})
+		actors.Reply(ctx, &Reply{Account: &c, Reconnect: a.reconnectReason(a.deps.Now())})
 	case *Delete:
 		a.delete(ctx, m)
 	case *revokeDone:
