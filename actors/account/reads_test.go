@@ -410,6 +410,19 @@ func TestGetTellsWhetherTheAccountMustBeConnectedAgain(t *testing.T) {
 	require.Equal(t, rc.Reason, reason, "Get says what the next read says")
 	require.Equal(t, 1, b.fake.count("refresh"), "Get makes no call")
 	require.Zero(t, b.fake.count("metrics"))
+
+	// A token the network refuses, whose refresh fails: connect again, and Get says so.
+	refused := b.connect(platforms.X, goodCreds)
+	b.fake.mu.Lock()
+	b.fake.errs = []error{&platforms.Error{Kind: platforms.AuthExpired, Platform: platforms.X, Status: 401}}
+	b.fake.mu.Unlock()
+	_, err = b.read(refused, &account.Read{Op: account.OpMetrics, PublicationID: "1"})
+	require.ErrorAs(t, err, &rc)
+	require.NotEmpty(t, get(refused))
+	calls := b.fake.count("metrics")
+	_, err = b.read(refused, &account.Read{Op: account.OpMetrics, PublicationID: "1"})
+	require.ErrorAs(t, err, &rc)
+	require.Equal(t, calls, b.fake.count("metrics"), "the refused token is not sent again for a while")
 }
 
 func TestReadsAreBoundedPerAccountAndNeverBlockTheActor(t *testing.T) {
