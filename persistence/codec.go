@@ -12,7 +12,7 @@ import (
 func Encode(v any) ([]byte, error) {
 	switch r := v.(type) {
 	case *Post:
-		if timeEncodable(r.CreatedAt) && timeEncodable(r.UpdatedAt) && (r.ScheduledAt == nil || timeEncodable(*r.ScheduledAt)) {
+		if timeEncodable(r.CreatedAt) && timeEncodable(r.UpdatedAt) && (r.ScheduledAt == nil || timeEncodable(*r.ScheduledAt)) && targetTimesEncodable(r.Targets) {
 			return appendPost(make([]byte, 0, 512+len(r.Content)+200*len(r.Targets)), r), nil
 		}
 	case *Job:
@@ -25,6 +25,15 @@ func Encode(v any) ([]byte, error) {
 		return nil, fmt.Errorf("persistence: encode %T: %w", v, err)
 	}
 	return b, nil
+}
+
+func targetTimesEncodable(ts []Target) bool {
+	for _, t := range ts {
+		if t.PublishedAt != nil && !timeEncodable(*t.PublishedAt) {
+			return false
+		}
+	}
+	return true
 }
 
 // Decode decodes a stored record into v. The input may be a transaction's memory: Decode copies

@@ -56,6 +56,14 @@ func appendPost(b []byte, p *Post) []byte {
 				b = append(b, `,"publication_id":`...)
 				b = appendString(b, t.PublicationID)
 			}
+			if t.URL != "" {
+				b = append(b, `,"url":`...)
+				b = appendString(b, t.URL)
+			}
+			if t.PublishedAt != nil {
+				b = append(b, `,"published_at":`...)
+				b = appendTime(b, *t.PublishedAt)
+			}
 			b = append(b, '}')
 		}
 		b = append(b, ']')

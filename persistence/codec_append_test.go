@@ -34,7 +34,8 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 			{ID: "p", Content: s, ScheduledAt: &tm, CreatedAt: tm, UpdatedAt: tm, MediaIDs: []string{}, Targets: []Target{},
 				Version: 7, TrackingID: &msg, FinishedJob: s, QuotaCounted: true},
 			{ID: "p", Content: s, CreatedAt: tm, UpdatedAt: tm, MediaIDs: []string{s, "m2"}, Version: 1 << 63,
-				Targets: []Target{{AccountID: "a", Platform: "linkedin", Status: s}, {AccountID: s, Platform: s, Status: "failed", Error: &msg, PublicationID: s}}},
+				Targets: []Target{{AccountID: "a", Platform: "linkedin", Status: s}, {AccountID: s, Platform: s, Status: "failed", Error: &msg, PublicationID: s},
+					{AccountID: "b", Platform: "twitter_x", Status: "published", PublicationID: "1", URL: s, PublishedAt: &tm}}},
 		}
 		for _, p := range posts {
 			want, err := json.Marshal(p)

@@ -202,7 +202,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			return
 		}
 		c := *a.acc
-		actors.Reply(ctx, &Reply{Account: &c})
+		actors.Reply(ctx, &Reply{Account: &c, Reconnect: a.reconnectReason(a.deps.Now())})
 	case *Delete:
 		a.delete(ctx, m)
 	case *revokeDone:
@@ -824,9 +824,14 @@ func (a *Actor) refreshDone(ctx actor.Context, m *refreshDone) {
 	a.refreshNext = now.Add(5 * time.Minute)
 	kind := platforms.KindOf(m.err)
 	if m.forced || kind == platforms.Permanent || kind == platforms.AuthExpired {
-		// The token cannot be renewed: report it expired, and fail what needed it.
+		// The token cannot be renewed: report it expired, and fail what needed it. The held
+		// token is expired too, so that reads answer that the account must be connected again
+		// (reconnectReason) until the next refresh may be tried.
 		next := *a.acc
 		expired := now.UTC()
+		if a.creds.ExpiresAt.IsZero() || a.creds.ExpiresAt.After(expired) {
+			a.creds.ExpiresAt = expired
+		}
 		if next.TokenExpiresAt == nil || next.TokenExpiresAt.After(expired) {
 			next.TokenExpiresAt = &expired
 			if err := a.save(&next); err == nil {

@@ -50,10 +50,14 @@ type Delete struct {
 	UserID string
 }
 
-// Get reads the account. Reply: *Reply.
+// Get reads the account, without a network call. Reply: *Reply.
 type Get struct{}
 
 // Reply carries the account as committed.
 type Reply struct {
 	Account *persistence.Account
+	// Reconnect, in a reply to Get, says why the account must be connected again before Herald
+	// can call its network ("" when it need not): the reason a live read would answer with
+	// *ReconnectError now.
+	Reconnect string
 }

@@ -183,21 +183,32 @@ func (a *Actor) read(ctx actor.Context, m *Read) {
 		r.calls = (len(m.PublicationIDs) + per - 1) / per
 	}
 	now := a.deps.Now()
-	if a.creds.AccessToken == "" {
-		a.answer(ctx, r, nil, &ReconnectError{Platform: platform, Reason: "Herald holds no usable token for the account"})
+	if reason := a.reconnectReason(now); reason != "" {
+		a.answer(ctx, r, nil, &ReconnectError{Platform: platform, Reason: reason})
 		return
 	}
 	if !a.creds.ExpiresAt.IsZero() && !now.Before(a.creds.ExpiresAt) {
-		// The token is expired: refresh it first, unless a refresh failed a moment ago.
-		if !a.refreshing && now.Before(a.refreshNext) {
-			a.answer(ctx, r, nil, &ReconnectError{Platform: platform, Reason: "the token is expired and could not be refreshed"})
-			return
-		}
+		// The token is expired: refresh it first.
 		r.refreshed = true
 		a.park(ctx, r, false)
 		return
 	}
 	a.admit(ctx, r)
+}
+
+// reconnectReason is the rule, decided before any network call, of an account that must be
+// connected again: Herald holds no usable token, or the token is expired and a refresh failed a
+// moment ago (none is running). "" when a call may go ahead (an expired token is refreshed
+// first). A read answers *ReconnectError with this reason, and Get reports it (Reply.Reconnect),
+// so that a listing tells what a read would, without calling the network.
+func (a *Actor) reconnectReason(now time.Time) string {
+	switch {
+	case a.creds.AccessToken == "":
+		return "Herald holds no usable token for the account"
+	case !a.creds.ExpiresAt.IsZero() && !now.Before(a.creds.ExpiresAt) && !a.refreshing && now.Before(a.refreshNext):
+		return "the token is expired and could not be refreshed"
+	}
+	return ""
 }
 
 // admit spends the read's budget and starts it, or queues it for a call slot.

@@ -380,6 +380,51 @@ func TestExpiredTokenIsRefreshedFirstOrReported(t *testing.T) {
 	require.ErrorAs(t, err, &rc)
 }
 
+// Get tells, without a network call, whether a read would answer that the account must be
+// connected again: the rule the analytics and inbox account listings show.
+func TestGetTellsWhetherTheAccountMustBeConnectedAgain(t *testing.T) {
+	t.Parallel()
+	b := setupReads(t, nil, 0)
+	get := func(acct string) string {
+		t.Helper()
+		r, err := actors.Ask[*account.Reply](context.Background(), b.dir.To(acct), &account.Get{})
+		require.NoError(t, err)
+		return r.Reconnect
+	}
+	require.Empty(t, get(b.connect(platforms.X, goodCreds)))
+	expired := goodCreds
+	expired.ExpiresAt = time.Now().Add(-time.Minute)
+	require.Empty(t, get(b.connect(platforms.X, expired)), "an expired token is refreshed by the next read")
+	require.Contains(t, get(b.connect(platforms.X, platforms.Credentials{})), "no usable token")
+
+	b.fake.mu.Lock()
+	b.fake.refreshErr = &platforms.Error{Kind: platforms.Permanent, Platform: platforms.X, Status: 400, Message: "invalid_grant"}
+	b.fake.mu.Unlock()
+	dead := b.connect(platforms.X, expired)
+	_, err := b.read(dead, &account.Read{Op: account.OpMetrics, PublicationID: "1"})
+	var rc *account.ReconnectError
+	require.ErrorAs(t, err, &rc)
+	reason := get(dead)
+	_, err = b.read(dead, &account.Read{Op: account.OpMetrics, PublicationID: "1"})
+	require.ErrorAs(t, err, &rc)
+	require.Equal(t, rc.Reason, reason, "Get says what the next read says")
+	require.Equal(t, 1, b.fake.count("refresh"), "Get makes no call")
+	require.Zero(t, b.fake.count("metrics"))
+
+	// A token the network refuses, whose refresh fails: connect again, and Get says so.
+	refused := b.connect(platforms.X, goodCreds)
+	b.fake.mu.Lock()
+	b.fake.errs = []error{&platforms.Error{Kind: platforms.AuthExpired, Platform: platforms.X, Status: 401}}
+	b.fake.mu.Unlock()
+	_, err = b.read(refused, &account.Read{Op: account.OpMetrics, PublicationID: "1"})
+	require.ErrorAs(t, err, &rc)
+	require.NotEmpty(t, get(refused))
+	calls := b.fake.count("metrics")
+	_, err = b.read(refused, &account.Read{Op: account.OpMetrics, PublicationID: "1"})
+	require.ErrorAs(t, err, &rc)
+	require.Equal(t, calls, b.fake.count("metrics"), "the refused token is not sent again for a while")
+}
+
 func TestReadsAreBoundedPerAccountAndNeverBlockTheActor(t *testing.T) {
 	t.Parallel()
 	b := setupReads(t, nil, 2)

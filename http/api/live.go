@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/heraldhq/herald/actors/post"
 	"github.com/heraldhq/herald/cache"
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/live"
@@ -23,6 +24,9 @@ const MaxReplyLength = 10000
 // registerLive adds the analytics and inbox routes (docs/live-data.md).
 func (h *handlers) registerLive(v1 *echo.Group) {
 	v1.GET("/analytics/overview", h.analyticsOverview)
+	v1.GET("/analytics/accounts", h.analyticsAccounts)
+	v1.GET("/analytics/posts/:postId", h.analyticsPost)
+	v1.GET("/inbox/accounts", h.inboxAccounts)
 	v1.GET("/inbox/comments", h.inboxComments)
 	v1.POST("/inbox/comments/:commentId/reply", h.replyToComment)
 	v1.POST("/inbox/dms/:conversationId/reply", h.replyToConversation)
@@ -87,6 +91,54 @@ func (h *handlers) analyticsOverview(c *echo.Context) error {
 		return err
 	}
 	body, err := h.Live.Overview(c.Request().Context(), p.User.ID, live.OverviewQuery{Window: w, AccountID: acct, Fresh: fresh})
+	if err != nil {
+		return h.liveError(c, err)
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
+}
+
+// liveAccounts answers GET /v1/analytics/accounts and GET /v1/inbox/accounts: every connected
+// account of the caller and whether the feature reads it live.
+func (h *handlers) liveAccounts(c *echo.Context, f live.Feature) error {
+	list, err := h.Live.Accounts(c.Request().Context(), server.Principal(c).User.ID, f)
+	if err != nil {
+		return h.liveError(c, err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"data": list})
+}
+
+func (h *handlers) analyticsAccounts(c *echo.Context) error {
+	return h.liveAccounts(c, live.AnalyticsFeature)
+}
+
+// inboxAccounts takes mode: comments (the default) or dms.
+func (h *handlers) inboxAccounts(c *echo.Context) error {
+	switch c.QueryParam("mode") {
+	case "", "comments":
+		return h.liveAccounts(c, live.CommentsFeature)
+	case "dms":
+		return h.liveAccounts(c, live.MessagesFeature)
+	}
+	return apierr.Validation("mode: must be one of comments, dms")
+}
+
+// analyticsPost reads the post as GET /v1/posts/:id does (the same answers for an unknown post
+// or another user's), then its publications' live counters.
+func (h *handlers) analyticsPost(c *echo.Context) error {
+	id, err := parseUUID("postId", c.Param("postId"))
+	if err != nil {
+		return err
+	}
+	fresh, err := live.ParseBool("fresh", c.QueryParam("fresh"), false)
+	if err != nil {
+		return err
+	}
+	userID := server.Principal(c).User.ID
+	r, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Get{UserID: userID})
+	if err != nil {
+		return h.actorError(c, "post", err)
+	}
+	body, err := h.Live.PostAnalytics(c.Request().Context(), userID, live.PostQuery{Post: r.Post, Fresh: fresh})
 	if err != nil {
 		return h.liveError(c, err)
 	}
