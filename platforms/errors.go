@@ -99,3 +99,7 @@ func Errorf(p Platform, k Kind, status int, format string, args ...any) *Error {
 // ErrNotFound is returned by read calls for an object the account cannot see (a comment, a
 // conversation).
 var ErrNotFound = errors.New("platforms: not found")
+
+// ErrNotLiked is returned by Liker.LikeComment when asked to unlike a comment the account has not
+// liked; nothing was sent.
+var ErrNotLiked = errors.New("platforms: the account has not liked it")
