@@ -234,7 +234,9 @@ func (n *Network) SetLike(account, id, record string, on bool) (changed bool, re
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k := liveKey{n.Platform, id}
-	i := slices.IndexFunc(l.likes, func(lk Like) bool { return lk.Platform == string(n.Platform) && lk.Account == account && lk.PostID == id })
+	i := slices.IndexFunc(l.likes, func(lk Like) bool {
+		return lk.Platform == string(n.Platform) && lk.Account == account && lk.PostID == id
+	})
 	if on == (i >= 0) {
 		return false, Like{}
 	}
