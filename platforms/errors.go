@@ -104,3 +104,7 @@ var ErrNotFound = errors.New("platforms: not found")
 // the network (corrupt, not an image, too large to decode); other Conform errors (storage
 // unreachable) may pass on a retry.
 var ErrUnconvertible = errors.New("platforms: the media cannot be converted")
+
+// ErrNotLiked is returned by Liker.LikeComment when asked to unlike a comment the account has not
+// liked; nothing was sent.
+var ErrNotLiked = errors.New("platforms: the account has not liked it")

@@ -240,3 +240,43 @@ type Messenger interface {
 	// on X only.
 	SendMessage(ctx context.Context, c Credentials, conversationID, peerID, text string, media []Media) (Message, error)
 }
+
+// Liker is implemented by adapters of networks whose API lets an account like a comment (X,
+// Bluesky; YouTube has no such call).
+type Liker interface {
+	// LikeComment likes (like true) or unlikes the comment commentID of publicationID. The comment
+	// is read first: one that is not a comment of publicationID is ErrNotFound and nothing is
+	// sent. Liking a comment already liked changes nothing; unliking one the account has not
+	// liked is ErrNotLiked and nothing is sent.
+	LikeComment(ctx context.Context, c Credentials, publicationID, commentID string, like bool) error
+}
+
+// Hider is implemented by adapters of networks whose API lets an account hide a reply to its
+// own post (X hidden replies, Bluesky threadgate hiddenReplies, YouTube moderation).
+type Hider interface {
+	// HideComment hides (hide true) or shows again the comment commentID of publicationID. The
+	// comment is read first: one that is not a comment of publicationID is ErrNotFound and
+	// nothing is sent.
+	HideComment(ctx context.Context, c Credentials, publicationID, commentID string, hide bool) error
+}
+
+// ConversationSummary is one direct message conversation of an account, as a listing shows it.
+type ConversationSummary struct {
+	ID string `json:"id"`
+	// PeerID is the other member's network user id; PeerHandle their handle ("" when the
+	// network did not name it).
+	PeerID     string `json:"peer_id"`
+	PeerHandle string `json:"peer_handle,omitempty"`
+	// Last is the newest message.
+	Last Message `json:"last"`
+	// CanReply is false when the network says the account cannot write in it.
+	CanReply bool `json:"can_reply"`
+}
+
+// ConversationLister is implemented by adapters of networks whose direct messages Herald lists
+// (X, Bluesky).
+type ConversationLister interface {
+	// Conversations lists the account's one-to-one conversations, newest message first.
+	// truncated is true when the network had more than the adapter reads in one listing.
+	Conversations(ctx context.Context, c Credentials) (list []ConversationSummary, truncated bool, err error)
+}

@@ -54,18 +54,31 @@ var DefaultReadRules = map[platforms.Platform]map[ReadOp][]Rule{
 		OpReply:        {{Name: "tweets", Limit: 100, Window: 15 * time.Minute, Cost: 1}, xTweetsApp},
 		OpConversation: {{Name: "read:dm_events", Limit: 15, Window: 15 * time.Minute, Cost: 1}},
 		OpSendMessage:  {{Name: "dm_send", Limit: 15, Window: 15 * time.Minute, Cost: 1}, {Name: "dm_send_day", Limit: 1440, Window: 24 * time.Hour, Cost: 1}, {Name: "dm_send_app", Limit: 1440, Window: 24 * time.Hour, Cost: 1, PerPlatform: true}},
+		// GET /2/dm_events shares the DM lookup window with a conversation's dm_events.
+		OpConversations: {{Name: "read:dm_events", Limit: 15, Window: 15 * time.Minute, Cost: 1}},
+		// POST and DELETE /2/users/:id/likes: 50 per 15 minutes and 1,000 a day per user.
+		OpLike: {{Name: "likes", Limit: 50, Window: 15 * time.Minute, Cost: 1}, {Name: "likes_day", Limit: 1000, Window: 24 * time.Hour, Cost: 1}},
+		// PUT /2/tweets/:id/hidden: 50 per 15 minutes per user.
+		OpHide: {{Name: "hide_replies", Limit: 50, Window: 15 * time.Minute, Cost: 1}},
 	},
 	platforms.Bluesky: {
-		OpMetrics:      {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}},
-		OpComments:     {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}},
-		OpReply:        {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}, {Name: "writes", Limit: 5000, Window: time.Hour, Cost: 3}, {Name: "writes_day", Limit: 35000, Window: 24 * time.Hour, Cost: 3}},
-		OpConversation: {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}},
-		OpSendMessage:  {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}},
+		OpMetrics:       {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}},
+		OpComments:      {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}},
+		OpReply:         {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}, {Name: "writes", Limit: 5000, Window: time.Hour, Cost: 3}, {Name: "writes_day", Limit: 35000, Window: 24 * time.Hour, Cost: 3}},
+		OpConversation:  {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}},
+		OpSendMessage:   {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}},
+		OpConversations: {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}},
+		// A like is a createRecord (3 write points), an unlike a deleteRecord (1), a hide a
+		// putRecord of the threadgate (3 when it creates it, 2 when it updates it): the most.
+		OpLike: {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}, {Name: "writes", Limit: 5000, Window: time.Hour, Cost: 3}, {Name: "writes_day", Limit: 35000, Window: 24 * time.Hour, Cost: 3}},
+		OpHide: {{Name: "read:requests", Limit: 3000, Window: 5 * time.Minute, Cost: 1}, {Name: "writes", Limit: 5000, Window: time.Hour, Cost: 3}, {Name: "writes_day", Limit: 35000, Window: 24 * time.Hour, Cost: 3}},
 	},
 	platforms.YouTube: {
 		OpMetrics:  {{Name: "units", Limit: 10000, Window: 24 * time.Hour, Cost: 1, PerPlatform: true}},
 		OpComments: {{Name: "units", Limit: 10000, Window: 24 * time.Hour, Cost: 1, PerPlatform: true}},
 		OpReply:    {{Name: "units", Limit: 10000, Window: 24 * time.Hour, Cost: 50, PerPlatform: true}},
+		// comments.setModerationStatus costs 50 units.
+		OpHide: {{Name: "units", Limit: 10000, Window: 24 * time.Hour, Cost: 50, PerPlatform: true}},
 	},
 	platforms.TikTok: {
 		OpMetrics: {{Name: "read:display", Limit: 600, Window: time.Minute, Cost: 1}},

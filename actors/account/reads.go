@@ -13,7 +13,8 @@ import (
 )
 
 // Live reads: the network calls of analytics and the inbox (metrics of a publication, its
-// comments, a reply to a comment, a conversation's messages, a direct message). They go through
+// comments, a reply to a comment, a like or a hide of a comment, the account's conversations, a
+// conversation's messages, a direct message). They go through
 // the account's actor like publishes, so that they spend the account's budget and use its
 // current token, but they never wait in its publish queue and never block it:
 //
@@ -38,6 +39,12 @@ const (
 	OpReply        ReadOp = "reply"    // platforms.Commenter.Reply
 	OpConversation ReadOp = "dm_read"  // platforms.Messenger.Conversation
 	OpSendMessage  ReadOp = "dm_send"  // platforms.Messenger.SendMessage
+	// OpConversations lists the account's conversations (platforms.ConversationLister).
+	OpConversations ReadOp = "dm_list"
+	// OpLike likes or, with Undo, unlikes a comment (platforms.Liker).
+	OpLike ReadOp = "like"
+	// OpHide hides or, with Undo, shows again a comment (platforms.Hider).
+	OpHide ReadOp = "hide"
 )
 
 // MetricsBatcher is implemented by adapters that read the metrics of many publications in few
@@ -73,6 +80,8 @@ type Read struct {
 	PeerID         string
 	Text           string
 	Media          []platforms.Media
+	// Undo turns OpLike into an unlike and OpHide into an unhide.
+	Undo bool
 	// Deadline bounds the call, its wait for a slot and a token refresh (zero: Deps.CallTimeout).
 	Deadline time.Time
 }
@@ -88,6 +97,9 @@ type ReadReply struct {
 	Comment  platforms.Comment
 	Messages []platforms.Message
 	Message  platforms.Message
+	// Conversations is the listing of OpConversations; Truncated says the network had more.
+	Conversations []platforms.ConversationSummary
+	Truncated     bool
 }
 
 // ErrReadUnsupported means the account's network offers no such live call.
@@ -294,6 +306,12 @@ func call(ctx context.Context, adapter platforms.Adapter, c platforms.Credential
 		out.Messages, err = adapter.(platforms.Messenger).Conversation(ctx, c, r.ConversationID)
 	case OpSendMessage:
 		out.Message, err = adapter.(platforms.Messenger).SendMessage(ctx, c, r.ConversationID, r.PeerID, r.Text, r.Media)
+	case OpConversations:
+		out.Conversations, out.Truncated, err = adapter.(platforms.ConversationLister).Conversations(ctx, c)
+	case OpLike:
+		err = adapter.(platforms.Liker).LikeComment(ctx, c, r.PublicationID, r.CommentID, !r.Undo)
+	case OpHide:
+		err = adapter.(platforms.Hider).HideComment(ctx, c, r.PublicationID, r.CommentID, !r.Undo)
 	default:
 		err = ErrReadUnsupported
 	}
@@ -313,6 +331,15 @@ func supports(adapter platforms.Adapter, op ReadOp) bool {
 		return ok
 	case OpConversation, OpSendMessage:
 		_, ok := adapter.(platforms.Messenger)
+		return ok
+	case OpConversations:
+		_, ok := adapter.(platforms.ConversationLister)
+		return ok
+	case OpLike:
+		_, ok := adapter.(platforms.Liker)
+		return ok
+	case OpHide:
+		_, ok := adapter.(platforms.Hider)
 		return ok
 	}
 	return false

@@ -29,6 +29,10 @@ func (h *handlers) registerLive(v1 *echo.Group) {
 	v1.GET("/inbox/accounts", h.inboxAccounts)
 	v1.GET("/inbox/comments", h.inboxComments)
 	v1.POST("/inbox/comments/:commentId/reply", h.replyToComment)
+	v1.POST("/inbox/comments/:commentId/like", h.likeComment)
+	v1.POST("/inbox/comments/:commentId/hide", h.hideComment)
+	v1.GET("/inbox/dms", h.inboxDMs)
+	v1.GET("/inbox/dms/:conversationId", h.inboxDMThread)
 	v1.POST("/inbox/dms/:conversationId/reply", h.replyToConversation)
 }
 
@@ -260,7 +264,126 @@ func (h *handlers) replyToComment(c *echo.Context) error {
 	if err != nil {
 		return h.liveError(c, err)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"ok": true, "id": sent.ID, "platform": sent.Platform})
+	return c.JSON(http.StatusOK, map[string]any{"ok": true, "reply_id": sent.ID, "platform": sent.Platform})
+}
+
+// commentAction reads a like or hide: the comment id, publication_id and the undo flag (undo
+// names the body field: unlike or unhide).
+func commentAction(c *echo.Context, undo string) (live.CommentAction, error) {
+	commentID, err := pathString("commentId", c.Param("commentId"))
+	if err != nil {
+		return live.CommentAction{}, err
+	}
+	o, err := readObject(c.Request())
+	if err != nil {
+		return live.CommentAction{}, err
+	}
+	pub, err := requiredUUID(o, "publication_id")
+	if err != nil {
+		return live.CommentAction{}, err
+	}
+	flag, err := o.boolean(undo)
+	if err != nil {
+		return live.CommentAction{}, err
+	}
+	return live.CommentAction{CommentID: commentID, PublicationID: pub, Undo: flag != nil && *flag}, nil
+}
+
+func (h *handlers) likeComment(c *echo.Context) error {
+	a, err := commentAction(c, "unlike")
+	if err != nil {
+		return err
+	}
+	done, err := h.Live.LikeComment(c.Request().Context(), server.Principal(c).User.ID, a)
+	if err != nil {
+		return h.liveError(c, err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"ok": true, "liked": done.On, "platform": done.Platform})
+}
+
+func (h *handlers) hideComment(c *echo.Context) error {
+	a, err := commentAction(c, "unhide")
+	if err != nil {
+		return err
+	}
+	done, err := h.Live.HideComment(c.Request().Context(), server.Principal(c).User.ID, a)
+	if err != nil {
+		return h.liveError(c, err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"ok": true, "hidden": done.On, "platform": done.Platform})
+}
+
+func (h *handlers) inboxDMs(c *echo.Context) error {
+	p := server.Principal(c)
+	fresh, err := live.ParseBool("fresh", c.QueryParam("fresh"), false)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(c, "limit", live.DefaultInboxLimit, live.MinInboxLimit, live.MaxInboxLimit)
+	if err != nil {
+		return err
+	}
+	platform := c.QueryParam("platform")
+	if platform != "" {
+		if !platforms.Platform(platform).Valid() {
+			return apierr.Validation("platform: must be one of %s", joinPlatforms(platforms.All))
+		}
+		if !slices.Contains(live.MessagePlatforms, platforms.Platform(platform)) {
+			return apierr.Validation("platform: %s has no live direct messages (live: %s)", platform, joinPlatforms(live.MessagePlatforms))
+		}
+	}
+	acct, acctPlatform, err := h.liveAccount(c, p.User.ID, "account_id", live.MessagePlatforms, "direct messages")
+	if err != nil {
+		return err
+	}
+	if acct != "" && platform != "" && acctPlatform != platform {
+		return apierr.Validation("platform: the account %s is on %s, not %s", acct, acctPlatform, platform)
+	}
+	q := live.DMQuery{AccountID: acct, Platform: platform, Before: c.QueryParam("before"), Limit: limit, Fresh: fresh}
+	if len(q.Before) > 2048 {
+		return apierr.Validation("before: invalid cursor; use next_before of the previous page as it was returned")
+	}
+	if err := h.Live.ParseDMCursor(p.User.ID, &q); err != nil {
+		return err
+	}
+	body, err := h.Live.DMs(c.Request().Context(), p.User.ID, q)
+	if err != nil {
+		return h.liveError(c, err)
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
+}
+
+func (h *handlers) inboxDMThread(c *echo.Context) error {
+	p := server.Principal(c)
+	conversationID, err := pathString("conversationId", c.Param("conversationId"))
+	if err != nil {
+		return err
+	}
+	v := c.QueryParam("account_id")
+	if v == "" {
+		return apierr.Validation("account_id: Required")
+	}
+	accountID, err := parseUUID("account_id", v)
+	if err != nil {
+		return err
+	}
+	peer := ""
+	if v := c.QueryParam("peer_id"); v != "" {
+		if peer, err = pathString("peer_id", v); err != nil {
+			return err
+		}
+	}
+	fresh, err := live.ParseBool("fresh", c.QueryParam("fresh"), false)
+	if err != nil {
+		return err
+	}
+	body, err := h.Live.DMThread(c.Request().Context(), p.User.ID, live.DMThreadQuery{
+		ConversationID: conversationID, AccountID: accountID, PeerID: peer, Fresh: fresh,
+	})
+	if err != nil {
+		return h.liveError(c, err)
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
 }
 
 func (h *handlers) replyToConversation(c *echo.Context) error {
@@ -300,5 +423,5 @@ func (h *handlers) replyToConversation(c *echo.Context) error {
 	if err != nil {
 		return h.liveError(c, err)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"ok": true, "id": sent.ID, "platform": sent.Platform})
+	return c.JSON(http.StatusOK, map[string]any{"ok": true, "message_id": sent.ID, "platform": sent.Platform})
 }

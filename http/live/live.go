@@ -1,6 +1,6 @@
-// Package live serves Herald's live data: the analytics overview and the comments inbox, read
-// from the networks at request time and never stored, and the replies to comments and direct
-// messages. docs/live-data.md describes the behaviour for API users; this comment, the rules.
+// Package live serves Herald's live data: the analytics overview, the comments inbox and the
+// direct message conversations, read from the networks at request time and never stored, and
+// the replies, likes and hides of comments and the direct messages. docs/live-data.md describes the behaviour for API users; this comment, the rules.
 //
 // Every network call goes through the connected account's actor (account.Read), which spends
 // the account's rate budget, uses and refreshes its token, and answers at once when the budget
@@ -19,8 +19,9 @@
 //
 // Answers are cached (package cache) per user and normalised query as JSON bodies, so that a
 // cached answer costs no encoding: the 90-second floor, fresh=true, singleflight coalescing.
-// Replies and direct messages are never cached and never coalesced; a reply invalidates the
-// user's cached inbox pages.
+// Replies, likes, hides and direct messages are never cached and never coalesced; each one
+// invalidates the user's cached inbox pages (comments and DMs). The DM listing and one
+// conversation are cached like the comments inbox (dms.go).
 package live
 
 import (
@@ -217,7 +218,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "herald_live_accounts_needing_reconnect_total", Help: "Accounts a fan-out found with an expired or refused token, by platform.",
 		}, []string{"platform"}),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_live_writes_total", Help: "Comment replies and direct messages, by kind (comment_reply, dm_reply) and outcome (sent, refused, failed).",
+			Name: "herald_live_writes_total", Help: "Comment replies, likes and hides and direct messages, by kind (comment_reply, comment_like, comment_hide, dm_reply) and outcome (sent, refused, failed).",
 		}, []string{"kind", "outcome"}),
 		requestBudgets: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "herald_live_fanout_calls", Help: "Network calls one live fan-out made, by kind.",

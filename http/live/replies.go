@@ -176,6 +176,7 @@ func (s *Service) ReplyToConversation(ctx context.Context, userID string, r Mess
 		return Sent{}, s.writeError("dm_reply", platform, doSend, err)
 	}
 	s.metrics.writes.WithLabelValues("dm_reply", "sent").Inc()
+	s.bumpGeneration(userID) // the conversation listings show the message at once
 	return Sent{ID: sent.Message.ID, Platform: string(platform)}, nil
 }
 
@@ -196,41 +197,61 @@ func (s *Service) resolve(ctx context.Context, userID, mediaID string) ([]platfo
 
 // What a write was doing when it failed.
 const (
-	doReadThread       = "read the comment's thread"
-	doPost             = "post the reply"
-	doReadConversation = "read the conversation"
-	doSend             = "send the message"
+	doReadThread        = "read the comment's thread"
+	doPost              = "post the reply"
+	doReadConversation  = "read the conversation"
+	doSend              = "send the message"
+	doLike              = "like the comment"
+	doHide              = "hide the comment"
+	doReadMessages      = "read the conversation's messages"
+	doListConversations = "list the conversations"
 )
 
-// writeError maps an account's error on the way to a reply to the API's error.
+// writeError maps an account's error on the way to a reply, a like or a hide to the API's error,
+// and counts the write's outcome.
 func (s *Service) writeError(kind string, p platforms.Platform, doing string, err error) error {
+	out, outcome := s.accountError(p, doing, err)
+	s.metrics.writes.WithLabelValues(kind, outcome).Inc()
+	if outcome == "failed" {
+		s.cfg.Log.Warn("live write failed", "kind", kind, "platform", p, "error", err)
+	}
+	return out
+}
+
+// accountError maps an account's error to the API's error; outcome is "refused" (a 4xx: the
+// account, its budget or the network said no) or "failed" (the network failed or did not answer).
+func (s *Service) accountError(p platforms.Platform, doing string, err error) (out error, outcome string) {
 	sending := doing == doPost || doing == doSend
+	// A like or a hide is idempotent on every network: repeating one whose outcome is unknown
+	// is safe.
+	idempotent := doing == doLike || doing == doHide
 	var spent *account.BudgetSpentError
 	var rc *account.ReconnectError
 	var pe *platforms.Error
 	switch {
 	case errors.As(err, &rc):
-		s.metrics.writes.WithLabelValues(kind, "refused").Inc()
-		return apierr.Validation("the %s account must be connected again before Herald can %s (%s)", p, doing, rc.Reason)
+		return apierr.Validation("the %s account must be connected again before Herald can %s (%s)", p, doing, rc.Reason), "refused"
 	case errors.As(err, &spent):
-		s.metrics.writes.WithLabelValues(kind, "refused").Inc()
 		wait := max(int(time.Until(spent.RetryAt).Seconds()+0.999), 1)
 		return apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimitExceeded,
 			"the %s account's rate budget for this call is spent until %s; nothing was sent", p, spent.RetryAt.UTC().Format(time.RFC3339)).
-			WithHeader("Retry-After", strconv.Itoa(wait))
+			WithHeader("Retry-After", strconv.Itoa(wait)), "refused"
 	case errors.Is(err, account.ErrNotFound), errors.Is(err, account.ErrForbidden):
-		s.metrics.writes.WithLabelValues(kind, "refused").Inc()
-		return apierr.Validation("the connected account was disconnected")
+		return apierr.Validation("the connected account was disconnected"), "refused"
 	case errors.As(err, &pe) && (pe.Kind == platforms.Permanent || pe.Kind == platforms.Invalid):
-		s.metrics.writes.WithLabelValues(kind, "refused").Inc()
-		return apierr.Validation("%s refused: %s", p, pe.Message)
+		return apierr.Validation("%s refused: %s", p, pe.Message), "refused"
 	}
-	s.metrics.writes.WithLabelValues(kind, "failed").Inc()
-	s.cfg.Log.Warn("live write failed", "kind", kind, "platform", p, "error", err)
-	if sending && (platforms.KindOf(err) == platforms.Unknown || errors.Is(err, actors.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)) {
-		return apierr.Unavailable(fmt.Sprintf("%s did not confirm in time: it may have been sent; check before sending it again", p))
+	unknown := platforms.KindOf(err) == platforms.Unknown || errors.Is(err, actors.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
+	msg := fmt.Sprintf("%s did not answer in time or failed while Herald tried to %s; nothing was sent; retry shortly", p, doing)
+	switch {
+	case sending && unknown:
+		msg = fmt.Sprintf("%s did not confirm in time: it may have been sent; check before sending it again", p)
+	case idempotent:
+		msg = fmt.Sprintf("%s did not answer in time or failed while Herald tried to %s; it may have been done; repeating it is safe", p, doing)
+	case doing == doReadMessages || doing == doListConversations:
+		msg = fmt.Sprintf("%s did not answer in time or failed while Herald tried to %s; retry shortly", p, doing)
 	}
-	return apierr.Unavailable(fmt.Sprintf("%s did not answer in time or failed while Herald tried to %s; nothing was sent; retry shortly", p, doing))
+	return apierr.Unavailable(msg), "failed"
 }
 
 func deadlineOf(ctx context.Context) time.Time {

@@ -101,6 +101,10 @@ type postView struct {
 	RepostCount *int64 `json:"repostCount"`
 	QuoteCount  *int64 `json:"quoteCount"`
 	IndexedAt   string `json:"indexedAt"`
+	// Viewer is the caller's relation to the post: Like is the URI of its like record.
+	Viewer struct {
+		Like string `json:"like"`
+	} `json:"viewer"`
 }
 
 // metrics maps Bluesky's counts: likes, replies as comments, reposts plus quotes as shares; there

@@ -22,6 +22,14 @@ package sim
 // Sim.NewAccount use the core's numeric user id as their DID, which createRecord and listRecords
 // accept the same way.
 //
+// Engagement: a like is an app.bsky.feed.like record {subject:{uri,cid}, createdAt} created with
+// createRecord (3 write points) and removed with deleteRecord (1 point); a post's viewer.like in
+// getPosts and getPostThread is the caller's like record. A thread's hidden replies are the
+// hiddenReplies of the root's app.bsky.feed.threadgate record (rkey = the post's rkey), written
+// with putRecord (3 points to create, 2 to update; at most 300 URIs) and read with getRecord
+// (400 RecordNotFound when there is none); getPostThread leaves hidden replies out.
+// chat.bsky.convo.listConvos lists the caller's conversations, newest message first.
+//
 // Live data (networks.md §2.5), answered by the PDS as if proxied to the AppView and the chat
 // service: app.bsky.feed.getPosts (likeCount, replyCount, repostCount, quoteCount from the post's
 // counters; Bluesky has no views) and app.bsky.feed.getPostThread (the post with its replies,
@@ -43,6 +51,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,6 +83,11 @@ const (
 	bskyMaxBlobBytes  = 52_428_800
 	bskyCreateCost    = 3
 	bskyPostNSID      = "app.bsky.feed.post"
+	bskyLikeNSID      = "app.bsky.feed.like"
+	bskyGateNSID      = "app.bsky.feed.threadgate"
+	bskyUpdateCost    = 2
+	bskyDeleteCost    = 1
+	bskyMaxHidden     = 300 // app.bsky.feed.threadgate hiddenReplies maxLength
 )
 
 var bskyAppPassword = regexp.MustCompile(`^[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{4}$`)
@@ -118,6 +132,9 @@ func registerBluesky(n *Network) {
 	n.Mux.HandleFunc("POST /xrpc/com.atproto.repo.uploadBlob", b.limited(b.authed(b.uploadBlob)))
 	n.Mux.HandleFunc("POST /xrpc/com.atproto.repo.createRecord", b.limited(b.authed(b.createRecord)))
 	n.Mux.HandleFunc("GET /xrpc/com.atproto.repo.listRecords", b.limited(b.listRecords))
+	n.Mux.HandleFunc("GET /xrpc/com.atproto.repo.getRecord", b.limited(b.getRecord))
+	n.Mux.HandleFunc("POST /xrpc/com.atproto.repo.putRecord", b.limited(b.authed(b.putRecord)))
+	n.Mux.HandleFunc("POST /xrpc/com.atproto.repo.deleteRecord", b.limited(b.authed(b.deleteRecord)))
 	n.Mux.HandleFunc("GET /xrpc/app.bsky.video.getUploadLimits", b.getUploadLimits)
 	n.Mux.HandleFunc("POST /xrpc/app.bsky.video.uploadVideo", b.uploadVideo)
 	n.Mux.HandleFunc("GET /xrpc/app.bsky.video.getJobStatus", b.getJobStatus)
@@ -129,6 +146,7 @@ func registerBluesky(n *Network) {
 	n.Mux.HandleFunc("GET /xrpc/chat.bsky.convo.getMessages", b.limited(b.authed(b.chat(b.getMessages))))
 	n.Mux.HandleFunc("POST /xrpc/chat.bsky.convo.sendMessage", b.limited(b.authed(b.chat(b.sendMessage))))
 	n.Mux.HandleFunc("GET /xrpc/chat.bsky.convo.getConvoForMembers", b.limited(b.authed(b.chat(b.getConvoForMembers))))
+	n.Mux.HandleFunc("GET /xrpc/chat.bsky.convo.listConvos", b.limited(b.authed(b.chat(b.listConvos))))
 }
 
 // bskyError writes an XRPC error.
@@ -544,8 +562,12 @@ func (b *bskySim) createRecord(w http.ResponseWriter, r *http.Request, a bskyAcc
 		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Input/repo must be the authenticated account")
 		return
 	}
+	if req.Collection == bskyLikeNSID {
+		b.createLike(w, r, a, req.Rkey, req.Record)
+		return
+	}
 	if req.Collection != bskyPostNSID {
-		bskyError(w, http.StatusBadRequest, "InvalidRequest", "the simulator stores only app.bsky.feed.post records")
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "the simulator creates only app.bsky.feed.post and app.bsky.feed.like records (a threadgate is written with putRecord)")
 		return
 	}
 	var rec bskyPostRecord
@@ -905,23 +927,28 @@ func (b *bskySim) newComment(c *Comment, post Record, parent *Comment) error {
 }
 
 // postView renders app.bsky.feed.defs#postView with the post's counters.
-func (b *bskySim) postView(rec *bskyRecord) map[string]any {
+func (b *bskySim) postView(rec *bskyRecord, viewer string) map[string]any {
 	var v struct {
 		CreatedAt string `json:"createdAt"`
 	}
 	_ = json.Unmarshal(rec.value, &v)
 	c := b.n.Counters(rec.uri)
 	handle := b.handleOf(rec.did)
+	viewerState := map[string]any{}
+	if like, ok := b.n.LikeOf(viewer, rec.uri); ok && viewer != "" {
+		viewerState["like"] = like.Record
+	}
 	return map[string]any{
 		"uri": rec.uri, "cid": rec.cid,
 		"author": map[string]any{"did": rec.did, "handle": handle, "displayName": handle, "labels": []any{}},
 		"record": rec.value, "replyCount": c.Comments, "repostCount": c.Shares, "likeCount": c.Likes,
 		"quoteCount": 0, "bookmarkCount": 0, "indexedAt": v.CreatedAt, "labels": []any{},
+		"viewer": viewerState,
 	}
 }
 
 // getPosts is app.bsky.feed.getPosts?uris=… (at most 25): the posts that exist, in order.
-func (b *bskySim) getPosts(w http.ResponseWriter, r *http.Request, _ bskyAccount) {
+func (b *bskySim) getPosts(w http.ResponseWriter, r *http.Request, a bskyAccount) {
 	uris := r.URL.Query()["uris"]
 	if len(uris) == 0 || len(uris) > 25 {
 		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: uris must have between 1 and 25 items")
@@ -930,14 +957,15 @@ func (b *bskySim) getPosts(w http.ResponseWriter, r *http.Request, _ bskyAccount
 	posts := []any{}
 	for _, u := range uris {
 		if rec, ok := b.record(u); ok {
-			posts = append(posts, b.postView(rec))
+			posts = append(posts, b.postView(rec, a.did))
 		}
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"posts": posts})
 }
 
 // getPostThread is app.bsky.feed.getPostThread?uri=…&depth=…: the post with its replies, nested.
-func (b *bskySim) getPostThread(w http.ResponseWriter, r *http.Request, _ bskyAccount) {
+// Replies hidden by the root's threadgate (hiddenReplies) are left out, with what is below them.
+func (b *bskySim) getPostThread(w http.ResponseWriter, r *http.Request, a bskyAccount) {
 	q := r.URL.Query()
 	uri := q.Get("uri")
 	if uri == "" {
@@ -971,10 +999,13 @@ func (b *bskySim) getPostThread(w http.ResponseWriter, r *http.Request, _ bskyAc
 	}
 	var node func(rec *bskyRecord, level int) map[string]any
 	node = func(rec *bskyRecord, level int) map[string]any {
-		out := map[string]any{"$type": "app.bsky.feed.defs#threadViewPost", "post": b.postView(rec)}
+		out := map[string]any{"$type": "app.bsky.feed.defs#threadViewPost", "post": b.postView(rec, a.did)}
 		if level < depth {
 			replies := []any{}
 			for _, c := range children[rec.uri] {
+				if b.n.IsHidden(c.ID) {
+					continue // in the root's threadgate hiddenReplies: left out of the thread
+				}
 				if child, ok := b.record(c.ID); ok {
 					replies = append(replies, node(child, level+1))
 				}
@@ -1127,4 +1158,245 @@ func (b *bskySim) getConvoForMembers(w http.ResponseWriter, r *http.Request, a b
 		return
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"convo": b.convoView(c)})
+}
+
+// spendWrites charges cost repo write points to did, answering 429 when they are spent.
+func (b *bskySim) spendWrites(w http.ResponseWriter, r *http.Request, did string, cost int) bool {
+	limit, remaining, reset, ok := b.n.Take("writes", did, cost, bskyLimitWritesHour)
+	bskySetRate(w, limit, remaining, reset, bskyLimitWritesHour.Window)
+	if ok {
+		var dl, dr int
+		var dreset time.Time
+		if dl, dr, dreset, ok = b.n.Take("writes_day", did, cost, bskyLimitWritesDay); !ok {
+			bskySetRate(w, dl, dr, dreset, bskyLimitWritesDay.Window)
+			reset = dreset
+		}
+	}
+	if !ok {
+		b.rateLimited(w, r, reset)
+	}
+	return ok
+}
+
+// createLike stores an app.bsky.feed.like record; its subject must be an existing post (uri and
+// cid).
+func (b *bskySim) createLike(w http.ResponseWriter, r *http.Request, a bskyAccount, rkey string, raw json.RawMessage) {
+	var rec struct {
+		Type      string         `json:"$type"`
+		Subject   *bskyStrongRef `json:"subject"`
+		CreatedAt string         `json:"createdAt"`
+	}
+	if err := json.Unmarshal(raw, &rec); err != nil || rec.Subject == nil {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Invalid app.bsky.feed.like record: Record must have the property \"subject\"")
+		return
+	}
+	if _, err := time.Parse(time.RFC3339, rec.CreatedAt); err != nil {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Invalid app.bsky.feed.like record: Record/createdAt must be an valid atproto datetime")
+		return
+	}
+	subject, ok := b.record(rec.Subject.URI)
+	if !ok || subject.cid != rec.Subject.CID || subject.collection != bskyPostNSID {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Invalid app.bsky.feed.like record: Record/subject must reference an existing post (uri and cid)")
+		return
+	}
+	if !b.spendWrites(w, r, a.did, bskyCreateCost) {
+		return
+	}
+	if rkey == "" {
+		rkey = b.tid()
+	}
+	uri := "at://" + a.did + "/" + bskyLikeNSID + "/" + rkey
+	cid := bskyCID(0x71, raw)
+	b.n.Store.Put("bsky-record:"+a.did+"/"+bskyLikeNSID+"/"+rkey, &bskyRecord{did: a.did, collection: bskyLikeNSID, rkey: rkey, uri: uri, cid: cid, value: append(json.RawMessage(nil), raw...)})
+	b.n.SetLike(a.did, subject.uri, uri, true)
+	WriteJSON(w, http.StatusOK, map[string]any{"uri": uri, "cid": cid, "validationStatus": "valid",
+		"commit": map[string]string{"cid": bskyCID(0x71, []byte(uri+cid)), "rev": b.tid()}})
+}
+
+// getRecord is com.atproto.repo.getRecord?repo&collection&rkey → {uri, cid, value}, or 400
+// RecordNotFound.
+func (b *bskySim) getRecord(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	repo, collection, rkey := q.Get("repo"), q.Get("collection"), q.Get("rkey")
+	if repo == "" || collection == "" || rkey == "" {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: Params must have the properties \"repo\", \"collection\" and \"rkey\"")
+		return
+	}
+	uri := "at://" + repo + "/" + collection + "/" + rkey
+	rec, ok := b.record(uri)
+	if !ok {
+		bskyError(w, http.StatusBadRequest, "RecordNotFound", "Could not locate record: "+uri)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"uri": rec.uri, "cid": rec.cid, "value": rec.value})
+}
+
+// putRecord is com.atproto.repo.putRecord {repo, collection, rkey, record}; the simulator takes
+// app.bsky.feed.threadgate records, whose hiddenReplies hide replies of the post's thread.
+func (b *bskySim) putRecord(w http.ResponseWriter, r *http.Request, a bskyAccount) {
+	var req struct {
+		Repo       string          `json:"repo"`
+		Collection string          `json:"collection"`
+		Rkey       string          `json:"rkey"`
+		Record     json.RawMessage `json:"record"`
+		SwapRecord *string         `json:"swapRecord"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil || req.Rkey == "" {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Input must have the properties \"repo\", \"collection\", \"rkey\" and \"record\"")
+		return
+	}
+	if req.Repo != a.did && !strings.EqualFold(req.Repo, a.handle) {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Input/repo must be the authenticated account")
+		return
+	}
+	if req.Collection != bskyGateNSID {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "the simulator puts only app.bsky.feed.threadgate records")
+		return
+	}
+	var gate struct {
+		Type          string   `json:"$type"`
+		Post          string   `json:"post"`
+		CreatedAt     string   `json:"createdAt"`
+		HiddenReplies []string `json:"hiddenReplies"`
+	}
+	const prefix = "Invalid app.bsky.feed.threadgate record: "
+	if err := json.Unmarshal(req.Record, &gate); err != nil {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", prefix+"Record must be an object")
+		return
+	}
+	postURI := "at://" + a.did + "/" + bskyPostNSID + "/" + req.Rkey
+	switch {
+	case gate.Post != postURI:
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", prefix+"Record/post must be the post with the threadgate's rkey in the same repo")
+		return
+	case len(gate.HiddenReplies) > bskyMaxHidden:
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", fmt.Sprintf(prefix+"Record/hiddenReplies must not have more than %d elements", bskyMaxHidden))
+		return
+	}
+	if _, err := time.Parse(time.RFC3339, gate.CreatedAt); err != nil {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", prefix+"Record/createdAt must be an valid atproto datetime")
+		return
+	}
+	if _, ok := b.record(postURI); !ok {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", prefix+"Record/post must reference an existing post")
+		return
+	}
+	key := "bsky-record:" + a.did + "/" + bskyGateNSID + "/" + req.Rkey
+	old, exists := b.n.Store.Get(key)
+	if req.SwapRecord != nil {
+		cur := ""
+		if exists {
+			cur = old.(*bskyRecord).cid
+		}
+		if cur != *req.SwapRecord {
+			bskyError(w, http.StatusBadRequest, "InvalidSwap", "Record was at "+cur)
+			return
+		}
+	}
+	cost := bskyCreateCost
+	if exists {
+		cost = bskyUpdateCost
+	}
+	if !b.spendWrites(w, r, a.did, cost) {
+		return
+	}
+	uri := "at://" + a.did + "/" + bskyGateNSID + "/" + req.Rkey
+	cid := bskyCID(0x71, req.Record)
+	b.n.Store.Put(key, &bskyRecord{did: a.did, collection: bskyGateNSID, rkey: req.Rkey, uri: uri, cid: cid, value: append(json.RawMessage(nil), req.Record...)})
+	b.syncHidden(postURI, gate.HiddenReplies)
+	WriteJSON(w, http.StatusOK, map[string]any{"uri": uri, "cid": cid, "validationStatus": "valid",
+		"commit": map[string]string{"cid": bskyCID(0x71, []byte(uri+cid)), "rev": b.tid()}})
+}
+
+// syncHidden makes the thread's hidden replies those the threadgate lists.
+func (b *bskySim) syncHidden(root string, hidden []string) {
+	for _, c := range b.n.Comments(root) {
+		b.n.SetHidden(c.ID, slices.Contains(hidden, c.ID))
+	}
+}
+
+// deleteRecord is com.atproto.repo.deleteRecord {repo, collection, rkey} (1 write point); deleting
+// a record that does not exist succeeds, as on a PDS. Deleting a like unlikes; deleting a
+// threadgate shows its hidden replies again.
+func (b *bskySim) deleteRecord(w http.ResponseWriter, r *http.Request, a bskyAccount) {
+	var req struct {
+		Repo       string `json:"repo"`
+		Collection string `json:"collection"`
+		Rkey       string `json:"rkey"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil || req.Collection == "" || req.Rkey == "" {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Input must have the properties \"repo\", \"collection\" and \"rkey\"")
+		return
+	}
+	if req.Repo != a.did && !strings.EqualFold(req.Repo, a.handle) {
+		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Input/repo must be the authenticated account")
+		return
+	}
+	if !b.spendWrites(w, r, a.did, bskyDeleteCost) {
+		return
+	}
+	key := "bsky-record:" + a.did + "/" + req.Collection + "/" + req.Rkey
+	v, ok := b.n.Store.Get(key)
+	if ok {
+		rec := v.(*bskyRecord)
+		b.n.Store.With(func(objects map[string]any) { delete(objects, key) })
+		switch rec.collection {
+		case bskyLikeNSID:
+			var like struct {
+				Subject bskyStrongRef `json:"subject"`
+			}
+			_ = json.Unmarshal(rec.value, &like)
+			if cur, liked := b.n.LikeOf(a.did, like.Subject.URI); liked && cur.Record == rec.uri {
+				b.n.SetLike(a.did, like.Subject.URI, "", false)
+			}
+		case bskyGateNSID:
+			b.syncHidden("at://"+a.did+"/"+bskyPostNSID+"/"+req.Rkey, nil)
+		}
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"commit": map[string]string{"cid": bskyCID(0x71, []byte(key)), "rev": b.tid()}})
+}
+
+// listConvos is chat.bsky.convo.listConvos?limit=&cursor=: the caller's conversations with a
+// message, newest message first, each with its lastMessage.
+func (b *bskySim) listConvos(w http.ResponseWriter, r *http.Request, a bskyAccount) {
+	q := r.URL.Query()
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: limit must be between 1 and 100")
+			return
+		}
+		limit = n
+	}
+	offset := 0
+	if v := q.Get("cursor"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: invalid cursor")
+			return
+		}
+		offset = n
+	}
+	var convos []Conversation
+	for _, c := range b.n.Sim.Conversations(b.n.Platform, a.did) {
+		if len(c.Messages) > 0 {
+			convos = append(convos, c)
+		}
+	}
+	sort.SliceStable(convos, func(i, j int) bool {
+		return convos[i].Messages[len(convos[i].Messages)-1].CreatedAt.After(convos[j].Messages[len(convos[j].Messages)-1].CreatedAt)
+	})
+	out := []any{}
+	end := min(offset+limit, len(convos))
+	for i := offset; i < end; i++ {
+		v := b.convoView(convos[i])
+		v["lastMessage"] = b.messageView(convos[i].Messages[len(convos[i].Messages)-1])
+		out = append(out, v)
+	}
+	body := map[string]any{"convos": out}
+	if end < len(convos) {
+		body["cursor"] = strconv.Itoa(end)
+	}
+	WriteJSON(w, http.StatusOK, body)
 }

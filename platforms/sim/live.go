@@ -26,6 +26,11 @@ package sim
 //	     the comment replies Herald sent, oldest first
 //	GET  /_sim/dms?platform=P  → {"data":[{id, platform, account, conversation_id, peer, text, media_sha256, created_at}]}
 //	     the direct messages Herald sent, oldest first
+//	GET  /_sim/likes?platform=P  → {"data":[{platform, account, post_id, record, created_at}]}
+//	     the likes in place now (X, Bluesky), oldest first; record is a Bluesky like's at:// URI
+//	GET  /_sim/hidden?platform=P  → {"data":[{platform, post_id, comment_id}]}
+//	     the comments hidden now: X hidden replies, Bluesky threadgate hiddenReplies, YouTube
+//	     comments whose moderation status is rejected
 
 import (
 	"encoding/json"
@@ -33,6 +38,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -178,6 +184,26 @@ type liveState struct {
 	convos   map[liveKey]*Conversation
 	convoFor map[convoPair]string
 	dms      []DM
+	likes    []Like
+	hidden   map[liveKey]bool // comment ids
+}
+
+// Like is a like of a post or comment by an account, in place now.
+type Like struct {
+	Platform string `json:"platform"`
+	// Account is the network user id that liked PostID (a post's or a comment's id).
+	Account string `json:"account"`
+	PostID  string `json:"post_id"`
+	// Record is the at:// URI of a Bluesky like record ("" elsewhere).
+	Record    string    `json:"record,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Hidden is a comment hidden by the author of the post it answers.
+type Hidden struct {
+	Platform  string `json:"platform"`
+	PostID    string `json:"post_id"`
+	CommentID string `json:"comment_id"`
 }
 
 func newLiveState() *liveState {
@@ -196,6 +222,83 @@ func (l *liveState) reset() {
 	l.convos = map[liveKey]*Conversation{}
 	l.convoFor = map[convoPair]string{}
 	l.dms = nil
+	l.likes = nil
+	l.hidden = map[liveKey]bool{}
+}
+
+// SetLike makes account like (on) or stop liking id (a post or a comment); record is the like's
+// record URI on Bluesky. It reports whether anything changed and, when unliking, the record of
+// the like removed. A like counts on the liked object's counters.
+func (n *Network) SetLike(account, id, record string, on bool) (changed bool, removed Like) {
+	l := n.Sim.live
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := liveKey{n.Platform, id}
+	i := slices.IndexFunc(l.likes, func(lk Like) bool {
+		return lk.Platform == string(n.Platform) && lk.Account == account && lk.PostID == id
+	})
+	if on == (i >= 0) {
+		return false, Like{}
+	}
+	if l.counters[k] == nil {
+		l.counters[k] = &Counters{}
+	}
+	if on {
+		l.likes = append(l.likes, Like{Platform: string(n.Platform), Account: account, PostID: id, Record: record, CreatedAt: n.Sim.Now().UTC()})
+		l.counters[k].Likes++
+		return true, Like{}
+	}
+	removed = l.likes[i]
+	l.likes = slices.Delete(l.likes, i, i+1)
+	l.counters[k].Likes = max(0, l.counters[k].Likes-1)
+	return true, removed
+}
+
+// LikeOf returns account's like of id, if any.
+func (n *Network) LikeOf(account, id string) (Like, bool) {
+	l := n.Sim.live
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, lk := range l.likes {
+		if lk.Platform == string(n.Platform) && lk.Account == account && lk.PostID == id {
+			return lk, true
+		}
+	}
+	return Like{}, false
+}
+
+// Likers lists the accounts that like id, oldest like first.
+func (n *Network) Likers(id string) []string {
+	l := n.Sim.live
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := []string{}
+	for _, lk := range l.likes {
+		if lk.Platform == string(n.Platform) && lk.PostID == id {
+			out = append(out, lk.Account)
+		}
+	}
+	return out
+}
+
+// SetHidden hides or shows again a comment.
+func (n *Network) SetHidden(commentID string, hidden bool) {
+	l := n.Sim.live
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if hidden {
+		l.hidden[liveKey{n.Platform, commentID}] = true
+	} else {
+		delete(l.hidden, liveKey{n.Platform, commentID})
+	}
+}
+
+// IsHidden reports whether a comment is hidden.
+func (n *Network) IsHidden(commentID string) bool {
+	l := n.Sim.live
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hidden[liveKey{n.Platform, commentID}]
 }
 
 func copyComment(c *Comment) Comment {
@@ -538,6 +641,39 @@ func (s *Sim) DMs(p platforms.Platform) []DM {
 	return out
 }
 
+// Likes lists the likes in place on p ("" for every network), oldest first.
+func (s *Sim) Likes(p platforms.Platform) []Like {
+	l := s.live
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := []Like{}
+	for _, lk := range l.likes {
+		if p == "" || lk.Platform == string(p) {
+			out = append(out, lk)
+		}
+	}
+	return out
+}
+
+// HiddenComments lists the comments hidden on p ("" for every network), in comment id order.
+func (s *Sim) HiddenComments(p platforms.Platform) []Hidden {
+	l := s.live
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := []Hidden{}
+	for k := range l.hidden {
+		if p == "" || k.platform == p {
+			h := Hidden{Platform: string(k.platform), CommentID: k.id}
+			if c := l.byID[k]; c != nil {
+				h.PostID = c.PostID
+			}
+			out = append(out, h)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CommentID < out[j].CommentID })
+	return out
+}
+
 // Conversations lists the conversations of account on p, in no particular order.
 func (s *Sim) Conversations(p platforms.Platform, account string) []Conversation {
 	l := s.live
@@ -620,6 +756,12 @@ func (s *Sim) liveRoutes() {
 	})
 	s.mux.HandleFunc("GET /_sim/dms", func(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusOK, map[string]any{"data": s.DMs(platforms.Platform(r.URL.Query().Get("platform")))})
+	})
+	s.mux.HandleFunc("GET /_sim/likes", func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, http.StatusOK, map[string]any{"data": s.Likes(platforms.Platform(r.URL.Query().Get("platform")))})
+	})
+	s.mux.HandleFunc("GET /_sim/hidden", func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, http.StatusOK, map[string]any{"data": s.HiddenComments(platforms.Platform(r.URL.Query().Get("platform")))})
 	})
 	s.mux.HandleFunc("GET /_sim/replies", func(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusOK, map[string]any{"data": s.Replies(platforms.Platform(r.URL.Query().Get("platform")))})

@@ -2,6 +2,14 @@ package sim
 
 // X (twitter_x): networks.md §1 and §10.1.
 //
+// Engagement: POST /2/users/{id}/likes {"tweet_id"} and DELETE /2/users/{id}/likes/{tweet_id}
+// (→ {"data":{"liked":bool}}, both idempotent, as X's are; {id} must be the caller), GET
+// /2/tweets/{id}/liking_users (100 a page), PUT /2/tweets/{id}/hidden {"hidden":bool} (→
+// {"data":{"hidden":bool}}; only a reply in a conversation the caller started; 403 otherwise),
+// and GET /2/dm_events: every message of the caller's conversations, newest first, with
+// expansions=sender_id,participant_ids. X's v2 API has no field that says a reply is hidden, and
+// the simulator, like X, keeps hidden replies in the recent search.
+//
 // Served: the OAuth 2.0 endpoints (GET /i/oauth2/authorize with PKCE S256 or plain, POST
 // /2/oauth2/token for authorization_code and refresh_token grants, POST /2/oauth2/revoke), GET
 // /2/users/me, POST /2/tweets, the media upload v2 endpoints (POST /2/media/upload/initialize,
@@ -40,6 +48,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,6 +75,11 @@ var (
 	xLimitDMSend      = Limit{Count: 15, Window: 15 * time.Minute}
 	xLimitDMSendDay   = Limit{Count: 1440, Window: 24 * time.Hour}
 	xLimitDMSendApp   = Limit{Count: 1440, Window: 24 * time.Hour}
+	xLimitLikes       = Limit{Count: 50, Window: 15 * time.Minute}
+	xLimitLikesDay    = Limit{Count: 1000, Window: 24 * time.Hour}
+	xLimitUnlikes     = Limit{Count: 50, Window: 15 * time.Minute}
+	xLimitLikingUsers = Limit{Count: 75, Window: 15 * time.Minute}
+	xLimitHide        = Limit{Count: 50, Window: 15 * time.Minute}
 )
 
 // X's media limits (networks.md §1.2).
@@ -124,6 +138,11 @@ func registerX(n *Network) {
 	n.Mux.HandleFunc("GET /2/dm_conversations/with/{participant_id}/dm_events", x.api("dm_lookup", xLimitDMLookup, x.dmEvents))
 	n.Mux.HandleFunc("POST /2/dm_conversations/{id}/messages", x.api("dm_send", xLimitDMSend, x.sendDM))
 	n.Mux.HandleFunc("POST /2/dm_conversations/with/{participant_id}/messages", x.api("dm_send", xLimitDMSend, x.sendDM))
+	n.Mux.HandleFunc("GET /2/dm_events", x.api("dm_lookup", xLimitDMLookup, x.allDMEvents))
+	n.Mux.HandleFunc("POST /2/users/{id}/likes", x.api("likes", xLimitLikes, x.like))
+	n.Mux.HandleFunc("DELETE /2/users/{id}/likes/{tweet_id}", x.api("unlikes", xLimitUnlikes, x.unlike))
+	n.Mux.HandleFunc("GET /2/tweets/{id}/liking_users", x.api("liking_users", xLimitLikingUsers, x.likingUsers))
+	n.Mux.HandleFunc("PUT /2/tweets/{id}/hidden", x.api("hide_replies", xLimitHide, x.hide))
 }
 
 // xUser is the caller of an authenticated endpoint.
@@ -176,6 +195,16 @@ func xDefaultLimit(r *http.Request) Limit {
 		return xLimitLookup
 	case p == "/2/tweets/search/recent":
 		return xLimitSearch
+	case p == "/2/dm_events":
+		return xLimitDMLookup
+	case strings.HasSuffix(p, "/liking_users"):
+		return xLimitLikingUsers
+	case strings.HasSuffix(p, "/hidden"):
+		return xLimitHide
+	case strings.Contains(p, "/likes") && r.Method == http.MethodDelete:
+		return xLimitUnlikes
+	case strings.Contains(p, "/likes"):
+		return xLimitLikes
 	case strings.HasPrefix(p, "/2/dm_conversations/") && r.Method == http.MethodGet:
 		return xLimitDMLookup
 	case strings.HasPrefix(p, "/2/dm_conversations/"):
@@ -1412,4 +1441,193 @@ func (x *xSim) sendDM(w http.ResponseWriter, r *http.Request, u xUser) {
 		return
 	}
 	WriteJSON(w, http.StatusCreated, map[string]any{"data": map[string]string{"dm_conversation_id": c.ID, "dm_event_id": m.ID}})
+}
+
+// likeTarget checks a like call's {id} (the caller) and tweet id.
+func (x *xSim) likeTarget(w http.ResponseWriter, r *http.Request, u xUser, tweetID string) bool {
+	if r.PathValue("id") != u.id {
+		xProblem(w, http.StatusForbidden, "https://api.x.com/2/problems/client-forbidden", "Forbidden",
+			"You are not permitted to perform this action for another user.")
+		return false
+	}
+	if _, ok := x.tweet(tweetID); !ok {
+		xProblem(w, http.StatusForbidden, "about:blank", "Forbidden",
+			"You cannot like a Tweet that has been deleted or is not visible to you.")
+		return false
+	}
+	return true
+}
+
+// like is POST /2/users/{id}/likes {"tweet_id"} → {"data":{"liked":true}}.
+func (x *xSim) like(w http.ResponseWriter, r *http.Request, u xUser) {
+	var req struct {
+		TweetID string `json:"tweet_id"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil || req.TweetID == "" {
+		xInvalid(w, "tweet_id", "The `tweet_id` field is required.")
+		return
+	}
+	if !x.likeTarget(w, r, u, req.TweetID) {
+		return
+	}
+	if _, _, reset, ok := x.n.Take("likes_day", u.id, 1, xLimitLikesDay); !ok {
+		x.rateLimited(w, r, reset)
+		return
+	}
+	x.n.SetLike(u.id, req.TweetID, "", true)
+	WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]bool{"liked": true}})
+}
+
+// unlike is DELETE /2/users/{id}/likes/{tweet_id} → {"data":{"liked":false}}, also when the
+// caller had not liked it.
+func (x *xSim) unlike(w http.ResponseWriter, r *http.Request, u xUser) {
+	id := r.PathValue("tweet_id")
+	if !x.likeTarget(w, r, u, id) {
+		return
+	}
+	x.n.SetLike(u.id, id, "", false)
+	WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]bool{"liked": false}})
+}
+
+// likingUsers is GET /2/tweets/{id}/liking_users: the users who like the post, newest like
+// first (max_results 1-100, default 100; pagination_token).
+func (x *xSim) likingUsers(w http.ResponseWriter, r *http.Request, _ xUser) {
+	id := r.PathValue("id")
+	if _, ok := x.tweet(id); !ok {
+		WriteJSON(w, http.StatusOK, map[string]any{"errors": []map[string]string{xNotFound("tweet", "id", id)}})
+		return
+	}
+	size, offset, ok := xPage(w, r.URL.Query(), 100, 1, 100)
+	if !ok {
+		return
+	}
+	users := x.n.Likers(id)
+	slices.Reverse(users)
+	meta := map[string]any{"result_count": 0}
+	body := map[string]any{"meta": meta}
+	if offset < len(users) {
+		end := min(offset+size, len(users))
+		data := []map[string]string{}
+		for _, uid := range users[offset:end] {
+			h := x.handle(uid)
+			data = append(data, map[string]string{"id": uid, "name": h, "username": h})
+		}
+		body["data"] = data
+		meta["result_count"] = len(data)
+		if end < len(users) {
+			meta["next_token"] = "p" + strconv.Itoa(end)
+		}
+	}
+	WriteJSON(w, http.StatusOK, body)
+}
+
+// hide is PUT /2/tweets/{id}/hidden {"hidden":bool}: only a reply in a conversation the caller
+// started.
+func (x *xSim) hide(w http.ResponseWriter, r *http.Request, u xUser) {
+	var req struct {
+		Hidden *bool `json:"hidden"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil || req.Hidden == nil {
+		xInvalid(w, "hidden", "The `hidden` field is required.")
+		return
+	}
+	id := r.PathValue("id")
+	c, ok := x.n.Comment(id)
+	if !ok {
+		if _, isPost := x.n.Post(id); !isPost {
+			xProblem(w, http.StatusNotFound, "https://api.x.com/2/problems/resource-not-found", "Not Found Error",
+				fmt.Sprintf("Could not find tweet with id: [%s].", id))
+			return
+		}
+	}
+	root, found := x.n.Post(c.PostID)
+	if !ok || !found || root.Account != u.id || c.AuthorID == u.id {
+		xProblem(w, http.StatusForbidden, "https://api.x.com/2/problems/client-forbidden", "Forbidden",
+			"You can only hide or unhide replies to conversations you started.")
+		return
+	}
+	x.n.SetHidden(id, *req.Hidden)
+	WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]bool{"hidden": *req.Hidden}})
+}
+
+// allDMEvents is GET /2/dm_events: the messages of every conversation of the caller, newest
+// first (dm_event.fields, event_types, max_results 1-100, pagination_token, expansions
+// sender_id and participant_ids with user.fields).
+func (x *xSim) allDMEvents(w http.ResponseWriter, r *http.Request, u xUser) {
+	q := r.URL.Query()
+	size, offset, ok := xPage(w, q, 100, 1, 100)
+	if !ok {
+		return
+	}
+	type event struct {
+		c Conversation
+		m Message
+	}
+	var events []event
+	if t := q.Get("event_types"); t == "" || xFields(t)["MessageCreate"] {
+		for _, c := range x.n.Sim.Conversations(x.n.Platform, u.id) {
+			for _, m := range c.Messages {
+				events = append(events, event{c, m})
+			}
+		}
+	}
+	sort.SliceStable(events, func(i, j int) bool {
+		if !events[i].m.CreatedAt.Equal(events[j].m.CreatedAt) {
+			return events[i].m.CreatedAt.After(events[j].m.CreatedAt)
+		}
+		return events[i].m.ID > events[j].m.ID
+	})
+	fields := xFields(q.Get("dm_event.fields"))
+	expand := xFields(q.Get("expansions"))
+	meta := map[string]any{"result_count": 0}
+	body := map[string]any{"meta": meta}
+	if offset < len(events) {
+		end := min(offset+size, len(events))
+		data := []map[string]any{}
+		users := map[string]bool{}
+		var order []string
+		addUser := func(id string) {
+			if !users[id] {
+				users[id] = true
+				order = append(order, id)
+			}
+		}
+		for _, e := range events[offset:end] {
+			ev := map[string]any{"id": e.m.ID, "event_type": "MessageCreate", "text": e.m.Text}
+			if fields["sender_id"] {
+				ev["sender_id"] = e.m.From
+			}
+			if fields["created_at"] {
+				ev["created_at"] = xTime(e.m.CreatedAt)
+			}
+			if fields["dm_conversation_id"] {
+				ev["dm_conversation_id"] = e.c.ID
+			}
+			if fields["participant_ids"] || expand["participant_ids"] {
+				ev["participant_ids"] = []string{e.c.Account, e.c.Peer}
+			}
+			if expand["sender_id"] {
+				addUser(e.m.From)
+			}
+			if expand["participant_ids"] {
+				addUser(e.c.Account)
+				addUser(e.c.Peer)
+			}
+			data = append(data, ev)
+		}
+		body["data"] = data
+		if len(order) > 0 {
+			list := []map[string]string{}
+			for _, id := range order {
+				h := x.handle(id)
+				list = append(list, map[string]string{"id": id, "name": h, "username": h})
+			}
+			body["includes"] = map[string]any{"users": list}
+		}
+		meta["result_count"] = len(data)
+		if end < len(events) {
+			meta["next_token"] = "p" + strconv.Itoa(end)
+		}
+	}
+	WriteJSON(w, http.StatusOK, body)
 }

@@ -38,7 +38,11 @@ package sim
 // Live data (networks.md §7.5): videos.list part=statistics (viewCount, likeCount, commentCount
 // from the video's counters; favoriteCount 0; YouTube has no share count), commentThreads.list
 // (videoId or id; part snippet and replies, with up to 5 replies inline), comments.list (parentId
-// or id) and comments.insert (a reply with snippet.parentId, which must be a top-level comment; it
+// or id) and comments.setModerationStatus (id, moderationStatus published, heldForReview or
+// rejected; 50 units; only the video's channel; 204). A rejected comment is left out of the
+// video's threads and of its thread's replies (a rejected top-level comment takes its replies
+// with it), as YouTube lists only published comments by default; looked up by id, it is still
+// found by the channel. And comments.insert (a reply with snippet.parentId, which must be a top-level comment; it
 // costs 50 units in the unit pool model and 1 in the per-method model). Comment ids look like
 // YouTube's (a top-level id, and parent.suffix for replies); an unknown video answers 404
 // videoNotFound, an unknown parent 404 parentCommentNotFound.
@@ -202,6 +206,7 @@ func registerYouTube(n *Network) {
 	n.Mux.HandleFunc("GET /youtube/v3/commentThreads", y.api("list", y.commentThreads))
 	n.Mux.HandleFunc("GET /youtube/v3/comments", y.api("list", y.listComments))
 	n.Mux.HandleFunc("POST /youtube/v3/comments", y.api("comment_insert", y.insertComment))
+	n.Mux.HandleFunc("POST /youtube/v3/comments/setModerationStatus", y.api("moderate", y.setModerationStatus))
 }
 
 // ytUser is the caller of an authenticated endpoint.
@@ -248,7 +253,7 @@ func (y *ytSim) spend(w http.ResponseWriter, r *http.Request, kind string) bool 
 		cost = y.scaledCost(ytInsertUnits)
 	case kind == "search":
 		cost = y.scaledCost(ytSearchUnits)
-	case kind == "comment_insert" && model == YouTubeUnitPool:
+	case (kind == "comment_insert" || kind == "moderate") && model == YouTubeUnitPool:
 		cost = y.scaledCost(ytCommentInsertUnits)
 	}
 	if _, _, _, ok := y.n.Take(bucket, project, cost, def); !ok {
@@ -985,7 +990,7 @@ func (y *ytSim) commentThreads(w http.ResponseWriter, r *http.Request, u ytUser)
 		}
 		all := y.n.Comments(video.id)
 		for i := len(all) - 1; i >= 0; i-- {
-			if all[i].ParentID == "" {
+			if all[i].ParentID == "" && !y.n.IsHidden(all[i].ID) {
 				tops = append(tops, all[i])
 			}
 		}
@@ -1005,7 +1010,7 @@ func (y *ytSim) commentThreads(w http.ResponseWriter, r *http.Request, u ytUser)
 	for _, c := range tops {
 		var replies []Comment
 		for _, rc := range y.n.Comments(c.PostID) {
-			if rc.ParentID == c.ID {
+			if rc.ParentID == c.ID && !y.n.IsHidden(rc.ID) {
 				replies = append(replies, rc)
 			}
 		}
@@ -1045,7 +1050,7 @@ func (y *ytSim) listComments(w http.ResponseWriter, r *http.Request, u ytUser) {
 		if parent, ok := y.n.Comment(q.Get("parentId")); ok {
 			if _, visible := y.video(parent.PostID, u); visible {
 				for _, c := range y.n.Comments(parent.PostID) {
-					if c.ParentID == parent.ID {
+					if c.ParentID == parent.ID && !y.n.IsHidden(c.ID) {
 						list = append(list, c)
 					}
 				}
@@ -1116,4 +1121,35 @@ func (y *ytSim) insertComment(w http.ResponseWriter, r *http.Request, u ytUser) 
 		return
 	}
 	writeYTJSON(w, http.StatusOK, y.commentResource(c, false))
+}
+
+// setModerationStatus is comments.setModerationStatus?id=…&moderationStatus=…: the video's channel
+// publishes or rejects a comment (heldForReview counts as not rejected); 204 No Content.
+func (y *ytSim) setModerationStatus(w http.ResponseWriter, r *http.Request, u ytUser) {
+	q := r.URL.Query()
+	status := q.Get("moderationStatus")
+	if status != "published" && status != "heldForReview" && status != "rejected" {
+		ytError(w, http.StatusBadRequest, "youtube.parameter", "invalidModerationStatus", "The moderationStatus parameter must be published, heldForReview or rejected.")
+		return
+	}
+	ids := strings.Split(q.Get("id"), ",")
+	if q.Get("id") == "" {
+		ytError(w, http.StatusBadRequest, "youtube.parameter", "missingRequiredParameter", "Required parameter: id")
+		return
+	}
+	for _, id := range ids {
+		c, ok := y.n.Comment(strings.TrimSpace(id))
+		if !ok {
+			ytError(w, http.StatusNotFound, "youtube.comment", "commentNotFound", "The comment could not be found.")
+			return
+		}
+		if v, ok := y.video(c.PostID, u); !ok || v.channel != u.id {
+			ytError(w, http.StatusForbidden, "youtube.comment", "forbidden", "The comment could not be moderated: the caller does not own the video.")
+			return
+		}
+	}
+	for _, id := range ids {
+		y.n.SetHidden(strings.TrimSpace(id), status == "rejected")
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

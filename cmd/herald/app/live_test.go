@@ -707,7 +707,7 @@ func TestReplyToComment(t *testing.T) {
 
 	r := b.do("POST", "/v1/inbox/comments/c1/reply", map[string]any{"publication_id": tw1, "text": "Thanks for asking!"})
 	require.Equal(t, 200, r.status, string(r.body))
-	require.Equal(t, map[string]any{"ok": true, "id": "reply-1", "platform": "twitter_x"}, r.json(t))
+	require.Equal(t, map[string]any{"ok": true, "reply_id": "reply-1", "platform": "twitter_x"}, r.json(t))
 	require.Len(t, x.replies, 1)
 	require.Equal(t, "c1", x.replies[0].ParentID)
 	require.Equal(t, "tw-1", x.replies[0].PublicationID)
@@ -757,7 +757,7 @@ func TestReplyToConversation(t *testing.T) {
 
 	r := b.do("POST", "/v1/inbox/dms/dm-x/reply", map[string]any{"account_id": xa, "text": "Hi Ann!", "peer_id": "ann-id"})
 	require.Equal(t, 200, r.status, string(r.body))
-	require.Equal(t, map[string]any{"ok": true, "id": "dm-1", "platform": "twitter_x"}, r.json(t))
+	require.Equal(t, map[string]any{"ok": true, "message_id": "dm-1", "platform": "twitter_x"}, r.json(t))
 	require.Equal(t, "Hi Ann!", x.sent[0].Text)
 	r = b.do("POST", "/v1/inbox/dms/dm-b/reply", map[string]any{"account_id": ba, "text": "Hi Bob"})
 	require.Equal(t, 200, r.status, string(r.body))
