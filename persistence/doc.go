@@ -8,7 +8,8 @@
 //	users           user id → User (JSON)
 //	users_email     lower-cased e-mail → user id
 //	apikeys         key id → APIKey (JSON; the secret itself is never stored, only its SHA-256)
-//	apikeys_hash    SHA-256 of the raw key (32) → key id; removed when the key is revoked
+//	apikeys_hash    SHA-256 of the raw key (32) → key id; kept when the key is revoked (so it is
+//	                refused as revoked), replaced when it is regenerated
 //	apikeys_user    user id | key id → empty
 //	accounts        account id → Account (JSON, tokens encrypted by the caller)
 //	accounts_user   user id | account id → platform code (1 byte)
