@@ -184,6 +184,7 @@ func (a *Actor) read(ctx actor.Context, m *Read) {
 	}
 	now := a.deps.Now()
 	if a.creds.AccessToken == "" {
+		a.needReconnect("Herald holds no usable token for the account")
 		a.answer(ctx, r, nil, &ReconnectError{Platform: platform, Reason: "Herald holds no usable token for the account"})
 		return
 	}
@@ -323,6 +324,7 @@ func (a *Actor) readDone(ctx actor.Context, m *readDone) {
 	switch platforms.KindOf(m.err) {
 	case platforms.AuthExpired:
 		if r.refreshed {
+			a.needReconnect(fmt.Sprintf("%s refused the token even after a refresh (%s)", platform, errorMessage(m.err)))
 			a.answer(ctx, r, nil, &ReconnectError{Platform: platform, Reason: string(platform) + " refused the token even after a refresh"})
 			return
 		}
