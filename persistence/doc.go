@@ -8,7 +8,8 @@
 //	users           user id → User (JSON)
 //	users_email     lower-cased e-mail → user id
 //	apikeys         key id → APIKey (JSON; the secret itself is never stored, only its SHA-256)
-//	apikeys_hash    SHA-256 of the raw key (32) → key id; removed when the key is revoked
+//	apikeys_hash    SHA-256 of the raw key (32) → key id; kept when the key is revoked (so it is
+//	                refused as revoked), replaced when it is regenerated
 //	apikeys_user    user id | key id → empty
 //	accounts        account id → Account (JSON, tokens encrypted by the caller)
 //	accounts_user   user id | account id → platform code (1 byte)
@@ -44,7 +45,7 @@
 // walks posts_user backwards and filters on the summaries, so only the page itself (or, with a
 // search, the candidates) is decoded; its total comes from posts_count, kept in the same
 // transactions, so that only a search walks the whole index. meta's "schema" is the layout
-// version (2: posts_count, 3: publications); a store of an earlier layout is brought up to date when opened.
+// version (2: posts_count, 3: revoked keys kept in apikeys_hash, 4: publications); a store of an earlier layout is brought up to date when opened.
 //
 // Writes go through Store.Update, which group-commits: the writes of many callers that arrive
 // while a commit is running share the next transaction and its single fsync, and every caller

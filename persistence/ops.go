@@ -59,9 +59,18 @@ func (t *Tx) ActiveJobStats() (n int, oldest time.Time) {
 
 // AccountExpiry is the part of an account record the token-expiry read-out needs.
 type AccountExpiry struct {
-	Platform       string     `json:"platform"`
-	IsActive       bool       `json:"is_active"`
-	TokenExpiresAt *time.Time `json:"token_expires_at"`
+	Platform         string     `json:"platform"`
+	IsActive         bool       `json:"is_active"`
+	TokenExpiresAt   *time.Time `json:"token_expires_at"`
+	Refreshes        bool       `json:"refreshes"`
+	RefreshExpiresAt *time.Time `json:"refresh_expires_at"`
+	ReconnectAt      *time.Time `json:"reconnect_at"`
+}
+
+// Account returns the token fields as an Account, for the rules that read them.
+func (a AccountExpiry) Account() *Account {
+	return &Account{Platform: a.Platform, IsActive: a.IsActive, TokenExpiresAt: a.TokenExpiresAt,
+		Refreshes: a.Refreshes, RefreshExpiresAt: a.RefreshExpiresAt, ReconnectAt: a.ReconnectAt}
 }
 
 // EachAccountExpiry calls fn for every connected account of every user, decoding only its

@@ -174,7 +174,7 @@ func (t *Tx) PublicationLink(trackingID string, target int) string {
 //	publications  publication id (16) → post id (16) | target index (2, big-endian)
 //
 // PutPost adds the entry when a target is first stored as published (in the transaction that
-// commits the outcome: no write of its own), DeletePost removes it, and schema 3 indexed the
+// commits the outcome: no write of its own), DeletePost removes it, and schema 4 indexed the
 // publications stored before it.
 var bPublications = []byte("publications")
 
@@ -236,7 +236,7 @@ func targetsOf(p *Post) []publicationTarget {
 	return out
 }
 
-// indexStoredPublications indexes every published target of the stored posts (schema 3).
+// indexStoredPublications indexes every published target of the stored posts (schema 4).
 func indexStoredPublications(tx *bolt.Tx) error {
 	b := tx.Bucket(bPublications)
 	c := tx.Bucket(bPosts).Cursor()

@@ -9,8 +9,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// A store of layout 2, written before publication ids, is indexed when opened.
-func TestLayout2StoreGetsItsPublicationsIndexed(t *testing.T) {
+// A store of layout 3, written before publication ids, is indexed when opened.
+func TestLayout3StoreGetsItsPublicationsIndexed(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s, err := Open(dir, Options{})
@@ -24,7 +24,7 @@ func TestLayout2StoreGetsItsPublicationsIndexed(t *testing.T) {
 		if _, err := tx.CreateBucket(bPublications); err != nil {
 			return err
 		}
-		return tx.Bucket(bMeta).Put([]byte("schema"), u64(2))
+		return tx.Bucket(bMeta).Put([]byte("schema"), u64(3))
 	}))
 	missing := func(s *Store) bool {
 		var err error

@@ -29,13 +29,25 @@ type APIKey struct {
 
 // Account is a connected social account.
 type Account struct {
-	ID              string     `json:"id"`
-	UserID          string     `json:"user_id"`
-	Platform        string     `json:"platform"`
-	Username        *string    `json:"username"`
-	ProfileImageURL *string    `json:"profile_image_url"`
-	IsActive        bool       `json:"is_active"`
-	TokenExpiresAt  *time.Time `json:"token_expires_at"`
+	ID              string  `json:"id"`
+	UserID          string  `json:"user_id"`
+	Platform        string  `json:"platform"`
+	Username        *string `json:"username"`
+	ProfileImageURL *string `json:"profile_image_url"`
+	IsActive        bool    `json:"is_active"`
+	// TokenExpiresAt is when the access token expires (nil: it does not, or the network did not
+	// say).
+	TokenExpiresAt *time.Time `json:"token_expires_at"`
+	// Refreshes says that Herald renews the access token with a refresh token (or session) it
+	// holds, so that the access token's expiry asks nothing of the user.
+	Refreshes bool `json:"refreshes,omitempty"`
+	// RefreshExpiresAt is when that refresh token stops working, when the network says.
+	RefreshExpiresAt *time.Time `json:"refresh_expires_at,omitempty"`
+	// ReconnectAt is when Herald found that the account's token cannot be renewed (the network
+	// refused the refresh, or refused a freshly refreshed token: revoked, consent withdrawn), and
+	// ReconnectReason why; the user must connect the account again. New credentials clear both.
+	ReconnectAt     *time.Time `json:"reconnect_at,omitempty"`
+	ReconnectReason string     `json:"reconnect_reason,omitempty"`
 	CreatedAt       time.Time  `json:"created_at"`
 	// NetworkUserID is the network's id of the account (one account per user and network user).
 	NetworkUserID string `json:"network_user_id,omitempty"`

@@ -46,8 +46,9 @@ var (
 	bPostsUser    = []byte("posts_user")
 )
 
-// schemaVersion is the layout this code writes: 2 added posts_count, 3 publications.
-const schemaVersion = 3
+// schemaVersion is the layout this code writes: 2 added posts_count; 3 keeps revoked keys in
+// apikeys_hash; 4 added publications.
+const schemaVersion = 4
 
 // Options configure the store.
 type Options struct {
@@ -119,7 +120,14 @@ func Open(dir string, opts Options) (*Store, error) {
 				}
 			}
 			if schemaOf(tx) < 3 {
-				// Version 3 added publications; a store written before it is indexed once.
+				// Version 3 keeps the hashes of revoked keys in apikeys_hash; earlier versions
+				// removed them.
+				if err := indexRevokedKeys(tx); err != nil {
+					return err
+				}
+			}
+			if schemaOf(tx) < 4 {
+				// Version 4 added publications; a store written before it is indexed once.
 				if err := indexStoredPublications(tx); err != nil {
 					return err
 				}
@@ -279,4 +287,20 @@ func (s *Store) Backup(path string) error {
 // Tx is a read or write transaction with Herald's typed accessors.
 type Tx struct {
 	tx *bolt.Tx
+}
+
+// indexRevokedKeys puts the hashes of revoked keys back into apikeys_hash, which stores written
+// before schema 3 removed on revocation.
+func indexRevokedKeys(tx *bolt.Tx) error {
+	hashes := tx.Bucket(bAPIKeysHash)
+	return tx.Bucket(bAPIKeys).ForEach(func(id, v []byte) error {
+		var k APIKey
+		if err := Decode(v, &k); err != nil {
+			return fmt.Errorf("persistence: read API key: %w", err)
+		}
+		if k.RevokedAt == nil || len(k.Hash) == 0 || hashes.Get(k.Hash) != nil {
+			return nil
+		}
+		return hashes.Put(k.Hash, append([]byte(nil), id...))
+	})
 }

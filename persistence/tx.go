@@ -83,8 +83,9 @@ func (t *Tx) SandboxUser() (*User, error) {
 
 // ---- API keys ----
 
-// PutAPIKey stores a key and keeps the hash index true: the previous hash (on regeneration) and
-// the hash of a revoked key no longer resolve.
+// PutAPIKey stores a key and keeps the hash index true: the previous hash (on regeneration) no
+// longer resolves. The hash of a revoked key still resolves to its record (with RevokedAt set),
+// so that authentication can say the key was revoked rather than unknown.
 func (t *Tx) PutAPIKey(k *APIKey, previousHash []byte) error {
 	id := mustID(k.ID)
 	hashes := t.tx.Bucket(bAPIKeysHash)
@@ -93,11 +94,7 @@ func (t *Tx) PutAPIKey(k *APIKey, previousHash []byte) error {
 			return err
 		}
 	}
-	if k.RevokedAt != nil {
-		if err := hashes.Delete(k.Hash); err != nil {
-			return err
-		}
-	} else if err := hashes.Put(k.Hash, id); err != nil {
+	if err := hashes.Put(k.Hash, id); err != nil {
 		return err
 	}
 	if err := t.tx.Bucket(bAPIKeysUser).Put(join(mustID(k.UserID), id), nil); err != nil {
@@ -115,7 +112,7 @@ func (t *Tx) APIKey(id string) (*APIKey, error) {
 	return &k, nil
 }
 
-// APIKeyByHash returns the live (not revoked) key with this SHA-256.
+// APIKeyByHash returns the key with this SHA-256, revoked or not: callers check RevokedAt.
 func (t *Tx) APIKeyByHash(hash []byte) (*APIKey, error) {
 	id := t.tx.Bucket(bAPIKeysHash).Get(hash)
 	if id == nil {

@@ -253,6 +253,15 @@ func (a *Actor) load() {
 			a.deps.Log.Error("sealed credentials are not valid JSON", "account_id", a.id, "platform", acc.Platform, "error", err)
 		}
 	}
+	if a.creds.RefreshToken != "" && !acc.Refreshes {
+		// A record stored before it said whether Herald refreshes the token: say it now, so that
+		// its token status follows the refresh token (best effort: the next refresh says it too).
+		next := *acc
+		applyTokens(&next, a.creds)
+		if err := a.save(&next); err == nil {
+			a.acc = &next
+		}
+	}
 	a.lane.setCredentials(a.adapter, a.creds)
 }
 
@@ -282,10 +291,7 @@ func (a *Actor) create(ctx actor.Context, m *Create) {
 		return
 	}
 	next.Secret = sealed
-	if !m.Creds.ExpiresAt.IsZero() {
-		exp := m.Creds.ExpiresAt.UTC()
-		next.TokenExpiresAt = &exp
-	}
+	applyTokens(&next, m.Creds)
 	if err := a.save(&next); err != nil {
 		actors.ReplyError(ctx, err)
 		return
@@ -303,10 +309,7 @@ func (a *Actor) setCredentials(ctx actor.Context, m *SetCredentials) {
 		actors.ReplyError(ctx, ErrNotFound)
 		return
 	}
-	creds := m.Creds
-	if creds.RefreshToken == "" {
-		creds.RefreshToken = a.creds.RefreshToken
-	}
+	creds := keepRefreshToken(m.Creds, a.creds)
 	next := *a.acc
 	if m.Username != nil {
 		next.Username = m.Username
@@ -327,17 +330,61 @@ func (a *Actor) storeCreds(next *persistence.Account, creds platforms.Credential
 	}
 	next.Secret = sealed
 	next.IsActive = true
-	next.TokenExpiresAt = nil
-	if !creds.ExpiresAt.IsZero() {
-		exp := creds.ExpiresAt.UTC()
-		next.TokenExpiresAt = &exp
-	}
+	applyTokens(next, creds)
+	// Tokens that work again (a refresh that succeeded, or the account connected again) end a
+	// need to reconnect.
+	next.ReconnectAt, next.ReconnectReason = nil, ""
 	if err := a.save(next); err != nil {
 		return err
 	}
 	a.acc, a.creds = next, creds
 	a.lane.setCredentials(a.adapter, a.creds)
 	return nil
+}
+
+// keepRefreshToken never overwrites a stored refresh token with an empty one: a network that
+// does not send it again keeps it, and its expiry with it.
+func keepRefreshToken(next, old platforms.Credentials) platforms.Credentials {
+	if next.RefreshToken == "" {
+		next.RefreshToken = old.RefreshToken
+	}
+	if next.RefreshToken == old.RefreshToken && next.RefreshExpiresAt.IsZero() {
+		next.RefreshExpiresAt = old.RefreshExpiresAt
+	}
+	return next
+}
+
+// applyTokens copies what the API reports of the credentials onto the account record: the
+// access token's expiry, whether Herald renews it (it holds a refresh token), and until when.
+func applyTokens(next *persistence.Account, c platforms.Credentials) {
+	next.TokenExpiresAt, next.RefreshExpiresAt = nil, nil
+	if !c.ExpiresAt.IsZero() {
+		exp := c.ExpiresAt.UTC()
+		next.TokenExpiresAt = &exp
+	}
+	next.Refreshes = c.RefreshToken != ""
+	if next.Refreshes && !c.RefreshExpiresAt.IsZero() {
+		exp := c.RefreshExpiresAt.UTC()
+		next.RefreshExpiresAt = &exp
+	}
+}
+
+// needReconnect records, durably, that the account's token cannot be renewed and why, so that
+// the API reports it expired until the account is connected again (storeCreds clears it). The
+// first reason is kept.
+func (a *Actor) needReconnect(reason string) {
+	if a.acc == nil || a.acc.ReconnectAt != nil {
+		return
+	}
+	next := *a.acc
+	at := a.deps.Now().UTC()
+	next.ReconnectAt, next.ReconnectReason = &at, reason
+	if err := a.save(&next); err != nil {
+		a.deps.Log.Error("recording that the account must be connected again failed", "account_id", a.id, "platform", next.Platform, "error", err)
+		return
+	}
+	a.acc = &next
+	a.deps.Log.Warn("the account must be connected again", "account_id", a.id, "platform", next.Platform, "reason", reason)
 }
 
 func (a *Actor) delete(ctx actor.Context, m *Delete) {
@@ -668,6 +715,7 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 	case platforms.AuthExpired:
 		a.forgetAttempt(r)
 		if r.refreshed {
+			a.needReconnect(fmt.Sprintf("%s refused the token even after a refresh (%s)", platform, errorMessage(m.err)))
 			a.fail(r, fmt.Sprintf("%s refused the token even after a refresh; connect the account again (%s)", platform, errorMessage(m.err)))
 			break
 		}
@@ -801,11 +849,7 @@ func (a *Actor) refreshDone(ctx actor.Context, m *refreshDone) {
 	platform := a.acc.Platform
 	now := a.deps.Now()
 	if m.err == nil {
-		creds := m.creds
-		if creds.RefreshToken == "" {
-			// Never overwrite a stored refresh token with an empty one.
-			creds.RefreshToken = a.creds.RefreshToken
-		}
+		creds := keepRefreshToken(m.creds, a.creds)
 		if creds.UserID == "" {
 			creds.UserID = a.creds.UserID
 		}
@@ -823,10 +867,15 @@ func (a *Actor) refreshDone(ctx actor.Context, m *refreshDone) {
 	a.deps.Metrics.Refreshes.WithLabelValues(platform, platforms.KindOf(m.err).String()).Inc()
 	a.refreshNext = now.Add(5 * time.Minute)
 	kind := platforms.KindOf(m.err)
-	if m.forced || kind == platforms.Permanent || kind == platforms.AuthExpired {
-		// The token cannot be renewed: report it expired, and fail what needed it. The held
-		// token is expired too, so that reads answer that the account must be connected again
-		// (reconnectReason) until the next refresh may be tried.
+	if kind == platforms.Permanent || kind == platforms.AuthExpired {
+		// The network refused the refresh (revoked, consent withdrawn, refresh token expired):
+		// the token cannot be renewed until the account is connected again.
+		a.needReconnect(fmt.Sprintf("%s refused the token refresh (%s)", platform, errorMessage(m.err)))
+	}
+	if m.forced {
+		// The network refused the access token itself: it no longer works. Fail what needed it,
+		// and hold the token as expired, so that reads answer that the account must be connected
+		// again (reconnectReason) until the next refresh may be tried.
 		next := *a.acc
 		expired := now.UTC()
 		if a.creds.ExpiresAt.IsZero() || a.creds.ExpiresAt.After(expired) {
@@ -838,10 +887,8 @@ func (a *Actor) refreshDone(ctx actor.Context, m *refreshDone) {
 				a.acc = &next
 			}
 		}
-		if m.forced {
-			a.failWaiting(fmt.Sprintf("%s token refresh failed (%s); connect the account again", platform, errorMessage(m.err)))
-			return
-		}
+		a.failWaiting(fmt.Sprintf("%s token refresh failed (%s); connect the account again", platform, errorMessage(m.err)))
+		return
 	}
 	a.pump(ctx)
 }

@@ -196,6 +196,9 @@ func (a *Actor) read(ctx actor.Context, m *Read) {
 	}
 	now := a.deps.Now()
 	if reason := a.reconnectReason(now); reason != "" {
+		if a.creds.AccessToken == "" {
+			a.needReconnect(reason)
+		}
 		a.answer(ctx, r, nil, &ReconnectError{Platform: platform, Reason: reason})
 		return
 	}
@@ -215,6 +218,11 @@ func (a *Actor) read(ctx actor.Context, m *Read) {
 // so that a listing tells what a read would, without calling the network.
 func (a *Actor) reconnectReason(now time.Time) string {
 	switch {
+	case a.acc != nil && a.acc.ReconnectAt != nil:
+		if a.acc.ReconnectReason != "" {
+			return a.acc.ReconnectReason
+		}
+		return "the network refused the token refresh"
 	case a.creds.AccessToken == "":
 		return "Herald holds no usable token for the account"
 	case !a.creds.ExpiresAt.IsZero() && !now.Before(a.creds.ExpiresAt) && !a.refreshing && now.Before(a.refreshNext):
@@ -361,6 +369,7 @@ func (a *Actor) readDone(ctx actor.Context, m *readDone) {
 	switch platforms.KindOf(m.err) {
 	case platforms.AuthExpired:
 		if r.refreshed {
+			a.needReconnect(fmt.Sprintf("%s refused the token even after a refresh (%s)", platform, errorMessage(m.err)))
 			a.answer(ctx, r, nil, &ReconnectError{Platform: platform, Reason: string(platform) + " refused the token even after a refresh"})
 			return
 		}

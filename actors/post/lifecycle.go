@@ -47,7 +47,7 @@ type PublishReply struct {
 }
 
 // Schedule schedules the post at At (creating it first when Create is set); a scheduled post is
-// moved to the new time. Reply: *Reply.
+// moved to the new time. Each one records a post.scheduled event with the post. Reply: *Reply.
 type Schedule struct {
 	UserID string
 	At     time.Time
@@ -300,15 +300,14 @@ func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
 	next.Status, next.ScheduledAt = persistence.PostScheduled, &at
 	next.UpdatedAt = now
 	next.Version++
-	var ev *persistence.Event
-	if cur.Status == persistence.PostDraft || m.Create != nil {
-		var err error
-		if ev, err = NewEvent("post.scheduled", next, now); err != nil {
-			actors.ReplyError(ctx, err)
-			return
-		}
+	// Every schedule through the API is a post.scheduled (the spec's event table), a new time
+	// for an already scheduled post included: its receivers learn the new time.
+	ev, err := NewEvent("post.scheduled", next, now)
+	if err != nil {
+		actors.ReplyError(ctx, err)
+		return
 	}
-	err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+	err = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
 		if m.Create != nil {
 			if tx.HasPost(cur.ID) {
 				return ErrExists
@@ -326,10 +325,8 @@ func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
 		if err := tx.Schedule(n.ID, at); err != nil {
 			return err
 		}
-		if ev != nil {
-			if err := tx.AppendEvent(ev); err != nil {
-				return err
-			}
+		if err := tx.AppendEvent(ev); err != nil {
+			return err
 		}
 		return tx.PutPost(n, nil)
 	})
@@ -342,7 +339,7 @@ func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
 	}
 	a.state = next
 	actors.Reply(ctx, &Reply{Post: next.Clone()})
-	if ev != nil && a.deps.Events != nil {
+	if a.deps.Events != nil {
 		a.deps.Events.Notify()
 	}
 	if a.deps.Scheduled != nil {

@@ -13,40 +13,29 @@ import (
 	"github.com/heraldhq/herald/persistence"
 )
 
-// Account is a connected social account as the API shows it.
+// Account is a connected social account as the API shows it. token_expires_at and
+// token_status tell the user when they must act (account.TokenHorizon, account.TokenStatus);
+// access_token_expires_at is the access token's own expiry, which Herald renews by itself where
+// it holds a refresh token.
 type Account struct {
-	ID              string     `json:"id"`
-	Platform        string     `json:"platform"`
-	Username        *string    `json:"username"`
-	ProfileImageURL *string    `json:"profile_image_url"`
-	IsActive        bool       `json:"is_active"`
-	TokenExpiresAt  *time.Time `json:"token_expires_at"`
-	TokenStatus     *string    `json:"token_status"`
-	CreatedAt       *time.Time `json:"created_at"`
+	ID                   string     `json:"id"`
+	Platform             string     `json:"platform"`
+	Username             *string    `json:"username"`
+	ProfileImageURL      *string    `json:"profile_image_url"`
+	IsActive             bool       `json:"is_active"`
+	TokenExpiresAt       *time.Time `json:"token_expires_at"`
+	TokenStatus          *string    `json:"token_status"`
+	AccessTokenExpiresAt *time.Time `json:"access_token_expires_at"`
+	CreatedAt            *time.Time `json:"created_at"`
 }
 
-// ExpiringSoon is how close to its expiry a token is reported as expiring_soon.
-const ExpiringSoon = 7 * 24 * time.Hour
-
-// TokenStatus derives token_status from the token's expiry: expired when past, expiring_soon
-// within 7 days, else ok. A token with no expiry is ok.
-func TokenStatus(expires *time.Time, now time.Time) string {
-	switch {
-	case expires == nil:
-		return "ok"
-	case !now.Before(*expires):
-		return "expired"
-	case expires.Sub(now) <= ExpiringSoon:
-		return "expiring_soon"
-	}
-	return "ok"
-}
-
-func accountView(a *persistence.Account, now time.Time) Account {
-	st := TokenStatus(a.TokenExpiresAt, now)
+// AccountView is the API's view of an account record at now.
+func AccountView(a *persistence.Account, now time.Time) Account {
+	st := account.TokenStatus(a, now)
 	created := a.CreatedAt
 	return Account{ID: a.ID, Platform: a.Platform, Username: a.Username, ProfileImageURL: a.ProfileImageURL,
-		IsActive: a.IsActive, TokenExpiresAt: a.TokenExpiresAt, TokenStatus: &st, CreatedAt: &created}
+		IsActive: a.IsActive, TokenExpiresAt: account.TokenHorizon(a), TokenStatus: &st,
+		AccessTokenExpiresAt: a.TokenExpiresAt, CreatedAt: &created}
 }
 
 func (h *handlers) listAccounts(c *echo.Context) error {
@@ -62,7 +51,7 @@ func (h *handlers) listAccounts(c *echo.Context) error {
 	now := h.Now()
 	out := make([]Account, 0, len(list))
 	for _, a := range list {
-		out = append(out, accountView(a, now))
+		out = append(out, AccountView(a, now))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"data": out})
 }

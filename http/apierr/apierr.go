@@ -6,6 +6,7 @@ package apierr
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 )
 
 // Error codes, the full set of the spec.
@@ -22,10 +23,6 @@ const (
 	CodeLimitExceeded       = "limit_exceeded"
 	CodeNotImplemented      = "not_implemented"
 	CodeInternal            = "internal_error"
-	// CodeUnavailable is used with 503 when the server is shutting down or an actor did not
-	// answer in time. It is not in the spec's list; clients should treat it like internal_error
-	// and retry.
-	CodeUnavailable = "service_unavailable"
 )
 
 // Error is an API error: an HTTP status, a code, a message that is safe to show, and optional
@@ -81,9 +78,15 @@ func Internal() *Error {
 	return New(http.StatusInternalServerError, CodeInternal, "internal server error; the request id identifies it in the server logs")
 }
 
-// Unavailable is a 503 for a server that cannot answer now.
+// RetryAfterSeconds is the Retry-After of a 503.
+const RetryAfterSeconds = 1
+
+// Unavailable is a 503 for a server that cannot answer now (an actor or a network did not answer
+// in time, start-up, shutdown). The spec has no code of its own for it, so the code is
+// internal_error; the 503 status and the Retry-After header (seconds) tell the client that a
+// retry may succeed, and msg says what happened.
 func Unavailable(msg string) *Error {
-	return New(http.StatusServiceUnavailable, CodeUnavailable, "%s", msg).WithHeader("Retry-After", "1")
+	return New(http.StatusServiceUnavailable, CodeInternal, "%s", msg).WithHeader("Retry-After", strconv.Itoa(RetryAfterSeconds))
 }
 
 // Body is the JSON error body.

@@ -224,9 +224,17 @@ func (s *Service) fillDMs(ctx context.Context, userID string, q DMQuery) ([]byte
 		c := s.signDMCursor(userID, dmCursor{AccountID: q.AccountID, Platform: q.Platform, At: last.LastMessage.CreatedAt.UnixNano(), Account: last.AccountID, ID: last.ID})
 		page.HasMore, page.NextBefore = true, &c
 	}
+	networks := []string{q.Platform}
+	if q.Platform == "" {
+		networks = networks[:0]
+		for _, p := range MessagePlatforms {
+			networks = append(networks, string(p))
+		}
+	}
 	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
-		page.AccountsNeedingReconnect = reconnectList(tx, reconnectIDs)
-		return nil
+		var err error
+		page.AccountsNeedingReconnect, err = reconnectList(tx, userID, networks, q.AccountID, reconnectIDs, s.cfg.Now())
+		return err
 	}); err != nil {
 		return nil, err
 	}

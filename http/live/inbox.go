@@ -245,8 +245,9 @@ func (s *Service) fillInbox(ctx context.Context, userID string, q InboxQuery) ([
 		page.NextBefore = &c
 	}
 	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
-		page.AccountsNeedingReconnect = reconnectList(tx, reconnectIDs)
-		return nil
+		var err error
+		page.AccountsNeedingReconnect, err = reconnectList(tx, userID, names, q.AccountID, reconnectIDs, s.cfg.Now())
+		return err
 	}); err != nil {
 		return nil, err
 	}

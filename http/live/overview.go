@@ -203,8 +203,9 @@ func (s *Service) fillOverview(ctx context.Context, userID string, q OverviewQue
 				}
 			}
 		}
-		reconnects = reconnectList(tx, reconnectIDs)
-		return nil
+		var err error
+		reconnects, err = reconnectList(tx, userID, names, q.AccountID, reconnectIDs, now)
+		return err
 	}); err != nil {
 		return nil, err
 	}
@@ -223,24 +224,25 @@ func (s *Service) fillOverview(ctx context.Context, userID string, q OverviewQue
 	return json.Marshal(ov)
 }
 
-// reconnectList describes the accounts, in id order.
-func reconnectList(tx *persistence.Tx, ids map[string]bool) []Reconnect {
+// reconnectList is accounts_needing_reconnect: the user's accounts in the request's scope (on
+// one of the networks, the one account when accountID is set) whose token_status is expired by
+// the rule of GET /v1/accounts (account.TokenStatus: a refresh refused for good, or the horizon
+// past), and the accounts the fan-out found refused (ids), in id order.
+func reconnectList(tx *persistence.Tx, userID string, networks []string, accountID string, ids map[string]bool, now time.Time) ([]Reconnect, error) {
+	accounts, err := tx.AccountsOfUser(userID)
+	if err != nil {
+		return nil, err
+	}
 	out := []Reconnect{}
-	keys := make([]string, 0, len(ids))
-	for id := range ids {
-		keys = append(keys, id)
-	}
-	slices.Sort(keys)
-	for _, id := range keys {
-		a, err := tx.Account(id)
-		if err != nil {
-			continue
+	for _, a := range accounts {
+		inScope := slices.Contains(networks, a.Platform) && (accountID == "" || a.ID == accountID)
+		if ids[a.ID] || (inScope && account.TokenStatus(a, now) == account.TokenExpired) {
+			// Either way its token no longer works until it is connected again.
+			out = append(out, Reconnect{ID: a.ID, Platform: a.Platform, Username: a.Username, TokenStatus: account.TokenExpired})
 		}
-		// The token is past its expiry or the network refused it and a refresh failed: either
-		// way it no longer works.
-		out = append(out, Reconnect{ID: a.ID, Platform: a.Platform, Username: a.Username, TokenStatus: "expired"})
 	}
-	return out
+	slices.SortFunc(out, func(a, b Reconnect) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 func counters(m platforms.Metrics) Counters {

@@ -147,8 +147,11 @@ func (s *Service) fillPost(ctx context.Context, userID string, p *persistence.Po
 			}
 			pa.Publications = append(pa.Publications, out)
 		}
-		pa.AccountsNeedingReconnect = reconnectList(tx, reconnectIDs)
-		return nil
+		// The accounts whose reads answered that they must be connected again (the rule of
+		// reconnectReason, which reads the durable mark first).
+		var err error
+		pa.AccountsNeedingReconnect, err = reconnectList(tx, userID, nil, "", reconnectIDs, s.cfg.Now())
+		return err
 	})
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 // Package server builds Herald's Echo instance: request ids, panic recovery, body caps and
-// timeouts, the error contract, authentication, per-plan rate limits, deprecation headers, HTTP
-// metrics, health and readiness, and /metrics. Handlers live in http/api.
+// timeouts, path parameters decoded once (pathparams.go), the error contract, authentication,
+// per-plan rate limits, deprecation headers, HTTP metrics, health and readiness, and /metrics.
+// Handlers live in http/api.
 package server
 
 import (
@@ -91,7 +92,8 @@ func New(cfg Config) *Server {
 		cfg.Registry.MustRegister(s.requests, s.duration, s.inflight)
 	}
 	e := echo.NewWithConfig(echo.Config{Logger: cfg.Log, HTTPErrorHandler: s.handleError, NoGroupAutoRegister404Routes: true})
-	e.Use(s.observe, s.recover, s.limits, s.deprecation)
+	e.Pre(escapedPath)
+	e.Use(s.observe, s.recover, s.limits, decodePathParams, s.deprecation)
 	s.Echo = e
 	e.GET("/healthz", func(c *echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", func(c *echo.Context) error {

@@ -501,6 +501,14 @@ func (s *Sim) Reset() {
 	}
 }
 
+// Tokens is the token store of network p (nil when p is not simulated).
+func (s *Sim) Tokens(p platforms.Platform) *TokenStore {
+	if n := s.networks[p]; n != nil {
+		return n.Tokens
+	}
+	return nil
+}
+
 // Deny makes the next consent page of p refuse (the user clicked "cancel").
 func (s *Sim) Deny(p platforms.Platform) {
 	s.mu.Lock()

@@ -262,6 +262,39 @@ func (t *TokenStore) Revoke(token string) bool {
 	return true
 }
 
+// RevokeUser revokes every token issued so far to a network user, as when the user withdraws
+// the app's consent in the network's settings (not through a revoke endpoint, so no Revocation is
+// recorded). It reports whether the user had tokens.
+func (t *TokenStore) RevokeUser(user string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	found := false
+	for _, a := range t.access {
+		if a.user == user {
+			a.revoked, found = true, true
+		}
+	}
+	for _, r := range t.refresh {
+		if r.user == user {
+			r.revoked, found = true, true
+		}
+	}
+	return found
+}
+
+// SetLifetimes changes the lifetimes of the tokens issued from now on; 0 keeps a lifetime as it
+// is.
+func (t *TokenStore) SetLifetimes(access, refresh time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if access > 0 {
+		t.AccessTTL = access
+	}
+	if refresh > 0 {
+		t.RefreshTTL = refresh
+	}
+}
+
 // ExpireAll makes every access token issued so far expire now. Refresh tokens keep working.
 func (t *TokenStore) ExpireAll() {
 	now := t.sim.Now()

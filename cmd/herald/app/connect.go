@@ -56,14 +56,7 @@ type AccountOut struct {
 }
 
 func accountOut(a *persistence.Account, created *bool) AccountOut {
-	exp := a.TokenExpiresAt
-	status := api.TokenStatus(exp, time.Now())
-	createdAt := a.CreatedAt
-	return AccountOut{
-		Account: api.Account{ID: a.ID, Platform: a.Platform, Username: a.Username, ProfileImageURL: a.ProfileImageURL,
-			IsActive: a.IsActive, TokenExpiresAt: exp, TokenStatus: &status, CreatedAt: &createdAt},
-		NetworkUserID: a.NetworkUserID, Created: created,
-	}
+	return AccountOut{Account: api.AccountView(a, time.Now()), NetworkUserID: a.NetworkUserID, Created: created}
 }
 
 // AddAccount runs `herald accounts add` on a connect service (the server's, through the admin

@@ -411,7 +411,10 @@ func TestAccountsAddThroughAdminSocket(t *testing.T) {
 		AccessToken: creds.AccessToken, RefreshToken: creds.RefreshToken, ExpiresIn: 7200}, &x))
 	require.Equal(t, "xwriter", *x.Username)
 	require.Equal(t, creds.UserID, x.NetworkUserID)
-	require.NotNil(t, x.TokenExpiresAt)
+	require.NotNil(t, x.AccessTokenExpiresAt, "the access token's expiry is kept")
+	require.WithinDuration(t, time.Now().Add(7200*time.Second), *x.AccessTokenExpiresAt, time.Minute)
+	require.Nil(t, x.TokenExpiresAt, "Herald refreshes it, and the user gave no refresh token expiry: nothing to act on")
+	require.Equal(t, "ok", *x.TokenStatus)
 	err = c.Do("POST", "/accounts", connect.Add{Email: b.user.Email, Platform: "twitter_x", ClientID: sim.ClientID, AccessToken: "not-a-token"}, &x)
 	require.ErrorContains(t, err, "twitter_x refused the connection")
 

@@ -117,6 +117,9 @@ func TestErrorContract(t *testing.T) {
 	b.app.Server.SetReady(false)
 	r = b.doKey("", "GET", "/readyz", nil, nil)
 	require.Equal(t, 503, r.status)
+	require.Equal(t, "internal_error", r.errorCode(t), "only the spec's codes are sent")
+	require.Equal(t, "1", r.header.Get("Retry-After"))
+	require.Contains(t, r.errorMessage(t), "starting or shutting down")
 	b.app.Server.SetReady(true)
 }
 

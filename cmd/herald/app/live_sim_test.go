@@ -1,9 +1,13 @@
 package app_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -246,4 +250,73 @@ func TestLiveMetricsInBatches(t *testing.T) {
 	require.EqualValues(t, 60, ov["publications_read"])
 	// X reads 100 posts per call, Bluesky 25.
 	require.Equal(t, 1+2, b.simRequests()-before)
+}
+
+// A Bluesky comment id is an at:// URI; a client puts it in the path percent-encoded, and the
+// reply reaches Bluesky.
+func TestReplyToABlueskyCommentThroughAnEncodedPath(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{demo: true})
+	s := b.app.Sim
+	bsky := b.account(platforms.Bluesky)
+	post := b.publishAndWait("Launch day on Bluesky", nil, bsky)
+	comment, err := s.AddComment(platforms.Bluesky, target(post, platforms.Bluesky), "Congrats!", "bob")
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(comment, "at://did:"), comment)
+	inbox := b.do("GET", "/v1/inbox/comments?platform=bluesky", nil)
+	require.Equal(t, 200, inbox.status, string(inbox.body))
+	require.Equal(t, comment, inbox.json(t)["threads"].([]any)[0].(map[string]any)["comment"].(map[string]any)["id"])
+
+	reply := func(escapedID string, body map[string]any) *response {
+		t.Helper()
+		raw, err := json.Marshal(body)
+		require.NoError(t, err)
+		req, err := http.NewRequest("POST", b.url+"/v1/inbox/comments/"+escapedID+"/reply", bytes.NewReader(raw))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+b.key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := b.client.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		out, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		r := &response{status: resp.StatusCode, header: resp.Header, body: out}
+		b.validate(req, r)
+		return r
+	}
+
+	// Bad ids are refused and nothing is sent.
+	for name, id := range map[string]string{
+		"NUL":       url.PathEscape(comment) + "%00",
+		"line feed": url.PathEscape(comment) + "%0A",
+		"too long":  url.PathEscape(comment + strings.Repeat("x", 600)),
+	} {
+		r := reply(id, map[string]any{"publication_id": post.ID, "text": "Thanks!"})
+		require.Equal(t, 400, r.status, name)
+		require.Equal(t, "validation_error", r.errorCode(t), name)
+		require.Contains(t, r.errorMessage(t), "commentId: ", name)
+	}
+	require.Empty(t, s.Replies(""), "nothing was posted")
+
+	escaped := url.PathEscape(comment)
+	require.Contains(t, escaped, "%2F", "the id's slashes are encoded")
+	r := reply(escaped, map[string]any{"publication_id": post.ID, "text": "Thanks, Bob!"})
+	require.Equal(t, 200, r.status, string(r.body))
+	require.Equal(t, "bluesky", r.json(t)["platform"])
+	replies := s.Replies(platforms.Bluesky)
+	require.Len(t, replies, 1)
+	require.Equal(t, comment, replies[0].InReplyTo, "the reply answers the comment the id named")
+	require.Equal(t, target(post, platforms.Bluesky), replies[0].PostID)
+	require.Equal(t, bsky.NetworkUserID, replies[0].Account)
+	require.Equal(t, "Thanks, Bob!", replies[0].Text)
+	require.Equal(t, r.json(t)["id"], replies[0].ID)
+
+	// An encoded UUID is the same UUID.
+	var enc strings.Builder
+	for _, c := range []byte(post.ID) {
+		fmt.Fprintf(&enc, "%%%02X", c)
+	}
+	got := b.do("GET", "/v1/posts/"+enc.String(), nil)
+	require.Equal(t, 200, got.status, string(got.body))
+	require.Equal(t, post.ID, got.json(t)["id"])
 }

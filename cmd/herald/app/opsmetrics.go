@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/heraldhq/herald/http/api"
+	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 )
@@ -40,7 +40,7 @@ type storeReadout struct {
 type tokenKey struct{ platform, state string }
 
 // tokenStates are the token_status values the gauge counts (the API's own derivation, see
-// api.TokenStatus); "ok" is left out.
+// account.TokenStatus); "ok" is left out.
 var tokenStates = []string{"expiring_soon", "expired"}
 
 func newStoreCollector(store *persistence.Store, now func() time.Time) *storeCollector {
@@ -111,7 +111,7 @@ func (c *storeCollector) read(now time.Time) storeReadout {
 	err := c.store.View(func(tx *persistence.Tx) error {
 		r.jobs, r.oldestJob = tx.ActiveJobStats()
 		return tx.EachAccountExpiry(func(a persistence.AccountExpiry) {
-			if st := api.TokenStatus(a.TokenExpiresAt, now); st != "ok" {
+			if st := account.TokenStatus(a.Account(), now); st != account.TokenOK {
 				r.tokens[tokenKey{a.Platform, st}]++
 			}
 		})

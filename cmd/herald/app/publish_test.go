@@ -381,6 +381,21 @@ func TestScheduleBadInput(t *testing.T) {
 	require.Equal(t, future.Format("2006-01-02")+"T00:00:00Z", r.json(t)["scheduled_at"])
 	r = b.do("POST", "/v1/posts/schedule", map[string]any{"content": "tz", "platforms": ids(x), "scheduledAt": future.Format("2006-01-02") + "T09:00:00+default"})
 	require.Equal(t, future.Format("2006-01-02")+"T09:00:00Z", r.json(t)["scheduled_at"], "the demo user's zone is UTC")
+	// ISO 8601 as clients send it: minutes without seconds, lower-case t and z, basic offsets.
+	for at, want := range map[string]string{
+		future.Format("2006-01-02") + "t09:30z":                 "T09:30:00Z",
+		future.Format("2006-01-02") + "T09:30+0530":             "T04:00:00Z",
+		future.Format("2006-01-02") + "T09:30:00.1234567891+05": "T04:30:00.123456789Z",
+		future.Format("2006-01-02") + "T09:30:00,5-00:00":       "T09:30:00.5Z",
+	} {
+		r = b.do("POST", "/v1/posts/schedule", map[string]any{"content": "iso", "platforms": ids(x), "scheduledAt": at})
+		require.Equal(t, 201, r.status, at+": "+string(r.body))
+		require.Equal(t, future.Format("2006-01-02")+want, r.json(t)["scheduled_at"], at)
+	}
+	r = b.do("POST", "/v1/posts/schedule", map[string]any{"content": "iso", "platforms": ids(x), "scheduledAt": future.Format("2006-01-02") + "T09Z"})
+	require.Equal(t, 400, r.status)
+	require.Equal(t, "validation_error", r.errorCode(t))
+	require.Contains(t, r.errorMessage(t), "the time of day needs minutes (hh:mm)")
 
 	published := b.publishNew(map[string]any{"content": "gone", "platforms": ids(x)}, nil).json(t)["post_id"].(string)
 	require.Eventually(t, func() bool { return b.do("GET", "/v1/posts/"+published, nil).json(t)["status"] == "published" }, 10*time.Second, 10*time.Millisecond)

@@ -419,3 +419,63 @@ func TestWebhookRetriesAndGone(t *testing.T) {
 	require.Equal(t, 410.0, d["last_response_code"])
 	require.Equal(t, 1, gone.Count(), "no retry after 410")
 }
+
+// Every schedule through the API is a post.scheduled, rescheduling a scheduled post included
+// (the spec's event table: "a post is scheduled via the API").
+func TestReschedulingEmitsPostScheduledAgain(t *testing.T) {
+	t.Parallel()
+	ca := webhooktest.NewCA(t)
+	b := setup(t, bundleOpts{config: withReceivers(ca)})
+	rcv := webhooktest.NewReceiver(t, ca, webhooktest.Always(200))
+	_, secret := b.createWebhook(rcv.URL, "post.scheduled")
+
+	type scheduled struct {
+		ID   string
+		Type string
+		Data struct {
+			PostID      string    `json:"post_id"`
+			Status      string    `json:"status"`
+			ScheduledAt time.Time `json:"scheduled_at"`
+		}
+	}
+	next := func() scheduled {
+		t.Helper()
+		req := rcv.Next(t)
+		require.NoError(t, stripewebhook.ValidatePayloadWithTolerance(req.Body, req.Header.Get("X-Service-Signature"), secret, 300*time.Second))
+		require.Equal(t, "post.scheduled", req.Header.Get("X-Service-Event"))
+		var ev scheduled
+		require.NoError(t, json.Unmarshal(req.Body, &ev))
+		return ev
+	}
+
+	postID := b.createPost("moved twice", b.accounts[0])
+	first := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
+	r := b.do("POST", "/v1/posts/"+postID+"/schedule", map[string]any{"scheduledAt": first.Format(time.RFC3339)})
+	require.Equal(t, 200, r.status, string(r.body))
+	ev1 := next()
+	require.Equal(t, postID, ev1.Data.PostID)
+	require.Equal(t, "scheduled", ev1.Data.Status)
+	require.True(t, first.Equal(ev1.Data.ScheduledAt))
+
+	second := first.Add(24 * time.Hour)
+	r = b.do("POST", "/v1/posts/"+postID+"/schedule", map[string]any{"scheduledAt": second.Format(time.RFC3339)})
+	require.Equal(t, 200, r.status, string(r.body))
+	require.Equal(t, "scheduled", r.json(t)["status"])
+	ev2 := next()
+	require.Equal(t, postID, ev2.Data.PostID)
+	require.True(t, second.Equal(ev2.Data.ScheduledAt), "the event carries the new time")
+	require.NotEqual(t, ev1.ID, ev2.ID, "a new delivery, not a retry")
+
+	// The outbox holds both.
+	n := 0
+	require.NoError(t, b.app.Store.View(func(tx *persistence.Tx) error {
+		evs, err := tx.EventsAfter("test-reader", 100) // a reader with no cursor reads from the start
+		for _, ev := range evs {
+			if ev.Type == "post.scheduled" && strings.Contains(string(ev.Data), postID) {
+				n++
+			}
+		}
+		return err
+	}))
+	require.Equal(t, 2, n)
+}
