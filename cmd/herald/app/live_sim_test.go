@@ -309,7 +309,7 @@ func TestReplyToABlueskyCommentThroughAnEncodedPath(t *testing.T) {
 	require.Equal(t, target(post, platforms.Bluesky), replies[0].PostID)
 	require.Equal(t, bsky.NetworkUserID, replies[0].Account)
 	require.Equal(t, "Thanks, Bob!", replies[0].Text)
-	require.Equal(t, r.json(t)["id"], replies[0].ID)
+	require.Equal(t, r.json(t)["reply_id"], replies[0].ID)
 
 	// An encoded UUID is the same UUID.
 	var enc strings.Builder
