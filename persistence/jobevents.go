@@ -54,12 +54,13 @@ func jobEventKey(trackingID string, seq uint64) []byte {
 	return k
 }
 
-// PutJobEvents stores the events of the job's change seq.
-func (t *Tx) PutJobEvents(trackingID string, seq uint64, events []JobEvent) error {
-	if len(events) == 0 {
+// PutJobEvents stores the events of the job's change seq, encoded by the caller with Encode
+// (outside the transaction that many writers share); nil stores nothing.
+func (t *Tx) PutJobEvents(trackingID string, seq uint64, raw []byte) error {
+	if raw == nil {
 		return nil
 	}
-	return t.put(bJobEvents, jobEventKey(trackingID, seq), events)
+	return t.tx.Bucket(bJobEvents).Put(jobEventKey(trackingID, seq), raw)
 }
 
 // JobEvents returns a job's stored events, oldest first.

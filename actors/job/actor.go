@@ -258,7 +258,12 @@ func (a *Actor) apply(r *account.Report) {
 		next.CompletedAt = &now
 	}
 	next.Seq++
-	raw, err := persistence.Encode(next) // outside the transaction that many actors share
+	// Encoded outside the transaction that many actors share.
+	raw, err := persistence.Encode(next)
+	var rawEvents []byte
+	if err == nil {
+		rawEvents, err = persistence.Encode(events)
+	}
 	if err == nil {
 		err = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
 			if r.Final {
@@ -267,7 +272,7 @@ func (a *Actor) apply(r *account.Report) {
 					return err
 				}
 			}
-			if err := tx.PutJobEvents(a.id, next.Seq, events); err != nil {
+			if err := tx.PutJobEvents(a.id, next.Seq, rawEvents); err != nil {
 				return err
 			}
 			return tx.PutJobEncoded(next, raw)

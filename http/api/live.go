@@ -155,34 +155,11 @@ func (h *handlers) inboxComments(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	fresh, err := live.ParseBool("fresh", c.QueryParam("fresh"), false)
+	sc, err := h.inboxScope(c, p.User.ID, live.CommentsPlatforms, "comments inbox")
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(c, "limit", live.DefaultInboxLimit, live.MinInboxLimit, live.MaxInboxLimit)
-	if err != nil {
-		return err
-	}
-	platform := c.QueryParam("platform")
-	if platform != "" {
-		if !platforms.Platform(platform).Valid() {
-			return apierr.Validation("platform: must be one of %s", joinPlatforms(platforms.All))
-		}
-		if !slices.Contains(live.CommentsPlatforms, platforms.Platform(platform)) {
-			return apierr.Validation("platform: %s has no live comments inbox (live: %s)", platform, joinPlatforms(live.CommentsPlatforms))
-		}
-	}
-	acct, acctPlatform, err := h.liveAccount(c, p.User.ID, "account_id", live.CommentsPlatforms, "comments inbox")
-	if err != nil {
-		return err
-	}
-	if acct != "" && platform != "" && acctPlatform != platform {
-		return apierr.Validation("platform: the account %s is on %s, not %s", acct, acctPlatform, platform)
-	}
-	q := live.InboxQuery{Window: w, AccountID: acct, Platform: platform, Before: c.QueryParam("before"), Limit: limit, Fresh: fresh}
-	if len(q.Before) > 2048 {
-		return apierr.Validation("before: invalid cursor; use next_before of the previous page as it was returned")
-	}
+	q := live.InboxQuery{Window: w, AccountID: sc.account, Platform: sc.platform, Before: sc.before, Limit: sc.limit, Fresh: sc.fresh}
 	if err := h.Live.ParseCursor(p.User.ID, &q); err != nil {
 		return err
 	}
@@ -191,6 +168,48 @@ func (h *handlers) inboxComments(c *echo.Context) error {
 		return h.liveError(c, err)
 	}
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
+}
+
+// inboxScope is the query an inbox page shares with the others: fresh, limit, platform and
+// account_id (on one of the networks with the live feature, and on that platform when both are
+// named), and the before cursor as received.
+type inboxScope struct {
+	fresh             bool
+	limit             int
+	platform, account string
+	before            string
+}
+
+func (h *handlers) inboxScope(c *echo.Context, userID string, allowed []platforms.Platform, what string) (inboxScope, error) {
+	var sc inboxScope
+	var err error
+	if sc.fresh, err = live.ParseBool("fresh", c.QueryParam("fresh"), false); err != nil {
+		return sc, err
+	}
+	if sc.limit, err = queryInt(c, "limit", live.DefaultInboxLimit, live.MinInboxLimit, live.MaxInboxLimit); err != nil {
+		return sc, err
+	}
+	sc.platform = c.QueryParam("platform")
+	if sc.platform != "" {
+		if !platforms.Platform(sc.platform).Valid() {
+			return sc, apierr.Validation("platform: must be one of %s", joinPlatforms(platforms.All))
+		}
+		if !slices.Contains(allowed, platforms.Platform(sc.platform)) {
+			return sc, apierr.Validation("platform: %s has no live %s (live: %s)", sc.platform, what, joinPlatforms(allowed))
+		}
+	}
+	acct, acctPlatform, err := h.liveAccount(c, userID, "account_id", allowed, what)
+	if err != nil {
+		return sc, err
+	}
+	if acct != "" && sc.platform != "" && acctPlatform != sc.platform {
+		return sc, apierr.Validation("platform: the account %s is on %s, not %s", acct, acctPlatform, sc.platform)
+	}
+	sc.account, sc.before = acct, c.QueryParam("before")
+	if len(sc.before) > 2048 {
+		return sc, apierr.Validation("before: invalid cursor; use next_before of the previous page as it was returned")
+	}
+	return sc, nil
 }
 
 // replyText reads the text field: required, not blank, at most MaxReplyLength characters.
@@ -315,34 +334,11 @@ func (h *handlers) hideComment(c *echo.Context) error {
 
 func (h *handlers) inboxDMs(c *echo.Context) error {
 	p := server.Principal(c)
-	fresh, err := live.ParseBool("fresh", c.QueryParam("fresh"), false)
+	sc, err := h.inboxScope(c, p.User.ID, live.MessagePlatforms, "direct messages")
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(c, "limit", live.DefaultInboxLimit, live.MinInboxLimit, live.MaxInboxLimit)
-	if err != nil {
-		return err
-	}
-	platform := c.QueryParam("platform")
-	if platform != "" {
-		if !platforms.Platform(platform).Valid() {
-			return apierr.Validation("platform: must be one of %s", joinPlatforms(platforms.All))
-		}
-		if !slices.Contains(live.MessagePlatforms, platforms.Platform(platform)) {
-			return apierr.Validation("platform: %s has no live direct messages (live: %s)", platform, joinPlatforms(live.MessagePlatforms))
-		}
-	}
-	acct, acctPlatform, err := h.liveAccount(c, p.User.ID, "account_id", live.MessagePlatforms, "direct messages")
-	if err != nil {
-		return err
-	}
-	if acct != "" && platform != "" && acctPlatform != platform {
-		return apierr.Validation("platform: the account %s is on %s, not %s", acct, acctPlatform, platform)
-	}
-	q := live.DMQuery{AccountID: acct, Platform: platform, Before: c.QueryParam("before"), Limit: limit, Fresh: fresh}
-	if len(q.Before) > 2048 {
-		return apierr.Validation("before: invalid cursor; use next_before of the previous page as it was returned")
-	}
+	q := live.DMQuery{AccountID: sc.account, Platform: sc.platform, Before: sc.before, Limit: sc.limit, Fresh: sc.fresh}
 	if err := h.Live.ParseDMCursor(p.User.ID, &q); err != nil {
 		return err
 	}

@@ -1,12 +1,8 @@
 package live
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -118,18 +114,8 @@ func (s *Service) ParseDMCursor(userID string, q *DMQuery) error {
 		return nil
 	}
 	bad := apierr.Validation("before: invalid cursor; use next_before of the previous page as it was returned")
-	raw, err := base64.RawURLEncoding.DecodeString(q.Before)
-	if err != nil || len(raw) <= sha256.Size {
-		return bad
-	}
-	payload, mac := raw[:len(raw)-sha256.Size], raw[len(raw)-sha256.Size:]
-	if !hmac.Equal(mac, s.cursorMAC(userID, payload)) {
-		return bad
-	}
 	var c dmCursor
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil || c.Kind != dmCursorKind {
+	if !s.openCursor(userID, q.Before, &c) || c.Kind != dmCursorKind {
 		return bad
 	}
 	if c.AccountID != q.AccountID || c.Platform != q.Platform {
@@ -141,8 +127,7 @@ func (s *Service) ParseDMCursor(userID string, q *DMQuery) error {
 
 func (s *Service) signDMCursor(userID string, c dmCursor) string {
 	c.Kind = dmCursorKind
-	payload, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(append(payload, s.cursorMAC(userID, payload)...))
+	return s.signCursor(userID, c)
 }
 
 // DMs answers GET /v1/inbox/dms (q validated, its cursor parsed): the cached body when the cache's

@@ -113,9 +113,25 @@ const cursorKeyInfo = "herald inbox cursor v1"
 
 // A cursor is base64url (no padding) of its JSON followed by HMAC-SHA256(key, user id | JSON):
 // a cursor changed in any way, or another user's, is refused.
-func (s *Service) signCursor(userID string, c cursor) string {
+func (s *Service) signCursor(userID string, c any) string {
 	payload, _ := json.Marshal(c)
 	return base64.RawURLEncoding.EncodeToString(append(payload, s.cursorMAC(userID, payload)...))
+}
+
+// openCursor checks a cursor's signature (signCursor) and decodes its JSON into v, refusing
+// unknown fields; false when either fails.
+func (s *Service) openCursor(userID, before string, v any) bool {
+	raw, err := base64.RawURLEncoding.DecodeString(before)
+	if err != nil || len(raw) <= sha256.Size {
+		return false
+	}
+	payload, mac := raw[:len(raw)-sha256.Size], raw[len(raw)-sha256.Size:]
+	if !hmac.Equal(mac, s.cursorMAC(userID, payload)) {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v) == nil
 }
 
 func (s *Service) cursorMAC(userID string, payload []byte) []byte {
@@ -132,19 +148,9 @@ func (s *Service) ParseCursor(userID string, q *InboxQuery) error {
 	if q.Before == "" {
 		return nil
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(q.Before)
 	bad := apierr.Validation("before: invalid cursor; use next_before of the previous page as it was returned")
-	if err != nil || len(raw) <= sha256.Size {
-		return bad
-	}
-	payload, mac := raw[:len(raw)-sha256.Size], raw[len(raw)-sha256.Size:]
-	if !hmac.Equal(mac, s.cursorMAC(userID, payload)) {
-		return bad
-	}
 	var c cursor
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	if !s.openCursor(userID, q.Before, &c) {
 		return bad
 	}
 	if c.Range != q.Window.Range || c.AccountID != q.AccountID || c.Platform != q.Platform {

@@ -1,6 +1,9 @@
-// Package live serves Herald's live data: the analytics overview, the comments inbox and the
-// direct message conversations, read from the networks at request time and never stored, and
-// the replies, likes and hides of comments and the direct messages. docs/live-data.md describes the behaviour for API users; this comment, the rules.
+// Package live serves Herald's live data: the analytics overview and per-post analytics
+// (overview.go, post.go), the comments inbox (inbox.go) and the direct message conversations
+// (dms.go), read from the networks at request time and never stored; the replies, likes and
+// hides of comments and the direct messages (replies.go, engage.go); and which accounts each of
+// these reads live (accounts.go, no network call). docs/live-data.md describes the behaviour for
+// API users; this comment, the rules.
 //
 // Every network call goes through the connected account's actor (account.Read), which spends
 // the account's rate budget, uses and refreshes its token, and answers at once when the budget
