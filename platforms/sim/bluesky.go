@@ -50,6 +50,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -1052,6 +1053,29 @@ func (b *bskySim) convoView(c Conversation) map[string]any {
 	return map[string]any{"id": c.ID, "rev": rev, "members": members, "muted": false, "unreadCount": 0, "status": "accepted"}
 }
 
+// bskyChatPage reads the limit (1 to 100, default 50) and the cursor (an offset) of a chat
+// listing; false when it answered a 400.
+func bskyChatPage(w http.ResponseWriter, q url.Values) (limit, offset int, ok bool) {
+	limit = 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: limit must be between 1 and 100")
+			return 0, 0, false
+		}
+		limit = n
+	}
+	if v := q.Get("cursor"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: invalid cursor")
+			return 0, 0, false
+		}
+		offset = n
+	}
+	return limit, offset, true
+}
+
 // getMessages is chat.bsky.convo.getMessages?convoId=…&limit=…&cursor=…: newest first.
 func (b *bskySim) getMessages(w http.ResponseWriter, r *http.Request, a bskyAccount) {
 	q := r.URL.Query()
@@ -1060,23 +1084,9 @@ func (b *bskySim) getMessages(w http.ResponseWriter, r *http.Request, a bskyAcco
 		bskyConvoNotFound(w)
 		return
 	}
-	limit := 50
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: limit must be between 1 and 100")
-			return
-		}
-		limit = n
-	}
-	offset := 0
-	if v := q.Get("cursor"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: invalid cursor")
-			return
-		}
-		offset = n
+	limit, offset, ok := bskyChatPage(w, q)
+	if !ok {
+		return
 	}
 	n := len(c.Messages)
 	out := []any{}
@@ -1360,23 +1370,9 @@ func (b *bskySim) deleteRecord(w http.ResponseWriter, r *http.Request, a bskyAcc
 // message, newest message first, each with its lastMessage.
 func (b *bskySim) listConvos(w http.ResponseWriter, r *http.Request, a bskyAccount) {
 	q := r.URL.Query()
-	limit := 50
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: limit must be between 1 and 100")
-			return
-		}
-		limit = n
-	}
-	offset := 0
-	if v := q.Get("cursor"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			bskyError(w, http.StatusBadRequest, "InvalidRequest", "Error: invalid cursor")
-			return
-		}
-		offset = n
+	limit, offset, ok := bskyChatPage(w, q)
+	if !ok {
+		return
 	}
 	var convos []Conversation
 	for _, c := range b.n.Sim.Conversations(b.n.Platform, a.did) {
