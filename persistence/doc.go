@@ -31,6 +31,13 @@
 //	                derived JPEG) still to delete
 //	connect_states  state id → ConnectState (JSON): a browser connect flow in progress, marked
 //	                used by its callback, purged once expired
+//	user_passwords  user id → the password's argon2id hash, PHC string form
+//	                ("$argon2id$v=19$m=…,t=…,p=…$salt$hash"); apart from users, so that no user
+//	                record printed or served can carry it
+//	sessions        SHA-256 of the session token (32) → Session (JSON: user id, created, last
+//	                seen, CSRF token); the token itself is never stored
+//	sessions_user   user id | SHA-256 of the token → empty: a user's sessions (a password change
+//	                ends them)
 //	jobs            tracking id → Job (JSON)
 //	jobs_active     tracking id → empty: jobs whose post has not taken their outcome (resumed at start-up)
 //	jobs_post       post id | tracking id → empty
@@ -45,7 +52,9 @@
 // walks posts_user backwards and filters on the summaries, so only the page itself (or, with a
 // search, the candidates) is decoded; its total comes from posts_count, kept in the same
 // transactions, so that only a search walks the whole index. meta's "schema" is the layout
-// version (2: posts_count, 3: revoked keys kept in apikeys_hash, 4: publications); a store of an earlier layout is brought up to date when opened.
+// version (2: posts_count, 3: revoked keys kept in apikeys_hash, 4: publications); a store of an earlier layout is brought up to date when opened. Buckets that
+// start empty (user_passwords, sessions, sessions_user) are created when the store opens and need
+// no new layout version.
 //
 // Writes go through Store.Update, which group-commits: the writes of many callers that arrive
 // while a commit is running share the next transaction and its single fsync, and every caller

@@ -44,6 +44,20 @@ func (t *Tx) CreateUser(u *User) error {
 	return t.put(bUsers, id, u)
 }
 
+// PutUser replaces a stored user's record (its e-mail cannot change here); ErrNotFound when
+// there is no such user.
+func (t *Tx) PutUser(u *User) error {
+	id := mustID(u.ID)
+	var old User
+	if err := t.get(bUsers, id, &old); err != nil {
+		return err
+	}
+	if !strings.EqualFold(old.Email, u.Email) {
+		return errors.New("persistence: a user's e-mail cannot change")
+	}
+	return t.put(bUsers, id, u)
+}
+
 // User returns a user by id.
 func (t *Tx) User(id string) (*User, error) {
 	var u User
