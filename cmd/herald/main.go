@@ -17,7 +17,8 @@ Usage:
   herald serve [--addr HOST:PORT] [--data DIR] [--sandbox] [--base-url URL] [--sim-addr HOST:PORT] [--log-format text|json] [--log-level debug|info|warn|error]
                [--webhook-allow-private[=false]] [--webhook-ca-file PEM_FILE] [--webhook-timeout DURATION]
   herald sim [--addr HOST:PORT] [--latency DURATION] [--limit-scale F]
-  herald users create --data DIR --email E [--name N] [--plan free|starter|growth|pro|max] [--timezone IANA_ZONE]
+  herald users create --data DIR --email E [--name N] [--plan free|starter|growth|pro|max] [--timezone IANA_ZONE] [--password-stdin]
+  herald users set-password --data DIR --email E          (reads the new password from stdin)
   herald keys create --data DIR --email E --name N [--expires-in DURATION]
   herald keys list --data DIR --email E
   herald keys revoke --data DIR KEY_ID
@@ -48,7 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "sim":
 		err = cmdSim(args[1:], stderr)
 	case "users":
-		err = cmdUsers(args[1:], stdout)
+		err = cmdUsers(args[1:], os.Stdin, stdout)
 	case "keys":
 		err = cmdKeys(args[1:], stdout)
 	case "accounts":

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/heraldhq/herald/http/admin"
@@ -54,10 +55,23 @@ func manage(dir string, online func(c *admin.Client) (any, error), direct func(s
 	return enc.Encode(v)
 }
 
-func cmdUsers(args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: herald users create --data DIR --email E [--name N] [--plan PLAN] [--timezone ZONE]")
+const usersUsage = "usage: herald users create --data DIR --email E [--name N] [--plan PLAN] [--timezone ZONE] [--password-stdin]\n" +
+	"       herald users set-password --data DIR --email E   (the password is read from stdin)"
+
+func cmdUsers(args []string, in io.Reader, out io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(usersUsage)
 	}
+	switch args[0] {
+	case "create":
+		return cmdUsersCreate(args[1:], in, out)
+	case "set-password":
+		return cmdUsersSetPassword(args[1:], in, out)
+	}
+	return errors.New(usersUsage)
+}
+
+func cmdUsersCreate(args []string, stdin io.Reader, out io.Writer) error {
 	fs := flag.NewFlagSet("users create", flag.ContinueOnError)
 	dir := fs.String("data", envOr("HERALD_DATA_DIR", ""), "data directory")
 	var in auth.NewUser
@@ -65,11 +79,19 @@ func cmdUsers(args []string, out io.Writer) error {
 	fs.StringVar(&in.Name, "name", "", "display name")
 	fs.StringVar(&in.Plan, "plan", "free", "plan")
 	fs.StringVar(&in.Timezone, "timezone", "UTC", "IANA time zone")
-	if _, err := parseFlags(fs, args[1:]); err != nil {
+	pwStdin := fs.Bool("password-stdin", false, "read the user's dashboard password from stdin")
+	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if in.Email == "" {
 		return errors.New("--email is required")
+	}
+	if *pwStdin {
+		pw, err := readPassword(stdin)
+		if err != nil {
+			return err
+		}
+		in.Password = pw
 	}
 	return manage(*dir,
 		func(c *admin.Client) (any, error) {
@@ -79,6 +101,48 @@ func cmdUsers(args []string, out io.Writer) error {
 		func(s *persistence.Store) (any, error) {
 			return auth.CreateUser(context.Background(), s, in, time.Now())
 		}, out)
+}
+
+// cmdUsersSetPassword sets a user's dashboard password, read from stdin, and ends every session
+// the user has.
+func cmdUsersSetPassword(args []string, stdin io.Reader, out io.Writer) error {
+	fs := flag.NewFlagSet("users set-password", flag.ContinueOnError)
+	dir := fs.String("data", envOr("HERALD_DATA_DIR", ""), "data directory")
+	email := fs.String("email", "", "e-mail")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *email == "" {
+		return errors.New("--email is required")
+	}
+	pw, err := readPassword(stdin)
+	if err != nil {
+		return err
+	}
+	return manage(*dir,
+		func(c *admin.Client) (any, error) {
+			var v admin.PasswordSet
+			return &v, c.Do("POST", "/users/password", map[string]string{"email": *email, "password": pw}, &v)
+		},
+		func(s *persistence.Store) (any, error) {
+			u, ended, err := auth.SetPassword(context.Background(), s, *email, pw, auth.PasswordParams{})
+			return admin.PasswordSet{User: u, SessionsEnded: ended}, err
+		}, out)
+}
+
+// readPassword reads a password from stdin: its first line, without the line break (so that
+// `echo pw |` and a file both work). Nothing is echoed or printed.
+func readPassword(stdin io.Reader) (string, error) {
+	raw, err := io.ReadAll(io.LimitReader(stdin, auth.MaxPasswordBytes+2))
+	if err != nil {
+		return "", fmt.Errorf("read the password from stdin: %w", err)
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	line = strings.TrimSuffix(line, "\r")
+	if line == "" {
+		return "", errors.New("no password on stdin: pipe it in, e.g. herald users set-password --data DIR --email E < password-file")
+	}
+	return line, auth.ValidatePassword(line)
 }
 
 func cmdKeys(args []string, out io.Writer) error {

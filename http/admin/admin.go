@@ -1,5 +1,5 @@
 // Package admin is the local admin socket: a Unix socket inside the data directory (mode 0600)
-// through which the herald command line manages users and keys while a server holds the bbolt
+// through which the herald command line manages users, passwords and keys while a server holds the bbolt
 // file. Going through the running server is what makes a revocation take effect at once: the
 // server drops its key cache before the command returns.
 package admin
@@ -32,6 +32,10 @@ type Ops struct {
 	Store *persistence.Store
 	Auth  *auth.Authenticator
 	Now   func() time.Time
+	// PasswordParams hash the passwords set through the socket (zero: auth.DefaultPasswordParams).
+	PasswordParams auth.PasswordParams
+	// PasswordChanged, when set, learns how many sessions a password change ended (metrics).
+	PasswordChanged func(ended int)
 	// Extra routes ("POST /accounts" ...) added by other components.
 	Extra map[string]http.HandlerFunc
 }
@@ -83,6 +87,13 @@ func (s *Server) Close() error {
 	return err
 }
 
+// PasswordSet is the answer of a password change: the user and how many of the user's sessions
+// it ended.
+type PasswordSet struct {
+	User          *persistence.User `json:"user"`
+	SessionsEnded int               `json:"sessions_ended"`
+}
+
 type errorBody struct {
 	Error string `json:"error"`
 }
@@ -109,8 +120,24 @@ func routes(mux *http.ServeMux, ops Ops) {
 			WriteResult(w, nil, fmt.Errorf("%w: %v", auth.ErrInvalid, err))
 			return
 		}
+		in.PasswordParams = ops.PasswordParams
 		u, err := auth.CreateUser(r.Context(), ops.Store, in, ops.Now())
 		WriteResult(w, u, err)
+	})
+	mux.HandleFunc("POST /users/password", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Email    string `json:"email"`
+			Password string `json:"password"`
+		}
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&in); err != nil {
+			WriteResult(w, nil, fmt.Errorf("%w: %v", auth.ErrInvalid, err))
+			return
+		}
+		u, ended, err := auth.SetPassword(r.Context(), ops.Store, in.Email, in.Password, ops.PasswordParams)
+		if err == nil && ops.PasswordChanged != nil {
+			ops.PasswordChanged(ended)
+		}
+		WriteResult(w, PasswordSet{User: u, SessionsEnded: ended}, err)
 	})
 	mux.HandleFunc("POST /keys", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {

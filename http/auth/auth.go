@@ -1,4 +1,5 @@
-// Package auth authenticates API keys and manages users and keys.
+// Package auth authenticates API keys, hashes the dashboard passwords (password.go: argon2id in
+// PHC form), and manages users, passwords and keys.
 //
 // Keys have the form sk_live_ followed by 40 random base62 characters (about 238 bits). Keys of
 // the legacy form, hk_ followed by at least 32 base62 characters, are accepted as well: they were

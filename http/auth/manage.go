@@ -26,6 +26,10 @@ type NewUser struct {
 	Plan     string `json:"plan,omitempty"`
 	Timezone string `json:"timezone,omitempty"`
 	Sandbox  bool   `json:"sandbox,omitempty"`
+	// Password, when set, lets the user sign in to the dashboard (hashed with PasswordParams,
+	// DefaultPasswordParams when zero).
+	Password       string         `json:"password,omitempty"`
+	PasswordParams PasswordParams `json:"-"`
 }
 
 // CreateUser validates and stores a new user.
@@ -46,6 +50,18 @@ func CreateUser(ctx context.Context, s *persistence.Store, in NewUser, now time.
 	if _, err := time.LoadLocation(in.Timezone); err != nil || in.Timezone == "Local" {
 		return nil, fmt.Errorf("%w: %q is not an IANA time zone", ErrInvalid, in.Timezone)
 	}
+	var phc string
+	if in.Password != "" {
+		if err := ValidatePassword(in.Password); err != nil {
+			return nil, err
+		}
+		if in.PasswordParams == (PasswordParams{}) {
+			in.PasswordParams = DefaultPasswordParams
+		}
+		if phc, err = HashPassword(in.Password, in.PasswordParams); err != nil {
+			return nil, err
+		}
+	}
 	u := &persistence.User{
 		ID: uuid.Must(uuid.NewV7()).String(), Email: addr.Address, Plan: in.Plan,
 		Timezone: in.Timezone, CreatedAt: now.UTC(), Sandbox: in.Sandbox,
@@ -53,7 +69,12 @@ func CreateUser(ctx context.Context, s *persistence.Store, in NewUser, now time.
 	if in.Name != "" {
 		u.Name = &in.Name
 	}
-	err = s.Update(ctx, func(tx *persistence.Tx) error { return tx.CreateUser(u) })
+	err = s.Update(ctx, func(tx *persistence.Tx) error {
+		if err := tx.CreateUser(u); err != nil || phc == "" {
+			return err
+		}
+		return tx.SetPassword(u.ID, phc)
+	})
 	if errors.Is(err, persistence.ErrExists) {
 		return nil, fmt.Errorf("%w: a user with e-mail %s already exists", ErrInvalid, addr.Address)
 	}
