@@ -2,10 +2,12 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,9 +20,11 @@ import (
 
 // Env is a running `herald serve` process in sandbox mode and a client for it.
 type Env struct {
-	Dir         string
-	URL         string
-	Key         string
+	Dir string
+	URL string
+	Key string
+	// Jar holds the demo user's dashboard session (for the browser connect flow).
+	Jar         http.CookieJar
 	Accounts    []string // account ids of the sandbox user
 	Quick       bool
 	Duration    time.Duration
@@ -129,6 +133,10 @@ func startIn(dir string, log io.Writer, addr string, extra []string) (*Env, erro
 	}
 	e.Key = strings.TrimSpace(string(key))
 	e.Client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, MaxConnsPerHost: 0}}
+	if e.Jar, err = e.signIn(filepath.Join(dir, "data", "sandbox-password")); err != nil {
+		e.Kill()
+		return nil, err
+	}
 	var accounts struct {
 		Data []struct {
 			ID string `json:"id"`
@@ -143,6 +151,31 @@ func startIn(dir string, log io.Writer, addr string, extra []string) (*Env, erro
 	}
 	go e.watchRSS()
 	return e, nil
+}
+
+// signIn signs the demo user in to the dashboard with the sandbox's password and returns the
+// cookie jar holding the session: connect links open only in a browser signed in as the user who
+// asked for them.
+func (e *Env) signIn(passwordFile string) (http.CookieJar, error) {
+	pw, err := os.ReadFile(passwordFile)
+	if err != nil {
+		return nil, err
+	}
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	c := &http.Client{Jar: jar, Transport: e.Client.Transport, Timeout: 30 * time.Second}
+	body, _ := json.Marshal(map[string]string{"email": "demo@herald.local", "password": strings.TrimSpace(string(pw))})
+	resp, err := c.Post(e.URL+"/api/session", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("sign in as the sandbox user: %s", resp.Status)
+	}
+	return jar, nil
 }
 
 func (e *Env) getJSON(path string, v any) error {

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/cmd/herald/app"
@@ -61,6 +62,8 @@ func cmdServe(args []string, stderr io.Writer) error {
 	fs.IntVar(&cfg.Live.Calls, "live-calls", 0, "analytics and inbox: network calls one API request may make (default 200)")
 	fs.DurationVar(&cfg.Live.Deadline, "live-deadline", 0, "analytics and inbox: time one API request may spend on the networks (default 2s)")
 	fs.IntVar(&cfg.Live.SampleLimit, "live-sample-limit", 0, "analytics and inbox: latest publications one answer reads (default 200)")
+	sessionIdle := fs.String("session-idle", envOr("HERALD_SESSION_IDLE", "24h"), "dashboard sessions end after this long unused")
+	sessionMaxAge := fs.String("session-max-age", envOr("HERALD_SESSION_MAX_AGE", "720h"), "dashboard sessions end this long after sign-in")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -75,6 +78,15 @@ func cmdServe(args []string, stderr io.Writer) error {
 	cfg.WebhookCAFile, cfg.WebhookAttemptTimeout = hooks.caFile, hooks.timeout
 	if cfg.Media, err = media.config(); err != nil {
 		return err
+	}
+	if cfg.SessionIdle, err = positiveDuration("--session-idle", *sessionIdle); err != nil {
+		return err
+	}
+	if cfg.SessionMaxAge, err = positiveDuration("--session-max-age", *sessionMaxAge); err != nil {
+		return err
+	}
+	if cfg.SessionIdle > cfg.SessionMaxAge {
+		return fmt.Errorf("--session-idle (%s) is longer than --session-max-age (%s)", cfg.SessionIdle, cfg.SessionMaxAge)
 	}
 	cfg.SecretKey = envOr("HERALD_SECRET_KEY", "")
 	cfg.Networks = networksFromEnv()
@@ -190,4 +202,12 @@ func defaultMemoryLimit() int64 {
 		}
 	}
 	return limit
+}
+
+func positiveDuration(flag, v string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s: %q is not a positive duration (e.g. 24h, 30m)", flag, v)
+	}
+	return d, nil
 }

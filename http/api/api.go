@@ -99,6 +99,9 @@ func Register(d Deps) error {
 	if d.Live != nil {
 		h.registerLive(v1)
 	}
+	if d.Server.Sessions() != nil {
+		h.registerDashboard(e)
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"html/template"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/labstack/echo/v5"
@@ -17,7 +18,8 @@ import (
 )
 
 // registerConnect adds the connect flow: the authenticated POST that starts it, and the two
-// browser routes (no API key: the browser follows them) that end on a plain HTML page.
+// browser routes (no API key: the browser follows them, signed in to the dashboard as the user who
+// asked for the link) that end on a plain HTML page.
 func (h *handlers) registerConnect(e *echo.Echo, v1 *echo.Group) {
 	v1.POST("/accounts/connect", h.connectAccount)
 	e.GET(connect.AuthorizePath, h.connectAuthorize)
@@ -72,12 +74,32 @@ func (h *handlers) connectAuthorize(c *echo.Context) error {
 	if h.Connect == nil {
 		return h.page(c, http.StatusServiceUnavailable, "Connecting accounts is not available", "This Herald server cannot connect accounts.")
 	}
-	p, target, err := h.Connect.Authorize(c.QueryParam("state"), h.Now())
+	user, err := h.browserUser(c)
+	if user == "" || err != nil {
+		return err
+	}
+	p, target, err := h.Connect.Authorize(c.QueryParam("state"), user, h.Now())
 	if err != nil {
 		return h.failure(c, p, err)
 	}
 	noStore(c)
 	return c.Redirect(http.StatusFound, target)
+}
+
+// browserUser is the Herald user the browser is signed in as. Without a session it answers the
+// redirect to the sign-in page, which comes back here afterwards, and returns "".
+func (h *handlers) browserUser(c *echo.Context) (string, error) {
+	s, err := h.Server.SessionFromCookie(c)
+	if err != nil {
+		h.Log.Error("connect: session lookup failed", "request_id", server.RequestID(c), "error", err)
+		return "", h.page(c, http.StatusInternalServerError, "The account could not be connected",
+			"Herald could not check who is signed in (request "+server.RequestID(c)+"). Try again.")
+	}
+	if s == nil {
+		noStore(c)
+		return "", c.Redirect(http.StatusFound, SignInPath+"?"+url.Values{"next": {c.Request().URL.RequestURI()}}.Encode())
+	}
+	return s.User.ID, nil
 }
 
 // connectCallback is GET /v1/accounts/connect/callback?code=…&state=… (or error=…): the
@@ -86,12 +108,16 @@ func (h *handlers) connectCallback(c *echo.Context) error {
 	if h.Connect == nil {
 		return h.page(c, http.StatusServiceUnavailable, "Connecting accounts is not available", "This Herald server cannot connect accounts.")
 	}
+	user, err := h.browserUser(c)
+	if user == "" || err != nil {
+		return err
+	}
 	q := c.QueryParams()
 	ctx, cancel := h.askContext(c)
 	defer cancel()
 	p, res, err := h.Connect.Complete(ctx, connect.Callback{
 		State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error"), ErrorDescription: q.Get("error_description"),
-	}, h.Now())
+	}, user, h.Now())
 	if err != nil {
 		return h.failure(c, p, err)
 	}
@@ -126,6 +152,10 @@ func (h *handlers) failure(c *echo.Context, p platforms.Platform, err error) err
 	case errors.Is(err, connect.ErrUsed):
 		status, title, msg = http.StatusGone, "This connection link was already used",
 			"Each connection link works once. Nothing more was connected. "+again
+	case errors.Is(err, connect.ErrOtherUser):
+		status, title, msg = http.StatusForbidden, "This connection link belongs to another Herald user",
+			"You are signed in to Herald as another user than the one who asked for this link, so nothing was connected. "+
+				"If you did not ask for it, someone may have sent it to you to connect your account to theirs: ignore it."
 	case errors.Is(err, connect.ErrDenied):
 		status, title, msg = http.StatusForbidden, "Connection cancelled",
 			"Access was refused on "+name+", so nothing was connected. "+again
@@ -181,8 +211,12 @@ func (h *handlers) page(c *echo.Context, status int, title, msg string) error {
 	}
 	noStore(c)
 	hdr := c.Response().Header()
-	hdr.Set("Content-Security-Policy", "default-src 'none'")
+	hdr.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("X-Frame-Options", "DENY")
+	if h.Server.Secure() {
+		hdr.Set("Strict-Transport-Security", "max-age=31536000")
+	}
 	return c.HTMLBlob(status, b.Bytes())
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/heraldhq/herald/persistence"
 )
 
-// User is the response of GET /v1/me.
+// User is the response of GET /v1/me (and of the dashboard's GET /api/me, with api_key null).
 type User struct {
 	ID        string     `json:"id"`
 	Email     string     `json:"email"`
@@ -45,13 +45,9 @@ func (h *handlers) me(c *echo.Context) error {
 	if err != nil {
 		return h.storeError(c, err)
 	}
-	tz := u.Timezone
-	if tz == "" {
-		tz = "UTC"
+	out := userView(u)
+	if p.Key != nil { // nil on the dashboard's GET /api/me: a session, not a key
+		out.APIKey = &KeyRef{ID: p.Key.ID, Name: p.Key.Name, Prefix: p.Key.Prefix}
 	}
-	created := u.CreatedAt
-	return c.JSON(http.StatusOK, User{
-		ID: u.ID, Email: u.Email, Name: u.Name, Image: u.Image, Plan: u.Plan, Timezone: tz, CreatedAt: &created,
-		APIKey: &KeyRef{ID: p.Key.ID, Name: p.Key.Name, Prefix: p.Key.Prefix},
-	})
+	return c.JSON(http.StatusOK, out)
 }

@@ -9,10 +9,17 @@
 //
 //  1. Begin (POST /v1/accounts/connect) records a state in bbolt (user, platform, PKCE verifier,
 //     expiry) and returns a Herald URL carrying the state's signed token.
-//  2. Authorize (GET of that URL, no API key: the browser follows it) checks the token and
-//     answers with the network's consent page, with a PKCE challenge where the network takes one.
-//  3. Complete (the network's redirect back to the callback, no API key) checks the token, marks
-//     the state used in the same write that finds it unused (single use), and exchanges the code.
+//  2. Authorize (GET of that URL, no API key: the browser follows it) checks the token and that
+//     the browser is signed in to Herald as the user who asked for the link, and answers with the
+//     network's consent page, with a PKCE challenge where the network takes one.
+//  3. Complete (the network's redirect back to the callback, no API key) checks the token and the
+//     signed-in user again, marks the state used in the same write that finds it unused (single
+//     use), and exchanges the code.
+//
+// The signed-in user is the browser's dashboard session (http/session): without it, a link
+// forwarded to someone signed in to the network would connect that person's network account to
+// the Herald user who made the link. The HTTP layer sends a browser without a session to the
+// sign-in page first; a session of another user connects nothing (ErrOtherUser).
 //
 // The state token is signed with HMAC-SHA256 under a key derived from the data directory's
 // secret (StateKey), expires after StateTTL, and is never logged.
@@ -164,9 +171,10 @@ func (s *Service) check(token string, now time.Time) (string, error) {
 	return id.String(), nil
 }
 
-// Authorize checks a state token and returns the network's consent page to redirect the
-// browser to. Opening the authorization_url again before the callback is allowed (a reload).
-func (s *Service) Authorize(token string, now time.Time) (platforms.Platform, string, error) {
+// Authorize checks a state token and that userID (the browser's signed-in Herald user) is the
+// user who asked for it, and returns the network's consent page to redirect the browser to.
+// Opening the authorization_url again before the callback is allowed (a reload).
+func (s *Service) Authorize(token, userID string, now time.Time) (platforms.Platform, string, error) {
 	id, err := s.check(token, now)
 	if err != nil {
 		return "", "", err
@@ -183,6 +191,9 @@ func (s *Service) Authorize(token string, now time.Time) (platforms.Platform, st
 		return "", "", err
 	}
 	p := platforms.Platform(st.Platform)
+	if st.UserID != userID {
+		return p, "", ErrOtherUser
+	}
 	if st.UsedAt != nil {
 		return p, "", ErrUsed
 	}
@@ -214,15 +225,20 @@ type Result struct {
 	Created bool
 }
 
-// Complete finishes a browser connection: it checks the state and uses it up, then trades the
-// code for credentials and saves the account. Platform is set whenever the state was valid.
-func (s *Service) Complete(ctx context.Context, cb Callback, now time.Time) (platforms.Platform, *Result, error) {
+// Complete finishes a browser connection for userID (the browser's signed-in Herald user): it
+// checks the state and that it was issued to userID, uses it up, then trades the code for
+// credentials and saves the account. A state of another user is left as it is and nothing is
+// connected (ErrOtherUser). Platform is set whenever the state was valid.
+func (s *Service) Complete(ctx context.Context, cb Callback, userID string, now time.Time) (platforms.Platform, *Result, error) {
 	id, err := s.check(cb.State, now)
 	if err != nil {
 		return "", nil, err
 	}
-	st, err := s.take(ctx, id, now)
+	st, err := s.take(ctx, id, userID, now)
 	if err != nil {
+		if st != nil {
+			return platforms.Platform(st.Platform), nil, err
+		}
 		return "", nil, err
 	}
 	p := platforms.Platform(st.Platform)
@@ -246,8 +262,8 @@ func (s *Service) Complete(ctx context.Context, cb Callback, now time.Time) (pla
 	return p, res, err
 }
 
-// take marks a state used, in the same write that finds it unused, and returns it.
-func (s *Service) take(ctx context.Context, id string, now time.Time) (*persistence.ConnectState, error) {
+// take marks a state of userID used, in the same write that finds it unused, and returns it.
+func (s *Service) take(ctx context.Context, id, userID string, now time.Time) (*persistence.ConnectState, error) {
 	var st *persistence.ConnectState
 	var outcome error
 	err := s.cfg.Store.Update(ctx, func(tx *persistence.Tx) error {
@@ -259,6 +275,9 @@ func (s *Service) take(ctx context.Context, id string, now time.Time) (*persiste
 			return nil
 		case err != nil:
 			return err
+		case got.UserID != userID:
+			st, outcome = got, ErrOtherUser
+			return nil
 		case got.UsedAt != nil:
 			outcome = ErrUsed
 			return nil

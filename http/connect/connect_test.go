@@ -159,22 +159,31 @@ func TestStateLifetime(t *testing.T) {
 	require.NoError(t, err)
 	state := stateOf(t, u)
 
-	_, target, err := f.svc.Authorize(state, start.Add(StateTTL-time.Second))
+	_, target, err := f.svc.Authorize(state, f.user, start.Add(StateTTL-time.Second))
 	require.NoError(t, err)
 	require.Contains(t, target, "code_challenge=")
-	_, _, err = f.svc.Authorize(state, start.Add(StateTTL+time.Second))
+	_, _, err = f.svc.Authorize(state, f.user, start.Add(StateTTL+time.Second))
 	require.ErrorIs(t, err, ErrExpired)
 	cb := consent(t, target)
-	_, _, err = f.svc.Complete(ctx, cb, start.Add(StateTTL+time.Second))
+	_, _, err = f.svc.Complete(ctx, cb, f.user, start.Add(StateTTL+time.Second))
 	require.ErrorIs(t, err, ErrExpired)
 	require.Empty(t, f.accounts(t))
 
+	// Another Herald user's browser can neither open the link nor complete it, and the state is
+	// left for its owner.
+	other := uuid.Must(uuid.NewV7()).String()
+	_, _, err = f.svc.Authorize(state, other, start.Add(time.Minute))
+	require.ErrorIs(t, err, ErrOtherUser)
+	_, _, err = f.svc.Complete(ctx, cb, other, start.Add(time.Minute))
+	require.ErrorIs(t, err, ErrOtherUser)
+	require.Empty(t, f.accounts(t))
+
 	// Within its lifetime the same callback connects (PKCE verified by the simulated Google).
-	p, res, err := f.svc.Complete(ctx, cb, start.Add(time.Minute))
+	p, res, err := f.svc.Complete(ctx, cb, f.user, start.Add(time.Minute))
 	require.NoError(t, err)
 	require.Equal(t, platforms.YouTube, p)
 	require.True(t, res.Created)
-	_, _, err = f.svc.Complete(ctx, cb, start.Add(time.Minute))
+	_, _, err = f.svc.Complete(ctx, cb, f.user, start.Add(time.Minute))
 	require.ErrorIs(t, err, ErrUsed)
 	require.Len(t, f.accounts(t), 1)
 
@@ -199,7 +208,7 @@ func TestConcurrentConnectionsOfOneNetworkUser(t *testing.T) {
 	for range 8 {
 		u, err := f.svc.Begin(ctx, f.user, platforms.Threads, time.Now())
 		require.NoError(t, err)
-		_, target, err := f.svc.Authorize(stateOf(t, u), time.Now())
+		_, target, err := f.svc.Authorize(stateOf(t, u), f.user, time.Now())
 		require.NoError(t, err)
 		cbs = append(cbs, consent(t, target))
 	}
@@ -207,7 +216,7 @@ func TestConcurrentConnectionsOfOneNetworkUser(t *testing.T) {
 	results := make(chan *Result, len(cbs))
 	for _, cb := range cbs {
 		wg.Go(func() {
-			_, res, err := f.svc.Complete(ctx, cb, time.Now())
+			_, res, err := f.svc.Complete(ctx, cb, f.user, time.Now())
 			require.NoError(t, err)
 			results <- res
 		})

@@ -21,6 +21,9 @@ var (
 	ErrDenied = errors.New("connect: consent was refused on the network")
 	// ErrNoCode means the network came back with neither a code nor an error.
 	ErrNoCode = errors.New("connect: the network sent no authorization code")
+	// ErrOtherUser means the browser is signed in to Herald as another user than the one who
+	// asked for the link: a forwarded link connects nothing.
+	ErrOtherUser = errors.New("connect: the connection link belongs to another Herald user")
 )
 
 // Errors of starting a connection or adding an account.

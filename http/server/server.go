@@ -1,6 +1,8 @@
 // Package server builds Herald's Echo instance: request ids, panic recovery, body caps and
-// timeouts, path parameters decoded once (pathparams.go), the error contract, authentication,
-// per-plan rate limits, deprecation headers, HTTP metrics, health and readiness, and /metrics.
+// timeouts, path parameters decoded once (pathparams.go), the error contract, authentication
+// (API keys on /v1; session cookies, CSRF and security headers on the dashboard's /api and pages:
+// session.go), per-plan rate limits, deprecation headers, HTTP metrics, health and readiness, and
+// /metrics.
 // Handlers live in http/api.
 package server
 
@@ -24,6 +26,7 @@ import (
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/ratelimit"
+	"github.com/heraldhq/herald/http/session"
 )
 
 // Context keys set by the middleware.
@@ -47,6 +50,11 @@ type Config struct {
 	LongRunning map[string]bool
 	// RequestTimeout bounds reading and writing one ordinary request (default 30s).
 	RequestTimeout time.Duration
+	// Sessions resolves the dashboard's session cookies (session.go; nil: no dashboard).
+	Sessions *session.Manager
+	// BaseURL returns the public base URL (cookies are Secure and answers carry HSTS when it is
+	// https).
+	BaseURL func() string
 }
 
 // Deprecation is what the OpenAPI document says of a deprecated operation.

@@ -1,5 +1,5 @@
 // Package app wires Herald together: the store, the actor system and its directories, the
-// authenticator and rate limiter, the Echo server with every route, the admin socket, and in
+// authenticator and rate limiter, the dashboard's sessions, the Echo server with every route, the admin socket, and in
 // sandbox mode the network simulator and the demo user. cmd/herald runs it; tests build it the
 // same way on a temporary directory.
 package app
@@ -31,6 +31,7 @@ import (
 	"github.com/heraldhq/herald/http/connect"
 	"github.com/heraldhq/herald/http/live"
 	"github.com/heraldhq/herald/http/server"
+	"github.com/heraldhq/herald/http/session"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/secret"
 	"github.com/heraldhq/herald/platforms"
@@ -93,6 +94,18 @@ type Config struct {
 	WebhookSchedule []time.Duration
 	// Live configures analytics and the inbox (live.go).
 	Live LiveConfig
+	// SessionIdle and SessionMaxAge end dashboard sessions unused for SessionIdle (default 24h)
+	// or older than SessionMaxAge (default 30 days); docs/dashboard.md.
+	SessionIdle, SessionMaxAge time.Duration
+	// SessionSweepEvery is the period of the sweep of expired sessions (default 10 min).
+	SessionSweepEvery time.Duration
+	// SessionClock replaces the sessions' clock (tests).
+	SessionClock func() time.Time
+	// PasswordParams are argon2id's parameters for new password hashes (default
+	// auth.DefaultPasswordParams; tests make them cheap).
+	PasswordParams auth.PasswordParams
+	// SignInThrottle bounds failed sign-ins (defaults in http/session/throttle.go).
+	SignInThrottle session.ThrottleConfig
 }
 
 // App is a built Herald.
@@ -131,6 +144,13 @@ type App struct {
 	ln      net.Listener
 	// SandboxKey is the demo key written at first sandbox start ("" otherwise).
 	SandboxKey string
+	// SandboxPassword is the demo user's password, set at the first sandbox start that finds the
+	// demo user without one ("" otherwise).
+	SandboxPassword string
+	// Sessions signs people in to the dashboard.
+	Sessions  *session.Manager
+	stopSweep context.CancelFunc
+	sweepDone chan struct{}
 }
 
 // New builds Herald on cfg.DataDir. Nothing listens until Start.
@@ -226,8 +246,16 @@ func New(cfg Config) (*App, error) {
 		a.closeStore()
 		return nil, err
 	}
+	if a.Sessions, err = session.New(session.Config{
+		Store: store, Now: cfg.SessionClock, IdleTimeout: cfg.SessionIdle, MaxAge: cfg.SessionMaxAge, SweepEvery: cfg.SessionSweepEvery,
+		PasswordParams: cfg.PasswordParams, Throttle: cfg.SignInThrottle, Registry: a.Registry, Log: cfg.Log,
+	}); err != nil {
+		a.closeStore()
+		return nil, err
+	}
 	a.Server = server.New(server.Config{
 		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: a.quotas.limiter, Deprecated: deprecated, PlanLimits: cfg.PlanLimits, RequestTimeout: cfg.RequestTimeout,
+		Sessions: a.Sessions, BaseURL: func() string { return a.Cfg.BaseURL },
 		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true},
 	})
 	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live}); err != nil {
@@ -262,7 +290,8 @@ func (a *App) Start(ctx context.Context) error {
 		}
 	}
 	if !a.Cfg.NoAdminSocket {
-		adm, err := admin.Listen(a.Cfg.DataDir, admin.Ops{Store: a.Store, Auth: a.Auth, Extra: a.accountAdminRoutes()})
+		adm, err := admin.Listen(a.Cfg.DataDir, admin.Ops{Store: a.Store, Auth: a.Auth, Extra: a.accountAdminRoutes(),
+			PasswordParams: a.Sessions.PasswordParams(), PasswordChanged: a.Sessions.PasswordChanged})
 		if err != nil {
 			_ = ln.Close()
 			return err
@@ -281,6 +310,12 @@ func (a *App) Start(ctx context.Context) error {
 		MaxHeaderBytes:    64 << 10,
 	}
 	go a.quotas.run(a.Log.Error)
+	sweepCtx, stopSweep := context.WithCancel(context.Background())
+	a.stopSweep, a.sweepDone = stopSweep, make(chan struct{})
+	go func() {
+		defer close(a.sweepDone)
+		a.Sessions.Run(sweepCtx)
+	}()
 	go func() {
 		if err := a.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.Log.Error("http server stopped", "error", err)
@@ -317,6 +352,10 @@ func (a *App) Shutdown() error {
 		}
 	}
 	a.Media.stop()
+	if a.stopSweep != nil {
+		a.stopSweep()
+		<-a.sweepDone
+	}
 	actx, acancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer acancel()
 	if err := a.Webhooks.Stop(actx); err != nil {
@@ -354,6 +393,9 @@ func (a *App) Shutdown() error {
 
 // SandboxKeyFile is where sandbox mode writes the demo key.
 func SandboxKeyFile(dir string) string { return filepath.Join(dir, "sandbox-api-key") }
+
+// SandboxPasswordFile is where sandbox mode writes the demo user's dashboard password.
+func SandboxPasswordFile(dir string) string { return filepath.Join(dir, "sandbox-password") }
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {

@@ -31,11 +31,15 @@ import (
 // key and connected accounts, and a client that validates every response against the served
 // OpenAPI document.
 type testBundle struct {
-	t        *testing.T
-	app      *app.App
-	url      string
-	key      string
-	user     *persistence.User
+	t    *testing.T
+	app  *app.App
+	url  string
+	key  string
+	user *persistence.User
+	// password is the user's dashboard password; browser is its signed-in browser, made on first
+	// use (dashboard_test.go).
+	password string
+	browser  *lazyBrowser
 	accounts []*persistence.Account
 	client   *http.Client
 	router   routers.Router
@@ -70,7 +74,7 @@ func setup(t *testing.T, o bundleOpts) *testBundle {
 	}
 	dir := t.TempDir()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg := app.Config{Addr: "127.0.0.1:0", DataDir: dir, Log: log, PostIdleTimeout: o.postIdle,
+	cfg := app.Config{Addr: "127.0.0.1:0", DataDir: dir, Log: log, PostIdleTimeout: o.postIdle, PasswordParams: cheapPasswords,
 		PlanLimits: o.planLimits, NoAdminSocket: !o.adminSocket, Media: o.media,
 		Sandbox: o.sandbox || o.demo, SimAddr: "127.0.0.1:0", SimLatency: o.simLatency, FreePostQuota: o.freeQuota, Budgets: o.budgets}
 	if o.config != nil {
@@ -80,9 +84,9 @@ func setup(t *testing.T, o bundleOpts) *testBundle {
 	require.NoError(t, err)
 	require.NoError(t, a.Start(context.Background()))
 	t.Cleanup(func() { _ = a.Shutdown() })
-	b := &testBundle{t: t, app: a, url: a.URL(), client: &http.Client{Timeout: 30 * time.Second}}
+	b := &testBundle{t: t, app: a, url: a.URL(), client: &http.Client{Timeout: 30 * time.Second}, browser: &lazyBrowser{}}
 	if o.demo {
-		b.key = a.SandboxKey
+		b.key, b.password = a.SandboxKey, a.SandboxPassword
 		require.NoError(t, a.Store.View(func(tx *persistence.Tx) error {
 			var err error
 			if b.user, err = tx.SandboxUser(); err != nil {
@@ -93,6 +97,7 @@ func setup(t *testing.T, o bundleOpts) *testBundle {
 		}))
 	} else {
 		b.user, b.key = b.newUser("owner@example.com", o.plan)
+		b.password = passwordOf(b.user.Email)
 		for _, p := range []string{"linkedin", "twitter_x", "bluesky"} {
 			b.accounts = append(b.accounts, b.newAccount(b.user.ID, p))
 		}
@@ -107,10 +112,11 @@ func setup(t *testing.T, o bundleOpts) *testBundle {
 	return b
 }
 
+// newUser creates a user with a key and a dashboard password (passwordOf its e-mail).
 func (b *testBundle) newUser(email, plan string) (*persistence.User, string) {
 	b.t.Helper()
 	ctx := context.Background()
-	u, err := auth.CreateUser(ctx, b.app.Store, auth.NewUser{Email: email, Plan: plan}, time.Now())
+	u, err := auth.CreateUser(ctx, b.app.Store, auth.NewUser{Email: email, Plan: plan, Password: passwordOf(email), PasswordParams: cheapPasswords}, time.Now())
 	require.NoError(b.t, err)
 	k, err := auth.CreateKey(ctx, b.app.Store, email, "test", 0, time.Now())
 	require.NoError(b.t, err)

@@ -35,12 +35,19 @@ func (b *testBundle) connectURL(platform string) string {
 	return u
 }
 
-// browse opens u the way `curl -L` does: following every redirect, with no cookies and no API
-// key. It returns the last response and every URL visited.
+// browse opens u the way `curl -L -b jar` does: following every redirect, with the cookies of
+// the bundle's user signed in to the dashboard and no API key. It returns the last response and
+// every URL visited.
 func (b *testBundle) browse(u string) (*response, []*url.URL) {
 	b.t.Helper()
+	return b.browseWith(b.signedIn().client.Jar, u)
+}
+
+// browseWith is browse with another browser's cookies (nil: none).
+func (b *testBundle) browseWith(jar http.CookieJar, u string) (*response, []*url.URL) {
+	b.t.Helper()
 	var chain []*url.URL
-	c := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	c := &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		chain = append(chain, req.URL)
 		if len(via) > 10 {
 			return http.ErrUseLastResponse
@@ -56,16 +63,17 @@ func (b *testBundle) browse(u string) (*response, []*url.URL) {
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(b.t, err)
 	r := &response{status: resp.StatusCode, header: resp.Header, body: body}
-	if strings.HasPrefix(resp.Request.URL.String(), b.url) {
+	if strings.HasPrefix(resp.Request.URL.String(), b.url) && !dashboardPath(resp.Request.URL.Path) {
 		b.validate(resp.Request, r)
 	}
 	return r, chain
 }
 
-// get sends one GET without following redirects (validated when it is Herald's).
+// get sends one GET without following redirects (validated when it is Herald's), with the
+// cookies of the bundle's user signed in to the dashboard.
 func (b *testBundle) get(u string) *response {
 	b.t.Helper()
-	c := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	c := &http.Client{Jar: b.signedIn().client.Jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	req, err := http.NewRequest("GET", u, nil)
 	require.NoError(b.t, err)
 	resp, err := c.Do(req)

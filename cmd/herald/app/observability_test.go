@@ -71,8 +71,9 @@ type run struct {
 	b    *testBundle
 	logs *lockedBuffer
 	// secrets maps each piece of secret material the flows handled to what it is.
-	secrets map[string]string
-	demoKey string
+	secrets      map[string]string
+	demoKey      string
+	demoPassword string
 	// meRequestID is the X-Request-Id of an authenticated GET /v1/me; publishedJob a job that
 	// completed.
 	meRequestID, publishedJob string
@@ -102,6 +103,7 @@ func (r *run) keyFiles(dir string) {
 		}
 	}
 	r.secret("sandbox-api-key file", r.demoKey)
+	r.secret("sandbox-password file", r.demoPassword)
 }
 
 // accountTokens opens every stored account's sealed credentials and records its tokens.
@@ -141,7 +143,8 @@ func (r *run) accountTokens(t *testing.T) {
 // stream, webhook creation, delivery with a retry and a secret rotation, the browser connect flow
 // (also refused), herald accounts add (also with a wrong app password), failed network calls
 // (server errors, an expired token refreshed, an unknown outcome looked up), a rate-budget wait,
-// an account disconnected (its token revoked), the live analytics, and a backup.
+// an account disconnected (its token revoked), the live analytics, dashboard sign-ins and password
+// changes, and a backup.
 func representativeRun(t *testing.T) *run {
 	t.Helper()
 	logs := &lockedBuffer{}
@@ -156,7 +159,7 @@ func representativeRun(t *testing.T) *run {
 		withReceivers(ca)(c)
 		c.Log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}})
-	r := &run{b: b, logs: logs, secrets: map[string]string{}, demoKey: b.key}
+	r := &run{b: b, logs: logs, secrets: map[string]string{}, demoKey: b.key, demoPassword: b.password}
 	a := b.app
 	ctx := context.Background()
 	r.secret("sandbox demo API key", b.key)
@@ -287,6 +290,24 @@ func representativeRun(t *testing.T) *run {
 		_ = res.Body.Close()
 	}
 
+	// The dashboard: a sign-in (its session and CSRF tokens), a failed one, a password changed
+	// through the API and one set through the admin socket.
+	br := b.signedIn()
+	base, err := url.Parse(b.url)
+	require.NoError(t, err)
+	for _, c := range br.client.Jar.Cookies(base) {
+		r.secret("session token", c.Value)
+	}
+	r.secret("CSRF token", br.csrf)
+	r.secret("wrong dashboard password", "wrong-password-123")
+	require.Equal(t, 401, b.newBrowser().signIn(app.SandboxEmail, "wrong-password-123").status)
+	r.secret("changed dashboard password", "changed-password-456")
+	require.Equal(t, 204, br.send("POST", "/api/profile/password",
+		map[string]any{"current_password": b.password, "new_password": "changed-password-456"}, br.csrfHeader()).status)
+	r.secret("dashboard password set through the admin socket", "admin-set-password-789")
+	require.NoError(t, adm.Do("POST", "/users/password", map[string]string{"email": app.SandboxEmail, "password": "admin-set-password-789"}, &json.RawMessage{}))
+	require.Equal(t, 401, br.send("GET", "/api/me", nil, nil).status, "the admin socket's password change ended the session")
+
 	// A backup through the admin socket.
 	require.NoError(t, adm.Do("POST", "/backup", map[string]string{"out": filepath.Join(t.TempDir(), "backup.db")}, &json.RawMessage{}))
 	r.keyFiles(a.Cfg.DataDir)
@@ -319,11 +340,11 @@ func TestObservabilityOfARepresentativeRun(t *testing.T) {
 		require.Greater(t, len(lines), 50)
 		demoLines := 0
 		for i, line := range lines {
-			if strings.Contains(line, r.demoKey) {
+			if strings.Contains(line, r.demoKey) || strings.Contains(line, r.demoPassword) {
 				var m map[string]any
 				require.NoError(t, json.Unmarshal([]byte(line), &m))
 				require.True(t, strings.HasPrefix(m["msg"].(string), "sandbox: created demo@herald.local"),
-					"the demo key appears only in the sandbox's first-start line: %s", line)
+					"the demo key and password appear only in the sandbox's first-start line: %s", line)
 				demoLines++
 				continue
 			}
@@ -333,7 +354,7 @@ func TestObservabilityOfARepresentativeRun(t *testing.T) {
 			require.NotRegexp(t, `sk_live_[A-Za-z0-9]{12,}|whsec_[A-Za-z0-9_-]{12,}`, line, "log line %d", i+1)
 			require.NotRegexp(t, `(?i)bearer [A-Za-z0-9._~+/-]{12,}`, line, "log line %d", i+1)
 		}
-		require.Equal(t, 1, demoLines, "the sandbox prints its demo key exactly once")
+		require.Equal(t, 1, demoLines, "the sandbox prints its demo key and password exactly once, in one line")
 	})
 
 	t.Run("request and job logs carry their ids", func(t *testing.T) {

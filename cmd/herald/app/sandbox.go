@@ -24,8 +24,9 @@ import (
 const SandboxEmail = "demo@herald.local"
 
 // startSandbox starts the in-process simulator and, on first start, creates the demo user on plan
-// pro, its API key (written to DIR/sandbox-api-key, mode 0600, and logged once), and one
-// connected account on each of the nine networks holding simulator tokens.
+// pro with a dashboard password (written to DIR/sandbox-password, mode 0600), its API key (written
+// to DIR/sandbox-api-key, mode 0600; both logged once), and one connected account on each of the
+// nine networks holding simulator tokens.
 func (a *App) startSandbox(ctx context.Context) error {
 	base := strings.TrimRight(a.Cfg.SimURL, "/")
 	if base == "" {
@@ -46,17 +47,39 @@ func (a *App) startSandbox(ctx context.Context) error {
 	a.pointAdaptersAt(cfg)
 
 	var existing *persistence.User
+	hasPassword := false
 	_ = a.Store.View(func(tx *persistence.Tx) error {
 		existing, _ = tx.SandboxUser()
+		if existing != nil {
+			_, err := tx.Password(existing.ID)
+			hasPassword = err == nil
+		}
 		return nil
 	})
 	if existing != nil {
+		if hasPassword {
+			return nil
+		}
+		// A demo user made before the dashboard had passwords gets one now.
+		pw := randomPassword()
+		if _, _, err := auth.SetPassword(ctx, a.Store, existing.Email, pw, a.Sessions.PasswordParams()); err != nil {
+			return fmt.Errorf("sandbox password: %w", err)
+		}
+		if err := a.writeSandboxPassword(pw); err != nil {
+			return err
+		}
+		a.Log.Info("sandbox: gave "+existing.Email+" a dashboard password (also in "+SandboxPasswordFile(a.Cfg.DataDir)+")", "password", pw)
 		return nil
 	}
 	now := time.Now()
-	u, err := auth.CreateUser(ctx, a.Store, auth.NewUser{Email: SandboxEmail, Name: "Demo", Plan: "pro", Timezone: "UTC", Sandbox: true}, now)
+	pw := randomPassword()
+	u, err := auth.CreateUser(ctx, a.Store, auth.NewUser{Email: SandboxEmail, Name: "Demo", Plan: "pro", Timezone: "UTC", Sandbox: true,
+		Password: pw, PasswordParams: a.Sessions.PasswordParams()}, now)
 	if err != nil {
 		return fmt.Errorf("sandbox user: %w", err)
+	}
+	if err := a.writeSandboxPassword(pw); err != nil {
+		return err
 	}
 	k, err := auth.CreateKey(ctx, a.Store, SandboxEmail, "sandbox", 0, now)
 	if err != nil {
@@ -66,7 +89,9 @@ func (a *App) startSandbox(ctx context.Context) error {
 		return fmt.Errorf("write sandbox key: %w", err)
 	}
 	a.SandboxKey = k.Key
-	a.Log.Info("sandbox: created demo@herald.local with an API key (also in "+SandboxKeyFile(a.Cfg.DataDir)+")", "api_key", k.Key)
+	// The only log line that carries secrets: the demo key and password, once, at first start.
+	a.Log.Info("sandbox: created demo@herald.local with an API key (also in "+SandboxKeyFile(a.Cfg.DataDir)+
+		") and a dashboard password (also in "+SandboxPasswordFile(a.Cfg.DataDir)+")", "api_key", k.Key, "password", pw)
 	for _, p := range platforms.All {
 		handle := "demo-" + string(p)
 		creds, err := simAccount(ctx, base, p, handle)
@@ -81,6 +106,20 @@ func (a *App) startSandbox(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+func (a *App) writeSandboxPassword(pw string) error {
+	if err := os.WriteFile(SandboxPasswordFile(a.Cfg.DataDir), []byte(pw+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write sandbox password: %w", err)
+	}
+	a.SandboxPassword = pw
+	return nil
+}
+
+// randomPassword is a sandbox password: 20 base62 characters (about 119 bits).
+func randomPassword() string {
+	raw, _, _ := auth.GenerateKey()
+	return strings.TrimPrefix(raw, auth.LivePrefix)[:20]
 }
 
 // simAccount asks a simulator for a network user with fresh tokens.

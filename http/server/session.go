@@ -1,0 +1,205 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/heraldhq/herald/http/apierr"
+	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/http/session"
+)
+
+// KeySession is the context key of the request's dashboard session.
+const KeySession = "herald.session"
+
+// CSRFHeader and CSRFField carry a session's CSRF token on state-changing dashboard requests:
+// the header for scripts, the form field for HTML forms.
+const (
+	CSRFHeader = "X-CSRF-Token"
+	CSRFField  = "csrf_token"
+)
+
+// ContentSecurityPolicy is the policy of every dashboard page and /api answer: nothing inline,
+// nothing from elsewhere, no framing.
+const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+
+// Secure reports whether the server's public base URL is https (cookies are then Secure and
+// answers carry HSTS).
+func (s *Server) Secure() bool {
+	return s.cfg.BaseURL != nil && strings.HasPrefix(strings.ToLower(s.cfg.BaseURL()), "https://")
+}
+
+// Sessions is the session manager (nil when the dashboard is off).
+func (s *Server) Sessions() *session.Manager { return s.cfg.Sessions }
+
+// SecurityHeaders sets the headers of every dashboard page and /api answer: the CSP, no framing,
+// no sniffing, same-origin referrers, no caching, and HSTS behind an https base URL.
+func (s *Server) SecurityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", ContentSecurityPolicy)
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cache-Control", "no-store")
+		if s.Secure() {
+			h.Set("Strict-Transport-Security", "max-age=31536000")
+		}
+		return next(c)
+	}
+}
+
+// unauthorized is the 401 of the dashboard's routes.
+func unauthorized(format string, args ...any) *apierr.Error {
+	return apierr.New(http.StatusUnauthorized, apierr.CodeUnauthorized, format, args...)
+}
+
+// SessionFromCookie resolves the request's session cookie: nil, nil when there is none or it is
+// no longer valid.
+func (s *Server) SessionFromCookie(c *echo.Context) (*session.Session, error) {
+	if s.cfg.Sessions == nil {
+		return nil, nil
+	}
+	ck, err := c.Request().Cookie(session.CookieName)
+	if err != nil {
+		return nil, nil
+	}
+	sess, err := s.cfg.Sessions.Lookup(c.Request().Context(), ck.Value)
+	if errors.Is(err, session.ErrNoSession) || errors.Is(err, session.ErrExpired) {
+		return nil, nil
+	}
+	return sess, err
+}
+
+// SessionAuth is the middleware of the dashboard's /api routes: a session cookie, never an API
+// key, then the CSRF token on every request that is not GET, HEAD or OPTIONS.
+func (s *Server) SessionAuth(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		if c.Request().Header.Get("Authorization") != "" {
+			return unauthorized("API keys do not open the dashboard's /api routes (they open /v1); sign in with POST /api/session")
+		}
+		if s.cfg.Sessions == nil {
+			return unauthorized("not signed in")
+		}
+		ck, err := c.Request().Cookie(session.CookieName)
+		if err != nil {
+			return unauthorized("not signed in: sign in with POST /api/session")
+		}
+		sess, err := s.cfg.Sessions.Lookup(c.Request().Context(), ck.Value)
+		switch {
+		case errors.Is(err, session.ErrNoSession):
+			return unauthorized("the session is not valid (signed out, or ended by a password change); sign in again")
+		case errors.Is(err, session.ErrExpired):
+			return unauthorized("%s", err.Error())
+		case err != nil:
+			s.cfg.Log.Error("session lookup failed", "request_id", RequestID(c), "error", err)
+			return apierr.Internal()
+		}
+		c.Set(KeySession, sess)
+		c.Set(KeyPrincipal, &auth.Principal{User: sess.User})
+		switch c.Request().Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			if !sess.CheckCSRF(CSRFToken(c)) {
+				return apierr.New(http.StatusForbidden, apierr.CodeForbidden,
+					"missing or wrong CSRF token: send the session's csrf_token in the %s header", CSRFHeader)
+			}
+		}
+		return next(c)
+	}
+}
+
+// CSRFToken is the CSRF token a request carries: its X-CSRF-Token header, or for an HTML form
+// (application/x-www-form-urlencoded) its csrf_token field.
+func CSRFToken(c *echo.Context) string {
+	if t := c.Request().Header.Get(CSRFHeader); t != "" {
+		return t
+	}
+	if isForm(c.Request()) {
+		if err := c.Request().ParseForm(); err == nil {
+			return c.Request().PostForm.Get(CSRFField)
+		}
+	}
+	return ""
+}
+
+func isForm(r *http.Request) bool {
+	ct := strings.ToLower(strings.TrimSpace(strings.Split(r.Header.Get("Content-Type"), ";")[0]))
+	return ct == "application/x-www-form-urlencoded"
+}
+
+// Session returns the request's dashboard session (nil outside SessionAuth).
+func Session(c *echo.Context) *session.Session {
+	sess, _ := c.Get(KeySession).(*session.Session)
+	return sess
+}
+
+// SameSite reports whether a sign-in request comes from Herald's own pages or from no page at
+// all (curl, a script): a browser's Sec-Fetch-Site of same-origin or none, and an Origin, when
+// sent, equal to the request's own origin or to the base URL's. A cross-site sign-in POST (login
+// CSRF) is refused.
+func (s *Server) SameSite(c *echo.Context) bool {
+	r := c.Request()
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	o, err := url.Parse(origin)
+	if err != nil || o.Host == "" {
+		return false // "null" included
+	}
+	if strings.EqualFold(o.Host, r.Host) {
+		return true
+	}
+	if s.cfg.BaseURL != nil {
+		if b, err := url.Parse(s.cfg.BaseURL()); err == nil && strings.EqualFold(b.Scheme, o.Scheme) && strings.EqualFold(b.Host, o.Host) {
+			return true
+		}
+	}
+	return false
+}
+
+// ClientAddress is the address sign-ins are throttled by: the connection's peer. (Behind a
+// reverse proxy every client shares the proxy's address; X-Forwarded-For is not trusted, since
+// anyone can send it.)
+func ClientAddress(c *echo.Context) string {
+	host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
+	if err != nil {
+		return c.Request().RemoteAddr
+	}
+	return host
+}
+
+// SetSessionCookie sets the session cookie: HttpOnly, SameSite=Lax, Path=/, Secure behind an
+// https base URL, lasting as long as the session may.
+func (s *Server) SetSessionCookie(c *echo.Context, token string) {
+	c.SetCookie(&http.Cookie{
+		Name: session.CookieName, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		Secure: s.Secure(), MaxAge: int(s.cfg.Sessions.MaxAge().Seconds()),
+	})
+}
+
+// ClearSessionCookie removes the session cookie from the browser.
+func (s *Server) ClearSessionCookie(c *echo.Context) {
+	c.SetCookie(&http.Cookie{Name: session.CookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		Secure: s.Secure(), MaxAge: -1})
+}
+
+// UserChanged drops the API-key cache, whose principals carry the user record, after a change to
+// a user (a profile edit).
+func (s *Server) UserChanged() {
+	if s.cfg.Auth != nil {
+		s.cfg.Auth.Invalidate()
+	}
+}
