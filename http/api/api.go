@@ -86,6 +86,7 @@ func Register(d Deps) error {
 		dash := e.Group(DashboardPrefix, d.Server.SecurityHeaders, d.Server.SessionAuth)
 		mount(dash, h.routes())
 		h.registerKeys(dash)
+		h.registerCredentials(dash)
 		h.registerDashboard(e)
 	}
 	return nil

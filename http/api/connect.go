@@ -47,8 +47,12 @@ func (h *handlers) connectAccount(c *echo.Context) error {
 	p := platforms.Platform(*raw)
 	switch {
 	case p == platforms.X || p == platforms.Bluesky:
+		form := "/api/accounts/bluesky"
+		if p == platforms.X {
+			form = "/api/accounts/x"
+		}
 		return apierr.Validation("platform: %s is not connected through the API: it connects with credentials the user brings "+
-			"(herald accounts add --platform %s); allowed here: %s", p, p, browserPlatforms)
+			"(the dashboard's POST %s, or herald accounts add --platform %s); allowed here: %s", p, form, p, browserPlatforms)
 	case !connect.IsBrowser(p):
 		return apierr.Validation("platform: Invalid enum value. Expected %s, received '%s'", browserPlatforms, truncate(*raw, 64))
 	case h.Connect == nil:

@@ -44,12 +44,20 @@ func invalid(format string, args ...any) error {
 }
 
 // Add checks the credentials with the network (Bluesky: createSession; X: GET /2/users/me, which
-// also names the account) and saves the account; nothing is created when the network refuses.
+// also names the account) and saves the account for the user with in.Email; nothing is created
+// when the network refuses.
 func (s *Service) Add(ctx context.Context, in Add) (*Result, error) {
 	user, err := s.user(in.Email)
 	if err != nil {
 		return nil, err
 	}
+	return s.AddFor(ctx, user.ID, in)
+}
+
+// AddFor is Add for the user with this id (the dashboard's POST /api/accounts/x and /bluesky);
+// in.Email is not read.
+func (s *Service) AddFor(ctx context.Context, userID string, in Add) (*Result, error) {
+	var err error
 	p := platforms.Platform(in.Platform)
 	var creds platforms.Credentials
 	switch p {
@@ -97,7 +105,7 @@ func (s *Service) Add(ctx context.Context, in Add) (*Result, error) {
 		}
 		return nil, invalid("unknown platform %q (bluesky or twitter_x)", in.Platform)
 	}
-	return s.Save(ctx, user.ID, p, creds)
+	return s.Save(ctx, userID, p, creds)
 }
 
 // List returns the accounts of the user with this e-mail, oldest first.

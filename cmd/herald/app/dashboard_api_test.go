@@ -18,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/sim"
 )
 
 // stream follows an SSE stream on the browser's session until the server ends it.
@@ -71,7 +72,8 @@ func TestDashboardDoorMirrorsV1(t *testing.T) {
 		require.Contains(t, dash, op, "the /api door serves %s", op)
 	}
 	for _, own := range []string{"POST /session", "GET /session", "DELETE /session", "PATCH /profile", "POST /profile/password",
-		"GET /keys", "POST /keys", "PATCH /keys/:id", "POST /keys/:id/regenerate", "DELETE /keys/:id"} {
+		"GET /keys", "POST /keys", "PATCH /keys/:id", "POST /keys/:id/regenerate", "DELETE /keys/:id",
+		"POST /accounts/x", "POST /accounts/bluesky"} {
 		require.Contains(t, dash, own)
 		delete(dash, own)
 	}
@@ -341,4 +343,92 @@ func TestDashboardKeysBadInput(t *testing.T) {
 		require.Equal(t, 400, r.status, "%s: %s", name, r.body)
 		require.Equal(t, "validation_error", r.errorCode(t), name)
 	}
+}
+
+// X and Bluesky accounts are added from the dashboard's credential forms, checked with the
+// network as herald accounts add does; the answer is the account as GET /v1/accounts shows it.
+func TestDashboardCredentialForms(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{demo: true})
+	br := b.signedIn()
+	before := len(b.do("GET", "/v1/accounts", nil).json(t)["data"].([]any))
+
+	bsky := map[string]any{"handle": "dash.bsky.social", "app_password": "abcd-efgh-ijkl-mnop"}
+	r := br.send("POST", "/api/accounts/bluesky", bsky, nil)
+	require.Equal(t, 403, r.status, "no CSRF token")
+	r = br.send("POST", "/api/accounts/bluesky", bsky, br.csrfHeader())
+	require.Equal(t, 201, r.status, string(r.body))
+	acc := r.json(t)
+	require.Equal(t, "bluesky", acc["platform"])
+	require.Equal(t, "dash.bsky.social", acc["username"])
+	require.Equal(t, true, acc["is_active"])
+	r = br.send("POST", "/api/accounts/bluesky", bsky, br.csrfHeader())
+	require.Equal(t, 200, r.status, "the same network user again: its credentials replaced, %s", r.body)
+	require.Equal(t, acc["id"], r.json(t)["id"])
+
+	xc, err := b.app.Sim.NewAccount(platforms.X, "dashwriter")
+	require.NoError(t, err)
+	r = br.send("POST", "/api/accounts/x", map[string]any{"client_id": sim.ClientID, "access_token": xc.AccessToken,
+		"refresh_token": xc.RefreshToken, "expires_in": 7200}, br.csrfHeader())
+	require.Equal(t, 201, r.status, string(r.body))
+	xacc := r.json(t)
+	require.Equal(t, "twitter_x", xacc["platform"])
+	exp, err := time.Parse(time.RFC3339Nano, xacc["access_token_expires_at"].(string))
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now().Add(2*time.Hour), exp, time.Minute)
+
+	// The same shape as GET /v1/accounts (and /api/accounts), where both now are.
+	listed := map[string]map[string]any{}
+	for _, a := range br.send("GET", "/api/accounts", nil, nil).json(t)["data"].([]any) {
+		listed[a.(map[string]any)["id"].(string)] = a.(map[string]any)
+	}
+	require.Len(t, listed, before+2)
+	require.Equal(t, xacc, listed[xacc["id"].(string)])
+	require.Len(t, b.do("GET", "/v1/accounts", nil).json(t)["data"], before+2)
+
+	// Refused by the network: 400 with its reason, nothing saved.
+	r = br.send("POST", "/api/accounts/bluesky", map[string]any{"handle": "nobody.bsky.social", "app_password": "wrong-app-password-1"}, br.csrfHeader())
+	require.Equal(t, 400, r.status, string(r.body))
+	require.Equal(t, "validation_error", r.errorCode(t))
+	r = br.send("POST", "/api/accounts/x", map[string]any{"client_id": sim.ClientID, "access_token": "refused-x-token-123"}, br.csrfHeader())
+	require.Equal(t, 400, r.status, string(r.body))
+	require.Equal(t, "validation_error", r.errorCode(t))
+	require.Len(t, b.do("GET", "/v1/accounts", nil).json(t)["data"], before+2)
+
+	for name, c := range map[string]struct {
+		path string
+		body any
+	}{
+		"x without client_id":     {"/api/accounts/x", map[string]any{"access_token": "t"}},
+		"x without access_token":  {"/api/accounts/x", map[string]any{"client_id": "c"}},
+		"x blank access_token":    {"/api/accounts/x", map[string]any{"client_id": "c", "access_token": "  "}},
+		"x negative expires_in":   {"/api/accounts/x", map[string]any{"client_id": "c", "access_token": "t", "expires_in": -5}},
+		"x fractional expires_in": {"/api/accounts/x", map[string]any{"client_id": "c", "access_token": "t", "expires_in": 1.5}},
+		"x token not a string":    {"/api/accounts/x", map[string]any{"client_id": "c", "access_token": 42}},
+		"x control character":     {"/api/accounts/x", map[string]any{"client_id": "c", "access_token": "a\nb"}},
+		"bluesky without handle":  {"/api/accounts/bluesky", map[string]any{"app_password": "abcd-efgh-ijkl-mnop"}},
+		"bluesky without app_pw":  {"/api/accounts/bluesky", map[string]any{"handle": "a.bsky.social"}},
+		"bluesky pds":             {"/api/accounts/bluesky", map[string]any{"handle": "a.example.com", "app_password": "abcd-efgh-ijkl-mnop", "pds": "https://pds.example.com"}},
+		"not an object":           {"/api/accounts/bluesky", "credentials"},
+	} {
+		r := br.send("POST", c.path, c.body, br.csrfHeader())
+		require.Equal(t, 400, r.status, "%s: %s", name, r.body)
+		require.Equal(t, "validation_error", r.errorCode(t), name)
+	}
+	r = b.newBrowser().send("POST", "/api/accounts/x", map[string]any{"client_id": "c", "access_token": "t"},
+		http.Header{"Authorization": {"Bearer " + b.key}})
+	require.Equal(t, 401, r.status, "an API key on the credential forms")
+	r = b.do("POST", "/v1/accounts/bluesky", bsky)
+	require.Equal(t, 405, r.status, "the credential forms are the dashboard's (DELETE /v1/accounts/:id is the path's only method)")
+	require.Equal(t, "not_found", r.errorCode(t))
+
+	// A network that does not answer: 503, retry later; nothing saved.
+	require.NoError(t, b.app.Sim.InjectFault(platforms.X, sim.FaultError5xx, 10))
+	xc2, err := b.app.Sim.NewAccount(platforms.X, "dashwriter2")
+	require.NoError(t, err)
+	r = br.send("POST", "/api/accounts/x", map[string]any{"client_id": sim.ClientID, "access_token": xc2.AccessToken}, br.csrfHeader())
+	require.Equal(t, 503, r.status, string(r.body))
+	require.Equal(t, "internal_error", r.errorCode(t))
+	require.NotEmpty(t, r.header.Get("Retry-After"))
+	require.Len(t, b.do("GET", "/v1/accounts", nil).json(t)["data"], before+2)
 }

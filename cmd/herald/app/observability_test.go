@@ -252,6 +252,30 @@ func representativeRun(t *testing.T) *run {
 	require.Error(t, adm.Do("POST", "/accounts", connect.Add{Email: app.SandboxEmail, Platform: "twitter_x", ClientID: sim.ClientID, AccessToken: "refused-x-token-123"}, &out))
 	r.secret("refused X token", "refused-x-token-123")
 	r.accountTokens(t)
+	// The dashboard's door: a key created and regenerated on /api/keys, X and Bluesky accounts
+	// added with the credential forms.
+	dbr := b.signedIn()
+	kr := dbr.send("POST", "/api/keys", map[string]any{"name": "dashboard key"}, dbr.csrfHeader())
+	require.Equal(t, 201, kr.status, string(kr.body))
+	r.secret("API key created on /api/keys", kr.json(t)["key"].(string))
+	kr = dbr.send("POST", "/api/keys/"+kr.json(t)["id"].(string)+"/regenerate", nil, dbr.csrfHeader())
+	require.Equal(t, 200, kr.status, string(kr.body))
+	r.secret("API key regenerated on /api/keys", kr.json(t)["key"].(string))
+	const dashAppPassword = "qrst-uvwx-yz12-3456"
+	r.secret("Bluesky app password (dashboard form)", dashAppPassword)
+	kr = dbr.send("POST", "/api/accounts/bluesky", map[string]any{"handle": "obsdash.bsky.social", "app_password": dashAppPassword}, dbr.csrfHeader())
+	require.Equal(t, 201, kr.status, string(kr.body))
+	r.secret("wrong Bluesky app password (dashboard form)", "wrong-app-password-2")
+	kr = dbr.send("POST", "/api/accounts/bluesky", map[string]any{"handle": "nobody.bsky.social", "app_password": "wrong-app-password-2"}, dbr.csrfHeader())
+	require.Equal(t, 400, kr.status, string(kr.body))
+	xd, err := a.Sim.NewAccount(platforms.X, "obsdash")
+	require.NoError(t, err)
+	r.secret("X access token (dashboard form)", xd.AccessToken)
+	r.secret("X refresh token (dashboard form)", xd.RefreshToken)
+	kr = dbr.send("POST", "/api/accounts/x", map[string]any{"client_id": sim.ClientID, "access_token": xd.AccessToken,
+		"refresh_token": xd.RefreshToken, "expires_in": 7200}, dbr.csrfHeader())
+	require.Equal(t, 201, kr.status, string(kr.body))
+	r.accountTokens(t)
 
 	// Failed network calls: X answers 5xx until the retries run out, LinkedIn's tokens expire
 	// (refreshed, then the call succeeds), Threads posts but answers with an error (the unknown
