@@ -105,8 +105,8 @@ var nav = []navItem{
 
 var funcs = template.FuncMap{
 	"navItems": func() []navItem { return nav },
-	"network": networkName,
-	"excerpt": excerpt,
+	"network":  networkName,
+	"excerpt":  excerpt,
 	"deref": func(s *string) string {
 		if s == nil {
 			return ""
