@@ -75,31 +75,11 @@ func Register(d Deps) error {
 	e.GET("/v1/openapi.json", func(c *echo.Context) error {
 		return c.Blob(http.StatusOK, "application/json", doc)
 	})
-	v1 := e.Group("/v1", d.Server.Authenticated)
-	v1.GET("/me", h.me)
-	v1.GET("/accounts", h.listAccounts)
-	v1.DELETE("/accounts/:id", h.deleteAccount)
-	h.registerConnect(e, v1)
-	v1.POST("/posts", h.createPost)
-	v1.GET("/posts", h.listPosts)
-	v1.GET("/posts/:id", h.getPost)
-	v1.GET("/posts/:id/events", h.postEvents)
-	v1.PATCH("/posts/:id", h.updatePost)
-	v1.DELETE("/posts/:id", h.deletePost)
-	v1.POST("/posts/publish", h.publishNew)
-	v1.POST("/posts/:id/publish", h.publishExisting)
-	v1.POST("/posts/schedule", h.scheduleNew)
-	v1.POST("/posts/:id/schedule", h.scheduleExisting)
-	v1.GET("/jobs/:trackingId", h.getJob)
-	e.GET(JobStreamRoute, h.stream, d.Server.Authenticated)
-	h.registerMedia(e, v1)
-	if d.Webhooks != nil {
-		h.registerWebhooks(v1)
-	}
-	if d.Live != nil {
-		h.registerLive(v1)
-	}
+	mount(e.Group(V1Prefix, d.Server.Authenticated), h.routes())
+	h.registerConnect(e)
+	h.registerMedia(e)
 	if d.Server.Sessions() != nil {
+		mount(e.Group(DashboardPrefix, d.Server.SecurityHeaders, d.Server.SessionAuth), h.routes())
 		h.registerDashboard(e)
 	}
 	return nil

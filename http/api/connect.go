@@ -17,11 +17,10 @@ import (
 	"github.com/heraldhq/herald/platforms"
 )
 
-// registerConnect adds the connect flow: the authenticated POST that starts it, and the two
-// browser routes (no API key: the browser follows them, signed in to the dashboard as the user who
-// asked for the link) that end on a plain HTML page.
-func (h *handlers) registerConnect(e *echo.Echo, v1 *echo.Group) {
-	v1.POST("/accounts/connect", h.connectAccount)
+// registerConnect adds the connect flow's two browser routes (no API key: the browser follows
+// them, signed in to the dashboard as the user who asked for the link) that end on a plain HTML
+// page. The POST that starts the flow is one of the doors' routes (routes.go).
+func (h *handlers) registerConnect(e *echo.Echo) {
 	e.GET(connect.AuthorizePath, h.connectAuthorize)
 	e.GET(connect.CallbackPath, h.connectCallback)
 }

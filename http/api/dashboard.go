@@ -27,12 +27,14 @@ import (
 //	POST   /api/session           {email, password} → 200 {user, csrf_token} and the cookie
 //	GET    /api/session           → 200 {user, csrf_token}, or 401 unauthorized
 //	DELETE /api/session           → 204, the session ended server-side
-//	GET    /api/me                → the body of GET /v1/me (api_key null)
 //	PATCH  /api/profile           {name?, timezone?} → the body of GET /api/me
 //	POST   /api/profile/password  {current_password, new_password} → 204; other sessions end
 //	GET    /signin?next=PATH      the sign-in form (HTML)
 //	POST   /signin                the form's post: signs in, sets the cookie, redirects to next
 //	POST   /signout               the signed-in page's form (csrf_token field): signs out
+//
+// Besides these, /api serves every /v1 operation on the session (routes.go: one list mounted on
+// both doors), GET /api/me included (the body of GET /v1/me with api_key null).
 
 // SignInPath is the sign-in page.
 const SignInPath = "/signin"
@@ -44,7 +46,6 @@ func (h *handlers) registerDashboard(e *echo.Echo) {
 	g.POST("/session", h.signIn)
 	g.GET("/session", h.sessionInfo, s.SessionAuth)
 	g.DELETE("/session", h.signOut, s.SessionAuth)
-	g.GET("/me", h.me, s.SessionAuth)
 	g.PATCH("/profile", h.updateProfile, s.SessionAuth)
 	g.POST("/profile/password", h.changePassword, s.SessionAuth)
 	e.GET(SignInPath, h.signInPage, s.SecurityHeaders)

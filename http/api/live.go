@@ -21,21 +21,6 @@ import (
 // network's own limit applies on top).
 const MaxReplyLength = 10000
 
-// registerLive adds the analytics and inbox routes (docs/live-data.md).
-func (h *handlers) registerLive(v1 *echo.Group) {
-	v1.GET("/analytics/overview", h.analyticsOverview)
-	v1.GET("/analytics/accounts", h.analyticsAccounts)
-	v1.GET("/analytics/posts/:postId", h.analyticsPost)
-	v1.GET("/inbox/accounts", h.inboxAccounts)
-	v1.GET("/inbox/comments", h.inboxComments)
-	v1.POST("/inbox/comments/:commentId/reply", h.replyToComment)
-	v1.POST("/inbox/comments/:commentId/like", h.likeComment)
-	v1.POST("/inbox/comments/:commentId/hide", h.hideComment)
-	v1.GET("/inbox/dms", h.inboxDMs)
-	v1.GET("/inbox/dms/:conversationId", h.inboxDMThread)
-	v1.POST("/inbox/dms/:conversationId/reply", h.replyToConversation)
-}
-
 // liveAccount validates the account_id parameter: a UUID naming one of the caller's accounts,
 // on one of the allowed networks. "" when absent.
 func (h *handlers) liveAccount(c *echo.Context, userID, field string, allowed []platforms.Platform, what string) (id, platform string, err error) {

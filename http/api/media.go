@@ -51,13 +51,12 @@ type PresignResponse struct {
 	ExpiresAt       time.Time `json:"expires_at"`
 }
 
-func (h *handlers) registerMedia(e *echo.Echo, v1 *echo.Group) {
+// registerMedia adds the upload and file URLs, outside both doors (their signature authorises
+// them). Presign, confirm and GET /media/:id are the doors' routes (routes.go).
+func (h *handlers) registerMedia(e *echo.Echo) {
 	if h.Media == nil {
 		return
 	}
-	v1.POST("/media/presign", h.presignMedia)
-	v1.POST("/media/confirm", h.confirmMedia)
-	v1.GET("/media/:id", h.getMedia)
 	e.PUT(MediaUploadRoute, h.uploadMedia)
 	e.GET(MediaFileRoute, h.mediaFile)
 }

@@ -75,7 +75,9 @@ func idempotencyKey(c *echo.Context) (key string, ok bool, err error) {
 // publishFlow runs a publish with the Idempotency-Key rules: the same key and body after the
 // first answer replay it (Idempotent-Replayed: true); the same key while the first request is
 // being answered is 409; the same key with another body is 422. Keys are scoped to the user and
-// the route, kept 24 hours, and stored in the same transaction as the job they created.
+// the operation, kept 24 hours, and stored in the same transaction as the job they created. The
+// operation is the same through either door (routes.go): a key first used on /api/posts/publish
+// replays on /v1/posts/publish, its links pointing through the door of the replay.
 func (h *handlers) publishFlow(c *echo.Context, body []byte, run func(idem *post.Idempotency, fingerprint []byte) error) error {
 	key, has, err := idempotencyKey(c)
 	if err != nil {
@@ -85,8 +87,11 @@ func (h *handlers) publishFlow(c *echo.Context, body []byte, run func(idem *post
 		return run(nil, nil)
 	}
 	user := server.Principal(c).User.ID
-	scope := sha256.Sum256([]byte(user + "\x00" + c.Request().Method + " " + c.Path() + "\x00" + key))
-	fp := sha256.Sum256(append([]byte(c.Request().URL.Path+"\x00"), body...))
+	// Scope and fingerprint name the operation as /v1 does, whichever the door, so that records
+	// stored before the dashboard's door existed still match.
+	d := door(c)
+	scope := sha256.Sum256([]byte(user + "\x00" + c.Request().Method + " " + V1Prefix + strings.TrimPrefix(c.Path(), d) + "\x00" + key))
+	fp := sha256.Sum256(append([]byte(V1Prefix+strings.TrimPrefix(c.Request().URL.Path, d)+"\x00"), body...))
 	replay := func() (bool, error) {
 		var rec *persistence.IdempotencyRecord
 		_ = h.Store.View(func(tx *persistence.Tx) error {
@@ -100,12 +105,13 @@ func (h *handlers) publishFlow(c *echo.Context, body []byte, run func(idem *post
 			return true, apierr.New(http.StatusUnprocessableEntity, apierr.CodeIdempotencyConflict,
 				"Idempotency-Key was already used with a different request; use a new key for a new request")
 		}
+		body, location := throughDoor(rec, d)
 		hdr := c.Response().Header()
 		hdr.Set("Idempotent-Replayed", "true")
-		if rec.Location != "" {
-			hdr.Set("Location", rec.Location)
+		if location != "" {
+			hdr.Set("Location", location)
 		}
-		return true, c.JSONBlob(rec.Status, rec.Body)
+		return true, c.JSONBlob(rec.Status, body)
 	}
 	if done, err := replay(); done {
 		return err
@@ -163,14 +169,38 @@ func (h *handlers) accepted(c *echo.Context, jobID string, r *PublishAccepted, i
 	}
 	if idem != nil {
 		idem.Record = &persistence.IdempotencyRecord{Fingerprint: fp, Status: http.StatusAccepted, Body: body,
-			Location: "/v1/jobs/" + jobID, CreatedAt: h.Now().UTC()}
+			Location: jobLocation(c, jobID), CreatedAt: h.Now().UTC()}
 	}
 	return body, nil
 }
 
 func (h *handlers) respondAccepted(c *echo.Context, jobID string, body []byte) error {
-	c.Response().Header().Set("Location", "/v1/jobs/"+jobID)
+	c.Response().Header().Set("Location", jobLocation(c, jobID))
 	return c.JSONBlob(http.StatusAccepted, body)
+}
+
+// jobLocation and streamURL are a job's links through the request's door.
+func jobLocation(c *echo.Context, jobID string) string { return door(c) + "/jobs/" + jobID }
+
+func streamURL(c *echo.Context, jobID string) string { return jobLocation(c, jobID) + "/stream" }
+
+// throughDoor is a stored answer's body and Location as the door prefix would give them: the
+// stored bytes when it was answered through that door, else its links rewritten.
+func throughDoor(rec *persistence.IdempotencyRecord, prefix string) ([]byte, string) {
+	if rec.Location == "" || strings.HasPrefix(rec.Location, prefix+"/") {
+		return rec.Body, rec.Location
+	}
+	var a PublishAccepted
+	if err := json.Unmarshal(rec.Body, &a); err != nil || a.TrackingID == "" {
+		return rec.Body, rec.Location
+	}
+	loc := prefix + "/jobs/" + a.TrackingID
+	a.StreamURL = loc + "/stream"
+	body, err := json.Marshal(&a)
+	if err != nil {
+		return rec.Body, rec.Location
+	}
+	return body, loc
 }
 
 // publishNew serves POST /v1/posts/publish: create the post and its job in one step.
@@ -186,7 +216,7 @@ func (h *handlers) publishNew(c *echo.Context) error {
 		}
 		rec := h.newPost(c, in)
 		jobID := uuid.Must(uuid.NewV7()).String()
-		body, err := h.accepted(c, jobID, &PublishAccepted{PostID: rec.ID, TrackingID: jobID, Status: "queued", StreamURL: "/v1/jobs/" + jobID + "/stream"}, idem, fp)
+		body, err := h.accepted(c, jobID, &PublishAccepted{PostID: rec.ID, TrackingID: jobID, Status: "queued", StreamURL: streamURL(c, jobID)}, idem, fp)
 		if err != nil {
 			return err
 		}
@@ -207,7 +237,7 @@ func (h *handlers) publishExisting(c *echo.Context) error {
 	}
 	return h.publishFlow(c, nil, func(idem *post.Idempotency, fp []byte) error {
 		jobID := uuid.Must(uuid.NewV7()).String()
-		body, err := h.accepted(c, jobID, &PublishAccepted{TrackingID: jobID, Status: "queued", StreamURL: "/v1/jobs/" + jobID + "/stream"}, idem, fp)
+		body, err := h.accepted(c, jobID, &PublishAccepted{TrackingID: jobID, Status: "queued", StreamURL: streamURL(c, jobID)}, idem, fp)
 		if err != nil {
 			return err
 		}

@@ -16,9 +16,6 @@ import (
 	"github.com/heraldhq/herald/persistence"
 )
 
-// JobStreamRoute is the SSE route, exempt from the per-request deadlines.
-const JobStreamRoute = "/v1/jobs/:trackingId/stream"
-
 // PingInterval is how often an idle stream sends a comment, so that proxies keep it open.
 var PingInterval = 15 * time.Second
 
@@ -101,7 +98,7 @@ func render(e *job.Event) ([]byte, error) {
 	})
 }
 
-// stream serves GET /v1/jobs/:trackingId/stream: progress on every phase change, then done with
+// stream serves GET /v1/jobs/:trackingId/stream (and /api/jobs/:trackingId/stream): progress on every phase change, then done with
 // the full job, then the end of the stream. A client that connects to a finished job gets a
 // single done; one that connects to a running job gets its current state at once.
 //

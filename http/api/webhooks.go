@@ -72,16 +72,6 @@ func deliveryView(d *persistence.Delivery) WebhookDelivery {
 	}
 }
 
-// registerWebhooks adds the webhook routes.
-func (h *handlers) registerWebhooks(v1 *echo.Group) {
-	v1.GET("/webhooks", h.listWebhooks)
-	v1.POST("/webhooks", h.createWebhook)
-	v1.PATCH("/webhooks/:id", h.updateWebhook)
-	v1.DELETE("/webhooks/:id", h.deleteWebhook)
-	v1.GET("/webhooks/:id/deliveries", h.listDeliveries)
-	v1.POST("/webhooks/:id/rotate-secret", h.rotateWebhookSecret)
-}
-
 // boolean reads a boolean field. Absent: nil, nil.
 func (o object) boolean(field string) (*bool, error) {
 	raw, ok := o[field]
