@@ -25,6 +25,9 @@ type APIKey struct {
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt *time.Time `json:"expires_at"`
 	RevokedAt *time.Time `json:"revoked_at"`
+	// LastUsedAt is the key's last use as last flushed (http/auth: uses are coalesced in
+	// memory and written at most once a minute per key).
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 }
 
 // Account is a connected social account.

@@ -162,6 +162,9 @@ func routes(mux *http.ServeMux, ops Ops) {
 	})
 	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
 		keys, err := auth.ListKeys(ops.Store, r.URL.Query().Get("email"))
+		if err == nil && ops.Auth != nil {
+			keys = ops.Auth.WithUse(keys)
+		}
 		WriteResult(w, keys, err)
 	})
 	mux.HandleFunc("POST /keys/{id}/revoke", func(w http.ResponseWriter, r *http.Request) {

@@ -18,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/actors/post"
 	"github.com/heraldhq/herald/actors/webhook"
 	"github.com/heraldhq/herald/http/apierr"
+	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/connect"
 	"github.com/heraldhq/herald/http/live"
 	"github.com/heraldhq/herald/http/server"
@@ -36,6 +37,9 @@ type Deps struct {
 	Connect *connect.Service
 	// Jobs is the publish job directory.
 	Jobs *actors.Directory
+	// Auth is the API-key authenticator: the dashboard's key routes (keys.go) drop its cache
+	// after a change and read the keys' noted uses.
+	Auth *auth.Authenticator
 	// Registry receives the handlers' own metrics (nil: unregistered).
 	Registry prometheus.Registerer
 	// FreePostQuota is the free plan's posts per calendar month (0: unlimited).
@@ -79,7 +83,9 @@ func Register(d Deps) error {
 	h.registerConnect(e)
 	h.registerMedia(e)
 	if d.Server.Sessions() != nil {
-		mount(e.Group(DashboardPrefix, d.Server.SecurityHeaders, d.Server.SessionAuth), h.routes())
+		dash := e.Group(DashboardPrefix, d.Server.SecurityHeaders, d.Server.SessionAuth)
+		mount(dash, h.routes())
+		h.registerKeys(dash)
 		h.registerDashboard(e)
 	}
 	return nil

@@ -5,7 +5,8 @@
 // the legacy form, hk_ followed by at least 32 base62 characters, are accepted as well: they were
 // issued by Herald's first releases and are still valid until revoked. Only the SHA-256 of a key is
 // stored. A lookup is cached in memory; every revocation or regeneration bumps the cache's epoch
-// before it returns, so the very next request with the old key is refused.
+// before it returns, so the very next request with the old key is refused. A key's last use is
+// noted in memory and written at most once a minute (keyuse.go).
 package auth
 
 import (
@@ -100,6 +101,7 @@ type Authenticator struct {
 	epoch atomic.Uint64
 	mu    sync.RWMutex
 	cache map[[32]byte]cached
+	use   keyUse // uses noted for last_used_at (keyuse.go)
 }
 
 type cached struct {
@@ -154,6 +156,7 @@ func (a *Authenticator) Authenticate(header string) (*Principal, error) {
 	if c.p.Key.ExpiresAt != nil && !now.Before(*c.p.Key.ExpiresAt) {
 		return nil, ErrExpired
 	}
+	a.use.note(c.p.Key.ID, now)
 	return c.p, nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"net/mail"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -81,30 +83,77 @@ func CreateUser(ctx context.Context, s *persistence.Store, in NewUser, now time.
 	return u, err
 }
 
+// Key management refusals besides ErrInvalid's: the key does not exist, or it is another
+// user's. Both wrap into ErrInvalid for the command line, which manages every user's keys.
+var (
+	ErrNoKey        = errors.New("no key with id")
+	ErrForeignKey   = errors.New("the key belongs to another user")
+	errNoUserWithID = errors.New("no user with id")
+)
+
+// MaxKeyName is the longest key name, in characters.
+const MaxKeyName = 100
+
 // CreatedKey is a new key as shown once to its owner.
 type CreatedKey struct {
 	ID        string     `json:"id"`
 	Name      string     `json:"name"`
 	Prefix    string     `json:"prefix"`
 	Key       string     `json:"key"`
+	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt *time.Time `json:"expires_at"`
 }
 
-// KeyInfo is a key as listed (never the secret).
+// KeyInfo is a key as listed (never the secret nor its hash).
 type KeyInfo struct {
-	ID        string     `json:"id"`
-	Name      string     `json:"name"`
-	Prefix    string     `json:"prefix"`
-	CreatedAt time.Time  `json:"created_at"`
-	ExpiresAt *time.Time `json:"expires_at"`
-	RevokedAt *time.Time `json:"revoked_at"`
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+}
+
+func keyInfo(k *persistence.APIKey) KeyInfo {
+	return KeyInfo{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt,
+		LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt}
+}
+
+// KeyName validates a key's name: trimmed, 1 to MaxKeyName characters, no control characters.
+func KeyName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || utf8.RuneCountInString(name) > MaxKeyName {
+		return "", fmt.Errorf("%w: a key needs a name of 1 to %d characters", ErrInvalid, MaxKeyName)
+	}
+	if !utf8.ValidString(name) || strings.IndexFunc(name, unicode.IsControl) >= 0 {
+		return "", fmt.Errorf("%w: a key's name must not contain control characters", ErrInvalid)
+	}
+	return name, nil
 }
 
 // CreateKey creates a key for the user with this e-mail. expiresIn 0 means no expiry.
 func CreateKey(ctx context.Context, s *persistence.Store, email, name string, expiresIn time.Duration, now time.Time) (*CreatedKey, error) {
-	name = strings.TrimSpace(name)
-	if name == "" || len(name) > 200 {
-		return nil, fmt.Errorf("%w: a key needs a name of 1 to 200 characters", ErrInvalid)
+	k, err := createKey(ctx, s, func(tx *persistence.Tx) (*persistence.User, error) { return tx.UserByEmail(email) }, name, expiresIn, now)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, fmt.Errorf("%w: no user with e-mail %s", ErrInvalid, email)
+	}
+	return k, err
+}
+
+// CreateUserKey creates a key for the user with this id (the dashboard's POST /api/keys).
+func CreateUserKey(ctx context.Context, s *persistence.Store, userID, name string, expiresIn time.Duration, now time.Time) (*CreatedKey, error) {
+	k, err := createKey(ctx, s, func(tx *persistence.Tx) (*persistence.User, error) { return tx.User(userID) }, name, expiresIn, now)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %w %s", ErrInvalid, errNoUserWithID, userID)
+	}
+	return k, err
+}
+
+func createKey(ctx context.Context, s *persistence.Store, user func(*persistence.Tx) (*persistence.User, error), name string, expiresIn time.Duration, now time.Time) (*CreatedKey, error) {
+	name, err := KeyName(name)
+	if err != nil {
+		return nil, err
 	}
 	if expiresIn < 0 {
 		return nil, fmt.Errorf("%w: --expires-in must be positive", ErrInvalid)
@@ -115,21 +164,18 @@ func CreateKey(ctx context.Context, s *persistence.Store, email, name string, ex
 		t := now.Add(expiresIn).UTC()
 		k.ExpiresAt = &t
 	}
-	err := s.Update(ctx, func(tx *persistence.Tx) error {
-		u, err := tx.UserByEmail(email)
+	err = s.Update(ctx, func(tx *persistence.Tx) error {
+		u, err := user(tx)
 		if err != nil {
 			return err
 		}
 		k.UserID = u.ID
 		return tx.PutAPIKey(k, nil)
 	})
-	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, fmt.Errorf("%w: no user with e-mail %s", ErrInvalid, email)
-	}
 	if err != nil {
 		return nil, err
 	}
-	return &CreatedKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Key: raw, ExpiresAt: k.ExpiresAt}, nil
+	return &CreatedKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Key: raw, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt}, nil
 }
 
 // ListKeys lists the keys of the user with this e-mail.
@@ -140,17 +186,31 @@ func ListKeys(s *persistence.Store, email string) ([]KeyInfo, error) {
 		if err != nil {
 			return err
 		}
-		keys, err := tx.APIKeysOfUser(u.ID)
-		for _, k := range keys {
-			out = append(out, KeyInfo{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt})
-		}
+		out, err = keysOf(tx, u.ID)
 		return err
 	})
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, fmt.Errorf("%w: no user with e-mail %s", ErrInvalid, email)
 	}
-	if out == nil {
-		out = []KeyInfo{}
+	return out, err
+}
+
+// ListUserKeys lists the keys of the user with this id, oldest first, revoked ones included.
+func ListUserKeys(s *persistence.Store, userID string) ([]KeyInfo, error) {
+	var out []KeyInfo
+	err := s.View(func(tx *persistence.Tx) error {
+		var err error
+		out, err = keysOf(tx, userID)
+		return err
+	})
+	return out, err
+}
+
+func keysOf(tx *persistence.Tx, userID string) ([]KeyInfo, error) {
+	keys, err := tx.APIKeysOfUser(userID)
+	out := make([]KeyInfo, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, keyInfo(k))
 	}
 	return out, err
 }
@@ -163,18 +223,39 @@ func keyID(id string) (string, error) {
 	return u.String(), nil
 }
 
-// RevokeKey revokes a key at once. Revoking a revoked key succeeds and changes nothing.
-func RevokeKey(ctx context.Context, s *persistence.Store, id string, now time.Time) (*KeyInfo, error) {
+// updateKey runs change on the key with this id in one transaction. owner, when not "", is the
+// user the key must belong to.
+func updateKey(ctx context.Context, s *persistence.Store, owner, id string, change func(tx *persistence.Tx, k *persistence.APIKey) error) error {
 	id, err := keyID(id)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var info KeyInfo
 	err = s.Update(ctx, func(tx *persistence.Tx) error {
 		k, err := tx.APIKey(id)
 		if err != nil {
 			return err
 		}
+		if owner != "" && k.UserID != owner {
+			return fmt.Errorf("%w: %w", ErrInvalid, ErrForeignKey)
+		}
+		return change(tx, k)
+	})
+	if errors.Is(err, persistence.ErrNotFound) {
+		return fmt.Errorf("%w: %w %s", ErrInvalid, ErrNoKey, id)
+	}
+	return err
+}
+
+// RevokeKey revokes a key at once. Revoking a revoked key succeeds and changes nothing.
+func RevokeKey(ctx context.Context, s *persistence.Store, id string, now time.Time) (*KeyInfo, error) {
+	return RevokeUserKey(ctx, s, "", id, now)
+}
+
+// RevokeUserKey is RevokeKey for the key's owner: another user's key is ErrForeignKey ("" owner:
+// any user's, as the command line does).
+func RevokeUserKey(ctx context.Context, s *persistence.Store, owner, id string, now time.Time) (*KeyInfo, error) {
+	var info KeyInfo
+	err := updateKey(ctx, s, owner, id, func(tx *persistence.Tx, k *persistence.APIKey) error {
 		if k.RevokedAt == nil {
 			t := now.UTC()
 			k.RevokedAt = &t
@@ -182,43 +263,56 @@ func RevokeKey(ctx context.Context, s *persistence.Store, id string, now time.Ti
 				return err
 			}
 		}
-		info = KeyInfo{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt}
+		info = keyInfo(k)
 		return nil
 	})
-	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, fmt.Errorf("%w: no key with id %s", ErrInvalid, id)
+	if err != nil {
+		return nil, err
 	}
-	return &info, err
+	return &info, nil
+}
+
+// RenameKey gives the owner's key a new name (validated as KeyName). The key's secret, expiry and
+// revocation are unchanged.
+func RenameKey(ctx context.Context, s *persistence.Store, owner, id, name string) (*KeyInfo, error) {
+	name, err := KeyName(name)
+	if err != nil {
+		return nil, err
+	}
+	var info KeyInfo
+	err = updateKey(ctx, s, owner, id, func(tx *persistence.Tx, k *persistence.APIKey) error {
+		k.Name = name
+		info = keyInfo(k)
+		return tx.PutAPIKey(k, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &info, nil
 }
 
 // RegenerateKey gives a live key a new secret and revokes the old secret at once. The key keeps
 // its id, name and expiry.
 func RegenerateKey(ctx context.Context, s *persistence.Store, id string) (*CreatedKey, error) {
-	id, err := keyID(id)
-	if err != nil {
-		return nil, err
-	}
+	return RegenerateUserKey(ctx, s, "", id)
+}
+
+// RegenerateUserKey is RegenerateKey for the key's owner ("" owner: any user's).
+func RegenerateUserKey(ctx context.Context, s *persistence.Store, owner, id string) (*CreatedKey, error) {
 	raw, prefix, hash := GenerateKey()
 	var out CreatedKey
-	err = s.Update(ctx, func(tx *persistence.Tx) error {
-		k, err := tx.APIKey(id)
-		if err != nil {
-			return err
-		}
+	err := updateKey(ctx, s, owner, id, func(tx *persistence.Tx, k *persistence.APIKey) error {
 		if k.RevokedAt != nil {
-			return fmt.Errorf("%w: key %s is revoked; create a new one", ErrInvalid, id)
+			return fmt.Errorf("%w: key %s is revoked; create a new one", ErrInvalid, k.ID)
 		}
 		old := k.Hash
 		k.Hash, k.Prefix = hash, prefix
 		if err := tx.PutAPIKey(k, old); err != nil {
 			return err
 		}
-		out = CreatedKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Key: raw, ExpiresAt: k.ExpiresAt}
+		out = CreatedKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Key: raw, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt}
 		return nil
 	})
-	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, fmt.Errorf("%w: no key with id %s", ErrInvalid, id)
-	}
 	if err != nil {
 		return nil, err
 	}

@@ -100,6 +100,9 @@ type Config struct {
 	SessionIdle, SessionMaxAge time.Duration
 	// SessionSweepEvery is the period of the sweep of expired sessions (default 10 min).
 	SessionSweepEvery time.Duration
+	// KeyUseFlushEvery is how often the API keys' noted uses are written as their last_used_at
+	// (default auth.DefaultUseFlushEvery, a minute; also at shutdown).
+	KeyUseFlushEvery time.Duration
 	// SessionClock replaces the sessions' clock (tests).
 	SessionClock func() time.Time
 	// PasswordParams are argon2id's parameters for new password hashes (default
@@ -152,6 +155,10 @@ type App struct {
 	Sessions  *session.Manager
 	stopSweep context.CancelFunc
 	sweepDone chan struct{}
+	// stopKeyUse stops the flusher of the API keys' last use; keyUseDone closes after its last
+	// flush.
+	stopKeyUse context.CancelFunc
+	keyUseDone chan struct{}
 }
 
 // New builds Herald on cfg.DataDir. Nothing listens until Start.
@@ -259,7 +266,7 @@ func New(cfg Config) (*App, error) {
 		Sessions: a.Sessions, BaseURL: func() string { return a.Cfg.BaseURL },
 		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true, api.DashboardJobStreamRoute: true},
 	})
-	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live}); err != nil {
+	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, Auth: a.Auth, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live}); err != nil {
 		a.closeStore()
 		return nil, err
 	}
@@ -321,6 +328,12 @@ func (a *App) Start(ctx context.Context) error {
 		defer close(a.sweepDone)
 		a.Sessions.Run(sweepCtx)
 	}()
+	useCtx, stopKeyUse := context.WithCancel(context.Background())
+	a.stopKeyUse, a.keyUseDone = stopKeyUse, make(chan struct{})
+	go func() {
+		defer close(a.keyUseDone)
+		a.Auth.RunUseFlusher(useCtx, a.Cfg.KeyUseFlushEvery, a.Log.Error)
+	}()
 	go func() {
 		if err := a.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.Log.Error("http server stopped", "error", err)
@@ -355,6 +368,10 @@ func (a *App) Shutdown() error {
 		if err := a.quotas.close(); err != nil {
 			errs = append(errs, fmt.Errorf("API quota windows: %w", err))
 		}
+	}
+	if a.stopKeyUse != nil { // its last flush writes the keys' uses of the last minute
+		a.stopKeyUse()
+		<-a.keyUseDone
 	}
 	a.Media.stop()
 	if a.stopSweep != nil {

@@ -9,10 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
 	"github.com/stretchr/testify/require"
 	sse "github.com/tmaxmax/go-sse"
 
+	"github.com/heraldhq/herald/cmd/herald/app"
+	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -66,7 +70,8 @@ func TestDashboardDoorMirrorsV1(t *testing.T) {
 	for op := range v1 {
 		require.Contains(t, dash, op, "the /api door serves %s", op)
 	}
-	for _, own := range []string{"POST /session", "GET /session", "DELETE /session", "PATCH /profile", "POST /profile/password"} {
+	for _, own := range []string{"POST /session", "GET /session", "DELETE /session", "PATCH /profile", "POST /profile/password",
+		"GET /keys", "POST /keys", "PATCH /keys/:id", "POST /keys/:id/regenerate", "DELETE /keys/:id"} {
 		require.Contains(t, dash, own)
 		delete(dash, own)
 	}
@@ -163,4 +168,177 @@ func TestIdempotencyAcrossDoors(t *testing.T) {
 	require.Equal(t, "/api/jobs/"+jobID, same.header.Get("Location"))
 	b.waitJob(jobID)
 	require.Len(t, b.app.Sim.Publications(platforms.Bluesky), 1, "one publication for one key")
+}
+
+// keyRow finds a key in the answer of GET /api/keys.
+func keyRow(t *testing.T, r *response, id string) map[string]any {
+	t.Helper()
+	require.Equal(t, 200, r.status, string(r.body))
+	for _, k := range r.json(t)["data"].([]any) {
+		if row := k.(map[string]any); row["id"] == id {
+			return row
+		}
+	}
+	t.Fatalf("key %s is not listed: %s", id, r.body)
+	return nil
+}
+
+func storedKey(t *testing.T, b *testBundle, id string) *persistence.APIKey {
+	t.Helper()
+	var k *persistence.APIKey
+	require.NoError(t, b.app.Store.View(func(tx *persistence.Tx) error {
+		var err error
+		k, err = tx.APIKey(id)
+		return err
+	}))
+	return k
+}
+
+// A person manages their API keys in the dashboard: the raw key is shown once, its use is listed,
+// rename, regenerate and revoke take effect on /v1 at once.
+func TestDashboardKeys(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{config: func(cfg *app.Config) { cfg.KeyUseFlushEvery = time.Hour }})
+	br := b.signedIn()
+
+	r := br.send("POST", "/api/keys", map[string]any{"name": "no token"}, nil)
+	require.Equal(t, 403, r.status, "no CSRF token")
+	r = b.newBrowser().send("GET", "/api/keys", nil, http.Header{"Authorization": {"Bearer " + b.key}})
+	require.Equal(t, 401, r.status, "a key cannot list keys")
+	require.Equal(t, 404, b.do("GET", "/v1/keys", nil).status, "keys are managed on the dashboard's door only")
+
+	r = br.send("POST", "/api/keys", map[string]any{"name": "  deploy bot  "}, br.csrfHeader())
+	require.Equal(t, 201, r.status, string(r.body))
+	created := r.json(t)
+	id, raw := created["id"].(string), created["key"].(string)
+	require.True(t, strings.HasPrefix(raw, "sk_live_"))
+	require.Equal(t, raw[:12], created["prefix"])
+	require.Equal(t, "deploy bot", created["name"])
+	require.Nil(t, created["expires_at"])
+
+	r = br.send("POST", "/api/keys", map[string]any{"name": "thirty days", "expires_in_days": 30}, br.csrfHeader())
+	require.Equal(t, 201, r.status, string(r.body))
+	exp, err := time.Parse(time.RFC3339Nano, r.json(t)["expires_at"].(string))
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now().Add(30*24*time.Hour), exp, time.Minute)
+
+	list := br.send("GET", "/api/keys", nil, nil)
+	row := keyRow(t, list, id)
+	require.Nil(t, row["last_used_at"], "not used yet")
+	require.NotContains(t, string(list.body), raw, "the raw key is shown once")
+	require.NotContains(t, string(list.body), "hash")
+	for _, f := range []string{"id", "name", "prefix", "created_at", "expires_at", "last_used_at", "revoked_at"} {
+		require.Contains(t, row, f)
+	}
+
+	// Use is listed at once from memory, and written by the flush (every minute and at shutdown).
+	me := b.doKey(raw, "GET", "/v1/me", nil, nil)
+	require.Equal(t, 200, me.status)
+	require.Equal(t, id, me.json(t)["api_key"].(map[string]any)["id"])
+	row = keyRow(t, br.send("GET", "/api/keys", nil, nil), id)
+	require.NotNil(t, row["last_used_at"], "the use is listed before it is written")
+	require.Nil(t, storedKey(t, b, id).LastUsedAt, "no write per request")
+	require.NoError(t, b.app.Auth.FlushUse(context.Background()))
+	used := storedKey(t, b, id).LastUsedAt
+	require.NotNil(t, used)
+	listed, err := time.Parse(time.RFC3339Nano, keyRow(t, br.send("GET", "/api/keys", nil, nil), id)["last_used_at"].(string))
+	require.NoError(t, err)
+	require.True(t, used.Equal(listed))
+
+	// Rename: /v1/me names the key by its new name at once.
+	r = br.send("PATCH", "/api/keys/"+id, map[string]any{"name": "release bot"}, br.csrfHeader())
+	require.Equal(t, 200, r.status, string(r.body))
+	require.Equal(t, "release bot", r.json(t)["name"])
+	require.Equal(t, "release bot", b.doKey(raw, "GET", "/v1/me", nil, nil).json(t)["api_key"].(map[string]any)["name"])
+
+	// Regenerate: the new secret once, the old one refused at once.
+	r = br.send("POST", "/api/keys/"+id+"/regenerate", nil, br.csrfHeader())
+	require.Equal(t, 200, r.status, string(r.body))
+	fresh := r.json(t)["key"].(string)
+	require.NotEqual(t, raw, fresh)
+	require.Equal(t, id, r.json(t)["id"])
+	r = b.doKey(raw, "GET", "/v1/me", nil, nil)
+	require.Equal(t, 401, r.status)
+	require.Equal(t, "invalid_api_key", r.errorCode(t))
+	require.Equal(t, "invalid API key", r.errorMessage(t), "a regenerated key's old secret is no longer known (docs/decisions.md)")
+	require.Equal(t, 200, b.doKey(fresh, "GET", "/v1/me", nil, nil).status)
+
+	// Revoke: refused at once as revoked, still listed.
+	r = br.send("DELETE", "/api/keys/"+id, nil, br.csrfHeader())
+	require.Equal(t, 204, r.status, string(r.body))
+	r = b.doKey(fresh, "GET", "/v1/me", nil, nil)
+	require.Equal(t, 401, r.status)
+	require.Equal(t, "API key has been revoked", r.errorMessage(t))
+	require.NotNil(t, keyRow(t, br.send("GET", "/api/keys", nil, nil), id)["revoked_at"])
+	require.Equal(t, 204, br.send("DELETE", "/api/keys/"+id, nil, br.csrfHeader()).status, "revoking twice")
+	r = br.send("POST", "/api/keys/"+id+"/regenerate", nil, br.csrfHeader())
+	require.Equal(t, 400, r.status)
+	require.Equal(t, "validation_error", r.errorCode(t))
+
+	// Another user's key: 403 forbidden, as another user's account or webhook; nothing changes.
+	other, otherKey := b.newUser("neighbour@example.com", "pro")
+	theirs, err := auth.ListKeys(b.app.Store, other.Email)
+	require.NoError(t, err)
+	require.Len(t, theirs, 1)
+	for _, req := range []struct {
+		method, path string
+		body         any
+	}{
+		{"PATCH", "/api/keys/" + theirs[0].ID, map[string]any{"name": "mine now"}},
+		{"POST", "/api/keys/" + theirs[0].ID + "/regenerate", nil},
+		{"DELETE", "/api/keys/" + theirs[0].ID, nil},
+	} {
+		r = br.send(req.method, req.path, req.body, br.csrfHeader())
+		require.Equal(t, 403, r.status, "%s %s", req.method, req.path)
+		require.Equal(t, "forbidden", r.errorCode(t))
+	}
+	require.Equal(t, 200, b.doKey(otherKey, "GET", "/v1/me", nil, nil).status, "their key still works")
+	require.NotContains(t, string(br.send("GET", "/api/keys", nil, nil).body), theirs[0].ID, "only one's own keys are listed")
+	r = br.send("DELETE", "/api/keys/"+uuid.NewString(), nil, br.csrfHeader())
+	require.Equal(t, 404, r.status)
+	require.Equal(t, "not_found", r.errorCode(t))
+	r = br.send("DELETE", "/api/keys/not-a-key", nil, br.csrfHeader())
+	require.Equal(t, 400, r.status)
+}
+
+// Names are 1 to 100 characters without control characters; an expiry is a whole number of days
+// from 1 to 3650.
+func TestDashboardKeysBadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{})
+	br := b.signedIn()
+	for name, body := range map[string]any{
+		"no body":           nil,
+		"no name":           map[string]any{},
+		"empty name":        map[string]any{"name": ""},
+		"blank name":        map[string]any{"name": "   "},
+		"name not a string": map[string]any{"name": 7},
+		"too long":          map[string]any{"name": strings.Repeat("é", 101)},
+		"line break":        map[string]any{"name": "a\nb"},
+		"escape":            map[string]any{"name": "a\u001bb"},
+		"delete":            map[string]any{"name": "a\u007fb"},
+		"zero days":         map[string]any{"name": "k", "expires_in_days": 0},
+		"negative days":     map[string]any{"name": "k", "expires_in_days": -1},
+		"fractional days":   map[string]any{"name": "k", "expires_in_days": 1.5},
+		"days as a string":  map[string]any{"name": "k", "expires_in_days": "7"},
+		"too many days":     map[string]any{"name": "k", "expires_in_days": 3651},
+		"not an object":     "a key",
+	} {
+		r := br.send("POST", "/api/keys", body, br.csrfHeader())
+		require.Equal(t, 400, r.status, "%s: %s", name, r.body)
+		require.Equal(t, "validation_error", r.errorCode(t), name)
+	}
+	r := br.send("POST", "/api/keys", map[string]any{"name": strings.Repeat("é", 100), "expires_in_days": nil}, br.csrfHeader())
+	require.Equal(t, 201, r.status, "100 characters, null expiry: %s", r.body)
+	id := r.json(t)["id"].(string)
+	for name, body := range map[string]any{
+		"empty name": map[string]any{"name": ""},
+		"too long":   map[string]any{"name": strings.Repeat("k", 101)},
+		"tab":        map[string]any{"name": "a\tb"},
+		"no name":    map[string]any{},
+	} {
+		r := br.send("PATCH", "/api/keys/"+id, body, br.csrfHeader())
+		require.Equal(t, 400, r.status, "%s: %s", name, r.body)
+		require.Equal(t, "validation_error", r.errorCode(t), name)
+	}
 }
