@@ -199,7 +199,7 @@ func createKey(tb *tab, name string) string {
 		chromedp.WaitVisible(chromedp.CSS(`#secret-reveal`)),
 	)
 	key := get(tb, chromedp.Text(chromedp.CSS(`#reveal-value`)))
-	require.True(tb.t, strings.HasPrefix(key, "hk_"), key)
+	require.True(tb.t, strings.HasPrefix(key, "sk_"), key)
 	return key
 }
 

@@ -72,7 +72,7 @@ var pageNames = []string{"overview", "compose", "posts", "post", "calendar", "ac
 
 // Paths are the pages' routes (Echo paths) and the static files' route: the dashboard's, not
 // the public API's, so they are not in the OpenAPI document.
-var Paths = []string{"/", "/compose", "/posts", "/posts/:id", "/calendar", "/accounts", "/developer", "/settings", StaticPath}
+var Paths = []string{"/", "/compose", "/posts", "/posts/:id", "/calendar", "/accounts", "/developer", "/settings", StaticPath, "/favicon.ico"}
 
 // StaticPath is the route of the embedded assets.
 const StaticPath = "/static/:name"
@@ -95,6 +95,8 @@ func Register(d Deps) error {
 	}
 	e := d.Server.Echo
 	e.GET(StaticPath, p.static)
+	// No icon: an empty answer spares every page a 404 in the browser's console.
+	e.GET("/favicon.ico", func(c *echo.Context) error { return c.NoContent(http.StatusNoContent) })
 	g := e.Group("", d.Server.SecurityHeaders, p.requireSession)
 	g.GET("/", p.overview)
 	g.GET("/compose", p.compose)
