@@ -322,7 +322,7 @@ func (h *handlers) signInForm(c *echo.Context) error {
 		return err
 	}
 	if next == "" {
-		next = SignInPath
+		next = "/" // the dashboard's overview (http/web)
 	}
 	return c.Redirect(http.StatusSeeOther, next)
 }

@@ -133,3 +133,17 @@ func (l *Limiter) Restore(entries []Entry) {
 		s.mu.Unlock()
 	}
 }
+
+// Peek reports a user's open window without counting a request: the requests it has counted and
+// the time until it closes (0, 0 when no window is open).
+func (l *Limiter) Peek(user string) (used int, reset time.Duration) {
+	now := l.now()
+	s := &l.shards[maphash.String(l.seed, user)%uint64(len(l.shards))]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.windows[user]
+	if w == nil || !now.Before(w.start.Add(Window)) {
+		return 0, 0
+	}
+	return w.used, w.start.Add(Window).Sub(now)
+}

@@ -63,3 +63,26 @@ func TestRestoreKeepsTheLargerCount(t *testing.T) {
 	require.Equal(t, 99, l.Take("dave", 100).Remaining, "a window that opens in the future is ignored")
 	require.Equal(t, 99, l.Take("erin", 100).Remaining)
 }
+
+// Peek reads a window without counting, and reports none once it has closed.
+func TestPeekCountsNothing(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	l := ratelimit.New(func() time.Time { return now })
+	used, reset := l.Peek("alice")
+	require.Zero(t, used)
+	require.Zero(t, reset)
+	for i := 0; i < 3; i++ {
+		require.True(t, l.Take("alice", 10).Allowed)
+	}
+	now = now.Add(15 * time.Minute)
+	used, reset = l.Peek("alice")
+	require.Equal(t, 3, used)
+	require.Equal(t, 45*time.Minute, reset)
+	used, _ = l.Peek("alice")
+	require.Equal(t, 3, used, "peeking counts nothing")
+	now = now.Add(time.Hour)
+	used, reset = l.Peek("alice")
+	require.Zero(t, used)
+	require.Zero(t, reset)
+}

@@ -390,3 +390,17 @@ func prefersProblem(accept string) bool {
 	}
 	return problem > 0 && problem >= jsonQ
 }
+
+// Usage is a user's API usage in the current hourly window: requests counted, the plan's limit,
+// and the time until the window closes (0 when none is open). It counts nothing.
+func (s *Server) Usage(userID, plan string) (used, limit int, reset time.Duration) {
+	limit, ok := s.cfg.PlanLimits[plan]
+	if !ok {
+		limit = s.cfg.PlanLimits["free"]
+	}
+	if s.cfg.Limiter == nil {
+		return 0, limit, 0
+	}
+	used, reset = s.cfg.Limiter.Peek(userID)
+	return used, limit, reset
+}

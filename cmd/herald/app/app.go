@@ -32,6 +32,7 @@ import (
 	"github.com/heraldhq/herald/http/live"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/http/session"
+	"github.com/heraldhq/herald/http/web"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/secret"
 	"github.com/heraldhq/herald/platforms"
@@ -266,6 +267,10 @@ func New(cfg Config) (*App, error) {
 		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true, api.DashboardJobStreamRoute: true},
 	})
 	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, Auth: a.Auth, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live}); err != nil {
+		a.closeStore()
+		return nil, err
+	}
+	if err := web.Register(web.Deps{Server: a.Server, Store: store, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log}); err != nil {
 		a.closeStore()
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/session"
+	"github.com/heraldhq/herald/http/web"
 	"github.com/heraldhq/herald/persistence"
 )
 
@@ -29,7 +31,7 @@ func passwordOf(email string) string { return "password of " + email }
 
 // dashboardPath reports whether a path is the dashboard's (not in the OpenAPI document).
 func dashboardPath(p string) bool {
-	return strings.HasPrefix(p, "/api/") || p == "/signin" || p == "/signout"
+	return strings.HasPrefix(p, "/api/") || p == "/signin" || p == "/signout" || slices.Contains(web.Paths, p)
 }
 
 // browser is a person's browser: a real cookie jar, redirects not followed, and the CSRF token of
@@ -473,7 +475,7 @@ func TestSignInForm(t *testing.T) {
 		form = url.Values{"email": {b.user.Email}, "password": {b.password}, "next": {next}}
 		r = b.newBrowser().send("POST", "/signin", form, nil)
 		require.Equal(t, 303, r.status, next)
-		require.Equal(t, "/signin", r.header.Get("Location"), "the open redirect %q is refused", next)
+		require.Equal(t, "/", r.header.Get("Location"), "the open redirect %q is refused: the overview instead", next)
 		page := string(b.newBrowser().send("GET", "/signin?next="+url.QueryEscape(next), nil, nil).body)
 		require.NotContains(t, page, "evil.example", next)
 	}

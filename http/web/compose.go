@@ -1,0 +1,44 @@
+package web
+
+import (
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/heraldhq/herald/persistence"
+)
+
+type composeAccount struct {
+	accountRow
+	Limit textLimit
+}
+
+type composeData struct {
+	Accounts []composeAccount
+	// Date and Time prefill the schedule fields: the next full hour in the user's zone.
+	Date, Time string
+}
+
+// compose is GET /compose: the text (counted live against each chosen network's limit), the
+// accounts, media uploads, and publish now (with the job's live progress) or schedule.
+func (p *pages) compose(c *echo.Context) error {
+	v := p.newView(c, "Compose", "compose", nil)
+	var d composeData
+	err := p.Store.View(func(tx *persistence.Tx) error {
+		list, err := tx.AccountsOfUser(v.User.ID)
+		if err != nil {
+			return err
+		}
+		for _, r := range accountRows(list, p.Now(), v.Zone) {
+			d.Accounts = append(d.Accounts, composeAccount{accountRow: r, Limit: textLimits[r.Platform]})
+		}
+		return nil
+	})
+	if err != nil {
+		return p.storeError(c, err)
+	}
+	next := v.Now.In(v.Zone).Truncate(time.Hour).Add(time.Hour)
+	d.Date, d.Time = next.Format("2006-01-02"), next.Format("15:04")
+	v.Data = d
+	return p.render(c, 200, "compose", v)
+}

@@ -1,0 +1,78 @@
+package web
+
+import (
+	"github.com/labstack/echo/v5"
+
+	"github.com/heraldhq/herald/persistence"
+)
+
+// webhookEvents are the events a webhook can subscribe to (the spec's list).
+var webhookEvents = []string{"post.published", "post.failed", "post.scheduled", "post.deleted"}
+
+// deliveriesShown is how many of a webhook's latest deliveries the page lists.
+const deliveriesShown = 10
+
+type keyRow struct {
+	*persistence.APIKey
+	// State is active, expired or revoked.
+	State string
+}
+
+type webhookRow struct {
+	*persistence.Webhook
+	Deliveries []*persistence.Delivery
+	Total      int
+	// Subscribed says, per event, whether the webhook has it (for the edit form's boxes).
+	Subscribed map[string]bool
+}
+
+type developerData struct {
+	Keys     []keyRow
+	Webhooks []webhookRow
+	Events   []string
+}
+
+// developer is GET /developer: the user's API keys and webhooks with their latest deliveries.
+func (p *pages) developer(c *echo.Context) error {
+	v := p.newView(c, "Developer", "developer", nil)
+	d := developerData{Events: webhookEvents}
+	now := p.Now()
+	err := p.Store.View(func(tx *persistence.Tx) error {
+		keys, err := tx.APIKeysOfUser(v.User.ID)
+		if err != nil {
+			return err
+		}
+		for i := len(keys) - 1; i >= 0; i-- { // newest first
+			k := keys[i]
+			st := "active"
+			switch {
+			case k.RevokedAt != nil:
+				st = "revoked"
+			case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
+				st = "expired"
+			}
+			d.Keys = append(d.Keys, keyRow{APIKey: k, State: st})
+		}
+		hooks, err := tx.WebhooksOfUser(v.User.ID)
+		if err != nil {
+			return err
+		}
+		for _, w := range hooks {
+			dl, total, err := tx.ListDeliveries(w.ID, 0, deliveriesShown)
+			if err != nil {
+				return err
+			}
+			sub := map[string]bool{}
+			for _, e := range w.Events {
+				sub[e] = true
+			}
+			d.Webhooks = append(d.Webhooks, webhookRow{Webhook: w, Deliveries: dl, Total: total, Subscribed: sub})
+		}
+		return nil
+	})
+	if err != nil {
+		return p.storeError(c, err)
+	}
+	v.Data = d
+	return p.render(c, 200, "developer", v)
+}

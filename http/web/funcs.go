@@ -1,0 +1,122 @@
+package web
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"html/template"
+	"io/fs"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/bluesky"
+	"github.com/heraldhq/herald/platforms/facebook"
+	"github.com/heraldhq/herald/platforms/instagram"
+	"github.com/heraldhq/herald/platforms/linkedin"
+	"github.com/heraldhq/herald/platforms/pinterest"
+	"github.com/heraldhq/herald/platforms/threads"
+	"github.com/heraldhq/herald/platforms/tiktok"
+	"github.com/heraldhq/herald/platforms/x"
+	"github.com/heraldhq/herald/platforms/youtube"
+)
+
+// assetTags are the ETags of the embedded assets (a hash of their bytes), so that a browser
+// revalidates them cheaply and never keeps an old script after an upgrade.
+var assetTags = func() map[string]string {
+	out := map[string]string{}
+	_ = fs.WalkDir(staticFS, "static", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(staticFS, p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		out[strings.TrimPrefix(p, "static/")] = `"` + hex.EncodeToString(sum[:8]) + `"`
+		return nil
+	})
+	return out
+}()
+
+// networkNames are the networks' names as people write them.
+var networkNames = map[string]string{
+	"linkedin": "LinkedIn", "instagram": "Instagram", "youtube": "YouTube", "pinterest": "Pinterest",
+	"tiktok": "TikTok", "threads": "Threads", "facebook": "Facebook", "twitter_x": "X", "bluesky": "Bluesky",
+}
+
+func networkName(p string) string {
+	if n, ok := networkNames[p]; ok {
+		return n
+	}
+	return p
+}
+
+// textLimit is a network's limit on a post's text and how the network counts it; the compose
+// page's script counts the same way (static/app.js, countText). The limits are the adapters'
+// own constants, so the page and the publish check cannot disagree.
+type textLimit struct {
+	Max int
+	// Count is how characters are counted: "runes" (code points), "graphemes" (what a person
+	// sees), "x" (X's weighted length: URLs 23, most CJK and emoji 2), "bytes" (UTF-8), "utf16"
+	// (UTF-16 code units), "threads" (graphemes, but emoji count as their UTF-8 bytes).
+	Count string
+}
+
+var textLimits = map[string]textLimit{
+	"twitter_x": {x.MaxWeightedLength, "x"},
+	"bluesky":   {bluesky.MaxGraphemes, "graphemes"},
+	"linkedin":  {linkedin.MaxCommentary, "runes"},
+	"instagram": {instagram.MaxCaptionRunes, "runes"},
+	"youtube":   {youtube.MaxDescBytes, "bytes"},
+	"pinterest": {pinterest.MaxDescChars, "runes"},
+	"tiktok":    {tiktok.MaxCaption, "utf16"},
+	"threads":   {threads.MaxText, "threads"},
+	"facebook":  {facebook.MaxTextRunes, "runes"},
+}
+
+// excerpt shortens a text to n characters for lists (escaped by the template, like all text).
+func excerpt(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// allNetworks is every network in the API's order.
+func allNetworks() []string {
+	out := make([]string, 0, len(platforms.All))
+	for _, p := range platforms.All {
+		out = append(out, string(p))
+	}
+	return out
+}
+
+// navItem is one entry of the layout's navigation.
+type navItem struct{ Key, Path, Label string }
+
+var nav = []navItem{
+	{"overview", "/", "Overview"}, {"compose", "/compose", "Compose"}, {"posts", "/posts", "Posts"},
+	{"calendar", "/calendar", "Calendar"}, {"accounts", "/accounts", "Accounts"},
+	{"developer", "/developer", "Developer"}, {"settings", "/settings", "Settings"},
+}
+
+var funcs = template.FuncMap{
+	"navItems": func() []navItem { return nav },
+	"network":  networkName,
+	"excerpt":  excerpt,
+	"deref": func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	},
+	"join": strings.Join,
+	"add":  func(a, b int) int { return a + b },
+	"asset": func(name string) string {
+		return "/static/" + name + "?v=" + strings.Trim(assetTags[name], `"`)
+	},
+	"statusLabel": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+}

@@ -1,0 +1,150 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/heraldhq/herald/persistence"
+)
+
+// postsPerPage is the length of a page of the posts list.
+const postsPerPage = 20
+
+var postStatuses = persistence.PostStatuses
+
+type postsData struct {
+	Posts                    []*persistence.Post
+	Status, Platform, Search string
+	Statuses, Networks       []string
+	Page, Pages, Total       int
+	Prev, Next               string
+}
+
+// posts is GET /posts?status=&platform=&search=&page=: the user's posts, newest first.
+func (p *pages) posts(c *echo.Context) error {
+	v := p.newView(c, "Posts", "posts", nil)
+	q := c.Request().URL.Query()
+	d := postsData{Status: q.Get("status"), Platform: q.Get("platform"), Search: strings.TrimSpace(q.Get("search")),
+		Statuses: postStatuses, Networks: allNetworks(), Page: 1}
+	if !contains(postStatuses, d.Status) {
+		d.Status = ""
+	}
+	if !contains(d.Networks, d.Platform) {
+		d.Platform = ""
+	}
+	if len(d.Search) > 500 {
+		d.Search = d.Search[:500]
+	}
+	if n, err := strconv.Atoi(q.Get("page")); err == nil && n > 0 && n < 1_000_000 {
+		d.Page = n
+	}
+	err := p.Store.View(func(tx *persistence.Tx) error {
+		var err error
+		d.Posts, d.Total, err = tx.ListPosts(persistence.PostFilter{UserID: v.User.ID, Status: d.Status, Platform: d.Platform,
+			Search: d.Search, Offset: (d.Page - 1) * postsPerPage, Limit: postsPerPage})
+		return err
+	})
+	if err != nil {
+		return p.storeError(c, err)
+	}
+	d.Pages = (d.Total + postsPerPage - 1) / postsPerPage
+	link := func(page int) string {
+		u := url.Values{}
+		for k, val := range map[string]string{"status": d.Status, "platform": d.Platform, "search": d.Search} {
+			if val != "" {
+				u.Set(k, val)
+			}
+		}
+		u.Set("page", strconv.Itoa(page))
+		return "/posts?" + u.Encode()
+	}
+	if d.Page > 1 {
+		d.Prev = link(d.Page - 1)
+	}
+	if d.Page < d.Pages {
+		d.Next = link(d.Page + 1)
+	}
+	v.Data = d
+	return p.render(c, 200, "posts", v)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+type targetRow struct {
+	persistence.Target
+	Name     string
+	Username string
+	// Phase and Message are the latest job's word on the target.
+	Phase, Message string
+}
+
+type postData struct {
+	Post     *persistence.Post
+	Targets  []targetRow
+	Job      *persistence.Job
+	Editable bool
+	// Retry is true when some targets failed: publishing again sends to those only.
+	Retry bool
+}
+
+// post is GET /posts/:id: per-network status, errors and links, the events timeline (read by
+// the page's script from GET /api/posts/:id/events), publish again, edit and delete.
+func (p *pages) post(c *echo.Context) error {
+	v := p.newView(c, "Post", "posts", nil)
+	var d postData
+	id := c.Param("id")
+	if _, err := persistence.ID(id); err != nil {
+		return p.fail(c, http.StatusNotFound, "There is no such post.")
+	}
+	err := p.Store.View(func(tx *persistence.Tx) error {
+		po, err := tx.Post(id)
+		if err != nil {
+			return err
+		}
+		if po.UserID != v.User.ID {
+			return persistence.ErrNotFound
+		}
+		d.Post = po
+		if po.TrackingID != nil {
+			if j, err := tx.Job(*po.TrackingID); err == nil {
+				d.Job = j
+			}
+		}
+		for i, t := range po.Targets {
+			r := targetRow{Target: t, Name: networkName(t.Platform)}
+			if a, err := tx.Account(t.AccountID); err == nil && a.Username != nil {
+				r.Username = *a.Username
+			}
+			if d.Job != nil {
+				for _, jt := range d.Job.Targets {
+					if jt.Target == i {
+						r.Phase, r.Message = jt.Phase, jt.Message
+					}
+				}
+			}
+			if t.Status == persistence.PostFailed {
+				d.Retry = true
+			}
+			d.Targets = append(d.Targets, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return p.storeError(c, err)
+	}
+	d.Editable = d.Post.Status == persistence.PostDraft || d.Post.Status == persistence.PostScheduled
+	d.Retry = d.Retry && (d.Post.Status == persistence.PostFailed || d.Post.Status == persistence.PostPartial)
+	v.Data = d
+	return p.render(c, http.StatusOK, "post", v)
+}
