@@ -131,10 +131,10 @@ func (h *handlers) connectCallback(c *echo.Context) error {
 	}
 	h.Log.Info("connect: account connected", "request_id", server.RequestID(c), "platform", string(p), "created", res.Created)
 	if res.Created {
-		return h.page(c, http.StatusOK, name+" is connected", "Your "+who+" is now connected to Herald. You can close this window.")
+		return h.page(c, http.StatusOK, name+" is connected", "Your "+who+" is now connected to Herald.")
 	}
 	return h.page(c, http.StatusOK, name+" is connected again",
-		"Your "+who+" was already connected to Herald; its access was renewed. You can close this window.")
+		"Your "+who+" was already connected to Herald; its access was renewed.")
 }
 
 // failure ends the browser flow on a page that says what happened. Nothing was created.
@@ -142,7 +142,7 @@ func (h *handlers) failure(c *echo.Context, p platforms.Platform, err error) err
 	name := displayName(p)
 	var ne *connect.NetworkError
 	var xe *connect.ExchangeError
-	again := "Start again from your application: it asks Herald for a new link."
+	again := "Start again from the dashboard's Accounts page, or from your application: it asks Herald for a new link."
 	status, title, msg := http.StatusInternalServerError, "The account could not be connected",
 		"Herald could not finish connecting the account (request "+server.RequestID(c)+"). "+again
 	switch {
@@ -198,15 +198,27 @@ func (h *handlers) failure(c *echo.Context, p platforms.Platform, err error) err
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Herald: {{.Title}}</title></head>
-<body>
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Herald: {{.Title}}</title>
+<link rel="stylesheet" href="/static/app.css"></head>
+<body class="signin-page">
+<main id="main" class="signin">
+<p class="signin-brand">Herald</p>
+<div class="card">
 <h1>{{.Title}}</h1>
 <p>{{.Message}}</p>
+<p><a id="back-to-accounts" href="/accounts">Back to your accounts in Herald</a></p>
+</div>
+</main>
 </body>
 </html>
 `))
 
-// page answers with a small plain HTML page. It is never cached and sends no Referer onwards.
+// ConnectPagePolicy is the connect flow pages' policy: nothing but the dashboard's stylesheet.
+const ConnectPagePolicy = "default-src 'none'; style-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+
+// page answers with a small plain HTML page (styled by the dashboard's stylesheet), with a link back to the dashboard's Accounts page
+// (where a person who clicked Connect came from; a program's user may close the window). It is
+// never cached and sends no Referer onwards.
 func (h *handlers) page(c *echo.Context, status int, title, msg string) error {
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, struct{ Title, Message string }{title, msg}); err != nil {
@@ -214,7 +226,7 @@ func (h *handlers) page(c *echo.Context, status int, title, msg string) error {
 	}
 	noStore(c)
 	hdr := c.Response().Header()
-	hdr.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+	hdr.Set("Content-Security-Policy", ConnectPagePolicy)
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	hdr.Set("X-Frame-Options", "DENY")
 	if h.Server.Secure() {

@@ -251,21 +251,30 @@ func safeNext(next string) string {
 	return next
 }
 
+// signInTemplate is the sign-in page. It takes the dashboard's stylesheet (http/web serves it at
+// /static/app.css; the strict policy allows it, as it allows nothing inline).
 var signInTemplate = template.Must(template.New("signin").Parse(`<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Herald: {{.Title}}</title></head>
-<body>
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Herald: {{.Title}}</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/static/app.css"></head>
+<body class="signin-page">
+<main id="main" class="signin">
+<p class="signin-brand">Herald</p>
+<div class="card stack">
 <h1>{{.Title}}</h1>
-{{if .Message}}<p>{{.Message}}</p>{{end}}
+{{if .Message}}<p class="flash {{if .User}}ok{{else}}error{{end}}" role="alert">{{.Message}}</p>{{end}}
 {{if .User}}<form method="post" action="/signout">
 <input type="hidden" name="csrf_token" value="{{.CSRF}}">
-<button type="submit">Sign out</button>
+<p class="actions"><a href="/">Open the dashboard</a> <button type="submit" class="secondary">Sign out</button></p>
 </form>{{else}}<form method="post" action="/signin">
 <input type="hidden" name="next" value="{{.Next}}">
-<p><label>E-mail <input type="email" name="email" value="{{.Email}}" autocomplete="username" required></label></p>
-<p><label>Password <input type="password" name="password" autocomplete="current-password" required></label></p>
+<p><label for="email">E-mail</label><input id="email" type="email" name="email" value="{{.Email}}" autocomplete="username" required></p>
+<p><label for="password">Password</label><input id="password" type="password" name="password" autocomplete="current-password" required></p>
 <p><button type="submit">Sign in</button></p>
 </form>{{end}}
+</div>
+</main>
 </body>
 </html>
 `))
