@@ -63,15 +63,21 @@
     location.reload();
   }
 
-  // confirmDialog asks through the page's <dialog>; it resolves true on confirmation.
+  // confirmDialog asks through the page's <dialog>; it resolves true on confirmation. The close
+  // event is dispatched after the dialog has closed, so a dialog opened again at once can see
+  // the close event of its previous opening: each opening has its number, and an answer counts
+  // only for the opening that is current and closed.
+  var dialogOpening = 0;
   function confirmDialog(message) {
     var d = document.getElementById('confirm-dialog');
     if (!d || typeof d.showModal !== 'function') { return Promise.resolve(window.confirm(message)); }
     document.getElementById('confirm-message').textContent = message;
+    var mine = ++dialogOpening;
     return new Promise(function (resolve) {
       d.addEventListener('close', function onClose() {
+        if (mine === dialogOpening && d.open) { return; } // the previous opening's close
         d.removeEventListener('close', onClose);
-        resolve(d.returnValue === 'ok');
+        resolve(mine === dialogOpening && d.returnValue === 'ok');
       });
       d.returnValue = '';
       d.showModal();
@@ -378,47 +384,70 @@
         return;
       }
       api('POST', '/api/posts/publish', body).then(function (acc) {
-        follow(acc, selected());
+        // Accepted: the form is cleared for the next post (the accounts stay chosen) and opens
+        // again once the job is done; the progress below tells what became of this one.
+        follow(acc, selected(), function () { submit.disabled = false; });
+        text.value = '';
+        media = [];
+        list.textContent = '';
+        recount();
       }).catch(function (err) { flash(err.message); submit.disabled = false; });
     });
   }
 
-  // follow shows a job's progress live from its event stream until done, then the links.
-  function follow(acc, targets) {
+  // phaseLabel and phaseBadge name a target's phase as people read it.
+  var phases = { platform_success: ['published', 'published'], platform_failed: ['failed', 'failed'],
+    platform_uploading: ['uploading', 'processing'] };
+  function phaseLabel(p) { return phases[p] ? phases[p][0] : String(p || '').replace(/_/g, ' '); }
+  function phaseBadge(p) { return 'badge phase badge-' + (phases[p] ? phases[p][1] : p); }
+
+  // follow shows a job's progress live from its event stream until done, then the links to the
+  // published posts; finished, it calls done. A row per chosen account: progress events name
+  // the network only (they move its first unfinished row), the final statuses name the account.
+  function follow(acc, targets, done) {
     var box = document.getElementById('progress');
     var summary = document.getElementById('progress-summary');
     var bar = document.getElementById('progress-bar');
     var ul = document.getElementById('progress-targets');
     var links = document.getElementById('progress-links');
     box.hidden = false;
+    box.removeAttribute('data-done');
     box.scrollIntoView({ block: 'start' });
     ul.textContent = '';
-    var rows = {};
+    links.textContent = '';
+    bar.value = 0;
+    var rows = [];
     targets.forEach(function (b) {
-      var p = b.getAttribute('data-platform');
-      if (rows[p]) { return; }
       var li = el('li');
-      li.setAttribute('data-platform', p);
+      li.setAttribute('data-platform', b.getAttribute('data-platform'));
+      li.setAttribute('data-account', b.value);
       li.appendChild(el('span', 'net', b.getAttribute('data-network')));
       var phase = el('span', 'badge badge-queued phase', 'queued');
       li.appendChild(phase);
       var msg = el('span', 'muted msg');
       li.appendChild(msg);
       ul.appendChild(li);
-      rows[p] = { li: li, phase: phase, msg: msg };
+      rows.push({ li: li, platform: b.getAttribute('data-platform'), account: b.value, phase: phase, msg: msg, final: false });
     });
-    function show(p, phase, message) {
-      var r = rows[p];
+    function show(r, phase, message) {
       if (!r) { return; }
-      r.phase.textContent = phase.replace(/_/g, ' ');
-      r.phase.className = 'badge phase badge-' + phase;
-      r.msg.textContent = message || '';
+      r.phase.textContent = phaseLabel(phase);
+      r.phase.className = phaseBadge(phase);
+      r.final = phase === 'platform_success' || phase === 'platform_failed';
+      r.msg.textContent = phase === 'platform_success' ? '' : (message || '');
+      r.msg.className = phase === 'platform_failed' ? 'target-error msg' : 'muted msg';
+    }
+    function byPlatform(p) {
+      return rows.filter(function (r) { return r.platform === p && !r.final; })[0];
+    }
+    function byAccount(id, p) {
+      return rows.filter(function (r) { return r.account === id; })[0] || byPlatform(p);
     }
     summary.textContent = 'Queued.';
     var es = new EventSource('/api/jobs/' + encodeURIComponent(acc.tracking_id) + '/stream', { withCredentials: true });
     es.addEventListener('progress', function (e) {
       var d = JSON.parse(e.data);
-      if (d.platform) { show(d.platform, d.phase, d.message); }
+      if (d.platform) { show(byPlatform(d.platform), d.phase, d.message); }
       bar.max = d.total || 1;
       bar.value = d.completed + d.failed;
       summary.textContent = d.status + ': ' + d.completed + ' published, ' + d.failed + ' failed, of ' + d.total + '.';
@@ -426,14 +455,13 @@
     es.addEventListener('done', function (e) {
       es.close();
       var j = JSON.parse(e.data);
-      (j.platform_statuses || []).forEach(function (s) { show(s.platform, s.phase, s.message); });
+      (j.platform_statuses || []).forEach(function (s) { show(byAccount(s.connected_account_id, s.platform), s.phase, s.message); });
       bar.max = j.total || 1;
       bar.value = bar.max;
       summary.textContent = 'Done: ' + j.completed + ' published, ' + j.failed + ' failed, of ' + j.total + '.';
-      box.setAttribute('data-done', 'true');
       api('GET', '/api/posts/' + encodeURIComponent(acc.post_id)).then(function (post) {
         (post.platforms || []).forEach(function (pl) {
-          var r = rows[pl.platform];
+          var r = rows.filter(function (x) { return x.account === pl.connected_account_id; })[0];
           var u = pl.platform_post_url && safeURL(pl.platform_post_url);
           if (!r || !u) { return; }
           var a = el('a', 'published-link', 'View on ' + networkName(pl.platform));
@@ -442,14 +470,23 @@
           a.target = '_blank';
           r.li.appendChild(a);
         });
+        var detail = el('a', null, 'Open the post');
+        detail.href = '/posts/' + encodeURIComponent(acc.post_id);
+        links.appendChild(detail);
+      }).catch(function (err) { flash(err.message); }).finally(function () {
+        box.setAttribute('data-done', 'true');
+        done();
+      });
+    });
+    es.onerror = function () {
+      if (es.readyState === EventSource.CLOSED) {
+        summary.textContent = 'The progress stream closed; see the post for its outcome.';
         links.textContent = '';
         var detail = el('a', null, 'Open the post');
         detail.href = '/posts/' + encodeURIComponent(acc.post_id);
         links.appendChild(detail);
-      }).catch(function (err) { flash(err.message); });
-    });
-    es.onerror = function () {
-      if (es.readyState === EventSource.CLOSED) { summary.textContent = 'The progress stream closed; see the post for its outcome.'; }
+        done();
+      }
     };
   }
 })();
