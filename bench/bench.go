@@ -69,6 +69,7 @@ func Scenarios() []Scenario {
 		{Name: "webhooks", Run: webhooks},
 		{Name: "media-upload", Run: mediaUpload},
 		{Name: "analytics", Run: analyticsScenario},
+		{Name: "dashboard", Run: dashboardScenario},
 		{Name: "memory-at-rest", Run: memoryAtRest},
 		{Name: "recovery", Run: recoveryScenario},
 	}

@@ -23,7 +23,7 @@ import (
 // one goroutine at a time.
 type wire struct {
 	host   string // host:port
-	auth   string // "Bearer sk_..."
+	auth   string // "Bearer sk_..."; "" sends no Authorization header
 	conn   net.Conn
 	br     *bufio.Reader
 	out    []byte
@@ -80,8 +80,10 @@ func (w *wire) do(method, path string, body []byte) (int, []byte, error) {
 	w.out = append(w.out, path...)
 	w.out = append(w.out, " HTTP/1.1\r\nHost: "...)
 	w.out = append(w.out, w.host...)
-	w.out = append(w.out, "\r\nAuthorization: "...)
-	w.out = append(w.out, w.auth...)
+	if w.auth != "" {
+		w.out = append(w.out, "\r\nAuthorization: "...)
+		w.out = append(w.out, w.auth...)
+	}
 	for k, v := range w.header {
 		w.out = append(w.out, "\r\n"...)
 		w.out = append(w.out, k...)

@@ -74,7 +74,8 @@ func BenchmarkStoreGetPost(b *testing.B) {
 }
 
 // BenchmarkStoreListPosts measures GET /v1/posts' read: the newest page of 20 of a user's 10,000
-// posts, with no filter and with a status filter (answered from the index summaries).
+// posts, with no filter, with a status filter (answered from the index summaries) and with a
+// search (which reads every post's content).
 func BenchmarkStoreListPosts(b *testing.B) {
 	s, err := persistence.Open(b.TempDir(), persistence.Options{})
 	if err != nil {
@@ -89,6 +90,7 @@ func BenchmarkStoreListPosts(b *testing.B) {
 	}{
 		{"all", persistence.PostFilter{UserID: user, Limit: 20}},
 		{"status", persistence.PostFilter{UserID: user, Status: persistence.PostFailed, Limit: 20}},
+		{"search", persistence.PostFilter{UserID: user, Search: "Autumn", Limit: 20}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

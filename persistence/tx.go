@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"strings"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // ErrNotFound means the record does not exist.
@@ -324,7 +326,8 @@ type PostFilter struct {
 
 // ListPosts returns one page of a user's posts, newest first, and how many posts match in all.
 // It walks the user's index backwards (ids are time-ordered), filtering status and platform on
-// the index's summaries; only a search decodes posts beyond the page.
+// the index's summaries; only a search reads posts beyond the page, and of those only the
+// content (storedContent).
 func (t *Tx) ListPosts(f PostFilter) ([]*Post, int, error) {
 	user := mustID(f.UserID)
 	var wantStatus byte
@@ -336,6 +339,11 @@ func (t *Tx) ListPosts(f PostFilter) ([]*Post, int, error) {
 		wantMask = 1 << platformCodes[f.Platform]
 	}
 	needle := strings.ToLower(f.Search)
+	var search *contentMatcher
+	var pc *bolt.Cursor // one cursor for the search's reads: Bucket.Get makes one per read
+	if needle != "" {
+		search, pc = newContentMatcher(f.Search), t.tx.Bucket(bPosts).Cursor()
+	}
 	posts := t.tx.Bucket(bPosts)
 	var out []*Post
 	total := 0
@@ -363,16 +371,18 @@ func (t *Tx) ListPosts(f PostFilter) ([]*Post, int, error) {
 			}
 		}
 		id := k[16:]
-		var p *Post
-		if needle != "" {
-			var post Post
-			if err := Decode(posts.Get(id), &post); err != nil {
+		var raw []byte
+		if search != nil {
+			if pk, pv := pc.Seek(id); bytes.Equal(pk, id) {
+				raw = pv
+			}
+			ok, err := search.match(raw)
+			if err != nil {
 				return nil, 0, err
 			}
-			if !strings.Contains(strings.ToLower(post.Content), needle) {
+			if !ok {
 				continue
 			}
-			p = &post
 		}
 		matched++
 		if !counted {
@@ -387,14 +397,14 @@ func (t *Tx) ListPosts(f PostFilter) ([]*Post, int, error) {
 			}
 			continue
 		}
-		if p == nil {
-			var post Post
-			if err := Decode(posts.Get(id), &post); err != nil {
-				return nil, 0, err
-			}
-			p = &post
+		if raw == nil {
+			raw = posts.Get(id)
 		}
-		out = append(out, p)
+		var post Post
+		if err := Decode(raw, &post); err != nil {
+			return nil, 0, err
+		}
+		out = append(out, &post)
 	}
 	return out, total, nil
 }
