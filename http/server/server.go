@@ -55,6 +55,9 @@ type Config struct {
 	// BaseURL returns the public base URL (cookies are Secure and answers carry HSTS when it is
 	// https).
 	BaseURL func() string
+	// ConnectSources are origins besides the server's own that the dashboard's script may
+	// connect to (the policy's connect-src): the S3 endpoint browsers PUT presigned uploads to.
+	ConnectSources []string
 }
 
 // Deprecation is what the OpenAPI document says of a deprecated operation.
@@ -67,6 +70,7 @@ type Deprecation struct {
 type Server struct {
 	Echo  *echo.Echo
 	cfg   Config
+	csp   string // the dashboard's Content-Security-Policy
 	ready atomic.Bool
 
 	requests *prometheus.CounterVec
@@ -85,7 +89,7 @@ func New(cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, csp: policy(cfg.ConnectSources)}
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "herald_http_requests_total", Help: "HTTP requests by route template, method and status.",
 	}, []string{"route", "method", "status"})

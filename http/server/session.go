@@ -29,6 +29,20 @@ const (
 const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 
+// policy is ContentSecurityPolicy with a connect-src naming the other origins the dashboard's
+// script may reach (none: default-src 'self' covers its own requests).
+func policy(connect []string) string {
+	if len(connect) == 0 {
+		return ContentSecurityPolicy
+	}
+	return strings.Replace(ContentSecurityPolicy, "img-src 'self' data:; ",
+		"img-src 'self' data:; connect-src 'self' "+strings.Join(connect, " ")+"; ", 1)
+}
+
+// ContentSecurityPolicy is the policy the dashboard's pages and /api answers carry on this
+// server: the constant, plus connect-src when uploads go to another origin.
+func (s *Server) ContentSecurityPolicy() string { return s.csp }
+
 // Secure reports whether the server's public base URL is https (cookies are then Secure and
 // answers carry HSTS).
 func (s *Server) Secure() bool {
@@ -43,7 +57,7 @@ func (s *Server) Sessions() *session.Manager { return s.cfg.Sessions }
 func (s *Server) SecurityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		h := c.Response().Header()
-		h.Set("Content-Security-Policy", ContentSecurityPolicy)
+		h.Set("Content-Security-Policy", s.csp)
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "same-origin")

@@ -114,6 +114,17 @@ func (s *S3) Check(ctx context.Context) error {
 // Name is "s3".
 func (s *S3) Name() string { return "s3" }
 
+// UploadOrigin is the origin (scheme://host[:port]) of the URLs PresignPut hands out, which a
+// browser's upload connects to: the public endpoint, or the bucket's virtual host under it.
+// Presigning makes no request.
+func (s *S3) UploadOrigin(ctx context.Context) (string, error) {
+	u, err := s.public.PresignHeader(ctx, http.MethodPut, s.bucket, "origin", time.Minute, nil, nil)
+	if err != nil {
+		return "", fmt.Errorf("blob: s3: presign: %w", err)
+	}
+	return u.Scheme + "://" + u.Host, nil
+}
+
 // PresignPut presigns a PUT against the public endpoint, with Content-Type and Content-Length
 // among the signed headers.
 func (s *S3) PresignPut(ctx context.Context, key, contentType string, size int64, expires time.Time) (string, error) {

@@ -33,6 +33,17 @@ type Media struct {
 	interval time.Duration
 	cancel   context.CancelFunc
 	done     chan struct{}
+	// UploadOrigin is where browsers PUT presigned uploads when it is not Herald itself (S3):
+	// the dashboard's policy allows it in connect-src.
+	UploadOrigin string
+}
+
+// connectSources are the origins the dashboard's policy adds to connect-src.
+func (m *Media) connectSources() []string {
+	if m == nil || m.UploadOrigin == "" {
+		return nil
+	}
+	return []string{m.UploadOrigin}
 }
 
 // newMedia builds the media flow on the configured backend. An S3 bucket is checked now, so that
@@ -46,6 +57,7 @@ func newMedia(a *App) (*Media, error) {
 	signer := blob.NewSigner(key)
 	baseURL := func() string { return a.Cfg.BaseURL }
 	var store blob.Store
+	var uploadOrigin string
 	if cfg.S3 != nil {
 		s3, err := blob.NewS3(*cfg.S3)
 		if err != nil {
@@ -54,6 +66,9 @@ func newMedia(a *App) (*Media, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		if err := s3.Check(ctx); err != nil {
+			return nil, fmt.Errorf("media storage: %w", err)
+		}
+		if uploadOrigin, err = s3.UploadOrigin(ctx); err != nil {
 			return nil, fmt.Errorf("media storage: %w", err)
 		}
 		store = s3
@@ -76,7 +91,7 @@ func newMedia(a *App) (*Media, error) {
 	if interval == 0 {
 		interval = 10 * time.Minute
 	}
-	return &Media{Service: svc, interval: interval}, nil
+	return &Media{Service: svc, interval: interval, UploadOrigin: uploadOrigin}, nil
 }
 
 // start runs the janitor.

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/cmd/herald/app"
+	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/blob"
 	"github.com/heraldhq/herald/persistence/blob/blobtest"
@@ -590,4 +591,30 @@ func TestMediaJanitor(t *testing.T) {
 	r = b.do("GET", "/v1/media/"+kept, nil)
 	require.Equal(t, 200, r.status)
 	require.Equal(t, 200, b.rawGet(r.json(t)["url"].(string), nil).status)
+}
+
+// With media on S3 the browser PUTs uploads to the S3 endpoint, another origin: the dashboard's
+// policy names it in connect-src (the pages', /api's, the sign-in page's), and it is the origin
+// of the upload URLs handed out. With local storage the policy stays the strict constant.
+func TestDashboardPolicyAllowsS3Uploads(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{media: s3Media(t)})
+	br := b.signedIn()
+	r := br.send("POST", "/api/media/presign", map[string]any{"filename": "a.jpg", "content_type": "image/jpeg", "size_bytes": len(jpegFile)}, br.csrfHeader())
+	require.Equal(t, 200, r.status, string(r.body))
+	u, err := url.Parse(r.json(t)["upload_url"].(string))
+	require.NoError(t, err)
+	origin := u.Scheme + "://" + u.Host
+	require.NotEqual(t, b.url, origin)
+	want := strings.Replace(server.ContentSecurityPolicy, "img-src 'self' data:; ", "img-src 'self' data:; connect-src 'self' "+origin+"; ", 1)
+	for _, p := range []string{"/api/me", "/compose", "/signin"} {
+		r := br.send("GET", p, nil, nil)
+		require.Equal(t, 200, r.status, p)
+		require.Equal(t, want, r.header.Get("Content-Security-Policy"), p)
+	}
+	require.Equal(t, want, b.app.Server.ContentSecurityPolicy())
+
+	local := setup(t, bundleOpts{})
+	r = local.signedIn().send("GET", "/compose", nil, nil)
+	require.Equal(t, server.ContentSecurityPolicy, r.header.Get("Content-Security-Policy"))
 }
