@@ -231,7 +231,11 @@ func (e *Env) connectBrowser(platform, handle string) error {
 	if err != nil {
 		return err
 	}
-	browser := &http.Client{Jar: e.Jar, Transport: e.Client.Transport, Timeout: 30 * time.Second,
+	jar, err := e.Session()
+	if err != nil {
+		return err
+	}
+	browser := &http.Client{Jar: jar, Transport: e.Client.Transport, Timeout: 30 * time.Second,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) > 10 {
 				return errors.New("too many redirects")

@@ -149,8 +149,12 @@ func sessionCookie(e *Env) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	jar, err := e.Session()
+	if err != nil {
+		return "", err
+	}
 	var parts []string
-	for _, c := range e.Jar.Cookies(u) {
+	for _, c := range jar.Cookies(u) {
 		parts = append(parts, c.Name+"="+c.Value)
 	}
 	if len(parts) == 0 {

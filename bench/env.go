@@ -23,8 +23,12 @@ type Env struct {
 	Dir string
 	URL string
 	Key string
-	// Jar holds the demo user's dashboard session (for the browser connect flow).
-	Jar         http.CookieJar
+	// jar holds the demo user's dashboard session once Session signed in (sync.Once: the
+	// scenarios that open connect links or pages sign in; the others leave the server without a
+	// password hash in its memory, so that memory-at-rest measures Herald at rest).
+	jar         http.CookieJar
+	jarErr      error
+	jarOnce     sync.Once
 	Accounts    []string // account ids of the sandbox user
 	Quick       bool
 	Duration    time.Duration
@@ -133,10 +137,6 @@ func startIn(dir string, log io.Writer, addr string, extra []string) (*Env, erro
 	}
 	e.Key = strings.TrimSpace(string(key))
 	e.Client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, MaxConnsPerHost: 0}}
-	if e.Jar, err = e.signIn(filepath.Join(dir, "data", "sandbox-password")); err != nil {
-		e.Kill()
-		return nil, err
-	}
 	var accounts struct {
 		Data []struct {
 			ID string `json:"id"`
@@ -151,6 +151,13 @@ func startIn(dir string, log io.Writer, addr string, extra []string) (*Env, erro
 	}
 	go e.watchRSS()
 	return e, nil
+}
+
+// Session returns a cookie jar holding the demo user's dashboard session, signing in on the first
+// call.
+func (e *Env) Session() (http.CookieJar, error) {
+	e.jarOnce.Do(func() { e.jar, e.jarErr = e.signIn(filepath.Join(e.Dir, "data", "sandbox-password")) })
+	return e.jar, e.jarErr
 }
 
 // signIn signs the demo user in to the dashboard with the sandbox's password and returns the

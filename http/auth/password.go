@@ -68,9 +68,24 @@ func HashPassword(pw string, p PasswordParams) (string, error) {
 	if _, err := rand.Read(salt); err != nil {
 		return "", err
 	}
-	key := argon2.IDKey([]byte(pw), salt, p.Time, p.MemoryKiB, p.Threads, hashLen)
+	return phcString(p, salt, argon2.IDKey([]byte(pw), salt, p.Time, p.MemoryKiB, p.Threads, hashLen)), nil
+}
+
+// DummyHash is a PHC string under p that no password matches: a random salt and a random key,
+// made without hashing. Verifying a password against it costs what verifying against a real
+// hash costs, so a sign-in with an unknown e-mail takes as long as one with a known e-mail,
+// and making it costs no argon2 run (and none of its memory) at start-up.
+func DummyHash(p PasswordParams) (string, error) {
+	b := make([]byte, saltLen+hashLen)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return phcString(p, b[:saltLen], b[saltLen:]), nil
+}
+
+func phcString(p PasswordParams, salt, key []byte) string {
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, p.MemoryKiB, p.Time, p.Threads,
-		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key)), nil
+		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key))
 }
 
 // VerifyPassword reports whether pw matches a PHC hash, with a constant-time comparison. An

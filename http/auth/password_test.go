@@ -105,3 +105,20 @@ func TestSetPasswordEndsSessions(t *testing.T) {
 	_, _, err = SetPassword(ctx, s, "a@example.com", "short", cheap)
 	require.ErrorIs(t, err, ErrInvalid)
 }
+
+// The dummy hash has the parameters given, matches no password, and costs a verification.
+func TestDummyHash(t *testing.T) {
+	t.Parallel()
+	p := PasswordParams{Time: 1, MemoryKiB: 8 << 10, Threads: 1}
+	d, err := DummyHash(p)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(d, "$argon2id$v=19$m=8192,t=1,p=1$"), d)
+	other, err := DummyHash(p)
+	require.NoError(t, err)
+	require.NotEqual(t, d, other, "a random salt and key each time")
+	for _, pw := range []string{"", "correct horse battery staple", d} {
+		ok, err := VerifyPassword(d, pw)
+		require.NoError(t, err)
+		require.False(t, ok)
+	}
+}

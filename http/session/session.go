@@ -72,8 +72,9 @@ type Manager struct {
 	cfg      Config
 	throttle *Throttle
 	hashing  chan struct{}
-	// dummy is a hash of a random password under the current parameters: a sign-in with an
-	// unknown e-mail verifies against it, so that it takes as long as one with a known e-mail.
+	// dummy is a PHC string under the current parameters that no password matches
+	// (auth.DummyHash): a sign-in with an unknown e-mail verifies against it, so that it takes as
+	// long as one with a known e-mail.
 	dummy string
 	m     *metrics
 }
@@ -114,7 +115,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	dummy, err := auth.HashPassword(randomToken(), cfg.PasswordParams)
+	dummy, err := auth.DummyHash(cfg.PasswordParams)
 	if err != nil {
 		return nil, err
 	}

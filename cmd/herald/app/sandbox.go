@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -81,6 +82,8 @@ func (a *App) startSandbox(ctx context.Context) error {
 	if err := a.writeSandboxPassword(pw); err != nil {
 		return err
 	}
+	// Hashing the password took argon2's 64 MiB; an idle server need not keep them.
+	debug.FreeOSMemory()
 	k, err := auth.CreateKey(ctx, a.Store, SandboxEmail, "sandbox", 0, now)
 	if err != nil {
 		return fmt.Errorf("sandbox key: %w", err)
