@@ -354,6 +354,9 @@ func (s *Server) handleError(c *echo.Context, err error) {
 			c.Response().Header().Set(k, v)
 		}
 	}
+	if c.Response().Header().Get("Content-Security-Policy") == "" && browserError(c.Request().URL.Path) {
+		s.setSecurityHeaders(c.Response().Header())
+	}
 	ct := "application/json"
 	if prefersProblem(c.Request().Header.Get("Accept")) {
 		ct = "application/problem+json"

@@ -56,17 +56,28 @@ func (s *Server) Sessions() *session.Manager { return s.cfg.Sessions }
 // no sniffing, same-origin referrers, no caching, and HSTS behind an https base URL.
 func (s *Server) SecurityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
-		h := c.Response().Header()
-		h.Set("Content-Security-Policy", s.csp)
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "same-origin")
-		h.Set("Cache-Control", "no-store")
-		if s.Secure() {
-			h.Set("Strict-Transport-Security", "max-age=31536000")
-		}
+		s.setSecurityHeaders(c.Response().Header())
 		return next(c)
 	}
+}
+
+func (s *Server) setSecurityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", s.csp)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	if s.Secure() {
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+	}
+}
+
+// browserError reports whether an error answer on this path is the dashboard's: everything
+// outside /v1 (the /api door, the pages, an unknown address a browser was sent to). Such
+// answers carry the security headers even when they leave before the route's own middleware:
+// a 413 from the body limit, a 404 for an unknown path, a 405.
+func browserError(path string) bool {
+	return path != "/v1" && !strings.HasPrefix(path, "/v1/")
 }
 
 // unauthorized is the 401 of the dashboard's routes.

@@ -576,3 +576,30 @@ func TestConnectLinkForwardingFails(t *testing.T) {
 	require.Equal(t, ownerBefore+1, countOf(b.user.ID))
 	require.Equal(t, malloryBefore, countOf(mallory.ID))
 }
+
+// Answers that leave before the /api group's middleware (the body limit's 413, an unknown
+// path's 404, a method the route does not take) carry the security headers too; /v1's do not.
+func TestSecurityHeadersOnEarlyRefusals(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{})
+	br := b.signedIn()
+	big := make([]byte, 3<<20)
+	for name, c := range map[string]struct {
+		method, path string
+		body         any
+		status       int
+	}{
+		"declared body over the cap": {"POST", "/api/posts", big, 413},
+		"unknown /api path":          {"GET", "/api/nothing-here", nil, 404},
+		"unknown page":               {"GET", "/nothing-here", nil, 404},
+		"method not taken":           {"PUT", "/api/session", nil, 405},
+	} {
+		r := br.send(c.method, c.path, c.body, br.csrfHeader())
+		require.Equal(t, c.status, r.status, "%s: %s", name, r.body)
+		requireSecurityHeaders(t, r)
+		require.Equal(t, "no-store", r.header.Get("Cache-Control"), name)
+	}
+	r := b.do("GET", "/v1/nothing-here", nil)
+	require.Equal(t, 404, r.status)
+	require.Empty(t, r.header.Get("Content-Security-Policy"), "/v1 answers are not the dashboard's")
+}
