@@ -41,21 +41,8 @@ func memoryAtRest(base *Env) (Result, error) {
 	emptyRSS := readMemKB(empty.cmd.Process.Pid)
 	empty.Stop()
 
-	dataDir := filepath.Join(empty.Dir, "data")
-	writeStart := time.Now()
-	if err := writeDrafts(empty.log, dataDir, n); err != nil {
-		_ = os.RemoveAll(empty.Dir)
-		return Result{}, err
-	}
-	written := time.Since(writeStart)
-	var fileSize int64
-	if fi, err := os.Stat(filepath.Join(dataDir, persistence.FileName)); err == nil {
-		fileSize = fi.Size()
-	}
-
-	e, err := empty.Restart()
+	e, written, fileSize, err := seedOffline(empty, func(dataDir string) error { return writeDrafts(empty.log, dataDir, n) })
 	if err != nil {
-		_ = os.RemoveAll(empty.Dir)
 		return Result{}, err
 	}
 	defer e.Close()
@@ -206,4 +193,27 @@ func readMemKB(pid int) memKB {
 		}
 	}
 	return m
+}
+
+// seedOffline writes a stopped server's store with seed (given its data directory), then starts
+// the server again on it: the restarted env, how long seeding took and the bbolt file's size. On
+// an error the env's directory is removed.
+func seedOffline(stopped *Env, seed func(dataDir string) error) (*Env, time.Duration, int64, error) {
+	dataDir := filepath.Join(stopped.Dir, "data")
+	start := time.Now()
+	if err := seed(dataDir); err != nil {
+		_ = os.RemoveAll(stopped.Dir)
+		return nil, 0, 0, err
+	}
+	took := time.Since(start)
+	var fileSize int64
+	if fi, err := os.Stat(filepath.Join(dataDir, persistence.FileName)); err == nil {
+		fileSize = fi.Size()
+	}
+	e, err := stopped.Restart()
+	if err != nil {
+		_ = os.RemoveAll(stopped.Dir)
+		return nil, 0, 0, err
+	}
+	return e, took, fileSize, nil
 }

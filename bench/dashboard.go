@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -52,25 +50,16 @@ func dashboardScenario(base *Env) (Result, error) {
 		return Result{}, err
 	}
 	fresh.Stop()
-	dataDir := filepath.Join(fresh.Dir, "data")
-	seedStart := time.Now()
-	mix, err := seedDashboardStore(fresh.log, dataDir, n)
+	var mix string
+	e, seeded, fileSize, err := seedOffline(fresh, func(dataDir string) (err error) {
+		mix, err = seedDashboardStore(fresh.log, dataDir, n)
+		return err
+	})
 	if err != nil {
-		_ = os.RemoveAll(fresh.Dir)
-		return Result{}, err
-	}
-	seeded := time.Since(seedStart)
-	var fileSize int64
-	if fi, err := os.Stat(filepath.Join(dataDir, persistence.FileName)); err == nil {
-		fileSize = fi.Size()
-	}
-	e, err := fresh.Restart()
-	if err != nil {
-		_ = os.RemoveAll(fresh.Dir)
 		return Result{}, err
 	}
 	defer e.Close()
-	before := readMemKB(e.cmd.Process.Pid) // started and signed in, no page read yet
+	before := readMemKB(e.cmd.Process.Pid) // started, not signed in, no page read yet
 	cookie, err := sessionCookie(e)
 	if err != nil {
 		return Result{}, err
