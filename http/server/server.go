@@ -7,6 +7,7 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -128,7 +129,11 @@ func (s *Server) SetReady(ok bool) { s.ready.Store(ok) }
 // per-plan quota.
 func (s *Server) Authenticated(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
-		p, err := s.cfg.Auth.Authenticate(c.Request().Header.Get("Authorization"))
+		p, _ := c.Request().Context().Value(principalKey{}).(*auth.Principal)
+		var err error
+		if p == nil {
+			p, err = s.cfg.Auth.Authenticate(c.Request().Header.Get("Authorization"))
+		}
 		if err != nil {
 			msg := err.Error()
 			if !isAuthFailure(err) {
@@ -154,6 +159,16 @@ func (s *Server) Authenticated(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+type principalKey struct{}
+
+// WithPrincipal marks ctx as a request Herald makes to its own /v1 routes on behalf of a caller
+// it has already authenticated (the MCP connector's tools, http/connector): Authenticated takes
+// the principal from the context instead of an Authorization header, and still counts the request
+// against the plan's quota. A context cannot arrive from the network, so no client can set it.
+func WithPrincipal(ctx context.Context, p *auth.Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
 }
 
 // setRateLimitHeaders writes the five rate-limit headers of every authenticated response (in

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/labstack/echo/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/heraldhq/herald/http/api"
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/connect"
+	"github.com/heraldhq/herald/http/connector"
 	"github.com/heraldhq/herald/http/live"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/http/session"
@@ -133,6 +135,8 @@ type App struct {
 	Webhooks *webhook.Service
 	Auth     *auth.Authenticator
 	Server   *server.Server
+	// MCPTools are the connector's tools served at /mcp.
+	MCPTools *connector.Tools
 	Sim      *sim.Server
 	Log      *slog.Logger
 	// Media is the media flow and its janitor.
@@ -270,6 +274,7 @@ func New(cfg Config) (*App, error) {
 		a.closeStore()
 		return nil, err
 	}
+	a.registerConnector()
 	if err := web.Register(web.Deps{Server: a.Server, Store: store, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log}); err != nil {
 		a.closeStore()
 		return nil, err
@@ -424,4 +429,20 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// registerConnector serves the MCP connector at /mcp (http/connector): its tools call the /v1
+// routes in-process with the caller's principal; API keys are its tokens today.
+func (a *App) registerConnector() {
+	baseURL := func() string { return a.Cfg.BaseURL }
+	a.MCPTools = connector.NewTools(connector.ToolsConfig{
+		API:      &connector.InProcess{Handler: a.Server.Echo, BaseURL: baseURL},
+		Egress:   a.Webhooks.Guard,
+		Registry: a.Registry,
+		Log:      a.Log,
+	})
+	h := echo.WrapHandler(connector.Handler(connector.HandlerConfig{Tools: a.MCPTools, Verifier: connector.APIKeys{Auth: a.Auth}, BaseURL: baseURL}))
+	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		a.Server.Echo.Add(m, connector.Path, h)
+	}
 }
