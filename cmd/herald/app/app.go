@@ -30,6 +30,7 @@ import (
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/connect"
 	"github.com/heraldhq/herald/http/live"
+	"github.com/heraldhq/herald/http/oauth"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/http/session"
 	"github.com/heraldhq/herald/http/web"
@@ -105,6 +106,10 @@ type Config struct {
 	KeyUseFlushEvery time.Duration
 	// SessionClock replaces the sessions' clock (tests).
 	SessionClock func() time.Time
+	// OAuthClock replaces the clock of OAuth codes and tokens and of API-key expiry (tests).
+	OAuthClock func() time.Time
+	// OAuthRegistrationsPerHour caps OAuth client registrations per client address (default 20).
+	OAuthRegistrationsPerHour int
 	// PasswordParams are argon2id's parameters for new password hashes (default
 	// auth.DefaultPasswordParams; tests make them cheap).
 	PasswordParams auth.PasswordParams
@@ -132,9 +137,11 @@ type App struct {
 	Events   *actors.Notifier
 	Webhooks *webhook.Service
 	Auth     *auth.Authenticator
-	Server   *server.Server
-	Sim      *sim.Server
-	Log      *slog.Logger
+	// OAuth is the authorization server of the MCP connector and of scoped /v1 access.
+	OAuth  *oauth.Service
+	Server *server.Server
+	Sim    *sim.Server
+	Log    *slog.Logger
 	// Media is the media flow and its janitor.
 	Media *Media
 	// Connect connects accounts: the browser OAuth flow and herald accounts add.
@@ -238,7 +245,7 @@ func New(cfg Config) (*App, error) {
 		a.closeStore()
 		return nil, err
 	}
-	a.Auth = auth.NewAuthenticator(store, nil)
+	a.Auth = auth.NewAuthenticator(store, cfg.OAuthClock)
 
 	spec, err := api.Spec()
 	if err != nil {
@@ -270,6 +277,9 @@ func New(cfg Config) (*App, error) {
 		a.closeStore()
 		return nil, err
 	}
+	a.OAuth = oauth.New(oauth.Config{Server: a.Server, Store: store, Auth: a.Auth, BaseURL: func() string { return a.Cfg.BaseURL },
+		Now: cfg.OAuthClock, RegistrationsPerHour: cfg.OAuthRegistrationsPerHour, Registry: a.Registry, Log: cfg.Log})
+	a.OAuth.Register()
 	if err := web.Register(web.Deps{Server: a.Server, Store: store, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log}); err != nil {
 		a.closeStore()
 		return nil, err
