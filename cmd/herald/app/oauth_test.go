@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/cmd/herald/app"
+	"github.com/heraldhq/herald/http/oauth"
 )
 
 // oauthBundle is a Herald with an injected OAuth clock, and a registered public client.
@@ -307,6 +308,16 @@ func TestOAuthRefusals(t *testing.T) {
 		r := b.bearer(tok["access_token"].(string), "GET", "/v1/me")
 		require.Equal(t, 401, r.status)
 		require.Contains(t, r.errorMessage(t), "/mcp")
+		// The MCP door's check takes it, and refuses a token for the REST API.
+		p, err := b.app.OAuth.VerifyBearer("Bearer "+tok["access_token"].(string), b.app.OAuth.MCPResource())
+		require.NoError(t, err)
+		require.Equal(t, []string{"service:read", "service:write"}, p.Scopes)
+		rest := b.grant(b.url, "")
+		_, err = b.app.OAuth.VerifyBearer("Bearer "+rest["access_token"].(string), b.app.OAuth.MCPResource())
+		require.ErrorIs(t, err, oauth.ErrWrongResource)
+		p, err = b.app.OAuth.VerifyBearer("Bearer "+b.key, b.app.OAuth.MCPResource())
+		require.NoError(t, err, "API keys open every door")
+		require.False(t, p.OAuth())
 	})
 	t.Run("denied consent", func(t *testing.T) {
 		_, challenge := pkcePair("h")
