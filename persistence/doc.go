@@ -38,6 +38,12 @@
 //	                seen, CSRF token); the token itself is never stored
 //	sessions_user   user id | SHA-256 of the token → empty: a user's sessions (a password change
 //	                ends them)
+//	oauth_clients   client id (string) → OAuthClient (JSON): a registered OAuth client (RFC 7591)
+//	oauth_codes     SHA-256 of the authorization code (32) → OAuthCode (JSON): single use, 60 s
+//	oauth_grants    key id (16) → OAuthGrant (JSON: user, client, resource, scopes): an approval,
+//	                backed by the connector API key of the same id (apikeys, kind "connector")
+//	oauth_tokens    SHA-256 of the token (32) → OAuthToken (JSON: access or refresh, key id,
+//	                expiry, rotated): the token itself is never stored
 //	jobs            tracking id → Job (JSON)
 //	jobs_active     tracking id → empty: jobs whose post has not taken their outcome (resumed at start-up)
 //	jobs_post       post id | tracking id → empty
@@ -53,7 +59,7 @@
 // search, the candidates) is decoded; its total comes from posts_count, kept in the same
 // transactions, so that only a search walks the whole index. meta's "schema" is the layout
 // version (2: posts_count, 3: revoked keys kept in apikeys_hash, 4: publications); a store of an earlier layout is brought up to date when opened. Buckets that
-// start empty (user_passwords, sessions, sessions_user) are created when the store opens and need
+// start empty (user_passwords, sessions, sessions_user, the oauth_ buckets) are created when the store opens and need
 // no new layout version.
 //
 // Writes go through Store.Update, which group-commits: the writes of many callers that arrive

@@ -28,7 +28,19 @@ type APIKey struct {
 	// LastUsedAt is the key's last use as last flushed (http/auth: uses are coalesced in
 	// memory and written at most once a minute per key).
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	// Kind is KeyKindStandard ("", a key made by its owner) or KeyKindConnector: the key behind
+	// an OAuth grant (persistence/oauth.go), made when its owner approved a connector; its
+	// secret is never shown to anyone, it is the grant's revocation handle.
+	Kind string `json:"kind,omitempty"`
+	// ClientID is the OAuth client of a connector key.
+	ClientID string `json:"client_id,omitempty"`
 }
+
+// API key kinds.
+const (
+	KeyKindStandard  = ""
+	KeyKindConnector = "connector"
+)
 
 // Account is a connected social account.
 type Account struct {

@@ -79,12 +79,12 @@ func Register(d Deps) error {
 	e.GET("/v1/openapi.json", func(c *echo.Context) error {
 		return c.Blob(http.StatusOK, "application/json", doc)
 	})
-	mount(e.Group(V1Prefix, d.Server.Authenticated), h.routes())
+	mount(e.Group(V1Prefix, d.Server.Authenticated), h.routes(), true)
 	h.registerConnect(e)
 	h.registerMedia(e)
 	if d.Server.Sessions() != nil {
 		dash := e.Group(DashboardPrefix, d.Server.SecurityHeaders, d.Server.SessionAuth)
-		mount(dash, h.routes())
+		mount(dash, h.routes(), false)
 		h.registerKeys(dash)
 		h.registerCredentials(dash)
 		h.registerDashboard(e)

@@ -4,6 +4,9 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v5"
+
+	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/http/server"
 )
 
 // The two doors (DESIGN.md, People and programs): programs call /v1 with an API key, people in
@@ -32,10 +35,30 @@ const (
 	DashboardJobStreamRoute = DashboardPrefix + jobStreamPath
 )
 
-// route is one operation: a method, a path below the door's prefix, and its handler.
+// route is one operation: a method, a path below the door's prefix, its handler, and the OAuth
+// scope it needs on /v1 besides the umbrella of its class (service:read for GET, service:write
+// for the others; "" when only the umbrella covers it: analytics and the inbox). API keys and
+// dashboard sessions carry no scopes and pass; the OpenAPI document declares the same scopes per
+// operation (a test compares the two).
 type route struct {
 	method, path string
 	handler      echo.HandlerFunc
+	scope        string
+}
+
+// Write reports whether the route is in the write class (service:write).
+func (r route) write() bool { return r.method != "GET" && r.method != "HEAD" }
+
+// Scopes are the scopes that open the route: its own, if any, and its class's umbrella.
+func (r route) scopes() []string {
+	u := auth.ScopeServiceRead
+	if r.write() {
+		u = auth.ScopeServiceWrite
+	}
+	if r.scope == "" {
+		return []string{u}
+	}
+	return []string{r.scope, u}
 }
 
 // routes is every operation both doors serve. Routes outside the doors (the OpenAPI document,
@@ -43,62 +66,67 @@ type route struct {
 // registered on their own.
 func (h *handlers) routes() []route {
 	rs := []route{
-		{"GET", "/me", h.me},
-		{"GET", "/accounts", h.listAccounts},
-		{"POST", "/accounts/connect", h.connectAccount},
-		{"DELETE", "/accounts/:id", h.deleteAccount},
-		{"POST", "/posts", h.createPost},
-		{"GET", "/posts", h.listPosts},
-		{"GET", "/posts/:id", h.getPost},
-		{"GET", "/posts/:id/events", h.postEvents},
-		{"PATCH", "/posts/:id", h.updatePost},
-		{"DELETE", "/posts/:id", h.deletePost},
-		{"POST", "/posts/publish", h.publishNew},
-		{"POST", "/posts/:id/publish", h.publishExisting},
-		{"POST", "/posts/schedule", h.scheduleNew},
-		{"POST", "/posts/:id/schedule", h.scheduleExisting},
-		{"GET", "/jobs/:trackingId", h.getJob},
-		{"GET", jobStreamPath, h.stream},
+		{"GET", "/me", h.me, auth.ScopeMeRead},
+		{"GET", "/accounts", h.listAccounts, auth.ScopeAccountsRead},
+		{"POST", "/accounts/connect", h.connectAccount, auth.ScopeAccountsWrite},
+		{"DELETE", "/accounts/:id", h.deleteAccount, auth.ScopeAccountsWrite},
+		{"POST", "/posts", h.createPost, auth.ScopePostsWrite},
+		{"GET", "/posts", h.listPosts, auth.ScopePostsRead},
+		{"GET", "/posts/:id", h.getPost, auth.ScopePostsRead},
+		{"GET", "/posts/:id/events", h.postEvents, auth.ScopePostsRead},
+		{"PATCH", "/posts/:id", h.updatePost, auth.ScopePostsWrite},
+		{"DELETE", "/posts/:id", h.deletePost, auth.ScopePostsWrite},
+		{"POST", "/posts/publish", h.publishNew, auth.ScopePostsWrite},
+		{"POST", "/posts/:id/publish", h.publishExisting, auth.ScopePostsWrite},
+		{"POST", "/posts/schedule", h.scheduleNew, auth.ScopePostsWrite},
+		{"POST", "/posts/:id/schedule", h.scheduleExisting, auth.ScopePostsWrite},
+		{"GET", "/jobs/:trackingId", h.getJob, auth.ScopeJobsRead},
+		{"GET", jobStreamPath, h.stream, auth.ScopeJobsRead},
 	}
 	if h.Media != nil {
 		rs = append(rs,
-			route{"POST", "/media/presign", h.presignMedia},
-			route{"POST", "/media/confirm", h.confirmMedia},
-			route{"GET", "/media/:id", h.getMedia},
+			route{"POST", "/media/presign", h.presignMedia, auth.ScopeMediaWrite},
+			route{"POST", "/media/confirm", h.confirmMedia, auth.ScopeMediaWrite},
+			route{"GET", "/media/:id", h.getMedia, auth.ScopeMediaWrite},
 		)
 	}
 	if h.Webhooks != nil {
 		rs = append(rs,
-			route{"GET", "/webhooks", h.listWebhooks},
-			route{"POST", "/webhooks", h.createWebhook},
-			route{"PATCH", "/webhooks/:id", h.updateWebhook},
-			route{"DELETE", "/webhooks/:id", h.deleteWebhook},
-			route{"GET", "/webhooks/:id/deliveries", h.listDeliveries},
-			route{"POST", "/webhooks/:id/rotate-secret", h.rotateWebhookSecret},
+			route{"GET", "/webhooks", h.listWebhooks, auth.ScopeWebhooksRead},
+			route{"POST", "/webhooks", h.createWebhook, auth.ScopeWebhooksWrite},
+			route{"PATCH", "/webhooks/:id", h.updateWebhook, auth.ScopeWebhooksWrite},
+			route{"DELETE", "/webhooks/:id", h.deleteWebhook, auth.ScopeWebhooksWrite},
+			route{"GET", "/webhooks/:id/deliveries", h.listDeliveries, auth.ScopeWebhooksRead},
+			route{"POST", "/webhooks/:id/rotate-secret", h.rotateWebhookSecret, auth.ScopeWebhooksWrite},
 		)
 	}
 	if h.Live != nil {
 		rs = append(rs,
-			route{"GET", "/analytics/overview", h.analyticsOverview},
-			route{"GET", "/analytics/accounts", h.analyticsAccounts},
-			route{"GET", "/analytics/posts/:postId", h.analyticsPost},
-			route{"GET", "/inbox/accounts", h.inboxAccounts},
-			route{"GET", "/inbox/comments", h.inboxComments},
-			route{"POST", "/inbox/comments/:commentId/reply", h.replyToComment},
-			route{"POST", "/inbox/comments/:commentId/like", h.likeComment},
-			route{"POST", "/inbox/comments/:commentId/hide", h.hideComment},
-			route{"GET", "/inbox/dms", h.inboxDMs},
-			route{"GET", "/inbox/dms/:conversationId", h.inboxDMThread},
-			route{"POST", "/inbox/dms/:conversationId/reply", h.replyToConversation},
+			route{"GET", "/analytics/overview", h.analyticsOverview, ""},
+			route{"GET", "/analytics/accounts", h.analyticsAccounts, ""},
+			route{"GET", "/analytics/posts/:postId", h.analyticsPost, ""},
+			route{"GET", "/inbox/accounts", h.inboxAccounts, ""},
+			route{"GET", "/inbox/comments", h.inboxComments, ""},
+			route{"POST", "/inbox/comments/:commentId/reply", h.replyToComment, ""},
+			route{"POST", "/inbox/comments/:commentId/like", h.likeComment, ""},
+			route{"POST", "/inbox/comments/:commentId/hide", h.hideComment, ""},
+			route{"GET", "/inbox/dms", h.inboxDMs, ""},
+			route{"GET", "/inbox/dms/:conversationId", h.inboxDMThread, ""},
+			route{"POST", "/inbox/dms/:conversationId/reply", h.replyToConversation, ""},
 		)
 	}
 	return rs
 }
 
-// mount adds every route to a door's group.
-func mount(g *echo.Group, rs []route) {
+// mount adds every route to a door's group; scoped, each route checks its scope
+// (server.RequireScope) after the door's authentication.
+func mount(g *echo.Group, rs []route, scoped bool) {
 	for _, r := range rs {
-		g.Add(r.method, r.path, r.handler)
+		if scoped {
+			g.Add(r.method, r.path, r.handler, server.RequireScope(r.scope, r.write()))
+		} else {
+			g.Add(r.method, r.path, r.handler)
+		}
 	}
 }
 

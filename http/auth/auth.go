@@ -37,6 +37,12 @@ const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 type Principal struct {
 	User *persistence.User
 	Key  *persistence.APIKey
+	// Resource, Scopes and TokenExpiresAt are set for an OAuth access token (its Key is then the
+	// connector key behind the grant): the resource (RFC 8707) it was issued for, the scopes its
+	// owner approved, and when it expires. An API key has none and full access.
+	Resource       string
+	Scopes         []string
+	TokenExpiresAt time.Time
 }
 
 // Failure reasons, for logs and messages; every one is a 401 invalid_api_key at the edge.
@@ -46,21 +52,53 @@ var (
 	ErrUnknown   = errors.New("invalid API key")
 	ErrRevoked   = errors.New("API key has been revoked")
 	ErrExpired   = errors.New("API key has expired")
+	// ErrTokenExpired is an OAuth access token past its hour: the client refreshes it.
+	ErrTokenExpired = errors.New("access token has expired: refresh it at /oauth/token")
 )
 
-// GenerateKey returns a new raw key, its display prefix and its hash.
-func GenerateKey() (raw, prefix string, hash []byte) {
+// OAuth token prefixes (http/oauth): access tokens, refresh tokens, authorization codes, each
+// followed by 40 random base62 characters; only their SHA-256 is stored.
+const (
+	AccessTokenPrefix  = "hoa_"
+	RefreshTokenPrefix = "hor_"
+	CodePrefix         = "hoc_"
+)
+
+// GenerateToken returns prefix followed by 40 random base62 characters, and its hash.
+func GenerateToken(prefix string) (raw string, hash []byte) {
+	raw = prefix + randomBase62(secretLen)
+	return raw, Hash(raw)
+}
+
+func randomBase62(n int) string {
 	var b strings.Builder
-	b.WriteString(LivePrefix)
 	max := big.NewInt(int64(len(base62)))
-	for i := 0; i < secretLen; i++ {
-		n, err := rand.Int(rand.Reader, max)
+	for i := 0; i < n; i++ {
+		r, err := rand.Int(rand.Reader, max)
 		if err != nil {
 			panic("auth: crypto/rand failed: " + err.Error()) // the OS entropy source is gone
 		}
-		b.WriteByte(base62[n.Int64()])
+		b.WriteByte(base62[r.Int64()])
 	}
-	raw = b.String()
+	return b.String()
+}
+
+// WellFormedToken reports whether raw is prefix followed by 40 base62 characters.
+func WellFormedToken(raw, prefix string) bool {
+	if !strings.HasPrefix(raw, prefix) || len(raw) != len(prefix)+secretLen {
+		return false
+	}
+	for i := len(prefix); i < len(raw); i++ {
+		if strings.IndexByte(base62, raw[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// GenerateKey returns a new raw key, its display prefix and its hash.
+func GenerateKey() (raw, prefix string, hash []byte) {
+	raw = LivePrefix + randomBase62(secretLen)
 	return raw, raw[:len(LivePrefix)+displayLen], Hash(raw)
 }
 
@@ -130,7 +168,8 @@ func (a *Authenticator) Authenticate(header string) (*Principal, error) {
 		return nil, ErrMalformed
 	}
 	raw = strings.TrimSpace(raw)
-	if !WellFormed(raw) {
+	token := strings.HasPrefix(raw, AccessTokenPrefix)
+	if token && !WellFormedToken(raw, AccessTokenPrefix) || !token && !WellFormed(raw) {
 		return nil, ErrMalformed
 	}
 	var h [32]byte
@@ -141,7 +180,11 @@ func (a *Authenticator) Authenticate(header string) (*Principal, error) {
 	c, hit := a.cache[h]
 	a.mu.RUnlock()
 	if !hit || c.epoch != epoch || now.Sub(c.loaded) > a.ttl {
-		p, err := a.load(h[:])
+		load := a.load
+		if token {
+			load = a.loadToken
+		}
+		p, err := load(h[:])
 		if err != nil {
 			return nil, err
 		}
@@ -155,6 +198,9 @@ func (a *Authenticator) Authenticate(header string) (*Principal, error) {
 	}
 	if c.p.Key.ExpiresAt != nil && !now.Before(*c.p.Key.ExpiresAt) {
 		return nil, ErrExpired
+	}
+	if token && !now.Before(c.p.TokenExpiresAt) {
+		return nil, ErrTokenExpired
 	}
 	a.use.note(c.p.Key.ID, now)
 	return c.p, nil
@@ -172,6 +218,45 @@ func (a *Authenticator) load(hash []byte) (*Principal, error) {
 			return err
 		}
 		p = Principal{User: u, Key: k}
+		return nil
+	})
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, ErrUnknown
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p.Key.RevokedAt != nil {
+		return nil, ErrRevoked
+	}
+	return &p, nil
+}
+
+// loadToken resolves an OAuth access token: the token, its grant, the connector key behind it
+// (revoked: the token is refused at once) and its owner.
+func (a *Authenticator) loadToken(hash []byte) (*Principal, error) {
+	var p Principal
+	err := a.store.View(func(tx *persistence.Tx) error {
+		tok, err := tx.OAuthToken(hash)
+		if err != nil {
+			return err
+		}
+		if tok.Kind != persistence.TokenAccess {
+			return persistence.ErrNotFound
+		}
+		g, err := tx.OAuthGrant(tok.KeyID)
+		if err != nil {
+			return err
+		}
+		k, err := tx.APIKey(tok.KeyID)
+		if err != nil {
+			return err
+		}
+		u, err := tx.User(k.UserID)
+		if err != nil {
+			return err
+		}
+		p = Principal{User: u, Key: k, Resource: g.Resource, Scopes: g.Scopes, TokenExpiresAt: tok.ExpiresAt}
 		return nil
 	})
 	if errors.Is(err, persistence.ErrNotFound) {

@@ -113,11 +113,64 @@ type KeyInfo struct {
 	ExpiresAt  *time.Time `json:"expires_at"`
 	LastUsedAt *time.Time `json:"last_used_at"`
 	RevokedAt  *time.Time `json:"revoked_at"`
+	// Kind is "standard" (made by its owner) or "connector" (made by approving an OAuth
+	// connector; revoking it ends the connector's tokens).
+	Kind string `json:"kind"`
 }
 
+// Key kinds as listed.
+const (
+	KindStandard  = "standard"
+	KindConnector = "connector"
+)
+
 func keyInfo(k *persistence.APIKey) KeyInfo {
+	kind := KindStandard
+	if k.Kind == persistence.KeyKindConnector {
+		kind = KindConnector
+	}
 	return KeyInfo{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt,
-		LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt}
+		LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt, Kind: kind}
+}
+
+// ConnectorKeyName is the name of the connector key made for an OAuth client.
+func ConnectorKeyName(clientName string) string {
+	name := "MCP connector: " + strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, clientName)
+	if utf8.RuneCountInString(name) > MaxKeyName {
+		name = string([]rune(name)[:MaxKeyName])
+	}
+	return name
+}
+
+// NewConnectorKey stores, in the caller's transaction, the connector key behind a new OAuth
+// grant of the user to the client, and revokes the user's earlier connector keys for the same
+// client (reconnecting replaces the connector's key). Its secret is never shown: the key is the
+// grant's handle, listed and revoked like any key. The caller invalidates the Authenticator's
+// cache once the transaction commits.
+func NewConnectorKey(tx *persistence.Tx, userID string, client *persistence.OAuthClient, now time.Time) (*persistence.APIKey, error) {
+	keys, err := tx.APIKeysOfUser(userID)
+	if err != nil {
+		return nil, err
+	}
+	now = now.UTC()
+	for _, k := range keys {
+		if k.Kind == persistence.KeyKindConnector && k.ClientID == client.ID && k.RevokedAt == nil {
+			t := now
+			k.RevokedAt = &t
+			if err := tx.PutAPIKey(k, nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	_, prefix, hash := GenerateKey()
+	k := &persistence.APIKey{ID: uuid.Must(uuid.NewV7()).String(), UserID: userID, Name: ConnectorKeyName(client.Name),
+		Prefix: prefix, Hash: hash, CreatedAt: now, Kind: persistence.KeyKindConnector, ClientID: client.ID}
+	return k, tx.PutAPIKey(k, nil)
 }
 
 // KeyName validates a key's name: trimmed, 1 to MaxKeyName characters, no control characters.
@@ -304,6 +357,9 @@ func RegenerateUserKey(ctx context.Context, s *persistence.Store, owner, id stri
 	err := updateKey(ctx, s, owner, id, func(tx *persistence.Tx, k *persistence.APIKey) error {
 		if k.RevokedAt != nil {
 			return fmt.Errorf("%w: key %s is revoked; create a new one", ErrInvalid, k.ID)
+		}
+		if k.Kind == persistence.KeyKindConnector {
+			return fmt.Errorf("%w: key %s is a connector's key; revoke it and approve the connector again", ErrInvalid, k.ID)
 		}
 		old := k.Hash
 		k.Hash, k.Prefix = hash, prefix

@@ -70,9 +70,15 @@ type TokenVerifier interface {
 	Verify(ctx context.Context, token string) (*Grant, error)
 }
 
-// APIKeys verifies plain sk_live_ API keys with the same authenticator as /v1. A key carries no
-// scopes, so its grant holds every scope.
-type APIKeys struct{ Auth *auth.Authenticator }
+// APIKeys verifies the bearer of /mcp with the same authenticator as /v1: a plain sk_live_ API
+// key carries no scopes, so its grant holds every scope; an OAuth access token (http/oauth) holds
+// the scopes it was granted, and only when it was issued for this resource (RFC 8707: a token
+// for the REST API is no token for /mcp).
+type APIKeys struct {
+	Auth *auth.Authenticator
+	// Resource returns /mcp's resource URL ({base}/mcp); nil refuses every OAuth token.
+	Resource func() string
+}
 
 var _ TokenVerifier = APIKeys{}
 
@@ -86,6 +92,12 @@ func (v APIKeys) Verify(_ context.Context, token string) (*Grant, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if p.OAuth() {
+		if v.Resource == nil || p.Resource != v.Resource() {
+			return nil, fmt.Errorf("%w: the access token was issued for another resource (%s)", ErrInvalidToken, p.Resource)
+		}
+		return &Grant{Principal: p, Scopes: p.Scopes, Expires: p.TokenExpiresAt}, nil
 	}
 	g := &Grant{Principal: p, Scopes: AllScopes}
 	if p.Key.ExpiresAt != nil {

@@ -130,8 +130,12 @@ func (s *Server) SetReady(ok bool) { s.ready.Store(ok) }
 func (s *Server) Authenticated(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		p, _ := c.Request().Context().Value(principalKey{}).(*auth.Principal)
+		// A principal in the context was verified by Herald itself for the door it came in by
+		// (the MCP connector checks its tokens against /mcp's resource); one from the header is
+		// checked here.
+		fromHeader := p == nil
 		var err error
-		if p == nil {
+		if fromHeader {
 			p, err = s.cfg.Auth.Authenticate(c.Request().Header.Get("Authorization"))
 		}
 		if err != nil {
@@ -140,8 +144,12 @@ func (s *Server) Authenticated(next echo.HandlerFunc) echo.HandlerFunc {
 				s.cfg.Log.Error("authentication failed", "request_id", RequestID(c), "error", err)
 				return apierr.Internal()
 			}
-			return apierr.New(http.StatusUnauthorized, apierr.CodeInvalidAPIKey, "%s", msg).
-				WithHeader("WWW-Authenticate", `Bearer realm="herald", error="invalid_token"`)
+			return s.unauthorizedV1(msg)
+		}
+		// RFC 8707: a token is good only at the resource it was issued for. An access token for
+		// the MCP endpoint ({base}/mcp) does not open /v1, whose resource is {base} itself.
+		if fromHeader && p.OAuth() && p.Resource != s.base() {
+			return s.unauthorizedV1("this access token was issued for " + p.Resource + ", not for this API (" + s.base() + ")")
 		}
 		c.Set(KeyPrincipal, p)
 		limit, ok := s.cfg.PlanLimits[p.User.Plan]
@@ -171,6 +179,49 @@ func WithPrincipal(ctx context.Context, p *auth.Principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, p)
 }
 
+// ResourceMetadataPath is the REST API's protected resource metadata (RFC 9728, http/oauth),
+// named by every 401 on /v1.
+const ResourceMetadataPath = "/.well-known/oauth-protected-resource"
+
+func (s *Server) base() string {
+	if s.cfg.BaseURL == nil {
+		return ""
+	}
+	return strings.TrimRight(s.cfg.BaseURL(), "/")
+}
+
+// unauthorizedV1 is the 401 of /v1: the spec's invalid_api_key, with a challenge that names the
+// protected resource metadata, where an OAuth client finds the authorization server.
+func (s *Server) unauthorizedV1(msg string) *apierr.Error {
+	return apierr.New(http.StatusUnauthorized, apierr.CodeInvalidAPIKey, "%s", msg).
+		WithHeader("WWW-Authenticate", `Bearer realm="herald", error="invalid_token", resource_metadata="`+s.base()+ResourceMetadataPath+`"`)
+}
+
+// RequireScope is the middleware of one /v1 route: an OAuth access token must carry the route's
+// scope (scope, "" when only the umbrella covers the route) or the umbrella of its class
+// (service:write for a write, service:read for a read); an API key passes. A missing scope is 403
+// forbidden with an insufficient_scope challenge naming the scopes that would do.
+func RequireScope(scope string, write bool) echo.MiddlewareFunc {
+	umbrella := auth.ScopeServiceRead
+	if write {
+		umbrella = auth.ScopeServiceWrite
+	}
+	need := umbrella
+	if scope != "" {
+		need = scope + " " + umbrella
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c *echo.Context) error {
+			if p := Principal(c); p != nil && !p.Allows(scope, write) {
+				return apierr.New(http.StatusForbidden, apierr.CodeForbidden,
+					"this access token lacks the scope this operation needs: one of %s", need).
+					WithHeader("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+need+`"`)
+			}
+			return next(c)
+		}
+	}
+}
+
 // setRateLimitHeaders writes the five rate-limit headers of every authenticated response (in
 // their canonical form, set directly: this runs on every request).
 func setRateLimitHeaders(h http.Header, plan string, limit, remaining, reset int) {
@@ -195,7 +246,7 @@ func setRateLimitHeaders(h http.Header, plan string, limit, remaining, reset int
 }
 
 func isAuthFailure(err error) bool {
-	for _, e := range []error{auth.ErrMissing, auth.ErrMalformed, auth.ErrUnknown, auth.ErrRevoked, auth.ErrExpired} {
+	for _, e := range []error{auth.ErrMissing, auth.ErrMalformed, auth.ErrUnknown, auth.ErrRevoked, auth.ErrExpired, auth.ErrTokenExpired} {
 		if errors.Is(err, e) {
 			return true
 		}

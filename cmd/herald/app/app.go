@@ -32,6 +32,7 @@ import (
 	"github.com/heraldhq/herald/http/connect"
 	"github.com/heraldhq/herald/http/connector"
 	"github.com/heraldhq/herald/http/live"
+	"github.com/heraldhq/herald/http/oauth"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/http/session"
 	"github.com/heraldhq/herald/http/web"
@@ -107,6 +108,10 @@ type Config struct {
 	KeyUseFlushEvery time.Duration
 	// SessionClock replaces the sessions' clock (tests).
 	SessionClock func() time.Time
+	// OAuthClock replaces the clock of OAuth codes and tokens and of API-key expiry (tests).
+	OAuthClock func() time.Time
+	// OAuthRegistrationsPerHour caps OAuth client registrations per client address (default 20).
+	OAuthRegistrationsPerHour int
 	// PasswordParams are argon2id's parameters for new password hashes (default
 	// auth.DefaultPasswordParams; tests make them cheap).
 	PasswordParams auth.PasswordParams
@@ -134,7 +139,9 @@ type App struct {
 	Events   *actors.Notifier
 	Webhooks *webhook.Service
 	Auth     *auth.Authenticator
-	Server   *server.Server
+	// OAuth is the authorization server of the MCP connector and of scoped /v1 access.
+	OAuth  *oauth.Service
+	Server *server.Server
 	// MCPTools are the connector's tools served at /mcp.
 	MCPTools *connector.Tools
 	Sim      *sim.Server
@@ -242,7 +249,7 @@ func New(cfg Config) (*App, error) {
 		a.closeStore()
 		return nil, err
 	}
-	a.Auth = auth.NewAuthenticator(store, nil)
+	a.Auth = auth.NewAuthenticator(store, cfg.OAuthClock)
 
 	spec, err := api.Spec()
 	if err != nil {
@@ -274,6 +281,9 @@ func New(cfg Config) (*App, error) {
 		a.closeStore()
 		return nil, err
 	}
+	a.OAuth = oauth.New(oauth.Config{Server: a.Server, Store: store, Auth: a.Auth, BaseURL: func() string { return a.Cfg.BaseURL },
+		Now: cfg.OAuthClock, RegistrationsPerHour: cfg.OAuthRegistrationsPerHour, Registry: a.Registry, Log: cfg.Log})
+	a.OAuth.Register()
 	a.registerConnector()
 	if err := web.Register(web.Deps{Server: a.Server, Store: store, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log}); err != nil {
 		a.closeStore()
@@ -441,7 +451,7 @@ func (a *App) registerConnector() {
 		Registry: a.Registry,
 		Log:      a.Log,
 	})
-	h := echo.WrapHandler(connector.Handler(connector.HandlerConfig{Tools: a.MCPTools, Verifier: connector.APIKeys{Auth: a.Auth}, BaseURL: baseURL}))
+	h := echo.WrapHandler(connector.Handler(connector.HandlerConfig{Tools: a.MCPTools, Verifier: connector.APIKeys{Auth: a.Auth, Resource: a.OAuth.MCPResource}, BaseURL: baseURL}))
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
 		a.Server.Echo.Add(m, connector.Path, h)
 	}

@@ -29,9 +29,10 @@ var cheapPasswords = auth.PasswordParams{Time: 1, MemoryKiB: 1024, Threads: 1}
 
 func passwordOf(email string) string { return "password of " + email }
 
-// dashboardPath reports whether a path is the dashboard's (not in the OpenAPI document).
+// dashboardPath reports whether a path is the dashboard's (not in the OpenAPI document): the
+// OAuth consent page is a browser's page too.
 func dashboardPath(p string) bool {
-	return strings.HasPrefix(p, "/api/") || p == "/signin" || p == "/signout" || slices.Contains(web.Paths, p)
+	return strings.HasPrefix(p, "/api/") || p == "/signin" || p == "/signout" || p == "/oauth/authorize" || slices.Contains(web.Paths, p)
 }
 
 // browser is a person's browser: a real cookie jar, redirects not followed, and the CSRF token of

@@ -319,3 +319,25 @@ func TestMCPReadOnlyGrant(t *testing.T) {
 	require.Contains(t, msg, "needs the scope service:write")
 	require.Equal(t, 0, b.countPosts(), "nothing was written")
 }
+
+// An OAuth access token opens /mcp when it was issued for /mcp's resource, with its own scopes;
+// a token for the REST API is no token for /mcp.
+func TestMCPWithOAuthTokens(t *testing.T) {
+	t.Parallel()
+	b := setupOAuth(t)
+	mcpToken := b.grant(b.url+"/mcp", "service:read")["access_token"].(string)
+	s := b.mcpSession(mcpToken)
+	me := okJSON(t, callTool(t, s, "whoami", map[string]any{}))
+	require.Equal(t, b.user.Email, me["email"])
+	msg := toolError(t, callTool(t, s, "create_draft", map[string]any{"content": "not allowed", "accounts": []string{b.accounts[0].ID}}))
+	require.Contains(t, msg, "service:write")
+
+	restToken := b.grant(b.url, "service:read service:write")["access_token"].(string)
+	c := mcp.NewClient(&mcp.Implementation{Name: "herald-test", Version: "1"}, nil)
+	_, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: b.url + "/mcp", HTTPClient: &http.Client{Transport: bearer{restToken}}, DisableStandaloneSSE: true,
+	}, nil)
+	require.Error(t, err, "a token for the REST API does not open /mcp")
+	r := b.bearer(mcpToken, "GET", "/v1/me")
+	require.Equal(t, 401, r.status, "nor does a token for /mcp open /v1")
+}

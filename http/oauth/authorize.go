@@ -1,0 +1,251 @@
+package oauth
+
+import (
+	"bytes"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/http/server"
+	"github.com/heraldhq/herald/http/session"
+	"github.com/heraldhq/herald/persistence"
+)
+
+// signInPath is the dashboard's sign-in page (http/api), which comes back to next.
+const signInPath = "/signin"
+
+// authRequest is a checked authorization request.
+type authRequest struct {
+	Client        *persistence.OAuthClient
+	RedirectURI   string
+	State         string
+	CodeChallenge string
+	Resource      string
+	Scopes        []string
+}
+
+// params are the request's parameters as the consent form carries them back.
+func (r *authRequest) params() url.Values {
+	return url.Values{
+		"response_type": {"code"}, "client_id": {r.Client.ID}, "redirect_uri": {r.RedirectURI},
+		"state": {r.State}, "code_challenge": {r.CodeChallenge}, "code_challenge_method": {"S256"},
+		"resource": {r.Resource}, "scope": {strings.Join(r.Scopes, " ")},
+	}
+}
+
+// checkRequest checks an authorization request's parameters (RFC 6749 4.1.1, RFC 7636, RFC
+// 8707). An unknown client or a redirect_uri not registered for it is shown on a page (never
+// redirected to: page is set); any other fault is redirected to the client (redirect is set).
+func (s *Service) checkRequest(c *echo.Context, q url.Values) (r *authRequest, page string, redirect string) {
+	cl, err := s.client(q.Get("client_id"))
+	if err != nil {
+		if errors.Is(err, persistence.ErrNotFound) {
+			return nil, "This application is not registered with Herald (unknown client_id).", ""
+		}
+		s.cfg.Log.Error("oauth: client lookup failed", append(server.LogAttrs(c), "error", err)...)
+		return nil, "Herald could not read the application's registration. Try again shortly.", ""
+	}
+	ru := q.Get("redirect_uri")
+	registered := false
+	for _, u := range cl.RedirectURIs {
+		if u == ru {
+			registered = true
+		}
+	}
+	if !registered {
+		return nil, "The application asked to return to an address it did not register (redirect_uri). Nothing was shared.", ""
+	}
+	bad := func(code, desc string) (*authRequest, string, string) {
+		v := url.Values{"error": {code}, "error_description": {desc}, "iss": {s.base()}}
+		if st := q.Get("state"); st != "" {
+			v.Set("state", st)
+		}
+		return nil, "", redirectWith(ru, v)
+	}
+	if q.Get("response_type") != "code" {
+		return bad("unsupported_response_type", "response_type must be code")
+	}
+	if q.Get("code_challenge_method") != "S256" || !validChallenge(q.Get("code_challenge")) {
+		return bad("invalid_request", "PKCE is required: code_challenge (43 characters) with code_challenge_method S256")
+	}
+	res := q.Get("resource")
+	if res == "" {
+		return bad("invalid_target", "resource is required (RFC 8707): "+s.MCPResource()+" or "+s.RESTResource())
+	}
+	if !s.resourceOK(res) {
+		return bad("invalid_target", "this server issues tokens for "+s.MCPResource()+" and "+s.RESTResource()+" only")
+	}
+	scopes, oe := s.scopesFor(res, q.Get("scope"))
+	if oe != nil {
+		return bad(oe.Code, oe.Description)
+	}
+	return &authRequest{Client: cl, RedirectURI: ru, State: q.Get("state"), CodeChallenge: q.Get("code_challenge"),
+		Resource: res, Scopes: scopes}, "", ""
+}
+
+func (s *Service) client(id string) (*persistence.OAuthClient, error) {
+	if id == "" || len(id) > 100 {
+		return nil, persistence.ErrNotFound
+	}
+	var cl *persistence.OAuthClient
+	err := s.cfg.Store.View(func(tx *persistence.Tx) error {
+		var err error
+		cl, err = tx.OAuthClient(id)
+		return err
+	})
+	return cl, err
+}
+
+// session is the request's dashboard session, or a redirect to the sign-in page that comes back
+// to the authorization request.
+func (s *Service) session(c *echo.Context, back url.Values) (*session.Session, error) {
+	sess, err := s.cfg.Server.SessionFromCookie(c)
+	if err != nil {
+		s.cfg.Log.Error("oauth: session lookup failed", append(server.LogAttrs(c), "error", err)...)
+		return nil, s.page(c, http.StatusInternalServerError, consentView{Message: "Herald could not read your session. Try again shortly."})
+	}
+	if sess == nil {
+		next := AuthorizePath + "?" + back.Encode()
+		return nil, c.Redirect(http.StatusSeeOther, signInPath+"?next="+url.QueryEscape(next))
+	}
+	return sess, nil
+}
+
+// authorizePage is GET /oauth/authorize: the consent page.
+func (s *Service) authorizePage(c *echo.Context) error {
+	q := c.Request().URL.Query()
+	r, msg, redirect := s.checkRequest(c, q)
+	if msg != "" {
+		return s.page(c, http.StatusBadRequest, consentView{Message: msg})
+	}
+	if redirect != "" {
+		return c.Redirect(http.StatusFound, redirect)
+	}
+	sess, err := s.session(c, r.params())
+	if sess == nil {
+		return err
+	}
+	host := r.RedirectURI
+	if u, err := url.Parse(r.RedirectURI); err == nil {
+		host = u.Host
+		// Chrome applies form-action to the redirect that follows the form's post: the
+		// client's origin must be allowed for the approval to reach it.
+		c.Response().Header().Set("Content-Security-Policy", strings.Replace(s.cfg.Server.ContentSecurityPolicy(),
+			"form-action 'self'", "form-action 'self' "+u.Scheme+"://"+u.Host, 1))
+	}
+	v := consentView{Client: r.Client.Name, Host: host, User: sess.User.Email, CSRF: sess.Record.CSRFToken,
+		Params: r.params(), MCP: r.Resource == s.MCPResource()}
+	for _, sc := range r.Scopes {
+		v.Scopes = append(v.Scopes, scopeLine{Name: sc, Text: auth.ScopeDescriptions[sc]})
+	}
+	return s.page(c, http.StatusOK, v)
+}
+
+// authorizeDecision is POST /oauth/authorize: the consent form's answer, approve or deny.
+func (s *Service) authorizeDecision(c *echo.Context) error {
+	req := c.Request()
+	if err := req.ParseForm(); err != nil {
+		return s.page(c, http.StatusBadRequest, consentView{Message: "The form could not be read."})
+	}
+	f := req.PostForm
+	r, msg, redirect := s.checkRequest(c, f)
+	if msg != "" {
+		return s.page(c, http.StatusBadRequest, consentView{Message: msg})
+	}
+	if redirect != "" {
+		return c.Redirect(http.StatusSeeOther, redirect)
+	}
+	sess, err := s.session(c, r.params())
+	if sess == nil {
+		return err
+	}
+	if !sess.CheckCSRF(f.Get(server.CSRFField)) {
+		return s.page(c, http.StatusForbidden, consentView{Message: "The form's security token is missing or out of date. Go back, reload the page and try again."})
+	}
+	answer := url.Values{"iss": {s.base()}}
+	if r.State != "" {
+		answer.Set("state", r.State)
+	}
+	if f.Get("decision") != "approve" {
+		answer.Set("error", "access_denied")
+		answer.Set("error_description", "the user denied the request")
+		s.cfg.Log.Info("oauth: consent denied", append(server.LogAttrs(c), "user_id", sess.User.ID, "client_id", r.Client.ID)...)
+		return c.Redirect(http.StatusSeeOther, redirectWith(r.RedirectURI, answer))
+	}
+	now := s.cfg.Now().UTC()
+	code, codeHash := auth.GenerateToken(auth.CodePrefix)
+	var key *persistence.APIKey
+	err = s.cfg.Store.Update(req.Context(), func(tx *persistence.Tx) error {
+		var err error
+		if key, err = auth.NewConnectorKey(tx, sess.User.ID, r.Client, now); err != nil {
+			return err
+		}
+		g := &persistence.OAuthGrant{KeyID: key.ID, UserID: sess.User.ID, ClientID: r.Client.ID, Resource: r.Resource,
+			Scopes: r.Scopes, CreatedAt: now}
+		if err := tx.PutOAuthGrant(g); err != nil {
+			return err
+		}
+		return tx.PutOAuthCode(codeHash, &persistence.OAuthCode{KeyID: key.ID, ClientID: r.Client.ID, RedirectURI: r.RedirectURI,
+			CodeChallenge: r.CodeChallenge, ExpiresAt: now.Add(CodeTTL)})
+	})
+	if err != nil {
+		s.cfg.Log.Error("oauth: approval not stored", append(server.LogAttrs(c), "error", err)...)
+		return s.page(c, http.StatusInternalServerError, consentView{Message: "Herald could not record your approval. Try again shortly."})
+	}
+	s.cfg.Auth.Invalidate() // the client's earlier connector key, revoked, is refused from now on
+	s.cfg.Log.Info("oauth: consent given", append(server.LogAttrs(c), "user_id", sess.User.ID, "client_id", r.Client.ID, "key_id", key.ID)...)
+	answer.Set("code", code)
+	return c.Redirect(http.StatusSeeOther, redirectWith(r.RedirectURI, answer))
+}
+
+type scopeLine struct{ Name, Text string }
+
+type consentView struct {
+	Message            string
+	Client, Host, User string
+	CSRF               string
+	MCP                bool
+	Params             url.Values
+	Scopes             []scopeLine
+}
+
+// consentTemplate is the consent page, in the dashboard's sign-in layout and stylesheet.
+var consentTemplate = template.Must(template.New("consent").Parse(`<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Herald: connect an application</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/static/app.css"></head>
+<body class="signin-page">
+<main id="main" class="signin">
+<p class="signin-brand">Herald</p>
+<div class="card stack">
+{{if .Message}}<h1>Cannot connect</h1>
+<p class="flash error" role="alert">{{.Message}}</p>
+{{else}}<h1>Connect {{.Client}}?</h1>
+<p><strong>{{.Client}}</strong> {{if .MCP}}(an AI assistant, through Herald's MCP connector) {{end}}asks to use your Herald account <strong>{{.User}}</strong>. After you approve, you return to <strong>{{.Host}}</strong>.</p>
+<p>It will be able to:</p>
+<ul class="scopes">{{range .Scopes}}<li>{{.Text}} <code>{{.Name}}</code></li>{{end}}</ul>
+<p>Approving creates a connector key on your Developer page; revoke it there at any time to disconnect the application.</p>
+<form method="post" action="/oauth/authorize">
+<input type="hidden" name="csrf_token" value="{{.CSRF}}">
+{{range $k, $vs := .Params}}{{range $vs}}<input type="hidden" name="{{$k}}" value="{{.}}">
+{{end}}{{end}}<p class="actions"><button type="submit" name="decision" value="approve">Approve</button> <button type="submit" name="decision" value="deny" class="secondary">Deny</button></p>
+</form>{{end}}
+</div>
+</main>
+</body>
+</html>
+`))
+
+func (s *Service) page(c *echo.Context, status int, v consentView) error {
+	var b bytes.Buffer
+	if err := consentTemplate.Execute(&b, v); err != nil {
+		return err
+	}
+	return c.HTMLBlob(status, b.Bytes())
+}

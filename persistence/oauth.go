@@ -1,0 +1,120 @@
+package persistence
+
+import (
+	"time"
+)
+
+// The OAuth authorization server's records (http/oauth). Every secret is stored as its SHA-256
+// only: authorization codes, access and refresh tokens. Clients are public (no client secret:
+// token_endpoint_auth_method none), so none is stored.
+//
+//	oauth_clients  client id (string) → OAuthClient (JSON): a registered client (RFC 7591)
+//	oauth_codes    SHA-256 of the code (32) → OAuthCode (JSON): single use, short-lived
+//	oauth_grants   key id (16) → OAuthGrant (JSON): a user's approval of a client, backed by the
+//	               connector API key of that id (apikeys); revoking the key ends the grant
+//	oauth_tokens   SHA-256 of the token (32) → OAuthToken (JSON): access and refresh tokens
+var (
+	bOAuthClients = []byte("oauth_clients")
+	bOAuthCodes   = []byte("oauth_codes")
+	bOAuthGrants  = []byte("oauth_grants")
+	bOAuthTokens  = []byte("oauth_tokens")
+)
+
+func init() { registerBuckets(bOAuthClients, bOAuthCodes, bOAuthGrants, bOAuthTokens) }
+
+// OAuthClient is a registered OAuth client.
+type OAuthClient struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	RedirectURIs []string  `json:"redirect_uris"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// OAuthCode is an authorization code waiting for its exchange.
+type OAuthCode struct {
+	// KeyID is the grant (and connector key) the approval made.
+	KeyID         string    `json:"key_id"`
+	ClientID      string    `json:"client_id"`
+	RedirectURI   string    `json:"redirect_uri"`
+	CodeChallenge string    `json:"code_challenge"`
+	ExpiresAt     time.Time `json:"expires_at"`
+	// UsedAt is set by the exchange: a code is good once.
+	UsedAt *time.Time `json:"used_at,omitempty"`
+}
+
+// OAuthGrant is what a user approved: a client, a resource and scopes.
+type OAuthGrant struct {
+	KeyID     string    `json:"key_id"`
+	UserID    string    `json:"user_id"`
+	ClientID  string    `json:"client_id"`
+	Resource  string    `json:"resource"`
+	Scopes    []string  `json:"scopes"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// OAuth token kinds.
+const (
+	TokenAccess  = "access"
+	TokenRefresh = "refresh"
+)
+
+// OAuthToken is an access or refresh token of a grant.
+type OAuthToken struct {
+	Kind      string    `json:"kind"`
+	KeyID     string    `json:"key_id"`
+	ExpiresAt time.Time `json:"expires_at"`
+	// RotatedAt is set on a refresh token once it has been exchanged: presenting it again is a
+	// reuse, and ends the grant.
+	RotatedAt *time.Time `json:"rotated_at,omitempty"`
+}
+
+// PutOAuthClient stores a client.
+func (t *Tx) PutOAuthClient(c *OAuthClient) error { return t.put(bOAuthClients, []byte(c.ID), c) }
+
+// OAuthClient returns a client; ErrNotFound when there is none.
+func (t *Tx) OAuthClient(id string) (*OAuthClient, error) {
+	var c OAuthClient
+	if err := t.get(bOAuthClients, []byte(id), &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// PutOAuthCode stores a code under its hash.
+func (t *Tx) PutOAuthCode(hash []byte, c *OAuthCode) error { return t.put(bOAuthCodes, hash, c) }
+
+// OAuthCode returns the code stored under a hash; ErrNotFound when there is none.
+func (t *Tx) OAuthCode(hash []byte) (*OAuthCode, error) {
+	var c OAuthCode
+	if err := t.get(bOAuthCodes, hash, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// PutOAuthGrant stores a grant under its key id.
+func (t *Tx) PutOAuthGrant(g *OAuthGrant) error { return t.put(bOAuthGrants, mustID(g.KeyID), g) }
+
+// OAuthGrant returns the grant of a connector key; ErrNotFound when there is none.
+func (t *Tx) OAuthGrant(keyID string) (*OAuthGrant, error) {
+	var g OAuthGrant
+	if err := t.get(bOAuthGrants, mustID(keyID), &g); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
+// PutOAuthToken stores a token under its hash.
+func (t *Tx) PutOAuthToken(hash []byte, tok *OAuthToken) error { return t.put(bOAuthTokens, hash, tok) }
+
+// OAuthToken returns the token stored under a hash; ErrNotFound when there is none.
+func (t *Tx) OAuthToken(hash []byte) (*OAuthToken, error) {
+	var tok OAuthToken
+	if err := t.get(bOAuthTokens, hash, &tok); err != nil {
+		return nil, err
+	}
+	return &tok, nil
+}
+
+// DeleteOAuthToken removes a token (revocation, RFC 7009); removing one that is gone succeeds.
+func (t *Tx) DeleteOAuthToken(hash []byte) error { return t.tx.Bucket(bOAuthTokens).Delete(hash) }
