@@ -85,7 +85,7 @@ var _ TokenVerifier = APIKeys{}
 // Verify implements TokenVerifier.
 func (v APIKeys) Verify(_ context.Context, token string) (*Grant, error) {
 	p, err := v.Auth.Authenticate("Bearer " + token)
-	for _, e := range []error{auth.ErrMissing, auth.ErrMalformed, auth.ErrUnknown, auth.ErrRevoked, auth.ErrExpired} {
+	for _, e := range []error{auth.ErrMissing, auth.ErrMalformed, auth.ErrUnknown, auth.ErrRevoked, auth.ErrExpired, auth.ErrTokenExpired} {
 		if errors.Is(err, e) {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidToken, err)
 		}

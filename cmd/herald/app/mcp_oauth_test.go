@@ -1,0 +1,249 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/oauth2"
+)
+
+// consentBrowser is the AuthorizationCodeFetcher of the SDK client: the signed-in user's browser.
+// It opens the authorization URL with the user's cookies, reads the consent form, posts it with
+// the decision, and follows the redirect to the client's loopback callback, which hands back the
+// code, state and iss. It runs inside the SDK's transport, so it reports faults as errors.
+type consentBrowser struct {
+	client   *http.Client
+	mu       sync.Mutex
+	decision string
+	opened   []string // the authorization URLs it was asked to open
+	callback chan url.Values
+}
+
+func newConsentBrowser(t *testing.T, signedIn *browser) (*consentBrowser, string) {
+	cb := &consentBrowser{decision: "approve", callback: make(chan url.Values, 1)}
+	// The client's redirect listener on loopback, as a desktop MCP host runs one.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cb.callback <- r.URL.Query()
+		_, _ = io.WriteString(w, "You may close this window.")
+	}))
+	t.Cleanup(srv.Close)
+	cb.client = &http.Client{Jar: signedIn.client.Jar, Timeout: 30 * time.Second}
+	return cb, srv.URL + "/callback"
+}
+
+func (cb *consentBrowser) setDecision(d string) {
+	cb.mu.Lock()
+	cb.decision = d
+	cb.mu.Unlock()
+}
+
+func (cb *consentBrowser) urls() []string {
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	return append([]string(nil), cb.opened...)
+}
+
+func (cb *consentBrowser) fetch(ctx context.Context, args *sdkauth.AuthorizationArgs) (*sdkauth.AuthorizationResult, error) {
+	cb.mu.Lock()
+	cb.opened = append(cb.opened, args.URL)
+	decision := cb.decision
+	cb.mu.Unlock()
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := cb.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	page, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("consent page: %d %s", resp.StatusCode, page)
+	}
+	form := url.Values{}
+	for _, m := range hiddenField.FindAllStringSubmatch(string(page), -1) {
+		form.Add(m[1], htmlUnescape(m[2]))
+	}
+	if form.Get("csrf_token") == "" {
+		return nil, fmt.Errorf("consent page without a form: %s", page)
+	}
+	form.Set("decision", decision)
+	action, err := url.Parse(args.URL)
+	if err != nil {
+		return nil, err
+	}
+	action.RawQuery = ""
+	req, err = http.NewRequestWithContext(ctx, http.MethodPost, action.String(), strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	// Followed through the 303 to the callback listener.
+	resp, err = cb.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("consent: %d %s", resp.StatusCode, body)
+	}
+	var q url.Values
+	select {
+	case q = <-cb.callback:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if e := q.Get("error"); e != "" {
+		return nil, fmt.Errorf("authorization refused: %s", e)
+	}
+	return &sdkauth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+}
+
+// clockedTokens is the token source of the SDK's handler with the test's clock: oauth2's own
+// source decides expiry by the wall clock, which the test cannot advance. When the access token
+// is due by the injected clock, it refreshes through the handler's oauth2 config (the
+// refresh_token grant at Herald's token endpoint), exactly as oauth2 does on expiry.
+type clockedTokens struct {
+	ctx       context.Context
+	cfg       *oauth2.Config
+	now       func() time.Time
+	mu        sync.Mutex
+	tok       *oauth2.Token
+	due       time.Time
+	refreshes int
+}
+
+func (s *clockedTokens) Token() (*oauth2.Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.now().Before(s.due) {
+		return s.tok, nil
+	}
+	next, err := s.cfg.TokenSource(s.ctx, &oauth2.Token{RefreshToken: s.tok.RefreshToken}).Token()
+	if err != nil {
+		return nil, err
+	}
+	s.refreshes++
+	s.set(next)
+	return next, nil
+}
+
+func (s *clockedTokens) set(t *oauth2.Token) {
+	s.tok = t
+	s.due = s.now().Add(time.Duration(t.ExpiresIn)*time.Second - 10*time.Second)
+}
+
+// The official Go SDK client connects to /mcp with no credentials and its OAuth handler does the
+// rest: the 401's challenge, the protected resource metadata, the authorization server metadata,
+// dynamic registration, the authorization code with PKCE and resource, the iss check, the token
+// exchange; then refresh after the access token's hour, and a refusal once the user revokes the
+// connector key.
+func TestMCPOAuthWithTheSDKClient(t *testing.T) {
+	t.Parallel()
+	b := setupOAuth(t)
+	br := b.signedIn()
+	cb, redirect := newConsentBrowser(t, br)
+	var tokens *clockedTokens
+	handler, err := sdkauth.NewAuthorizationCodeHandler(&sdkauth.AuthorizationCodeHandlerConfig{
+		DynamicClientRegistrationConfig: &sdkauth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			ClientName: "SDK host", RedirectURIs: []string{redirect}, TokenEndpointAuthMethod: "none",
+			GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
+		}},
+		AuthorizationCodeFetcher: cb.fetch,
+		NewTokenSource: func(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+			tokens = &clockedTokens{ctx: ctx, cfg: cfg, now: b.clock.Now}
+			tokens.set(tok)
+			return tokens, nil
+		},
+	})
+	require.NoError(t, err)
+
+	ctx := context.Background()
+	c := mcp.NewClient(&mcp.Implementation{Name: "herald-sdk-oauth-test", Version: "1"}, nil)
+	s, err := c.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint: b.url + "/mcp", OAuthHandler: handler, DisableStandaloneSSE: true,
+	}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+
+	// One authorization, with what the spec asks of the request.
+	opened := cb.urls()
+	require.Len(t, opened, 1)
+	au, err := url.Parse(opened[0])
+	require.NoError(t, err)
+	require.Equal(t, b.url+"/oauth/authorize", au.Scheme+"://"+au.Host+au.Path)
+	q := au.Query()
+	require.Equal(t, b.url+"/mcp", q.Get("resource"), "RFC 8707: the MCP endpoint's resource")
+	require.Equal(t, "service:read service:write", q.Get("scope"), "the scopes of the 401's challenge")
+	require.Equal(t, "S256", q.Get("code_challenge_method"))
+	require.True(t, strings.HasPrefix(q.Get("client_id"), "hcl_"), "registered dynamically: %s", q.Get("client_id"))
+	require.Equal(t, redirect, q.Get("redirect_uri"))
+	require.NotNil(t, tokens)
+	require.Equal(t, "service:read service:write", tokens.tok.Extra("scope"))
+
+	// The tools, with both scopes granted.
+	me := okJSON(t, callTool(t, s, "whoami", nil))
+	require.Equal(t, b.user.Email, me["email"])
+	accts := okJSON(t, callTool(t, s, "list_accounts", nil))["data"].([]any)
+	require.Len(t, accts, len(b.accounts))
+	d := okJSON(t, callTool(t, s, "create_draft", map[string]any{"content": "drafted over OAuth", "accounts": []string{b.accounts[0].ID}}))
+	require.NotEmpty(t, d["id"], "%v", d)
+	first := tokens.tok.AccessToken
+
+	// An hour later Herald refuses the access token; the client refreshes (rotation) and goes on,
+	// without asking the user again.
+	b.clock.Add(61 * time.Minute)
+	require.Equal(t, 401, b.bearer(first, "POST", "/mcp").status, "the first access token has expired")
+	okJSON(t, callTool(t, s, "get_post", map[string]any{"post_id": d["id"]}))
+	require.Equal(t, 1, tokens.refreshes)
+	require.NotEqual(t, first, tokens.tok.AccessToken)
+	require.Len(t, cb.urls(), 1, "no new authorization")
+	b.clock.Add(61 * time.Minute)
+	okJSON(t, callTool(t, s, "whoami", nil))
+	require.Equal(t, 2, tokens.refreshes)
+	metrics := b.bearer("", "GET", "/metrics")
+	require.Contains(t, string(metrics.body), `herald_oauth_token_requests_total{grant_type="refresh_token",outcome="issued"} 2`)
+	require.Contains(t, string(metrics.body), `herald_oauth_token_requests_total{grant_type="authorization_code",outcome="issued"} 1`)
+
+	// The user revokes the connector key on the Developer page: the next call is refused. The
+	// SDK answers a 401 by authorizing again, so the user is asked, and says no this time.
+	var keys struct{ Data []map[string]any }
+	r := br.send("GET", "/api/keys", nil, nil)
+	require.NoError(t, json.Unmarshal(r.body, &keys), string(r.body))
+	id := ""
+	for _, k := range keys.Data {
+		if k["kind"] == "connector" && k["name"] == "MCP connector: SDK host" {
+			id = k["id"].(string)
+		}
+	}
+	require.NotEmpty(t, id, string(r.body))
+	r = br.send("DELETE", "/api/keys/"+id, nil, br.csrfHeader())
+	require.Less(t, r.status, 300, string(r.body))
+	cb.setDecision("deny")
+	_, err = s.CallTool(ctx, &mcp.CallToolParams{Name: "whoami"})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "access_denied")
+	require.Len(t, cb.urls(), 2, "the revoked grant sent the client back to the user")
+	require.Equal(t, 401, b.bearer(tokens.tok.AccessToken, "POST", "/mcp").status)
+	_, err = tokens.cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: tokens.tok.RefreshToken}).Token()
+	var re *oauth2.RetrieveError
+	require.True(t, errors.As(err, &re), "%v", err)
+	require.Equal(t, "invalid_grant", re.ErrorCode, "the revoked grant's refresh token is refused too")
+}
