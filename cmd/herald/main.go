@@ -1,9 +1,10 @@
 // Command herald is Herald's one binary: the API server (serve), the network simulator (sim),
-// user, key and account management (users, keys, accounts), backups (backup) and the bench suite
-// (bench).
+// user, key and account management (users, keys, accounts), backups (backup), the bench suite
+// (bench) and the MCP tools over stdio for a local AI host (mcp).
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,8 +31,11 @@ Usage:
   herald accounts list --data DIR --email E
   herald backup --data DIR --out FILE
   herald bench [--quick] [--scenario NAME] [--out FILE]
+  herald mcp [--api-url URL] [--allow-private] [--log-level debug|info|warn|error]
+             (the MCP tools over stdio for a local AI host; needs HERALD_API_KEY, HERALD_API_URL defaults to http://127.0.0.1:8080)
 
-Environment: HERALD_ADDR, HERALD_DATA_DIR, HERALD_SANDBOX=1, HERALD_BASE_URL, HERALD_LOG_FORMAT, HERALD_LOG_LEVEL.
+Environment: HERALD_ADDR, HERALD_DATA_DIR, HERALD_SANDBOX=1, HERALD_BASE_URL, HERALD_LOG_FORMAT, HERALD_LOG_LEVEL;
+for mcp: HERALD_API_URL, HERALD_API_KEY.
 `
 
 func main() {
@@ -59,6 +63,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdBackup(args[1:], stdout)
 	case "bench":
 		err = cmdBench(args[1:], stdout, stderr)
+	case "mcp":
+		err = cmdMCP(args[1:], stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -68,6 +74,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "herald %s: %v\n", args[0], err)
+		var ue *usageError
+		if errors.As(err, &ue) {
+			return 2
+		}
 		return 1
 	}
 	return 0
