@@ -118,3 +118,97 @@ func (t *Tx) OAuthToken(hash []byte) (*OAuthToken, error) {
 
 // DeleteOAuthToken removes a token (revocation, RFC 7009); removing one that is gone succeeds.
 func (t *Tx) DeleteOAuthToken(hash []byte) error { return t.tx.Bucket(bOAuthTokens).Delete(hash) }
+
+// DeleteOAuthCodes deletes up to max codes for which dead is true, and any record that does not
+// decode, in the bucket's order; it returns how many it deleted.
+func (t *Tx) DeleteOAuthCodes(dead func(*OAuthCode) bool, max int) (int, error) {
+	return t.deleteWhere(bOAuthCodes, max, func(v []byte) bool {
+		var c OAuthCode
+		return Decode(v, &c) != nil || dead(&c)
+	})
+}
+
+// DeleteOAuthTokens deletes up to max access and refresh tokens for which dead is true, and any
+// record that does not decode; it returns how many of each kind it deleted.
+func (t *Tx) DeleteOAuthTokens(dead func(*OAuthToken) bool, max int) (access, refresh int, err error) {
+	_, err = t.deleteWhere(bOAuthTokens, max, func(v []byte) bool {
+		var tok OAuthToken
+		if Decode(v, &tok) != nil {
+			return true
+		}
+		if !dead(&tok) {
+			return false
+		}
+		if tok.Kind == TokenRefresh {
+			refresh++
+		} else {
+			access++
+		}
+		return true
+	})
+	return access, refresh, err
+}
+
+// DeleteOAuthClients deletes up to max clients for which dead is true, and any record that does
+// not decode; it returns how many it deleted.
+func (t *Tx) DeleteOAuthClients(dead func(*OAuthClient) bool, max int) (int, error) {
+	return t.deleteWhere(bOAuthClients, max, func(v []byte) bool {
+		var c OAuthClient
+		return Decode(v, &c) != nil || dead(&c)
+	})
+}
+
+// OAuthClientsInUse returns the ids of the clients that a grant or a code names.
+func (t *Tx) OAuthClientsInUse() (map[string]bool, error) {
+	used := map[string]bool{}
+	err := t.tx.Bucket(bOAuthGrants).ForEach(func(_, v []byte) error {
+		var g OAuthGrant
+		if Decode(v, &g) == nil {
+			used[g.ClientID] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = t.tx.Bucket(bOAuthCodes).ForEach(func(_, v []byte) error {
+		var c OAuthCode
+		if Decode(v, &c) == nil {
+			used[c.ClientID] = true
+		}
+		return nil
+	})
+	return used, err
+}
+
+// CountOAuth counts the stored clients, codes and tokens by walking their keys.
+func (t *Tx) CountOAuth() (clients, codes, tokens int) {
+	count := func(bucket []byte) int {
+		n := 0
+		c := t.tx.Bucket(bucket).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			n++
+		}
+		return n
+	}
+	return count(bOAuthClients), count(bOAuthCodes), count(bOAuthTokens)
+}
+
+// deleteWhere deletes up to max records of a bucket for which dead(value) is true; the records
+// are chosen in one pass of a cursor and deleted after it.
+func (t *Tx) deleteWhere(bucket []byte, max int, dead func(v []byte) bool) (int, error) {
+	b := t.tx.Bucket(bucket)
+	var gone [][]byte
+	c := b.Cursor()
+	for k, v := c.First(); k != nil && len(gone) < max; k, v = c.Next() {
+		if dead(v) {
+			gone = append(gone, append([]byte(nil), k...))
+		}
+	}
+	for _, k := range gone {
+		if err := b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(gone), nil
+}

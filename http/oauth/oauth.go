@@ -73,8 +73,11 @@ type Config struct {
 	Now func() time.Time
 	// RegistrationsPerHour caps registrations per client address (default 20).
 	RegistrationsPerHour int
-	Registry             prometheus.Registerer
-	Log                  *slog.Logger
+	// SweepEvery is the period of the sweep of expired codes and tokens and of unused clients
+	// (default 10 min; Run).
+	SweepEvery time.Duration
+	Registry   prometheus.Registerer
+	Log        *slog.Logger
 }
 
 // Service is the authorization server.
@@ -83,6 +86,7 @@ type Service struct {
 	registrations *ratelimit.Limiter
 	tokens        *prometheus.CounterVec
 	registered    *prometheus.CounterVec
+	swept         *prometheus.CounterVec
 }
 
 // New builds the service; Register adds its routes.
@@ -96,7 +100,10 @@ func New(cfg Config) *Service {
 	if cfg.RegistrationsPerHour <= 0 {
 		cfg.RegistrationsPerHour = defaultRegistrationsPerHr
 	}
-	s := &Service{cfg: cfg, registrations: ratelimit.New(cfg.Now)}
+	if cfg.SweepEvery <= 0 {
+		cfg.SweepEvery = DefaultSweepEvery
+	}
+	s := &Service{cfg: cfg, registrations: ratelimit.New(cfg.Now), swept: newSweptCounter()}
 	s.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "herald_oauth_token_requests_total",
 		Help: "OAuth token endpoint requests by grant type (authorization_code, refresh_token, other) and outcome (issued or the OAuth error code).",
@@ -106,7 +113,7 @@ func New(cfg Config) *Service {
 		Help: "OAuth client registrations by outcome (registered, rate_limited, or the OAuth error code).",
 	}, []string{"outcome"})
 	if cfg.Registry != nil {
-		cfg.Registry.MustRegister(s.tokens, s.registered)
+		cfg.Registry.MustRegister(s.tokens, s.registered, s.swept)
 	}
 	return s
 }

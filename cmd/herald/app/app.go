@@ -110,6 +110,9 @@ type Config struct {
 	SessionClock func() time.Time
 	// OAuthClock replaces the clock of OAuth codes and tokens and of API-key expiry (tests).
 	OAuthClock func() time.Time
+	// OAuthSweepEvery is the period of the sweep of expired OAuth codes and tokens and of unused
+	// clients (default 10 min).
+	OAuthSweepEvery time.Duration
 	// OAuthRegistrationsPerHour caps OAuth client registrations per client address (default 20).
 	OAuthRegistrationsPerHour int
 	// PasswordParams are argon2id's parameters for new password hashes (default
@@ -282,7 +285,7 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	a.OAuth = oauth.New(oauth.Config{Server: a.Server, Store: store, Auth: a.Auth, BaseURL: func() string { return a.Cfg.BaseURL },
-		Now: cfg.OAuthClock, RegistrationsPerHour: cfg.OAuthRegistrationsPerHour, Registry: a.Registry, Log: cfg.Log})
+		Now: cfg.OAuthClock, RegistrationsPerHour: cfg.OAuthRegistrationsPerHour, SweepEvery: cfg.OAuthSweepEvery, Registry: a.Registry, Log: cfg.Log})
 	a.OAuth.Register()
 	a.registerConnector()
 	if err := web.Register(web.Deps{Server: a.Server, Store: store, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log}); err != nil {
@@ -341,7 +344,13 @@ func (a *App) Start(ctx context.Context) error {
 	a.stopSweep, a.sweepDone = stopSweep, make(chan struct{})
 	go func() {
 		defer close(a.sweepDone)
+		oauthDone := make(chan struct{})
+		go func() {
+			defer close(oauthDone)
+			a.OAuth.Run(sweepCtx)
+		}()
 		a.Sessions.Run(sweepCtx)
+		<-oauthDone
 	}()
 	useCtx, stopKeyUse := context.WithCancel(context.Background())
 	a.stopKeyUse, a.keyUseDone = stopKeyUse, make(chan struct{})
