@@ -240,7 +240,11 @@ func TestMCPOAuthWithTheSDKClient(t *testing.T) {
 	_, err = s.CallTool(ctx, &mcp.CallToolParams{Name: "whoami"})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "access_denied")
-	require.Len(t, cb.urls(), 2, "the revoked grant sent the client back to the user")
+	again := cb.urls()
+	require.Len(t, again, 2, "the revoked grant sent the client back to the user")
+	au2, err := url.Parse(again[1])
+	require.NoError(t, err)
+	require.NotEqual(t, q.Get("client_id"), au2.Query().Get("client_id"), "the SDK registers anew on every authorization")
 	require.Equal(t, 401, b.bearer(tokens.tok.AccessToken, "POST", "/mcp").status)
 	_, err = tokens.cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: tokens.tok.RefreshToken}).Token()
 	var re *oauth2.RetrieveError
