@@ -3,10 +3,10 @@ GO ?= go
 BIN := bin/herald
 DATA ?= ./data
 
-.PHONY: help run build test test-short bench bench-micro lint tidy clean
+.PHONY: help run build test test-short bench bench-micro mcp-e2e lint tidy clean
 
 help: ## Show the targets.
-	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
 
 run: build ## Start Herald in sandbox mode (simulator, demo user and key) on 127.0.0.1:8080.
 	$(BIN) serve --sandbox --data $(DATA)
@@ -28,6 +28,9 @@ BENCH_MICRO_PKGS := ./persistence/ ./actors/ ./actors/account/ ./actors/schedule
 
 bench-micro: ## Run the Go micro-benchmarks: store, codec, directory, Ask, rate budget, scheduler, one network call (benchstat-comparable; save two runs and `benchstat old.txt new.txt`).
 	$(GO) test -run '^$$' -bench '$(BENCH_MICRO)' -benchmem -benchtime 500ms -count 6 -timeout 30m $(BENCH_MICRO_PKGS)
+
+mcp-e2e: ## The MCP endpoint against the official clients (TypeScript SDK with key and OAuth, Inspector CLI) on a throwaway sandbox; needs node/npm, installs from npm (not part of `make test`).
+	e2e/mcp/run.sh
 
 lint: ## gofmt and go vet.
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && exit 1)

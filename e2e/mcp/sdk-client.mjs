@@ -1,0 +1,233 @@
+// Herald's /mcp endpoint against the official TypeScript SDK client (@modelcontextprotocol/sdk):
+// first with the sandbox API key as a bearer header, then with OAuth, the consent given headlessly
+// by a client holding the demo user's dashboard session.
+//
+// Environment: HERALD_URL (base URL), HERALD_KEY (sandbox API key), HERALD_EMAIL and
+// HERALD_PASSWORD (the sandbox user's dashboard sign-in). Exits non-zero on the first failure.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+
+const base = need("HERALD_URL");
+const key = need("HERALD_KEY");
+const email = need("HERALD_EMAIL");
+const password = need("HERALD_PASSWORD");
+const mcpURL = new URL(base + "/mcp");
+
+function need(name) {
+  const v = process.env[name];
+  if (!v) fail(`${name} is not set`);
+  return v;
+}
+
+function fail(msg) {
+  console.error(`FAIL: ${msg}`);
+  process.exit(1);
+}
+
+function check(cond, msg, detail) {
+  if (!cond) fail(`${msg}${detail === undefined ? "" : `: ${typeof detail === "string" ? detail : JSON.stringify(detail)}`}`);
+  console.log(`  ok  ${msg}`);
+}
+
+// callJSON calls a tool and returns its JSON answer (the text content), failing on a tool error.
+async function callJSON(client, name, args = {}) {
+  const res = await client.callTool({ name, arguments: args });
+  const text = (res.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("");
+  if (res.isError) fail(`${name} answered an error: ${text}`);
+  try {
+    return res.structuredContent ?? JSON.parse(text);
+  } catch {
+    fail(`${name} did not answer JSON: ${text}`);
+  }
+}
+
+// --- 1. API key as a bearer header -------------------------------------------------------------
+async function withKey() {
+  console.log(`SDK client, API key: ${mcpURL}`);
+  const client = new Client({ name: "herald-e2e-sdk-key", version: "1.0.0" });
+  const transport = new StreamableHTTPClientTransport(mcpURL, {
+    requestInit: { headers: { Authorization: `Bearer ${key}` } },
+  });
+  await client.connect(transport);
+  check(client.getServerVersion()?.name, "initialize", client.getServerVersion());
+  console.log(`      server ${JSON.stringify(client.getServerVersion())}, protocol ${transport.protocolVersion ?? "?"}`);
+
+  const { tools } = await client.listTools();
+  const names = tools.map((t) => t.name);
+  for (const want of ["whoami", "list_accounts", "create_draft"]) {
+    check(names.includes(want), `tools/list names ${want}`, names);
+  }
+  console.log(`      ${tools.length} tools: ${names.join(", ")}`);
+
+  const me = await callJSON(client, "whoami");
+  check(me.email === email, `whoami is ${email}`, me);
+
+  const accts = await callJSON(client, "list_accounts");
+  const data = accts.data ?? [];
+  check(Array.isArray(data) && data.length > 0, `list_accounts lists the sandbox accounts (${data.length})`, accts);
+
+  const draft = await callJSON(client, "create_draft", {
+    content: "drafted by the official TypeScript SDK client",
+    accounts: [data[0].id],
+  });
+  check(typeof draft.id === "string" && draft.id !== "", `create_draft made draft ${draft.id}`, draft);
+  await client.close();
+}
+
+// --- 2. OAuth ----------------------------------------------------------------------------------
+
+// A small cookie jar over fetch: enough for the dashboard session and its CSRF cookie.
+class Browser {
+  constructor() {
+    this.cookies = new Map();
+  }
+  async fetch(url, init = {}) {
+    const headers = new Headers(init.headers ?? {});
+    if (this.cookies.size) headers.set("Cookie", [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; "));
+    const res = await fetch(url, { ...init, headers, redirect: "manual" });
+    for (const sc of res.headers.getSetCookie()) {
+      const [pair] = sc.split(";");
+      const i = pair.indexOf("=");
+      const name = pair.slice(0, i).trim();
+      const value = pair.slice(i + 1).trim();
+      if (/max-age=0|expires=thu, 01 jan 1970/i.test(sc) || value === "") this.cookies.delete(name);
+      else this.cookies.set(name, value);
+    }
+    return res;
+  }
+}
+
+function htmlUnescape(s) {
+  return s
+    .replaceAll("&#34;", '"').replaceAll("&#39;", "'").replaceAll("&#43;", "+")
+    .replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&amp;", "&");
+}
+
+// The signed-in user approving on the consent page: GET the authorization URL with the session,
+// post the form's hidden fields back with decision=approve, and read the code from the redirect.
+async function consent(browser, authURL, redirectURL) {
+  const page = await browser.fetch(authURL);
+  const html = await page.text();
+  if (page.status !== 200) fail(`consent page: ${page.status} ${html.slice(0, 300)}`);
+  const form = new URLSearchParams();
+  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
+    form.append(m[1], htmlUnescape(m[2]));
+  }
+  check(form.get("csrf_token"), "consent page carries the form and its csrf_token", html.slice(0, 300));
+  form.set("decision", "approve");
+  const action = new URL(authURL);
+  action.search = "";
+  const res = await browser.fetch(action, {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: base },
+    body: form,
+  });
+  const loc = res.headers.get("Location");
+  if (res.status < 300 || res.status > 399 || !loc) fail(`consent: ${res.status} ${await res.text()}`);
+  const back = new URL(loc, action);
+  check(back.origin + back.pathname === redirectURL, `consent redirects to the client's redirect URI`, loc);
+  if (back.searchParams.get("error")) fail(`authorization refused: ${back.searchParams.get("error")}`);
+  return { code: back.searchParams.get("code"), state: back.searchParams.get("state"), iss: back.searchParams.get("iss") };
+}
+
+// An OAuthClientProvider kept in memory: registration, PKCE verifier and tokens live here, and
+// redirectToAuthorization is the user's browser.
+class HeadlessProvider {
+  constructor(browser, redirectURL) {
+    this.browser = browser;
+    this.redirect = redirectURL;
+    this.info = undefined;
+    this.tok = undefined;
+    this.verifier = undefined;
+    this.authURL = undefined;
+    this.result = undefined;
+  }
+  get redirectUrl() {
+    return this.redirect;
+  }
+  get clientMetadata() {
+    return {
+      client_name: "Herald e2e (TypeScript SDK)",
+      redirect_uris: [this.redirect],
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "none",
+    };
+  }
+  clientInformation() {
+    return this.info;
+  }
+  saveClientInformation(info) {
+    this.info = info;
+  }
+  tokens() {
+    return this.tok;
+  }
+  saveTokens(tokens) {
+    this.tok = tokens;
+  }
+  saveCodeVerifier(v) {
+    this.verifier = v;
+  }
+  codeVerifier() {
+    if (!this.verifier) throw new Error("no code verifier saved");
+    return this.verifier;
+  }
+  async redirectToAuthorization(url) {
+    this.authURL = new URL(url);
+    this.result = await consent(this.browser, this.authURL, this.redirect);
+  }
+}
+
+async function withOAuth() {
+  console.log(`SDK client, OAuth: ${mcpURL}`);
+  const browser = new Browser();
+  const signin = await browser.fetch(`${base}/signin`, {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: base },
+    body: new URLSearchParams({ email, password, next: "/" }),
+  });
+  check(signin.status === 303 && browser.cookies.size > 0, `signed in to the dashboard as ${email}`, `${signin.status} ${await signin.text()}`);
+
+  // Nothing listens here: the consent's redirect is read from its Location header.
+  const redirectURL = "http://127.0.0.1:1/callback";
+  const provider = new HeadlessProvider(browser, redirectURL);
+
+  let client = new Client({ name: "herald-e2e-sdk-oauth", version: "1.0.0" });
+  let transport = new StreamableHTTPClientTransport(mcpURL, { authProvider: provider });
+  let unauthorized = false;
+  try {
+    await client.connect(transport);
+  } catch (e) {
+    if (!(e instanceof UnauthorizedError)) throw e;
+    unauthorized = true;
+  }
+  check(unauthorized, "without a token the SDK is sent to authorize (401, discovery, registration)");
+  check(provider.info?.client_id?.startsWith("hcl_"), `registered dynamically as ${provider.info?.client_id}`, provider.info);
+  const q = provider.authURL.searchParams;
+  check(q.get("code_challenge_method") === "S256", "authorization request uses PKCE S256", q.toString());
+  check(q.get("resource") === mcpURL.href, `authorization request names resource ${q.get("resource")}`, q.toString());
+  console.log(`      scope requested: ${q.get("scope")}`);
+  check(provider.result?.code, "consent approved, code received", provider.result);
+
+  await transport.finishAuth(provider.result.code);
+  check(provider.tok?.access_token && provider.tok?.refresh_token, `token exchange: access and refresh tokens (scope "${provider.tok?.scope}")`, provider.tok);
+
+  client = new Client({ name: "herald-e2e-sdk-oauth", version: "1.0.0" });
+  transport = new StreamableHTTPClientTransport(mcpURL, { authProvider: provider });
+  await client.connect(transport);
+  const me = await callJSON(client, "whoami");
+  check(me.email === email, `whoami over OAuth is ${email}`, me);
+  const accts = await callJSON(client, "list_accounts");
+  check((accts.data ?? []).length > 0, `list_accounts over OAuth (${(accts.data ?? []).length})`, accts);
+  await client.close();
+}
+
+try {
+  await withKey();
+  await withOAuth();
+  console.log("SDK client: all checks passed");
+} catch (e) {
+  fail(e?.stack ?? String(e));
+}
