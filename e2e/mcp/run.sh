@@ -74,4 +74,25 @@ out="$(cd "$here" && PATH="$node22dir:$PATH" npx --no-install @modelcontextproto
 printf '%s' "$out" | grep -q 'demo@herald.local' || { echo "FAIL: inspector whoami:"; echo "$out"; exit 1; }
 echo "  ok  inspector tools/call whoami with the key: demo@herald.local"
 
+step "4. MCP Inspector CLI with OAuth (consent approved headlessly, callback on 127.0.0.1:6276)"
+(cd "$here" && PATH="$node22dir:$PATH" MCP_AUTO_OPEN_ENABLED=true BROWSER=/bin/true timeout 90 npx --no-install \
+  @modelcontextprotocol/inspector --cli "$base/mcp" --transport http --method tools/list \
+  >"$data/inspector-oauth.out" 2>"$data/inspector-oauth.err") &
+ipid=$!
+authurl=""
+for _ in $(seq 1 150); do
+  authurl="$(grep -o 'Please navigate to: .*' "$data/inspector-oauth.err" 2>/dev/null | sed 's/Please navigate to: //' || true)"
+  [ -n "$authurl" ] && break
+  sleep 0.2
+done
+[ -n "$authurl" ] || { echo "FAIL: inspector printed no authorization URL"; cat "$data/inspector-oauth.err"; kill "$ipid" 2>/dev/null; exit 1; }
+echo "      inspector asks: ${authurl%%\?*}?…scope=$(node -e 'console.log(new URL(process.argv[1]).searchParams.get("scope"))' "$authurl")"
+callback="$(cd "$here" && HERALD_URL="$base" HERALD_EMAIL="demo@herald.local" HERALD_PASSWORD="$password" node consent.mjs "$authurl")" ||
+  { kill "$ipid" 2>/dev/null; exit 1; }
+curl -fsS -o /dev/null "$callback" || { echo "FAIL: GET the inspector's callback"; kill "$ipid" 2>/dev/null; exit 1; }
+wait "$ipid" || { echo "FAIL: inspector (OAuth) exited non-zero"; cat "$data/inspector-oauth.err"; exit 1; }
+n="$(node -e 'const t=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8")).tools||[];if(!t.some(x=>x.name==="whoami"))process.exit(1);console.log(t.length)' "$data/inspector-oauth.out")" ||
+  { echo "FAIL: inspector (OAuth) tools/list:"; head -c 2000 "$data/inspector-oauth.out"; exit 1; }
+echo "  ok  inspector tools/list over OAuth: $n tools"
+
 step "mcp-e2e: all checks passed"

@@ -7,6 +7,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { Browser, consent, signIn } from "./consent.mjs";
 
 const base = need("HERALD_URL");
 const key = need("HERALD_KEY");
@@ -77,60 +78,6 @@ async function withKey() {
 
 // --- 2. OAuth ----------------------------------------------------------------------------------
 
-// A small cookie jar over fetch: enough for the dashboard session and its CSRF cookie.
-class Browser {
-  constructor() {
-    this.cookies = new Map();
-  }
-  async fetch(url, init = {}) {
-    const headers = new Headers(init.headers ?? {});
-    if (this.cookies.size) headers.set("Cookie", [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; "));
-    const res = await fetch(url, { ...init, headers, redirect: "manual" });
-    for (const sc of res.headers.getSetCookie()) {
-      const [pair] = sc.split(";");
-      const i = pair.indexOf("=");
-      const name = pair.slice(0, i).trim();
-      const value = pair.slice(i + 1).trim();
-      if (/max-age=0|expires=thu, 01 jan 1970/i.test(sc) || value === "") this.cookies.delete(name);
-      else this.cookies.set(name, value);
-    }
-    return res;
-  }
-}
-
-function htmlUnescape(s) {
-  return s
-    .replaceAll("&#34;", '"').replaceAll("&#39;", "'").replaceAll("&#43;", "+")
-    .replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&amp;", "&");
-}
-
-// The signed-in user approving on the consent page: GET the authorization URL with the session,
-// post the form's hidden fields back with decision=approve, and read the code from the redirect.
-async function consent(browser, authURL, redirectURL) {
-  const page = await browser.fetch(authURL);
-  const html = await page.text();
-  if (page.status !== 200) fail(`consent page: ${page.status} ${html.slice(0, 300)}`);
-  const form = new URLSearchParams();
-  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
-    form.append(m[1], htmlUnescape(m[2]));
-  }
-  check(form.get("csrf_token"), "consent page carries the form and its csrf_token", html.slice(0, 300));
-  form.set("decision", "approve");
-  const action = new URL(authURL);
-  action.search = "";
-  const res = await browser.fetch(action, {
-    method: "POST",
-    headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: base },
-    body: form,
-  });
-  const loc = res.headers.get("Location");
-  if (res.status < 300 || res.status > 399 || !loc) fail(`consent: ${res.status} ${await res.text()}`);
-  const back = new URL(loc, action);
-  check(back.origin + back.pathname === redirectURL, `consent redirects to the client's redirect URI`, loc);
-  if (back.searchParams.get("error")) fail(`authorization refused: ${back.searchParams.get("error")}`);
-  return { code: back.searchParams.get("code"), state: back.searchParams.get("state"), iss: back.searchParams.get("iss") };
-}
-
 // An OAuthClientProvider kept in memory: registration, PKCE verifier and tokens live here, and
 // redirectToAuthorization is the user's browser.
 class HeadlessProvider {
@@ -176,20 +123,13 @@ class HeadlessProvider {
   }
   async redirectToAuthorization(url) {
     this.authURL = new URL(url);
-    this.result = await consent(this.browser, this.authURL, this.redirect);
+    this.result = await consent(this.browser, base, this.authURL, this.redirect, check);
   }
 }
 
 async function withOAuth() {
   console.log(`SDK client, OAuth: ${mcpURL}`);
-  const browser = new Browser();
-  const signin = await browser.fetch(`${base}/signin`, {
-    method: "POST",
-    headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: base },
-    body: new URLSearchParams({ email, password, next: "/" }),
-  });
-  check(signin.status === 303 && browser.cookies.size > 0, `signed in to the dashboard as ${email}`, `${signin.status} ${await signin.text()}`);
-
+  const browser = await signIn(base, email, password, check);
   // Nothing listens here: the consent's redirect is read from its Location header.
   const redirectURL = "http://127.0.0.1:1/callback";
   const provider = new HeadlessProvider(browser, redirectURL);
