@@ -12,9 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/cmd/herald/app"
+	"github.com/heraldhq/herald/http/api"
+	"github.com/heraldhq/herald/http/connect"
 	"github.com/heraldhq/herald/http/oauth"
 )
 
@@ -386,4 +390,34 @@ func TestOAuthRegistrationRateLimit(t *testing.T) {
 	r := b.post("/oauth/register", "application/json", body)
 	require.Equal(t, 429, r.status)
 	require.NotEmpty(t, r.header.Get("Retry-After"))
+}
+
+// A token whose only scope is me:read opens GET /v1/me and nothing else: every other /v1 route
+// answers 403 insufficient_scope before its handler runs.
+func TestOAuthNarrowTokenOnEveryRoute(t *testing.T) {
+	t.Parallel()
+	b := setupOAuth(t)
+	access := b.grant(b.url, "me:read")["access_token"].(string)
+	open := map[string]bool{ // no API credential at all: public or signed URLs, the browser's connect steps
+		"/v1/openapi.json": true, api.MediaUploadRoute: true, api.MediaFileRoute: true,
+		connect.AuthorizePath: true, connect.CallbackPath: true,
+	}
+	fill := strings.NewReplacer(":id", uuid.NewString(), ":trackingId", uuid.NewString(), ":postId", uuid.NewString(),
+		":commentId", "c1", ":conversationId", "d1")
+	checked := 0
+	for _, rt := range b.app.Server.Echo.Router().Routes() {
+		if !strings.HasPrefix(rt.Path, "/v1/") || open[rt.Path] || rt.Method == http.MethodOptions || rt.Method == echo.RouteAny {
+			continue
+		}
+		r := b.bearer(access, rt.Method, fill.Replace(rt.Path))
+		if rt.Method == http.MethodGet && rt.Path == "/v1/me" {
+			require.Equal(t, 200, r.status, string(r.body))
+			continue
+		}
+		require.Equal(t, 403, r.status, "%s %s: %s", rt.Method, rt.Path, r.body)
+		require.Equal(t, "forbidden", r.errorCode(t), rt.Path)
+		require.Contains(t, r.header.Get("WWW-Authenticate"), `error="insufficient_scope"`, rt.Path)
+		checked++
+	}
+	require.Greater(t, checked, 30, "every scoped /v1 route was tried")
 }
