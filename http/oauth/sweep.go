@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"github.com/heraldhq/herald/http/session"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -85,27 +86,10 @@ func (s *Service) Sweep(ctx context.Context) (Swept, error) {
 // Run sweeps every SweepEvery until ctx ends; a sweep that filled a batch is followed at once by
 // another.
 func (s *Service) Run(ctx context.Context) {
-	t := time.NewTicker(s.cfg.SweepEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			for {
-				w, err := s.Sweep(ctx)
-				if err != nil {
-					if ctx.Err() == nil {
-						s.cfg.Log.Error("oauth: sweep failed", "error", err)
-					}
-					break
-				}
-				if !w.full() {
-					break
-				}
-			}
-		}
-	}
+	session.SweepEvery(ctx, s.cfg.SweepEvery, func(ctx context.Context) (bool, error) {
+		w, err := s.Sweep(ctx)
+		return w.full(), err
+	}, func(err error) { s.cfg.Log.Error("oauth: sweep failed", "error", err) })
 }
 
 func newSweptCounter() *prometheus.CounterVec {

@@ -370,7 +370,17 @@ func (m *Manager) Sweep(ctx context.Context) (int, error) {
 
 // Run sweeps expired sessions and idle throttle entries every SweepEvery until ctx ends.
 func (m *Manager) Run(ctx context.Context) {
-	t := time.NewTicker(m.cfg.SweepEvery)
+	SweepEvery(ctx, m.cfg.SweepEvery, func(ctx context.Context) (bool, error) {
+		n, err := m.Sweep(ctx)
+		return n >= sweepBatch, err
+	}, func(err error) { m.cfg.Log.Error("session sweep failed", "error", err) })
+}
+
+// SweepEvery runs sweep every interval until ctx ends; a sweep that answers more (it filled its
+// batch) is followed at once by another. A failed sweep is logged (unless ctx ended) and tried
+// again at the next tick. Sessions and OAuth records (http/oauth) are swept this way.
+func SweepEvery(ctx context.Context, interval time.Duration, sweep func(context.Context) (more bool, err error), logErr func(error)) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
@@ -378,14 +388,14 @@ func (m *Manager) Run(ctx context.Context) {
 			return
 		case <-t.C:
 			for {
-				n, err := m.Sweep(ctx)
+				more, err := sweep(ctx)
 				if err != nil {
 					if ctx.Err() == nil {
-						m.cfg.Log.Error("session sweep failed", "error", err)
+						logErr(err)
 					}
 					break
 				}
-				if n < sweepBatch {
+				if !more {
 					break
 				}
 			}
