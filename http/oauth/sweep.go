@@ -2,11 +2,11 @@ package oauth
 
 import (
 	"context"
-	"github.com/heraldhq/herald/http/session"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/heraldhq/herald/http/session"
 	"github.com/heraldhq/herald/persistence"
 )
 
