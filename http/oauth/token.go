@@ -114,15 +114,11 @@ func (s *Service) exchangeCode(c *echo.Context, f url.Values) (*tokenResponse, *
 		return nil, fail(http.StatusBadRequest, "invalid_grant", "unknown authorization code")
 	}
 	now := s.cfg.Now().UTC()
-	var resp *tokenResponse
-	var oe *oauthError
-	revoked := false
-	err := s.cfg.Store.Update(c.Request().Context(), func(tx *persistence.Tx) error {
-		resp, oe, revoked = nil, nil, false
+	r, oe := s.runToken(c, "code exchange", func(tx *persistence.Tx, r *tokenTx) error {
 		h := auth.Hash(code)
 		rec, err := tx.OAuthCode(h)
 		if errors.Is(err, persistence.ErrNotFound) {
-			oe = fail(http.StatusBadRequest, "invalid_grant", "unknown authorization code")
+			r.oe = fail(http.StatusBadRequest, "invalid_grant", "unknown authorization code")
 			return nil
 		}
 		if err != nil {
@@ -130,29 +126,29 @@ func (s *Service) exchangeCode(c *echo.Context, f url.Values) (*tokenResponse, *
 		}
 		switch {
 		case rec.UsedAt != nil:
-			oe = fail(http.StatusBadRequest, "invalid_grant", "the authorization code was already used; the tokens it gave are revoked")
-			revoked = true
+			r.oe = fail(http.StatusBadRequest, "invalid_grant", "the authorization code was already used; the tokens it gave are revoked")
+			r.revoked = true
 			return revokeGrant(tx, rec.KeyID, now)
 		case !now.Before(rec.ExpiresAt):
-			oe = fail(http.StatusBadRequest, "invalid_grant", "the authorization code has expired (codes last 60 seconds)")
+			r.oe = fail(http.StatusBadRequest, "invalid_grant", "the authorization code has expired (codes last 60 seconds)")
 			return nil
 		case f.Get("client_id") != rec.ClientID:
-			oe = fail(http.StatusBadRequest, "invalid_grant", "the authorization code was issued to another client")
+			r.oe = fail(http.StatusBadRequest, "invalid_grant", "the authorization code was issued to another client")
 			return nil
 		case f.Get("redirect_uri") != rec.RedirectURI:
-			oe = fail(http.StatusBadRequest, "invalid_grant", "redirect_uri does not match the authorization request's")
+			r.oe = fail(http.StatusBadRequest, "invalid_grant", "redirect_uri does not match the authorization request's")
 			return nil
 		case !pkceOK(f.Get("code_verifier"), rec.CodeChallenge):
-			oe = fail(http.StatusBadRequest, "invalid_grant", "code_verifier does not match the code_challenge (PKCE S256)")
+			r.oe = fail(http.StatusBadRequest, "invalid_grant", "code_verifier does not match the code_challenge (PKCE S256)")
 			return nil
 		}
 		g, gerr, err := liveGrant(tx, rec.KeyID, now)
 		if err != nil || gerr != nil {
-			oe = gerr
+			r.oe = gerr
 			return err
 		}
-		if r := f.Get("resource"); r != "" && r != g.Resource {
-			oe = fail(http.StatusBadRequest, "invalid_target", "resource differs from the authorization request's ("+g.Resource+")")
+		if res := f.Get("resource"); res != "" && res != g.Resource {
+			r.oe = fail(http.StatusBadRequest, "invalid_target", "resource differs from the authorization request's ("+g.Resource+")")
 			return nil
 		}
 		t := now
@@ -160,17 +156,13 @@ func (s *Service) exchangeCode(c *echo.Context, f url.Values) (*tokenResponse, *
 		if err := tx.PutOAuthCode(h, rec); err != nil {
 			return err
 		}
-		resp, err = s.issue(tx, g, now)
+		r.resp, err = s.issue(tx, g, now)
 		return err
 	})
-	if err != nil {
-		s.cfg.Log.Error("oauth: code exchange failed", append(server.LogAttrs(c), "error", err)...)
-		return nil, fail(http.StatusInternalServerError, "server_error", "Herald could not complete the request; try again")
+	if oe != nil {
+		return nil, oe
 	}
-	if revoked {
-		s.cfg.Auth.Invalidate()
-	}
-	return resp, oe
+	return r.resp, r.oe
 }
 
 // refresh is the refresh_token grant: refresh_token, client_id, resource (optional). Refresh
@@ -183,15 +175,11 @@ func (s *Service) refresh(c *echo.Context, f url.Values) (*tokenResponse, *oauth
 		return nil, fail(http.StatusBadRequest, "invalid_grant", "unknown refresh token")
 	}
 	now := s.cfg.Now().UTC()
-	var resp *tokenResponse
-	var oe *oauthError
-	revoked := false
-	err := s.cfg.Store.Update(c.Request().Context(), func(tx *persistence.Tx) error {
-		resp, oe, revoked = nil, nil, false
+	r, oe := s.runToken(c, "refresh", func(tx *persistence.Tx, r *tokenTx) error {
 		h := auth.Hash(raw)
 		tok, err := tx.OAuthToken(h)
 		if errors.Is(err, persistence.ErrNotFound) || (err == nil && tok.Kind != persistence.TokenRefresh) {
-			oe = fail(http.StatusBadRequest, "invalid_grant", "unknown refresh token")
+			r.oe = fail(http.StatusBadRequest, "invalid_grant", "unknown refresh token")
 			return nil
 		}
 		if err != nil {
@@ -199,23 +187,23 @@ func (s *Service) refresh(c *echo.Context, f url.Values) (*tokenResponse, *oauth
 		}
 		g, gerr, err := liveGrant(tx, tok.KeyID, now)
 		if err != nil || gerr != nil {
-			oe = gerr
+			r.oe = gerr
 			return err
 		}
 		switch {
 		case f.Get("client_id") != g.ClientID:
-			oe = fail(http.StatusBadRequest, "invalid_grant", "the refresh token was issued to another client")
+			r.oe = fail(http.StatusBadRequest, "invalid_grant", "the refresh token was issued to another client")
 			return nil
 		case tok.RotatedAt != nil:
-			oe = fail(http.StatusBadRequest, "invalid_grant", "the refresh token was already used; the grant is revoked: authorize again")
-			revoked = true
+			r.oe = fail(http.StatusBadRequest, "invalid_grant", "the refresh token was already used; the grant is revoked: authorize again")
+			r.revoked = true
 			return revokeGrant(tx, tok.KeyID, now)
 		case !now.Before(tok.ExpiresAt):
-			oe = fail(http.StatusBadRequest, "invalid_grant", "the refresh token has expired: authorize again")
+			r.oe = fail(http.StatusBadRequest, "invalid_grant", "the refresh token has expired: authorize again")
 			return nil
 		}
-		if r := f.Get("resource"); r != "" && r != g.Resource {
-			oe = fail(http.StatusBadRequest, "invalid_target", "resource differs from the grant's ("+g.Resource+")")
+		if res := f.Get("resource"); res != "" && res != g.Resource {
+			r.oe = fail(http.StatusBadRequest, "invalid_target", "resource differs from the grant's ("+g.Resource+")")
 			return nil
 		}
 		t := now
@@ -223,18 +211,42 @@ func (s *Service) refresh(c *echo.Context, f url.Values) (*tokenResponse, *oauth
 		if err := tx.PutOAuthToken(h, tok); err != nil {
 			return err
 		}
-		resp, err = s.issue(tx, g, now)
+		r.resp, err = s.issue(tx, g, now)
 		return err
 	})
-	if err != nil {
-		s.cfg.Log.Error("oauth: refresh failed", append(server.LogAttrs(c), "error", err)...)
-		return nil, fail(http.StatusInternalServerError, "server_error", "Herald could not complete the request; try again")
+	if oe != nil {
+		return nil, oe
 	}
-	if revoked {
-		s.cfg.Auth.Invalidate()
+	if r.revoked {
 		s.cfg.Log.Warn("oauth: refresh token reused; grant revoked", server.LogAttrs(c)...)
 	}
-	return resp, oe
+	return r.resp, r.oe
+}
+
+// tokenTx is what one token request's transaction answers, and whether it revoked a grant.
+type tokenTx struct {
+	resp    *tokenResponse
+	oe      *oauthError
+	revoked bool
+}
+
+// runToken runs a token request's transaction. fn may run more than once (the store's contract):
+// it starts from an empty tokenTx each time. A store failure is a server_error (logged as what
+// failed); a revoked grant clears the authenticator's cache, so that its tokens fail at once.
+func (s *Service) runToken(c *echo.Context, what string, fn func(*persistence.Tx, *tokenTx) error) (*tokenTx, *oauthError) {
+	var r *tokenTx
+	err := s.cfg.Store.Update(c.Request().Context(), func(tx *persistence.Tx) error {
+		r = &tokenTx{}
+		return fn(tx, r)
+	})
+	if err != nil {
+		s.cfg.Log.Error("oauth: "+what+" failed", append(server.LogAttrs(c), "error", err)...)
+		return nil, fail(http.StatusInternalServerError, "server_error", "Herald could not complete the request; try again")
+	}
+	if r.revoked {
+		s.cfg.Auth.Invalidate()
+	}
+	return r, nil
 }
 
 // revoke is POST /oauth/revoke (RFC 7009): token, token_type_hint, client_id. An access token
