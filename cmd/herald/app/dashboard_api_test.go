@@ -2,17 +2,14 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
 	"github.com/stretchr/testify/require"
-	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/http/auth"
@@ -27,21 +24,7 @@ func (br *browser) stream(ctx context.Context, path string) ([]sseEvent, error) 
 	if err != nil {
 		return nil, err
 	}
-	client := &sse.Client{HTTPClient: br.client, Backoff: sse.Backoff{MaxRetries: -1}}
-	conn := client.NewConnection(req)
-	var mu sync.Mutex
-	var events []sseEvent
-	conn.SubscribeToAll(func(e sse.Event) {
-		var data map[string]any
-		_ = json.Unmarshal([]byte(e.Data), &data)
-		mu.Lock()
-		events = append(events, sseEvent{Type: e.Type, ID: e.LastEventID, Data: data})
-		mu.Unlock()
-	})
-	err = conn.Connect()
-	mu.Lock()
-	defer mu.Unlock()
-	return events, err
+	return readStream(br.client, req)
 }
 
 // The mirror rule: every operation of the /v1 door is served by the /api door with the same

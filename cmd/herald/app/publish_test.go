@@ -220,7 +220,12 @@ func (b *testBundle) stream(ctx context.Context, jobID string) ([]sseEvent, erro
 		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+b.key)
-	client := &sse.Client{HTTPClient: &http.Client{}, Backoff: sse.Backoff{MaxRetries: -1}}
+	return readStream(&http.Client{}, req)
+}
+
+// readStream follows an SSE stream with a real SSE client until the server ends it.
+func readStream(hc *http.Client, req *http.Request) ([]sseEvent, error) {
+	client := &sse.Client{HTTPClient: hc, Backoff: sse.Backoff{MaxRetries: -1}}
 	conn := client.NewConnection(req)
 	var mu sync.Mutex
 	var events []sseEvent
@@ -231,7 +236,7 @@ func (b *testBundle) stream(ctx context.Context, jobID string) ([]sseEvent, erro
 		events = append(events, sseEvent{Type: e.Type, ID: e.LastEventID, Data: data})
 		mu.Unlock()
 	})
-	err = conn.Connect()
+	err := conn.Connect()
 	mu.Lock()
 	defer mu.Unlock()
 	return events, err
