@@ -207,57 +207,54 @@ func (a *Authenticator) Authenticate(header string) (*Principal, error) {
 }
 
 func (a *Authenticator) load(hash []byte) (*Principal, error) {
-	var p Principal
-	err := a.store.View(func(tx *persistence.Tx) error {
+	return a.principalIn(func(tx *persistence.Tx) (Principal, error) {
 		k, err := tx.APIKeyByHash(hash)
 		if err != nil {
-			return err
+			return Principal{}, err
 		}
 		u, err := tx.User(k.UserID)
 		if err != nil {
-			return err
+			return Principal{}, err
 		}
-		p = Principal{User: u, Key: k}
-		return nil
+		return Principal{User: u, Key: k}, nil
 	})
-	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, ErrUnknown
-	}
-	if err != nil {
-		return nil, err
-	}
-	if p.Key.RevokedAt != nil {
-		return nil, ErrRevoked
-	}
-	return &p, nil
 }
 
 // loadToken resolves an OAuth access token: the token, its grant, the connector key behind it
 // (revoked: the token is refused at once) and its owner.
 func (a *Authenticator) loadToken(hash []byte) (*Principal, error) {
-	var p Principal
-	err := a.store.View(func(tx *persistence.Tx) error {
+	return a.principalIn(func(tx *persistence.Tx) (Principal, error) {
 		tok, err := tx.OAuthToken(hash)
 		if err != nil {
-			return err
+			return Principal{}, err
 		}
 		if tok.Kind != persistence.TokenAccess {
-			return persistence.ErrNotFound
+			return Principal{}, persistence.ErrNotFound
 		}
 		g, err := tx.OAuthGrant(tok.KeyID)
 		if err != nil {
-			return err
+			return Principal{}, err
 		}
 		k, err := tx.APIKey(tok.KeyID)
 		if err != nil {
-			return err
+			return Principal{}, err
 		}
 		u, err := tx.User(k.UserID)
 		if err != nil {
-			return err
+			return Principal{}, err
 		}
-		p = Principal{User: u, Key: k, Resource: g.Resource, Scopes: g.Scopes, TokenExpiresAt: tok.ExpiresAt}
-		return nil
+		return Principal{User: u, Key: k, Resource: g.Resource, Scopes: g.Scopes, TokenExpiresAt: tok.ExpiresAt}, nil
+	})
+}
+
+// principalIn reads a principal in one read transaction: a record that is not there is
+// ErrUnknown, and a principal whose key is revoked is ErrRevoked.
+func (a *Authenticator) principalIn(read func(tx *persistence.Tx) (Principal, error)) (*Principal, error) {
+	var p Principal
+	err := a.store.View(func(tx *persistence.Tx) error {
+		var err error
+		p, err = read(tx)
+		return err
 	})
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, ErrUnknown
