@@ -53,7 +53,7 @@ func BenchmarkCheckFile(b *testing.B) {
 		b.Fatal(err)
 	}
 	st, _ := os.Stat(path)
-	b.Logf("store of %s", formatBytes(st.Size()))
+	b.Logf("store of %.2f GB", float64(st.Size())/(1<<30))
 	b.Run("full", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			r, err := CheckFile(path, time.Second)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -158,7 +157,7 @@ func inspect(r io.ReaderAt, size int64, full bool) (*fileLayout, []string, int) 
 	in := &inspector{r: r, full: full, owner: map[uint64]string{}}
 	in.lay.size = size
 	if size == 0 {
-		in.problem("it is empty (0 bytes), and a database file Herald has written holds at least 4 pages")
+		in.problem("it is empty (0 bytes), but a database file Herald has written holds at least 4 pages; if Herald never started on this directory, delete the file")
 		return nil, in.problems, 0
 	}
 	metas := in.readMetas(size)
@@ -176,7 +175,7 @@ func inspect(r io.ReaderAt, size int64, full bool) (*fileLayout, []string, int) 
 		return nil, in.problems, in.more
 	}
 	if end := cur.pgid * cur.pageSize; uint64(size) < end {
-		in.problem("it is truncated: %d bytes long, but its pages reach byte %d (%d pages of %d bytes)", size, end, cur.pgid, cur.pageSize)
+		in.problem("it is truncated to %d bytes, but its pages reach byte %d (%d pages of %d bytes)", size, end, cur.pgid, cur.pageSize)
 		return nil, in.problems, in.more
 	}
 	for _, m := range metas {
@@ -478,17 +477,4 @@ func guard(path string, fn func() error) (err error) {
 		}
 	}()
 	return fn()
-}
-
-// formatBytes prints a size in bytes, KB, MB or GB (powers of 1024).
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return strconv.FormatFloat(float64(n)/(1<<30), 'f', 2, 64) + " GB"
-	case n >= 1<<20:
-		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MB"
-	case n >= 1<<10:
-		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KB"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
 }

@@ -161,8 +161,8 @@ func TestDamagedFilesAreRefused(t *testing.T) {
 	}{
 		{"empty", func(t *testing.T, p string) { require.NoError(t, os.Truncate(p, 0)) }, true, "it is empty (0 bytes)"},
 		{"truncated to 10 bytes", func(t *testing.T, p string) { require.NoError(t, os.Truncate(p, 10)) }, true, "10 bytes long, too short"},
-		{"truncated to 100 bytes", func(t *testing.T, p string) { require.NoError(t, os.Truncate(p, 100)) }, true, "it is truncated: 100 bytes long"},
-		{"truncated to half its pages", func(t *testing.T, p string) { require.NoError(t, os.Truncate(p, int64(used/2))) }, true, "it is truncated"},
+		{"truncated to 100 bytes", func(t *testing.T, p string) { require.NoError(t, os.Truncate(p, 100)) }, true, "it is truncated to 100 bytes"},
+		{"truncated to half its pages", func(t *testing.T, p string) { require.NoError(t, os.Truncate(p, int64(used/2))) }, true, "it is truncated to "},
 		{"meta page 0 overwritten", func(t *testing.T, p string) { overwrite(t, p, 0, garbage(int(pageSize))) }, true, "meta page 0 is not valid (no bbolt magic number)"},
 		{"meta page 1 overwritten", func(t *testing.T, p string) { overwrite(t, p, int64(pageSize), garbage(int(pageSize))) }, true, "meta page 1 is not valid"},
 		{"both meta pages overwritten", func(t *testing.T, p string) { overwrite(t, p, 0, garbage(2*int(pageSize))) }, true, "it is not a bbolt database"},
