@@ -13,7 +13,8 @@ import (
 )
 
 // BenchmarkCheckFile measures a full check (CheckFile: every page read, bbolt's consistency
-// check, Herald's cross-checks) and the quick inspection Open makes by default, on a store of
+// check, Herald's cross-checks), Open with it (--check-on-start), the page-by-page structure
+// walk alone, and the quick inspection Open makes by default, on a store of
 // HERALD_CHECK_BENCH_MB megabytes of posts (default 64; docs/operations.md quotes a 1 GB run:
 // HERALD_CHECK_BENCH_MB=1024 go test -run '^$' -bench CheckFile -benchtime 3x ./persistence/).
 func BenchmarkCheckFile(b *testing.B) {
@@ -60,6 +61,15 @@ func BenchmarkCheckFile(b *testing.B) {
 			if err != nil || !r.Sound() {
 				b.Fatal(err, r.Problems)
 			}
+		}
+	})
+	b.Run("open-check", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			s, err := Open(dir, Options{Check: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = s.Close()
 		}
 	})
 	b.Run("structure", func(b *testing.B) {

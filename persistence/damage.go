@@ -138,6 +138,7 @@ type inspector struct {
 	lay      fileLayout
 	full     bool
 	owner    map[uint64]string // page → the bucket whose tree holds it
+	spare    [][]byte          // page buffers done with, reused
 	problems []string
 	more     int
 }
@@ -252,7 +253,12 @@ func (in *inspector) page(id uint64, where string) []byte {
 		in.problem("%s names page %d, which already belongs to %s", where, id, prev)
 		return nil
 	}
-	b := make([]byte, ps)
+	var b []byte
+	if n := len(in.spare); n > 0 {
+		b, in.spare = in.spare[n-1], in.spare[:n-1]
+	} else {
+		b = make([]byte, ps)
+	}
 	if _, err := in.r.ReadAt(b, int64(id*ps)); err != nil {
 		in.problem("%s: page %d cannot be read: %v", where, id, err)
 		return nil
@@ -281,6 +287,13 @@ func (in *inspector) page(id uint64, where string) []byte {
 		}
 	}
 	return b
+}
+
+// done takes back a page buffer for another page.
+func (in *inspector) done(b []byte) {
+	if uint64(len(b)) == in.lay.pageSize {
+		in.spare = append(in.spare, b)
+	}
 }
 
 // freelist checks the freelist page and the page ids it lists.
@@ -336,6 +349,7 @@ func (in *inspector) walk(id uint64, bucket string, descend bool, depth int) {
 	if b == nil {
 		return
 	}
+	defer in.done(b)
 	flags, count := ne.Uint16(b[8:]), int(ne.Uint16(b[10:]))
 	switch flags {
 	case flagBranch:
