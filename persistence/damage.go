@@ -436,7 +436,6 @@ func bucketName(k []byte) string {
 // preflight inspects the database file at path before bbolt opens it, holding the file's lock
 // meanwhile (shared for reading, exclusive for writing) so that no writer changes it under the
 // reads. A missing file is fine (Open creates it); a lock held by another process is ErrLocked.
-// held, when not nil, runs while the lock is still held (CheckFile opens bbolt there).
 func preflight(path string, full, exclusive bool, timeout time.Duration) (*fileLayout, error) {
 	st, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
