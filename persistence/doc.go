@@ -62,6 +62,12 @@
 // start empty (user_passwords, sessions, sessions_user, the oauth_ buckets) are created when the store opens and need
 // no new layout version.
 //
+// A damaged file is refused, never run on: Open reads the file's structure with plain reads
+// before bbolt maps it (the meta pages, the high-water mark against the file's size, the
+// freelist, every bucket's root page; with Options.Check every page, bbolt's consistency check
+// and Herald's cross-checks of indexes against records) and returns a *DamagedError;
+// CheckFile runs the full check on a file no process writes (damage.go, check.go).
+//
 // Writes go through Store.Update, which group-commits: the writes of many callers that arrive
 // while a commit is running share the next transaction and its single fsync, and every caller
 // returns only once its write is durable. Reads use Store.View and never hold a transaction across

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -61,6 +62,11 @@ type Options struct {
 	OnCommit func(writes int, d time.Duration, err error)
 	// ReadOnly opens the file for reading only.
 	ReadOnly bool
+	// Check reads every page of the file and runs bbolt's consistency check and Herald's
+	// cross-checks (CheckFile's) before the store opens; without it Open checks only the
+	// file's structure up to each bucket's root page (damage.go). A damaged file is a
+	// *DamagedError either way.
+	Check bool
 }
 
 // Store is the bbolt database with its group committer.
@@ -83,8 +89,10 @@ type write struct {
 	ok  chan struct{}
 }
 
-// Open opens (creating if needed) the database in dir.
-func Open(dir string, opts Options) (*Store, error) {
+// Open opens (creating if needed) the database in dir. A damaged file is a *DamagedError
+// (errors.Is ErrDamaged); an empty one is damaged too, not a new store (docs/operations.md,
+// Damaged data).
+func Open(dir string, opts Options) (_ *Store, err error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = 2 * time.Second
 	}
@@ -94,7 +102,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("persistence: create data directory: %w", err)
 	}
-	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, &bolt.Options{
+	path := filepath.Join(dir, FileName)
+	if _, err := preflight(path, opts.Check, !opts.ReadOnly, opts.LockTimeout); err != nil {
+		return nil, err
+	}
+	db, err := openBolt(path, &bolt.Options{
 		Timeout:         opts.LockTimeout,
 		InitialMmapSize: 256 << 20,
 		FreelistType:    bolt.FreelistMapType,
@@ -103,9 +115,20 @@ func Open(dir string, opts Options) (*Store, error) {
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, ErrLocked
 	}
+	if errors.Is(err, ErrDamaged) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("persistence: open: %w", err)
 	}
+	// What bbolt still panics on while the store opens (a page whose contents lie) is damage.
+	defer func() {
+		if r := recover(); r != nil {
+			_ = db.Close()
+			err = &DamagedError{Path: path, Problems: []string{"bbolt failed reading it: " + fmt.Sprint(r)}}
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	if !opts.ReadOnly {
 		if err := db.Update(func(tx *bolt.Tx) error {
 			for _, name := range bucketNames {
@@ -136,6 +159,12 @@ func Open(dir string, opts Options) (*Store, error) {
 		}); err != nil {
 			_ = db.Close()
 			return nil, fmt.Errorf("persistence: create buckets: %w", err)
+		}
+	}
+	if opts.Check {
+		if r := checkDB(db, path); len(r.Problems) > 0 {
+			_ = db.Close()
+			return nil, &DamagedError{Path: path, Problems: r.Problems, More: r.More}
 		}
 	}
 	s := &Store{db: db, opts: opts, writes: make(chan *write, 4096), done: make(chan struct{}), closed: make(chan struct{})}

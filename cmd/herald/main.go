@@ -1,6 +1,7 @@
 // Command herald is Herald's one binary: the API server (serve), the network simulator (sim),
-// user, key and account management (users, keys, accounts), backups (backup), the bench suite
-// (bench) and the MCP tools over stdio for a local AI host (mcp).
+// user, key and account management (users, keys, accounts), backups (backup), the database
+// file's check (check), the bench suite (bench) and the MCP tools over stdio for a local AI host
+// (mcp).
 package main
 
 import (
@@ -15,7 +16,7 @@ import (
 const usage = `herald — a self-hostable social publishing API server
 
 Usage:
-  herald serve [--addr HOST:PORT] [--data DIR] [--sandbox] [--base-url URL] [--sim-addr HOST:PORT] [--log-format text|json] [--log-level debug|info|warn|error]
+  herald serve [--addr HOST:PORT] [--data DIR] [--check-on-start] [--sandbox] [--base-url URL] [--sim-addr HOST:PORT] [--log-format text|json] [--log-level debug|info|warn|error]
                [--webhook-allow-private[=false]] [--webhook-ca-file PEM_FILE] [--webhook-timeout DURATION]
                [--session-idle DURATION] [--session-max-age DURATION]
   herald sim [--addr HOST:PORT] [--latency DURATION] [--limit-scale F]
@@ -30,6 +31,7 @@ Usage:
                       --access-token T [--refresh-token R] [--expires-in SECONDS] [--sim-url URL]
   herald accounts list --data DIR --email E
   herald backup --data DIR --out FILE
+  herald check --data DIR | --file FILE     (checks the database file, with no server running on it; exit 0 sound, 1 damaged, 3 not checked)
   herald bench [--quick] [--scenario NAME] [--out FILE]
   herald mcp [--api-url URL] [--allow-private] [--log-level debug|info|warn|error]
              (the MCP tools over stdio for a local AI host; needs HERALD_API_KEY, HERALD_API_URL defaults to http://127.0.0.1:8080)
@@ -61,6 +63,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdAccounts(args[1:], stdout)
 	case "backup":
 		err = cmdBackup(args[1:], stdout)
+	case "check":
+		err = cmdCheck(args[1:], stdout)
 	case "bench":
 		err = cmdBench(args[1:], stdout, stderr)
 	case "mcp":
@@ -77,6 +81,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		var ue *usageError
 		if errors.As(err, &ue) {
 			return 2
+		}
+		var ec interface{ ExitCode() int }
+		if errors.As(err, &ec) {
+			return ec.ExitCode()
 		}
 		return 1
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/http/admin"
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/persistence"
@@ -24,7 +25,7 @@ func offline(dir string) (*persistence.Store, error) {
 		return nil, fmt.Errorf("the database in %s is locked by another process, and no server answers on its admin socket %s; "+
 			"stop the other herald process (or wait for it to finish) and run the command again", dir, admin.SocketPath(dir))
 	}
-	return s, err
+	return s, app.DamagedStore(err, dir, "The command did not run")
 }
 
 // manage runs one management operation through the running server's admin socket when there is
