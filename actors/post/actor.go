@@ -194,6 +194,9 @@ func (a *Actor) create(ctx actor.Context, m *Create) {
 
 // createPost commits the post m creates under id, unless a post id exists already (ErrExists).
 func createPost(store *persistence.Store, id string, m *Create) (*persistence.Post, error) {
+	if err := Validate(m.Post); err != nil {
+		return nil, err
+	}
 	next := m.Post
 	next.ID = id
 	next.Version = 1
@@ -237,6 +240,12 @@ func (a *Actor) update(ctx actor.Context, m *Update) {
 	}
 	if m.MediaIDs != nil {
 		next.MediaIDs = append([]string(nil), m.MediaIDs...)
+	}
+	// The post as changed must pass the rules of a create: an edit that empties the content of a
+	// post without media, or removes the media of a post without content, is refused.
+	if err := Validate(next); err != nil {
+		actors.ReplyError(ctx, err)
+		return
 	}
 	next.UpdatedAt = a.deps.Now().UTC()
 	next.Version++

@@ -2,6 +2,7 @@ package post_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func TestCreateRefusesAnExistingPostAfterPassivation(t *testing.T) {
 	t.Cleanup(sys.Shutdown)
 	dir := actors.NewDirectory(sys, post.Kind(post.Deps{Store: store, IdleTimeout: 20 * time.Millisecond}))
 	id, user := uuid.Must(uuid.NewV7()).String(), uuid.NewString()
-	p := &persistence.Post{UserID: user, Content: "first", Status: persistence.PostDraft, CreatedAt: time.Now().UTC()}
+	p := &persistence.Post{UserID: user, Content: "first", Status: persistence.PostDraft, CreatedAt: time.Now().UTC(), Targets: targets(1)}
 	ctx := context.Background()
 	_, err = actors.Ask[*post.Reply](ctx, dir.To(id), &post.Create{Post: p})
 	require.NoError(t, err)
@@ -42,4 +43,82 @@ func TestCreateRefusesAnExistingPostAfterPassivation(t *testing.T) {
 	require.ErrorIs(t, err, post.ErrForbidden)
 	_, err = actors.Ask[*post.Reply](ctx, dir.To(uuid.NewString()), &post.Get{UserID: user})
 	require.ErrorIs(t, err, post.ErrNotFound)
+}
+
+func targets(n int) []persistence.Target {
+	out := make([]persistence.Target, n)
+	for i := range out {
+		out[i] = persistence.Target{AccountID: uuid.NewString(), Platform: "bluesky", Status: persistence.TargetPending}
+	}
+	return out
+}
+
+func str(s string) *string { return &s }
+
+// An update is held to the rules of a create, on the post as it would be after the change: no
+// edit leaves a post a create refuses, and a refused edit changes nothing.
+func TestUpdateAppliesTheCreateRules(t *testing.T) {
+	t.Parallel()
+	store, err := persistence.Open(t.TempDir(), persistence.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
+	t.Cleanup(sys.Shutdown)
+	dir := actors.NewDirectory(sys, post.Kind(post.Deps{Store: store}))
+	ctx := context.Background()
+	user := uuid.NewString()
+	create := func(content string, media []string) string {
+		id := uuid.Must(uuid.NewV7()).String()
+		p := &persistence.Post{UserID: user, Content: content, Status: persistence.PostDraft, CreatedAt: time.Now().UTC(), Targets: targets(1), MediaIDs: media}
+		_, err := actors.Ask[*post.Reply](ctx, dir.To(id), &post.Create{Post: p})
+		require.NoError(t, err)
+		return id
+	}
+	text := create("text only", nil)
+	withMedia := create("", []string{uuid.NewString()})
+
+	refused := []struct {
+		name string
+		id   string
+		msg  *post.Update
+		want string
+	}{
+		{"empty content", text, &post.Update{Content: str("")}, "content: must not be empty when the post has no media"},
+		{"blank content", text, &post.Update{Content: str(" \n\t ")}, "content: must not be empty"},
+		{"media removed from a post without content", withMedia, &post.Update{MediaIDs: []string{}}, "content: must not be empty"},
+		{"NUL", text, &post.Update{Content: str("a\x00b")}, "content: contains control character U+0000 at position 1"},
+		{"DEL", text, &post.Update{Content: str("\x7f")}, "U+007F"},
+		{"C1", text, &post.Update{Content: str("\u0085")}, "U+0085"},
+		{"invalid UTF-8", text, &post.Update{Content: str("\xff\xfe")}, "content: is not valid UTF-8: byte 0xFF at position 0"},
+		{"too long", text, &post.Update{Content: str(strings.Repeat("a", post.MaxContentLength+1))}, "content: is 63207 characters"},
+		{"no targets", text, &post.Update{Targets: []persistence.Target{}}, "platforms: must contain at least one"},
+		{"too many targets", text, &post.Update{Targets: targets(post.MaxTargets + 1)}, "platforms: at most 50"},
+		{"too many media", text, &post.Update{MediaIDs: make([]string, post.MaxMedia+1)}, "media: at most 20"},
+	}
+	for _, tc := range refused {
+		tc.msg.UserID = user
+		_, err := actors.Ask[*post.Reply](ctx, dir.To(tc.id), tc.msg)
+		var ie *post.InvalidError
+		require.ErrorAs(t, err, &ie, tc.name)
+		require.Contains(t, ie.Error(), tc.want, tc.name)
+	}
+	for id, content := range map[string]string{text: "text only", withMedia: ""} {
+		r, err := actors.Ask[*post.Reply](ctx, dir.To(id), &post.Get{UserID: user})
+		require.NoError(t, err)
+		require.Equal(t, content, r.Post.Content, "refused updates changed nothing")
+		require.EqualValues(t, 1, r.Post.Version)
+	}
+
+	// What a create allows, an update allows: empty content on a post with media, text with tabs
+	// and line breaks.
+	_, err = actors.Ask[*post.Reply](ctx, dir.To(withMedia), &post.Update{UserID: user, Content: str("  ")})
+	require.NoError(t, err)
+	r, err := actors.Ask[*post.Reply](ctx, dir.To(text), &post.Update{UserID: user, Content: str("line\r\n\tindented")})
+	require.NoError(t, err)
+	require.Equal(t, "line\r\n\tindented", r.Post.Content)
+
+	// A create is held to the same rules.
+	bad := &persistence.Post{UserID: user, Content: "bell\a", Status: persistence.PostDraft, CreatedAt: time.Now().UTC(), Targets: targets(1)}
+	_, err = actors.Ask[*post.Reply](ctx, dir.To(uuid.Must(uuid.NewV7()).String()), &post.Create{Post: bad})
+	require.True(t, post.IsInvalid(err), "%v", err)
 }

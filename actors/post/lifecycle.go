@@ -195,6 +195,10 @@ func (a *Actor) publish(ctx actor.Context, m *Publish) {
 		}
 		cur = m.Create.Clone()
 		cur.ID = a.id
+		if err := Validate(cur); err != nil {
+			actors.ReplyError(ctx, err)
+			return
+		}
 	} else {
 		owned, err := a.owned(m.UserID)
 		if err != nil {
@@ -282,6 +286,10 @@ func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
 		cur = m.Create.Clone()
 		cur.ID = a.id
 		cur.Status = persistence.PostDraft
+		if err := Validate(cur); err != nil {
+			actors.ReplyError(ctx, err)
+			return
+		}
 	} else {
 		owned, err := a.owned(m.UserID)
 		if err != nil {

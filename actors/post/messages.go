@@ -2,7 +2,8 @@ package post
 
 import "github.com/heraldhq/herald/persistence"
 
-// Create creates the post; the actor must not exist yet. The actor takes Post over: the sender
+// Create creates the post; the actor must not exist yet, and the post must pass Validate (else
+// the reply is its *InvalidError). The actor takes Post over: the sender
 // must not use it afterwards. Reply: *Reply, whose Post is the actor's own state (never changed
 // in place, every change builds a new one) and must only be read.
 type Create struct {
@@ -14,7 +15,8 @@ type Get struct {
 	UserID string
 }
 
-// Update changes a draft or scheduled post; nil fields stay as they are. Reply: *Reply.
+// Update changes a draft or scheduled post; nil fields stay as they are. The post as changed must
+// pass Validate, else the reply is its *InvalidError and nothing changes. Reply: *Reply.
 type Update struct {
 	UserID   string
 	Content  *string

@@ -94,14 +94,20 @@ func LoadCAFile(path string) (*x509.CertPool, error) {
 // AllowPrivate reports whether private targets are allowed.
 func (g *Guard) AllowPrivate() bool { return g.opts.AllowPrivate }
 
-// blockedNames are host names and suffixes that name local or internal hosts.
+// blockedSuffixes are name suffixes of local or internal hosts.
 var blockedSuffixes = []string{".localhost", ".local", ".internal", ".localdomain", ".home.arpa", ".intranet", ".corp", ".lan"}
 
 // CheckURL validates a subscription URL and returns it normalised. Without AllowPrivate: https
 // only, port 443, no userinfo, no fragment, at most MaxURLLength characters, a host that is
-// neither a local name (localhost, single-label names, .local, .internal ...) nor a forbidden IP
-// literal, and a name that, when it resolves, resolves only to public addresses. A name that does
-// not resolve now is accepted: every delivery checks the addresses it dials.
+// neither a local name (localhost and names under it, single-label names, .local, .internal ...)
+// nor a forbidden IP address in any spelling (ParseHost: 127.1, 0x7f.1, 0177.0.0.1, 2130706433,
+// full-width digits, a trailing dot, IPv6 forms), and a name that, when it resolves, resolves only
+// to public addresses. A name that does not resolve now is accepted: every delivery checks the
+// addresses it dials.
+//
+// The URL returned carries the host in its canonical form (ParseHost: ASCII, lower case, no
+// trailing dot, an address in its usual notation), so that what is stored is what was checked;
+// with AllowPrivate the host is normalised the same way and not checked.
 func (g *Guard) CheckURL(ctx context.Context, raw string) (string, error) {
 	if len(raw) > MaxURLLength {
 		return "", &URLError{fmt.Sprintf("must be at most %d characters", MaxURLLength)}
@@ -128,12 +134,17 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) (string, error) {
 	if u.Fragment != "" || strings.Contains(raw, "#") {
 		return "", &URLError{"must not contain a fragment"}
 	}
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	if host == "" {
+	written := u.Hostname()
+	if written == "" {
 		return "", &URLError{"must have a host"}
 	}
-	if p := u.Port(); p != "" {
-		n, err := strconv.Atoi(p)
+	host, err := ParseHost(written)
+	if err != nil {
+		return "", &URLError{fmt.Sprintf("has an invalid host %q: it is neither an IP address nor a host name", written)}
+	}
+	port := u.Port()
+	if port != "" {
+		n, err := strconv.Atoi(port)
 		if err != nil || n < 1 || n > 65535 {
 			return "", &URLError{"has an invalid port"}
 		}
@@ -142,34 +153,51 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) (string, error) {
 		}
 	}
 	u.Scheme = scheme
+	u.Host = host.String()
+	if host.IsAddr() && host.Addr.Is6() {
+		u.Host = "[" + u.Host + "]"
+	}
+	if port != "" {
+		u.Host += ":" + port
+	}
 	if g.opts.AllowPrivate {
 		return u.String(), nil
 	}
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if err := g.guardian.SafeAddr(ip.Unmap()); err != nil || ip.Is4In6() {
-			return "", &URLError{"must be a public address: " + ip.String() + " is loopback, private, link-local, shared (CGNAT), multicast or reserved"}
+	if host.IsAddr() {
+		ip := host.Addr
+		if err := g.guardian.SafeAddr(ip.Unmap()); err != nil || ip.Is4In6() || ip.Zone() != "" {
+			return "", &URLError{"must be a public address: " + spelled(written, ip) + " is loopback, private, link-local, shared (CGNAT), multicast or reserved"}
 		}
 		return u.String(), nil
 	}
-	if host == "localhost" || !strings.Contains(host, ".") {
-		return "", &URLError{"must be a public host name: " + host + " names a local host"}
+	name := host.Name
+	if !strings.Contains(name, ".") {
+		return "", &URLError{"must be a public host name: " + name + " names a local host"}
 	}
 	for _, s := range blockedSuffixes {
-		if strings.HasSuffix(host, s) {
-			return "", &URLError{"must be a public host name: " + host + " names a local or internal host"}
+		if strings.HasSuffix(name, s) {
+			return "", &URLError{"must be a public host name: " + name + " names a local or internal host"}
 		}
 	}
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	addrs, err := g.opts.Resolver.LookupNetIP(rctx, "ip", host)
+	addrs, err := g.opts.Resolver.LookupNetIP(rctx, "ip", name)
 	if err == nil {
 		for _, a := range addrs {
 			if err := g.guardian.SafeAddr(a.Unmap()); err != nil {
-				return "", &URLError{"must be a public address: " + host + " resolves to " + a.Unmap().String() + ", which is not public"}
+				return "", &URLError{"must be a public address: " + name + " resolves to " + a.Unmap().String() + ", which is not public"}
 			}
 		}
 	}
 	return u.String(), nil
+}
+
+// spelled names a refused address as the caller wrote it and as it reads: "127.1 (127.0.0.1)".
+func spelled(written string, ip netip.Addr) string {
+	if written == ip.String() {
+		return written
+	}
+	return written + " (" + ip.String() + ")"
 }
 
 // dial connects to addr (host:port) after resolving the host with the guard's resolver and
@@ -186,14 +214,20 @@ func (g *Guard) dial(ctx context.Context, network, addr string) (net.Conn, error
 	if !g.opts.AllowPrivate && port != 443 {
 		return nil, fmt.Errorf("%w: port %d (only 443)", ErrBlocked, port)
 	}
+	// The host as ParseHost reads it: an address in any spelling is that address (a URL stored
+	// before registration refused such spellings is dialled as what it names, and checked).
+	h, err := ParseHost(host)
+	if err != nil {
+		return nil, fmt.Errorf("%w: invalid host", ErrBlocked)
+	}
 	var addrs []netip.Addr
-	if ip, err := netip.ParseAddr(host); err == nil {
-		addrs = []netip.Addr{ip}
+	if h.IsAddr() {
+		addrs = []netip.Addr{h.Addr}
 	} else {
-		if !g.opts.AllowPrivate && (host == "localhost" || strings.HasSuffix(host, ".localhost")) {
-			return nil, fmt.Errorf("%w: %s", ErrBlocked, host)
+		if !g.opts.AllowPrivate && h.IsLocalName() {
+			return nil, fmt.Errorf("%w: %s", ErrBlocked, h.Name)
 		}
-		addrs, err = g.opts.Resolver.LookupNetIP(ctx, "ip", host)
+		addrs, err = g.opts.Resolver.LookupNetIP(ctx, "ip", h.Name)
 		if err != nil {
 			return nil, err
 		}

@@ -22,7 +22,7 @@ Usage:
   herald sim [--addr HOST:PORT] [--latency DURATION] [--limit-scale F]
   herald users create --data DIR --email E [--name N] [--plan free|starter|growth|pro|max] [--timezone IANA_ZONE] [--password-stdin]
   herald users set-password --data DIR --email E          (reads the new password from stdin)
-  herald keys create --data DIR --email E --name N [--expires-in DURATION]
+  herald keys create --data DIR --email E --name N [--expires-in DURATION (positive)]
   herald keys list --data DIR --email E
   herald keys revoke --data DIR KEY_ID
   herald keys regenerate --data DIR KEY_ID

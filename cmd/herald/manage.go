@@ -154,22 +154,30 @@ func cmdKeys(args []string, out io.Writer) error {
 	dir := fs.String("data", envOr("HERALD_DATA_DIR", ""), "data directory")
 	email := fs.String("email", "", "user e-mail")
 	name := fs.String("name", "", "key name")
-	expires := fs.Duration("expires-in", 0, "expiry, e.g. 720h")
+	expires := fs.Duration("expires-in", 0, "expiry, e.g. 720h (positive; omit it for a key that does not expire)")
 	pos, err := parseFlags(fs, args[1:])
 	if err != nil {
 		return err
 	}
+	expiresSet := false
+	fs.Visit(func(f *flag.Flag) { expiresSet = expiresSet || f.Name == "expires-in" })
 	now := time.Now()
 	switch args[0] {
 	case "create":
 		if *email == "" || *name == "" {
 			return errors.New("--email and --name are required")
 		}
+		// --expires-in 0s or -1h is refused: only its absence makes a key that never expires.
+		if expiresSet {
+			if err := auth.KeyExpiry(*expires); err != nil {
+				return errors.New(strings.TrimPrefix(err.Error(), auth.ErrInvalid.Error()+": "))
+			}
+		}
 		return manage(*dir,
 			func(c *admin.Client) (any, error) {
 				var k auth.CreatedKey
 				in := map[string]string{"email": *email, "name": *name}
-				if *expires > 0 {
+				if expiresSet {
 					in["expires_in"] = expires.String()
 				}
 				return &k, c.Do("POST", "/keys", in, &k)

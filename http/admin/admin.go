@@ -149,11 +149,16 @@ func routes(mux *http.ServeMux, ops Ops) {
 			WriteResult(w, nil, fmt.Errorf("%w: %v", auth.ErrInvalid, err))
 			return
 		}
+		// An expiry given must be positive: "0s" or "-1h" is refused, not taken for "none".
 		var exp time.Duration
 		if in.ExpiresIn != "" {
 			var err error
 			if exp, err = time.ParseDuration(in.ExpiresIn); err != nil {
 				WriteResult(w, nil, fmt.Errorf("%w: --expires-in: %v", auth.ErrInvalid, err))
+				return
+			}
+			if err := auth.KeyExpiry(exp); err != nil {
+				WriteResult(w, nil, err)
 				return
 			}
 		}

@@ -107,7 +107,10 @@ func (h *handlers) askContext(c *echo.Context) (context.Context, context.CancelF
 // actorError maps an actor's error reply to the API's error.
 func (h *handlers) actorError(c *echo.Context, what string, err error) error {
 	var ne *post.NotEditableError
+	var ie *post.InvalidError
 	switch {
+	case errors.As(err, &ie):
+		return apierr.Validation("%s", ie.Error())
 	case errors.Is(err, post.ErrNotFound):
 		return apierr.NotFound(what)
 	case errors.Is(err, post.ErrForbidden):

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -88,6 +89,9 @@ func parseObject(raw []byte) (object, error) {
 	}
 	if trimmed[0] == '{' {
 		if json.Valid(trimmed) {
+			if err := checkEncoding(trimmed); err != nil {
+				return nil, err
+			}
 			return splitObject(trimmed), nil
 		}
 		var o object
@@ -296,4 +300,106 @@ func hasControl(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// checkEncoding refuses a JSON object whose text is not what it says: bytes that are not UTF-8
+// (RFC 8259 8.1), and \u escapes of unpaired UTF-16 surrogates. encoding/json would decode both
+// into U+FFFD without a word, so a client's text would reach the networks changed; Herald refuses
+// the request instead, naming the top-level field that holds the fault and its byte offset in the
+// body. doc is a valid JSON object.
+func checkEncoding(doc []byte) error {
+	if utf8.Valid(doc) && bytes.Index(doc, []byte(`\u`)) < 0 {
+		return nil
+	}
+	for i := 0; i < len(doc); {
+		c := doc[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRune(doc[i:])
+			if r == utf8.RuneError && size == 1 {
+				return encodingError(doc, i, fmt.Sprintf("is not valid UTF-8: byte 0x%02X at offset %d of the request body; send UTF-8 text", c, i))
+			}
+			i += size
+			continue
+		}
+		if c != '\\' || i+1 >= len(doc) {
+			i++
+			continue
+		}
+		if doc[i+1] != 'u' {
+			i += 2 // an escape: \\, \" and the others
+			continue
+		}
+		u, ok := hex4(doc, i+2)
+		switch {
+		case !ok:
+			i += 2
+			continue
+		case u >= 0xd800 && u <= 0xdbff:
+			if lo, ok := hex4(doc, i+8); ok && doc[i+6] == '\\' && doc[i+7] == 'u' && lo >= 0xdc00 && lo <= 0xdfff {
+				i += 12
+				continue
+			}
+		case u >= 0xdc00 && u <= 0xdfff:
+		default:
+			i += 6
+			continue
+		}
+		return encodingError(doc, i, fmt.Sprintf("contains the unpaired surrogate escape %s at offset %d of the request body; "+
+			"a character beyond U+FFFF is escaped as a pair such as \\ud83d\\ude00, or sent as UTF-8", doc[i:i+6], i))
+	}
+	return nil
+}
+
+// hex4 reads the four hex digits at doc[i:i+4].
+func hex4(doc []byte, i int) (rune, bool) {
+	if i+4 > len(doc) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range doc[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// encodingError is a 400 naming the top-level member of doc whose name or value holds offset.
+func encodingError(doc []byte, offset int, reason string) error {
+	if name := memberAt(doc, offset); name != "" {
+		return apierr.Validation("%s: %s", name, reason)
+	}
+	return apierr.Validation("request body %s", reason)
+}
+
+// memberAt returns the name of the top-level member of the valid JSON object doc that spans
+// offset ("" when none does, or when its name is not valid text itself).
+func memberAt(doc []byte, offset int) string {
+	i := skipSpace(doc, 1)
+	for i < len(doc) && doc[i] != '}' {
+		start := i
+		end := valueEnd(doc, i)
+		name, _ := unquote(doc[i:end])
+		i = skipSpace(doc, end)
+		i = skipSpace(doc, i+1) // the colon
+		end = valueEnd(doc, i)
+		if offset >= start && offset < end {
+			if offset < i || !utf8.ValidString(name) {
+				return "" // in the name itself
+			}
+			return truncate(name, 64)
+		}
+		i = skipSpace(doc, end)
+		if i < len(doc) && doc[i] == ',' {
+			i = skipSpace(doc, i+1)
+		}
+	}
+	return ""
 }

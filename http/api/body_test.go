@@ -82,3 +82,30 @@ func TestUUIDListsRefuseDuplicatesShortAndLong(t *testing.T) {
 		}
 	}
 }
+
+// A body whose text is not UTF-8, or escapes an unpaired surrogate, is refused, naming the
+// top-level member that holds it; encoding/json would replace either with U+FFFD.
+func TestBodiesMustBeUTF8(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`{"content":"ab` + "\xff\xfe" + `"}`, "content: is not valid UTF-8: byte 0xFF at offset 14 of the request body"},
+		{`{"a":1,"platforms":["x` + "\xc3" + `"]}`, "platforms: is not valid UTF-8: byte 0xC3 at offset 22"},
+		{`{"k` + "\xff" + `":1}`, "request body is not valid UTF-8: byte 0xFF at offset 3"},
+		{`{"text":"\ud800"}`, `text: contains the unpaired surrogate escape \ud800 at offset 9`},
+		{`{"text":"\uDBFF\u0041"}`, `text: contains the unpaired surrogate escape \uDBFF`},
+		{`{"text":"x\udc00y"}`, `text: contains the unpaired surrogate escape \udc00 at offset 10`},
+		{`{"text":"\\ud800"}`, ""},                  // an escaped backslash, then text
+		{`{"text":"\ud83d\ude00 \u00e9 \"\\"}`, ""}, // a pair, and other escapes
+		{`{"text":"é 😀"}`, ""},
+	} {
+		_, err := parseObject([]byte(tc.body))
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.body, err)
+			}
+			continue
+		}
+		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.body, err, tc.want)
+		}
+	}
+}

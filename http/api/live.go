@@ -197,11 +197,16 @@ func (h *handlers) inboxScope(c *echo.Context, userID string, allowed []platform
 	return sc, nil
 }
 
-// replyText reads the text field: required, not blank, at most MaxReplyLength characters.
+// replyText reads the text field of a comment or message reply: required, text a network may
+// receive (platforms.CheckText: no control character but tab, line feed and carriage return), not
+// blank, at most MaxReplyLength characters.
 func replyText(o object) (string, error) {
 	text, err := o.str("text", true)
 	if err != nil {
 		return "", err
+	}
+	if err := platforms.CheckText(*text); err != nil {
+		return "", apierr.Validation("text: %s", err.Error())
 	}
 	if strings.TrimSpace(*text) == "" {
 		return "", apierr.Validation("text: must not be empty")

@@ -17,16 +17,12 @@ import (
 	"github.com/heraldhq/herald/platforms"
 )
 
-// MaxContentLength is the longest post text Herald stores, in characters: the longest any of the
-// nine networks accepts (Facebook's 63,206). Each network's own limit is checked when the post is
-// published to it.
-const MaxContentLength = 63206
-
-// MaxTargets caps the connected accounts one post goes to.
-const MaxTargets = 50
-
-// MaxMedia caps the media of one post.
-const MaxMedia = 20
+// The limits of a post (actors/post, validate.go, where they are checked).
+const (
+	MaxContentLength = post.MaxContentLength
+	MaxTargets       = post.MaxTargets
+	MaxMedia         = post.MaxMedia
+)
 
 // PostListItem is a post in a list.
 type PostListItem struct {
@@ -168,7 +164,8 @@ type postInput struct {
 }
 
 // readPostInput validates content, platforms and media. On create every field rule applies;
-// on update only the fields present are read.
+// on update only the fields present are read, and the post actor holds the post as changed to
+// the rules of a create (post.Validate).
 func (h *handlers) readPostInput(c *echo.Context, create bool) (*postInput, error) {
 	raw, err := readBody(c)
 	if err != nil {
@@ -183,13 +180,24 @@ func (h *handlers) postInput(c *echo.Context, raw []byte, create bool) (*postInp
 	if err != nil {
 		return nil, err
 	}
+	if !create {
+		// The time of a post is changed by scheduling it again; a PATCH that carried it would
+		// otherwise answer 200 and leave the time as it was.
+		for _, f := range []string{"scheduledAt", "scheduled_at", "timezone"} {
+			if o.has(f) {
+				return nil, apierr.Validation("%s: cannot be changed by PATCH; schedule the post again with POST /v1/posts/:id/schedule", f)
+			}
+		}
+	}
 	in := &postInput{}
 	if in.content, err = o.str("content", create); err != nil {
 		return nil, err
 	}
+	// The field rules (post.CheckContent, CheckTargets, CheckMedia) are checked before the reads
+	// below; the rules across fields are post.Validate's, on create and on the post as updated.
 	if in.content != nil {
-		if n := utf8.RuneCountInString(*in.content); n > MaxContentLength {
-			return nil, apierr.Validation("content: is %d characters; at most %d are allowed", n, MaxContentLength)
+		if err := post.CheckContent(*in.content); err != nil {
+			return nil, apierr.Validation("%s", err.Error())
 		}
 	}
 	accountIDs, err := o.uuids("platforms", create)
@@ -197,18 +205,15 @@ func (h *handlers) postInput(c *echo.Context, raw []byte, create bool) (*postInp
 		return nil, err
 	}
 	if accountIDs != nil {
-		if len(accountIDs) == 0 {
-			return nil, apierr.Validation("platforms: must contain at least one connected account id")
-		}
-		if len(accountIDs) > MaxTargets {
-			return nil, apierr.Validation("platforms: at most %d connected accounts per post", MaxTargets)
+		if err := post.CheckTargets(len(accountIDs)); err != nil {
+			return nil, apierr.Validation("%s", err.Error())
 		}
 	}
 	if in.mediaIDs, err = o.uuids("media", false); err != nil {
 		return nil, err
 	}
-	if len(in.mediaIDs) > MaxMedia {
-		return nil, apierr.Validation("media: at most %d media per post", MaxMedia)
+	if err := post.CheckMedia(len(in.mediaIDs)); err != nil {
+		return nil, apierr.Validation("%s", err.Error())
 	}
 	if !create && in.content == nil && accountIDs == nil && in.mediaIDs == nil {
 		return nil, apierr.Validation("nothing to update: send at least one of content, platforms, media")
@@ -241,8 +246,10 @@ func (h *handlers) postInput(c *echo.Context, raw []byte, create bool) (*postInp
 			return nil, err
 		}
 	}
-	if create && in.content != nil && strings.TrimSpace(*in.content) == "" && len(in.mediaIDs) == 0 {
-		return nil, apierr.Validation("content: must not be empty when the post has no media")
+	if create {
+		if err := post.Validate(&persistence.Post{Content: *in.content, Targets: in.targets, MediaIDs: in.mediaIDs}); err != nil {
+			return nil, apierr.Validation("%s", err.Error())
+		}
 	}
 	return in, nil
 }

@@ -2,10 +2,12 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -60,6 +62,7 @@ type streamMetrics struct {
 	open    prometheus.Gauge
 	sent    prometheus.Counter
 	dropped prometheus.Counter
+	revoked prometheus.Counter
 }
 
 func newStreamMetrics(reg prometheus.Registerer) *streamMetrics {
@@ -67,9 +70,10 @@ func newStreamMetrics(reg prometheus.Registerer) *streamMetrics {
 		open:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_sse_subscribers", Help: "Open job streams."}),
 		sent:    prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_sse_events_total", Help: "Events written to job streams."}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_sse_dropped_total", Help: "Job streams ended because the client went away or fell behind."}),
+		revoked: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_sse_revoked_total", Help: "Job streams ended because the key that opened them was revoked, regenerated or expired."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.open, m.sent, m.dropped)
+		reg.MustRegister(m.open, m.sent, m.dropped, m.revoked)
 	}
 	return m
 }
@@ -136,10 +140,14 @@ func (h *handlers) stream(c *echo.Context) error {
 		return nil
 	}
 	unsubscribe := func() { h.Jobs.Send(id, &job.Unsubscribe{Sub: sub}) }
+	// The stream lives as long as the credential that opened it: revoking, regenerating or the
+	// expiry of the key ends it (auth.Hold).
+	held, release := h.hold(c)
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		// HTTP/2 and other transports that cannot be taken over: serve the stream in place.
-		return h.streamInPlace(c, sub, first, unsubscribe)
+		defer release()
+		return h.streamInPlace(c, sub, first, unsubscribe, held)
 	}
 	hdr.Set("Connection", "close")
 	var head bytes.Buffer
@@ -151,17 +159,39 @@ func (h *handlers) stream(c *echo.Context) error {
 	if _, err := conn.Write(head.Bytes()); err != nil {
 		_ = conn.Close()
 		unsubscribe()
+		release()
 		return nil
 	}
 	h.streams.open.Inc()
-	go h.serveStream(conn, sub, unsubscribe)
+	go h.serveStream(conn, sub, unsubscribe, held, release)
 	return nil
 }
 
-// serveStream writes a hijacked stream's events until done, the client leaves, or the job drops
-// it.
-func (h *handlers) serveStream(conn net.Conn, sub *job.Subscriber, unsubscribe func()) {
+// hold ties a stream to the request's credential (auth.Hold); a request without one (a
+// dashboard session) gets a context that never ends.
+func (h *handlers) hold(c *echo.Context) (context.Context, func()) {
+	if h.Auth == nil {
+		return context.Background(), func() {}
+	}
+	return h.Auth.Hold(server.Principal(c))
+}
+
+// endedBytes is the comment a stream ends with when its credential stops working: clients ignore
+// comments, a person reading the stream sees why it ended, and a client that reconnects gets the
+// 401 that says so.
+func endedBytes(held context.Context) []byte {
+	reason := "the credential no longer authenticates"
+	if cause := context.Cause(held); cause != nil {
+		reason = cause.Error()
+	}
+	return []byte(": " + strings.ReplaceAll(reason, "\n", " ") + "; the stream ends\n\n")
+}
+
+// serveStream writes a hijacked stream's events until done, the client leaves, the job drops it,
+// or the credential that opened it stops working (held ends).
+func (h *handlers) serveStream(conn net.Conn, sub *job.Subscriber, unsubscribe func(), held context.Context, release func()) {
 	defer h.streams.open.Dec()
+	defer release()
 	defer conn.Close()
 	gone, stop := hangups().watch(conn)
 	defer stop() // before the connection closes
@@ -224,6 +254,11 @@ func (h *handlers) serveStream(conn net.Conn, sub *job.Subscriber, unsubscribe f
 			h.streams.dropped.Inc()
 			unsubscribe()
 			return
+		case <-held.Done():
+			_ = write(endedBytes(held))
+			h.streams.revoked.Inc()
+			unsubscribe()
+			return
 		}
 	}
 }
@@ -231,7 +266,7 @@ func (h *handlers) serveStream(conn net.Conn, sub *job.Subscriber, unsubscribe f
 var pingBytes = []byte(": ping\n\n")
 
 // streamInPlace serves a stream within the request, where the connection cannot be taken over.
-func (h *handlers) streamInPlace(c *echo.Context, sub *job.Subscriber, first []byte, unsubscribe func()) error {
+func (h *handlers) streamInPlace(c *echo.Context, sub *job.Subscriber, first []byte, unsubscribe func(), held context.Context) error {
 	w := c.Response()
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
@@ -270,6 +305,11 @@ func (h *handlers) streamInPlace(c *echo.Context, sub *job.Subscriber, first []b
 				return nil
 			}
 		case <-done:
+			unsubscribe()
+			return nil
+		case <-held.Done():
+			_ = write(endedBytes(held))
+			h.streams.revoked.Inc()
 			unsubscribe()
 			return nil
 		}

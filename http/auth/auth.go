@@ -5,8 +5,9 @@
 // the legacy form, hk_ followed by at least 32 base62 characters, are accepted as well: they were
 // issued by Herald's first releases and are still valid until revoked. Only the SHA-256 of a key is
 // stored. A lookup is cached in memory; every revocation or regeneration bumps the cache's epoch
-// before it returns, so the very next request with the old key is refused. A key's last use is
-// noted in memory and written at most once a minute (keyuse.go).
+// before it returns, so the very next request with the old key is refused, and the streams the
+// old key opened end (hold.go). A key's last use is noted in memory and written at most once a
+// minute (keyuse.go).
 package auth
 
 import (
@@ -43,6 +44,12 @@ type Principal struct {
 	Resource       string
 	Scopes         []string
 	TokenExpiresAt time.Time
+
+	// cred is the credential the principal was authenticated with (the hash of the key or the
+	// access token), for Hold; set when held is true.
+	cred  [32]byte
+	held  bool
+	token bool
 }
 
 // Failure reasons, for logs and messages; every one is a 401 invalid_api_key at the edge.
@@ -136,10 +143,11 @@ type Authenticator struct {
 	now   func() time.Time
 	ttl   time.Duration
 
-	epoch atomic.Uint64
-	mu    sync.RWMutex
-	cache map[[32]byte]cached
-	use   keyUse // uses noted for last_used_at (keyuse.go)
+	epoch   atomic.Uint64
+	mu      sync.RWMutex
+	cache   map[[32]byte]cached
+	use     keyUse  // uses noted for last_used_at (keyuse.go)
+	streams streams // open streams by credential (hold.go)
 }
 
 type cached struct {
@@ -180,14 +188,15 @@ func (a *Authenticator) Authenticate(header string) (*Principal, error) {
 	c, hit := a.cache[h]
 	a.mu.RUnlock()
 	if !hit || c.epoch != epoch || now.Sub(c.loaded) > a.ttl {
-		load := a.load
+		read := keyPrincipal
 		if token {
-			load = a.loadToken
+			read = tokenPrincipal
 		}
-		p, err := load(h[:])
+		p, err := a.principalIn(func(tx *persistence.Tx) (Principal, error) { return read(tx, h[:]) })
 		if err != nil {
 			return nil, err
 		}
+		p.cred, p.held, p.token = h, true, token
 		c = cached{p: p, epoch: epoch, loaded: now}
 		a.mu.Lock()
 		if len(a.cache) >= maxCached {
@@ -206,45 +215,42 @@ func (a *Authenticator) Authenticate(header string) (*Principal, error) {
 	return c.p, nil
 }
 
-func (a *Authenticator) load(hash []byte) (*Principal, error) {
-	return a.principalIn(func(tx *persistence.Tx) (Principal, error) {
-		k, err := tx.APIKeyByHash(hash)
-		if err != nil {
-			return Principal{}, err
-		}
-		u, err := tx.User(k.UserID)
-		if err != nil {
-			return Principal{}, err
-		}
-		return Principal{User: u, Key: k}, nil
-	})
+// keyPrincipal reads the principal of an API key by its hash: the key and its owner.
+func keyPrincipal(tx *persistence.Tx, hash []byte) (Principal, error) {
+	k, err := tx.APIKeyByHash(hash)
+	if err != nil {
+		return Principal{}, err
+	}
+	u, err := tx.User(k.UserID)
+	if err != nil {
+		return Principal{}, err
+	}
+	return Principal{User: u, Key: k}, nil
 }
 
-// loadToken resolves an OAuth access token: the token, its grant, the connector key behind it
-// (revoked: the token is refused at once) and its owner.
-func (a *Authenticator) loadToken(hash []byte) (*Principal, error) {
-	return a.principalIn(func(tx *persistence.Tx) (Principal, error) {
-		tok, err := tx.OAuthToken(hash)
-		if err != nil {
-			return Principal{}, err
-		}
-		if tok.Kind != persistence.TokenAccess {
-			return Principal{}, persistence.ErrNotFound
-		}
-		g, err := tx.OAuthGrant(tok.KeyID)
-		if err != nil {
-			return Principal{}, err
-		}
-		k, err := tx.APIKey(tok.KeyID)
-		if err != nil {
-			return Principal{}, err
-		}
-		u, err := tx.User(k.UserID)
-		if err != nil {
-			return Principal{}, err
-		}
-		return Principal{User: u, Key: k, Resource: g.Resource, Scopes: g.Scopes, TokenExpiresAt: tok.ExpiresAt}, nil
-	})
+// tokenPrincipal reads the principal of an OAuth access token by its hash: the token, its grant,
+// the connector key behind it (revoked: the token is refused at once) and its owner.
+func tokenPrincipal(tx *persistence.Tx, hash []byte) (Principal, error) {
+	tok, err := tx.OAuthToken(hash)
+	if err != nil {
+		return Principal{}, err
+	}
+	if tok.Kind != persistence.TokenAccess {
+		return Principal{}, persistence.ErrNotFound
+	}
+	g, err := tx.OAuthGrant(tok.KeyID)
+	if err != nil {
+		return Principal{}, err
+	}
+	k, err := tx.APIKey(tok.KeyID)
+	if err != nil {
+		return Principal{}, err
+	}
+	u, err := tx.User(k.UserID)
+	if err != nil {
+		return Principal{}, err
+	}
+	return Principal{User: u, Key: k, Resource: g.Resource, Scopes: g.Scopes, TokenExpiresAt: tok.ExpiresAt}, nil
 }
 
 // principalIn reads a principal in one read transaction: a record that is not there is
@@ -268,11 +274,13 @@ func (a *Authenticator) principalIn(read func(tx *persistence.Tx) (Principal, er
 	return &p, nil
 }
 
-// Invalidate drops every cached lookup. Callers that revoke or regenerate a key (or change a
+// Invalidate drops every cached lookup, and has the streams open with a credential that no
+// longer authenticates ended (hold.go). Callers that revoke or regenerate a key (or change a
 // user) call it after their write commits and before they report success.
 func (a *Authenticator) Invalidate() {
 	a.epoch.Add(1)
 	a.mu.Lock()
 	a.cache = map[[32]byte]cached{}
 	a.mu.Unlock()
+	a.streams.recheck(a)
 }

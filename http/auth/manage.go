@@ -185,7 +185,19 @@ func KeyName(name string) (string, error) {
 	return name, nil
 }
 
-// CreateKey creates a key for the user with this e-mail. expiresIn 0 means no expiry.
+// KeyExpiry checks an expiry a caller gave for a new key: it must be positive. A key that does
+// not expire is made by giving no expiry at all, never by a zero or negative one: every door that
+// takes an expiry (the command line's --expires-in, the admin socket's expires_in, the
+// dashboard's expires_in_days) refuses those rather than make a key that never expires.
+func KeyExpiry(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%w: --expires-in must be positive, such as 720h (%s is not); omit it for a key that does not expire", ErrInvalid, d)
+	}
+	return nil
+}
+
+// CreateKey creates a key for the user with this e-mail. expiresIn 0 means no expiry (the caller
+// had none); a negative one is refused.
 func CreateKey(ctx context.Context, s *persistence.Store, email, name string, expiresIn time.Duration, now time.Time) (*CreatedKey, error) {
 	k, err := createKey(ctx, s, func(tx *persistence.Tx) (*persistence.User, error) { return tx.UserByEmail(email) }, name, expiresIn, now)
 	if errors.Is(err, persistence.ErrNotFound) {
@@ -208,8 +220,10 @@ func createKey(ctx context.Context, s *persistence.Store, user func(*persistence
 	if err != nil {
 		return nil, err
 	}
-	if expiresIn < 0 {
-		return nil, fmt.Errorf("%w: --expires-in must be positive", ErrInvalid)
+	if expiresIn != 0 {
+		if err := KeyExpiry(expiresIn); err != nil {
+			return nil, err
+		}
 	}
 	raw, prefix, hash := GenerateKey()
 	k := &persistence.APIKey{ID: uuid.Must(uuid.NewV7()).String(), Name: name, Prefix: prefix, Hash: hash, CreatedAt: now.UTC()}

@@ -106,6 +106,44 @@ func (v APIKeys) Verify(_ context.Context, token string) (*Grant, error) {
 	return g, nil
 }
 
+// Holder is a TokenVerifier that can also tie a response to the credential it verified
+// (auth.Authenticator.Hold): the context it returns ends when the credential is revoked,
+// regenerated or expires.
+type Holder interface {
+	Hold(p *auth.Principal) (context.Context, func())
+}
+
+// Hold implements Holder.
+func (v APIKeys) Hold(p *auth.Principal) (context.Context, func()) { return v.Auth.Hold(p) }
+
+// held runs next with a request context that also ends when the credential of the request's
+// grant stops working, so that a response streamed on /mcp (the SSE answer to a POST) ends when
+// its key is revoked, as /v1's job streams do.
+func held(v TokenVerifier, next http.Handler) http.Handler {
+	h, ok := v.(Holder)
+	if !ok {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := sdkauth.TokenInfoFromContext(r.Context())
+		var g *Grant
+		if info != nil {
+			g, _ = info.Extra[grantKey].(*Grant)
+		}
+		if g == nil || g.Principal == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		hctx, release := h.Hold(g.Principal)
+		defer release()
+		ctx, cancel := context.WithCancelCause(r.Context())
+		defer cancel(nil)
+		stop := context.AfterFunc(hctx, func() { cancel(context.Cause(hctx)) })
+		defer stop()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
 // HandlerConfig configures the HTTP door.
 type HandlerConfig struct {
 	Tools    *Tools
@@ -127,8 +165,22 @@ func Handler(cfg HandlerConfig) http.Handler {
 		// the --base-url host as well.
 		DisableLocalhostProtection: true,
 	})
+	bearer := requireBearer(cfg.Verifier, mcpHandler)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		base := strings.TrimRight(cfg.BaseURL(), "/")
+		if !hostAllowed(r, base) {
+			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+			return
+		}
+		bearer.ServeHTTP(&challenger{ResponseWriter: w, challenge: Challenge(base)}, r)
+	})
+}
+
+// requireBearer is the bearer check in front of next: the SDK's middleware with the verifier's
+// grant in the token info, and the request's context held to the credential (held).
+func requireBearer(v TokenVerifier, next http.Handler) http.Handler {
 	verify := func(ctx context.Context, token string, _ *http.Request) (*sdkauth.TokenInfo, error) {
-		g, err := cfg.Verifier.Verify(ctx, token)
+		g, err := v.Verify(ctx, token)
 		if err != nil {
 			return nil, err
 		}
@@ -138,15 +190,7 @@ func Handler(cfg HandlerConfig) http.Handler {
 		}
 		return info, nil
 	}
-	bearer := sdkauth.RequireBearerToken(verify, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(mcpHandler)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		base := strings.TrimRight(cfg.BaseURL(), "/")
-		if !hostAllowed(r, base) {
-			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
-			return
-		}
-		bearer.ServeHTTP(&challenger{ResponseWriter: w, challenge: Challenge(base)}, r)
-	})
+	return sdkauth.RequireBearerToken(verify, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(held(v, next))
 }
 
 // Challenge is the WWW-Authenticate value of a 401 on /mcp: where the protected resource

@@ -479,3 +479,59 @@ func TestReschedulingEmitsPostScheduledAgain(t *testing.T) {
 	}))
 	require.Equal(t, 2, n)
 }
+
+// Registration reads a URL's host as resolvers do: every spelling of loopback, private or
+// metadata addresses is refused on create and on update with 400 validation_error naming the
+// address, and nothing is stored; public addresses in other spellings are stored canonical.
+func TestWebhookHostSpellingsAreRefusedAtRegistration(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{})
+	id, _ := b.createWebhook(publicURL, "post.published")
+	for _, tc := range []struct{ url, message string }{
+		{"https://127.1/h", "127.1 (127.0.0.1) is loopback"},
+		{"https://0x7f.1/h", "0x7f.1 (127.0.0.1) is loopback"},
+		{"https://0177.0.0.1/h", "0177.0.0.1 (127.0.0.1) is loopback"},
+		{"https://2130706433/h", "2130706433 (127.0.0.1) is loopback"},
+		{"https://１２７.０.０.１/h", "(127.0.0.1) is loopback"},
+		{"https://127。0。0。1/h", "(127.0.0.1) is loopback"},
+		{"https://localhost./h", "localhost names a local host"},
+		{"https://127.0.0.1./h", "127.0.0.1. (127.0.0.1) is loopback"},
+		{"https://hooks.localhost/h", "names a local or internal host"},
+		{"https://[::1]/h", "::1 is loopback"},
+		{"https://[::ffff:127.0.0.1]/h", "::ffff:127.0.0.1 is loopback"},
+		{"https://[0:0:0:0:0:0:0:1]/h", "(::1) is loopback"},
+		{"https://0xa9fea9fe/latest/meta-data", "(169.254.169.254) is loopback"},
+		{"https://1.2.3.4.5/h", `invalid host "1.2.3.4.5"`},
+	} {
+		r := b.do("POST", "/v1/webhooks", map[string]any{"url": tc.url, "events": []string{"post.failed"}})
+		require.Equal(t, 400, r.status, tc.url)
+		require.Equal(t, "validation_error", r.errorCode(t), tc.url)
+		require.Contains(t, r.errorMessage(t), "url: ", tc.url)
+		require.Contains(t, r.errorMessage(t), tc.message, tc.url)
+		r = b.do("PATCH", "/v1/webhooks/"+id, map[string]any{"url": tc.url})
+		require.Equal(t, 400, r.status, tc.url)
+		require.Equal(t, "validation_error", r.errorCode(t), tc.url)
+		require.Contains(t, r.errorMessage(t), tc.message, tc.url)
+	}
+	require.Equal(t, 1, b.webhookCount())
+	r := b.do("GET", "/v1/webhooks", nil)
+	require.Equal(t, publicURL, r.json(t)["data"].([]any)[0].(map[string]any)["url"], "refused updates changed nothing")
+
+	// A public address in another spelling, or with a trailing dot, is stored in canonical form.
+	r = b.do("POST", "/v1/webhooks", map[string]any{"url": "https://1572395042./hooks", "events": []string{"post.failed"}})
+	require.Equal(t, 201, r.status, string(r.body))
+	require.Equal(t, "https://93.184.216.34/hooks", r.json(t)["url"])
+	r = b.do("PATCH", "/v1/webhooks/"+id, map[string]any{"url": "https://９３.１８４.２１６.３４/h"})
+	require.Equal(t, 200, r.status, string(r.body))
+	require.Equal(t, "https://93.184.216.34/h", r.json(t)["url"])
+}
+
+// With private targets allowed (sandbox, --webhook-allow-private), other spellings of loopback
+// are accepted, stored as the address they name.
+func TestWebhookHostSpellingsWithPrivateTargetsAllowed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{config: func(c *app.Config) { c.WebhookAllowPrivate = true }})
+	r := b.do("POST", "/v1/webhooks", map[string]any{"url": "http://127.1:8080/h", "events": []string{"post.failed"}})
+	require.Equal(t, 201, r.status, string(r.body))
+	require.Equal(t, "http://127.0.0.1:8080/h", r.json(t)["url"])
+}
