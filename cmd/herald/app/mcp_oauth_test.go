@@ -191,7 +191,8 @@ func TestMCPOAuthWithTheSDKClient(t *testing.T) {
 	require.Equal(t, b.url+"/oauth/authorize", au.Scheme+"://"+au.Host+au.Path)
 	q := au.Query()
 	require.Equal(t, b.url+"/mcp", q.Get("resource"), "RFC 8707: the MCP endpoint's resource")
-	require.Equal(t, "service:read service:write", q.Get("scope"), "the scopes of the 401's challenge")
+	// RFC 6749 §3.3: a scope is a set; the SDK client does not keep the challenge's order.
+	require.ElementsMatch(t, []string{"service:read", "service:write"}, strings.Fields(q.Get("scope")), "the scopes of the 401's challenge")
 	require.Equal(t, "S256", q.Get("code_challenge_method"))
 	require.True(t, strings.HasPrefix(q.Get("client_id"), "hcl_"), "registered dynamically: %s", q.Get("client_id"))
 	require.Equal(t, redirect, q.Get("redirect_uri"))
