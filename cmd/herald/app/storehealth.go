@@ -40,6 +40,8 @@ type storeHealth struct {
 	store   *persistence.Store // set once the store is open
 	log     *slog.Logger
 	dataDir string
+	// hold and probeEvery are storeFailureHold and storeProbeEvery (shorter in tests).
+	hold, probeEvery time.Duration
 
 	// failing: the last commit failed. lastFailure: when a commit last failed (Unix ns).
 	failing     atomic.Bool
@@ -55,7 +57,7 @@ type storeHealth struct {
 }
 
 func newStoreHealth(reg prometheus.Registerer, log *slog.Logger, dataDir string) *storeHealth {
-	h := &storeHealth{log: log, dataDir: dataDir}
+	h := &storeHealth{log: log, dataDir: dataDir, hold: storeFailureHold, probeEvery: storeProbeEvery}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "herald_store_writable",
 		Help: "1 while the store commits; 0 from a failed commit (disk full, I/O error) until commits succeed again (as /readyz).",
@@ -88,7 +90,7 @@ func (h *storeHealth) observe(err error) {
 
 // healthy reports whether the store counts as able to write, and logs the end of an episode.
 func (h *storeHealth) healthy() bool {
-	if h.failing.Load() || time.Since(time.Unix(0, h.lastFailure.Load())) < storeFailureHold {
+	if h.failing.Load() || time.Since(time.Unix(0, h.lastFailure.Load())) < h.hold {
 		return false
 	}
 	if h.down.CompareAndSwap(true, false) {
@@ -118,7 +120,7 @@ func (h *storeHealth) probe(ctx context.Context) {
 		return
 	}
 	defer h.probeMu.Unlock()
-	if time.Since(h.lastProbe) < storeProbeEvery {
+	if time.Since(h.lastProbe) < h.probeEvery {
 		return
 	}
 	h.lastProbe = time.Now()
