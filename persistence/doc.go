@@ -73,7 +73,7 @@
 // returns only once its write is durable. When a commit fails (disk full, I/O error), every write
 // of its batch gets an error wrapping ErrWriteFailed and nothing of it is kept; the store stays
 // open and the next commit is tried as usual, so writes succeed again as soon as the storage does.
-// Every transaction goes through one commit boundary (faults.go), where the fault injector of the
-// tests (Options.Faults) fails commits and reads as a failing disk would. Reads use Store.View and never hold a transaction across
+// Update's and View's transactions go through one commit boundary (faults.go), where the fault
+// injector of the tests (Options.Faults) fails commits and reads as a failing disk would. Reads use Store.View and never hold a transaction across
 // I/O. Values read in a transaction are decoded (copied) before it ends.
 package persistence

@@ -42,9 +42,12 @@ func (b boltCommitter) view(fn func(*Tx) error) error {
 
 // Faults injects storage failures at the store's commit boundary, for tests of what Herald does
 // when its storage fails (Options.Faults). A commit it fails has run every write of its batch and
-// is then rolled back, as bbolt's Tx.Commit rolls back when writing the file fails: nothing of the
-// batch is kept, and every writer of the batch gets the error, wrapped with ErrWriteFailed. Reads
-// may be failed too. The zero value injects nothing; its methods are safe for concurrent use.
+// is then rolled back instead of committed. bbolt's Tx.Commit rolls back the same way when writing
+// or syncing the file fails, so the store and its callers see what they see then: nothing of the
+// batch is kept, every writer of the batch gets the error wrapped with ErrWriteFailed, and the
+// next commit is tried as usual. (bbolt's own failing Commit is exercised on a real full file
+// system by cmd/herald/app's TestFullDiskRefusesWritesAndRecovers.) Reads may be failed too. The
+// zero value injects nothing; its methods are safe for concurrent use.
 type Faults struct {
 	mu sync.Mutex
 	// commits fails every commit while set.
