@@ -28,6 +28,7 @@ import (
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/ratelimit"
 	"github.com/heraldhq/herald/http/session"
+	"github.com/heraldhq/herald/persistence"
 )
 
 // Context keys set by the middleware.
@@ -59,6 +60,9 @@ type Config struct {
 	// ConnectSources are origins besides the server's own that the dashboard's script may
 	// connect to (the policy's connect-src): the S3 endpoint browsers PUT presigned uploads to.
 	ConnectSources []string
+	// Ready, when set, is checked by /readyz once started: its error makes /readyz answer 503
+	// with the error as the message (storefault.go).
+	Ready ReadyCheck
 }
 
 // Deprecation is what the OpenAPI document says of a deprecated operation.
@@ -112,6 +116,9 @@ func New(cfg Config) *Server {
 	e.GET("/readyz", func(c *echo.Context) error {
 		if !s.ready.Load() {
 			return apierr.Unavailable("Herald is starting or shutting down")
+		}
+		if err := s.checkReady(c); err != nil {
+			return err
 		}
 		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 	})
@@ -400,6 +407,8 @@ func (s *Server) handleError(c *echo.Context, err error) {
 	case errors.As(err, &ae):
 	case errors.As(err, &mbe):
 		ae = apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeValidation, "request body is larger than %d bytes", 1<<20)
+	case errors.Is(err, persistence.ErrWriteFailed):
+		ae = StoreFailure(c, s.cfg.Log, err)
 	default:
 		switch code := echo.StatusCode(err); code {
 		case http.StatusNotFound:

@@ -125,6 +125,8 @@ type Config struct {
 	PasswordParams auth.PasswordParams
 	// SignInThrottle bounds failed sign-ins (defaults in http/session/throttle.go).
 	SignInThrottle session.ThrottleConfig
+	// StoreFaults injects storage failures into the store's commits (tests; storehealth.go).
+	StoreFaults *persistence.Faults
 }
 
 // App is a built Herald.
@@ -209,19 +211,22 @@ func New(cfg Config) (*App, error) {
 		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024},
 	})
 	commitErrors := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "herald_bbolt_commit_errors_total", Help: "bbolt group commits that failed.",
+		Name: "herald_bbolt_commit_errors_total", Help: "bbolt group commits that failed (disk full, I/O error).",
 	})
 	a.Registry.MustRegister(commitSeconds, commitBatch, commitErrors)
+	health := newStoreHealth(a.Registry, cfg.Log, cfg.DataDir)
 
 	store, err := persistence.Open(cfg.DataDir, persistence.Options{
 		LockTimeout: 2 * time.Second,
 		Check:       cfg.CheckOnStart,
+		Faults:      cfg.StoreFaults,
 		OnCommit: func(n int, d time.Duration, err error) {
 			commitSeconds.Observe(d.Seconds())
 			commitBatch.Observe(float64(n))
 			if err != nil {
 				commitErrors.Inc()
 			}
+			health.observe(err)
 		},
 	})
 	if errors.Is(err, persistence.ErrLocked) {
@@ -231,6 +236,7 @@ func New(cfg Config) (*App, error) {
 		return nil, DamagedStore(err, cfg.DataDir, "Herald will not start on it")
 	}
 	a.Store = store
+	health.store = store
 	// bbolt file, running jobs and token expiry, read from the store on scrape (opsmetrics.go).
 	a.Registry.MustRegister(newStoreCollector(store, nil))
 	a.Actors = actors.NewSystem(a.Registry, cfg.Log)
@@ -285,6 +291,7 @@ func New(cfg Config) (*App, error) {
 		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: a.quotas.limiter, Deprecated: deprecated, PlanLimits: cfg.PlanLimits, RequestTimeout: cfg.RequestTimeout,
 		Sessions: a.Sessions, BaseURL: func() string { return a.Cfg.BaseURL }, ConnectSources: a.Media.connectSources(),
 		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true, api.DashboardJobStreamRoute: true},
+		Ready:       health.ready,
 	})
 	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, Auth: a.Auth, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live}); err != nil {
 		a.closeStore()
