@@ -320,13 +320,11 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if err := next(c); err != nil {
 			s.handleError(c, err)
 		}
-		route := c.Path()
-		if route == "" {
-			route = "unmatched"
-		}
+		route := routeLabel(c)
 		_, status := echo.ResolveResponseStatus(c.Response(), nil)
-		s.requests.WithLabelValues(route, c.Request().Method, strconv.Itoa(status)).Inc()
-		s.duration.WithLabelValues(route, c.Request().Method).Observe(time.Since(start).Seconds())
+		method := methodLabel(c.Request().Method)
+		s.requests.WithLabelValues(route, method, statusLabel(status)).Inc()
+		s.duration.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
 		// The access log: one line per request at debug level (a busy server answers thousands of
 		// requests a second), server errors at warn.
 		level := slog.LevelDebug
@@ -343,6 +341,43 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return nil
 	}
+}
+
+// The labels of the HTTP metrics are bounded whatever clients send: every distinct label value
+// is a series kept in memory for the life of the process, so none may come from the request as
+// it was sent. The route is a registered template or "unmatched", the method one of the methods
+// Herald serves or "other", the status a valid HTTP status code or "other".
+
+// unmatchedRoute is the route label of a request no route's path matched.
+const unmatchedRoute = "unmatched"
+
+// routeLabel is the route template the request matched. A path that matched a route but not its
+// method (405, or Echo's answer to OPTIONS) keeps that route's template: a registered one, so the
+// set stays bounded. A path that matched no route is "unmatched", never the path itself.
+func routeLabel(c *echo.Context) string {
+	route := c.Path()
+	if route == "" || c.RouteInfo().Name == echo.NotFoundRouteName {
+		return unmatchedRoute
+	}
+	return route
+}
+
+// methodLabel is the request's method when Herald serves it, else "other": Go's server accepts
+// any token as a method, and each one would otherwise add a series.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
+}
+
+// statusLabel is the response's status code, or "other" outside 100-599.
+func statusLabel(status int) string {
+	if status < 100 || status > 599 {
+		return "other"
+	}
+	return strconv.Itoa(status)
 }
 
 // recover turns a panic into a 500 with no stack trace in the response; the stack goes to the log
