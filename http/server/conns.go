@@ -30,13 +30,17 @@ import (
 //     more, its oldest idle ones are closed.
 //
 // A connection is idle when it is open but not in the middle of a request: accepted and no byte
-// of a request read yet (http.StateNew), or kept alive between requests (http.StateIdle). Only a
-// connection idle for at least a second (IdleGrace) is ever closed: a client sends its request
-// at once after connecting, and a pool that opens many connections at once (a load generator
-// ramping up, a proxy) is not cut off before its first request. A client address is an IPv4
-// address or an IPv6 /64 (one host or one network holds a whole /64). Closing the oldest idle
-// connection is what clients cope with best: HTTP clients reuse their most recently used
-// connection first, and one closed while idle is simply opened again.
+// of a request read yet (http.StateNew), or kept alive between requests (http.StateIdle). A cap
+// closes only a connection idle for a grace period: a second for one that has not sent a request
+// yet (a client sends its request as soon as it connects, so a pool that opens many connections
+// at once is not cut off before its first requests), five seconds for one kept alive after a
+// request (a pool that pauses between bursts keeps its connections; five seconds is the
+// keep-alive timeout of many servers, Node's among them, so clients already expect an idle
+// connection to be closed after it). Closing an idle connection can still race with a client
+// reusing it at that very moment, which HTTP clients retry for idempotent requests only; the
+// oldest idle connection is the one least likely to be reused, as clients take their most
+// recently used connection first. A client address is an IPv4 address or an IPv6 /64 (one host
+// or one network holds a whole /64).
 
 // DefaultMaxIdlePerAddr is the default cap on one client address's idle connections: more than a
 // browser (6 per host) or a typical client pool holds, and the size of common reverse proxies'
@@ -53,8 +57,11 @@ const connMemory = 20 << 10
 // fallbackMaxConns is the total cap where the open-files limit cannot be read.
 const fallbackMaxConns = 4096
 
-// DefaultIdleGrace is how long a connection stays idle before a cap may close it.
-const DefaultIdleGrace = time.Second
+// The grace periods (above): how long a connection is idle before a cap may close it.
+const (
+	DefaultGraceNew  = time.Second
+	DefaultGraceKept = 5 * time.Second
+)
 
 // ConnLimits configures Conns.
 type ConnLimits struct {
@@ -63,9 +70,10 @@ type ConnLimits struct {
 	// MaxIdlePerAddr caps the idle connections of one client address (0: DefaultMaxIdlePerAddr;
 	// negative: no cap).
 	MaxIdlePerAddr int
-	// IdleGrace is how long a connection must have been idle before a cap closes it (0:
-	// DefaultIdleGrace).
-	IdleGrace time.Duration
+	// GraceNew is how long a connection that has not sent a request yet must have been idle
+	// before a cap closes it (0: DefaultGraceNew); GraceKept the same for a connection kept alive
+	// after a request (0: DefaultGraceKept).
+	GraceNew, GraceKept time.Duration
 	// Registry receives the connection metrics (nil: none).
 	Registry prometheus.Registerer
 }
@@ -106,16 +114,16 @@ func maxConnsInMemory(memLimit int64) int {
 // Conns tracks and limits the connections of one listener: Listener wraps it, ConnState is the
 // http.Server's hook.
 type Conns struct {
-	maxIdle int // per address; 0: no cap
-	grace   time.Duration
-	sem     chan struct{}
+	maxIdle             int // per address; 0: no cap
+	graceNew, graceKept time.Duration
+	sem                 chan struct{}
 	// idleSignal wakes an Accept waiting at the cap when a connection turns idle.
 	idleSignal chan struct{}
 
 	mu     sync.Mutex
 	conns  map[net.Conn]*trackedConn
-	idle   *list.List            // every idle connection, oldest first
-	byAddr map[string]*list.List // idle connections per client address, oldest first
+	idle   idleLists             // every idle connection
+	byAddr map[string]*idleLists // the idle connections of each client address
 
 	open      atomic.Int64
 	atCap     prometheus.Counter
@@ -126,9 +134,50 @@ type trackedConn struct {
 	conn  net.Conn
 	addr  string
 	since time.Time // when it turned idle
-	// idleEl and addrEl are the connection's elements in Conns.idle and its address's list while
-	// it is idle, nil otherwise.
+	kept  bool      // it has served a request
+	// idleEl and addrEl are the connection's elements in Conns.idle and its address's lists
+	// while it is idle, nil otherwise.
 	idleEl, addrEl *list.Element
+}
+
+// idleLists are idle connections in two lists, each oldest first: those that have not sent a
+// request yet, and those kept alive after one (their grace periods differ).
+type idleLists struct{ fresh, kept list.List }
+
+func (l *idleLists) len() int { return l.fresh.Len() + l.kept.Len() }
+
+func (l *idleLists) of(t *trackedConn) *list.List {
+	if t.kept {
+		return &l.kept
+	}
+	return &l.fresh
+}
+
+// mature is the longest idle connection of l whose grace period is over (nil: none), and
+// otherwise how long until one's is.
+func (c *Conns) mature(l *idleLists, now time.Time) (*trackedConn, time.Duration) {
+	var best *trackedConn
+	wait := time.Duration(0)
+	for _, e := range []*list.Element{l.fresh.Front(), l.kept.Front()} {
+		if e == nil {
+			continue
+		}
+		t := e.Value.(*trackedConn)
+		grace := c.graceNew
+		if t.kept {
+			grace = c.graceKept
+		}
+		if left := grace - now.Sub(t.since); left > 0 {
+			if wait == 0 || left < wait {
+				wait = left
+			}
+			continue
+		}
+		if best == nil || t.since.Before(best.since) {
+			best = t
+		}
+	}
+	return best, wait
 }
 
 // Reasons an idle connection was closed (the reason label of
@@ -151,17 +200,20 @@ func NewConns(lim ConnLimits) *Conns {
 	case lim.MaxIdlePerAddr < 0:
 		lim.MaxIdlePerAddr = 0
 	}
-	if lim.IdleGrace <= 0 {
-		lim.IdleGrace = DefaultIdleGrace
+	if lim.GraceNew <= 0 {
+		lim.GraceNew = DefaultGraceNew
+	}
+	if lim.GraceKept <= 0 {
+		lim.GraceKept = DefaultGraceKept
 	}
 	c := &Conns{
 		maxIdle:    lim.MaxIdlePerAddr,
-		grace:      lim.IdleGrace,
+		graceNew:   lim.GraceNew,
+		graceKept:  lim.GraceKept,
 		sem:        make(chan struct{}, lim.MaxConns),
 		idleSignal: make(chan struct{}, 1),
 		conns:      map[net.Conn]*trackedConn{},
-		idle:       list.New(),
-		byAddr:     map[string]*list.List{},
+		byAddr:     map[string]*idleLists{},
 		atCap: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "herald_http_connections_limit_reached_total", Help: "Times the API listener reached its cap of open connections and stopped accepting until one closed.",
 		}),
@@ -224,6 +276,7 @@ func (c *Conns) ConnState(conn net.Conn, state http.ConnState) {
 		victims = c.markIdle(t)
 	case http.StateIdle:
 		if t != nil {
+			t.kept = true
 			victims = c.markIdle(t)
 		}
 	case http.StateActive:
@@ -251,27 +304,27 @@ func (c *Conns) ConnState(conn net.Conn, state http.ConnState) {
 func (c *Conns) markIdle(t *trackedConn) []net.Conn {
 	c.unmarkIdle(t)
 	t.since = time.Now()
-	t.idleEl = c.idle.PushBack(t)
+	t.idleEl = c.idle.of(t).PushBack(t)
 	l := c.byAddr[t.addr]
 	if l == nil {
-		l = list.New()
+		l = &idleLists{}
 		c.byAddr[t.addr] = l
 	}
-	t.addrEl = l.PushBack(t)
+	t.addrEl = l.of(t).PushBack(t)
 	return c.overCap(l, t.since)
 }
 
-// overCap takes the oldest idle connections of one address out of the lists while the address
-// holds more than the cap, as long as they have been idle for the grace period, and returns them
-// for the caller to close. c.mu is held.
-func (c *Conns) overCap(l *list.List, now time.Time) []net.Conn {
+// overCap takes the longest idle connections of one address whose grace period is over out of
+// the lists while the address holds more than the cap, and returns them for the caller to close.
+// c.mu is held.
+func (c *Conns) overCap(l *idleLists, now time.Time) []net.Conn {
 	if c.maxIdle <= 0 {
 		return nil
 	}
 	var victims []net.Conn
-	for l.Len() > c.maxIdle {
-		v := l.Front().Value.(*trackedConn)
-		if now.Sub(v.since) < c.grace {
+	for l.len() > c.maxIdle {
+		v, _ := c.mature(l, now)
+		if v == nil {
 			break
 		}
 		c.unmarkIdle(v)
@@ -287,7 +340,7 @@ func (c *Conns) sweep(done <-chan struct{}) {
 	if c.maxIdle <= 0 {
 		return
 	}
-	tick := time.NewTicker(max(c.grace, 10*time.Millisecond))
+	tick := time.NewTicker(max(min(c.graceNew, c.graceKept)/2, 10*time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {
@@ -297,7 +350,7 @@ func (c *Conns) sweep(done <-chan struct{}) {
 			var victims []net.Conn
 			c.mu.Lock()
 			for _, l := range c.byAddr {
-				if l.Len() > c.maxIdle {
+				if l.len() > c.maxIdle {
 					victims = append(victims, c.overCap(l, now)...)
 				}
 			}
@@ -317,31 +370,25 @@ func (c *Conns) closeReclaimed(victims []net.Conn, reason string) {
 // unmarkIdle takes t out of the idle lists. c.mu is held.
 func (c *Conns) unmarkIdle(t *trackedConn) {
 	if t.idleEl != nil {
-		c.idle.Remove(t.idleEl)
+		c.idle.of(t).Remove(t.idleEl)
 		t.idleEl = nil
 	}
 	if t.addrEl != nil {
 		l := c.byAddr[t.addr]
-		l.Remove(t.addrEl)
+		l.of(t).Remove(t.addrEl)
 		t.addrEl = nil
-		if l.Len() == 0 {
+		if l.len() == 0 {
 			delete(c.byAddr, t.addr)
 		}
 	}
 }
 
-// reclaimOldestIdle closes the connection idle for the longest time if it has been idle for the
-// grace period. Otherwise it returns how long until the oldest idle connection's grace period
-// ends (0: none is idle).
+// reclaimOldestIdle closes the longest idle connection whose grace period is over. When there
+// is none, it returns how long until one's is (0: no connection is idle).
 func (c *Conns) reclaimOldestIdle() time.Duration {
 	c.mu.Lock()
-	front := c.idle.Front()
-	if front == nil {
-		c.mu.Unlock()
-		return 0
-	}
-	v := front.Value.(*trackedConn)
-	if wait := c.grace - time.Since(v.since); wait > 0 {
+	v, wait := c.mature(&c.idle, time.Now())
+	if v == nil {
 		c.mu.Unlock()
 		return wait
 	}
@@ -371,8 +418,8 @@ type limitListener struct {
 	closeOnce sync.Once
 }
 
-// Accept takes a slot under the cap, then accepts. At the cap it closes the oldest idle
-// connection once that one has been idle for the grace period, and waits until a slot is free.
+// Accept takes a slot under the cap, then accepts. At the cap it closes the longest idle
+// connection whose grace period is over, and waits until a slot is free.
 func (l *limitListener) Accept() (net.Conn, error) {
 	if !l.acquire() {
 		return nil, net.ErrClosed

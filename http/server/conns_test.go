@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -112,7 +113,7 @@ func requireClosedByServer(t *testing.T, c net.Conn, what string) {
 // stay open and serve requests.
 func TestConnsCloseTheOldestIdleConnectionsOfAnAddress(t *testing.T) {
 	t.Parallel()
-	b := startConnBundle(t, ConnLimits{MaxConns: 100, MaxIdlePerAddr: 4, IdleGrace: time.Millisecond})
+	b := startConnBundle(t, ConnLimits{MaxConns: 100, MaxIdlePerAddr: 4, GraceNew: time.Millisecond, GraceKept: time.Millisecond})
 	var cs []net.Conn
 	for range 4 {
 		cs = append(cs, b.dial())
@@ -152,7 +153,7 @@ func TestConnsCloseTheOldestIdleConnectionsOfAnAddress(t *testing.T) {
 // that opens many connections at once is not cut off before its requests.
 func TestConnsSpareConnectionsWithinTheirGrace(t *testing.T) {
 	t.Parallel()
-	b := startConnBundle(t, ConnLimits{MaxConns: 100, MaxIdlePerAddr: 2, IdleGrace: time.Hour})
+	b := startConnBundle(t, ConnLimits{MaxConns: 100, MaxIdlePerAddr: 2, GraceNew: time.Hour, GraceKept: time.Hour})
 	var cs []net.Conn
 	for range 6 {
 		cs = append(cs, b.dial())
@@ -164,11 +165,29 @@ func TestConnsSpareConnectionsWithinTheirGrace(t *testing.T) {
 	require.Equal(t, 0.0, testutil.ToFloat64(b.conns.reclaimed.WithLabelValues(reclaimPerAddr)))
 }
 
+// A connection kept alive after a request has a longer grace period than one that never sent a
+// request: past the cap, the connections that sent nothing go first.
+func TestConnsKeepAlivePoolOutlastsConnectionsThatSendNothing(t *testing.T) {
+	t.Parallel()
+	b := startConnBundle(t, ConnLimits{MaxConns: 100, MaxIdlePerAddr: 2, GraceNew: time.Millisecond, GraceKept: time.Hour})
+	pool := []net.Conn{b.dial(), b.dial()}
+	for _, c := range pool {
+		require.Equal(t, "ok", get(t, c, "/ok"))
+	}
+	silent := []net.Conn{b.dial(), b.dial()}
+	for i, c := range silent {
+		requireClosedByServer(t, c, fmt.Sprintf("silent connection %d", i))
+	}
+	for i, c := range pool {
+		require.Equal(t, "ok", get(t, c, "/ok"), "pooled connection %d", i)
+	}
+}
+
 // At the total cap the listener stops accepting; a waiting client is served once another
 // connection closes, and nothing is logged about running out of files.
 func TestConnsStopAcceptingAtTheCap(t *testing.T) {
 	t.Parallel()
-	b := startConnBundle(t, ConnLimits{MaxConns: 3, MaxIdlePerAddr: -1, IdleGrace: time.Hour})
+	b := startConnBundle(t, ConnLimits{MaxConns: 3, MaxIdlePerAddr: -1, GraceNew: time.Hour, GraceKept: time.Hour})
 	var busy []net.Conn
 	for range 3 {
 		c := b.dial()
@@ -207,7 +226,7 @@ func TestConnsStopAcceptingAtTheCap(t *testing.T) {
 // closes the oldest idle one, so one client opening many connections does not lock others out.
 func TestConnsIdleConnectionsMakeRoomAtTheCap(t *testing.T) {
 	t.Parallel()
-	b := startConnBundle(t, ConnLimits{MaxConns: 8, MaxIdlePerAddr: -1, IdleGrace: time.Millisecond})
+	b := startConnBundle(t, ConnLimits{MaxConns: 8, MaxIdlePerAddr: -1, GraceNew: time.Millisecond, GraceKept: time.Millisecond})
 	var idle []net.Conn
 	for range 8 {
 		c, err := net.Dial("tcp", b.addr)
