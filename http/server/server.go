@@ -1,8 +1,9 @@
 // Package server builds Herald's Echo instance: request ids, panic recovery, body caps and
 // timeouts, path parameters decoded once (pathparams.go), the error contract, authentication
 // (API keys on /v1; session cookies, CSRF and security headers on the dashboard's /api and pages:
-// session.go), per-plan rate limits, deprecation headers, HTTP metrics, health and readiness, and
-// /metrics.
+// session.go), per-plan rate limits, deprecation headers, HTTP metrics with bounded label sets,
+// health and readiness, /metrics (on its own listener unless MetricsPublic: MetricsHandler), and
+// the public listener's connection limits (conns.go).
 // Handlers live in http/api.
 package server
 
@@ -63,6 +64,9 @@ type Config struct {
 	// Ready, when set, is checked by /readyz once started: its error makes /readyz answer 503
 	// with the error as the message (storefault.go).
 	Ready ReadyCheck
+	// MetricsPublic serves /metrics on the API's own routes too. Off by default: the exposition
+	// is unauthenticated, so it is served by MetricsHandler on a listener of its own.
+	MetricsPublic bool
 }
 
 // Deprecation is what the OpenAPI document says of a deprecated operation.
@@ -81,6 +85,7 @@ type Server struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inflight prometheus.Gauge
+	metrics  http.Handler // the exposition of cfg.Registry (nil without one)
 }
 
 // New builds the server. Routes are added by the caller (http/api) through Echo, V1 and Public.
@@ -123,10 +128,25 @@ func New(cfg Config) *Server {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 	})
 	if cfg.Registry != nil {
-		h := promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry})
-		e.GET("/metrics", echo.WrapHandler(h))
+		s.metrics = promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry})
+		if cfg.MetricsPublic {
+			e.GET("/metrics", echo.WrapHandler(s.metrics))
+		}
 	}
 	return s
+}
+
+// MetricsHandler is the handler of the metrics listener: GET /metrics, and /healthz and /readyz
+// as the API listener answers them (so that a probe may use either listener). Anything else is a
+// plain 404.
+func (s *Server) MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	if s.metrics != nil {
+		mux.Handle("GET /metrics", s.metrics)
+	}
+	mux.Handle("GET /healthz", s.Echo)
+	mux.Handle("GET /readyz", s.Echo)
+	return mux
 }
 
 // SetReady flips readiness.
