@@ -219,9 +219,9 @@ func TestMCPOAuthWithTheSDKClient(t *testing.T) {
 	b.clock.Add(61 * time.Minute)
 	okJSON(t, callTool(t, s, "whoami", nil))
 	require.Equal(t, 2, tokens.refreshes)
-	metrics := b.bearer("", "GET", "/metrics")
-	require.Contains(t, string(metrics.body), `herald_oauth_token_requests_total{grant_type="refresh_token",outcome="issued"} 2`)
-	require.Contains(t, string(metrics.body), `herald_oauth_token_requests_total{grant_type="authorization_code",outcome="issued"} 1`)
+	metrics := scrape(t, b.app.MetricsURL())
+	require.Contains(t, metrics, `herald_oauth_token_requests_total{grant_type="refresh_token",outcome="issued"} 2`)
+	require.Contains(t, metrics, `herald_oauth_token_requests_total{grant_type="authorization_code",outcome="issued"} 1`)
 
 	// The user revokes the connector key on the Developer page: the next call is refused. The
 	// SDK answers a 401 by authorizing again, so the user is asked, and says no this time.

@@ -322,8 +322,7 @@ func TestDroppedStreamsAreFreed(t *testing.T) {
 	}
 	wg.Wait()
 	require.Eventually(t, func() bool {
-		m := b.doKey("", "GET", "/metrics", nil, nil)
-		return strings.Contains(string(m.body), "herald_sse_subscribers 0")
+		return strings.Contains(scrape(t, b.app.MetricsURL()), "herald_sse_subscribers 0")
 	}, 10*time.Second, 20*time.Millisecond, "every stream was freed")
 	j := b.do("GET", "/v1/jobs/"+jobID, nil).json(t)
 	require.Equal(t, "processing", j["status"])
