@@ -40,7 +40,7 @@ func (s *Store) Stats() DBStats {
 // from its UUIDv7 tracking id (zero when there is none). The index holds ids only, so this
 // decodes no record.
 func (t *Tx) ActiveJobStats() (n int, oldest time.Time) {
-	c := t.tx.Bucket(bJobsActive).Cursor()
+	c := t.kv.Bucket(bJobsActive).Cursor()
 	k, _ := c.First()
 	if k == nil {
 		return 0, time.Time{}
@@ -76,7 +76,7 @@ func (a AccountExpiry) Account() *Account {
 // EachAccountExpiry calls fn for every connected account of every user, decoding only its
 // platform, active flag and token expiry (never its sealed credentials).
 func (t *Tx) EachAccountExpiry(fn func(AccountExpiry)) error {
-	c := t.tx.Bucket(bAccounts).Cursor()
+	c := t.kv.Bucket(bAccounts).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		var a AccountExpiry
 		if err := Decode(v, &a); err != nil {
