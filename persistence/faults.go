@@ -17,7 +17,12 @@ import (
 var ErrWriteFailed = errors.New("persistence: the store could not write")
 
 // writeFailed wraps a commit's failure.
-func writeFailed(err error) error { return fmt.Errorf("%w: commit: %w", ErrWriteFailed, err) }
+func writeFailed(err error) error {
+	if errors.Is(err, ErrWriteFailed) {
+		return err
+	}
+	return fmt.Errorf("%w: commit: %w", ErrWriteFailed, err)
+}
 
 // committer is the commit boundary of the store: the backend that runs one write transaction
 // and commits it, or one read transaction. update commits what fn wrote when fn returns nil; when

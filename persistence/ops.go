@@ -11,7 +11,8 @@ import (
 // free pages, open readers), of the jobs still running, and of connected accounts' token expiry.
 // They read committed state and touch no bucket of their own.
 
-// DBStats is a snapshot of the bbolt file.
+// DBStats is a snapshot of the bbolt file. On PostgreSQL only SizeBytes is set: the size of the
+// store's tables with their indexes.
 type DBStats struct {
 	// SizeBytes is the size of the data file as bbolt sees it (the high-water mark: bbolt never
 	// shrinks its file; `bbolt compact` does).
@@ -26,6 +27,9 @@ type DBStats struct {
 
 // Stats reads the data file's statistics.
 func (s *Store) Stats() DBStats {
+	if s.pg != nil {
+		return s.pg.stats()
+	}
 	st := s.db.Stats()
 	out := DBStats{FreeBytes: int64(st.FreeAlloc), PendingPages: st.PendingPageN, OpenReadTx: st.OpenTxN}
 	_ = s.db.View(func(tx *bolt.Tx) error {

@@ -80,7 +80,9 @@ type Store struct {
 	// drain.
 	mu       sync.RWMutex
 	isClosed bool
-	db       *bolt.DB
+	// db is the bbolt file; pg the PostgreSQL database in its place (postgres.go).
+	db *bolt.DB
+	pg *pgStore
 	// c is the commit boundary every transaction goes through: bbolt, behind the fault injector
 	// when Options.Faults is set.
 	c        committer
@@ -216,11 +218,19 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	close(s.done)
 	<-s.closed
+	if s.pg != nil {
+		return s.pg.close()
+	}
 	return s.db.Close()
 }
 
-// Path is the database file's path.
-func (s *Store) Path() string { return s.db.Path() }
+// Path is the database file's path ("" on PostgreSQL).
+func (s *Store) Path() string {
+	if s.db == nil {
+		return ""
+	}
+	return s.db.Path()
+}
 
 // Update runs fn in a write transaction shared with other concurrent writers and returns once the
 // transaction is durable. fn may run more than once (when another write of its batch fails, the
@@ -353,6 +363,9 @@ func (s *Store) Probe(ctx context.Context) error {
 
 // Backup writes a consistent snapshot of the database to path while it stays in use.
 func (s *Store) Backup(path string) error {
+	if s.db == nil {
+		return ErrBackupPostgres
+	}
 	return s.db.View(func(tx *bolt.Tx) error { return tx.CopyFile(path, 0o600) })
 }
 
