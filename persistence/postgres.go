@@ -51,6 +51,11 @@ func IsPostgresURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
+// ErrUnavailable marks a read that the store could not make because its database cannot be
+// reached (PostgreSQL down, restarting or failing over). Nothing was changed; the request may be
+// sent again as it is. (bbolt never returns it: its reads do not fail.)
+var ErrUnavailable = errors.New("persistence: the store's database cannot be reached")
+
 // ErrBackupPostgres is Backup's answer on a PostgreSQL store.
 var ErrBackupPostgres = errors.New("persistence: a PostgreSQL store is backed up with PostgreSQL's own tools " +
 	"(pg_dump for a logical copy; pg_basebackup with WAL archiving for point-in-time recovery), not by herald backup")
@@ -362,13 +367,13 @@ func (p *pgStore) view(fn func(*Tx) error) error {
 	defer cancel()
 	tx, err := p.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return fmt.Errorf("persistence: PostgreSQL: %w", err)
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
 	t := p.newTx(ctx, tx, false)
 	ferr := fn(&Tx{kv: t})
 	if t.err != nil {
-		return fmt.Errorf("persistence: PostgreSQL: read: %w", t.err)
+		return fmt.Errorf("%w: read: %w", ErrUnavailable, t.err)
 	}
 	return ferr
 }

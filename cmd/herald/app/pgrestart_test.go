@@ -25,7 +25,7 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	if !pgtest.Enabled() {
 		t.Skip("runs with HERALD_TEST_STORE=postgres (make test-postgres)")
 	}
-	b := setup(t, bundleOpts{demo: true})
+	b := setup(t, bundleOpts{demo: true, planLimits: map[string]int{"pro": 1000000, "free": 1000000}})
 	ids := []string{b.accounts[0].ID}
 	client := &http.Client{Timeout: 30 * time.Second}
 	create := func(n int) (int, string, http.Header, error) {
@@ -88,7 +88,9 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 		deadline := time.Now().Add(60 * time.Second)
 		for !cond() {
 			if time.Now().After(deadline) {
-				t.Fatalf("no %s within 60 s", what)
+				mu.Lock()
+				defer mu.Unlock()
+				t.Fatalf("no %s within 60 s: %d acknowledged, %d answered 503, unexpected: %.5q", what, len(acked), unavailable.Load(), unexpected)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
