@@ -17,8 +17,8 @@ import (
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/persistence"
-	"github.com/heraldhq/herald/persistence/storetest"
 	"github.com/heraldhq/herald/persistence/secret"
+	"github.com/heraldhq/herald/persistence/storetest"
 	"github.com/heraldhq/herald/platforms"
 )
 
