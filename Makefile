@@ -27,8 +27,9 @@ test-postgres: ## Run the actor and API tests on PostgreSQL (HERALD_TEST_STORE=p
 test-short: ## Run the tests without the race detector.
 	$(GO) test -count=1 ./...
 
-bench: build ## Run the bench suite against a real server process (add ARGS="--quick" for a smoke run).
+bench: build ## Run the bench suite against a real server process, then create-drafts, publish and recovery on PostgreSQL (add ARGS="--quick" for a smoke run).
 	$(BIN) bench --out bench/out/latest.json $(ARGS)
+	bench/postgres.sh $(BIN) --out bench/out/postgres.json $(ARGS)
 
 BENCH_MICRO := ^Benchmark(GroupCommit|Codec|Store|Ask|Directory|Budgets|Scheduler|SendLoopback|PublishX)
 BENCH_MICRO_PKGS := ./persistence/ ./actors/ ./actors/account/ ./actors/scheduler/ ./platforms/

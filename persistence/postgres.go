@@ -833,3 +833,24 @@ func (p *pgStore) stats() DBStats {
 		WHERE n.nspname = current_schema() AND c.relkind = 'r' AND c.relname LIKE 'kv\_%'`).Scan(&out.SizeBytes)
 	return out
 }
+
+// CreatePostgresSchema creates an empty schema in the database of url and returns url with its
+// search_path set to it: a new, empty store (the bench gives each server and ceiling its own).
+func CreatePostgresSchema(ctx context.Context, url, schema string) (string, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return "", fmt.Errorf("persistence: connect to PostgreSQL: %w", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		return "", fmt.Errorf("persistence: PostgreSQL: %w", err)
+	}
+	u, err := neturl.Parse(url)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
