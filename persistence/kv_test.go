@@ -3,12 +3,15 @@ package persistence
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
 
@@ -335,4 +338,38 @@ func TestKVRetriedTransactionRunsAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, runs)
 	kvView(t, s, func(b kvBucket) { require.Equal(t, []byte{6}, b.Get([]byte("n"))) })
+}
+
+// On PostgreSQL a deletion of an account is announced to every connection: a deletion that
+// another process commits (here: another connection, as another Herald node would, without
+// ForgetAccount in this process) ends the cached answer once its notification arrives, and a
+// deletion committed through the store announces itself.
+func TestAccountDeletionIsHeardAcrossConnections(t *testing.T) {
+	t.Parallel()
+	s := openSuitePostgres(t, nil)
+	ctx := context.Background()
+	a := &Account{ID: uuid.Must(uuid.NewV7()).String(), UserID: uuid.Must(uuid.NewV7()).String(), Platform: "bluesky", CreatedAt: time.Now()}
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.PutAccount(a) }))
+	cached := func() bool {
+		_, ok, err := s.AccountPlatform(a.UserID, a.ID)
+		require.NoError(t, err)
+		return ok
+	}
+	// Wait for the listener, then fill the cache.
+	require.Eventually(t, func() bool { return !s.accounts.bypass.Load() }, 10*time.Second, 10*time.Millisecond)
+	require.True(t, cached())
+	key := join(mustID(a.UserID), mustID(a.ID))
+	_, err := s.pg.pool.Exec(ctx, `DELETE FROM "kv_accounts_user" WHERE k = $1`, key)
+	require.NoError(t, err)
+	require.True(t, cached(), "answered from the cache until the notification")
+	_, err = s.pg.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, s.pg.channel, hex.EncodeToString(key))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return !cached() }, 10*time.Second, 10*time.Millisecond)
+
+	// A deletion through the store notifies by itself: put the account back, cache it, delete
+	// it without ForgetAccount.
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.PutAccount(a) }))
+	require.Eventually(t, cached, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.DeleteAccount(a) }))
+	require.Eventually(t, func() bool { return !cached() }, 10*time.Second, 10*time.Millisecond)
 }
