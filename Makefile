@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin/herald
 DATA ?= ./data
 
-.PHONY: help run build test test-short bench bench-micro mcp-e2e lint tidy clean
+.PHONY: help run build test test-short test-postgres bench bench-micro mcp-e2e lint tidy clean
 
 help: ## Show the targets.
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -17,11 +17,19 @@ build: ## Build bin/herald.
 test: ## Run the whole test suite with the race detector.
 	$(GO) test -race -count=1 -timeout 15m ./...
 
+# The packages whose tests store data through storetest or the app bundle, run again on PostgreSQL
+# by test-postgres (the store's own suite runs on both backends in `make test` already).
+PG_TEST_PKGS := ./actors/... ./cmd/herald/app/
+
+test-postgres: ## Run the actor and API tests on PostgreSQL (HERALD_TEST_STORE=postgres; initdb and pg_ctl from Debian's postgresql package).
+	HERALD_TEST_STORE=postgres $(GO) test -race -count=1 -timeout 20m $(PG_TEST_PKGS)
+
 test-short: ## Run the tests without the race detector.
 	$(GO) test -count=1 ./...
 
-bench: build ## Run the bench suite against a real server process (add ARGS="--quick" for a smoke run).
+bench: build ## Run the bench suite against a real server process, then create-drafts, publish and recovery on PostgreSQL (add ARGS="--quick" for a smoke run).
 	$(BIN) bench --out bench/out/latest.json $(ARGS)
+	bench/postgres.sh $(BIN) --out bench/out/postgres.json $(ARGS)
 
 BENCH_MICRO := ^Benchmark(GroupCommit|Codec|Store|Ask|Directory|Budgets|Scheduler|SendLoopback|PublishX)
 BENCH_MICRO_PKGS := ./persistence/ ./actors/ ./actors/account/ ./actors/scheduler/ ./platforms/

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/heraldhq/herald/persistence"
 )
 
 // Result is one scenario's figures.
@@ -86,15 +88,23 @@ func Main(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "a short smoke run (under 2 minutes)")
-	only := fs.String("scenario", "", "run only this scenario")
+	only := fs.String("scenario", "", "run only this scenario (or these, separated by commas)")
 	out := fs.String("out", "", "also write the results as JSON to this file")
 	conns := fs.Int("connections", 64, "concurrent HTTP connections")
+	fs.StringVar(&storeBase, "store", "", "run the servers and the ceilings on this PostgreSQL database (postgres://…), each in a new schema of it, instead of bbolt")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if storeBase != "" && !persistence.IsPostgresURL(storeBase) {
+		return fmt.Errorf("--store %q is not a postgres:// URL", storeBase)
+	}
 	var selected []Scenario
+	names := map[string]bool{}
+	for _, n := range strings.Split(*only, ",") {
+		names[strings.TrimSpace(n)] = true
+	}
 	for _, s := range Scenarios() {
-		if *only == "" || s.Name == *only {
+		if *only == "" || names[s.Name] {
 			selected = append(selected, s)
 		}
 	}
@@ -122,6 +132,9 @@ func Main(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("scenario %s: %w", s.Name, err)
 		}
 		r.Scenario = s.Name
+		if storeBase != "" {
+			r.Scenario += " (postgres)"
+		}
 		switch {
 		case r.PeakRSSMB != 0:
 		case env.childPeakMB != 0: // the scenario ran its own server

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/heraldhq/herald/persistence"
 )
 
 // Env is a running `herald serve` process in sandbox mode and a client for it.
@@ -59,6 +62,13 @@ type Env struct {
 // StartEnv starts the server process from this very binary, with extra serve flags, on a fresh
 // data directory.
 func StartEnv(log io.Writer, extra ...string) (*Env, error) {
+	store, err := freshStore()
+	if err != nil {
+		return nil, err
+	}
+	if store != "" {
+		extra = append([]string{"--store", store}, extra...)
+	}
 	dir, err := os.MkdirTemp("", "herald-bench-")
 	if err != nil {
 		return nil, err
@@ -319,4 +329,17 @@ func pollReady(base string, ready chan<- time.Time) {
 			return
 		}
 	}
+}
+
+// storeBase is the PostgreSQL database of --store ("" for bbolt); freshStore returns a new, empty
+// schema of it for each server and ceiling.
+var storeBase string
+
+func freshStore() (string, error) {
+	if storeBase == "" {
+		return "", nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return persistence.CreatePostgresSchema(ctx, storeBase, fmt.Sprintf("herald_bench_%d", time.Now().UnixNano()))
 }

@@ -172,10 +172,18 @@ func createDrafts(base *Env) (Result, error) {
 	if err != nil {
 		return r, err
 	}
-	r.LimitName = "raw bbolt group commit"
+	r.LimitName = ceilingName()
 	r.Limit = (before + after) / 2
 	r.Notes = fmt.Sprintf("server CPU %.0f µs per create; server commits: %s; ceiling (the mean of %.0f/s before the server's run and %.0f/s after it) commits: %s and %s (the ceiling's writers wait only for the disk, the server's requests also for HTTP, the actors and the CPU that all of it shares with the load generator)",
 		cpu.Seconds()*1e6/float64(max(r.Ops, 1)), server, before, after, ceiling1, ceiling2)
+	if storeBase != "" {
+		// On PostgreSQL, bbolt's ceiling on this machine in the same run, for the comparison.
+		bolt, _, err := ceiling(e, "", e.Connections, e.Duration)
+		if err != nil {
+			return r, err
+		}
+		r.Notes += fmt.Sprintf("; raw bbolt group commit in the same run: %.0f/s (this store's ceiling is %.2f of it)", bolt, r.Limit/bolt)
+	}
 	return r, nil
 }
 
@@ -205,17 +213,39 @@ func processCPU(pid int) time.Duration {
 	return time.Duration(utime+stime) * time.Second / 100 // clock ticks (USER_HZ, 100 on Linux)
 }
 
-// boltCeiling measures the raw bbolt group-commit rate in this process: conns writers putting
-// post records of the same size as the scenario's through the same group committer, with no
-// HTTP and no actors. It is the throughput ceiling of durable creates on this machine.
+// boltCeiling measures the raw group-commit rate of the store the bench runs on (bbolt, or
+// PostgreSQL with --store) in this process: conns writers putting post records of the same size
+// as the scenario's through the same group committer, with no HTTP and no actors. It is the
+// throughput ceiling of durable creates on this machine.
 func boltCeiling(e *Env, conns int, d time.Duration) (float64, commitStats, error) {
+	store, err := freshStore()
+	if err != nil {
+		return 0, commitStats{}, err
+	}
+	return ceiling(e, store, conns, d)
+}
+
+// ceilingName names the limit boltCeiling measures.
+func ceilingName() string {
+	if storeBase != "" {
+		return "raw PostgreSQL group commit"
+	}
+	return "raw bbolt group commit"
+}
+
+// ceiling measures the raw group-commit rate on store ("" bbolt, or a PostgreSQL URL).
+func ceiling(e *Env, store string, conns int, d time.Duration) (float64, commitStats, error) {
 	var stats commitStats
 	dir, err := os.MkdirTemp(e.Dir, "ceiling-")
 	if err != nil {
 		return 0, stats, err
 	}
 	var mu sync.Mutex
-	s, err := persistence.Open(dir, persistence.Options{OnCommit: func(n int, d time.Duration, _ error) {
+	name := "bbolt ceiling"
+	if store != "" {
+		name = "PostgreSQL ceiling"
+	}
+	s, err := persistence.OpenStore(store, dir, persistence.Options{OnCommit: func(n int, d time.Duration, _ error) {
 		mu.Lock()
 		stats.writes, stats.commits, stats.seconds = stats.writes+float64(n), stats.commits+1, stats.seconds+d.Seconds()
 		mu.Unlock()
@@ -225,7 +255,7 @@ func boltCeiling(e *Env, conns int, d time.Duration) (float64, commitStats, erro
 	}
 	defer s.Close()
 	user := uuid.Must(uuid.NewV7()).String()
-	r, err := drive(e.log, "bbolt ceiling", conns, d, func(w, i int) error {
+	r, err := drive(e.log, name, conns, d, func(w, i int) error {
 		now := time.Now().UTC()
 		p := &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user, Content: string(e.draftBody(i)),
 			Status: persistence.PostDraft, CreatedAt: now, UpdatedAt: now, MediaIDs: []string{}}

@@ -1,6 +1,9 @@
 package persistence
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // accountCache remembers which connected accounts belong to which user, and their platform, so
 // that validating a post's targets (on every create and publish) needs no read transaction.
@@ -11,6 +14,9 @@ type accountCache struct {
 	mu  sync.RWMutex
 	gen uint64
 	m   map[[32]byte]string
+	// bypass is set while deletions by other processes could go unheard (the PostgreSQL
+	// backend's listening connection is down): every look-up then reads the store.
+	bypass atomic.Bool
 }
 
 // maxCachedAccounts bounds the cache; past it the cache starts over.
@@ -27,6 +33,13 @@ func accountKey(userID, accountID string) (k [32]byte) {
 func (s *Store) AccountPlatform(userID, accountID string) (platform string, ok bool, err error) {
 	c := &s.accounts
 	k := accountKey(userID, accountID)
+	if c.bypass.Load() {
+		err = s.View(func(tx *Tx) error {
+			platform, ok = tx.AccountPlatform(userID, accountID)
+			return nil
+		})
+		return platform, ok && err == nil, err
+	}
 	c.mu.RLock()
 	platform, ok = c.m[k]
 	gen := c.gen
@@ -54,9 +67,21 @@ func (s *Store) AccountPlatform(userID, accountID string) (platform string, ok b
 
 // ForgetAccount drops a deleted account from the cache. Call it after the deletion committed.
 func (s *Store) ForgetAccount(userID, accountID string) {
-	c := &s.accounts
+	s.accounts.forget(accountKey(userID, accountID))
+}
+
+func (c *accountCache) forget(k [32]byte) {
 	c.mu.Lock()
 	c.gen++
-	delete(c.m, accountKey(userID, accountID))
+	delete(c.m, k)
+	c.mu.Unlock()
+}
+
+// forgetAll empties the cache and sets whether it is bypassed from now on.
+func (c *accountCache) forgetAll(bypass bool) {
+	c.mu.Lock()
+	c.gen++
+	c.m = nil
+	c.bypass.Store(bypass)
 	c.mu.Unlock()
 }

@@ -43,5 +43,5 @@ func (t *Tx) Attempt(jobID string, target int) (*Attempt, error) {
 
 // DeleteAttempt forgets an attempt whose outcome is known.
 func (t *Tx) DeleteAttempt(jobID string, target int) error {
-	return t.tx.Bucket(bAttempts).Delete(attemptKey(jobID, target))
+	return t.kv.Bucket(bAttempts).Delete(attemptKey(jobID, target))
 }

@@ -110,7 +110,7 @@ func checkDB(db *bolt.DB, path string) *Report {
 				r.problem("bbolt's check: %v", err)
 			}
 			r.Checks = append(r.Checks, "bbolt's consistency check: every page reachable once or free, keys in order")
-			r.Schema = schemaOf(tx)
+			r.Schema = schemaOf(boltTx{tx})
 			if err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 				r.Buckets = append(r.Buckets, BucketKeys{Name: bucketName(name), Keys: b.Stats().KeyN})
 				return nil

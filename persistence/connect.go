@@ -48,7 +48,7 @@ func (t *Tx) ConnectState(id string) (*ConnectState, error) {
 // oldest ones, and returns how many it deleted. States share one lifetime and their ids sort by
 // creation, so the expired ones are at the front.
 func (t *Tx) PurgeConnectStates(now time.Time, max int) (int, error) {
-	b := t.tx.Bucket(bConnectStates)
+	b := t.kv.Bucket(bConnectStates)
 	c := b.Cursor()
 	var gone [][]byte
 	seen := 0
@@ -78,7 +78,7 @@ func (t *Tx) AccountOfNetworkUser(userID, platform, networkUserID string) (*Acco
 		return nil, ErrNotFound
 	}
 	prefix := mustID(userID)
-	c := t.tx.Bucket(bAccountsUser).Cursor()
+	c := t.kv.Bucket(bAccountsUser).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		if len(v) != 1 || v[0] != code {
 			continue

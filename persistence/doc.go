@@ -1,5 +1,8 @@
-// Package persistence is Herald's bbolt store: the bucket tree, key encodings, record codecs,
-// indexes and the group committer. It is the only package that imports bbolt.
+// Package persistence is Herald's store: the bucket tree, key encodings, record codecs, indexes
+// and the group committer, over bbolt (the default: one file in the data directory) or PostgreSQL
+// (postgres.go: one table per bucket). Every typed accessor reads and writes buckets through a
+// small key-value seam (kv.go) that both backends implement. It is the only package that imports
+// bbolt or a PostgreSQL driver.
 //
 // The bucket tree (all keys big-endian and fixed width; ids are 16-byte UUIDv7, so keys sort by
 // creation time):

@@ -35,8 +35,8 @@ func (t *Tx) AppendEvent(e *Event) error {
 
 // EventsAfter returns up to limit events after the consumer's cursor, oldest first.
 func (t *Tx) EventsAfter(consumer string, limit int) ([]*Event, error) {
-	cur := t.tx.Bucket(bEventCursors).Get([]byte(consumer))
-	c := t.tx.Bucket(bEvents).Cursor()
+	cur := t.kv.Bucket(bEventCursors).Get([]byte(consumer))
+	c := t.kv.Bucket(bEvents).Cursor()
 	var k, v []byte
 	if cur == nil {
 		k, v = c.First()
@@ -59,14 +59,14 @@ func (t *Tx) EventsAfter(consumer string, limit int) ([]*Event, error) {
 
 // AdvanceEvents moves the consumer's cursor to the event id (it has taken every event up to it).
 func (t *Tx) AdvanceEvents(consumer, eventID string) error {
-	return t.tx.Bucket(bEventCursors).Put([]byte(consumer), mustID(eventID))
+	return t.kv.Bucket(bEventCursors).Put([]byte(consumer), mustID(eventID))
 }
 
 // PruneEvents deletes, oldest first, up to limit events that every consumer has taken and that
 // were created before cutoff, and reports how many it deleted. Consumers are those with a cursor.
 func (t *Tx) PruneEvents(cutoff time.Time, limit int) (int, error) {
 	var minCursor []byte
-	cc := t.tx.Bucket(bEventCursors).Cursor()
+	cc := t.kv.Bucket(bEventCursors).Cursor()
 	for k, v := cc.First(); k != nil; k, v = cc.Next() {
 		if minCursor == nil || bytes.Compare(v, minCursor) < 0 {
 			minCursor = append([]byte(nil), v...)
@@ -75,7 +75,7 @@ func (t *Tx) PruneEvents(cutoff time.Time, limit int) (int, error) {
 	if minCursor == nil {
 		return 0, nil // no consumer yet: keep everything for the first one
 	}
-	b := t.tx.Bucket(bEvents)
+	b := t.kv.Bucket(bEvents)
 	c := b.Cursor()
 	var dead [][]byte
 	for k, v := c.First(); k != nil && len(dead) < limit && bytes.Compare(k, minCursor) <= 0; k, v = c.Next() {

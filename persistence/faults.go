@@ -17,7 +17,12 @@ import (
 var ErrWriteFailed = errors.New("persistence: the store could not write")
 
 // writeFailed wraps a commit's failure.
-func writeFailed(err error) error { return fmt.Errorf("%w: commit: %w", ErrWriteFailed, err) }
+func writeFailed(err error) error {
+	if errors.Is(err, ErrWriteFailed) {
+		return err
+	}
+	return fmt.Errorf("%w: commit: %w", ErrWriteFailed, err)
+}
 
 // committer is the commit boundary of the store: the backend that runs one write transaction
 // and commits it, or one read transaction. update commits what fn wrote when fn returns nil; when
@@ -33,11 +38,11 @@ type committer interface {
 type boltCommitter struct{ db *bolt.DB }
 
 func (b boltCommitter) update(fn func(*Tx) error) error {
-	return b.db.Update(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
+	return b.db.Update(func(tx *bolt.Tx) error { return fn(&Tx{kv: boltTx{tx}}) })
 }
 
 func (b boltCommitter) view(fn func(*Tx) error) error {
-	return b.db.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
+	return b.db.View(func(tx *bolt.Tx) error { return fn(&Tx{kv: boltTx{tx}}) })
 }
 
 // Faults injects storage failures at the store's commit boundary, for tests of what Herald does

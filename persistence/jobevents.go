@@ -60,14 +60,14 @@ func (t *Tx) PutJobEvents(trackingID string, seq uint64, raw []byte) error {
 	if raw == nil {
 		return nil
 	}
-	return t.tx.Bucket(bJobEvents).Put(jobEventKey(trackingID, seq), raw)
+	return t.kv.Bucket(bJobEvents).Put(jobEventKey(trackingID, seq), raw)
 }
 
 // JobEvents returns a job's stored events, oldest first.
 func (t *Tx) JobEvents(trackingID string) ([]JobEventSeq, error) {
 	prefix := mustID(trackingID)
 	var out []JobEventSeq
-	c := t.tx.Bucket(bJobEvents).Cursor()
+	c := t.kv.Bucket(bJobEvents).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		var evs []JobEvent
 		if err := Decode(v, &evs); err != nil {
@@ -82,7 +82,7 @@ func (t *Tx) JobEvents(trackingID string) ([]JobEventSeq, error) {
 func (t *Tx) JobsOfPost(postID string) ([]*Job, error) {
 	prefix := mustID(postID)
 	var out []*Job
-	c := t.tx.Bucket(bJobsPost).Cursor()
+	c := t.kv.Bucket(bJobsPost).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		j, err := t.Job(idString(k[16:]))
 		if err == ErrNotFound {

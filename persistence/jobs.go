@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Job statuses.
@@ -111,7 +109,7 @@ func (t *Tx) PutJobEncoded(j *Job, raw []byte) error {
 	id := mustID(j.TrackingID)
 	// The index entries are written once: a phase change finds them in place, and an index
 	// page left untouched is a page the commit need not write.
-	active := t.tx.Bucket(bJobsActive)
+	active := t.kv.Bucket(bJobsActive)
 	if j.PostSynced {
 		if err := active.Delete(id); err != nil {
 			return err
@@ -121,32 +119,29 @@ func (t *Tx) PutJobEncoded(j *Job, raw []byte) error {
 			return err
 		}
 	}
-	byPost, key := t.tx.Bucket(bJobsPost), join(mustID(j.PostID), id)
+	byPost, key := t.kv.Bucket(bJobsPost), join(mustID(j.PostID), id)
 	if !has(byPost, key) {
 		if err := byPost.Put(key, nil); err != nil {
 			return err
 		}
 	}
-	return t.tx.Bucket(bJobs).Put(id, raw)
+	return t.kv.Bucket(bJobs).Put(id, raw)
 }
 
 // SettleJob takes a finished job out of the jobs to resume: its post stored the outcome in this
 // transaction. The job's own record keeps post_synced false; a job that is finished and not
 // active is settled (JobActive).
 func (t *Tx) SettleJob(id string) error {
-	return t.tx.Bucket(bJobsActive).Delete(mustID(id))
+	return t.kv.Bucket(bJobsActive).Delete(mustID(id))
 }
 
 // JobActive reports whether the job is among the jobs to resume.
 func (t *Tx) JobActive(id string) bool {
-	return has(t.tx.Bucket(bJobsActive), mustID(id))
+	return has(t.kv.Bucket(bJobsActive), mustID(id))
 }
 
 // has reports whether the bucket holds key (Get cannot tell an empty value from no key).
-func has(b *bolt.Bucket, key []byte) bool {
-	k, _ := b.Cursor().Seek(key)
-	return bytes.Equal(k, key)
-}
+func has(b kvBucket, key []byte) bool { return b.Has(key) }
 
 // Job returns a job by tracking id.
 func (t *Tx) Job(id string) (*Job, error) {
@@ -160,7 +155,7 @@ func (t *Tx) Job(id string) (*Job, error) {
 // ActiveJobs lists the tracking ids of jobs to resume.
 func (t *Tx) ActiveJobs() []string {
 	var out []string
-	c := t.tx.Bucket(bJobsActive).Cursor()
+	c := t.kv.Bucket(bJobsActive).Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
 		out = append(out, idString(k))
 	}
@@ -178,12 +173,12 @@ func scheduleKey(at time.Time, postID string) []byte {
 
 // Schedule adds a post to the schedule index at at.
 func (t *Tx) Schedule(postID string, at time.Time) error {
-	return t.tx.Bucket(bSchedule).Put(scheduleKey(at, postID), nil)
+	return t.kv.Bucket(bSchedule).Put(scheduleKey(at, postID), nil)
 }
 
 // Unschedule removes a post's entry at at.
 func (t *Tx) Unschedule(postID string, at time.Time) error {
-	return t.tx.Bucket(bSchedule).Delete(scheduleKey(at, postID))
+	return t.kv.Bucket(bSchedule).Delete(scheduleKey(at, postID))
 }
 
 // Due is one entry of the schedule.
@@ -195,7 +190,7 @@ type Due struct {
 // DueBefore lists up to limit scheduled posts due before until, earliest first, after the entry
 // after (zero Due: from the start).
 func (t *Tx) DueBefore(until time.Time, after Due, limit int) []Due {
-	c := t.tx.Bucket(bSchedule).Cursor()
+	c := t.kv.Bucket(bSchedule).Cursor()
 	var k []byte
 	if after.PostID == "" {
 		k, _ = c.First()
@@ -220,7 +215,7 @@ func (t *Tx) DueBefore(until time.Time, after Due, limit int) []Due {
 
 // NextDue returns the earliest scheduled entry, if any.
 func (t *Tx) NextDue() (Due, bool) {
-	k, _ := t.tx.Bucket(bSchedule).Cursor().First()
+	k, _ := t.kv.Bucket(bSchedule).Cursor().First()
 	if k == nil {
 		return Due{}, false
 	}
@@ -254,7 +249,7 @@ func (t *Tx) Idempotency(key []byte) (*IdempotencyRecord, error) {
 
 // ExpireIdempotency deletes records created before cutoff and reports how many.
 func (t *Tx) ExpireIdempotency(cutoff time.Time, limit int) (int, error) {
-	b := t.tx.Bucket(bIdempotency)
+	b := t.kv.Bucket(bIdempotency)
 	c := b.Cursor()
 	var dead [][]byte
 	for k, v := c.First(); k != nil && len(dead) < limit; k, v = c.Next() {
@@ -277,7 +272,7 @@ func quotaKey(userID, month string) []byte { return join(mustID(userID), []byte(
 
 // QuotaUsed returns how many posts the user published or scheduled in month ("2006-01").
 func (t *Tx) QuotaUsed(userID, month string) int {
-	v := t.tx.Bucket(bQuota).Get(quotaKey(userID, month))
+	v := t.kv.Bucket(bQuota).Get(quotaKey(userID, month))
 	if len(v) != 8 {
 		return 0
 	}
@@ -286,5 +281,5 @@ func (t *Tx) QuotaUsed(userID, month string) int {
 
 // AddQuota counts n more posts in month.
 func (t *Tx) AddQuota(userID, month string, n int) error {
-	return t.tx.Bucket(bQuota).Put(quotaKey(userID, month), u64(uint64(t.QuotaUsed(userID, month)+n)))
+	return t.kv.Bucket(bQuota).Put(quotaKey(userID, month), u64(uint64(t.QuotaUsed(userID, month)+n)))
 }

@@ -72,17 +72,17 @@ func pendingKey(m *Media) []byte {
 // media.
 func (t *Tx) PutMedia(m *Media) error {
 	id := mustID(m.ID)
-	keys := t.tx.Bucket(bMediaKey)
+	keys := t.kv.Bucket(bMediaKey)
 	if owner := keys.Get([]byte(m.Key)); owner != nil && !bytes.Equal(owner, id) {
 		return ErrExists
 	}
 	if err := keys.Put([]byte(m.Key), id); err != nil {
 		return err
 	}
-	if err := t.tx.Bucket(bMediaUser).Put(join(mustID(m.UserID), id), nil); err != nil {
+	if err := t.kv.Bucket(bMediaUser).Put(join(mustID(m.UserID), id), nil); err != nil {
 		return err
 	}
-	pending := t.tx.Bucket(bMediaPending)
+	pending := t.kv.Bucket(bMediaPending)
 	if m.Confirmed() {
 		if err := pending.Delete(pendingKey(m)); err != nil {
 			return err
@@ -104,7 +104,7 @@ func (t *Tx) Media(id string) (*Media, error) {
 
 // MediaByKey returns the media record a storage key was issued for.
 func (t *Tx) MediaByKey(key string) (*Media, error) {
-	id := t.tx.Bucket(bMediaKey).Get([]byte(key))
+	id := t.kv.Bucket(bMediaKey).Get([]byte(key))
 	if id == nil {
 		return nil, ErrNotFound
 	}
@@ -135,24 +135,24 @@ func (t *Tx) ConfirmedMedia(userID, id string) (*Media, error) {
 // file's) as an orphan until the caller has deleted the bytes (ForgetOrphan).
 func (t *Tx) DeleteMedia(m *Media) error {
 	id := mustID(m.ID)
-	if err := t.tx.Bucket(bMediaKey).Delete([]byte(m.Key)); err != nil {
+	if err := t.kv.Bucket(bMediaKey).Delete([]byte(m.Key)); err != nil {
 		return err
 	}
-	if err := t.tx.Bucket(bMediaUser).Delete(join(mustID(m.UserID), id)); err != nil {
+	if err := t.kv.Bucket(bMediaUser).Delete(join(mustID(m.UserID), id)); err != nil {
 		return err
 	}
-	if err := t.tx.Bucket(bMediaPending).Delete(pendingKey(m)); err != nil {
+	if err := t.kv.Bucket(bMediaPending).Delete(pendingKey(m)); err != nil {
 		return err
 	}
-	if err := t.tx.Bucket(bMediaOrphans).Put([]byte(m.Key), nil); err != nil {
+	if err := t.kv.Bucket(bMediaOrphans).Put([]byte(m.Key), nil); err != nil {
 		return err
 	}
 	if m.Derived != nil {
-		if err := t.tx.Bucket(bMediaOrphans).Put([]byte(m.Derived.Key), nil); err != nil {
+		if err := t.kv.Bucket(bMediaOrphans).Put([]byte(m.Derived.Key), nil); err != nil {
 			return err
 		}
 	}
-	return t.tx.Bucket(bMedia).Delete(id)
+	return t.kv.Bucket(bMedia).Delete(id)
 }
 
 // PendingMediaBefore lists up to limit unconfirmed media presigned before t, oldest first.
@@ -160,7 +160,7 @@ func (t *Tx) PendingMediaBefore(before time.Time, limit int) ([]*Media, error) {
 	end := make([]byte, 8)
 	binary.BigEndian.PutUint64(end, uint64(before.UnixNano()))
 	var out []*Media
-	c := t.tx.Bucket(bMediaPending).Cursor()
+	c := t.kv.Bucket(bMediaPending).Cursor()
 	for k, _ := c.First(); k != nil && len(out) < limit && bytes.Compare(k[:8], end) < 0; k, _ = c.Next() {
 		var m Media
 		if err := t.get(bMedia, k[8:], &m); err != nil {
@@ -177,7 +177,7 @@ func (t *Tx) PendingMediaBefore(before time.Time, limit int) ([]*Media, error) {
 // MediaOrphans lists up to limit storage keys whose bytes still await deletion.
 func (t *Tx) MediaOrphans(limit int) []string {
 	var out []string
-	c := t.tx.Bucket(bMediaOrphans).Cursor()
+	c := t.kv.Bucket(bMediaOrphans).Cursor()
 	for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
 		out = append(out, string(k))
 	}
@@ -186,7 +186,7 @@ func (t *Tx) MediaOrphans(limit int) []string {
 
 // ForgetOrphan records that an orphan's bytes are deleted.
 func (t *Tx) ForgetOrphan(key string) error {
-	return t.tx.Bucket(bMediaOrphans).Delete([]byte(key))
+	return t.kv.Bucket(bMediaOrphans).Delete([]byte(key))
 }
 
 // MediaInUse reports whether a post of the user that is not final (draft, scheduled or
@@ -194,8 +194,8 @@ func (t *Tx) ForgetOrphan(key string) error {
 func (t *Tx) MediaInUse(userID, mediaID string) (bool, error) {
 	user := mustID(userID)
 	final := map[byte]bool{statusCode(PostPublished): true, statusCode(PostPartial): true, statusCode(PostFailed): true}
-	posts := t.tx.Bucket(bPosts)
-	c := t.tx.Bucket(bPostsUser).Cursor()
+	posts := t.kv.Bucket(bPosts)
+	c := t.kv.Bucket(bPostsUser).Cursor()
 	for k, v := c.Seek(user); k != nil && bytes.HasPrefix(k, user); k, v = c.Next() {
 		if len(v) > 0 && final[v[0]] {
 			continue

@@ -117,7 +117,7 @@ func (t *Tx) OAuthToken(hash []byte) (*OAuthToken, error) {
 }
 
 // DeleteOAuthToken removes a token (revocation, RFC 7009); removing one that is gone succeeds.
-func (t *Tx) DeleteOAuthToken(hash []byte) error { return t.tx.Bucket(bOAuthTokens).Delete(hash) }
+func (t *Tx) DeleteOAuthToken(hash []byte) error { return t.kv.Bucket(bOAuthTokens).Delete(hash) }
 
 // DeleteOAuthCodes deletes up to max codes for which dead is true, and any record that does not
 // decode, in the bucket's order; it returns how many it deleted.
@@ -161,7 +161,7 @@ func (t *Tx) DeleteOAuthClients(dead func(*OAuthClient) bool, max int) (int, err
 // OAuthClientsInUse returns the ids of the clients that a grant or a code names.
 func (t *Tx) OAuthClientsInUse() (map[string]bool, error) {
 	used := map[string]bool{}
-	err := t.tx.Bucket(bOAuthGrants).ForEach(func(_, v []byte) error {
+	err := forEach(t.kv.Bucket(bOAuthGrants), func(_, v []byte) error {
 		var g OAuthGrant
 		if Decode(v, &g) == nil {
 			used[g.ClientID] = true
@@ -171,7 +171,7 @@ func (t *Tx) OAuthClientsInUse() (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = t.tx.Bucket(bOAuthCodes).ForEach(func(_, v []byte) error {
+	err = forEach(t.kv.Bucket(bOAuthCodes), func(_, v []byte) error {
 		var c OAuthCode
 		if Decode(v, &c) == nil {
 			used[c.ClientID] = true
@@ -185,7 +185,7 @@ func (t *Tx) OAuthClientsInUse() (map[string]bool, error) {
 func (t *Tx) CountOAuth() (clients, codes, tokens int) {
 	count := func(bucket []byte) int {
 		n := 0
-		c := t.tx.Bucket(bucket).Cursor()
+		c := t.kv.Bucket(bucket).Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
 			n++
 		}
@@ -197,7 +197,7 @@ func (t *Tx) CountOAuth() (clients, codes, tokens int) {
 // deleteWhere deletes up to max records of a bucket for which dead(value) is true; the records
 // are chosen in one pass of a cursor and deleted after it.
 func (t *Tx) deleteWhere(bucket []byte, max int, dead func(v []byte) bool) (int, error) {
-	b := t.tx.Bucket(bucket)
+	b := t.kv.Bucket(bucket)
 	var gone [][]byte
 	c := b.Cursor()
 	for k, v := c.First(); k != nil && len(gone) < max; k, v = c.Next() {

@@ -11,7 +11,8 @@ import (
 // free pages, open readers), of the jobs still running, and of connected accounts' token expiry.
 // They read committed state and touch no bucket of their own.
 
-// DBStats is a snapshot of the bbolt file.
+// DBStats is a snapshot of the bbolt file. On PostgreSQL only SizeBytes is set: the size of the
+// store's tables with their indexes.
 type DBStats struct {
 	// SizeBytes is the size of the data file as bbolt sees it (the high-water mark: bbolt never
 	// shrinks its file; `bbolt compact` does).
@@ -26,6 +27,9 @@ type DBStats struct {
 
 // Stats reads the data file's statistics.
 func (s *Store) Stats() DBStats {
+	if s.pg != nil {
+		return s.pg.stats()
+	}
 	st := s.db.Stats()
 	out := DBStats{FreeBytes: int64(st.FreeAlloc), PendingPages: st.PendingPageN, OpenReadTx: st.OpenTxN}
 	_ = s.db.View(func(tx *bolt.Tx) error {
@@ -40,7 +44,7 @@ func (s *Store) Stats() DBStats {
 // from its UUIDv7 tracking id (zero when there is none). The index holds ids only, so this
 // decodes no record.
 func (t *Tx) ActiveJobStats() (n int, oldest time.Time) {
-	c := t.tx.Bucket(bJobsActive).Cursor()
+	c := t.kv.Bucket(bJobsActive).Cursor()
 	k, _ := c.First()
 	if k == nil {
 		return 0, time.Time{}
@@ -76,7 +80,7 @@ func (a AccountExpiry) Account() *Account {
 // EachAccountExpiry calls fn for every connected account of every user, decoding only its
 // platform, active flag and token expiry (never its sealed credentials).
 func (t *Tx) EachAccountExpiry(fn func(AccountExpiry)) error {
-	c := t.tx.Bucket(bAccounts).Cursor()
+	c := t.kv.Bucket(bAccounts).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		var a AccountExpiry
 		if err := Decode(v, &a); err != nil {

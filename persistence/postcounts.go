@@ -3,8 +3,6 @@ package persistence
 import (
 	"encoding/binary"
 	"fmt"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // A user's post counts answer a list's pagination.total without walking the user's whole index:
@@ -55,7 +53,7 @@ func (c postCounts) add(sum []byte, delta int) {
 // countPostChange moves a post of the user from summary old to summary new (nil: none) in the
 // user's counts.
 func (t *Tx) countPostChange(user, old, new []byte) error {
-	b := t.tx.Bucket(bPostsCount)
+	b := t.kv.Bucket(bPostsCount)
 	c := make(postCounts, countsSize)
 	copy(c, b.Get(user))
 	if old != nil {
@@ -82,12 +80,12 @@ func (t *Tx) PostCount(userID, status, platform string) int {
 			return 0
 		}
 	}
-	return postCounts(t.tx.Bucket(bPostsCount).Get(mustID(userID))).get(s, p)
+	return postCounts(t.kv.Bucket(bPostsCount).Get(mustID(userID))).get(s, p)
 }
 
 // rebuildPostCounts recounts every user's posts from posts_user: once, when a store written
 // before the counts existed is opened.
-func rebuildPostCounts(tx *bolt.Tx) error {
+func rebuildPostCounts(tx kvTx) error {
 	counts := map[string]postCounts{}
 	c := tx.Bucket(bPostsUser).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Publication is one published target of a post: what analytics and the inbox read live from
@@ -66,9 +64,9 @@ func (t *Tx) Publications(f PublicationFilter) ([]Publication, error) {
 		mask |= 1 << platformCodes[p]
 	}
 	wanted := func(p string) bool { return len(f.Platforms) == 0 || slices.Contains(f.Platforms, p) }
-	posts := t.tx.Bucket(bPosts)
+	posts := t.kv.Bucket(bPosts)
 	var out []Publication
-	c := t.tx.Bucket(bPostsUser).Cursor()
+	c := t.kv.Bucket(bPostsUser).Cursor()
 	for k, v := c.Seek(user); k != nil && bytes.HasPrefix(k, user); k, v = c.Next() {
 		if len(v) == 3 {
 			if v[0] != published && v[0] != partial {
@@ -206,7 +204,7 @@ func publicationKey(post []byte, target int) []byte {
 
 // indexPublications adds the publications entries of a post's published targets that are not
 // there yet.
-func indexPublications(b *bolt.Bucket, post []byte, targets []publicationTarget) error {
+func indexPublications(b kvBucket, post []byte, targets []publicationTarget) error {
 	for i, tg := range targets {
 		if tg.Status != TargetPublished || tg.PublicationID == "" {
 			continue
@@ -237,7 +235,7 @@ func targetsOf(p *Post) []publicationTarget {
 }
 
 // indexStoredPublications indexes every published target of the stored posts (schema 4).
-func indexStoredPublications(tx *bolt.Tx) error {
+func indexStoredPublications(tx kvTx) error {
 	b := tx.Bucket(bPublications)
 	c := tx.Bucket(bPosts).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -264,7 +262,7 @@ func (t *Tx) PublicationOf(userID, id string) (*Post, int, error) {
 		return nil, 0, ErrNotFound
 	}
 	target := -1
-	if v := t.tx.Bucket(bPublications).Get(key); len(v) == 18 {
+	if v := t.kv.Bucket(bPublications).Get(key); len(v) == 18 {
 		key, target = v[:16], int(v[16])<<8|int(v[17])
 	}
 	p, err := t.Post(idString(key))

@@ -20,7 +20,7 @@ func init() { registerBuckets(bRateWindows) }
 
 // PutRateWindows stores windows, replacing what was stored for the same users.
 func (t *Tx) PutRateWindows(ws []RateWindow) error {
-	b := t.tx.Bucket(bRateWindows)
+	b := t.kv.Bucket(bRateWindows)
 	for _, w := range ws {
 		if w.UserID == "" || w.Used <= 0 {
 			continue
@@ -37,7 +37,7 @@ func (t *Tx) PutRateWindows(ws []RateWindow) error {
 
 // DeleteRateWindows forgets the stored windows of users.
 func (t *Tx) DeleteRateWindows(users []string) error {
-	b := t.tx.Bucket(bRateWindows)
+	b := t.kv.Bucket(bRateWindows)
 	for _, u := range users {
 		if err := b.Delete([]byte(u)); err != nil {
 			return err
@@ -49,11 +49,11 @@ func (t *Tx) DeleteRateWindows(users []string) error {
 // RateWindows returns the stored windows (some may have closed since).
 func (t *Tx) RateWindows() []RateWindow {
 	var out []RateWindow
-	b := t.tx.Bucket(bRateWindows)
+	b := t.kv.Bucket(bRateWindows)
 	if b == nil { // a store opened read-only before the bucket existed
 		return nil
 	}
-	_ = b.ForEach(func(k, v []byte) error {
+	_ = forEach(b, func(k, v []byte) error {
 		if len(v) == 16 {
 			out = append(out, RateWindow{UserID: string(k), Start: time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(), Used: int(binary.BigEndian.Uint64(v[8:]))})
 		}

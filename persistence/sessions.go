@@ -40,12 +40,12 @@ var ErrBadSessionKey = errors.New("persistence: a session key is 32 bytes")
 
 // SetPassword stores the password hash of a user (replacing any).
 func (t *Tx) SetPassword(userID, phc string) error {
-	return t.tx.Bucket(bUserPasswords).Put(mustID(userID), []byte(phc))
+	return t.kv.Bucket(bUserPasswords).Put(mustID(userID), []byte(phc))
 }
 
 // Password returns the password hash of a user; ErrNotFound when the user has none.
 func (t *Tx) Password(userID string) (string, error) {
-	v := t.tx.Bucket(bUserPasswords).Get(mustID(userID))
+	v := t.kv.Bucket(bUserPasswords).Get(mustID(userID))
 	if v == nil {
 		return "", ErrNotFound
 	}
@@ -57,7 +57,7 @@ func (t *Tx) PutSession(hash []byte, s *Session) error {
 	if len(hash) != SessionHashLen {
 		return ErrBadSessionKey
 	}
-	if err := t.tx.Bucket(bSessionsUser).Put(join(mustID(s.UserID), hash), nil); err != nil {
+	if err := t.kv.Bucket(bSessionsUser).Put(join(mustID(s.UserID), hash), nil); err != nil {
 		return err
 	}
 	return t.put(bSessions, hash, s)
@@ -84,10 +84,10 @@ func (t *Tx) DeleteSession(hash []byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := t.tx.Bucket(bSessionsUser).Delete(join(mustID(s.UserID), hash)); err != nil {
+	if err := t.kv.Bucket(bSessionsUser).Delete(join(mustID(s.UserID), hash)); err != nil {
 		return false, err
 	}
-	return true, t.tx.Bucket(bSessions).Delete(hash)
+	return true, t.kv.Bucket(bSessions).Delete(hash)
 }
 
 // DeleteSessionsOfUser ends every session of a user but the one stored under keep (nil: all),
@@ -95,7 +95,7 @@ func (t *Tx) DeleteSession(hash []byte) (bool, error) {
 func (t *Tx) DeleteSessionsOfUser(userID string, keep []byte) (int, error) {
 	prefix := mustID(userID)
 	var gone [][]byte
-	c := t.tx.Bucket(bSessionsUser).Cursor()
+	c := t.kv.Bucket(bSessionsUser).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		if h := k[len(prefix):]; !bytes.Equal(h, keep) {
 			gone = append(gone, append([]byte(nil), h...))
@@ -118,7 +118,7 @@ func (t *Tx) DeleteSessionsOfUser(userID string, keep []byte) (int, error) {
 // returns how many it ended.
 func (t *Tx) DeleteExpiredSessions(expired func(*Session) bool, max int) (int, error) {
 	var gone [][]byte
-	c := t.tx.Bucket(bSessions).Cursor()
+	c := t.kv.Bucket(bSessions).Cursor()
 	for k, v := c.First(); k != nil && len(gone) < max; k, v = c.Next() {
 		var s Session
 		if err := Decode(v, &s); err != nil || expired(&s) {
@@ -132,7 +132,7 @@ func (t *Tx) DeleteExpiredSessions(expired func(*Session) bool, max int) (int, e
 			return n, err
 		}
 		if !ok { // unreadable: remove the record itself
-			if err := t.tx.Bucket(bSessions).Delete(h); err != nil {
+			if err := t.kv.Bucket(bSessions).Delete(h); err != nil {
 				return n, err
 			}
 		}
@@ -145,7 +145,7 @@ func (t *Tx) DeleteExpiredSessions(expired func(*Session) bool, max int) (int, e
 // keys, which is exact inside a write transaction too.
 func (t *Tx) CountSessions() int {
 	n := 0
-	c := t.tx.Bucket(bSessions).Cursor()
+	c := t.kv.Bucket(bSessions).Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
 		n++
 	}

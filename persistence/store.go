@@ -80,7 +80,9 @@ type Store struct {
 	// drain.
 	mu       sync.RWMutex
 	isClosed bool
-	db       *bolt.DB
+	// db is the bbolt file; pg the PostgreSQL database in its place (postgres.go).
+	db *bolt.DB
+	pg *pgStore
 	// c is the commit boundary every transaction goes through: bbolt, behind the fault injector
 	// when Options.Faults is set.
 	c        committer
@@ -144,26 +146,7 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 					return err
 				}
 			}
-			if schemaOf(tx) < 2 {
-				// Version 2 added posts_count; a store written before it is counted once.
-				if err := rebuildPostCounts(tx); err != nil {
-					return err
-				}
-			}
-			if schemaOf(tx) < 3 {
-				// Version 3 keeps the hashes of revoked keys in apikeys_hash; earlier versions
-				// removed them.
-				if err := indexRevokedKeys(tx); err != nil {
-					return err
-				}
-			}
-			if schemaOf(tx) < 4 {
-				// Version 4 added publications; a store written before it is indexed once.
-				if err := indexStoredPublications(tx); err != nil {
-					return err
-				}
-			}
-			return tx.Bucket(bMeta).Put([]byte("schema"), u64(schemaVersion))
+			return upgrade(boltTx{tx})
 		}); err != nil {
 			_ = db.Close()
 			return nil, fmt.Errorf("persistence: create buckets: %w", err)
@@ -175,13 +158,45 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 			return nil, &DamagedError{Path: path, Problems: r.Problems, More: r.More}
 		}
 	}
-	s := &Store{db: db, c: opts.Faults.wrap(boltCommitter{db}), opts: opts, writes: make(chan *write, 4096), done: make(chan struct{}), closed: make(chan struct{})}
-	go s.commitLoop()
+	s := newStore(boltCommitter{db}, opts)
+	s.db = db
 	return s, nil
 }
 
+// newStore starts the group committer of a store over a backend's commit boundary.
+func newStore(c committer, opts Options) *Store {
+	s := &Store{c: opts.Faults.wrap(c), opts: opts, writes: make(chan *write, 4096), done: make(chan struct{}), closed: make(chan struct{})}
+	go s.commitLoop()
+	return s
+}
+
+// upgrade brings a store whose buckets all exist to this code's layout, in the transaction that
+// opens it for writing.
+func upgrade(tx kvTx) error {
+	if schemaOf(tx) < 2 {
+		// Version 2 added posts_count; a store written before it is counted once.
+		if err := rebuildPostCounts(tx); err != nil {
+			return err
+		}
+	}
+	if schemaOf(tx) < 3 {
+		// Version 3 keeps the hashes of revoked keys in apikeys_hash; earlier versions
+		// removed them.
+		if err := indexRevokedKeys(tx); err != nil {
+			return err
+		}
+	}
+	if schemaOf(tx) < 4 {
+		// Version 4 added publications; a store written before it is indexed once.
+		if err := indexStoredPublications(tx); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bMeta).Put([]byte("schema"), u64(schemaVersion))
+}
+
 // schemaOf returns the layout version a store was last opened for writing with (0: new).
-func schemaOf(tx *bolt.Tx) uint64 {
+func schemaOf(tx kvTx) uint64 {
 	b := tx.Bucket(bMeta)
 	if b == nil {
 		return 0
@@ -203,11 +218,19 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	close(s.done)
 	<-s.closed
+	if s.pg != nil {
+		return s.pg.close()
+	}
 	return s.db.Close()
 }
 
-// Path is the database file's path.
-func (s *Store) Path() string { return s.db.Path() }
+// Path is the database file's path ("" on PostgreSQL).
+func (s *Store) Path() string {
+	if s.db == nil {
+		return ""
+	}
+	return s.db.Path()
+}
 
 // Update runs fn in a write transaction shared with other concurrent writers and returns once the
 // transaction is durable. fn may run more than once (when another write of its batch fails, the
@@ -335,24 +358,28 @@ func (s *Store) observe(writes int, d time.Duration, err error) {
 // failed, so that a store that works again is noticed without other traffic.
 func (s *Store) Probe(ctx context.Context) error {
 	now := u64(uint64(time.Now().UnixNano()))
-	return s.Update(ctx, func(tx *Tx) error { return tx.tx.Bucket(bMeta).Put([]byte("probe"), now) })
+	return s.Update(ctx, func(tx *Tx) error { return tx.kv.Bucket(bMeta).Put([]byte("probe"), now) })
 }
 
 // Backup writes a consistent snapshot of the database to path while it stays in use.
 func (s *Store) Backup(path string) error {
+	if s.db == nil {
+		return ErrBackupPostgres
+	}
 	return s.db.View(func(tx *bolt.Tx) error { return tx.CopyFile(path, 0o600) })
 }
 
-// Tx is a read or write transaction with Herald's typed accessors.
+// Tx is a read or write transaction with Herald's typed accessors, over a backend's transaction
+// behind the key-value seam (kv.go).
 type Tx struct {
-	tx *bolt.Tx
+	kv kvTx
 }
 
 // indexRevokedKeys puts the hashes of revoked keys back into apikeys_hash, which stores written
 // before schema 3 removed on revocation.
-func indexRevokedKeys(tx *bolt.Tx) error {
+func indexRevokedKeys(tx kvTx) error {
 	hashes := tx.Bucket(bAPIKeysHash)
-	return tx.Bucket(bAPIKeys).ForEach(func(id, v []byte) error {
+	return forEach(tx.Bucket(bAPIKeys), func(id, v []byte) error {
 		var k APIKey
 		if err := Decode(v, &k); err != nil {
 			return fmt.Errorf("persistence: read API key: %w", err)

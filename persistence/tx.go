@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"strings"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // ErrNotFound means the record does not exist.
@@ -15,7 +13,7 @@ var ErrNotFound = errors.New("persistence: not found")
 var ErrExists = errors.New("persistence: already exists")
 
 func (t *Tx) get(bucket, key []byte, v any) error {
-	b := t.tx.Bucket(bucket).Get(key)
+	b := t.kv.Bucket(bucket).Get(key)
 	if b == nil {
 		return ErrNotFound
 	}
@@ -27,7 +25,7 @@ func (t *Tx) put(bucket, key []byte, v any) error {
 	if err != nil {
 		return err
 	}
-	return t.tx.Bucket(bucket).Put(key, b)
+	return t.kv.Bucket(bucket).Put(key, b)
 }
 
 // ---- users ----
@@ -35,7 +33,7 @@ func (t *Tx) put(bucket, key []byte, v any) error {
 // CreateUser stores a new user; ErrExists when the e-mail is taken.
 func (t *Tx) CreateUser(u *User) error {
 	email := []byte(strings.ToLower(u.Email))
-	idx := t.tx.Bucket(bUsersEmail)
+	idx := t.kv.Bucket(bUsersEmail)
 	if idx.Get(email) != nil {
 		return ErrExists
 	}
@@ -71,7 +69,7 @@ func (t *Tx) User(id string) (*User, error) {
 
 // UserByEmail returns a user by e-mail (case-insensitive).
 func (t *Tx) UserByEmail(email string) (*User, error) {
-	id := t.tx.Bucket(bUsersEmail).Get([]byte(strings.ToLower(email)))
+	id := t.kv.Bucket(bUsersEmail).Get([]byte(strings.ToLower(email)))
 	if id == nil {
 		return nil, ErrNotFound
 	}
@@ -84,7 +82,7 @@ func (t *Tx) UserByEmail(email string) (*User, error) {
 
 // SandboxUser returns the sandbox demo user, if one exists.
 func (t *Tx) SandboxUser() (*User, error) {
-	c := t.tx.Bucket(bUsers).Cursor()
+	c := t.kv.Bucket(bUsers).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		var u User
 		if err := Decode(v, &u); err != nil {
@@ -104,7 +102,7 @@ func (t *Tx) SandboxUser() (*User, error) {
 // so that authentication can say the key was revoked rather than unknown.
 func (t *Tx) PutAPIKey(k *APIKey, previousHash []byte) error {
 	id := mustID(k.ID)
-	hashes := t.tx.Bucket(bAPIKeysHash)
+	hashes := t.kv.Bucket(bAPIKeysHash)
 	if previousHash != nil && !bytes.Equal(previousHash, k.Hash) {
 		if err := hashes.Delete(previousHash); err != nil {
 			return err
@@ -113,7 +111,7 @@ func (t *Tx) PutAPIKey(k *APIKey, previousHash []byte) error {
 	if err := hashes.Put(k.Hash, id); err != nil {
 		return err
 	}
-	if err := t.tx.Bucket(bAPIKeysUser).Put(join(mustID(k.UserID), id), nil); err != nil {
+	if err := t.kv.Bucket(bAPIKeysUser).Put(join(mustID(k.UserID), id), nil); err != nil {
 		return err
 	}
 	return t.put(bAPIKeys, id, k)
@@ -130,7 +128,7 @@ func (t *Tx) APIKey(id string) (*APIKey, error) {
 
 // APIKeyByHash returns the key with this SHA-256, revoked or not: callers check RevokedAt.
 func (t *Tx) APIKeyByHash(hash []byte) (*APIKey, error) {
-	id := t.tx.Bucket(bAPIKeysHash).Get(hash)
+	id := t.kv.Bucket(bAPIKeysHash).Get(hash)
 	if id == nil {
 		return nil, ErrNotFound
 	}
@@ -145,7 +143,7 @@ func (t *Tx) APIKeyByHash(hash []byte) (*APIKey, error) {
 func (t *Tx) APIKeysOfUser(userID string) ([]*APIKey, error) {
 	prefix := mustID(userID)
 	var out []*APIKey
-	c := t.tx.Bucket(bAPIKeysUser).Cursor()
+	c := t.kv.Bucket(bAPIKeysUser).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		var key APIKey
 		if err := t.get(bAPIKeys, k[16:], &key); err != nil {
@@ -161,7 +159,7 @@ func (t *Tx) APIKeysOfUser(userID string) ([]*APIKey, error) {
 // PutAccount stores a connected account.
 func (t *Tx) PutAccount(a *Account) error {
 	id := mustID(a.ID)
-	if err := t.tx.Bucket(bAccountsUser).Put(join(mustID(a.UserID), id), []byte{platformCodes[a.Platform]}); err != nil {
+	if err := t.kv.Bucket(bAccountsUser).Put(join(mustID(a.UserID), id), []byte{platformCodes[a.Platform]}); err != nil {
 		return err
 	}
 	return t.put(bAccounts, id, a)
@@ -179,7 +177,7 @@ func (t *Tx) Account(id string) (*Account, error) {
 // AccountPlatform returns the platform of the user's account, from the index alone; ok is false
 // when the user has no such account.
 func (t *Tx) AccountPlatform(userID, accountID string) (platform string, ok bool) {
-	v := t.tx.Bucket(bAccountsUser).Get(join(mustID(userID), mustID(accountID)))
+	v := t.kv.Bucket(bAccountsUser).Get(join(mustID(userID), mustID(accountID)))
 	if len(v) != 1 {
 		return "", false
 	}
@@ -191,7 +189,7 @@ func (t *Tx) AccountPlatform(userID, accountID string) (platform string, ok bool
 func (t *Tx) AccountsOfUser(userID string) ([]*Account, error) {
 	prefix := mustID(userID)
 	var out []*Account
-	c := t.tx.Bucket(bAccountsUser).Cursor()
+	c := t.kv.Bucket(bAccountsUser).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		var a Account
 		if err := t.get(bAccounts, k[16:], &a); err != nil {
@@ -205,10 +203,10 @@ func (t *Tx) AccountsOfUser(userID string) ([]*Account, error) {
 // DeleteAccount removes an account.
 func (t *Tx) DeleteAccount(a *Account) error {
 	id := mustID(a.ID)
-	if err := t.tx.Bucket(bAccountsUser).Delete(join(mustID(a.UserID), id)); err != nil {
+	if err := t.kv.Bucket(bAccountsUser).Delete(join(mustID(a.UserID), id)); err != nil {
 		return err
 	}
-	return t.tx.Bucket(bAccounts).Delete(id)
+	return t.kv.Bucket(bAccounts).Delete(id)
 }
 
 // ---- posts ----
@@ -262,7 +260,7 @@ func (t *Tx) PutPost(p *Post, raw []byte) error {
 	// The list index holds the post's status and platforms; a change that keeps them (most
 	// of a post's changes) leaves the index page untouched.
 	user := mustID(p.UserID)
-	index, key, sum := t.tx.Bucket(bPostsUser), join(user, id), summary(p)
+	index, key, sum := t.kv.Bucket(bPostsUser), join(user, id), summary(p)
 	if old := index.Get(key); !bytes.Equal(old, sum) {
 		if err := t.countPostChange(user, old, sum); err != nil {
 			return err
@@ -272,16 +270,16 @@ func (t *Tx) PutPost(p *Post, raw []byte) error {
 		}
 	}
 	if p.Status == PostPublished || p.Status == PostPartial {
-		if err := indexPublications(t.tx.Bucket(bPublications), id, targetsOf(p)); err != nil {
+		if err := indexPublications(t.kv.Bucket(bPublications), id, targetsOf(p)); err != nil {
 			return err
 		}
 	}
-	return t.tx.Bucket(bPosts).Put(id, raw)
+	return t.kv.Bucket(bPosts).Put(id, raw)
 }
 
 // HasPost reports whether a post id is stored, without decoding it.
 func (t *Tx) HasPost(id string) bool {
-	return t.tx.Bucket(bPosts).Get(mustID(id)) != nil
+	return t.kv.Bucket(bPosts).Get(mustID(id)) != nil
 }
 
 // Post returns a post by id.
@@ -296,7 +294,7 @@ func (t *Tx) Post(id string) (*Post, error) {
 // DeletePost removes a post and its index entry.
 func (t *Tx) DeletePost(p *Post) error {
 	id, user := mustID(p.ID), mustID(p.UserID)
-	index, key := t.tx.Bucket(bPostsUser), join(user, id)
+	index, key := t.kv.Bucket(bPostsUser), join(user, id)
 	if old := index.Get(key); old != nil {
 		if err := t.countPostChange(user, old, nil); err != nil {
 			return err
@@ -305,13 +303,13 @@ func (t *Tx) DeletePost(p *Post) error {
 	if err := index.Delete(key); err != nil {
 		return err
 	}
-	pubs := t.tx.Bucket(bPublications)
+	pubs := t.kv.Bucket(bPublications)
 	for i := range p.Targets {
 		if err := pubs.Delete(publicationKey(id, i)); err != nil {
 			return err
 		}
 	}
-	return t.tx.Bucket(bPosts).Delete(id)
+	return t.kv.Bucket(bPosts).Delete(id)
 }
 
 // PostFilter selects a user's posts for a list page.
@@ -340,20 +338,20 @@ func (t *Tx) ListPosts(f PostFilter) ([]*Post, int, error) {
 	}
 	needle := strings.ToLower(f.Search)
 	var search *contentMatcher
-	var pc *bolt.Cursor // one cursor for the search's reads: Bucket.Get makes one per read
+	var pc kvCursor // one cursor for the search's reads: Bucket.Get makes one per read
 	if needle != "" {
-		search, pc = newContentMatcher(f.Search), t.tx.Bucket(bPosts).Cursor()
+		search, pc = newContentMatcher(f.Search), t.kv.Bucket(bPosts).Cursor()
 	}
-	posts := t.tx.Bucket(bPosts)
+	posts := t.kv.Bucket(bPosts)
 	var out []*Post
 	total := 0
 	// Without a search the counts give the total, and the walk stops with the page.
-	counted := needle == "" && schemaOf(t.tx) >= 2
+	counted := needle == "" && schemaOf(t.kv) >= 2
 	if counted {
 		total = t.PostCount(f.UserID, f.Status, f.Platform)
 	}
 	matched := 0
-	c := t.tx.Bucket(bPostsUser).Cursor()
+	c := t.kv.Bucket(bPostsUser).Cursor()
 	end := append(append([]byte(nil), user...), bytes.Repeat([]byte{0xff}, 16)...)
 	k, v := c.Seek(end)
 	if k == nil {

@@ -134,7 +134,7 @@ func eventBit(typ string) byte {
 // PutWebhook stores a subscription and its index entry.
 func (t *Tx) PutWebhook(w *Webhook) error {
 	id := mustID(w.ID)
-	if err := t.tx.Bucket(bWebhooksUser).Put(join(mustID(w.UserID), id), []byte{webhookFlags(w)}); err != nil {
+	if err := t.kv.Bucket(bWebhooksUser).Put(join(mustID(w.UserID), id), []byte{webhookFlags(w)}); err != nil {
 		return err
 	}
 	return t.put(bWebhooks, id, w)
@@ -153,7 +153,7 @@ func (t *Tx) Webhook(id string) (*Webhook, error) {
 func (t *Tx) CountWebhooks(userID string) int {
 	prefix := mustID(userID)
 	n := 0
-	c := t.tx.Bucket(bWebhooksUser).Cursor()
+	c := t.kv.Bucket(bWebhooksUser).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		n++
 	}
@@ -164,7 +164,7 @@ func (t *Tx) CountWebhooks(userID string) int {
 func (t *Tx) WebhooksOfUser(userID string) ([]*Webhook, error) {
 	prefix := mustID(userID)
 	var out []*Webhook
-	c := t.tx.Bucket(bWebhooksUser).Cursor()
+	c := t.kv.Bucket(bWebhooksUser).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		var w Webhook
 		if err := t.get(bWebhooks, k[16:], &w); err != nil {
@@ -184,7 +184,7 @@ func (t *Tx) SubscribersOf(userID, typ string) []string {
 	}
 	prefix := mustID(userID)
 	var out []string
-	c := t.tx.Bucket(bWebhooksUser).Cursor()
+	c := t.kv.Bucket(bWebhooksUser).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		if len(v) == 1 && v[0]&webhookActive != 0 && v[0]&bit != 0 {
 			out = append(out, idString(k[16:]))
@@ -196,14 +196,14 @@ func (t *Tx) SubscribersOf(userID, typ string) []string {
 // DeleteWebhook removes a subscription with every delivery record of it.
 func (t *Tx) DeleteWebhook(w *Webhook) error {
 	id := mustID(w.ID)
-	if err := t.tx.Bucket(bWebhooksUser).Delete(join(mustID(w.UserID), id)); err != nil {
+	if err := t.kv.Bucket(bWebhooksUser).Delete(join(mustID(w.UserID), id)); err != nil {
 		return err
 	}
-	if err := t.tx.Bucket(bWebhooks).Delete(id); err != nil {
+	if err := t.kv.Bucket(bWebhooks).Delete(id); err != nil {
 		return err
 	}
 	for _, name := range [][]byte{bDeliveries, bDeliveriesPending} {
-		if err := deletePrefix(t.tx.Bucket(name).Cursor(), id); err != nil {
+		if err := deletePrefix(t.kv.Bucket(name).Cursor(), id); err != nil {
 			return err
 		}
 	}
@@ -239,7 +239,7 @@ func nanos(t time.Time) []byte {
 // indexed with its next attempt time, any other is not.
 func (t *Tx) PutDelivery(d *Delivery) error {
 	key := deliveryKey(d.WebhookID, d.ID)
-	pending := t.tx.Bucket(bDeliveriesPending)
+	pending := t.kv.Bucket(bDeliveriesPending)
 	if d.Status == DeliveryPending {
 		next := d.CreatedAt
 		if d.NextAttemptAt != nil {
@@ -273,7 +273,7 @@ type PendingDelivery struct {
 func (t *Tx) PendingDeliveries(webhookID string) []PendingDelivery {
 	prefix := mustID(webhookID)
 	var out []PendingDelivery
-	c := t.tx.Bucket(bDeliveriesPending).Cursor()
+	c := t.kv.Bucket(bDeliveriesPending).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		if len(k) != 32 || len(v) != 8 {
 			continue
@@ -286,7 +286,7 @@ func (t *Tx) PendingDeliveries(webhookID string) []PendingDelivery {
 // WebhooksWithPending lists the subscriptions that have pending deliveries (each once).
 func (t *Tx) WebhooksWithPending() []string {
 	var out []string
-	c := t.tx.Bucket(bDeliveriesPending).Cursor()
+	c := t.kv.Bucket(bDeliveriesPending).Cursor()
 	for k, _ := c.First(); k != nil; {
 		if len(k) < 16 {
 			k, _ = c.Next()
@@ -305,7 +305,7 @@ func (t *Tx) WebhooksWithPending() []string {
 // CountPendingDeliveries counts pending deliveries of every subscription, up to max.
 func (t *Tx) CountPendingDeliveries(max int) int {
 	n := 0
-	c := t.tx.Bucket(bDeliveriesPending).Cursor()
+	c := t.kv.Bucket(bDeliveriesPending).Cursor()
 	for k, _ := c.First(); k != nil && n < max; k, _ = c.Next() {
 		n++
 	}
@@ -317,7 +317,7 @@ func (t *Tx) ListDeliveries(webhookID string, offset, limit int) ([]*Delivery, i
 	prefix := mustID(webhookID)
 	var out []*Delivery
 	total := 0
-	c := t.tx.Bucket(bDeliveries).Cursor()
+	c := t.kv.Bucket(bDeliveries).Cursor()
 	end := append(append([]byte(nil), prefix...), bytes.Repeat([]byte{0xff}, 16)...)
 	k, v := c.Seek(end)
 	if k == nil {
@@ -367,8 +367,8 @@ func (t *Tx) CancelPendingDeliveries(webhookID, reason string, at time.Time) (ma
 // read from the UUIDv7 delivery id, so records are not decoded) and reports how many it deleted
 // and whether it stopped at max.
 func (t *Tx) PruneDeliveries(cutoff time.Time, max int) (int, bool, error) {
-	pending := t.tx.Bucket(bDeliveriesPending)
-	c := t.tx.Bucket(bDeliveries).Cursor()
+	pending := t.kv.Bucket(bDeliveriesPending)
+	c := t.kv.Bucket(bDeliveries).Cursor()
 	n := 0
 	cut := cutoff.UnixMilli()
 	for k, _ := c.First(); k != nil; {
@@ -396,8 +396,8 @@ func uuidV7Millis(id []byte) int64 {
 // EventsPending counts the outbox events after the consumer's cursor, up to max, without decoding
 // them.
 func (t *Tx) EventsPending(consumer string, max int) int {
-	cur := t.tx.Bucket(bEventCursors).Get([]byte(consumer))
-	c := t.tx.Bucket(bEvents).Cursor()
+	cur := t.kv.Bucket(bEventCursors).Get([]byte(consumer))
+	c := t.kv.Bucket(bEvents).Cursor()
 	var k []byte
 	if cur == nil {
 		k, _ = c.First()

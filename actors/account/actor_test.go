@@ -20,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/secret"
+	"github.com/heraldhq/herald/persistence/storetest"
 	"github.com/heraldhq/herald/platforms"
 	"github.com/heraldhq/herald/platforms/registry"
 	"github.com/heraldhq/herald/platforms/sim"
@@ -57,7 +58,7 @@ type options struct {
 func setupWith(t testing.TB, o options) *bundle {
 	t.Helper()
 	rules := o.rules
-	store, err := persistence.Open(t.TempDir(), persistence.Options{Faults: o.faults})
+	store, err := storetest.Open(t, t.TempDir(), persistence.Options{Faults: o.faults})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	s, err := sim.Start("127.0.0.1:0", sim.Options{FaultReset: 300 * time.Millisecond, TimeoutHold: 2 * time.Second, Latency: o.latency})

@@ -18,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/secret"
+	"github.com/heraldhq/herald/persistence/storetest"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -173,7 +174,7 @@ type readBundle struct {
 
 func setupReads(t *testing.T, rules map[platforms.Platform]map[account.ReadOp][]account.Rule, concurrency int) *readBundle {
 	t.Helper()
-	store, err := persistence.Open(t.TempDir(), persistence.Options{})
+	store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	key, err := secret.LoadKey(t.TempDir(), "")

@@ -16,6 +16,7 @@ import (
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/actors/job"
 	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/storetest"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -25,7 +26,7 @@ import (
 func TestReportsTheStoreCouldNotTakeAreRecordedInOrder(t *testing.T) {
 	t.Parallel()
 	faults := &persistence.Faults{}
-	store, err := persistence.Open(t.TempDir(), persistence.Options{Faults: faults})
+	store, err := storetest.Open(t, t.TempDir(), persistence.Options{Faults: faults})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	sys := actors.NewSystem(prometheus.NewRegistry(), nil)

@@ -16,13 +16,14 @@ import (
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/post"
 	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/storetest"
 )
 
 // A post's state is read lazily; a Create for an id that exists in bbolt is refused by the
 // create's own transaction, even by a fresh incarnation that has not read the post.
 func TestCreateRefusesAnExistingPostAfterPassivation(t *testing.T) {
 	t.Parallel()
-	store, err := persistence.Open(t.TempDir(), persistence.Options{})
+	store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
@@ -62,7 +63,7 @@ func str(s string) *string { return &s }
 // edit leaves a post a create refuses, and a refused edit changes nothing.
 func TestUpdateAppliesTheCreateRules(t *testing.T) {
 	t.Parallel()
-	store, err := persistence.Open(t.TempDir(), persistence.Options{})
+	store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
@@ -132,7 +133,7 @@ func TestUpdateAppliesTheCreateRules(t *testing.T) {
 func TestAFailedCommitLeavesThePostAsItWas(t *testing.T) {
 	t.Parallel()
 	faults := &persistence.Faults{}
-	store, err := persistence.Open(t.TempDir(), persistence.Options{Faults: faults})
+	store, err := storetest.Open(t, t.TempDir(), persistence.Options{Faults: faults})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	sys := actors.NewSystem(prometheus.NewRegistry(), nil)

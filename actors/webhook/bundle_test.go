@@ -17,6 +17,7 @@ import (
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/webhook/webhooktest"
 	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/storetest"
 )
 
 // manualClock is a Clock that moves only when the test advances it.
@@ -159,7 +160,7 @@ func setup(t *testing.T, o bundleOpts) *bundle {
 	if o.schedule == nil {
 		o.schedule = []time.Duration{time.Millisecond}
 	}
-	store, err := persistence.Open(o.dir, persistence.Options{})
+	store, err := storetest.Open(t, o.dir, persistence.Options{})
 	require.NoError(t, err)
 	b := &bundle{t: t, dir: o.dir, store: store, ca: o.ca, o: o, events: actors.NewNotifier(), reg: prometheus.NewRegistry(), done: make(chan outcome, 10000)}
 	b.start()

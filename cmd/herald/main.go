@@ -16,7 +16,7 @@ import (
 const usage = `herald — a self-hostable social publishing API server
 
 Usage:
-  herald serve [--addr HOST:PORT] [--data DIR] [--check-on-start] [--sandbox] [--base-url URL] [--sim-addr HOST:PORT] [--log-format text|json] [--log-level debug|info|warn|error]
+  herald serve [--addr HOST:PORT] [--data DIR] [--store bbolt|postgres://…] [--check-on-start] [--sandbox] [--base-url URL] [--sim-addr HOST:PORT] [--log-format text|json] [--log-level debug|info|warn|error]
                [--webhook-allow-private[=false]] [--webhook-ca-file PEM_FILE] [--webhook-timeout DURATION]
                [--session-idle DURATION] [--session-max-age DURATION]
                [--metrics-addr HOST:PORT|off] [--metrics-public] [--max-conns N] [--max-idle-per-addr N]
@@ -31,13 +31,15 @@ Usage:
   herald accounts add --data DIR --email E --platform twitter_x --client-id ID [--client-secret S]
                       --access-token T [--refresh-token R] [--expires-in SECONDS] [--sim-url URL]
   herald accounts list --data DIR --email E
-  herald backup --data DIR --out FILE
+  herald backup --data DIR --out FILE     (bbolt; a PostgreSQL store is backed up with pg_dump or base backups)
+  herald migrate --from DIR/herald.db --to postgres://USER:PASSWORD@HOST/DB
+                                          (copies a bbolt store into an empty PostgreSQL database, verified per bucket)
   herald check --data DIR | --file FILE     (checks the database file, with no server running on it; exit 0 sound, 1 damaged, 3 not checked)
   herald bench [--quick] [--scenario NAME] [--out FILE]
   herald mcp [--api-url URL] [--allow-private] [--log-level debug|info|warn|error]
              (the MCP tools over stdio for a local AI host; needs HERALD_API_KEY, HERALD_API_URL defaults to http://127.0.0.1:8080)
 
-Environment: HERALD_ADDR, HERALD_DATA_DIR, HERALD_SANDBOX=1, HERALD_BASE_URL, HERALD_LOG_FORMAT, HERALD_LOG_LEVEL;
+Environment: HERALD_ADDR, HERALD_DATA_DIR, HERALD_STORE, HERALD_SANDBOX=1, HERALD_BASE_URL, HERALD_LOG_FORMAT, HERALD_LOG_LEVEL;
 for mcp: HERALD_API_URL, HERALD_API_KEY.
 `
 
@@ -64,6 +66,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdAccounts(args[1:], stdout)
 	case "backup":
 		err = cmdBackup(args[1:], stdout)
+	case "migrate":
+		err = cmdMigrate(args[1:], stdout)
 	case "check":
 		err = cmdCheck(args[1:], stdout)
 	case "bench":

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/heraldhq/herald/cmd/herald/app"
@@ -18,9 +20,15 @@ import (
 	"github.com/heraldhq/herald/persistence"
 )
 
-// offline opens the data directory's store for a management command when no server runs on it.
+// offline opens the data directory's store for a management command when no server runs on it:
+// the bbolt file in dir, or the PostgreSQL database that HERALD_STORE names.
 func offline(dir string) (*persistence.Store, error) {
-	s, err := persistence.Open(dir, persistence.Options{LockTimeout: 2 * time.Second})
+	store := envOr("HERALD_STORE", "bbolt")
+	s, err := persistence.OpenStore(store, dir, persistence.Options{LockTimeout: 2 * time.Second})
+	if errors.Is(err, persistence.ErrLocked) && persistence.IsPostgresURL(store) {
+		return nil, fmt.Errorf("the PostgreSQL store %s is in use by a herald process, and no server answers on the admin socket %s; "+
+			"run the command with the --data directory of the server that uses it", persistence.RedactURL(store), admin.SocketPath(dir))
+	}
 	if errors.Is(err, persistence.ErrLocked) {
 		return nil, fmt.Errorf("the database in %s is locked by another process, and no server answers on its admin socket %s; "+
 			"stop the other herald process (or wait for it to finish) and run the command again", dir, admin.SocketPath(dir))
@@ -215,12 +223,62 @@ func cmdKeys(args []string, out io.Writer) error {
 	return fmt.Errorf("unknown keys command %q", args[0])
 }
 
+func cmdMigrate(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	from := fs.String("from", "", "the bbolt file to copy (DIR/herald.db), which no server may have open")
+	to := fs.String("to", "", "the empty PostgreSQL database to copy it into (postgres://…)")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *from == "" || !persistence.IsPostgresURL(*to) {
+		return errors.New("usage: herald migrate --from DIR/herald.db --to postgres://USER:PASSWORD@HOST/DB")
+	}
+	if st, err := os.Stat(*from); err == nil && st.IsDir() {
+		*from = filepath.Join(*from, persistence.FileName)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 24*time.Hour)
+	defer cancel()
+	rows, err := persistence.MigrateToPostgres(ctx, *from, *to)
+	if len(rows) > 0 {
+		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "bucket\trows (bbolt)\trows (postgres)\tsha256 (bbolt)\tsha256 (postgres)\t")
+		for _, r := range rows {
+			verdict := "same"
+			if !r.Match() {
+				verdict = "DIFFERENT"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.16s\t%.16s\t%s\n", r.Bucket, r.Rows, r.TargetRows, r.Sum, r.TargetSum, verdict)
+		}
+		_ = tw.Flush()
+	}
+	if errors.Is(err, persistence.ErrLocked) {
+		return fmt.Errorf("%s or the database is in use by another herald process; stop it and run the command again", *from)
+	}
+	if err != nil {
+		return err
+	}
+	total := 0
+	for _, r := range rows {
+		total += r.Rows
+	}
+	fmt.Fprintf(out, "copied %d rows in %d buckets into %s; every bucket's count and checksum match.\n"+
+		"Start the server with --store (or HERALD_STORE) set to it and the same --data directory (its secret key file reads the stored tokens).\n",
+		total, len(rows), persistence.RedactURL(*to))
+	return nil
+}
+
 func cmdBackup(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
 	dir := fs.String("data", envOr("HERALD_DATA_DIR", ""), "data directory")
 	file := fs.String("out", "", "backup file")
+	store := fs.String("store", envOr("HERALD_STORE", "bbolt"), "the server's --store")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if persistence.IsPostgresURL(*store) {
+		return errors.New("the store is a PostgreSQL database, which herald backup does not copy: back it up with PostgreSQL's own tools, " +
+			"pg_dump for a logical copy (pg_dump -Fc -f herald.dump URL) or a base backup (pg_basebackup) with WAL archiving for point-in-time recovery " +
+			"(docs/operations.md, Running on PostgreSQL). The secret key file in --data is needed to read the stored tokens: keep a copy of it with the database's backups")
 	}
 	if *file == "" {
 		return errors.New("--out FILE is required")

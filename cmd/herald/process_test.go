@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/persistence/pgtest"
 )
 
 var heraldBin string
@@ -33,7 +35,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build herald:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := pgtest.Main(m)
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -161,10 +163,21 @@ func firstAccount(t *testing.T, p *proc, key string) string {
 	return accts.Data[0].ID
 }
 
+// eachBackend runs test on a server storing in bbolt, then on one storing in PostgreSQL: store is
+// the --store flag to start it with (none for bbolt).
+func eachBackend(t *testing.T, test func(t *testing.T, store []string)) {
+	t.Run("bbolt", func(t *testing.T) { test(t, nil) })
+	t.Run("postgres", func(t *testing.T) { test(t, []string{"--store", pgtest.URL(t)}) })
+}
+
 // A post acknowledged with 201 survives a SIGKILL of the server right after the response.
 func TestAcknowledgedPostSurvivesSIGKILL(t *testing.T) {
+	eachBackend(t, acknowledgedPostSurvivesSIGKILL)
+}
+
+func acknowledgedPostSurvivesSIGKILL(t *testing.T, store []string) {
 	dir := t.TempDir()
-	p := startServer(t, dir, "--sandbox")
+	p := startServer(t, dir, append(store, "--sandbox")...)
 	key := sandboxKey(t, dir)
 	acct := firstAccount(t, p, key)
 	var ids []string
@@ -177,7 +190,7 @@ func TestAcknowledgedPostSurvivesSIGKILL(t *testing.T) {
 	}
 	p.kill9()
 
-	p2 := startServer(t, dir, "--sandbox")
+	p2 := startServer(t, dir, append(store, "--sandbox")...)
 	require.Equal(t, key, sandboxKey(t, dir), "the sandbox is created once")
 	for i, id := range ids {
 		status, body := p2.request(key, "GET", "/v1/posts/"+id, "")

@@ -53,10 +53,12 @@ func simPublications(t *testing.T, simURL string) []simRecord {
 
 // A SIGKILL in the middle of a 1,000-post bulk publish loses no acknowledged post and publishes no
 // target twice: after a restart every acknowledged post reaches a final state.
-func TestBulkPublishSurvivesSIGKILL(t *testing.T) {
+func TestBulkPublishSurvivesSIGKILL(t *testing.T) { eachBackend(t, bulkPublishSurvivesSIGKILL) }
+
+func bulkPublishSurvivesSIGKILL(t *testing.T, store []string) {
 	simURL := startSim(t, "--limit-scale", "100", "--latency", "2ms")
 	dir := t.TempDir()
-	flags := []string{"--sandbox", "--sim-url", simURL, "--budget-scale", "100", "--plan-limits", "pro=1000000"}
+	flags := append(store, "--sandbox", "--sim-url", simURL, "--budget-scale", "100", "--plan-limits", "pro=1000000")
 	p := startServer(t, dir, flags...)
 	key := sandboxKey(t, dir)
 	status, body := p.request(key, "GET", "/v1/accounts", "")

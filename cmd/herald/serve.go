@@ -43,6 +43,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	var cfg app.Config
 	fs.StringVar(&cfg.Addr, "addr", envOr("HERALD_ADDR", "127.0.0.1:8080"), "listen address")
 	fs.StringVar(&cfg.DataDir, "data", envOr("HERALD_DATA_DIR", "./data"), "data directory")
+	fs.StringVar(&cfg.Store, "store", envOr("HERALD_STORE", "bbolt"), "where the data is kept: bbolt (herald.db in --data) or a PostgreSQL URL postgres://USER:PASSWORD@HOST/DB (the secret key, media and admin socket stay in --data)")
 	checkOnStart, _ := strconv.ParseBool(envOr("HERALD_CHECK_ON_START", "0"))
 	fs.BoolVar(&cfg.CheckOnStart, "check-on-start", checkOnStart, "check every page of the database file before starting (herald check's checks; 2-3 s per GB)")
 	sandbox, _ := strconv.ParseBool(envOr("HERALD_SANDBOX", "0"))

@@ -21,6 +21,11 @@ const storeFailureMessage = "Herald could not store the change: its storage cann
 // so the client may send it again as it is; Herald takes writes again as soon as its storage does,
 // without a restart.
 func StoreFailure(c *echo.Context, log *slog.Logger, err error) *apierr.Error {
+	if errors.Is(err, persistence.ErrUnavailable) {
+		// A read the store's database could not answer (PostgreSQL down or failing over).
+		log.Warn("request refused: the store's database cannot be reached", append(LogAttrs(c), "error", err)...)
+		return apierr.Unavailable("Herald cannot reach its database right now; nothing was changed, retry shortly")
+	}
 	if !errors.Is(err, persistence.ErrWriteFailed) {
 		return nil
 	}

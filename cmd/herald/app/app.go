@@ -47,6 +47,10 @@ import (
 type Config struct {
 	Addr    string // listen address, default 127.0.0.1:8080
 	DataDir string // default ./data
+	// Store is where the data is kept: "" or "bbolt" for the file herald.db in DataDir, or a
+	// PostgreSQL URL (postgres://…; docs/operations.md, Running on PostgreSQL). The secret key
+	// file, media and the admin socket stay in DataDir either way.
+	Store   string
 	Sandbox bool
 	BaseURL string // public URL; default http:// + the listening address
 	SimAddr string // sandbox simulator address, default 127.0.0.1:8081
@@ -231,7 +235,7 @@ func New(cfg Config) (*App, error) {
 	a.Registry.MustRegister(commitSeconds, commitBatch, commitErrors)
 	health := newStoreHealth(a.Registry, cfg.Log, cfg.DataDir)
 
-	store, err := persistence.Open(cfg.DataDir, persistence.Options{
+	store, err := persistence.OpenStore(cfg.Store, cfg.DataDir, persistence.Options{
 		LockTimeout: 2 * time.Second,
 		Check:       cfg.CheckOnStart,
 		Faults:      cfg.StoreFaults,
@@ -244,6 +248,9 @@ func New(cfg Config) (*App, error) {
 			health.observe(err)
 		},
 	})
+	if errors.Is(err, persistence.ErrLocked) && persistence.IsPostgresURL(cfg.Store) {
+		return nil, fmt.Errorf("the PostgreSQL store %s is in use by another herald process; stop it first, or use another database or schema", persistence.RedactURL(cfg.Store))
+	}
 	if errors.Is(err, persistence.ErrLocked) {
 		return nil, fmt.Errorf("the database in %s is in use by another herald process; stop it first, or use another --data directory", cfg.DataDir)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/heraldhq/herald/http/api"
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/storetest"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -74,7 +75,7 @@ func setup(t *testing.T, o bundleOpts) *testBundle {
 	}
 	dir := t.TempDir()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg := app.Config{Addr: "127.0.0.1:0", DataDir: dir, Log: log, PostIdleTimeout: o.postIdle, PasswordParams: cheapPasswords,
+	cfg := app.Config{Addr: "127.0.0.1:0", DataDir: dir, Store: storetest.Store(t), Log: log, PostIdleTimeout: o.postIdle, PasswordParams: cheapPasswords,
 		PlanLimits: o.planLimits, NoAdminSocket: !o.adminSocket, Media: o.media,
 		Sandbox: o.sandbox || o.demo, SimAddr: "127.0.0.1:0", SimLatency: o.simLatency, FreePostQuota: o.freeQuota, Budgets: o.budgets,
 		MetricsAddr: "127.0.0.1:0"}

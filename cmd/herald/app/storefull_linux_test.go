@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/pgtest"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -70,6 +71,9 @@ func fill(t *testing.T, dir string) string {
 // commits were written before, so small writes may still fit while new data does not.
 func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
 	t.Parallel()
+	if pgtest.Enabled() {
+		t.Skip("the store is on PostgreSQL, not on the full disk")
+	}
 	dir := smallFileSystem(t)
 	b := setup(t, bundleOpts{demo: true, config: func(c *app.Config) { c.DataDir = dir }})
 	bsky := b.account(platforms.Bluesky)

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The bench scenarios that write most (create-drafts, publish, recovery) on PostgreSQL: a throwaway
+# server (initdb and pg_ctl from Debian's postgresql package; as the postgres user when run as
+# root) with PostgreSQL's durable defaults (fsync, synchronous_commit, full_page_writes on), on a
+# free loopback port, removed afterwards. Each server and ceiling of the bench gets a schema of
+# its own. Usage: bench/postgres.sh BIN [herald bench flags...]
+set -euo pipefail
+bin=$1
+shift
+pgbin=""
+if command -v initdb >/dev/null && command -v pg_ctl >/dev/null; then
+	pgbin=$(dirname "$(command -v pg_ctl)")
+else
+	for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+		if [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ]; then pgbin=$d; break; fi
+	done
+fi
+if [ -z "$pgbin" ]; then
+	echo "PostgreSQL is not installed (apt-get install postgresql): the PostgreSQL bench was not run" >&2
+	exit 0
+fi
+dir=$(mktemp -d /tmp/herald-bench-pg-XXXXXX)
+as=()
+if [ "$(id -u)" = 0 ]; then
+	chown postgres "$dir"
+	as=(runuser -u postgres --)
+fi
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 55439)
+stop() {
+	"${as[@]}" "$pgbin/pg_ctl" -D "$dir/data" stop -m fast >/dev/null 2>&1 || true
+	rm -rf "$dir"
+}
+trap stop EXIT
+"${as[@]}" "$pgbin/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 --no-instructions >/dev/null
+"${as[@]}" "$pgbin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories='' -c max_connections=200" start >/dev/null
+"$bin" bench --store "postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable" --scenario create-drafts,publish,recovery "$@"

@@ -1,0 +1,92 @@
+package persistence
+
+import (
+	"bytes"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The key-value seam under Tx: every typed accessor of this package reads and writes buckets
+// through these three interfaces, and a backend implements them (bbolt here, PostgreSQL in
+// postgres.go). The contract is bbolt's, so that bbolt implements it with no copy and no
+// indirection beyond the interface call:
+//
+//   - A bucket is an ordered map of byte-string keys (compared bytewise) to byte-string values.
+//     Buckets are flat: none is nested in another. Every bucket this package names exists once
+//     the store is open.
+//   - Get returns the value of key, or nil when there is none. An empty value may also read as nil
+//     (bbolt's Get cannot tell them apart); Has, or a cursor, tells a key with an empty value from
+//     a missing key.
+//   - A slice that Get or a cursor returns is valid only until the transaction ends, and must
+//     not be modified: decode or copy it before. (bbolt hands out its memory-mapped pages; the
+//     PostgreSQL backend hands out its own buffers.) A slice passed to Put may be kept by the
+//     transaction until it ends, so the caller must not modify it afterwards either.
+//   - A transaction reads its own writes: a Get, Has or cursor after a Put or Delete in the same
+//     transaction sees it.
+//   - A cursor walks keys in order: First and Last position on the smallest and largest key,
+//     Seek on the smallest key at or after the one given, Next and Prev on the next larger and
+//     smaller key. Each returns the key and value there, or a nil key when there is none (past
+//     either end the cursor stays there: Prev after a nil Next does not come back). Delete removes
+//     the key the cursor is on; after it, a Seek positions the cursor afresh (bbolt may skip a key
+//     on Next after Delete; every caller here seeks again).
+//   - Writes happen only inside Update. A write transaction's function may run more than once
+//     (a batch is replayed, PostgreSQL retries a serialization failure), so it must only touch the
+//     transaction.
+type kvTx interface {
+	// Bucket returns the bucket of this name, nil when it does not exist (a store opened
+	// read-only before the bucket was added).
+	Bucket(name []byte) kvBucket
+}
+
+// kvBucket is one bucket of a transaction.
+type kvBucket interface {
+	Get(key []byte) []byte
+	// Has reports whether the bucket holds key, whatever its value's length.
+	Has(key []byte) bool
+	Put(key, value []byte) error
+	Delete(key []byte) error
+	Cursor() kvCursor
+}
+
+// kvCursor walks a bucket's keys in order.
+type kvCursor interface {
+	First() (key, value []byte)
+	Last() (key, value []byte)
+	Seek(key []byte) (key2, value []byte)
+	Next() (key, value []byte)
+	Prev() (key, value []byte)
+	Delete() error
+}
+
+// forEach calls fn for every key of b in order, until fn returns an error.
+func forEach(b kvBucket, fn func(k, v []byte) error) error {
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ---- bbolt ----
+
+// boltTx is a bbolt transaction behind the seam.
+type boltTx struct{ tx *bolt.Tx }
+
+func (b boltTx) Bucket(name []byte) kvBucket {
+	if bk := b.tx.Bucket(name); bk != nil {
+		return boltBucket{bk}
+	}
+	return nil
+}
+
+// boltBucket is a bbolt bucket; *bolt.Cursor is a kvCursor as it is.
+type boltBucket struct{ *bolt.Bucket }
+
+func (b boltBucket) Cursor() kvCursor { return b.Bucket.Cursor() }
+
+func (b boltBucket) Has(key []byte) bool {
+	k, _ := b.Bucket.Cursor().Seek(key)
+	return bytes.Equal(k, key)
+}
