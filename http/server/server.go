@@ -63,6 +63,8 @@ type Config struct {
 	// Ready, when set, is checked by /readyz once started: its error makes /readyz answer 503
 	// with the error as the message (storefault.go).
 	Ready ReadyCheck
+	// Overload bounds the write requests served at once (overload.go).
+	Overload Overload
 }
 
 // Deprecation is what the OpenAPI document says of a deprecated operation.
@@ -81,6 +83,9 @@ type Server struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inflight prometheus.Gauge
+
+	admission       *admission // nil: writes are not limited (overload.go)
+	overloadRefused *prometheus.CounterVec
 }
 
 // New builds the server. Routes are added by the caller (http/api) through Echo, V1 and Public.
@@ -105,8 +110,15 @@ func New(cfg Config) *Server {
 	s.inflight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "herald_http_requests_in_flight", Help: "HTTP requests being served.",
 	})
+	s.overloadRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "herald_http_overload_refused_total", Help: "Requests refused with 503 because the server was over capacity, by route template and reason (admission, actor, commit_queue, job_backlog).",
+	}, []string{"route", "reason"})
+	s.admission = newAdmission(cfg.Overload)
 	if cfg.Registry != nil {
-		cfg.Registry.MustRegister(s.requests, s.duration, s.inflight)
+		cfg.Registry.MustRegister(s.requests, s.duration, s.inflight, s.overloadRefused)
+		if s.admission != nil {
+			cfg.Registry.MustRegister(s.admission.inflight, s.admission.queued)
+		}
 	}
 	e := echo.NewWithConfig(echo.Config{Logger: cfg.Log, HTTPErrorHandler: s.handleError, NoGroupAutoRegister404Routes: true})
 	e.Pre(escapedPath)
@@ -318,6 +330,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set(KeyRequestID, id)
 		c.Response().Header().Set("X-Request-Id", id)
 		if err := next(c); err != nil {
+			s.countOverload(c, err)
 			s.handleError(c, err)
 		}
 		route := c.Path()
