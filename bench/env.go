@@ -250,6 +250,10 @@ func (e *Env) PeakRSSMB() float64 {
 
 // Spawn starts another server for one scenario, with its own flags and data directory.
 func (e *Env) Spawn(extra ...string) (*Env, error) {
+	if debugAddr != "" {
+		// The base server runs without it, so that the scenario's own server can bind it.
+		extra = append([]string{"--debug-addr", debugAddr}, extra...)
+	}
 	n, err := StartEnv(e.log, extra...)
 	if err != nil {
 		return nil, err
@@ -330,6 +334,9 @@ func pollReady(base string, ready chan<- time.Time) {
 		}
 	}
 }
+
+// debugAddr is --debug-addr: the pprof address given to each scenario's own server.
+var debugAddr string
 
 // storeBase is the PostgreSQL database of --store ("" for bbolt); freshStore returns a new, empty
 // schema of it for each server and ceiling.

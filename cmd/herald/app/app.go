@@ -149,6 +149,9 @@ type Config struct {
 	// Overload.
 	Overload      server.Overload
 	MaxJobBacklog int
+	// MaxLiveActors caps the live actors of each kind (--max-live-actors; docs/operations.md,
+	// Memory).
+	MaxLiveActors ActorCaps
 }
 
 // App is a built Herald.
@@ -277,7 +280,7 @@ func New(cfg Config) (*App, error) {
 	a.Registry.MustRegister(newStoreCollector(store, nil))
 	a.Actors = actors.NewSystem(a.Registry, cfg.Log)
 	a.Events = actors.NewNotifier()
-	a.Posts = actors.NewDirectory(a.Actors, post.Kind(a.postDeps()))
+	a.Posts = actors.NewDirectory(a.Actors, a.capped(post.Kind(a.postDeps())))
 	if err := a.buildAccounts(); err != nil {
 		a.closeStore()
 		return nil, err

@@ -45,7 +45,7 @@ func (a *App) buildPublishing() {
 		Name: "herald_jobs_in_hand_limit", Help: "The publish jobs in hand beyond which publish requests are refused (--max-job-backlog; 0: no limit).",
 	}, func() float64 { return float64(a.JobBacklog.Limit()) })
 	a.Registry.MustRegister(outcomes, durations, backlog, backlogLimit)
-	a.Jobs = actors.NewDirectory(a.Actors, job.Kind(job.Deps{
+	a.Jobs = actors.NewDirectory(a.Actors, a.capped(job.Kind(job.Deps{
 		Store: a.Store, Log: a.Log, Media: a.MediaResolver, IdleTimeout: orDefault(a.Cfg.PostIdleTimeout, 30*time.Second), Backlog: a.JobBacklog,
 		SendAccount: func(id string, m *account.Publish) { a.Accounts.Send(id, m) },
 		Finish:      func(j *persistence.Job) { a.Posts.Send(j.PostID, &post.Finish{Job: j}) },
@@ -54,7 +54,7 @@ func (a *App) buildPublishing() {
 			durations.Observe(d.Seconds())
 			logJobFinished(a.Log, j, d)
 		},
-	}))
+	})))
 	a.Scheduler = scheduler.New(a.Store, a.Posts, scheduler.Options{Log: a.Log, Registry: a.Registry})
 }
 
