@@ -3,7 +3,9 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,7 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 	sse "github.com/tmaxmax/go-sse"
 
+	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/actors/webhook/webhooktest"
+	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/http/connect"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
@@ -89,6 +93,9 @@ func (b *testBundle) followCampaign(ctx context.Context, id, lastEventID string,
 		mu.Unlock()
 	})
 	err = conn.Connect()
+	if errors.Is(err, io.EOF) {
+		err = nil // the server ended the stream (after done)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	return events, err
@@ -596,4 +603,98 @@ func TestCampaignDeletedWhilePublishing(t *testing.T) {
 	require.Equal(t, 404, b.do("GET", "/v1/campaigns/"+drafts, nil).status)
 	require.Equal(t, 404, b.do("DELETE", "/v1/campaigns/"+drafts, nil).status)
 	require.Equal(t, 404, b.do("GET", "/v1/campaigns/"+uuid.NewString()+"/stream", nil).status)
+}
+
+// Done when: a 1,000-post campaign over five sandbox accounts, followed to the end on one SSE
+// stream with a real SSE client; the X account's token is revoked mid-way (the user withdrew
+// Herald's access), so its remaining targets fail with an error that says to connect it again;
+// the account is connected again, the campaign's failed targets of that account are retried, and
+// every post is published exactly once (the simulator's record).
+func TestThousandPostCampaign(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{demo: true, simLatency: 10 * time.Millisecond, config: func(c *app.Config) {
+		// The networks' published budgets, scaled so that a thousand posts fit in the test's time.
+		c.SimLimitScale = 1e5
+		c.Budgets = account.ScaleRules(account.DefaultRules, 1e5)
+	}})
+	x := b.account(platforms.X)
+	accounts := []*persistence.Account{x, b.account(platforms.Bluesky), b.account(platforms.LinkedIn), b.account(platforms.Facebook), b.account(platforms.Threads)}
+	posts := make([]any, 1000)
+	for i := range posts {
+		posts[i] = campaignPost(fmt.Sprintf("campaign post %d of 1000", i+1), accounts[i%len(accounts)])
+	}
+	start := time.Now()
+	r := b.createCampaign(map[string]any{"name": "Product launch", "publish": "now", "posts": posts}, nil)
+	require.Equal(t, 202, r.status, string(r.body))
+	submitted := time.Since(start)
+	id := r.json(t)["campaign_id"].(string)
+	require.Len(t, r.json(t)["posts"], 1000)
+
+	// One stream, from the first step to done. When 30 X posts are out, X's consent is
+	// withdrawn.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	xDone := 0
+	revoked := false
+	events, err := b.followCampaign(ctx, id, "", func(e sseEvent) {
+		if e.Type == "progress" && e.Data["platform"] == "twitter_x" && e.Data["phase"] == persistence.PhaseSuccess {
+			if xDone++; xDone == 30 {
+				require.True(t, b.app.Sim.Tokens(platforms.X).RevokeUser(x.NetworkUserID))
+				revoked = true
+			}
+		}
+	})
+	require.NoError(t, err)
+	require.True(t, revoked)
+	done := events[len(events)-1]
+	require.Equal(t, "done", done.Type)
+	for i, e := range events[:len(events)-1] {
+		require.Equal(t, strconv.Itoa(i+1), e.ID, "one stream, every event in order, none missed")
+	}
+	require.Equal(t, events[len(events)-2].ID, done.ID, "done carries the id of the last step")
+	final := map[string]string{}
+	for _, e := range events[:len(events)-1] {
+		require.Equal(t, "progress", e.Type)
+		if p := e.Data["phase"]; p == persistence.PhaseSuccess || p == persistence.PhaseFailed {
+			pid := e.Data["post_id"].(string)
+			require.NotContains(t, final, pid, "one outcome per post")
+			final[pid] = p.(string)
+		}
+	}
+	require.Len(t, final, 1000)
+	totals := done.Data["totals"].(map[string]any)
+	failedX := int(totals["failed"].(float64))
+	require.Equal(t, 1000, int(totals["published"].(float64))+failedX)
+	require.Greater(t, failedX, 0, "X's remaining posts failed")
+	require.Less(t, failedX, 200-29, "X published until its consent was withdrawn")
+	xTotals := done.Data["by_platform"].(map[string]any)["twitter_x"].(map[string]any)
+	require.Equal(t, float64(failedX), xTotals["failed"])
+	for _, f := range done.Data["failed_targets"].([]any) {
+		m := f.(map[string]any)
+		require.Equal(t, x.ID, m["connected_account_id"])
+		require.Contains(t, m["error"], "connect the account again")
+	}
+	require.Len(t, done.Data["failed_targets"], failedX)
+	t.Logf("submitted in %s, done after %s: %d events on one stream, %d X posts failed", submitted.Round(time.Millisecond),
+		time.Since(start).Round(time.Millisecond), len(events), failedX)
+
+	// X is connected again; its failed targets are retried, and the stream, resumed after its
+	// done, follows them to the end.
+	b.reconnectX(x)
+	rr := b.do("POST", "/v1/campaigns/"+id+"/retry", map[string]any{"account_id": x.ID})
+	require.Equal(t, 202, rr.status, string(rr.body))
+	require.Equal(t, float64(failedX), rr.json(t)["targets"])
+	again, err := b.followCampaign(ctx, id, lastID(events), nil)
+	require.NoError(t, err)
+	end := again[len(again)-1]
+	require.Equal(t, "done", end.Type)
+	require.Equal(t, 1000.0, end.Data["totals"].(map[string]any)["published"])
+	require.Empty(t, end.Data["failed_targets"])
+
+	texts := b.simTexts()
+	require.Len(t, texts, 1000)
+	for i := range posts {
+		require.Equal(t, 1, texts[fmt.Sprintf("campaign post %d of 1000", i+1)], "post %d published exactly once", i+1)
+	}
+	require.Len(t, b.app.Sim.Publications(platforms.X), 200)
 }
