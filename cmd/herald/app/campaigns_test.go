@@ -698,3 +698,59 @@ func TestThousandPostCampaign(t *testing.T) {
 	}
 	require.Len(t, b.app.Sim.Publications(platforms.X), 200)
 }
+
+// A campaign through the dashboard's door: the session and CSRF token, links through /api, the
+// stream on the session, and an Idempotency-Key that names the operation whichever the door. A
+// campaign's body may be larger than other routes' (8 MiB), not more.
+func TestCampaignThroughTheDashboardDoor(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{demo: true})
+	br := b.signedIn()
+	bsky := b.account(platforms.Bluesky)
+	body := map[string]any{"publish": "now", "posts": []any{campaignPost("from the dashboard", bsky), campaignPost("and another", bsky)}}
+	r := br.send("POST", "/api/campaigns", body, nil)
+	require.Equal(t, 403, r.status, "no CSRF token")
+	hdr := br.csrfHeader()
+	hdr.Set("Idempotency-Key", "dash-1")
+	r = br.send("POST", "/api/campaigns", body, hdr)
+	require.Equal(t, 202, r.status, string(r.body))
+	id := r.json(t)["campaign_id"].(string)
+	require.Equal(t, "/api/campaigns/"+id+"/stream", r.json(t)["stream_url"])
+	require.Equal(t, "/api/campaigns/"+id, r.header.Get("Location"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	events, _ := br.stream(ctx, r.json(t)["stream_url"].(string))
+	require.Equal(t, "done", events[len(events)-1].Type, "%v", events)
+	require.Equal(t, 2.0, events[len(events)-1].Data["totals"].(map[string]any)["published"])
+
+	again := b.createCampaign(body, http.Header{"Idempotency-Key": {"dash-1"}})
+	require.Equal(t, 202, again.status, string(again.body))
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+	require.Equal(t, id, again.json(t)["campaign_id"])
+	require.Equal(t, "/v1/campaigns/"+id+"/stream", again.json(t)["stream_url"])
+	require.Equal(t, "/v1/campaigns/"+id, again.header.Get("Location"))
+	require.Equal(t, r.json(t)["posts"], again.json(t)["posts"])
+	require.Len(t, b.app.Sim.Publications(platforms.Bluesky), 2)
+
+	other, _ := b.newUser("other@example.com", "pro")
+	ob := b.newBrowser()
+	require.Equal(t, 200, ob.signIn(other.Email, passwordOf(other.Email)).status)
+	require.Equal(t, 404, ob.send("GET", "/api/campaigns/"+id, nil, nil).status)
+
+	// 1,000 posts of 1,500 characters are about 1.6 MB: taken (here as a dry run). Over 8 MiB is
+	// refused before it is read.
+	long := strings.Repeat("x", 1500) // within LinkedIn's 3,000 characters
+	posts := make([]any, 1000)
+	for i := range posts {
+		posts[i] = campaignPost(long, b.account(platforms.LinkedIn))
+	}
+	r = b.createCampaign(map[string]any{"publish": "draft", "dry_run": true, "posts": posts}, nil)
+	require.Equal(t, 200, r.status, truncate(string(r.body), 300))
+	huge := strings.Repeat("y", 9000)
+	for i := range posts {
+		posts[i] = campaignPost(huge, bsky)
+	}
+	r = b.createCampaign(map[string]any{"publish": "draft", "posts": posts}, nil)
+	require.Equal(t, 413, r.status)
+	require.Contains(t, r.errorMessage(t), "larger than 8388608 bytes")
+}
