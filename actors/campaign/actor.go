@@ -235,6 +235,8 @@ type Actor struct {
 	// running is set while a retry or a cancel runs; waiting holds the ones that arrived meanwhile.
 	running bool
 	waiting []request
+	// stop ends the running operation's requests when the incarnation stops (shutdown).
+	stop context.CancelFunc
 }
 
 type request struct {
@@ -258,6 +260,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.loaded = false
+		return
+	case *actor.Stopped:
+		if a.stop != nil {
+			a.stop()
+		}
 		return
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 		return
@@ -318,13 +325,16 @@ func (a *Actor) next(ctx actor.Context) {
 		a.running = true
 		c := *a.state
 		self, root := ctx.Self(), ctx.ActorSystem().Root
+		opCtx, stop := context.WithCancel(context.Background())
+		a.stop = stop
 		go func() {
+			defer stop()
 			done := &opDone{req: r}
 			switch m := r.msg.(type) {
 			case *Retry:
-				done.reply = a.retry(&c, m)
+				done.reply = a.retry(opCtx, &c, m)
 			case *Cancel:
-				done.reply, done.state, done.changed = a.cancel(&c, m)
+				done.reply, done.state, done.changed = a.cancel(opCtx, &c, m)
 			}
 			root.Send(self, done)
 		}()
@@ -332,7 +342,7 @@ func (a *Actor) next(ctx actor.Context) {
 }
 
 func (a *Actor) finish(ctx actor.Context, m *opDone) {
-	a.running = false
+	a.running, a.stop = false, nil
 	if m.changed {
 		a.state = m.state
 	}
@@ -346,11 +356,15 @@ func (a *Actor) reply(ctx actor.Context, to *actor.PID, msg any) {
 	}
 }
 
-// each runs fn for every id, at most Parallel at once.
-func (a *Actor) each(ids []string, fn func(i int, id string)) {
+// each runs fn for every id, at most Parallel at once; once ctx ends, the ids not yet started
+// are left.
+func (a *Actor) each(ctx context.Context, ids []string, fn func(i int, id string)) {
 	sem := make(chan struct{}, a.deps.Parallel)
 	var wg sync.WaitGroup
 	for i, id := range ids {
+		if ctx.Err() != nil {
+			break
+		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
@@ -364,7 +378,7 @@ func (a *Actor) each(ids []string, fn func(i int, id string)) {
 // retry publishes again the selected failed targets of the campaign's posts. It runs off the
 // actor's goroutine and only asks the post actors, which refuse a post that is publishing: a
 // target is never published twice at once, whatever else asks.
-func (a *Actor) retry(c *persistence.Campaign, m *Retry) *RetryReply {
+func (a *Actor) retry(ctx context.Context, c *persistence.Campaign, m *Retry) *RetryReply {
 	var ids []string
 	_ = a.deps.Store.View(func(tx *persistence.Tx) error {
 		for _, cp := range tx.CampaignPosts(c.ID) {
@@ -385,10 +399,10 @@ func (a *Actor) retry(c *persistence.Campaign, m *Retry) *RetryReply {
 	})
 	retried := make([]*Retried, len(ids))
 	skipped := make([]*Skipped, len(ids))
-	a.each(ids, func(i int, id string) {
+	a.each(ctx, ids, func(i int, id string) {
 		jobID := uuid.Must(uuid.NewV7()).String()
 		only := m.Only
-		r, err := actors.AskWithin[*post.PublishReply](context.Background(), a.deps.AskTimeout, a.deps.Posts.To(id),
+		r, err := actors.AskWithin[*post.PublishReply](ctx, a.deps.AskTimeout, a.deps.Posts.To(id),
 			&post.Publish{UserID: m.UserID, JobID: jobID, Only: &only, Quota: m.Quota})
 		if err != nil {
 			skipped[i] = &Skipped{PostID: id, Reason: reason(err)}
@@ -427,7 +441,7 @@ func reason(err error) string {
 
 // cancel deletes the campaign's draft and scheduled posts through their actors, then removes the
 // campaign if it has no post left, or marks it cancelled.
-func (a *Actor) cancel(c *persistence.Campaign, m *Cancel) (any, *persistence.Campaign, bool) {
+func (a *Actor) cancel(ctx context.Context, c *persistence.Campaign, m *Cancel) (any, *persistence.Campaign, bool) {
 	var open []string
 	_ = a.deps.Store.View(func(tx *persistence.Tx) error {
 		for _, cp := range tx.CampaignPosts(c.ID) {
@@ -438,9 +452,9 @@ func (a *Actor) cancel(c *persistence.Campaign, m *Cancel) (any, *persistence.Ca
 		return nil
 	})
 	deleted := make([]bool, len(open))
-	a.each(open, func(i int, id string) {
+	a.each(ctx, open, func(i int, id string) {
 		// A post that moved on meanwhile (the scheduler fired it) is refused, and kept.
-		_, err := actors.AskWithin[*post.Reply](context.Background(), a.deps.AskTimeout, a.deps.Posts.To(id), &post.Delete{UserID: m.UserID})
+		_, err := actors.AskWithin[*post.Reply](ctx, a.deps.AskTimeout, a.deps.Posts.To(id), &post.Delete{UserID: m.UserID})
 		deleted[i] = err == nil
 		if err != nil && !post.IsNotEditable(err) && !errors.Is(err, post.ErrNotFound) {
 			a.deps.Log.Warn("cancelling a campaign's post failed", "campaign_id", c.ID, "post_id", id, "error", err)
@@ -453,7 +467,7 @@ func (a *Actor) cancel(c *persistence.Campaign, m *Cancel) (any, *persistence.Ca
 		}
 	}
 	next := *c
-	err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+	err := a.deps.Store.Update(ctx, func(tx *persistence.Tx) error {
 		out.Kept = out.Kept[:0]
 		for _, cp := range tx.CampaignPosts(c.ID) {
 			out.Kept = append(out.Kept, Kept{PostID: cp.PostID, Status: cp.Status})

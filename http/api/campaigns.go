@@ -136,9 +136,12 @@ func (h *handlers) createCampaign(c *echo.Context) error {
 		}
 		return c.JSON(http.StatusOK, dryRunReport(req.mode, posts))
 	}
-	// The Idempotency-Key's fingerprint covers what the request says: its body, and for a CSV the
-	// query that carries name and publish.
-	fp := append([]byte(c.Request().Header.Get("Content-Type")+"\x00"+c.Request().URL.RawQuery+"\x00"), raw...)
+	// The Idempotency-Key's fingerprint covers what the request says: its body, and for a CSV
+	// what its query says (name and publish, in whatever order and spelling).
+	fp := append([]byte("json\x00"), raw...)
+	if req.csv {
+		fp = append([]byte("csv\x00"+req.name+"\x00"+req.mode+"\x00"), raw...)
+	}
 	return h.publishFlow(c, fp, func(idem *post.Idempotency, fingerprint []byte) error {
 		posts, err := h.checkCampaign(c, req)
 		if err != nil {
@@ -746,7 +749,7 @@ func campaignStatus(c *persistence.Campaign, counts persistence.CampaignCounts) 
 		return "scheduled"
 	case c.CancelledAt != nil:
 		return "cancelled"
-	case counts.Total() == counts.Of(persistence.PostDraft):
+	case counts.Total() > 0 && counts.Total() == counts.Of(persistence.PostDraft):
 		return "draft"
 	}
 	return "completed"
