@@ -81,6 +81,8 @@ func (h *handlers) campaignStream(c *echo.Context) error {
 	hdr.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	// Each write has its own deadline; none is left on the connection for its next request.
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	write := func(b []byte) bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
 		if _, err := w.Write(b); err != nil {
