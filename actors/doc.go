@@ -22,7 +22,10 @@
 //
 // Every actor writes through: it builds its next state as a copy, commits it to bbolt (group
 // committed with other actors' writes), and only then applies it and answers. Reads across many
-// entities (lists, the schedule, the outbox) read bbolt directly, never waking actors.
+// entities (lists, the schedule, the outbox) read bbolt directly, never waking actors. A write the
+// store cannot commit (disk full, I/O error) leaves the state as it was: a request gets the error,
+// and what already happened in the world (a network call's outcome, a job's outcome, new tokens)
+// is written again until the store takes it (storeretry.go).
 //
 // Actors address each other by id through the directories, never by PID, so an actor may
 // passivate or restart between two messages; this is also what lets a cluster's grains replace the

@@ -22,7 +22,9 @@ import (
 type Env struct {
 	Dir string
 	URL string
-	Key string
+	// MetricsURL is the base URL of the server's metrics listener (/metrics is not on URL).
+	MetricsURL string
+	Key        string
 	// jar holds the demo user's dashboard session once Session signed in (sync.Once: the
 	// scenarios that open connect links or pages sign in; the others leave the server without a
 	// password hash in its memory, so that memory-at-rest measures Herald at rest).
@@ -78,7 +80,7 @@ func startIn(dir string, log io.Writer, addr string, extra []string) (*Env, erro
 	}
 	e := &Env{Dir: dir, log: log, extra: extra}
 	e.cmd = exec.Command(exe, "serve", "--sandbox", "--data", filepath.Join(dir, "data"),
-		"--addr", "127.0.0.1:0", "--sim-addr", "127.0.0.1:0", "--log-format", "json",
+		"--addr", "127.0.0.1:0", "--sim-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
 		"--plan-limits", "pro=2000000000")
 	e.cmd.Args = append(e.cmd.Args, extra...)
 	if addr != "" {
@@ -109,6 +111,9 @@ func startIn(dir string, log io.Writer, addr string, extra []string) (*Env, erro
 			}
 			if u, ok := strings.CutPrefix(line.Msg, "sandbox network simulator listening on "); ok {
 				e.sim = u
+			}
+			if u, ok := strings.CutPrefix(line.Msg, "metrics on "); ok { // logged before "listening on"
+				e.MetricsURL = u
 			}
 			if strings.HasPrefix(line.Msg, "listening on ") {
 				e.ListeningAt = time.Now()

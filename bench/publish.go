@@ -85,7 +85,7 @@ func quoteAll(ids []string) string {
 
 // metric reads the sum of a metric family's samples (optionally only those containing match).
 func (e *Env) metric(name, match string) (float64, error) {
-	resp, err := e.Client.Get(e.URL + "/metrics")
+	resp, err := e.Client.Get(e.MetricsURL + "/metrics")
 	if err != nil {
 		return 0, err
 	}
@@ -513,7 +513,7 @@ func schedulerBurst(base *Env) (Result, error) {
 
 // histogramQuantiles estimates quantiles of a Prometheus histogram by its bucket upper bounds.
 func (e *Env) histogramQuantiles(name string, qs ...float64) (float64, float64, float64, error) {
-	resp, err := e.Client.Get(e.URL + "/metrics")
+	resp, err := e.Client.Get(e.MetricsURL + "/metrics")
 	if err != nil {
 		return 0, 0, 0, err
 	}

@@ -1,10 +1,6 @@
 package persistence
 
-import (
-	"sync"
-
-	bolt "go.etcd.io/bbolt"
-)
+import "sync"
 
 // accountCache remembers which connected accounts belong to which user, and their platform, so
 // that validating a post's targets (on every create and publish) needs no read transaction.
@@ -38,8 +34,8 @@ func (s *Store) AccountPlatform(userID, accountID string) (platform string, ok b
 	if ok {
 		return platform, true, nil
 	}
-	err = s.db.View(func(tx *bolt.Tx) error {
-		platform, ok = (&Tx{tx: tx}).AccountPlatform(userID, accountID)
+	err = s.View(func(tx *Tx) error {
+		platform, ok = tx.AccountPlatform(userID, accountID)
 		return nil
 	})
 	if err != nil || !ok {

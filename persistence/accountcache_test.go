@@ -13,8 +13,10 @@ import (
 )
 
 func TestAccountPlatformIsCachedAndForgottenOnDelete(t *testing.T) {
-	t.Parallel()
-	s := open(t)
+	persistence.EachStore(t, accountPlatformIsCachedAndForgottenOnDelete)
+}
+
+func accountPlatformIsCachedAndForgottenOnDelete(t *testing.T, s *persistence.Store) {
 	ctx := context.Background()
 	user, other := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
 	a := &persistence.Account{ID: uuid.Must(uuid.NewV7()).String(), UserID: user, Platform: "bluesky", NetworkUserID: "did:plc:x", CreatedAt: time.Now()}
@@ -40,8 +42,10 @@ func TestAccountPlatformIsCachedAndForgottenOnDelete(t *testing.T) {
 // Lookups racing a deletion never leave the deleted account in the cache once the deletion is
 // committed and forgotten.
 func TestAccountPlatformRacingDeletion(t *testing.T) {
-	t.Parallel()
-	s := open(t)
+	persistence.EachStore(t, accountPlatformRacingDeletion)
+}
+
+func accountPlatformRacingDeletion(t *testing.T, s *persistence.Store) {
 	ctx := context.Background()
 	user := uuid.Must(uuid.NewV7()).String()
 	for range 20 {

@@ -30,11 +30,11 @@ func keyByHash(t *testing.T, s *Store, hash []byte) (*APIKey, error) {
 // A revoked key still resolves by its hash, with RevokedAt set, so that authentication can say
 // it was revoked; a regenerated key's old hash no longer resolves.
 func TestRevokedKeyResolvesRegeneratedDoesNot(t *testing.T) {
-	t.Parallel()
+	EachStore(t, revokedKeyResolvesRegeneratedDoesNot)
+}
+
+func revokedKeyResolvesRegeneratedDoesNot(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
 
 	revoked := testKey("revoked")
 	require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.PutAPIKey(revoked, nil) }))

@@ -12,8 +12,10 @@ import (
 )
 
 func TestConnectStatesArePurgedOnceExpired(t *testing.T) {
-	t.Parallel()
-	s := open(t)
+	persistence.EachStore(t, connectStatesArePurgedOnceExpired)
+}
+
+func connectStatesArePurgedOnceExpired(t *testing.T, s *persistence.Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	var ids []string
@@ -55,9 +57,9 @@ func TestConnectStatesArePurgedOnceExpired(t *testing.T) {
 	require.Equal(t, 3, purge(now.Add(time.Hour), 100))
 }
 
-func TestAccountOfNetworkUser(t *testing.T) {
-	t.Parallel()
-	s := open(t)
+func TestAccountOfNetworkUser(t *testing.T) { persistence.EachStore(t, accountOfNetworkUser) }
+
+func accountOfNetworkUser(t *testing.T, s *persistence.Store) {
 	ctx := context.Background()
 	user, other := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
 	put := func(owner, platform, networkUser string) *persistence.Account {

@@ -4,7 +4,7 @@
 // The bucket tree (all keys big-endian and fixed width; ids are 16-byte UUIDv7, so keys sort by
 // creation time):
 //
-//	meta            "schema" → version
+//	meta            "schema" → version; "probe" → time of the last probe write (Store.Probe)
 //	users           user id → User (JSON)
 //	users_email     lower-cased e-mail → user id
 //	apikeys         key id → APIKey (JSON; the secret itself is never stored, only its SHA-256)
@@ -75,6 +75,10 @@
 //
 // Writes go through Store.Update, which group-commits: the writes of many callers that arrive
 // while a commit is running share the next transaction and its single fsync, and every caller
-// returns only once its write is durable. Reads use Store.View and never hold a transaction across
+// returns only once its write is durable. When a commit fails (disk full, I/O error), every write
+// of its batch gets an error wrapping ErrWriteFailed and nothing of it is kept; the store stays
+// open and the next commit is tried as usual, so writes succeed again as soon as the storage does.
+// Update's and View's transactions go through one commit boundary (faults.go), where the fault
+// injector of the tests (Options.Faults) fails commits and reads as a failing disk would. Reads use Store.View and never hold a transaction across
 // I/O. Values read in a transaction are decoded (copied) before it ends.
 package persistence

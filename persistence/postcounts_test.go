@@ -50,13 +50,9 @@ func checkCounts(t *testing.T, s *Store, users []string) {
 	}
 }
 
-func TestPostCountsFollowEveryChange(t *testing.T) {
-	t.Parallel()
-	s, err := Open(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+func TestPostCountsFollowEveryChange(t *testing.T) { EachStore(t, postCountsFollowEveryChange) }
+
+func postCountsFollowEveryChange(t *testing.T, s *Store) {
 	r := rand.New(rand.NewPCG(1, 2))
 	users := []string{uuid.NewString(), uuid.NewString()}
 	var posts []*Post

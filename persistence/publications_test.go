@@ -11,9 +11,9 @@ import (
 	"github.com/heraldhq/herald/persistence"
 )
 
-func TestPublicationsNewestFirst(t *testing.T) {
-	t.Parallel()
-	s := open(t)
+func TestPublicationsNewestFirst(t *testing.T) { persistence.EachStore(t, publicationsNewestFirst) }
+
+func publicationsNewestFirst(t *testing.T, s *persistence.Store) {
 	user, other := uuid.NewString(), uuid.NewString()
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	put := func(p *persistence.Post) {
@@ -129,8 +129,10 @@ func BenchmarkPublications(b *testing.B) {
 // A publication id names one target of one post; PublicationOf resolves it, and a post id too
 // (target -1), for its owner only.
 func TestPublicationIDsResolveToTheirTarget(t *testing.T) {
-	t.Parallel()
-	s := open(t)
+	persistence.EachStore(t, publicationIDsResolveToTheirTarget)
+}
+
+func publicationIDsResolveToTheirTarget(t *testing.T, s *persistence.Store) {
 	user, other := uuid.NewString(), uuid.NewString()
 	p := newPost(user, persistence.PostPartial, "twitter_x", "bluesky", "youtube")
 	p.Targets[0].Status, p.Targets[0].PublicationID = persistence.TargetPublished, "tw-1"

@@ -50,11 +50,9 @@ func TestStoredContentMatchesDecode(t *testing.T) {
 }
 
 // A search finds what strings.ToLower on the decoded content finds.
-func TestSearchMatchesLowerCasedContent(t *testing.T) {
-	t.Parallel()
-	s, err := Open(t.TempDir(), Options{})
-	require.NoError(t, err)
-	defer s.Close()
+func TestSearchMatchesLowerCasedContent(t *testing.T) { EachStore(t, searchMatchesLowerCasedContent) }
+
+func searchMatchesLowerCasedContent(t *testing.T, s *Store) {
 	user := uuid.NewString()
 	require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
 		for _, c := range searchContents {

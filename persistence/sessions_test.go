@@ -17,12 +17,10 @@ func sessionHash(token string) []byte {
 
 // Sessions are found by their token's hash, ended one by one, all but one of a user's at once,
 // and swept when expired; passwords are stored apart from the user record.
-func TestSessionsAndPasswords(t *testing.T) {
-	t.Parallel()
+func TestSessionsAndPasswords(t *testing.T) { EachStore(t, sessionsAndPasswords) }
+
+func sessionsAndPasswords(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
 	alice, bob := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
 	now := time.Now().UTC()
 	put := func(token, user string, created time.Time) {

@@ -57,8 +57,11 @@ type Options struct {
 	LockTimeout time.Duration
 	// MaxBatch caps the writes that share one transaction (default 1024).
 	MaxBatch int
-	// OnCommit, when set, observes every group commit: how many writes it carried, how long it
-	// took, and whether it failed.
+	// OnCommit, when set, observes every commit of the group committer: how many writes it
+	// carried, how long it took, and, when the commit failed (the store could not write: disk
+	// full, I/O error), its error, which wraps ErrWriteFailed. A batch rolled back because one of
+	// its writes refused (its function returned an error) is no commit: its writes are replayed
+	// one per commit, and each of those is observed.
 	OnCommit func(writes int, d time.Duration, err error)
 	// ReadOnly opens the file for reading only.
 	ReadOnly bool
@@ -67,6 +70,8 @@ type Options struct {
 	// file's structure up to each bucket's root page (damage.go). A damaged file is a
 	// *DamagedError either way.
 	Check bool
+	// Faults, when set, injects failures at the commit boundary (tests; faults.go).
+	Faults *Faults
 }
 
 // Store is the bbolt database with its group committer.
@@ -76,6 +81,9 @@ type Store struct {
 	mu       sync.RWMutex
 	isClosed bool
 	db       *bolt.DB
+	// c is the commit boundary every transaction goes through: bbolt, behind the fault injector
+	// when Options.Faults is set.
+	c        committer
 	opts     Options
 	writes   chan *write
 	done     chan struct{}
@@ -167,7 +175,7 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 			return nil, &DamagedError{Path: path, Problems: r.Problems, More: r.More}
 		}
 	}
-	s := &Store{db: db, opts: opts, writes: make(chan *write, 4096), done: make(chan struct{}), closed: make(chan struct{})}
+	s := &Store{db: db, c: opts.Faults.wrap(boltCommitter{db}), opts: opts, writes: make(chan *write, 4096), done: make(chan struct{}), closed: make(chan struct{})}
 	go s.commitLoop()
 	return s, nil
 }
@@ -203,7 +211,10 @@ func (s *Store) Path() string { return s.db.Path() }
 
 // Update runs fn in a write transaction shared with other concurrent writers and returns once the
 // transaction is durable. fn may run more than once (when another write of its batch fails, the
-// batch is replayed one write at a time), so it must only touch the transaction.
+// batch is replayed one write at a time), so it must only touch the transaction. When the commit
+// fails (disk full, I/O error) every write of the batch gets an error wrapping ErrWriteFailed and
+// nothing of them is kept; the next commits are tried as usual, so writes succeed again as soon as
+// the storage does.
 func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 	w := &write{fn: fn, ok: make(chan struct{})}
 	s.mu.RLock()
@@ -225,9 +236,7 @@ func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 }
 
 // View runs fn in a read transaction.
-func (s *Store) View(fn func(*Tx) error) error {
-	return s.db.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
-}
+func (s *Store) View(fn func(*Tx) error) error { return s.c.view(fn) }
 
 func (s *Store) commitLoop() {
 	defer close(s.closed)
@@ -272,8 +281,8 @@ var errBatchFailed = errors.New("persistence: a write in the batch failed")
 func (s *Store) commit(batch []*write) {
 	start := time.Now()
 	failed := -1
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		t := &Tx{tx: tx}
+	err := s.c.update(func(t *Tx) error {
+		failed = -1
 		for i, w := range batch {
 			if err := w.fn(t); err != nil {
 				w.err = err
@@ -283,29 +292,50 @@ func (s *Store) commit(batch []*write) {
 		}
 		return nil
 	})
-	if s.opts.OnCommit != nil {
-		s.opts.OnCommit(len(batch), time.Since(start), err)
-	}
-	if err == nil {
-		for _, w := range batch {
-			w.err = nil
-			close(w.ok)
-		}
-		return
-	}
 	if failed < 0 {
-		// The commit itself failed (disk full, I/O error): every write failed.
+		if err != nil {
+			// The commit itself failed (disk full, I/O error): every write failed.
+			err = writeFailed(err)
+		}
+		s.observe(len(batch), time.Since(start), err)
 		for _, w := range batch {
-			w.err = fmt.Errorf("persistence: commit: %w", err)
+			w.err = err
 			close(w.ok)
 		}
 		return
 	}
 	// One write refused: replay each alone so the others still commit.
 	for _, w := range batch {
-		w.err = s.db.Update(func(tx *bolt.Tx) error { return w.fn(&Tx{tx: tx}) })
+		start := time.Now()
+		var refused error
+		err := s.c.update(func(t *Tx) error {
+			refused = w.fn(t)
+			return refused
+		})
+		if err != nil && refused == nil {
+			err = writeFailed(err)
+			s.observe(1, time.Since(start), err)
+		} else if err == nil {
+			s.observe(1, time.Since(start), nil)
+		}
+		w.err = err
 		close(w.ok)
 	}
+}
+
+// observe reports one commit to Options.OnCommit.
+func (s *Store) observe(writes int, d time.Duration, err error) {
+	if s.opts.OnCommit != nil {
+		s.opts.OnCommit(writes, d, err)
+	}
+}
+
+// Probe commits a tiny write (meta "probe" → the time) through the group committer and returns
+// its outcome: nil once the store can write. A readiness check calls it when the last commit
+// failed, so that a store that works again is noticed without other traffic.
+func (s *Store) Probe(ctx context.Context) error {
+	now := u64(uint64(time.Now().UnixNano()))
+	return s.Update(ctx, func(tx *Tx) error { return tx.tx.Bucket(bMeta).Put([]byte("probe"), now) })
 }
 
 // Backup writes a consistent snapshot of the database to path while it stays in use.

@@ -15,15 +15,6 @@ import (
 	"github.com/heraldhq/herald/persistence"
 )
 
-func open(t *testing.T) *persistence.Store {
-	t.Helper()
-	var mu sync.Mutex
-	s, err := persistence.Open(t.TempDir(), persistence.Options{OnCommit: func(int, time.Duration, error) { mu.Lock(); mu.Unlock() }})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
-
 func newPost(user string, status string, platforms ...string) *persistence.Post {
 	p := &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user, Content: "hello", Status: status, CreatedAt: time.Now().UTC()}
 	for _, pl := range platforms {
@@ -34,8 +25,10 @@ func newPost(user string, status string, platforms ...string) *persistence.Post 
 
 // A failing write does not take the other writes of its batch down with it.
 func TestGroupCommitIsolatesAFailingWrite(t *testing.T) {
-	t.Parallel()
-	s := open(t)
+	persistence.EachStore(t, groupCommitIsolatesAFailingWrite)
+}
+
+func groupCommitIsolatesAFailingWrite(t *testing.T, s *persistence.Store) {
 	user := uuid.NewString()
 	boom := errors.New("refused")
 	var wg sync.WaitGroup
@@ -73,9 +66,9 @@ func TestGroupCommitIsolatesAFailingWrite(t *testing.T) {
 	}))
 }
 
-func TestListFiltersAndPages(t *testing.T) {
-	t.Parallel()
-	s := open(t)
+func TestListFiltersAndPages(t *testing.T) { persistence.EachStore(t, listFiltersAndPages) }
+
+func listFiltersAndPages(t *testing.T, s *persistence.Store) {
 	user, other := uuid.NewString(), uuid.NewString()
 	var ids []string
 	for i := 0; i < 30; i++ {
@@ -173,8 +166,10 @@ func TestUpdateAfterCloseFails(t *testing.T) {
 }
 
 func TestPruneEventsKeepsWhatAConsumerHasNotTaken(t *testing.T) {
-	t.Parallel()
-	s := open(t)
+	persistence.EachStore(t, pruneEventsKeepsWhatAConsumerHasNotTaken)
+}
+
+func pruneEventsKeepsWhatAConsumerHasNotTaken(t *testing.T, s *persistence.Store) {
 	ctx := context.Background()
 	old := time.Now().Add(-2 * time.Hour)
 	var ids []string

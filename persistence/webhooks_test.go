@@ -23,8 +23,10 @@ func newDelivery(webhookID string, created time.Time, status string) *persistenc
 }
 
 func TestWebhookIndexesAndDeliveryLog(t *testing.T) {
-	t.Parallel()
-	s := open(t)
+	persistence.EachStore(t, webhookIndexesAndDeliveryLog)
+}
+
+func webhookIndexesAndDeliveryLog(t *testing.T, s *persistence.Store) {
 	ctx := context.Background()
 	user, other := uuid.NewString(), uuid.NewString()
 	a := &persistence.Webhook{ID: uuid.Must(uuid.NewV7()).String(), UserID: user, URL: "https://a.example/h", Events: []string{persistence.PostEventPublished}, Active: true}
@@ -111,9 +113,9 @@ func TestWebhookIndexesAndDeliveryLog(t *testing.T) {
 	}))
 }
 
-func TestEventsPending(t *testing.T) {
-	t.Parallel()
-	s := open(t)
+func TestEventsPending(t *testing.T) { persistence.EachStore(t, eventsPending) }
+
+func eventsPending(t *testing.T, s *persistence.Store) {
 	ctx := context.Background()
 	var ids []string
 	require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error {

@@ -149,11 +149,18 @@ type Actor struct {
 	deleting    *actor.PID
 	pumpSent    bool      // a pumpSoon message is in the mailbox
 	live        readState // live reads (reads.go)
+	// storeWait holds the queue while the store cannot record attempts (a storeRetry is coming);
+	// unsavedCreds says a.creds are tokens a network issued that the store could not take yet
+	// (a saveCreds is coming). storeFailures counts the failed commits in a row.
+	storeWait     bool
+	unsavedCreds  bool
+	storeFailures int
 }
 
 // Busy keeps the actor from passivating while it has work: its goroutines report to it.
 func (a *Actor) Busy() bool {
-	return a.inflight > 0 || len(a.queue) > 0 || a.refreshing || a.lookups > 0 || a.retrying > 0 || a.deleting != nil || a.live.busy()
+	return a.inflight > 0 || len(a.queue) > 0 || a.refreshing || a.lookups > 0 || a.retrying > 0 || a.deleting != nil || a.live.busy() ||
+		a.storeWait || a.unsavedCreds
 }
 
 // messages from the actor's own goroutines and timers
@@ -183,6 +190,9 @@ type (
 	// together are recorded in one batch.
 	pumpSoon struct{}
 	retry    struct{ req *request }
+	// storeRetry ends a wait for the store (storeWait); saveCreds stores unsaved credentials.
+	storeRetry struct{}
+	saveCreds  struct{}
 )
 
 // Receive handles the account's messages.
@@ -223,6 +233,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *pumpSoon:
 		a.pumpSent = false
 		a.pump(ctx)
+	case *storeRetry:
+		a.storeWait = false
+		a.pump(ctx)
+	case *saveCreds:
+		a.saveUnsavedCreds(ctx)
 	case *retry:
 		a.retrying = max(0, a.retrying-1)
 		if a.acc == nil || a.deleting != nil {
@@ -338,8 +353,33 @@ func (a *Actor) storeCreds(next *persistence.Account, creds platforms.Credential
 		return err
 	}
 	a.acc, a.creds = next, creds
+	a.unsavedCreds = false
 	a.lane.setCredentials(a.adapter, a.creds)
 	return nil
+}
+
+// storeFailed counts a commit the store could not make and returns the wait before the next try;
+// the first failure of a streak is logged.
+func (a *Actor) storeFailed(what string, err error) time.Duration {
+	a.storeFailures++
+	if a.storeFailures == 1 {
+		a.deps.Log.Warn(what+" failed; it is retried until the store takes it", "account_id", a.id, "error", err)
+	}
+	return actors.StoreRetryDelay(a.storeFailures)
+}
+
+// saveUnsavedCreds stores the tokens a refresh gave that the store could not take then.
+func (a *Actor) saveUnsavedCreds(ctx actor.Context) {
+	if !a.unsavedCreds || a.acc == nil {
+		a.unsavedCreds = false
+		return
+	}
+	next := *a.acc
+	if err := a.storeCreds(&next, a.creds); err != nil {
+		actors.SendSelfAfter(ctx, a.storeFailed("storing refreshed credentials", err), &saveCreds{})
+		return
+	}
+	a.storeFailures = 0
 }
 
 // keepRefreshToken never overwrites a stored refresh token with an empty one: a network that
@@ -535,7 +575,7 @@ func (a *Actor) observeCallTime(d time.Duration) {
 // pump keeps the lane filled from the queue as far as the budget allows: budget reserved and
 // attempts recorded for a batch in one commit, then the batch handed to the callers, in order.
 func (a *Actor) pump(ctx actor.Context) {
-	if a.acc == nil || a.deleting != nil {
+	if a.acc == nil || a.deleting != nil || a.storeWait {
 		return
 	}
 	platform := platforms.Platform(a.acc.Platform)
@@ -592,6 +632,17 @@ func (a *Actor) pump(ctx actor.Context) {
 			}
 			return nil
 		})
+		if errors.Is(err, persistence.ErrWriteFailed) {
+			// The store cannot write: nothing was sent, so the batch waits at the queue's front,
+			// in order, and is tried again once the store may take it.
+			for range batch {
+				a.deps.Budgets.Refund(platform, a.id)
+			}
+			a.queueFront(batch...)
+			a.storeWait = true
+			actors.SendSelfAfter(ctx, a.storeFailed("recording publish attempts", err), &storeRetry{})
+			return
+		}
 		if err != nil {
 			for _, r := range batch {
 				a.deps.Budgets.Refund(platform, a.id)
@@ -599,6 +650,7 @@ func (a *Actor) pump(ctx actor.Context) {
 			}
 			continue
 		}
+		a.storeFailures = 0
 		for _, r := range batch {
 			if !r.waitShown.IsZero() {
 				// The job last heard that this target waits for budget: say it no longer does.
@@ -858,7 +910,11 @@ func (a *Actor) refreshDone(ctx actor.Context, m *refreshDone) {
 		}
 		next := *a.acc
 		if err := a.storeCreds(&next, creds); err != nil {
-			a.deps.Log.Error("storing refreshed credentials failed", "account_id", a.id, "platform", platform, "error", err)
+			// The network issued these tokens and may have retired the old ones: use them, and
+			// store them once the store can take them.
+			a.creds, a.unsavedCreds = creds, true
+			a.lane.setCredentials(a.adapter, a.creds)
+			actors.SendSelfAfter(ctx, a.storeFailed("storing refreshed credentials", err), &saveCreds{})
 		}
 		a.deps.Metrics.Refreshes.WithLabelValues(platform, "ok").Inc()
 		a.pump(ctx)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,12 +50,14 @@ type options struct {
 	latency time.Duration
 	// concurrency is the calls one account may have in flight (default 1).
 	concurrency int
+	// faults injects store failures (nil: none).
+	faults *persistence.Faults
 }
 
 func setupWith(t testing.TB, o options) *bundle {
 	t.Helper()
 	rules := o.rules
-	store, err := persistence.Open(t.TempDir(), persistence.Options{})
+	store, err := persistence.Open(t.TempDir(), persistence.Options{Faults: o.faults})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	s, err := sim.Start("127.0.0.1:0", sim.Options{FaultReset: 300 * time.Millisecond, TimeoutHold: 2 * time.Second, Latency: o.latency})
@@ -562,4 +565,36 @@ func TestOneAccountPublishesInOrderThroughFailures(t *testing.T) {
 	}
 	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.RateLimited.WithLabelValues("bluesky")))
 	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.UnknownOutcome.WithLabelValues("bluesky", "found")))
+}
+
+// While the store cannot record attempts, nothing is sent to the network and nothing fails: the
+// publishes wait, in order, and go out once the store takes their attempts, each once.
+func TestPublishesWaitWhileTheStoreCannotRecordAttempts(t *testing.T) {
+	t.Parallel()
+	faults := &persistence.Faults{}
+	b := setupWith(t, options{faults: faults})
+	acct := b.connect(platforms.Bluesky, "alice")
+	faults.FailCommits(syscall.ENOSPC)
+	job := uuid.NewString()
+	for i := range 3 {
+		b.publish(acct, job, i, fmt.Sprintf("post %d", i))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for faults.Injected() < 4 { // the first try and three retries
+		require.True(t, time.Now().Before(deadline), "the account retries recording its attempts")
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.Empty(t, b.sim.Publications(platforms.Bluesky), "nothing is sent before its attempt is recorded")
+	for len(b.reports) > 0 {
+		require.False(t, (<-b.reports).Final, "no publish fails because the store cannot write")
+	}
+	faults.ClearCommits()
+	for i, r := range b.finals(job, 3) {
+		require.True(t, r.Success, "target %d: %s", i, r.Message)
+	}
+	recs := b.sim.Publications(platforms.Bluesky)
+	require.Len(t, recs, 3, "each post once")
+	for i, rec := range recs {
+		require.Equal(t, fmt.Sprintf("post %d", i), rec.Text, "in order")
+	}
 }

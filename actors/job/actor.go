@@ -75,7 +75,19 @@ type Actor struct {
 	// loaded tells whether state reflects bbolt (read on the first message after a start,
 	// unless that message carries the job).
 	loaded bool
+	// unstored are the reports whose commit failed because the store could not write, in the
+	// order they came: what they tell happened (a network call's outcome among them), so they are
+	// recorded again, in order and ahead of any later report, until the store takes them
+	// (retryStore). syncUnstored is a post's sync the job could not record.
+	unstored     []*account.Report
+	syncUnstored bool
+	// storeFailures counts the failed commits in a row; retryArmed says a retryStore is coming.
+	storeFailures int
+	retryArmed    bool
 }
+
+// retryStore makes a job record again what its store could not commit.
+type retryStore struct{}
 
 // Busy keeps a running job, or one with subscribers, from passivating.
 func (a *Actor) Busy() bool {
@@ -109,9 +121,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 		}
 		a.subs = nil
 	case *Start:
-		a.start(m)
+		a.start(ctx, m)
 	case *account.Report:
-		a.report(m)
+		a.report(ctx, m)
 	case *Get:
 		if j, err := a.owned(m.UserID); err != nil {
 			actors.ReplyError(ctx, err)
@@ -126,7 +138,13 @@ func (a *Actor) Receive(ctx actor.Context) {
 			close(m.Sub.C)
 		}
 	case *PostSynced:
-		a.postSynced(m.Stored)
+		a.postSynced(ctx, m.Stored)
+	case *retryStore:
+		a.retryArmed = false
+		a.drain(ctx)
+		if a.syncUnstored && len(a.unstored) == 0 {
+			a.postSynced(ctx, false)
+		}
 	}
 }
 
@@ -156,7 +174,7 @@ func finished(j *persistence.Job) bool {
 	return j.Status == persistence.JobCompleted || j.Status == persistence.JobFailed
 }
 
-func (a *Actor) start(m *Start) {
+func (a *Actor) start(ctx actor.Context, m *Start) {
 	j := a.state
 	if j == nil {
 		return
@@ -179,7 +197,7 @@ func (a *Actor) start(m *Start) {
 		// The post is gone (it cannot be deleted while publishing; this is a damaged store).
 		for _, t := range j.Targets {
 			if !t.Final() {
-				a.apply(&account.Report{JobID: a.id, Target: t.Target, Final: true, Message: "the post no longer exists"})
+				a.record(ctx, &account.Report{JobID: a.id, Target: t.Target, Final: true, Message: "the post no longer exists"})
 			}
 		}
 		return
@@ -187,12 +205,12 @@ func (a *Actor) start(m *Start) {
 	var media []platforms.Media
 	if len(post.MediaIDs) > 0 {
 		if a.deps.Media == nil {
-			a.failOpen("this Herald has no media storage configured")
+			a.failOpen(ctx, "this Herald has no media storage configured")
 			return
 		}
 		var err error
 		if media, err = a.deps.Media(context.Background(), post.UserID, post.MediaIDs); err != nil {
-			a.failOpen("the post's media could not be read: " + err.Error())
+			a.failOpen(ctx, "the post's media could not be read: "+err.Error())
 			return
 		}
 	}
@@ -206,23 +224,69 @@ func (a *Actor) start(m *Start) {
 }
 
 // failOpen fails every open target with msg.
-func (a *Actor) failOpen(msg string) {
+func (a *Actor) failOpen(ctx actor.Context, msg string) {
 	for _, t := range a.state.Targets {
 		if !t.Final() {
-			a.apply(&account.Report{JobID: a.id, Target: t.Target, Final: true, Message: msg})
+			a.record(ctx, &account.Report{JobID: a.id, Target: t.Target, Final: true, Message: msg})
 		}
 	}
 }
 
-func (a *Actor) report(r *account.Report) {
+func (a *Actor) report(ctx actor.Context, r *account.Report) {
 	if a.state == nil || finished(a.state) {
 		return
 	}
-	a.apply(r)
+	a.record(ctx, r)
 }
 
-// apply records one report durably, then announces it.
-func (a *Actor) apply(r *account.Report) {
+// record applies a report, after those still waiting for the store: a report whose commit fails
+// because the store cannot write waits with them, to be recorded again (drain).
+func (a *Actor) record(ctx actor.Context, r *account.Report) {
+	if len(a.unstored) > 0 {
+		a.unstored = append(a.unstored, r)
+		return
+	}
+	if err := a.apply(r); err != nil {
+		a.unstored = append(a.unstored, r)
+		a.storeFailed(ctx, err)
+		return
+	}
+	a.storeFailures = 0
+}
+
+// drain records the reports waiting for the store, in order, until one fails again.
+func (a *Actor) drain(ctx actor.Context) {
+	for len(a.unstored) > 0 {
+		if a.state == nil || finished(a.state) {
+			a.unstored = nil // what came after the last target's outcome changes nothing
+			break
+		}
+		if err := a.apply(a.unstored[0]); err != nil {
+			a.storeFailed(ctx, err)
+			return
+		}
+		a.unstored = a.unstored[1:]
+	}
+	a.unstored = nil
+	a.storeFailures = 0
+}
+
+// storeFailed schedules the retry of what the store could not commit. The first failure of a
+// streak is logged; the store's own health is what the operator watches (/readyz, metrics).
+func (a *Actor) storeFailed(ctx actor.Context, err error) {
+	a.storeFailures++
+	if a.storeFailures == 1 {
+		a.deps.Log.Warn("storing a job's progress failed; it is retried until the store takes it", "job_id", a.id, "error", err)
+	}
+	if !a.retryArmed {
+		a.retryArmed = true
+		actors.SendSelfAfter(ctx, actors.StoreRetryDelay(a.storeFailures), &retryStore{})
+	}
+}
+
+// apply records one report durably, then announces it. It fails only when the report could not
+// be stored, and then changes nothing.
+func (a *Actor) apply(r *account.Report) error {
 	cur := a.state
 	idx := -1
 	for i, t := range cur.Targets {
@@ -231,7 +295,7 @@ func (a *Actor) apply(r *account.Report) {
 		}
 	}
 	if idx < 0 || cur.Targets[idx].Final() {
-		return
+		return nil
 	}
 	next := cur.Clone()
 	t := &next.Targets[idx]
@@ -289,8 +353,7 @@ func (a *Actor) apply(r *account.Report) {
 		})
 	}
 	if err != nil {
-		a.deps.Log.Error("storing a job's progress failed", "job_id", a.id, "error", err)
-		return
+		return err
 	}
 	if steps != nil && a.deps.CampaignProgress != nil {
 		a.deps.CampaignProgress(next.CampaignID)
@@ -309,6 +372,7 @@ func (a *Actor) apply(r *account.Report) {
 		a.subs = nil
 		a.finish()
 	}
+	return nil
 }
 
 // timeline returns the events of one report: its step (waiting, retrying, resolved) when it
@@ -363,8 +427,9 @@ func (a *Actor) finish() {
 	a.deps.Finish(a.state.Clone())
 }
 
-func (a *Actor) postSynced(stored bool) {
+func (a *Actor) postSynced(ctx actor.Context, stored bool) {
 	a.finishing = false
+	a.syncUnstored = false
 	if a.state == nil || a.state.PostSynced {
 		return
 	}
@@ -379,9 +444,11 @@ func (a *Actor) postSynced(stored bool) {
 		err = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutJobEncoded(next, raw) })
 	}
 	if err != nil {
-		a.deps.Log.Error("storing a job's sync failed", "job_id", a.id, "error", err)
+		a.syncUnstored = true
+		a.storeFailed(ctx, err)
 		return
 	}
+	a.storeFailures = 0
 	a.state = next
 }
 

@@ -88,7 +88,18 @@ type Actor struct {
 	state *persistence.Post // nil: no such post
 	// loaded tells whether state reflects bbolt (it is read on the first message after a start).
 	loaded bool
+	// unfinished is a job's outcome the store could not commit: the job is done on the networks,
+	// so it is taken again after a wait (retryFinish) until the store takes it; storeFailures
+	// counts the failed commits in a row.
+	unfinished    *Finish
+	storeFailures int
 }
+
+// retryFinish makes the post take again an outcome its store could not commit.
+type retryFinish struct{}
+
+// Busy keeps a post that still has to store a job's outcome from passivating.
+func (a *Actor) Busy() bool { return a.unfinished != nil }
 
 // isCreate reports whether a message creates its post.
 func isCreate(m any) bool {

@@ -2,7 +2,10 @@ package post_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -121,4 +124,84 @@ func TestUpdateAppliesTheCreateRules(t *testing.T) {
 	bad := &persistence.Post{UserID: user, Content: "bell\a", Status: persistence.PostDraft, CreatedAt: time.Now().UTC(), Targets: targets(1)}
 	_, err = actors.Ask[*post.Reply](ctx, dir.To(uuid.Must(uuid.NewV7()).String()), &post.Create{Post: bad})
 	require.True(t, post.IsInvalid(err), "%v", err)
+}
+
+// A change whose commit fails is answered with the failure and leaves the post as it was; once
+// the store writes again the same changes succeed. A job's outcome the store could not take is
+// taken again, by an actor that stays alive for it, until the store takes it.
+func TestAFailedCommitLeavesThePostAsItWas(t *testing.T) {
+	t.Parallel()
+	faults := &persistence.Faults{}
+	store, err := persistence.Open(t.TempDir(), persistence.Options{Faults: faults})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
+	t.Cleanup(sys.Shutdown)
+	started, synced := make(chan *persistence.Job, 4), make(chan bool, 4)
+	dir := actors.NewDirectory(sys, post.Kind(post.Deps{Store: store, IdleTimeout: 20 * time.Millisecond,
+		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		StartJob: func(j *persistence.Job, _ *persistence.Post) { started <- j },
+		Synced:   func(_ string, stored bool) { synced <- stored }}))
+	id, user := uuid.Must(uuid.NewV7()).String(), uuid.NewString()
+	ctx := context.Background()
+	p := &persistence.Post{UserID: user, Content: "first", Status: persistence.PostDraft, CreatedAt: time.Now().UTC(),
+		Targets: []persistence.Target{{AccountID: uuid.NewString(), Platform: "bluesky", Status: persistence.TargetPending}}}
+	_, err = actors.Ask[*post.Reply](ctx, dir.To(id), &post.Create{Post: p})
+	require.NoError(t, err)
+	get := func() *persistence.Post {
+		t.Helper()
+		r, err := actors.Ask[*post.Reply](ctx, dir.To(id), &post.Get{UserID: user})
+		require.NoError(t, err)
+		return r.Post
+	}
+
+	faults.FailCommits(syscall.ENOSPC)
+	changed := "changed"
+	_, err = actors.Ask[*post.Reply](ctx, dir.To(id), &post.Update{UserID: user, Content: &changed})
+	require.ErrorIs(t, err, persistence.ErrWriteFailed)
+	_, err = actors.Ask[*post.Reply](ctx, dir.To(id), &post.Schedule{UserID: user, At: time.Now().Add(time.Hour)})
+	require.ErrorIs(t, err, persistence.ErrWriteFailed)
+	_, err = actors.Ask[*post.PublishReply](ctx, dir.To(id), &post.Publish{UserID: user, JobID: uuid.Must(uuid.NewV7()).String()})
+	require.ErrorIs(t, err, persistence.ErrWriteFailed)
+	_, err = actors.Ask[*post.Reply](ctx, dir.To(id), &post.Delete{UserID: user})
+	require.ErrorIs(t, err, persistence.ErrWriteFailed)
+	_, err = actors.Ask[*post.Reply](ctx, dir.To(uuid.Must(uuid.NewV7()).String()), &post.Create{Post: p.Clone()})
+	require.ErrorIs(t, err, persistence.ErrWriteFailed)
+	cur := get()
+	require.Equal(t, "first", cur.Content)
+	require.Equal(t, persistence.PostDraft, cur.Status)
+	require.Nil(t, cur.ScheduledAt)
+	require.EqualValues(t, 1, cur.Version)
+	require.Empty(t, started, "no job started")
+
+	faults.ClearCommits()
+	r, err := actors.Ask[*post.PublishReply](ctx, dir.To(id), &post.Publish{UserID: user, JobID: uuid.Must(uuid.NewV7()).String()})
+	require.NoError(t, err)
+	j := (<-started).Clone()
+	require.Equal(t, r.Job.TrackingID, j.TrackingID)
+	require.Equal(t, persistence.PostPublishing, get().Status)
+
+	// The job's outcome, while the store cannot write: retried, the actor kept alive (its idle
+	// timeout is far shorter than the retries), and taken once the store writes again.
+	faults.FailCommits(syscall.EIO)
+	j.Status = persistence.JobCompleted
+	j.Targets[0].Phase, j.Targets[0].PublicationID = persistence.PhaseSuccess, "pub-1"
+	before := faults.Injected()
+	dir.Send(id, &post.Finish{Job: j})
+	deadline := time.Now().Add(10 * time.Second)
+	for faults.Injected() < before+4 {
+		require.True(t, time.Now().Before(deadline), "the outcome is retried")
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.Empty(t, synced)
+	faults.ClearCommits()
+	select {
+	case stored := <-synced:
+		require.True(t, stored)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the outcome was never taken")
+	}
+	cur = get()
+	require.Equal(t, persistence.PostPublished, cur.Status)
+	require.Equal(t, "pub-1", cur.Targets[0].PublicationID)
 }

@@ -161,7 +161,12 @@ func (a *Actor) receiveLifecycle(ctx actor.Context) bool {
 	case *Fire:
 		a.fire(ctx, m)
 	case *Finish:
-		a.finishJob(m)
+		a.finishJob(ctx, m)
+	case *retryFinish:
+		if m := a.unfinished; m != nil {
+			a.unfinished = nil
+			a.finishJob(ctx, m)
+		}
 	default:
 		return false
 	}
@@ -406,8 +411,9 @@ func (a *Actor) fire(ctx actor.Context, m *Fire) {
 }
 
 // finishJob takes a job's outcome: target statuses and errors, the post's status, and the
-// post.published or post.failed event, in one transaction. A repeated Finish changes nothing.
-func (a *Actor) finishJob(m *Finish) {
+// post.published or post.failed event, in one transaction. A repeated Finish changes nothing. An
+// outcome the store could not commit is taken again after a wait, until it can.
+func (a *Actor) finishJob(ctx actor.Context, m *Finish) {
 	j := m.Job
 	cur := a.state
 	if cur == nil || cur.FinishedJob == j.TrackingID || cur.TrackingID == nil || *cur.TrackingID != j.TrackingID {
@@ -475,9 +481,15 @@ func (a *Actor) finishJob(m *Finish) {
 		}
 		return campaignCompleted(tx, next.CampaignID, now)
 	}); err != nil {
-		a.deps.Log.Error("storing a post's outcome failed; it is retried at start-up", "post_id", a.id, "job_id", j.TrackingID, "error", err)
+		a.storeFailures++
+		if a.storeFailures == 1 {
+			a.deps.Log.Warn("storing a post's outcome failed; it is retried until the store takes it", "post_id", a.id, "job_id", j.TrackingID, "error", err)
+		}
+		a.unfinished = m
+		actors.SendSelfAfter(ctx, actors.StoreRetryDelay(a.storeFailures), &retryFinish{})
 		return
 	}
+	a.storeFailures = 0
 	a.state = next
 	if a.deps.Events != nil {
 		a.deps.Events.Notify()

@@ -40,12 +40,14 @@ func TestMain(m *testing.M) {
 
 // proc is a `herald serve` process.
 type proc struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	url  string
-	logs *bytes.Buffer
-	mu   sync.Mutex // guards logs
-	done chan struct{}
+	t   *testing.T
+	cmd *exec.Cmd
+	url string
+	// metricsURL is the base URL of its metrics listener (on a free loopback port).
+	metricsURL string
+	logs       *bytes.Buffer
+	mu         sync.Mutex // guards logs
+	done       chan struct{}
 }
 
 func (p *proc) appendLog(line string) {
@@ -63,8 +65,18 @@ func (p *proc) logText() string {
 
 func startServer(t *testing.T, dir string, extra ...string) *proc {
 	t.Helper()
-	args := append([]string{"serve", "--data", dir, "--addr", "127.0.0.1:0", "--sim-addr", "127.0.0.1:0", "--log-format", "json"}, extra...)
-	cmd := exec.Command(heraldBin, args...)
+	return startCommand(t, exec.Command(heraldBin, serveArgs(dir, extra...)...))
+}
+
+// serveArgs are the arguments of `herald serve` on dir with every listener on a free loopback
+// port, and extra.
+func serveArgs(dir string, extra ...string) []string {
+	return append([]string{"serve", "--data", dir, "--addr", "127.0.0.1:0", "--sim-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-format", "json"}, extra...)
+}
+
+// startCommand starts cmd, a `herald serve` (possibly wrapped), and waits until it listens.
+func startCommand(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -76,6 +88,9 @@ func startServer(t *testing.T, dir string, extra ...string) *proc {
 			line := sc.Text()
 			p.appendLog(line)
 			var l struct{ Msg string }
+			if json.Unmarshal([]byte(line), &l) == nil && strings.HasPrefix(l.Msg, "metrics on http://") {
+				p.metricsURL = strings.TrimPrefix(l.Msg, "metrics on ") // logged before "listening on"
+			}
 			if json.Unmarshal([]byte(line), &l) == nil && strings.HasPrefix(l.Msg, "listening on http://") {
 				addr <- strings.TrimPrefix(l.Msg, "listening on ")
 			}

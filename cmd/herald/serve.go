@@ -61,6 +61,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	planLimits := fs.String("plan-limits", envOr("HERALD_PLAN_LIMITS", ""), "hourly request quotas per plan, e.g. pro=5000,max=10000")
 	hooks := addWebhookFlags(fs)
 	media := addMediaFlags(fs)
+	conns := addConnFlags(fs)
 	fs.IntVar(&cfg.Live.Calls, "live-calls", 0, "analytics and inbox: network calls one API request may make (default 200)")
 	fs.DurationVar(&cfg.Live.Deadline, "live-deadline", 0, "analytics and inbox: time one API request may spend on the networks (default 2s)")
 	fs.IntVar(&cfg.Live.SampleLimit, "live-sample-limit", 0, "analytics and inbox: latest publications one answer reads (default 200)")
@@ -76,6 +77,10 @@ func cmdServe(args []string, stderr io.Writer) error {
 		return err
 	}
 	cfg.Log = log
+	if err := conns.apply(fs, &cfg); err != nil {
+		return err
+	}
+	raiseFileLimit(log)
 	cfg.WebhookAllowPrivate = hooks.allowPrivate.or(cfg.Sandbox)
 	cfg.WebhookCAFile, cfg.WebhookAttemptTimeout = hooks.caFile, hooks.timeout
 	if cfg.Media, err = media.config(); err != nil {

@@ -116,6 +116,9 @@ func (h *handlers) askContext(c *echo.Context) (context.Context, context.CancelF
 func (h *handlers) actorError(c *echo.Context, what string, err error) error {
 	var ne *post.NotEditableError
 	var ie *post.InvalidError
+	if e := server.StoreFailure(c, h.Log, err); e != nil {
+		return e
+	}
 	switch {
 	case errors.As(err, &ie):
 		return apierr.Validation("%s", ie.Error())
@@ -133,7 +136,12 @@ func (h *handlers) actorError(c *echo.Context, what string, err error) error {
 	return apierr.Internal()
 }
 
+// storeError maps a failed store operation: a write the store could not commit is 503 (nothing was
+// kept, the client may retry), anything else 500.
 func (h *handlers) storeError(c *echo.Context, err error) error {
-	h.Log.Error("store read failed", append(server.LogAttrs(c), "error", err)...)
+	if e := server.StoreFailure(c, h.Log, err); e != nil {
+		return e
+	}
+	h.Log.Error("store operation failed", append(server.LogAttrs(c), "error", err)...)
 	return apierr.Internal()
 }

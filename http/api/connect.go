@@ -64,6 +64,9 @@ func (h *handlers) connectAccount(c *echo.Context) error {
 	if errors.Is(err, connect.ErrNotConfigured) {
 		return apierr.Validation("platform: %s is not configured on this server (it has no OAuth client for %s)", p, displayName(p))
 	}
+	if e := server.StoreFailure(c, h.Log, err); e != nil {
+		return e
+	}
 	if err != nil {
 		h.Log.Error("connect: cannot start", append(server.LogAttrs(c), "platform", string(p), "error", err)...)
 		return apierr.Internal()

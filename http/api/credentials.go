@@ -12,6 +12,7 @@ import (
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/connect"
 	"github.com/heraldhq/herald/http/server"
+	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -136,6 +137,8 @@ func (h *handlers) addAccount(c *echo.Context, in connect.Add) error {
 		return apierr.Validation("%s", strings.TrimPrefix(err.Error(), connect.ErrInvalid.Error()+": "))
 	case errors.Is(err, actors.ErrTimeout):
 		return h.actorError(c, "account", err)
+	case errors.Is(err, persistence.ErrWriteFailed):
+		return server.StoreFailure(c, h.Log, err)
 	default:
 		h.Log.Error("account: cannot add", append(server.LogAttrs(c), "platform", in.Platform, "error", err)...)
 		return apierr.Internal()

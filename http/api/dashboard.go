@@ -112,6 +112,8 @@ func (h *handlers) doSignIn(c *echo.Context, email, pw string) (*session.Issued,
 	case errors.Is(err, session.ErrInvalid):
 		h.Log.Info("sign-in failed", "request_id", server.RequestID(c))
 		return nil, apierr.New(http.StatusUnauthorized, apierr.CodeUnauthorized, "invalid e-mail or password")
+	case errors.Is(err, persistence.ErrWriteFailed):
+		return nil, server.StoreFailure(c, h.Log, err)
 	case err != nil:
 		h.Log.Error("sign-in: cannot check", "request_id", server.RequestID(c), "error", err)
 		return nil, apierr.Internal()

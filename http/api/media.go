@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -110,6 +111,14 @@ func (h *handlers) mediaError(c *echo.Context, err error) error {
 	var ae *apierr.Error
 	if errors.As(err, &ae) {
 		return ae
+	}
+	if e := server.StoreFailure(c, h.Log, err); e != nil {
+		return e
+	}
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		// The file system of the local media storage is full: the upload is not kept.
+		h.Log.Warn("media refused: the disk is full", append(server.LogAttrs(c), "route", c.Path(), "error", err)...)
+		return apierr.Unavailable("Herald could not store the file: its storage is full; nothing was stored, retry later")
 	}
 	h.Log.Error("media request failed", append(server.LogAttrs(c), "route", c.Path(), "error", err)...)
 	return apierr.Internal()

@@ -45,17 +45,21 @@ var ScopeDescriptions = map[string]string{
 // KnownScope reports whether s is one of the eleven scopes.
 func KnownScope(s string) bool { _, ok := ScopeDescriptions[s]; return ok }
 
-// ParseScopes splits a space-separated scope parameter, dropping repeats; ok is false when one
-// is unknown.
+// ParseScopes splits a space-separated scope parameter into a set in the order of Scopes; ok is
+// false when one is unknown.
 func ParseScopes(s string) (scopes []string, ok bool) {
 	seen := map[string]bool{}
 	for _, f := range strings.Fields(s) {
 		if !KnownScope(f) {
 			return nil, false
 		}
-		if !seen[f] {
-			seen[f] = true
-			scopes = append(scopes, f)
+		seen[f] = true
+	}
+	// A scope is a set (RFC 6749 §3.3): kept in the order of Scopes, so that a grant reads the
+	// same whatever order the client asked in.
+	for _, sc := range Scopes {
+		if seen[sc] {
+			scopes = append(scopes, sc)
 		}
 	}
 	return scopes, true

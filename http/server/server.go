@@ -1,8 +1,9 @@
 // Package server builds Herald's Echo instance: request ids, panic recovery, body caps and
 // timeouts, path parameters decoded once (pathparams.go), the error contract, authentication
 // (API keys on /v1; session cookies, CSRF and security headers on the dashboard's /api and pages:
-// session.go), per-plan rate limits, deprecation headers, HTTP metrics, health and readiness, and
-// /metrics.
+// session.go), per-plan rate limits, deprecation headers, HTTP metrics with bounded label sets,
+// health and readiness, /metrics (on its own listener unless MetricsPublic: MetricsHandler), and
+// the public listener's connection limits (conns.go).
 // Handlers live in http/api.
 package server
 
@@ -28,6 +29,7 @@ import (
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/ratelimit"
 	"github.com/heraldhq/herald/http/session"
+	"github.com/heraldhq/herald/persistence"
 )
 
 // Context keys set by the middleware.
@@ -62,6 +64,12 @@ type Config struct {
 	// BodyLimits are route templates whose bodies may be larger than DefaultBodyLimit, with their
 	// own caps (a campaign's thousand posts).
 	BodyLimits map[string]int64
+	// Ready, when set, is checked by /readyz once started: its error makes /readyz answer 503
+	// with the error as the message (storefault.go).
+	Ready ReadyCheck
+	// MetricsPublic serves /metrics on the API's own routes too. Off by default: the exposition
+	// is unauthenticated, so it is served by MetricsHandler on a listener of its own.
+	MetricsPublic bool
 }
 
 // DefaultBodyLimit caps a request body, but on BodyLimits' routes and long-running ones.
@@ -83,6 +91,7 @@ type Server struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inflight prometheus.Gauge
+	metrics  http.Handler // the exposition of cfg.Registry (nil without one)
 }
 
 // New builds the server. Routes are added by the caller (http/api) through Echo, V1 and Public.
@@ -119,13 +128,31 @@ func New(cfg Config) *Server {
 		if !s.ready.Load() {
 			return apierr.Unavailable("Herald is starting or shutting down")
 		}
+		if err := s.checkReady(c); err != nil {
+			return err
+		}
 		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 	})
 	if cfg.Registry != nil {
-		h := promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry})
-		e.GET("/metrics", echo.WrapHandler(h))
+		s.metrics = promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry})
+		if cfg.MetricsPublic {
+			e.GET("/metrics", echo.WrapHandler(s.metrics))
+		}
 	}
 	return s
+}
+
+// MetricsHandler is the handler of the metrics listener: GET /metrics, and /healthz and /readyz
+// as the API listener answers them (so that a probe may use either listener). Anything else is a
+// plain 404.
+func (s *Server) MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	if s.metrics != nil {
+		mux.Handle("GET /metrics", s.metrics)
+	}
+	mux.Handle("GET /healthz", s.Echo)
+	mux.Handle("GET /readyz", s.Echo)
+	return mux
 }
 
 // SetReady flips readiness.
@@ -319,13 +346,11 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if err := next(c); err != nil {
 			s.handleError(c, err)
 		}
-		route := c.Path()
-		if route == "" {
-			route = "unmatched"
-		}
+		route := routeLabel(c)
 		_, status := echo.ResolveResponseStatus(c.Response(), nil)
-		s.requests.WithLabelValues(route, c.Request().Method, strconv.Itoa(status)).Inc()
-		s.duration.WithLabelValues(route, c.Request().Method).Observe(time.Since(start).Seconds())
+		method := methodLabel(c.Request().Method)
+		s.requests.WithLabelValues(route, method, statusLabel(status)).Inc()
+		s.duration.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
 		// The access log: one line per request at debug level (a busy server answers thousands of
 		// requests a second), server errors at warn.
 		level := slog.LevelDebug
@@ -342,6 +367,43 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return nil
 	}
+}
+
+// The labels of the HTTP metrics are bounded whatever clients send: every distinct label value
+// is a series kept in memory for the life of the process, so none may come from the request as
+// it was sent. The route is a registered template or "unmatched", the method one of the methods
+// Herald serves or "other", the status a valid HTTP status code or "other".
+
+// unmatchedRoute is the route label of a request no route's path matched.
+const unmatchedRoute = "unmatched"
+
+// routeLabel is the route template the request matched. A path that matched a route but not its
+// method (405, or Echo's answer to OPTIONS) keeps that route's template: a registered one, so the
+// set stays bounded. A path that matched no route is "unmatched", never the path itself.
+func routeLabel(c *echo.Context) string {
+	route := c.Path()
+	if route == "" || c.RouteInfo().Name == echo.NotFoundRouteName {
+		return unmatchedRoute
+	}
+	return route
+}
+
+// methodLabel is the request's method when Herald serves it, else "other": Go's server accepts
+// any token as a method, and each one would otherwise add a series.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
+}
+
+// statusLabel is the response's status code, or "other" outside 100-599.
+func statusLabel(status int) string {
+	if status < 100 || status > 599 {
+		return "other"
+	}
+	return strconv.Itoa(status)
 }
 
 // recover turns a panic into a 500 with no stack trace in the response; the stack goes to the log
@@ -410,6 +472,8 @@ func (s *Server) handleError(c *echo.Context, err error) {
 	case errors.As(err, &ae):
 	case errors.As(err, &mbe):
 		ae = apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeValidation, "request body is larger than %d bytes", mbe.Limit-1)
+	case errors.Is(err, persistence.ErrWriteFailed):
+		ae = StoreFailure(c, s.cfg.Log, err)
 	default:
 		switch code := echo.StatusCode(err); code {
 		case http.StatusNotFound:

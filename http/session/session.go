@@ -262,6 +262,10 @@ func (m *Manager) Lookup(ctx context.Context, token string) (*Session, error) {
 		if errors.Is(err, persistence.ErrNotFound) {
 			return nil, ErrNoSession
 		}
+		if errors.Is(err, persistence.ErrWriteFailed) {
+			// The store cannot write now: the session stands, and a later request touches it.
+			return &s, nil
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -38,7 +38,7 @@ func startBinary(t *testing.T) *binary {
 	require.NoError(t, err, "build herald: %s", out)
 
 	b := &binary{dir: t.TempDir()}
-	cmd := exec.Command(bin, "serve", "--sandbox", "--data", b.dir, "--addr", "127.0.0.1:0", "--sim-addr", "127.0.0.1:0", "--log-format", "json")
+	cmd := exec.Command(bin, "serve", "--sandbox", "--data", b.dir, "--addr", "127.0.0.1:0", "--sim-addr", "127.0.0.1:0", "--metrics-addr", "off", "--log-format", "json")
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

@@ -126,6 +126,19 @@ type Config struct {
 	PasswordParams auth.PasswordParams
 	// SignInThrottle bounds failed sign-ins (defaults in http/session/throttle.go).
 	SignInThrottle session.ThrottleConfig
+	// StoreFaults injects storage failures into the store's commits (tests; storehealth.go).
+	StoreFaults *persistence.Faults
+	// MetricsAddr is the metrics listener's address: /metrics (and /healthz, /readyz) apart from
+	// the API; "" starts none (cmd's default is 127.0.0.1:9464). MetricsOptional makes an address
+	// that cannot be bound a warning instead of a failed start (cmd sets it for its default, not
+	// for an address the operator chose). MetricsPublic serves /metrics on the API listener too.
+	MetricsAddr     string
+	MetricsOptional bool
+	MetricsPublic   bool
+	// MaxConns caps the API listener's open connections (0: server.DefaultMaxConns(), derived
+	// from the open-files limit); MaxIdlePerAddr caps one client address's idle connections (0:
+	// server.DefaultMaxIdlePerAddr; negative: no cap). docs/operations.md, Connections and metrics.
+	MaxConns, MaxIdlePerAddr int
 }
 
 // App is a built Herald.
@@ -169,6 +182,10 @@ type App struct {
 	quotas  *quotas
 	httpSrv *http.Server
 	ln      net.Listener
+	// Conns limits the API listener's connections (http/server/conns.go).
+	Conns      *server.Conns
+	metricsSrv *http.Server
+	metricsLn  net.Listener
 	// SandboxKey is the demo key written at first sandbox start ("" otherwise).
 	SandboxKey string
 	// SandboxPassword is the demo user's password, set at the first sandbox start that finds the
@@ -213,19 +230,22 @@ func New(cfg Config) (*App, error) {
 		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024},
 	})
 	commitErrors := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "herald_bbolt_commit_errors_total", Help: "bbolt group commits that failed.",
+		Name: "herald_bbolt_commit_errors_total", Help: "bbolt group commits that failed (disk full, I/O error).",
 	})
 	a.Registry.MustRegister(commitSeconds, commitBatch, commitErrors)
+	health := newStoreHealth(a.Registry, cfg.Log, cfg.DataDir)
 
 	store, err := persistence.Open(cfg.DataDir, persistence.Options{
 		LockTimeout: 2 * time.Second,
 		Check:       cfg.CheckOnStart,
+		Faults:      cfg.StoreFaults,
 		OnCommit: func(n int, d time.Duration, err error) {
 			commitSeconds.Observe(d.Seconds())
 			commitBatch.Observe(float64(n))
 			if err != nil {
 				commitErrors.Inc()
 			}
+			health.observe(err)
 		},
 	})
 	if errors.Is(err, persistence.ErrLocked) {
@@ -235,6 +255,7 @@ func New(cfg Config) (*App, error) {
 		return nil, DamagedStore(err, cfg.DataDir, "Herald will not start on it")
 	}
 	a.Store = store
+	health.store = store
 	// bbolt file, running jobs and token expiry, read from the store on scrape (opsmetrics.go).
 	a.Registry.MustRegister(newStoreCollector(store, nil))
 	a.Actors = actors.NewSystem(a.Registry, cfg.Log)
@@ -288,10 +309,11 @@ func New(cfg Config) (*App, error) {
 	}
 	a.Server = server.New(server.Config{
 		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: a.quotas.limiter, Deprecated: deprecated, PlanLimits: cfg.PlanLimits, RequestTimeout: cfg.RequestTimeout,
-		Sessions: a.Sessions, BaseURL: func() string { return a.Cfg.BaseURL }, ConnectSources: a.Media.connectSources(),
+		Sessions: a.Sessions, BaseURL: func() string { return a.Cfg.BaseURL }, ConnectSources: a.Media.connectSources(), MetricsPublic: cfg.MetricsPublic,
 		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true, api.DashboardJobStreamRoute: true,
 			api.CampaignStreamRoute: true, api.DashboardCampaignStreamRoute: true},
 		BodyLimits: api.BodyLimits(),
+		Ready:      health.ready,
 	})
 	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, Auth: a.Auth, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live,
 		Campaigns: a.Campaigns, CampaignHub: a.CampaignHub, Adapters: a.Adapters}); err != nil {
@@ -353,6 +375,8 @@ func (a *App) Start(ctx context.Context) error {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
+	a.Conns = server.NewConns(server.ConnLimits{MaxConns: a.Cfg.MaxConns, MaxIdlePerAddr: a.Cfg.MaxIdlePerAddr, Registry: a.Registry})
+	a.Conns.Configure(a.httpSrv, a.Log)
 	go a.quotas.run(a.Log.Error)
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	a.stopSweep, a.sweepDone = stopSweep, make(chan struct{})
@@ -373,14 +397,55 @@ func (a *App) Start(ctx context.Context) error {
 		a.Auth.RunUseFlusher(useCtx, a.Cfg.KeyUseFlushEvery, a.Log.Error)
 	}()
 	go func() {
-		if err := a.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := a.httpSrv.Serve(a.Conns.Listener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.Log.Error("http server stopped", "error", err)
 		}
 	}()
+	limit, _ := server.FileLimit()
+	a.Log.Info("connection limits", "max_conns", a.Conns.MaxConns(), "max_idle_per_addr", a.Conns.MaxIdlePerAddr(), "open_files_limit", limit)
+	if err := a.startMetrics(); err != nil {
+		return err
+	}
 	a.startPublishing()
 	a.Server.SetReady(true)
 	a.Log.Info("listening on http://" + ln.Addr().String())
 	return nil
+}
+
+// startMetrics opens the metrics listener (Cfg.MetricsAddr) and logs "metrics on http://HOST:PORT".
+// It has a small connection cap of its own, apart from the API listener's: a scrape gets through
+// while the API listener is at its cap.
+func (a *App) startMetrics() error {
+	if a.Cfg.MetricsAddr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", a.Cfg.MetricsAddr)
+	if err != nil && a.Cfg.MetricsOptional {
+		a.Log.Warn("no metrics listener: its default address is in use; set --metrics-addr (or off)", "addr", a.Cfg.MetricsAddr, "error", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("metrics listener on %s: %w", a.Cfg.MetricsAddr, err)
+	}
+	a.metricsLn = ln
+	conns := server.NewConns(server.ConnLimits{MaxConns: 64, MaxIdlePerAddr: 8})
+	a.metricsSrv = &http.Server{Handler: a.Server.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 16 << 10}
+	conns.Configure(a.metricsSrv, a.Log)
+	go func() {
+		if err := a.metricsSrv.Serve(conns.Listener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.Log.Error("metrics server stopped", "error", err)
+		}
+	}()
+	a.Log.Info("metrics on " + a.MetricsURL())
+	return nil
+}
+
+// MetricsURL is the metrics listener's base URL ("" when there is none).
+func (a *App) MetricsURL() string {
+	if a.metricsLn == nil {
+		return ""
+	}
+	return "http://" + a.metricsLn.Addr().String()
 }
 
 // Addr is the address the API listens on.
@@ -447,6 +512,9 @@ func (a *App) Shutdown() error {
 	}
 	if a.Live != nil {
 		a.Live.Close()
+	}
+	if a.metricsSrv != nil { // last before the store, so that the drain can be watched
+		_ = a.metricsSrv.Close()
 	}
 	if err := a.Store.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("store: %w", err))

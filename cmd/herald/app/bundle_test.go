@@ -76,7 +76,8 @@ func setup(t *testing.T, o bundleOpts) *testBundle {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := app.Config{Addr: "127.0.0.1:0", DataDir: dir, Log: log, PostIdleTimeout: o.postIdle, PasswordParams: cheapPasswords,
 		PlanLimits: o.planLimits, NoAdminSocket: !o.adminSocket, Media: o.media,
-		Sandbox: o.sandbox || o.demo, SimAddr: "127.0.0.1:0", SimLatency: o.simLatency, FreePostQuota: o.freeQuota, Budgets: o.budgets}
+		Sandbox: o.sandbox || o.demo, SimAddr: "127.0.0.1:0", SimLatency: o.simLatency, FreePostQuota: o.freeQuota, Budgets: o.budgets,
+		MetricsAddr: "127.0.0.1:0"}
 	if o.config != nil {
 		o.config(&cfg)
 	}

@@ -215,7 +215,7 @@ func TestSessionEndToEnd(t *testing.T) {
 	require.Equal(t, 401, r.status)
 	require.Equal(t, "unauthorized", r.errorCode(t))
 
-	text := scrape(t, b.url)
+	text := scrape(t, b.app.MetricsURL())
 	require.Contains(t, text, `herald_signins_total{outcome="success"} 1`)
 	require.Contains(t, text, `herald_sessions_created_total 1`)
 	require.Contains(t, text, `herald_sessions_ended_total{reason="signout"} 1`)
@@ -242,7 +242,7 @@ func TestSignInRefusals(t *testing.T) {
 	r = br.send("GET", "/api/me", nil, nil)
 	require.Equal(t, 401, r.status, "never signed in")
 	require.Equal(t, "unauthorized", r.errorCode(t))
-	require.Contains(t, scrape(t, b.url), `herald_signins_total{outcome="failure"} 2`)
+	require.Contains(t, scrape(t, b.app.MetricsURL()), `herald_signins_total{outcome="failure"} 2`)
 }
 
 // After the documented 10 failures in a row an e-mail is refused with 429 and Retry-After, even
@@ -275,7 +275,7 @@ func TestSignInThrottle(t *testing.T) {
 	require.Equal(t, "120", r.header.Get("Retry-After"), "each further failure doubles the window")
 	clock.Add(121 * time.Second)
 	require.Equal(t, 200, br.signIn(b.user.Email, b.password).status)
-	require.Contains(t, scrape(t, b.url), `herald_signins_total{outcome="throttled"} 2`)
+	require.Contains(t, scrape(t, b.app.MetricsURL()), `herald_signins_total{outcome="throttled"} 2`)
 }
 
 // The client address is throttled too: 20 failures across e-mails lock it.
@@ -396,7 +396,7 @@ func TestSessionExpiry(t *testing.T) {
 	n, err := b.app.Sessions.Sweep(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	text := scrape(t, b.url)
+	text := scrape(t, b.app.MetricsURL())
 	require.Contains(t, text, `herald_sessions_ended_total{reason="expired"} 3`)
 	require.Contains(t, text, `herald_sessions_active 0`)
 }
@@ -450,7 +450,7 @@ func TestProfileAndPasswordChange(t *testing.T) {
 	require.Equal(t, 401, other.send("GET", "/api/me", nil, nil).status, "every other session ended")
 	require.Equal(t, 401, b.newBrowser().signIn(b.user.Email, b.password).status, "the old password no longer works")
 	require.Equal(t, 200, b.newBrowser().signIn(b.user.Email, "a new password").status)
-	require.Contains(t, scrape(t, b.url), `herald_sessions_ended_total{reason="password_change"} 1`)
+	require.Contains(t, scrape(t, b.app.MetricsURL()), `herald_sessions_ended_total{reason="password_change"} 1`)
 }
 
 // The HTML sign-in form: a plain form, no script, posted as a form; next must be a path on this

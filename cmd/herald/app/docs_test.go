@@ -172,7 +172,8 @@ func TestAlertRulesCoverHerald(t *testing.T) {
 }
 
 // promtool (Debian's prometheus package; .ci/run installs it) checks the alert rules, runs their
-// unit tests, and parses every dashboard query as a recording rule.
+// unit tests, checks the example scrape configuration, and parses every dashboard query as a
+// recording rule.
 func TestPromtool(t *testing.T) {
 	t.Parallel()
 	promtool, err := exec.LookPath("promtool")
@@ -188,6 +189,7 @@ func TestPromtool(t *testing.T) {
 	}
 	run("check", "rules", filepath.Join(root, "docs", "prometheus", "alerts.yml"))
 	run("test", "rules", filepath.Join(root, "docs", "prometheus", "alerts_test.yml"))
+	run("check", "config", filepath.Join(root, "docs", "prometheus", "prometheus.yml"))
 
 	// Grafana's variables become what they stand for, then each query is a recording rule.
 	var b strings.Builder

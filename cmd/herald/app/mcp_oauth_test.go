@@ -191,7 +191,8 @@ func TestMCPOAuthWithTheSDKClient(t *testing.T) {
 	require.Equal(t, b.url+"/oauth/authorize", au.Scheme+"://"+au.Host+au.Path)
 	q := au.Query()
 	require.Equal(t, b.url+"/mcp", q.Get("resource"), "RFC 8707: the MCP endpoint's resource")
-	require.Equal(t, "service:read service:write", q.Get("scope"), "the scopes of the 401's challenge")
+	// RFC 6749 §3.3: a scope is a set; the SDK client does not keep the challenge's order.
+	require.ElementsMatch(t, []string{"service:read", "service:write"}, strings.Fields(q.Get("scope")), "the scopes of the 401's challenge")
 	require.Equal(t, "S256", q.Get("code_challenge_method"))
 	require.True(t, strings.HasPrefix(q.Get("client_id"), "hcl_"), "registered dynamically: %s", q.Get("client_id"))
 	require.Equal(t, redirect, q.Get("redirect_uri"))
@@ -218,9 +219,9 @@ func TestMCPOAuthWithTheSDKClient(t *testing.T) {
 	b.clock.Add(61 * time.Minute)
 	okJSON(t, callTool(t, s, "whoami", nil))
 	require.Equal(t, 2, tokens.refreshes)
-	metrics := b.bearer("", "GET", "/metrics")
-	require.Contains(t, string(metrics.body), `herald_oauth_token_requests_total{grant_type="refresh_token",outcome="issued"} 2`)
-	require.Contains(t, string(metrics.body), `herald_oauth_token_requests_total{grant_type="authorization_code",outcome="issued"} 1`)
+	metrics := scrape(t, b.app.MetricsURL())
+	require.Contains(t, metrics, `herald_oauth_token_requests_total{grant_type="refresh_token",outcome="issued"} 2`)
+	require.Contains(t, metrics, `herald_oauth_token_requests_total{grant_type="authorization_code",outcome="issued"} 1`)
 
 	// The user revokes the connector key on the Developer page: the next call is refused. The
 	// SDK answers a 401 by authorizing again, so the user is asked, and says no this time.

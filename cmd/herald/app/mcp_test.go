@@ -196,7 +196,7 @@ func TestMCPToolsAgainstTheSimulator(t *testing.T) {
 	require.Contains(t, toolError(t, callTool(t, s, "schedule_post", map[string]any{"content": "x", "accounts": []string{"x"}, "scheduled_at": "2020-01-01T00:00:00Z"})), "validation_error")
 
 	// Metrics by tool and outcome.
-	mr, err := http.Get(b.url + "/metrics")
+	mr, err := http.Get(b.app.MetricsURL() + "/metrics")
 	require.NoError(t, err)
 	body, _ := io.ReadAll(mr.Body)
 	_ = mr.Body.Close()

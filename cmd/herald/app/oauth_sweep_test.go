@@ -118,9 +118,9 @@ func TestOAuthSweep(t *testing.T) {
 	require.Equal(t, oauth.Swept{Codes: 500}, sweep())
 	require.Equal(t, oauth.Swept{Codes: 200}, sweep())
 
-	metrics := b.bearer("", "GET", "/metrics")
-	require.Contains(t, string(metrics.body), `herald_oauth_swept_total{record="code"} 1202`)
-	require.Contains(t, string(metrics.body), `herald_oauth_swept_total{record="client"} 2`)
+	metrics := scrape(t, b.app.MetricsURL())
+	require.Contains(t, metrics, `herald_oauth_swept_total{record="code"} 1202`)
+	require.Contains(t, metrics, `herald_oauth_swept_total{record="client"} 2`)
 }
 
 // The server sweeps on its own, every OAuthSweepEvery, until nothing is left to delete.

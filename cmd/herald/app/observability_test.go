@@ -297,7 +297,7 @@ func representativeRun(t *testing.T) *run {
 	resp = b.publishNew(map[string]any{"content": "Refused for now", "platforms": ids(b.account(platforms.Bluesky).ID)}, nil)
 	require.Equal(t, 202, resp.status, string(resp.body))
 	require.Eventually(t, func() bool {
-		text := scrape(t, b.url)
+		text := scrape(t, b.app.MetricsURL())
 		return sample(text, `herald_rate_budget_waits_total{platform="facebook"}`) != "" &&
 			sample(text, `herald_network_rate_limited_total{platform="bluesky"}`) != ""
 	}, 30*time.Second, 10*time.Millisecond, "the budget wait and the refusal happen")
@@ -351,7 +351,7 @@ func mustQuery(t *testing.T, raw, key string) string {
 func TestObservabilityOfARepresentativeRun(t *testing.T) {
 	t.Parallel()
 	r := representativeRun(t)
-	metricsText := scrape(t, r.b.url)
+	metricsText := scrape(t, r.b.app.MetricsURL())
 
 	t.Run("no secret in the logs", func(t *testing.T) {
 		kinds := map[string]int{}

@@ -64,7 +64,7 @@ func TestStoreMetrics(t *testing.T) {
 		Targets: []persistence.JobTarget{{Platform: "linkedin", AccountID: b.accounts[0].ID, Phase: persistence.PhaseUploading}}}
 	require.NoError(t, b.app.Store.Update(ctx, func(tx *persistence.Tx) error { return tx.PutJob(job) }))
 
-	text := scrape(t, b.url)
+	text := scrape(t, b.app.MetricsURL())
 	for series, want := range map[string]string{
 		`herald_accounts_token_expiring{platform="linkedin",state="expired"}`:        "2",
 		`herald_accounts_token_expiring{platform="linkedin",state="expiring_soon"}`:  "0",

@@ -225,6 +225,12 @@ func (b *testBundle) stream(ctx context.Context, jobID string) ([]sseEvent, erro
 
 // readStream follows an SSE stream with a real SSE client until the server ends it.
 func readStream(hc *http.Client, req *http.Request) ([]sseEvent, error) {
+	return readStreamUntil(hc, req, nil)
+}
+
+// readStreamUntil is readStream with a callback after each event (which may end the request's
+// context to drop the stream).
+func readStreamUntil(hc *http.Client, req *http.Request, after func(sseEvent)) ([]sseEvent, error) {
 	client := &sse.Client{HTTPClient: hc, Backoff: sse.Backoff{MaxRetries: -1}}
 	conn := client.NewConnection(req)
 	var mu sync.Mutex
@@ -233,8 +239,12 @@ func readStream(hc *http.Client, req *http.Request) ([]sseEvent, error) {
 		var data map[string]any
 		_ = json.Unmarshal([]byte(e.Data), &data)
 		mu.Lock()
-		events = append(events, sseEvent{Type: e.Type, ID: e.LastEventID, Data: data})
+		ev := sseEvent{Type: e.Type, ID: e.LastEventID, Data: data}
+		events = append(events, ev)
 		mu.Unlock()
+		if after != nil {
+			after(ev)
+		}
 	})
 	err := conn.Connect()
 	mu.Lock()
@@ -298,9 +308,13 @@ func TestDroppedStreamsAreFreed(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			// The client drops the stream as soon as its first event arrives.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			events, _ := b.stream(ctx, jobID)
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.url+"/v1/jobs/"+jobID+"/stream", nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+b.key)
+			events, _ := readStreamUntil(&http.Client{}, req, func(sseEvent) { cancel() })
 			if len(events) == 0 || events[0].Type != "progress" {
 				t.Errorf("a running job's stream starts with its state: %v", events)
 			}
@@ -308,8 +322,7 @@ func TestDroppedStreamsAreFreed(t *testing.T) {
 	}
 	wg.Wait()
 	require.Eventually(t, func() bool {
-		m := b.doKey("", "GET", "/metrics", nil, nil)
-		return strings.Contains(string(m.body), "herald_sse_subscribers 0")
+		return strings.Contains(scrape(t, b.app.MetricsURL()), "herald_sse_subscribers 0")
 	}, 10*time.Second, 20*time.Millisecond, "every stream was freed")
 	j := b.do("GET", "/v1/jobs/"+jobID, nil).json(t)
 	require.Equal(t, "processing", j["status"])

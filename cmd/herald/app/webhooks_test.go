@@ -361,8 +361,7 @@ func TestWebhookDeliveryEndToEnd(t *testing.T) {
 	require.Equal(t, map[string]any{"page": 3.0, "limit": 3.0, "total": 8.0}, page["pagination"])
 	require.Equal(t, log[6]["id"], page["data"].([]any)[0].(map[string]any)["id"])
 
-	r = b.doKey("", "GET", "/metrics", nil, nil)
-	text := string(r.body)
+	text := scrape(t, b.app.MetricsURL())
 	require.Contains(t, text, `herald_webhook_deliveries_total{event="post.deleted",outcome="succeeded"} 2`)
 	require.Contains(t, text, `herald_webhook_attempts_total{event="post.published",outcome="success"}`)
 	require.Contains(t, text, `herald_webhook_outbox_depth 0`)

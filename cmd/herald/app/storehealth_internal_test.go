@@ -1,0 +1,53 @@
+package app
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/persistence"
+)
+
+// With no other traffic, the readiness check's own probe write notices that the store writes
+// again; the probe is rate-limited, and readiness waits for the hold after the last failure.
+func TestStoreHealthProbesWhileTheStoreCannotWrite(t *testing.T) {
+	t.Parallel()
+	h := newStoreHealth(prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)), "data")
+	h.hold, h.probeEvery = 300*time.Millisecond, time.Hour
+	var commits atomic.Int64
+	faults := &persistence.Faults{}
+	s, err := persistence.Open(t.TempDir(), persistence.Options{Faults: faults, OnCommit: func(_ int, _ time.Duration, err error) {
+		commits.Add(1)
+		h.observe(err)
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	h.store = s
+	ctx := context.Background()
+	require.NoError(t, h.ready(ctx))
+	require.Zero(t, commits.Load(), "a store that writes is not probed")
+
+	faults.FailCommits(syscall.ENOSPC)
+	require.ErrorIs(t, s.Probe(ctx), persistence.ErrWriteFailed)
+	for range 50 {
+		require.ErrorIs(t, h.ready(ctx), errStoreCannotWrite)
+	}
+	require.Equal(t, int64(2), commits.Load(), "the failed write, then one probe per probeEvery")
+
+	h.probeEvery = 50 * time.Millisecond
+	faults.ClearCommits()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.ready(ctx) != nil {
+		require.True(t, time.Now().Before(deadline), "the probe finds the store writing again")
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.GreaterOrEqual(t, time.Since(time.Unix(0, h.lastFailure.Load())), h.hold, "ready only after the hold")
+	require.True(t, h.healthy())
+}
