@@ -14,6 +14,12 @@
 //
 //	scheduler (actors/scheduler) reads the schedule index ──Fire──▶ post
 //
+//	HTTP handlers ──Ask──▶ campaign (actors/campaign) ──Publish, Delete──▶ post (a retry, a cancel)
+//	                         └─ created in one transaction with its posts and jobs, no actor activated
+//
+// A job of a campaign's post also appends its steps to the campaign's timeline, and jobs and
+// posts wake the campaign's streams (campaign.Hub), which read the timeline from bbolt.
+//
 // Every actor writes through: it builds its next state as a copy, commits it to bbolt (group
 // committed with other actors' writes), and only then applies it and answers. Reads across many
 // entities (lists, the schedule, the outbox) read bbolt directly, never waking actors. A write the

@@ -189,6 +189,8 @@ var indexChecks = []indexCheck{
 	{bMediaUser, bMedia, "user id | media id", suffixOf(32)},
 	{bMediaKey, bMedia, "→ media id", valueID},
 	{bMediaPending, bMedia, "time | media id", suffixOf(24)},
+	{bCampaignsUser, bCampaigns, "user id | campaign id", suffixOf(32)},
+	{bCampaignPosts, bPosts, "campaign id | post id", suffixOf(32)},
 }
 
 // crossChecks lists at most this many problems of one cross-check, then counts the others.
@@ -235,7 +237,7 @@ func crossCheck(tx *bolt.Tx, r *Report) {
 func singular(bucket []byte) string {
 	s := string(bucket)
 	switch s {
-	case "posts", "users", "accounts", "jobs", "webhooks", "deliveries":
+	case "posts", "users", "accounts", "jobs", "webhooks", "deliveries", "campaigns":
 		return s[:len(s)-1]
 	case "apikeys":
 		return "API key"

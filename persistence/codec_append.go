@@ -81,6 +81,10 @@ func appendPost(b []byte, p *Post) []byte {
 	if p.QuotaCounted {
 		b = append(b, `,"quota_counted":true`...)
 	}
+	if p.CampaignID != "" {
+		b = append(b, `,"campaign_id":`...)
+		b = appendString(b, p.CampaignID)
+	}
 	return append(b, '}')
 }
 
@@ -133,11 +137,15 @@ func appendJob(b []byte, j *Job) []byte {
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendUint(b, j.Seq, 10)
 	if j.PostSynced {
-		b = append(b, `,"post_synced":true}`...)
+		b = append(b, `,"post_synced":true`...)
 	} else {
-		b = append(b, `,"post_synced":false}`...)
+		b = append(b, `,"post_synced":false`...)
 	}
-	return b
+	if j.CampaignID != "" {
+		b = append(b, `,"campaign_id":`...)
+		b = appendString(b, j.CampaignID)
+	}
+	return append(b, '}')
 }
 
 // timeEncodable reports whether t has the form time.Time.MarshalJSON accepts (a four-digit

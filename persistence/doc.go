@@ -54,6 +54,11 @@
 //	schedule        due time (8, Unix ns) | post id → empty
 //	idempotency     SHA-256 of user | route | Idempotency-Key → IdempotencyRecord (JSON)
 //	quota           user id | "YYYY-MM" → posts counted (8 bytes)
+//	campaigns       campaign id → Campaign (JSON): posts submitted together (campaigns.go)
+//	campaigns_user  user id | campaign id → empty
+//	campaign_posts  campaign id | post id → the post's status code (1 byte), kept by PutPost
+//	campaign_counts campaign id → its posts per status (7 × uint32), kept by PutPost
+//	campaign_events campaign id | seq (8) → CampaignEvent (JSON): every target's steps, in order
 //	events          event id → Event (JSON): the outbox of post lifecycle events
 //	event_cursors   consumer name → id of the last event it took
 //

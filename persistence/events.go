@@ -6,9 +6,10 @@ import (
 	"time"
 )
 
-// Event is a post lifecycle event (post.published, post.failed, post.scheduled, post.deleted),
-// written to the outbox in the same transaction as the state change that caused it, so that no
-// event is lost at a crash and none exists for a change that did not commit.
+// Event is a post lifecycle event (post.published, post.failed, post.scheduled, post.deleted) or
+// a campaign's (campaign.completed), written to the outbox in the same transaction as the state
+// change that caused it, so that no event is lost at a crash and none exists for a change that
+// did not commit.
 type Event struct {
 	ID        string          `json:"id"` // UUIDv7: outbox order is creation order
 	Type      string          `json:"type"`

@@ -53,6 +53,9 @@ type Job struct {
 	// (Tx.SettleJob) without rewriting it: a stored job that is finished and no longer active
 	// has post_synced false and is settled all the same.
 	PostSynced bool `json:"post_synced"`
+	// CampaignID is the campaign of the job's post ("" for none): the job records its targets'
+	// steps in the campaign's timeline too.
+	CampaignID string `json:"campaign_id,omitempty"`
 }
 
 // Counts returns how many targets succeeded and failed.

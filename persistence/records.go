@@ -126,6 +126,8 @@ type Post struct {
 	FinishedJob string `json:"finished_job,omitempty"`
 	// QuotaCounted is set once the post counted against the free plan's monthly quota.
 	QuotaCounted bool `json:"quota_counted,omitempty"`
+	// CampaignID is the campaign the post was created in ("" for a post created alone).
+	CampaignID string `json:"campaign_id,omitempty"`
 }
 
 // Clone returns a deep copy, for building a post's next state before it is written.

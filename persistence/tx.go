@@ -248,7 +248,8 @@ func summary(p *Post) []byte {
 }
 
 // PutPost stores a post (encoded with Encode, or raw when the caller encoded it already, outside
-// the shared transaction) and its summary.
+// the shared transaction) and its summary; a campaign's post moves in its campaign's index and
+// counts with its status.
 func (t *Tx) PutPost(p *Post, raw []byte) error {
 	if raw == nil {
 		var err error
@@ -264,6 +265,15 @@ func (t *Tx) PutPost(p *Post, raw []byte) error {
 	if old := index.Get(key); !bytes.Equal(old, sum) {
 		if err := t.countPostChange(user, old, sum); err != nil {
 			return err
+		}
+		if p.CampaignID != "" {
+			var was byte
+			if len(old) == 3 {
+				was = old[0]
+			}
+			if err := t.moveCampaignPost(mustID(p.CampaignID), id, was, sum[0]); err != nil {
+				return err
+			}
 		}
 		if err := index.Put(key, sum); err != nil {
 			return err
@@ -291,7 +301,7 @@ func (t *Tx) Post(id string) (*Post, error) {
 	return &p, nil
 }
 
-// DeletePost removes a post and its index entry.
+// DeletePost removes a post and its index entries (its campaign's included).
 func (t *Tx) DeletePost(p *Post) error {
 	id, user := mustID(p.ID), mustID(p.UserID)
 	index, key := t.kv.Bucket(bPostsUser), join(user, id)
@@ -302,6 +312,14 @@ func (t *Tx) DeletePost(p *Post) error {
 	}
 	if err := index.Delete(key); err != nil {
 		return err
+	}
+	if p.CampaignID != "" {
+		campaign := mustID(p.CampaignID)
+		if was := t.kv.Bucket(bCampaignPosts).Get(join(campaign, id)); len(was) == 1 {
+			if err := t.moveCampaignPost(campaign, id, was[0], 0); err != nil {
+				return err
+			}
+		}
 	}
 	pubs := t.kv.Bucket(bPublications)
 	for i := range p.Targets {

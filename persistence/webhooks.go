@@ -15,8 +15,13 @@ const (
 	PostEventDeleted   = "post.deleted"
 )
 
-// WebhookEvents lists the event names a subscription can ask for, in their bit order.
-var WebhookEvents = []string{PostEventPublished, PostEventFailed, PostEventScheduled, PostEventDeleted}
+// CampaignEventCompleted is sent when the last open post of a campaign (scheduled or publishing)
+// takes its outcome: an event of Herald's own, beside the spec's four.
+const CampaignEventCompleted = "campaign.completed"
+
+// WebhookEvents lists the event names a subscription can ask for, in their bit order (the flags
+// byte of webhooks_user holds up to seven).
+var WebhookEvents = []string{PostEventPublished, PostEventFailed, PostEventScheduled, PostEventDeleted, CampaignEventCompleted}
 
 // Webhook is a webhook subscription.
 type Webhook struct {

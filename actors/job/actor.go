@@ -49,6 +49,10 @@ type Deps struct {
 	IdleTimeout time.Duration
 	// Backlog counts the jobs in hand (nil: not counted).
 	Backlog *Backlog
+
+	// CampaignProgress tells the followers of a campaign (its streams) that a job of one of its
+	// posts recorded steps in the campaign's timeline (nil: nobody follows).
+	CampaignProgress func(campaignID string)
 }
 
 // Kind returns the job actor kind.
@@ -385,6 +389,7 @@ func (a *Actor) apply(r *account.Report) error {
 	if err == nil {
 		rawEvents, err = persistence.Encode(events)
 	}
+	steps := campaignSteps(next, t, events)
 	if err == nil {
 		err = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
 			if r.Final {
@@ -396,11 +401,19 @@ func (a *Actor) apply(r *account.Report) error {
 			if err := tx.PutJobEvents(a.id, next.Seq, rawEvents); err != nil {
 				return err
 			}
+			if steps != nil {
+				if err := tx.AppendCampaignEvents(next.CampaignID, steps); err != nil {
+					return err
+				}
+			}
 			return tx.PutJobEncoded(next, raw)
 		})
 	}
 	if err != nil {
 		return err
+	}
+	if steps != nil && a.deps.CampaignProgress != nil {
+		a.deps.CampaignProgress(next.CampaignID)
 	}
 	// States are never changed in place (every change builds a new one), so events share them.
 	a.state = next
@@ -433,6 +446,20 @@ func timeline(r *account.Report, phase string, at time.Time) []persistence.JobEv
 	}
 	if r.Event == "" || r.Final {
 		out = append(out, persistence.JobEvent{Target: r.Target, Phase: phase, Message: r.Message, At: at})
+	}
+	return out
+}
+
+// campaignSteps are the events of one report as the job's campaign records them (nil for a job
+// outside a campaign): the job's own timeline events, with the post, job and target named.
+func campaignSteps(j *persistence.Job, t *persistence.JobTarget, events []persistence.JobEvent) []persistence.CampaignEvent {
+	if j.CampaignID == "" {
+		return nil
+	}
+	out := make([]persistence.CampaignEvent, len(events))
+	for i, e := range events {
+		out[i] = persistence.CampaignEvent{PostID: j.PostID, TrackingID: j.TrackingID, Target: e.Target, Platform: t.Platform,
+			AccountID: t.AccountID, Phase: e.Phase, Message: e.Message, At: e.At}
 	}
 	return out
 }

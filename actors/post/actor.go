@@ -33,6 +33,10 @@ type Deps struct {
 	Log       *slog.Logger
 	// IdleTimeout passivates idle post actors (default 2m).
 	IdleTimeout time.Duration
+
+	// CampaignChanged tells the followers of a campaign (its streams) that the status of one of
+	// its posts changed (nil: nobody follows).
+	CampaignChanged func(campaignID string)
 }
 
 // Kind returns the post actor kind for an activation directory.
@@ -323,6 +327,7 @@ func (a *Actor) delete(ctx actor.Context, m *Delete) {
 	if a.deps.Events != nil {
 		a.deps.Events.Notify()
 	}
+	a.campaignChanged(cur.CampaignID)
 	actors.Reply(ctx, &Reply{Post: cur})
 }
 

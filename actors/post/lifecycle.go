@@ -26,6 +26,20 @@ type Publish struct {
 	Idempotency *Idempotency
 	// Quota, when set, is the free plan's monthly post quota.
 	Quota *Quota
+	// Only, when set, publishes again only the failed targets it matches, and only a failed or
+	// partial post (a campaign's retry); other posts are refused as not publishable.
+	Only *Only
+}
+
+// Only selects targets by connected account and platform; an empty field matches any.
+type Only struct {
+	AccountID string
+	Platform  string
+}
+
+// Matches reports whether the target is selected.
+func (o *Only) Matches(t persistence.Target) bool {
+	return o == nil || ((o.AccountID == "" || o.AccountID == t.AccountID) && (o.Platform == "" || o.Platform == t.Platform))
 }
 
 // Idempotency is the answer stored for an Idempotency-Key.
@@ -92,10 +106,16 @@ func (e *NotSchedulableError) Error() string {
 type QuotaExceededError struct {
 	Limit, Used int
 	Month       string
+	// Requested is how many posts the refused request needed, when more than one (a campaign).
+	Requested int
 }
 
 func (e *QuotaExceededError) Error() string {
-	return fmt.Sprintf("the free plan allows %d published or scheduled posts per calendar month (UTC); %d used in %s", e.Limit, e.Used, e.Month)
+	msg := fmt.Sprintf("the free plan allows %d published or scheduled posts per calendar month (UTC); %d used in %s", e.Limit, e.Used, e.Month)
+	if e.Requested > 1 {
+		msg += fmt.Sprintf(", and the campaign has %d posts", e.Requested)
+	}
+	return msg
 }
 
 // EventData is the data of a post lifecycle event, as webhooks deliver it.
@@ -166,18 +186,24 @@ func countQuota(tx *persistence.Tx, p *persistence.Post, q *Quota) error {
 	return tx.AddQuota(p.UserID, q.Month, 1)
 }
 
-// newJob builds the job of next's targets to publish and marks them publishing.
-func newJob(next *persistence.Post, jobID string, now time.Time) (*persistence.Job, error) {
+// NewJob builds the job of next's targets to publish and marks them publishing: every target of
+// a draft or scheduled post, the failed ones (those only selects) of a failed or partial post.
+// next must be a copy the caller owns.
+func NewJob(next *persistence.Post, jobID string, now time.Time, only *Only) (*persistence.Job, error) {
 	republish := next.Status == persistence.PostFailed || next.Status == persistence.PostPartial
 	switch next.Status {
-	case persistence.PostDraft, persistence.PostScheduled, persistence.PostFailed, persistence.PostPartial:
+	case persistence.PostDraft, persistence.PostScheduled:
+		if only != nil {
+			return nil, &NotPublishableError{Status: next.Status}
+		}
+	case persistence.PostFailed, persistence.PostPartial:
 	default:
 		return nil, &NotPublishableError{Status: next.Status}
 	}
-	j := &persistence.Job{TrackingID: jobID, PostID: next.ID, UserID: next.UserID, Status: persistence.JobQueued, CreatedAt: now}
+	j := &persistence.Job{TrackingID: jobID, PostID: next.ID, UserID: next.UserID, Status: persistence.JobQueued, CreatedAt: now, CampaignID: next.CampaignID}
 	for i := range next.Targets {
 		t := &next.Targets[i]
-		if republish && t.Status != persistence.TargetFailed {
+		if republish && (t.Status != persistence.TargetFailed || !only.Matches(*t)) {
 			continue
 		}
 		t.Status, t.Error = persistence.TargetPublishing, nil
@@ -212,7 +238,7 @@ func (a *Actor) publish(ctx actor.Context, m *Publish) {
 		}
 		cur = owned
 	}
-	j, sj, err := a.startJob(cur, m.JobID, m.Quota, m.Idempotency, m.Create != nil, true)
+	j, sj, err := a.startJob(cur, m.JobID, m.Quota, m.Idempotency, m.Create != nil, true, m.Only)
 	if err != nil {
 		actors.ReplyError(ctx, err)
 		return
@@ -223,8 +249,8 @@ func (a *Actor) publish(ctx actor.Context, m *Publish) {
 
 // startJob commits the post's move to publishing with its new job (and the quota, the schedule
 // index and the idempotency answer) in one transaction, and makes it the actor's state.
-func (a *Actor) startJob(cur *persistence.Post, jobID string, q *Quota, idem *Idempotency, creating, request bool) (*persistence.Job, *persistence.Post, error) {
-	j, next, err := commitJob(a.deps, cur, jobID, q, idem, creating, request)
+func (a *Actor) startJob(cur *persistence.Post, jobID string, q *Quota, idem *Idempotency, creating, request bool, only *Only) (*persistence.Job, *persistence.Post, error) {
+	j, next, err := commitJob(a.deps, cur, jobID, q, idem, creating, request, only)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -239,7 +265,7 @@ func (a *Actor) startJob(cur *persistence.Post, jobID string, q *Quota, idem *Id
 func createAndPublish(d Deps, id string, m *Publish) any {
 	cur := m.Create.Clone()
 	cur.ID = id
-	j, sj, err := commitJob(d, cur, m.JobID, m.Quota, m.Idempotency, true, true)
+	j, sj, err := commitJob(d, cur, m.JobID, m.Quota, m.Idempotency, true, true, m.Only)
 	if err != nil {
 		return &actors.ErrorReply{Err: err}
 	}
@@ -251,11 +277,11 @@ func createAndPublish(d Deps, id string, m *Publish) any {
 // index and the idempotency answer) in one transaction, and returns the job and the post as
 // committed. For a request (request true), a full commit queue refuses it (persistence.ErrBusy);
 // a scheduled post's time waits for room.
-func commitJob(d Deps, cur *persistence.Post, jobID string, q *Quota, idem *Idempotency, creating, request bool) (*persistence.Job, *persistence.Post, error) {
+func commitJob(d Deps, cur *persistence.Post, jobID string, q *Quota, idem *Idempotency, creating, request bool, only *Only) (*persistence.Job, *persistence.Post, error) {
 	now := d.Now().UTC()
 	next := cur.Clone()
 	wasScheduled := cur.Status == persistence.PostScheduled && cur.ScheduledAt != nil
-	j, err := newJob(next, jobID, now)
+	j, err := NewJob(next, jobID, now, only)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -400,7 +426,7 @@ func (a *Actor) fire(ctx actor.Context, m *Fire) {
 		return
 	}
 	jobID := uuid.Must(uuid.NewV7()).String()
-	j, sj, err := a.startJob(cur, jobID, nil, nil, false, false)
+	j, sj, err := a.startJob(cur, jobID, nil, nil, false, false, nil)
 	if err != nil {
 		var np *NotPublishableError
 		if errors.As(err, &np) {
@@ -481,7 +507,10 @@ func (a *Actor) finishJob(ctx actor.Context, m *Finish) {
 		if err := tx.SettleJob(j.TrackingID); err != nil {
 			return err
 		}
-		return tx.PutPost(next, raw)
+		if err := tx.PutPost(next, raw); err != nil {
+			return err
+		}
+		return campaignCompleted(tx, next.CampaignID, now)
 	}); err != nil {
 		a.storeFailures++
 		if a.storeFailures == 1 {
@@ -496,5 +525,61 @@ func (a *Actor) finishJob(ctx actor.Context, m *Finish) {
 	if a.deps.Events != nil {
 		a.deps.Events.Notify()
 	}
+	a.campaignChanged(next.CampaignID)
 	a.deps.Synced(j.TrackingID, true)
+}
+
+// CampaignData is the data of a campaign.completed event.
+type CampaignData struct {
+	CampaignID string  `json:"campaign_id"`
+	Name       *string `json:"name"`
+	// Posts is how many posts the campaign has; Totals how many of them have each status.
+	Posts  int            `json:"posts"`
+	Totals map[string]int `json:"totals"`
+}
+
+// CampaignTotals are a campaign's posts per status, every status named.
+func CampaignTotals(c persistence.CampaignCounts) map[string]int {
+	out := make(map[string]int, len(persistence.PostStatuses))
+	for _, s := range persistence.PostStatuses {
+		out[s] = c.Of(s)
+	}
+	return out
+}
+
+// campaignCompleted adds campaign.completed to the outbox, in the transaction that stored a
+// post's outcome, when that outcome leaves none of the campaign's posts scheduled or publishing.
+// It is sent each time a campaign's last open post takes its outcome: once when it first
+// completes, and again after each retry completes.
+func campaignCompleted(tx *persistence.Tx, campaignID string, now time.Time) error {
+	if campaignID == "" {
+		return nil
+	}
+	counts := tx.CampaignCounts(campaignID)
+	if counts.Open() > 0 {
+		return nil
+	}
+	c, err := tx.Campaign(campaignID)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	d := CampaignData{CampaignID: c.ID, Posts: counts.Total(), Totals: CampaignTotals(counts)}
+	if c.Name != "" {
+		d.Name = &c.Name
+	}
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	return tx.AppendEvent(&persistence.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: persistence.CampaignEventCompleted, UserID: c.UserID, CreatedAt: now.UTC(), Data: raw})
+}
+
+// campaignChanged tells the campaign's followers that one of its posts changed.
+func (a *Actor) campaignChanged(id string) {
+	if id != "" && a.deps.CampaignChanged != nil {
+		a.deps.CampaignChanged(id)
+	}
 }

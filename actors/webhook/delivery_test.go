@@ -44,6 +44,19 @@ func verify(t *testing.T, r webhooktest.Request, secrets ...string) body {
 	require.Equal(t, r.Header.Get("X-Service-Event"), b.Type)
 	_, err := uuid.Parse(b.ID)
 	require.NoError(t, err)
+	var keys map[string]any
+	require.NoError(t, json.Unmarshal(r.Body, &keys))
+	require.Len(t, keys, 4, "body is exactly {id, type, created_at, data}")
+	if b.Type == persistence.CampaignEventCompleted {
+		var data struct {
+			CampaignID string         `json:"campaign_id"`
+			Totals     map[string]int `json:"totals"`
+		}
+		require.NoError(t, json.Unmarshal(b.Data, &data))
+		require.NotEmpty(t, data.CampaignID)
+		require.Len(t, data.Totals, len(persistence.PostStatuses))
+		return b
+	}
 	var data struct {
 		PostID    string `json:"post_id"`
 		Status    string `json:"status"`
@@ -56,9 +69,6 @@ func verify(t *testing.T, r webhooktest.Request, secrets ...string) body {
 	require.NotEmpty(t, data.PostID)
 	require.NotEmpty(t, data.Status)
 	require.Len(t, data.Platforms, 1)
-	var keys map[string]any
-	require.NoError(t, json.Unmarshal(r.Body, &keys))
-	require.Len(t, keys, 4, "body is exactly {id, type, created_at, data}")
 	return b
 }
 
@@ -81,7 +91,8 @@ func TestDeliversEveryEventSignedToTheSubscriptionsThatWantIt(t *testing.T) {
 		events[typ] = b.emit(user, typ)
 	}
 	got := map[string]body{}
-	for i := 0; i < 5; i++ {
+	want := len(persistence.WebhookEvents) + 1 // every event to "all", post.deleted to onlyDeleted too
+	for i := 0; i < want; i++ {
 		r := rcv.Next(t)
 		secret := all.Secret
 		if r.Query == "sub=deleted" {
@@ -95,7 +106,7 @@ func TestDeliversEveryEventSignedToTheSubscriptionsThatWantIt(t *testing.T) {
 		require.JSONEq(t, string(ev.Data), string(bd.Data), "data is the event's, unchanged")
 		got[bd.ID] = bd
 	}
-	require.Len(t, got, 5, "five distinct delivery ids")
+	require.Len(t, got, want, "distinct delivery ids")
 
 	// The stranger's subscription got none of them: its first delivery is its own event.
 	mine := b.emit(stranger, persistence.PostEventPublished)
@@ -104,16 +115,16 @@ func TestDeliversEveryEventSignedToTheSubscriptionsThatWantIt(t *testing.T) {
 	require.Equal(t, mine.ID, b.delivery(strangers.Webhook.ID, bd.ID).EventID)
 	require.Len(t, b.deliveries(strangers.Webhook.ID), 1)
 	require.Empty(t, b.deliveries(off.Webhook.ID), "an inactive subscription receives nothing")
-	require.Len(t, b.deliveries(all.Webhook.ID), 4)
+	require.Len(t, b.deliveries(all.Webhook.ID), len(persistence.WebhookEvents))
 	require.Len(t, b.deliveries(onlyDeleted.Webhook.ID), 1)
 
 	// The outbox cursor moved with the fan-out; dispatching again creates nothing.
 	n, err := b.svc.Dispatch(context.Background())
 	require.NoError(t, err)
 	require.Zero(t, n)
-	require.Len(t, b.deliveries(all.Webhook.ID), 4)
+	require.Len(t, b.deliveries(all.Webhook.ID), len(persistence.WebhookEvents))
 
-	for i := 0; i < 6; i++ {
+	for i := 0; i < want+1; i++ { // and the stranger's
 		b.nextDone()
 	}
 	for _, d := range b.deliveries(all.Webhook.ID) {
@@ -125,7 +136,7 @@ func TestDeliversEveryEventSignedToTheSubscriptionsThatWantIt(t *testing.T) {
 	m := b.svc.Metrics()
 	require.Equal(t, 2.0, testutil.ToFloat64(m.Attempts.WithLabelValues(persistence.PostEventPublished, outcomeSuccess)))
 	require.Equal(t, 2.0, testutil.ToFloat64(m.Deliveries.WithLabelValues(persistence.PostEventDeleted, persistence.DeliverySucceeded)))
-	require.Equal(t, 4, testutil.CollectAndCount(m.Latency), "one latency series per event type")
+	require.Equal(t, len(persistence.WebhookEvents), testutil.CollectAndCount(m.Latency), "one latency series per event type")
 }
 
 // Failed attempts are retried with the same delivery id and body until one gets a 2xx; a 3xx is

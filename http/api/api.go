@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/campaign"
 	"github.com/heraldhq/herald/actors/job"
 	"github.com/heraldhq/herald/actors/post"
 	"github.com/heraldhq/herald/actors/webhook"
@@ -25,6 +26,7 @@ import (
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/blob"
+	"github.com/heraldhq/herald/platforms"
 )
 
 // Deps are what the handlers need.
@@ -58,6 +60,12 @@ type Deps struct {
 	// JobBacklog counts the publish jobs in hand; publish requests are refused with 503 while it
 	// is full (nil: no limit).
 	JobBacklog *job.Backlog
+	// Campaigns is the campaign directory; CampaignHub wakes the campaign streams.
+	Campaigns   *actors.Directory
+	CampaignHub *campaign.Hub
+	// Adapters check each network's own rules on a campaign's posts before anything is stored
+	// (nil: only Herald's own rules are checked).
+	Adapters map[platforms.Platform]platforms.Adapter
 }
 
 type handlers struct {

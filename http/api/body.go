@@ -55,31 +55,34 @@ func readObject(r *http.Request) (object, error) {
 }
 
 // readRaw reads a request body up to MaxJSONBody; a larger one is 413.
-func readRaw(r *http.Request) ([]byte, error) {
+func readRaw(r *http.Request) ([]byte, error) { return readRawLimit(r, MaxJSONBody) }
+
+// readRawLimit reads a request body up to limit bytes; a larger one is 413.
+func readRawLimit(r *http.Request, limit int64) ([]byte, error) {
 	var raw []byte
 	var err error
-	if n := r.ContentLength; n >= 0 && n <= MaxJSONBody {
+	if n := r.ContentLength; n >= 0 && n <= limit {
 		// The usual case: the length is announced, and net/http holds the body to it.
 		raw = make([]byte, n)
 		_, err = io.ReadFull(r.Body, raw)
 	} else {
-		raw, err = io.ReadAll(io.LimitReader(r.Body, MaxJSONBody+1))
+		raw, err = io.ReadAll(io.LimitReader(r.Body, limit+1))
 	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, tooLarge()
+			return nil, tooLarge(limit)
 		}
 		return nil, apierr.Validation("could not read the request body")
 	}
-	if len(raw) > MaxJSONBody {
-		return nil, tooLarge()
+	if int64(len(raw)) > limit {
+		return nil, tooLarge(limit)
 	}
 	return raw, nil
 }
 
-func tooLarge() *apierr.Error {
-	return apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeValidation, "request body is larger than %d bytes", MaxJSONBody)
+func tooLarge(limit int64) *apierr.Error {
+	return apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeValidation, "request body is larger than %d bytes", limit)
 }
 
 func parseObject(raw []byte) (object, error) {
@@ -308,15 +311,26 @@ func hasControl(b []byte) bool {
 // the request instead, naming the top-level field that holds the fault and its byte offset in the
 // body. doc is a valid JSON object.
 func checkEncoding(doc []byte) error {
-	if utf8.Valid(doc) && bytes.Index(doc, []byte(`\u`)) < 0 {
-		return nil
+	if i, reason, bad := encodingFault(doc, 0); bad {
+		return encodingError(doc, i, reason)
 	}
+	return nil
+}
+
+// encodingFault finds the first fault checkEncoding refuses in the JSON text b: its index in b,
+// and the reason, which names its offset in the request body as base+index (base is where b
+// starts in the body).
+func encodingFault(b []byte, base int) (at int, reason string, bad bool) {
+	if utf8.Valid(b) && bytes.Index(b, []byte(`\u`)) < 0 {
+		return 0, "", false
+	}
+	doc := b
 	for i := 0; i < len(doc); {
 		c := doc[i]
 		if c >= utf8.RuneSelf {
 			r, size := utf8.DecodeRune(doc[i:])
 			if r == utf8.RuneError && size == 1 {
-				return encodingError(doc, i, fmt.Sprintf("is not valid UTF-8: byte 0x%02X at offset %d of the request body; send UTF-8 text", c, i))
+				return i, fmt.Sprintf("is not valid UTF-8: byte 0x%02X at offset %d of the request body; send UTF-8 text", c, base+i), true
 			}
 			i += size
 			continue
@@ -344,10 +358,10 @@ func checkEncoding(doc []byte) error {
 			i += 6
 			continue
 		}
-		return encodingError(doc, i, fmt.Sprintf("contains the unpaired surrogate escape %s at offset %d of the request body; "+
-			"a character beyond U+FFFF is escaped as a pair such as \\ud83d\\ude00, or sent as UTF-8", doc[i:i+6], i))
+		return i, fmt.Sprintf("contains the unpaired surrogate escape %s at offset %d of the request body; "+
+			"a character beyond U+FFFF is escaped as a pair such as \\ud83d\\ude00, or sent as UTF-8", doc[i:i+6], base+i), true
 	}
-	return nil
+	return 0, "", false
 }
 
 // hex4 reads the four hex digits at doc[i:i+4].

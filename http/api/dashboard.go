@@ -316,7 +316,7 @@ func (h *handlers) signInForm(c *echo.Context) error {
 	if err := r.ParseForm(); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return tooLarge()
+			return tooLarge(MaxJSONBody)
 		}
 		return apierr.Validation("the sign-in form could not be read")
 	}

@@ -198,10 +198,24 @@ func jobLocation(c *echo.Context, jobID string) string { return door(c) + "/jobs
 func streamURL(c *echo.Context, jobID string) string { return jobLocation(c, jobID) + "/stream" }
 
 // throughDoor is a stored answer's body and Location as the door prefix would give them: the
-// stored bytes when it was answered through that door, else its links rewritten.
+// stored bytes when it was answered through that door, else its links rewritten (a publish's
+// job links, a campaign's links).
 func throughDoor(rec *persistence.IdempotencyRecord, prefix string) ([]byte, string) {
 	if rec.Location == "" || strings.HasPrefix(rec.Location, prefix+"/") {
 		return rec.Body, rec.Location
+	}
+	if strings.Contains(rec.Location, campaignsPath+"/") {
+		var ca CampaignAccepted
+		if err := json.Unmarshal(rec.Body, &ca); err != nil || ca.CampaignID == "" {
+			return rec.Body, rec.Location
+		}
+		loc := prefix + campaignsPath + "/" + ca.CampaignID
+		ca.StreamURL = loc + "/stream"
+		body, err := json.Marshal(&ca)
+		if err != nil {
+			return rec.Body, rec.Location
+		}
+		return body, loc
 	}
 	var a PublishAccepted
 	if err := json.Unmarshal(rec.Body, &a); err != nil || a.TrackingID == "" {

@@ -82,6 +82,12 @@ func (h *handlers) routes() []route {
 		{"POST", "/posts/:id/schedule", h.scheduleExisting, auth.ScopePostsWrite},
 		{"GET", "/jobs/:trackingId", h.getJob, auth.ScopeJobsRead},
 		{"GET", jobStreamPath, h.stream, auth.ScopeJobsRead},
+		{"POST", campaignsPath, h.createCampaign, auth.ScopePostsWrite},
+		{"GET", campaignsPath, h.listCampaigns, auth.ScopePostsRead},
+		{"GET", campaignsPath + "/:id", h.getCampaign, auth.ScopePostsRead},
+		{"GET", campaignStreamPath, h.campaignStream, auth.ScopePostsRead},
+		{"POST", campaignsPath + "/:id/retry", h.retryCampaign, auth.ScopePostsWrite},
+		{"DELETE", campaignsPath + "/:id", h.deleteCampaign, auth.ScopePostsWrite},
 	}
 	if h.Media != nil {
 		rs = append(rs,

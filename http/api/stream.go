@@ -67,10 +67,10 @@ type streamMetrics struct {
 
 func newStreamMetrics(reg prometheus.Registerer) *streamMetrics {
 	m := &streamMetrics{
-		open:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_sse_subscribers", Help: "Open job streams."}),
-		sent:    prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_sse_events_total", Help: "Events written to job streams."}),
-		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_sse_dropped_total", Help: "Job streams ended because the client went away or fell behind."}),
-		revoked: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_sse_revoked_total", Help: "Job streams ended because the key that opened them was revoked, regenerated or expired."}),
+		open:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_sse_subscribers", Help: "Open job and campaign streams."}),
+		sent:    prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_sse_events_total", Help: "Events written to job and campaign streams."}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_sse_dropped_total", Help: "Job and campaign streams ended because the client went away or fell behind."}),
+		revoked: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_sse_revoked_total", Help: "Job and campaign streams ended because the key that opened them was revoked, regenerated or expired."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.open, m.sent, m.dropped, m.revoked)

@@ -61,6 +61,9 @@ type Config struct {
 	// ConnectSources are origins besides the server's own that the dashboard's script may
 	// connect to (the policy's connect-src): the S3 endpoint browsers PUT presigned uploads to.
 	ConnectSources []string
+	// BodyLimits are route templates whose bodies may be larger than DefaultBodyLimit, with their
+	// own caps (a campaign's thousand posts).
+	BodyLimits map[string]int64
 	// Ready, when set, is checked by /readyz once started: its error makes /readyz answer 503
 	// with the error as the message (storefault.go).
 	Ready ReadyCheck
@@ -70,6 +73,9 @@ type Config struct {
 	// Overload bounds the write requests served at once (overload.go).
 	Overload Overload
 }
+
+// DefaultBodyLimit caps a request body, but on BodyLimits' routes and long-running ones.
+const DefaultBodyLimit = 1 << 20
 
 // Deprecation is what the OpenAPI document says of a deprecated operation.
 type Deprecation struct {
@@ -446,10 +452,14 @@ func (s *Server) limits(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		r := c.Request()
-		if r.ContentLength > 2<<20 {
-			return apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeValidation, "request body is larger than %d bytes", 1<<20)
+		limit := int64(DefaultBodyLimit)
+		if l, ok := s.cfg.BodyLimits[c.Path()]; ok {
+			limit = l
 		}
-		r.Body = http.MaxBytesReader(c.Response(), r.Body, 1<<20+1)
+		if r.ContentLength > 2*limit {
+			return apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeValidation, "request body is larger than %d bytes", limit)
+		}
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, limit+1)
 		rc := http.NewResponseController(c.Response())
 		deadline := time.Now().Add(s.cfg.RequestTimeout)
 		_ = rc.SetReadDeadline(deadline)
@@ -482,7 +492,7 @@ func (s *Server) handleError(c *echo.Context, err error) {
 	switch {
 	case errors.As(err, &ae):
 	case errors.As(err, &mbe):
-		ae = apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeValidation, "request body is larger than %d bytes", 1<<20)
+		ae = apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeValidation, "request body is larger than %d bytes", mbe.Limit-1)
 	case errors.Is(err, persistence.ErrWriteFailed), errors.Is(err, persistence.ErrUnavailable):
 		ae = StoreFailure(c, s.cfg.Log, err)
 	default:

@@ -303,7 +303,7 @@ func TestBrowserWebhooks(t *testing.T) {
 	require.Len(t, hooks, 1)
 	w := hooks[0].(map[string]any)
 	require.Equal(t, hook, w["url"])
-	require.ElementsMatch(t, []any{"post.published", "post.failed", "post.scheduled"}, w["events"])
+	require.ElementsMatch(t, []any{"post.published", "post.failed", "post.scheduled", "campaign.completed"}, w["events"])
 	require.NotContains(t, mustJSON(t, out), secret, "the listing never shows the secret")
 
 	tb.do(chromedp.Click(chromedp.CSS(`#secret-reveal [data-reload]`)), chromedp.WaitVisible(chromedp.CSS(`article.webhook`)))

@@ -6,8 +6,9 @@ import (
 	"github.com/heraldhq/herald/persistence"
 )
 
-// webhookEvents are the events a webhook can subscribe to (the spec's list).
-var webhookEvents = []string{"post.published", "post.failed", "post.scheduled", "post.deleted"}
+// webhookEvents are the events a webhook can subscribe to (the spec's four, and Herald's
+// campaign.completed).
+var webhookEvents = []string{"post.published", "post.failed", "post.scheduled", "post.deleted", "campaign.completed"}
 
 // deliveriesShown is how many of a webhook's latest deliveries the page lists.
 const deliveriesShown = 10

@@ -22,6 +22,7 @@ import (
 
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/actors/campaign"
 	"github.com/heraldhq/herald/actors/job"
 	"github.com/heraldhq/herald/actors/post"
 	"github.com/heraldhq/herald/actors/scheduler"
@@ -167,6 +168,9 @@ type App struct {
 	Box       *secret.Box
 	Jobs      *actors.Directory
 	Scheduler *scheduler.Scheduler
+	// Campaigns is the campaign directory; CampaignHub wakes the campaigns' streams.
+	Campaigns   *actors.Directory
+	CampaignHub *campaign.Hub
 	// MediaResolver turns media ids into what adapters upload (nil: no media storage).
 	MediaResolver job.MediaResolver
 	stopScheduler func()
@@ -280,6 +284,7 @@ func New(cfg Config) (*App, error) {
 	a.Registry.MustRegister(newStoreCollector(store, nil))
 	a.Actors = actors.NewSystem(a.Registry, cfg.Log)
 	a.Events = actors.NewNotifier()
+	a.CampaignHub = campaign.NewHub()
 	a.Posts = actors.NewDirectory(a.Actors, a.capped(post.Kind(a.postDeps())))
 	if err := a.buildAccounts(); err != nil {
 		a.closeStore()
@@ -329,10 +334,13 @@ func New(cfg Config) (*App, error) {
 	a.Server = server.New(server.Config{
 		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: a.quotas.limiter, Deprecated: deprecated, PlanLimits: cfg.PlanLimits, RequestTimeout: cfg.RequestTimeout,
 		Sessions: a.Sessions, BaseURL: func() string { return a.Cfg.BaseURL }, ConnectSources: a.Media.connectSources(), MetricsPublic: cfg.MetricsPublic, Overload: cfg.Overload,
-		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true, api.DashboardJobStreamRoute: true},
-		Ready:       health.ready,
+		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true, api.DashboardJobStreamRoute: true,
+			api.CampaignStreamRoute: true, api.DashboardCampaignStreamRoute: true},
+		BodyLimits: api.BodyLimits(),
+		Ready:      health.ready,
 	})
-	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, Auth: a.Auth, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live, JobBacklog: a.JobBacklog}); err != nil {
+	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, Auth: a.Auth, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live,
+		Campaigns: a.Campaigns, CampaignHub: a.CampaignHub, Adapters: a.Adapters, JobBacklog: a.JobBacklog}); err != nil {
 		a.closeStore()
 		return nil, err
 	}
@@ -505,8 +513,11 @@ func (a *App) Shutdown() error {
 	if a.stopScheduler != nil {
 		a.stopScheduler()
 	}
-	// Accounts first (their calls in flight are resolved at the next start from their attempt
-	// records), then jobs, then posts.
+	// Campaigns first (a retry or cancel under way asks posts), then accounts (their calls in
+	// flight are resolved at the next start from their attempt records), then jobs, then posts.
+	if err := a.Campaigns.Stop(actx); err != nil {
+		errs = append(errs, fmt.Errorf("campaign actors: %w", err))
+	}
 	if err := a.Accounts.Stop(actx); err != nil {
 		errs = append(errs, fmt.Errorf("account actors: %w", err))
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/actors/campaign"
 	"github.com/heraldhq/herald/actors/job"
 	"github.com/heraldhq/herald/actors/post"
 	"github.com/heraldhq/herald/actors/scheduler"
@@ -26,6 +27,8 @@ func (a *App) postDeps() post.Deps {
 		StartJob:  func(j *persistence.Job, p *persistence.Post) { a.Jobs.Send(j.TrackingID, &job.Start{Job: j, Post: p}) },
 		Synced:    func(id string, stored bool) { a.Jobs.Send(id, &job.PostSynced{Stored: stored}) },
 		Scheduled: func(at time.Time) { a.Scheduler.Scheduled(at) },
+		// The hub is built before the post directory.
+		CampaignChanged: a.CampaignHub.Notify,
 	}
 }
 
@@ -54,8 +57,14 @@ func (a *App) buildPublishing() {
 			durations.Observe(d.Seconds())
 			logJobFinished(a.Log, j, d)
 		},
+		CampaignProgress: a.CampaignHub.Notify,
 	})))
 	a.Scheduler = scheduler.New(a.Store, a.Posts, scheduler.Options{Log: a.Log, Registry: a.Registry})
+	pd := a.postDeps()
+	a.Campaigns = actors.NewDirectory(a.Actors, campaign.Kind(campaign.Deps{
+		Store: a.Store, Posts: a.Posts, StartJob: pd.StartJob, Scheduled: pd.Scheduled, Events: a.Events, Changed: a.CampaignHub.Notify,
+		Log: a.Log, IdleTimeout: orDefault(a.Cfg.PostIdleTimeout, 30*time.Second),
+	}))
 }
 
 // startPublishing resumes every job that was queued or processing when Herald stopped (a target

@@ -316,7 +316,7 @@ func TestWebhookDeliveryEndToEnd(t *testing.T) {
 	r = b.do("POST", "/v1/webhooks/"+id+"/rotate-secret", nil)
 	require.Equal(t, 200, r.status)
 	newSecret := r.json(t)["secret"].(string)
-	for _, typ := range persistence.WebhookEvents {
+	for _, typ := range []string{persistence.PostEventPublished, persistence.PostEventFailed, persistence.PostEventScheduled, persistence.PostEventDeleted} {
 		deleted.Status = "published"
 		b.appendEvent(typ, deleted)
 	}

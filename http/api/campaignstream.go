@@ -1,0 +1,177 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/heraldhq/herald/http/apierr"
+	"github.com/heraldhq/herald/http/server"
+	"github.com/heraldhq/herald/persistence"
+)
+
+// CampaignProgress is the data of a campaign stream's progress event: one step of one target of
+// one of its posts.
+type CampaignProgress struct {
+	PostID             string    `json:"post_id"`
+	TrackingID         string    `json:"tracking_id"`
+	Target             int       `json:"target"`
+	Platform           string    `json:"platform"`
+	ConnectedAccountID string    `json:"connected_account_id"`
+	Phase              string    `json:"phase"`
+	Message            string    `json:"message"`
+	At                 time.Time `json:"at"`
+}
+
+// campaignStreamBatch is how many events a stream reads from the store at a time.
+const campaignStreamBatch = 256
+
+// campaignStream serves GET /v1/campaigns/:id/stream: one stream for every post of a campaign.
+//
+// The campaign's timeline is durable (campaign_events, appended by the jobs in the transactions
+// of the changes they record), so the stream is a reader of it: it sends what is new each time
+// a job or a post of the campaign wakes it (campaign.Hub), from the store, in the timeline's
+// order, and ends with done once none of the campaign's posts is scheduled or publishing. Every
+// event's id is its number in the timeline: a client that reconnects with Last-Event-ID gets
+// what followed, none twice; one without it gets the timeline from the start. Nothing of the
+// stream is held in memory but the batch being written.
+func (h *handlers) campaignStream(c *echo.Context) error {
+	id, err := parseUUID("id", c.Param("id"))
+	if err != nil {
+		return err
+	}
+	user := server.Principal(c).User.ID
+	if err := h.Store.View(func(tx *persistence.Tx) error {
+		_, err := ownCampaign(tx, id, user)
+		return err
+	}); err != nil {
+		return h.campaignReadError(c, err)
+	}
+	var after uint64
+	if v := strings.TrimSpace(c.Request().Header.Get("Last-Event-ID")); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return apierr.Validation("Last-Event-ID: must be the id of an event of this stream (a number), got %q", truncate(v, 32))
+		}
+		after = n
+	}
+	// Followed before the first read: a change committed after it wakes the loop below.
+	var wake <-chan struct{}
+	var poll <-chan time.Time // without a hub (a server built without campaigns' wiring)
+	if h.CampaignHub != nil {
+		var stop func()
+		wake, stop = h.CampaignHub.Subscribe(id)
+		defer stop()
+	} else {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		poll = t.C
+	}
+	held, release := h.hold(c)
+	defer release()
+
+	w := c.Response()
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	// Each write has its own deadline; none is left on the connection for its next request.
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	write := func(b []byte) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !write([]byte(": campaign " + id + "\n\n")) {
+		return nil
+	}
+	h.streams.open.Inc()
+	defer h.streams.open.Dec()
+	ping := time.NewTicker(PingInterval)
+	defer ping.Stop()
+	gone := c.Request().Context().Done()
+	stream := campaignStreamURL(c, id)
+	for {
+		var evs []persistence.CampaignEvent
+		var detail *CampaignDetail
+		deleted := false
+		err := h.Store.View(func(tx *persistence.Tx) error {
+			camp, err := tx.Campaign(id)
+			if errors.Is(err, persistence.ErrNotFound) {
+				deleted = true
+			} else if err != nil {
+				return err
+			}
+			if evs, err = tx.CampaignEventsAfter(id, after, campaignStreamBatch); err != nil {
+				return err
+			}
+			// Done is judged in the same snapshot as the events read: when no post is open in
+			// it, every step of its jobs was committed before it, and has been read.
+			if !deleted && len(evs) < campaignStreamBatch && tx.CampaignCounts(id).Open() == 0 {
+				detail, err = campaignDetail(tx, camp, stream)
+			}
+			return err
+		})
+		if err != nil {
+			h.Log.Error("reading a campaign's timeline failed", append(server.LogAttrs(c), "campaign_id", id, "error", err)...)
+			_ = write([]byte(": the campaign could not be read; reconnect with Last-Event-ID\n\n"))
+			return nil
+		}
+		var out []byte
+		for _, e := range evs {
+			b, err := eventBytes("progress", e.Seq, CampaignProgress{PostID: e.PostID, TrackingID: e.TrackingID, Target: e.Target, Platform: e.Platform,
+				ConnectedAccountID: e.AccountID, Phase: e.Phase, Message: e.Message, At: e.At})
+			if err != nil {
+				return nil
+			}
+			out = append(out, b...)
+			after = e.Seq
+		}
+		if deleted {
+			out = append(out, ": the campaign was deleted; the stream ends\n\n"...)
+		} else if detail != nil {
+			b, err := eventBytes("done", after, detail)
+			if err != nil {
+				return nil
+			}
+			out = append(out, b...)
+		}
+		if len(out) > 0 {
+			if !write(out) {
+				h.streams.dropped.Inc()
+				return nil
+			}
+			h.streams.sent.Add(float64(len(evs)))
+		}
+		if deleted || detail != nil {
+			return nil
+		}
+		if len(evs) == campaignStreamBatch {
+			continue
+		}
+		select {
+		case <-wake:
+		case <-poll:
+		case <-ping.C:
+			if !write(pingBytes) {
+				h.streams.dropped.Inc()
+				return nil
+			}
+		case <-gone:
+			h.streams.dropped.Inc()
+			return nil
+		case <-held.Done():
+			_ = write(endedBytes(held))
+			h.streams.revoked.Inc()
+			return nil
+		}
+	}
+}
