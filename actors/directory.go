@@ -343,6 +343,13 @@ type idleCheck struct{}
 // whose results come back to them as messages, timers they armed).
 type Busy interface{ Busy() bool }
 
+// Settled is implemented by actors that know when their work is over (a job whose outcome its
+// post has taken, a post that is published): once Settled reports true after a message, the
+// directory passivates the actor at once instead of after its idle timeout. Its state is durable
+// and a later message activates it again from bbolt, so memory follows the work in hand rather
+// than the work done in the last idle timeout.
+type Settled interface{ Settled() bool }
+
 // incarnation wraps a kind's actor with idle passivation and the directory's bookkeeping.
 type incarnation struct {
 	d     *Directory
@@ -385,6 +392,9 @@ func (a *incarnation) Receive(ctx actor.Context) {
 	default:
 		a.last = time.Now()
 		a.inner.Receive(ctx)
+		if s, ok := a.inner.(Settled); ok && s.Settled() {
+			a.d.passivate(a.id, ctx.Self())
+		}
 	}
 }
 

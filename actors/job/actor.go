@@ -47,6 +47,8 @@ type Deps struct {
 	// Finished observes every finished job (metrics).
 	Finished    func(j *persistence.Job, duration time.Duration)
 	IdleTimeout time.Duration
+	// Backlog counts the jobs in hand (nil: not counted).
+	Backlog *Backlog
 }
 
 // Kind returns the job actor kind.
@@ -80,6 +82,21 @@ type Actor struct {
 	// storeFailures counts the failed commits in a row; retryArmed says a retryStore is coming.
 	storeFailures int
 	retryArmed    bool
+	// inHand tells whether the job is counted in Deps.Backlog: while its state is loaded and not
+	// final.
+	inHand bool
+}
+
+// count keeps the job's place in the backlog true after each message.
+func (a *Actor) count(inHand bool) {
+	if inHand != a.inHand {
+		a.inHand = inHand
+		if inHand {
+			a.deps.Backlog.add(1)
+		} else {
+			a.deps.Backlog.add(-1)
+		}
+	}
 }
 
 // retryStore makes a job record again what its store could not commit.
@@ -88,6 +105,13 @@ type retryStore struct{}
 // Busy keeps a running job, or one with subscribers, from passivating.
 func (a *Actor) Busy() bool {
 	return len(a.subs) > 0 || (a.state != nil && !a.state.PostSynced)
+}
+
+// Settled passivates a job as soon as its post has taken the outcome and no stream follows it:
+// nothing more happens to it, and a read activates it again from bbolt.
+func (a *Actor) Settled() bool {
+	return len(a.subs) == 0 && len(a.unstored) == 0 && !a.syncUnstored && !a.retryArmed &&
+		a.state != nil && finished(a.state) && a.state.PostSynced
 }
 
 // Receive handles the job's messages.
@@ -107,6 +131,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			a.load()
 		}
 	}
+	defer func() { a.count(a.loaded && a.state != nil && !finished(a.state)) }()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		// The state is read lazily, on the first message.
@@ -116,6 +141,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			close(s.C)
 		}
 		a.subs = nil
+		a.loaded = false // out of the backlog: a job stopped unfinished resumes at the next start
 	case *Start:
 		a.start(ctx, m)
 	case *account.Report:
