@@ -67,6 +67,8 @@ type Config struct {
 	// MetricsPublic serves /metrics on the API's own routes too. Off by default: the exposition
 	// is unauthenticated, so it is served by MetricsHandler on a listener of its own.
 	MetricsPublic bool
+	// Overload bounds the write requests served at once (overload.go).
+	Overload Overload
 }
 
 // Deprecation is what the OpenAPI document says of a deprecated operation.
@@ -86,6 +88,9 @@ type Server struct {
 	duration *prometheus.HistogramVec
 	inflight prometheus.Gauge
 	metrics  http.Handler // the exposition of cfg.Registry (nil without one)
+
+	admission       *admission // nil: writes are not limited (overload.go)
+	overloadRefused *prometheus.CounterVec
 }
 
 // New builds the server. Routes are added by the caller (http/api) through Echo, V1 and Public.
@@ -110,8 +115,15 @@ func New(cfg Config) *Server {
 	s.inflight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "herald_http_requests_in_flight", Help: "HTTP requests being served.",
 	})
+	s.overloadRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "herald_http_overload_refused_total", Help: "Requests refused with 503 because the server was over capacity, by route template and reason (admission, actor, commit_queue, job_backlog).",
+	}, []string{"route", "reason"})
+	s.admission = newAdmission(cfg.Overload)
 	if cfg.Registry != nil {
-		cfg.Registry.MustRegister(s.requests, s.duration, s.inflight)
+		cfg.Registry.MustRegister(s.requests, s.duration, s.inflight, s.overloadRefused)
+		if s.admission != nil {
+			cfg.Registry.MustRegister(s.admission.inflight, s.admission.queued)
+		}
 	}
 	e := echo.NewWithConfig(echo.Config{Logger: cfg.Log, HTTPErrorHandler: s.handleError, NoGroupAutoRegister404Routes: true})
 	e.Pre(escapedPath)
@@ -338,6 +350,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set(KeyRequestID, id)
 		c.Response().Header().Set("X-Request-Id", id)
 		if err := next(c); err != nil {
+			s.countOverload(c, err)
 			s.handleError(c, err)
 		}
 		route := routeLabel(c)
