@@ -153,19 +153,17 @@ type Config struct {
 
 // App is a built Herald.
 type App struct {
-	Cfg      Config
-	Store    *persistence.Store
-	Registry *prometheus.Registry
-	Actors   *actors.System
-	Posts    *actors.Directory
-	Accounts *actors.Directory
-	Adapters registry.Adapters
-	Budgets  *account.Budgets
-	Box      *secret.Box
-	Jobs     *actors.Directory
-	// JobBacklog counts the publish jobs in hand against MaxJobBacklog.
-	JobBacklog *job.Backlog
-	Scheduler  *scheduler.Scheduler
+	Cfg       Config
+	Store     *persistence.Store
+	Registry  *prometheus.Registry
+	Actors    *actors.System
+	Posts     *actors.Directory
+	Accounts  *actors.Directory
+	Adapters  registry.Adapters
+	Budgets   *account.Budgets
+	Box       *secret.Box
+	Jobs      *actors.Directory
+	Scheduler *scheduler.Scheduler
 	// MediaResolver turns media ids into what adapters upload (nil: no media storage).
 	MediaResolver job.MediaResolver
 	stopScheduler func()
@@ -208,6 +206,9 @@ type App struct {
 	// flush.
 	stopKeyUse context.CancelFunc
 	keyUseDone chan struct{}
+
+	// JobBacklog counts the publish jobs in hand against Cfg.MaxJobBacklog.
+	JobBacklog *job.Backlog
 }
 
 // New builds Herald on cfg.DataDir. Nothing listens until Start.
