@@ -201,8 +201,10 @@ func pruneEventsKeepsWhatAConsumerHasNotTaken(t *testing.T, s *persistence.Store
 // writes nothing, while Update still queues behind it; once the committer runs again, every
 // queued write commits and TryUpdate goes through.
 func TestTryUpdateRefusesWhenTheQueueIsFull(t *testing.T) {
-	t.Parallel()
-	s := open(t)
+	persistence.EachStore(t, tryUpdateRefusesWhenTheQueueIsFull)
+}
+
+func tryUpdateRefusesWhenTheQueueIsFull(t *testing.T, s *persistence.Store) {
 	user := uuid.NewString()
 	entered, release := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
