@@ -82,9 +82,39 @@ type Actor struct {
 	// storeFailures counts the failed commits in a row; retryArmed says a retryStore is coming.
 	storeFailures int
 	retryArmed    bool
-	// inHand tells whether the job is counted in Deps.Backlog: while its state is loaded and not
-	// final.
-	inHand bool
+	// waiting are the open targets whose account last said they wait: for the network's rate
+	// budget, or for a retry's backoff. inHand tells whether the job is counted in Deps.Backlog:
+	// while its state is loaded, not final, and not every open target waits.
+	waiting map[int]bool
+	inHand  bool
+}
+
+// note keeps the waiting targets true after a report.
+func (a *Actor) note(r *account.Report) {
+	if !r.Final && (r.Event == persistence.EventWaiting || r.Event == persistence.EventRetrying) {
+		if a.waiting == nil {
+			a.waiting = map[int]bool{}
+		}
+		a.waiting[r.Target] = true
+		return
+	}
+	delete(a.waiting, r.Target)
+}
+
+// inBacklog reports whether the job counts in the backlog: it is loaded and not final, and at
+// least one of its open targets is not waiting for its network's budget or a retry. A job whose
+// every open target waits costs no work until then, so a burst that the networks' rate limits
+// hold back (an agency's thousands of posts) does not fill the backlog.
+func (a *Actor) inBacklog() bool {
+	if !a.loaded || a.state == nil || finished(a.state) {
+		return false
+	}
+	for _, t := range a.state.Targets {
+		if !t.Final() && !a.waiting[t.Target] {
+			return true
+		}
+	}
+	return false
 }
 
 // count keeps the job's place in the backlog true after each message.
@@ -131,7 +161,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			a.load()
 		}
 	}
-	defer func() { a.count(a.loaded && a.state != nil && !finished(a.state)) }()
+	defer func() { a.count(a.inBacklog()) }()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		// The state is read lazily, on the first message.
@@ -141,7 +171,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			close(s.C)
 		}
 		a.subs = nil
-		a.loaded = false // out of the backlog: a job stopped unfinished resumes at the next start
+		a.loaded, a.waiting = false, nil // out of the backlog: a job stopped unfinished resumes at the next start
 	case *Start:
 		a.start(ctx, m)
 	case *account.Report:
@@ -258,6 +288,7 @@ func (a *Actor) report(ctx actor.Context, r *account.Report) {
 	if a.state == nil || finished(a.state) {
 		return
 	}
+	a.note(r)
 	a.record(ctx, r)
 }
 

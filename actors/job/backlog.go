@@ -3,10 +3,11 @@ package job
 import "sync/atomic"
 
 // Backlog counts the jobs in hand: live job actors whose job is not final yet, whoever started
-// them (a publish request, the scheduler, the resumption at start-up). Each of them holds memory
-// (its actor, its post, its publishes queued at the accounts) and CPU work still to do, so a
-// server whose backlog is full refuses new publish requests (503) rather than letting it grow
-// without bound: see Full.
+// them (a publish request, the scheduler, the resumption at start-up), except those whose every
+// open target waits for its network's rate budget or a retry's backoff. Each of them holds memory
+// (its actor, its publishes queued at the accounts) and work the server has still to do, so a
+// server whose backlog is full refuses new publish requests (503) rather than letting it, and the
+// wait of every job in it, grow without bound: see Full.
 type Backlog struct {
 	n     atomic.Int64
 	limit int64
