@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldhq/herald/http/apierr"
+	"github.com/heraldhq/herald/http/ratelimit"
 )
 
 // Overload is how the server refuses work beyond what it can do (docs/operations.md, Overload).
@@ -153,7 +154,19 @@ func (s *Server) AdmitWrite(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// countOverload counts a refusal for overload under its route template and reason.
+// keyQuota holds the quota a request took (Authenticated), so that a refusal for overload gives
+// it back.
+const keyQuota = "herald.quota"
+
+type quotaTaken struct {
+	user, plan string
+	d          ratelimit.Decision
+	reset      int
+}
+
+// countOverload counts a refusal for overload under its route template and reason, and gives
+// back the request it took from the plan's hourly quota: a request the server refused for its
+// own load is not the client's to pay for (its RateLimit headers say so).
 func (s *Server) countOverload(c *echo.Context, err error) {
 	var oe *overloadError
 	if err == nil || !errors.As(err, &oe) {
@@ -164,4 +177,8 @@ func (s *Server) countOverload(c *echo.Context, err error) {
 		route = "unmatched"
 	}
 	s.overloadRefused.WithLabelValues(route, oe.reason).Inc()
+	if q, ok := c.Get(keyQuota).(quotaTaken); ok {
+		s.cfg.Limiter.Return(q.user)
+		setRateLimitHeaders(c.Response().Header(), q.plan, q.d.Limit, q.d.Remaining+1, q.reset)
+	}
 }

@@ -198,6 +198,9 @@ func (s *Server) Authenticated(next echo.HandlerFunc) echo.HandlerFunc {
 		d := s.cfg.Limiter.Take(p.User.ID, limit)
 		reset := int((d.Reset + time.Second - 1) / time.Second)
 		setRateLimitHeaders(c.Response().Header(), p.User.Plan, d.Limit, d.Remaining, reset)
+		if d.Allowed {
+			c.Set(keyQuota, quotaTaken{user: p.User.ID, plan: p.User.Plan, d: d, reset: reset})
+		}
 		if !d.Allowed {
 			return apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimitExceeded,
 				"hourly request quota of plan %s (%d requests) exceeded; it resets in %d seconds", p.User.Plan, d.Limit, reset).

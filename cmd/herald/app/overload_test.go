@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -239,6 +240,11 @@ func TestPublishesWaitForTheJobBacklog(t *testing.T) {
 	require.Equal(t, "internal_error", third.errorCode(t))
 	require.Equal(t, "1", third.header.Get("Retry-After"))
 	require.Contains(t, third.errorMessage(t), "2 publish jobs in hand")
+	// A refusal for overload does not count against the plan's hourly quota.
+	left, err := strconv.Atoi(second.header.Get("Ratelimit-Remaining"))
+	require.NoError(t, err)
+	require.Equal(t, strconv.Itoa(left), third.header.Get("Ratelimit-Remaining"))
+	require.Equal(t, strconv.Itoa(left-1), b.do("GET", "/v1/me", nil).header.Get("Ratelimit-Remaining"))
 
 	draft := b.createPost("a draft waits", b.account(platforms.X))
 	r := b.do("POST", "/v1/posts/"+draft+"/publish", nil)
