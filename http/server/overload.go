@@ -164,13 +164,15 @@ type quotaTaken struct {
 	reset      int
 }
 
-// countOverload counts a refusal for overload under its route template and reason, and gives
-// back the request it took from the plan's hourly quota: a request the server refused for its
-// own load is not the client's to pay for (its RateLimit headers say so).
-func (s *Server) countOverload(c *echo.Context, err error) {
+// countOverload reports whether err refused the request for overload; if so it counts it under
+// its route template and reason, and gives back the request it took from the plan's hourly
+// quota: a request the server refused for its own load is not the client's to pay for (its
+// RateLimit headers say so). Refusals are logged in one warning a minute at most, with their
+// count, rather than one line each.
+func (s *Server) countOverload(c *echo.Context, err error) bool {
 	var oe *overloadError
 	if err == nil || !errors.As(err, &oe) {
-		return
+		return false
 	}
 	route := c.Path()
 	if route == "" {
@@ -181,4 +183,12 @@ func (s *Server) countOverload(c *echo.Context, err error) {
 		s.cfg.Limiter.Return(q.user)
 		setRateLimitHeaders(c.Response().Header(), q.plan, q.d.Limit, q.d.Remaining+1, q.reset)
 	}
+	n := s.shed.Add(1)
+	now := time.Now().UnixNano()
+	if last := s.shedLogged.Load(); now-last >= int64(time.Minute) && s.shedLogged.CompareAndSwap(last, now) {
+		s.shed.Add(-n)
+		s.cfg.Log.Warn("refusing requests: the server is over capacity (503 with Retry-After); refused counts them since the last such line, herald_http_overload_refused_total by route and reason",
+			append(LogAttrs(c), "refused", n, "route", route, "reason", oe.reason)...)
+	}
+	return true
 }

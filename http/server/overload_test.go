@@ -1,11 +1,14 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,13 +26,33 @@ type admissionServer struct {
 	hs      *httptest.Server
 	entered chan string // the body of each request the write handler runs
 	release chan struct{}
+	log     syncBuffer
+}
+
+// syncBuffer is a log destination safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 func newAdmissionServer(t *testing.T) *admissionServer {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	srv := server.New(server.Config{Registry: reg, Overload: server.Overload{MaxInflightWrites: 1, AdmissionWait: 5 * time.Millisecond}})
 	a := &admissionServer{reg: reg, entered: make(chan string, 16), release: make(chan struct{})}
+	log := slog.New(slog.NewTextHandler(&a.log, nil))
+	srv := server.New(server.Config{Registry: reg, Log: log, Overload: server.Overload{MaxInflightWrites: 1, AdmissionWait: 5 * time.Millisecond}})
 	srv.Echo.POST("/v1/things", func(c *echo.Context) error {
 		b, err := io.ReadAll(c.Request().Body)
 		if err != nil {
@@ -74,6 +97,14 @@ func TestAdmitWriteRefusesBeyondItsSlots(t *testing.T) {
 	require.Equal(t, "internal_error", e.Error.Code)
 	require.Empty(t, a.entered, "the refused request reached its handler")
 	require.Equal(t, 1.0, gathered(t, a.reg, "herald_http_overload_refused_total", "route", "/v1/things", "reason", server.OverloadAdmission))
+
+	// A second refusal: the log sums refusals up in one warning a minute, not one line each.
+	again, err := a.post(strings.NewReader(`{"n":2}`))
+	require.NoError(t, err)
+	again.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, again.StatusCode)
+	require.Equal(t, 1, strings.Count(a.log.String(), "refusing requests: the server is over capacity"), a.log.String())
+	require.NotContains(t, a.log.String(), "request failed")
 
 	read, err := http.Get(a.hs.URL + "/v1/things")
 	require.NoError(t, err)

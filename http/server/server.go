@@ -91,6 +91,9 @@ type Server struct {
 
 	admission       *admission // nil: writes are not limited (overload.go)
 	overloadRefused *prometheus.CounterVec
+	// shed counts the refusals for overload since the last log line about them, logged at
+	// shedLogged (unix nanoseconds).
+	shed, shedLogged atomic.Int64
 }
 
 // New builds the server. Routes are added by the caller (http/api) through Echo, V1 and Public.
@@ -352,8 +355,9 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		c.Set(KeyRequestID, id)
 		c.Response().Header().Set("X-Request-Id", id)
+		shed := false
 		if err := next(c); err != nil {
-			s.countOverload(c, err)
+			shed = s.countOverload(c, err)
 			s.handleError(c, err)
 		}
 		route := routeLabel(c)
@@ -362,9 +366,10 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		s.requests.WithLabelValues(route, method, statusLabel(status)).Inc()
 		s.duration.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
 		// The access log: one line per request at debug level (a busy server answers thousands of
-		// requests a second), server errors at warn.
+		// requests a second), server errors at warn, except refusals for overload: there may be
+		// thousands a second, and countOverload sums them up in one line a minute.
 		level := slog.LevelDebug
-		if status >= 500 {
+		if status >= 500 && !shed {
 			level = slog.LevelWarn
 		}
 		if ctx := c.Request().Context(); s.cfg.Log.Enabled(ctx, level) {

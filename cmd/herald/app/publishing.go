@@ -113,7 +113,7 @@ func (a *App) pruneEvents(ctx context.Context) {
 
 // DefaultMaxJobBacklog is the publish jobs in hand beyond which publish requests are refused,
 // when --max-job-backlog is not given (docs/operations.md, Overload).
-const DefaultMaxJobBacklog = 10000
+const DefaultMaxJobBacklog = 4096
 
 func jobBacklogLimit(n int) int {
 	switch {
