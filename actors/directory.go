@@ -227,6 +227,11 @@ func (d *Directory) deliver(id string, msg any, sender *actor.PID) {
 		d.sys.Root.Send(sender, &ErrorReply{Err: ErrBusy})
 		return
 	}
+	if sender != nil && d.full(e) {
+		d.m.refused.Inc()
+		d.sys.Root.Send(sender, &ErrorReply{Err: ErrBusy})
+		return
+	}
 	if e.stopping || e.pid == nil {
 		e.held = append(e.held, held{msg, sender})
 		return

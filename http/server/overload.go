@@ -174,10 +174,7 @@ func (s *Server) countOverload(c *echo.Context, err error) bool {
 	if err == nil || !errors.As(err, &oe) {
 		return false
 	}
-	route := c.Path()
-	if route == "" {
-		route = "unmatched"
-	}
+	route := routeLabel(c)
 	s.overloadRefused.WithLabelValues(route, oe.reason).Inc()
 	if q, ok := c.Get(keyQuota).(quotaTaken); ok {
 		s.cfg.Limiter.Return(q.user)
