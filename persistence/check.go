@@ -184,6 +184,12 @@ var indexChecks = []indexCheck{
 	{bUsersEmail, bUsers, "→ user id", valueID},
 	{bAccountsUser, bAccounts, "user id | account id", suffixOf(32)},
 	{bJobsActive, bJobs, "tracking id", wholeKey(16)},
+	{bJobsWaiting, bJobs, "account id | tracking id | target", func(k, _ []byte) []byte {
+		if len(k) != 34 {
+			return nil
+		}
+		return k[16:32]
+	}},
 	{bWebhooksUser, bWebhooks, "user id | webhook id", suffixOf(32)},
 	{bDeliveriesPending, bDeliveries, "webhook id | delivery id", wholeKey(32)},
 	{bMediaUser, bMedia, "user id | media id", suffixOf(32)},

@@ -101,7 +101,11 @@ func init() { registerBuckets(bJobs, bJobsActive, bJobsPost, bSchedule, bIdempot
 func (t *Tx) PutJob(j *Job) error { return t.PutJobEncoded(j, nil) }
 
 // PutJobEncoded stores a job the caller encoded with Encode (outside the transaction that many
-// writers share); nil raw encodes it here.
+// writers share); nil raw encodes it here. It keeps the job's indexes: jobs_active (flagged once
+// the job is finished, so that a start-up finds the finished jobs to hand to their posts without
+// decoding every active job), jobs_post, and jobs_waiting, where a new job's targets wait for
+// their accounts and a target's entry goes in the transaction that stores its outcome
+// (waiting.go).
 func (t *Tx) PutJobEncoded(j *Job, raw []byte) error {
 	if raw == nil {
 		var err error
@@ -113,23 +117,40 @@ func (t *Tx) PutJobEncoded(j *Job, raw []byte) error {
 	// The index entries are written once: a phase change finds them in place, and an index
 	// page left untouched is a page the commit need not write.
 	active := t.kv.Bucket(bJobsActive)
-	if j.PostSynced {
+	switch {
+	case j.PostSynced:
 		if err := active.Delete(id); err != nil {
 			return err
 		}
-	} else if !has(active, id) {
+	case j.finished():
+		if v := active.Get(id); len(v) == 0 || v[0] != activeFinished {
+			if err := active.Put(id, []byte{activeFinished}); err != nil {
+				return err
+			}
+		}
+	case !has(active, id):
 		if err := active.Put(id, nil); err != nil {
 			return err
 		}
 	}
 	byPost, key := t.kv.Bucket(bJobsPost), join(mustID(j.PostID), id)
-	if !has(byPost, key) {
+	isNew := !has(byPost, key)
+	if isNew {
 		if err := byPost.Put(key, nil); err != nil {
 			return err
 		}
 	}
+	if err := t.keepWaiting(j, isNew); err != nil {
+		return err
+	}
 	return t.kv.Bucket(bJobs).Put(id, raw)
 }
+
+// activeFinished is the value of a jobs_active entry whose job is finished (its post has still
+// to take the outcome); an unfinished job's entry is empty.
+const activeFinished = 1
+
+func (j *Job) finished() bool { return j.Status == JobCompleted || j.Status == JobFailed }
 
 // SettleJob takes a finished job out of the jobs to resume: its post stored the outcome in this
 // transaction. The job's own record keeps post_synced false; a job that is finished and not
@@ -161,6 +182,29 @@ func (t *Tx) ActiveJobs() []string {
 	c := t.kv.Bucket(bJobsActive).Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
 		out = append(out, idString(k))
+	}
+	return out
+}
+
+// FinishedActiveJobs lists, after the tracking id after ("" for the first), up to limit jobs that
+// are finished but whose post has not taken the outcome: a start-up hands them to their posts.
+// It reads the jobs_active index only.
+func (t *Tx) FinishedActiveJobs(after string, limit int) []string {
+	var out []string
+	c := t.kv.Bucket(bJobsActive).Cursor()
+	var k, v []byte
+	if after == "" {
+		k, v = c.First()
+	} else {
+		start := mustID(after)
+		if k, v = c.Seek(start); k != nil && bytes.Equal(k, start) {
+			k, v = c.Next()
+		}
+	}
+	for ; k != nil && len(out) < limit; k, v = c.Next() {
+		if len(v) > 0 && v[0] == activeFinished {
+			out = append(out, idString(k))
+		}
 	}
 	return out
 }

@@ -56,8 +56,8 @@ var (
 )
 
 // schemaVersion is the layout this code writes: 2 added posts_count; 3 keeps revoked keys in
-// apikeys_hash; 4 added publications.
-const schemaVersion = 4
+// apikeys_hash; 4 added publications; 5 added jobs_waiting and the finished flag of jobs_active.
+const schemaVersion = 5
 
 // Options configure the store.
 type Options struct {
@@ -197,6 +197,13 @@ func upgrade(tx kvTx) error {
 	if schemaOf(tx) < 4 {
 		// Version 4 added publications; a store written before it is indexed once.
 		if err := indexStoredPublications(tx); err != nil {
+			return err
+		}
+	}
+	if schemaOf(tx) < 5 {
+		// Version 5 keeps the targets of active jobs waiting for their accounts in jobs_waiting
+		// and flags the finished ones in jobs_active; a store written before it is indexed once.
+		if err := indexWaitingJobs(tx); err != nil {
 			return err
 		}
 	}
