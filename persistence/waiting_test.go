@@ -49,7 +49,9 @@ func TestJobTargetsWaitForTheirAccountsUntilTheirOutcome(t *testing.T) {
 			require.Equal(t, Waiting{AccountID: a, JobID: jobs[i].TrackingID, Target: 0, PostID: jobs[i].PostID}, w)
 		}
 		// A page, skipping what the account holds already.
-		got, more = waitingOfAccount(t, s, b, 2, func(key string) bool { return key == (Waiting{AccountID: b, JobID: jobs[0].TrackingID, Target: 1}).Key() })
+		got, more = waitingOfAccount(t, s, b, 2, func(key string) bool {
+			return key == (Waiting{AccountID: b, JobID: jobs[0].TrackingID, Target: 1}).Key()
+		})
 		require.True(t, more)
 		require.Equal(t, []Waiting{{b, jobs[1].TrackingID, 1, jobs[1].PostID}, {b, jobs[2].TrackingID, 1, jobs[2].PostID}}, got)
 

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/persistence/secret"
@@ -28,6 +30,14 @@ func (a *App) buildAccounts() error {
 	a.Accounts = actors.NewDirectory(a.Actors, a.capped(account.Kind(account.Deps{
 		Store: a.Store, Box: a.Box, Adapters: a.Adapters, Budgets: a.Budgets, Metrics: metrics,
 		Log: a.Log, Concurrency: a.Cfg.AccountConcurrency, Report: func(r *account.Report) { a.Jobs.Send(r.JobID, r) },
+		InHand: a.JobBacklog.Add,
+		// Media storage is built after the accounts.
+		Media: func(ctx context.Context, userID string, ids []string) ([]platforms.Media, error) {
+			if a.MediaResolver == nil {
+				return nil, account.ErrNoMediaStorage
+			}
+			return a.MediaResolver(ctx, userID, ids)
+		},
 	})))
 	return nil
 }

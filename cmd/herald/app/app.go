@@ -172,7 +172,7 @@ type App struct {
 	Campaigns   *actors.Directory
 	CampaignHub *campaign.Hub
 	// MediaResolver turns media ids into what adapters upload (nil: no media storage).
-	MediaResolver job.MediaResolver
+	MediaResolver account.MediaResolver
 	stopScheduler func()
 	// Events wakes the outbox's consumers (the webhook dispatcher) after an event commits.
 	Events   *actors.Notifier

@@ -15,7 +15,7 @@ import (
 const DefaultMaxLiveActors = 10000
 
 // ActorCaps are the caps of live actors (--max-live-actors): Default for every kind, PerKind by
-// actor kind name (post, job, account, webhook). A cap of 0 is DefaultMaxLiveActors; a negative
+// actor kind name (post, job, account, webhook, campaign). A cap of 0 is DefaultMaxLiveActors; a negative
 // one means no cap.
 type ActorCaps struct {
 	Default int
@@ -60,9 +60,9 @@ func ParseActorCaps(s string) (ActorCaps, error) {
 		}
 		kind = strings.TrimSpace(kind)
 		switch kind {
-		case "post", "job", "account", "webhook":
+		case "post", "job", "account", "webhook", "campaign":
 		default:
-			return ActorCaps{}, fmt.Errorf("--max-live-actors: unknown actor kind %q (post, job, account, webhook)", kind)
+			return ActorCaps{}, fmt.Errorf("--max-live-actors: unknown actor kind %q (post, job, account, webhook, campaign)", kind)
 		}
 		if c.PerKind == nil {
 			c.PerKind = map[string]int{}
