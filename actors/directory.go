@@ -357,17 +357,25 @@ func (d *Directory) handOver(s *shard, id string, e *entry) {
 	}
 }
 
-// passivate is called by an idle incarnation.
-func (d *Directory) passivate(id string, pid *actor.PID) {
+// passivate is called by an incarnation that is idle or settled, from the message it is
+// processing. It passivates it unless another message waits in its mailbox: that message may give
+// it work whose replies would find it stopped, so it stays, and decides again after that message
+// (passivate reports whether it passivated). The check is made under the shard lock, so no
+// message the directory delivers can slip in before the stop.
+func (d *Directory) passivate(id string, pid *actor.PID) bool {
 	s := d.shardOf(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entries[id]
 	if e == nil || e.pid == nil || !e.pid.Equal(pid) || e.stopping {
-		return
+		return false
+	}
+	if e.mailbox.depth() > 1 { // the message being processed counts
+		return false
 	}
 	d.m.passivations.Inc()
 	d.stop(s, e)
+	return true
 }
 
 // stopped is called by an incarnation as it stops; held messages go to a new incarnation.
@@ -493,7 +501,9 @@ func (a *incarnation) Receive(ctx actor.Context) {
 			return
 		}
 		if idle >= a.d.kind.IdleTimeout {
-			a.d.passivate(a.id, ctx.Self())
+			if !a.d.passivate(a.id, ctx.Self()) {
+				a.arm(ctx, a.d.kind.IdleTimeout)
+			}
 			return
 		}
 		a.arm(ctx, a.d.kind.IdleTimeout-idle)
@@ -507,8 +517,7 @@ func (a *incarnation) Receive(ctx actor.Context) {
 	default:
 		a.last = time.Now()
 		a.inner.Receive(ctx)
-		if s, ok := a.inner.(Settled); ok && s.Settled() {
-			a.d.passivate(a.id, ctx.Self())
+		if s, ok := a.inner.(Settled); ok && s.Settled() && a.d.passivate(a.id, ctx.Self()) {
 			return
 		}
 		if a.d.kind.MaxLive > 0 {

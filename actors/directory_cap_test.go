@@ -166,3 +166,54 @@ func TestNoMessageLostUnderTheCap(t *testing.T) {
 	require.Greater(t, testutil.ToFloat64(b.sys.Metrics.Capped.WithLabelValues("capped")), 0.0)
 	require.Eventually(t, func() bool { return b.dir.Live() <= 16 }, 5*time.Second, time.Millisecond)
 }
+
+// settling is a test actor that is settled after a settle message, and has work in flight (a
+// self-sent reply to come) after a work message.
+type settling struct {
+	settled, working bool
+	done             chan struct{}
+}
+
+type (
+	settle    struct{ gate chan struct{} }
+	startWork struct{}
+	workDone  struct{}
+)
+
+func (s *settling) Settled() bool { return s.settled && !s.working }
+func (s *settling) Busy() bool    { return s.working }
+
+func (s *settling) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *settle:
+		<-m.gate // the test delivers the next message meanwhile
+		s.settled = true
+	case *startWork:
+		s.working = true
+		actors.SendSelfAfter(ctx, 10*time.Millisecond, &workDone{})
+	case *workDone:
+		s.working = false
+		close(s.done)
+	}
+}
+
+// An actor that is settled after a message, with another message already behind it in its
+// mailbox, is not passivated then: that message may start work whose replies would find it
+// stopped.
+func TestASettledActorStaysForTheMessageBehind(t *testing.T) {
+	t.Parallel()
+	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
+	t.Cleanup(sys.Shutdown)
+	done := make(chan struct{})
+	d := actors.NewDirectory(sys, actors.Kind{Name: "settling", IdleTimeout: time.Hour, New: func(string) actor.Actor { return &settling{done: done} }})
+	gate := make(chan struct{})
+	d.Send("a", &settle{gate: gate})
+	d.Send("a", &startWork{})
+	close(gate)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the work's reply was lost: the actor was passivated with work in flight")
+	}
+	require.Eventually(t, func() bool { return d.Live() == 0 }, 5*time.Second, time.Millisecond, "settled once the work is done")
+}
