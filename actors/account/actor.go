@@ -932,6 +932,7 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 	}
 	platform := platforms.Platform(a.acc.Platform)
 	a.observeCall(string(platform), "publish", m.start, m.err)
+	a.deps.Budgets.Sent(platform, a.id, m.start)
 	now := a.deps.Now()
 	a.observeCallTime(m.took)
 	if m.err == nil {
