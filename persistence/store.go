@@ -80,6 +80,10 @@ type Options struct {
 	Check bool
 	// Faults, when set, injects failures at the commit boundary (tests; faults.go).
 	Faults *Faults
+	// MaxMappedBytes, on Linux and bbolt, gives the pages of the file mapped by reads back to
+	// the kernel's page cache whenever the process's file-backed resident memory passes it
+	// (checked every second; 0: never). See mapped_linux.go.
+	MaxMappedBytes int64
 }
 
 // Store is the bbolt database with its group committer.
@@ -168,6 +172,9 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 	}
 	s := newStore(boltCommitter{db}, opts)
 	s.db = db
+	if opts.MaxMappedBytes > 0 {
+		go s.watchMapped(opts.MaxMappedBytes, time.Second)
+	}
 	return s, nil
 }
 

@@ -70,6 +70,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	sessionMaxAge := fs.String("session-max-age", envOr("HERALD_SESSION_MAX_AGE", "720h"), "dashboard sessions end this long after sign-in")
 	fs.IntVar(&cfg.Overload.MaxInflightWrites, "max-inflight-writes", 0, "write requests served at once; more wait up to --admission-wait, then get 503 (default 64 per GOMAXPROCS; -1: no limit)")
 	fs.DurationVar(&cfg.Overload.AdmissionWait, "admission-wait", 0, "how long a write request waits for a slot before 503 (default 50ms)")
+	fs.IntVar(&cfg.MaxMappedFileMB, "max-mapped-file-mb", 0, "on Linux, give the data file's pages mapped by reads back to the page cache once the process's file-backed resident memory passes this many MB (default 128; -1: never)")
 	maxLive := fs.String("max-live-actors", envOr("HERALD_MAX_LIVE_ACTORS", ""), "live actors of each kind at most, idle ones passivated first: a figure for every kind and/or kind=figure pairs, e.g. 20000,job=5000 (default 10000; -1: no cap)")
 	fs.IntVar(&cfg.MaxJobBacklog, "max-job-backlog", 0, "publish jobs in hand (started, not final) beyond which publish requests get 503 (default 4096; -1: no limit)")
 	if pos, err := parseFlags(fs, args); err != nil {

@@ -153,6 +153,10 @@ type Config struct {
 	// MaxLiveActors caps the live actors of each kind (--max-live-actors; docs/operations.md,
 	// Memory).
 	MaxLiveActors ActorCaps
+	// MaxMappedFileMB gives the bbolt file's pages mapped by reads back to the kernel's page
+	// cache once the process's file-backed resident memory passes it (--max-mapped-file-mb; 0:
+	// DefaultMaxMappedFileMB; negative: never; persistence.Options.MaxMappedBytes).
+	MaxMappedFileMB int
 }
 
 // App is a built Herald.
@@ -254,9 +258,10 @@ func New(cfg Config) (*App, error) {
 	a.JobBacklog = job.NewBacklog(jobBacklogLimit(cfg.MaxJobBacklog))
 
 	store, err := persistence.OpenStore(cfg.Store, cfg.DataDir, persistence.Options{
-		LockTimeout: 2 * time.Second,
-		Check:       cfg.CheckOnStart,
-		Faults:      cfg.StoreFaults,
+		LockTimeout:    2 * time.Second,
+		Check:          cfg.CheckOnStart,
+		Faults:         cfg.StoreFaults,
+		MaxMappedBytes: mappedLimit(cfg.MaxMappedFileMB),
 		OnCommit: func(n int, d time.Duration, err error) {
 			commitSeconds.Observe(d.Seconds())
 			commitBatch.Observe(float64(n))

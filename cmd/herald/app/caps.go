@@ -72,6 +72,20 @@ func ParseActorCaps(s string) (ActorCaps, error) {
 	return c, nil
 }
 
+// DefaultMaxMappedFileMB is the file-backed resident memory beyond which the pages of the bbolt
+// file mapped by reads are given back to the kernel's page cache (docs/operations.md, Memory).
+const DefaultMaxMappedFileMB = 128
+
+func mappedLimit(mb int) int64 {
+	switch {
+	case mb == 0:
+		return DefaultMaxMappedFileMB << 20
+	case mb < 0:
+		return 0
+	}
+	return int64(mb) << 20
+}
+
 // capped gives a kind its cap of live actors.
 func (a *App) capped(k actors.Kind) actors.Kind {
 	k.MaxLive = a.Cfg.MaxLiveActors.For(k.Name)
