@@ -65,6 +65,10 @@ type Deps struct {
 	// Media turns a post's media ids into what adapters upload (nil: a post with media fails,
 	// for want of media storage).
 	Media MediaResolver
+	// Posts holds the posts whose jobs started last, by id, so that the accounts that take them
+	// soon after need not read and decode them (nil: always read). A post's content, media and
+	// owner never change once it has been published.
+	Posts *actors.Recent[string, *persistence.Post]
 	// InHand counts, by delta, the publishes accounts hold ready to go: taken from the store and
 	// neither final nor waiting for the network's budget or a retry's backoff (the job backlog;
 	// nil: not counted).
@@ -617,7 +621,9 @@ func (a *Actor) take(ctx actor.Context, n int) {
 		a.more = more
 		for _, w := range ws {
 			t := taken{w: w}
-			if w.PostID != "" {
+			if p, ok := a.deps.Posts.Get(w.PostID); ok && w.PostID != "" {
+				t.post = p
+			} else if w.PostID != "" {
 				t.post, _ = tx.Post(w.PostID)
 			}
 			t.att, _ = tx.Attempt(w.JobID, w.Target)

@@ -196,6 +196,9 @@ type App struct {
 	// Live serves analytics and the inbox (live.go).
 	Live *live.Service
 
+	// startedPosts are the posts whose jobs started last, for their accounts (accounts.go).
+	startedPosts *actors.Recent[string, *persistence.Post]
+
 	admin   *admin.Server
 	quotas  *quotas
 	httpSrv *http.Server

@@ -24,7 +24,7 @@ const DefaultFreePostQuota = 10
 func (a *App) postDeps() post.Deps {
 	return post.Deps{
 		Store: a.Store, Events: a.Events, IdleTimeout: orDefault(a.Cfg.PostIdleTimeout, 30*time.Second), Log: a.Log,
-		StartJob:  func(j *persistence.Job, _ *persistence.Post) { a.takeJob(j) },
+		StartJob:  func(j *persistence.Job, p *persistence.Post) { a.takeJob(j, p) },
 		Synced:    func(id string, stored bool) { a.Jobs.Send(id, &job.PostSynced{Stored: stored}) },
 		Scheduled: func(at time.Time) { a.Scheduler.Scheduled(at) },
 		// The hub is built before the post directory.
@@ -67,8 +67,11 @@ func (a *App) buildPublishing() {
 }
 
 // takeJob tells the accounts of a committed job's open targets that they wait for them in the
-// store.
-func (a *App) takeJob(j *persistence.Job) {
+// store; the post is kept for them among the recently started ones.
+func (a *App) takeJob(j *persistence.Job, p *persistence.Post) {
+	if p != nil {
+		a.startedPosts.Put(p.ID, p)
+	}
 	told := make(map[string]bool, len(j.Targets))
 	for _, t := range j.Targets {
 		if !t.Final() && !told[t.AccountID] {
