@@ -162,10 +162,23 @@ func cmdSim(args []string, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:8081", "listen address")
 	latency := fs.Duration("latency", 0, "latency added to every network call")
 	scale := fs.Float64("limit-scale", 1, "multiplier of every rate limit")
+	faultRate := fs.Float64("fault-rate", 0, "share of API calls (OAuth spared) that fail with a random fault, from 0 to 1")
+	faultKinds := fs.String("faults", "", "the faults drawn: error_5xx,timeout,rate_limit,post_then_error (default all)")
+	faultSeed := fs.Uint64("fault-seed", 0, "seed of the random faults (0: random)")
+	timeoutHold := fs.Duration("timeout-hold", 30*time.Second, "how long a timeout fault holds a call before dropping the connection")
+	faultReset := fs.Duration("fault-reset", time.Minute, "when a limit refused by a rate_limit fault resets")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	s, err := sim.Start(*addr, sim.Options{Latency: *latency, LimitScale: *scale})
+	if *faultRate < 0 || *faultRate > 1 {
+		return fmt.Errorf("--fault-rate must be from 0 to 1")
+	}
+	kinds, err := sim.ParseFaultKinds(*faultKinds)
+	if err != nil {
+		return err
+	}
+	s, err := sim.Start(*addr, sim.Options{Latency: *latency, LimitScale: *scale, FaultRate: *faultRate, FaultKinds: kinds,
+		FaultSeed: *faultSeed, TimeoutHold: *timeoutHold, FaultReset: *faultReset})
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@
 //
 //	GET  /_sim/publications?platform=P  what was published: {"data":[{id, platform, account, text, media_sha256, created_at}]}
 //	POST /_sim/faults                   {"platform","fault","count"}: the next count API calls to that network fail that way
+//	GET  /_sim/faults                   the random faults' rate and kinds, and how many of each were injected
 //	POST /_sim/reset                    clears publications, faults and counters
 //	POST /_sim/accounts                 {"platform","handle"}: a network user with fresh tokens (credentials JSON)
 //	GET  /_sim/revocations              tokens revoked through the networks' revoke endpoints
@@ -30,6 +31,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"sort"
@@ -85,6 +87,15 @@ type Options struct {
 	// FaultReset is when a limit refused by the rate_limit fault resets, from the refusal
 	// (default one minute).
 	FaultReset time.Duration
+	// FaultRate makes each API call (OAuth endpoints spared) fail with this probability, with a
+	// fault drawn at random from FaultKinds (default every per-call kind: error_5xx, timeout,
+	// rate_limit and post_then_error). A drawn post_then_error waits for the network's next call
+	// that creates a post. Faults queued through InjectFault go first. `herald sim --fault-rate`.
+	FaultRate  float64
+	FaultKinds []string
+	// FaultSeed seeds the random faults (0: a random seed), so that a run can be replayed as far
+	// as the order of concurrent calls allows.
+	FaultSeed uint64
 	// HTTPClient fetches media by URL for the networks that pull it (Instagram, Threads,
 	// TikTok PULL_FROM_URL, Pinterest image_url).
 	HTTPClient *http.Client
@@ -145,6 +156,9 @@ type Sim struct {
 	limits      map[limitKey]Limit
 	counters    map[counterKey]*window
 	live        *liveState
+	// rnd draws the random faults (Options.FaultRate); injected counts them by kind.
+	rnd      *mrand.Rand
+	injected map[string]int
 
 	baseURL string
 }
@@ -189,7 +203,16 @@ func New(opts Options) *Sim {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Timeout: 60 * time.Second}
 	}
+	if opts.FaultRate > 0 && len(opts.FaultKinds) == 0 {
+		opts.FaultKinds = RandomFaultKinds
+	}
+	seed := opts.FaultSeed
+	if seed == 0 {
+		seed = mrand.Uint64()
+	}
 	s := &Sim{
+		rnd:      mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		injected: map[string]int{},
 		opts:     opts,
 		mux:      http.NewServeMux(),
 		networks: map[platforms.Platform]*Network{},
@@ -302,6 +325,7 @@ func (s *Sim) apiMiddleware(n *Network) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		s.drawFault(p)
 		switch s.peekFault(p) {
 		case FaultError5xx:
 			s.consumeFault(p)
@@ -361,6 +385,54 @@ func (s *Sim) logRequest(p platforms.Platform, r *http.Request) {
 	}
 	s.requests = append(s.requests, RequestLog{Platform: string(p), Method: r.Method, Path: r.URL.Path, Headers: h, At: s.opts.Now()})
 	s.mu.Unlock()
+}
+
+// RandomFaultKinds are the faults a call may draw at random: every per-call kind.
+var RandomFaultKinds = []string{FaultError5xx, FaultTimeout, FaultRateLimit, FaultPostThenError}
+
+// ParseFaultKinds reads a comma-separated list of per-call fault kinds ("" is every one).
+func ParseFaultKinds(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return RandomFaultKinds, nil
+	}
+	var out []string
+	for _, k := range strings.Split(list, ",") {
+		k = strings.TrimSpace(k)
+		switch k {
+		case FaultError5xx, FaultTimeout, FaultRateLimit, FaultPostThenError:
+			out = append(out, k)
+		default:
+			return nil, fmt.Errorf("sim: %q is not a per-call fault (%s)", k, strings.Join(RandomFaultKinds, ", "))
+		}
+	}
+	return out, nil
+}
+
+// drawFault queues a random fault for this call of p, with probability Options.FaultRate, when
+// no fault is queued already.
+func (s *Sim) drawFault(p platforms.Platform) {
+	if s.opts.FaultRate <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.faults[p]) > 0 || s.rnd.Float64() >= s.opts.FaultRate {
+		return
+	}
+	k := s.opts.FaultKinds[s.rnd.IntN(len(s.opts.FaultKinds))]
+	s.faults[p] = append(s.faults[p], k)
+	s.injected[k]++
+}
+
+// InjectedFaults counts the random faults drawn so far, by kind.
+func (s *Sim) InjectedFaults() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.injected))
+	for k, n := range s.injected {
+		out[k] = n
+	}
+	return out
 }
 
 func (s *Sim) peekFault(p platforms.Platform) string {
@@ -577,6 +649,9 @@ func (s *Sim) adminRoutes() {
 			return
 		}
 		WriteJSON(w, 200, map[string]any{"ok": true})
+	})
+	s.mux.HandleFunc("GET /_sim/faults", func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, 200, map[string]any{"rate": s.opts.FaultRate, "kinds": s.opts.FaultKinds, "injected": s.InjectedFaults()})
 	})
 	s.mux.HandleFunc("POST /_sim/reset", func(w http.ResponseWriter, r *http.Request) {
 		s.Reset()
