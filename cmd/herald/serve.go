@@ -68,6 +68,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	fs.IntVar(&cfg.Live.SampleLimit, "live-sample-limit", 0, "analytics and inbox: latest publications one answer reads (default 200)")
 	sessionIdle := fs.String("session-idle", envOr("HERALD_SESSION_IDLE", "24h"), "dashboard sessions end after this long unused")
 	sessionMaxAge := fs.String("session-max-age", envOr("HERALD_SESSION_MAX_AGE", "720h"), "dashboard sessions end this long after sign-in")
+	shutdownDrain := fs.String("shutdown-drain", envOr("HERALD_SHUTDOWN_DRAIN", "1s"), "at shutdown, refuse new requests with 503 this long before closing the listener (0 skips it)")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -92,6 +93,9 @@ func cmdServe(args []string, stderr io.Writer) error {
 	}
 	if cfg.SessionMaxAge, err = positiveDuration("--session-max-age", *sessionMaxAge); err != nil {
 		return err
+	}
+	if cfg.ShutdownDrain, err = time.ParseDuration(strings.TrimSpace(*shutdownDrain)); err != nil || cfg.ShutdownDrain < 0 || cfg.ShutdownDrain > time.Minute {
+		return fmt.Errorf("--shutdown-drain: %q is not a duration from 0 to 1m", *shutdownDrain)
 	}
 	if cfg.SessionIdle > cfg.SessionMaxAge {
 		return fmt.Errorf("--session-idle (%s) is longer than --session-max-age (%s)", cfg.SessionIdle, cfg.SessionMaxAge)
