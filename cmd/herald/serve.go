@@ -168,6 +168,7 @@ func cmdSim(args []string, stderr io.Writer) error {
 	scale := fs.Float64("limit-scale", 1, "multiplier of every rate limit")
 	faultRate := fs.Float64("fault-rate", 0, "share of API calls (OAuth spared) that fail with a random fault, from 0 to 1")
 	faultKinds := fs.String("faults", "", "the faults drawn: error_5xx,timeout,rate_limit,post_then_error (default all)")
+	faultSpare := fs.String("fault-spare", "", "network:fault pairs never drawn, e.g. youtube:rate_limit (YouTube's quota lasts until midnight Pacific)")
 	faultSeed := fs.Uint64("fault-seed", 0, "seed of the random faults (0: random)")
 	timeoutHold := fs.Duration("timeout-hold", 30*time.Second, "how long a timeout fault holds a call before dropping the connection")
 	faultReset := fs.Duration("fault-reset", time.Minute, "when a limit refused by a rate_limit fault resets")
@@ -181,7 +182,11 @@ func cmdSim(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s, err := sim.Start(*addr, sim.Options{Latency: *latency, LimitScale: *scale, FaultRate: *faultRate, FaultKinds: kinds,
+	spare, err := sim.ParseFaultSpare(*faultSpare)
+	if err != nil {
+		return err
+	}
+	s, err := sim.Start(*addr, sim.Options{Latency: *latency, LimitScale: *scale, FaultRate: *faultRate, FaultKinds: kinds, FaultSpare: spare,
 		FaultSeed: *faultSeed, TimeoutHold: *timeoutHold, FaultReset: *faultReset})
 	if err != nil {
 		return err

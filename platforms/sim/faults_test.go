@@ -81,4 +81,36 @@ func TestParseFaultKinds(t *testing.T) {
 	require.Equal(t, []string{sim.FaultError5xx, sim.FaultPostThenError}, kinds)
 	_, err = sim.ParseFaultKinds("error_5xx,expire_tokens")
 	require.ErrorContains(t, err, "not a per-call fault")
+	spare, err := sim.ParseFaultSpare("youtube:rate_limit, tiktok:timeout")
+	require.NoError(t, err)
+	require.Equal(t, []string{"youtube:rate_limit", "tiktok:timeout"}, spare)
+	_, err = sim.ParseFaultSpare("youtube")
+	require.ErrorContains(t, err, "not network:fault")
+	_, err = sim.ParseFaultSpare("myspace:rate_limit")
+	require.ErrorContains(t, err, "not network:fault")
+}
+
+// A spared network:fault pair is never drawn; the other networks draw it.
+func TestRandomFaultsSpare(t *testing.T) {
+	s := sim.New(sim.Options{FaultRate: 1, FaultKinds: []string{sim.FaultError5xx}, FaultSpare: []string{"twitter_x:error_5xx"}, LimitScale: 100})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	s.SetBaseURL(srv.URL)
+	hc := &http.Client{Timeout: 5 * time.Second}
+	for _, c := range []struct {
+		p    platforms.Platform
+		path string
+		want int
+	}{{platforms.X, "/x/2/users/me", 200}, {platforms.Bluesky, "/bluesky/xrpc/com.atproto.server.getSession", 503}} {
+		creds, err := s.NewAccount(c.p, "spare")
+		require.NoError(t, err)
+		for range 5 {
+			req, _ := http.NewRequest("GET", srv.URL+c.path, nil)
+			req.Header.Set("Authorization", "Bearer "+creds.AccessToken)
+			resp, err := hc.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, c.want, resp.StatusCode, c.p)
+		}
+	}
 }

@@ -12,7 +12,7 @@
 //
 //	GET  /_sim/publications?platform=P  what was published: {"data":[{id, platform, account, text, media_sha256, created_at}]}
 //	POST /_sim/faults                   {"platform","fault","count"}: the next count API calls to that network fail that way
-//	GET  /_sim/faults                   the random faults' rate and kinds, and how many of each were injected
+//	GET  /_sim/faults                   the random faults' rate, kinds and spared pairs, and how many of each were drawn
 //	POST /_sim/reset                    clears publications, faults and counters
 //	POST /_sim/accounts                 {"platform","handle"}: a network user with fresh tokens (credentials JSON)
 //	GET  /_sim/revocations              tokens revoked through the networks' revoke endpoints
@@ -34,6 +34,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -93,6 +94,10 @@ type Options struct {
 	// that creates a post. Faults queued through InjectFault go first. `herald sim --fault-rate`.
 	FaultRate  float64
 	FaultKinds []string
+	// FaultSpare lists "network:kind" pairs never drawn at random, for example
+	// "youtube:rate_limit": YouTube's only rate answer is its daily quota, which lasts until
+	// midnight Pacific time, so a random one stops a network's publishing for the day.
+	FaultSpare []string
 	// FaultSeed seeds the random faults (0: a random seed), so that a run can be replayed as far
 	// as the order of concurrent calls allows.
 	FaultSeed uint64
@@ -390,6 +395,23 @@ func (s *Sim) logRequest(p platforms.Platform, r *http.Request) {
 // RandomFaultKinds are the faults a call may draw at random: every per-call kind.
 var RandomFaultKinds = []string{FaultError5xx, FaultTimeout, FaultRateLimit, FaultPostThenError}
 
+// ParseFaultSpare reads a comma-separated list of "network:kind" pairs (Options.FaultSpare).
+func ParseFaultSpare(list string) ([]string, error) {
+	var out []string
+	for _, pair := range strings.Split(list, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		p, k, _ := strings.Cut(pair, ":")
+		if !platforms.Platform(p).Valid() || !slices.Contains(RandomFaultKinds, k) {
+			return nil, fmt.Errorf("sim: %q is not network:fault (a network id, and one of %s)", pair, strings.Join(RandomFaultKinds, ", "))
+		}
+		out = append(out, pair)
+	}
+	return out, nil
+}
+
 // ParseFaultKinds reads a comma-separated list of per-call fault kinds ("" is every one).
 func ParseFaultKinds(list string) ([]string, error) {
 	if strings.TrimSpace(list) == "" {
@@ -420,6 +442,9 @@ func (s *Sim) drawFault(p platforms.Platform) {
 		return
 	}
 	k := s.opts.FaultKinds[s.rnd.IntN(len(s.opts.FaultKinds))]
+	if slices.Contains(s.opts.FaultSpare, string(p)+":"+k) {
+		return
+	}
 	s.faults[p] = append(s.faults[p], k)
 	s.injected[k]++
 }
@@ -651,7 +676,7 @@ func (s *Sim) adminRoutes() {
 		WriteJSON(w, 200, map[string]any{"ok": true})
 	})
 	s.mux.HandleFunc("GET /_sim/faults", func(w http.ResponseWriter, r *http.Request) {
-		WriteJSON(w, 200, map[string]any{"rate": s.opts.FaultRate, "kinds": s.opts.FaultKinds, "injected": s.InjectedFaults()})
+		WriteJSON(w, 200, map[string]any{"rate": s.opts.FaultRate, "kinds": s.opts.FaultKinds, "spare": s.opts.FaultSpare, "injected": s.InjectedFaults()})
 	})
 	s.mux.HandleFunc("POST /_sim/reset", func(w http.ResponseWriter, r *http.Request) {
 		s.Reset()
