@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,4 +114,37 @@ func TestRandomFaultsSpare(t *testing.T) {
 			require.Equal(t, c.want, resp.StatusCode, c.p)
 		}
 	}
+}
+
+// PUT /_sim/faults changes the rate: 0 stops the random faults.
+func TestSetFaultRate(t *testing.T) {
+	s := sim.New(sim.Options{FaultRate: 1, FaultKinds: []string{sim.FaultError5xx}, LimitScale: 100})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	s.SetBaseURL(srv.URL)
+	creds, err := s.NewAccount(platforms.X, "rate")
+	require.NoError(t, err)
+	hc := &http.Client{Timeout: 5 * time.Second}
+	me := func() int {
+		req, _ := http.NewRequest("GET", srv.URL+"/x/2/users/me", nil)
+		req.Header.Set("Authorization", "Bearer "+creds.AccessToken)
+		resp, err := hc.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, 503, me())
+	req, _ := http.NewRequest("PUT", srv.URL+"/_sim/faults", strings.NewReader(`{"rate":0}`))
+	resp, err := hc.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	for range 20 {
+		require.Equal(t, 200, me())
+	}
+	req, _ = http.NewRequest("PUT", srv.URL+"/_sim/faults", strings.NewReader(`{"rate":2}`))
+	resp, err = hc.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 400, resp.StatusCode)
 }

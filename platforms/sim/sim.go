@@ -13,6 +13,7 @@
 //	GET  /_sim/publications?platform=P  what was published: {"data":[{id, platform, account, text, media_sha256, created_at}]}
 //	POST /_sim/faults                   {"platform","fault","count"}: the next count API calls to that network fail that way
 //	GET  /_sim/faults                   the random faults' rate, kinds and spared pairs, and how many of each were drawn
+//	PUT  /_sim/faults                   {"rate"}: changes the random faults' rate (0 stops them)
 //	POST /_sim/reset                    clears publications, faults and counters
 //	POST /_sim/accounts                 {"platform","handle"}: a network user with fresh tokens (credentials JSON)
 //	GET  /_sim/revocations              tokens revoked through the networks' revoke endpoints
@@ -161,9 +162,11 @@ type Sim struct {
 	limits      map[limitKey]Limit
 	counters    map[counterKey]*window
 	live        *liveState
-	// rnd draws the random faults (Options.FaultRate); injected counts them by kind.
-	rnd      *mrand.Rand
-	injected map[string]int
+	// rnd draws the random faults at faultRate (Options.FaultRate, or SetFaultRate); injected
+	// counts them by kind.
+	rnd       *mrand.Rand
+	faultRate float64
+	injected  map[string]int
 
 	baseURL string
 }
@@ -208,7 +211,7 @@ func New(opts Options) *Sim {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Timeout: 60 * time.Second}
 	}
-	if opts.FaultRate > 0 && len(opts.FaultKinds) == 0 {
+	if len(opts.FaultKinds) == 0 {
 		opts.FaultKinds = RandomFaultKinds
 	}
 	seed := opts.FaultSeed
@@ -216,16 +219,17 @@ func New(opts Options) *Sim {
 		seed = mrand.Uint64()
 	}
 	s := &Sim{
-		rnd:      mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		injected: map[string]int{},
-		opts:     opts,
-		mux:      http.NewServeMux(),
-		networks: map[platforms.Platform]*Network{},
-		faults:   map[platforms.Platform][]string{},
-		deny:     map[platforms.Platform]bool{},
-		limits:   map[limitKey]Limit{},
-		counters: map[counterKey]*window{},
-		live:     newLiveState(),
+		rnd:       mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		faultRate: opts.FaultRate,
+		injected:  map[string]int{},
+		opts:      opts,
+		mux:       http.NewServeMux(),
+		networks:  map[platforms.Platform]*Network{},
+		faults:    map[platforms.Platform][]string{},
+		deny:      map[platforms.Platform]bool{},
+		limits:    map[limitKey]Limit{},
+		counters:  map[counterKey]*window{},
+		live:      newLiveState(),
 	}
 	for _, p := range platforms.All {
 		fn, ok := registrations[p]
@@ -430,15 +434,12 @@ func ParseFaultKinds(list string) ([]string, error) {
 	return out, nil
 }
 
-// drawFault queues a random fault for this call of p, with probability Options.FaultRate, when
+// drawFault queues a random fault for this call of p, with probability faultRate, when
 // no fault is queued already.
 func (s *Sim) drawFault(p platforms.Platform) {
-	if s.opts.FaultRate <= 0 {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.faults[p]) > 0 || s.rnd.Float64() >= s.opts.FaultRate {
+	if s.faultRate <= 0 || len(s.faults[p]) > 0 || s.rnd.Float64() >= s.faultRate {
 		return
 	}
 	k := s.opts.FaultKinds[s.rnd.IntN(len(s.opts.FaultKinds))]
@@ -447,6 +448,15 @@ func (s *Sim) drawFault(p platforms.Platform) {
 	}
 	s.faults[p] = append(s.faults[p], k)
 	s.injected[k]++
+}
+
+// SetFaultRate changes the share of API calls that draw a random fault (0 stops them), for
+// example to let a test's load settle. The kinds stay those of Options.FaultKinds (all when it
+// is empty).
+func (s *Sim) SetFaultRate(rate float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faultRate = rate
 }
 
 // InjectedFaults counts the random faults drawn so far, by kind.
@@ -676,7 +686,22 @@ func (s *Sim) adminRoutes() {
 		WriteJSON(w, 200, map[string]any{"ok": true})
 	})
 	s.mux.HandleFunc("GET /_sim/faults", func(w http.ResponseWriter, r *http.Request) {
-		WriteJSON(w, 200, map[string]any{"rate": s.opts.FaultRate, "kinds": s.opts.FaultKinds, "spare": s.opts.FaultSpare, "injected": s.InjectedFaults()})
+		injected := s.InjectedFaults()
+		s.mu.Lock()
+		out := map[string]any{"rate": s.faultRate, "kinds": s.opts.FaultKinds, "spare": s.opts.FaultSpare, "injected": injected}
+		s.mu.Unlock()
+		WriteJSON(w, 200, out)
+	})
+	s.mux.HandleFunc("PUT /_sim/faults", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Rate *float64 `json:"rate"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Rate == nil || *req.Rate < 0 || *req.Rate > 1 {
+			WriteJSON(w, 400, map[string]string{"error": "want {\"rate\": 0 to 1}"})
+			return
+		}
+		s.SetFaultRate(*req.Rate)
+		WriteJSON(w, 200, map[string]any{"ok": true})
 	})
 	s.mux.HandleFunc("POST /_sim/reset", func(w http.ResponseWriter, r *http.Request) {
 		s.Reset()
