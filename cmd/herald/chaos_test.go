@@ -200,40 +200,55 @@ func (run *chaosRun) add(r *chaosRec) {
 func (run *chaosRun) load(c *loadClient, round int, d time.Duration, kill func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var wg sync.WaitGroup
+	var wg, swg sync.WaitGroup
 	for w := 0; w < 6; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rnd := rand.New(rand.NewPCG(run.seed, uint64(1000+round*100+w)))
+			streaming := make(chan struct{}, 1) // one stream of this worker open at a time
 			for i := 0; ctx.Err() == nil; i++ {
 				tag := fmt.Sprintf("chaos r%02d w%d n%04d", round, w, i)
-				var r *chaosRec
 				switch n := rnd.IntN(100); {
 				case n < 18:
-					r = run.create(c, tag, round)
+					run.create(c, tag, round)
 				case n < 36:
-					r = run.publish(c, tag, round, "text")
+					run.publish(c, tag, round, "text")
 				case n < 46:
-					r = run.publish(c, tag, round, "photo")
+					run.publish(c, tag, round, "photo")
 				case n < 52:
-					r = run.publish(c, tag, round, "video")
+					run.publish(c, tag, round, "video")
 				case n < 68:
-					r = run.schedule(c, tag, round, time.Duration(1+rnd.IntN(6))*time.Second)
+					run.schedule(c, tag, round, time.Duration(1+rnd.IntN(6))*time.Second)
 				case n < 78:
-					r = run.deleteDraft(c, round, rnd)
+					run.deleteDraft(c, round, rnd)
 				case n < 86:
 					kind := "photo"
 					if rnd.IntN(2) == 0 {
 						kind = "video"
 					}
-					r = run.upload(c, kind, round)
+					run.upload(c, kind, round)
 				default:
-					run.follow(ctx, c, rnd)
+					run.mu.Lock()
+					var id string
+					if len(run.jobs) > 0 {
+						id = run.jobs[rnd.IntN(len(run.jobs))]
+					}
+					run.mu.Unlock()
+					select {
+					case streaming <- struct{}{}:
+						swg.Add(1)
+						go func() {
+							defer swg.Done()
+							run.follow(ctx, c, id)
+							<-streaming
+						}()
+					default:
+					}
 				}
-				if r != nil && r.res.outcome != acked {
-					time.Sleep(10 * time.Millisecond)
-				}
+				// A pace the networks' queues keep up with (each account publishes one call at a
+				// time), so that what is left at the end settles in seconds.
+				time.Sleep(time.Duration(50+rnd.IntN(100)) * time.Millisecond)
 			}
 		}()
 	}
@@ -242,6 +257,7 @@ func (run *chaosRun) load(c *loadClient, round int, d time.Duration, kill func()
 	time.Sleep(20 * time.Millisecond) // requests meet the closed port
 	cancel()
 	wg.Wait()
+	swg.Wait()
 }
 
 func (run *chaosRun) create(c *loadClient, tag string, round int) *chaosRec {
@@ -381,15 +397,11 @@ func (run *chaosRun) upload(c *loadClient, kind string, round int) *chaosRec {
 	return r
 }
 
-// follow streams a random acknowledged job until it ends or the round does.
-func (run *chaosRun) follow(ctx context.Context, c *loadClient, rnd *rand.Rand) {
-	run.mu.Lock()
-	if len(run.jobs) == 0 {
-		run.mu.Unlock()
+// follow streams an acknowledged job until it ends or the round does.
+func (run *chaosRun) follow(ctx context.Context, c *loadClient, id string) {
+	if id == "" {
 		return
 	}
-	id := run.jobs[rnd.IntN(len(run.jobs))]
-	run.mu.Unlock()
 	s := c.stream(ctx, id)
 	end := "cut"
 	switch {

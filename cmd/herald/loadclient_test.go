@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -23,7 +25,10 @@ import (
 // The rule for a request that meets a server going down:
 //   - a 2xx is durable: what it acknowledged is there after any restart;
 //   - a 503 internal_error with Retry-After, or a connection refused, was refused before anything
-//     was written: retrying it is safe;
+//     was written: retrying it is safe. A refused connection proves it only if the request was
+//     never written before: Go's transport resends a request that carries an Idempotency-Key by
+//     itself when the connection it was written to dies, and reports the last attempt's error;
+//     so a request written once (httptrace's WroteRequest) is lost, not refused;
 //   - any other transport failure (a reset, an EOF, a timeout) may have come after Herald
 //     committed the request: its outcome is unknown. A publish is settled by sending it again with
 //     the same Idempotency-Key (Herald answers the stored 202 if the first one committed, else
@@ -102,9 +107,17 @@ func (c *loadClient) do(method, path, body string, hdr map[string]string) loadRe
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
+	var wrote atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) },
+	}))
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return loadResult{outcome: classify(0, nil, nil, err), err: err}
+		o := classify(0, nil, nil, err)
+		if o == refused && wrote.Load() {
+			o = lost // an earlier attempt of the transport's was written
+		}
+		return loadResult{outcome: o, err: err}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
