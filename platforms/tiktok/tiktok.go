@@ -261,7 +261,8 @@ type status struct {
 // on (nil: await it); fewer bytes after TikTok answered the chunk with an error means the chunk
 // never arrived, so nothing was created and sending the post again is safe (Transient). When the
 // answer was lost instead (a reset, a timeout), the chunk may still be on its way, and the outcome
-// stays unknown; so it does when the status cannot be read. Without this, the lookup that
+// stays unknown; so it does when the status cannot be read (tried up to maxPollErrors times, as
+// awaitPublish does). Without this, the lookup that
 // resolves an unknown outcome would list the creator's videos while the new one is still in
 // processing or moderation, where TikTok does not list it, and the post would be sent twice.
 func (a *Adapter) uploadEnded(ctx context.Context, c platforms.Credentials, publishID string, size int64, err error) error {
@@ -269,9 +270,26 @@ func (a *Adapter) uploadEnded(ctx context.Context, c platforms.Credentials, publ
 		return err
 	}
 	body, _ := json.Marshal(map[string]string{"publish_id": publishID})
+	wait := a.cfg.PollInterval
+	if wait <= 0 {
+		wait = defaultPoll
+	}
 	var st status
-	if serr := a.call(ctx, request{method: http.MethodPost, url: a.api + "/v2/post/publish/status/fetch/", body: body, bearer: c.AccessToken, contentType: "application/json; charset=UTF-8"}, &st); serr != nil {
-		return err
+	for tries := 1; ; tries++ {
+		serr := a.call(ctx, request{method: http.MethodPost, url: a.api + "/v2/post/publish/status/fetch/", body: body, bearer: c.AccessToken, contentType: "application/json; charset=UTF-8"}, &st)
+		if serr == nil {
+			break
+		}
+		if k := platforms.KindOf(serr); tries >= maxPollErrors || k == platforms.AuthExpired || k == platforms.Permanent {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
 	}
 	var pe *platforms.Error
 	answered := errors.As(err, &pe) && pe.Status != 0

@@ -301,8 +301,8 @@ func TestServerErrorAndTimeoutAreTransient(t *testing.T) {
 	require.Empty(t, b.srv.Publications(platforms.TikTok))
 }
 
-// The last chunk answered 500 after TikTok took the video: the publish's status says every byte
-// arrived, so the publish goes on to its end instead of leaving an unknown outcome to a lookup
+// The last chunk answered 500 after TikTok took the video: the publish's status (read again when
+// a read fails) says every byte arrived, so the publish goes on to its end instead of leaving an unknown outcome to a lookup
 // (which would not list a video still in moderation). Lookup finds the post once it is listed.
 func TestPostThenErrorAndLookup(t *testing.T) {
 	t.Parallel()
@@ -313,6 +313,7 @@ func TestPostThenErrorAndLookup(t *testing.T) {
 	_, err := b.a.Publish(context.Background(), b.creds, other)
 	require.NoError(t, err)
 	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultPostThenError, 1))
+	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultError5xx, 1)) // the first status read fails too
 	res, err := b.a.Publish(context.Background(), b.creds, post)
 	require.NoError(t, err)
 
@@ -436,7 +437,8 @@ func TestGarbageAnswers(t *testing.T) {
 	}))
 	t.Cleanup(flow.Close)
 	base = flow.URL
-	_, err := New(platforms.Config{BaseURL: base}).Publish(context.Background(), creds, post)
+	// The publish's status cannot be read either (five tries).
+	_, err := New(platforms.Config{BaseURL: base, PollInterval: time.Millisecond}).Publish(context.Background(), creds, post)
 	require.Equal(t, platforms.Unknown, kindOf(t, err))
 }
 
