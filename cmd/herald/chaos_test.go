@@ -458,10 +458,14 @@ func (run *chaosRun) check(p *proc, c *loadClient, simURL string, rcv *webhookte
 	recs := append([]*chaosRec(nil), run.recs...)
 	run.mu.Unlock()
 	posts := listPosts(t, c)
-	deleted := map[string]bool{}
+	deleted := map[string]bool{}      // acknowledged deletions
+	mayBeDeleted := map[string]bool{} // deletions whose answer was lost
 	for _, r := range recs {
 		if r.kind == "delete" && r.res.outcome == acked {
 			deleted[r.postID] = true
+		}
+		if r.kind == "delete" && r.res.outcome == lost {
+			mayBeDeleted[r.postID] = true
 		}
 	}
 	for _, r := range recs {
@@ -473,6 +477,9 @@ func (run *chaosRun) check(p *proc, c *loadClient, simURL string, rcv *webhookte
 			got, ok := posts[r.postID]
 			if deleted[r.postID] {
 				require.False(t, ok, "post %s was deleted (acknowledged) but is there", r.postID)
+				continue
+			}
+			if mayBeDeleted[r.postID] && !ok {
 				continue
 			}
 			require.True(t, ok, "acknowledged %s %q (post %s) is lost", r.kind, r.content, r.postID)
