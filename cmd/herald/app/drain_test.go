@@ -16,9 +16,9 @@ import (
 )
 
 // A shutdown first drains: /readyz answers 503 and /healthz 200, every other request is refused
-// with 503 internal_error, Retry-After and Connection: close (a new job stream too), and then an
-// open job stream ends after its last complete event with a retry: field, before Shutdown
-// returns.
+// with 503 internal_error, Retry-After and Connection: close (a new job stream too), and then the
+// open job and campaign streams end after their last complete event with a retry: field, before
+// Shutdown returns.
 func TestShutdownDrainsThenEndsStreams(t *testing.T) {
 	t.Parallel()
 	a, err := app.New(app.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Log: discardLog(), NoAdminSocket: true,
@@ -55,16 +55,30 @@ func TestShutdownDrainsThenEndsStreams(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(body, &pub))
 
-	req, err := http.NewRequest("GET", a.URL()+"/v1/jobs/"+pub.TrackingID+"/stream", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+a.SandboxKey)
-	stream, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer stream.Body.Close()
-	require.Equal(t, 200, stream.StatusCode)
-	lines := bufio.NewScanner(stream.Body)
-	require.True(t, lines.Scan())
-	require.Equal(t, "event: progress", lines.Text(), "the job's state at once")
+	resp, body = call("POST", "/v1/campaigns", `{"publish":"now","posts":[{"content":"a campaign in flight at shutdown","platforms":["`+accts.Data[0].ID+`"]}]}`)
+	require.Equal(t, 202, resp.StatusCode, string(body))
+	var camp struct {
+		CampaignID string `json:"campaign_id"`
+	}
+	require.NoError(t, json.Unmarshal(body, &camp))
+
+	open := func(path, first string) *bufio.Scanner {
+		req, err := http.NewRequest("GET", a.URL()+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+a.SandboxKey)
+		stream, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { stream.Body.Close() })
+		require.Equal(t, 200, stream.StatusCode)
+		lines := bufio.NewScanner(stream.Body)
+		require.True(t, lines.Scan())
+		require.True(t, strings.HasPrefix(lines.Text(), first), "%s starts with %q: %q", path, first, lines.Text())
+		return lines
+	}
+	streams := map[string]*bufio.Scanner{
+		"job":      open("/v1/jobs/"+pub.TrackingID+"/stream", "event: progress"), // the job's state at once
+		"campaign": open("/v1/campaigns/"+camp.CampaignID+"/stream", ": campaign"),
+	}
 
 	go func() { shut <- a.Shutdown() }()
 	deadline := time.Now().Add(10 * time.Second)
@@ -86,14 +100,16 @@ func TestShutdownDrainsThenEndsStreams(t *testing.T) {
 		require.True(t, resp.Close, "the connection closes after the refusal")
 	}
 
-	var tail []string
-	for lines.Scan() {
-		tail = append(tail, lines.Text())
+	for name, lines := range streams {
+		var tail []string
+		for lines.Scan() {
+			tail = append(tail, lines.Text())
+		}
+		require.NoError(t, lines.Err(), name)
+		require.GreaterOrEqual(t, len(tail), 3, "%s: %q", name, tail)
+		require.Equal(t, []string{"retry: 1000", ""}, tail[len(tail)-2:], "the %s stream ends with the farewell: %q", name, tail)
+		require.True(t, strings.HasPrefix(tail[len(tail)-3], ": "), "a comment says why: %q", tail)
 	}
-	require.NoError(t, lines.Err())
-	require.GreaterOrEqual(t, len(tail), 3, "%q", tail)
-	require.Equal(t, []string{"retry: 1000", ""}, tail[len(tail)-2:], "the stream ends with the farewell: %q", tail)
-	require.True(t, strings.HasPrefix(tail[len(tail)-3], ": "), "a comment says why: %q", tail)
 	require.NoError(t, <-shut)
 	stopped = true
 }
