@@ -202,6 +202,12 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.lane = newLane(&a.deps, ctx)
 		a.load()
 		a.pump(ctx)
+	case *actor.Stopped:
+		// At shutdown: the calls handed to the lane that no caller has started are not started
+		// now, since their outcome could no longer be heard. Their attempts are recorded, so the
+		// next start looks them up and sends those it does not find. Calls already under way end
+		// as the network answers; the next start looks those up too.
+		a.lane.take()
 	case *Create:
 		a.create(ctx, m)
 	case *SetCredentials:

@@ -62,6 +62,9 @@ type Deps struct {
 	// Adapters check each network's own rules on a campaign's posts before anything is stored
 	// (nil: only Herald's own rules are checked).
 	Adapters map[platforms.Platform]platforms.Adapter
+	// Streams are the open job streams, which a shutdown ends (streams.go; nil: a set of the
+	// handlers' own).
+	Streams *Streams
 }
 
 type handlers struct {
@@ -77,6 +80,9 @@ func Register(d Deps) error {
 	}
 	if d.AskTimeout <= 0 {
 		d.AskTimeout = 10 * time.Second
+	}
+	if d.Streams == nil {
+		d.Streams = NewStreams()
 	}
 	h := &handlers{Deps: d, idem: &inflight{keys: map[string]bool{}}, streams: newStreamMetrics(d.Registry)}
 	doc, err := Document()
