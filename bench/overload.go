@@ -157,10 +157,12 @@ func overloadScenario(base *Env) (Result, error) {
 	}
 	start = time.Now()
 	var peakMem memKB // the largest anonymous and file-backed resident memory seen during the load
+	var slices []string // jobs completed per second in each tenth of the load
 	memDone := make(chan struct{})
 	go func() {
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
+		last, lastAt := g0, start
 		for {
 			select {
 			case <-memDone:
@@ -169,6 +171,12 @@ func overloadScenario(base *Env) (Result, error) {
 			}
 			m := readMemKB(e.cmd.Process.Pid)
 			peakMem.rss, peakMem.anon, peakMem.file = max(peakMem.rss, m.rss), max(peakMem.anon, m.anon), max(peakMem.file, m.file)
+			if time.Since(lastAt) >= openFor/10 && len(slices) < 10 {
+				if f, err := e.metric("herald_jobs_finished_total", ""); err == nil {
+					slices = append(slices, fmt.Sprintf("%.0f", (f-last)/time.Since(lastAt).Seconds()))
+					last, lastAt = f, time.Now()
+				}
+			}
 		}
 	}()
 	go func() {
@@ -273,12 +281,12 @@ func overloadScenario(base *Env) (Result, error) {
 		return "NOT met"
 	}
 	r.Notes = fmt.Sprintf("sustainable: %.0f jobs completed/s over the second half of %.0fs of 64 closed-loop clients, each waiting Retry-After after a 503 (accepted %.0f/s meanwhile; %d refused with 503 in all); "+
-		"load: %.0f requests/s offered open loop for %.0fs (%d sent from %d connections): accepted %.0f/s, goodput (accepted and completed during the load) %.0f/s = %.2f of sustainable (target ≥ %.2f: %s); "+
+		"load: %.0f requests/s offered open loop for %.0fs (%d sent from %d connections): accepted %.0f/s, goodput (accepted and completed during the load) %.0f/s = %.2f of sustainable (target ≥ %.2f: %s; completed per second in each tenth of the load: %s); "+
 		"refused with 503 %.1f%% (%d, %d without Retry-After; by reason: %s; p50 %.2f ms, p99 %.2f ms); accepted p99 %.2f ms (target < %d ms: %s; from the request's write rather than its scheduled time p50 %.2f ms, p99 %.2f ms); peak RSS %.0f MB (target < %d MB: %s; during the load at most %.0f MB, of it anonymous at most %.0f MB and file-backed at most %.0f MB: bbolt's mapped pages of a file of %.0f MB at the end); "+
 		"in the server during the load: %s; "+
 		"every job final %.1fs after the load; accepted posts %d (both phases), lost %d, not published %d, posts stored %d (a refused request leaves none: %s); errors %d",
 		sustainable, closedFor.Seconds(), closedAcceptedRate, closedRefused.Load(),
-		rate, openFor.Seconds(), sent, len(ows), float64(accepted.Load())/openSecs, goodput, goodput/sustainable, overloadGoodputTarget, met(goodput/sustainable >= overloadGoodputTarget),
+		rate, openFor.Seconds(), sent, len(ows), float64(accepted.Load())/openSecs, goodput, goodput/sustainable, overloadGoodputTarget, met(goodput/sustainable >= overloadGoodputTarget), strings.Join(slices, ", "),
 		100*float64(refused.Load())/float64(max(sent, 1)), refused.Load(), noRetryAfter.Load(), strings.Join(byReason, ", "), refusedLat.pct(0.5), refusedLat.pct(0.99),
 		r.P99ms, overloadP99Target, met(r.P99ms < overloadP99Target), exchangeLat.pct(0.5), exchangeLat.pct(0.99), peak, overloadRSSTarget, met(peak < overloadRSSTarget),
 		float64(peakMem.rss)/1024, float64(peakMem.anon)/1024, float64(peakMem.file)/1024, dbMB,
