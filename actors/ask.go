@@ -17,6 +17,10 @@ var ErrTimeout = errors.New("actors: the actor did not answer in time")
 // from its persisted state.
 var ErrActorFailed = errors.New("actors: the actor failed while handling the request")
 
+// ErrBusy means the actor had too many messages waiting to take another request (Kind's
+// MailboxLimit): the request was not delivered, so it changed nothing, and it may be retried.
+var ErrBusy = errors.New("actors: the actor is busy; the request was not delivered")
+
 // ErrorReply is an actor's error answer to a request; Ask returns Err.
 type ErrorReply struct{ Err error }
 

@@ -23,7 +23,19 @@ type Kind struct {
 	Shards int
 	// Creator, when set, creates actors without activating them (see Creator).
 	Creator Creator
+	// MailboxLimit bounds the requests waiting for one actor (default DefaultMailboxLimit;
+	// negative: unbounded). A request (a message with a reply address, as Ask sends) that finds
+	// that many messages already waiting in the actor's mailbox, or held for its next
+	// incarnation, is not delivered: its sender is answered at once with ErrBusy. Messages
+	// without a reply address (the work of requests already accepted: a job's publishes, a
+	// call's result) are always delivered, so refusing one never loses accepted work.
+	MailboxLimit int
 }
+
+// DefaultMailboxLimit is a kind's MailboxLimit when it sets none. A request behind that many
+// messages of one actor would wait for all of them; the caller learns at once that the actor is
+// busy instead.
+const DefaultMailboxLimit = 1024
 
 // Creator commits the first state of new actors of a kind without activating an incarnation.
 //
@@ -73,7 +85,8 @@ type shard struct {
 }
 
 type entry struct {
-	pid      *actor.PID // nil while a Creator runs for the id
+	pid      *actor.PID    // nil while a Creator runs for the id
+	mailbox  *mailboxDepth // the incarnation's waiting messages (nil with pid)
 	stopping bool
 	held     []held
 }
@@ -90,6 +103,9 @@ func NewDirectory(sys *System, k Kind) *Directory {
 	}
 	if k.Shards <= 0 {
 		k.Shards = 64
+	}
+	if k.MailboxLimit == 0 {
+		k.MailboxLimit = DefaultMailboxLimit
 	}
 	d := &Directory{sys: sys, kind: k, seed: maphash.MakeSeed(), shards: make([]*shard, k.Shards), m: newKindMetrics(sys.Metrics, k.Name)}
 	for i := range d.shards {
@@ -141,8 +157,13 @@ func (d *Directory) deliver(id string, msg any, sender *actor.PID) {
 			go d.create(c, id, msg, sender)
 			return
 		}
-		e = &entry{pid: d.spawn(id)}
+		e = d.spawn(id)
 		s.entries[id] = e
+	}
+	if sender != nil && d.full(e) {
+		d.m.refused.Inc()
+		d.sys.Root.Send(sender, &ErrorReply{Err: ErrBusy})
+		return
 	}
 	if e.stopping || e.pid == nil {
 		e.held = append(e.held, held{msg, sender})
@@ -151,8 +172,21 @@ func (d *Directory) deliver(id string, msg any, sender *actor.PID) {
 	d.sys.Root.RequestWithCustomSender(e.pid, msg, sender)
 }
 
+// full reports whether a request to entry e finds MailboxLimit messages ahead of it; the caller
+// holds the shard lock.
+func (d *Directory) full(e *entry) bool {
+	limit := d.kind.MailboxLimit
+	if limit < 0 {
+		return false
+	}
+	if e.stopping || e.pid == nil {
+		return len(e.held) >= limit
+	}
+	return e.mailbox.depth() >= limit
+}
+
 // spawn starts an incarnation; the caller holds the shard lock.
-func (d *Directory) spawn(id string) *actor.PID {
+func (d *Directory) spawn(id string) *entry {
 	inner := d.kind.New(id)
 	mb := newMailboxDepth(d.m.depth)
 	props := d.props.Clone(actor.WithProducer(func() actor.Actor {
@@ -161,7 +195,7 @@ func (d *Directory) spawn(id string) *actor.PID {
 	d.wg.Add(1)
 	d.m.live.Inc()
 	d.m.activations.Inc()
-	return d.sys.Root.Spawn(props)
+	return &entry{pid: d.sys.Root.Spawn(props), mailbox: mb}
 }
 
 // create runs the kind's Creator for a creating message to an id with no incarnation, replies, and
@@ -204,7 +238,7 @@ func (d *Directory) handOver(s *shard, id string, e *entry) {
 		delete(s.entries, id)
 		return
 	}
-	next := &entry{pid: d.spawn(id)}
+	next := d.spawn(id)
 	s.entries[id] = next
 	for _, h := range e.held {
 		d.sys.Root.RequestWithCustomSender(next.pid, h.msg, h.sender)
@@ -309,6 +343,13 @@ type idleCheck struct{}
 // whose results come back to them as messages, timers they armed).
 type Busy interface{ Busy() bool }
 
+// Settled is implemented by actors that know when their work is over (a job whose outcome its
+// post has taken, a post that is published): once Settled reports true after a message, the
+// directory passivates the actor at once instead of after its idle timeout. Its state is durable
+// and a later message activates it again from bbolt, so memory follows the work in hand rather
+// than the work done in the last idle timeout.
+type Settled interface{ Settled() bool }
+
 // incarnation wraps a kind's actor with idle passivation and the directory's bookkeeping.
 type incarnation struct {
 	d     *Directory
@@ -351,6 +392,9 @@ func (a *incarnation) Receive(ctx actor.Context) {
 	default:
 		a.last = time.Now()
 		a.inner.Receive(ctx)
+		if s, ok := a.inner.(Settled); ok && s.Settled() {
+			a.d.passivate(a.id, ctx.Self())
+		}
 	}
 }
 

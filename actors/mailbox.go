@@ -61,6 +61,14 @@ func (m *mailboxDepth) MessageReceived(msg any) {
 func (m *mailboxDepth) MailboxStarted() {}
 func (m *mailboxDepth) MailboxEmpty()   {}
 
+// depth is the number of user messages waiting in the mailbox (the one being processed
+// included).
+func (m *mailboxDepth) depth() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.n
+}
+
 // close takes the messages the stopped incarnation never processed off the gauge.
 func (m *mailboxDepth) close() {
 	m.mu.Lock()

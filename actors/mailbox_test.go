@@ -18,6 +18,7 @@ import (
 // blocks until its channel closes.
 type echoer struct {
 	ticks   int
+	pings   int
 	want    int
 	replyTo *actor.PID
 }
@@ -29,6 +30,9 @@ type hold struct {
 	release chan struct{}
 }
 type ping struct{}
+
+// self asks the echoer for a copy of itself.
+type self struct{}
 
 func (e *echoer) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
@@ -45,10 +49,14 @@ func (e *echoer) Receive(ctx actor.Context) {
 		if e.ticks == e.want && e.replyTo != nil {
 			ctx.Send(e.replyTo, e.ticks)
 		}
+	case *self:
+		c := *e
+		actors.Reply(ctx, &c)
 	case *hold:
 		close(m.entered)
 		<-m.release
 	case *ping:
+		e.pings++
 		actors.Reply(ctx, 1)
 	}
 }
@@ -119,4 +127,44 @@ func TestMailboxDepthAfterStop(t *testing.T) {
 	require.NoError(t, <-stopped)
 	require.Equal(t, 0, d.Live())
 	require.Equal(t, 0.0, testutil.ToFloat64(depth))
+}
+
+// A request that finds MailboxLimit messages ahead of it is answered at once with ErrBusy and
+// never delivered; messages without a reply address are delivered whatever the depth, and once
+// the actor has caught up, requests go through again.
+func TestMailboxLimitRefusesRequests(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	sys := actors.NewSystem(reg, nil)
+	t.Cleanup(sys.Shutdown)
+	d := actors.NewDirectory(sys, actors.Kind{Name: "bounded", IdleTimeout: time.Minute, MailboxLimit: 3,
+		New: func(string) actor.Actor { return &echoer{} }})
+	h := &hold{entered: make(chan struct{}), release: make(chan struct{})}
+	d.Send("a", h)
+	<-h.entered
+	for i := 0; i < 5; i++ {
+		d.Send("a", &tick{}) // accepted work: delivered beyond the limit
+	}
+	_, err := actors.Ask[int](context.Background(), d.To("a"), &ping{})
+	require.ErrorIs(t, err, actors.ErrBusy)
+	require.Equal(t, 1.0, testutil.ToFloat64(sys.Metrics.Refused.WithLabelValues("bounded")))
+	// Another actor of the kind is not affected.
+	n, err := actors.Ask[int](context.Background(), d.To("b"), &ping{})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	close(h.release)
+	answered := 0
+	require.Eventually(t, func() bool {
+		_, err := actors.Ask[int](context.Background(), d.To("a"), &ping{})
+		if err == nil {
+			answered++
+		}
+		return err == nil
+	}, 10*time.Second, time.Millisecond)
+	// Every tick sent while the actor was full was processed; the refused pings never reached it.
+	got, err := actors.Ask[*echoer](context.Background(), d.To("a"), &self{})
+	require.NoError(t, err)
+	require.Equal(t, 5, got.ticks)
+	require.Equal(t, answered, got.pings)
 }

@@ -18,6 +18,8 @@ type Metrics struct {
 	Activations  *prometheus.CounterVec
 	Passivations *prometheus.CounterVec
 	Restarts     *prometheus.CounterVec
+	// Refused counts the requests answered with ErrBusy (Kind's MailboxLimit).
+	Refused *prometheus.CounterVec
 }
 
 // NewMetrics registers the actor metrics on reg.
@@ -45,9 +47,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_actor_restarts_total", Help: "Actors restarted by supervision after a failure.",
 		}, []string{"actor_kind"}),
+		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_actor_requests_refused_total", Help: "Requests not delivered to an actor of a kind because its mailbox was full (answered at once with ErrBusy).",
+		}, []string{"actor_kind"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Messages, m.Processing, m.MailboxDepth, m.Live, m.Activations, m.Passivations, m.Restarts)
+		reg.MustRegister(m.Messages, m.Processing, m.MailboxDepth, m.Live, m.Activations, m.Passivations, m.Restarts, m.Refused)
 	}
 	return m
 }
@@ -75,6 +80,7 @@ type kindMetrics struct {
 	kind                                string
 	depth, live                         prometheus.Gauge
 	activations, passivations, restarts prometheus.Counter
+	refused                             prometheus.Counter
 	perType                             sync.Map // reflect.Type → *messageMetrics
 }
 
@@ -89,7 +95,7 @@ func newKindMetrics(m *Metrics, kind string) kindMetrics {
 		m: m, kind: kind,
 		depth: m.MailboxDepth.WithLabelValues(kind), live: m.Live.WithLabelValues(kind),
 		activations: m.Activations.WithLabelValues(kind), passivations: m.Passivations.WithLabelValues(kind),
-		restarts: m.Restarts.WithLabelValues(kind),
+		restarts: m.Restarts.WithLabelValues(kind), refused: m.Refused.WithLabelValues(kind),
 	}
 }
 

@@ -74,6 +74,7 @@ func Scenarios() []Scenario {
 		{Name: "dashboard", Run: dashboardScenario},
 		{Name: "memory-at-rest", Run: memoryAtRest},
 		{Name: "recovery", Run: recoveryScenario},
+		{Name: "overload", Run: overloadScenario},
 	}
 }
 

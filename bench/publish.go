@@ -18,9 +18,11 @@ import (
 	"time"
 )
 
-// unlimited are serve flags that lift every network budget and simulated limit, for scenarios
-// that measure Herald itself.
-var unlimited = []string{"--sim-limit-scale", "100000", "--budget-scale", "100000"}
+// unlimited are serve flags that lift every network budget and simulated limit, and the publish
+// backlog, for scenarios that measure Herald itself: they measure what it does with a load
+// beyond what it completes (the backlog the publish scenario leaves, for one), and the overload
+// scenario what it refuses of it.
+var unlimited = []string{"--sim-limit-scale", "100000", "--budget-scale", "100000", "--max-job-backlog", "-1"}
 
 func (e *Env) post(path, body string, hdr map[string]string) (int, []byte, error) {
 	req, _ := http.NewRequest(http.MethodPost, e.URL+path, strings.NewReader(body))

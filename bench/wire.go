@@ -29,6 +29,8 @@ type wire struct {
 	out    []byte
 	body   []byte
 	header map[string]string // extra request headers, set by the caller between requests
+	// retryAfter is the last response's Retry-After header ("" when it had none).
+	retryAfter string
 }
 
 func (e *Env) newWire() (*wire, error) {
@@ -116,6 +118,7 @@ type head struct {
 	status           int
 	length           int // -1 when not given
 	chunked, closing bool
+	retryAfter       string
 }
 
 // readHead reads a response's status line and headers.
@@ -155,6 +158,8 @@ func readHead(br *bufio.Reader) (head, error) {
 			h.chunked = bytes.EqualFold(v, []byte("chunked"))
 		case bytes.EqualFold(k, []byte("Connection")):
 			h.closing = bytes.EqualFold(v, []byte("close"))
+		case bytes.EqualFold(k, []byte("Retry-After")):
+			h.retryAfter = string(v)
 		}
 	}
 }
@@ -165,6 +170,7 @@ func (w *wire) readResponse() (int, []byte, error) {
 		return 0, nil, err
 	}
 	status, length, chunked, closing := h.status, h.length, h.chunked, h.closing
+	w.retryAfter = h.retryAfter
 	w.body = w.body[:0]
 	switch {
 	case chunked:

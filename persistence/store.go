@@ -25,6 +25,14 @@ var ErrLocked = errors.New("persistence: the database is locked by another proce
 // ErrClosed is returned by writes after Close.
 var ErrClosed = errors.New("persistence: store is closed")
 
+// ErrBusy is TryUpdate's refusal when the commit queue is full: the write was not queued, so
+// nothing of it is written, and it may be retried.
+var ErrBusy = errors.New("persistence: the commit queue is full")
+
+// queueSize is the capacity of the commit queue; TryUpdate refuses once half of it is taken, so
+// that the writes of work already accepted (Update) always find room behind the requests.
+const queueSize = 4096
+
 var bucketNames = [][]byte{
 	bMeta, bUsers, bUsersEmail, bAPIKeys, bAPIKeysHash, bAPIKeysUser,
 	bAccounts, bAccountsUser, bPosts, bPostsUser,
@@ -165,7 +173,7 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 
 // newStore starts the group committer of a store over a backend's commit boundary.
 func newStore(c committer, opts Options) *Store {
-	s := &Store{c: opts.Faults.wrap(c), opts: opts, writes: make(chan *write, 4096), done: make(chan struct{}), closed: make(chan struct{})}
+	s := &Store{c: opts.Faults.wrap(c), opts: opts, writes: make(chan *write, queueSize), done: make(chan struct{}), closed: make(chan struct{})}
 	go s.commitLoop()
 	return s
 }
@@ -237,7 +245,9 @@ func (s *Store) Path() string {
 // batch is replayed one write at a time), so it must only touch the transaction. When the commit
 // fails (disk full, I/O error) every write of the batch gets an error wrapping ErrWriteFailed and
 // nothing of them is kept; the next commits are tried as usual, so writes succeed again as soon as
-// the storage does.
+// the storage does. When the commit queue is full, Update waits for room until ctx ends: it is
+// for the writes of work already accepted (a job's progress, an outcome), which must not be
+// dropped; a write that a request waits on goes through TryUpdate, which refuses instead.
 func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 	w := &write{fn: fn, ok: make(chan struct{})}
 	s.mu.RLock()
@@ -257,6 +267,34 @@ func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 	<-w.ok
 	return w.err
 }
+
+// TryUpdate is Update for a write a request is waiting on: when the commit queue is full (half
+// its capacity taken, the rest kept for Update), it refuses at once with ErrBusy instead of
+// waiting for room, and nothing is written. Once queued, it waits for its commit as Update does.
+func (s *Store) TryUpdate(fn func(*Tx) error) error {
+	w := &write{fn: fn, ok: make(chan struct{})}
+	s.mu.RLock()
+	if s.isClosed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	if len(s.writes) >= queueSize/2 {
+		s.mu.RUnlock()
+		return ErrBusy
+	}
+	select {
+	case s.writes <- w:
+	default:
+		s.mu.RUnlock()
+		return ErrBusy
+	}
+	s.mu.RUnlock()
+	<-w.ok
+	return w.err
+}
+
+// QueueDepth is the number of writes waiting for the committer.
+func (s *Store) QueueDepth() int { return len(s.writes) }
 
 // View runs fn in a read transaction.
 func (s *Store) View(fn func(*Tx) error) error { return s.c.view(fn) }

@@ -230,3 +230,58 @@ func pruneEventsKeepsWhatAConsumerHasNotTaken(t *testing.T, s *persistence.Store
 		return err
 	}))
 }
+
+// With the committer held up and half the commit queue taken, TryUpdate refuses at once and
+// writes nothing, while Update still queues behind it; once the committer runs again, every
+// queued write commits and TryUpdate goes through.
+func TestTryUpdateRefusesWhenTheQueueIsFull(t *testing.T) {
+	persistence.EachStore(t, tryUpdateRefusesWhenTheQueueIsFull)
+}
+
+func tryUpdateRefusesWhenTheQueueIsFull(t *testing.T, s *persistence.Store) {
+	user := uuid.NewString()
+	entered, release := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // holds the committer inside its transaction
+		defer wg.Done()
+		require.NoError(t, s.Update(context.Background(), func(*persistence.Tx) error {
+			select {
+			case <-entered:
+			default:
+				close(entered)
+			}
+			<-release
+			return nil
+		}))
+	}()
+	<-entered
+	const queued = 2048 // half of the queue
+	for i := 0; i < queued+1; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := newPost(user, persistence.PostDraft, "linkedin")
+			require.NoError(t, s.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(p, nil) }))
+		}()
+	}
+	require.Eventually(t, func() bool { return s.QueueDepth() == queued+1 }, 30*time.Second, time.Millisecond)
+
+	refused := newPost(user, persistence.PostDraft, "linkedin")
+	ran := false
+	err := s.TryUpdate(func(tx *persistence.Tx) error { ran = true; return tx.PutPost(refused, nil) })
+	require.ErrorIs(t, err, persistence.ErrBusy)
+	require.False(t, ran)
+
+	close(release)
+	wg.Wait()
+	accepted := newPost(user, persistence.PostDraft, "linkedin")
+	require.NoError(t, s.TryUpdate(func(tx *persistence.Tx) error { return tx.PutPost(accepted, nil) }))
+	require.NoError(t, s.View(func(tx *persistence.Tx) error {
+		require.False(t, tx.HasPost(refused.ID), "a refused write was written")
+		require.True(t, tx.HasPost(accepted.ID))
+		_, total, err := tx.ListPosts(persistence.PostFilter{UserID: user, Limit: 1})
+		require.Equal(t, queued+2, total)
+		return err
+	}))
+}

@@ -47,6 +47,8 @@ type Deps struct {
 	// Finished observes every finished job (metrics).
 	Finished    func(j *persistence.Job, duration time.Duration)
 	IdleTimeout time.Duration
+	// Backlog counts the jobs in hand (nil: not counted).
+	Backlog *Backlog
 
 	// CampaignProgress tells the followers of a campaign (its streams) that a job of one of its
 	// posts recorded steps in the campaign's timeline (nil: nobody follows).
@@ -84,6 +86,51 @@ type Actor struct {
 	// storeFailures counts the failed commits in a row; retryArmed says a retryStore is coming.
 	storeFailures int
 	retryArmed    bool
+	// waiting are the open targets whose account last said they wait: for the network's rate
+	// budget, or for a retry's backoff. inHand tells whether the job is counted in Deps.Backlog:
+	// while its state is loaded, not final, and not every open target waits.
+	waiting map[int]bool
+	inHand  bool
+}
+
+// note keeps the waiting targets true after a report.
+func (a *Actor) note(r *account.Report) {
+	if !r.Final && (r.Event == persistence.EventWaiting || r.Event == persistence.EventRetrying) {
+		if a.waiting == nil {
+			a.waiting = map[int]bool{}
+		}
+		a.waiting[r.Target] = true
+		return
+	}
+	delete(a.waiting, r.Target)
+}
+
+// inBacklog reports whether the job counts in the backlog: it is loaded and not final, and at
+// least one of its open targets is not waiting for its network's budget or a retry. A job whose
+// every open target waits costs no work until then, so a burst that the networks' rate limits
+// hold back (an agency's thousands of posts) does not fill the backlog.
+func (a *Actor) inBacklog() bool {
+	if !a.loaded || a.state == nil || finished(a.state) {
+		return false
+	}
+	for _, t := range a.state.Targets {
+		if !t.Final() && !a.waiting[t.Target] {
+			return true
+		}
+	}
+	return false
+}
+
+// count keeps the job's place in the backlog true after each message.
+func (a *Actor) count(inHand bool) {
+	if inHand != a.inHand {
+		a.inHand = inHand
+		if inHand {
+			a.deps.Backlog.add(1)
+		} else {
+			a.deps.Backlog.add(-1)
+		}
+	}
 }
 
 // retryStore makes a job record again what its store could not commit.
@@ -92,6 +139,13 @@ type retryStore struct{}
 // Busy keeps a running job, or one with subscribers, from passivating.
 func (a *Actor) Busy() bool {
 	return len(a.subs) > 0 || (a.state != nil && !a.state.PostSynced)
+}
+
+// Settled passivates a job as soon as its post has taken the outcome and no stream follows it:
+// nothing more happens to it, and a read activates it again from bbolt.
+func (a *Actor) Settled() bool {
+	return len(a.subs) == 0 && len(a.unstored) == 0 && !a.syncUnstored && !a.retryArmed &&
+		a.state != nil && finished(a.state) && a.state.PostSynced
 }
 
 // Receive handles the job's messages.
@@ -111,6 +165,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			a.load()
 		}
 	}
+	defer func() { a.count(a.inBacklog()) }()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		// The state is read lazily, on the first message.
@@ -120,6 +175,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			close(s.C)
 		}
 		a.subs = nil
+		a.loaded, a.waiting = false, nil // out of the backlog: a job stopped unfinished resumes at the next start
 	case *Start:
 		a.start(ctx, m)
 	case *account.Report:
@@ -236,6 +292,7 @@ func (a *Actor) report(ctx actor.Context, r *account.Report) {
 	if a.state == nil || finished(a.state) {
 		return
 	}
+	a.note(r)
 	a.record(ctx, r)
 }
 

@@ -110,3 +110,71 @@ func TestReportsTheStoreCouldNotTakeAreRecordedInOrder(t *testing.T) {
 	}))
 	require.Empty(t, finished, "finished once")
 }
+
+// A job counts in the backlog from its start until it is final, except while every one of its
+// open targets waits for its network's rate budget or a retry's backoff; a stopped job leaves it.
+func TestBacklogCountsTheJobsInHand(t *testing.T) {
+	t.Parallel()
+	store, err := persistence.Open(t.TempDir(), persistence.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
+	t.Cleanup(sys.Shutdown)
+	backlog := job.NewBacklog(1)
+	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: time.Minute, Backlog: backlog,
+		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		SendAccount: func(string, *account.Publish) {},
+		Finish:      func(*persistence.Job) {}}))
+
+	user := uuid.NewString()
+	p := &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user, Content: "hello", Status: persistence.PostPublishing, CreatedAt: time.Now().UTC()}
+	j := &persistence.Job{TrackingID: uuid.Must(uuid.NewV7()).String(), PostID: p.ID, UserID: user, Status: persistence.JobQueued, CreatedAt: time.Now().UTC()}
+	for i, pl := range []string{"twitter_x", "linkedin"} {
+		acct := uuid.NewString()
+		p.Targets = append(p.Targets, persistence.Target{AccountID: acct, Platform: pl, Status: persistence.TargetPublishing})
+		j.Targets = append(j.Targets, persistence.JobTarget{Target: i, Platform: pl, AccountID: acct, Phase: persistence.PhaseUploading, Message: "queued"})
+	}
+	ctx := context.Background()
+	require.NoError(t, store.Update(ctx, func(tx *persistence.Tx) error {
+		if err := tx.PutJob(j); err != nil {
+			return err
+		}
+		return tx.PutPost(p, nil)
+	}))
+	counts := func(want int) {
+		t.Helper()
+		// A Get is answered after the messages sent before it: the count is then settled.
+		_, err := actors.Ask[*job.Reply](ctx, dir.To(j.TrackingID), &job.Get{UserID: user})
+		require.NoError(t, err)
+		require.Equal(t, want, backlog.Len())
+		require.Equal(t, want == 1, backlog.Full())
+	}
+	report := func(target int, final bool, event, msg string) {
+		dir.Send(j.TrackingID, &account.Report{JobID: j.TrackingID, Target: target, Final: final, Event: event, Message: msg})
+	}
+
+	dir.Send(j.TrackingID, &job.Start{Job: j, Post: p})
+	counts(1)
+	report(0, false, persistence.EventWaiting, "waiting for rate budget")
+	counts(1) // linkedin is still to publish
+	report(1, false, persistence.EventRetrying, "retrying in 1s")
+	counts(0) // both wait
+	report(0, false, "", "publishing to twitter_x")
+	counts(1)
+	report(0, true, "", "published")
+	report(1, true, "", "linkedin: refused")
+	counts(0) // final
+
+	// A job stopped unfinished (shutdown) leaves the backlog too.
+	other := &persistence.Job{TrackingID: uuid.Must(uuid.NewV7()).String(), PostID: p.ID, UserID: user, Status: persistence.JobQueued, CreatedAt: time.Now().UTC(),
+		Targets: []persistence.JobTarget{{Target: 0, Platform: "twitter_x", AccountID: j.Targets[0].AccountID, Phase: persistence.PhaseUploading}}}
+	require.NoError(t, store.Update(ctx, func(tx *persistence.Tx) error { return tx.PutJob(other) }))
+	dir.Send(other.TrackingID, &job.Start{Job: other, Post: p})
+	_, err = actors.Ask[*job.Reply](ctx, dir.To(other.TrackingID), &job.Get{UserID: user})
+	require.NoError(t, err)
+	require.Equal(t, 1, backlog.Len())
+	stop, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, dir.Stop(stop))
+	require.Equal(t, 0, backlog.Len())
+}

@@ -4,7 +4,6 @@
 package post
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -62,18 +61,26 @@ func Kind(d Deps) actors.Kind {
 	}
 }
 
-// creator commits drafts (Create) without activating their actors: a new draft's next message
-// (its read, edit, publish) is usually far off, and an incarnation kept for it until then costs
-// more than the write. Publish and Schedule that create their post do go through the actor, which
-// goes on with the job or the schedule.
+// creator commits drafts (Create) and new posts published at once (Publish with Create) without
+// activating their actors: a new draft's next message (its read, edit, publish) is usually far
+// off, and a publishing post's is its job's outcome; an incarnation kept for either until then
+// costs more than the write. Schedule that creates its post does go through the actor.
 type creator struct{ deps Deps }
 
 func (creator) Creates(msg any) bool {
-	_, ok := msg.(*Create)
-	return ok
+	switch m := msg.(type) {
+	case *Create:
+		return true
+	case *Publish:
+		return m.Create != nil
+	}
+	return false
 }
 
 func (c creator) Create(id string, msg any) any {
+	if m, ok := msg.(*Publish); ok {
+		return createAndPublish(c.deps, id, m)
+	}
 	p, err := createPost(c.deps.Store, id, msg.(*Create))
 	if err != nil {
 		return &actors.ErrorReply{Err: err}
@@ -100,6 +107,20 @@ type retryFinish struct{}
 
 // Busy keeps a post that still has to store a job's outcome from passivating.
 func (a *Actor) Busy() bool { return a.unfinished != nil }
+
+// Settled passivates a post as soon as a job's outcome made it published, partial or failed:
+// its next message (a read, a new publish of what failed) is usually far off, and activates it
+// again from bbolt.
+func (a *Actor) Settled() bool {
+	if a.state == nil || a.unfinished != nil {
+		return false
+	}
+	switch a.state.Status {
+	case persistence.PostPublished, persistence.PostPartial, persistence.PostFailed:
+		return true
+	}
+	return false
+}
 
 // isCreate reports whether a message creates its post.
 func isCreate(m any) bool {
@@ -174,14 +195,15 @@ func (a *Actor) owned(userID string) (*persistence.Post, error) {
 	return a.state, nil
 }
 
-// commit writes next durably, then makes it the actor's state.
+// commit writes next durably, then makes it the actor's state. It serves requests (an edit), so
+// a full commit queue refuses it (persistence.ErrBusy) rather than making the request wait.
 func (a *Actor) commit(next *persistence.Post) error {
 	// Encode here, outside the transaction that many actors share.
 	raw, err := persistence.Encode(next)
 	if err != nil {
 		return err
 	}
-	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+	if err := a.deps.Store.TryUpdate(func(tx *persistence.Tx) error {
 		return tx.PutPost(next, raw)
 	}); err != nil {
 		return err
@@ -219,7 +241,7 @@ func createPost(store *persistence.Store, id string, m *Create) (*persistence.Po
 	if err != nil {
 		return nil, err
 	}
-	if err := store.Update(context.Background(), func(tx *persistence.Tx) error {
+	if err := store.TryUpdate(func(tx *persistence.Tx) error {
 		if tx.HasPost(id) {
 			return ErrExists
 		}
@@ -287,7 +309,7 @@ func (a *Actor) delete(ctx actor.Context, m *Delete) {
 		actors.ReplyError(ctx, err)
 		return
 	}
-	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+	if err := a.deps.Store.TryUpdate(func(tx *persistence.Tx) error {
 		if cur.Status == persistence.PostScheduled && cur.ScheduledAt != nil {
 			if err := tx.Unschedule(cur.ID, *cur.ScheduledAt); err != nil {
 				return err

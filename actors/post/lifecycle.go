@@ -238,7 +238,7 @@ func (a *Actor) publish(ctx actor.Context, m *Publish) {
 		}
 		cur = owned
 	}
-	j, sj, err := a.startJob(cur, m.JobID, m.Quota, m.Idempotency, m.Create != nil, m.Only)
+	j, sj, err := a.startJob(cur, m.JobID, m.Quota, m.Idempotency, m.Create != nil, true, m.Only)
 	if err != nil {
 		actors.ReplyError(ctx, err)
 		return
@@ -248,9 +248,37 @@ func (a *Actor) publish(ctx actor.Context, m *Publish) {
 }
 
 // startJob commits the post's move to publishing with its new job (and the quota, the schedule
-// index and the idempotency answer) in one transaction.
-func (a *Actor) startJob(cur *persistence.Post, jobID string, q *Quota, idem *Idempotency, creating bool, only *Only) (*persistence.Job, *persistence.Post, error) {
-	now := a.deps.Now().UTC()
+// index and the idempotency answer) in one transaction, and makes it the actor's state.
+func (a *Actor) startJob(cur *persistence.Post, jobID string, q *Quota, idem *Idempotency, creating, request bool, only *Only) (*persistence.Job, *persistence.Post, error) {
+	j, next, err := commitJob(a.deps, cur, jobID, q, idem, creating, request, only)
+	if err != nil {
+		return nil, nil, err
+	}
+	a.state = next
+	return j, next, nil
+}
+
+// createAndPublish is the Creator's Publish of a new post: the post and its job are committed
+// and the job started without activating the post's actor, which the job's outcome activates
+// later (Finish). A publishing post has nothing to do until then, and an incarnation kept for it
+// would hold memory for every job in hand.
+func createAndPublish(d Deps, id string, m *Publish) any {
+	cur := m.Create.Clone()
+	cur.ID = id
+	j, sj, err := commitJob(d, cur, m.JobID, m.Quota, m.Idempotency, true, true, m.Only)
+	if err != nil {
+		return &actors.ErrorReply{Err: err}
+	}
+	d.StartJob(j.Clone(), sj.Clone())
+	return &PublishReply{Post: sj.Clone(), Job: j.Clone()}
+}
+
+// commitJob commits the post's move to publishing with its new job (and the quota, the schedule
+// index and the idempotency answer) in one transaction, and returns the job and the post as
+// committed. For a request (request true), a full commit queue refuses it (persistence.ErrBusy);
+// a scheduled post's time waits for room.
+func commitJob(d Deps, cur *persistence.Post, jobID string, q *Quota, idem *Idempotency, creating, request bool, only *Only) (*persistence.Job, *persistence.Post, error) {
+	now := d.Now().UTC()
 	next := cur.Clone()
 	wasScheduled := cur.Status == persistence.PostScheduled && cur.ScheduledAt != nil
 	j, err := NewJob(next, jobID, now, only)
@@ -267,7 +295,11 @@ func (a *Actor) startJob(cur *persistence.Post, jobID string, q *Quota, idem *Id
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+	write := d.Store.TryUpdate
+	if !request {
+		write = func(fn func(*persistence.Tx) error) error { return d.Store.Update(context.Background(), fn) }
+	}
+	if err := write(func(tx *persistence.Tx) error {
 		if creating {
 			if tx.HasPost(cur.ID) {
 				return ErrExists
@@ -303,7 +335,6 @@ func (a *Actor) startJob(cur *persistence.Post, jobID string, q *Quota, idem *Id
 	if q != nil {
 		next.QuotaCounted = true
 	}
-	a.state = next
 	return j, next, nil
 }
 
@@ -346,7 +377,7 @@ func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
 		actors.ReplyError(ctx, err)
 		return
 	}
-	err = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+	err = a.deps.Store.TryUpdate(func(tx *persistence.Tx) error {
 		if m.Create != nil {
 			if tx.HasPost(cur.ID) {
 				return ErrExists
@@ -395,7 +426,7 @@ func (a *Actor) fire(ctx actor.Context, m *Fire) {
 		return
 	}
 	jobID := uuid.Must(uuid.NewV7()).String()
-	j, sj, err := a.startJob(cur, jobID, nil, nil, false, nil)
+	j, sj, err := a.startJob(cur, jobID, nil, nil, false, false, nil)
 	if err != nil {
 		var np *NotPublishableError
 		if errors.As(err, &np) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/campaign"
+	"github.com/heraldhq/herald/actors/job"
 	"github.com/heraldhq/herald/actors/post"
 	"github.com/heraldhq/herald/actors/webhook"
 	"github.com/heraldhq/herald/http/apierr"
@@ -65,6 +66,9 @@ type Deps struct {
 	// Streams are the open job streams, which a shutdown ends (streams.go; nil: a set of the
 	// handlers' own).
 	Streams *Streams
+	// JobBacklog counts the publish jobs in hand; publish requests are refused with 503 while it
+	// is full (nil: no limit).
+	JobBacklog *job.Backlog
 }
 
 type handlers struct {
@@ -93,12 +97,12 @@ func Register(d Deps) error {
 	e.GET("/v1/openapi.json", func(c *echo.Context) error {
 		return c.Blob(http.StatusOK, "application/json", doc)
 	})
-	mount(e.Group(V1Prefix, d.Server.Authenticated), h.routes(), true)
+	mount(e.Group(V1Prefix, d.Server.Authenticated), d.Server, h.routes(), true)
 	h.registerConnect(e)
 	h.registerMedia(e)
 	if d.Server.Sessions() != nil {
 		dash := e.Group(DashboardPrefix, d.Server.SecurityHeaders, d.Server.SessionAuth)
-		mount(dash, h.routes(), false)
+		mount(dash, d.Server, h.routes(), false)
 		h.registerKeys(dash)
 		h.registerCredentials(dash)
 		h.registerDashboard(e)
@@ -137,6 +141,10 @@ func (h *handlers) actorError(c *echo.Context, what string, err error) error {
 	case errors.Is(err, actors.ErrTimeout):
 		h.Log.Warn("actor did not answer in time", append(server.LogAttrs(c), "what", what)...)
 		return apierr.Unavailable("the server is busy and did not answer in time; retry shortly")
+	case errors.Is(err, actors.ErrBusy):
+		return server.Overloaded(server.OverloadActor, "the "+what+" is too busy to take the request; nothing was changed; retry shortly")
+	case errors.Is(err, persistence.ErrBusy):
+		return server.Overloaded(server.OverloadCommitQueue, "the server is at capacity for writes; nothing was changed; retry shortly")
 	}
 	h.Log.Error("actor request failed", append(server.LogAttrs(c), "what", what, "error", err)...)
 	return apierr.Internal()

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -127,6 +128,18 @@ func (h *handlers) publishFlow(c *echo.Context, body []byte, run func(idem *post
 	return run(&post.Idempotency{Key: scope[:]}, fp[:])
 }
 
+// backlogFull refuses a publish (503) while the server has as many publish jobs in hand as it
+// takes (job.Backlog): accepting more would only lengthen the wait of every job and the memory
+// they hold. A replay of an answered Idempotency-Key is still served (publishFlow checks it
+// first), and nothing is written before the refusal.
+func (h *handlers) backlogFull() error {
+	if !h.JobBacklog.Full() {
+		return nil
+	}
+	return server.Overloaded(server.OverloadJobBacklog, fmt.Sprintf(
+		"the server has %d publish jobs in hand, as many as it takes; nothing was created; retry shortly", h.JobBacklog.Limit()))
+}
+
 // PublishAccepted is the 202 answer of POST /v1/posts/publish.
 type PublishAccepted struct {
 	PostID     string `json:"post_id,omitempty"`
@@ -224,6 +237,9 @@ func (h *handlers) publishNew(c *echo.Context) error {
 		return err
 	}
 	return h.publishFlow(c, raw, func(idem *post.Idempotency, fp []byte) error {
+		if err := h.backlogFull(); err != nil {
+			return err
+		}
 		in, err := h.postInput(c, raw, true)
 		if err != nil {
 			return err
@@ -250,6 +266,9 @@ func (h *handlers) publishExisting(c *echo.Context) error {
 		return err
 	}
 	return h.publishFlow(c, nil, func(idem *post.Idempotency, fp []byte) error {
+		if err := h.backlogFull(); err != nil {
+			return err
+		}
 		jobID := uuid.Must(uuid.NewV7()).String()
 		body, err := h.accepted(c, jobID, &PublishAccepted{TrackingID: jobID, Status: "queued", StreamURL: streamURL(c, jobID)}, idem, fp)
 		if err != nil {

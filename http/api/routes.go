@@ -124,15 +124,23 @@ func (h *handlers) routes() []route {
 	return rs
 }
 
+// admitted reports whether the route takes a write slot (server.AdmitWrite): every write but
+// the inbox's actions, which call a network rather than write the store and are bounded by the
+// account's read budgets and the live deadline instead. Reads and the job stream take none.
+func (r route) admitted() bool { return r.write() && !strings.HasPrefix(r.path, "/inbox/") }
+
 // mount adds every route to a door's group; scoped, each route checks its scope
-// (server.RequireScope) after the door's authentication.
-func mount(g *echo.Group, rs []route, scoped bool) {
+// (server.RequireScope) after the door's authentication. Writes then take a write slot.
+func mount(g *echo.Group, s *server.Server, rs []route, scoped bool) {
 	for _, r := range rs {
+		var mw []echo.MiddlewareFunc
 		if scoped {
-			g.Add(r.method, r.path, r.handler, server.RequireScope(r.scope, r.write()))
-		} else {
-			g.Add(r.method, r.path, r.handler)
+			mw = append(mw, server.RequireScope(r.scope, r.write()))
 		}
+		if r.admitted() {
+			mw = append(mw, s.AdmitWrite)
+		}
+		g.Add(r.method, r.path, r.handler, mw...)
 	}
 }
 

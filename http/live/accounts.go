@@ -93,7 +93,7 @@ func (s *Service) Accounts(ctx context.Context, userID string, f Feature) ([]Liv
 	}
 	wg.Wait()
 	for _, err := range errs {
-		if errors.Is(err, actors.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, actors.ErrTimeout) || errors.Is(err, actors.ErrBusy) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, apierr.Unavailable("the connected accounts did not answer in time; retry shortly")
 		}
 		if err != nil {

@@ -218,7 +218,7 @@ func classify(reply *account.ReadReply, err error) outcome {
 		return outcome{reason: "rate_budget"}
 	case errors.Is(err, platforms.ErrNotFound), accountGone(err):
 		return outcome{state: gone}
-	case errors.Is(err, actors.ErrTimeout), errors.Is(err, account.ErrReadDeadline), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, actors.ErrTimeout), errors.Is(err, actors.ErrBusy), errors.Is(err, account.ErrReadDeadline), errors.Is(err, context.DeadlineExceeded):
 		return outcome{reason: "deadline"}
 	}
 	return outcome{reason: "network"}

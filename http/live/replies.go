@@ -229,6 +229,9 @@ func (s *Service) accountError(p platforms.Platform, doing string, err error) (o
 	var rc *account.ReconnectError
 	var pe *platforms.Error
 	switch {
+	case errors.Is(err, actors.ErrBusy):
+		// The request never reached the account: nothing was sent.
+		return apierr.Unavailable(fmt.Sprintf("the %s account is too busy to take the request; nothing was sent; retry shortly", p)), "refused"
 	case errors.As(err, &rc):
 		return apierr.Validation("the %s account must be connected again before Herald can %s (%s)", p, doing, rc.Reason), "refused"
 	case errors.As(err, &spent):

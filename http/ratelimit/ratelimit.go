@@ -89,6 +89,19 @@ func (l *Limiter) Take(user string, limit int) Decision {
 	return d
 }
 
+// Return gives back one request that Take counted for user in the window still open (a request
+// the server refused for its own reasons, such as overload, is not the client's to pay for).
+func (l *Limiter) Return(user string) {
+	now := l.now()
+	s := &l.shards[maphash.String(l.seed, user)%uint64(len(l.shards))]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w := s.windows[user]; w != nil && w.used > 0 && now.Before(w.start.Add(Window)) {
+		w.used--
+		w.dirty = true
+	}
+}
+
 // Entry is one user's open window: when it opened and how many requests it has counted.
 type Entry struct {
 	User  string

@@ -86,3 +86,29 @@ func TestPeekCountsNothing(t *testing.T) {
 	require.Zero(t, used)
 	require.Zero(t, reset)
 }
+
+// Return gives back one request of the open window, never below zero, and nothing once the
+// window has closed.
+func TestReturnGivesBackOneRequest(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	l := ratelimit.New(func() time.Time { return now })
+	require.Equal(t, 1, l.Take("alice", 2).Remaining)
+	require.Equal(t, 0, l.Take("alice", 2).Remaining)
+	require.False(t, l.Take("alice", 2).Allowed)
+	l.Return("alice")
+	require.True(t, l.Take("alice", 2).Allowed, "the returned request is free again")
+	l.Return("alice")
+	l.Return("alice")
+	l.Return("alice")
+	used, _ := l.Peek("alice")
+	require.Equal(t, 0, used)
+	l.Return("bob") // no window: nothing
+	used, _ = l.Peek("bob")
+	require.Equal(t, 0, used)
+
+	l.Take("alice", 2)
+	now = now.Add(time.Hour)
+	l.Return("alice") // the window closed
+	require.Equal(t, 1, l.Take("alice", 2).Remaining, "a new window")
+}

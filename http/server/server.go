@@ -70,6 +70,8 @@ type Config struct {
 	// MetricsPublic serves /metrics on the API's own routes too. Off by default: the exposition
 	// is unauthenticated, so it is served by MetricsHandler on a listener of its own.
 	MetricsPublic bool
+	// Overload bounds the write requests served at once (overload.go).
+	Overload Overload
 }
 
 // DefaultBodyLimit caps a request body, but on BodyLimits' routes and long-running ones.
@@ -92,6 +94,12 @@ type Server struct {
 	duration *prometheus.HistogramVec
 	inflight prometheus.Gauge
 	metrics  http.Handler // the exposition of cfg.Registry (nil without one)
+
+	admission       *admission // nil: writes are not limited (overload.go)
+	overloadRefused *prometheus.CounterVec
+	// shed counts the refusals for overload since the last log line about them, logged at
+	// shedLogged (unix nanoseconds).
+	shed, shedLogged atomic.Int64
 }
 
 // New builds the server. Routes are added by the caller (http/api) through Echo, V1 and Public.
@@ -116,8 +124,15 @@ func New(cfg Config) *Server {
 	s.inflight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "herald_http_requests_in_flight", Help: "HTTP requests being served.",
 	})
+	s.overloadRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "herald_http_overload_refused_total", Help: "Requests refused with 503 because the server was over capacity, by route template and reason (admission, actor, commit_queue, job_backlog).",
+	}, []string{"route", "reason"})
+	s.admission = newAdmission(cfg.Overload)
 	if cfg.Registry != nil {
-		cfg.Registry.MustRegister(s.requests, s.duration, s.inflight)
+		cfg.Registry.MustRegister(s.requests, s.duration, s.inflight, s.overloadRefused)
+		if s.admission != nil {
+			cfg.Registry.MustRegister(s.admission.inflight, s.admission.queued)
+		}
 	}
 	e := echo.NewWithConfig(echo.Config{Logger: cfg.Log, HTTPErrorHandler: s.handleError, NoGroupAutoRegister404Routes: true})
 	e.Pre(escapedPath)
@@ -192,6 +207,9 @@ func (s *Server) Authenticated(next echo.HandlerFunc) echo.HandlerFunc {
 		d := s.cfg.Limiter.Take(p.User.ID, limit)
 		reset := int((d.Reset + time.Second - 1) / time.Second)
 		setRateLimitHeaders(c.Response().Header(), p.User.Plan, d.Limit, d.Remaining, reset)
+		if d.Allowed {
+			c.Set(keyQuota, quotaTaken{user: p.User.ID, plan: p.User.Plan, d: d, reset: reset})
+		}
 		if !d.Allowed {
 			return apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimitExceeded,
 				"hourly request quota of plan %s (%d requests) exceeded; it resets in %d seconds", p.User.Plan, d.Limit, reset).
@@ -343,7 +361,9 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		c.Set(KeyRequestID, id)
 		c.Response().Header().Set("X-Request-Id", id)
+		shed := false
 		if err := next(c); err != nil {
+			shed = s.countOverload(c, err)
 			s.handleError(c, err)
 		}
 		route := routeLabel(c)
@@ -352,9 +372,10 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		s.requests.WithLabelValues(route, method, statusLabel(status)).Inc()
 		s.duration.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
 		// The access log: one line per request at debug level (a busy server answers thousands of
-		// requests a second), server errors at warn.
+		// requests a second), server errors at warn, except refusals for overload: there may be
+		// thousands a second, and countOverload sums them up in one line a minute.
 		level := slog.LevelDebug
-		if status >= 500 {
+		if status >= 500 && !shed {
 			level = slog.LevelWarn
 		}
 		if ctx := c.Request().Context(); s.cfg.Log.Enabled(ctx, level) {

@@ -147,6 +147,13 @@ type Config struct {
 	// from the open-files limit); MaxIdlePerAddr caps one client address's idle connections (0:
 	// server.DefaultMaxIdlePerAddr; negative: no cap). docs/operations.md, Connections and metrics.
 	MaxConns, MaxIdlePerAddr int
+	// Overload bounds the write requests served at once and their wait for a slot
+	// (--max-inflight-writes, --admission-wait; server.Overload). MaxJobBacklog bounds the
+	// publish jobs in hand: publish requests are refused with 503 while that many are
+	// (--max-job-backlog; default DefaultMaxJobBacklog, negative: no limit). docs/operations.md,
+	// Overload.
+	Overload      server.Overload
+	MaxJobBacklog int
 }
 
 // App is a built Herald.
@@ -212,6 +219,9 @@ type App struct {
 	streams *api.Streams
 	// draining is set when a shutdown begins (drain.go).
 	draining atomic.Bool
+
+	// JobBacklog counts the publish jobs in hand against Cfg.MaxJobBacklog.
+	JobBacklog *job.Backlog
 }
 
 // New builds Herald on cfg.DataDir. Nothing listens until Start.
@@ -247,6 +257,7 @@ func New(cfg Config) (*App, error) {
 	})
 	a.Registry.MustRegister(commitSeconds, commitBatch, commitErrors)
 	health := newStoreHealth(a.Registry, cfg.Log, cfg.DataDir)
+	a.JobBacklog = job.NewBacklog(jobBacklogLimit(cfg.MaxJobBacklog))
 
 	store, err := persistence.OpenStore(cfg.Store, cfg.DataDir, persistence.Options{
 		LockTimeout: 2 * time.Second,
@@ -272,6 +283,9 @@ func New(cfg Config) (*App, error) {
 	}
 	a.Store = store
 	health.store = store
+	a.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "herald_bbolt_commit_queue_depth", Help: "Writes waiting for the group committer.",
+	}, func() float64 { return float64(store.QueueDepth()) }))
 	// bbolt file, running jobs and token expiry, read from the store on scrape (opsmetrics.go).
 	a.Registry.MustRegister(newStoreCollector(store, nil))
 	a.Actors = actors.NewSystem(a.Registry, cfg.Log)
@@ -325,7 +339,7 @@ func New(cfg Config) (*App, error) {
 	}
 	a.Server = server.New(server.Config{
 		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: a.quotas.limiter, Deprecated: deprecated, PlanLimits: cfg.PlanLimits, RequestTimeout: cfg.RequestTimeout,
-		Sessions: a.Sessions, BaseURL: func() string { return a.Cfg.BaseURL }, ConnectSources: a.Media.connectSources(), MetricsPublic: cfg.MetricsPublic,
+		Sessions: a.Sessions, BaseURL: func() string { return a.Cfg.BaseURL }, ConnectSources: a.Media.connectSources(), MetricsPublic: cfg.MetricsPublic, Overload: cfg.Overload,
 		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true, api.DashboardJobStreamRoute: true,
 			api.CampaignStreamRoute: true, api.DashboardCampaignStreamRoute: true},
 		BodyLimits: api.BodyLimits(),
@@ -334,7 +348,7 @@ func New(cfg Config) (*App, error) {
 	a.streams = api.NewStreams()
 	a.Server.Echo.Use(a.refuseWhileDraining)
 	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, Auth: a.Auth, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live,
-		Campaigns: a.Campaigns, CampaignHub: a.CampaignHub, Adapters: a.Adapters, Streams: a.streams}); err != nil {
+		Campaigns: a.Campaigns, CampaignHub: a.CampaignHub, Adapters: a.Adapters, Streams: a.streams, JobBacklog: a.JobBacklog}); err != nil {
 		a.closeStore()
 		return nil, err
 	}

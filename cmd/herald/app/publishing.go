@@ -41,9 +41,15 @@ func (a *App) buildPublishing() {
 		Name: "herald_job_duration_seconds", Help: "Time from a job's creation to its last target's outcome.",
 		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600},
 	})
-	a.Registry.MustRegister(outcomes, durations)
+	backlog := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "herald_jobs_in_hand", Help: "Publish jobs started and not yet final (live job actors); publish requests are refused while it is at herald_jobs_in_hand_limit.",
+	}, func() float64 { return float64(a.JobBacklog.Len()) })
+	backlogLimit := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "herald_jobs_in_hand_limit", Help: "The publish jobs in hand beyond which publish requests are refused (--max-job-backlog; 0: no limit).",
+	}, func() float64 { return float64(a.JobBacklog.Limit()) })
+	a.Registry.MustRegister(outcomes, durations, backlog, backlogLimit)
 	a.Jobs = actors.NewDirectory(a.Actors, job.Kind(job.Deps{
-		Store: a.Store, Log: a.Log, Media: a.MediaResolver, IdleTimeout: orDefault(a.Cfg.PostIdleTimeout, 30*time.Second),
+		Store: a.Store, Log: a.Log, Media: a.MediaResolver, IdleTimeout: orDefault(a.Cfg.PostIdleTimeout, 30*time.Second), Backlog: a.JobBacklog,
 		SendAccount: func(id string, m *account.Publish) { a.Accounts.Send(id, m) },
 		Finish:      func(j *persistence.Job) { a.Posts.Send(j.PostID, &post.Finish{Job: j}) },
 		Finished: func(j *persistence.Job, d time.Duration) {
@@ -112,6 +118,20 @@ func (a *App) pruneEvents(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// DefaultMaxJobBacklog is the publish jobs in hand beyond which publish requests are refused,
+// when --max-job-backlog is not given (docs/operations.md, Overload).
+const DefaultMaxJobBacklog = 4096
+
+func jobBacklogLimit(n int) int {
+	switch {
+	case n == 0:
+		return DefaultMaxJobBacklog
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
 func freeQuota(n int) int {
