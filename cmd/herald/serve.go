@@ -68,7 +68,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	fs.IntVar(&cfg.Live.SampleLimit, "live-sample-limit", 0, "analytics and inbox: latest publications one answer reads (default 200)")
 	sessionIdle := fs.String("session-idle", envOr("HERALD_SESSION_IDLE", "24h"), "dashboard sessions end after this long unused")
 	sessionMaxAge := fs.String("session-max-age", envOr("HERALD_SESSION_MAX_AGE", "720h"), "dashboard sessions end this long after sign-in")
-	fs.IntVar(&cfg.Overload.MaxInflightWrites, "max-inflight-writes", 0, "write requests served at once; more wait up to --admission-wait, then get 503 (default 64 per GOMAXPROCS; -1: no limit)")
+	fs.IntVar(&cfg.Overload.MaxInflightWrites, "max-inflight-writes", 0, "write requests served at once; more wait up to --admission-wait, then get 503 (default 64; -1: no limit)")
 	fs.DurationVar(&cfg.Overload.AdmissionWait, "admission-wait", 0, "how long a write request waits for a slot before 503 (default 50ms)")
 	fs.IntVar(&cfg.MaxJobBacklog, "max-job-backlog", 0, "publish jobs in hand (started, not final) beyond which publish requests get 503 (default 4096; -1: no limit)")
 	if pos, err := parseFlags(fs, args); err != nil {
