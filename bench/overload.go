@@ -407,24 +407,33 @@ func (e *Env) serverSide() (serverSide, error) {
 
 // since describes the interval from a to s.
 func (s serverSide) since(a serverSide) string {
-	q := func(now, before map[float64]float64, total, p float64) string {
-		bounds := make([]float64, 0, len(now))
-		for b := range now {
-			bounds = append(bounds, b)
-		}
-		sort.Float64s(bounds)
-		for _, b := range bounds {
-			if now[b]-before[b] >= p*total {
-				return fmt.Sprintf("≤ %g ms", b*1000)
-			}
-		}
-		return "more"
-	}
+	q := quantile
 	n := s.route[1] - a.route[1]
+	return fmt.Sprintf("POST /v1/posts/publish (accepted and refused) %.2f ms on average, p99 %s; %s",
+		(s.route[0]-a.route[0])*1000/max(n, 1), q(s.routeBuckets, a.routeBuckets, n, 0.99), s.commitsSince(a))
+}
+
+// commitsSince describes the group commits from a to s.
+func (s serverSide) commitsSince(a serverSide) string {
 	commits := s.commits - a.commits
-	return fmt.Sprintf("POST /v1/posts/publish (accepted and refused) %.2f ms on average, p99 %s; %.0f commits, %.1f writes and %.2f ms each on average, p99 %s",
-		(s.route[0]-a.route[0])*1000/max(n, 1), q(s.routeBuckets, a.routeBuckets, n, 0.99),
-		commits, (s.writes-a.writes)/max(commits, 1), (s.commitS-a.commitS)*1000/max(commits, 1), q(s.commitBucks, a.commitBucks, commits, 0.99))
+	return fmt.Sprintf("%.0f commits, %.1f writes and %.2f ms each on average, p99 %s",
+		commits, (s.writes-a.writes)/max(commits, 1), (s.commitS-a.commitS)*1000/max(commits, 1), quantile(s.commitBucks, a.commitBucks, commits, 0.99))
+}
+
+// quantile is the upper bound of the histogram bucket where the p-quantile of the samples
+// between two cumulative snapshots falls.
+func quantile(now, before map[float64]float64, total, p float64) string {
+	bounds := make([]float64, 0, len(now))
+	for b := range now {
+		bounds = append(bounds, b)
+	}
+	sort.Float64s(bounds)
+	for _, b := range bounds {
+		if now[b]-before[b] >= p*total {
+			return fmt.Sprintf("≤ %g ms", b*1000)
+		}
+	}
+	return "more"
 }
 
 // closedRun is one closed loop's figures: jobs completed and requests accepted per second over
@@ -433,10 +442,11 @@ type closedRun struct {
 	completed, accepted float64
 	refused, errs       int64
 	firstErr            string
+	commits             string // the group commits of the second half
 }
 
 func (c closedRun) String() string {
-	return fmt.Sprintf("%.0f/s (accepted %.0f/s meanwhile, %d refused with 503)", c.completed, c.accepted, c.refused)
+	return fmt.Sprintf("%.0f/s (accepted %.0f/s meanwhile, %d refused with 503; %s)", c.completed, c.accepted, c.refused, c.commits)
 }
 
 // closedLoop publishes from e.Connections clients for d, each waiting for its answer and, after
@@ -457,9 +467,11 @@ func (e *Env) closedLoop(name string, d time.Duration, body func(phase string, w
 	start := time.Now()
 	deadline := start.Add(d)
 	var f0, a0 float64
+	var s0 serverSide
 	half := time.AfterFunc(d/2, func() {
 		f0, _ = e.metric("herald_jobs_finished_total", "")
 		a0 = float64(accepted.Load())
+		s0, _ = e.serverSide()
 	})
 	defer half.Stop()
 	phase := strings.ReplaceAll(name, " ", "-")
@@ -490,9 +502,13 @@ func (e *Env) closedLoop(name string, d time.Duration, body func(phase string, w
 	if err != nil {
 		return run, err
 	}
+	s1, err := e.serverSide()
+	if err != nil {
+		return run, err
+	}
 	secs := time.Since(start).Seconds() - d.Seconds()/2
 	run = closedRun{completed: (f1 - f0) / secs, accepted: (float64(accepted.Load()) - a0) / secs,
-		refused: refused.Load(), errs: errs.Load(), firstErr: firstErr.String()}
+		refused: refused.Load(), errs: errs.Load(), firstErr: firstErr.String(), commits: s1.commitsSince(s0)}
 	if run.completed <= 0 {
 		return run, fmt.Errorf("no job completed in the closed loop")
 	}

@@ -69,7 +69,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	sessionIdle := fs.String("session-idle", envOr("HERALD_SESSION_IDLE", "24h"), "dashboard sessions end after this long unused")
 	sessionMaxAge := fs.String("session-max-age", envOr("HERALD_SESSION_MAX_AGE", "720h"), "dashboard sessions end this long after sign-in")
 	shutdownDrain := fs.String("shutdown-drain", envOr("HERALD_SHUTDOWN_DRAIN", "1s"), "at shutdown, refuse new requests with 503 this long before closing the listener (0 skips it)")
-	fs.IntVar(&cfg.Overload.MaxInflightWrites, "max-inflight-writes", 0, "write requests served at once; more wait up to --admission-wait, then get 503 (default 64 per GOMAXPROCS; -1: no limit)")
+	fs.IntVar(&cfg.Overload.MaxInflightWrites, "max-inflight-writes", 0, "write requests served at once; more wait up to --admission-wait, then get 503 (default 64; -1: no limit)")
 	fs.DurationVar(&cfg.Overload.AdmissionWait, "admission-wait", 0, "how long a write request waits for a slot before 503 (default 50ms)")
 	fs.IntVar(&cfg.MaxJobBacklog, "max-job-backlog", 0, "publish jobs in hand (started, not final) beyond which publish requests get 503 (default 4096; -1: no limit)")
 	if pos, err := parseFlags(fs, args); err != nil {
