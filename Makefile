@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin/herald
 DATA ?= ./data
 
-.PHONY: help run build test test-short test-postgres bench bench-micro mcp-e2e lint tidy clean
+.PHONY: help run build test test-short test-postgres chaos bench bench-micro mcp-e2e lint tidy clean
 
 help: ## Show the targets.
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -26,6 +26,9 @@ test-postgres: ## Run the actor and API tests on PostgreSQL (HERALD_TEST_STORE=p
 
 test-short: ## Run the tests without the race detector.
 	$(GO) test -count=1 ./...
+
+chaos: ## The chaos test: 10 rounds of mixed load against a server killed (SIGKILL) at a random moment of each, with the simulator's faults on; invariants checked after every restart (HERALD_CHAOS_SEED=N replays a run).
+	HERALD_CHAOS=1 $(GO) test -count=1 -run '^TestChaos$$' -v -timeout 10m ./cmd/herald/
 
 bench: build ## Run the bench suite against a real server process, then create-drafts, publish and recovery on PostgreSQL (add ARGS="--quick" for a smoke run).
 	$(BIN) bench --out bench/out/latest.json $(ARGS)

@@ -33,8 +33,10 @@ const (
 // First the sustainable rate, in the same run on the same server: 64 clients (--connections)
 // publish in a closed loop for twice the suite's duration (20 s; --quick: 3 s), each waiting for
 // its answer and, after a 503, for its Retry-After, as a client should; the rate is the jobs
-// completed per second over the loop's second half, once the pipeline is full. Once every
-// accepted job is final, the load: twice that rate, open loop (request i is sent at start +
+// completed per second over the loop's second half, once the pipeline is full. It is measured
+// again once the load is over, and the limit is the mean of both: the machine's speed moves from
+// one minute to the next, and the store grows through the run. Once every accepted job is
+// final, the load: twice that rate, open loop (request i is sent at start +
 // i/rate whatever the earlier answers; 256 connections take the schedule's requests in turn,
 // and a request's latency runs from its scheduled time, so that a slow server is not hidden by a
 // client that waited), for 60 s (--quick: 4 s). Reported: goodput, the jobs completed per second
@@ -70,63 +72,14 @@ func overloadScenario(base *Env) (Result, error) {
 	var posts acceptedPosts
 
 	// The sustainable rate: a closed loop from an empty backlog.
-	ws, err := e.wires(e.Connections)
+	before, err := e.closedLoop("overload (sustainable)", closedFor, body, &posts)
 	if err != nil {
 		return Result{}, err
-	}
-	defer closeWires(ws)
-	var closedAccepted, closedRefused, closedErrs atomic.Int64
-	var closedErr atomic.Value
-	done := make(chan struct{})
-	go progress(e.log, "overload (sustainable)", closedFor, done)
-	start := time.Now()
-	deadline := start.Add(closedFor)
-	// The sustainable rate is read over the loop's second half, once the pipeline is full.
-	var f0, a0 float64
-	half := time.AfterFunc(closedFor/2, func() {
-		f0, _ = e.metric("herald_jobs_finished_total", "")
-		a0 = float64(closedAccepted.Load())
-	})
-	defer half.Stop()
-	var wg sync.WaitGroup
-	for w := range ws {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 0; time.Now().Before(deadline); i++ {
-				st, b, err := ws[w].do(http.MethodPost, "/v1/posts/publish", body("closed", w, i))
-				switch {
-				case err == nil && st == http.StatusAccepted:
-					posts.add(b)
-					closedAccepted.Add(1)
-				case err == nil && st == http.StatusServiceUnavailable:
-					// As a client should: wait as long as Retry-After says.
-					closedRefused.Add(1)
-					wait, _ := strconv.Atoi(ws[w].retryAfter)
-					time.Sleep(time.Duration(max(wait, 1)) * time.Second)
-				default:
-					closedErrs.Add(1)
-					closedErr.CompareAndSwap(nil, fmt.Sprintf("%d %s %v", st, b, err))
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
-	f1, err := e.metric("herald_jobs_finished_total", "")
-	if err != nil {
-		return Result{}, err
-	}
-	halfSecs := time.Since(start).Seconds() - closedFor.Seconds()/2
-	closedAcceptedRate := (float64(closedAccepted.Load()) - a0) / halfSecs
-	close(done)
-	// Jobs completed per second while 64 clients keep the server saturated: what it sustains.
-	sustainable := (f1 - f0) / halfSecs
-	if sustainable <= 0 {
-		return Result{}, fmt.Errorf("no job completed in the closed loop")
 	}
 	if _, err := e.drained(posts.len(), 5*time.Minute); err != nil {
 		return Result{}, err
 	}
+	sustainable := before.completed
 
 	// Twice the sustainable rate, open loop.
 	rate := 2 * sustainable
@@ -140,8 +93,8 @@ func overloadScenario(base *Env) (Result, error) {
 	var lat latencies
 	var refusedLat, exchangeLat latencies
 	var accepted, refused, noRetryAfter, errs atomic.Int64
-	var firstErr atomic.Value
-	done = make(chan struct{})
+	var firstErr firstError
+	done := make(chan struct{})
 	go progress(e.log, "overload (2× open loop)", openFor, done)
 	g0, err := e.metric("herald_jobs_finished_total", "")
 	if err != nil {
@@ -155,12 +108,15 @@ func overloadScenario(base *Env) (Result, error) {
 	for _, reason := range overloadReasons {
 		reasons0[reason], _ = e.metric("herald_http_overload_refused_total", `reason="`+reason+`"`)
 	}
-	start = time.Now()
-	var peakMem memKB // the largest anonymous and file-backed resident memory seen during the load
-	memDone := make(chan struct{})
+	start := time.Now()
+	var peakMem memKB   // the largest anonymous and file-backed resident memory seen during the load
+	var slices []string // jobs completed per second in each tenth of the load
+	memDone, memStopped := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(memStopped)
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
+		last, lastAt := g0, start
 		for {
 			select {
 			case <-memDone:
@@ -169,6 +125,12 @@ func overloadScenario(base *Env) (Result, error) {
 			}
 			m := readMemKB(e.cmd.Process.Pid)
 			peakMem.rss, peakMem.anon, peakMem.file = max(peakMem.rss, m.rss), max(peakMem.anon, m.anon), max(peakMem.file, m.file)
+			if time.Since(lastAt) >= openFor/10 && len(slices) < 10 {
+				if f, err := e.metric("herald_jobs_finished_total", ""); err == nil {
+					slices = append(slices, fmt.Sprintf("%.0f", (f-last)/time.Since(lastAt).Seconds()))
+					last, lastAt = f, time.Now()
+				}
+			}
 		}
 	}()
 	go func() {
@@ -181,6 +143,7 @@ func overloadScenario(base *Env) (Result, error) {
 		}
 		close(schedule)
 	}()
+	var wg sync.WaitGroup
 	for w := range ows {
 		wg.Add(1)
 		go func(w int) {
@@ -210,7 +173,7 @@ func overloadScenario(base *Env) (Result, error) {
 					}
 				default:
 					errs.Add(1)
-					firstErr.CompareAndSwap(nil, fmt.Sprintf("%d %s %v", st, b, err))
+					firstErr.set(fmt.Sprintf("%d %s %v", st, b, err))
 				}
 			}
 			lat.add(ok)
@@ -229,6 +192,7 @@ func overloadScenario(base *Env) (Result, error) {
 	wg.Wait()
 	close(done)
 	close(memDone)
+	<-memStopped
 	server1, err := e.serverSide()
 	if err != nil {
 		return Result{}, err
@@ -247,6 +211,16 @@ func overloadScenario(base *Env) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	// The machine's speed moves from minute to minute and the store grows through the run, so the
+	// sustainable rate is measured again after the load, and the limit is the mean of both.
+	after, err := e.closedLoop("overload (sustainable, again)", closedFor, body, &posts)
+	if err != nil {
+		return Result{}, err
+	}
+	if _, err := e.drained(posts.len(), 5*time.Minute); err != nil {
+		return Result{}, err
+	}
+	sustainable = (before.completed + after.completed) / 2
 
 	// Nothing accepted then lost, nothing refused then written.
 	lost, notFinal, err := e.checkPosts(posts.all(), e.Connections)
@@ -272,21 +246,22 @@ func overloadScenario(base *Env) (Result, error) {
 		}
 		return "NOT met"
 	}
-	r.Notes = fmt.Sprintf("sustainable: %.0f jobs completed/s over the second half of %.0fs of 64 closed-loop clients, each waiting Retry-After after a 503 (accepted %.0f/s meanwhile; %d refused with 503 in all); "+
-		"load: %.0f requests/s offered open loop for %.0fs (%d sent from %d connections): accepted %.0f/s, goodput (accepted and completed during the load) %.0f/s = %.2f of sustainable (target ≥ %.2f: %s); "+
+	r.Notes = fmt.Sprintf("sustainable: %.0f jobs completed/s, the mean of %s before the load and %s after it (jobs completed per second over the second half of %.0fs of 64 closed-loop clients, each waiting Retry-After after a 503); "+
+		"load: %.0f requests/s offered open loop for %.0fs (%d sent from %d connections): accepted %.0f/s, goodput (accepted and completed during the load) %.0f/s = %.2f of sustainable (target ≥ %.2f: %s; completed per second in each tenth of the load: %s); "+
 		"refused with 503 %.1f%% (%d, %d without Retry-After; by reason: %s; p50 %.2f ms, p99 %.2f ms); accepted p99 %.2f ms (target < %d ms: %s; from the request's write rather than its scheduled time p50 %.2f ms, p99 %.2f ms); peak RSS %.0f MB (target < %d MB: %s; during the load at most %.0f MB, of it anonymous at most %.0f MB and file-backed at most %.0f MB: bbolt's mapped pages of a file of %.0f MB at the end); "+
 		"in the server during the load: %s; "+
-		"every job final %.1fs after the load; accepted posts %d (both phases), lost %d, not published %d, posts stored %d (a refused request leaves none: %s); errors %d",
-		sustainable, closedFor.Seconds(), closedAcceptedRate, closedRefused.Load(),
-		rate, openFor.Seconds(), sent, len(ows), float64(accepted.Load())/openSecs, goodput, goodput/sustainable, overloadGoodputTarget, met(goodput/sustainable >= overloadGoodputTarget),
+		"every job final %.1fs after the load; accepted posts %d (every phase), lost %d, not published %d, posts stored %d (a refused request leaves none: %s); errors %d",
+		sustainable, before, after, closedFor.Seconds(),
+		rate, openFor.Seconds(), sent, len(ows), float64(accepted.Load())/openSecs, goodput, goodput/sustainable, overloadGoodputTarget, met(goodput/sustainable >= overloadGoodputTarget), strings.Join(slices, ", "),
 		100*float64(refused.Load())/float64(max(sent, 1)), refused.Load(), noRetryAfter.Load(), strings.Join(byReason, ", "), refusedLat.pct(0.5), refusedLat.pct(0.99),
 		r.P99ms, overloadP99Target, met(r.P99ms < overloadP99Target), exchangeLat.pct(0.5), exchangeLat.pct(0.99), peak, overloadRSSTarget, met(peak < overloadRSSTarget),
 		float64(peakMem.rss)/1024, float64(peakMem.anon)/1024, float64(peakMem.file)/1024, dbMB,
-		server1.since(server0), drainedAt.Sub(loadEnd).Seconds(), posts.len(), lost, notFinal, stored, met(stored == posts.len()), errs.Load()+closedErrs.Load())
-	if v, ok := firstErr.Load().(string); ok {
-		r.Notes += "; first error: " + v
-	} else if v, ok := closedErr.Load().(string); ok {
-		r.Notes += "; first error: " + v
+		server1.since(server0), drainedAt.Sub(loadEnd).Seconds(), posts.len(), lost, notFinal, stored, met(stored == posts.len()), errs.Load()+before.errs+after.errs)
+	for _, v := range []string{firstErr.String(), before.firstErr, after.firstErr} {
+		if v != "" {
+			r.Notes += "; first error: " + v
+			break
+		}
 	}
 	return r, nil
 }
@@ -432,22 +407,120 @@ func (e *Env) serverSide() (serverSide, error) {
 
 // since describes the interval from a to s.
 func (s serverSide) since(a serverSide) string {
-	q := func(now, before map[float64]float64, total, p float64) string {
-		bounds := make([]float64, 0, len(now))
-		for b := range now {
-			bounds = append(bounds, b)
-		}
-		sort.Float64s(bounds)
-		for _, b := range bounds {
-			if now[b]-before[b] >= p*total {
-				return fmt.Sprintf("≤ %g ms", b*1000)
-			}
-		}
-		return "more"
-	}
+	q := quantile
 	n := s.route[1] - a.route[1]
+	return fmt.Sprintf("POST /v1/posts/publish (accepted and refused) %.2f ms on average, p99 %s; %s",
+		(s.route[0]-a.route[0])*1000/max(n, 1), q(s.routeBuckets, a.routeBuckets, n, 0.99), s.commitsSince(a))
+}
+
+// commitsSince describes the group commits from a to s.
+func (s serverSide) commitsSince(a serverSide) string {
 	commits := s.commits - a.commits
-	return fmt.Sprintf("POST /v1/posts/publish (accepted and refused) %.2f ms on average, p99 %s; %.0f commits, %.1f writes and %.2f ms each on average, p99 %s",
-		(s.route[0]-a.route[0])*1000/max(n, 1), q(s.routeBuckets, a.routeBuckets, n, 0.99),
-		commits, (s.writes-a.writes)/max(commits, 1), (s.commitS-a.commitS)*1000/max(commits, 1), q(s.commitBucks, a.commitBucks, commits, 0.99))
+	return fmt.Sprintf("%.0f commits, %.1f writes and %.2f ms each on average, p99 %s",
+		commits, (s.writes-a.writes)/max(commits, 1), (s.commitS-a.commitS)*1000/max(commits, 1), quantile(s.commitBucks, a.commitBucks, commits, 0.99))
+}
+
+// quantile is the upper bound of the histogram bucket where the p-quantile of the samples
+// between two cumulative snapshots falls.
+func quantile(now, before map[float64]float64, total, p float64) string {
+	bounds := make([]float64, 0, len(now))
+	for b := range now {
+		bounds = append(bounds, b)
+	}
+	sort.Float64s(bounds)
+	for _, b := range bounds {
+		if now[b]-before[b] >= p*total {
+			return fmt.Sprintf("≤ %g ms", b*1000)
+		}
+	}
+	return "more"
+}
+
+// closedRun is one closed loop's figures: jobs completed and requests accepted per second over
+// its second half, refusals and errors in all.
+type closedRun struct {
+	completed, accepted float64
+	refused, errs       int64
+	firstErr            string
+	commits             string // the group commits of the second half
+}
+
+func (c closedRun) String() string {
+	return fmt.Sprintf("%.0f/s (accepted %.0f/s meanwhile, %d refused with 503; %s)", c.completed, c.accepted, c.refused, c.commits)
+}
+
+// closedLoop publishes from e.Connections clients for d, each waiting for its answer and, after
+// a 503, for its Retry-After, as a client should; the rate is read over the loop's second half,
+// once the pipeline is full.
+func (e *Env) closedLoop(name string, d time.Duration, body func(phase string, w, i int) []byte, posts *acceptedPosts) (closedRun, error) {
+	var run closedRun
+	ws, err := e.wires(e.Connections)
+	if err != nil {
+		return run, err
+	}
+	defer closeWires(ws)
+	var accepted, refused, errs atomic.Int64
+	var firstErr firstError
+	done := make(chan struct{})
+	go progress(e.log, name, d, done)
+	defer close(done)
+	start := time.Now()
+	deadline := start.Add(d)
+	var f0, a0 float64
+	var s0 serverSide
+	half := time.AfterFunc(d/2, func() {
+		f0, _ = e.metric("herald_jobs_finished_total", "")
+		a0 = float64(accepted.Load())
+		s0, _ = e.serverSide()
+	})
+	defer half.Stop()
+	phase := strings.ReplaceAll(name, " ", "-")
+	var wg sync.WaitGroup
+	for w := range ws {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; time.Now().Before(deadline); i++ {
+				st, b, err := ws[w].do(http.MethodPost, "/v1/posts/publish", body(phase, w, i))
+				switch {
+				case err == nil && st == http.StatusAccepted:
+					posts.add(b)
+					accepted.Add(1)
+				case err == nil && st == http.StatusServiceUnavailable:
+					refused.Add(1)
+					wait, _ := strconv.Atoi(ws[w].retryAfter)
+					time.Sleep(time.Duration(max(wait, 1)) * time.Second)
+				default:
+					errs.Add(1)
+					firstErr.set(fmt.Sprintf("%d %s %v", st, b, err))
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	f1, err := e.metric("herald_jobs_finished_total", "")
+	if err != nil {
+		return run, err
+	}
+	s1, err := e.serverSide()
+	if err != nil {
+		return run, err
+	}
+	secs := time.Since(start).Seconds() - d.Seconds()/2
+	run = closedRun{completed: (f1 - f0) / secs, accepted: (float64(accepted.Load()) - a0) / secs,
+		refused: refused.Load(), errs: errs.Load(), firstErr: firstErr.String(), commits: s1.commitsSince(s0)}
+	if run.completed <= 0 {
+		return run, fmt.Errorf("no job completed in the closed loop")
+	}
+	return run, nil
+}
+
+// firstError keeps the first of concurrent errors.
+type firstError struct{ v atomic.Value }
+
+func (f *firstError) set(s string) { f.v.CompareAndSwap(nil, s) }
+
+func (f *firstError) String() string {
+	s, _ := f.v.Load().(string)
+	return s
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Event is a post lifecycle event (post.published, post.failed, post.scheduled, post.deleted) or
@@ -11,7 +13,7 @@ import (
 // change that caused it, so that no event is lost at a crash and none exists for a change that
 // did not commit.
 type Event struct {
-	ID        string          `json:"id"` // UUIDv7: outbox order is creation order
+	ID        string          `json:"id"` // UUIDv7 taken at commit (AppendEvent): outbox order is commit order
 	Type      string          `json:"type"`
 	UserID    string          `json:"user_id"`
 	CreatedAt time.Time       `json:"created_at"`
@@ -29,8 +31,18 @@ var (
 
 func init() { registerBuckets(bEvents, bEventCursors) }
 
-// AppendEvent writes an event to the outbox within the caller's transaction.
+// AppendEvent writes an event to the outbox within the caller's transaction, under an id taken
+// now (it sets e.ID). The group committer runs the transactions' functions one after another, so
+// ids taken inside them (UUIDv7, monotonic in the process) follow the order in which the events
+// commit, and a consumer's cursor (EventsAfter, AdvanceEvents) never passes an event that has yet
+// to commit. An id taken before the transaction could commit after a later one that a consumer
+// has already passed, and that event would never be read.
 func (t *Tx) AppendEvent(e *Event) error {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return err
+	}
+	e.ID = id.String()
 	return t.put(bEvents, mustID(e.ID), e)
 }
 

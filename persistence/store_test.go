@@ -165,6 +165,40 @@ func TestUpdateAfterCloseFails(t *testing.T) {
 	require.ErrorIs(t, err, persistence.ErrClosed)
 }
 
+// An event whose change commits after a later-created event that a consumer has already taken
+// is still read: the outbox's order is the order of the commits (AppendEvent takes the id), not
+// the order in which the writers built their events.
+func TestOutboxFollowsCommitOrder(t *testing.T) {
+	persistence.EachStore(t, outboxFollowsCommitOrder)
+}
+
+func outboxFollowsCommitOrder(t *testing.T, s *persistence.Store) {
+	ctx := context.Background()
+	first := &persistence.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: "post.published", CreatedAt: time.Now(), Data: []byte(`{"n":1}`)}
+	second := &persistence.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: "post.published", CreatedAt: time.Now(), Data: []byte(`{"n":2}`)}
+	take := func() []string {
+		var got []string
+		require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error {
+			got = nil
+			evs, err := tx.EventsAfter("webhooks", 10)
+			if err != nil || len(evs) == 0 {
+				return err
+			}
+			for _, e := range evs {
+				got = append(got, string(e.Data))
+			}
+			return tx.AdvanceEvents("webhooks", evs[len(evs)-1].ID)
+		}))
+		return got
+	}
+	// The writer that built its event second commits first, and the consumer takes it.
+	require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error { return tx.AppendEvent(second) }))
+	require.Equal(t, []string{`{"n":2}`}, take())
+	require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error { return tx.AppendEvent(first) }))
+	require.Equal(t, []string{`{"n":1}`}, take(), "the event that committed last is read")
+	require.Greater(t, first.ID, second.ID, "ids follow the commits")
+}
+
 func TestPruneEventsKeepsWhatAConsumerHasNotTaken(t *testing.T) {
 	persistence.EachStore(t, pruneEventsKeepsWhatAConsumerHasNotTaken)
 }
@@ -174,9 +208,9 @@ func pruneEventsKeepsWhatAConsumerHasNotTaken(t *testing.T, s *persistence.Store
 	old := time.Now().Add(-2 * time.Hour)
 	var ids []string
 	for i := 0; i < 5; i++ {
-		e := &persistence.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: "post.deleted", CreatedAt: old, Data: []byte(`{}`)}
-		ids = append(ids, e.ID)
+		e := &persistence.Event{Type: "post.deleted", CreatedAt: old, Data: []byte(`{}`)}
 		require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error { return tx.AppendEvent(e) }))
+		ids = append(ids, e.ID)
 	}
 	prune := func() int {
 		var n int

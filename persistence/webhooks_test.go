@@ -119,12 +119,13 @@ func eventsPending(t *testing.T, s *persistence.Store) {
 	ctx := context.Background()
 	var ids []string
 	require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error {
+		ids = nil
 		for i := 0; i < 5; i++ {
-			ev := &persistence.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: persistence.PostEventDeleted, Data: []byte(`{}`)}
-			ids = append(ids, ev.ID)
+			ev := &persistence.Event{Type: persistence.PostEventDeleted, Data: []byte(`{}`)}
 			if err := tx.AppendEvent(ev); err != nil {
 				return err
 			}
+			ids = append(ids, ev.ID) // the id is taken at the append
 		}
 		return nil
 	}))

@@ -248,6 +248,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.load()
 		a.pump(ctx)
 	case *actor.Stopped:
+		// At shutdown: the calls handed to the lane that no caller has started are not started
+		// now, since their outcome could no longer be heard. Their attempts are recorded, so the
+		// next start looks them up and sends those it does not find. Calls already under way end
+		// as the network answers; the next start looks those up too.
+		a.lane.take()
 		for _, r := range a.held {
 			a.count(r, false)
 		}

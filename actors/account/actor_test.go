@@ -778,3 +778,65 @@ func TestFailingTheBacklogKeepsPaceWithTheJobs(t *testing.T) {
 	require.Len(t, failed, n, "every waiting publish failed once")
 	require.Eventually(t, func() bool { return b.waiting(x) == 0 }, 10*time.Second, 10*time.Millisecond)
 }
+
+// A stopped account (Herald shutting down) starts no more calls: those recorded ahead of its
+// callers stay recorded, for the next start to look up, and only the call under way at the stop
+// ends.
+func TestStoppedAccountStartsNoCall(t *testing.T) {
+	t.Parallel()
+	c := &counting{}
+	var started atomic.Int64
+	b := setupWith(t, options{latency: 5 * time.Millisecond, edit: func(a registry.Adapters) {
+		c.Adapter = a[platforms.X]
+		a[platforms.X] = &startCounting{Adapter: c, started: &started}
+	}})
+	acct := b.connect(platforms.X, "stop")
+	job := uuid.NewString()
+	const n = 200
+	for i := range n {
+		b.publish(acct, job, i, fmt.Sprintf("post %d before a shutdown", i))
+	}
+	reported := 0
+	for reported < 20 {
+		select {
+		case r := <-b.reports:
+			if r.Final {
+				reported++
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("only %d outcomes", reported)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, b.dir.Stop(ctx))
+	for drained := false; !drained; {
+		select {
+		case r := <-b.reports:
+			if r.Final {
+				reported++
+			}
+		default:
+			drained = true
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.now.Load() > 0 {
+		require.True(t, time.Now().Before(deadline), "the call under way did not end")
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // ten calls' time for a caller that would go on
+	require.LessOrEqual(t, started.Load(), int64(reported+1), "calls started: the reported ones and the one under way at the stop")
+	require.Less(t, started.Load(), int64(n))
+}
+
+// startCounting counts the publishing calls started.
+type startCounting struct {
+	platforms.Adapter
+	started *atomic.Int64
+}
+
+func (s *startCounting) Publish(ctx context.Context, cr platforms.Credentials, p platforms.Post) (platforms.Result, error) {
+	s.started.Add(1)
+	return s.Adapter.Publish(ctx, cr, p)
+}

@@ -68,7 +68,8 @@ func cmdServe(args []string, stderr io.Writer) error {
 	fs.IntVar(&cfg.Live.SampleLimit, "live-sample-limit", 0, "analytics and inbox: latest publications one answer reads (default 200)")
 	sessionIdle := fs.String("session-idle", envOr("HERALD_SESSION_IDLE", "24h"), "dashboard sessions end after this long unused")
 	sessionMaxAge := fs.String("session-max-age", envOr("HERALD_SESSION_MAX_AGE", "720h"), "dashboard sessions end this long after sign-in")
-	fs.IntVar(&cfg.Overload.MaxInflightWrites, "max-inflight-writes", 0, "write requests served at once; more wait up to --admission-wait, then get 503 (default 64 per GOMAXPROCS; -1: no limit)")
+	shutdownDrain := fs.String("shutdown-drain", envOr("HERALD_SHUTDOWN_DRAIN", "1s"), "at shutdown, refuse new requests with 503 this long before closing the listener (0 skips it)")
+	fs.IntVar(&cfg.Overload.MaxInflightWrites, "max-inflight-writes", 0, "write requests served at once; more wait up to --admission-wait, then get 503 (default 64; -1: no limit)")
 	fs.DurationVar(&cfg.Overload.AdmissionWait, "admission-wait", 0, "how long a write request waits for a slot before 503 (default 50ms)")
 	fs.IntVar(&cfg.MaxMappedFileMB, "max-mapped-file-mb", 0, "on Linux, give the data file's pages mapped by reads back to the page cache once the process's file-backed resident memory passes this many MB (default 128; -1: never)")
 	maxLive := fs.String("max-live-actors", envOr("HERALD_MAX_LIVE_ACTORS", ""), "live actors of each kind at most, idle ones passivated first: a figure for every kind and/or kind=figure pairs, e.g. 20000,job=5000 (default 10000; -1: no cap)")
@@ -97,6 +98,9 @@ func cmdServe(args []string, stderr io.Writer) error {
 	}
 	if cfg.SessionMaxAge, err = positiveDuration("--session-max-age", *sessionMaxAge); err != nil {
 		return err
+	}
+	if cfg.ShutdownDrain, err = time.ParseDuration(strings.TrimSpace(*shutdownDrain)); err != nil || cfg.ShutdownDrain < 0 || cfg.ShutdownDrain > time.Minute {
+		return fmt.Errorf("--shutdown-drain: %q is not a duration from 0 to 1m", *shutdownDrain)
 	}
 	if cfg.SessionIdle > cfg.SessionMaxAge {
 		return fmt.Errorf("--session-idle (%s) is longer than --session-max-age (%s)", cfg.SessionIdle, cfg.SessionMaxAge)
@@ -170,10 +174,28 @@ func cmdSim(args []string, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:8081", "listen address")
 	latency := fs.Duration("latency", 0, "latency added to every network call")
 	scale := fs.Float64("limit-scale", 1, "multiplier of every rate limit")
+	faultRate := fs.Float64("fault-rate", 0, "share of API calls (OAuth spared) that fail with a random fault, from 0 to 1")
+	faultKinds := fs.String("faults", "", "the faults drawn: error_5xx,timeout,rate_limit,post_then_error (default all)")
+	faultSpare := fs.String("fault-spare", "", "network:fault pairs never drawn, e.g. youtube:rate_limit (YouTube's quota lasts until midnight Pacific)")
+	faultSeed := fs.Uint64("fault-seed", 0, "seed of the random faults (0: random)")
+	timeoutHold := fs.Duration("timeout-hold", 30*time.Second, "how long a timeout fault holds a call before dropping the connection")
+	faultReset := fs.Duration("fault-reset", time.Minute, "when a limit refused by a rate_limit fault resets")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	s, err := sim.Start(*addr, sim.Options{Latency: *latency, LimitScale: *scale})
+	if *faultRate < 0 || *faultRate > 1 {
+		return fmt.Errorf("--fault-rate must be from 0 to 1")
+	}
+	kinds, err := sim.ParseFaultKinds(*faultKinds)
+	if err != nil {
+		return err
+	}
+	spare, err := sim.ParseFaultSpare(*faultSpare)
+	if err != nil {
+		return err
+	}
+	s, err := sim.Start(*addr, sim.Options{Latency: *latency, LimitScale: *scale, FaultRate: *faultRate, FaultKinds: kinds, FaultSpare: spare,
+		FaultSeed: *faultSeed, TimeoutHold: *timeoutHold, FaultReset: *faultReset})
 	if err != nil {
 		return err
 	}

@@ -57,15 +57,18 @@ type Deps struct {
 	Webhooks *webhook.Service
 	// Live serves analytics and the inbox (live.go).
 	Live *live.Service
-	// JobBacklog counts the publish jobs in hand; publish requests are refused with 503 while it
-	// is full (nil: no limit).
-	JobBacklog *job.Backlog
 	// Campaigns is the campaign directory; CampaignHub wakes the campaign streams.
 	Campaigns   *actors.Directory
 	CampaignHub *campaign.Hub
 	// Adapters check each network's own rules on a campaign's posts before anything is stored
 	// (nil: only Herald's own rules are checked).
 	Adapters map[platforms.Platform]platforms.Adapter
+	// Streams are the open job streams, which a shutdown ends (streams.go; nil: a set of the
+	// handlers' own).
+	Streams *Streams
+	// JobBacklog counts the publish jobs in hand; publish requests are refused with 503 while it
+	// is full (nil: no limit).
+	JobBacklog *job.Backlog
 }
 
 type handlers struct {
@@ -81,6 +84,9 @@ func Register(d Deps) error {
 	}
 	if d.AskTimeout <= 0 {
 		d.AskTimeout = 10 * time.Second
+	}
+	if d.Streams == nil {
+		d.Streams = NewStreams()
 	}
 	h := &handlers{Deps: d, idem: &inflight{keys: map[string]bool{}}, streams: newStreamMetrics(d.Registry)}
 	doc, err := Document()

@@ -38,7 +38,8 @@ const campaignStreamBatch = 256
 // order, and ends with done once none of the campaign's posts is scheduled or publishing. Every
 // event's id is its number in the timeline: a client that reconnects with Last-Event-ID gets
 // what followed, none twice; one without it gets the timeline from the start. Nothing of the
-// stream is held in memory but the batch being written.
+// stream is held in memory but the batch being written. At shutdown it ends like a job stream,
+// with the farewell (streams.go).
 func (h *handlers) campaignStream(c *echo.Context) error {
 	id, err := parseUUID("id", c.Param("id"))
 	if err != nil {
@@ -73,6 +74,10 @@ func (h *handlers) campaignStream(c *echo.Context) error {
 	}
 	held, release := h.hold(c)
 	defer release()
+	if !h.Streams.add() {
+		return apierr.Unavailable("Herald is shutting down; reconnect with Last-Event-ID to follow the campaign")
+	}
+	defer h.Streams.done()
 
 	w := c.Response()
 	hdr := w.Header()
@@ -171,6 +176,9 @@ func (h *handlers) campaignStream(c *echo.Context) error {
 		case <-held.Done():
 			_ = write(endedBytes(held))
 			h.streams.revoked.Inc()
+			return nil
+		case <-h.Streams.Closing():
+			_ = write(farewell) // Last-Event-ID resumes it where it ended
 			return nil
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldhq/herald/actors/job"
+	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
 )
@@ -120,6 +121,10 @@ func (h *handlers) stream(c *echo.Context) error {
 		// Nothing of the stream has been written: a plain error response.
 		return h.jobError(c, err)
 	}
+	if !r.Done && !h.Streams.add() {
+		h.Jobs.Send(id, &job.Unsubscribe{Sub: sub})
+		return apierr.Unavailable("Herald is shutting down; reconnect to follow the job")
+	}
 	w := c.Response()
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/event-stream")
@@ -132,6 +137,10 @@ func (h *handlers) stream(c *echo.Context) error {
 		first, err = eventBytes("progress", r.Job.Seq, progressOf(r.Job, -1))
 	}
 	if err != nil {
+		if !r.Done {
+			h.Jobs.Send(id, &job.Unsubscribe{Sub: sub})
+			h.Streams.done()
+		}
 		return err
 	}
 	if r.Done {
@@ -146,6 +155,7 @@ func (h *handlers) stream(c *echo.Context) error {
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		// HTTP/2 and other transports that cannot be taken over: serve the stream in place.
+		defer h.Streams.done()
 		defer release()
 		return h.streamInPlace(c, sub, first, unsubscribe, held)
 	}
@@ -160,6 +170,7 @@ func (h *handlers) stream(c *echo.Context) error {
 		_ = conn.Close()
 		unsubscribe()
 		release()
+		h.Streams.done()
 		return nil
 	}
 	h.streams.open.Inc()
@@ -188,8 +199,10 @@ func endedBytes(held context.Context) []byte {
 }
 
 // serveStream writes a hijacked stream's events until done, the client leaves, the job drops it,
-// or the credential that opened it stops working (held ends).
+// or the credential that opened it stops working (held ends); at shutdown, or when the job drops
+// it, the stream ends with the farewell (streams.go).
 func (h *handlers) serveStream(conn net.Conn, sub *job.Subscriber, unsubscribe func(), held context.Context, release func()) {
+	defer h.Streams.done()
 	defer h.streams.open.Dec()
 	defer release()
 	defer conn.Close()
@@ -207,6 +220,7 @@ func (h *handlers) serveStream(conn net.Conn, sub *job.Subscriber, unsubscribe f
 		case e, ok := <-sub.C:
 			if !ok {
 				h.streams.dropped.Inc()
+				farewellTo(conn)
 				return
 			}
 			// Events already waiting go out in the same write (the last progress and done
@@ -259,8 +273,19 @@ func (h *handlers) serveStream(conn net.Conn, sub *job.Subscriber, unsubscribe f
 			h.streams.revoked.Inc()
 			unsubscribe()
 			return
+		case <-h.Streams.Closing():
+			unsubscribe()
+			farewellTo(conn)
+			return
 		}
 	}
+}
+
+// farewellTo ends a hijacked stream with the farewell, giving a client that does not read a
+// second at most.
+func farewellTo(conn net.Conn) {
+	_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = conn.Write(farewell)
 }
 
 var pingBytes = []byte(": ping\n\n")
@@ -289,6 +314,7 @@ func (h *handlers) streamInPlace(c *echo.Context, sub *job.Subscriber, first []b
 		select {
 		case e, ok := <-sub.C:
 			if !ok {
+				_ = write(farewell)
 				return nil
 			}
 			b, err := render(e)
@@ -311,6 +337,10 @@ func (h *handlers) streamInPlace(c *echo.Context, sub *job.Subscriber, first []b
 			_ = write(endedBytes(held))
 			h.streams.revoked.Inc()
 			unsubscribe()
+			return nil
+		case <-h.Streams.Closing():
+			unsubscribe()
+			_ = write(farewell)
 			return nil
 		}
 	}

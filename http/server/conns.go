@@ -362,8 +362,9 @@ func (c *Conns) sweep(done <-chan struct{}) {
 
 func (c *Conns) closeReclaimed(victims []net.Conn, reason string) {
 	for _, v := range victims {
-		_ = v.Close()
+		// Counted first, so that a client that sees its connection closed sees it counted.
 		c.reclaimed.WithLabelValues(reason).Inc()
+		_ = v.Close()
 	}
 }
 

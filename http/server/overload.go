@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -40,12 +39,13 @@ type Overload struct {
 // burst, short enough that a refused client learns it at once.
 const DefaultAdmissionWait = 50 * time.Millisecond
 
-// DefaultMaxInflightWrites is Overload's MaxInflightWrites when none is set: 64 per scheduler
-// slot (GOMAXPROCS). A durable write spends most of its time waiting for a group commit, so 64
-// writers per core keep the committer's batches full (bench/RESULTS.md: 64 connections reach
-// the commit ceiling's order on two cores) while bounding the goroutines, bodies and latency of
-// what waits.
-func DefaultMaxInflightWrites() int { return 64 * runtime.GOMAXPROCS(0) }
+// DefaultMaxInflightWrites is Overload's MaxInflightWrites when none is set. A durable write
+// spends most of its time waiting for a group commit, and 64 writers keep the committer's batches
+// full (bench/RESULTS.md: 64 connections create drafts at about half the raw commit ceiling on two
+// cores, the rest being CPU); more writers at once add no throughput, only latency (a write waits
+// for the commits of those ahead of it) and CPU taken from the work already accepted (the
+// overload scenario, bench/RESULTS.md).
+const DefaultMaxInflightWrites = 64
 
 // Reasons of an overload refusal, the reason label of herald_http_overload_refused_total.
 const (
@@ -85,7 +85,7 @@ func newAdmission(o Overload) *admission {
 		return nil
 	}
 	if o.MaxInflightWrites == 0 {
-		o.MaxInflightWrites = DefaultMaxInflightWrites()
+		o.MaxInflightWrites = DefaultMaxInflightWrites
 	}
 	if o.AdmissionWait <= 0 {
 		o.AdmissionWait = DefaultAdmissionWait

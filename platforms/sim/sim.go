@@ -12,6 +12,8 @@
 //
 //	GET  /_sim/publications?platform=P  what was published: {"data":[{id, platform, account, text, media_sha256, created_at}]}
 //	POST /_sim/faults                   {"platform","fault","count"}: the next count API calls to that network fail that way
+//	GET  /_sim/faults                   the random faults' rate, kinds and spared pairs, and how many of each were drawn
+//	PUT  /_sim/faults                   {"rate"}: changes the random faults' rate (0 stops them)
 //	POST /_sim/reset                    clears publications, faults and counters
 //	POST /_sim/accounts                 {"platform","handle"}: a network user with fresh tokens (credentials JSON)
 //	GET  /_sim/revocations              tokens revoked through the networks' revoke endpoints
@@ -30,8 +32,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -85,6 +89,19 @@ type Options struct {
 	// FaultReset is when a limit refused by the rate_limit fault resets, from the refusal
 	// (default one minute).
 	FaultReset time.Duration
+	// FaultRate makes each API call (OAuth endpoints spared) fail with this probability, with a
+	// fault drawn at random from FaultKinds (default every per-call kind: error_5xx, timeout,
+	// rate_limit and post_then_error). A drawn post_then_error waits for the network's next call
+	// that creates a post. Faults queued through InjectFault go first. `herald sim --fault-rate`.
+	FaultRate  float64
+	FaultKinds []string
+	// FaultSpare lists "network:kind" pairs never drawn at random, for example
+	// "youtube:rate_limit": YouTube's only rate answer is its daily quota, which lasts until
+	// midnight Pacific time, so a random one stops a network's publishing for the day.
+	FaultSpare []string
+	// FaultSeed seeds the random faults (0: a random seed), so that a run can be replayed as far
+	// as the order of concurrent calls allows.
+	FaultSeed uint64
 	// HTTPClient fetches media by URL for the networks that pull it (Instagram, Threads,
 	// TikTok PULL_FROM_URL, Pinterest image_url).
 	HTTPClient *http.Client
@@ -145,6 +162,11 @@ type Sim struct {
 	limits      map[limitKey]Limit
 	counters    map[counterKey]*window
 	live        *liveState
+	// rnd draws the random faults at faultRate (Options.FaultRate, or SetFaultRate); injected
+	// counts them by kind.
+	rnd       *mrand.Rand
+	faultRate float64
+	injected  map[string]int
 
 	baseURL string
 }
@@ -189,15 +211,25 @@ func New(opts Options) *Sim {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Timeout: 60 * time.Second}
 	}
+	if len(opts.FaultKinds) == 0 {
+		opts.FaultKinds = RandomFaultKinds
+	}
+	seed := opts.FaultSeed
+	if seed == 0 {
+		seed = mrand.Uint64()
+	}
 	s := &Sim{
-		opts:     opts,
-		mux:      http.NewServeMux(),
-		networks: map[platforms.Platform]*Network{},
-		faults:   map[platforms.Platform][]string{},
-		deny:     map[platforms.Platform]bool{},
-		limits:   map[limitKey]Limit{},
-		counters: map[counterKey]*window{},
-		live:     newLiveState(),
+		rnd:       mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		faultRate: opts.FaultRate,
+		injected:  map[string]int{},
+		opts:      opts,
+		mux:       http.NewServeMux(),
+		networks:  map[platforms.Platform]*Network{},
+		faults:    map[platforms.Platform][]string{},
+		deny:      map[platforms.Platform]bool{},
+		limits:    map[limitKey]Limit{},
+		counters:  map[counterKey]*window{},
+		live:      newLiveState(),
 	}
 	for _, p := range platforms.All {
 		fn, ok := registrations[p]
@@ -302,6 +334,7 @@ func (s *Sim) apiMiddleware(n *Network) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		s.drawFault(p)
 		switch s.peekFault(p) {
 		case FaultError5xx:
 			s.consumeFault(p)
@@ -361,6 +394,80 @@ func (s *Sim) logRequest(p platforms.Platform, r *http.Request) {
 	}
 	s.requests = append(s.requests, RequestLog{Platform: string(p), Method: r.Method, Path: r.URL.Path, Headers: h, At: s.opts.Now()})
 	s.mu.Unlock()
+}
+
+// RandomFaultKinds are the faults a call may draw at random: every per-call kind.
+var RandomFaultKinds = []string{FaultError5xx, FaultTimeout, FaultRateLimit, FaultPostThenError}
+
+// ParseFaultSpare reads a comma-separated list of "network:kind" pairs (Options.FaultSpare).
+func ParseFaultSpare(list string) ([]string, error) {
+	var out []string
+	for _, pair := range strings.Split(list, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		p, k, _ := strings.Cut(pair, ":")
+		if !platforms.Platform(p).Valid() || !slices.Contains(RandomFaultKinds, k) {
+			return nil, fmt.Errorf("sim: %q is not network:fault (a network id, and one of %s)", pair, strings.Join(RandomFaultKinds, ", "))
+		}
+		out = append(out, pair)
+	}
+	return out, nil
+}
+
+// ParseFaultKinds reads a comma-separated list of per-call fault kinds ("" is every one).
+func ParseFaultKinds(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return RandomFaultKinds, nil
+	}
+	var out []string
+	for _, k := range strings.Split(list, ",") {
+		k = strings.TrimSpace(k)
+		switch k {
+		case FaultError5xx, FaultTimeout, FaultRateLimit, FaultPostThenError:
+			out = append(out, k)
+		default:
+			return nil, fmt.Errorf("sim: %q is not a per-call fault (%s)", k, strings.Join(RandomFaultKinds, ", "))
+		}
+	}
+	return out, nil
+}
+
+// drawFault queues a random fault for this call of p, with probability faultRate, when
+// no fault is queued already.
+func (s *Sim) drawFault(p platforms.Platform) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.faultRate <= 0 || len(s.faults[p]) > 0 || s.rnd.Float64() >= s.faultRate {
+		return
+	}
+	k := s.opts.FaultKinds[s.rnd.IntN(len(s.opts.FaultKinds))]
+	if slices.Contains(s.opts.FaultSpare, string(p)+":"+k) {
+		return
+	}
+	s.faults[p] = append(s.faults[p], k)
+	s.injected[k]++
+}
+
+// SetFaultRate changes the share of API calls that draw a random fault (0 stops them), for
+// example to let a test's load settle. The kinds stay those of Options.FaultKinds (all when it
+// is empty).
+func (s *Sim) SetFaultRate(rate float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faultRate = rate
+}
+
+// InjectedFaults counts the random faults drawn so far, by kind.
+func (s *Sim) InjectedFaults() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.injected))
+	for k, n := range s.injected {
+		out[k] = n
+	}
+	return out
 }
 
 func (s *Sim) peekFault(p platforms.Platform) string {
@@ -576,6 +683,24 @@ func (s *Sim) adminRoutes() {
 			WriteJSON(w, 400, map[string]string{"error": err.Error()})
 			return
 		}
+		WriteJSON(w, 200, map[string]any{"ok": true})
+	})
+	s.mux.HandleFunc("GET /_sim/faults", func(w http.ResponseWriter, r *http.Request) {
+		injected := s.InjectedFaults()
+		s.mu.Lock()
+		out := map[string]any{"rate": s.faultRate, "kinds": s.opts.FaultKinds, "spare": s.opts.FaultSpare, "injected": injected}
+		s.mu.Unlock()
+		WriteJSON(w, 200, out)
+	})
+	s.mux.HandleFunc("PUT /_sim/faults", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Rate *float64 `json:"rate"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Rate == nil || *req.Rate < 0 || *req.Rate > 1 {
+			WriteJSON(w, 400, map[string]string{"error": "want {\"rate\": 0 to 1}"})
+			return
+		}
+		s.SetFaultRate(*req.Rate)
 		WriteJSON(w, 200, map[string]any{"ok": true})
 	})
 	s.mux.HandleFunc("POST /_sim/reset", func(w http.ResponseWriter, r *http.Request) {

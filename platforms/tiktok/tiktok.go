@@ -8,8 +8,10 @@
 // when that is among the options, initializes a FILE_UPLOAD, PUTs the bytes in chunks following the
 // media transfer guide (one chunk up to 10 MB, else 10 MB chunks with the remainder in the last),
 // and polls status/fetch until PUBLISH_COMPLETE. The answer to the last chunk starts the
-// publication, so a failure of that call, or of the polling after it, leaves the outcome unknown
-// (platforms.Unknown) and Lookup resolves it through /v2/video/list/.
+// publication, so a failure of that call is settled by the publish's status where it can be
+// (uploadEnded: every byte arrived, or TikTok refused the chunk); otherwise, and when the polling
+// after it fails, the outcome is unknown (platforms.Unknown) and Lookup resolves it through
+// /v2/video/list/, which lists a video only once it passed processing and moderation.
 //
 // The post id (publicaly_available_post_id) appears after TikTok's moderation; when it has not
 // appeared within the moderation wait, Publish returns the publish_id as the publication's id.
@@ -203,7 +205,9 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 		return platforms.Result{}, invalidBody(http.StatusOK, "no publish_id or upload_url", false)
 	}
 	if err := a.upload(ctx, init.UploadURL, src, m.ContentType, size, chunk, count); err != nil {
-		return platforms.Result{}, err
+		if err = a.uploadEnded(ctx, c, init.PublishID, size, err); err != nil {
+			return platforms.Result{}, err
+		}
 	}
 	id, err := a.awaitPublish(ctx, c, init.PublishID)
 	if err != nil {
@@ -246,9 +250,57 @@ func (a *Adapter) upload(ctx context.Context, uploadURL string, src io.Reader, c
 
 // status is the data of status/fetch.
 type status struct {
-	Status     string            `json:"status"`
-	FailReason string            `json:"fail_reason"`
-	PostIDs    []json.RawMessage `json:"publicaly_available_post_id"`
+	Status        string            `json:"status"`
+	FailReason    string            `json:"fail_reason"`
+	PostIDs       []json.RawMessage `json:"publicaly_available_post_id"`
+	UploadedBytes int64             `json:"uploaded_bytes"`
+}
+
+// uploadEnded settles an upload whose last chunk failed with an unknown outcome (err) by reading
+// the publish's status: all size bytes uploaded means TikTok took the video, and the publish goes
+// on (nil: await it); fewer bytes after TikTok answered the chunk with an error means the chunk
+// never arrived, so nothing was created and sending the post again is safe (Transient). When the
+// answer was lost instead (a reset, a timeout), the chunk may still be on its way, and the outcome
+// stays unknown; so it does when the status cannot be read (tried up to maxPollErrors times, as
+// awaitPublish does). Without this, the lookup that
+// resolves an unknown outcome would list the creator's videos while the new one is still in
+// processing or moderation, where TikTok does not list it, and the post would be sent twice.
+func (a *Adapter) uploadEnded(ctx context.Context, c platforms.Credentials, publishID string, size int64, err error) error {
+	if platforms.KindOf(err) != platforms.Unknown {
+		return err
+	}
+	body, _ := json.Marshal(map[string]string{"publish_id": publishID})
+	wait := a.cfg.PollInterval
+	if wait <= 0 {
+		wait = defaultPoll
+	}
+	var st status
+	for tries := 1; ; tries++ {
+		serr := a.call(ctx, request{method: http.MethodPost, url: a.api + "/v2/post/publish/status/fetch/", body: body, bearer: c.AccessToken, contentType: "application/json; charset=UTF-8"}, &st)
+		if serr == nil {
+			break
+		}
+		if k := platforms.KindOf(serr); tries >= maxPollErrors || k == platforms.AuthExpired || k == platforms.Permanent {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+	var pe *platforms.Error
+	answered := errors.As(err, &pe) && pe.Status != 0
+	switch {
+	case st.UploadedBytes >= size || st.Status == "PUBLISH_COMPLETE" || st.Status == "SEND_TO_USER_INBOX" || st.Status == "FAILED":
+		return nil // awaitPublish reads the outcome
+	case answered:
+		return &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Transient, Status: pe.Status, Code: pe.Code,
+			Message: fmt.Sprintf("TikTok answered %d to the last chunk and has %d of the video's %d bytes: nothing was published", pe.Status, st.UploadedBytes, size), Err: err}
+	}
+	return err
 }
 
 // awaitPublish polls status/fetch until the post is published and returns its id (the publish_id

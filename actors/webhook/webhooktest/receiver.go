@@ -97,6 +97,9 @@ type Request struct {
 	Query  string
 	Header http.Header
 	Body   []byte
+	// ContentLength is what the request's header announced (-1: unknown); a body shorter than it
+	// was cut off (the sender went away while it sent it).
+	ContentLength int64
 	// Status is what the receiver answered.
 	Status int
 }
@@ -160,7 +163,7 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	if status != 0 {
 		w.WriteHeader(status)
 	}
-	rec := Request{Path: req.URL.Path, Query: req.URL.RawQuery, Header: req.Header.Clone(), Body: body, Status: status}
+	rec := Request{Path: req.URL.Path, Query: req.URL.RawQuery, Header: req.Header.Clone(), Body: body, ContentLength: req.ContentLength, Status: status}
 	r.mu.Lock()
 	r.reqs[n-1] = rec
 	r.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -72,6 +73,9 @@ type Config struct {
 	PostIdleTimeout time.Duration
 	// ShutdownGrace bounds the wait for in-flight requests at shutdown (default 10s).
 	ShutdownGrace time.Duration
+	// ShutdownDrain is how long a shutdown refuses new requests with 503 before it closes the
+	// listener (drain.go; herald serve's default is 1s, 0 skips it).
+	ShutdownDrain time.Duration
 	// RateSnapshotEvery is how often the API quota windows are stored, so that a restart does
 	// not refill them (default 10s; ratewindows.go).
 	RateSnapshotEvery time.Duration
@@ -221,6 +225,11 @@ type App struct {
 	stopKeyUse context.CancelFunc
 	keyUseDone chan struct{}
 
+	// streams are the open job streams, which a shutdown ends (http/api/streams.go).
+	streams *api.Streams
+	// draining is set when a shutdown begins (drain.go).
+	draining atomic.Bool
+
 	// JobBacklog counts the publish jobs in hand against Cfg.MaxJobBacklog.
 	JobBacklog *job.Backlog
 }
@@ -347,8 +356,10 @@ func New(cfg Config) (*App, error) {
 		BodyLimits: api.BodyLimits(),
 		Ready:      health.ready,
 	})
+	a.streams = api.NewStreams()
+	a.Server.Echo.Use(a.refuseWhileDraining)
 	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, Auth: a.Auth, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live,
-		Campaigns: a.Campaigns, CampaignHub: a.CampaignHub, Adapters: a.Adapters, JobBacklog: a.JobBacklog}); err != nil {
+		Campaigns: a.Campaigns, CampaignHub: a.CampaignHub, Adapters: a.Adapters, Streams: a.streams, JobBacklog: a.JobBacklog}); err != nil {
 		a.closeStore()
 		return nil, err
 	}
@@ -486,13 +497,19 @@ func (a *App) Addr() string { return a.ln.Addr().String() }
 // URL is the API's base URL on the listener.
 func (a *App) URL() string { return "http://" + a.Addr() }
 
-// Shutdown stops Herald in order: readiness goes 503, in-flight requests finish (within the grace
+// Shutdown stops Herald in order: readiness goes 503 and new requests are refused with 503 for
+// the drain period (drain.go), job streams end, in-flight requests finish (within the grace
 // period), actors drain and persist, the admin socket and simulator close, and bbolt closes last.
 func (a *App) Shutdown() error {
-	a.Server.SetReady(false)
+	a.drain()
 	ctx, cancel := context.WithTimeout(context.Background(), a.Cfg.ShutdownGrace)
 	defer cancel()
 	var errs []error
+	// Job streams end first, each after its last complete event with a retry: field
+	// (http/api/streams.go); the HTTP server's shutdown does not see them.
+	if err := a.streams.Close(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("job streams: %w", err))
+	}
 	if a.httpSrv != nil {
 		if err := a.httpSrv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
