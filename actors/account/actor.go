@@ -68,7 +68,7 @@ type Deps struct {
 	// Posts holds the posts whose jobs started last, by id, so that the accounts that take them
 	// soon after need not read and decode them (nil: always read). A post's content, media and
 	// owner never change once it has been published.
-	Posts *actors.Recent[string, *persistence.Post]
+	Posts *actors.Recent[string, *persistence.PostContent]
 	// InHand counts, by delta, the publishes accounts hold ready to go: taken from the store and
 	// neither final nor waiting for the network's budget or a retry's backoff (the job backlog;
 	// nil: not counted).
@@ -606,7 +606,7 @@ func (a *Actor) take(ctx actor.Context, n int) {
 	}
 	type taken struct {
 		w    persistence.Waiting
-		post *persistence.Post
+		post *persistence.PostContent
 		att  *persistence.Attempt
 	}
 	var got []taken
@@ -629,7 +629,7 @@ func (a *Actor) take(ctx actor.Context, n int) {
 			if p, ok := a.deps.Posts.Get(w.PostID); ok && w.PostID != "" {
 				t.post = p
 			} else if w.PostID != "" {
-				t.post, _ = tx.Post(w.PostID)
+				t.post, _ = tx.PostContent(w.PostID)
 			}
 			t.att, _ = tx.Attempt(w.JobID, w.Target)
 			got = append(got, t)

@@ -32,7 +32,7 @@ func (a *App) buildAccounts() error {
 	}
 	a.Budgets = account.NewBudgets(rules)
 	metrics := account.NewMetrics(a.Registry)
-	a.startedPosts = actors.NewRecent[string, *persistence.Post](startedPosts)
+	a.startedPosts = actors.NewRecent[string, *persistence.PostContent](startedPosts)
 	a.Accounts = actors.NewDirectory(a.Actors, a.capped(account.Kind(account.Deps{
 		Store: a.Store, Box: a.Box, Adapters: a.Adapters, Budgets: a.Budgets, Metrics: metrics,
 		Log: a.Log, Concurrency: a.Cfg.AccountConcurrency, Report: func(r *account.Report) { a.Jobs.Send(r.JobID, r) },

@@ -201,7 +201,7 @@ type App struct {
 	Live *live.Service
 
 	// startedPosts are the posts whose jobs started last, for their accounts (accounts.go).
-	startedPosts *actors.Recent[string, *persistence.Post]
+	startedPosts *actors.Recent[string, *persistence.PostContent]
 
 	admin   *admin.Server
 	quotas  *quotas

@@ -70,7 +70,7 @@ func (a *App) buildPublishing() {
 // store; the post is kept for them among the recently started ones.
 func (a *App) takeJob(j *persistence.Job, p *persistence.Post) {
 	if p != nil {
-		a.startedPosts.Put(p.ID, p)
+		a.startedPosts.Put(p.ID, &persistence.PostContent{UserID: p.UserID, Content: p.Content, MediaIDs: p.MediaIDs})
 	}
 	told := make(map[string]bool, len(j.Targets))
 	for _, t := range j.Targets {
