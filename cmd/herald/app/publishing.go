@@ -42,7 +42,7 @@ func (a *App) buildPublishing() {
 		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600},
 	})
 	backlog := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "herald_jobs_in_hand", Help: "Publish jobs started and not yet final (live job actors); publish requests are refused while it is at herald_jobs_in_hand_limit.",
+		Name: "herald_jobs_in_hand", Help: "Publishes in hand: targets their accounts took from the store and whose outcome is not known, except those waiting for a rate budget or a retry; publish requests are refused while it is at herald_jobs_in_hand_limit.",
 	}, func() float64 { return float64(a.JobBacklog.Len()) })
 	backlogLimit := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "herald_jobs_in_hand_limit", Help: "The publish jobs in hand beyond which publish requests are refused (--max-job-backlog; 0: no limit).",
