@@ -92,6 +92,9 @@ func startIn(dir string, log io.Writer, addr string, extra []string) (*Env, erro
 	if err != nil {
 		return nil, err
 	}
+	if serverBin != "" {
+		exe = serverBin
+	}
 	e := &Env{Dir: dir, log: log, extra: extra}
 	e.cmd = exec.Command(exe, "serve", "--sandbox", "--data", filepath.Join(dir, "data"),
 		"--addr", "127.0.0.1:0", "--sim-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
@@ -363,6 +366,10 @@ func pollReady(base string, ready chan<- time.Time) {
 		}
 	}
 }
+
+// serverBin is --server-bin: another build's herald to run the scenarios' servers (an A/B
+// comparison of two builds under the same scenarios and load generator).
+var serverBin string
 
 // debugAddr is --debug-addr: the pprof address given to each scenario's own server.
 var debugAddr string
