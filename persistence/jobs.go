@@ -119,16 +119,24 @@ func (t *Tx) PutJobEncoded(j *Job, raw []byte) error {
 	active := t.kv.Bucket(bJobsActive)
 	switch {
 	case j.PostSynced:
-		if err := active.Delete(id); err != nil {
+		if err := t.unsetActive(active, id); err != nil {
 			return err
 		}
 	case j.finished():
 		if v := active.Get(id); len(v) == 0 || v[0] != activeFinished {
+			if len(v) == 0 && !has(active, id) {
+				if err := t.countActiveJobs(1); err != nil {
+					return err
+				}
+			}
 			if err := active.Put(id, []byte{activeFinished}); err != nil {
 				return err
 			}
 		}
 	case !has(active, id):
+		if err := t.countActiveJobs(1); err != nil {
+			return err
+		}
 		if err := active.Put(id, nil); err != nil {
 			return err
 		}
@@ -156,7 +164,46 @@ func (j *Job) finished() bool { return j.Status == JobCompleted || j.Status == J
 // transaction. The job's own record keeps post_synced false; a job that is finished and not
 // active is settled (JobActive).
 func (t *Tx) SettleJob(id string) error {
-	return t.kv.Bucket(bJobsActive).Delete(mustID(id))
+	return t.unsetActive(t.kv.Bucket(bJobsActive), mustID(id))
+}
+
+// unsetActive removes a job's jobs_active entry, if there is one, and counts it out.
+func (t *Tx) unsetActive(active kvBucket, id []byte) error {
+	if !has(active, id) {
+		return nil
+	}
+	if err := t.countActiveJobs(-1); err != nil {
+		return err
+	}
+	return active.Delete(id)
+}
+
+// activeJobsKey, in meta, counts the entries of jobs_active (layout 5), kept in the transactions
+// that add and remove them: the job gauges read it instead of walking the index, which a backlog
+// of a million jobs makes a walk of a million entries, every page of it mapped into memory.
+var activeJobsKey = []byte("jobs_active_count")
+
+// countActiveJobs adds d to the count of jobs_active's entries.
+func (t *Tx) countActiveJobs(d int64) error {
+	meta := t.kv.Bucket(bMeta)
+	n := int64(0)
+	if v := meta.Get(activeJobsKey); len(v) == 8 {
+		n = int64(binary.BigEndian.Uint64(v))
+	}
+	return meta.Put(activeJobsKey, u64(uint64(max(0, n+d))))
+}
+
+// activeJobsCount reads the count of jobs_active's entries (false: not counted, a store not yet
+// brought to layout 5).
+func activeJobsCount(tx kvTx) (int, bool) {
+	meta := tx.Bucket(bMeta)
+	if meta == nil {
+		return 0, false
+	}
+	if v := meta.Get(activeJobsKey); len(v) == 8 {
+		return int(binary.BigEndian.Uint64(v)), true
+	}
+	return 0, false
 }
 
 // JobActive reports whether the job is among the jobs to resume.

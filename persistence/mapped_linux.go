@@ -16,7 +16,7 @@ import (
 // process's resident memory (RssFile) until the kernel needs it back, though it is the kernel's
 // page cache, not memory Herald holds: a scheduler walking a backlog of a million posts maps the
 // whole file, gigabytes. watchMapped gives the mapping's pages back whenever the process's
-// file-backed resident memory passes Options.MaxMappedBytes (checked every second): madvise
+// file-backed resident memory passes Options.MaxMappedBytes (checked every 100 ms): madvise
 // MADV_DONTNEED over the file's mapping, in a read transaction, so that bbolt cannot remap it
 // meanwhile. The pages stay in the page cache (the mapping is shared and read-only: nothing is
 // lost), and the next read maps them again at the cost of a minor fault each.

@@ -173,7 +173,7 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 	s := newStore(boltCommitter{db}, opts)
 	s.db = db
 	if opts.MaxMappedBytes > 0 {
-		go s.watchMapped(opts.MaxMappedBytes, time.Second)
+		go s.watchMapped(opts.MaxMappedBytes, 100*time.Millisecond)
 	}
 	return s, nil
 }

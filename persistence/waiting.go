@@ -133,8 +133,8 @@ func increment(b []byte) bool {
 	return false
 }
 
-// indexWaitingJobs builds jobs_waiting and the finished flags of jobs_active from the active jobs
-// of a store written before layout 5.
+// indexWaitingJobs builds jobs_waiting, the finished flags of jobs_active and their count from the
+// active jobs of a store written before layout 5.
 func indexWaitingJobs(tx kvTx) error {
 	active := tx.Bucket(bJobsActive)
 	jobs := tx.Bucket(bJobs)
@@ -143,6 +143,9 @@ func indexWaitingJobs(tx kvTx) error {
 		ids = append(ids, append([]byte(nil), k...))
 		return nil
 	}); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bMeta).Put(activeJobsKey, u64(uint64(len(ids)))); err != nil {
 		return err
 	}
 	t := &Tx{kv: tx}

@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -168,8 +169,67 @@ func TestLayout4StoreGetsItsWaitingTargetsIndexed(t *testing.T) {
 			require.NoError(t, s.View(func(tx *Tx) error {
 				require.Equal(t, []string{done.TrackingID}, tx.FinishedActiveJobs("", 10))
 				require.Equal(t, uint64(schemaVersion), schemaOf(tx.kv))
+				n, ok := activeJobsCount(tx.kv)
+				require.True(t, ok, "the active jobs are counted")
+				require.Equal(t, 2, n)
 				return nil
 			}))
 		})
 	}
+}
+
+// The count of active jobs that the job gauges read is kept by every change of jobs_active: a
+// new job, a phase change, a finished job, its post taking the outcome (SettleJob or a job stored
+// post-synced), and a job stored finished from the start; it always equals the index's entries.
+func TestActiveJobsAreCountedWithTheirIndex(t *testing.T) {
+	EachStore(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		check := func(want int) {
+			t.Helper()
+			require.NoError(t, s.View(func(tx *Tx) error {
+				n, _ := tx.ActiveJobStats()
+				require.Equal(t, want, n)
+				walked := 0
+				require.NoError(t, forEach(tx.kv.Bucket(bJobsActive), func(_, _ []byte) error { walked++; return nil }))
+				require.Equal(t, walked, n, "the count is the index's")
+				return nil
+			}))
+		}
+		put := func(j *Job) { require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.PutJob(j) })) }
+		check(0)
+		a := newV7()
+		j1, j2, j3 := waitingJob(a), waitingJob(a), waitingJob(a)
+		put(j1)
+		put(j2)
+		put(j2) // stored again unchanged
+		check(2)
+		j1 = j1.Clone()
+		j1.Status, j1.Targets[0].Phase = JobProcessing, PhaseUploading
+		put(j1) // a phase change
+		check(2)
+		j1 = j1.Clone()
+		j1.Status, j1.Targets[0].Phase = JobCompleted, PhaseSuccess
+		put(j1) // finished, not yet taken by its post
+		check(2)
+		require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.SettleJob(j1.TrackingID) }))
+		check(1)
+		require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.SettleJob(j1.TrackingID) })) // again: no entry
+		check(1)
+		j3.Status, j3.Targets[0].Phase = JobFailed, PhaseFailed
+		put(j3) // stored finished from the start
+		check(2)
+		j2 = j2.Clone()
+		j2.Status, j2.Targets[0].Phase, j2.PostSynced = JobCompleted, PhaseSuccess, true
+		put(j2) // stored post-synced
+		put(j2)
+		check(1)
+		// A failed write changes no count.
+		require.Error(t, s.Update(ctx, func(tx *Tx) error {
+			if err := tx.PutJob(waitingJob(a)); err != nil {
+				return err
+			}
+			return errors.New("the write fails after the job was stored")
+		}))
+		check(1)
+	})
 }
