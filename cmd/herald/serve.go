@@ -133,8 +133,8 @@ func cmdServe(args []string, stderr io.Writer) error {
 		}()
 	}
 	// Herald's heap is mostly short-lived request garbage; collecting less often trades memory
-	// for CPU. A soft memory limit (2 GiB, or a quarter of the machine's memory if that is less)
-	// makes the collector work harder before the heap grows past it. GOGC and GOMEMLIMIT set in
+	// for CPU. A soft memory limit (DefaultMemoryLimit, 320 MiB) makes the collector work harder
+	// before the heap grows past it. GOGC and GOMEMLIMIT set in
 	// the environment win.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
@@ -230,9 +230,15 @@ func parsePlanLimits(s string) (map[string]int, error) {
 	return out, nil
 }
 
-// defaultMemoryLimit is 2 GiB, or a quarter of the machine's memory when that is less.
+// DefaultMemoryLimit is Go's soft memory limit unless GOMEMLIMIT is set: 320 MiB, or a quarter of
+// the machine's memory when that is less. With the bbolt file's mapped pages held to
+// --max-mapped-file-mb (128 MB), it keeps the whole process near 512 MB whatever the backlog: the
+// live heap stays within tens of MB to about 150 MB (docs/operations.md, Memory), and the limit
+// only makes the collector run more often once the garbage would take the heap past it.
+const DefaultMemoryLimit = 320 << 20
+
 func defaultMemoryLimit() int64 {
-	limit := int64(2 << 30)
+	limit := int64(DefaultMemoryLimit)
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		var kb int64
 		if _, err := fmt.Sscanf(string(b), "MemTotal: %d kB", &kb); err == nil && kb*1024/4 < limit {
