@@ -232,9 +232,9 @@ func parsePlanLimits(s string) (map[string]int, error) {
 
 // DefaultMemoryLimit is Go's soft memory limit unless GOMEMLIMIT is set: 320 MiB, or a quarter of
 // the machine's memory when that is less. With the bbolt file's mapped pages held to
-// --max-mapped-file-mb (128 MB), it keeps the whole process near 512 MB whatever the backlog: the
-// live heap stays within tens of MB to about 150 MB (docs/operations.md, Memory), and the limit
-// only makes the collector run more often once the garbage would take the heap past it.
+// --max-mapped-file-mb (128 MB), it keeps the whole process near 512 MB whatever the backlog
+// (docs/operations.md, Memory): what is live does not grow with the backlog, and the limit only
+// makes the collector run more often once the garbage would take the heap past it.
 const DefaultMemoryLimit = 320 << 20
 
 func defaultMemoryLimit() int64 {
