@@ -30,6 +30,16 @@ type Kind struct {
 	// without a reply address (the work of requests already accepted: a job's publishes, a
 	// call's result) are always delivered, so refusing one never loses accepted work.
 	MailboxLimit int
+	// MaxLive caps the kind's live incarnations (0 or less: no cap). When a message activates an
+	// actor beyond the cap, the directory passivates idle incarnations, least recently used
+	// first, to make room: an idle incarnation is one that finished its last message with
+	// nothing in its mailbox and reported no work in flight (Busy). Passivation writes nothing
+	// (an actor's state is durable before it answers) and the next message activates the actor
+	// again from the store. An actor with work in flight is never passivated for the cap, so
+	// the cap is exceeded, never enforced by dropping work, while every live actor is busy. The
+	// cap is kept per directory shard (MaxLive spread over the shards; a kind with a cap below
+	// its shard count gets one shard per live actor).
+	MaxLive int
 }
 
 // DefaultMailboxLimit is a kind's MailboxLimit when it sets none. A request behind that many
@@ -82,13 +92,52 @@ type Directory struct {
 type shard struct {
 	mu      sync.Mutex
 	entries map[string]*entry
+	// live counts the shard's incarnations not yet told to stop; limit is its share of the
+	// kind's MaxLive (0: no cap). idle lists the incarnations that may be passivated for the
+	// cap, least recently used first (capped kinds only).
+	live, limit int
+	idle        idleList
 }
 
 type entry struct {
+	id       string
 	pid      *actor.PID    // nil while a Creator runs for the id
 	mailbox  *mailboxDepth // the incarnation's waiting messages (nil with pid)
 	stopping bool
 	held     []held
+	// prev and next link the entry in its shard's idle list while it is there.
+	prev, next *entry
+	listed     bool
+}
+
+// idleList is a doubly linked list of entries, least recently used at the front.
+type idleList struct{ front, back *entry }
+
+func (l *idleList) push(e *entry) {
+	e.prev, e.next, e.listed = l.back, nil, true
+	if l.back != nil {
+		l.back.next = e
+	} else {
+		l.front = e
+	}
+	l.back = e
+}
+
+func (l *idleList) remove(e *entry) {
+	if !e.listed {
+		return
+	}
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		l.front = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		l.back = e.prev
+	}
+	e.prev, e.next, e.listed = nil, nil, false
 }
 
 type held struct {
@@ -107,10 +156,21 @@ func NewDirectory(sys *System, k Kind) *Directory {
 	if k.MailboxLimit == 0 {
 		k.MailboxLimit = DefaultMailboxLimit
 	}
+	if k.MaxLive > 0 && k.Shards > k.MaxLive {
+		k.Shards = k.MaxLive
+	}
 	d := &Directory{sys: sys, kind: k, seed: maphash.MakeSeed(), shards: make([]*shard, k.Shards), m: newKindMetrics(sys.Metrics, k.Name)}
 	for i := range d.shards {
 		d.shards[i] = &shard{entries: map[string]*entry{}}
+		if k.MaxLive > 0 {
+			// The cap spread over the shards, the remainder one each to the first shards.
+			d.shards[i].limit = k.MaxLive / k.Shards
+			if i < k.MaxLive%k.Shards {
+				d.shards[i].limit++
+			}
+		}
 	}
+	d.m.m.MaxLive.WithLabelValues(k.Name).Set(float64(max(k.MaxLive, 0)))
 	d.props = actor.PropsFromProducer(func() actor.Actor { return nil },
 		actor.WithGuardian(supervisor),
 		actor.WithReceiverMiddleware(d.instrument),
@@ -157,8 +217,15 @@ func (d *Directory) deliver(id string, msg any, sender *actor.PID) {
 			go d.create(c, id, msg, sender)
 			return
 		}
-		e = d.spawn(id)
+		e = d.spawn(s, id)
 		s.entries[id] = e
+		d.makeRoom(s)
+	}
+	s.idle.remove(e) // it has work now
+	if sender != nil && d.full(e) {
+		d.m.refused.Inc()
+		d.sys.Root.Send(sender, &ErrorReply{Err: ErrBusy})
+		return
 	}
 	if sender != nil && d.full(e) {
 		d.m.refused.Inc()
@@ -185,8 +252,8 @@ func (d *Directory) full(e *entry) bool {
 	return e.mailbox.depth() >= limit
 }
 
-// spawn starts an incarnation; the caller holds the shard lock.
-func (d *Directory) spawn(id string) *entry {
+// spawn starts an incarnation in shard s; the caller holds the shard lock.
+func (d *Directory) spawn(s *shard, id string) *entry {
 	inner := d.kind.New(id)
 	mb := newMailboxDepth(d.m.depth)
 	props := d.props.Clone(actor.WithProducer(func() actor.Actor {
@@ -195,7 +262,52 @@ func (d *Directory) spawn(id string) *entry {
 	d.wg.Add(1)
 	d.m.live.Inc()
 	d.m.activations.Inc()
-	return &entry{pid: d.sys.Root.Spawn(props), mailbox: mb}
+	s.live++
+	return &entry{id: id, pid: d.sys.Root.Spawn(props), mailbox: mb}
+}
+
+// stop tells entry e's incarnation to stop once its mailbox is drained; the caller holds the
+// shard lock. Messages that reach the id from then on are held for the next incarnation.
+func (d *Directory) stop(s *shard, e *entry) {
+	e.stopping = true
+	s.live--
+	s.idle.remove(e)
+	d.sys.Root.Poison(e.pid)
+}
+
+// makeRoom passivates idle incarnations of shard s, least recently used first, while the shard
+// holds more than its share of the cap; the caller holds the shard lock. An incarnation still
+// finishing the message after which it reported idle (its mailbox not yet empty) is left for
+// later: nothing but the directory delivers to an idle incarnation, so an empty mailbox stays
+// empty until the stop.
+func (d *Directory) makeRoom(s *shard) {
+	if s.limit <= 0 {
+		return
+	}
+	for e := s.idle.front; e != nil && s.live > s.limit; {
+		next := e.next
+		if e.mailbox.depth() == 0 {
+			d.m.capped.Inc()
+			d.m.passivations.Inc()
+			d.stop(s, e)
+		}
+		e = next
+	}
+}
+
+// idle is called by an incarnation that finished a message with no work in flight: it may be
+// passivated for the cap from now on, until the directory delivers it another message.
+func (d *Directory) idle(id string, pid *actor.PID) {
+	s := d.shardOf(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[id]
+	if e == nil || e.pid == nil || !e.pid.Equal(pid) || e.stopping {
+		return
+	}
+	s.idle.remove(e)
+	s.idle.push(e)
+	d.makeRoom(s)
 }
 
 // create runs the kind's Creator for a creating message to an id with no incarnation, replies, and
@@ -238,25 +350,32 @@ func (d *Directory) handOver(s *shard, id string, e *entry) {
 		delete(s.entries, id)
 		return
 	}
-	next := d.spawn(id)
+	next := d.spawn(s, id)
 	s.entries[id] = next
 	for _, h := range e.held {
 		d.sys.Root.RequestWithCustomSender(next.pid, h.msg, h.sender)
 	}
 }
 
-// passivate is called by an idle incarnation.
-func (d *Directory) passivate(id string, pid *actor.PID) {
+// passivate is called by an incarnation that is idle or settled, from the message it is
+// processing. It passivates it unless another message waits in its mailbox: that message may give
+// it work whose replies would find it stopped, so it stays, and decides again after that message
+// (passivate reports whether it passivated). The check is made under the shard lock, so no
+// message the directory delivers can slip in before the stop.
+func (d *Directory) passivate(id string, pid *actor.PID) bool {
 	s := d.shardOf(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entries[id]
 	if e == nil || e.pid == nil || !e.pid.Equal(pid) || e.stopping {
-		return
+		return false
 	}
-	e.stopping = true
+	if e.mailbox.depth() > 1 { // the message being processed counts
+		return false
+	}
 	d.m.passivations.Inc()
-	d.sys.Root.Poison(pid)
+	d.stop(s, e)
+	return true
 }
 
 // stopped is called by an incarnation as it stops; held messages go to a new incarnation.
@@ -269,6 +388,11 @@ func (d *Directory) stopped(id string, pid *actor.PID) {
 	e := s.entries[id]
 	if e == nil || e.pid == nil || !e.pid.Equal(pid) {
 		return
+	}
+	if !e.stopping {
+		// Stopped by supervision (too many failures), not by the directory.
+		s.live--
+		s.idle.remove(e)
 	}
 	d.handOver(s, id, e)
 }
@@ -294,8 +418,7 @@ func (d *Directory) Stop(ctx context.Context) error {
 		s.mu.Lock()
 		for _, e := range s.entries {
 			if !e.stopping && e.pid != nil {
-				e.stopping = true
-				d.sys.Root.Poison(e.pid)
+				d.stop(s, e)
 			}
 		}
 		s.mu.Unlock()
@@ -378,7 +501,9 @@ func (a *incarnation) Receive(ctx actor.Context) {
 			return
 		}
 		if idle >= a.d.kind.IdleTimeout {
-			a.d.passivate(a.id, ctx.Self())
+			if !a.d.passivate(a.id, ctx.Self()) {
+				a.arm(ctx, a.d.kind.IdleTimeout)
+			}
 			return
 		}
 		a.arm(ctx, a.d.kind.IdleTimeout-idle)
@@ -392,8 +517,13 @@ func (a *incarnation) Receive(ctx actor.Context) {
 	default:
 		a.last = time.Now()
 		a.inner.Receive(ctx)
-		if s, ok := a.inner.(Settled); ok && s.Settled() {
-			a.d.passivate(a.id, ctx.Self())
+		if s, ok := a.inner.(Settled); ok && s.Settled() && a.d.passivate(a.id, ctx.Self()) {
+			return
+		}
+		if a.d.kind.MaxLive > 0 {
+			if b, ok := a.inner.(Busy); !ok || !b.Busy() {
+				a.d.idle(a.id, ctx.Self())
+			}
 		}
 	}
 }

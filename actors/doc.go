@@ -5,14 +5,14 @@
 //
 // The actor kinds, one package each, and the messages between them:
 //
-//	HTTP handlers ──Ask──▶ post (actors/post) ──Start──▶ job (actors/job) ──Publish──▶ account (actors/account) ──▶ network adapter
-//	      │                  ▲  │                          ▲   │                          │
-//	      │                  │  └─ event to the outbox ─┐  │   └─ progress to SSE        │
-//	      │                  └────── Finish ────────────┼──┘◀──────── Report ────────────┘
+//	HTTP handlers ──Ask──▶ post (actors/post) ── job and jobs_waiting (bbolt) ──Take──▶ account (actors/account) ──▶ network adapter
+//	      │                  ▲  │                                                  │  takes its next batch from jobs_waiting
+//	      │                  │  └─ event to the outbox ─┐     job (actors/job) ◀── Report ┘
+//	      │                  └────── Finish ────────────┼────────┘ └─ progress to SSE
 //	      │                                             ▼
 //	      └──Ask──▶ webhook (actors/webhook) ◀── dispatcher reads the outbox (bbolt)
 //
-//	scheduler (actors/scheduler) reads the schedule index ──Fire──▶ post
+//	scheduler (actors/scheduler) pages through the schedule index ──Fire──▶ post
 //
 //	HTTP handlers ──Ask──▶ campaign (actors/campaign) ──Publish, Delete──▶ post (a retry, a cancel)
 //	                         └─ created in one transaction with its posts and jobs, no actor activated
@@ -26,6 +26,10 @@
 // store cannot commit (disk full, I/O error) leaves the state as it was: a request gets the error,
 // and what already happened in the world (a network call's outcome, a job's outcome, new tokens)
 // is written again until the store takes it (storeretry.go).
+//
+// What waits (a job's targets for their account's turn or budget, a scheduled post for its time)
+// waits in the store, not in mailboxes or goroutines, and each directory caps its live actors
+// (Kind.MaxLive), passivating idle ones first: memory follows the work in hand, not the backlog.
 //
 // Actors address each other by id through the directories, never by PID, so an actor may
 // passivate or restart between two messages; this is also what lets a cluster's grains replace the

@@ -20,6 +20,11 @@ type Metrics struct {
 	Restarts     *prometheus.CounterVec
 	// Refused counts the requests answered with ErrBusy (Kind's MailboxLimit).
 	Refused *prometheus.CounterVec
+	// Capped counts the passivations made to keep a kind under its cap (Kind's MaxLive); they
+	// are counted among Passivations too.
+	Capped *prometheus.CounterVec
+	// MaxLive is each kind's cap (0: none).
+	MaxLive *prometheus.GaugeVec
 }
 
 // NewMetrics registers the actor metrics on reg.
@@ -50,9 +55,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_actor_requests_refused_total", Help: "Requests not delivered to an actor of a kind because its mailbox was full (answered at once with ErrBusy).",
 		}, []string{"actor_kind"}),
+		Capped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_actor_capped_passivations_total", Help: "Idle actors passivated to keep a kind under its cap of live actors (counted among the passivations too).",
+		}, []string{"actor_kind"}),
+		MaxLive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "herald_actors_live_limit", Help: "The cap of live actors of a kind (--max-live-actors; 0: none).",
+		}, []string{"actor_kind"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Messages, m.Processing, m.MailboxDepth, m.Live, m.Activations, m.Passivations, m.Restarts, m.Refused)
+		reg.MustRegister(m.Messages, m.Processing, m.MailboxDepth, m.Live, m.Activations, m.Passivations, m.Restarts, m.Refused, m.Capped, m.MaxLive)
 	}
 	return m
 }
@@ -80,7 +91,7 @@ type kindMetrics struct {
 	kind                                string
 	depth, live                         prometheus.Gauge
 	activations, passivations, restarts prometheus.Counter
-	refused                             prometheus.Counter
+	refused, capped                     prometheus.Counter
 	perType                             sync.Map // reflect.Type → *messageMetrics
 }
 
@@ -96,6 +107,7 @@ func newKindMetrics(m *Metrics, kind string) kindMetrics {
 		depth: m.MailboxDepth.WithLabelValues(kind), live: m.Live.WithLabelValues(kind),
 		activations: m.Activations.WithLabelValues(kind), passivations: m.Passivations.WithLabelValues(kind),
 		restarts: m.Restarts.WithLabelValues(kind), refused: m.Refused.WithLabelValues(kind),
+		capped: m.Capped.WithLabelValues(kind),
 	}
 }
 

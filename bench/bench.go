@@ -65,9 +65,11 @@ func Scenarios() []Scenario {
 		{Name: "account-throughput", Run: accountThroughput},
 		{Name: "budget-efficiency", Run: budgetEfficiency},
 		{Name: "bulk-agency", Run: bulkAgency},
+		{Name: "campaign", Run: campaignScenario},
 		{Name: "sse-fanout", Run: sseFanout},
 		{Name: "sse-delivery", Run: sseDelivery},
 		{Name: "scheduler-burst", Run: schedulerBurst},
+		{Name: "backlog", Run: backlogScenario},
 		{Name: "webhooks", Run: webhooks},
 		{Name: "media-upload", Run: mediaUpload},
 		{Name: "analytics", Run: analyticsScenario},
@@ -93,6 +95,8 @@ func Main(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "also write the results as JSON to this file")
 	conns := fs.Int("connections", 64, "concurrent HTTP connections")
 	fs.StringVar(&storeBase, "store", "", "run the servers and the ceilings on this PostgreSQL database (postgres://…), each in a new schema of it, instead of bbolt")
+	fs.StringVar(&serverBin, "server-bin", "", "run the scenarios' servers with this herald binary (another build, for an A/B comparison) instead of this one")
+	fs.StringVar(&debugAddr, "debug-addr", "", "serve Go's pprof profiles of each scenario's own server on this address (one at a time: each scenario stops its server before the next starts)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

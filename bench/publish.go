@@ -55,6 +55,24 @@ func (e *Env) spawnWithAccounts(platforms []string, extra ...string) (*Env, []st
 	return n, ids, nil
 }
 
+// spawnOnOwnSim spawns a server with extra serve flags whose sandbox publishes to `herald sim` in
+// a process of its own, started with simArgs, and returns it with the ids of its sandbox accounts
+// on the given platforms. The scenarios that report the server's memory run so: the simulator
+// keeps every publication (for the duplicate checks) and a log of its requests, memory that is
+// not Herald's. Close the simulator after the server.
+func (e *Env) spawnOnOwnSim(platforms, simArgs []string, extra ...string) (*Env, *simProcess, []string, error) {
+	sim, err := startSim(simArgs...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	n, ids, err := e.spawnWithAccounts(platforms, append([]string{"--sim-url", sim.URL}, extra...)...)
+	if err != nil {
+		sim.Close()
+		return nil, nil, nil, err
+	}
+	return n, sim, ids, nil
+}
+
 // accountIDs returns the sandbox account ids of the given platforms.
 func (e *Env) accountIDs(platforms ...string) ([]string, error) {
 	var accounts struct {
@@ -122,13 +140,16 @@ func durationsPct(d []time.Duration, p float64) float64 {
 }
 
 // publishScenario: durable publish requests accepted per second at e.Connections, each to X,
-// Bluesky and LinkedIn on the simulator at zero latency; jobs completed per second; the backlog
-// when the load stops; end-to-end latency from request to done on a sample of jobs.
+// Bluesky and LinkedIn on the simulator at zero latency (`herald sim` in its own process, so that
+// the server's peak RSS is Herald's); jobs completed per second; the backlog when the load
+// stops; end-to-end latency from request to done on a sample of jobs; the peak RSS against its
+// target.
 func publishScenario(base *Env) (Result, error) {
-	e, ids, err := base.spawnWithAccounts([]string{"twitter_x", "bluesky", "linkedin"}, unlimited...)
+	e, sim, ids, err := base.spawnOnOwnSim([]string{"twitter_x", "bluesky", "linkedin"}, []string{"--limit-scale", "100000"}, unlimited[2:]...)
 	if err != nil {
 		return Result{}, err
 	}
+	defer sim.Close()
 	defer e.Close()
 	targets := quoteAll(ids)
 	var e2e []time.Duration
@@ -162,7 +183,7 @@ func publishScenario(base *Env) (Result, error) {
 	}
 	defer closeWires(ws)
 	start := time.Now()
-	cpu0 := processCPU(e.cmd.Process.Pid)
+	cpu0 := processCPU(e.cmd.Process.Pid) + processCPU(sim.cmd.Process.Pid)
 	r, err := drive(e.log, "publish", e.Connections, e.Duration, func(w, i int) error {
 		st, b, err := ws[w].do(http.MethodPost, "/v1/posts/publish", fmt.Appendf(nil, `{"content":"Bench publish %d-%d: the autumn collection is out today. #launch","platforms":[%s]}`, w, i, targets))
 		if err != nil {
@@ -197,7 +218,7 @@ func publishScenario(base *Env) (Result, error) {
 	// The server's CPU per job, accepting and completing it (the in-process simulator's side of
 	// the network calls included), bounds the jobs per second its cores can finish end to end,
 	// whatever the order of the work.
-	cpu := processCPU(e.cmd.Process.Pid) - cpu0
+	cpu := processCPU(e.cmd.Process.Pid) + processCPU(sim.cmd.Process.Pid) - cpu0
 	cpuNote := ""
 	if cpu > 0 && acceptedTotal > 0 {
 		perJob := cpu.Seconds() / acceptedTotal
@@ -209,8 +230,8 @@ func publishScenario(base *Env) (Result, error) {
 		return r, err
 	}
 	r.LimitName, r.Limit = ceilingName(), limit
-	r.Notes = fmt.Sprintf("accepted %.0f/s; jobs completed %.0f/s overall (start to last done); backlog when the load stopped %.0f jobs, drained %.1fs later; end-to-end request→done p50 %.1f ms p99 %.1f ms over %d sampled jobs%s",
-		r.Throughput, completedRate, acceptedTotal-finishedAtEnd, drained.Sub(loadEnd).Seconds(), durationsPct(e2e, 0.5), durationsPct(e2e, 0.99), len(e2e), cpuNote)
+	r.Notes = fmt.Sprintf("accepted %.0f/s; jobs completed %.0f/s overall (start to last done); backlog when the load stopped %.0f jobs, drained %.1fs later; end-to-end request→done p50 %.1f ms p99 %.1f ms over %d sampled jobs%s; %s",
+		r.Throughput, completedRate, acceptedTotal-finishedAtEnd, drained.Sub(loadEnd).Seconds(), durationsPct(e2e, 0.5), durationsPct(e2e, 0.99), len(e2e), cpuNote, e.memoryNote())
 	return r, nil
 }
 
@@ -462,16 +483,18 @@ func sseDelivery(base *Env) (Result, error) {
 }
 
 // schedulerBurst: many posts due within one minute, not held back by budgets; the scheduler's
-// lateness (fire time minus due time) from its histogram.
+// lateness (fire time minus due time) from its histogram; the peak RSS against its target (the
+// simulator runs in its own process).
 func schedulerBurst(base *Env) (Result, error) {
 	posts, spread := 100000, time.Minute
 	if base.Quick {
 		posts, spread = 5000, 10*time.Second
 	}
-	e, ids, err := base.spawnWithAccounts([]string{"twitter_x"}, unlimited...)
+	e, sim, ids, err := base.spawnOnOwnSim([]string{"twitter_x"}, []string{"--limit-scale", "100000"}, unlimited[2:]...)
 	if err != nil {
 		return Result{}, err
 	}
+	defer sim.Close()
 	defer e.Close()
 	// Creation takes a while; the burst starts once every post is scheduled.
 	lead := time.Duration(float64(posts)/2000*float64(time.Second)) + 5*time.Second
@@ -510,7 +533,7 @@ func schedulerBurst(base *Env) (Result, error) {
 	fired, _ := e.metric("herald_scheduler_fired_total", "")
 	return Result{Ops: int(fired), Seconds: spread.Seconds(), Throughput: fired / spread.Seconds(), P50ms: p50 * 1000, P99ms: p99 * 1000, P999ms: p999 * 1000,
 		LimitName: "lateness p99 target (ms)", Limit: 1000, Ratio: p99 * 1000 / 1000,
-		Notes: fmt.Sprintf("%d posts due within %s; latencies are scheduler lateness (bucket upper bounds); created at %.0f/s", posts, spread, r.Throughput)}, nil
+		Notes: fmt.Sprintf("%d posts due within %s; latencies are scheduler lateness (bucket upper bounds); created at %.0f/s; %s", posts, spread, r.Throughput, e.memoryNote())}, nil
 }
 
 // histogramQuantiles estimates quantiles of a Prometheus histogram by its bucket upper bounds.

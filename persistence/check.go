@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -184,6 +185,12 @@ var indexChecks = []indexCheck{
 	{bUsersEmail, bUsers, "→ user id", valueID},
 	{bAccountsUser, bAccounts, "user id | account id", suffixOf(32)},
 	{bJobsActive, bJobs, "tracking id", wholeKey(16)},
+	{bJobsWaiting, bJobs, "account id | tracking id | target", func(k, _ []byte) []byte {
+		if len(k) != 34 {
+			return nil
+		}
+		return k[16:32]
+	}},
 	{bWebhooksUser, bWebhooks, "user id | webhook id", suffixOf(32)},
 	{bDeliveriesPending, bDeliveries, "webhook id | delivery id", wholeKey(32)},
 	{bMediaUser, bMedia, "user id | media id", suffixOf(32)},
@@ -227,6 +234,7 @@ func crossCheck(tx *bolt.Tx, r *Report) {
 	}
 	r.Checks = append(r.Checks, fmt.Sprintf("Herald's cross-checks: %d indexes name records that exist", len(indexChecks)))
 	checkPostIndex(tx, r)
+	checkActiveJobCount(tx, r)
 	for _, name := range bucketNames {
 		if tx.Bucket(name) == nil {
 			r.problem("bucket %s is missing", name)
@@ -243,6 +251,24 @@ func singular(bucket []byte) string {
 		return "API key"
 	}
 	return s
+}
+
+// checkActiveJobCount checks that the count of active jobs kept in meta (layout 5) is the number
+// of jobs_active's entries.
+func checkActiveJobCount(tx *bolt.Tx, r *Report) {
+	meta, active := tx.Bucket(bMeta), tx.Bucket(bJobsActive)
+	if meta == nil || active == nil {
+		return
+	}
+	v := meta.Get(activeJobsKey)
+	if len(v) != 8 {
+		return // a store of an earlier layout: counted when opened for writing
+	}
+	n := active.Stats().KeyN
+	if counted := binary.BigEndian.Uint64(v); counted != uint64(n) {
+		r.problem("meta: %d active jobs counted, jobs_active has %d", counted, n)
+	}
+	r.Checks = append(r.Checks, "Herald's cross-checks: the count of active jobs matches jobs_active")
 }
 
 // checkPostIndex checks that every post has its posts_user entry, and that posts_count holds

@@ -238,7 +238,7 @@ func TestCheckFileOfASoundStore(t *testing.T) {
 	require.Equal(t, 1000, keys["publications"])
 	require.Equal(t, 1, keys["apikeys"])
 	require.Greater(t, r.Pages, uint64(100))
-	require.Len(t, r.Checks, 4)
+	require.Len(t, r.Checks, 5)
 }
 
 // An index entry whose record is gone, a post missing from its index and counts that disagree
@@ -261,6 +261,7 @@ func TestCrossChecksFindBrokenIndexes(t *testing.T) {
 		require.NoError(t, tx.Bucket(bPostsUser).Delete(uk))
 		_, id := tx.Bucket(bAPIKeysHash).Cursor().First()
 		keyID = append([]byte(nil), id...)
+		require.NoError(t, tx.Bucket(bMeta).Put(activeJobsKey, u64(7)))
 		return tx.Bucket(bAPIKeys).Delete(keyID)
 	}))
 	require.NoError(t, db.Close())
@@ -280,6 +281,7 @@ func TestCrossChecksFindBrokenIndexes(t *testing.T) {
 	require.Contains(t, text, "apikeys_user: entry")
 	require.Contains(t, text, "posts_count: user")
 	require.Contains(t, text, "(50 posts counted, posts_user has 49)")
+	require.Contains(t, text, "meta: 7 active jobs counted, jobs_active has 0")
 
 	_, err = Open(dir, Options{Check: true})
 	var de *DamagedError

@@ -48,7 +48,10 @@
 //	oauth_tokens    SHA-256 of the token (32) → OAuthToken (JSON: access or refresh, key id,
 //	                expiry, rotated): the token itself is never stored
 //	jobs            tracking id → Job (JSON)
-//	jobs_active     tracking id → empty: jobs whose post has not taken their outcome (resumed at start-up)
+//	jobs_active     tracking id → empty, or 1 once the job is finished: jobs whose post has not
+//	                taken their outcome (resumed at start-up)
+//	jobs_waiting    account id | tracking id | target (2) → empty: the targets of active jobs whose
+//	                outcome is not stored, in the order their account takes them (waiting.go)
 //	jobs_post       post id | tracking id → empty
 //	job_events      tracking id | seq (8) → []JobEvent (JSON): the targets' timeline (jobevents.go)
 //	schedule        due time (8, Unix ns) | post id → empty
@@ -66,7 +69,8 @@
 // walks posts_user backwards and filters on the summaries, so only the page itself (or, with a
 // search, the candidates) is decoded; its total comes from posts_count, kept in the same
 // transactions, so that only a search walks the whole index. meta's "schema" is the layout
-// version (2: posts_count, 3: revoked keys kept in apikeys_hash, 4: publications); a store of an earlier layout is brought up to date when opened. Buckets that
+// version (2: posts_count, 3: revoked keys kept in apikeys_hash, 4: publications, 5: jobs_waiting and
+// the finished flag of jobs_active); a store of an earlier layout is brought up to date when opened. Buckets that
 // start empty (user_passwords, sessions, sessions_user, the oauth_ buckets) are created when the store opens and need
 // no new layout version.
 //

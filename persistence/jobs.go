@@ -101,7 +101,11 @@ func init() { registerBuckets(bJobs, bJobsActive, bJobsPost, bSchedule, bIdempot
 func (t *Tx) PutJob(j *Job) error { return t.PutJobEncoded(j, nil) }
 
 // PutJobEncoded stores a job the caller encoded with Encode (outside the transaction that many
-// writers share); nil raw encodes it here.
+// writers share); nil raw encodes it here. It keeps the job's indexes: jobs_active (flagged once
+// the job is finished, so that a start-up finds the finished jobs to hand to their posts without
+// decoding every active job), jobs_post, and jobs_waiting, where a new job's targets wait for
+// their accounts and a target's entry goes in the transaction that stores its outcome
+// (waiting.go).
 func (t *Tx) PutJobEncoded(j *Job, raw []byte) error {
 	if raw == nil {
 		var err error
@@ -113,29 +117,93 @@ func (t *Tx) PutJobEncoded(j *Job, raw []byte) error {
 	// The index entries are written once: a phase change finds them in place, and an index
 	// page left untouched is a page the commit need not write.
 	active := t.kv.Bucket(bJobsActive)
-	if j.PostSynced {
-		if err := active.Delete(id); err != nil {
+	switch {
+	case j.PostSynced:
+		if err := t.unsetActive(active, id); err != nil {
 			return err
 		}
-	} else if !has(active, id) {
+	case j.finished():
+		if v := active.Get(id); len(v) == 0 || v[0] != activeFinished {
+			if len(v) == 0 && !has(active, id) {
+				if err := t.countActiveJobs(1); err != nil {
+					return err
+				}
+			}
+			if err := active.Put(id, []byte{activeFinished}); err != nil {
+				return err
+			}
+		}
+	case !has(active, id):
+		if err := t.countActiveJobs(1); err != nil {
+			return err
+		}
 		if err := active.Put(id, nil); err != nil {
 			return err
 		}
 	}
 	byPost, key := t.kv.Bucket(bJobsPost), join(mustID(j.PostID), id)
-	if !has(byPost, key) {
+	isNew := !has(byPost, key)
+	if isNew {
 		if err := byPost.Put(key, nil); err != nil {
 			return err
 		}
 	}
+	if err := t.keepWaiting(j, isNew); err != nil {
+		return err
+	}
 	return t.kv.Bucket(bJobs).Put(id, raw)
 }
+
+// activeFinished is the value of a jobs_active entry whose job is finished (its post has still
+// to take the outcome); an unfinished job's entry is empty.
+const activeFinished = 1
+
+func (j *Job) finished() bool { return j.Status == JobCompleted || j.Status == JobFailed }
 
 // SettleJob takes a finished job out of the jobs to resume: its post stored the outcome in this
 // transaction. The job's own record keeps post_synced false; a job that is finished and not
 // active is settled (JobActive).
 func (t *Tx) SettleJob(id string) error {
-	return t.kv.Bucket(bJobsActive).Delete(mustID(id))
+	return t.unsetActive(t.kv.Bucket(bJobsActive), mustID(id))
+}
+
+// unsetActive removes a job's jobs_active entry, if there is one, and counts it out.
+func (t *Tx) unsetActive(active kvBucket, id []byte) error {
+	if !has(active, id) {
+		return nil
+	}
+	if err := t.countActiveJobs(-1); err != nil {
+		return err
+	}
+	return active.Delete(id)
+}
+
+// activeJobsKey, in meta, counts the entries of jobs_active (layout 5), kept in the transactions
+// that add and remove them: the job gauges read it instead of walking the index, which a backlog
+// of a million jobs makes a walk of a million entries, every page of it mapped into memory.
+var activeJobsKey = []byte("jobs_active_count")
+
+// countActiveJobs adds d to the count of jobs_active's entries.
+func (t *Tx) countActiveJobs(d int64) error {
+	meta := t.kv.Bucket(bMeta)
+	n := int64(0)
+	if v := meta.Get(activeJobsKey); len(v) == 8 {
+		n = int64(binary.BigEndian.Uint64(v))
+	}
+	return meta.Put(activeJobsKey, u64(uint64(max(0, n+d))))
+}
+
+// activeJobsCount reads the count of jobs_active's entries (false: not counted, a store not yet
+// brought to layout 5).
+func activeJobsCount(tx kvTx) (int, bool) {
+	meta := tx.Bucket(bMeta)
+	if meta == nil {
+		return 0, false
+	}
+	if v := meta.Get(activeJobsKey); len(v) == 8 {
+		return int(binary.BigEndian.Uint64(v)), true
+	}
+	return 0, false
 }
 
 // JobActive reports whether the job is among the jobs to resume.
@@ -161,6 +229,29 @@ func (t *Tx) ActiveJobs() []string {
 	c := t.kv.Bucket(bJobsActive).Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
 		out = append(out, idString(k))
+	}
+	return out
+}
+
+// FinishedActiveJobs lists, after the tracking id after ("" for the first), up to limit jobs that
+// are finished but whose post has not taken the outcome: a start-up hands them to their posts.
+// It reads the jobs_active index only.
+func (t *Tx) FinishedActiveJobs(after string, limit int) []string {
+	var out []string
+	c := t.kv.Bucket(bJobsActive).Cursor()
+	var k, v []byte
+	if after == "" {
+		k, v = c.First()
+	} else {
+		start := mustID(after)
+		if k, v = c.Seek(start); k != nil && bytes.Equal(k, start) {
+			k, v = c.Next()
+		}
+	}
+	for ; k != nil && len(out) < limit; k, v = c.Next() {
+		if len(v) > 0 && v[0] == activeFinished {
+			out = append(out, idString(k))
+		}
 	}
 	return out
 }

@@ -41,8 +41,8 @@ func (s *Store) Stats() DBStats {
 
 // ActiveJobStats counts the jobs whose post has not yet taken their outcome (queued, processing,
 // or finished but not yet synced to the post) and returns the creation time of the oldest, read
-// from its UUIDv7 tracking id (zero when there is none). The index holds ids only, so this
-// decodes no record.
+// from its UUIDv7 tracking id (zero when there is none). It reads the count kept with the index
+// and the index's first key, so it costs the same whatever the backlog.
 func (t *Tx) ActiveJobStats() (n int, oldest time.Time) {
 	c := t.kv.Bucket(bJobsActive).Cursor()
 	k, _ := c.First()
@@ -54,6 +54,9 @@ func (t *Tx) ActiveJobStats() (n int, oldest time.Time) {
 	if id.Version() == 7 {
 		sec, nsec := id.Time().UnixTime()
 		oldest = time.Unix(sec, nsec)
+	}
+	if n, ok := activeJobsCount(t.kv); ok {
+		return n, oldest
 	}
 	for ; k != nil; k, _ = c.Next() {
 		n++

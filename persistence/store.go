@@ -56,8 +56,8 @@ var (
 )
 
 // schemaVersion is the layout this code writes: 2 added posts_count; 3 keeps revoked keys in
-// apikeys_hash; 4 added publications.
-const schemaVersion = 4
+// apikeys_hash; 4 added publications; 5 added jobs_waiting and the finished flag of jobs_active.
+const schemaVersion = 5
 
 // Options configure the store.
 type Options struct {
@@ -80,6 +80,10 @@ type Options struct {
 	Check bool
 	// Faults, when set, injects failures at the commit boundary (tests; faults.go).
 	Faults *Faults
+	// MaxMappedBytes, on Linux and bbolt, gives the pages of the file mapped by reads back to
+	// the kernel's page cache whenever the process's file-backed resident memory passes it
+	// (checked every second; 0: never). See mapped_linux.go.
+	MaxMappedBytes int64
 }
 
 // Store is the bbolt database with its group committer.
@@ -168,6 +172,9 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 	}
 	s := newStore(boltCommitter{db}, opts)
 	s.db = db
+	if opts.MaxMappedBytes > 0 {
+		go s.watchMapped(opts.MaxMappedBytes, 100*time.Millisecond)
+	}
 	return s, nil
 }
 
@@ -197,6 +204,13 @@ func upgrade(tx kvTx) error {
 	if schemaOf(tx) < 4 {
 		// Version 4 added publications; a store written before it is indexed once.
 		if err := indexStoredPublications(tx); err != nil {
+			return err
+		}
+	}
+	if schemaOf(tx) < 5 {
+		// Version 5 keeps the targets of active jobs waiting for their accounts in jobs_waiting
+		// and flags the finished ones in jobs_active; a store written before it is indexed once.
+		if err := indexWaitingJobs(tx); err != nil {
 			return err
 		}
 	}

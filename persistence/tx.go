@@ -301,6 +301,24 @@ func (t *Tx) Post(id string) (*Post, error) {
 	return &p, nil
 }
 
+// PostContent is what a network call needs of a post: its owner, text and media. Once a post has
+// been published these never change.
+type PostContent struct {
+	UserID   string   `json:"user_id"`
+	Content  string   `json:"content"`
+	MediaIDs []string `json:"media_ids"`
+}
+
+// PostContent returns a post's content, decoding nothing else of the record (a third cheaper
+// than Post: no targets, no times).
+func (t *Tx) PostContent(id string) (*PostContent, error) {
+	var c PostContent
+	if err := t.get(bPosts, mustID(id), &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
 // DeletePost removes a post and its index entries (its campaign's included).
 func (t *Tx) DeletePost(p *Post) error {
 	id, user := mustID(p.ID), mustID(p.UserID)

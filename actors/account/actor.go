@@ -1,8 +1,11 @@
 // Package account is the connected-account actor: one virtual actor per connected account,
 // owning its OAuth tokens (sealed at rest), its rate budget and its network calls.
 //
-// A publish request waits in the account's queue, in order, until the budget has room (never
-// failing for lack of it); the actor refreshes the token ahead of its expiry and once more on an
+// The targets an account publishes wait in the store (persistence jobs_waiting), in the order of
+// their jobs' creation, not in memory: the actor takes a few at a time, as many as its next
+// batch of calls needs, into its queue, where they wait, in order, until the budget has room
+// (never failing for lack of it). A backlog of any size thus costs the account the memory of one
+// batch. The actor refreshes the token ahead of its expiry and once more on an
 // auth-expired answer, retries transient failures with backoff and jitter a bounded number of
 // times, fails permanent ones at once with the network's message, and never repeats blindly an
 // attempt whose outcome is unknown: it looks the post up on the network first. Before every
@@ -59,7 +62,21 @@ type Deps struct {
 	ReadRules map[platforms.Platform]map[ReadOp][]Rule
 	// ReadConcurrency bounds the account's live reads in flight (default 8).
 	ReadConcurrency int
+	// Media turns a post's media ids into what adapters upload (nil: a post with media fails,
+	// for want of media storage).
+	Media MediaResolver
+	// Posts holds the posts whose jobs started last, by id, so that the accounts that take them
+	// soon after need not read and decode them (nil: always read). A post's content, media and
+	// owner never change once it has been published.
+	Posts *actors.Recent[string, *persistence.PostContent]
+	// InHand counts, by delta, the publishes accounts hold ready to go: taken from the store and
+	// neither final nor waiting for the network's budget or a retry's backoff (the job backlog;
+	// nil: not counted).
+	InHand func(delta int)
 }
+
+// MediaResolver turns a user's media ids into what adapters upload.
+type MediaResolver func(ctx context.Context, userID string, ids []string) ([]platforms.Media, error)
 
 func (d *Deps) defaults() {
 	if d.Now == nil {
@@ -97,6 +114,9 @@ func (d *Deps) defaults() {
 	if d.ReadConcurrency <= 0 {
 		d.ReadConcurrency = 8
 	}
+	if d.InHand == nil {
+		d.InHand = func(int) {}
+	}
 }
 
 // Kind returns the account actor kind.
@@ -105,9 +125,15 @@ func Kind(d Deps) actors.Kind {
 	return actors.Kind{Name: KindName, IdleTimeout: d.IdleTimeout, New: func(id string) actor.Actor { return &Actor{id: id, deps: d} }}
 }
 
-// request is a publish in the account's hands.
+// request is a target in the account's hands: taken from the store, not yet final.
 type request struct {
-	*Publish
+	JobID  string
+	Target int
+	Post   platforms.Post
+	// key is the target's jobs_waiting entry (persistence.Waiting.Key).
+	key string
+	// counted says the request counts in Deps.InHand.
+	counted   bool
 	retries   int
 	refreshed bool      // the token was refreshed for it after an auth-expired answer
 	resolved  bool      // a lookup found nothing once; another unknown outcome fails it
@@ -125,6 +151,17 @@ type Actor struct {
 	adapter platforms.Adapter
 
 	queue []*request
+	// held are the requests the account took from the store and whose outcome it has not
+	// reported, by entry key: in the queue, the lane, in flight, waiting for a retry or a lookup.
+	// reported are the entries whose outcome was reported but may not be stored by their job yet:
+	// a take passes over both, and forgets a reported entry once the store no longer holds it.
+	// more says the store may hold entries the account has not taken; failing, when set, fails
+	// the entries taken until the walk reaches the end of what waits (failWaiting).
+	held       map[string]*request
+	reported   map[string]bool
+	more       bool
+	failing    string
+	rechecking bool // a recheck is coming (too many outcomes not yet stored)
 	// told counts the requests at the queue's front already told that they wait for the budget
 	// reset toldAt, so that a request arriving during a wait is told without re-reading the
 	// whole queue. Prepending (queueFront) resets it.
@@ -158,9 +195,11 @@ type Actor struct {
 }
 
 // Busy keeps the actor from passivating while it has work: its goroutines report to it.
+// Entries waiting in the store keep it too: they are taken as its budget frees, which only the
+// live actor knows.
 func (a *Actor) Busy() bool {
 	return a.inflight > 0 || len(a.queue) > 0 || a.refreshing || a.lookups > 0 || a.retrying > 0 || a.deleting != nil || a.live.busy() ||
-		a.storeWait || a.unsavedCreds
+		a.storeWait || a.unsavedCreds || len(a.held) > 0 || a.more || a.rechecking
 }
 
 // messages from the actor's own goroutines and timers
@@ -193,6 +232,8 @@ type (
 	// storeRetry ends a wait for the store (storeWait); saveCreds stores unsaved credentials.
 	storeRetry struct{}
 	saveCreds  struct{}
+	// recheck takes from the store again once outcomes reported meanwhile may be stored.
+	recheck struct{}
 )
 
 // Receive handles the account's messages.
@@ -200,6 +241,10 @@ func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.lane = newLane(&a.deps, ctx)
+		if a.held == nil {
+			a.held, a.reported = map[string]*request{}, map[string]bool{}
+		}
+		a.more = true // what waits in the store is taken by the first pump
 		a.load()
 		a.pump(ctx)
 	case *actor.Stopped:
@@ -208,6 +253,15 @@ func (a *Actor) Receive(ctx actor.Context) {
 		// next start looks them up and sends those it does not find. Calls already under way end
 		// as the network answers; the next start looks those up too.
 		a.lane.take()
+		for _, r := range a.held {
+			a.count(r, false)
+		}
+	case *Take:
+		a.more = true
+		a.pumpLater(ctx)
+	case *recheck:
+		a.rechecking = false
+		a.pump(ctx)
 	case *Create:
 		a.create(ctx, m)
 	case *SetCredentials:
@@ -223,8 +277,6 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.delete(ctx, m)
 	case *revokeDone:
 		a.finishDelete(ctx)
-	case *Publish:
-		a.publish(ctx, m)
 	case *callDone:
 		a.callDone(ctx, m)
 	case *refreshDone:
@@ -250,6 +302,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 			a.fail(m.req, "the connected account was disconnected before the post could be published")
 			return
 		}
+		if a.failing != "" {
+			a.fail(m.req, a.failing)
+			return
+		}
+		a.count(m.req, true)
 		a.queueFront(m.req)
 		a.pump(ctx)
 	}
@@ -360,6 +417,7 @@ func (a *Actor) storeCreds(next *persistence.Account, creds platforms.Credential
 	}
 	a.acc, a.creds = next, creds
 	a.unsavedCreds = false
+	a.failing = "" // tokens that work again: what waits is published again
 	a.lane.setCredentials(a.adapter, a.creds)
 	return nil
 }
@@ -474,21 +532,44 @@ func (a *Actor) finishDelete(ctx actor.Context) {
 	a.acc, a.creds, a.adapter = nil, platforms.Credentials{}, nil
 	a.lane.setCredentials(nil, a.creds)
 	ctx.Send(sender, &Reply{Account: gone})
+	a.more = true
+	a.pump(ctx) // what still waits in the store fails: the account is gone
 }
 
 // report sends a job what happened to one of its targets.
 func (a *Actor) report(r *request, final, success bool, msg string, pub platforms.Publication) {
-	a.deps.Report(&Report{JobID: r.JobID, Target: r.Target, Final: final, Success: success, Message: msg, Publication: pub})
+	a.reportStep(r, "", final, success, msg, pub)
 }
 
-// reportStep sends a job a step of the target's timeline (persistence.EventWaiting, ...).
+// reportStep sends a job a step of the target's timeline (persistence.EventWaiting, ...). After
+// the outcome the request leaves the account's hands; its entry stays in the store until the job
+// stores the outcome, and is not taken again meanwhile.
 func (a *Actor) reportStep(r *request, event string, final, success bool, msg string, pub platforms.Publication) {
-	a.deps.Report(&Report{JobID: r.JobID, Target: r.Target, Final: final, Success: success, Message: msg, Publication: pub, Event: event})
+	if final && r.key != "" {
+		a.count(r, false)
+		delete(a.held, r.key)
+		a.reported[r.key] = true
+	}
+	a.deps.Report(&Report{JobID: r.JobID, Target: r.Target, AccountID: a.id, Final: final, Success: success, Message: msg, Publication: pub, Event: event})
+}
+
+// count keeps a request's place in Deps.InHand true.
+func (a *Actor) count(r *request, inHand bool) {
+	if r.counted != inHand {
+		r.counted = inHand
+		if inHand {
+			a.deps.InHand(1)
+		} else {
+			a.deps.InHand(-1)
+		}
+	}
 }
 
 func (a *Actor) fail(r *request, msg string) { a.report(r, true, false, msg, platforms.Publication{}) }
 
-// failWaiting fails every request no call has started for: those in the lane and in the queue.
+// failWaiting fails every request no call has started for: those in the lane and in the queue,
+// and those waiting in the store, which the account takes and fails at once until it has gone
+// through them (or new credentials are stored). What is published afterwards is sent as usual.
 func (a *Actor) failWaiting(msg string) {
 	taken := a.lane.take()
 	a.inflight = max(0, a.inflight-len(taken))
@@ -496,36 +577,133 @@ func (a *Actor) failWaiting(msg string) {
 		a.fail(r, msg)
 	}
 	a.queue, a.told = nil, 0
+	a.failing, a.more = msg, true
 }
 
-func (a *Actor) publish(ctx actor.Context, m *Publish) {
-	r := &request{Publish: m}
-	if a.acc == nil || a.deleting != nil {
-		a.fail(r, "the connected account was disconnected; connect it again and publish again")
+// maxUnstored bounds the outcomes an account has reported and their jobs may not have stored
+// yet: their entries are still in the store, so the account waits for them before it takes more
+// (recheckAfter later). Outcomes come at the pace of network calls, which the jobs store far
+// faster; this only paces an account that fails what it takes without calling (a disconnected
+// account, a refused token), so that it does not wake a backlog's worth of jobs at once.
+const (
+	maxUnstored  = 4 * maxBatch
+	recheckAfter = 20 * time.Millisecond
+)
+
+// take tops the queue up to n requests from the store, in the store's order, passing over the
+// entries the account holds or has reported. It reads each entry's post and resolves its media;
+// an entry that cannot be published (its post gone, its media unusable, the account gone or its
+// token refused) fails at once, and one whose attempt was recorded (a call that may have reached
+// the network before a crash, or before the account passivated) is looked up, never sent again
+// blindly.
+func (a *Actor) take(ctx actor.Context, n int) {
+	if !a.more || n <= 0 {
 		return
 	}
-	if a.adapter == nil {
-		a.fail(r, fmt.Sprintf("Herald has no adapter for %s", a.acc.Platform))
-		return
+	paced := len(a.reported) >= maxUnstored+a.deps.Concurrency
+	if paced {
+		n = 0 // the walk only forgets what the jobs stored meanwhile
 	}
-	if err := a.adapter.Validate(m.Post); err != nil {
-		a.fail(r, errorMessage(err))
-		return
+	type taken struct {
+		w    persistence.Waiting
+		post *persistence.PostContent
+		att  *persistence.Attempt
 	}
-	if m.Resume {
-		var att *persistence.Attempt
-		_ = a.deps.Store.View(func(tx *persistence.Tx) error {
-			att, _ = tx.Attempt(m.JobID, m.Target)
-			return nil
+	var got []taken
+	var last string
+	stored := map[string]bool{}
+	err := a.deps.Store.View(func(tx *persistence.Tx) error {
+		got, last = got[:0], ""
+		clear(stored)
+		ws, more := tx.WaitingFor(a.id, n, func(key string) bool {
+			last = key
+			if a.reported[key] {
+				stored[key] = true
+				return true
+			}
+			return a.held[key] != nil
 		})
-		if att != nil {
-			// The call may have reached the network before the crash: look, don't resend.
-			a.startLookup(ctx, r, att.StartedAt)
-			return
+		a.more = more
+		for _, w := range ws {
+			t := taken{w: w}
+			if p, ok := a.deps.Posts.Get(w.PostID); ok && w.PostID != "" {
+				t.post = p
+			} else if w.PostID != "" {
+				t.post, _ = tx.PostContent(w.PostID)
+			}
+			t.att, _ = tx.Attempt(w.JobID, w.Target)
+			got = append(got, t)
+		}
+		return nil
+	})
+	if err != nil {
+		// Nothing taken: the store could not be read. Try again shortly.
+		a.more = true
+		if !a.rechecking {
+			a.rechecking = true
+			actors.SendSelfAfter(ctx, a.storeFailed("reading the publishes waiting for the account", err), &recheck{})
+		}
+		return
+	}
+	// Reported entries the walk passed without finding are stored by their jobs: forget them.
+	for key := range a.reported {
+		if !stored[key] && (!a.more || key < last) {
+			delete(a.reported, key)
 		}
 	}
-	a.queue = append(a.queue, r)
-	a.pumpLater(ctx)
+	if paced && a.more && !a.rechecking {
+		a.rechecking = true
+		actors.SendSelfAfter(ctx, recheckAfter, &recheck{})
+	}
+	for _, t := range got {
+		r := &request{JobID: t.w.JobID, Target: t.w.Target, key: t.w.Key()}
+		a.held[r.key] = r
+		switch {
+		case a.acc == nil || a.deleting != nil:
+			a.fail(r, "the connected account was disconnected; connect it again and publish again")
+			continue
+		case a.failing != "":
+			a.fail(r, a.failing)
+			continue
+		case a.adapter == nil:
+			a.fail(r, fmt.Sprintf("Herald has no adapter for %s", a.acc.Platform))
+			continue
+		case t.post == nil:
+			a.fail(r, "the post no longer exists")
+			continue
+		}
+		r.Post = platforms.Post{Text: t.post.Content}
+		if len(t.post.MediaIDs) > 0 {
+			var media []platforms.Media
+			err := ErrNoMediaStorage
+			if a.deps.Media != nil {
+				media, err = a.deps.Media(context.Background(), t.post.UserID, t.post.MediaIDs)
+			}
+			if errors.Is(err, ErrNoMediaStorage) {
+				a.fail(r, err.Error())
+				continue
+			}
+			if err != nil {
+				a.fail(r, "the post's media could not be read: "+err.Error())
+				continue
+			}
+			r.Post.Media = media
+		}
+		if err := a.adapter.Validate(r.Post); err != nil {
+			a.fail(r, errorMessage(err))
+			continue
+		}
+		a.count(r, true)
+		if t.att != nil {
+			// The call may have reached the network: look, don't resend.
+			a.startLookup(ctx, r, t.att.StartedAt)
+			continue
+		}
+		a.queue = append(a.queue, r)
+	}
+	if !a.more {
+		a.failing = "" // every entry that waited when the account failed is failed
+	}
 }
 
 // pumpLater runs pump once the mailbox's waiting messages are handled.
@@ -581,7 +759,15 @@ func (a *Actor) observeCallTime(d time.Duration) {
 // pump keeps the lane filled from the queue as far as the budget allows: budget reserved and
 // attempts recorded for a batch in one commit, then the batch handed to the callers, in order.
 func (a *Actor) pump(ctx actor.Context) {
-	if a.acc == nil || a.deleting != nil || a.storeWait {
+	if a.deleting != nil || a.storeWait {
+		return
+	}
+	if a.acc == nil || a.failing != "" {
+		// Nothing can be published: what waits in the store fails, a batch at a time.
+		a.take(ctx, maxBatch)
+		if a.more && !a.rechecking {
+			a.pumpLater(ctx)
+		}
 		return
 	}
 	platform := platforms.Platform(a.acc.Platform)
@@ -589,10 +775,19 @@ func (a *Actor) pump(ctx actor.Context) {
 		// Requests for free call slots start at once; only those beyond them wait ahead.
 		pending, free := a.lane.load()
 		size := a.batchSize()
-		if len(a.queue) == 0 || (free == 0 && pending >= max(1, size/2)) {
+		if free == 0 && pending >= max(1, size/2) {
 			return
 		}
 		size = min(size+free, maxBatch)
+		if len(a.queue) < size {
+			a.take(ctx, size-len(a.queue))
+			if a.acc == nil || a.failing != "" {
+				return
+			}
+		}
+		if len(a.queue) == 0 {
+			return
+		}
 		now := a.deps.Now()
 		if a.needsRefresh(now) {
 			// The token is refreshed between calls: the lane runs dry first.
@@ -618,6 +813,7 @@ func (a *Actor) pump(ctx actor.Context) {
 				from = min(a.told, len(a.queue))
 			}
 			for _, r := range a.queue[from:] {
+				a.count(r, false) // it waits for the network's budget
 				if !r.waitShown.Equal(retryAt) {
 					r.waitShown = retryAt
 					a.reportStep(r, persistence.EventWaiting, false, false, "waiting for rate budget until "+retryAt.UTC().Format(time.RFC3339), platforms.Publication{})
@@ -629,6 +825,9 @@ func (a *Actor) pump(ctx actor.Context) {
 		}
 		a.queue = a.queue[len(batch):]
 		a.told = max(0, a.told-len(batch))
+		for _, r := range batch {
+			a.count(r, true)
+		}
 		a.deps.Metrics.BudgetLeft.WithLabelValues(string(platform)).Set(float64(a.deps.Budgets.Remaining(platform, a.id, now)))
 		err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
 			for _, r := range batch {
@@ -744,6 +943,7 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 	}
 	platform := platforms.Platform(a.acc.Platform)
 	a.observeCall(string(platform), "publish", m.start, m.err)
+	a.deps.Budgets.Sent(platform, a.id, m.start)
 	now := a.deps.Now()
 	a.observeCallTime(m.took)
 	if m.err == nil {
@@ -796,6 +996,7 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 			d.Round(time.Millisecond), r.retries+1, a.deps.MaxRetries+1, errorMessage(m.err)), platforms.Publication{})
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		a.retrying++
+		a.count(r, false) // it waits for its backoff
 		time.AfterFunc(d, func() { root.Send(self, &retry{req: r}) })
 		a.lane.release()
 		a.pump(ctx)
@@ -950,6 +1151,7 @@ func (a *Actor) refreshDone(ctx actor.Context, m *refreshDone) {
 			}
 		}
 		a.failWaiting(fmt.Sprintf("%s token refresh failed (%s); connect the account again", platform, errorMessage(m.err)))
+		a.pumpLater(ctx)
 		return
 	}
 	a.pump(ctx)

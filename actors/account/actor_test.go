@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -35,6 +36,12 @@ type bundle struct {
 	metrics *account.Metrics
 	reports chan *account.Report
 	userID  string
+	// stored counts the outcomes whose waiting entry the bundle removed, as a job would.
+	stored sync.WaitGroup
+	// restart builds the directory again on the same store, network and budgets, as after a
+	// crash.
+	restart func() *actors.Directory
+	keep    *atomic.Bool
 }
 
 func setup(t testing.TB, rules map[platforms.Platform][]account.Rule) *bundle {
@@ -53,6 +60,11 @@ type options struct {
 	concurrency int
 	// faults injects store failures (nil: none).
 	faults *persistence.Faults
+	// inHand counts the publishes in hand (Deps.InHand; nil: not counted).
+	inHand func(int)
+	// keepEntries leaves the waiting entries of reported outcomes in the store, as jobs that
+	// have not stored them yet would.
+	keepEntries *atomic.Bool
 }
 
 func setupWith(t testing.TB, o options) *bundle {
@@ -81,15 +93,39 @@ func setupWith(t testing.TB, o options) *bundle {
 	if o.edit != nil {
 		o.edit(adapters)
 	}
-	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
-	t.Cleanup(sys.Shutdown)
-	b.dir = actors.NewDirectory(sys, account.Kind(account.Deps{
-		Store: store, Box: box, Adapters: adapters, Budgets: b.budgets, Metrics: b.metrics,
-		Report: func(r *account.Report) { b.reports <- r }, Backoff: 10 * time.Millisecond,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), CallTimeout: time.Second, Concurrency: o.concurrency,
-	}))
+	t.Cleanup(b.stored.Wait)
+	b.restart = func() *actors.Directory {
+		sys := actors.NewSystem(prometheus.NewRegistry(), nil)
+		t.Cleanup(sys.Shutdown)
+		return actors.NewDirectory(sys, account.Kind(account.Deps{
+			Store: store, Box: box, Adapters: adapters, Budgets: b.budgets, Metrics: b.metrics,
+			Report: b.report, Backoff: 10 * time.Millisecond,
+			Log: slog.New(slog.NewTextHandler(io.Discard, nil)), CallTimeout: time.Second, Concurrency: o.concurrency,
+			InHand: o.inHand,
+		}))
+	}
+	b.keep = o.keepEntries
+	b.dir = b.restart()
 	return b
 }
+
+// report takes an account's report as a job would: an outcome's waiting entry leaves the store
+// (the bundle keeps attempt records, which a job deletes with the outcome).
+func (b *bundle) report(r *account.Report) {
+	if r.Final && (b.keep == nil || !b.keep.Load()) {
+		b.stored.Add(1)
+		go func() {
+			defer b.stored.Done()
+			_ = b.store.Update(context.Background(), func(tx *persistence.Tx) error {
+				return tx.StopWaiting(persistence.Waiting{AccountID: r.AccountID, JobID: r.JobID, Target: r.Target})
+			})
+		}()
+	}
+	b.reports <- r
+}
+
+// newJobID is a tracking id: a UUIDv7, so that jobs wait for their account in creation order.
+func newJobID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // connect creates an account with simulator credentials.
 func (b *bundle) connect(p platforms.Platform, handle string) string {
@@ -123,8 +159,39 @@ func (b *bundle) finals(job string, n int) map[int]*account.Report {
 	return out
 }
 
+// enqueue stores what a publish stores for one target of job on acct: its post, with text, and
+// its job, whose target waits for the account in the store.
+func (b *bundle) enqueue(acct, job string, target int, text string) {
+	b.t.Helper()
+	now := time.Now().UTC()
+	p := &persistence.Post{ID: newJobID(), UserID: b.userID, Content: text, Status: persistence.PostPublishing, CreatedAt: now, UpdatedAt: now}
+	j := &persistence.Job{TrackingID: job, PostID: p.ID, UserID: b.userID, Status: persistence.JobQueued, CreatedAt: now,
+		Targets: []persistence.JobTarget{{Target: target, AccountID: acct, Phase: persistence.PhaseUploading, Message: "queued"}}}
+	require.NoError(b.t, b.store.Update(context.Background(), func(tx *persistence.Tx) error {
+		if err := tx.PutPost(p, nil); err != nil {
+			return err
+		}
+		return tx.PutJob(j)
+	}))
+}
+
+// publish enqueues a target and tells its account.
 func (b *bundle) publish(acct, job string, target int, text string) {
-	b.dir.Send(acct, &account.Publish{JobID: job, Target: target, Post: platforms.Post{Text: text}})
+	b.t.Helper()
+	b.enqueue(acct, job, target, text)
+	b.dir.Send(acct, &account.Take{})
+}
+
+// waiting counts the targets waiting for acct in the store.
+func (b *bundle) waiting(acct string) int {
+	b.t.Helper()
+	var n int
+	require.NoError(b.t, b.store.View(func(tx *persistence.Tx) error {
+		ws, _ := tx.WaitingFor(acct, 1<<20, nil)
+		n = len(ws)
+		return nil
+	}))
+	return n
 }
 
 func TestPublishesThroughTheNetwork(t *testing.T) {
@@ -132,7 +199,7 @@ func TestPublishesThroughTheNetwork(t *testing.T) {
 	b := setup(t, nil)
 	for _, p := range []platforms.Platform{platforms.X, platforms.Bluesky, platforms.LinkedIn, platforms.Facebook, platforms.Threads} {
 		acct := b.connect(p, "alice")
-		job := uuid.NewString()
+		job := newJobID()
 		b.publish(acct, job, 0, "hello from Herald on "+string(p))
 		r := b.finals(job, 1)[0]
 		require.True(t, r.Success, "%s: %s", p, r.Message)
@@ -147,14 +214,14 @@ func TestContentRulesSpendNoBudget(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	acct := b.connect(platforms.X, "bob")
-	job := uuid.NewString()
+	job := newJobID()
 	b.publish(acct, job, 0, strings.Repeat("a", 300))
 	r := b.finals(job, 1)[0]
 	require.False(t, r.Success)
 	require.Contains(t, r.Message, "280")
 	require.Equal(t, 100, b.budgets.Remaining(platforms.X, acct, time.Now()), "no budget spent")
 	ig := b.connect(platforms.Instagram, "bob")
-	job2 := uuid.NewString()
+	job2 := newJobID()
 	b.publish(ig, job2, 0, "no media")
 	r = b.finals(job2, 1)[0]
 	require.False(t, r.Success)
@@ -169,7 +236,7 @@ func TestBudgetWaitsInsteadOfTripping(t *testing.T) {
 	b := setup(t, map[platforms.Platform][]account.Rule{platforms.X: {{Name: "tweets", Limit: limit, Window: window, Cost: 1}}})
 	b.sim.SetLimit(platforms.X, "tweets", sim.Limit{Count: limit, Window: window})
 	acct := b.connect(platforms.X, "carol")
-	job := uuid.NewString()
+	job := newJobID()
 	for i := 0; i < posts; i++ {
 		b.publish(acct, job, i, fmt.Sprintf("post %d", i))
 	}
@@ -198,57 +265,63 @@ func TestBudgetWaitsInsteadOfTripping(t *testing.T) {
 	require.Equal(t, 0.0, testutil.ToFloat64(b.metrics.RateLimited.WithLabelValues("twitter_x")), "no 429 from the network")
 }
 
-// Posts that arrive one by one while the budget is spent are each told once that they wait, with
-// the same reset time, however long the queue grows.
-func TestEveryWaitingPostIsToldOnce(t *testing.T) {
+// Posts that arrive one by one while the budget is spent wait in the store; the account takes only
+// its next batch, and each post it took is told once that it waits, with the same reset time,
+// however long the backlog grows.
+func TestOnlyTheNextBatchWaitsInMemoryAndIsToldOnce(t *testing.T) {
 	t.Parallel()
 	const posts = 300
 	b := setup(t, map[platforms.Platform][]account.Rule{platforms.X: {{Name: "tweets", Limit: 1, Window: time.Hour, Cost: 1}}})
 	acct := b.connect(platforms.X, "erin")
-	job := uuid.NewString()
+	job := newJobID()
+	b.publish(acct, job, 0, "post 0")
+	r := b.finals(job, 1)[0]
+	require.True(t, r.Success, r.Message)
 	told := map[int]int{}
 	var until string
-	for i := 0; i < posts; i++ {
+	for i := 1; i < posts; i++ {
 		b.publish(acct, job, i, fmt.Sprintf("post %d", i))
 	}
-	deadline := time.After(20 * time.Second)
-	for len(told) < posts-1 {
-		select {
-		case r := <-b.reports:
-			if r.Final {
-				require.Equal(t, 0, r.Target, "only the first post fits the budget")
-				require.True(t, r.Success, r.Message)
-				continue
-			}
-			if at, ok := strings.CutPrefix(r.Message, "waiting for rate budget until "); ok {
-				require.True(t, until == "" || until == at, "one reset time: %s and %s", until, at)
-				until = at
-				told[r.Target]++
-			}
-		case <-deadline:
-			t.Fatalf("%d of %d waiting posts were told", len(told), posts-1)
-		}
-	}
-	// Nothing more is said to anyone while the wait lasts.
-	select {
-	case r := <-b.reports:
-		if strings.HasPrefix(r.Message, "waiting for rate budget") {
+	collect := func(r *account.Report) {
+		require.False(t, r.Final, "only the first post fits the budget: %s", r.Message)
+		if at, ok := strings.CutPrefix(r.Message, "waiting for rate budget until "); ok {
+			require.True(t, until == "" || until == at, "one reset time: %s and %s", until, at)
+			until = at
 			told[r.Target]++
 		}
-	case <-time.After(200 * time.Millisecond):
 	}
+	select {
+	case r := <-b.reports:
+		collect(r)
+	case <-time.After(20 * time.Second):
+		t.Fatal("no post was told that it waits")
+	}
+	// The account answers a Get after the messages before it: every Take has been handled.
+	_, err := actors.Ask[*account.Reply](context.Background(), b.dir.To(acct), &account.Get{})
+	require.NoError(t, err)
+	for done := false; !done; {
+		select {
+		case r := <-b.reports:
+			collect(r)
+		case <-time.After(200 * time.Millisecond):
+			done = true
+		}
+	}
+	require.LessOrEqual(t, len(told), 65, "the account holds its next batch, not the backlog")
 	for target, n := range told {
 		require.Equal(t, 1, n, "target %d told %d times", target, n)
+		require.Less(t, target, 66, "the first posts are taken first")
 	}
-	require.NotContains(t, told, 0)
+	require.Equal(t, posts-1, b.waiting(acct), "the backlog waits in the store")
 }
 
 // BenchmarkPublishWhileWaiting measures one post arriving at an account whose budget is spent,
-// behind every post that arrived before it: the cost must not grow with the queue.
+// behind every post that arrived before it (its store write and the account's answer): the cost
+// must not grow with the backlog.
 func BenchmarkPublishWhileWaiting(b *testing.B) {
 	bb := setup(b, map[platforms.Platform][]account.Rule{platforms.X: {{Name: "tweets", Limit: 1, Window: time.Hour, Cost: 1}}})
 	acct := bb.connect(platforms.X, "frank")
-	job := uuid.NewString()
+	job := newJobID()
 	bb.publish(acct, job, 0, "fits the budget")
 	bb.finals(job, 1)
 	bb.reports = make(chan *account.Report, b.N+1)
@@ -256,9 +329,8 @@ func BenchmarkPublishWhileWaiting(b *testing.B) {
 	for i := 1; i <= b.N; i++ {
 		bb.publish(acct, job, i, "waits")
 	}
-	for i := 0; i < b.N; i++ {
-		<-bb.reports
-	}
+	_, err := actors.Ask[*account.Reply](context.Background(), bb.dir.To(acct), &account.Get{})
+	require.NoError(b, err)
 }
 
 func TestExpiredTokenIsRefreshedAndRetriedOnce(t *testing.T) {
@@ -267,7 +339,7 @@ func TestExpiredTokenIsRefreshedAndRetriedOnce(t *testing.T) {
 	for _, p := range []platforms.Platform{platforms.X, platforms.Bluesky, platforms.LinkedIn, platforms.YouTube, platforms.TikTok, platforms.Pinterest} {
 		acct := b.connect(p, "dave")
 		require.NoError(t, b.sim.InjectFault(p, sim.FaultExpireTokens, 1))
-		job := uuid.NewString()
+		job := newJobID()
 		post := "after refresh on " + string(p)
 		if p == platforms.YouTube || p == platforms.TikTok || p == platforms.Pinterest {
 			continue // these need media; their refresh is covered by their adapters' conformance tests
@@ -288,7 +360,7 @@ func TestUnknownOutcomesAreLookedUpNotRepeated(t *testing.T) {
 	for _, p := range []platforms.Platform{platforms.X, platforms.Bluesky, platforms.Threads} {
 		acct := b.connect(p, "erin")
 		require.NoError(t, b.sim.InjectFault(p, sim.FaultPostThenError, 1))
-		job := uuid.NewString()
+		job := newJobID()
 		b.publish(acct, job, 0, "exactly once on "+string(p))
 		r := b.finals(job, 1)[0]
 		require.True(t, r.Success, "%s: %s", p, r.Message)
@@ -302,14 +374,14 @@ func TestTransientFailuresAreRetried(t *testing.T) {
 	b := setup(t, nil)
 	acct := b.connect(platforms.X, "frank")
 	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultError5xx, 2))
-	job := uuid.NewString()
+	job := newJobID()
 	b.publish(acct, job, 0, "through two outages")
 	r := b.finals(job, 1)[0]
 	require.True(t, r.Success, r.Message)
 	require.Len(t, b.sim.Publications(platforms.X), 1)
 
 	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultError5xx, 20))
-	job2 := uuid.NewString()
+	job2 := newJobID()
 	b.publish(acct, job2, 0, "through a long outage")
 	r = b.finals(job2, 1)[0]
 	require.False(t, r.Success, "retries are bounded")
@@ -322,7 +394,7 @@ func TestNetworkRateLimitWaitsForReset(t *testing.T) {
 	b := setup(t, nil)
 	acct := b.connect(platforms.Bluesky, "gina")
 	require.NoError(t, b.sim.InjectFault(platforms.Bluesky, sim.FaultRateLimit, 1))
-	job := uuid.NewString()
+	job := newJobID()
 	b.publish(acct, job, 0, "after the 429")
 	r := b.finals(job, 1)[0]
 	require.True(t, r.Success, r.Message)
@@ -334,10 +406,10 @@ func TestPermanentFailureCarriesTheNetworkMessage(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	acct := b.connect(platforms.X, "hank")
-	job := uuid.NewString()
+	job := newJobID()
 	b.publish(acct, job, 0, "same words twice")
 	require.True(t, b.finals(job, 1)[0].Success)
-	job2 := uuid.NewString()
+	job2 := newJobID()
 	b.publish(acct, job2, 0, "same words twice")
 	r := b.finals(job2, 1)[0]
 	require.False(t, r.Success)
@@ -348,7 +420,7 @@ func TestDeleteWhileWaitingForBudget(t *testing.T) {
 	t.Parallel()
 	b := setup(t, map[platforms.Platform][]account.Rule{platforms.X: {{Name: "tweets", Limit: 1, Window: time.Hour, Cost: 1}}})
 	acct := b.connect(platforms.X, "ivy")
-	job := uuid.NewString()
+	job := newJobID()
 	b.publish(acct, job, 0, "first")
 	b.publish(acct, job, 1, "second waits an hour")
 	out := map[int]*account.Report{}
@@ -372,7 +444,7 @@ func TestDeleteWhileWaitingForBudget(t *testing.T) {
 	require.Len(t, b.sim.Revocations(), 1, "the token was revoked at the network")
 	_, err = actors.Ask[*account.Reply](context.Background(), b.dir.To(acct), &account.Get{})
 	require.ErrorIs(t, err, account.ErrNotFound)
-	job3 := uuid.NewString()
+	job3 := newJobID()
 	b.publish(acct, job3, 0, "after deletion")
 	require.Contains(t, b.finals(job3, 1)[0].Message, "disconnected")
 }
@@ -402,7 +474,7 @@ func TestCallAnsweredAfterDeleteKeepsItsOutcome(t *testing.T) {
 		a[platforms.X] = late
 	}})
 	acct := b.connect(platforms.X, "jon")
-	job := uuid.NewString()
+	job := newJobID()
 	b.publish(acct, job, 0, "created on the network, answered late")
 	select {
 	case <-late.sent:
@@ -428,7 +500,7 @@ func TestAttemptsAheadFollowTheCallTime(t *testing.T) {
 	t.Parallel()
 	b := setupWith(t, options{latency: 100 * time.Millisecond})
 	acct := b.connect(platforms.X, "kim")
-	job := uuid.NewString()
+	job := newJobID()
 	const n = 12
 	for i := range n {
 		b.publish(acct, job, i, fmt.Sprintf("post %d of a slow network", i))
@@ -490,7 +562,7 @@ func TestConcurrentAccountFillsItsCallers(t *testing.T) {
 		a[platforms.X] = c
 	}})
 	acct := b.connect(platforms.X, "lea")
-	job := uuid.NewString()
+	job := newJobID()
 	for i := range n {
 		b.publish(acct, job, i, fmt.Sprintf("post %d arriving alone", i))
 		time.Sleep(5 * time.Millisecond)
@@ -507,17 +579,22 @@ func TestResumeResolvesARecordedAttempt(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	acct := b.connect(platforms.X, "jack")
-	job := uuid.NewString()
+	job := newJobID()
 	b.publish(acct, job, 0, "sent before the crash")
 	require.True(t, b.finals(job, 1)[0].Success)
-	// The job never stored that outcome: its attempt record is still there, as after a crash.
-	require.NoError(t, b.store.Update(context.Background(), func(tx *persistence.Tx) error {
+	b.stored.Wait()
+	// The job never stored that outcome: the target still waits in the store and its attempt
+	// record is still there, as after a crash.
+	b.enqueue(acct, job, 0, "sent before the crash")
+	require.NoError(t, b.store.View(func(tx *persistence.Tx) error {
 		_, err := tx.Attempt(job, 0)
 		return err
 	}))
-	b.dir.Send(acct, &account.Publish{JobID: job, Target: 0, Post: platforms.Post{Text: "sent before the crash"}, Resume: true})
+	b.dir = b.restart()
+	b.dir.Send(acct, &account.Take{})
 	r := b.finals(job, 1)[0]
 	require.True(t, r.Success, r.Message)
+	require.Contains(t, r.Message, "confirmed by looking the post up")
 	require.Len(t, b.sim.Publications(platforms.X), 1, "not sent twice")
 }
 
@@ -528,7 +605,7 @@ func TestOneAccountPublishesInOrderThroughFailures(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	acct := b.connect(platforms.Bluesky, "kim")
-	job := uuid.NewString()
+	job := newJobID()
 	const n = 150
 	for i := range n {
 		b.publish(acct, job, i, fmt.Sprintf("in order %03d", i))
@@ -575,11 +652,12 @@ func TestPublishesWaitWhileTheStoreCannotRecordAttempts(t *testing.T) {
 	faults := &persistence.Faults{}
 	b := setupWith(t, options{faults: faults})
 	acct := b.connect(platforms.Bluesky, "alice")
-	faults.FailCommits(syscall.ENOSPC)
-	job := uuid.NewString()
+	job := newJobID()
 	for i := range 3 {
-		b.publish(acct, job, i, fmt.Sprintf("post %d", i))
+		b.enqueue(acct, job, i, fmt.Sprintf("post %d", i))
 	}
+	faults.FailCommits(syscall.ENOSPC)
+	b.dir.Send(acct, &account.Take{})
 	deadline := time.Now().Add(10 * time.Second)
 	for faults.Injected() < 4 { // the first try and three retries
 		require.True(t, time.Now().Before(deadline), "the account retries recording its attempts")
@@ -598,6 +676,107 @@ func TestPublishesWaitWhileTheStoreCannotRecordAttempts(t *testing.T) {
 	for i, rec := range recs {
 		require.Equal(t, fmt.Sprintf("post %d", i), rec.Text, "in order")
 	}
+}
+
+// The publishes in hand (the job backlog) are those an account took from the store and could
+// send now: not those waiting for the budget, nor the backlog left in the store, nor any once the
+// account stopped.
+func TestInHandCountsThePublishesReadyToGo(t *testing.T) {
+	t.Parallel()
+	var inHand atomic.Int64
+	late := &lateAnswer{sent: make(chan struct{}, 1), release: make(chan struct{})}
+	b := setupWith(t, options{
+		rules:  map[platforms.Platform][]account.Rule{platforms.X: {{Name: "tweets", Limit: 1, Window: time.Hour, Cost: 1}}},
+		inHand: func(d int) { inHand.Add(int64(d)) },
+		edit: func(a registry.Adapters) {
+			late.Adapter = a[platforms.Bluesky]
+			a[platforms.Bluesky] = late
+		}})
+	counts := func(acct string, want int64) {
+		t.Helper()
+		// A Get is answered after the messages before it.
+		_, err := actors.Ask[*account.Reply](context.Background(), b.dir.To(acct), &account.Get{})
+		require.NoError(t, err)
+		require.Equal(t, want, inHand.Load())
+	}
+	x := b.connect(platforms.X, "nia")
+	job := newJobID()
+	b.publish(x, job, 0, "fits the budget")
+	require.True(t, b.finals(job, 1)[0].Success)
+	counts(x, 0)
+	for i := 1; i <= 100; i++ {
+		b.publish(x, job, i, fmt.Sprintf("waits %d", i))
+	}
+	for r := range b.reports {
+		if strings.HasPrefix(r.Message, "waiting for rate budget") {
+			break
+		}
+	}
+	counts(x, 0) // waiting for the budget, and the rest in the store
+
+	bsky := b.connect(platforms.Bluesky, "nia")
+	held := newJobID()
+	b.publish(bsky, held, 0, "answered late")
+	<-late.sent
+	counts(bsky, 1)
+	stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, b.dir.Stop(stop))
+	require.Equal(t, int64(0), inHand.Load(), "a stopped account holds nothing")
+	close(late.release)
+}
+
+// An account that can publish nothing (here, deleted) fails what waits for it in the store, a
+// batch at a time, never more than a bounded number ahead of the jobs that store the outcomes.
+func TestFailingTheBacklogKeepsPaceWithTheJobs(t *testing.T) {
+	t.Parallel()
+	keep := &atomic.Bool{}
+	b := setupWith(t, options{keepEntries: keep,
+		rules: map[platforms.Platform][]account.Rule{platforms.X: {{Name: "tweets", Limit: 1, Window: time.Hour, Cost: 1}}}})
+	b.reports = make(chan *account.Report, 2000)
+	x := b.connect(platforms.X, "oli")
+	job := newJobID()
+	const n = 600
+	for i := range n {
+		b.enqueue(x, job, i, fmt.Sprintf("never sent %d", i))
+	}
+	keep.Store(true) // the jobs are slow to store the outcomes
+	_, err := actors.Ask[*account.Reply](context.Background(), b.dir.To(x), &account.Delete{UserID: b.userID})
+	require.NoError(t, err)
+	failed := map[int]bool{}
+	collect := func(until time.Duration) {
+		for deadline := time.After(until); ; {
+			select {
+			case r := <-b.reports:
+				if r.Final {
+					require.False(t, r.Success)
+					require.Contains(t, r.Message, "disconnected")
+					failed[r.Target] = true
+				}
+			case <-deadline:
+				return
+			}
+		}
+	}
+	collect(300 * time.Millisecond)
+	first := len(failed)
+	require.Greater(t, first, 0)
+	require.Less(t, first, n, "the account waits for the jobs to store what it reported")
+	// The jobs store the outcomes: the account goes on.
+	keep.Store(false)
+	require.NoError(t, b.store.Update(context.Background(), func(tx *persistence.Tx) error {
+		for i := range failed {
+			if err := tx.StopWaiting(persistence.Waiting{AccountID: x, JobID: job, Target: i}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	for deadline := time.Now().Add(20 * time.Second); len(failed) < n && time.Now().Before(deadline); {
+		collect(50 * time.Millisecond)
+	}
+	require.Len(t, failed, n, "every waiting publish failed once")
+	require.Eventually(t, func() bool { return b.waiting(x) == 0 }, 10*time.Second, 10*time.Millisecond)
 }
 
 // A stopped account (Herald shutting down) starts no more calls: those recorded ahead of its

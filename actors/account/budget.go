@@ -141,7 +141,10 @@ func OverrideRules(rules map[platforms.Platform][]Rule, spec string) (map[platfo
 
 // Budgets keeps every account's rate windows. Windows are fixed, opening with the first publish
 // after the previous one closed, as most networks count; Herald adds a small margin to each reset
-// so that its window never closes before the network's.
+// so that its window never closes before the network's. A window is reserved from when its first
+// publish is reserved, but the network's opens when that publish reaches it, which may be later
+// (its attempt is recorded first, and calls queue behind one another): when the window's first
+// call is sent (Sent), the window is moved to close a window after it, with the margin.
 type Budgets struct {
 	mu      sync.Mutex
 	rules   map[platforms.Platform][]Rule
@@ -159,6 +162,8 @@ type window struct {
 	start time.Time
 	end   time.Time
 	used  int
+	// sent says a call of the window was sent: its end follows the network's.
+	sent bool
 }
 
 // NewBudgets builds the budgets from the rules per platform.
@@ -224,6 +229,25 @@ func (b *Budgets) Reserve(p platforms.Platform, account string, now time.Time) (
 		ws[i].used += r.Cost
 	}
 	return true, time.Time{}
+}
+
+// Sent tells the budgets that a call of the account reached the network at at: the first one of
+// each of its windows moves the window's end to a window after it (plus the margin) when that is
+// later, so that Herald's window never closes before the network's, whatever the delay between
+// reservation and call.
+func (b *Budgets) Sent(p platforms.Platform, account string, at time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, r := range b.rules[p] {
+		w := b.windows[windowKey{r.Name, scopeOf(r, p, account)}]
+		if w == nil || w.sent || at.Before(w.start) {
+			continue
+		}
+		w.sent = true
+		if end := at.Add(r.Window + b.margin(r.Window)); end.After(w.end) {
+			w.end = end
+		}
+	}
 }
 
 // Refund gives back a reservation that never reached the network (the call failed before it was

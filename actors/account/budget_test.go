@@ -54,6 +54,28 @@ func TestBudgetResetsWithMarginAndRefunds(t *testing.T) {
 	require.Equal(t, 2, b.Remaining(platforms.X, "acct", retry))
 }
 
+// A window the network opens with the first call, sent after the reservation, closes for Herald
+// a window after that call (with the margin), not after the reservation; later calls of the same
+// window move nothing.
+func TestBudgetWindowFollowsItsFirstCall(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	b := NewBudgets(map[platforms.Platform][]Rule{platforms.LinkedIn: {{Name: "posts", Limit: 2, Window: time.Minute, Cost: 1}}})
+	for range 2 {
+		ok, _ := b.Reserve(platforms.LinkedIn, "acct", now)
+		require.True(t, ok)
+	}
+	_, retry := b.Reserve(platforms.LinkedIn, "acct", now)
+	require.Equal(t, now.Add(time.Minute+600*time.Millisecond), retry)
+	b.Sent(platforms.LinkedIn, "acct", now.Add(2*time.Second)) // the first call, 2 s after
+	b.Sent(platforms.LinkedIn, "acct", now.Add(5*time.Second)) // the second
+	ok, retry := b.Reserve(platforms.LinkedIn, "acct", now.Add(time.Minute+time.Second))
+	require.False(t, ok, "the network's window is still open")
+	require.Equal(t, now.Add(time.Minute+2600*time.Millisecond), retry)
+	ok, _ = b.Reserve(platforms.LinkedIn, "acct", retry)
+	require.True(t, ok)
+}
+
 func TestBudgetObservesNetworkSignals(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)

@@ -8,5 +8,8 @@ var ErrNotFound = errors.New("account not found")
 // ErrForbidden means the account belongs to another user.
 var ErrForbidden = errors.New("account belongs to another user")
 
+// ErrNoMediaStorage fails a post with media on a Herald that stores none (Deps.Media).
+var ErrNoMediaStorage = errors.New("this Herald has no media storage configured")
+
 // ErrExists means a Create reached an account that exists.
 var ErrExists = errors.New("account already exists")

@@ -5,22 +5,18 @@ import (
 	"github.com/heraldhq/herald/platforms"
 )
 
-// Publish asks the account to publish one target of a job. The outcome, and progress such as a
-// wait for rate budget, are reported through Deps.Report, not as a reply, so that the job may
-// passivate or restart meanwhile.
-type Publish struct {
-	JobID  string
-	Target int
-	Post   platforms.Post
-	// Resume says that the job restarted after a crash: an attempt recorded for this target may
-	// have reached the network, and is resolved (looked up) instead of sent again.
-	Resume bool
-}
+// Take tells the account that targets wait for it in the store (persistence jobs_waiting): a job
+// was created, or Herald started with a backlog. The account takes them, in order, as its budget
+// and its calls allow, and reports each one's progress and outcome through Deps.Report, so that
+// the job may passivate or restart meanwhile.
+type Take struct{}
 
 // Report is what the account tells a job about one of its targets.
 type Report struct {
 	JobID  string
 	Target int
+	// AccountID is the account that reports: the target's jobs_waiting entry is its.
+	AccountID string
 	// Final is true for the outcome; false for progress (Message says what is happening).
 	Final       bool
 	Success     bool

@@ -1,6 +1,9 @@
-// Package job is the publish job actor: one virtual actor per job. It sends every target to its
-// connected account's actor, records each phase change durably before it announces it to stream
-// subscribers, and when every target is final hands the outcome to the post.
+// Package job is the publish job actor: one virtual actor per job. Its targets wait for their
+// connected accounts in the store (persistence jobs_waiting, written with the job), and each
+// account takes them in order as its budget allows; the job actor records each phase change its
+// accounts report durably before it announces it to stream subscribers, and when every target
+// is final hands the outcome to the post. A job waiting for its accounts has no live actor: a
+// report, a read or a stream activates it from the store.
 //
 // Job status: queued (created) → processing (the first account report) → completed (every
 // target final and at least one succeeded) or failed (every target failed). A job whose targets
@@ -19,7 +22,6 @@ import (
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/persistence"
-	"github.com/heraldhq/herald/platforms"
 )
 
 // KindName labels the job actor in metrics.
@@ -31,24 +33,16 @@ var ErrNotFound = errors.New("job not found")
 // ErrForbidden means the job belongs to another user.
 var ErrForbidden = errors.New("job belongs to another user")
 
-// MediaResolver turns a user's media ids into what adapters upload.
-type MediaResolver func(ctx context.Context, userID string, ids []string) ([]platforms.Media, error)
-
 // Deps are what job actors need.
 type Deps struct {
 	Store *persistence.Store
-	// SendAccount delivers a publish to an account actor.
-	SendAccount func(accountID string, msg *account.Publish)
 	// Finish hands a final job to its post actor; the post answers with PostSynced.
 	Finish func(j *persistence.Job)
-	Media  MediaResolver
 	Now    func() time.Time
 	Log    *slog.Logger
 	// Finished observes every finished job (metrics).
 	Finished    func(j *persistence.Job, duration time.Duration)
 	IdleTimeout time.Duration
-	// Backlog counts the jobs in hand (nil: not counted).
-	Backlog *Backlog
 
 	// CampaignProgress tells the followers of a campaign (its streams) that a job of one of its
 	// posts recorded steps in the campaign's timeline (nil: nobody follows).
@@ -86,59 +80,16 @@ type Actor struct {
 	// storeFailures counts the failed commits in a row; retryArmed says a retryStore is coming.
 	storeFailures int
 	retryArmed    bool
-	// waiting are the open targets whose account last said they wait: for the network's rate
-	// budget, or for a retry's backoff. inHand tells whether the job is counted in Deps.Backlog:
-	// while its state is loaded, not final, and not every open target waits.
-	waiting map[int]bool
-	inHand  bool
-}
-
-// note keeps the waiting targets true after a report.
-func (a *Actor) note(r *account.Report) {
-	if !r.Final && (r.Event == persistence.EventWaiting || r.Event == persistence.EventRetrying) {
-		if a.waiting == nil {
-			a.waiting = map[int]bool{}
-		}
-		a.waiting[r.Target] = true
-		return
-	}
-	delete(a.waiting, r.Target)
-}
-
-// inBacklog reports whether the job counts in the backlog: it is loaded and not final, and at
-// least one of its open targets is not waiting for its network's budget or a retry. A job whose
-// every open target waits costs no work until then, so a burst that the networks' rate limits
-// hold back (an agency's thousands of posts) does not fill the backlog.
-func (a *Actor) inBacklog() bool {
-	if !a.loaded || a.state == nil || finished(a.state) {
-		return false
-	}
-	for _, t := range a.state.Targets {
-		if !t.Final() && !a.waiting[t.Target] {
-			return true
-		}
-	}
-	return false
-}
-
-// count keeps the job's place in the backlog true after each message.
-func (a *Actor) count(inHand bool) {
-	if inHand != a.inHand {
-		a.inHand = inHand
-		if inHand {
-			a.deps.Backlog.add(1)
-		} else {
-			a.deps.Backlog.add(-1)
-		}
-	}
 }
 
 // retryStore makes a job record again what its store could not commit.
 type retryStore struct{}
 
-// Busy keeps a running job, or one with subscribers, from passivating.
+// Busy keeps a job with subscribers, one whose post is taking its outcome, or one with reports
+// still to store, from passivating. A job waiting for its accounts' reports is not busy: they
+// activate it again from the store.
 func (a *Actor) Busy() bool {
-	return len(a.subs) > 0 || (a.state != nil && !a.state.PostSynced)
+	return len(a.subs) > 0 || a.finishing || len(a.unstored) > 0 || a.syncUnstored || a.retryArmed
 }
 
 // Settled passivates a job as soon as its post has taken the outcome and no stream follows it:
@@ -165,7 +116,6 @@ func (a *Actor) Receive(ctx actor.Context) {
 			a.load()
 		}
 	}
-	defer func() { a.count(a.inBacklog()) }()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		// The state is read lazily, on the first message.
@@ -175,9 +125,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 			close(s.C)
 		}
 		a.subs = nil
-		a.loaded, a.waiting = false, nil // out of the backlog: a job stopped unfinished resumes at the next start
+		a.loaded = false
 	case *Start:
-		a.start(ctx, m)
+		a.start(m)
 	case *account.Report:
 		a.report(ctx, m)
 	case *Get:
@@ -230,70 +180,34 @@ func finished(j *persistence.Job) bool {
 	return j.Status == persistence.JobCompleted || j.Status == persistence.JobFailed
 }
 
-func (a *Actor) start(ctx actor.Context, m *Start) {
+// start hands a finished job's outcome to its post (again, after a restart). An unfinished
+// job's targets wait for their accounts in the store: nothing to send.
+func (a *Actor) start(m *Start) {
 	j := a.state
-	if j == nil {
-		return
-	}
-	if finished(j) {
-		if !j.PostSynced {
-			a.finish()
-		}
-		return
-	}
-	post := m.Post
-	if post == nil || post.ID != j.PostID {
-		post = nil
-		_ = a.deps.Store.View(func(tx *persistence.Tx) error {
-			post, _ = tx.Post(j.PostID)
-			return nil
-		})
-	}
-	if post == nil {
-		// The post is gone (it cannot be deleted while publishing; this is a damaged store).
-		for _, t := range j.Targets {
-			if !t.Final() {
-				a.record(ctx, &account.Report{JobID: a.id, Target: t.Target, Final: true, Message: "the post no longer exists"})
-			}
-		}
-		return
-	}
-	var media []platforms.Media
-	if len(post.MediaIDs) > 0 {
-		if a.deps.Media == nil {
-			a.failOpen(ctx, "this Herald has no media storage configured")
-			return
-		}
-		var err error
-		if media, err = a.deps.Media(context.Background(), post.UserID, post.MediaIDs); err != nil {
-			a.failOpen(ctx, "the post's media could not be read: "+err.Error())
-			return
-		}
-	}
-	p := platforms.Post{Text: post.Content, Media: media}
-	for _, t := range j.Targets {
-		if t.Final() {
-			continue
-		}
-		a.deps.SendAccount(t.AccountID, &account.Publish{JobID: a.id, Target: t.Target, Post: p, Resume: m.Resume})
-	}
-}
-
-// failOpen fails every open target with msg.
-func (a *Actor) failOpen(ctx actor.Context, msg string) {
-	for _, t := range a.state.Targets {
-		if !t.Final() {
-			a.record(ctx, &account.Report{JobID: a.id, Target: t.Target, Final: true, Message: msg})
-		}
+	if j != nil && finished(j) && !j.PostSynced {
+		a.finish()
 	}
 }
 
 func (a *Actor) report(ctx actor.Context, r *account.Report) {
 	if a.state == nil || finished(a.state) {
+		a.stale(r)
 		return
 	}
-	a.note(r)
 	a.record(ctx, r)
+}
+
+// stale takes the outcome of a target whose job is gone or already final (a report that came
+// twice, a store with a damaged job): it is not recorded, but its entry leaves jobs_waiting so
+// that the account does not take the target again.
+func (a *Actor) stale(r *account.Report) {
+	if !r.Final || r.AccountID == "" {
+		return
+	}
+	w := persistence.Waiting{AccountID: r.AccountID, JobID: r.JobID, Target: r.Target}
+	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.StopWaiting(w) }); err != nil {
+		a.deps.Log.Warn("removing a stale waiting publish failed; its account takes it again later", "job_id", r.JobID, "error", err)
+	}
 }
 
 // record applies a report, after those still waiting for the store: a report whose commit fails
@@ -352,6 +266,7 @@ func (a *Actor) apply(r *account.Report) error {
 		}
 	}
 	if idx < 0 || cur.Targets[idx].Final() {
+		a.stale(r)
 		return nil
 	}
 	next := cur.Clone()

@@ -22,7 +22,7 @@ import (
 
 // Reports whose commit fails are kept, in order, and recorded once the store writes again; the
 // job stays alive for them (its idle timeout is far shorter than the retries), finishes once, and
-// its account's attempt records go with the outcomes.
+// its account's attempt records and its targets' waiting entries go with the outcomes.
 func TestReportsTheStoreCouldNotTakeAreRecordedInOrder(t *testing.T) {
 	t.Parallel()
 	faults := &persistence.Faults{}
@@ -31,11 +31,10 @@ func TestReportsTheStoreCouldNotTakeAreRecordedInOrder(t *testing.T) {
 	t.Cleanup(func() { _ = store.Close() })
 	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
 	t.Cleanup(sys.Shutdown)
-	sent, finished := make(chan *account.Publish, 4), make(chan *persistence.Job, 4)
+	finished := make(chan *persistence.Job, 4)
 	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: 20 * time.Millisecond,
-		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-		SendAccount: func(_ string, m *account.Publish) { sent <- m },
-		Finish:      func(j *persistence.Job) { finished <- j }}))
+		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Finish: func(j *persistence.Job) { finished <- j }}))
 
 	user := uuid.NewString()
 	p := &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user, Content: "hello", Status: persistence.PostPublishing, CreatedAt: time.Now().UTC()}
@@ -57,16 +56,26 @@ func TestReportsTheStoreCouldNotTakeAreRecordedInOrder(t *testing.T) {
 		}
 		return tx.PutPost(p, nil)
 	}))
-	dir.Send(j.TrackingID, &job.Start{Job: j, Post: p})
-	<-sent
-	<-sent
+	waiting := func() (n int) {
+		require.NoError(t, store.View(func(tx *persistence.Tx) error {
+			for _, jt := range j.Targets {
+				if tx.IsWaiting(persistence.Waiting{AccountID: jt.AccountID, JobID: j.TrackingID, Target: jt.Target}) {
+					n++
+				}
+			}
+			return nil
+		}))
+		return n
+	}
+	require.Equal(t, 2, waiting(), "the new job's targets wait for their accounts")
 
 	// The networks answered; the store cannot record it.
 	faults.FailCommits(syscall.ENOSPC)
-	dir.Send(j.TrackingID, &account.Report{JobID: j.TrackingID, Target: 0, Message: "publishing to bluesky"})
-	dir.Send(j.TrackingID, &account.Report{JobID: j.TrackingID, Target: 0, Final: true, Success: true, Message: "published to bluesky",
+	bsky, li := j.Targets[0].AccountID, j.Targets[1].AccountID
+	dir.Send(j.TrackingID, &account.Report{JobID: j.TrackingID, Target: 0, AccountID: bsky, Message: "publishing to bluesky"})
+	dir.Send(j.TrackingID, &account.Report{JobID: j.TrackingID, Target: 0, AccountID: bsky, Final: true, Success: true, Message: "published to bluesky",
 		Publication: platforms.Publication{ID: "bsky-1", URL: "https://bsky.app/x"}})
-	dir.Send(j.TrackingID, &account.Report{JobID: j.TrackingID, Target: 1, Final: true, Message: "linkedin: refused"})
+	dir.Send(j.TrackingID, &account.Report{JobID: j.TrackingID, Target: 1, AccountID: li, Final: true, Message: "linkedin: refused"})
 	deadline := time.Now().Add(10 * time.Second)
 	for faults.Injected() < 4 {
 		require.True(t, time.Now().Before(deadline), "the job retries its reports")
@@ -76,6 +85,7 @@ func TestReportsTheStoreCouldNotTakeAreRecordedInOrder(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, persistence.JobQueued, r.Job.Status, "nothing recorded, nothing applied")
 	require.Empty(t, finished)
+	require.Equal(t, 2, waiting())
 
 	faults.ClearCommits()
 	var done *persistence.Job
@@ -109,72 +119,56 @@ func TestReportsTheStoreCouldNotTakeAreRecordedInOrder(t *testing.T) {
 		return nil
 	}))
 	require.Empty(t, finished, "finished once")
+	require.Equal(t, 0, waiting(), "no target waits any more")
+
+	// An outcome reported again (an account that took the target again) changes nothing.
+	dir.Send(j.TrackingID, &account.Report{JobID: j.TrackingID, Target: 1, AccountID: li, Final: true, Success: true, Message: "published"})
+	r, err = actors.Ask[*job.Reply](ctx, dir.To(j.TrackingID), &job.Get{UserID: user})
+	require.NoError(t, err)
+	require.Equal(t, persistence.PhaseFailed, r.Job.Targets[1].Phase)
 }
 
-// A job counts in the backlog from its start until it is final, except while every one of its
-// open targets waits for its network's rate budget or a retry's backoff; a stopped job leaves it.
-func TestBacklogCountsTheJobsInHand(t *testing.T) {
+// A finished job whose post had not taken the outcome when Herald stopped hands it to the post
+// when started again; a job whose targets wait for their accounts has nothing to do at its start,
+// and a report activates it from the store.
+func TestStartHandsAFinishedJobToItsPost(t *testing.T) {
 	t.Parallel()
-	store, err := persistence.Open(t.TempDir(), persistence.Options{})
+	store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
 	t.Cleanup(sys.Shutdown)
-	backlog := job.NewBacklog(1)
-	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: time.Minute, Backlog: backlog,
-		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-		SendAccount: func(string, *account.Publish) {},
-		Finish:      func(*persistence.Job) {}}))
-
+	finished := make(chan *persistence.Job, 4)
+	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: time.Minute,
+		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Finish: func(j *persistence.Job) { finished <- j }}))
 	user := uuid.NewString()
-	p := &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user, Content: "hello", Status: persistence.PostPublishing, CreatedAt: time.Now().UTC()}
-	j := &persistence.Job{TrackingID: uuid.Must(uuid.NewV7()).String(), PostID: p.ID, UserID: user, Status: persistence.JobQueued, CreatedAt: time.Now().UTC()}
-	for i, pl := range []string{"twitter_x", "linkedin"} {
-		acct := uuid.NewString()
-		p.Targets = append(p.Targets, persistence.Target{AccountID: acct, Platform: pl, Status: persistence.TargetPublishing})
-		j.Targets = append(j.Targets, persistence.JobTarget{Target: i, Platform: pl, AccountID: acct, Phase: persistence.PhaseUploading, Message: "queued"})
-	}
-	ctx := context.Background()
-	require.NoError(t, store.Update(ctx, func(tx *persistence.Tx) error {
-		if err := tx.PutJob(j); err != nil {
-			return err
+	newJob := func(phase string) *persistence.Job {
+		j := &persistence.Job{TrackingID: uuid.Must(uuid.NewV7()).String(), PostID: uuid.Must(uuid.NewV7()).String(), UserID: user, Status: persistence.JobQueued, CreatedAt: time.Now().UTC(),
+			Targets: []persistence.JobTarget{{Target: 0, Platform: "bluesky", AccountID: uuid.NewString(), Phase: persistence.PhaseUploading}}}
+		require.NoError(t, store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutJob(j) }))
+		if phase != persistence.PhaseUploading {
+			j = j.Clone()
+			j.Targets[0].Phase, j.Status = phase, persistence.JobFailed
+			require.NoError(t, store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutJob(j) }))
 		}
-		return tx.PutPost(p, nil)
-	}))
-	counts := func(want int) {
-		t.Helper()
-		// A Get is answered after the messages sent before it: the count is then settled.
-		_, err := actors.Ask[*job.Reply](ctx, dir.To(j.TrackingID), &job.Get{UserID: user})
-		require.NoError(t, err)
-		require.Equal(t, want, backlog.Len())
-		require.Equal(t, want == 1, backlog.Full())
+		return j
 	}
-	report := func(target int, final bool, event, msg string) {
-		dir.Send(j.TrackingID, &account.Report{JobID: j.TrackingID, Target: target, Final: final, Event: event, Message: msg})
+	done, open := newJob(persistence.PhaseFailed), newJob(persistence.PhaseUploading)
+	dir.Send(done.TrackingID, &job.Start{Resume: true})
+	dir.Send(open.TrackingID, &job.Start{Resume: true})
+	select {
+	case j := <-finished:
+		require.Equal(t, done.TrackingID, j.TrackingID)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the finished job was not handed to its post")
 	}
-
-	dir.Send(j.TrackingID, &job.Start{Job: j, Post: p})
-	counts(1)
-	report(0, false, persistence.EventWaiting, "waiting for rate budget")
-	counts(1) // linkedin is still to publish
-	report(1, false, persistence.EventRetrying, "retrying in 1s")
-	counts(0) // both wait
-	report(0, false, "", "publishing to twitter_x")
-	counts(1)
-	report(0, true, "", "published")
-	report(1, true, "", "linkedin: refused")
-	counts(0) // final
-
-	// A job stopped unfinished (shutdown) leaves the backlog too.
-	other := &persistence.Job{TrackingID: uuid.Must(uuid.NewV7()).String(), PostID: p.ID, UserID: user, Status: persistence.JobQueued, CreatedAt: time.Now().UTC(),
-		Targets: []persistence.JobTarget{{Target: 0, Platform: "twitter_x", AccountID: j.Targets[0].AccountID, Phase: persistence.PhaseUploading}}}
-	require.NoError(t, store.Update(ctx, func(tx *persistence.Tx) error { return tx.PutJob(other) }))
-	dir.Send(other.TrackingID, &job.Start{Job: other, Post: p})
-	_, err = actors.Ask[*job.Reply](ctx, dir.To(other.TrackingID), &job.Get{UserID: user})
-	require.NoError(t, err)
-	require.Equal(t, 1, backlog.Len())
-	stop, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	require.NoError(t, dir.Stop(stop))
-	require.Equal(t, 0, backlog.Len())
+	dir.Send(open.TrackingID, &account.Report{JobID: open.TrackingID, Target: 0, AccountID: open.Targets[0].AccountID, Final: true, Success: true, Message: "published"})
+	select {
+	case j := <-finished:
+		require.Equal(t, open.TrackingID, j.TrackingID)
+		require.Equal(t, persistence.JobCompleted, j.Status)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the open job did not finish on its report")
+	}
 }

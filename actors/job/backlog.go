@@ -2,12 +2,15 @@ package job
 
 import "sync/atomic"
 
-// Backlog counts the jobs in hand: live job actors whose job is not final yet, whoever started
-// them (a publish request, the scheduler, the resumption at start-up), except those whose every
-// open target waits for its network's rate budget or a retry's backoff. Each of them holds memory
-// (its actor, its publishes queued at the accounts) and work the server has still to do, so a
-// server whose backlog is full refuses new publish requests (503) rather than letting it, and the
-// wait of every job in it, grow without bound: see Full.
+// Backlog counts the publishes in hand: the targets that connected accounts have taken from the
+// store to publish and whose outcome they have not reported, whoever started their jobs (a
+// publish request, a campaign, the scheduler, a start-up), except those waiting for their
+// network's rate budget or a retry's backoff (account.Deps.InHand counts them). Each of them
+// holds memory and work the server has still to do now, so a server whose backlog is full refuses
+// new publish requests (503) rather than letting that work grow without bound: see Full. Targets
+// waiting in the store for their account's turn are not in hand: they hold no memory until their
+// account takes them, a batch at a time, and a burst that the networks' rate limits hold back (an
+// agency's thousands of posts, a launch's scheduled million) is not refused.
 type Backlog struct {
 	n     atomic.Int64
 	limit int64
@@ -38,8 +41,9 @@ func (b *Backlog) Full() bool {
 	return b != nil && b.limit > 0 && b.n.Load() >= b.limit
 }
 
-func (b *Backlog) add(d int64) {
+// Add counts d more publishes in hand (account.Deps.InHand).
+func (b *Backlog) Add(d int) {
 	if b != nil {
-		b.n.Add(d)
+		b.n.Add(int64(d))
 	}
 }

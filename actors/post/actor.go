@@ -108,15 +108,18 @@ type retryFinish struct{}
 // Busy keeps a post that still has to store a job's outcome from passivating.
 func (a *Actor) Busy() bool { return a.unfinished != nil }
 
-// Settled passivates a post as soon as a job's outcome made it published, partial or failed:
-// its next message (a read, a new publish of what failed) is usually far off, and activates it
-// again from bbolt.
+// Settled passivates a post as soon as it waits for something far off: a scheduled post for its
+// time, a publishing post for its job's outcome (its targets wait for their accounts in the
+// store), a post that a job's outcome made published, partial or failed for a read or a new
+// publish of what failed. Its next message activates it again from the store, so that a
+// backlog of scheduled or publishing posts holds no actors. A draft stays for its idle timeout:
+// an edit is often followed by another.
 func (a *Actor) Settled() bool {
 	if a.state == nil || a.unfinished != nil {
 		return false
 	}
 	switch a.state.Status {
-	case persistence.PostPublished, persistence.PostPartial, persistence.PostFailed:
+	case persistence.PostScheduled, persistence.PostPublishing, persistence.PostPublished, persistence.PostPartial, persistence.PostFailed:
 		return true
 	}
 	return false

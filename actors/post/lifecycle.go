@@ -69,8 +69,13 @@ type Schedule struct {
 	Quota  *Quota
 }
 
-// Fire is the scheduler's signal that the post's time At has come. Reply: *FireReply.
-type Fire struct{ At time.Time }
+// Fire is the scheduler's signal that the post's time At has come. JobID, when set, is the
+// tracking id of the job to start (UUIDv7: the scheduler makes them in the order the posts were
+// due). Reply: *FireReply.
+type Fire struct {
+	At    time.Time
+	JobID string
+}
 
 // FireReply says what the post did with a Fire.
 type FireReply struct {
@@ -425,7 +430,10 @@ func (a *Actor) fire(ctx actor.Context, m *Fire) {
 		actors.Reply(ctx, &FireReply{})
 		return
 	}
-	jobID := uuid.Must(uuid.NewV7()).String()
+	jobID := m.JobID
+	if jobID == "" {
+		jobID = uuid.Must(uuid.NewV7()).String()
+	}
 	j, sj, err := a.startJob(cur, jobID, nil, nil, false, false, nil)
 	if err != nil {
 		var np *NotPublishableError

@@ -2,6 +2,13 @@
 // post id), so it is re-armed at start-up without waking any post actor; posts due while Herald
 // was down fire at once. The scheduler sends each due post a post.Fire; the post starts its job
 // and removes its index entry in the same transaction, so an entry fires at most once.
+//
+// However many posts are due at once (a launch's million), the scheduler holds one page of the
+// index and its fires in flight: it walks the due entries in order, a page at a time after the
+// last entry read, and starts at most Parallel fires at once. Each fire carries the tracking id
+// of its job, made in the order of the walk, and an account publishes its posts in the order of
+// their jobs' tracking ids: the posts of one account due in one burst go out in the order they
+// were due.
 package scheduler
 
 import (
@@ -10,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldhq/herald/actors"
@@ -24,8 +32,8 @@ type Scheduler struct {
 	now   func() time.Time
 	log   *slog.Logger
 	wake  chan struct{}
-	// Parallel bounds the fires in flight (default 256).
-	parallel int
+	// parallel bounds the fires in flight; page is the due entries read at once.
+	parallel, page int
 
 	mu       sync.Mutex
 	inflight map[persistence.Due]bool
@@ -36,10 +44,12 @@ type Scheduler struct {
 
 // Options configure a scheduler.
 type Options struct {
-	Now      func() time.Time
-	Log      *slog.Logger
-	Parallel int
-	Registry prometheus.Registerer
+	Now func() time.Time
+	Log *slog.Logger
+	// Parallel bounds the fires in flight (default 256); Page is the due entries read from the
+	// index at once (default 4096).
+	Parallel, Page int
+	Registry       prometheus.Registerer
 }
 
 // New builds a scheduler.
@@ -53,6 +63,9 @@ func New(store *persistence.Store, posts *actors.Directory, o Options) *Schedule
 	if o.Parallel <= 0 {
 		o.Parallel = 256
 	}
+	if o.Page <= 0 {
+		o.Page = 4096
+	}
 	lateness := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "herald_scheduler_lateness_seconds", Help: "How late a scheduled post's job started after its time.",
 		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2, 5, 30, 300},
@@ -61,7 +74,7 @@ func New(store *persistence.Store, posts *actors.Directory, o Options) *Schedule
 	if o.Registry != nil {
 		o.Registry.MustRegister(lateness, fired)
 	}
-	return &Scheduler{store: store, posts: posts, now: o.Now, log: o.Log, wake: make(chan struct{}, 1), parallel: o.Parallel,
+	return &Scheduler{store: store, posts: posts, now: o.Now, log: o.Log, wake: make(chan struct{}, 1), parallel: o.Parallel, page: o.Page,
 		inflight: map[persistence.Due]bool{}, lateness: lateness, fired: fired}
 }
 
@@ -102,20 +115,19 @@ func (s *Scheduler) Run(ctx context.Context) {
 	}
 }
 
-// dispatch fires everything due now and returns the next due time (zero: none).
+// dispatch fires everything due now, in order, a page of the index at a time, and returns the
+// next due time (zero: none).
 func (s *Scheduler) dispatch(ctx context.Context, sem chan struct{}, wg *sync.WaitGroup) time.Time {
+	now := s.now()
+	var after persistence.Due // the last entry read: the next page starts after it
 	for {
-		now := s.now()
 		var due []persistence.Due
-		var next persistence.Due
-		var hasNext bool
 		_ = s.store.View(func(tx *persistence.Tx) error {
-			due = tx.DueBefore(now.Add(time.Millisecond), persistence.Due{}, 4096)
-			next, hasNext = tx.NextDue()
+			due = tx.DueBefore(now.Add(time.Millisecond), after, s.page)
 			return nil
 		})
-		started := 0
 		for _, d := range due {
+			after = d
 			s.mu.Lock()
 			busy := s.inflight[d]
 			if !busy {
@@ -123,38 +135,47 @@ func (s *Scheduler) dispatch(ctx context.Context, sem chan struct{}, wg *sync.Wa
 			}
 			s.mu.Unlock()
 			if busy {
-				continue
+				continue // its fire is still on its way (or waits to be retried)
 			}
-			started++
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
+				s.mu.Lock()
+				delete(s.inflight, d)
+				s.mu.Unlock()
 				return time.Time{}
 			}
+			// The job's tracking id is made here, in the order of the walk.
+			jobID := uuid.Must(uuid.NewV7()).String()
 			wg.Add(1)
 			go func(d persistence.Due) {
 				defer wg.Done()
 				defer func() { <-sem }()
-				s.fire(ctx, d)
+				s.fire(ctx, d, jobID)
 			}(d)
 		}
-		if started == 0 || len(due) < 4096 {
-			if len(due) > 0 && started == 0 {
-				// Everything due is in flight: look again shortly.
-				return now.Add(20 * time.Millisecond)
-			}
-			if !hasNext {
-				return time.Time{}
-			}
-			if !next.At.After(now) {
-				return now.Add(20 * time.Millisecond)
-			}
-			return next.At
+		if len(due) < s.page {
+			break
 		}
 	}
+	var next persistence.Due
+	var hasNext bool
+	_ = s.store.View(func(tx *persistence.Tx) error {
+		next, hasNext = tx.NextDue()
+		return nil
+	})
+	switch {
+	case !hasNext:
+		return time.Time{}
+	case !next.At.After(now):
+		// Entries due now are still in flight, or came due during the walk: look again
+		// shortly (each fire's end wakes the scheduler too).
+		return now.Add(20 * time.Millisecond)
+	}
+	return next.At
 }
 
-func (s *Scheduler) fire(ctx context.Context, d persistence.Due) {
+func (s *Scheduler) fire(ctx context.Context, d persistence.Due, jobID string) {
 	defer func() {
 		s.mu.Lock()
 		delete(s.inflight, d)
@@ -163,7 +184,7 @@ func (s *Scheduler) fire(ctx context.Context, d persistence.Due) {
 	}()
 	c, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	r, err := actors.Ask[*post.FireReply](c, s.posts.To(d.PostID), &post.Fire{At: d.At})
+	r, err := actors.Ask[*post.FireReply](c, s.posts.To(d.PostID), &post.Fire{At: d.At, JobID: jobID})
 	if err != nil {
 		s.log.Warn("firing a scheduled post failed; it is retried", "post_id", d.PostID, "error", err)
 		select {

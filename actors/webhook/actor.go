@@ -113,6 +113,9 @@ type Actor struct {
 	timerAt  time.Time
 }
 
+// Busy keeps a subscription with attempts in flight live: their outcomes report to it.
+func (a *Actor) Busy() bool { return len(a.inflight) > 0 }
+
 // Receive handles the subscription's messages.
 func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {

@@ -42,6 +42,8 @@ type Options struct {
 	MaxPerUser int
 	// IdleTimeout passivates a subscription actor with no work (default 2m).
 	IdleTimeout time.Duration
+	// MaxLive caps the live subscription actors (actors.Kind's MaxLive; 0: no cap).
+	MaxLive int
 	// PollInterval is how often the dispatcher looks at the outbox without a notification
 	// (default 2s).
 	PollInterval time.Duration
@@ -111,6 +113,7 @@ func New(sys *actors.System, o Options) *Service {
 	s.Dir = actors.NewDirectory(sys, actors.Kind{
 		Name:        KindName,
 		IdleTimeout: o.IdleTimeout,
+		MaxLive:     o.MaxLive,
 		New:         func(id string) actor.Actor { return &Actor{id: id, d: d} },
 	})
 	return s

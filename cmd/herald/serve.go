@@ -71,6 +71,8 @@ func cmdServe(args []string, stderr io.Writer) error {
 	shutdownDrain := fs.String("shutdown-drain", envOr("HERALD_SHUTDOWN_DRAIN", "1s"), "at shutdown, refuse new requests with 503 this long before closing the listener (0 skips it)")
 	fs.IntVar(&cfg.Overload.MaxInflightWrites, "max-inflight-writes", 0, "write requests served at once; more wait up to --admission-wait, then get 503 (default 64; -1: no limit)")
 	fs.DurationVar(&cfg.Overload.AdmissionWait, "admission-wait", 0, "how long a write request waits for a slot before 503 (default 50ms)")
+	fs.IntVar(&cfg.MaxMappedFileMB, "max-mapped-file-mb", 0, "on Linux, give the data file's pages mapped by reads back to the page cache once the process's file-backed resident memory passes this many MB (default 128; -1: never)")
+	maxLive := fs.String("max-live-actors", envOr("HERALD_MAX_LIVE_ACTORS", ""), "live actors of each kind at most, idle ones passivated first: a figure for every kind and/or kind=figure pairs, e.g. 20000,job=5000 (default 10000; -1: no cap)")
 	fs.IntVar(&cfg.MaxJobBacklog, "max-job-backlog", 0, "publish jobs in hand (started, not final) beyond which publish requests get 503 (default 4096; -1: no limit)")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err
@@ -120,6 +122,9 @@ func cmdServe(args []string, stderr io.Writer) error {
 	if cfg.Budgets, err = account.OverrideRules(cfg.Budgets, *budgetRules); err != nil {
 		return err
 	}
+	if cfg.MaxLiveActors, err = app.ParseActorCaps(*maxLive); err != nil {
+		return err
+	}
 	if *debugAddr != "" {
 		go func() {
 			if err := http.ListenAndServe(*debugAddr, nil); err != nil {
@@ -128,8 +133,8 @@ func cmdServe(args []string, stderr io.Writer) error {
 		}()
 	}
 	// Herald's heap is mostly short-lived request garbage; collecting less often trades memory
-	// for CPU. A soft memory limit (2 GiB, or a quarter of the machine's memory if that is less)
-	// makes the collector work harder before the heap grows past it. GOGC and GOMEMLIMIT set in
+	// for CPU. A soft memory limit (DefaultMemoryLimit, 320 MiB) makes the collector work harder
+	// before the heap grows past it. GOGC and GOMEMLIMIT set in
 	// the environment win.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
@@ -225,9 +230,15 @@ func parsePlanLimits(s string) (map[string]int, error) {
 	return out, nil
 }
 
-// defaultMemoryLimit is 2 GiB, or a quarter of the machine's memory when that is less.
+// DefaultMemoryLimit is Go's soft memory limit unless GOMEMLIMIT is set: 320 MiB, or a quarter of
+// the machine's memory when that is less. With the bbolt file's mapped pages held to
+// --max-mapped-file-mb (128 MB), it keeps the whole process near 512 MB whatever the backlog
+// (docs/operations.md, Memory): what is live does not grow with the backlog, and the limit only
+// makes the collector run more often once the garbage would take the heap past it.
+const DefaultMemoryLimit = 320 << 20
+
 func defaultMemoryLimit() int64 {
-	limit := int64(2 << 30)
+	limit := int64(DefaultMemoryLimit)
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		var kb int64
 		if _, err := fmt.Sscanf(string(b), "MemTotal: %d kB", &kb); err == nil && kb*1024/4 < limit {

@@ -89,7 +89,7 @@ type ConnLimits struct {
 //
 // for example 768 connections at a limit of 1,024 and 15,000 at 20,000. It is also at most
 // MaxDefaultConns, and at most what half of Go's soft memory limit holds at connMemory each
-// (52,428 under Herald's default limit of 2 GiB; fewer on a machine with less than 8 GiB).
+// (8,192 under Herald's default limit of 320 MiB; more when GOMEMLIMIT sets a larger one).
 func DefaultMaxConns() int {
 	soft, ok := FileLimit()
 	if !ok {

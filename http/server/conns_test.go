@@ -306,7 +306,8 @@ func TestDefaultMaxConns(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, maxConnsFor(tc.limit), "limit %d", tc.limit)
 	}
-	require.Equal(t, 52428, maxConnsInMemory(2<<30), "Herald's default memory limit")
+	require.Equal(t, 8192, maxConnsInMemory(320<<20), "Herald's default memory limit")
+	require.Equal(t, 52428, maxConnsInMemory(2<<30))
 	require.Equal(t, 13107, maxConnsInMemory(512<<20))
 	require.Equal(t, MaxDefaultConns, maxConnsInMemory(math.MaxInt64), "no memory limit")
 	limit, ok := FileLimit()

@@ -1,12 +1,19 @@
 package app
 
 import (
+	"context"
+
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/secret"
 	"github.com/heraldhq/herald/platforms"
 	"github.com/heraldhq/herald/platforms/registry"
 )
+
+// startedPosts is how many of the posts whose jobs started last are kept for their accounts (a
+// few hundred bytes each): enough for the posts of a burst that their accounts take at once.
+const startedPosts = 4096
 
 // buildAccounts opens the token box and starts the account directory with the adapters. In
 // sandbox mode the adapters are rebuilt against the simulator once it listens (startSandbox).
@@ -25,10 +32,19 @@ func (a *App) buildAccounts() error {
 	}
 	a.Budgets = account.NewBudgets(rules)
 	metrics := account.NewMetrics(a.Registry)
-	a.Accounts = actors.NewDirectory(a.Actors, account.Kind(account.Deps{
+	a.startedPosts = actors.NewRecent[string, *persistence.PostContent](startedPosts)
+	a.Accounts = actors.NewDirectory(a.Actors, a.capped(account.Kind(account.Deps{
 		Store: a.Store, Box: a.Box, Adapters: a.Adapters, Budgets: a.Budgets, Metrics: metrics,
 		Log: a.Log, Concurrency: a.Cfg.AccountConcurrency, Report: func(r *account.Report) { a.Jobs.Send(r.JobID, r) },
-	}))
+		InHand: a.JobBacklog.Add, Posts: a.startedPosts,
+		// Media storage is built after the accounts.
+		Media: func(ctx context.Context, userID string, ids []string) ([]platforms.Media, error) {
+			if a.MediaResolver == nil {
+				return nil, account.ErrNoMediaStorage
+			}
+			return a.MediaResolver(ctx, userID, ids)
+		},
+	})))
 	return nil
 }
 

@@ -154,6 +154,13 @@ type Config struct {
 	// Overload.
 	Overload      server.Overload
 	MaxJobBacklog int
+	// MaxLiveActors caps the live actors of each kind (--max-live-actors; docs/operations.md,
+	// Memory).
+	MaxLiveActors ActorCaps
+	// MaxMappedFileMB gives the bbolt file's pages mapped by reads back to the kernel's page
+	// cache once the process's file-backed resident memory passes it (--max-mapped-file-mb; 0:
+	// DefaultMaxMappedFileMB; negative: never; persistence.Options.MaxMappedBytes).
+	MaxMappedFileMB int
 }
 
 // App is a built Herald.
@@ -173,7 +180,7 @@ type App struct {
 	Campaigns   *actors.Directory
 	CampaignHub *campaign.Hub
 	// MediaResolver turns media ids into what adapters upload (nil: no media storage).
-	MediaResolver job.MediaResolver
+	MediaResolver account.MediaResolver
 	stopScheduler func()
 	// Events wakes the outbox's consumers (the webhook dispatcher) after an event commits.
 	Events   *actors.Notifier
@@ -192,6 +199,9 @@ type App struct {
 	Connect *connect.Service
 	// Live serves analytics and the inbox (live.go).
 	Live *live.Service
+
+	// startedPosts are the posts whose jobs started last, for their accounts (accounts.go).
+	startedPosts *actors.Recent[string, *persistence.PostContent]
 
 	admin   *admin.Server
 	quotas  *quotas
@@ -260,9 +270,10 @@ func New(cfg Config) (*App, error) {
 	a.JobBacklog = job.NewBacklog(jobBacklogLimit(cfg.MaxJobBacklog))
 
 	store, err := persistence.OpenStore(cfg.Store, cfg.DataDir, persistence.Options{
-		LockTimeout: 2 * time.Second,
-		Check:       cfg.CheckOnStart,
-		Faults:      cfg.StoreFaults,
+		LockTimeout:    2 * time.Second,
+		Check:          cfg.CheckOnStart,
+		Faults:         cfg.StoreFaults,
+		MaxMappedBytes: mappedLimit(cfg.MaxMappedFileMB),
 		OnCommit: func(n int, d time.Duration, err error) {
 			commitSeconds.Observe(d.Seconds())
 			commitBatch.Observe(float64(n))
@@ -291,7 +302,7 @@ func New(cfg Config) (*App, error) {
 	a.Actors = actors.NewSystem(a.Registry, cfg.Log)
 	a.Events = actors.NewNotifier()
 	a.CampaignHub = campaign.NewHub()
-	a.Posts = actors.NewDirectory(a.Actors, post.Kind(a.postDeps()))
+	a.Posts = actors.NewDirectory(a.Actors, a.capped(post.Kind(a.postDeps())))
 	if err := a.buildAccounts(); err != nil {
 		a.closeStore()
 		return nil, err

@@ -24,7 +24,7 @@ const DefaultFreePostQuota = 10
 func (a *App) postDeps() post.Deps {
 	return post.Deps{
 		Store: a.Store, Events: a.Events, IdleTimeout: orDefault(a.Cfg.PostIdleTimeout, 30*time.Second), Log: a.Log,
-		StartJob:  func(j *persistence.Job, p *persistence.Post) { a.Jobs.Send(j.TrackingID, &job.Start{Job: j, Post: p}) },
+		StartJob:  func(j *persistence.Job, p *persistence.Post) { a.takeJob(j, p) },
 		Synced:    func(id string, stored bool) { a.Jobs.Send(id, &job.PostSynced{Stored: stored}) },
 		Scheduled: func(at time.Time) { a.Scheduler.Scheduled(at) },
 		// The hub is built before the post directory.
@@ -42,45 +42,77 @@ func (a *App) buildPublishing() {
 		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600},
 	})
 	backlog := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "herald_jobs_in_hand", Help: "Publish jobs started and not yet final (live job actors); publish requests are refused while it is at herald_jobs_in_hand_limit.",
+		Name: "herald_jobs_in_hand", Help: "Publishes in hand: targets their accounts took from the store and whose outcome is not known, except those waiting for a rate budget or a retry; publish requests are refused while it is at herald_jobs_in_hand_limit.",
 	}, func() float64 { return float64(a.JobBacklog.Len()) })
 	backlogLimit := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "herald_jobs_in_hand_limit", Help: "The publish jobs in hand beyond which publish requests are refused (--max-job-backlog; 0: no limit).",
 	}, func() float64 { return float64(a.JobBacklog.Limit()) })
 	a.Registry.MustRegister(outcomes, durations, backlog, backlogLimit)
-	a.Jobs = actors.NewDirectory(a.Actors, job.Kind(job.Deps{
-		Store: a.Store, Log: a.Log, Media: a.MediaResolver, IdleTimeout: orDefault(a.Cfg.PostIdleTimeout, 30*time.Second), Backlog: a.JobBacklog,
-		SendAccount: func(id string, m *account.Publish) { a.Accounts.Send(id, m) },
-		Finish:      func(j *persistence.Job) { a.Posts.Send(j.PostID, &post.Finish{Job: j}) },
+	a.Jobs = actors.NewDirectory(a.Actors, a.capped(job.Kind(job.Deps{
+		Store: a.Store, Log: a.Log, IdleTimeout: orDefault(a.Cfg.PostIdleTimeout, 30*time.Second),
+		Finish: func(j *persistence.Job) { a.Posts.Send(j.PostID, &post.Finish{Job: j}) },
 		Finished: func(j *persistence.Job, d time.Duration) {
 			outcomes.WithLabelValues(j.Status).Inc()
 			durations.Observe(d.Seconds())
 			logJobFinished(a.Log, j, d)
 		},
 		CampaignProgress: a.CampaignHub.Notify,
-	}))
+	})))
 	a.Scheduler = scheduler.New(a.Store, a.Posts, scheduler.Options{Log: a.Log, Registry: a.Registry})
 	pd := a.postDeps()
-	a.Campaigns = actors.NewDirectory(a.Actors, campaign.Kind(campaign.Deps{
+	a.Campaigns = actors.NewDirectory(a.Actors, a.capped(campaign.Kind(campaign.Deps{
 		Store: a.Store, Posts: a.Posts, StartJob: pd.StartJob, Scheduled: pd.Scheduled, Events: a.Events, Changed: a.CampaignHub.Notify,
 		Log: a.Log, IdleTimeout: orDefault(a.Cfg.PostIdleTimeout, 30*time.Second),
-	}))
+	})))
 }
 
-// startPublishing resumes every job that was queued or processing when Herald stopped (a target
-// in flight is resolved, never sent twice blindly) and starts the scheduler, which fires at once
-// the posts that came due meanwhile.
+// takeJob tells the accounts of a committed job's open targets that they wait for them in the
+// store; the post is kept for them among the recently started ones.
+func (a *App) takeJob(j *persistence.Job, p *persistence.Post) {
+	if p != nil {
+		a.startedPosts.Put(p.ID, &persistence.PostContent{UserID: p.UserID, Content: p.Content, MediaIDs: p.MediaIDs})
+	}
+	told := make(map[string]bool, len(j.Targets))
+	for _, t := range j.Targets {
+		if !t.Final() && !told[t.AccountID] {
+			told[t.AccountID] = true
+			a.Accounts.Send(t.AccountID, &account.Take{})
+		}
+	}
+}
+
+// startPublishing resumes every job that was queued or processing when Herald stopped and starts
+// the scheduler, which fires at once the posts that came due meanwhile. The open targets wait for
+// their accounts in the store: each account with some is told to take them (a target that was in
+// flight is resolved, never sent twice blindly), and nothing of a job is loaded until its account
+// reports; the finished jobs whose post had not taken the outcome are handed to their posts.
 func (a *App) startPublishing() {
-	var active []string
+	var accounts []string
+	var active int
 	_ = a.Store.View(func(tx *persistence.Tx) error {
-		active = tx.ActiveJobs()
+		accounts = tx.WaitingAccounts()
+		active, _ = tx.ActiveJobStats()
 		return nil
 	})
-	for _, id := range active {
-		a.Jobs.Send(id, &job.Start{Resume: true})
+	for after := ""; ; {
+		var ids []string
+		_ = a.Store.View(func(tx *persistence.Tx) error {
+			ids = tx.FinishedActiveJobs(after, 1000)
+			return nil
+		})
+		for _, id := range ids {
+			a.Jobs.Send(id, &job.Start{Resume: true})
+		}
+		if len(ids) < 1000 {
+			break
+		}
+		after = ids[len(ids)-1]
 	}
-	if len(active) > 0 {
-		a.Log.Info("resumed publish jobs", "count", len(active))
+	for _, id := range accounts {
+		a.Accounts.Send(id, &account.Take{})
+	}
+	if active > 0 {
+		a.Log.Info("resumed publish jobs", "count", active, "accounts", len(accounts))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

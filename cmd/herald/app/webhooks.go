@@ -19,7 +19,7 @@ func (a *App) buildWebhooks() error {
 		Egress: webhook.EgressOptions{
 			AllowPrivate: a.Cfg.WebhookAllowPrivate, RootCAs: roots, AttemptTimeout: a.Cfg.WebhookAttemptTimeout,
 		},
-		Schedule: a.Cfg.WebhookSchedule,
+		Schedule: a.Cfg.WebhookSchedule, MaxLive: a.Cfg.MaxLiveActors.For(webhook.KindName),
 	})
 	return nil
 }
