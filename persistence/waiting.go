@@ -103,21 +103,22 @@ func (t *Tx) StopWaiting(w Waiting) error {
 	return t.kv.Bucket(bJobsWaiting).Delete(waitingKey(w.AccountID, w.JobID, w.Target))
 }
 
-// WaitingAccounts lists the accounts with waiting entries, one seek per account.
-func (t *Tx) WaitingAccounts() []string {
-	var out []string
+// WaitingCounts counts the waiting entries of each account (a walk of every entry: a start-up
+// counts the job backlog's part in the store once).
+func (t *Tx) WaitingCounts() map[string]int {
+	out := map[string]int{}
+	var last []byte
+	var lastID string
 	c := t.kv.Bucket(bJobsWaiting).Cursor()
-	for k, _ := c.First(); k != nil; {
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
 		if len(k) < 16 {
-			k, _ = c.Next()
 			continue
 		}
-		out = append(out, idString(k[:16]))
-		next := append([]byte(nil), k[:16]...)
-		if !increment(next) {
-			break
+		if !bytes.Equal(k[:16], last) {
+			last = append(last[:0], k[:16]...)
+			lastID = idString(last)
 		}
-		k, _ = c.Seek(next)
+		out[lastID]++
 	}
 	return out
 }

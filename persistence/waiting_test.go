@@ -66,7 +66,7 @@ func TestJobTargetsWaitForTheirAccountsUntilTheirOutcome(t *testing.T) {
 		require.NoError(t, s.View(func(tx *Tx) error {
 			require.False(t, tx.IsWaiting(Waiting{AccountID: a, JobID: jobs[0].TrackingID, Target: 0}))
 			require.True(t, tx.IsWaiting(Waiting{AccountID: b, JobID: jobs[0].TrackingID, Target: 1}))
-			require.ElementsMatch(t, []string{a, b}, tx.WaitingAccounts())
+			require.Equal(t, map[string]int{a: 4, b: 5}, tx.WaitingCounts())
 			require.Empty(t, tx.FinishedActiveJobs("", 10))
 			return nil
 		}))

@@ -73,7 +73,24 @@ type Deps struct {
 	// neither final nor waiting for the network's budget or a retry's backoff (the job backlog;
 	// nil: not counted).
 	InHand func(delta int)
+	// Backlog hears what the account takes from the store and when its budget holds it back
+	// (the job backlog's part in the store; nil: not told).
+	Backlog StoreBacklog
 }
+
+// StoreBacklog counts the targets waiting in the store for accounts not held back by their
+// budgets (job.Backlog).
+type StoreBacklog interface {
+	// Taken: the account took n targets from the store; noneLeft: nothing else waits for it.
+	Taken(account string, n int, noneLeft bool)
+	// Held: the account's budget holds it back (true) or no longer does (false).
+	Held(account string, held bool)
+}
+
+type noBacklog struct{}
+
+func (noBacklog) Taken(string, int, bool) {}
+func (noBacklog) Held(string, bool)       {}
 
 // MediaResolver turns a user's media ids into what adapters upload.
 type MediaResolver func(ctx context.Context, userID string, ids []string) ([]platforms.Media, error)
@@ -116,6 +133,9 @@ func (d *Deps) defaults() {
 	}
 	if d.InHand == nil {
 		d.InHand = func(int) {}
+	}
+	if d.Backlog == nil {
+		d.Backlog = noBacklog{}
 	}
 }
 
@@ -160,6 +180,7 @@ type Actor struct {
 	held       map[string]*request
 	reported   map[string]bool
 	more       bool
+	heldBack   bool // the backlog was told the budget holds the account back
 	failing    string
 	rechecking bool // a recheck is coming (too many outcomes not yet stored)
 	// told counts the requests at the queue's front already told that they wait for the budget
@@ -256,6 +277,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		for _, r := range a.held {
 			a.count(r, false)
 		}
+		a.holdBack(false)
 	case *Take:
 		a.more = true
 		a.pumpLater(ctx)
@@ -553,6 +575,14 @@ func (a *Actor) reportStep(r *request, event string, final, success bool, msg st
 	a.deps.Report(&Report{JobID: r.JobID, Target: r.Target, AccountID: a.id, Final: final, Success: success, Message: msg, Publication: pub, Event: event})
 }
 
+// holdBack tells the backlog whether the account's budget holds back what waits for it.
+func (a *Actor) holdBack(held bool) {
+	if a.heldBack != held {
+		a.heldBack = held
+		a.deps.Backlog.Held(a.id, held)
+	}
+}
+
 // count keeps a request's place in Deps.InHand true.
 func (a *Actor) count(r *request, inHand bool) {
 	if r.counted != inHand {
@@ -636,6 +666,9 @@ func (a *Actor) take(ctx actor.Context, n int) {
 		}
 		return nil
 	})
+	if err == nil {
+		a.deps.Backlog.Taken(a.id, len(got), !a.more)
+	}
 	if err != nil {
 		// Nothing taken: the store could not be read. Try again shortly.
 		a.more = true
@@ -820,9 +853,11 @@ func (a *Actor) pump(ctx actor.Context) {
 				}
 			}
 			a.told, a.toldAt = len(a.queue), retryAt
+			a.holdBack(true)
 			a.armWake(ctx, retryAt)
 			return
 		}
+		a.holdBack(false)
 		a.queue = a.queue[len(batch):]
 		a.told = max(0, a.told-len(batch))
 		for _, r := range batch {

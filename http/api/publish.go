@@ -129,8 +129,8 @@ func (h *handlers) publishFlow(c *echo.Context, body []byte, run func(idem *post
 }
 
 // backlogFull refuses a publish (503) while the server has as many publish jobs in hand as it
-// takes (job.Backlog): accepting more would only lengthen the wait of every job and the memory
-// they hold. A replay of an answered Idempotency-Key is still served (publishFlow checks it
+// takes (job.Backlog): accepting more would only lengthen the wait of every job for the CPU and
+// its account's turn. A replay of an answered Idempotency-Key is still served (publishFlow checks it
 // first), and nothing is written before the refusal.
 func (h *handlers) backlogFull() error {
 	if !h.JobBacklog.Full() {

@@ -67,7 +67,7 @@ func TestHoldEndsWithTheCredential(t *testing.T) {
 	defer releaseG()
 	require.Equal(t, 4, a.HeldStreams())
 
-	a.Invalidate() // a change that ends nothing (a profile edit)
+	a.Invalidate()  // a change that ends nothing (a profile edit)
 	rechecked(t, a) // its re-check runs off the caller's path: let it end before the revoke
 	_, err = RevokeKey(ctx, s, revoked.ID, now)
 	require.NoError(t, err)

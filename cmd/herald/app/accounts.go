@@ -36,7 +36,7 @@ func (a *App) buildAccounts() error {
 	a.Accounts = actors.NewDirectory(a.Actors, a.capped(account.Kind(account.Deps{
 		Store: a.Store, Box: a.Box, Adapters: a.Adapters, Budgets: a.Budgets, Metrics: metrics,
 		Log: a.Log, Concurrency: a.Cfg.AccountConcurrency, Report: func(r *account.Report) { a.Jobs.Send(r.JobID, r) },
-		InHand: a.JobBacklog.Add, Posts: a.startedPosts,
+		InHand: a.JobBacklog.Add, Backlog: a.JobBacklog, Posts: a.startedPosts,
 		// Media storage is built after the accounts.
 		Media: func(ctx context.Context, userID string, ids []string) ([]platforms.Media, error) {
 			if a.MediaResolver == nil {

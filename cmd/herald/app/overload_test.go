@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/platforms"
@@ -261,4 +262,45 @@ func TestPublishesWaitForTheJobBacklog(t *testing.T) {
 	require.Equal(t, 3, b.countPosts(), "two publishes and a draft; the refused publish left no post")
 	require.Equal(t, 1.0, gathered(t, b.app, "herald_http_overload_refused_total", "route", "/v1/posts/publish", "reason", server.OverloadJobBacklog))
 	require.Equal(t, 1.0, gathered(t, b.app, "herald_http_overload_refused_total", "route", "/v1/posts/:id/publish", "reason", server.OverloadJobBacklog))
+}
+
+// The job backlog counts the targets waiting in the store for their account's turn, not only
+// those the account has taken: publishes to one account whose calls take an hour fill it and the
+// next is refused. Targets whose account the network's budget holds back leave the count, so a
+// burst the budget paces is accepted whatever its size.
+func TestTheJobBacklogCountsWhatWaitsForItsTurn(t *testing.T) {
+	t.Parallel()
+	t.Run("turn", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bundleOpts{demo: true, simLatency: time.Hour, config: func(c *app.Config) { c.MaxJobBacklog = 4 }})
+		x := b.account(platforms.X).ID
+		for i := range 4 {
+			r := b.publishNew(map[string]any{"content": fmt.Sprintf("turn %d", i), "platforms": ids(x)}, nil)
+			require.Equal(t, 202, r.status, string(r.body))
+		}
+		require.Equal(t, 4, b.app.JobBacklog.Len(), "one call in flight, the others in hand or waiting in the store")
+		r := b.publishNew(map[string]any{"content": "one too many", "platforms": ids(x)}, nil)
+		require.Equal(t, 503, r.status, string(r.body))
+		require.Equal(t, "1", r.header.Get("Retry-After"))
+	})
+	t.Run("budget", func(t *testing.T) {
+		t.Parallel()
+		rules, err := account.OverrideRules(account.DefaultRules, "twitter_x:tweets=2/1h")
+		require.NoError(t, err)
+		b := setup(t, bundleOpts{demo: true, budgets: rules, config: func(c *app.Config) { c.MaxJobBacklog = 4 }})
+		x := b.account(platforms.X).ID
+		for i := range 3 {
+			r := b.publishNew(map[string]any{"content": fmt.Sprintf("paced %02d", i), "platforms": ids(x)}, nil)
+			require.Equal(t, 202, r.status, string(r.body))
+		}
+		require.Eventually(t, func() bool {
+			return len(b.app.Sim.Publications(platforms.X)) == 2 && b.app.JobBacklog.Len() == 0
+		}, 20*time.Second, 5*time.Millisecond, "the third waits for the budget, out of the count")
+		for i := 3; i < 40; i++ {
+			r := b.publishNew(map[string]any{"content": fmt.Sprintf("paced %02d", i), "platforms": ids(x)}, nil)
+			require.Equal(t, 202, r.status, "publish %d: %s", i, r.body)
+		}
+		require.Zero(t, b.app.JobBacklog.Len())
+		require.Len(t, b.app.Sim.Publications(platforms.X), 2)
+	})
 }

@@ -42,7 +42,7 @@ func (a *App) buildPublishing() {
 		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600},
 	})
 	backlog := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "herald_jobs_in_hand", Help: "Publishes in hand: targets their accounts took from the store and whose outcome is not known, except those waiting for a rate budget or a retry; publish requests are refused while it is at herald_jobs_in_hand_limit.",
+		Name: "herald_jobs_in_hand", Help: "Publishes in hand: targets whose outcome is not known and that their accounts could send as their turn comes (waiting in the store or taken), except those held back by a rate budget or a retry; publish requests are refused while it is at herald_jobs_in_hand_limit.",
 	}, func() float64 { return float64(a.JobBacklog.Len()) })
 	backlogLimit := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "herald_jobs_in_hand_limit", Help: "The publish jobs in hand beyond which publish requests are refused (--max-job-backlog; 0: no limit).",
@@ -72,12 +72,15 @@ func (a *App) takeJob(j *persistence.Job, p *persistence.Post) {
 	if p != nil {
 		a.startedPosts.Put(p.ID, &persistence.PostContent{UserID: p.UserID, Content: p.Content, MediaIDs: p.MediaIDs})
 	}
-	told := make(map[string]bool, len(j.Targets))
+	waiting := make(map[string]int, len(j.Targets))
 	for _, t := range j.Targets {
-		if !t.Final() && !told[t.AccountID] {
-			told[t.AccountID] = true
-			a.Accounts.Send(t.AccountID, &account.Take{})
+		if !t.Final() && t.AccountID != "" {
+			waiting[t.AccountID]++
 		}
+	}
+	for id, n := range waiting {
+		a.JobBacklog.Queued(id, n)
+		a.Accounts.Send(id, &account.Take{})
 	}
 }
 
@@ -89,11 +92,16 @@ func (a *App) takeJob(j *persistence.Job, p *persistence.Post) {
 func (a *App) startPublishing() {
 	var accounts []string
 	var active int
+	var waiting map[string]int
 	_ = a.Store.View(func(tx *persistence.Tx) error {
-		accounts = tx.WaitingAccounts()
+		waiting = tx.WaitingCounts()
 		active, _ = tx.ActiveJobStats()
 		return nil
 	})
+	for id := range waiting {
+		accounts = append(accounts, id)
+	}
+	a.JobBacklog.Set(waiting)
 	for after := ""; ; {
 		var ids []string
 		_ = a.Store.View(func(tx *persistence.Tx) error {
