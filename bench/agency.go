@@ -110,7 +110,7 @@ func bulkAgency(base *Env) (Result, error) {
 	time.Sleep(1100 * time.Millisecond)
 
 	// The load: every post at once, from e.Connections clients.
-	var next atomic.Int64
+	var next, refused atomic.Int64
 	start := time.Now()
 	r, err := drive(e.log, "bulk-agency (publish)", e.Connections, 24*time.Hour, func(w, i int) error {
 		k := next.Add(1) - 1
@@ -119,14 +119,23 @@ func bulkAgency(base *Env) (Result, error) {
 		}
 		body := fmt.Sprintf(`{"content":"Client %03d, post %05d: the spring campaign goes live today, see the new lookbook. #spring","platforms":[%s],"media":["%s"]}`,
 			k%int64(clients), k, targets[k%int64(clients)], mediaID)
-		st, b, err := e.post("/v1/posts/publish", body, nil)
-		if err != nil {
-			return err
+		for {
+			st, b, err := e.post("/v1/posts/publish", body, nil)
+			if err != nil {
+				return err
+			}
+			if st == http.StatusServiceUnavailable {
+				// The server's publish backlog is full: as a client should, wait for its
+				// Retry-After (1 s) and send the same request again.
+				refused.Add(1)
+				time.Sleep(time.Second)
+				continue
+			}
+			if st != http.StatusAccepted {
+				return fmt.Errorf("publish: %d %s", st, b)
+			}
+			return nil
 		}
-		if st != http.StatusAccepted {
-			return fmt.Errorf("publish: %d %s", st, b)
-		}
-		return nil
 	})
 	if err != nil {
 		return r, err
@@ -194,8 +203,8 @@ func bulkAgency(base *Env) (Result, error) {
 	missing := max(0, posts*2-(len(linkedin)-dupLinkedIn)) + max(0, posts-(len(pins)-dupPins))
 	res := Result{Ops: posts, Seconds: final.Seconds(), Throughput: float64(posts) / final.Seconds(),
 		P50ms: r.P50ms, P99ms: r.P99ms, P999ms: r.P999ms, Errors: int(failed) + missing + dups}
-	notes := fmt.Sprintf("%d posts to %d accounts (%d clients × LinkedIn, LinkedIn, Pinterest; one image each), limits scaled ×%s on Herald and the simulator: every post final %.1fs after the first request (requests accepted in %.1fs, %.0f/s; latencies are of the publish requests); jobs failed %.0f, publications missing %d, duplicated %d; network 429s seen: %.0f; budget waits %.0f; setup (image, %d accounts through POST /v1/accounts/connect and the consent page with login_hint) %.1fs",
-		posts, len(wanted), clients, s, final.Seconds(), accepted.Seconds(), float64(posts)/accepted.Seconds(), failed, missing, dups, rejected, waits, len(wanted), setup.Seconds())
+	notes := fmt.Sprintf("%d posts to %d accounts (%d clients × LinkedIn, LinkedIn, Pinterest; one image each), limits scaled ×%s on Herald and the simulator: every post final %.1fs after the first request (requests accepted in %.1fs, %.0f/s, after %d refusals of a full publish backlog each retried after its Retry-After; latencies are of the publish requests); jobs failed %.0f, publications missing %d, duplicated %d; network 429s seen: %.0f; budget waits %.0f; setup (image, %d accounts through POST /v1/accounts/connect and the consent page with login_hint) %.1fs",
+		posts, len(wanted), clients, s, final.Seconds(), accepted.Seconds(), float64(posts)/accepted.Seconds(), refused.Load(), failed, missing, dups, rejected, waits, len(wanted), setup.Seconds())
 	if bound > 0 {
 		eff := forced.Seconds() / taken.Seconds()
 		res.LimitName = fmt.Sprintf("budget-bound rate (%d Pins/min/account)", limit)
