@@ -30,6 +30,41 @@ import (
 // 10,000 posts a day per app (networks.md). The scenario measures Herald, not those limits.
 var agencyMix = []string{"linkedin", "linkedin", "pinterest"}
 
+// agencyAccount is one connected account of an agency's client: its platform and handle.
+type agencyAccount struct{ platform, handle string }
+
+// connectAgency connects the accounts of clients agency clients (agencyMix each, handles named
+// prefix, client, platform and place) through the browser flow, and returns them in order with
+// their ids by "platform/handle".
+func (e *Env) connectAgency(clients int, prefix string) ([]agencyAccount, map[string]string, error) {
+	var wanted []agencyAccount
+	for c := 0; c < clients; c++ {
+		for i, p := range agencyMix {
+			wanted = append(wanted, agencyAccount{p, fmt.Sprintf("%s%03d-%s-%d", prefix, c, p, i)})
+		}
+	}
+	if err := parallel(8, len(wanted), func(i int) error { return e.connectBrowser(wanted[i].platform, wanted[i].handle) }); err != nil {
+		return nil, nil, err
+	}
+	var listed struct {
+		Data []struct {
+			ID       string  `json:"id"`
+			Platform string  `json:"platform"`
+			Username *string `json:"username"`
+		} `json:"data"`
+	}
+	if err := e.getJSON("/v1/accounts", &listed); err != nil {
+		return nil, nil, err
+	}
+	byHandle := map[string]string{}
+	for _, a := range listed.Data {
+		if a.Username != nil {
+			byHandle[a.Platform+"/"+*a.Username] = a.ID
+		}
+	}
+	return wanted, byHandle, nil
+}
+
 // agencyScale multiplies the networks' published limits, on Herald's budgets and on the
 // simulator alike (--budget-scale and --sim-limit-scale). At 0.7 a LinkedIn member may post 105
 // times a day (the client's 100 posts fit) and a Pinterest account 70 times a minute (its 100 Pins
@@ -64,31 +99,9 @@ func bulkAgency(base *Env) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("upload the image: %w", err)
 	}
-	type account struct{ platform, handle string }
-	var wanted []account
-	for c := 0; c < clients; c++ {
-		for i, p := range agencyMix {
-			wanted = append(wanted, account{p, fmt.Sprintf("client%03d-%s-%d", c, p, i)})
-		}
-	}
-	if err := parallel(8, len(wanted), func(i int) error { return e.connectBrowser(wanted[i].platform, wanted[i].handle) }); err != nil {
+	wanted, byHandle, err := e.connectAgency(clients, "client")
+	if err != nil {
 		return Result{}, err
-	}
-	var listed struct {
-		Data []struct {
-			ID       string  `json:"id"`
-			Platform string  `json:"platform"`
-			Username *string `json:"username"`
-		} `json:"data"`
-	}
-	if err := e.getJSON("/v1/accounts", &listed); err != nil {
-		return Result{}, err
-	}
-	byHandle := map[string]string{}
-	for _, a := range listed.Data {
-		if a.Username != nil {
-			byHandle[a.Platform+"/"+*a.Username] = a.ID
-		}
 	}
 	targets := make([]string, clients) // each client's three account ids, quoted
 	for c := 0; c < clients; c++ {

@@ -108,14 +108,8 @@ func listPage(client *http.Client, e *Env, total *int) error {
 // draftBatch is the number of drafts per write transaction.
 const draftBatch = 20_000
 
-// writeDrafts writes n drafts of the sandbox user into the store in dir (no server may hold it),
-// each to three of the user's accounts, as POST /v1/posts stores them.
-func writeDrafts(log io.Writer, dir string, n int) error {
-	s, err := persistence.Open(dir, persistence.Options{})
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+// sandboxUser reads the sandbox user and its connected accounts from a store no server holds.
+func sandboxUser(s *persistence.Store) (*persistence.User, []*persistence.Account, error) {
 	var user *persistence.User
 	var accounts []*persistence.Account
 	if err := s.View(func(tx *persistence.Tx) error {
@@ -126,7 +120,22 @@ func writeDrafts(log io.Writer, dir string, n int) error {
 		accounts, err = tx.AccountsOfUser(user.ID)
 		return err
 	}); err != nil {
-		return fmt.Errorf("the sandbox user: %w", err)
+		return nil, nil, fmt.Errorf("the sandbox user: %w", err)
+	}
+	return user, accounts, nil
+}
+
+// writeDrafts writes n drafts of the sandbox user into the store in dir (no server may hold it),
+// each to three of the user's accounts, as POST /v1/posts stores them.
+func writeDrafts(log io.Writer, dir string, n int) error {
+	s, err := persistence.Open(dir, persistence.Options{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	user, accounts, err := sandboxUser(s)
+	if err != nil {
+		return err
 	}
 	if len(accounts) < 3 {
 		return fmt.Errorf("the sandbox user has %d accounts, want 3", len(accounts))

@@ -141,17 +141,9 @@ func writeBacklog(log io.Writer, dir string, n int, handles []string, due time.T
 		return err
 	}
 	defer s.Close()
-	var user *persistence.User
-	var all []*persistence.Account
-	if err := s.View(func(tx *persistence.Tx) error {
-		var err error
-		if user, err = tx.SandboxUser(); err != nil {
-			return err
-		}
-		all, err = tx.AccountsOfUser(user.ID)
+	user, all, err := sandboxUser(s)
+	if err != nil {
 		return err
-	}); err != nil {
-		return fmt.Errorf("the sandbox user: %w", err)
 	}
 	wanted := map[string]bool{}
 	for _, h := range handles {

@@ -61,31 +61,9 @@ func campaignScenario(base *Env) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("upload the image: %w", err)
 	}
-	type account struct{ platform, handle string }
-	var wanted []account
-	for c := 0; c < clients; c++ {
-		for i, p := range agencyMix {
-			wanted = append(wanted, account{p, fmt.Sprintf("launch%03d-%s-%d", c, p, i)})
-		}
-	}
-	if err := parallel(8, len(wanted), func(i int) error { return e.connectBrowser(wanted[i].platform, wanted[i].handle) }); err != nil {
+	wanted, byHandle, err := e.connectAgency(clients, "launch")
+	if err != nil {
 		return Result{}, err
-	}
-	var listed struct {
-		Data []struct {
-			ID       string  `json:"id"`
-			Platform string  `json:"platform"`
-			Username *string `json:"username"`
-		} `json:"data"`
-	}
-	if err := e.getJSON("/v1/accounts", &listed); err != nil {
-		return Result{}, err
-	}
-	byHandle := map[string]string{}
-	for _, a := range listed.Data {
-		if a.Username != nil {
-			byHandle[a.Platform+"/"+*a.Username] = a.ID
-		}
 	}
 	bodies := make([][]byte, clients)
 	for c := range bodies {
