@@ -97,6 +97,9 @@ type shard struct {
 	// cap, least recently used first (capped kinds only).
 	live, limit int
 	idle        idleList
+	// recheck says a look at the cap is due shortly (makeRoom left an incarnation still
+	// finishing its last message).
+	recheck bool
 }
 
 type entry struct {
@@ -227,11 +230,6 @@ func (d *Directory) deliver(id string, msg any, sender *actor.PID) {
 		d.sys.Root.Send(sender, &ErrorReply{Err: ErrBusy})
 		return
 	}
-	if sender != nil && d.full(e) {
-		d.m.refused.Inc()
-		d.sys.Root.Send(sender, &ErrorReply{Err: ErrBusy})
-		return
-	}
 	if e.stopping || e.pid == nil {
 		e.held = append(e.held, held{msg, sender})
 		return
@@ -284,16 +282,34 @@ func (d *Directory) makeRoom(s *shard) {
 	if s.limit <= 0 {
 		return
 	}
+	skipped := false
 	for e := s.idle.front; e != nil && s.live > s.limit; {
 		next := e.next
 		if e.mailbox.depth() == 0 {
 			d.m.capped.Inc()
 			d.m.passivations.Inc()
 			d.stop(s, e)
+		} else {
+			skipped = true
 		}
 		e = next
 	}
+	if skipped && s.live > s.limit && !s.recheck && !d.closing.Load() {
+		// The incarnations left were still finishing the message after which they reported
+		// idle, and may report nothing more: look again once they have.
+		s.recheck = true
+		time.AfterFunc(capRecheck, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.recheck = false
+			d.makeRoom(s)
+		})
+	}
 }
+
+// capRecheck is how soon makeRoom looks again at a shard over its cap whose idle incarnations
+// were all still finishing a message.
+const capRecheck = time.Millisecond
 
 // idle is called by an incarnation that finished a message with no work in flight: it may be
 // passivated for the cap from now on, until the directory delivers it another message.

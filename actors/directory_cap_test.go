@@ -121,7 +121,8 @@ func TestTheLeastRecentlyUsedIdleActorGoesFirst(t *testing.T) {
 }
 
 // An actor with work in flight is never passivated for the cap: the cap is exceeded while every
-// live actor is busy, and met again once they are idle.
+// live actor is busy (an idle one is passivated even when it was the last used), and met again
+// once they are idle.
 func TestBusyActorsAreNeverPassivatedForTheCap(t *testing.T) {
 	t.Parallel()
 	b := newCapped(t, actors.Kind{MaxLive: 2, Shards: 1, IdleTimeout: time.Hour})
@@ -129,11 +130,15 @@ func TestBusyActorsAreNeverPassivatedForTheCap(t *testing.T) {
 	b.ask(t, "b", &work{on: true})
 	b.ask(t, "c", &incr{})
 	b.ask(t, "d", &incr{})
-	// c is passivated for d; a and b stay though the shard is over its cap.
-	require.Eventually(t, func() bool { return b.alive("c").Load() == 0 }, 5*time.Second, time.Millisecond)
+	// c is passivated for d, and d once it is idle: a and b stay though the shard is over its
+	// cap.
+	require.Eventually(t, func() bool { return b.alive("c").Load() == 0 && b.alive("d").Load() == 0 }, 5*time.Second, time.Millisecond)
 	require.Equal(t, int32(1), b.alive("a").Load())
 	require.Equal(t, int32(1), b.alive("b").Load())
-	require.Equal(t, 3, b.dir.Live())
+	require.Equal(t, 2, b.dir.Live())
+	b.ask(t, "c", &incr{})
+	require.Equal(t, int32(1), b.alive("a").Load(), "busy, never passivated for the cap")
+	require.Equal(t, int32(1), b.alive("b").Load())
 	b.ask(t, "a", &work{on: false})
 	b.ask(t, "b", &work{on: false})
 	require.Eventually(t, func() bool { return b.dir.Live() == 2 }, 5*time.Second, time.Millisecond)

@@ -81,16 +81,20 @@ type Deps struct {
 // StoreBacklog counts the targets waiting in the store for accounts not held back by their
 // budgets (job.Backlog).
 type StoreBacklog interface {
-	// Taken: the account took n targets from the store; noneLeft: nothing else waits for it.
-	Taken(account string, n int, noneLeft bool)
+	// Mark is taken before the account reads what waits for it, and given to Taken.
+	Mark(account string) int64
+	// Taken: the account took n targets from the store; noneLeft: nothing else waited for it
+	// when it read.
+	Taken(account string, n int, noneLeft bool, mark int64)
 	// Held: the account's budget holds it back (true) or no longer does (false).
 	Held(account string, held bool)
 }
 
 type noBacklog struct{}
 
-func (noBacklog) Taken(string, int, bool) {}
-func (noBacklog) Held(string, bool)       {}
+func (noBacklog) Mark(string) int64              { return 0 }
+func (noBacklog) Taken(string, int, bool, int64) {}
+func (noBacklog) Held(string, bool)              {}
 
 // MediaResolver turns a user's media ids into what adapters upload.
 type MediaResolver func(ctx context.Context, userID string, ids []string) ([]platforms.Media, error)
@@ -642,6 +646,7 @@ func (a *Actor) take(ctx actor.Context, n int) {
 	var got []taken
 	var last string
 	stored := map[string]bool{}
+	mark := a.deps.Backlog.Mark(a.id)
 	err := a.deps.Store.View(func(tx *persistence.Tx) error {
 		got, last = got[:0], ""
 		clear(stored)
@@ -667,7 +672,7 @@ func (a *Actor) take(ctx actor.Context, n int) {
 		return nil
 	})
 	if err == nil {
-		a.deps.Backlog.Taken(a.id, len(got), !a.more)
+		a.deps.Backlog.Taken(a.id, len(got), !a.more, mark)
 	}
 	if err != nil {
 		// Nothing taken: the store could not be read. Try again shortly.

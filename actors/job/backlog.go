@@ -38,6 +38,7 @@ type Backlog struct {
 // waitingFor is one account's part of the store's backlog.
 type waitingFor struct {
 	waiting int64 // targets waiting in the store, not yet taken
+	queued  int64 // targets ever counted by Queued (Mark, Taken)
 	held    bool  // the account's budget holds it back
 }
 
@@ -77,16 +78,31 @@ func (b *Backlog) Add(d int) {
 
 // Queued counts n targets written to the store for an account (a job committed).
 func (b *Backlog) Queued(account string, n int) {
-	b.update(account, func(w *waitingFor) { w.waiting += int64(n) })
+	b.update(account, func(w *waitingFor) { w.waiting += int64(n); w.queued += int64(n) })
 }
 
-// Taken counts n targets an account took from the store; none left says the account's walk
-// reached the end of what waits for it, so that nothing is left to count.
-func (b *Backlog) Taken(account string, n int, noneLeft bool) {
+// Mark is taken by an account before it reads what waits for it, and given back to Taken.
+func (b *Backlog) Mark(account string) int64 {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w := b.accounts[account]; w != nil {
+		return w.queued
+	}
+	return 0
+}
+
+// Taken counts n targets an account took from the store. None left says the account's read,
+// which began at mark, reached the end of what waits for it: what is counted then is only what
+// was queued since mark (written while it read, possibly after its snapshot; counted once more
+// rather than missed, and right again at the account's next read, which the queuing asks for).
+func (b *Backlog) Taken(account string, n int, noneLeft bool, mark int64) {
 	b.update(account, func(w *waitingFor) {
 		w.waiting = max(0, w.waiting-int64(n))
 		if noneLeft {
-			w.waiting = 0
+			w.waiting = max(0, w.queued-mark)
 		}
 	})
 }
@@ -131,7 +147,7 @@ func (b *Backlog) update(account string, change func(*waitingFor)) {
 	before := w.ready()
 	change(w)
 	b.ready.Add(w.ready() - before)
-	if w.waiting == 0 && !w.held {
+	if w.waiting == 0 && !w.held && w.queued == 0 {
 		delete(b.accounts, account)
 	}
 }

@@ -13,7 +13,7 @@ func TestBacklogCountsWhatWaitsForAccountsNotHeldBack(t *testing.T) {
 	b.Queued("a", 4)
 	b.Queued("b", 3)
 	require.Equal(t, 7, b.Len())
-	b.Taken("a", 2, false)
+	b.Taken("a", 2, false, 0)
 	b.Add(2) // a holds them
 	require.Equal(t, 7, b.Len())
 	b.Held("b", true)
@@ -25,10 +25,18 @@ func TestBacklogCountsWhatWaitsForAccountsNotHeldBack(t *testing.T) {
 	require.True(t, b.Full())
 	b.Held("b", false)
 	require.Equal(t, 18, b.Len())
-	b.Taken("c", 1, true) // c's walk reached the end: a count that drifted comes right
+	mark := b.Mark("c")
+	b.Taken("c", 1, true, mark) // c's walk reached the end: a count that drifted comes right
 	b.Add(1)
 	require.Equal(t, 13, b.Len())
-	b.Taken("a", 5, false) // never below zero
+	mark = b.Mark("c")
+	b.Queued("c", 2) // written while c reads: perhaps after its snapshot
+	b.Taken("c", 0, true, mark)
+	require.Equal(t, 15, b.Len(), "what was queued during the read stays counted")
+	mark = b.Mark("c")
+	b.Taken("c", 2, true, mark)
+	require.Equal(t, 13, b.Len())
+	b.Taken("a", 5, false, 0) // never below zero
 	require.Equal(t, 11, b.Len())
 	b.Set(map[string]int{"d": 2})
 	require.Equal(t, 5, b.Len(), "a start-up counts the store again; what accounts hold stays")

@@ -278,7 +278,10 @@ func TestTheJobBacklogCountsWhatWaitsForItsTurn(t *testing.T) {
 			r := b.publishNew(map[string]any{"content": fmt.Sprintf("turn %d", i), "platforms": ids(x)}, nil)
 			require.Equal(t, 202, r.status, string(r.body))
 		}
-		require.Equal(t, 4, b.app.JobBacklog.Len(), "one call in flight, the others in hand or waiting in the store")
+		// One call in flight, the others in hand or waiting in the store. (The store's part is
+		// counted as accounts read it: a publish written while its account reads may be counted
+		// twice until the account's next read, never missed.)
+		require.GreaterOrEqual(t, b.app.JobBacklog.Len(), 4)
 		r := b.publishNew(map[string]any{"content": "one too many", "platforms": ids(x)}, nil)
 		require.Equal(t, 503, r.status, string(r.body))
 		require.Equal(t, "1", r.header.Get("Retry-After"))
