@@ -18,21 +18,11 @@ import (
 // OAuth endpoints are spared, GET /_sim/faults counts what was drawn, and a queued fault goes
 // first.
 func TestRandomFaults(t *testing.T) {
-	s := sim.New(sim.Options{FaultRate: 0.5, FaultKinds: []string{sim.FaultError5xx}, FaultSeed: 7, LimitScale: 100})
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	s.SetBaseURL(srv.URL)
+	s, base := faultSim(t, sim.Options{FaultRate: 0.5, FaultKinds: []string{sim.FaultError5xx}, FaultSeed: 7, LimitScale: 100})
 	creds, err := s.NewAccount(platforms.X, "chaos")
 	require.NoError(t, err)
 	hc := &http.Client{Timeout: 5 * time.Second}
-	me := func() int {
-		req, _ := http.NewRequest("GET", srv.URL+"/x/2/users/me", nil)
-		req.Header.Set("Authorization", "Bearer "+creds.AccessToken)
-		resp, err := hc.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	me := func() int { return call(t, base, "/x/2/users/me", creds) }
 	counts := map[int]int{}
 	for range 200 {
 		counts[me()]++
@@ -40,7 +30,7 @@ func TestRandomFaults(t *testing.T) {
 	require.Len(t, counts, 2, "only successes and simulated outages: %v", counts)
 	require.InDelta(t, 100, counts[503], 40, "about half the calls fail: %v", counts)
 
-	resp, err := hc.Get(srv.URL + "/_sim/faults")
+	resp, err := hc.Get(base + "/_sim/faults")
 	require.NoError(t, err)
 	var out struct {
 		Rate     float64
@@ -54,19 +44,12 @@ func TestRandomFaults(t *testing.T) {
 	require.Equal(t, counts[503], out.Injected[sim.FaultError5xx])
 
 	// The same seed draws the same faults for the same sequence of calls.
-	again := sim.New(sim.Options{FaultRate: 0.5, FaultKinds: []string{sim.FaultError5xx}, FaultSeed: 7, LimitScale: 100})
-	srv2 := httptest.NewServer(again.Handler())
-	t.Cleanup(srv2.Close)
+	again, base2 := faultSim(t, sim.Options{FaultRate: 0.5, FaultKinds: []string{sim.FaultError5xx}, FaultSeed: 7, LimitScale: 100})
 	creds2, err := again.NewAccount(platforms.X, "chaos")
 	require.NoError(t, err)
 	n := 0
 	for range 200 {
-		req, _ := http.NewRequest("GET", srv2.URL+"/x/2/users/me", nil)
-		req.Header.Set("Authorization", "Bearer "+creds2.AccessToken)
-		resp, err := hc.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		if resp.StatusCode == 503 {
+		if call(t, base2, "/x/2/users/me", creds2) == 503 {
 			n++
 		}
 	}
@@ -93,11 +76,7 @@ func TestParseFaultKinds(t *testing.T) {
 
 // A spared network:fault pair is never drawn; the other networks draw it.
 func TestRandomFaultsSpare(t *testing.T) {
-	s := sim.New(sim.Options{FaultRate: 1, FaultKinds: []string{sim.FaultError5xx}, FaultSpare: []string{"twitter_x:error_5xx"}, LimitScale: 100})
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	s.SetBaseURL(srv.URL)
-	hc := &http.Client{Timeout: 5 * time.Second}
+	s, base := faultSim(t, sim.Options{FaultRate: 1, FaultKinds: []string{sim.FaultError5xx}, FaultSpare: []string{"twitter_x:error_5xx"}, LimitScale: 100})
 	for _, c := range []struct {
 		p    platforms.Platform
 		path string
@@ -106,35 +85,20 @@ func TestRandomFaultsSpare(t *testing.T) {
 		creds, err := s.NewAccount(c.p, "spare")
 		require.NoError(t, err)
 		for range 5 {
-			req, _ := http.NewRequest("GET", srv.URL+c.path, nil)
-			req.Header.Set("Authorization", "Bearer "+creds.AccessToken)
-			resp, err := hc.Do(req)
-			require.NoError(t, err)
-			resp.Body.Close()
-			require.Equal(t, c.want, resp.StatusCode, c.p)
+			require.Equal(t, c.want, call(t, base, c.path, creds), c.p)
 		}
 	}
 }
 
 // PUT /_sim/faults changes the rate: 0 stops the random faults.
 func TestSetFaultRate(t *testing.T) {
-	s := sim.New(sim.Options{FaultRate: 1, FaultKinds: []string{sim.FaultError5xx}, LimitScale: 100})
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	s.SetBaseURL(srv.URL)
+	s, base := faultSim(t, sim.Options{FaultRate: 1, FaultKinds: []string{sim.FaultError5xx}, LimitScale: 100})
 	creds, err := s.NewAccount(platforms.X, "rate")
 	require.NoError(t, err)
 	hc := &http.Client{Timeout: 5 * time.Second}
-	me := func() int {
-		req, _ := http.NewRequest("GET", srv.URL+"/x/2/users/me", nil)
-		req.Header.Set("Authorization", "Bearer "+creds.AccessToken)
-		resp, err := hc.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	me := func() int { return call(t, base, "/x/2/users/me", creds) }
 	require.Equal(t, 503, me())
-	req, _ := http.NewRequest("PUT", srv.URL+"/_sim/faults", strings.NewReader(`{"rate":0}`))
+	req, _ := http.NewRequest("PUT", base+"/_sim/faults", strings.NewReader(`{"rate":0}`))
 	resp, err := hc.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -142,9 +106,30 @@ func TestSetFaultRate(t *testing.T) {
 	for range 20 {
 		require.Equal(t, 200, me())
 	}
-	req, _ = http.NewRequest("PUT", srv.URL+"/_sim/faults", strings.NewReader(`{"rate":2}`))
+	req, _ = http.NewRequest("PUT", base+"/_sim/faults", strings.NewReader(`{"rate":2}`))
 	resp, err = hc.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, 400, resp.StatusCode)
+}
+
+// faultSim serves a simulator with these options on loopback.
+func faultSim(t *testing.T, o sim.Options) (*sim.Sim, string) {
+	t.Helper()
+	s := sim.New(o)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	s.SetBaseURL(srv.URL)
+	return s, srv.URL
+}
+
+// call sends GET path with the account's bearer token and returns the status.
+func call(t *testing.T, base, path string, creds platforms.Credentials) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+creds.AccessToken)
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
 }
