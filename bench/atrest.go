@@ -143,29 +143,43 @@ func writeDrafts(log io.Writer, dir string, n int) error {
 	done := make(chan struct{})
 	defer close(done)
 	go progress(log, "memory-at-rest (write)", time.Duration(n/40)*time.Millisecond, done)
+	return writePostsOffline(s, n, func(i int) *persistence.Post {
+		now := time.Now().UTC()
+		p := &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user.ID, Status: persistence.PostDraft,
+			Content:   fmt.Sprintf("Draft %d: our autumn collection is out today, with free shipping on every order this week. #launch", i),
+			CreatedAt: now, UpdatedAt: now, MediaIDs: []string{}, Version: 1}
+		for j := 0; j < 3; j++ {
+			a := accounts[(i+j)%len(accounts)]
+			p.Targets = append(p.Targets, persistence.Target{AccountID: a.ID, Platform: a.Platform, Status: persistence.TargetPending})
+		}
+		return p
+	})
+}
+
+// writePostsOffline writes the n posts post(0) … post(n-1) into a store no server holds,
+// draftBatch to a transaction, as the API stores them (a scheduled post with its schedule entry).
+func writePostsOffline(s *persistence.Store, n int, post func(i int) *persistence.Post) error {
 	for written := 0; written < n; {
 		k := min(draftBatch, n-written)
-		ids := make([]*persistence.Post, k)
+		posts := make([]*persistence.Post, k)
 		raws := make([][]byte, k)
-		for i := range ids {
-			now := time.Now().UTC()
-			p := &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user.ID, Status: persistence.PostDraft,
-				Content:   fmt.Sprintf("Draft %d: our autumn collection is out today, with free shipping on every order this week. #launch", written+i),
-				CreatedAt: now, UpdatedAt: now, MediaIDs: []string{}, Version: 1}
-			for j := 0; j < 3; j++ {
-				a := accounts[(written+i+j)%len(accounts)]
-				p.Targets = append(p.Targets, persistence.Target{AccountID: a.ID, Platform: a.Platform, Status: persistence.TargetPending})
-			}
+		for i := range posts {
+			p := post(written + i)
 			raw, err := persistence.Encode(p)
 			if err != nil {
 				return err
 			}
-			ids[i], raws[i] = p, raw
+			posts[i], raws[i] = p, raw
 		}
 		if err := s.Update(context.Background(), func(tx *persistence.Tx) error {
-			for i, p := range ids {
+			for i, p := range posts {
 				if err := tx.PutPost(p, raws[i]); err != nil {
 					return err
+				}
+				if p.Status == persistence.PostScheduled && p.ScheduledAt != nil {
+					if err := tx.Schedule(p.ID, *p.ScheduledAt); err != nil {
+						return err
+					}
 				}
 			}
 			return nil

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -162,37 +161,12 @@ func writeBacklog(log io.Writer, dir string, n int, handles []string, due time.T
 	done := make(chan struct{})
 	defer close(done)
 	go progress(log, "backlog (write)", time.Duration(n/40)*time.Millisecond, done)
-	for written := 0; written < n; {
-		k := min(draftBatch, n-written)
-		batch := make([]*persistence.Post, k)
-		raws := make([][]byte, k)
-		for i := range batch {
-			now := time.Now().UTC()
-			a := accounts[(written+i)%len(accounts)]
-			p := &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user.ID, Status: persistence.PostScheduled, ScheduledAt: &due,
-				Content:   fmt.Sprintf("Launch post %07d for %s: the new collection is out today. #launch", written+i, *a.Username),
-				CreatedAt: now, UpdatedAt: now, MediaIDs: []string{}, Version: 1,
-				Targets: []persistence.Target{{AccountID: a.ID, Platform: a.Platform, Status: persistence.TargetPending}}}
-			raw, err := persistence.Encode(p)
-			if err != nil {
-				return err
-			}
-			batch[i], raws[i] = p, raw
-		}
-		if err := s.Update(context.Background(), func(tx *persistence.Tx) error {
-			for i, p := range batch {
-				if err := tx.PutPost(p, raws[i]); err != nil {
-					return err
-				}
-				if err := tx.Schedule(p.ID, due); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		written += k
-	}
-	return nil
+	return writePostsOffline(s, n, func(i int) *persistence.Post {
+		now := time.Now().UTC()
+		a := accounts[i%len(accounts)]
+		return &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user.ID, Status: persistence.PostScheduled, ScheduledAt: &due,
+			Content:   fmt.Sprintf("Launch post %07d for %s: the new collection is out today. #launch", i, *a.Username),
+			CreatedAt: now, UpdatedAt: now, MediaIDs: []string{}, Version: 1,
+			Targets: []persistence.Target{{AccountID: a.ID, Platform: a.Platform, Status: persistence.TargetPending}}}
+	})
 }
