@@ -1,32 +1,18 @@
 package actors
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
-	"sync"
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/testkit"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects output written from another goroutine.
+type syncBuffer = testkit.SyncBuffer
 
 type credentialsMsg struct{ AccessToken string }
 

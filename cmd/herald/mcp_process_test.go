@@ -11,31 +11,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/testkit"
 )
 
-// syncBuffer is a bytes.Buffer safe for the writer goroutine of exec and the test reading it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects output written from another goroutine.
+type syncBuffer = testkit.SyncBuffer
 
 // mcpStdio starts `herald mcp` with env through the official SDK client's CommandTransport and
 // returns the session and the process's stderr.

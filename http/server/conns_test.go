@@ -11,13 +11,14 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/testkit"
 )
 
 // connBundle is an http.Server on a loopback listener limited by Conns. GET /ok answers at once;
@@ -328,19 +329,5 @@ func TestClientAddress(t *testing.T) {
 	require.NotEqual(t, clientAddress(tcp("2001:db8:1:3::1")), clientAddress(tcp("2001:db8:1:2::1")))
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects output written from another goroutine.
+type syncBuffer = testkit.SyncBuffer

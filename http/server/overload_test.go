@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/http/server"
+	"github.com/heraldhq/herald/internal/testkit"
 )
 
 // admissionServer is a server with one write slot and one write route, whose handler tells
@@ -159,28 +160,5 @@ func TestAdmitWriteReadsTheBodyBeforeTakingASlot(t *testing.T) {
 // gathered is the value of the series of a counter or gauge with the given label pairs.
 func gathered(t *testing.T, reg *prometheus.Registry, name string, labelPairs ...string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for i := 0; i+1 < len(labelPairs); i += 2 {
-				if labels[labelPairs[i]] != labelPairs[i+1] {
-					continue series
-				}
-			}
-			if m.GetCounter() != nil {
-				return m.GetCounter().GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	return 0
+	return testkit.Gathered(t, reg, name, labelPairs...)
 }

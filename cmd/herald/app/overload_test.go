@@ -17,6 +17,7 @@ import (
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/http/server"
+	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -54,33 +55,7 @@ func (b *testBundle) send(client *http.Client, method, path string, body any) ex
 // gathered sums the samples of a metric family whose labels include the given pairs.
 func gathered(t *testing.T, a *app.App, name string, labelPairs ...string) float64 {
 	t.Helper()
-	mfs, err := a.Registry.Gather()
-	require.NoError(t, err)
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for i := 0; i+1 < len(labelPairs); i += 2 {
-				if labels[labelPairs[i]] != labelPairs[i+1] {
-					continue series
-				}
-			}
-			switch {
-			case m.GetCounter() != nil:
-				sum += m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				sum += m.GetGauge().GetValue()
-			}
-		}
-	}
-	return sum
+	return testkit.Gathered(t, a.Registry, name, labelPairs...)
 }
 
 func heapAlloc() uint64 {
