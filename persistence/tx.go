@@ -3,6 +3,7 @@ package persistence
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 )
 
@@ -354,8 +355,13 @@ type PostFilter struct {
 	Status   string // "" for any
 	Platform string // "" for any
 	Search   string // case-insensitive substring of the content; "" for any
-	Offset   int
-	Limit    int
+	// AccountID keeps the posts with a target on this connected account ("" for any). The
+	// caller checks that the account is the user's; its platform narrows the walk on the
+	// index's summaries before a post is read.
+	AccountID       string
+	AccountPlatform string
+	Offset          int
+	Limit           int
 }
 
 // ListPosts returns one page of a user's posts, newest first, and how many posts match in all.
@@ -372,6 +378,12 @@ func (t *Tx) ListPosts(f PostFilter) ([]*Post, int, error) {
 	if f.Platform != "" {
 		wantMask = 1 << platformCodes[f.Platform]
 	}
+	if f.AccountID != "" && f.AccountPlatform != "" {
+		wantMask |= 1 << platformCodes[f.AccountPlatform]
+		if f.Platform != "" && f.Platform != f.AccountPlatform {
+			return nil, 0, nil // no post's target can be on both
+		}
+	}
 	needle := strings.ToLower(f.Search)
 	var search *contentMatcher
 	var pc kvCursor // one cursor for the search's reads: Bucket.Get makes one per read
@@ -381,8 +393,8 @@ func (t *Tx) ListPosts(f PostFilter) ([]*Post, int, error) {
 	posts := t.kv.Bucket(bPosts)
 	var out []*Post
 	total := 0
-	// Without a search the counts give the total, and the walk stops with the page.
-	counted := needle == "" && schemaOf(t.kv) >= 2
+	// Without a search or an account the counts give the total, and the walk stops with the page.
+	counted := needle == "" && f.AccountID == "" && schemaOf(t.kv) >= 2
 	if counted {
 		total = t.PostCount(f.UserID, f.Status, f.Platform)
 	}
@@ -406,9 +418,25 @@ func (t *Tx) ListPosts(f PostFilter) ([]*Post, int, error) {
 		}
 		id := k[16:]
 		var raw []byte
+		var decoded *Post
+		if f.AccountID != "" {
+			if raw = posts.Get(id); raw == nil {
+				continue
+			}
+			var post Post
+			if err := Decode(raw, &post); err != nil {
+				return nil, 0, err
+			}
+			if !slices.ContainsFunc(post.Targets, func(tg Target) bool { return tg.AccountID == f.AccountID }) {
+				continue
+			}
+			decoded = &post
+		}
 		if search != nil {
-			if pk, pv := pc.Seek(id); bytes.Equal(pk, id) {
-				raw = pv
+			if raw == nil {
+				if pk, pv := pc.Seek(id); bytes.Equal(pk, id) {
+					raw = pv
+				}
 			}
 			ok, err := search.match(raw)
 			if err != nil {
@@ -429,6 +457,10 @@ func (t *Tx) ListPosts(f PostFilter) ([]*Post, int, error) {
 			if counted {
 				break
 			}
+			continue
+		}
+		if decoded != nil {
+			out = append(out, decoded)
 			continue
 		}
 		if raw == nil {

@@ -369,12 +369,17 @@ func (h *handlers) listPosts(c *echo.Context) error {
 		return apierr.Validation("search: at most 500 characters")
 	}
 	p := server.Principal(c)
+	accountID, accountPlatform, err := h.postsAccount(c, p.User.ID)
+	if err != nil {
+		return err
+	}
 	var posts []*persistence.Post
 	var total int
 	if err := h.Store.View(func(tx *persistence.Tx) error {
 		var err error
 		posts, total, err = tx.ListPosts(persistence.PostFilter{
 			UserID: p.User.ID, Status: status, Platform: platform, Search: search,
+			AccountID: accountID, AccountPlatform: accountPlatform,
 			Offset: (page - 1) * limit, Limit: limit,
 		})
 		return err
@@ -389,6 +394,21 @@ func (h *handlers) listPosts(c *echo.Context) error {
 		"data":       items,
 		"pagination": map[string]int{"page": page, "limit": limit, "total": total, "total_pages": (total + limit - 1) / limit},
 	})
+}
+
+// postsAccount is the account filter of GET /v1/posts: account_id, or connected_account_id
+// (the same filter under the name post detail gives the field; the service's clients send it).
+// Both may be given only with the same id. "" when neither is.
+func (h *handlers) postsAccount(c *echo.Context, userID string) (id, platform string, err error) {
+	field := "account_id"
+	a, b := c.QueryParam("account_id"), c.QueryParam("connected_account_id")
+	if a == "" && b != "" {
+		field = "connected_account_id"
+	}
+	if a != "" && b != "" && a != b {
+		return "", "", apierr.Validation("connected_account_id: must equal account_id when both are given")
+	}
+	return h.liveAccount(c, userID, field, platforms.All, "posts")
 }
 
 func oneOf(s string, set []string) bool {

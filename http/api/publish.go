@@ -326,7 +326,15 @@ func (h *handlers) scheduleNew(c *echo.Context) error {
 	if err != nil {
 		return h.lifecycleError(c, err)
 	}
-	return c.JSON(http.StatusCreated, h.detail(r.Post))
+	return c.JSON(http.StatusCreated, scheduledPost{h.detail(r.Post), r.Post.ID})
+}
+
+// scheduledPost is the answer of both schedule operations: the post's detail, and its id again
+// as post_id (the field the service's clients read from a schedule's answer, as they do from a
+// publish's).
+type scheduledPost struct {
+	PostDetail
+	PostID string `json:"post_id"`
 }
 
 // scheduleExisting serves POST /v1/posts/:id/schedule.
@@ -347,5 +355,5 @@ func (h *handlers) scheduleExisting(c *echo.Context) error {
 	if err != nil {
 		return h.lifecycleError(c, err)
 	}
-	return c.JSON(http.StatusOK, h.detail(r.Post))
+	return c.JSON(http.StatusOK, scheduledPost{h.detail(r.Post), r.Post.ID})
 }

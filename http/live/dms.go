@@ -23,7 +23,8 @@ import (
 type DMPage struct {
 	Conversations []DMConversation `json:"conversations"`
 	HasMore       bool             `json:"has_more"`
-	NextBefore    *string          `json:"next_before"`
+	// NextBefore is the cursor of the next page, empty on the last page (docs/decisions.md).
+	NextBefore string `json:"next_before"`
 	// Sampled: a network had more conversations than one listing reads (X: 500 message events
 	// of the last 30 days; Bluesky: 500 conversations); only the newest are paged.
 	Sampled bool `json:"sampled"`
@@ -42,6 +43,16 @@ type DMConversation struct {
 	Peer        DMPeer    `json:"peer"`
 	LastMessage DMMessage `json:"last_message"`
 	CanReply    bool      `json:"can_reply"`
+	// ConversationID is ID, Snippet the start of the last message's text and PeerHandle the
+	// peer's username, in the element shape the service's own clients read (aliases).
+	ConversationID string  `json:"conversation_id"`
+	Snippet        string  `json:"snippet"`
+	PeerHandle     *string `json:"peer_handle"`
+}
+
+// aliases sets the fields that repeat others under the service clients' names.
+func (c *DMConversation) aliases() {
+	c.ConversationID, c.Snippet, c.PeerHandle = c.ID, Snippet(c.LastMessage.Text), c.Peer.Username
 }
 
 // DMPeer is the other member of a conversation. Username is null when the network did not name
@@ -207,7 +218,7 @@ func (s *Service) fillDMs(ctx context.Context, userID string, q DMQuery) ([]byte
 	if len(rest) > q.Limit {
 		last := page.Conversations[len(page.Conversations)-1]
 		c := s.signDMCursor(userID, dmCursor{AccountID: q.AccountID, Platform: q.Platform, At: last.LastMessage.CreatedAt.UnixNano(), Account: last.AccountID, ID: last.ID})
-		page.HasMore, page.NextBefore = true, &c
+		page.HasMore, page.NextBefore = true, c
 	}
 	networks := []string{q.Platform}
 	if q.Platform == "" {
@@ -235,6 +246,7 @@ func conversationOf(a *persistence.Account, c platforms.ConversationSummary) DMC
 		h := c.PeerHandle
 		out.Peer.Username = &h
 	}
+	out.aliases()
 	return out
 }
 
@@ -308,6 +320,7 @@ func (s *Service) fillDMThread(ctx context.Context, userID string, platform plat
 	if len(t.Messages) > 0 {
 		t.Conversation.LastMessage = t.Messages[0]
 	}
+	t.Conversation.aliases()
 	t.FetchedAt = s.cfg.Now().UTC()
 	return json.Marshal(t)
 }

@@ -36,10 +36,11 @@ type InboxPage struct {
 	FetchedAt time.Time `json:"fetched_at"`
 	Threads   []Thread  `json:"threads"`
 	HasMore   bool      `json:"has_more"`
-	// NextBefore is the cursor of the next page (null when there is none).
-	NextBefore  *string `json:"next_before"`
-	Sampled     bool    `json:"sampled"`
-	SampleLimit int     `json:"sample_limit"`
+	// NextBefore is the cursor of the next page, empty on the last page (has_more false): the
+	// spec types it a string (docs/decisions.md).
+	NextBefore  string `json:"next_before"`
+	Sampled     bool   `json:"sampled"`
+	SampleLimit int    `json:"sample_limit"`
 	// Partial: the page stopped early because a publication could not be read in time; the
 	// next page starts with it.
 	Partial                  bool        `json:"partial"`
@@ -65,6 +66,11 @@ type ThreadComment struct {
 	Text          string    `json:"text"`
 	CreatedAt     time.Time `json:"created_at"`
 	CanReply      bool      `json:"can_reply"`
+	// AuthorHandle is Author, and PostSnippet the start of the commented post's text (Snippet),
+	// in the element shape the service's own clients read.
+	AuthorHandle string `json:"author_handle"`
+	PostSnippet  string `json:"post_snippet"`
+	postID       string
 }
 
 // ThreadReply is a reply under a comment, oldest first.
@@ -73,8 +79,10 @@ type ThreadReply struct {
 	Author    string    `json:"author"`
 	Text      string    `json:"text"`
 	CreatedAt time.Time `json:"created_at"`
-	// ByAccount: the connected account wrote it.
+	// ByAccount: the connected account wrote it. IsOwn says the same, in the element shape the
+	// service's own clients read.
 	ByAccount bool `json:"by_account"`
+	IsOwn     bool `json:"is_own"`
 }
 
 // InboxQuery is a validated inbox request.
@@ -245,10 +253,26 @@ func (s *Service) fillInbox(ctx context.Context, userID string, q InboxQuery) ([
 			page.Threads = append(page.Threads, threads(p, o.reply.Comments)...)
 		}
 	}
+	if len(page.Threads) > 0 {
+		if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
+			snippets := map[string]string{}
+			for i := range page.Threads {
+				c := &page.Threads[i].Comment
+				id := c.postID
+				if _, ok := snippets[id]; !ok {
+					snippets[id] = postSnippet(tx, id)
+				}
+				c.PostSnippet = snippets[id]
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
 	if passed < len(rest) {
 		page.HasMore = true
 		c := s.signCursor(userID, next)
-		page.NextBefore = &c
+		page.NextBefore = c
 	}
 	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
 		var err error
@@ -301,7 +325,7 @@ func threads(p persistence.Publication, comments []platforms.Comment) []Thread {
 		index[c.ID] = len(out)
 		out = append(out, Thread{Comment: ThreadComment{
 			ID: c.ID, PublicationID: p.ID, Platform: p.Platform, AccountID: p.AccountID, Author: c.Author,
-			Text: c.Text, CreatedAt: c.CreatedAt, CanReply: true,
+			Text: c.Text, CreatedAt: c.CreatedAt, CanReply: true, AuthorHandle: c.Author, postID: p.PostID,
 		}, Replies: []ThreadReply{}})
 	}
 	for _, c := range comments {
@@ -313,7 +337,7 @@ func threads(p persistence.Publication, comments []platforms.Comment) []Thread {
 			continue
 		}
 		t := &out[i]
-		t.Replies = append(t.Replies, ThreadReply{ID: c.ID, Author: c.Author, Text: c.Text, CreatedAt: c.CreatedAt, ByAccount: c.ByAccount})
+		t.Replies = append(t.Replies, ThreadReply{ID: c.ID, Author: c.Author, Text: c.Text, CreatedAt: c.CreatedAt, ByAccount: c.ByAccount, IsOwn: c.ByAccount})
 		t.Answered = t.Answered || c.ByAccount
 	}
 	for i := range out {

@@ -56,11 +56,15 @@ type Counters struct {
 	Engagement int64  `json:"engagement"`
 }
 
-// PlatformTotals are the counters of one network's publications read.
+// PlatformTotals are the counters of one network's publications read. PostCount and Metrics
+// say the same as Publications and the counters beside them, in the element shape the
+// service's own clients read (docs/live-data.md).
 type PlatformTotals struct {
 	Platform     string `json:"platform"`
 	Publications int    `json:"publications"`
 	Counters
+	PostCount int      `json:"post_count"`
+	Metrics   Counters `json:"metrics"`
 }
 
 // Day is one UTC day of the window: the publications published that day and their counters.
@@ -77,7 +81,9 @@ type TopPost struct {
 	AccountID   string    `json:"account_id"`
 	PublishedAt time.Time `json:"published_at"`
 	Link        *string   `json:"link"`
-	Metrics     Counters  `json:"metrics"`
+	// Snippet is the start of the post's text (Snippet).
+	Snippet string   `json:"snippet"`
+	Metrics Counters `json:"metrics"`
 }
 
 // Reconnect is an account whose token is expired or refused: its publications were not read.
@@ -176,6 +182,7 @@ func (s *Service) fillOverview(ctx context.Context, userID string, q OverviewQue
 	ov.ByPlatform = []PlatformTotals{}
 	for _, p := range platforms.All {
 		if pt := platformTotals[string(p)]; pt != nil {
+			pt.PostCount, pt.Metrics = pt.Publications, pt.Counters
 			ov.ByPlatform = append(ov.ByPlatform, *pt)
 		}
 	}
@@ -194,6 +201,7 @@ func (s *Service) fillOverview(ctx context.Context, userID string, q OverviewQue
 	var reconnects []Reconnect
 	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
 		for i := range top {
+			top[i].Snippet = postSnippet(tx, top[i].PostID)
 			for _, p := range pubs {
 				if p.PostID == top[i].PostID && p.Platform == top[i].Platform && p.AccountID == top[i].AccountID {
 					if link := tx.PublicationLink(p.TrackingID, p.Target); link != "" {

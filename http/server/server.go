@@ -78,8 +78,10 @@ type Config struct {
 const DefaultBodyLimit = 1 << 20
 
 // Deprecation is what the OpenAPI document says of a deprecated operation.
+// The header is `Deprecation: true`, as the spec writes it (RFC 9745's `@<unix>` form would
+// carry Since; the spec's clients look for "true").
 type Deprecation struct {
-	Since  time.Time  // Deprecation: @<unix>
+	Since  time.Time  // x-deprecated-at: when the operation was deprecated (the document's record)
 	Sunset *time.Time // Sunset: <HTTP-date>, when a removal date is known
 }
 
@@ -473,7 +475,7 @@ func (s *Server) deprecation(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		if d, ok := s.cfg.Deprecated[c.Request().Method+" "+c.Path()]; ok {
 			h := c.Response().Header()
-			h.Set("Deprecation", "@"+strconv.FormatInt(d.Since.Unix(), 10))
+			h.Set("Deprecation", "true")
 			if d.Sunset != nil {
 				h.Set("Sunset", d.Sunset.UTC().Format(http.TimeFormat))
 			}

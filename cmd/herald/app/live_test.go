@@ -253,9 +253,11 @@ func TestAnalyticsOverview(t *testing.T) {
 	require.EqualValues(t, 4, ov["publications"])
 	require.EqualValues(t, 3, ov["publications_read"])
 	require.Equal(t, map[string]any{"views": 1050.0, "likes": 51.0, "comments": 7.0, "shares": 10.0, "engagement": 68.0}, ov["totals"])
+	xm := map[string]any{"views": 1050.0, "likes": 11.0, "comments": 2.0, "shares": 3.0, "engagement": 16.0}
+	bm := map[string]any{"views": nil, "likes": 40.0, "comments": 5.0, "shares": 7.0, "engagement": 52.0}
 	require.Equal(t, []any{
-		map[string]any{"platform": "twitter_x", "publications": 2.0, "views": 1050.0, "likes": 11.0, "comments": 2.0, "shares": 3.0, "engagement": 16.0},
-		map[string]any{"platform": "bluesky", "publications": 1.0, "views": nil, "likes": 40.0, "comments": 5.0, "shares": 7.0, "engagement": 52.0},
+		map[string]any{"platform": "twitter_x", "publications": 2.0, "views": 1050.0, "likes": 11.0, "comments": 2.0, "shares": 3.0, "engagement": 16.0, "post_count": 2.0, "metrics": xm},
+		map[string]any{"platform": "bluesky", "publications": 1.0, "views": nil, "likes": 40.0, "comments": 5.0, "shares": 7.0, "engagement": 52.0, "post_count": 1.0, "metrics": bm},
 	}, ov["by_platform"])
 	series := ov["series"].([]any)
 	require.Len(t, series, 8, "every UTC day the window touches")
@@ -485,7 +487,7 @@ func TestInboxComments(t *testing.T) {
 	page := r.json(t)
 	require.Equal(t, "7d", page["range"])
 	require.Equal(t, false, page["has_more"])
-	require.Nil(t, page["next_before"])
+	require.Equal(t, "", page["next_before"])
 	require.Equal(t, false, page["sampled"])
 	require.Equal(t, false, page["partial"])
 	require.Equal(t, []any{}, page["accounts_needing_reconnect"])
@@ -553,7 +555,7 @@ func TestInboxPaging(t *testing.T) {
 			require.Equal(t, true, page["has_more"], "while more publications follow")
 		}
 		if page["has_more"] == false {
-			require.Nil(t, page["next_before"])
+			require.Equal(t, "", page["next_before"])
 			break
 		}
 		before = page["next_before"].(string)
