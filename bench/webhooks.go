@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/heraldhq/herald/actors/webhook/webhooktest"
+	"github.com/heraldhq/herald/internal/loopbackca"
 )
 
 // webhookSubscriptions is how many subscriptions of the sandbox user receive every event: each
@@ -33,7 +33,7 @@ type benchReceiver struct {
 	all   chan struct{}
 }
 
-func newBenchReceiver(ca *webhooktest.CA, want int64) *benchReceiver {
+func newBenchReceiver(ca *loopbackca.CA, want int64) *benchReceiver {
 	r := &benchReceiver{want: want, all: make(chan struct{})}
 	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
@@ -73,7 +73,7 @@ func webhooks(e *Env) (Result, error) {
 		return Result{}, err
 	}
 	defer os.RemoveAll(dir)
-	ca, err := webhooktest.MakeCA(dir)
+	ca, err := loopbackca.Make(dir)
 	if err != nil {
 		return Result{}, err
 	}
@@ -256,7 +256,7 @@ func parallel(conns, n int, fn func(i int) error) error {
 
 // receiverLimit is how many POSTs per second this process alone makes to the receiver over
 // HTTPS with HTTP/2 and conns requests in flight: the ceiling of any delivery rate here.
-func receiverLimit(url string, ca *webhooktest.CA, conns int, d time.Duration) float64 {
+func receiverLimit(url string, ca *loopbackca.CA, conns int, d time.Duration) float64 {
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool}, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: conns}}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
