@@ -20,6 +20,13 @@
 // A job of a campaign's post also appends its steps to the campaign's timeline, and jobs and
 // posts wake the campaign's streams (campaign.Hub), which read the timeline from bbolt.
 //
+// The arrows between kinds are one package's, actors/publishing: it owns the post, job, account
+// and campaign directories, the scheduler and the job backlog, and implements the small interface
+// each kind declares for what it hands on (post.Handoff, campaign.Handoff, job.Handoff,
+// account.Jobs, account.Backlog), so that no actor knows another kind's directory. At start it
+// resumes what a stop left (the accounts with targets waiting take them; the jobs whose outcome
+// their post had not taken hand it on) and runs the scheduler and the pruning of the outbox.
+//
 // Every actor writes through: it builds its next state as a copy, commits it to bbolt (group
 // committed with other actors' writes), and only then applies it and answers. Reads across many
 // entities (lists, the schedule, the outbox) read bbolt directly, never waking actors. A write the

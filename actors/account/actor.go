@@ -40,8 +40,8 @@ type Deps struct {
 	Box      *secret.Box
 	Adapters map[platforms.Platform]platforms.Adapter
 	Budgets  *Budgets
-	// Report delivers reports to jobs (through the job directory).
-	Report  func(*Report)
+	// Jobs take the account's reports (actors/publishing in Herald; nil: nobody takes them).
+	Jobs    Jobs
 	Now     func() time.Time
 	Log     *slog.Logger
 	Metrics *Metrics
@@ -69,18 +69,21 @@ type Deps struct {
 	// soon after need not read and decode them (nil: always read). A post's content, media and
 	// owner never change once it has been published.
 	Posts *actors.Recent[string, *persistence.PostContent]
-	// InHand counts, by delta, the publishes accounts hold ready to go: taken from the store and
-	// neither final nor waiting for the network's budget or a retry's backoff (the job backlog;
-	// nil: not counted).
-	InHand func(delta int)
-	// Backlog hears what the account takes from the store and when its budget holds it back
-	// (the job backlog's part in the store; nil: not told).
-	Backlog StoreBacklog
+	// Backlog counts the publishes in hand (job.Backlog; nil: not counted).
+	Backlog Backlog
 }
 
-// StoreBacklog counts the targets waiting in the store for accounts not held back by their
-// budgets (job.Backlog).
-type StoreBacklog interface {
+// Jobs take an account's reports: each goes to its job's actor.
+type Jobs interface {
+	Report(r *Report)
+}
+
+// Backlog is the job backlog as accounts tell it (job.Backlog): the publishes they hold ready to
+// go, and the targets waiting in the store for accounts not held back by their budgets.
+type Backlog interface {
+	// Add counts, by delta, the publishes the account holds ready to go: taken from the store
+	// and neither final nor waiting for the network's budget or a retry's backoff.
+	Add(delta int)
 	// Mark is taken before the account reads what waits for it, and given to Taken.
 	Mark(account string) int64
 	// Taken: the account took n targets from the store; noneLeft: nothing else waited for it
@@ -91,7 +94,10 @@ type StoreBacklog interface {
 }
 
 type noBacklog struct{}
+type noJobs struct{}
 
+func (noJobs) Report(*Report)                    {}
+func (noBacklog) Add(int)                        {}
 func (noBacklog) Mark(string) int64              { return 0 }
 func (noBacklog) Taken(string, int, bool, int64) {}
 func (noBacklog) Held(string, bool)              {}
@@ -126,17 +132,14 @@ func (d *Deps) defaults() {
 	if d.RefreshAhead <= 0 {
 		d.RefreshAhead = 10 * time.Minute
 	}
-	if d.Report == nil {
-		d.Report = func(*Report) {}
+	if d.Jobs == nil {
+		d.Jobs = noJobs{}
 	}
 	if d.ReadRules == nil {
 		d.ReadRules = DefaultReadRules
 	}
 	if d.ReadConcurrency <= 0 {
 		d.ReadConcurrency = 8
-	}
-	if d.InHand == nil {
-		d.InHand = func(int) {}
 	}
 	if d.Backlog == nil {
 		d.Backlog = noBacklog{}
@@ -576,7 +579,7 @@ func (a *Actor) reportStep(r *request, event string, final, success bool, msg st
 		delete(a.held, r.key)
 		a.reported[r.key] = true
 	}
-	a.deps.Report(&Report{JobID: r.JobID, Target: r.Target, AccountID: a.id, Final: final, Success: success, Message: msg, Publication: pub, Event: event})
+	a.deps.Jobs.Report(&Report{JobID: r.JobID, Target: r.Target, AccountID: a.id, Final: final, Success: success, Message: msg, Publication: pub, Event: event})
 }
 
 // holdBack tells the backlog whether the account's budget holds back what waits for it.
@@ -592,9 +595,9 @@ func (a *Actor) count(r *request, inHand bool) {
 	if r.counted != inHand {
 		r.counted = inHand
 		if inHand {
-			a.deps.InHand(1)
+			a.deps.Backlog.Add(1)
 		} else {
-			a.deps.InHand(-1)
+			a.deps.Backlog.Add(-1)
 		}
 	}
 }

@@ -60,7 +60,7 @@ type options struct {
 	concurrency int
 	// faults injects store failures (nil: none).
 	faults *persistence.Faults
-	// inHand counts the publishes in hand (Deps.InHand; nil: not counted).
+	// inHand counts the publishes in hand (Deps.Backlog's Add; nil: not counted).
 	inHand func(int)
 	// keepEntries leaves the waiting entries of reported outcomes in the store, as jobs that
 	// have not stored them yet would.
@@ -99,9 +99,9 @@ func setupWith(t testing.TB, o options) *bundle {
 		t.Cleanup(sys.Shutdown)
 		return actors.NewDirectory(sys, account.Kind(account.Deps{
 			Store: store, Box: box, Adapters: adapters, Budgets: b.budgets, Metrics: b.metrics,
-			Report: b.report, Backoff: 10 * time.Millisecond,
+			Jobs: b, Backoff: 10 * time.Millisecond,
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil)), CallTimeout: time.Second, Concurrency: o.concurrency,
-			InHand: o.inHand,
+			Backlog: inHandCounter(o.inHand),
 		}))
 	}
 	b.keep = o.keepEntries
@@ -109,9 +109,21 @@ func setupWith(t testing.TB, o options) *bundle {
 	return b
 }
 
-// report takes an account's report as a job would: an outcome's waiting entry leaves the store
+// inHandCounter is a backlog that hears only the publishes in hand (nil: none).
+type inHandCounter func(int)
+
+func (f inHandCounter) Add(d int) {
+	if f != nil {
+		f(d)
+	}
+}
+func (inHandCounter) Mark(string) int64              { return 0 }
+func (inHandCounter) Taken(string, int, bool, int64) {}
+func (inHandCounter) Held(string, bool)              {}
+
+// Report takes an account's report as a job would: an outcome's waiting entry leaves the store
 // (the bundle keeps attempt records, which a job deletes with the outcome).
-func (b *bundle) report(r *account.Report) {
+func (b *bundle) Report(r *account.Report) {
 	if r.Final && (b.keep == nil || !b.keep.Load()) {
 		b.stored.Add(1)
 		go func() {

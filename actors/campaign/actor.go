@@ -38,10 +38,9 @@ type Deps struct {
 	Store *persistence.Store
 	// Posts is the post directory: retries and cancels ask each post's actor.
 	Posts *actors.Directory
-	// StartJob starts a committed job, as the post actor does after a publish.
-	StartJob func(j *persistence.Job, p *persistence.Post)
-	// Scheduled tells the scheduler of a newly scheduled time.
-	Scheduled func(at time.Time)
+	// Handoff starts committed jobs, as the post actor's does after a publish, and tells the
+	// scheduler of newly scheduled times (nil: nobody hears).
+	Handoff Handoff
 	// Events is notified after events are committed to the outbox.
 	Events *actors.Notifier
 	// Changed tells the campaign's followers that it changed (nil: nobody follows).
@@ -56,6 +55,13 @@ type Deps struct {
 	Parallel int
 }
 
+// Handoff is where a campaign hands on what it committed (actors/publishing in Herald): the jobs
+// of the posts it publishes at once, the first time of those it schedules.
+type Handoff interface {
+	StartJob(j *persistence.Job, p *persistence.Post)
+	Scheduled(at time.Time)
+}
+
 // Kind returns the campaign actor kind for an activation directory.
 func Kind(d Deps) actors.Kind {
 	if d.Now == nil {
@@ -64,8 +70,8 @@ func Kind(d Deps) actors.Kind {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	if d.StartJob == nil {
-		d.StartJob = func(*persistence.Job, *persistence.Post) {}
+	if d.Handoff == nil {
+		d.Handoff = post.NoHandoff{}
 	}
 	if d.AskTimeout <= 0 {
 		d.AskTimeout = 10 * time.Second
@@ -211,16 +217,14 @@ func commit(d Deps, id string, m *Create) (*persistence.Campaign, error) {
 	}
 	for _, s := range rows {
 		if s.job != nil {
-			d.StartJob(s.job.Clone(), s.post.Clone())
+			d.Handoff.StartJob(s.job.Clone(), s.post.Clone())
 		}
 	}
 	if !first.IsZero() {
 		if d.Events != nil {
 			d.Events.Notify()
 		}
-		if d.Scheduled != nil {
-			d.Scheduled(first)
-		}
+		d.Handoff.Scheduled(first)
 	}
 	return &camp, nil
 }

@@ -43,8 +43,8 @@ func setup(t *testing.T) *testBundle {
 		b.started[j.PostID]++
 		b.mu.Unlock()
 	}
-	b.posts = actors.NewDirectory(sys, post.Kind(post.Deps{Store: store, StartJob: start}))
-	b.campaigns = actors.NewDirectory(sys, campaign.Kind(campaign.Deps{Store: store, Posts: b.posts, StartJob: start}))
+	b.posts = actors.NewDirectory(sys, post.Kind(post.Deps{Store: store, Handoff: post.StartFunc(start)}))
+	b.campaigns = actors.NewDirectory(sys, campaign.Kind(campaign.Deps{Store: store, Posts: b.posts, Handoff: post.StartFunc(start)}))
 	b.accounts = []string{uuid.NewString(), uuid.NewString()}
 	return b
 }

@@ -36,18 +36,34 @@ var ErrForbidden = errors.New("job belongs to another user")
 // Deps are what job actors need.
 type Deps struct {
 	Store *persistence.Store
-	// Finish hands a final job to its post actor; the post answers with PostSynced.
-	Finish func(j *persistence.Job)
-	Now    func() time.Time
-	Log    *slog.Logger
-	// Finished observes every finished job (metrics).
-	Finished    func(j *persistence.Job, duration time.Duration)
+	// Handoff takes the job's outcome once it is final (nil: nobody takes it).
+	Handoff     Handoff
+	Now         func() time.Time
+	Log         *slog.Logger
 	IdleTimeout time.Duration
 
-	// CampaignProgress tells the followers of a campaign (its streams) that a job of one of its
-	// posts recorded steps in the campaign's timeline (nil: nobody follows).
-	CampaignProgress func(campaignID string)
+	// Campaigns tells the followers of a campaign (its streams) that a job of one of its posts
+	// recorded steps in the campaign's timeline (nil: nobody follows).
+	Campaigns Followers
 }
+
+// Handoff takes a final job (actors/publishing in Herald).
+type Handoff interface {
+	// Finish hands a final job to its post actor; the post answers with PostSynced.
+	Finish(j *persistence.Job)
+	// Finished observes every finished job, once, with the time from its creation (metrics).
+	Finished(j *persistence.Job, duration time.Duration)
+}
+
+// Followers are the followers of campaigns (campaign.Hub).
+type Followers interface {
+	Notify(campaignID string)
+}
+
+type noHandoff struct{}
+
+func (noHandoff) Finish(*persistence.Job)                  {}
+func (noHandoff) Finished(*persistence.Job, time.Duration) {}
 
 // Kind returns the job actor kind.
 func Kind(d Deps) actors.Kind {
@@ -56,6 +72,9 @@ func Kind(d Deps) actors.Kind {
 	}
 	if d.Log == nil {
 		d.Log = slog.Default()
+	}
+	if d.Handoff == nil {
+		d.Handoff = noHandoff{}
 	}
 	return actors.Kind{Name: KindName, IdleTimeout: d.IdleTimeout, New: func(id string) actor.Actor { return &Actor{id: id, deps: d} }}
 }
@@ -102,15 +121,8 @@ func (a *Actor) Settled() bool {
 // Receive handles the job's messages.
 func (a *Actor) Receive(ctx actor.Context) {
 	if !a.loaded {
-		switch m := ctx.Message().(type) {
+		switch ctx.Message().(type) {
 		case actor.SystemMessage, actor.AutoReceiveMessage:
-		case *Start:
-			a.loaded = true
-			if m.Job != nil && m.Job.TrackingID == a.id {
-				a.state = m.Job.Clone()
-			} else {
-				a.load()
-			}
 		default:
 			a.loaded = true
 			a.load()
@@ -127,7 +139,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.subs = nil
 		a.loaded = false
 	case *Start:
-		a.start(m)
+		a.start()
 	case *account.Report:
 		a.report(ctx, m)
 	case *Get:
@@ -182,7 +194,7 @@ func finished(j *persistence.Job) bool {
 
 // start hands a finished job's outcome to its post (again, after a restart). An unfinished
 // job's targets wait for their accounts in the store: nothing to send.
-func (a *Actor) start(m *Start) {
+func (a *Actor) start() {
 	j := a.state
 	if j != nil && finished(j) && !j.PostSynced {
 		a.finish()
@@ -327,16 +339,14 @@ func (a *Actor) apply(r *account.Report) error {
 	if err != nil {
 		return err
 	}
-	if steps != nil && a.deps.CampaignProgress != nil {
-		a.deps.CampaignProgress(next.CampaignID)
+	if steps != nil && a.deps.Campaigns != nil {
+		a.deps.Campaigns.Notify(next.CampaignID)
 	}
 	// States are never changed in place (every change builds a new one), so events share them.
 	a.state = next
 	a.broadcast(&Event{Name: "progress", ID: next.Seq, Job: next, Target: r.Target})
 	if allFinal {
-		if a.deps.Finished != nil {
-			a.deps.Finished(next, now.Sub(next.CreatedAt))
-		}
+		a.deps.Handoff.Finished(next, now.Sub(next.CreatedAt))
 		a.broadcast(&Event{Name: "done", ID: next.Seq, Job: next, Target: -1})
 		for s := range a.subs {
 			close(s.C)
@@ -396,7 +406,7 @@ func (a *Actor) finish() {
 		return
 	}
 	a.finishing = true
-	a.deps.Finish(a.state.Clone())
+	a.deps.Handoff.Finish(a.state.Clone())
 }
 
 func (a *Actor) postSynced(ctx actor.Context, stored bool) {

@@ -33,8 +33,8 @@ func TestReportsTheStoreCouldNotTakeAreRecordedInOrder(t *testing.T) {
 	t.Cleanup(sys.Shutdown)
 	finished := make(chan *persistence.Job, 4)
 	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: 20 * time.Millisecond,
-		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Finish: func(j *persistence.Job) { finished <- j }}))
+		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Handoff: finishing(finished)}))
 
 	user := uuid.NewString()
 	p := &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user, Content: "hello", Status: persistence.PostPublishing, CreatedAt: time.Now().UTC()}
@@ -140,8 +140,8 @@ func TestStartHandsAFinishedJobToItsPost(t *testing.T) {
 	t.Cleanup(sys.Shutdown)
 	finished := make(chan *persistence.Job, 4)
 	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: time.Minute,
-		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Finish: func(j *persistence.Job) { finished <- j }}))
+		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Handoff: finishing(finished)}))
 	user := uuid.NewString()
 	newJob := func(phase string) *persistence.Job {
 		j := &persistence.Job{TrackingID: uuid.Must(uuid.NewV7()).String(), PostID: uuid.Must(uuid.NewV7()).String(), UserID: user, Status: persistence.JobQueued, CreatedAt: time.Now().UTC(),
@@ -155,8 +155,8 @@ func TestStartHandsAFinishedJobToItsPost(t *testing.T) {
 		return j
 	}
 	done, open := newJob(persistence.PhaseFailed), newJob(persistence.PhaseUploading)
-	dir.Send(done.TrackingID, &job.Start{Resume: true})
-	dir.Send(open.TrackingID, &job.Start{Resume: true})
+	dir.Send(done.TrackingID, &job.Start{})
+	dir.Send(open.TrackingID, &job.Start{})
 	select {
 	case j := <-finished:
 		require.Equal(t, done.TrackingID, j.TrackingID)
@@ -172,3 +172,9 @@ func TestStartHandsAFinishedJobToItsPost(t *testing.T) {
 		t.Fatal("the open job did not finish on its report")
 	}
 }
+
+// finishing is a job directory's hand-off in these tests: the final jobs, on a channel.
+type finishing chan *persistence.Job
+
+func (f finishing) Finish(j *persistence.Job)              { f <- j }
+func (finishing) Finished(*persistence.Job, time.Duration) {}

@@ -6,18 +6,11 @@ import (
 	"github.com/heraldhq/herald/persistence"
 )
 
-// Start begins (or, after a restart, resumes) the job: every target whose outcome is not known is
-// sent to its account. Sent by the post actor after the job's creation commits, and at start-up
-// for every active job.
-type Start struct {
-	// Resume marks a start-up after a crash: targets that were in flight are resolved, not
-	// sent again blindly.
-	Resume bool
-	// Job and Post, when set, are the committed job and its post as the post actor just stored
-	// them, so that a new job needs no read (immutable once sent).
-	Job  *persistence.Job
-	Post *persistence.Post
-}
+// Start is sent at start-up to each job whose outcome is final but was not yet taken by its post
+// (persistence.Tx.FinishedActiveJobs): the job hands it to the post again. A job's targets never
+// wait on the job: they wait for their accounts in the store (jobs_waiting), and the job is
+// activated by its first report.
+type Start struct{}
 
 // Get reads the job on behalf of a user. Reply: *Reply.
 type Get struct{ UserID string }

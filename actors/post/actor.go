@@ -21,23 +21,52 @@ const KindName = "post"
 type Deps struct {
 	Store *persistence.Store
 	Now   func() time.Time
-	// StartJob sends a committed job its Start, with the job and the post as committed.
-	StartJob func(j *persistence.Job, p *persistence.Post)
-	// Synced tells a job that the post took its outcome; stored says that the post's commit
-	// also settled the job (persistence.Tx.SettleJob), so the job need not write.
-	Synced func(jobID string, stored bool)
+	// Handoff hears what the post committed: a job to start, a job's outcome taken, a new
+	// scheduled time (nil: nobody hears).
+	Handoff Handoff
 	// Events is notified after an event is committed to the outbox.
 	Events *actors.Notifier
-	// Scheduled tells the scheduler of a newly scheduled time.
-	Scheduled func(at time.Time)
-	Log       *slog.Logger
+	Log    *slog.Logger
 	// IdleTimeout passivates idle post actors (default 2m).
 	IdleTimeout time.Duration
 
-	// CampaignChanged tells the followers of a campaign (its streams) that the status of one of
-	// its posts changed (nil: nobody follows).
-	CampaignChanged func(campaignID string)
+	// Campaigns tells the followers of a campaign (its streams) that the status of one of its
+	// posts changed (nil: nobody follows).
+	Campaigns Followers
 }
+
+// Followers are the followers of campaigns (campaign.Hub).
+type Followers interface {
+	Notify(campaignID string)
+}
+
+// Handoff is where a post actor hands on what it committed, once it is committed
+// (actors/publishing in Herald).
+type Handoff interface {
+	// StartJob: a job was committed, with the post as committed; its accounts take its targets
+	// from the store.
+	StartJob(j *persistence.Job, p *persistence.Post)
+	// Synced tells a job that the post took its outcome; stored says that the post's commit
+	// also settled the job (persistence.Tx.SettleJob), so the job need not write.
+	Synced(jobID string, stored bool)
+	// Scheduled tells the scheduler of a newly scheduled time.
+	Scheduled(at time.Time)
+}
+
+// NoHandoff hears nothing (a post directory of its own, in tools and tests).
+type NoHandoff struct{}
+
+func (NoHandoff) StartJob(*persistence.Job, *persistence.Post) {}
+func (NoHandoff) Synced(string, bool)                          {}
+func (NoHandoff) Scheduled(time.Time)                          {}
+
+// StartFunc is a Handoff that hears only the jobs started (a post directory of its own, in tools
+// and tests), as http.HandlerFunc is a handler.
+type StartFunc func(j *persistence.Job, p *persistence.Post)
+
+func (f StartFunc) StartJob(j *persistence.Job, p *persistence.Post) { f(j, p) }
+func (StartFunc) Synced(string, bool)                                {}
+func (StartFunc) Scheduled(time.Time)                                {}
 
 // Kind returns the post actor kind for an activation directory.
 func Kind(d Deps) actors.Kind {
@@ -47,11 +76,8 @@ func Kind(d Deps) actors.Kind {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	if d.StartJob == nil {
-		d.StartJob = func(*persistence.Job, *persistence.Post) {}
-	}
-	if d.Synced == nil {
-		d.Synced = func(string, bool) {}
+	if d.Handoff == nil {
+		d.Handoff = NoHandoff{}
 	}
 	return actors.Kind{
 		Name:        KindName,

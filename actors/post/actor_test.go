@@ -140,9 +140,8 @@ func TestAFailedCommitLeavesThePostAsItWas(t *testing.T) {
 	t.Cleanup(sys.Shutdown)
 	started, synced := make(chan *persistence.Job, 4), make(chan bool, 4)
 	dir := actors.NewDirectory(sys, post.Kind(post.Deps{Store: store, IdleTimeout: 20 * time.Millisecond,
-		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-		StartJob: func(j *persistence.Job, _ *persistence.Post) { started <- j },
-		Synced:   func(_ string, stored bool) { synced <- stored }}))
+		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Handoff: handoff{started: started, synced: synced}}))
 	id, user := uuid.Must(uuid.NewV7()).String(), uuid.NewString()
 	ctx := context.Background()
 	p := &persistence.Post{UserID: user, Content: "first", Status: persistence.PostDraft, CreatedAt: time.Now().UTC(),
@@ -206,3 +205,14 @@ func TestAFailedCommitLeavesThePostAsItWas(t *testing.T) {
 	require.Equal(t, persistence.PostPublished, cur.Status)
 	require.Equal(t, "pub-1", cur.Targets[0].PublicationID)
 }
+
+// handoff is a post directory's hand-off in these tests: the jobs started and the syncs, on
+// channels.
+type handoff struct {
+	post.NoHandoff
+	started chan *persistence.Job
+	synced  chan bool
+}
+
+func (h handoff) StartJob(j *persistence.Job, _ *persistence.Post) { h.started <- j }
+func (h handoff) Synced(_ string, stored bool)                     { h.synced <- stored }

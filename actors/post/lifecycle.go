@@ -243,19 +243,19 @@ func (a *Actor) publish(ctx actor.Context, m *Publish) {
 		}
 		cur = owned
 	}
-	j, sj, err := a.startJob(cur, m.JobID, m.Quota, m.Idempotency, m.Create != nil, true, m.Only)
+	j, sj, err := a.startJob(jobCommit{cur: cur, jobID: m.JobID, quota: m.Quota, idem: m.Idempotency, creating: m.Create != nil, request: true, only: m.Only})
 	if err != nil {
 		actors.ReplyError(ctx, err)
 		return
 	}
 	actors.Reply(ctx, &PublishReply{Post: sj.Clone(), Job: j.Clone()})
-	a.deps.StartJob(j.Clone(), sj.Clone())
+	a.deps.Handoff.StartJob(j.Clone(), sj.Clone())
 }
 
 // startJob commits the post's move to publishing with its new job (and the quota, the schedule
 // index and the idempotency answer) in one transaction, and makes it the actor's state.
-func (a *Actor) startJob(cur *persistence.Post, jobID string, q *Quota, idem *Idempotency, creating, request bool, only *Only) (*persistence.Job, *persistence.Post, error) {
-	j, next, err := commitJob(a.deps, cur, jobID, q, idem, creating, request, only)
+func (a *Actor) startJob(c jobCommit) (*persistence.Job, *persistence.Post, error) {
+	j, next, err := commitJob(a.deps, c)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -270,19 +270,35 @@ func (a *Actor) startJob(cur *persistence.Post, jobID string, q *Quota, idem *Id
 func createAndPublish(d Deps, id string, m *Publish) any {
 	cur := m.Create.Clone()
 	cur.ID = id
-	j, sj, err := commitJob(d, cur, m.JobID, m.Quota, m.Idempotency, true, true, m.Only)
+	j, sj, err := commitJob(d, jobCommit{cur: cur, jobID: m.JobID, quota: m.Quota, idem: m.Idempotency, creating: true, request: true, only: m.Only})
 	if err != nil {
 		return &actors.ErrorReply{Err: err}
 	}
-	d.StartJob(j.Clone(), sj.Clone())
+	d.Handoff.StartJob(j.Clone(), sj.Clone())
 	return &PublishReply{Post: sj.Clone(), Job: j.Clone()}
+}
+
+// jobCommit is what commitJob commits: the post as it is (cur) and its new job's id, with the
+// request's quota, idempotency answer and targets to retry (only) when it has them.
+type jobCommit struct {
+	cur   *persistence.Post
+	jobID string
+	quota *Quota
+	idem  *Idempotency
+	only  *Only
+	// creating: the post is new, and committing refuses it if it exists (ErrExists).
+	creating bool
+	// request: a client waits, and a full commit queue refuses it (persistence.ErrBusy); a
+	// scheduled post's time (false) waits for room.
+	request bool
 }
 
 // commitJob commits the post's move to publishing with its new job (and the quota, the schedule
 // index and the idempotency answer) in one transaction, and returns the job and the post as
 // committed. For a request (request true), a full commit queue refuses it (persistence.ErrBusy);
 // a scheduled post's time waits for room.
-func commitJob(d Deps, cur *persistence.Post, jobID string, q *Quota, idem *Idempotency, creating, request bool, only *Only) (*persistence.Job, *persistence.Post, error) {
+func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error) {
+	cur, jobID, q, idem, creating, request, only := c.cur, c.jobID, c.quota, c.idem, c.creating, c.request, c.only
 	now := d.Now().UTC()
 	next := cur.Clone()
 	wasScheduled := cur.Status == persistence.PostScheduled && cur.ScheduledAt != nil
@@ -417,9 +433,7 @@ func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
 	if a.deps.Events != nil {
 		a.deps.Events.Notify()
 	}
-	if a.deps.Scheduled != nil {
-		a.deps.Scheduled(at)
-	}
+	a.deps.Handoff.Scheduled(at)
 }
 
 func (a *Actor) fire(ctx actor.Context, m *Fire) {
@@ -434,7 +448,7 @@ func (a *Actor) fire(ctx actor.Context, m *Fire) {
 	if jobID == "" {
 		jobID = uuid.Must(uuid.NewV7()).String()
 	}
-	j, sj, err := a.startJob(cur, jobID, nil, nil, false, false, nil)
+	j, sj, err := a.startJob(jobCommit{cur: cur, jobID: jobID})
 	if err != nil {
 		var np *NotPublishableError
 		if errors.As(err, &np) {
@@ -446,7 +460,7 @@ func (a *Actor) fire(ctx actor.Context, m *Fire) {
 		return
 	}
 	actors.Reply(ctx, &FireReply{JobID: j.TrackingID})
-	a.deps.StartJob(j.Clone(), sj.Clone())
+	a.deps.Handoff.StartJob(j.Clone(), sj.Clone())
 }
 
 // finishJob takes a job's outcome: target statuses and errors, the post's status, and the
@@ -456,7 +470,7 @@ func (a *Actor) finishJob(ctx actor.Context, m *Finish) {
 	j := m.Job
 	cur := a.state
 	if cur == nil || cur.FinishedJob == j.TrackingID || cur.TrackingID == nil || *cur.TrackingID != j.TrackingID {
-		a.deps.Synced(j.TrackingID, false)
+		a.deps.Handoff.Synced(j.TrackingID, false)
 		return
 	}
 	now := a.deps.Now().UTC()
@@ -534,7 +548,7 @@ func (a *Actor) finishJob(ctx actor.Context, m *Finish) {
 		a.deps.Events.Notify()
 	}
 	a.campaignChanged(next.CampaignID)
-	a.deps.Synced(j.TrackingID, true)
+	a.deps.Handoff.Synced(j.TrackingID, true)
 }
 
 // CampaignData is the data of a campaign.completed event.
@@ -587,7 +601,7 @@ func campaignCompleted(tx *persistence.Tx, campaignID string, now time.Time) err
 
 // campaignChanged tells the campaign's followers that one of its posts changed.
 func (a *Actor) campaignChanged(id string) {
-	if id != "" && a.deps.CampaignChanged != nil {
-		a.deps.CampaignChanged(id)
+	if id != "" && a.deps.Campaigns != nil {
+		a.deps.Campaigns.Notify(id)
 	}
 }

@@ -154,7 +154,7 @@ func BenchmarkSchedulerFirePosts(b *testing.B) {
 		b.Fatal(err)
 	}
 	fired, done := counter(b.N)
-	posts := actors.NewDirectory(newSystem(b), post.Kind(post.Deps{Store: store, IdleTimeout: time.Hour, Log: quiet, StartJob: func(*persistence.Job, *persistence.Post) { fired() }}))
+	posts := actors.NewDirectory(newSystem(b), post.Kind(post.Deps{Store: store, IdleTimeout: time.Hour, Log: quiet, Handoff: post.StartFunc(func(*persistence.Job, *persistence.Post) { fired() })}))
 	b.ReportAllocs()
 	runUntil(b, scheduler.New(store, posts, scheduler.Options{Log: quiet}), done)
 }

@@ -66,14 +66,14 @@ func TestDuePostsFireOnceInOrderAPageAtATime(t *testing.T) {
 	sys := actors.NewSystem(nil, nil)
 	t.Cleanup(sys.Shutdown)
 	posts := actors.NewDirectory(sys, post.Kind(post.Deps{Store: store, IdleTimeout: time.Hour, Log: quiet,
-		StartJob: func(j *persistence.Job, p *persistence.Post) {
+		Handoff: post.StartFunc(func(j *persistence.Job, p *persistence.Post) {
 			mu.Lock()
 			defer mu.Unlock()
 			started[j.TrackingID] = p.ID
 			if len(started) == n {
 				close(all)
 			}
-		}}))
+		})}))
 	s := scheduler.New(store, posts, scheduler.Options{Log: quiet, Parallel: 16, Page: 100})
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})

@@ -25,7 +25,7 @@ import (
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/actors/campaign"
 	"github.com/heraldhq/herald/actors/job"
-	"github.com/heraldhq/herald/actors/post"
+	"github.com/heraldhq/herald/actors/publishing"
 	"github.com/heraldhq/herald/actors/scheduler"
 	"github.com/heraldhq/herald/actors/webhook"
 	"github.com/heraldhq/herald/http/admin"
@@ -181,7 +181,9 @@ type App struct {
 	CampaignHub *campaign.Hub
 	// MediaResolver turns media ids into what adapters upload (nil: no media storage).
 	MediaResolver account.MediaResolver
-	stopScheduler func()
+	// Publishing is the publish hand-off between the post, account, job and campaign actors and
+	// the scheduler (actors/publishing); Posts, Accounts, Jobs, Campaigns and Scheduler are its.
+	Publishing *publishing.Publishing
 	// Events wakes the outbox's consumers (the webhook dispatcher) after an event commits.
 	Events   *actors.Notifier
 	Webhooks *webhook.Service
@@ -199,9 +201,6 @@ type App struct {
 	Connect *connect.Service
 	// Live serves analytics and the inbox (live.go).
 	Live *live.Service
-
-	// startedPosts are the posts whose jobs started last, for their accounts (accounts.go).
-	startedPosts *actors.Recent[string, *persistence.PostContent]
 
 	admin   *admin.Server
 	quotas  *quotas
@@ -302,11 +301,12 @@ func New(cfg Config) (*App, error) {
 	a.Actors = actors.NewSystem(a.Registry, cfg.Log)
 	a.Events = actors.NewNotifier()
 	a.CampaignHub = campaign.NewHub()
-	a.Posts = actors.NewDirectory(a.Actors, a.capped(post.Kind(a.postDeps())))
-	if err := a.buildAccounts(); err != nil {
+	ad, err := a.accountDeps()
+	if err != nil {
 		a.closeStore()
 		return nil, err
 	}
+	a.buildPublishing(ad)
 	if err := a.buildConnect(); err != nil {
 		a.closeStore()
 		return nil, err
@@ -320,7 +320,6 @@ func New(cfg Config) (*App, error) {
 		a.closeStore()
 		return nil, err
 	}
-	a.buildPublishing()
 	if err := a.buildWebhooks(); err != nil {
 		a.closeStore()
 		return nil, err
@@ -449,7 +448,7 @@ func (a *App) Start(ctx context.Context) error {
 	if err := a.startMetrics(); err != nil {
 		return err
 	}
-	a.startPublishing()
+	a.Publishing.Start()
 	a.Server.SetReady(true)
 	a.Log.Info("listening on http://" + ln.Addr().String())
 	return nil
@@ -535,8 +534,8 @@ func (a *App) Shutdown() error {
 	if err := a.Webhooks.Stop(actx); err != nil {
 		errs = append(errs, fmt.Errorf("webhooks: %w", err))
 	}
-	if a.stopScheduler != nil {
-		a.stopScheduler()
+	if a.Publishing != nil {
+		a.Publishing.Stop()
 	}
 	// Campaigns first (a retry or cancel under way asks posts), then accounts (their calls in
 	// flight are resolved at the next start from their attempt records), then jobs, then posts.

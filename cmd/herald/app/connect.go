@@ -143,10 +143,12 @@ func OpenAccountTools(cfg Config, store *persistence.Store) (*AccountTools, erro
 	}
 	a := &App{Cfg: cfg, Log: cfg.Log, Registry: prometheus.NewRegistry(), Store: store}
 	a.Actors = actors.NewSystem(a.Registry, cfg.Log)
-	if err := a.buildAccounts(); err != nil {
+	ad, err := a.accountDeps()
+	if err != nil {
 		a.Actors.Shutdown()
 		return nil, err
 	}
+	a.buildPublishing(ad)
 	if err := a.buildConnect(); err != nil {
 		a.Actors.Shutdown()
 		return nil, err

@@ -1,0 +1,282 @@
+// Package publishing is the publish hand-off between Herald's actors: it owns the post, job,
+// account and campaign directories, the scheduler and the job backlog, and carries what one actor
+// commits to the next (actors/doc.go draws the flow):
+//
+//	post, campaign ──StartJob──▶ the accounts of the job's open targets are told to Take them
+//	account        ──Report────▶ the job's actor
+//	job            ──Finish────▶ the post's actor ──Synced──▶ the job's actor
+//	post, campaign ──Scheduled─▶ the scheduler
+//
+// Each actor package declares the small interface it needs (post.Handoff, campaign.Handoff,
+// job.Handoff, account.Jobs, account.Backlog) and Publishing implements them all, so no actor
+// knows another's directory. At start (Start) it resumes what a stop left: the accounts with
+// targets waiting in the store take them, and the jobs whose outcome their post had not taken
+// hand it on; then the scheduler runs, and outbox events every consumer has taken are pruned.
+package publishing
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/actors/campaign"
+	"github.com/heraldhq/herald/actors/job"
+	"github.com/heraldhq/herald/actors/post"
+	"github.com/heraldhq/herald/actors/scheduler"
+	"github.com/heraldhq/herald/persistence"
+)
+
+// StartedPosts is how many of the posts whose jobs started last are kept for their accounts (a
+// few hundred bytes each): enough for the posts of a burst that their accounts take at once.
+const StartedPosts = 4096
+
+// Config is what publishing is built on.
+type Config struct {
+	System *actors.System
+	Store  *persistence.Store
+	// Events wakes the outbox's consumers after an event commits.
+	Events *actors.Notifier
+	// Hub wakes the campaigns' streams.
+	Hub *campaign.Hub
+	// Backlog counts the publishes in hand against the job backlog's limit.
+	Backlog  *job.Backlog
+	Registry prometheus.Registerer
+	Log      *slog.Logger
+	// IdleTimeout passivates idle post, job and campaign actors (default 30s).
+	IdleTimeout time.Duration
+	// Capped sets a kind's live-actor cap (nil: the kind as it is).
+	Capped func(actors.Kind) actors.Kind
+	// Account are the account actors' own dependencies (store, token box, adapters, budgets,
+	// metrics, media); their reports, backlog and started posts are publishing's.
+	Account account.Deps
+	// Scheduler are the scheduler's options (its log and registry are Log and Registry).
+	Scheduler scheduler.Options
+}
+
+// Publishing is the publish hand-off and the directories it links.
+type Publishing struct {
+	Posts     *actors.Directory
+	Jobs      *actors.Directory
+	Accounts  *actors.Directory
+	Campaigns *actors.Directory
+	Scheduler *scheduler.Scheduler
+	Backlog   *job.Backlog
+
+	store *persistence.Store
+	log   *slog.Logger
+	// started are the posts whose jobs started last, for their accounts.
+	started *actors.Recent[string, *persistence.PostContent]
+	// outcomes and durations observe every finished job.
+	outcomes  *prometheus.CounterVec
+	durations prometheus.Histogram
+	stop      func()
+}
+
+// New builds the directories; nothing runs until a message or Start.
+func New(cfg Config) *Publishing {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 30 * time.Second
+	}
+	if cfg.Capped == nil {
+		cfg.Capped = func(k actors.Kind) actors.Kind { return k }
+	}
+	if cfg.Backlog == nil {
+		cfg.Backlog = job.NewBacklog(0)
+	}
+	if cfg.Hub == nil {
+		cfg.Hub = campaign.NewHub()
+	}
+	p := &Publishing{Backlog: cfg.Backlog, store: cfg.Store, log: cfg.Log,
+		started: actors.NewRecent[string, *persistence.PostContent](StartedPosts)}
+	p.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "herald_jobs_finished_total", Help: "Publish jobs finished, by status (completed, failed).",
+	}, []string{"status"})
+	p.durations = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "herald_job_duration_seconds", Help: "Time from a job's creation to its last target's outcome.",
+		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600},
+	})
+	if cfg.Registry != nil {
+		cfg.Registry.MustRegister(p.outcomes, p.durations,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "herald_jobs_in_hand", Help: "Publishes in hand: targets whose outcome is not known and that their accounts could send as their turn comes (waiting in the store or taken), except those held back by a rate budget or a retry; publish requests are refused while it is at herald_jobs_in_hand_limit.",
+			}, func() float64 { return float64(p.Backlog.Len()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "herald_jobs_in_hand_limit", Help: "The publish jobs in hand beyond which publish requests are refused (--max-job-backlog; 0: no limit).",
+			}, func() float64 { return float64(p.Backlog.Limit()) }))
+	}
+	p.Posts = actors.NewDirectory(cfg.System, cfg.Capped(post.Kind(post.Deps{
+		Store: cfg.Store, Events: cfg.Events, IdleTimeout: cfg.IdleTimeout, Log: cfg.Log,
+		Handoff: p, Campaigns: cfg.Hub,
+	})))
+	ad := cfg.Account
+	ad.Store, ad.Jobs, ad.Backlog, ad.Posts = cfg.Store, p, p.Backlog, p.started
+	if ad.Log == nil {
+		ad.Log = cfg.Log
+	}
+	p.Accounts = actors.NewDirectory(cfg.System, cfg.Capped(account.Kind(ad)))
+	p.Jobs = actors.NewDirectory(cfg.System, cfg.Capped(job.Kind(job.Deps{
+		Store: cfg.Store, Log: cfg.Log, IdleTimeout: cfg.IdleTimeout, Handoff: p, Campaigns: cfg.Hub,
+	})))
+	so := cfg.Scheduler
+	so.Log, so.Registry = cfg.Log, cfg.Registry
+	p.Scheduler = scheduler.New(cfg.Store, p.Posts, so)
+	p.Campaigns = actors.NewDirectory(cfg.System, cfg.Capped(campaign.Kind(campaign.Deps{
+		Store: cfg.Store, Posts: p.Posts, Handoff: p, Events: cfg.Events, Changed: cfg.Hub.Notify,
+		Log: cfg.Log, IdleTimeout: cfg.IdleTimeout,
+	})))
+	return p
+}
+
+// StartJob tells the accounts of a committed job's open targets that they wait for them in the
+// store; the post is kept for them among the recently started ones (post.Handoff,
+// campaign.Handoff).
+func (p *Publishing) StartJob(j *persistence.Job, pst *persistence.Post) {
+	if pst != nil {
+		p.started.Put(pst.ID, &persistence.PostContent{UserID: pst.UserID, Content: pst.Content, MediaIDs: pst.MediaIDs})
+	}
+	waiting := make(map[string]int, len(j.Targets))
+	for _, t := range j.Targets {
+		if !t.Final() && t.AccountID != "" {
+			waiting[t.AccountID]++
+		}
+	}
+	for id, n := range waiting {
+		p.Backlog.Queued(id, n)
+		p.Accounts.Send(id, &account.Take{})
+	}
+}
+
+// Synced tells a job that its post took its outcome (post.Handoff).
+func (p *Publishing) Synced(jobID string, stored bool) {
+	p.Jobs.Send(jobID, &job.PostSynced{Stored: stored})
+}
+
+// Scheduled tells the scheduler of a newly scheduled time (post.Handoff, campaign.Handoff).
+func (p *Publishing) Scheduled(at time.Time) { p.Scheduler.Scheduled(at) }
+
+// Report hands an account's report to its job (account.Jobs).
+func (p *Publishing) Report(r *account.Report) { p.Jobs.Send(r.JobID, r) }
+
+// Finish hands a final job to its post (job.Handoff).
+func (p *Publishing) Finish(j *persistence.Job) { p.Posts.Send(j.PostID, &post.Finish{Job: j}) }
+
+// Finished observes a finished job: its metrics and a log line (job.Handoff).
+func (p *Publishing) Finished(j *persistence.Job, d time.Duration) {
+	p.outcomes.WithLabelValues(j.Status).Inc()
+	p.durations.Observe(d.Seconds())
+	logFinished(p.log, j, d)
+}
+
+// Start resumes every job that was queued or processing when Herald stopped and starts the
+// scheduler, which fires at once the posts that came due meanwhile, and the pruning of the
+// outbox. The open targets wait for their accounts in the store: each account with some is told
+// to take them (a target that was in flight is resolved, never sent twice blindly), and nothing
+// of a job is loaded until its account reports; the finished jobs whose post had not taken the
+// outcome are handed to their posts.
+func (p *Publishing) Start() {
+	p.Resume()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() {
+		defer func() { done <- struct{}{} }()
+		p.Scheduler.Run(ctx)
+	}()
+	go func() {
+		defer func() { done <- struct{}{} }()
+		p.PruneEvents(ctx, time.Minute)
+	}()
+	p.stop = func() {
+		cancel()
+		<-done
+		<-done
+	}
+}
+
+// Stop stops the scheduler and the pruning (the directories are stopped by their owner, in the
+// order a shutdown needs).
+func (p *Publishing) Stop() {
+	if p.stop != nil {
+		p.stop()
+		p.stop = nil
+	}
+}
+
+// Resume counts what waits in the store into the backlog, hands the finished jobs their post had
+// not taken to their posts, and tells every account with waiting targets to take them.
+func (p *Publishing) Resume() {
+	var active int
+	var waiting map[string]int
+	_ = p.store.View(func(tx *persistence.Tx) error {
+		waiting = tx.WaitingCounts()
+		active, _ = tx.ActiveJobStats()
+		return nil
+	})
+	p.Backlog.Set(waiting)
+	for after := ""; ; {
+		var ids []string
+		_ = p.store.View(func(tx *persistence.Tx) error {
+			ids = tx.FinishedActiveJobs(after, 1000)
+			return nil
+		})
+		for _, id := range ids {
+			p.Jobs.Send(id, &job.Start{})
+		}
+		if len(ids) < 1000 {
+			break
+		}
+		after = ids[len(ids)-1]
+	}
+	for id := range waiting {
+		p.Accounts.Send(id, &account.Take{})
+	}
+	if active > 0 {
+		p.log.Info("resumed publish jobs", "count", active, "accounts", len(waiting))
+	}
+}
+
+// PruneEvents deletes, every period until ctx ends, outbox events that every consumer has taken
+// more than an hour ago (the hour keeps recent events readable when debugging a delivery).
+func (p *Publishing) PruneEvents(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for {
+			var n int
+			err := p.store.Update(ctx, func(tx *persistence.Tx) error {
+				var err error
+				n, err = tx.PruneEvents(time.Now().Add(-time.Hour), 1000)
+				return err
+			})
+			if err != nil || n < 1000 {
+				break
+			}
+		}
+	}
+}
+
+// logFinished logs a finished job with its ids: at info when every target failed, at debug
+// otherwise (one line per job is too many for a busy server at info).
+func logFinished(log *slog.Logger, j *persistence.Job, d time.Duration) {
+	level, msg := slog.LevelDebug, "publish job finished"
+	if j.Status == persistence.JobFailed {
+		level, msg = slog.LevelInfo, "publish job failed on every target"
+	}
+	if !log.Enabled(context.Background(), level) {
+		return
+	}
+	completed, failed := j.Counts()
+	log.Log(context.Background(), level, msg, "job_id", j.TrackingID, "post_id", j.PostID, "user_id", j.UserID,
+		"status", j.Status, "completed", completed, "failed", failed, "duration_ms", d.Milliseconds())
+}
