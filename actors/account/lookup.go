@@ -1,0 +1,75 @@
+package account
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/platforms"
+)
+
+func (a *Actor) startLookup(ctx actor.Context, r *request, since time.Time) {
+	a.lookups++
+	adapter, creds, retries, backoff := a.adapter, a.creds, a.deps.MaxRetries, a.deps.Backoff
+	platform := a.acc.Platform
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	go func() {
+		var pub platforms.Publication
+		var found bool
+		var err error
+		// A lookup is a read: transient failures are retried with backoff.
+		for i := 0; ; i++ {
+			c, cancel := context.WithTimeout(context.Background(), time.Minute)
+			start := time.Now()
+			pub, found, err = adapter.Lookup(c, creds, r.Post, since.Add(-2*time.Minute))
+			cancel()
+			a.observeCall(platform, "lookup", start, err)
+			if err == nil || !platforms.IsRetryable(err) || i >= retries {
+				break
+			}
+			d := backoff << i
+			time.Sleep(d/2 + rand.N(d/2+1))
+		}
+		root.Send(self, &lookupDone{req: r, pub: pub, found: found, err: err})
+	}()
+}
+
+func (a *Actor) lookupDone(ctx actor.Context, m *lookupDone) {
+	a.lookups = max(0, a.lookups-1)
+	r := m.req
+	if r.holding {
+		r.holding = false
+		a.lane.release()
+	}
+	if a.acc == nil {
+		a.fail(r, "the connected account was disconnected while the post's outcome was being checked")
+		return
+	}
+	platform := a.acc.Platform
+	switch {
+	case m.err == nil && m.found:
+		a.deps.Metrics.UnknownOutcome.WithLabelValues(platform, "found").Inc()
+		a.reportStep(r, persistence.EventResolved, true, true, "published to "+platform+" (confirmed by looking the post up)", m.pub)
+	case m.err == nil:
+		// The network has no such post: the attempt created nothing, so sending it again is
+		// not blind. A second unknown outcome fails.
+		a.deps.Metrics.UnknownOutcome.WithLabelValues(platform, "not_found").Inc()
+		a.reportStep(r, persistence.EventResolved, false, false, "the outcome was unknown and the post is not on "+platform+": it is sent again", platforms.Publication{})
+		r.resolved = true
+		a.forgetAttempt(r)
+		a.unready() // what was handed to the lane meanwhile goes after it
+		a.queueFront(r)
+	default:
+		a.deps.Metrics.UnknownOutcome.WithLabelValues(platform, "unresolved").Inc()
+		reason := errorMessage(m.err)
+		if errors.Is(m.err, platforms.ErrLookupUnsupported) {
+			reason = platform + " offers no way to look the post up"
+		}
+		a.fail(r, "outcome unknown: the network did not confirm the post and "+reason+"; check the account before publishing again")
+	}
+	a.pump(ctx)
+}
