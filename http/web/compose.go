@@ -6,11 +6,13 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/registry"
 )
 
 type composeAccount struct {
 	accountRow
-	Limit textLimit
+	Limit registry.TextLimit
 }
 
 type composeData struct {
@@ -30,7 +32,7 @@ func (p *pages) compose(c *echo.Context) error {
 			return err
 		}
 		for _, r := range accountRows(list, p.Now(), v.Zone) {
-			d.Accounts = append(d.Accounts, composeAccount{accountRow: r, Limit: textLimits[r.Platform]})
+			d.Accounts = append(d.Accounts, composeAccount{accountRow: r, Limit: registry.TextLimits[platforms.Platform(r.Platform)]})
 		}
 		return nil
 	})

@@ -9,15 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/heraldhq/herald/platforms"
-	"github.com/heraldhq/herald/platforms/bluesky"
-	"github.com/heraldhq/herald/platforms/facebook"
-	"github.com/heraldhq/herald/platforms/instagram"
-	"github.com/heraldhq/herald/platforms/linkedin"
-	"github.com/heraldhq/herald/platforms/pinterest"
-	"github.com/heraldhq/herald/platforms/threads"
-	"github.com/heraldhq/herald/platforms/tiktok"
-	"github.com/heraldhq/herald/platforms/x"
-	"github.com/heraldhq/herald/platforms/youtube"
 )
 
 // assetTags are the ETags of the embedded assets (a hash of their bytes), so that a browser
@@ -50,29 +41,6 @@ func networkName(p string) string {
 		return n
 	}
 	return p
-}
-
-// textLimit is a network's limit on a post's text and how the network counts it; the compose
-// page's script counts the same way (static/app.js, countText). The limits are the adapters'
-// own constants, so the page and the publish check cannot disagree.
-type textLimit struct {
-	Max int
-	// Count is how characters are counted: "runes" (code points), "graphemes" (what a person
-	// sees), "x" (X's weighted length: URLs 23, most CJK and emoji 2), "bytes" (UTF-8), "utf16"
-	// (UTF-16 code units), "threads" (graphemes, but emoji count as their UTF-8 bytes).
-	Count string
-}
-
-var textLimits = map[string]textLimit{
-	"twitter_x": {x.MaxWeightedLength, "x"},
-	"bluesky":   {bluesky.MaxGraphemes, "graphemes"},
-	"linkedin":  {linkedin.MaxCommentary, "runes"},
-	"instagram": {instagram.MaxCaptionRunes, "runes"},
-	"youtube":   {youtube.MaxDescBytes, "bytes"},
-	"pinterest": {pinterest.MaxDescChars, "runes"},
-	"tiktok":    {tiktok.MaxCaption, "utf16"},
-	"threads":   {threads.MaxText, "threads"},
-	"facebook":  {facebook.MaxTextRunes, "runes"},
 }
 
 // excerpt shortens a text to n characters for lists (escaped by the template, like all text).

@@ -31,3 +31,27 @@ func New(cfg map[platforms.Platform]platforms.Config) Adapters {
 		platforms.TikTok:    tiktok.New(cfg[platforms.TikTok]),
 	}
 }
+
+// TextLimit is a network's limit on a post's text and how the network counts it. The limits are
+// the adapters' own constants (each adapter's Validate checks them), so a page that counts with
+// them and the publish check cannot disagree.
+type TextLimit struct {
+	Max int `json:"max"`
+	// Count is how characters are counted: "runes" (code points), "graphemes" (what a person
+	// sees), "x" (X's weighted length: URLs 23, most CJK and emoji 2), "bytes" (UTF-8), "utf16"
+	// (UTF-16 code units), "threads" (graphemes, but emoji count as their UTF-8 bytes).
+	Count string `json:"count"`
+}
+
+// TextLimits are the nine networks' text limits by platform.
+var TextLimits = map[platforms.Platform]TextLimit{
+	platforms.X:         {x.MaxWeightedLength, "x"},
+	platforms.Bluesky:   {bluesky.MaxGraphemes, "graphemes"},
+	platforms.LinkedIn:  {linkedin.MaxCommentary, "runes"},
+	platforms.Instagram: {instagram.MaxCaptionRunes, "runes"},
+	platforms.YouTube:   {youtube.MaxDescBytes, "bytes"},
+	platforms.Pinterest: {pinterest.MaxDescChars, "runes"},
+	platforms.TikTok:    {tiktok.MaxCaption, "utf16"},
+	platforms.Threads:   {threads.MaxText, "threads"},
+	platforms.Facebook:  {facebook.MaxTextRunes, "runes"},
+}
