@@ -178,3 +178,34 @@ func TestFetchSlots(t *testing.T) {
 	require.Zero(t, s.inUse)
 	require.Empty(t, s.byUser)
 }
+
+// A job Herald calls completed is published only when no target failed: partial when some did,
+// failed when all did.
+func TestPublishStatusWords(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status                  string
+		total, completed, faild int
+		want                    string
+	}{
+		{"queued", 2, 0, 0, "publishing"},
+		{"processing", 2, 1, 1, "publishing"},
+		{"completed", 2, 2, 0, "published"},
+		{"completed", 2, 1, 1, "partial"},
+		{"failed", 2, 0, 2, "failed"},
+		{"completed", 3, 2, 1, "partial"},
+	} {
+		j := v1Job{Status: tc.status, Total: tc.total, Completed: tc.completed, Failed: tc.faild}
+		require.Equal(t, tc.want, j.status(), "%+v", tc)
+	}
+}
+
+// The series' steps: a week starts on Monday, a month on its first day.
+func TestPeriodStart(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "2026-11-23", periodStart("2026-11-26", "week")) // a Thursday
+	require.Equal(t, "2026-11-23", periodStart("2026-11-23", "week")) // a Monday
+	require.Equal(t, "2026-11-23", periodStart("2026-11-29", "week")) // a Sunday
+	require.Equal(t, "2026-11-01", periodStart("2026-11-26", "month"))
+	require.Equal(t, "2026-11-26", periodStart("2026-11-26", "day"))
+}
