@@ -367,8 +367,16 @@ func TestMCPUploadFromURLWithPrivateEgress(t *testing.T) {
 	t.Parallel()
 	b := setup(t, bundleOpts{demo: true, config: func(c *app.Config) { c.WebhookAllowPrivate = true }})
 	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/chunked.png" {
+		switch r.URL.Path {
+		case "/chunked.png":
 			w.(http.Flusher).Flush() // no Content-Length: the body is chunked
+		case "/huge.mp4":
+			w.Header().Set("Content-Length", strconv.Itoa(100<<20)) // refused on the header alone
+			return
+		case "/short.png":
+			w.Header().Set("Content-Length", strconv.Itoa(len(pngFile)))
+			_, _ = w.Write(pngFile[:1000]) // then the connection ends
+			return
 		}
 		_, _ = w.Write(pngFile)
 	}))
@@ -380,6 +388,10 @@ func TestMCPUploadFromURLWithPrivateEgress(t *testing.T) {
 		require.EqualValues(t, len(pngFile), m["size_bytes"])
 		require.Equal(t, "image/png", m["content_type"])
 	}
+
+	// Too large by its Content-Length: refused before the body is read; cut short: said so.
+	require.Contains(t, toolError(t, callTool(t, s, "upload_media", map[string]any{"url": files.URL + "/huge.mp4"})), "upload_media takes at most 67108864")
+	require.Contains(t, toolError(t, callTool(t, s, "upload_media", map[string]any{"url": files.URL + "/short.png"})), "connection closed by 127.0.0.1 before a complete answer")
 
 	// A host that does not resolve: the error names it, and nothing of Herald's resolver.
 	msg := toolError(t, callTool(t, s, "upload_media", map[string]any{"url": "http://media.herald-test.invalid/a.png"}))
