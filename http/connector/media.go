@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -161,7 +160,9 @@ func (t *Tools) upload(ctx context.Context, in uploadIn, src source) (Media, err
 		return Media{}, rd.describe()
 	}
 	if err != nil {
-		return Media{}, fmt.Errorf("connector: upload: %w", err)
+		// The store's address is Herald's own business: logged, not shown.
+		t.cfg.Log.Warn("mcp upload_media: the upload to storage failed", "error", err)
+		return Media{}, refuse("the upload to storage failed; nothing was kept, retry later")
 	}
 	if resp.Status >= 300 {
 		return Media{}, decodeError(resp)
@@ -242,7 +243,8 @@ func (t *Tools) fetch(ctx context.Context, raw string) (source, func(), error) {
 	f, err := os.CreateTemp("", "herald-media-*")
 	if err != nil {
 		closeBody()
-		return source{}, nil, fmt.Errorf("connector: spool: %w", err)
+		t.cfg.Log.Warn("mcp upload_media: spooling a download failed", "error", err)
+		return source{}, nil, refuse("url: the server could not hold the file; retry later")
 	}
 	cleanup := func() { closeBody(); _ = f.Close(); _ = os.Remove(f.Name()) }
 	n, err := io.Copy(f, io.LimitReader(resp.Body, MaxMediaBytes+1))
@@ -256,7 +258,8 @@ func (t *Tools) fetch(ctx context.Context, raw string) (source, func(), error) {
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		cleanup()
-		return source{}, nil, fmt.Errorf("connector: spool: %w", err)
+		t.cfg.Log.Warn("mcp upload_media: spooling a download failed", "error", err)
+		return source{}, nil, refuse("url: the server could not hold the file; retry later")
 	}
 	src.body, src.size = f, n
 	return src, cleanup, nil
