@@ -642,7 +642,7 @@ func (w worker) post(ctx context.Context, typ string, body []byte, at time.Time)
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return postOutcome{aborted: true}
 		}
-		return classifyError(err)
+		return classifyError(err, req.URL.Hostname())
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBody))
 	_ = resp.Body.Close()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -534,8 +535,8 @@ func TestBlockedAtDialIsLogged(t *testing.T) {
 	d := b.delivery(sub.Webhook.ID, o.id)
 	require.Equal(t, persistence.DeliveryPending, d.Status)
 	require.Nil(t, d.LastStatusCode)
-	require.Contains(t, *d.LastError, "refused by the egress policy")
-	require.Contains(t, *d.LastError, "10.20.30.40")
+	require.Equal(t, "address not allowed: hooks.example.com is, or resolves to, a loopback, private or reserved address", *d.LastError)
+	require.NotContains(t, *d.LastError, "10.20.30.40", "last_error names no address Herald resolved")
 	require.Equal(t, 1.0, testutil.ToFloat64(b.svc.Metrics().Attempts.WithLabelValues(persistence.PostEventPublished, outcomeBlocked)))
 }
 
@@ -568,4 +569,27 @@ func TestSubscriptionLimit(t *testing.T) {
 	}
 	require.Equal(t, DefaultMaxPerUser, ok)
 	require.Equal(t, 5, refused)
+}
+
+// dnsDown is a resolver that fails as an internal one does, naming itself.
+type dnsDown struct{}
+
+func (dnsDown) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	return nil, &net.DNSError{Err: "read udp 10.0.0.9:41234->10.0.0.2:53: i/o timeout", Name: host, Server: "10.0.0.2:53"}
+}
+
+// A delivery whose host cannot be resolved records that in words that name the host, not the
+// resolver Herald asked nor its own address.
+func TestLastErrorNamesNoResolver(t *testing.T) {
+	t.Parallel()
+	clock := newManualClock()
+	b := setup(t, bundleOpts{clock: clock, resolver: dnsDown{}, schedule: DefaultSchedule})
+	user := uuid.NewString()
+	sub := b.subscribe(user, "https://hooks.example.com/hook")
+	b.emit(user, persistence.PostEventPublished)
+	o := b.nextDone()
+	d := b.delivery(sub.Webhook.ID, o.id)
+	require.Equal(t, persistence.DeliveryPending, d.Status)
+	require.Equal(t, "could not resolve host hooks.example.com", *d.LastError)
+	require.NotContains(t, *d.LastError, "10.0.0")
 }

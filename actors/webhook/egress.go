@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"code.dny.dev/ssrf"
@@ -47,11 +49,21 @@ type EgressOptions struct {
 type Guard struct {
 	opts     EgressOptions
 	guardian *ssrf.Guardian
+	// client is built once: its transport's connection pool and limits (MaxConnsPerHost) hold
+	// across every delivery and media fetch, which a transport per call would not.
+	client *http.Client
 }
 
 // ErrBlocked means a target address is not allowed (private, loopback, link-local, CGNAT,
 // multicast, metadata, or a port other than 443).
 var ErrBlocked = errors.New("webhook: target address not allowed")
+
+// errBlockedPort is ErrBlocked for a port other than 443; errNoAddress is a name that resolved to
+// no address at all.
+var (
+	errBlockedPort = fmt.Errorf("%w: only port 443 is allowed", ErrBlocked)
+	errNoAddress   = errors.New("webhook: the name has no address")
+)
 
 // URLError is a refused subscription URL; its message is safe to show to the caller.
 type URLError struct{ Reason string }
@@ -69,7 +81,9 @@ func NewGuard(o EgressOptions) *Guard {
 	if o.MaxConnsPerHost <= 0 {
 		o.MaxConnsPerHost = 32
 	}
-	return &Guard{opts: o, guardian: ssrf.New(ssrf.WithPorts(443))}
+	g := &Guard{opts: o, guardian: ssrf.New(ssrf.WithPorts(443))}
+	g.client = g.newClient()
+	return g
 }
 
 // LoadCAFile returns the system's trusted certificates plus those of a PEM file ("" for none).
@@ -212,7 +226,7 @@ func (g *Guard) dial(ctx context.Context, network, addr string) (net.Conn, error
 		return nil, err
 	}
 	if !g.opts.AllowPrivate && port != 443 {
-		return nil, fmt.Errorf("%w: port %d (only 443)", ErrBlocked, port)
+		return nil, fmt.Errorf("%w (port %d)", errBlockedPort, port)
 	}
 	// The host as ParseHost reads it: an address in any spelling is that address (a URL stored
 	// before registration refused such spellings is dialled as what it names, and checked).
@@ -260,14 +274,17 @@ func (g *Guard) dial(ctx context.Context, network, addr string) (net.Conn, error
 		}
 	}
 	if firstErr == nil {
-		firstErr = fmt.Errorf("no address for %s", host)
+		firstErr = fmt.Errorf("%w: %s", errNoAddress, host)
 	}
 	return nil, firstErr
 }
 
-// Client returns the HTTP client deliveries use: no proxy, no redirects followed (a 3xx is a
-// failed attempt), every dial checked, TLS verified against RootCAs, bounded time.
-func (g *Guard) Client() *http.Client {
+// Client returns the HTTP client deliveries and media fetches use: no proxy, no redirects
+// followed (a 3xx is a failed attempt), every dial checked, TLS verified against RootCAs, bounded
+// time. Every call returns the same client, with one transport and its connection pool.
+func (g *Guard) Client() *http.Client { return g.client }
+
+func (g *Guard) newClient() *http.Client {
 	tr := &http.Transport{
 		Proxy:                  nil,
 		DialContext:            g.dial,
@@ -289,4 +306,51 @@ func (g *Guard) Client() *http.Client {
 			return http.ErrUseLastResponse
 		},
 	}
+}
+
+// DescribeError says why a request to host failed, in a fixed vocabulary that is safe to show to
+// the user who chose host (a delivery's last_error, an MCP fetch's error): it names host and
+// nothing else. The raw errors name the resolver Herald asked ("lookup x on 10.0.0.2:53"), the
+// addresses a name resolved to and the local socket, which say things about Herald's network
+// that are not the user's to know; those go only to the logs.
+func DescribeError(err error, host string) string {
+	var (
+		dnsErr    *net.DNSError
+		ne        net.Error
+		unknownCA x509.UnknownAuthorityError
+		badName   x509.HostnameError
+		badCert   x509.CertificateInvalidError
+		verify    *tls.CertificateVerificationError
+		record    tls.RecordHeaderError
+		alert     tls.AlertError
+	)
+	switch {
+	case errors.Is(err, errBlockedPort):
+		return "address not allowed: only port 443 may be used"
+	case errors.Is(err, ErrBlocked):
+		return "address not allowed: " + host + " is, or resolves to, a loopback, private or reserved address"
+	case errors.As(err, &dnsErr) && dnsErr.IsTimeout:
+		return "timed out resolving host " + host
+	case errors.As(err, &dnsErr), errors.Is(err, errNoAddress):
+		return "could not resolve host " + host
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timed out: no complete answer from " + host + " in time"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused by " + host
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "connection reset by " + host
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "host " + host + " is unreachable"
+	case errors.As(err, &unknownCA):
+		return "TLS: the certificate of " + host + " is not signed by a trusted authority"
+	case errors.As(err, &badName):
+		return "TLS: the certificate is not valid for " + host
+	case errors.As(err, &badCert), errors.As(err, &verify):
+		return "TLS: the certificate of " + host + " is invalid or expired"
+	case errors.As(err, &record), errors.As(err, &alert):
+		return "TLS: the handshake with " + host + " failed"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed by " + host + " before a complete answer"
+	}
+	return "could not connect to " + host
 }

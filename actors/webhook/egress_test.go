@@ -3,9 +3,11 @@ package webhook
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -122,9 +124,10 @@ func TestDialRefusesForbiddenAddresses(t *testing.T) {
 		r.set(name, addr)
 		_, err := client.Post("https://"+name+"/h", "application/json", strings.NewReader("{}"))
 		require.ErrorIs(t, err, ErrBlocked, name)
-		o := classifyError(err)
+		o := classifyError(err, name)
 		require.Equal(t, outcomeBlocked, o.outcome)
-		require.NotContains(t, *o.errMsg, name, "the error names no URL")
+		require.Equal(t, "address not allowed: "+name+" is, or resolves to, a loopback, private or reserved address", *o.errMsg)
+		require.NotContains(t, *o.errMsg, addr, "the error names no address the host resolved to")
 	}
 	for _, u := range []string{"https://127.0.0.1/h", "https://[::1]/h", "https://10.0.0.1/h", "https://169.254.169.254/h", "https://localhost/h"} {
 		_, err := client.Post(u, "application/json", strings.NewReader("{}"))
@@ -199,7 +202,9 @@ func TestUnknownCertificateAuthorityIsRefused(t *testing.T) {
 	g := NewGuard(EgressOptions{AllowPrivate: true, RootCAs: roots})
 	_, err = g.Client().Post(rcv.URL, "application/json", strings.NewReader("{}"))
 	require.Error(t, err)
-	require.Equal(t, outcomeConnection, classifyError(err).outcome)
+	o := classifyError(err, "127.0.0.1")
+	require.Equal(t, outcomeConnection, o.outcome)
+	require.Equal(t, "TLS: the certificate of 127.0.0.1 is not signed by a trusted authority", *o.errMsg)
 	require.Zero(t, rcv.Count())
 
 	roots, err = LoadCAFile(ca.File)
@@ -213,4 +218,54 @@ func TestUnknownCertificateAuthorityIsRefused(t *testing.T) {
 	_, err = LoadCAFile(t.TempDir() + "/missing.pem")
 	require.Error(t, err)
 	require.False(t, errors.Is(err, ErrBlocked))
+}
+
+// The guard builds its client once: every delivery and media fetch shares one transport, its
+// connection pool and its per-host cap.
+func TestClientIsBuiltOnce(t *testing.T) {
+	t.Parallel()
+	g := NewGuard(EgressOptions{})
+	require.Same(t, g.Client(), g.Client())
+	require.Same(t, g.Client().Transport, g.Client().Transport)
+}
+
+// Errors shown to users name their host in a fixed vocabulary, never the resolver Herald asked
+// nor an address: here a real resolver (Go's) whose DNS server, on loopback, refuses, as an
+// internal resolver that is down would; and a refused connection.
+func TestDescribeErrorNamesNoResolver(t *testing.T) {
+	t.Parallel()
+	// A UDP port with nothing behind it: the resolver's queries are refused.
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dnsAddr := pc.LocalAddr().String()
+	require.NoError(t, pc.Close())
+	res := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "udp", dnsAddr)
+	}}
+	g := NewGuard(EgressOptions{Resolver: res, AttemptTimeout: 5 * time.Second})
+	_, err = g.Client().Get("https://media.example.com/a.png")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "127.0.0.1", "the raw error names the resolver")
+	msg := DescribeError(err, "media.example.com")
+	require.Equal(t, "could not resolve host media.example.com", msg)
+
+	// The resolver's own wording, as an internal one would answer.
+	err = &net.DNSError{Err: "no such host", Name: "x.example.com", Server: "10.0.0.2:53", IsNotFound: true}
+	require.Equal(t, "could not resolve host x.example.com", DescribeError(err, "x.example.com"))
+	err = &net.DNSError{Err: "i/o timeout", Name: "x.example.com", Server: "127.0.0.53:53", IsTimeout: true}
+	require.Equal(t, "timed out resolving host x.example.com", DescribeError(err, "x.example.com"))
+
+	// A refused connection, with private targets allowed.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	open := NewGuard(EgressOptions{AllowPrivate: true})
+	_, err = open.Client().Get("http://" + closed + "/a.png")
+	require.Error(t, err)
+	require.Equal(t, "connection refused by 127.0.0.1", DescribeError(err, "127.0.0.1"))
+
+	// A port other than 443 without private targets.
+	_, err = g.Client().Get("https://media.example.com:8443/a.png")
+	require.Equal(t, "address not allowed: only port 443 may be used", DescribeError(err, "media.example.com"))
 }

@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/heraldhq/herald/persistence"
 )
@@ -39,27 +37,19 @@ func (q pendingQueue) peek() persistence.PendingDelivery { return q[0] }
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// classifyError turns a failed request into an outcome and a message that names no URL (a URL may
-// carry a token in its query).
-func classifyError(err error) postOutcome {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
+// classifyError turns a failed request into an outcome and a message in DescribeError's
+// vocabulary: it names the receiver's host, never the rest of its URL (a URL may carry a token in
+// its query) nor the resolver or the addresses Herald dialled.
+func classifyError(err error, host string) postOutcome {
 	o := postOutcome{outcome: outcomeConnection}
-	msg := err.Error()
 	var ne net.Error
 	switch {
 	case errors.Is(err, ErrBlocked):
 		o.outcome = outcomeBlocked
-		msg = "refused by the egress policy: " + strings.TrimPrefix(msg, ErrBlocked.Error()+": ")
 	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
 		o.outcome = outcomeTimeout
-		msg = "timed out: no complete answer within the attempt timeout"
 	}
-	if len(msg) > 500 {
-		msg = msg[:500]
-	}
+	msg := DescribeError(err, host)
 	o.errMsg = &msg
 	return o
 }

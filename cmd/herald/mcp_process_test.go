@@ -96,39 +96,39 @@ func TestMCPStdio(t *testing.T) {
 	for _, tool := range list.Tools {
 		names = append(names, tool.Name)
 	}
-	require.Len(t, names, 18)
+	require.Len(t, names, 28)
 	require.Contains(t, names, "upload_media")
 
 	me := stdioJSON(t, stdioCall(t, s, "whoami", nil))
 	require.NotEmpty(t, me["email"])
-	accts := stdioJSON(t, stdioCall(t, s, "list_accounts", map[string]any{"platform": "bluesky"}))["data"].([]any)
+	accts := stdioJSON(t, stdioCall(t, s, "list_accounts", map[string]any{"platform": "bluesky"}))["accounts"].([]any)
 	require.Len(t, accts, 1)
-	bsky := accts[0].(map[string]any)["id"].(string)
+	bsky := accts[0].(map[string]any)["account_id"].(string)
 
 	draft := stdioJSON(t, stdioCall(t, s, "create_draft", map[string]any{"content": "a draft over stdio", "accounts": []string{"bluesky"}}))
-	require.NotEmpty(t, draft["id"], "%v", draft)
-	got := stdioJSON(t, stdioCall(t, s, "get_post", map[string]any{"post_id": draft["id"]}))
+	require.NotEmpty(t, draft["post_id"], "%v", draft)
+	got := stdioJSON(t, stdioCall(t, s, "get_post", map[string]any{"post_id": draft["post_id"]}))
 	require.Equal(t, "draft", got["status"], "%v", got)
-	require.Contains(t, stdioText(stdioCall(t, s, "get_post", map[string]any{"post_id": draft["id"]})), bsky, "the platform name stands for the one account")
+	require.Contains(t, stdioText(stdioCall(t, s, "get_post", map[string]any{"post_id": draft["post_id"]})), bsky, "the platform name stands for the one account")
 
 	file := filepath.Join(t.TempDir(), "chart.png")
 	writePNG(t, file)
 	media := stdioJSON(t, stdioCall(t, s, "upload_media", map[string]any{"path": file}))
 	require.Equal(t, "image/png", media["content_type"], "%v", media)
-	require.NotEmpty(t, media["id"])
+	require.NotEmpty(t, media["media_id"])
 
 	pub := stdioJSON(t, stdioCall(t, s, "publish_post", map[string]any{"content": "Hello from herald mcp", "accounts": []string{"bluesky"},
-		"media_ids": []string{media["id"].(string)}}))
+		"media_ids": []string{media["media_id"].(string)}}))
 	require.NotEmpty(t, pub["tracking_id"], "%v", pub)
 	deadline := time.Now().Add(60 * time.Second)
 	var job map[string]any
 	for {
 		job = stdioJSON(t, stdioCall(t, s, "get_publish_status", map[string]any{"tracking_id": pub["tracking_id"], "wait_seconds": 10}))
-		if job["status"] == "completed" || job["status"] == "failed" || time.Now().After(deadline) {
+		if job["status"] != "publishing" || time.Now().After(deadline) {
 			break
 		}
 	}
-	require.Equal(t, "completed", job["status"], "%v", job)
+	require.Equal(t, "published", job["status"], "%v", job)
 
 	// Fetching a URL goes through the SSRF-safe egress: the server's own loopback address is
 	// refused without --allow-private.

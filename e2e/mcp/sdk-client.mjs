@@ -65,14 +65,14 @@ async function withKey() {
   check(me.email === email, `whoami is ${email}`, me);
 
   const accts = await callJSON(client, "list_accounts");
-  const data = accts.data ?? [];
+  const data = accts.accounts ?? [];
   check(Array.isArray(data) && data.length > 0, `list_accounts lists the sandbox accounts (${data.length})`, accts);
 
   const draft = await callJSON(client, "create_draft", {
     content: "drafted by the official TypeScript SDK client",
-    accounts: [data[0].id],
+    accounts: [data[0].account_id],
   });
-  check(typeof draft.id === "string" && draft.id !== "", `create_draft made draft ${draft.id}`, draft);
+  check(typeof draft.post_id === "string" && draft.post_id !== "", `create_draft made draft ${draft.post_id}`, draft);
   await client.close();
 }
 
@@ -160,7 +160,7 @@ async function withOAuth() {
   const me = await callJSON(client, "whoami");
   check(me.email === email, `whoami over OAuth is ${email}`, me);
   const accts = await callJSON(client, "list_accounts");
-  check((accts.data ?? []).length > 0, `list_accounts over OAuth (${(accts.data ?? []).length})`, accts);
+  check((accts.accounts ?? []).length > 0, `list_accounts over OAuth (${(accts.accounts ?? []).length})`, accts);
   await client.close();
 }
 

@@ -21,8 +21,9 @@ type API interface {
 	// Do sends a /v1 request (path with its query) and returns the answer; err is a failure to
 	// get one, never an HTTP error status.
 	Do(ctx context.Context, req Request) (*Response, error)
-	// Put uploads data to a presigned upload URL (POST /v1/media/presign's upload_url).
-	Put(ctx context.Context, uploadURL, contentType string, data []byte) (*Response, error)
+	// Put streams size bytes of body to a presigned upload URL (POST /v1/media/presign's
+	// upload_url); nothing of it is held in memory but what is being copied.
+	Put(ctx context.Context, uploadURL, contentType string, body io.Reader, size int64) (*Response, error)
 }
 
 // Request is one /v1 request.
@@ -35,6 +36,7 @@ type Request struct {
 // Response is an answer.
 type Response struct {
 	Status int
+	Header http.Header
 	Body   []byte
 }
 
@@ -82,13 +84,14 @@ func (a *InProcess) Do(ctx context.Context, r Request) (*Response, error) {
 }
 
 // Put implements API.
-func (a *InProcess) Put(ctx context.Context, uploadURL, contentType string, data []byte) (*Response, error) {
+func (a *InProcess) Put(ctx context.Context, uploadURL, contentType string, body io.Reader, size int64) (*Response, error) {
 	base := strings.TrimRight(a.BaseURL(), "/")
 	if rest, ok := strings.CutPrefix(uploadURL, base+"/"); ok {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut, "/"+rest, bytes.NewReader(data))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, "/"+rest, io.NopCloser(body))
 		if err != nil {
 			return nil, err
 		}
+		req.ContentLength = size
 		req.RemoteAddr = "127.0.0.1:0"
 		req.Header.Set("Content-Type", contentType)
 		return a.serve(req), nil
@@ -97,13 +100,13 @@ func (a *InProcess) Put(ctx context.Context, uploadURL, contentType string, data
 	if c == nil {
 		c = &http.Client{Timeout: 5 * time.Minute}
 	}
-	return put(ctx, c, uploadURL, contentType, data)
+	return put(ctx, c, uploadURL, contentType, body, size)
 }
 
 func (a *InProcess) serve(req *http.Request) *Response {
 	rec := httptest.NewRecorder()
 	a.Handler.ServeHTTP(rec, req)
-	return &Response{Status: rec.Code, Body: rec.Body.Bytes()}
+	return &Response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
 }
 
 // Remote calls a Herald server over HTTP with an API key (`herald mcp`).
@@ -132,8 +135,8 @@ func (a *Remote) Do(ctx context.Context, r Request) (*Response, error) {
 }
 
 // Put implements API.
-func (a *Remote) Put(ctx context.Context, uploadURL, contentType string, data []byte) (*Response, error) {
-	return put(ctx, a.client(), uploadURL, contentType, data)
+func (a *Remote) Put(ctx context.Context, uploadURL, contentType string, body io.Reader, size int64) (*Response, error) {
+	return put(ctx, a.client(), uploadURL, contentType, body, size)
 }
 
 func (a *Remote) client() *http.Client {
@@ -143,11 +146,12 @@ func (a *Remote) client() *http.Client {
 	return http.DefaultClient
 }
 
-func put(ctx context.Context, c *http.Client, uploadURL, contentType string, data []byte) (*Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, uploadURL, bytes.NewReader(data))
+func put(ctx context.Context, c *http.Client, uploadURL, contentType string, body io.Reader, size int64) (*Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, uploadURL, io.NopCloser(body))
 	if err != nil {
 		return nil, err
 	}
+	req.ContentLength = size
 	req.Header.Set("Content-Type", contentType)
 	return send(c, req)
 }
@@ -162,7 +166,7 @@ func send(c *http.Client, req *http.Request) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Response{Status: resp.StatusCode, Body: b}, nil
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
 }
 
 func encode(v any) (io.Reader, error) {
@@ -185,4 +189,10 @@ func copyHeader(req *http.Request, r Request) {
 	if r.Body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+}
+
+// principalOf is the principal withPrincipal set (nil over stdio).
+func principalOf(ctx context.Context) *auth.Principal {
+	p, _ := ctx.Value(principalKey{}).(*auth.Principal)
+	return p
 }

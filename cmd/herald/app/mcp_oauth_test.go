@@ -202,17 +202,17 @@ func TestMCPOAuthWithTheSDKClient(t *testing.T) {
 	// The tools, with both scopes granted.
 	me := okJSON(t, callTool(t, s, "whoami", nil))
 	require.Equal(t, b.user.Email, me["email"])
-	accts := okJSON(t, callTool(t, s, "list_accounts", nil))["data"].([]any)
+	accts := okJSON(t, callTool(t, s, "list_accounts", nil))["accounts"].([]any)
 	require.Len(t, accts, len(b.accounts))
 	d := okJSON(t, callTool(t, s, "create_draft", map[string]any{"content": "drafted over OAuth", "accounts": []string{b.accounts[0].ID}}))
-	require.NotEmpty(t, d["id"], "%v", d)
+	require.NotEmpty(t, d["post_id"], "%v", d)
 	first := tokens.tok.AccessToken
 
 	// An hour later Herald refuses the access token; the client refreshes (rotation) and goes on,
 	// without asking the user again.
 	b.clock.Add(61 * time.Minute)
 	require.Equal(t, 401, b.bearer(first, "POST", "/mcp").status, "the first access token has expired")
-	okJSON(t, callTool(t, s, "get_post", map[string]any{"post_id": d["id"]}))
+	okJSON(t, callTool(t, s, "get_post", map[string]any{"post_id": d["post_id"]}))
 	require.Equal(t, 1, tokens.refreshes)
 	require.NotEqual(t, first, tokens.tok.AccessToken)
 	require.Len(t, cb.urls(), 1, "no new authorization")

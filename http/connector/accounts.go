@@ -1,0 +1,123 @@
+package connector
+
+import (
+	"context"
+	"net/http"
+)
+
+// connectPlatforms are the networks POST /v1/accounts/connect connects (OAuth in the browser).
+var connectPlatforms = []string{"linkedin", "instagram", "threads", "facebook", "youtube", "pinterest", "tiktok"}
+
+func (t *Tools) addAccountTools() {
+	add(t, read("whoami", "Who am I"), "The signed-in Herald user: e-mail, plan, time zone.", t.whoami)
+	add(t, read("list_accounts", "List connected accounts").enum("platform", platformNames()...),
+		"The connected social accounts (account_id, platform, username, token status). Wherever a tool takes an account, give its account_id, or its platform when the user has exactly one account there.",
+		t.listAccounts)
+	add(t, write("connect_account", "Connect an account").enum("platform", connectPlatforms...),
+		"Starts connecting a social account: answers an authorization URL the user must open in a browser. "+
+			"X and Bluesky connect with credentials the user brings, in Herald's dashboard, not here.",
+		t.connectAccount)
+	add(t, write("disconnect_account", "Disconnect an account").destructive().idempotent(),
+		"Disconnects a connected account: Herald revokes its token at the network and deletes the account; publishing to it fails from then on. It can be connected again with connect_account.",
+		t.disconnectAccount)
+}
+
+type listAccountsIn struct {
+	Platform string `json:"platform,omitempty" jsonschema:"only accounts on this platform"`
+}
+
+type connectIn struct {
+	Platform string `json:"platform" jsonschema:"the network to connect"`
+}
+
+type accountIn struct {
+	Account string `json:"account" jsonschema:"the account: its account_id, or a platform name when the user has exactly one account there"`
+}
+
+// Me answers whoami.
+type Me struct {
+	UserID   string  `json:"user_id"`
+	Email    string  `json:"email"`
+	Name     *string `json:"name,omitempty"`
+	Plan     string  `json:"plan"`
+	Timezone string  `json:"timezone"`
+}
+
+// Account is a connected account as the tools answer it.
+type Account struct {
+	AccountID   string  `json:"account_id"`
+	Platform    string  `json:"platform"`
+	Username    *string `json:"username,omitempty"`
+	Active      bool    `json:"active"`
+	TokenStatus *string `json:"token_status,omitempty"`
+}
+
+// AccountList answers list_accounts.
+type AccountList struct {
+	Accounts []Account `json:"accounts"`
+}
+
+// Authorization answers connect_account.
+type Authorization struct {
+	AuthorizationURL string `json:"authorization_url"`
+	Next             string `json:"next"`
+}
+
+func (t *Tools) whoami(ctx context.Context, _ struct{}) (Me, error) {
+	var v1 struct {
+		ID       string  `json:"id"`
+		Email    string  `json:"email"`
+		Name     *string `json:"name"`
+		Plan     string  `json:"plan"`
+		Timezone string  `json:"timezone"`
+	}
+	if _, err := t.call(ctx, get("/v1/me", nil), &v1); err != nil {
+		return Me{}, err
+	}
+	return Me{UserID: v1.ID, Email: v1.Email, Name: v1.Name, Plan: v1.Plan, Timezone: v1.Timezone}, nil
+}
+
+func (t *Tools) listAccounts(ctx context.Context, in listAccountsIn) (AccountList, error) {
+	name, err := platform("platform", in.Platform)
+	if err != nil {
+		return AccountList{}, err
+	}
+	list, err := t.accounts(ctx)
+	if err != nil {
+		return AccountList{}, err
+	}
+	out := AccountList{Accounts: []Account{}}
+	for _, a := range list {
+		if name == "" || a.Platform == name {
+			out.Accounts = append(out.Accounts, Account{AccountID: a.ID, Platform: a.Platform, Username: a.Username, Active: a.IsActive, TokenStatus: a.TokenStatus})
+		}
+	}
+	return out, nil
+}
+
+func (t *Tools) connectAccount(ctx context.Context, in connectIn) (Authorization, error) {
+	name, err := platform("platform", in.Platform)
+	if err != nil {
+		return Authorization{}, err
+	}
+	var out Authorization
+	if _, err := t.call(ctx, Request{Method: http.MethodPost, Path: "/v1/accounts/connect", Body: map[string]string{"platform": name}}, &out); err != nil {
+		return Authorization{}, err
+	}
+	out.Next = "ask the user to open authorization_url in a browser and approve; then list_accounts shows the account"
+	return out, nil
+}
+
+func (t *Tools) disconnectAccount(ctx context.Context, in accountIn) (Deleted, error) {
+	id, err := t.resolveAccount(ctx, "account", in.Account)
+	if err != nil {
+		return Deleted{}, err
+	}
+	if id == "" {
+		return Deleted{}, refuse("account: required")
+	}
+	if _, err := t.call(ctx, Request{Method: http.MethodDelete, Path: "/v1/accounts/" + esc(id)}, nil); err != nil {
+		return Deleted{}, err
+	}
+	return Deleted{ID: id, Deleted: true}, nil
+}

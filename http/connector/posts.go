@@ -1,0 +1,446 @@
+package connector
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// maxStatusWait is the longest get_publish_status follows a job.
+const maxStatusWait = 30 * time.Second
+
+// statusPoll is how often get_publish_status reads the job while it waits.
+const statusPoll = 250 * time.Millisecond
+
+// postStatuses are a post's statuses (list_posts' status filter).
+var postStatuses = []string{"draft", "scheduled", "publishing", "published", "partial", "failed"}
+
+// postParams are the /v1 post fields the tools name otherwise.
+var postParams = []string{"platforms", "accounts", "media", "media_ids", "scheduledAt", "scheduled_at"}
+
+func (t *Tools) addPostTools() {
+	add(t, read("list_posts", "List posts").params("page", "cursor").enum("status", postStatuses...).enum("platform", platformNames()...),
+		"The user's posts, newest first: id, status, the start of the text, when scheduled. Pages of limit posts (default 20, at most 100): pass next_cursor of an answer as cursor for the next page.",
+		t.listPosts)
+	add(t, read("get_post", "Get a post"),
+		"One post: its text, status (draft, scheduled, publishing, published, partial when some targets failed, failed when all did) and each target account's status, link and error.",
+		t.getPost)
+	add(t, write("create_draft", "Create a draft").params(postParams...),
+		"Creates a draft post (not published). Answers the post with its post_id.",
+		t.createDraft)
+	add(t, write("update_draft", "Update a draft").params(postParams...),
+		"Changes a draft's text, accounts or media; only the parameters given change.",
+		t.updateDraft)
+	add(t, write("delete_draft", "Delete a draft").destructive().idempotent(),
+		"Deletes a draft or a scheduled post (published posts stay).",
+		t.deleteDraft)
+	add(t, write("publish_post", "Publish a post").params(postParams...),
+		"Publishes now: a draft by post_id, or a new post from content and accounts. Answers post_id and tracking_id at once, before the networks answer: follow the tracking_id with get_publish_status.",
+		t.publishPost)
+	add(t, write("schedule_post", "Schedule a post").params(postParams...),
+		"Schedules a post for later: a draft by post_id, or a new post from content and accounts.",
+		t.schedulePost)
+	add(t, read("get_publish_status", "Get publishing status"),
+		"A publish job's status: publishing while targets are in progress, then published (every target), partial (some failed) or failed (all failed), with each target's link or error. With wait_seconds, follows the job until it ends or the wait does.",
+		t.getPublishStatus)
+}
+
+// Inputs. Fields without omitempty are required.
+
+type listPostsIn struct {
+	Status   string `json:"status,omitempty" jsonschema:"only posts in this status"`
+	Platform string `json:"platform,omitempty" jsonschema:"only posts targeting this platform"`
+	Search   string `json:"search,omitempty" jsonschema:"only posts whose content contains this text"`
+	Cursor   int    `json:"cursor,omitempty" jsonschema:"next_cursor of the previous answer (omit for the first page)"`
+	Limit    int    `json:"limit,omitempty" jsonschema:"posts per page (default 20, at most 100)"`
+}
+
+type postIDIn struct {
+	PostID string `json:"post_id" jsonschema:"the post's id"`
+}
+
+type draftIn struct {
+	Content  string   `json:"content" jsonschema:"the text of the post; may be empty only when media are attached"`
+	Accounts []string `json:"accounts" jsonschema:"target accounts: account ids, or a platform name (x, bluesky, ...) when the user has exactly one account there"`
+	MediaIDs []string `json:"media_ids,omitempty" jsonschema:"media ids from upload_media"`
+}
+
+type updateDraftIn struct {
+	PostID   string   `json:"post_id" jsonschema:"the draft's id"`
+	Content  *string  `json:"content,omitempty" jsonschema:"the new text (omit to keep it)"`
+	Accounts []string `json:"accounts,omitempty" jsonschema:"the new target accounts: ids or platform names (omit to keep them)"`
+	MediaIDs []string `json:"media_ids,omitempty" jsonschema:"the new media ids (omit to keep them; an empty list removes them)"`
+}
+
+type publishIn struct {
+	PostID         string   `json:"post_id,omitempty" jsonschema:"publish this existing draft; or give content and accounts to publish a new post"`
+	Content        string   `json:"content,omitempty" jsonschema:"the text of a new post"`
+	Accounts       []string `json:"accounts,omitempty" jsonschema:"a new post's target accounts: ids, or a platform name when the user has exactly one account there"`
+	MediaIDs       []string `json:"media_ids,omitempty" jsonschema:"a new post's media ids from upload_media"`
+	IdempotencyKey string   `json:"idempotency_key,omitempty" jsonschema:"a unique key: a retry with the same key answers the first call's result instead of publishing twice"`
+}
+
+type scheduleIn struct {
+	PostID      string   `json:"post_id,omitempty" jsonschema:"schedule this existing draft; or give content and accounts to schedule a new post"`
+	Content     string   `json:"content,omitempty" jsonschema:"the text of a new post"`
+	Accounts    []string `json:"accounts,omitempty" jsonschema:"a new post's target accounts: ids, or a platform name when the user has exactly one account there"`
+	MediaIDs    []string `json:"media_ids,omitempty" jsonschema:"a new post's media ids from upload_media"`
+	ScheduledAt string   `json:"scheduled_at" jsonschema:"when to publish: ISO 8601 with Z or an offset (2026-12-01T09:00:00+01:00); or a naive date-time (2026-12-01T09:00) with timezone, or with the suffix +default for the user's time zone. Future, at most one year ahead."`
+	Timezone    string   `json:"timezone,omitempty" jsonschema:"an IANA zone (Europe/Paris) or default (the user's zone) for a naive scheduled_at; ignored when it has an offset"`
+}
+
+type statusIn struct {
+	TrackingID  string `json:"tracking_id" jsonschema:"the tracking_id publish_post answered"`
+	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"wait up to this many seconds (at most 30) for the job to end before answering; 0 answers at once"`
+}
+
+// Outputs.
+
+// Target is where a post stands on one account.
+type Target struct {
+	AccountID string `json:"account_id"`
+	Platform  string `json:"platform"`
+	// Status is pending (draft or scheduled), publishing, published or failed.
+	Status        string  `json:"status"`
+	Link          *string `json:"link,omitempty"`
+	PublicationID *string `json:"publication_id,omitempty"`
+	Error         *string `json:"error,omitempty"`
+}
+
+// Post is a post as the tools answer it.
+type Post struct {
+	PostID        string     `json:"post_id"`
+	Status        string     `json:"status"`
+	Content       string     `json:"content"`
+	ScheduledAt   *time.Time `json:"scheduled_at,omitempty"`
+	MediaIDs      []string   `json:"media_ids,omitempty"`
+	TrackingID    *string    `json:"tracking_id,omitempty"`
+	FailureReason *string    `json:"failure_reason,omitempty"`
+	Targets       []Target   `json:"targets"`
+}
+
+// PostSummary is a post in a list.
+type PostSummary struct {
+	PostID      string     `json:"post_id"`
+	Status      string     `json:"status"`
+	Text        string     `json:"text" jsonschema:"the start of the post's text (get_post has all of it)"`
+	ScheduledAt *time.Time `json:"scheduled_at,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+}
+
+// PostList is a page of posts.
+type PostList struct {
+	Posts      []PostSummary `json:"posts"`
+	Total      int           `json:"total"`
+	NextCursor *int          `json:"next_cursor,omitempty" jsonschema:"pass as cursor for the next page; absent on the last page"`
+}
+
+// Deleted answers a deletion.
+type Deleted struct {
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted"`
+}
+
+// PublishAccepted answers publish_post.
+type PublishAccepted struct {
+	PostID     string `json:"post_id"`
+	TrackingID string `json:"tracking_id"`
+	Status     string `json:"status"`
+	Next       string `json:"next"`
+}
+
+// PublishStatus answers get_publish_status.
+type PublishStatus struct {
+	TrackingID string `json:"tracking_id"`
+	PostID     string `json:"post_id"`
+	// Status is publishing, published, partial or failed.
+	Status        string   `json:"status"`
+	Total         int      `json:"total"`
+	Published     int      `json:"published"`
+	Failed        int      `json:"failed"`
+	Targets       []Target `json:"targets"`
+	FailureReason *string  `json:"failure_reason,omitempty"`
+}
+
+// v1Post is GET /v1/posts/:id as read.
+type v1Post struct {
+	ID            string     `json:"id"`
+	Content       string     `json:"content"`
+	Status        string     `json:"status"`
+	ScheduledAt   *time.Time `json:"scheduled_at"`
+	CreatedAt     time.Time  `json:"created_at"`
+	MediaIDs      []string   `json:"media_ids"`
+	TrackingID    *string    `json:"tracking_id"`
+	FailureReason *string    `json:"failure_reason"`
+	Platforms     []struct {
+		AccountID       string  `json:"connected_account_id"`
+		Platform        string  `json:"platform"`
+		Status          string  `json:"status"`
+		Error           *string `json:"error"`
+		PublicationID   *string `json:"publication_id"`
+		PlatformPostURL *string `json:"platform_post_url"`
+	} `json:"platforms"`
+}
+
+func (p *v1Post) out() Post {
+	o := Post{PostID: p.ID, Status: p.Status, Content: p.Content, ScheduledAt: p.ScheduledAt, MediaIDs: p.MediaIDs,
+		TrackingID: p.TrackingID, FailureReason: p.FailureReason, Targets: make([]Target, 0, len(p.Platforms))}
+	for _, pl := range p.Platforms {
+		st := pl.Status
+		if st == "draft" || st == "scheduled" || st == "pending" {
+			st = "pending"
+		}
+		o.Targets = append(o.Targets, Target{AccountID: pl.AccountID, Platform: pl.Platform, Status: st, Link: pl.PlatformPostURL,
+			PublicationID: pl.PublicationID, Error: pl.Error})
+	}
+	return o
+}
+
+// summary is the start of a text: its first 200 characters.
+func summary(s string) string {
+	r := []rune(s)
+	if len(r) <= 200 {
+		return s
+	}
+	return string(r[:200]) + "…"
+}
+
+func (t *Tools) listPosts(ctx context.Context, in listPostsIn) (PostList, error) {
+	p, err := platform("platform", in.Platform)
+	if err != nil {
+		return PostList{}, err
+	}
+	page := max(in.Cursor, 1)
+	var v1 struct {
+		Data       []v1Post `json:"data"`
+		Pagination struct {
+			Page       int `json:"page"`
+			Total      int `json:"total"`
+			TotalPages int `json:"total_pages"`
+		} `json:"pagination"`
+	}
+	if _, err := t.call(ctx, get("/v1/posts", query("status", in.Status, "platform", p, "search", in.Search, "page", itoa(page), "limit", itoa(in.Limit))), &v1); err != nil {
+		return PostList{}, err
+	}
+	out := PostList{Posts: make([]PostSummary, 0, len(v1.Data)), Total: v1.Pagination.Total}
+	for _, d := range v1.Data {
+		out.Posts = append(out.Posts, PostSummary{PostID: d.ID, Status: d.Status, Text: summary(d.Content), ScheduledAt: d.ScheduledAt, CreatedAt: d.CreatedAt})
+	}
+	if page < v1.Pagination.TotalPages {
+		out.NextCursor = ptr(page + 1)
+	}
+	return out, nil
+}
+
+func (t *Tools) post(ctx context.Context, r Request) (Post, error) {
+	var p v1Post
+	if _, err := t.call(ctx, r, &p); err != nil {
+		return Post{}, err
+	}
+	return p.out(), nil
+}
+
+func (t *Tools) getPost(ctx context.Context, in postIDIn) (Post, error) {
+	return t.post(ctx, get("/v1/posts/"+esc(in.PostID), nil))
+}
+
+func (t *Tools) createDraft(ctx context.Context, in draftIn) (Post, error) {
+	body, err := t.postBody(ctx, in.Content, in.Accounts, in.MediaIDs)
+	if err != nil {
+		return Post{}, err
+	}
+	// The creation answers only the id: the post is read back, so that create_draft answers what
+	// get_post does.
+	var created struct {
+		ID string `json:"id"`
+	}
+	if _, err := t.call(ctx, Request{Method: http.MethodPost, Path: "/v1/posts", Body: body}, &created); err != nil {
+		return Post{}, err
+	}
+	return t.post(ctx, get("/v1/posts/"+esc(created.ID), nil))
+}
+
+func (t *Tools) updateDraft(ctx context.Context, in updateDraftIn) (Post, error) {
+	body := map[string]any{}
+	if in.Content != nil {
+		body["content"] = *in.Content
+	}
+	if in.Accounts != nil {
+		ids, err := t.resolveAccounts(ctx, "accounts", in.Accounts)
+		if err != nil {
+			return Post{}, err
+		}
+		body["platforms"] = ids
+	}
+	if in.MediaIDs != nil {
+		body["media"] = in.MediaIDs
+	}
+	return t.post(ctx, Request{Method: http.MethodPatch, Path: "/v1/posts/" + esc(in.PostID), Body: body})
+}
+
+func (t *Tools) deleteDraft(ctx context.Context, in postIDIn) (Deleted, error) {
+	if _, err := t.call(ctx, Request{Method: http.MethodDelete, Path: "/v1/posts/" + esc(in.PostID)}, nil); err != nil {
+		return Deleted{}, err
+	}
+	return Deleted{ID: in.PostID, Deleted: true}, nil
+}
+
+func (t *Tools) publishPost(ctx context.Context, in publishIn) (PublishAccepted, error) {
+	r := Request{Method: http.MethodPost}
+	if in.IdempotencyKey != "" {
+		r.Header = http.Header{"Idempotency-Key": {in.IdempotencyKey}}
+	}
+	if in.PostID != "" {
+		if in.Content != "" || len(in.Accounts) > 0 || len(in.MediaIDs) > 0 {
+			return PublishAccepted{}, refuse("give either post_id or content and accounts, not both")
+		}
+		r.Path = "/v1/posts/" + esc(in.PostID) + "/publish"
+	} else {
+		body, err := t.postBody(ctx, in.Content, in.Accounts, in.MediaIDs)
+		if err != nil {
+			return PublishAccepted{}, err
+		}
+		r.Path, r.Body = "/v1/posts/publish", body
+	}
+	// The answer's stream_url is a /v1 route the MCP token does not open: the tools point at
+	// get_publish_status instead.
+	var v1 struct {
+		PostID     string `json:"post_id"`
+		TrackingID string `json:"tracking_id"`
+		Status     string `json:"status"`
+	}
+	if _, err := t.call(ctx, r, &v1); err != nil {
+		return PublishAccepted{}, err
+	}
+	if v1.PostID == "" {
+		v1.PostID = in.PostID
+	}
+	return PublishAccepted{PostID: v1.PostID, TrackingID: v1.TrackingID, Status: "publishing",
+		Next: "call get_publish_status with this tracking_id (wait_seconds up to 30) for each target's result and link"}, nil
+}
+
+func (t *Tools) schedulePost(ctx context.Context, in scheduleIn) (Post, error) {
+	sched := map[string]any{"scheduledAt": in.ScheduledAt}
+	if in.Timezone != "" {
+		sched["timezone"] = in.Timezone
+	}
+	if in.PostID != "" {
+		if in.Content != "" || len(in.Accounts) > 0 || len(in.MediaIDs) > 0 {
+			return Post{}, refuse("give either post_id or content and accounts, not both")
+		}
+		return t.post(ctx, Request{Method: http.MethodPost, Path: "/v1/posts/" + esc(in.PostID) + "/schedule", Body: sched})
+	}
+	body, err := t.postBody(ctx, in.Content, in.Accounts, in.MediaIDs)
+	if err != nil {
+		return Post{}, err
+	}
+	for k, v := range sched {
+		body[k] = v
+	}
+	return t.post(ctx, Request{Method: http.MethodPost, Path: "/v1/posts/schedule", Body: body})
+}
+
+// postBody is a new post's body: PostInput with the accounts resolved to ids.
+func (t *Tools) postBody(ctx context.Context, content string, accounts, media []string) (map[string]any, error) {
+	ids, err := t.resolveAccounts(ctx, "accounts", accounts)
+	if err != nil {
+		return nil, err
+	}
+	body := map[string]any{"content": content, "platforms": ids}
+	if media != nil {
+		body["media"] = media
+	}
+	return body, nil
+}
+
+// v1Job is GET /v1/jobs/:trackingId as read.
+type v1Job struct {
+	TrackingID       string `json:"tracking_id"`
+	PostID           string `json:"post_id"`
+	Status           string `json:"status"`
+	Total            int    `json:"total"`
+	Completed        int    `json:"completed"` // targets published
+	Failed           int    `json:"failed"`
+	PlatformStatuses []struct {
+		Platform  string `json:"platform"`
+		AccountID string `json:"connected_account_id"`
+		Phase     string `json:"phase"`
+		Message   string `json:"message"`
+	} `json:"platform_statuses"`
+	FailureReason *string `json:"failure_reason"`
+}
+
+func (j *v1Job) done() bool { return j.Status == "completed" || j.Status == "failed" }
+
+// status is the job's status in the posts' words: a job Herald calls completed with a failed
+// target is partial, so that no one reads a failure as success.
+func (j *v1Job) status() string {
+	switch {
+	case !j.done():
+		return "publishing"
+	case j.Failed == 0:
+		return "published"
+	case j.Failed >= j.Total:
+		return "failed"
+	}
+	return "partial"
+}
+
+func (t *Tools) getPublishStatus(ctx context.Context, in statusIn) (PublishStatus, error) {
+	wait := min(time.Duration(in.WaitSeconds)*time.Second, maxStatusWait)
+	wctx := ctx
+	if wait > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
+	r := get("/v1/jobs/"+esc(in.TrackingID), nil)
+	var job *v1Job
+	for {
+		var j v1Job
+		_, err := t.call(wctx, r, &j)
+		if err != nil {
+			if job != nil && wctx.Err() != nil {
+				break
+			}
+			return PublishStatus{}, err
+		}
+		job = &j
+		if wait <= 0 || j.done() {
+			break
+		}
+		select {
+		case <-wctx.Done():
+		case <-time.After(statusPoll):
+			continue
+		}
+		break
+	}
+	out := PublishStatus{TrackingID: job.TrackingID, PostID: job.PostID, Status: job.status(), Total: job.Total,
+		Published: job.Completed, Failed: job.Failed, FailureReason: job.FailureReason, Targets: make([]Target, 0, len(job.PlatformStatuses))}
+	for _, ps := range job.PlatformStatuses {
+		tg := Target{AccountID: ps.AccountID, Platform: ps.Platform, Status: "publishing"}
+		switch ps.Phase {
+		case "platform_success":
+			tg.Status = "published"
+		case "platform_failed":
+			tg.Status = "failed"
+			tg.Error = ptr(ps.Message)
+		}
+		out.Targets = append(out.Targets, tg)
+	}
+	if job.done() {
+		// The links are the post's: read once the job has ended.
+		var p v1Post
+		if _, err := t.call(ctx, get("/v1/posts/"+esc(job.PostID), nil), &p); err == nil {
+			for i := range out.Targets {
+				for _, pl := range p.Platforms {
+					if pl.AccountID == out.Targets[i].AccountID {
+						out.Targets[i].Link, out.Targets[i].PublicationID = pl.PlatformPostURL, pl.PublicationID
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
