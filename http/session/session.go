@@ -89,6 +89,8 @@ type Manager struct {
 	m     *metrics
 	// verifyPassword is auth.VerifyPassword; tests count the hashes through it.
 	verifyPassword func(phc, pw string) (bool, error)
+	// held are the streams opened on sessions (hold.go).
+	held heldStreams
 }
 
 // Session is a resolved session: its user, its record and the hash it is stored under.
@@ -330,6 +332,7 @@ func (m *Manager) end(ctx context.Context, h []byte, reason string) error {
 	})
 	if ok {
 		m.m.ended.WithLabelValues(reason).Inc()
+		m.recheckStreams()
 	}
 	return err
 }
@@ -400,14 +403,21 @@ func (m *Manager) ChangePassword(ctx context.Context, s *Session, current, next,
 	return nil
 }
 
-// PasswordChanged counts the sessions a password change ended (the admin socket's changes too).
+// PasswordChanged counts the sessions a password change ended (the admin socket's changes too),
+// and ends the streams they opened.
 func (m *Manager) PasswordChanged(ended int) {
 	m.m.ended.WithLabelValues("password_change").Add(float64(ended))
+	if ended > 0 {
+		m.recheckStreams()
+	}
 }
 
 // Sweep deletes expired sessions (at most 1000 per call) and returns how many it deleted.
 func (m *Manager) Sweep(ctx context.Context) (int, error) {
 	now := m.cfg.Now()
+	// The streams of the sessions about to be deleted end as expired; sessions other instances on
+	// the same store ended are seen here too.
+	m.checkHeld()
 	n := 0
 	err := m.cfg.Store.Update(ctx, func(tx *persistence.Tx) error {
 		var err error

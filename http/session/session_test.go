@@ -162,3 +162,78 @@ func TestABusyHasherAnswersBusy(t *testing.T) {
 	require.Equal(t, 0, m.throttle.addr.get("203.0.113.2").count, "the busy answers counted as no failure")
 	require.Equal(t, 0, m.throttle.addr.get("203.0.113.2").pending)
 }
+
+// A stream held to a session ends when the session does: at sign-out, when a password change
+// from another session ends it, and when the session expires (found by the sweep); the stream of
+// the session that changed the password goes on, and a release ends the tie.
+func TestHoldEndsWithTheSession(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	m, _, _ := newManager(t, Config{Now: clock}, 0)
+	signIn := func() *Session {
+		iss, err := m.SignIn(context.Background(), email, password, "198.51.100.7")
+		require.NoError(t, err)
+		return iss.Session
+	}
+	ended := func(ctx context.Context, cause error, why string) {
+		t.Helper()
+		select {
+		case <-ctx.Done():
+			require.ErrorIs(t, context.Cause(ctx), cause, why)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the stream did not end after %s", why)
+		}
+	}
+	a, b, c := signIn(), signIn(), signIn()
+	ctxA, releaseA := m.Hold(a)
+	defer releaseA()
+	ctxA2, releaseA2 := m.Hold(a)
+	defer releaseA2()
+	ctxB, releaseB := m.Hold(b)
+	defer releaseB()
+	ctxC, releaseC := m.Hold(c)
+	defer releaseC()
+	require.Equal(t, 4, m.HeldStreams())
+
+	require.NoError(t, m.SignOut(context.Background(), a))
+	ended(ctxA, ErrSessionEnded, "sign-out")
+	ended(ctxA2, ErrSessionEnded, "sign-out")
+	require.NoError(t, ctxB.Err())
+
+	// B changes the password: C ends, B goes on.
+	require.NoError(t, m.ChangePassword(context.Background(), b, password, "the next password", "198.51.100.7"))
+	ended(ctxC, ErrSessionEnded, "a password change from another session")
+	require.NoError(t, ctxB.Err(), "the session that changed the password stays, and its streams")
+
+	// A stream held to a session already ended ends at once.
+	ctxGone, releaseGone := m.Hold(a)
+	defer releaseGone()
+	ended(ctxGone, ErrSessionEnded, "holding an ended session")
+
+	// Idle past its limit: the sweep ends the session and its stream.
+	mu.Lock()
+	now = now.Add(DefaultIdleTimeout + time.Minute)
+	mu.Unlock()
+	_, err := m.Sweep(context.Background())
+	require.NoError(t, err)
+	ended(ctxB, ErrExpired, "the session's expiry")
+	require.Eventually(t, func() bool { return m.HeldStreams() == 0 }, 10*time.Second, 5*time.Millisecond)
+}
+
+// A stream held to a session ends at the session's absolute expiry, at that instant.
+func TestHoldEndsAtTheSessionsMaxAge(t *testing.T) {
+	t.Parallel()
+	m, _, _ := newManager(t, Config{MaxAge: 2 * time.Second}, 0)
+	iss, err := m.SignIn(context.Background(), email, password, "198.51.100.7")
+	require.NoError(t, err)
+	ctx, release := m.Hold(iss.Session)
+	defer release()
+	select {
+	case <-ctx.Done():
+		require.ErrorIs(t, context.Cause(ctx), ErrExpired)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream outlived its session")
+	}
+}
