@@ -91,21 +91,6 @@ func (t *Throttle) stale(f *failures, now time.Time) bool {
 	return now.Sub(f.last) >= t.cfg.Forget && !f.until.After(now)
 }
 
-// Check returns how long sign-ins with this e-mail or from this address are still refused (0:
-// allowed).
-func (t *Throttle) Check(email, addr string) time.Duration {
-	now := t.now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var wait time.Duration
-	for _, f := range []*failures{t.email.get(email), t.addr.get(addr)} {
-		if f != nil && f.until.After(now) && f.until.Sub(now) > wait {
-			wait = f.until.Sub(now)
-		}
-	}
-	return wait
-}
-
 // Reservation is an attempt admitted by Reserve, counted as in flight until its outcome is told
 // with exactly one of Fail, Succeed or Release.
 type Reservation struct {
@@ -177,6 +162,9 @@ func (r *Reservation) unreserve() bool {
 	}{{r.t.email, r.email}, {r.t.addr, r.addr}} {
 		if f := e.l.get(e.key); f != nil && f.pending > 0 {
 			f.pending--
+			if f.pending == 0 && f.count == 0 {
+				e.l.remove(e.key) // nothing to remember
+			}
 		}
 	}
 	return true
@@ -244,13 +232,6 @@ func (t *Throttle) fail(l *lru, key string, limit int, now time.Time) {
 		f.until = now.Add(min(wait, t.cfg.Max))
 	}
 	l.put(key, f)
-}
-
-// Succeed forgets an e-mail's failures (a sign-in not reserved with Reserve).
-func (t *Throttle) Succeed(email string) {
-	t.mu.Lock()
-	t.email.remove(email)
-	t.mu.Unlock()
 }
 
 // Sweep forgets the counts with no failure for Forget that are not refusing anything.
