@@ -98,7 +98,10 @@ func startIn(dir string, log io.Writer, addr string, extra []string) (*Env, erro
 	e := &Env{Dir: dir, log: log, extra: extra}
 	e.cmd = exec.Command(exe, "serve", "--sandbox", "--data", filepath.Join(dir, "data"),
 		"--addr", "127.0.0.1:0", "--sim-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
-		"--plan-limits", "pro=2000000000")
+		"--plan-limits", "pro=2000000000",
+		// The scenarios' one demo user stands for many clients: neither its hourly quota nor its
+		// open streams are capped.
+		"--max-streams-per-user", "-1")
 	e.cmd.Args = append(e.cmd.Args, extra...)
 	if addr != "" {
 		e.cmd.Args = append(e.cmd.Args, "--addr", addr)

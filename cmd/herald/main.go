@@ -19,7 +19,7 @@ Usage:
   herald serve [--addr HOST:PORT] [--data DIR] [--store bbolt|postgres://…] [--check-on-start] [--sandbox] [--base-url URL] [--sim-addr HOST:PORT] [--log-format text|json] [--log-level debug|info|warn|error]
                [--webhook-allow-private[=false]] [--webhook-ca-file PEM_FILE] [--webhook-timeout DURATION]
                [--session-idle DURATION] [--session-max-age DURATION]
-               [--metrics-addr HOST:PORT|off] [--metrics-public] [--max-conns N] [--max-idle-per-addr N]
+               [--metrics-addr HOST:PORT|off] [--metrics-public] [--max-conns N] [--max-idle-per-addr N] [--max-streams-per-user N]
   herald sim [--addr HOST:PORT] [--latency DURATION] [--limit-scale F]
   herald users create --data DIR --email E [--name N] [--plan free|starter|growth|pro|max] [--timezone IANA_ZONE] [--password-stdin]
   herald users set-password --data DIR --email E          (reads the new password from stdin)

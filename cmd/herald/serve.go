@@ -73,6 +73,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.Overload.AdmissionWait, "admission-wait", 0, "how long a write request waits for a slot before 503 (default 50ms)")
 	fs.IntVar(&cfg.MaxMappedFileMB, "max-mapped-file-mb", 0, "on Linux, give the data file's pages mapped by reads back to the page cache once the process's file-backed resident memory passes this many MB (default 128; -1: never)")
 	maxLive := fs.String("max-live-actors", envOr("HERALD_MAX_LIVE_ACTORS", ""), "live actors of each kind at most, idle ones passivated first: a figure for every kind and/or kind=figure pairs, e.g. 20000,job=5000 (default 10000; -1: no cap)")
+	maxStreams := fs.String("max-streams-per-user", envOr("HERALD_MAX_STREAMS_PER_USER", "32"), "job and campaign streams one user may have open at once, on /v1 and /api together; more get 429 (-1: no cap)")
 	fs.IntVar(&cfg.MaxJobBacklog, "max-job-backlog", 0, "publishes in hand (waiting for their account's turn or taken by it, not held back by a rate budget) beyond which publish requests get 503 (default 4096; -1: no limit)")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err
@@ -115,6 +116,10 @@ func cmdServe(args []string, stderr io.Writer) error {
 		return fmt.Errorf("--account-concurrency: %q is not a number from 1 to 10000", *accountConcurrency)
 	}
 	cfg.AccountConcurrency = n
+	if n, err = strconv.Atoi(strings.TrimSpace(*maxStreams)); err != nil || n < -1 || n == 0 {
+		return fmt.Errorf("--max-streams-per-user: %q is not a number of streams (-1: no cap)", *maxStreams)
+	}
+	cfg.MaxStreamsPerUser = n
 	if *budgetScale <= 0 {
 		return fmt.Errorf("--budget-scale must be positive")
 	}

@@ -86,7 +86,7 @@ func Register(d Deps) error {
 		d.AskTimeout = 10 * time.Second
 	}
 	if d.Streams == nil {
-		d.Streams = NewStreams()
+		d.Streams = NewStreams(0)
 	}
 	h := &handlers{Deps: d, idem: &inflight{keys: map[string]bool{}}, streams: newStreamMetrics(d.Registry)}
 	doc, err := Document()

@@ -74,10 +74,10 @@ func (h *handlers) campaignStream(c *echo.Context) error {
 	}
 	held, release := h.hold(c)
 	defer release()
-	if !h.Streams.add() {
-		return apierr.Unavailable("Herald is shutting down; reconnect with Last-Event-ID to follow the campaign")
+	if err := h.Streams.add(user, "Herald is shutting down; reconnect with Last-Event-ID to follow the campaign"); err != nil {
+		return err
 	}
-	defer h.Streams.done()
+	defer h.Streams.done(user)
 
 	w := c.Response()
 	hdr := w.Header()

@@ -73,6 +73,12 @@ func tooManySignIns(te *session.ThrottledError) *apierr.Error {
 		WithHeader("Retry-After", strconv.Itoa(te.Seconds()))
 }
 
+// hasherBusy answers an attempt that found the password hasher busy for session.HashWait:
+// nothing was checked, the attempt counts for nothing, and it may be sent again at once.
+func hasherBusy() *apierr.Error {
+	return apierr.Unavailable(session.ErrBusy.Error() + "; nothing was checked")
+}
+
 var errCrossSite = apierr.New(http.StatusForbidden, apierr.CodeForbidden, "cross-site sign-in refused: sign in from Herald's own pages")
 
 // signIn is POST /api/session.
@@ -109,6 +115,9 @@ func (h *handlers) doSignIn(c *echo.Context, email, pw string) (*session.Issued,
 	case errors.As(err, &te):
 		h.Log.Warn("sign-in throttled", "request_id", server.RequestID(c), "retry_after_seconds", te.Seconds())
 		return nil, tooManySignIns(te)
+	case errors.Is(err, session.ErrBusy):
+		h.Log.Warn("sign-in refused: the password hasher is busy", "request_id", server.RequestID(c))
+		return nil, hasherBusy()
 	case errors.Is(err, session.ErrInvalid):
 		h.Log.Info("sign-in failed", "request_id", server.RequestID(c))
 		return nil, apierr.New(http.StatusUnauthorized, apierr.CodeUnauthorized, "invalid e-mail or password")
@@ -229,6 +238,8 @@ func (h *handlers) changePassword(c *echo.Context) error {
 	switch {
 	case errors.As(err, &te):
 		return tooManySignIns(te)
+	case errors.Is(err, session.ErrBusy):
+		return hasherBusy()
 	case errors.Is(err, session.ErrInvalid):
 		return apierr.Validation("current_password: the current password is wrong")
 	case errors.Is(err, auth.ErrInvalid):
@@ -323,7 +334,7 @@ func (h *handlers) signInForm(c *echo.Context) error {
 	email, next := r.PostForm.Get("email"), safeNext(r.PostForm.Get("next"))
 	_, err := h.doSignIn(c, email, r.PostForm.Get("password"))
 	var ae *apierr.Error
-	if errors.As(err, &ae) && ae.Status < 500 {
+	if errors.As(err, &ae) && (ae.Status < 500 || ae.Status == http.StatusServiceUnavailable) {
 		for k, vs := range ae.Header {
 			c.Response().Header()[k] = vs
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldhq/herald/actors/job"
-	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
 )
@@ -71,7 +70,7 @@ func newStreamMetrics(reg prometheus.Registerer) *streamMetrics {
 		open:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_sse_subscribers", Help: "Open job and campaign streams."}),
 		sent:    prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_sse_events_total", Help: "Events written to job and campaign streams."}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_sse_dropped_total", Help: "Job and campaign streams ended because the client went away or fell behind."}),
-		revoked: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_sse_revoked_total", Help: "Job and campaign streams ended because the key that opened them was revoked, regenerated or expired."}),
+		revoked: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_sse_revoked_total", Help: "Job and campaign streams ended because the key that opened them was revoked, regenerated or expired, or the dashboard session that opened them ended."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.open, m.sent, m.dropped, m.revoked)
@@ -115,15 +114,19 @@ func (h *handlers) stream(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	user := server.Principal(c).User.ID
 	sub := job.NewSubscriber(32)
-	r, err := ask[*job.SubscribeReply](h, c, h.Jobs.To(id), &job.Subscribe{UserID: server.Principal(c).User.ID, Sub: sub})
+	r, err := ask[*job.SubscribeReply](h, c, h.Jobs.To(id), &job.Subscribe{UserID: user, Sub: sub})
 	if err != nil {
 		// Nothing of the stream has been written: a plain error response.
 		return h.jobError(c, err)
 	}
-	if !r.Done && !h.Streams.add() {
-		h.Jobs.Send(id, &job.Unsubscribe{Sub: sub})
-		return apierr.Unavailable("Herald is shutting down; reconnect to follow the job")
+	// A finished job's single done is no stream: only a running job's counts against the caps.
+	if !r.Done {
+		if err := h.Streams.add(user, "Herald is shutting down; reconnect to follow the job"); err != nil {
+			h.Jobs.Send(id, &job.Unsubscribe{Sub: sub})
+			return err
+		}
 	}
 	w := c.Response()
 	hdr := w.Header()
@@ -139,7 +142,7 @@ func (h *handlers) stream(c *echo.Context) error {
 	if err != nil {
 		if !r.Done {
 			h.Jobs.Send(id, &job.Unsubscribe{Sub: sub})
-			h.Streams.done()
+			h.Streams.done(user)
 		}
 		return err
 	}
@@ -150,12 +153,13 @@ func (h *handlers) stream(c *echo.Context) error {
 	}
 	unsubscribe := func() { h.Jobs.Send(id, &job.Unsubscribe{Sub: sub}) }
 	// The stream lives as long as the credential that opened it: revoking, regenerating or the
-	// expiry of the key ends it (auth.Hold).
+	// expiry of the key ends it (auth.Hold), as signing out or a password change ends a
+	// session's (session.Manager.Hold).
 	held, release := h.hold(c)
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		// HTTP/2 and other transports that cannot be taken over: serve the stream in place.
-		defer h.Streams.done()
+		defer h.Streams.done(user)
 		defer release()
 		return h.streamInPlace(c, sub, first, unsubscribe, held)
 	}
@@ -170,17 +174,23 @@ func (h *handlers) stream(c *echo.Context) error {
 		_ = conn.Close()
 		unsubscribe()
 		release()
-		h.Streams.done()
+		h.Streams.done(user)
 		return nil
 	}
 	h.streams.open.Inc()
-	go h.serveStream(conn, sub, unsubscribe, held, release)
+	go h.serveStream(conn, user, sub, unsubscribe, held, release)
 	return nil
 }
 
-// hold ties a stream to the request's credential (auth.Hold); a request without one (a
-// dashboard session) gets a context that never ends.
+// hold ties a stream to the request's credential (auth.Hold), or to its session on the
+// dashboard's door (session.Manager.Hold): the stream ends with either.
 func (h *handlers) hold(c *echo.Context) (context.Context, func()) {
+	if s := server.Session(c); s != nil {
+		if m := h.Server.Sessions(); m != nil {
+			return m.Hold(s)
+		}
+		return context.Background(), func() {}
+	}
 	if h.Auth == nil {
 		return context.Background(), func() {}
 	}
@@ -201,8 +211,8 @@ func endedBytes(held context.Context) []byte {
 // serveStream writes a hijacked stream's events until done, the client leaves, the job drops it,
 // or the credential that opened it stops working (held ends); at shutdown, or when the job drops
 // it, the stream ends with the farewell (streams.go).
-func (h *handlers) serveStream(conn net.Conn, sub *job.Subscriber, unsubscribe func(), held context.Context, release func()) {
-	defer h.Streams.done()
+func (h *handlers) serveStream(conn net.Conn, user string, sub *job.Subscriber, unsubscribe func(), held context.Context, release func()) {
+	defer h.Streams.done(user)
 	defer h.streams.open.Dec()
 	defer release()
 	defer conn.Close()

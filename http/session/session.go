@@ -35,8 +35,12 @@ const (
 	TouchEvery = time.Minute
 	// DefaultSweepEvery is how often expired sessions are deleted.
 	DefaultSweepEvery = 10 * time.Minute
-	sweepBatch        = 1000
-	tokenBytes        = 32
+	// DefaultHashWait is how long a sign-in waits for the password hasher before it is refused
+	// as busy: well within a request's deadline, so that a queue of hashes answers 503 and not a
+	// deadline's 500.
+	DefaultHashWait = 3 * time.Second
+	sweepBatch      = 1000
+	tokenBytes      = 32
 )
 
 // Errors of the manager. Every sign-in refusal for a wrong e-mail or password is ErrInvalid,
@@ -45,6 +49,9 @@ var (
 	ErrInvalid   = errors.New("invalid e-mail or password")
 	ErrNoSession = errors.New("not signed in")
 	ErrExpired   = errors.New("the session has expired; sign in again")
+	// ErrBusy is an attempt that waited HashWait for the password hasher in vain: nothing was
+	// checked, and it counts as no attempt.
+	ErrBusy = errors.New("too many sign-ins are being checked at once; retry in a second")
 )
 
 // Config configures the manager.
@@ -63,8 +70,11 @@ type Config struct {
 	// HashConcurrency bounds the password hashes computed at once (default 2: each holds the
 	// parameters' memory, 64 MiB by default).
 	HashConcurrency int
-	Registry        prometheus.Registerer
-	Log             *slog.Logger
+	// HashWait bounds the wait for one of them (default DefaultHashWait); past it the attempt is
+	// ErrBusy.
+	HashWait time.Duration
+	Registry prometheus.Registerer
+	Log      *slog.Logger
 }
 
 // Manager signs people in and out and resolves session cookies.
@@ -77,6 +87,10 @@ type Manager struct {
 	// long as one with a known e-mail.
 	dummy string
 	m     *metrics
+	// verifyPassword is auth.VerifyPassword; tests count the hashes through it.
+	verifyPassword func(phc, pw string) (bool, error)
+	// held are the streams opened on sessions (hold.go).
+	held heldStreams
 }
 
 // Session is a resolved session: its user, its record and the hash it is stored under.
@@ -112,6 +126,9 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.HashConcurrency <= 0 {
 		cfg.HashConcurrency = 2
 	}
+	if cfg.HashWait <= 0 {
+		cfg.HashWait = DefaultHashWait
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -119,7 +136,8 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{cfg: cfg, throttle: NewThrottle(cfg.Throttle, cfg.Now), hashing: make(chan struct{}, cfg.HashConcurrency), dummy: dummy}
+	m := &Manager{cfg: cfg, throttle: NewThrottle(cfg.Throttle, cfg.Now), hashing: make(chan struct{}, cfg.HashConcurrency), dummy: dummy,
+		verifyPassword: auth.VerifyPassword}
 	m.m = newMetrics(cfg.Registry, cfg.Store)
 	return m, nil
 }
@@ -147,15 +165,32 @@ func HashToken(token string) []byte {
 	return h[:]
 }
 
-// verify checks a password against a hash, at most HashConcurrency at once.
-func (m *Manager) verify(ctx context.Context, phc, pw string) (bool, error) {
+// hash runs f holding one of the HashConcurrency slots of the password hasher, waiting at most
+// HashWait for it (ErrBusy), or until ctx ends. Once started, a hash runs to its end.
+func (m *Manager) hash(ctx context.Context, f func() error) error {
+	t := time.NewTimer(m.cfg.HashWait)
+	defer t.Stop()
 	select {
 	case m.hashing <- struct{}{}:
+	case <-t.C:
+		return ErrBusy
 	case <-ctx.Done():
-		return false, ctx.Err()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return ErrBusy
+		}
+		return ctx.Err()
 	}
 	defer func() { <-m.hashing }()
-	return auth.VerifyPassword(phc, pw)
+	return f()
+}
+
+// verify checks a password against a hash, at most HashConcurrency at once.
+func (m *Manager) verify(ctx context.Context, phc, pw string) (ok bool, err error) {
+	err = m.hash(ctx, func() error {
+		ok, err = m.verifyPassword(phc, pw)
+		return err
+	})
+	return ok, err
 }
 
 // ThrottledError is a sign-in refused without looking at the password: too many failures in a
@@ -171,13 +206,19 @@ func (e *ThrottledError) Seconds() int { return int((e.RetryAfter + time.Second 
 
 // SignIn checks an e-mail and password and opens a session. client is the caller's address, for
 // the throttle. Errors: ErrInvalid (wrong e-mail or password, the same whichever), a
-// *ThrottledError, or a storage error.
+// *ThrottledError, ErrBusy, or a storage error.
+//
+// The attempt is counted by the throttle before its password is hashed (Throttle.Reserve), so
+// concurrent attempts get no more hashes than the throttle allows failures; a refused one never
+// waits for the hasher.
 func (m *Manager) SignIn(ctx context.Context, email, password, client string) (*Issued, error) {
 	email = strings.ToLower(strings.TrimSpace(email))
-	if wait := m.throttle.Check(email, client); wait > 0 {
+	res, wait := m.throttle.Reserve(email, client)
+	if res == nil {
 		m.m.signins.WithLabelValues("throttled").Inc()
 		return nil, &ThrottledError{RetryAfter: wait}
 	}
+	defer res.Release() // an attempt that ends before its password is compared counts as none
 	var u *persistence.User
 	phc := ""
 	err := m.cfg.Store.View(func(tx *persistence.Tx) error {
@@ -196,15 +237,18 @@ func (m *Manager) SignIn(ctx context.Context, email, password, client string) (*
 		phc = m.dummy // the same work whether or not the e-mail exists
 	}
 	ok, err := m.verify(ctx, phc, password)
+	if errors.Is(err, ErrBusy) {
+		m.m.signins.WithLabelValues("busy").Inc()
+	}
 	if err != nil {
 		return nil, err
 	}
 	if !ok || !known {
-		m.throttle.Fail(email, client)
+		res.Fail()
 		m.m.signins.WithLabelValues("failure").Inc()
 		return nil, ErrInvalid
 	}
-	m.throttle.Succeed(email)
+	res.Succeed()
 	token := randomToken()
 	now := m.cfg.Now().UTC()
 	rec := &persistence.Session{UserID: u.ID, CreatedAt: now, LastSeenAt: now, CSRFToken: randomToken()}
@@ -288,6 +332,7 @@ func (m *Manager) end(ctx context.Context, h []byte, reason string) error {
 	})
 	if ok {
 		m.m.ended.WithLabelValues(reason).Inc()
+		m.recheckStreams()
 	}
 	return err
 }
@@ -307,9 +352,11 @@ func (s *Session) CheckCSRF(token string) bool {
 // sign-in for the throttle), auth.ErrInvalid (wrapped) when the new one is refused.
 func (m *Manager) ChangePassword(ctx context.Context, s *Session, current, next, client string) error {
 	email := strings.ToLower(s.User.Email)
-	if wait := m.throttle.Check(email, client); wait > 0 {
+	res, wait := m.throttle.Reserve(email, client)
+	if res == nil {
 		return &ThrottledError{RetryAfter: wait}
 	}
+	defer res.Release()
 	var phc string
 	if err := m.cfg.Store.View(func(tx *persistence.Tx) error {
 		var err error
@@ -326,14 +373,19 @@ func (m *Manager) ChangePassword(ctx context.Context, s *Session, current, next,
 		return err
 	}
 	if !ok {
-		m.throttle.Fail(email, client)
+		res.Fail()
 		return ErrInvalid
 	}
+	res.Succeed()
 	if err := auth.ValidatePassword(next); err != nil {
 		return err
 	}
-	newPHC, err := auth.HashPassword(next, m.cfg.PasswordParams)
-	if err != nil {
+	var newPHC string
+	if err := m.hash(ctx, func() error {
+		var err error
+		newPHC, err = auth.HashPassword(next, m.cfg.PasswordParams)
+		return err
+	}); err != nil {
 		return err
 	}
 	ended := 0
@@ -351,14 +403,21 @@ func (m *Manager) ChangePassword(ctx context.Context, s *Session, current, next,
 	return nil
 }
 
-// PasswordChanged counts the sessions a password change ended (the admin socket's changes too).
+// PasswordChanged counts the sessions a password change ended (the admin socket's changes too),
+// and ends the streams they opened.
 func (m *Manager) PasswordChanged(ended int) {
 	m.m.ended.WithLabelValues("password_change").Add(float64(ended))
+	if ended > 0 {
+		m.recheckStreams()
+	}
 }
 
 // Sweep deletes expired sessions (at most 1000 per call) and returns how many it deleted.
 func (m *Manager) Sweep(ctx context.Context) (int, error) {
 	now := m.cfg.Now()
+	// The streams of the sessions about to be deleted end as expired; sessions other instances on
+	// the same store ended are seen here too.
+	m.checkHeld()
 	n := 0
 	err := m.cfg.Store.Update(ctx, func(tx *persistence.Tx) error {
 		var err error
@@ -416,7 +475,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer, store *persistence.Store) *metrics {
 	m := &metrics{
 		signins: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_signins_total", Help: "Dashboard sign-in attempts by outcome (success, failure, throttled).",
+			Name: "herald_signins_total", Help: "Dashboard sign-in attempts by outcome (success, failure, throttled, busy).",
 		}, []string{"outcome"}),
 		created: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "herald_sessions_created_total", Help: "Dashboard sessions opened by a sign-in.",
@@ -425,7 +484,7 @@ func newMetrics(reg prometheus.Registerer, store *persistence.Store) *metrics {
 			Name: "herald_sessions_ended_total", Help: "Dashboard sessions ended, by reason (signout, expired, password_change).",
 		}, []string{"reason"}),
 	}
-	for _, o := range []string{"success", "failure", "throttled"} {
+	for _, o := range []string{"success", "failure", "throttled", "busy"} {
 		m.signins.WithLabelValues(o)
 	}
 	for _, r := range []string{"signout", "expired", "password_change"} {

@@ -23,6 +23,10 @@ type ThrottleConfig struct {
 	// Capacity bounds the e-mails and the addresses remembered (default 65536 each); the least
 	// recently failed are forgotten first.
 	Capacity int
+	// AddressInFlight is how many attempts of one client address may be checked at once (default
+	// 4): the others are refused at once rather than queued for the password hasher, so that one
+	// address's burst cannot hold everyone else's sign-in behind it.
+	AddressInFlight int
 }
 
 func (c *ThrottleConfig) defaults() {
@@ -44,10 +48,23 @@ func (c *ThrottleConfig) defaults() {
 	if c.Capacity <= 0 {
 		c.Capacity = 65536
 	}
+	if c.AddressInFlight <= 0 {
+		c.AddressInFlight = 4
+	}
 }
+
+// InFlightWait is the Retry-After of an attempt refused because the attempts already in flight
+// could use up what is left of the allowance (or the address has AddressInFlight of them): their
+// outcome is known within a second or so.
+const InFlightWait = time.Second
 
 // Throttle counts failed sign-ins per e-mail and per client address, in memory, with bounded
 // size. A restart forgets the counts (the refusal windows are minutes long).
+//
+// An attempt takes its place in the counts before its password is hashed (Reserve), in the same
+// step as the check: each attempt in flight counts as a failure until its outcome is known, so
+// a burst of concurrent attempts gets no more hashes than failures are allowed, however many
+// arrive at once.
 type Throttle struct {
 	cfg   ThrottleConfig
 	now   func() time.Time
@@ -63,24 +80,127 @@ func NewThrottle(cfg ThrottleConfig, now func() time.Time) *Throttle {
 }
 
 type failures struct {
-	count int
-	last  time.Time
-	until time.Time // refused until then
+	count   int
+	pending int // attempts reserved whose outcome is not known yet
+	last    time.Time
+	until   time.Time // refused until then
 }
 
-// Check returns how long sign-ins with this e-mail or from this address are still refused (0:
-// allowed).
-func (t *Throttle) Check(email, addr string) time.Duration {
+// stale reports whether f's count is forgotten: no failure for Forget and nothing refused.
+func (t *Throttle) stale(f *failures, now time.Time) bool {
+	return now.Sub(f.last) >= t.cfg.Forget && !f.until.After(now)
+}
+
+// Reservation is an attempt admitted by Reserve, counted as in flight until its outcome is told
+// with exactly one of Fail, Succeed or Release.
+type Reservation struct {
+	t           *Throttle
+	email, addr string
+	done        bool
+}
+
+// Reserve checks an attempt with this e-mail from this address and, when it is allowed, counts
+// it as in flight, in one step. The wait is how long the attempt is refused (0: allowed, with a
+// reservation): a refusal window, or InFlightWait when the attempts in flight could use up the
+// allowance of the e-mail or the address, or the address has AddressInFlight of them.
+func (t *Throttle) Reserve(email, addr string) (*Reservation, time.Duration) {
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var wait time.Duration
-	for _, f := range []*failures{t.email.get(email), t.addr.get(addr)} {
-		if f != nil && f.until.After(now) && f.until.Sub(now) > wait {
-			wait = f.until.Sub(now)
+	check := func(l *lru, key string, limit, inFlight int) {
+		f := l.get(key)
+		if key == "" || f == nil {
+			return
+		}
+		if f.until.After(now) {
+			wait = max(wait, f.until.Sub(now))
+			return
+		}
+		count := f.count
+		if t.stale(f, now) {
+			count = 0
+		}
+		// What is left of the allowance; past a refusal window, one attempt at a time (its
+		// failure opens the next window).
+		allowance := max(limit-count, 1)
+		if f.pending >= allowance || f.pending >= inFlight {
+			wait = max(wait, InFlightWait)
 		}
 	}
-	return wait
+	check(t.email, email, t.cfg.EmailFailures, t.cfg.EmailFailures)
+	check(t.addr, addr, t.cfg.AddressFailures, t.cfg.AddressInFlight)
+	if wait > 0 {
+		return nil, wait
+	}
+	for _, e := range []struct {
+		l   *lru
+		key string
+	}{{t.email, email}, {t.addr, addr}} {
+		if e.key == "" {
+			continue
+		}
+		f := e.l.get(e.key)
+		if f == nil {
+			f = &failures{last: now}
+		}
+		f.pending++
+		e.l.put(e.key, f)
+	}
+	return &Reservation{t: t, email: email, addr: addr}, 0
+}
+
+// unreserve takes the attempt out of the in-flight counts; false if it already was.
+func (r *Reservation) unreserve() bool {
+	if r.done {
+		return false
+	}
+	r.done = true
+	for _, e := range []struct {
+		l   *lru
+		key string
+	}{{r.t.email, r.email}, {r.t.addr, r.addr}} {
+		if f := e.l.get(e.key); f != nil && f.pending > 0 {
+			f.pending--
+			if f.pending == 0 && f.count == 0 {
+				e.l.remove(e.key) // nothing to remember
+			}
+		}
+	}
+	return true
+}
+
+// Fail counts the attempt as a failure.
+func (r *Reservation) Fail() {
+	now := r.t.now()
+	r.t.mu.Lock()
+	defer r.t.mu.Unlock()
+	if r.unreserve() {
+		r.t.fail(r.t.email, r.email, r.t.cfg.EmailFailures, now)
+		r.t.fail(r.t.addr, r.addr, r.t.cfg.AddressFailures, now)
+	}
+}
+
+// Succeed ends the attempt as a success: the e-mail's failures are forgotten, the address's
+// stay (signing in to one's own account between guesses gains nothing).
+func (r *Reservation) Succeed() {
+	r.t.mu.Lock()
+	defer r.t.mu.Unlock()
+	if r.unreserve() {
+		if f := r.t.email.get(r.email); f != nil && f.pending == 0 {
+			r.t.email.remove(r.email)
+		} else if f != nil {
+			f.count, f.until = 0, time.Time{} // other attempts are still in flight
+		}
+	}
+}
+
+// Release ends an attempt whose password was never compared (the hasher was busy, the client
+// left): it counts as nothing.
+func (r *Reservation) Release() {
+	r.t.mu.Lock()
+	defer r.t.mu.Unlock()
+	r.unreserve()
 }
 
 // Fail counts a failed sign-in.
@@ -97,8 +217,10 @@ func (t *Throttle) fail(l *lru, key string, limit int, now time.Time) {
 		return
 	}
 	f := l.get(key)
-	if f == nil || now.Sub(f.last) >= t.cfg.Forget {
+	if f == nil {
 		f = &failures{}
+	} else if now.Sub(f.last) >= t.cfg.Forget {
+		f.count, f.until = 0, time.Time{} // forgotten; the attempts in flight still count
 	}
 	f.count++
 	f.last = now
@@ -112,20 +234,13 @@ func (t *Throttle) fail(l *lru, key string, limit int, now time.Time) {
 	l.put(key, f)
 }
 
-// Succeed forgets an e-mail's failures.
-func (t *Throttle) Succeed(email string) {
-	t.mu.Lock()
-	t.email.remove(email)
-	t.mu.Unlock()
-}
-
 // Sweep forgets the counts with no failure for Forget that are not refusing anything.
 func (t *Throttle) Sweep() {
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, l := range []*lru{t.email, t.addr} {
-		l.removeIf(func(f *failures) bool { return now.Sub(f.last) >= t.cfg.Forget && !f.until.After(now) })
+		l.removeIf(func(f *failures) bool { return f.pending == 0 && t.stale(f, now) })
 	}
 }
 

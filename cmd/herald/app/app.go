@@ -154,6 +154,10 @@ type Config struct {
 	// Overload.
 	Overload      server.Overload
 	MaxJobBacklog int
+	// MaxStreamsPerUser caps the job and campaign streams one user has open at once, both doors
+	// together (--max-streams-per-user; 0: api.DefaultMaxStreamsPerUser, negative: no cap).
+	// docs/operations.md, Connection limits.
+	MaxStreamsPerUser int
 	// MaxLiveActors caps the live actors of each kind (--max-live-actors; docs/operations.md,
 	// Memory).
 	MaxLiveActors ActorCaps
@@ -355,7 +359,7 @@ func New(cfg Config) (*App, error) {
 		BodyLimits: api.BodyLimits(),
 		Ready:      health.ready,
 	})
-	a.streams = api.NewStreams()
+	a.streams = api.NewStreams(cfg.MaxStreamsPerUser)
 	a.Server.Echo.Use(a.refuseWhileDraining)
 	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, Auth: a.Auth, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live,
 		Campaigns: a.Campaigns, CampaignHub: a.CampaignHub, Adapters: a.Adapters, Streams: a.streams, JobBacklog: a.JobBacklog}); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -20,6 +21,7 @@ import (
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/session"
 	"github.com/heraldhq/herald/http/web"
+	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/persistence"
 )
 
@@ -289,6 +291,61 @@ func TestSignInThrottlePerAddress(t *testing.T) {
 	r := br.signIn(b.user.Email, b.password)
 	require.Equal(t, 429, r.status)
 	require.NotEmpty(t, r.header.Get("Retry-After"))
+}
+
+// A burst of concurrent wrong sign-ins from one address is counted attempt by attempt before any
+// password is hashed: at most the address's 20 reach the hasher, the rest are 429
+// rate_limit_exceeded with Retry-After, none is a 500; a person signing in from another address
+// meanwhile gets in.
+func TestSignInBurstFromOneAddress(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{})
+	const burst = 100
+	statuses := make(chan int, burst)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range burst {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			br := b.newBrowser()
+			raw, _ := json.Marshal(map[string]string{"email": "guess" + itoa(int64(i)) + "@example.com", "password": "wrong password"})
+			resp, err := br.client.Post(b.url+"/api/session", "application/json", bytes.NewReader(raw))
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			defer resp.Body.Close()
+			var body struct {
+				Error struct{ Code string } `json:"error"`
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&body)
+			if resp.StatusCode == 429 && (body.Error.Code != "rate_limit_exceeded" || resp.Header.Get("Retry-After") == "") {
+				t.Errorf("a 429 without its code or Retry-After: %q %q", body.Error.Code, resp.Header.Get("Retry-After"))
+			}
+			statuses <- resp.StatusCode
+		}()
+	}
+	// The person signs in from 127.0.0.2, another address of the loopback network.
+	person := b.newBrowser()
+	person.client.Transport = &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}
+	close(start)
+	r := person.signIn(b.user.Email, b.password)
+	wg.Wait()
+	close(statuses)
+	require.Equal(t, 200, r.status, string(r.body))
+	count := map[int]int{}
+	for s := range statuses {
+		count[s]++
+	}
+	t.Logf("statuses of the burst: %v", count)
+	require.Equal(t, burst, count[401]+count[429], "every attempt is a wrong password or throttled: %v", count)
+	require.LessOrEqual(t, count[401], 20)
+	require.GreaterOrEqual(t, count[429], burst-20)
+	checked := testkit.Gathered(t, b.app.Registry, "herald_signins_total", "outcome", "failure") +
+		testkit.Gathered(t, b.app.Registry, "herald_signins_total", "outcome", "success")
+	require.LessOrEqual(t, checked, 21.0, "the hasher ran for at most the address's allowance and the person")
 }
 
 // The throttle's memory is bounded: the least recently failed entries are forgotten.

@@ -15,6 +15,7 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 )
@@ -295,10 +296,12 @@ func TestJobStream(t *testing.T) {
 	require.Equal(t, 403, resp.status)
 }
 
-// A client that opens 100 streams and drops them mid-way frees everything.
+// A client that opens 100 streams and drops them mid-way frees everything. (One user may open
+// that many here: the cap per user is TestStreamsPerUserAreCapped's.)
 func TestDroppedStreamsAreFreed(t *testing.T) {
 	t.Parallel()
-	b := setup(t, bundleOpts{demo: true, budgets: map[platforms.Platform][]account.Rule{platforms.X: {{Name: "tweets", Limit: 1, Window: time.Hour, Cost: 1}}}})
+	b := setup(t, bundleOpts{demo: true, config: func(c *app.Config) { c.MaxStreamsPerUser = -1 },
+		budgets: map[platforms.Platform][]account.Rule{platforms.X: {{Name: "tweets", Limit: 1, Window: time.Hour, Cost: 1}}}})
 	x := b.account(platforms.X).ID
 	b.waitJob(b.publishNew(map[string]any{"content": "spends the budget", "platforms": ids(x)}, nil).json(t)["tracking_id"].(string))
 	r := b.publishNew(map[string]any{"content": "waits an hour", "platforms": ids(x)}, nil)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,8 +16,10 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/http/admin"
 	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -202,4 +205,185 @@ func TestRevokingAKeyEndsTheStreamsItOpened(t *testing.T) {
 	require.Eventually(t, func() bool { return b.app.Auth.HeldStreams() == 0 }, 10*time.Second, 5*time.Millisecond)
 	j := b.do("GET", "/v1/jobs/"+jobID, nil).json(t)
 	require.Equal(t, "processing", j["status"], "the job itself went on")
+}
+
+// heldOpen is a stream opened with a plain HTTP client and read until the server ends it.
+type heldOpen struct {
+	status int
+	header http.Header
+	body   []byte        // a refusal's body
+	text   chan string   // the stream's whole text, once the server ended it
+	cancel func()        // the client leaves
+	done   chan struct{} // closed when the text is in
+}
+
+// openHeld sends GET path with client (and hdr) and returns once the answer's headers are in: a
+// 200 is then an open stream, read in the background.
+func (b *testBundle) openHeld(client *http.Client, path string, hdr http.Header) *heldOpen {
+	b.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	b.t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.url+path, nil)
+	require.NoError(b.t, err)
+	for k, vs := range hdr {
+		req.Header[k] = vs
+	}
+	resp, err := client.Do(req)
+	require.NoError(b.t, err)
+	h := &heldOpen{status: resp.StatusCode, header: resp.Header, text: make(chan string, 1), cancel: cancel, done: make(chan struct{})}
+	if resp.StatusCode != http.StatusOK {
+		h.body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		return h
+	}
+	go func() {
+		defer close(h.done)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		h.text <- string(b)
+	}()
+	return h
+}
+
+// endsWith waits for the server to end the stream and returns its text.
+func (h *heldOpen) endsWith(t *testing.T, why string) string {
+	t.Helper()
+	select {
+	case s := <-h.text:
+		return s
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the stream did not end after %s", why)
+		return ""
+	}
+}
+
+func (h *heldOpen) open() bool {
+	select {
+	case <-h.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// scheduledCampaign creates a campaign of one post on acct an hour ahead, with key: its stream
+// stays open until then.
+func (b *testBundle) scheduledCampaign(key string, acct *persistence.Account) string {
+	b.t.Helper()
+	post := campaignPost("later", acct)
+	post["scheduledAt"] = time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	r := b.doKey(key, "POST", "/v1/campaigns", map[string]any{"publish": "schedule", "posts": []any{post}}, nil)
+	require.Equal(b.t, 202, r.status, string(r.body))
+	return r.json(b.t)["campaign_id"].(string)
+}
+
+// One user may have --max-streams-per-user job and campaign streams open at once, both doors
+// together: the next is refused with 429 rate_limit_exceeded and Retry-After before anything of
+// it is written, another user still opens one, /healthz still answers, and a place frees when
+// one of the streams ends.
+func TestStreamsPerUserAreCapped(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{demo: true, config: func(c *app.Config) { c.MaxStreamsPerUser = 3 },
+		budgets: map[platforms.Platform][]account.Rule{platforms.X: {{Name: "tweets", Limit: 1, Window: time.Hour, Cost: 1}}}})
+	x := b.account(platforms.X).ID
+	b.waitJob(b.publishNew(map[string]any{"content": "spends the budget", "platforms": ids(x)}, nil).json(t)["tracking_id"].(string))
+	jobID := b.publishNew(map[string]any{"content": "waits an hour", "platforms": ids(x)}, nil).json(t)["tracking_id"].(string)
+	campaign := b.scheduledCampaign(b.key, b.account(platforms.Bluesky))
+	bearer := http.Header{"Authorization": {"Bearer " + b.key}}
+	br := b.signedIn()
+
+	streams := []*heldOpen{
+		b.openHeld(http.DefaultClient, "/v1/jobs/"+jobID+"/stream", bearer),
+		b.openHeld(br.client, "/api/jobs/"+jobID+"/stream", nil),
+		b.openHeld(http.DefaultClient, "/v1/campaigns/"+campaign+"/stream", bearer),
+	}
+	for i, s := range streams {
+		require.Equal(t, 200, s.status, "stream %d: %s", i, s.body)
+	}
+	for _, path := range []string{"/api/campaigns/" + campaign + "/stream", "/api/jobs/" + jobID + "/stream"} {
+		over := b.openHeld(br.client, path, nil)
+		require.Equal(t, 429, over.status, "%s: %s", path, over.body)
+		require.Equal(t, "5", over.header.Get("Retry-After"))
+		require.Contains(t, string(over.body), `"rate_limit_exceeded"`)
+		require.Contains(t, string(over.body), "3 streams open")
+	}
+	over := b.openHeld(http.DefaultClient, "/v1/jobs/"+jobID+"/stream", bearer)
+	require.Equal(t, 429, over.status, string(over.body))
+	// A finished job's single done is not a stream: it is served over the cap.
+	done := b.publishNew(map[string]any{"content": "done at once", "platforms": ids(b.account(platforms.Bluesky).ID)}, nil).json(t)["tracking_id"].(string)
+	b.waitJob(done)
+	require.Equal(t, 200, b.openHeld(http.DefaultClient, "/v1/jobs/"+done+"/stream", bearer).status)
+
+	// Another user is not held by it.
+	other, otherKey := b.newUser("other@example.com", "pro")
+	otherStream := b.openHeld(http.DefaultClient, "/v1/campaigns/"+b.scheduledCampaign(otherKey, b.newAccount(other.ID, string(platforms.Bluesky)))+"/stream",
+		http.Header{"Authorization": {"Bearer " + otherKey}})
+	require.Equal(t, 200, otherStream.status, string(otherStream.body))
+	require.Equal(t, 200, b.doKey("", "GET", "/healthz", nil, nil).status)
+
+	// A stream that ends frees its place.
+	streams[2].cancel()
+	require.Eventually(t, func() bool {
+		s := b.openHeld(br.client, "/api/campaigns/"+campaign+"/stream", nil)
+		if s.status == 200 {
+			s.cancel()
+			return true
+		}
+		return false
+	}, 10*time.Second, 50*time.Millisecond)
+}
+
+// A stream opened on a dashboard session ends when the session does: at sign-out, and when a
+// password change from another session ends it (the stream of the session that changed it goes
+// on). It ends with a comment saying why, and a client that reconnects is refused with 401.
+func TestSessionStreamsEndWithTheSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{demo: true, adminSocket: true,
+		budgets: map[platforms.Platform][]account.Rule{platforms.X: {{Name: "tweets", Limit: 1, Window: time.Hour, Cost: 1}}}})
+	x := b.account(platforms.X).ID
+	b.waitJob(b.publishNew(map[string]any{"content": "spends the budget", "platforms": ids(x)}, nil).json(t)["tracking_id"].(string))
+	jobID := b.publishNew(map[string]any{"content": "waits an hour", "platforms": ids(x)}, nil).json(t)["tracking_id"].(string)
+	campaign := b.scheduledCampaign(b.key, b.account(platforms.Bluesky))
+	jobPath, campaignPath := "/api/jobs/"+jobID+"/stream", "/api/campaigns/"+campaign+"/stream"
+	signIn := func(password string) *browser {
+		br := b.newBrowser()
+		r := br.signIn(b.user.Email, password)
+		require.Equal(t, 200, r.status, string(r.body))
+		return br
+	}
+
+	// Sign-out: both kinds of stream end.
+	br := signIn(b.password)
+	job, camp := b.openHeld(br.client, jobPath, nil), b.openHeld(br.client, campaignPath, nil)
+	require.Equal(t, 200, job.status, string(job.body))
+	require.Equal(t, 200, camp.status, string(camp.body))
+	keyStream := b.openHeld(http.DefaultClient, "/v1/jobs/"+jobID+"/stream", http.Header{"Authorization": {"Bearer " + b.key}})
+	require.Equal(t, 200, keyStream.status)
+	require.Eventually(t, func() bool { return b.app.Sessions.HeldStreams() == 2 }, 10*time.Second, 5*time.Millisecond)
+	r := br.send("DELETE", "/api/session", nil, br.csrfHeader())
+	require.Equal(t, 204, r.status, string(r.body))
+	require.Contains(t, job.endsWith(t, "sign-out"), ": the session has ended (signed out, or ended by a password change); the stream ends\n")
+	require.NotContains(t, camp.endsWith(t, "sign-out"), "event: done")
+
+	// A password change from another session ends this one's streams; the changer's go on.
+	stays, ends := signIn(b.password), signIn(b.password)
+	staysJob, endsJob := b.openHeld(stays.client, jobPath, nil), b.openHeld(ends.client, jobPath, nil)
+	require.Equal(t, 200, staysJob.status)
+	require.Equal(t, 200, endsJob.status)
+	r = stays.send("POST", "/api/profile/password", map[string]any{"current_password": b.password, "new_password": "a brand new password"}, stays.csrfHeader())
+	require.Equal(t, 204, r.status, string(r.body))
+	endsJob.endsWith(t, "a password change from another session")
+	require.Equal(t, 401, ends.send("GET", jobPath, nil, nil).status, "a reconnect is refused")
+
+	// `herald users set-password` through the admin socket ends every session: the changer's
+	// stream too.
+	sock := admin.Dial(b.app.Cfg.DataDir)
+	require.NotNil(t, sock)
+	var v json.RawMessage
+	require.NoError(t, sock.Do("POST", "/users/password", map[string]any{"email": b.user.Email, "password": "yet another password"}, &v))
+	staysJob.endsWith(t, "herald users set-password")
+
+	require.True(t, keyStream.open(), "the key's stream is not tied to any session")
+	require.Eventually(t, func() bool { return b.app.Sessions.HeldStreams() == 0 }, 10*time.Second, 5*time.Millisecond)
 }
