@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/cmd/herald/app"
-	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/persistence"
 )
 
@@ -27,7 +26,8 @@ import (
 // chromium (.ci/run). Screenshots go to $HERALD_SCREENSHOTS, else a temporary directory; they
 // are never part of the repository.
 
-// herald is a sandbox Herald (simulator, demo user, key and nine accounts) on loopback.
+// herald is a sandbox Herald (simulator, demo user, key and nine accounts) on loopback, started
+// by the one full-app harness (cmd/herald/app/apptest).
 type herald struct {
 	app      *app.App
 	url      string
@@ -38,19 +38,8 @@ type herald struct {
 
 func startHerald(t *testing.T) *herald {
 	t.Helper()
-	dir := t.TempDir()
-	a, err := app.New(app.Config{Addr: "127.0.0.1:0", DataDir: dir, Sandbox: true, SimAddr: "127.0.0.1:0", NoAdminSocket: true,
-		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
-		PasswordParams: auth.PasswordParams{Time: 1, MemoryKiB: 1024, Threads: 1}})
-	require.NoError(t, err)
-	require.NoError(t, a.Start(context.Background()))
-	t.Cleanup(func() { _ = a.Shutdown() })
-	h := &herald{app: a, url: a.URL(), key: a.SandboxKey, password: a.SandboxPassword}
-	require.NoError(t, a.Store.View(func(tx *persistence.Tx) error {
-		h.user, err = tx.SandboxUser()
-		return err
-	}))
-	return h
+	a := apptest.Start(t, apptest.Options{Demo: true})
+	return &herald{app: a.App, url: a.URL, key: a.Key, password: a.Password, user: a.User}
 }
 
 // chromiumPath finds Chromium, or skips (fails under CI=true).

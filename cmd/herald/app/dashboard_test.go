@@ -18,18 +18,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/cmd/herald/app"
-	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/http/session"
 	"github.com/heraldhq/herald/http/web"
 	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/persistence"
 )
 
-// cheapPasswords make the tests' password hashes fast; the parameters are stored with each hash,
-// so verification follows them (auth.DefaultPasswordParams are tested in http/auth).
-var cheapPasswords = auth.PasswordParams{Time: 1, MemoryKiB: 1024, Threads: 1}
+// cheapPasswords and passwordOf are apptest's.
+var cheapPasswords = apptest.CheapPasswords
 
-func passwordOf(email string) string { return "password of " + email }
+func passwordOf(email string) string { return apptest.PasswordOf(email) }
 
 // dashboardPath reports whether a path is the dashboard's (not in the OpenAPI document): the
 // OAuth consent page is a browser's page too.

@@ -1,0 +1,299 @@
+// Package apptest starts a whole Herald for tests, as a user meets it: a real store (bbolt, or
+// PostgreSQL under HERALD_TEST_STORE=postgres), a real HTTP listener on loopback, a user with a key,
+// a dashboard password and connected accounts, and a client that checks every response against
+// the served OpenAPI document (the route and status documented, the body matching its schema).
+//
+// Every package whose tests need Herald running uses it: the wiring's own tests
+// (cmd/herald/app), the dashboard's browser tests (http/web), and the API's and live data's
+// tests beside their packages.
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/cmd/herald/app"
+	"github.com/heraldhq/herald/http/api"
+	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/storetest"
+	"github.com/heraldhq/herald/platforms"
+)
+
+// CheapPasswords make the tests' password hashes fast; the parameters are stored with each hash,
+// so verification follows them (auth.DefaultPasswordParams are tested in http/auth).
+var CheapPasswords = auth.PasswordParams{Time: 1, MemoryKiB: 1024, Threads: 1}
+
+// PasswordOf is the dashboard password of a user made by NewUser.
+func PasswordOf(email string) string { return "password of " + email }
+
+// Options shape the Herald started.
+type Options struct {
+	// Config adjusts the configuration before the app is built.
+	Config     func(*app.Config)
+	Plan       string // the user's plan (default pro)
+	PostIdle   time.Duration
+	PlanLimits map[string]int
+	// NoValidate turns the OpenAPI check of responses off (a test of what the document does not
+	// describe).
+	NoValidate  bool
+	AdminSocket bool
+	Media       app.MediaConfig
+	// Sandbox starts the in-process network simulator on a free loopback port and points every
+	// adapter at it (App.Sim).
+	Sandbox bool
+	// Demo makes the user, key and accounts the sandbox's demo user, key and its nine accounts
+	// with simulator tokens (implies Sandbox).
+	Demo       bool
+	SimLatency time.Duration
+	FreeQuota  int
+	Budgets    map[platforms.Platform][]account.Rule
+}
+
+// Herald is one started Herald with its user.
+type Herald struct {
+	T   testing.TB
+	App *app.App
+	URL string
+	// Key is the user's API key; Password its dashboard password.
+	Key      string
+	Password string
+	User     *persistence.User
+	Accounts []*persistence.Account
+	Client   *http.Client
+	router   routers.Router
+	Doc      *openapi3.T
+}
+
+// Start builds and starts Herald on a temporary data directory; it shuts down when the test ends.
+func Start(t testing.TB, o Options) *Herald {
+	t.Helper()
+	if o.Plan == "" {
+		o.Plan = "pro"
+	}
+	cfg := app.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Store: storetest.Store(t), Log: slog.New(slog.DiscardHandler),
+		PostIdleTimeout: o.PostIdle, PasswordParams: CheapPasswords, PlanLimits: o.PlanLimits, NoAdminSocket: !o.AdminSocket,
+		Media: o.Media, Sandbox: o.Sandbox || o.Demo, SimAddr: "127.0.0.1:0", SimLatency: o.SimLatency, FreePostQuota: o.FreeQuota,
+		Budgets: o.Budgets, MetricsAddr: "127.0.0.1:0"}
+	if o.Config != nil {
+		o.Config(&cfg)
+	}
+	a, err := app.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, a.Start(context.Background()))
+	t.Cleanup(func() { _ = a.Shutdown() })
+	h := &Herald{T: t, App: a, URL: a.URL(), Client: &http.Client{Timeout: 30 * time.Second}}
+	if o.Demo {
+		h.Key, h.Password = a.SandboxKey, a.SandboxPassword
+		require.NoError(t, a.Store.View(func(tx *persistence.Tx) error {
+			var err error
+			if h.User, err = tx.SandboxUser(); err != nil {
+				return err
+			}
+			h.Accounts, err = tx.AccountsOfUser(h.User.ID)
+			return err
+		}))
+	} else {
+		h.User, h.Key = h.NewUser("owner@example.com", o.Plan)
+		h.Password = PasswordOf(h.User.Email)
+		for _, p := range []string{"linkedin", "twitter_x", "bluesky"} {
+			h.Accounts = append(h.Accounts, h.NewAccount(h.User.ID, p))
+		}
+	}
+	if !o.NoValidate {
+		doc, err := api.Spec()
+		require.NoError(t, err)
+		h.Doc = doc
+		h.router, err = legacy.NewRouter(doc)
+		require.NoError(t, err)
+	}
+	return h
+}
+
+// NewUser creates a user with a key and a dashboard password (PasswordOf its e-mail).
+func (h *Herald) NewUser(email, plan string) (*persistence.User, string) {
+	h.T.Helper()
+	ctx := context.Background()
+	u, err := auth.CreateUser(ctx, h.App.Store, auth.NewUser{Email: email, Plan: plan, Password: PasswordOf(email), PasswordParams: CheapPasswords}, time.Now())
+	require.NoError(h.T, err)
+	k, err := auth.CreateKey(ctx, h.App.Store, email, "test", 0, time.Now())
+	require.NoError(h.T, err)
+	return u, k.Key
+}
+
+// NewAccount stores a connected account of userID on platform (no network behind it: for
+// publishing against a network, use Demo's accounts).
+func (h *Herald) NewAccount(userID, platform string) *persistence.Account {
+	h.T.Helper()
+	name := "acct-" + platform
+	exp := time.Now().Add(30 * 24 * time.Hour).UTC()
+	a := &persistence.Account{ID: uuid.Must(uuid.NewV7()).String(), UserID: userID, Platform: platform, Username: &name,
+		IsActive: true, TokenExpiresAt: &exp, CreatedAt: time.Now().UTC()}
+	require.NoError(h.T, h.App.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutAccount(a) }))
+	return a
+}
+
+// Account is the user's account on a platform.
+func (h *Herald) Account(p platforms.Platform) *persistence.Account {
+	h.T.Helper()
+	for _, a := range h.Accounts {
+		if a.Platform == string(p) {
+			return a
+		}
+	}
+	h.T.Fatalf("no %s account", p)
+	return nil
+}
+
+// Response is an answer as the client read it.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body as an object.
+func (r *Response) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(r.Body, &m), "body: %s", r.Body)
+	return m
+}
+
+// ErrorCode is the error's code, failing the test when the body is not the error shape.
+func (r *Response) ErrorCode(t testing.TB) string {
+	t.Helper()
+	e, ok := r.JSON(t)["error"].(map[string]any)
+	require.True(t, ok, "no error object in %s", r.Body)
+	return e["code"].(string)
+}
+
+// ErrorMessage is the error's message.
+func (r *Response) ErrorMessage(t testing.TB) string {
+	t.Helper()
+	return r.JSON(t)["error"].(map[string]any)["message"].(string)
+}
+
+// Do sends a request with the user's key and checks the response against the OpenAPI document.
+// body is sent as it is when a string or bytes, else as JSON.
+func (h *Herald) Do(method, path string, body any) *Response {
+	h.T.Helper()
+	return h.DoKey(h.Key, method, path, body, nil)
+}
+
+var validateMu sync.Mutex
+
+// DoKey is Do with another key ("" sends none) and extra headers.
+func (h *Herald) DoKey(key, method, path string, body any, hdr http.Header) *Response {
+	h.T.Helper()
+	var raw []byte
+	switch v := body.(type) {
+	case nil:
+	case string:
+		raw = []byte(v)
+	case []byte:
+		raw = v
+	default:
+		var err error
+		raw, err = json.Marshal(v)
+		require.NoError(h.T, err)
+	}
+	req, err := http.NewRequest(method, h.URL+path, bytes.NewReader(raw))
+	require.NoError(h.T, err)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if raw != nil && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, vs := range hdr {
+		req.Header[k] = vs
+	}
+	resp, err := h.Client.Do(req)
+	require.NoError(h.T, err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	require.NoError(h.T, err)
+	r := &Response{Status: resp.StatusCode, Header: resp.Header, Body: out}
+	require.NotEmpty(h.T, resp.Header.Get("X-Request-Id"), "every response carries X-Request-Id")
+	h.Validate(req, r)
+	return r
+}
+
+// Validate checks a response against the served document: the route and status must be
+// documented and the body must match its schema. An unknown route must answer 404 not_found (or
+// 405 for a known path with another method) in the error shape.
+func (h *Herald) Validate(req *http.Request, r *Response) {
+	h.T.Helper()
+	if h.router == nil {
+		return
+	}
+	vreq := req.Clone(context.Background())
+	vreq.URL.Host, vreq.URL.Scheme = "", ""
+	route, params, err := h.router.FindRoute(vreq)
+	if err != nil {
+		require.Contains(h.T, []int{404, 405}, r.Status, "%s %s is not documented: %v", req.Method, req.URL.Path, err)
+		require.Equal(h.T, "not_found", r.ErrorCode(h.T))
+		return
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
+		Status: r.Status, Header: r.Header, Body: io.NopCloser(bytes.NewReader(r.Body)),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true},
+	}
+	validateMu.Lock()
+	err = openapi3filter.ValidateResponse(context.Background(), in)
+	validateMu.Unlock()
+	require.NoError(h.T, err, "%s %s → %d %s", req.Method, req.URL.Path, r.Status, Truncate(string(r.Body), 500))
+}
+
+// Truncate shortens s to n bytes for a message.
+func Truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// CreatePost creates a draft on accounts and returns its id.
+func (h *Herald) CreatePost(content string, accounts ...*persistence.Account) string {
+	h.T.Helper()
+	ids := []string{}
+	for _, a := range accounts {
+		ids = append(ids, a.ID)
+	}
+	r := h.Do("POST", "/v1/posts", map[string]any{"content": content, "platforms": ids})
+	require.Equal(h.T, 201, r.Status, string(r.Body))
+	id := r.JSON(h.T)["id"].(string)
+	require.Len(h.T, strings.Split(id, "-"), 5)
+	return id
+}
+
+// CountPosts is how many posts the user has.
+func (h *Herald) CountPosts() int {
+	h.T.Helper()
+	var total int
+	require.NoError(h.T, h.App.Store.View(func(tx *persistence.Tx) error {
+		_, n, err := tx.ListPosts(persistence.PostFilter{UserID: h.User.ID, Limit: 1})
+		total = n
+		return err
+	}))
+	return total
+}
