@@ -367,7 +367,9 @@ func TestConnsCapOpenConnectionsPerAddress(t *testing.T) {
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	require.Equal(t, "1", resp.Header.Get("Retry-After"))
-	var body struct{ Error struct{ Code, Message string } }
+	var body struct {
+		Error struct{ Code, Message string }
+	}
 	require.NoError(t, json.Unmarshal(raw, &body))
 	require.Equal(t, "internal_error", body.Error.Code)
 	requireClosedByServer(t, over, "the connection over the cap")
