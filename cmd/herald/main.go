@@ -20,6 +20,7 @@ Usage:
                [--webhook-allow-private[=false]] [--webhook-ca-file PEM_FILE] [--webhook-timeout DURATION]
                [--session-idle DURATION] [--session-max-age DURATION]
                [--metrics-addr HOST:PORT|off] [--metrics-public] [--max-conns N] [--max-idle-per-addr N] [--max-streams-per-user N]
+               [--max-conns-per-addr N] [--conns-per-addr-exempt loopback|none|IP,CIDR,…]
   herald sim [--addr HOST:PORT] [--latency DURATION] [--limit-scale F]
   herald users create --data DIR --email E [--name N] [--plan free|starter|growth|pro|max] [--timezone IANA_ZONE] [--password-stdin]
   herald users set-password --data DIR --email E          (reads the new password from stdin)

@@ -14,15 +14,20 @@ import (
 // mediaFlags are serve's media flags (docs/media.md).
 type mediaFlags struct {
 	maxImage, maxVideo, urlTTL              *string
+	uploadMinRate, minFree                  *string
 	endpoint, publicEndpoint, bucket        *string
 	region, accessKey, secretKey, pathStyle *string
 }
 
 func addMediaFlags(fs *flag.FlagSet) *mediaFlags {
 	return &mediaFlags{
-		maxImage:       fs.String("media-max-image-bytes", envOr("HERALD_MEDIA_MAX_IMAGE_BYTES", strconv.Itoa(blob.DefaultMaxImageBytes)), "largest image upload in bytes"),
-		maxVideo:       fs.String("media-max-video-bytes", envOr("HERALD_MEDIA_MAX_VIDEO_BYTES", strconv.Itoa(blob.DefaultMaxVideoBytes)), "largest video upload in bytes"),
-		urlTTL:         fs.String("media-url-ttl", envOr("HERALD_MEDIA_URL_TTL", blob.DefaultURLTTL.String()), "lifetime of the signed media file URLs Herald hands out"),
+		maxImage: fs.String("media-max-image-bytes", envOr("HERALD_MEDIA_MAX_IMAGE_BYTES", strconv.Itoa(blob.DefaultMaxImageBytes)), "largest image upload in bytes"),
+		maxVideo: fs.String("media-max-video-bytes", envOr("HERALD_MEDIA_MAX_VIDEO_BYTES", strconv.Itoa(blob.DefaultMaxVideoBytes)), "largest video upload in bytes"),
+		urlTTL:   fs.String("media-url-ttl", envOr("HERALD_MEDIA_URL_TTL", blob.DefaultURLTTL.String()), "lifetime of the signed media file URLs Herald hands out"),
+		uploadMinRate: fs.String("media-upload-min-rate", envOr("HERALD_MEDIA_UPLOAD_MIN_RATE", strconv.Itoa(blob.DefaultUploadMinRate)),
+			"slowest upload taken, in bytes a second: a PUT to a local upload URL must end within a minute plus its size at this rate"),
+		minFree: fs.String("media-min-free-bytes", envOr("HERALD_MEDIA_MIN_FREE_BYTES", strconv.Itoa(blob.DefaultMinFreeBytes)),
+			"free space local uploads leave on the media directory's file system; an upload that would leave less is refused (-1: no floor)"),
 		endpoint:       fs.String("s3-endpoint", envOr("HERALD_S3_ENDPOINT", ""), "S3-compatible endpoint URL; empty stores media under DIR/media"),
 		publicEndpoint: fs.String("s3-public-endpoint", envOr("HERALD_S3_PUBLIC_ENDPOINT", ""), "S3 endpoint URL clients upload to, when it differs from --s3-endpoint"),
 		bucket:         fs.String("s3-bucket", envOr("HERALD_S3_BUCKET", ""), "S3 bucket for media"),
@@ -56,6 +61,17 @@ func (f *mediaFlags) config() (app.MediaConfig, error) {
 		return c, fmt.Errorf("--media-url-ttl: %q is not a duration of at least a minute (e.g. 24h)", *f.urlTTL)
 	}
 	c.URLTTL = ttl
+	if c.UploadMinRate, err = positiveBytes("media-upload-min-rate", *f.uploadMinRate); err != nil {
+		return c, err
+	}
+	floor, err := strconv.ParseInt(strings.TrimSpace(*f.minFree), 10, 64)
+	if err != nil || floor < -1 {
+		return c, fmt.Errorf("--media-min-free-bytes: %q is not a number of bytes (-1: no floor)", *f.minFree)
+	}
+	c.MinFreeBytes = floor
+	if floor == 0 {
+		c.MinFreeBytes = -1 // 0 bytes free is no floor at all
+	}
 	if *f.endpoint == "" {
 		if *f.bucket != "" || *f.publicEndpoint != "" {
 			return c, fmt.Errorf("--s3-bucket and --s3-public-endpoint need --s3-endpoint")

@@ -27,6 +27,14 @@ func TestMediaFlags(t *testing.T) {
 	require.Equal(t, int64(500<<20), c.MaxVideoBytes)
 	require.Equal(t, 24*time.Hour, c.URLTTL)
 	require.Nil(t, c.S3, "local storage by default")
+	require.Equal(t, int64(64<<10), c.UploadMinRate)
+	require.Equal(t, int64(1<<30), c.MinFreeBytes)
+	f, err = parseMediaFlags(t, "--media-upload-min-rate", "1000", "--media-min-free-bytes", "-1")
+	require.NoError(t, err)
+	c, err = f.config()
+	require.NoError(t, err)
+	require.Equal(t, int64(1000), c.UploadMinRate)
+	require.Equal(t, int64(-1), c.MinFreeBytes)
 
 	f, err = parseMediaFlags(t, "--s3-endpoint", "http://127.0.0.1:7070", "--s3-bucket", "media", "--s3-region", "us-east-1",
 		"--s3-access-key", "a", "--s3-secret-key", "s", "--s3-path-style", "true", "--s3-public-endpoint", "https://media.example.com",
@@ -44,6 +52,9 @@ func TestMediaFlags(t *testing.T) {
 		{"--media-max-image-bytes", "0"},
 		{"--media-max-video-bytes", "lots"},
 		{"--media-url-ttl", "5s"},
+		{"--media-upload-min-rate", "0"},
+		{"--media-min-free-bytes", "-2"},
+		{"--media-min-free-bytes", "1GiB"},
 		{"--media-url-ttl", "forever"},
 		{"--s3-bucket", "media"},
 		{"--s3-endpoint", "http://127.0.0.1:7070", "--s3-bucket", "media"},

@@ -57,17 +57,16 @@ func readObject(r *http.Request) (object, error) {
 // readRaw reads a request body up to MaxJSONBody; a larger one is 413.
 func readRaw(r *http.Request) ([]byte, error) { return readRawLimit(r, MaxJSONBody) }
 
-// readRawLimit reads a request body up to limit bytes; a larger one is 413.
+// bodyBuffer is the most a body's buffer holds before its bytes arrive: a buffer sized from
+// Content-Length alone would let a client that announces a megabyte and sends nothing hold a
+// megabyte per connection, for nothing.
+const bodyBuffer = 32 << 10
+
+// readRawLimit reads a request body up to limit bytes; a larger one is 413. The buffer starts at
+// the announced length or bodyBuffer, whichever is smaller, and grows as bytes arrive (doubling,
+// never past the announced length), so what a request holds follows what it sent.
 func readRawLimit(r *http.Request, limit int64) ([]byte, error) {
-	var raw []byte
-	var err error
-	if n := r.ContentLength; n >= 0 && n <= limit {
-		// The usual case: the length is announced, and net/http holds the body to it.
-		raw = make([]byte, n)
-		_, err = io.ReadFull(r.Body, raw)
-	} else {
-		raw, err = io.ReadAll(io.LimitReader(r.Body, limit+1))
-	}
+	raw, err := readGrowing(r.Body, r.ContentLength, limit)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -79,6 +78,34 @@ func readRawLimit(r *http.Request, limit int64) ([]byte, error) {
 		return nil, tooLarge(limit)
 	}
 	return raw, nil
+}
+
+// readGrowing reads r to its end, or to limit+1 bytes (one past the limit tells a larger body);
+// announced is the length the request declared (-1: unknown).
+func readGrowing(r io.Reader, announced, limit int64) ([]byte, error) {
+	hint := limit + 1
+	if announced >= 0 && announced < limit {
+		hint = announced + 1 // and one past it reads its end
+	}
+	buf := make([]byte, 0, min(hint, bodyBuffer))
+	for int64(len(buf)) <= limit {
+		if len(buf) == cap(buf) {
+			grow := int64(max(cap(buf), 512))
+			if left := hint - int64(len(buf)); left > 0 {
+				grow = min(grow, left)
+			}
+			buf = slices.Grow(buf, int(grow))
+		}
+		n, err := r.Read(buf[len(buf):min(int64(cap(buf)), limit+1)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 func tooLarge(limit int64) *apierr.Error {

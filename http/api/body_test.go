@@ -4,7 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/http/apierr"
 )
 
 var bodySeeds = []string{
@@ -107,5 +115,89 @@ func TestBodiesMustBeUTF8(t *testing.T) {
 		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
 			t.Errorf("%s: %v, want %q", tc.body, err, tc.want)
 		}
+	}
+}
+
+// probeReader hands out its bytes a few at a time, then fails (a client that went away), and
+// records the largest buffer a read offered it: what the reader allocated before the bytes came.
+type probeReader struct {
+	data    []byte
+	step    int
+	maxCap  int
+	failErr error
+}
+
+func (p *probeReader) Read(b []byte) (int, error) {
+	p.maxCap = max(p.maxCap, cap(b))
+	if len(p.data) == 0 {
+		if p.failErr != nil {
+			return 0, p.failErr
+		}
+		return 0, io.EOF
+	}
+	n := copy(b[:min(len(b), p.step)], p.data)
+	p.data = p.data[n:]
+	return n, nil
+}
+
+// A body announced as a megabyte of which a few bytes arrive holds a small buffer, not a
+// megabyte: the buffer follows the bytes received.
+func TestReadRawDoesNotAllocateFromContentLength(t *testing.T) {
+	t.Parallel()
+	p := &probeReader{data: []byte(`{"email":`), step: 3, failErr: io.ErrUnexpectedEOF}
+	r := httptest.NewRequest(http.MethodPost, "/api/session", p)
+	r.ContentLength = 1 << 20
+	_, err := readRawLimit(r, MaxJSONBody)
+	var ae *apierr.Error
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, http.StatusBadRequest, ae.Status)
+	require.LessOrEqual(t, p.maxCap, bodyBuffer, "no read was offered more than the small buffer")
+
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	for range 20 {
+		p := &probeReader{data: []byte(`{"email":`), step: 3, failErr: io.ErrUnexpectedEOF}
+		r := httptest.NewRequest(http.MethodPost, "/api/session", p)
+		r.ContentLength = 1 << 20
+		_, _ = readRawLimit(r, MaxJSONBody)
+	}
+	runtime.ReadMemStats(&ms1)
+	require.Less(t, ms1.TotalAlloc-ms0.TotalAlloc, uint64(20<<20)/4, "20 such bodies allocated far less than 20 MiB")
+}
+
+// Whatever the announced length, the body read is the body sent, up to the limit.
+func TestReadRawLimit(t *testing.T) {
+	t.Parallel()
+	big := bytes.Repeat([]byte("0123456789abcdef"), 200<<10/16) // 200 KiB: grows past the first buffer
+	for _, c := range []struct {
+		name      string
+		body      []byte
+		announced int64
+		limit     int64
+		step      int
+		tooLarge  bool
+	}{
+		{"announced exactly", big, int64(len(big)), 1 << 20, 7000, false},
+		{"unknown length", big, -1, 1 << 20, 5000, false},
+		{"empty", nil, 0, 1 << 20, 1, false},
+		{"at the limit", big[:1000], 1000, 1000, 64, false},
+		{"over the limit, announced", big[:1001], 1001, 1000, 64, true},
+		{"over the limit, unknown length", big[:1001], -1, 1000, 64, true},
+		{"longer than announced", big[:5000], 100, 1 << 20, 64, false},
+		{"longer than announced, over the limit", big[:5000], 100, 1000, 64, true},
+	} {
+		p := &probeReader{data: c.body, step: c.step}
+		r := httptest.NewRequest(http.MethodPost, "/v1/posts", p)
+		r.ContentLength = c.announced
+		got, err := readRawLimit(r, c.limit)
+		if c.tooLarge {
+			var ae *apierr.Error
+			require.ErrorAs(t, err, &ae, c.name)
+			require.Equal(t, http.StatusRequestEntityTooLarge, ae.Status, c.name)
+			continue
+		}
+		require.NoError(t, err, c.name)
+		require.Equal(t, len(c.body), len(got), c.name)
+		require.True(t, bytes.Equal(c.body, got), c.name)
 	}
 }

@@ -134,6 +134,9 @@ func (h *handlers) createCampaign(c *echo.Context) error {
 		if err := h.checkCampaignQuota(c, req.mode, len(posts)); err != nil {
 			return err
 		}
+		if err := h.campaignTooLarge(req.mode, posts); err != nil {
+			return err
+		}
 		return c.JSON(http.StatusOK, dryRunReport(req.mode, posts))
 	}
 	// The Idempotency-Key's fingerprint covers what the request says: its body, and for a CSV
@@ -143,8 +146,16 @@ func (h *handlers) createCampaign(c *echo.Context) error {
 		fp = append([]byte("csv\x00"+req.name+"\x00"+req.mode+"\x00"), raw...)
 	}
 	return h.publishFlow(c, fp, func(idem *post.Idempotency, fingerprint []byte) error {
+		if req.mode == persistence.CampaignNow {
+			if err := h.backlogFull(); err != nil {
+				return err
+			}
+		}
 		posts, err := h.checkCampaign(c, req)
 		if err != nil {
+			return err
+		}
+		if err := h.campaignBacklog(req.mode, posts); err != nil {
 			return err
 		}
 		id := uuid.Must(uuid.NewV7()).String()
@@ -684,6 +695,50 @@ func (h *handlers) checkCampaignQuota(c *echo.Context, mode string, n int) error
 	return nil
 }
 
+// campaignTargets counts the targets of a campaign's posts: the publishes it starts.
+func campaignTargets(posts []*persistence.Post) int {
+	n := 0
+	for _, p := range posts {
+		n += len(p.Targets)
+	}
+	return n
+}
+
+// campaignTooLarge refuses a campaign that publishes now with more targets than the server takes
+// in hand at once (--max-job-backlog, job.Backlog): it could never be accepted whole, so it is 400
+// limit_exceeded rather than a 503 to retry. A dry run reports it as the real request would.
+func (h *handlers) campaignTooLarge(mode string, posts []*persistence.Post) error {
+	limit := h.JobBacklog.Limit()
+	if mode != persistence.CampaignNow || limit == 0 {
+		return nil
+	}
+	if n := campaignTargets(posts); n > limit {
+		return apierr.New(http.StatusBadRequest, apierr.CodeLimitExceeded,
+			"a campaign that publishes now starts its %d targets at once, more than the %d publishes this server takes in hand; "+
+				"nothing was created: split it into campaigns of at most %d targets, or schedule it", n, limit, limit).
+			WithDetails(map[string]any{"limit": limit, "targets": n})
+	}
+	return nil
+}
+
+// campaignBacklog holds a campaign that publishes now to the publish backlog as a whole, the way
+// backlogFull holds one publish: its targets are accepted all together only when they fit under
+// the limit beside the publishes already in hand, else the campaign is refused (503, Retry-After)
+// and nothing of it is written. Two campaigns checked at the same instant may both pass, as two
+// publishes may: the limit bounds the backlog to within the write requests served at once.
+func (h *handlers) campaignBacklog(mode string, posts []*persistence.Post) error {
+	if err := h.campaignTooLarge(mode, posts); err != nil || mode != persistence.CampaignNow || h.JobBacklog.Limit() == 0 {
+		return err
+	}
+	n, inHand, limit := campaignTargets(posts), h.JobBacklog.Len(), h.JobBacklog.Limit()
+	if inHand+n <= limit {
+		return nil
+	}
+	return server.Overloaded(server.OverloadJobBacklog, fmt.Sprintf(
+		"the server has %d publish jobs in hand and takes %d; this campaign's %d targets do not fit beside them; nothing was created; retry shortly",
+		inHand, limit, n))
+}
+
 func dryRunReport(mode string, posts []*persistence.Post) *CampaignDryRun {
 	r := &CampaignDryRun{DryRun: true, Valid: true, Publish: mode, Posts: len(posts), ByPlatform: map[string]int{}, Rows: []RowErrors{}}
 	for _, p := range posts {
@@ -945,6 +1000,10 @@ func (h *handlers) retryCampaign(c *echo.Context) error {
 			}
 			only.Platform = *s
 		}
+	}
+	// A retry publishes again: like a publish, it is refused while the backlog is full.
+	if err := h.backlogFull(); err != nil {
+		return err
 	}
 	r, err := actors.AskWithin[*campaign.RetryReply](c.Request().Context(), h.campaignOpTimeout(), h.Campaigns.To(id),
 		&campaign.Retry{UserID: user, Only: only, Quota: h.quota(c)})

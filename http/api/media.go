@@ -3,9 +3,11 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"strconv"
 	"syscall"
 	"time"
@@ -100,6 +102,10 @@ func (h *handlers) mediaError(c *echo.Context, err error) error {
 			e = apierr.New(http.StatusConflict, apierr.CodeValidation, "%s", me.Message)
 		case blob.TooLarge:
 			e = apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeValidation, "%s", me.Message)
+		case blob.TimedOut:
+			e = apierr.New(http.StatusRequestTimeout, apierr.CodeValidation, "%s", me.Message).WithHeader("Connection", "close")
+		case blob.Full:
+			e = apierr.Unavailable(me.Message)
 		default:
 			e = apierr.Validation("%s", me.Message)
 		}
@@ -194,29 +200,60 @@ func mediaResponse(m *persistence.Media, url string) MediaResponse {
 	return MediaResponse{ID: m.ID, URL: url, ContentType: m.ContentType, SizeBytes: m.Size, OriginalFilename: m.OriginalFilename, CreatedAt: created}
 }
 
-// idleReader extends the connection's read deadline as bytes arrive, so that an upload may take
-// as long as it needs while a stalled one is cut off.
-type idleReader struct {
+// uploadBody is an upload's request body under two read deadlines: the upload's own
+// (blob.TimedBody: its presigned size at the minimum rate, plus a grace, set by Receive), which
+// does not move, and uploadIdleTimeout after the last read, which does. A client that stops
+// sending is cut off after a minute, one that trickles a byte now and then when the upload's
+// deadline passes, whatever it sends.
+type uploadBody struct {
 	r    io.Reader
 	rc   *http.ResponseController
 	idle time.Duration
-	last time.Time
+	end  time.Time // the upload's deadline (zero: none yet)
+	set  time.Time // the connection's read deadline as last set
+	last time.Time // when it was set
 }
 
-func (r *idleReader) Read(p []byte) (int, error) {
-	if now := time.Now(); now.Sub(r.last) > time.Second {
-		_ = r.rc.SetReadDeadline(now.Add(r.idle))
+var _ blob.TimedBody = (*uploadBody)(nil)
+
+// Until sets the upload's deadline.
+func (r *uploadBody) Until(deadline time.Time) {
+	r.end = deadline
+	r.last = time.Time{}
+}
+
+func (r *uploadBody) Read(p []byte) (int, error) {
+	now := time.Now()
+	if !r.end.IsZero() && !now.Before(r.end) {
+		return 0, blob.ErrTooSlow
+	}
+	// The connection's deadline moves at most once a second (each move is a system call).
+	if now.Sub(r.last) > time.Second {
+		d := now.Add(r.idle)
+		if !r.end.IsZero() && r.end.Before(d) {
+			d = r.end
+		}
+		if !d.Equal(r.set) {
+			_ = r.rc.SetReadDeadline(d)
+			r.set = d
+		}
 		r.last = now
 	}
-	return r.r.Read(p)
+	n, err := r.r.Read(p)
+	if err != nil && !r.end.IsZero() && !time.Now().Before(r.end) && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = fmt.Errorf("%w: %w", blob.ErrTooSlow, err)
+	}
+	return n, err
 }
 
 // uploadMedia is the local backend's upload URL: one PUT of the file, authorised by the URL's
-// signature (no Authorization header), with the presigned Content-Type, streamed to disk.
+// signature (no Authorization header), with the presigned Content-Type, streamed to disk. A
+// second PUT to the same URL while one is in progress is refused (409), as is an upload that
+// would leave the disk nearly full (503); one that passes its deadline is cut off (408).
 func (h *handlers) uploadMedia(c *echo.Context) error {
 	r := c.Request()
 	key := blob.Key(c.Param("userId"), c.Param("storageFilename"))
-	body := &idleReader{r: r.Body, rc: http.NewResponseController(c.Response()), idle: uploadIdleTimeout}
+	body := &uploadBody{r: r.Body, rc: http.NewResponseController(c.Response()), idle: uploadIdleTimeout}
 	if _, err := h.Media.Receive(r.Context(), key, r.URL.Query(), r.Header.Get("Content-Type"), r.ContentLength, body); err != nil {
 		return h.mediaError(c, err)
 	}

@@ -2,16 +2,22 @@ package server
 
 import (
 	"container/list"
+	"encoding/json"
+	"io"
 	"log"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heraldhq/herald/http/apierr"
 )
 
 // Connection limits of the public listener (docs/operations.md, Connections and metrics).
@@ -28,6 +34,12 @@ import (
 //     of a request hold the cap.
 //   - A cap on the idle connections of one client address (MaxIdlePerAddr): when an address holds
 //     more, its oldest idle ones are closed.
+//   - A cap on the open connections of one client address, idle or in the middle of a request
+//     (MaxPerAddr). A connection accepted beyond it is answered 503 and closed at once, before any
+//     of its request is read: one client sending slow requests on many connections cannot hold
+//     the total cap (and the memory of the requests it has begun) on its own. Addresses in Exempt
+//     are not held to it: loopback by default, where a reverse proxy on the same machine, or a
+//     load generator, holds every client's connections.
 //
 // A connection is idle when it is open but not in the middle of a request: accepted and no byte
 // of a request read yet (http.StateNew), or kept alive between requests (http.StateIdle). A cap
@@ -46,6 +58,17 @@ import (
 // browser (6 per host) or a typical client pool holds, and the size of common reverse proxies'
 // idle pools (Caddy keeps 32 per upstream).
 const DefaultMaxIdlePerAddr = 32
+
+// DefaultMaxPerAddr is the default cap on one client address's open connections: twenty times
+// what a browser opens to one host, and twice the 64 connections of Herald's own load generator,
+// while a single address cannot take more than a small part of the total cap.
+const DefaultMaxPerAddr = 128
+
+// DefaultExempt are the addresses held to no per-address cap of open connections by default:
+// loopback, where a reverse proxy on the same machine holds every client's connections.
+func DefaultExempt() []netip.Prefix {
+	return []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+}
 
 // MaxDefaultConns bounds the default total cap whatever the open-files limit.
 const MaxDefaultConns = 65536
@@ -70,6 +93,10 @@ type ConnLimits struct {
 	// MaxIdlePerAddr caps the idle connections of one client address (0: DefaultMaxIdlePerAddr;
 	// negative: no cap).
 	MaxIdlePerAddr int
+	// MaxPerAddr caps the open connections of one client address (0: DefaultMaxPerAddr; negative:
+	// no cap), but of the addresses in Exempt (nil: DefaultExempt(); empty: none).
+	MaxPerAddr int
+	Exempt     []netip.Prefix
 	// GraceNew is how long a connection that has not sent a request yet must have been idle
 	// before a cap closes it (0: DefaultGraceNew); GraceKept the same for a connection kept alive
 	// after a request (0: DefaultGraceKept).
@@ -115,6 +142,8 @@ func maxConnsInMemory(memLimit int64) int {
 // http.Server's hook.
 type Conns struct {
 	maxIdle             int // per address; 0: no cap
+	maxOpen             int // per address; 0: no cap
+	exempt              []netip.Prefix
 	graceNew, graceKept time.Duration
 	sem                 chan struct{}
 	// idleSignal wakes an Accept waiting at the cap when a connection turns idle.
@@ -124,10 +153,18 @@ type Conns struct {
 	conns  map[net.Conn]*trackedConn
 	idle   idleLists             // every idle connection
 	byAddr map[string]*idleLists // the idle connections of each client address
+	// openBy counts the open connections of each client address held to maxOpen.
+	openBy map[string]int
 
 	open      atomic.Int64
 	atCap     prometheus.Counter
 	reclaimed *prometheus.CounterVec
+	refused   prometheus.Counter
+
+	log atomic.Pointer[slog.Logger]
+	// refusedSince counts the connections refused since the last log line about them, logged at
+	// refusedLogged (unix nanoseconds).
+	refusedSince, refusedLogged atomic.Int64
 }
 
 type trackedConn struct {
@@ -200,6 +237,15 @@ func NewConns(lim ConnLimits) *Conns {
 	case lim.MaxIdlePerAddr < 0:
 		lim.MaxIdlePerAddr = 0
 	}
+	switch {
+	case lim.MaxPerAddr == 0:
+		lim.MaxPerAddr = DefaultMaxPerAddr
+	case lim.MaxPerAddr < 0:
+		lim.MaxPerAddr = 0
+	}
+	if lim.Exempt == nil {
+		lim.Exempt = DefaultExempt()
+	}
 	if lim.GraceNew <= 0 {
 		lim.GraceNew = DefaultGraceNew
 	}
@@ -208,6 +254,9 @@ func NewConns(lim ConnLimits) *Conns {
 	}
 	c := &Conns{
 		maxIdle:    lim.MaxIdlePerAddr,
+		maxOpen:    lim.MaxPerAddr,
+		exempt:     lim.Exempt,
+		openBy:     map[string]int{},
 		graceNew:   lim.GraceNew,
 		graceKept:  lim.GraceKept,
 		sem:        make(chan struct{}, lim.MaxConns),
@@ -218,12 +267,15 @@ func NewConns(lim ConnLimits) *Conns {
 			Name: "herald_http_connections_limit_reached_total", Help: "Times the API listener reached its cap of open connections and stopped accepting until one closed.",
 		}),
 		reclaimed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_http_connections_reclaimed_total", Help: reclaimedHelp}, []string{"reason"}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "herald_http_connections_refused_total", Help: "Connections answered 503 and closed at accept because their client address already held its cap of open connections (--max-conns-per-addr).",
+		}),
 	}
 	for _, r := range []string{reclaimPerAddr, reclaimAtLimit} {
 		c.reclaimed.WithLabelValues(r)
 	}
 	if lim.Registry != nil {
-		lim.Registry.MustRegister(c.atCap, c.reclaimed,
+		lim.Registry.MustRegister(c.atCap, c.reclaimed, c.refused,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_http_connections_open", Help: connectionsHelp},
 				func() float64 { return float64(c.open.Load()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -239,12 +291,16 @@ func (c *Conns) MaxConns() int { return cap(c.sem) }
 // MaxIdlePerAddr is the per-address cap in force (0: none).
 func (c *Conns) MaxIdlePerAddr() int { return c.maxIdle }
 
+// MaxPerAddr is the per-address cap of open connections in force (0: none).
+func (c *Conns) MaxPerAddr() int { return c.maxOpen }
+
 // Open is the number of connections open now.
 func (c *Conns) Open() int { return int(c.open.Load()) }
 
 // Configure makes srv report its connections' states to c and its own errors (accept errors,
 // malformed requests) to log at warn level.
 func (c *Conns) Configure(srv *http.Server, logger *slog.Logger) {
+	c.log.Store(logger)
 	srv.ConnState = c.ConnState
 	srv.ErrorLog = ErrorLog(logger)
 }
@@ -420,18 +476,104 @@ type limitListener struct {
 }
 
 // Accept takes a slot under the cap, then accepts. At the cap it closes the longest idle
-// connection whose grace period is over, and waits until a slot is free.
+// connection whose grace period is over, and waits until a slot is free. A connection from an
+// address that holds its cap of open connections is refused (refuse) and Accept goes on to the
+// next.
 func (l *limitListener) Accept() (net.Conn, error) {
-	if !l.acquire() {
-		return nil, net.ErrClosed
+	for {
+		if !l.acquire() {
+			return nil, net.ErrClosed
+		}
+		conn, err := l.Listener.Accept()
+		if err != nil {
+			<-l.c.sem
+			return nil, err
+		}
+		addr, ok := l.c.admit(conn.RemoteAddr())
+		if !ok {
+			<-l.c.sem
+			l.c.refuse(conn)
+			continue
+		}
+		l.c.open.Add(1)
+		return &limitedConn{Conn: conn, c: l.c, addr: addr}, nil
 	}
-	conn, err := l.Listener.Accept()
-	if err != nil {
-		<-l.c.sem
-		return nil, err
+}
+
+// admit counts a new connection against its address's cap: false when the address already
+// holds maxOpen connections. addr is the address counted ("" when none is: no cap, or an exempt
+// address), for the connection to give back when it closes.
+func (c *Conns) admit(remote net.Addr) (addr string, ok bool) {
+	if c.maxOpen <= 0 || c.isExempt(remote) {
+		return "", true
 	}
-	l.c.open.Add(1)
-	return &limitedConn{Conn: conn, c: l.c}, nil
+	addr = clientAddress(remote)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.openBy[addr] >= c.maxOpen {
+		return "", false
+	}
+	c.openBy[addr]++
+	return addr, true
+}
+
+// closed gives back what admit counted.
+func (c *Conns) closed(addr string) {
+	if addr == "" {
+		return
+	}
+	c.mu.Lock()
+	if c.openBy[addr]--; c.openBy[addr] <= 0 {
+		delete(c.openBy, addr)
+	}
+	c.mu.Unlock()
+}
+
+func (c *Conns) isExempt(remote net.Addr) bool {
+	tcp, ok := remote.(*net.TCPAddr)
+	if !ok {
+		return true // not a network peer (a Unix socket)
+	}
+	ip, ok := netip.AddrFromSlice(tcp.IP)
+	if !ok {
+		return false
+	}
+	ip = ip.Unmap()
+	for _, p := range c.exempt {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// refusedAnswer is what a connection refused at accept reads: the API's error shape, with
+// Retry-After, before the connection is closed.
+var refusedAnswer = func() string {
+	e := apierr.Unavailable("too many open connections from this client address; close some and retry")
+	body, _ := json.Marshal(e.Body())
+	return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: " + e.Header.Get("Retry-After") +
+		"\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + string(body)
+}()
+
+// refuse answers a connection over its address's cap and closes it, without holding up Accept.
+// The refusals are counted, and logged in one warning a minute at most.
+func (c *Conns) refuse(conn net.Conn) {
+	c.refused.Inc()
+	go func() {
+		_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = io.WriteString(conn, refusedAnswer)
+		_ = conn.Close()
+	}()
+	n := c.refusedSince.Add(1)
+	now := time.Now().UnixNano()
+	if last := c.refusedLogged.Load(); now-last >= int64(time.Minute) && c.refusedLogged.CompareAndSwap(last, now) {
+		c.refusedSince.Add(-n)
+		if log := c.log.Load(); log != nil {
+			log.Warn("refusing connections: a client address holds its cap of open connections (--max-conns-per-addr); refused counts them since the last such line",
+				"refused", n, "client_address", clientAddress(conn.RemoteAddr()), "max_per_address", c.maxOpen)
+		}
+	}
 }
 
 func (l *limitListener) acquire() bool {
@@ -472,16 +614,18 @@ func (l *limitListener) Close() error {
 	return l.Listener.Close()
 }
 
-// limitedConn gives its slot back on its first Close.
+// limitedConn gives its slot, and its place under its address's cap, back on its first Close.
 type limitedConn struct {
 	net.Conn
 	c    *Conns
+	addr string // counted against its address's cap ("": not)
 	once sync.Once
 }
 
 func (lc *limitedConn) Close() error {
 	err := lc.Conn.Close()
 	lc.once.Do(func() {
+		lc.c.closed(lc.addr)
 		lc.c.open.Add(-1)
 		<-lc.c.sem
 	})

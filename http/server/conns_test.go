@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -331,3 +332,74 @@ func TestClientAddress(t *testing.T) {
 
 // syncBuffer collects output written from another goroutine.
 type syncBuffer = testkit.SyncBuffer
+
+// dialFrom opens a connection from the loopback address local (127.0.0.2 is another client
+// address on the same machine).
+func (b *connBundle) dialFrom(local string) net.Conn {
+	b.t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+	c, err := d.Dial("tcp", b.addr)
+	require.NoError(b.t, err)
+	b.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// One client address holds at most MaxPerAddr open connections, busy ones included: the next is
+// answered 503 in the API's error shape and closed, while another address is served; once its
+// connections close, the address may open others.
+func TestConnsCapOpenConnectionsPerAddress(t *testing.T) {
+	t.Parallel()
+	b := startConnBundle(t, ConnLimits{MaxConns: 100, MaxPerAddr: 3, Exempt: []netip.Prefix{}})
+	var busy []net.Conn
+	for range 3 {
+		c := b.dialFrom("127.0.0.1")
+		_, err := io.WriteString(c, "GET /block HTTP/1.1\r\nHost: herald.test\r\n\r\n")
+		require.NoError(t, err)
+		<-b.entered
+		busy = append(busy, c)
+	}
+
+	over := b.dialFrom("127.0.0.1")
+	require.NoError(t, over.SetReadDeadline(time.Now().Add(20*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(over), nil)
+	require.NoError(t, err)
+	raw, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Equal(t, "1", resp.Header.Get("Retry-After"))
+	var body struct {
+		Error struct{ Code, Message string }
+	}
+	require.NoError(t, json.Unmarshal(raw, &body))
+	require.Equal(t, "internal_error", body.Error.Code)
+	requireClosedByServer(t, over, "the connection over the cap")
+	require.Equal(t, 1.0, testutil.ToFloat64(b.conns.refused))
+
+	require.Equal(t, "ok", get(t, b.dialFrom("127.0.0.2"), "/ok"), "another address is served")
+
+	for _, c := range busy {
+		b.release <- struct{}{}
+		_ = c.Close()
+	}
+	require.Eventually(t, func() bool {
+		b.conns.mu.Lock()
+		defer b.conns.mu.Unlock()
+		return b.conns.openBy["127.0.0.1"] == 0
+	}, 10*time.Second, time.Millisecond, "closed connections give their places back")
+	require.Equal(t, "ok", get(t, b.dialFrom("127.0.0.1"), "/ok"))
+}
+
+// Loopback is exempt by default: a reverse proxy on the same machine holds every client's
+// connections.
+func TestConnsLoopbackExemptByDefault(t *testing.T) {
+	t.Parallel()
+	b := startConnBundle(t, ConnLimits{MaxConns: 100, MaxPerAddr: 2})
+	for range 4 {
+		c := b.dialFrom("127.0.0.1")
+		_, err := io.WriteString(c, "GET /block HTTP/1.1\r\nHost: herald.test\r\n\r\n")
+		require.NoError(t, err)
+		<-b.entered
+	}
+	require.Equal(t, "ok", get(t, b.dialFrom("127.0.0.1"), "/ok"))
+	require.Zero(t, testutil.ToFloat64(b.conns.refused))
+}

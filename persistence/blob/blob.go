@@ -36,6 +36,9 @@ var (
 	ErrBadKey = errors.New("blob: malformed key")
 	// ErrInterrupted means reading the body failed (the client went away); nothing was stored.
 	ErrInterrupted = errors.New("blob: upload interrupted")
+	// ErrTooSlow means the body did not arrive before the upload's deadline (TimedBody); nothing
+	// was stored.
+	ErrTooSlow = errors.New("blob: upload slower than its deadline allows")
 )
 
 // Info describes a stored object.

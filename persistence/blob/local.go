@@ -112,7 +112,7 @@ func (l *Local) Write(ctx context.Context, key string, r io.Reader, size int64) 
 			break
 		}
 		if rerr != nil {
-			return total, fmt.Errorf("%w: %v", ErrInterrupted, rerr)
+			return total, fmt.Errorf("%w: %w", ErrInterrupted, rerr)
 		}
 	}
 	if total < size {

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"mime"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -32,6 +34,11 @@ const (
 	DefaultPendingTTL = 24 * time.Hour
 	// MaxFilenameBytes bounds an original filename.
 	MaxFilenameBytes = 255
+	// DefaultUploadGrace and DefaultUploadMinRate size an upload's deadline (Options).
+	DefaultUploadGrace   = time.Minute
+	DefaultUploadMinRate = 64 << 10 // bytes per second
+	// DefaultMinFreeBytes is the free space uploads leave on the media directory's file system.
+	DefaultMinFreeBytes = 1 << 30 // 1 GiB
 )
 
 // Limits are the largest sizes accepted per kind of media.
@@ -70,6 +77,20 @@ type Options struct {
 	// MaxConvertPixels is the largest image converted for a network (default
 	// photo.DefaultMaxPixels, 50 megapixels); a larger one fails its target (derive.go).
 	MaxConvertPixels int
+	// UploadGrace and UploadMinRate bound how long a PUT to a local upload URL may take: its
+	// grace plus its presigned size at the minimum rate, in bytes a second (defaults
+	// DefaultUploadGrace and DefaultUploadMinRate: a 50 MiB image has 14 minutes, a 500 MiB video
+	// 2 h 14 min). The deadline does not move as bytes arrive, so a client trickling a byte now
+	// and then is cut off when it passes (Receive).
+	UploadGrace   time.Duration
+	UploadMinRate int64
+	// MinFreeBytes is the space a local upload must leave free on the file system of the media
+	// directory, counting the uploads in progress at their full size (0: DefaultMinFreeBytes;
+	// negative: no floor). The data directory's store usually shares that file system: a full
+	// disk would stop every write of every user, so uploads are refused well before.
+	MinFreeBytes int64
+	// FreeSpace reports the bytes free on the file system holding dir (default: statfs).
+	FreeSpace func(dir string) (uint64, error)
 }
 
 // Service is Herald's media flow over a Store and the media records.
@@ -78,6 +99,11 @@ type Service struct {
 	// flights makes one derivation per media at a time; converting lets one run in the process.
 	flights    singleflight.Group
 	converting chan struct{}
+
+	// receiving holds the local uploads in progress, key to presigned size: an upload URL takes
+	// one PUT at a time, and the free-space floor counts what they will write.
+	mu        sync.Mutex
+	receiving map[string]int64
 }
 
 // NewService builds the service.
@@ -109,7 +135,19 @@ func NewService(o Options) (*Service, error) {
 	if o.MaxConvertPixels <= 0 {
 		o.MaxConvertPixels = photo.DefaultMaxPixels
 	}
-	return &Service{o: o, converting: make(chan struct{}, 1)}, nil
+	if o.UploadGrace <= 0 {
+		o.UploadGrace = DefaultUploadGrace
+	}
+	if o.UploadMinRate <= 0 {
+		o.UploadMinRate = DefaultUploadMinRate
+	}
+	if o.MinFreeBytes == 0 {
+		o.MinFreeBytes = DefaultMinFreeBytes
+	}
+	if o.FreeSpace == nil {
+		o.FreeSpace = statfsFree
+	}
+	return &Service{o: o, converting: make(chan struct{}, 1), receiving: map[string]int64{}}, nil
 }
 
 // Blob is the service's storage backend.
@@ -126,8 +164,10 @@ const (
 	Invalid   Kind = iota + 1 // 400
 	Forbidden                 // 403: another user's upload, or an upload URL that is not valid
 	NotFound                  // 404
-	Conflict                  // 409: an upload URL already used
+	Conflict                  // 409: an upload URL already used, or in use by another PUT
 	TooLarge                  // 413: more bytes than declared
+	TimedOut                  // 408: an upload slower than its deadline allows
+	Full                      // 503: the storage is (nearly) full
 )
 
 // Error is a refusal with a message safe to show to the client.
@@ -402,10 +442,24 @@ func (s *Service) Receive(ctx context.Context, key string, q url.Values, content
 	if contentLength > m.Size {
 		return 0, refuse(TooLarge, "the body is %d bytes; the upload was presigned for %d", contentLength, m.Size)
 	}
+	if !s.claim(key, m.Size) {
+		return 0, refuse(Conflict, "another PUT to this upload URL is in progress: an upload URL takes one PUT at a time")
+	}
+	defer s.release(key)
+	if err := s.checkFree(local); err != nil {
+		return 0, err
+	}
+	limit := s.UploadTime(m.Size)
+	if tb, ok := body.(TimedBody); ok {
+		tb.Until(time.Now().Add(limit))
+	}
 	n, err := local.Write(ctx, key, body, m.Size)
 	switch {
 	case errors.Is(err, ErrExists):
 		return 0, refuse(Conflict, "this upload URL was already used: an upload URL accepts one PUT")
+	case errors.Is(err, ErrTooSlow):
+		return 0, refuse(TimedOut, "the upload did not end within %s (%d bytes at %d bytes a second at least, plus %s); %d bytes were received and nothing was stored",
+			limit.Round(time.Second), m.Size, s.o.UploadMinRate, s.o.UploadGrace, n)
 	case errors.Is(err, ErrTooLarge):
 		return 0, refuse(TooLarge, "the body is larger than the presigned %d bytes; nothing was stored", m.Size)
 	case errors.Is(err, ErrShort):
@@ -428,6 +482,64 @@ func (s *Service) Receive(ctx context.Context, key string, q url.Values, content
 		return 0, refuse(NotFound, "the upload was deleted while it was being received")
 	}
 	return n, nil
+}
+
+// TimedBody is an upload body whose reads can be bounded in time: the upload route's request
+// body, through its connection's read deadline. Receive gives it the upload's deadline; a read
+// after it fails with ErrTooSlow.
+type TimedBody interface {
+	io.Reader
+	Until(deadline time.Time)
+}
+
+// UploadTime is how long a PUT of size bytes to a local upload URL may take: UploadGrace plus the
+// size at UploadMinRate.
+func (s *Service) UploadTime(size int64) time.Duration {
+	return s.o.UploadGrace + time.Duration(float64(size)/float64(s.o.UploadMinRate)*float64(time.Second))
+}
+
+// claim marks key's upload in progress; false when another PUT holds it.
+func (s *Service) claim(key string, size int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, busy := s.receiving[key]; busy {
+		return false
+	}
+	s.receiving[key] = size
+	return true
+}
+
+func (s *Service) release(key string) {
+	s.mu.Lock()
+	delete(s.receiving, key)
+	s.mu.Unlock()
+}
+
+// checkFree refuses an upload (Full) when the file system of the media directory would keep less
+// than MinFreeBytes free once every upload in progress, this one included, is written at its
+// presigned size. A file system whose free space cannot be read does not hold uploads back: a
+// write that finds the disk full is still refused, and nothing of it kept.
+func (s *Service) checkFree(local *Local) error {
+	if s.o.MinFreeBytes < 0 {
+		return nil
+	}
+	free, err := s.o.FreeSpace(local.Dir())
+	if err != nil {
+		s.o.Log.Warn("media: could not read the free space of the media directory", "dir", local.Dir(), "error", err)
+		return nil
+	}
+	s.mu.Lock()
+	var pending int64
+	for _, n := range s.receiving {
+		pending += n
+	}
+	s.mu.Unlock()
+	if left := int64(min(free, math.MaxInt64)) - pending; left < s.o.MinFreeBytes {
+		s.o.Log.Warn("media: upload refused: the media storage is nearly full",
+			"free_bytes", free, "uploads_in_progress_bytes", pending, "min_free_bytes", s.o.MinFreeBytes)
+		return refuse(Full, "Herald's media storage is nearly full: the upload was refused before anything was stored; retry later")
+	}
+	return nil
 }
 
 // OpenFile opens the confirmed media file a signed file URL names, after checking its signature

@@ -3,6 +3,7 @@ package blob_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/url"
 	"strings"
@@ -242,4 +243,54 @@ func TestResolve(t *testing.T) {
 		require.ErrorAs(t, err, &ue)
 		require.Equal(t, id, ue.ID)
 	}
+}
+
+// The free-space floor counts the uploads in progress at their presigned size: with 10 MiB free
+// and a floor of 8 MiB, an upload of 1.5 MiB is taken, a second of 1 MiB refused while the first
+// is still being written (10 - 1.5 - 1 < 8) and taken once it is done (the injected free space
+// does not shrink); a second PUT to the first URL meanwhile is a conflict. Refusals leave nothing.
+func TestReceiveFloorCountsUploadsInProgress(t *testing.T) {
+	t.Parallel()
+	local := newLocal(t)
+	store := openStore(t)
+	svc, err := blob.NewService(blob.Options{Store: store, Blob: local, Signer: signer(), BaseURL: func() string { return base },
+		MinFreeBytes: 8 << 20, FreeSpace: func(dir string) (uint64, error) {
+			if dir != local.Dir() {
+				return 0, errors.New("not the media directory")
+			}
+			return 10 << 20, nil
+		}})
+	require.NoError(t, err)
+	ctx := context.Background()
+	user := uuid.NewString()
+	presign := func(size int) (*blob.Presigned, []byte) {
+		data := append(append([]byte(nil), pngBytes[:16]...), bytes.Repeat([]byte{1}, size-16)...)
+		p, err := svc.Presign(ctx, user, "a.png", "image/png", int64(size))
+		require.NoError(t, err)
+		return p, data
+	}
+	first, firstData := presign(3 << 19)
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := svc.Receive(ctx, first.Key, query(t, first.UploadURL), "image/png", int64(len(firstData)), pr)
+		done <- err
+	}()
+	_, err = pw.Write(firstData[:1000]) // returns once Receive is reading: the upload is in progress
+	require.NoError(t, err)
+
+	second, secondData := presign(1 << 20)
+	_, err = svc.Receive(ctx, second.Key, query(t, second.UploadURL), "image/png", int64(len(secondData)), bytes.NewReader(secondData))
+	require.Equal(t, blob.Full, kindOf(t, err))
+	_, err = svc.Receive(ctx, first.Key, query(t, first.UploadURL), "image/png", int64(len(firstData)), bytes.NewReader(firstData))
+	require.Equal(t, blob.Conflict, kindOf(t, err), "one PUT at a time")
+
+	_, err = pw.Write(firstData[1000:])
+	require.NoError(t, err)
+	require.NoError(t, pw.Close())
+	require.NoError(t, <-done)
+	_, err = svc.Receive(ctx, second.Key, query(t, second.UploadURL), "image/png", int64(len(secondData)), bytes.NewReader(secondData))
+	require.NoError(t, err, "room again once the first is written")
+	files := leftovers(t, local.Dir())
+	require.Len(t, files, 2, "the two uploads, no temporary file: %v", files)
 }

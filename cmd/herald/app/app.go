@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,6 +148,11 @@ type Config struct {
 	// from the open-files limit); MaxIdlePerAddr caps one client address's idle connections (0:
 	// server.DefaultMaxIdlePerAddr; negative: no cap). docs/operations.md, Connections and metrics.
 	MaxConns, MaxIdlePerAddr int
+	// MaxConnsPerAddr caps one client address's open connections (0:
+	// server.DefaultMaxPerAddr; negative: no cap), but of the addresses in ConnsExempt (nil:
+	// server.DefaultExempt(), loopback; empty: none).
+	MaxConnsPerAddr int
+	ConnsExempt     []netip.Prefix
 	// Overload bounds the write requests served at once and their wait for a slot
 	// (--max-inflight-writes, --admission-wait; server.Overload). MaxJobBacklog bounds the
 	// publish jobs in hand: publish requests are refused with 503 while that many are
@@ -421,7 +427,8 @@ func (a *App) Start(ctx context.Context) error {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
-	a.Conns = server.NewConns(server.ConnLimits{MaxConns: a.Cfg.MaxConns, MaxIdlePerAddr: a.Cfg.MaxIdlePerAddr, Registry: a.Registry})
+	a.Conns = server.NewConns(server.ConnLimits{MaxConns: a.Cfg.MaxConns, MaxIdlePerAddr: a.Cfg.MaxIdlePerAddr,
+		MaxPerAddr: a.Cfg.MaxConnsPerAddr, Exempt: a.Cfg.ConnsExempt, Registry: a.Registry})
 	a.Conns.Configure(a.httpSrv, a.Log)
 	go a.quotas.run(a.Log.Error)
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
@@ -448,7 +455,7 @@ func (a *App) Start(ctx context.Context) error {
 		}
 	}()
 	limit, _ := server.FileLimit()
-	a.Log.Info("connection limits", "max_conns", a.Conns.MaxConns(), "max_idle_per_addr", a.Conns.MaxIdlePerAddr(), "open_files_limit", limit)
+	a.Log.Info("connection limits", "max_conns", a.Conns.MaxConns(), "max_idle_per_addr", a.Conns.MaxIdlePerAddr(), "max_conns_per_addr", a.Conns.MaxPerAddr(), "open_files_limit", limit)
 	if err := a.startMetrics(); err != nil {
 		return err
 	}

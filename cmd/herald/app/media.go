@@ -19,6 +19,11 @@ type MediaConfig struct {
 	S3 *blob.S3Config
 	// URLTTL is how long a signed media file URL works (default 24h).
 	URLTTL time.Duration
+	// UploadMinRate is the slowest local upload taken, in bytes a second (default
+	// blob.DefaultUploadMinRate); MinFreeBytes the space local uploads leave free (default
+	// blob.DefaultMinFreeBytes; negative: no floor). blob.Options says how they apply.
+	UploadMinRate int64
+	MinFreeBytes  int64
 	// JanitorInterval is how often unconfirmed uploads older than 24 hours are deleted (default
 	// 10m; negative: never, for tests that sweep themselves).
 	JanitorInterval time.Duration
@@ -82,7 +87,7 @@ func newMedia(a *App) (*Media, error) {
 	svc, err := blob.NewService(blob.Options{
 		Store: a.Store, Blob: store, Signer: signer, BaseURL: baseURL,
 		Limits: blob.Limits{MaxImageBytes: cfg.MaxImageBytes, MaxVideoBytes: cfg.MaxVideoBytes},
-		URLTTL: cfg.URLTTL, Now: cfg.Now, Log: a.Log,
+		URLTTL: cfg.URLTTL, Now: cfg.Now, Log: a.Log, UploadMinRate: cfg.UploadMinRate, MinFreeBytes: cfg.MinFreeBytes,
 	})
 	if err != nil {
 		return nil, err

@@ -282,3 +282,46 @@ func TestTheJobBacklogCountsWhatWaitsForItsTurn(t *testing.T) {
 		require.Len(t, b.app.Sim.Publications(platforms.X), 2)
 	})
 }
+
+// A campaign that publishes now is held to the job backlog as a whole: with a limit of 4, three
+// posts to two accounts each (6 targets) could never fit and are refused with 400
+// limit_exceeded, dry run included; two posts of one target each fit beside one publish in hand
+// and are accepted; another two no longer fit beside those three and are refused with 503 and
+// Retry-After. A refused campaign writes nothing: no campaign, no post, no job.
+func TestCampaignsWaitForTheJobBacklog(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bundleOpts{demo: true, simLatency: time.Hour, config: func(c *app.Config) { c.MaxJobBacklog = 4 }})
+	x, li := b.account(platforms.X), b.account(platforms.LinkedIn)
+	six := map[string]any{"publish": "now", "posts": []any{
+		campaignPost("a", x, li), campaignPost("b", x, li), campaignPost("c", x, li)}}
+	for _, dry := range []bool{true, false} {
+		six["dry_run"] = dry
+		r := b.createCampaign(six, nil)
+		require.Equal(t, 400, r.status, string(r.body))
+		require.Equal(t, "limit_exceeded", r.errorCode(t))
+		require.Contains(t, r.errorMessage(t), "6 targets")
+	}
+	require.Zero(t, b.countPosts(), "nothing of the refused campaign was written")
+	require.Empty(t, b.do("GET", "/v1/campaigns", nil).json(t)["data"])
+
+	one := b.publishNew(map[string]any{"content": "in hand", "platforms": ids(x.ID)}, nil)
+	require.Equal(t, 202, one.status, string(one.body))
+	require.Eventually(t, func() bool { return b.app.JobBacklog.Len() >= 1 }, 30*time.Second, time.Millisecond)
+	two := map[string]any{"publish": "now", "posts": []any{campaignPost("d", x), campaignPost("e", li)}}
+	r := b.createCampaign(two, nil)
+	require.Equal(t, 202, r.status, string(r.body))
+	require.Eventually(t, func() bool { return b.app.JobBacklog.Len() >= 3 }, 30*time.Second, time.Millisecond)
+
+	r = b.createCampaign(map[string]any{"publish": "now", "posts": []any{campaignPost("f", x), campaignPost("g", li)}}, nil)
+	require.Equal(t, 503, r.status, string(r.body))
+	require.Equal(t, "internal_error", r.errorCode(t))
+	require.Equal(t, "1", r.header.Get("Retry-After"))
+	require.Contains(t, r.errorMessage(t), "nothing was created")
+	require.Equal(t, 3, b.countPosts(), "the publish and the accepted campaign's two posts")
+	require.Len(t, b.do("GET", "/v1/campaigns", nil).json(t)["data"], 1)
+	require.Equal(t, 1.0, gathered(t, b.app, "herald_http_overload_refused_total", "route", "/v1/campaigns", "reason", server.OverloadJobBacklog))
+
+	// A draft campaign writes no job: the backlog does not hold it.
+	r = b.createCampaign(map[string]any{"publish": "draft", "posts": six["posts"]}, nil)
+	require.Equal(t, 202, r.status, string(r.body))
+}
