@@ -59,7 +59,7 @@ type Config struct {
 	// (--cors-origins: scheme://host[:port], scheme://host:* or *); sandbox mode adds the
 	// loopback origins (connector.LoopbackOrigins). docs/mcp.md, Browsers.
 	CORSOrigins []string
-	SimAddr string // sandbox simulator address, default 127.0.0.1:8081
+	SimAddr     string // sandbox simulator address, default 127.0.0.1:8081
 	// CheckOnStart reads every page of the database file and runs bbolt's consistency check
 	// and Herald's cross-checks before starting (--check-on-start; 2-3 s per GB); without
 	// it start-up checks the file's structure up to each bucket's root page (docs/operations.md,
