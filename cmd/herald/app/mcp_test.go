@@ -382,3 +382,32 @@ func (b *oauthBundle) bearerPost(token, path, body string) *response {
 	require.NoError(b.t, err)
 	return &response{status: resp.StatusCode, header: resp.Header, body: out}
 }
+
+// The app serves /mcp's preflight (OPTIONS is routed to the connector) for the configured
+// origins, the base URL's, and in sandbox mode loopback pages on any port; others get 403.
+func TestMCPBrowserOrigins(t *testing.T) {
+	t.Parallel()
+	preflight := func(url, origin string) *http.Response {
+		req, err := http.NewRequest(http.MethodOptions, url+"/mcp", nil)
+		require.NoError(t, err)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp
+	}
+	b := setup(t, bundleOpts{config: func(cfg *app.Config) { cfg.CORSOrigins = []string{"https://host.example"} }})
+	for origin, want := range map[string]int{"https://host.example": 204, b.url: 204, "http://localhost:6274": 403, "https://evil.example": 403} {
+		resp := preflight(b.url, origin)
+		require.Equal(t, want, resp.StatusCode, origin)
+		if want == 204 {
+			require.Equal(t, origin, resp.Header.Get("Access-Control-Allow-Origin"))
+			require.Contains(t, resp.Header.Get("Access-Control-Allow-Headers"), "Authorization")
+		}
+	}
+	sb := setup(t, bundleOpts{sandbox: true})
+	for origin, want := range map[string]int{"http://localhost:6274": 204, "http://127.0.0.1:5173": 204, "https://host.example": 403} {
+		require.Equal(t, want, preflight(sb.url, origin).StatusCode, origin)
+	}
+}
