@@ -150,7 +150,12 @@ func TestMCPOriginCheck(t *testing.T) {
 		require.Equal(t, origin, resp.Header.Get("Access-Control-Allow-Origin"))
 	}
 
-	resp, body := b.post(b.key, listTools)
+	// A page on another site entirely: allowed by its origin alone (no other cross-origin
+	// protection in front of the SDK's handler).
+	resp, body := b.post(b.key, listTools, "Origin", "https://host.example", "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "cors")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+
+	resp, body = b.post(b.key, listTools)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "no Origin: not a browser")
 	require.Contains(t, body, `"create_draft"`)
 	require.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))

@@ -74,14 +74,25 @@ func grantIn(ctx context.Context) *Grant {
 	return g
 }
 
-// coversAll reports whether g holds every scope a tool needs.
-func coversAll(g *Grant, scopes map[string]string) bool {
+// coversAll reports whether g holds every one of scopes.
+func coversAll(g *Grant, scopes []string) bool {
 	for _, s := range scopes {
 		if !g.Has(s) {
 			return false
 		}
 	}
 	return true
+}
+
+// distinct is the scopes the tools need, each once.
+func distinct(scopes map[string]string) []string {
+	var out []string
+	for _, s := range scopes {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // rpcCall is what the scope check reads of a JSON-RPC message.
@@ -98,9 +109,10 @@ type rpcCall struct {
 // error of the call as the body. The body it read is handed on unchanged. A grant that covers
 // every tool (an API key, a token with both scopes) is not read at all.
 func requireToolScopes(scopes map[string]string, base func() string, refused func(string), next http.Handler) http.Handler {
+	needed := distinct(scopes)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g := grantIn(r.Context())
-		if g == nil || r.Method != http.MethodPost || r.Body == nil || coversAll(g, scopes) {
+		if g == nil || r.Method != http.MethodPost || r.Body == nil || coversAll(g, needed) {
 			next.ServeHTTP(w, r)
 			return
 		}
