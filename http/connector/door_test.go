@@ -341,3 +341,31 @@ func TestMCPAdvertisesNoListChanged(t *testing.T) {
 	require.Contains(t, body, `"tools":{}`)
 	require.NotContains(t, body, "listChanged")
 }
+
+// A 2026-07-28 client that asks to listen for tool list changes anyway is not granted them, and
+// its subscriptions/listen returns at once instead of holding a stream open that would never
+// carry anything.
+func TestMCPListenGrantsNoToolListChanges(t *testing.T) {
+	t.Parallel()
+	b := setupDoor(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url+Path, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen",`+
+		`"params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",`+
+		`"io.modelcontextprotocol/clientInfo":{"name":"curl","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	req.Header.Set("Authorization", "Bearer "+b.key)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err, "the stream ended by itself")
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.Contains(t, string(body), `"method":"notifications/subscriptions/acknowledged"`)
+	require.Contains(t, string(body), `"notifications":{}`, "nothing granted")
+	require.Contains(t, string(body), `"id":1,"result"`)
+}
