@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -158,6 +159,8 @@ type HandlerConfig struct {
 	Origins *Origins
 	// Registry receives herald_mcp_refusals_total (nil: unregistered).
 	Registry prometheus.Registerer
+	// Log receives the verifier's failures (a store that cannot be read: 500).
+	Log *slog.Logger
 }
 
 // Handler is OPTIONS, POST, GET and DELETE /mcp, in this order: the Host check, the Origin check
@@ -191,7 +194,7 @@ func Handler(cfg HandlerConfig) http.Handler {
 		DisableLocalhostProtection: true,
 	})
 	inner := withCORS(cfg.Origins, base, refused,
-		authenticate(cfg.Verifier, base, refused,
+		authenticate(cfg.Verifier, base, refused, cfg.Log,
 			requireToolScopes(scopes, base, refused, held(cfg.Verifier, mcpHandler))))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !hostAllowed(r, base()) {
@@ -209,7 +212,10 @@ var ErrWrongResource = fmt.Errorf("%w: the access token was issued for another r
 // authenticate is the bearer check in front of next: a request without a bearer token, or
 // whose token the verifier refuses, is answered 401 with the challenge (unauthorized); a
 // verified one reaches next with its grant in the SDK's token info (requireBearer).
-func authenticate(v TokenVerifier, base func() string, refused func(string), next http.Handler) http.Handler {
+func authenticate(v TokenVerifier, base func() string, refused func(string), log *slog.Logger, next http.Handler) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	inner := requireBearer(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fields := strings.Fields(r.Header.Get("Authorization"))
@@ -225,6 +231,7 @@ func authenticate(v TokenVerifier, base func() string, refused func(string), nex
 			return
 		}
 		if err != nil {
+			log.Error("mcp: the bearer token could not be checked", "error", err)
 			writeAPIError(w, apierr.Internal())
 			return
 		}

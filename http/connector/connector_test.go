@@ -41,7 +41,7 @@ func TestMCPStreamsEndWithTheirKey(t *testing.T) {
 		_, _ = fmt.Fprintf(w, ": %v\n\n", context.Cause(r.Context()))
 	})
 	v := APIKeys{Auth: a}
-	srv := httptest.NewServer(authenticate(v, func() string { return "" }, func(string) {}, held(v, streaming)))
+	srv := httptest.NewServer(authenticate(v, func() string { return "" }, func(string) {}, nil, held(v, streaming)))
 	t.Cleanup(srv.Close)
 	open := func(key string) (chan string, context.CancelFunc) {
 		cctx, cancel := context.WithCancel(ctx)

@@ -613,7 +613,7 @@ func (a *App) registerConnector() error {
 	})
 	h := echo.WrapHandler(connector.Handler(connector.HandlerConfig{Tools: a.MCPTools,
 		Verifier: connector.APIKeys{Auth: a.Auth, Resource: a.OAuth.MCPResource}, BaseURL: baseURL,
-		Origins: origins, Registry: a.Registry}))
+		Origins: origins, Registry: a.Registry, Log: a.Log}))
 	for _, m := range []string{http.MethodOptions, http.MethodPost, http.MethodGet, http.MethodDelete} {
 		a.Server.Echo.Add(m, connector.Path, h)
 	}
