@@ -3,6 +3,7 @@ package connector
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -368,4 +369,28 @@ func TestMCPListenGrantsNoToolListChanges(t *testing.T) {
 	require.Contains(t, string(body), `"method":"notifications/subscriptions/acknowledged"`)
 	require.Contains(t, string(body), `"notifications":{}`, "nothing granted")
 	require.Contains(t, string(body), `"id":1,"result"`)
+}
+
+type brokenVerifier struct{}
+
+func (brokenVerifier) Verify(context.Context, string) (*Grant, error) {
+	return nil, errors.New("store: bbolt file is gone")
+}
+
+// A token that cannot be checked (the store fails) is a 500 that says nothing of the cause.
+func TestMCPVerifierFailure(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(Handler(HandlerConfig{Tools: NewTools(ToolsConfig{}), Verifier: brokenVerifier{}, BaseURL: func() string { return "" }}))
+	t.Cleanup(srv.Close)
+	req, err := http.NewRequest(http.MethodPost, srv.URL+Path, strings.NewReader(listTools))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer sk_live_whatever")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+	require.Contains(t, string(body), `"code":"internal_error"`)
+	require.NotContains(t, string(body), "bbolt")
 }
