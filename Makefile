@@ -40,7 +40,7 @@ BENCH_MICRO_PKGS := ./persistence/ ./actors/ ./actors/account/ ./actors/schedule
 bench-micro: ## Run the Go micro-benchmarks: store, codec, directory, Ask, rate budget, scheduler, one network call (benchstat-comparable; save two runs and `benchstat old.txt new.txt`).
 	$(GO) test -run '^$$' -bench '$(BENCH_MICRO)' -benchmem -benchtime 500ms -count 6 -timeout 30m $(BENCH_MICRO_PKGS)
 
-mcp-e2e: ## The MCP endpoint against the official clients (TypeScript SDK with key and OAuth, Inspector CLI) on a throwaway sandbox; needs node/npm, installs from npm (not part of `make test`).
+mcp-e2e: ## The MCP endpoint against the official clients (TypeScript SDK with key and OAuth, Inspector CLI) and a browser's preflight on a throwaway sandbox; needs node/npm, installs from npm (not part of `make test`; .ci/run runs it).
 	e2e/mcp/run.sh
 
 lint: ## gofmt and go vet.

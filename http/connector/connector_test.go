@@ -40,7 +40,8 @@ func TestMCPStreamsEndWithTheirKey(t *testing.T) {
 		<-r.Context().Done()
 		_, _ = fmt.Fprintf(w, ": %v\n\n", context.Cause(r.Context()))
 	})
-	srv := httptest.NewServer(requireBearer(APIKeys{Auth: a}, streaming))
+	v := APIKeys{Auth: a}
+	srv := httptest.NewServer(authenticate(v, func() string { return "" }, func(string) {}, nil, held(v, streaming)))
 	t.Cleanup(srv.Close)
 	open := func(key string) (chan string, context.CancelFunc) {
 		cctx, cancel := context.WithCancel(ctx)

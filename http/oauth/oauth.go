@@ -142,21 +142,32 @@ func (s *Service) RESTResource() string { return s.base() }
 // MCPResource is the resource of the MCP endpoint.
 func (s *Service) MCPResource() string { return s.base() + MCPPath }
 
-// Browsers' scripts (a web-based MCP client) may read the metadata and call the token,
-// registration and revocation endpoints from any origin: none of them uses cookies.
+// Browsers' scripts (a web-based MCP host) may read the metadata and call the token,
+// registration and revocation endpoints from any origin, unlike /mcp (whose origins are
+// configured: http/connector's Origins). None of these endpoints reads a cookie or any other
+// credential a browser adds by itself: each request carries what it is worth (a code with its
+// PKCE verifier, a refresh token), so a page on another origin gains nothing it did not send,
+// and a host's origin cannot be known before it discovers the server. The answer is the same
+// for every origin, so it does not vary by Origin. The 401 of a refused client and the 429 of
+// registration carry headers the script needs to read.
 func cors(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
-		c.Response().Header().Set("Access-Control-Allow-Origin", "*")
+		h := c.Response().Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		h.Set("Access-Control-Expose-Headers", "WWW-Authenticate, Retry-After")
 		return next(c)
 	}
 }
 
+// preflight answers the browser's question before a cross-origin POST with a JSON body or an
+// Authorization header (and the MCP-Protocol-Version header that MCP clients send with their
+// metadata requests).
 func preflight(c *echo.Context) error {
 	h := c.Response().Header()
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization, MCP-Protocol-Version")
-	h.Set("Access-Control-Max-Age", "86400")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, MCP-Protocol-Version")
+	h.Set("Access-Control-Max-Age", "7200")
 	return c.NoContent(http.StatusNoContent)
 }
 

@@ -56,7 +56,11 @@ type Config struct {
 	Store   string
 	Sandbox bool
 	BaseURL string // public URL; default http:// + the listening address
-	SimAddr string // sandbox simulator address, default 127.0.0.1:8081
+	// CORSOrigins are the browser origins allowed to call /mcp besides the base URL's
+	// (--cors-origins: scheme://host[:port], scheme://host:* or *); sandbox mode adds the
+	// loopback origins (connector.LoopbackOrigins). docs/mcp.md, Browsers.
+	CORSOrigins []string
+	SimAddr     string // sandbox simulator address, default 127.0.0.1:8081
 	// CheckOnStart reads every page of the database file and runs bbolt's consistency check
 	// and Herald's cross-checks before starting (--check-on-start; 2-3 s per GB); without
 	// it start-up checks the file's structure up to each bucket's root page (docs/operations.md,
@@ -375,7 +379,10 @@ func New(cfg Config) (*App, error) {
 	a.OAuth = oauth.New(oauth.Config{Server: a.Server, Store: store, Auth: a.Auth, BaseURL: func() string { return a.Cfg.BaseURL },
 		Now: cfg.OAuthClock, RegistrationsPerHour: cfg.OAuthRegistrationsPerHour, SweepEvery: cfg.OAuthSweepEvery, Registry: a.Registry, Log: cfg.Log})
 	a.OAuth.Register()
-	a.registerConnector()
+	if err := a.registerConnector(); err != nil {
+		a.closeStore()
+		return nil, err
+	}
 	if err := web.Register(web.Deps{Server: a.Server, Store: store, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log}); err != nil {
 		a.closeStore()
 		return nil, err
@@ -595,17 +602,30 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 // registerConnector serves the MCP connector at /mcp (http/connector): its tools call the /v1
-// routes in-process with the caller's principal; API keys are its tokens today.
-func (a *App) registerConnector() {
+// routes in-process with the caller's principal; API keys and OAuth access tokens for /mcp are its
+// tokens; browsers may call it from the base URL's origin, the configured ones and, in sandbox
+// mode, loopback pages.
+func (a *App) registerConnector() error {
 	baseURL := func() string { return a.Cfg.BaseURL }
+	entries := a.Cfg.CORSOrigins
+	if a.Cfg.Sandbox {
+		entries = append(append([]string(nil), entries...), connector.LoopbackOrigins...)
+	}
+	origins, err := connector.NewOrigins(entries)
+	if err != nil {
+		return fmt.Errorf("--cors-origins: %w", err)
+	}
 	a.MCPTools = connector.NewTools(connector.ToolsConfig{
 		API:      &connector.InProcess{Handler: a.Server.Echo, BaseURL: baseURL},
 		Egress:   a.Webhooks.Guard,
 		Registry: a.Registry,
 		Log:      a.Log,
 	})
-	h := echo.WrapHandler(connector.Handler(connector.HandlerConfig{Tools: a.MCPTools, Verifier: connector.APIKeys{Auth: a.Auth, Resource: a.OAuth.MCPResource}, BaseURL: baseURL}))
-	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+	h := echo.WrapHandler(connector.Handler(connector.HandlerConfig{Tools: a.MCPTools,
+		Verifier: connector.APIKeys{Auth: a.Auth, Resource: a.OAuth.MCPResource}, BaseURL: baseURL,
+		Origins: origins, Registry: a.Registry, Log: a.Log}))
+	for _, m := range []string{http.MethodOptions, http.MethodPost, http.MethodGet, http.MethodDelete} {
 		a.Server.Echo.Add(m, connector.Path, h)
 	}
+	return nil
 }

@@ -463,8 +463,14 @@ func TestMCPAuthentication(t *testing.T) {
 	t.Parallel()
 	b := setup(t, bundleOpts{demo: true})
 
-	// No key, or a wrong one: 401 with the challenge naming the metadata and the scopes.
-	for _, hdr := range []string{"", "Bearer sk_live_nope", "Bearer " + b.key + "x"} {
+	// No key: 401 with the challenge naming the metadata and the scopes; a wrong one: the same
+	// with invalid_token (http/connector's tests go through every reason).
+	meta := `resource_metadata="` + b.url + `/.well-known/oauth-protected-resource/mcp"`
+	for hdr, want := range map[string]string{
+		"":                      `Bearer ` + meta + `, scope="service:read service:write"`,
+		"Bearer sk_live_nope":   `Bearer error="invalid_token", error_description="the access token is malformed", ` + meta + `, scope="service:read service:write"`,
+		"Bearer " + b.key + "x": `Bearer error="invalid_token", error_description="the access token is not valid", ` + meta + `, scope="service:read service:write"`,
+	} {
 		req, err := http.NewRequest("POST", b.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/json")
@@ -476,8 +482,7 @@ func TestMCPAuthentication(t *testing.T) {
 		require.NoError(t, err)
 		_ = resp.Body.Close()
 		require.Equal(t, 401, resp.StatusCode, hdr)
-		require.Equal(t, `Bearer resource_metadata="`+b.url+`/.well-known/oauth-protected-resource/mcp", scope="service:read service:write"`,
-			resp.Header.Get("WWW-Authenticate"))
+		require.Equal(t, want, resp.Header.Get("WWW-Authenticate"), hdr)
 	}
 
 	// A key revoked mid-session: the next call is refused.
@@ -534,8 +539,8 @@ func TestMCPReadOnlyGrant(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	okJSON(t, callTool(t, s, "list_accounts", nil))
-	msg := toolError(t, callTool(t, s, "create_draft", map[string]any{"content": "no", "accounts": []string{"x"}}))
-	require.Contains(t, msg, "needs the scope service:write")
+	_, err = s.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_draft", Arguments: map[string]any{"content": "no", "accounts": []string{"x"}}})
+	require.ErrorContains(t, err, "needs the scope service:write")
 	require.Equal(t, 0, b.countPosts(), "nothing was written")
 }
 
@@ -548,15 +553,80 @@ func TestMCPWithOAuthTokens(t *testing.T) {
 	s := b.mcpSession(mcpToken)
 	me := okJSON(t, callTool(t, s, "whoami", map[string]any{}))
 	require.Equal(t, b.user.Email, me["email"])
-	msg := toolError(t, callTool(t, s, "create_draft", map[string]any{"content": "not allowed", "accounts": []string{b.accounts[0].ID}}))
-	require.Contains(t, msg, "service:write")
+	list, err := s.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	for _, tool := range list.Tools {
+		require.True(t, tool.Annotations.ReadOnlyHint, "a service:read token sees the read tools only: %s", tool.Name)
+	}
+	_, err = s.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_draft", Arguments: map[string]any{"content": "not allowed", "accounts": []string{b.accounts[0].ID}}})
+	require.ErrorContains(t, err, "service:write")
+	r := b.bearerPost(mcpToken, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"create_draft","arguments":{"content":"no"}}}`)
+	require.Equal(t, 403, r.status, string(r.body))
+	require.Equal(t, `Bearer error="insufficient_scope", scope="service:read service:write", resource_metadata="`+b.url+
+		`/.well-known/oauth-protected-resource/mcp", error_description="create_draft needs the scope service:write, which this token was not granted"`,
+		r.header.Get("WWW-Authenticate"))
+
+	// An hour later the access token has expired: invalid_token, in OAuth's words.
+	b.clock.Add(61 * time.Minute)
+	r = b.bearer(mcpToken, "POST", "/mcp")
+	require.Equal(t, 401, r.status)
+	require.Contains(t, r.header.Get("WWW-Authenticate"), `error="invalid_token", error_description="the access token expired"`)
 
 	restToken := b.grant(b.url, "service:read service:write")["access_token"].(string)
 	c := mcp.NewClient(&mcp.Implementation{Name: "herald-test", Version: "1"}, nil)
-	_, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{
+	_, err = c.Connect(context.Background(), &mcp.StreamableClientTransport{
 		Endpoint: b.url + "/mcp", HTTPClient: &http.Client{Transport: bearer{restToken}}, DisableStandaloneSSE: true,
 	}, nil)
 	require.Error(t, err, "a token for the REST API does not open /mcp")
-	r := b.bearer(mcpToken, "GET", "/v1/me")
+	r = b.bearer(restToken, "POST", "/mcp")
+	require.Equal(t, 401, r.status)
+	require.Contains(t, r.header.Get("WWW-Authenticate"), `error="invalid_token", error_description="the access token was issued for another resource, not `+b.url+`/mcp"`)
+	r = b.bearer(mcpToken, "GET", "/v1/me")
 	require.Equal(t, 401, r.status, "nor does a token for /mcp open /v1")
+
+}
+
+// bearerPost posts one JSON-RPC message with a token, as the transport's clients do.
+func (b *oauthBundle) bearerPost(token, path, body string) *response {
+	b.t.Helper()
+	req, err := http.NewRequest("POST", b.url+path, strings.NewReader(body))
+	require.NoError(b.t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := b.client.Do(req)
+	require.NoError(b.t, err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	require.NoError(b.t, err)
+	return &response{status: resp.StatusCode, header: resp.Header, body: out}
+}
+
+// The app serves /mcp's preflight (OPTIONS is routed to the connector) for the configured
+// origins, the base URL's, and in sandbox mode loopback pages on any port; others get 403.
+func TestMCPBrowserOrigins(t *testing.T) {
+	t.Parallel()
+	preflight := func(url, origin string) *http.Response {
+		req, err := http.NewRequest(http.MethodOptions, url+"/mcp", nil)
+		require.NoError(t, err)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp
+	}
+	b := setup(t, bundleOpts{config: func(cfg *app.Config) { cfg.CORSOrigins = []string{"https://host.example"} }})
+	for origin, want := range map[string]int{"https://host.example": 204, b.url: 204, "http://localhost:6274": 403, "https://evil.example": 403} {
+		resp := preflight(b.url, origin)
+		require.Equal(t, want, resp.StatusCode, origin)
+		if want == 204 {
+			require.Equal(t, origin, resp.Header.Get("Access-Control-Allow-Origin"))
+			require.Contains(t, resp.Header.Get("Access-Control-Allow-Headers"), "Authorization")
+		}
+	}
+	sb := setup(t, bundleOpts{sandbox: true})
+	for origin, want := range map[string]int{"http://localhost:6274": 204, "http://127.0.0.1:5173": 204, "https://host.example": 403} {
+		require.Equal(t, want, preflight(sb.url, origin).StatusCode, origin)
+	}
 }
