@@ -2,7 +2,6 @@ package actors_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/actors"
@@ -88,7 +88,7 @@ func TestNoMessageLostAcrossPassivation(t *testing.T) {
 			id := string(rune('a' + i))
 			for j := 0; j < perID; j++ {
 				_, err := actors.Ask[int](context.Background(), d.To(id), &incr{})
-				require.NoError(t, err)
+				assert.NoError(t, err)
 				if j%7 == 0 {
 					time.Sleep(3 * time.Millisecond) // let it passivate now and then
 				}
@@ -114,11 +114,11 @@ func TestPanicRestartsFromState(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	_, err = actors.Ask[int](context.Background(), d.To("x"), &incr{panicFirst: true})
-	require.True(t, errors.Is(err, actors.ErrActorFailed), "%v", err)
+	require.ErrorIs(t, err, actors.ErrActorFailed)
 	n, err = actors.Ask[int](context.Background(), d.To("x"), &incr{panicFirst: true})
 	require.NoError(t, err)
 	require.Equal(t, 2, n, "restarted from the persisted count")
-	require.Equal(t, 1.0, testutil.ToFloat64(sys.Metrics.Restarts.WithLabelValues("counter")))
+	require.InDelta(t, 1.0, testutil.ToFloat64(sys.Metrics.Restarts.WithLabelValues("counter")), 0)
 }
 
 func TestAskHonoursTheDeadline(t *testing.T) {
@@ -193,7 +193,7 @@ func TestCreatorCreatesWithoutActivating(t *testing.T) {
 	created := make(chan int, 1)
 	go func() {
 		n, err := actors.Ask[int](ctx, d.To("a"), &create{start: 40})
-		require.NoError(t, err)
+		assert.NoError(t, err)
 		created <- n
 	}()
 	require.Eventually(t, func() bool { return d.Live() == 1 }, 5*time.Second, time.Millisecond)
@@ -202,28 +202,28 @@ func TestCreatorCreatesWithoutActivating(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		go func() {
 			n, err := actors.Ask[int](ctx, d.To("a"), &incr{})
-			require.NoError(t, err)
+			assert.NoError(t, err)
 			incremented <- n
 		}()
 	}
 	time.Sleep(20 * time.Millisecond)
-	require.Equal(t, 0.0, activations(), "nothing activated while creating")
-	require.Len(t, incremented, 0, "held until the creation returns")
+	require.Zero(t, activations(), "nothing activated while creating")
+	require.Empty(t, incremented, "held until the creation returns")
 	close(release)
 	require.Equal(t, 40, <-created)
 	got := []int{<-incremented, <-incremented}
 	require.ElementsMatch(t, []int{41, 42}, got)
-	require.Equal(t, 1.0, activations(), "the held messages activated one incarnation")
+	require.InDelta(t, 1.0, activations(), 0, "the held messages activated one incarnation")
 
 	// A creation with nothing after it activates nothing and leaves nothing live.
 	n, err := actors.Ask[int](ctx, d.To("b"), &create{start: 7})
 	require.NoError(t, err)
 	require.Equal(t, 7, n)
-	require.Equal(t, 1.0, activations())
+	require.InDelta(t, 1.0, activations(), 0)
 	n, err = actors.Ask[int](ctx, d.To("b"), &get{})
 	require.NoError(t, err)
 	require.Equal(t, 7, n, "activated later from the created state")
-	require.Equal(t, 2.0, activations())
+	require.InDelta(t, 2.0, activations(), 0)
 
 	// A creating message to a live incarnation is the incarnation's to handle.
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
@@ -256,8 +256,8 @@ func TestStopWaitsForCreations(t *testing.T) {
 	stopped := make(chan error, 1)
 	go func() { stopped <- d.Stop(context.Background()) }()
 	select {
-	case <-stopped:
-		t.Fatal("Stop returned while a creation ran")
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) while a creation ran", err)
 	case <-time.After(30 * time.Millisecond):
 	}
 	close(release)

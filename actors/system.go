@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"io"
 	"log/slog"
 	"time"
 
@@ -22,7 +21,7 @@ type System struct {
 // NewSystem starts an actor system. reg may be nil (metrics then go nowhere).
 func NewSystem(reg prometheus.Registerer, log *slog.Logger) *System {
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		log = slog.New(slog.DiscardHandler)
 	}
 	// Proto.Actor logs every supervised failure and dead letter at info level, with the whole
 	// message; Herald logs failures itself (with the actor kind), so the runtime's own logger

@@ -174,7 +174,7 @@ func recoveryScenario(base *Env) (Result, error) {
 	done := make(chan struct{})
 	go progress(e2.log, "recovery (resume)", time.Duration(atRestart)*time.Millisecond+time.Second, done)
 	var final time.Duration
-	statuses := map[string]int{}
+	var statuses map[string]int
 	lost, notFinal := 0, 0
 	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {

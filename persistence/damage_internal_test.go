@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -191,7 +190,7 @@ func TestDamagedFilesAreRefused(t *testing.T) {
 				require.Nil(t, s)
 				require.Equal(t, path, de.Path)
 				require.Contains(t, de.Problems[0], tc.problem)
-				require.True(t, errors.Is(err, ErrDamaged))
+				require.ErrorIs(t, err, ErrDamaged)
 				require.Contains(t, err.Error(), "the database file "+path+" is damaged: ")
 			} else {
 				require.NoError(t, err, "only the full check reads every page")

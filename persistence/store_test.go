@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/persistence"
@@ -245,7 +246,7 @@ func tryUpdateRefusesWhenTheQueueIsFull(t *testing.T, s *persistence.Store) {
 	wg.Add(1)
 	go func() { // holds the committer inside its transaction
 		defer wg.Done()
-		require.NoError(t, s.Update(context.Background(), func(*persistence.Tx) error {
+		assert.NoError(t, s.Update(context.Background(), func(*persistence.Tx) error {
 			select {
 			case <-entered:
 			default:
@@ -262,7 +263,7 @@ func tryUpdateRefusesWhenTheQueueIsFull(t *testing.T, s *persistence.Store) {
 		go func() {
 			defer wg.Done()
 			p := newPost(user, persistence.PostDraft, "linkedin")
-			require.NoError(t, s.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(p, nil) }))
+			assert.NoError(t, s.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(p, nil) }))
 		}()
 	}
 	require.Eventually(t, func() bool { return s.QueueDepth() == queued+1 }, 30*time.Second, time.Millisecond)

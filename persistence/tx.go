@@ -401,8 +401,8 @@ func (t *Tx) ListPosts(f PostFilter) ([]*Post, int, error) {
 	matched := 0
 	c := t.kv.Bucket(bPostsUser).Cursor()
 	end := append(append([]byte(nil), user...), bytes.Repeat([]byte{0xff}, 16)...)
-	k, v := c.Seek(end)
-	if k == nil {
+	var k, v []byte
+	if k, _ = c.Seek(end); k == nil {
 		k, v = c.Last()
 	} else {
 		k, v = c.Prev()

@@ -123,17 +123,6 @@ func (t *Tx) WaitingCounts() map[string]int {
 	return out
 }
 
-// increment adds one to a big-endian number in place; false when it overflows.
-func increment(b []byte) bool {
-	for i := len(b) - 1; i >= 0; i-- {
-		b[i]++
-		if b[i] != 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // indexWaitingJobs builds jobs_waiting, the finished flags of jobs_active and their count from the
 // active jobs of a store written before layout 5.
 func indexWaitingJobs(tx kvTx) error {

@@ -3,7 +3,6 @@ package account_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -100,7 +99,7 @@ func setupWith(t testing.TB, o options) *bundle {
 		return actors.NewDirectory(sys, account.Kind(account.Deps{
 			Store: store, Box: box, Adapters: adapters, Budgets: b.budgets, Metrics: b.metrics,
 			Jobs: b, Backoff: 10 * time.Millisecond,
-			Log: slog.New(slog.NewTextHandler(io.Discard, nil)), CallTimeout: time.Second, Concurrency: o.concurrency,
+			Log: slog.New(slog.DiscardHandler), CallTimeout: time.Second, Concurrency: o.concurrency,
 			Backlog: inHandCounter(o.inHand),
 		}))
 	}
@@ -268,7 +267,7 @@ func TestBudgetWaitsInsteadOfTripping(t *testing.T) {
 			t.Fatal("not every post was published")
 		}
 	}
-	require.Greater(t, waits, 0, "the job hears that a post waits for budget")
+	require.Positive(t, waits, "the job hears that a post waits for budget")
 	recs := b.sim.Publications(platforms.X)
 	require.Len(t, recs, posts)
 	for i, r := range recs {
@@ -772,7 +771,7 @@ func TestFailingTheBacklogKeepsPaceWithTheJobs(t *testing.T) {
 	}
 	collect(300 * time.Millisecond)
 	first := len(failed)
-	require.Greater(t, first, 0)
+	require.Positive(t, first)
 	require.Less(t, first, n, "the account waits for the jobs to store what it reported")
 	// The jobs store the outcomes: the account goes on.
 	keep.Store(false)

@@ -24,6 +24,7 @@ func TestBudgetWindows(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			b := NewBudgets(map[platforms.Platform][]Rule{platforms.X: tc.rules})
 			for i := 0; i < tc.n; i++ {
 				ok, _ := b.Reserve(platforms.X, "acct", now)
@@ -86,7 +87,7 @@ func TestBudgetObservesNetworkSignals(t *testing.T) {
 	require.True(t, ok)
 	ok, retry := b.Reserve(platforms.X, "acct", now)
 	require.False(t, ok)
-	require.True(t, !retry.Before(now.Add(20*time.Minute)), "the network's reset wins")
+	require.False(t, retry.Before(now.Add(20*time.Minute)), "the network's reset wins")
 
 	b.Block(platforms.X, "other", now.Add(time.Hour), false)
 	ok, retry = b.Reserve(platforms.X, "other", now)

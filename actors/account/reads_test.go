@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"testing"
@@ -190,7 +189,7 @@ func setupReads(t *testing.T, rules map[platforms.Platform]map[account.ReadOp][]
 	}
 	b.dir = actors.NewDirectory(sys, account.Kind(account.Deps{
 		Store: store, Box: box, Adapters: adapters, Budgets: b.budgets, Metrics: account.NewMetrics(prometheus.NewRegistry()),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), CallTimeout: 5 * time.Second,
+		Log: slog.New(slog.DiscardHandler), CallTimeout: 5 * time.Second,
 		ReadRules: rules, ReadConcurrency: concurrency,
 	}))
 	return b

@@ -42,6 +42,7 @@ func TestTokenStatusRule(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			require.Equal(t, tc.horizon, account.TokenHorizon(&tc.acc))
 			require.Equal(t, tc.status, account.TokenStatus(&tc.acc, now))
 		})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/actors"
@@ -178,7 +179,7 @@ func TestConcurrentRetriesPublishEachTargetOnce(t *testing.T) {
 			defer wg.Done()
 			r, err := actors.Ask[*campaign.RetryReply](context.Background(), b.campaigns.To(id),
 				&campaign.Retry{UserID: b.user, Only: post.Only{AccountID: b.accounts[0]}})
-			require.NoError(t, err)
+			assert.NoError(t, err)
 			replies[i] = r
 		}()
 	}

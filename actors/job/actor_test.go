@@ -2,7 +2,6 @@ package job_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"syscall"
 	"testing"
@@ -33,7 +32,7 @@ func TestReportsTheStoreCouldNotTakeAreRecordedInOrder(t *testing.T) {
 	t.Cleanup(sys.Shutdown)
 	finished := make(chan *persistence.Job, 4)
 	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: 20 * time.Millisecond,
-		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log:     slog.New(slog.DiscardHandler),
 		Handoff: finishing(finished)}))
 
 	user := uuid.NewString()
@@ -140,7 +139,7 @@ func TestStartHandsAFinishedJobToItsPost(t *testing.T) {
 	t.Cleanup(sys.Shutdown)
 	finished := make(chan *persistence.Job, 4)
 	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: time.Minute,
-		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log:     slog.New(slog.DiscardHandler),
 		Handoff: finishing(finished)}))
 	user := uuid.NewString()
 	newJob := func(phase string) *persistence.Job {

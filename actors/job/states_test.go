@@ -29,7 +29,7 @@ type report struct {
 // completed when at least one target succeeded and failed when none did; a target's phase follows
 // its latest report, a second outcome of a target changes nothing, and the post is handed the job
 // exactly once, when it is final.
-func TestJobStateMachine(t *testing.T) {
+func TestJobStateMachine(t *testing.T) { //nolint:tparallel // the cases share one job directory and read the final jobs it hands on, in turn
 	t.Parallel()
 	store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
 	require.NoError(t, err)

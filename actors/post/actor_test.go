@@ -2,7 +2,6 @@ package post_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"strings"
 	"syscall"
@@ -140,7 +139,7 @@ func TestAFailedCommitLeavesThePostAsItWas(t *testing.T) {
 	t.Cleanup(sys.Shutdown)
 	started, synced := make(chan *persistence.Job, 4), make(chan bool, 4)
 	dir := actors.NewDirectory(sys, post.Kind(post.Deps{Store: store, IdleTimeout: 20 * time.Millisecond,
-		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log:     slog.New(slog.DiscardHandler),
 		Handoff: handoff{started: started, synced: synced}}))
 	id, user := uuid.Must(uuid.NewV7()).String(), uuid.NewString()
 	ctx := context.Background()

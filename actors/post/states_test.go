@@ -121,7 +121,7 @@ func (s *states) in(status string) (id string, at time.Time) {
 // leaves, and whether a job started (the spec's table of states and transitions; only draft and
 // scheduled posts are updated, deleted or scheduled; a failed or partial post publishes its failed
 // targets again; a Fire moves only a scheduled post whose time it names).
-func TestPostStateMachine(t *testing.T) {
+func TestPostStateMachine(t *testing.T) { //nolint:tparallel // the cases share one post directory and read the jobs it starts, in turn
 	t.Parallel()
 	s := newStates(t)
 	const (
@@ -189,7 +189,7 @@ func TestPostStateMachine(t *testing.T) {
 				after := s.get(id)
 				if w.err != nil {
 					require.Error(t, err)
-					require.IsType(t, w.err, err)
+					require.IsType(t, w.err, err) //nolint:testifylint // the table names the error's type; ErrorAs would need a target per type
 					require.Equal(t, before, after, "a refused change changes nothing")
 					return
 				}

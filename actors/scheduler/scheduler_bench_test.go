@@ -2,7 +2,6 @@ package scheduler_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -32,7 +31,7 @@ type firer struct {
 }
 
 // quiet keeps the scheduler's and posts' logs out of the benchmark output, which benchstat reads.
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = slog.New(slog.DiscardHandler)
 
 func (f *firer) Receive(ctx actor.Context) {
 	m, ok := ctx.Message().(*post.Fire)

@@ -138,15 +138,14 @@ type bundle struct {
 }
 
 type bundleOpts struct {
-	clock        Clock
-	schedule     []time.Duration
-	timeout      time.Duration
-	denyPrivate  bool
-	resolver     Resolver
-	maxInFlight  int
-	ca           *webhooktest.CA
-	dir          string
-	noStartCheck bool
+	clock       Clock
+	schedule    []time.Duration
+	timeout     time.Duration
+	denyPrivate bool
+	resolver    Resolver
+	maxInFlight int
+	ca          *webhooktest.CA
+	dir         string
 }
 
 func setup(t *testing.T, o bundleOpts) *bundle {

@@ -34,6 +34,7 @@ func TestNextAttempt(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			got, ok := nextAttempt(DefaultSchedule, tc.attempts, event, tc.now, tc.retryAfter, RetryWindow, tc.jitter)
 			require.Equal(t, tc.ok, ok)
 			require.True(t, tc.want.Equal(got), "got %s want %s", got, tc.want)

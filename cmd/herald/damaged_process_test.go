@@ -71,7 +71,7 @@ func randomBytes(n int) []byte {
 
 // Start-up on a damaged database file fails at once with a message that names the file and the
 // way out, exits 1, leaves the file as it was, and never panics; herald check lists the damage.
-func TestServeRefusesDamagedData(t *testing.T) {
+func TestServeRefusesDamagedData(t *testing.T) { //nolint:tparallel // each case damages and starts one data directory, in turn
 	t.Parallel()
 	dir := t.TempDir()
 	p := startServer(t, dir, "--sandbox")

@@ -263,7 +263,7 @@ func TestKeyCommandsOnlineAndOffline(t *testing.T) {
 	require.NoError(t, err, out)
 	st, err := os.Stat(backup)
 	require.NoError(t, err)
-	require.Greater(t, st.Size(), int64(0))
+	require.Positive(t, st.Size())
 }
 
 // With the database held by a process that has no admin socket, a command fails within about 2 s

@@ -348,7 +348,7 @@ func checkEncoding(doc []byte) error {
 // and the reason, which names its offset in the request body as base+index (base is where b
 // starts in the body).
 func encodingFault(b []byte, base int) (at int, reason string, bad bool) {
-	if utf8.Valid(b) && bytes.Index(b, []byte(`\u`)) < 0 {
+	if utf8.Valid(b) && !bytes.Contains(b, []byte(`\u`)) {
 		return 0, "", false
 	}
 	doc := b

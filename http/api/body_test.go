@@ -197,7 +197,7 @@ func TestReadRawLimit(t *testing.T) {
 			continue
 		}
 		require.NoError(t, err, c.name)
-		require.Equal(t, len(c.body), len(got), c.name)
+		require.Len(t, got, len(c.body), c.name)
 		require.True(t, bytes.Equal(c.body, got), c.name)
 	}
 }

@@ -31,5 +31,5 @@ func TestFailureReason(t *testing.T) {
 	got := *failureReason([]failure{{"bluesky", long}}, 1)
 	require.LessOrEqual(t, len(got), maxFailureReason+len("…"))
 	require.True(t, strings.HasSuffix(got, "…"))
-	require.True(t, strings.ToValidUTF8(got, "?") == got, "cut on a character boundary")
+	require.Equal(t, strings.ToValidUTF8(got, "?"), got, "cut on a character boundary")
 }

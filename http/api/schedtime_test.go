@@ -88,6 +88,7 @@ func TestParseScheduledAt(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			got, err := ParseScheduledAt(tc.value, tc.tz, tc.user)
 			if tc.err != "" {
 				require.Error(t, err)

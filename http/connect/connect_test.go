@@ -3,7 +3,6 @@ package connect
 import (
 	"context"
 	"encoding/base64"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -88,7 +87,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { _ = s.Close() })
 	store, err := persistence.Open(t.TempDir(), persistence.Options{})
 	require.NoError(t, err)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.DiscardHandler)
 	sys := actors.NewSystem(prometheus.NewRegistry(), log)
 	cfg := map[platforms.Platform]platforms.Config{}
 	for _, p := range platforms.All {

@@ -62,7 +62,7 @@ func TestMCPStreamsEndWithTheirKey(t *testing.T) {
 		}()
 		require.Equal(t, "event: message", <-lines)
 		require.Equal(t, "data: {}", <-lines)
-		require.Equal(t, "", <-lines)
+		require.Empty(t, <-lines)
 		return lines, cancel
 	}
 	linesA, cancelA := open(kA.Key)

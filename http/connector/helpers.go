@@ -246,12 +246,3 @@ func (t *Tools) resolveAccount(ctx context.Context, param, ref string) (string, 
 	}
 	return ids[0], nil
 }
-
-// decode turns a decoded JSON value into out (any → a typed value) through its JSON.
-func decode(in any, out any) error {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, out)
-}

@@ -304,7 +304,7 @@ func (s *Service) fillDMThread(ctx context.Context, userID string, platform plat
 		return nil, apierr.Validation("conversationId: conversation %s does not belong to account %s", truncate(q.ConversationID, 128), q.AccountID)
 	}
 	if err != nil {
-		out, _ := s.accountError(platform, doReadMessages, err)
+		_, out := s.accountError(platform, doReadMessages, err)
 		return nil, out
 	}
 	t := &DMThread{Conversation: DMConversation{ID: q.ConversationID, AccountID: a.ID, Platform: a.Platform, CanReply: true}, Messages: []DMMessage{}}

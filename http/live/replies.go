@@ -210,7 +210,7 @@ const (
 // writeError maps an account's error on the way to a reply, a like or a hide to the API's error,
 // and counts the write's outcome.
 func (s *Service) writeError(kind string, p platforms.Platform, doing string, err error) error {
-	out, outcome := s.accountError(p, doing, err)
+	outcome, out := s.accountError(p, doing, err)
 	s.metrics.writes.WithLabelValues(kind, outcome).Inc()
 	if outcome == "failed" {
 		s.cfg.Log.Warn("live write failed", "kind", kind, "platform", p, "error", err)
@@ -220,7 +220,7 @@ func (s *Service) writeError(kind string, p platforms.Platform, doing string, er
 
 // accountError maps an account's error to the API's error; outcome is "refused" (a 4xx: the
 // account, its budget or the network said no) or "failed" (the network failed or did not answer).
-func (s *Service) accountError(p platforms.Platform, doing string, err error) (out error, outcome string) {
+func (s *Service) accountError(p platforms.Platform, doing string, err error) (outcome string, out error) {
 	sending := doing == doPost || doing == doSend
 	// A like or a hide is idempotent on every network: repeating one whose outcome is unknown
 	// is safe.
@@ -231,18 +231,18 @@ func (s *Service) accountError(p platforms.Platform, doing string, err error) (o
 	switch {
 	case errors.Is(err, actors.ErrBusy):
 		// The request never reached the account: nothing was sent.
-		return apierr.Unavailable(fmt.Sprintf("the %s account is too busy to take the request; nothing was sent; retry shortly", p)), "refused"
+		return "refused", apierr.Unavailable(fmt.Sprintf("the %s account is too busy to take the request; nothing was sent; retry shortly", p))
 	case errors.As(err, &rc):
-		return apierr.Validation("the %s account must be connected again before Herald can %s (%s)", p, doing, rc.Reason), "refused"
+		return "refused", apierr.Validation("the %s account must be connected again before Herald can %s (%s)", p, doing, rc.Reason)
 	case errors.As(err, &spent):
 		wait := max(int(time.Until(spent.RetryAt).Seconds()+0.999), 1)
-		return apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimitExceeded,
+		return "refused", apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimitExceeded,
 			"the %s account's rate budget for this call is spent until %s; nothing was sent", p, spent.RetryAt.UTC().Format(time.RFC3339)).
-			WithHeader("Retry-After", strconv.Itoa(wait)), "refused"
+			WithHeader("Retry-After", strconv.Itoa(wait))
 	case errors.Is(err, account.ErrNotFound), errors.Is(err, account.ErrForbidden):
-		return apierr.Validation("the connected account was disconnected"), "refused"
+		return "refused", apierr.Validation("the connected account was disconnected")
 	case errors.As(err, &pe) && (pe.Kind == platforms.Permanent || pe.Kind == platforms.Invalid):
-		return apierr.Validation("%s refused: %s", p, pe.Message), "refused"
+		return "refused", apierr.Validation("%s refused: %s", p, pe.Message)
 	}
 	unknown := platforms.KindOf(err) == platforms.Unknown || errors.Is(err, actors.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
 	msg := fmt.Sprintf("%s did not answer in time or failed while Herald tried to %s; nothing was sent; retry shortly", p, doing)
@@ -254,7 +254,7 @@ func (s *Service) accountError(p platforms.Platform, doing string, err error) (o
 	case doing == doReadMessages || doing == doListConversations:
 		msg = fmt.Sprintf("%s did not answer in time or failed while Herald tried to %s; retry shortly", p, doing)
 	}
-	return apierr.Unavailable(msg), "failed"
+	return "failed", apierr.Unavailable(msg)
 }
 
 func deadlineOf(ctx context.Context) time.Time {

@@ -75,7 +75,7 @@ func closedByServer(c net.Conn) bool {
 	if err := c.SetReadDeadline(time.Now().Add(time.Millisecond)); err != nil {
 		return true
 	}
-	defer c.SetReadDeadline(time.Time{})
+	defer func() { _ = c.SetReadDeadline(time.Time{}) }()
 	_, err := c.Read(make([]byte, 1))
 	var ne net.Error
 	return err != nil && !(errors.As(err, &ne) && ne.Timeout())

@@ -88,6 +88,7 @@ func TestPathParametersAreDecodedOnce(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			// Through net/http's client (it sends a valid encoding as it is given)...
 			resp, err := http.Post(hs.URL+"/v1/things/"+tc.sent+"/replies/r1", "application/json", nil)
 			require.NoError(t, err)

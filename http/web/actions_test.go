@@ -126,7 +126,7 @@ func TestBrowserCredentialForms(t *testing.T) {
 	require.NotNil(t, xacc, "the X account is connected")
 	exp, err := time.Parse(time.RFC3339Nano, xacc["access_token_expires_at"].(string))
 	require.NoError(t, err)
-	require.WithinDuration(t, time.Now().Add(2*time.Hour), exp, 2*time.Minute, "expires_in was sent as a number")
+	require.WithinDuration(t, exp, time.Now().Add(2*time.Hour), 2*time.Minute, "expires_in was sent as a number")
 	tb.noErrorsBut("status of 400 (Bad Request) (" + h.url + "/api/accounts/bluesky)")
 }
 

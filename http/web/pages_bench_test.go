@@ -24,7 +24,7 @@ const benchPosts = 100_000
 func seededDashboard(b *testing.B) (string, *http.Client) {
 	b.Helper()
 	a, err := app.New(app.Config{Addr: "127.0.0.1:0", DataDir: b.TempDir(), Sandbox: true, SimAddr: "127.0.0.1:0", NoAdminSocket: true,
-		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log:            slog.New(slog.DiscardHandler),
 		PasswordParams: auth.PasswordParams{Time: 1, MemoryKiB: 1024, Threads: 1}})
 	if err != nil {
 		b.Fatal(err)

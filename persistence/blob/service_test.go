@@ -272,8 +272,9 @@ func TestReceiveFloorCountsUploadsInProgress(t *testing.T) {
 	first, firstData := presign(3 << 19)
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
+	firstQuery := query(t, first.UploadURL)
 	go func() {
-		_, err := svc.Receive(ctx, first.Key, query(t, first.UploadURL), "image/png", int64(len(firstData)), pr)
+		_, err := svc.Receive(ctx, first.Key, firstQuery, "image/png", int64(len(firstData)), pr)
 		done <- err
 	}()
 	_, err = pw.Write(firstData[:1000]) // returns once Receive is reading: the upload is in progress

@@ -38,6 +38,7 @@ func TestSniff(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			require.Equal(t, c.detected, blob.Detect(c.head))
 			err := blob.Sniff(c.declared, c.head)
 			if c.ok {

@@ -24,7 +24,9 @@ func TestTextLimitsAreTheAdaptersOwn(t *testing.T) {
 		require.Contains(t, []string{"runes", "graphemes", "x", "bytes", "utf16", "threads"}, l.Count, p)
 		video := []platforms.Media{{ID: "m", ContentType: "video/mp4", Size: 1 << 20, Filename: "clip.mp4", URL: "https://media.example/clip.mp4"}}
 		// A short first line: YouTube takes it for the title, which has a limit of its own.
-		post := func(n int) platforms.Post { return platforms.Post{Text: "Title\n" + strings.Repeat("a", n-6), Media: video} }
+		post := func(n int) platforms.Post {
+			return platforms.Post{Text: "Title\n" + strings.Repeat("a", n-6), Media: video}
+		}
 		require.NoError(t, adapters[p].Validate(post(l.Max)), "%s: a text of %d", p, l.Max)
 		err := adapters[p].Validate(post(l.Max + 1))
 		require.Error(t, err, "%s: a text of %d", p, l.Max+1)

@@ -623,23 +623,6 @@ func (g *graphAPI) mediaFiles(c graphContainer) []File {
 	return out
 }
 
-// mediaSHAs lists the hashes of a container's media, children in order.
-func (g *graphAPI) mediaSHAs(c graphContainer) []string {
-	if len(c.Children) == 0 {
-		if c.SHA == "" {
-			return []string{}
-		}
-		return []string{c.SHA}
-	}
-	out := make([]string, 0, len(c.Children))
-	for _, id := range c.Children {
-		if child, ok := g.container(id); ok && child.SHA != "" {
-			out = append(out, child.SHA)
-		}
-	}
-	return out
-}
-
 // markPublished flags a container (and its children) as published; false when it already was.
 func (g *graphAPI) markPublished(id string) bool {
 	ok := false

@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -272,7 +271,7 @@ func TestPostAnalyticsBadInput(t *testing.T) {
 	pubs := r.json(t)["publications"].([]any)
 	require.Len(t, pubs, 1)
 	require.Equal(t, false, pubs[0].(map[string]any)["live"])
-	require.True(t, strings.Contains(pubs[0].(map[string]any)["reason"].(string), "no live analytics"))
+	require.Contains(t, pubs[0].(map[string]any)["reason"].(string), "no live analytics")
 	for _, n := range b.nets {
 		require.Zero(t, n.count("metrics"), "nothing was read")
 	}

@@ -200,7 +200,7 @@ func TestCampaignPublishesOnOneStream(t *testing.T) {
 	// A late client gets the whole timeline again, then done; one that resumes after the last
 	// progress gets only done.
 	late, _ := b.followCampaign(ctx, id, "", nil)
-	require.Equal(t, len(events), len(late))
+	require.Len(t, late, len(events))
 	resumed, _ := b.followCampaign(ctx, id, strconv.Itoa(last), nil)
 	require.Len(t, resumed, 1)
 	require.Equal(t, "done", resumed[0].Type)
@@ -572,7 +572,7 @@ func TestCampaignDeletedWhilePublishing(t *testing.T) {
 	}
 	require.NotEmpty(t, kept, "a post publishing is kept")
 	for i, pid := range ids {
-		require.True(t, cancelled[pid] != kept[pid], "post %d is cancelled or kept", i)
+		require.NotEqual(t, cancelled[pid], kept[pid], "post %d is cancelled or kept", i)
 		if i >= 5 {
 			require.True(t, cancelled[pid], "post %d was scheduled in an hour", i)
 		}
@@ -666,7 +666,7 @@ func TestThousandPostCampaign(t *testing.T) {
 	totals := done.Data["totals"].(map[string]any)
 	failedX := int(totals["failed"].(float64))
 	require.Equal(t, 1000, int(totals["published"].(float64))+failedX)
-	require.Greater(t, failedX, 0, "X's remaining posts failed")
+	require.Positive(t, failedX, "X's remaining posts failed")
 	require.Less(t, failedX, 200-29, "X published until its consent was withdrawn")
 	xTotals := done.Data["by_platform"].(map[string]any)["twitter_x"].(map[string]any)
 	require.Equal(t, float64(failedX), xTotals["failed"])

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -139,7 +138,7 @@ type AccountTools struct {
 // networks.
 func OpenAccountTools(cfg Config, store *persistence.Store) (*AccountTools, error) {
 	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	a := &App{Cfg: cfg, Log: cfg.Log, Registry: prometheus.NewRegistry(), Store: store}
 	a.Actors = actors.NewSystem(a.Registry, cfg.Log)

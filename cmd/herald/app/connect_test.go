@@ -141,7 +141,7 @@ func requirePage(t *testing.T, r *response, status int, contains string) {
 
 // The whole browser flow, followed like `curl -L`, on each of the seven browser networks of the
 // sandbox simulator: the account appears in GET /v1/accounts, with PKCE where the network takes it.
-func TestConnectFlowEveryBrowserNetwork(t *testing.T) {
+func TestConnectFlowEveryBrowserNetwork(t *testing.T) { //nolint:tparallel // the cases run in turn against one Herald and its simulator
 	t.Parallel()
 	b := setup(t, bundleOpts{sandbox: true})
 	for _, p := range connect.Browser {
@@ -222,7 +222,7 @@ func TestConnectAgainUpdatesInsteadOfDuplicating(t *testing.T) {
 	require.Len(t, b.listed("linkedin"), 2)
 }
 
-func TestConnectFailuresCreateNothing(t *testing.T) {
+func TestConnectFailuresCreateNothing(t *testing.T) { //nolint:tparallel // each case checks that no account was created, which a case running beside it would change
 	t.Parallel()
 	b := setup(t, bundleOpts{sandbox: true})
 	accounts := b.accountCount()

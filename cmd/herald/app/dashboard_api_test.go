@@ -205,7 +205,7 @@ func TestDashboardKeys(t *testing.T) {
 	require.Equal(t, 201, r.status, string(r.body))
 	exp, err := time.Parse(time.RFC3339Nano, r.json(t)["expires_at"].(string))
 	require.NoError(t, err)
-	require.WithinDuration(t, time.Now().Add(30*24*time.Hour), exp, time.Minute)
+	require.WithinDuration(t, exp, time.Now().Add(30*24*time.Hour), time.Minute)
 
 	list := br.send("GET", "/api/keys", nil, nil)
 	row := keyRow(t, list, id)
@@ -358,7 +358,7 @@ func TestDashboardCredentialForms(t *testing.T) {
 	require.Equal(t, "twitter_x", xacc["platform"])
 	exp, err := time.Parse(time.RFC3339Nano, xacc["access_token_expires_at"].(string))
 	require.NoError(t, err)
-	require.WithinDuration(t, time.Now().Add(2*time.Hour), exp, time.Minute)
+	require.WithinDuration(t, exp, time.Now().Add(2*time.Hour), time.Minute)
 
 	// The same shape as GET /v1/accounts (and /api/accounts), where both now are.
 	listed := map[string]map[string]any{}

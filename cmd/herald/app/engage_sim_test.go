@@ -181,7 +181,7 @@ func TestInboxDMsAgainstTheSimulator(t *testing.T) {
 	require.True(t, strings.HasPrefix(r.header.Get("Content-Type"), "application/json"), r.header.Get("Content-Type"))
 	page := r.json(t)
 	require.Equal(t, false, page["has_more"])
-	require.Equal(t, "", page["next_before"])
+	require.Empty(t, page["next_before"])
 	require.Equal(t, false, page["sampled"])
 	require.Equal(t, false, page["partial"])
 	convs := page["conversations"].([]any)
@@ -211,7 +211,7 @@ func TestInboxDMsAgainstTheSimulator(t *testing.T) {
 	page = r.json(t)
 	require.Equal(t, bConv, page["conversations"].([]any)[0].(map[string]any)["id"])
 	require.Equal(t, false, page["has_more"])
-	require.Equal(t, "", page["next_before"])
+	require.Empty(t, page["next_before"])
 
 	// One conversation: its messages newest first; the sender's text verbatim.
 	r = b.do("GET", "/v1/inbox/dms/"+xConv+"?account_id="+x.ID, nil)

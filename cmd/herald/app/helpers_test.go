@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -14,4 +13,4 @@ func mustRequest(method, path string) *http.Request { return httptest.NewRequest
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -487,7 +487,7 @@ func TestInboxComments(t *testing.T) {
 	page := r.json(t)
 	require.Equal(t, "7d", page["range"])
 	require.Equal(t, false, page["has_more"])
-	require.Equal(t, "", page["next_before"])
+	require.Empty(t, page["next_before"])
 	require.Equal(t, false, page["sampled"])
 	require.Equal(t, false, page["partial"])
 	require.Equal(t, []any{}, page["accounts_needing_reconnect"])
@@ -555,7 +555,7 @@ func TestInboxPaging(t *testing.T) {
 			require.Equal(t, true, page["has_more"], "while more publications follow")
 		}
 		if page["has_more"] == false {
-			require.Equal(t, "", page["next_before"])
+			require.Empty(t, page["next_before"])
 			break
 		}
 		before = page["next_before"].(string)

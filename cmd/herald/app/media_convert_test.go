@@ -10,8 +10,9 @@ import (
 	"image/png"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -73,7 +74,9 @@ func withOrientation(j []byte, o uint16) []byte {
 // YCbCr and gray, so the file is the standard library's own test image.
 func cmykJPEG(t *testing.T) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "image", "testdata", "video-001.cmyk.jpeg"))
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(goroot)), "src", "image", "testdata", "video-001.cmyk.jpeg"))
 	require.NoError(t, err)
 	cfg, err := jpeg.DecodeConfig(bytes.NewReader(b))
 	require.NoError(t, err)

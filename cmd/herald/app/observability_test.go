@@ -353,7 +353,7 @@ func mustQuery(t *testing.T, raw, key string) string {
 // One representative run, three checks: no secret in any log line (but the sandbox's own demo
 // key, once), request and job logs carry their ids, and the dashboard and alert rules only name
 // metrics that Herald exposes.
-func TestObservabilityOfARepresentativeRun(t *testing.T) {
+func TestObservabilityOfARepresentativeRun(t *testing.T) { //nolint:tparallel // the checks read the logs and metrics of one run, after it
 	t.Parallel()
 	r := representativeRun(t)
 	metricsText := scrape(t, r.b.app.MetricsURL())

@@ -83,7 +83,7 @@ func TestPostOwnership(t *testing.T) {
 	require.Len(t, r.json(t)["data"], 2)
 }
 
-func TestCreatePostBadInput(t *testing.T) {
+func TestCreatePostBadInput(t *testing.T) { //nolint:tparallel // each case checks that no post was created, which a case running beside it would change
 	t.Parallel()
 	b := setup(t, bundleOpts{})
 	acct := b.accounts[0].ID
@@ -126,7 +126,7 @@ func TestCreatePostBadInput(t *testing.T) {
 	}
 }
 
-func TestUpdateAndPathBadInput(t *testing.T) {
+func TestUpdateAndPathBadInput(t *testing.T) { //nolint:tparallel // each case checks that the post is unchanged, which a case running beside it would change
 	t.Parallel()
 	b := setup(t, bundleOpts{})
 	id := b.createPost("keep me", b.accounts[0])

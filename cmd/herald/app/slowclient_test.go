@@ -14,7 +14,7 @@ import (
 )
 
 // Slow clients are cut off: one that never finishes its headers, and one that trickles its body.
-func TestSlowClientsAreCutOff(t *testing.T) {
+func TestSlowClientsAreCutOff(t *testing.T) { //nolint:tparallel // the cases count the connections of one Herald
 	t.Parallel()
 	a, err := app.New(app.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Log: discardLog(), NoAdminSocket: true,
 		RequestTimeout: 300 * time.Millisecond, HeaderTimeout: 300 * time.Millisecond})

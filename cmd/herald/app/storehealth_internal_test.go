@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"sync/atomic"
 	"syscall"
@@ -19,7 +18,7 @@ import (
 // again; the probe is rate-limited, and readiness waits for the hold after the last failure.
 func TestStoreHealthProbesWhileTheStoreCannotWrite(t *testing.T) {
 	t.Parallel()
-	h := newStoreHealth(prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)), "data")
+	h := newStoreHealth(prometheus.NewRegistry(), slog.New(slog.DiscardHandler), "data")
 	h.hold, h.probeEvery = 300*time.Millisecond, time.Hour
 	var commits atomic.Int64
 	faults := &persistence.Faults{}

@@ -148,7 +148,7 @@ func TestWebhookSubscriptions(t *testing.T) {
 	require.Equal(t, 0, b.webhookCount())
 }
 
-func TestWebhookBadInput(t *testing.T) {
+func TestWebhookBadInput(t *testing.T) { //nolint:tparallel // each case checks that no webhook was created, which a case running beside it would change
 	t.Parallel()
 	b := setup(t, bundleOpts{})
 	all := `["post.published"]`

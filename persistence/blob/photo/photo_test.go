@@ -3,7 +3,6 @@ package photo
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"hash/crc32"
 	"image"
 	"image/color"
@@ -83,7 +82,7 @@ func TestToJPEGRefuses(t *testing.T) {
 	_, err = Inspect(bytes.NewReader([]byte("GIF89a....")))
 	require.ErrorIs(t, err, platforms.ErrUnconvertible)
 	var pe *Error
-	require.True(t, errors.As(err, &pe))
+	require.ErrorAs(t, err, &pe)
 	_, err = Inspect(bytes.NewReader([]byte{0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 'J', 'F', 'I', 'F', 0, 1, 2, 3, 4, 5, 0x42}))
 	require.ErrorContains(t, err, "the JPEG is corrupt")
 }
