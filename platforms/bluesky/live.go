@@ -49,24 +49,24 @@ func notFound(status int, format string, args ...any) *platforms.Error {
 // readError classifies a failed live call. The AppView's NotFound wraps platforms.ErrNotFound;
 // so does the chat service's InvalidRequest "Convo not found" when chat is set (the chat methods
 // document no other error for a well-formed request).
-func readError(r *response, create, chat bool) *platforms.Error {
+func readError(r *platforms.Answer, create, chat bool) *platforms.Error {
 	e := classify(r, create)
 	switch {
 	case e.Code == "NotFound":
 		e.Err = platforms.ErrNotFound
-	case chat && r.status == http.StatusBadRequest && e.Code == "InvalidRequest" && strings.Contains(strings.ToLower(e.Message), "convo"):
+	case chat && r.Status == http.StatusBadRequest && e.Code == "InvalidRequest" && strings.Contains(strings.ToLower(e.Message), "convo"):
 		e.Err = platforms.ErrNotFound
 	}
 	return e
 }
 
 // get makes a read call through proxy and decodes a 2xx answer into out.
-func (a *Adapter) get(ctx context.Context, c platforms.Credentials, nsid string, q url.Values, proxy string, out any) (*response, error) {
-	r, err := a.send(ctx, request{method: http.MethodGet, url: a.xrpc(c, nsid) + "?" + q.Encode(), bearer: c.AccessToken, proxy: proxy})
+func (a *Adapter) get(ctx context.Context, c platforms.Credentials, nsid string, q url.Values, proxy string, out any) (*platforms.Answer, error) {
+	r, err := platforms.Send(ctx, a.hc, platforms.Bluesky, platforms.Call{Method: http.MethodGet, URL: a.xrpc(c, nsid) + "?" + q.Encode(), Bearer: c.AccessToken, Header: proxyHeader(proxy)})
 	if err != nil {
 		return nil, err
 	}
-	if !r.ok() {
+	if !r.OK() {
 		return nil, readError(r, false, proxy == ChatProxy)
 	}
 	if e := errorBody(r); e != nil {
@@ -205,7 +205,7 @@ func (a *Adapter) Comments(ctx context.Context, c platforms.Credentials, publica
 		return nil, garbage(r, false, fmt.Errorf("no thread in the answer"))
 	}
 	if (out.Thread.Type != threadViewPost && out.Thread.Type != "") || out.Thread.Post == nil {
-		return nil, notFound(r.status, "Bluesky has no visible post %s", publicationID)
+		return nil, notFound(r.Status, "Bluesky has no visible post %s", publicationID)
 	}
 	comments := []platforms.Comment{}
 	var walk func(n *threadNode)
@@ -388,12 +388,12 @@ func (a *Adapter) SendMessage(ctx context.Context, c platforms.Credentials, conv
 		msg["facets"] = facets
 	}
 	raw, _ := json.Marshal(map[string]any{"convoId": conversationID, "message": msg})
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.xrpc(c, "chat.bsky.convo.sendMessage"), body: raw, contentType: "application/json",
-		bearer: c.AccessToken, proxy: ChatProxy, create: true})
+	r, err := platforms.Send(ctx, a.hc, platforms.Bluesky, platforms.Call{Method: http.MethodPost, URL: a.xrpc(c, "chat.bsky.convo.sendMessage"), Body: raw, ContentType: "application/json",
+		Bearer: c.AccessToken, Header: proxyHeader(ChatProxy), Create: true})
 	if err != nil {
 		return platforms.Message{}, err
 	}
-	if !r.ok() {
+	if !r.OK() {
 		return platforms.Message{}, readError(r, true, true)
 	}
 	var out messageView

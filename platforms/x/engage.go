@@ -53,11 +53,11 @@ func (a *Adapter) write(ctx context.Context, c platforms.Credentials, method, u 
 	if body != nil {
 		raw, _ = json.Marshal(body)
 	}
-	r, err := a.send(ctx, request{method: method, url: u, body: raw, contentType: "application/json", bearer: c.AccessToken})
+	r, err := platforms.Send(ctx, a.hc, platforms.X, platforms.Call{Method: method, URL: u, Body: raw, ContentType: "application/json", Bearer: c.AccessToken})
 	if err != nil {
 		return err
 	}
-	if r.status < 200 || r.status > 299 {
+	if r.Status < 200 || r.Status > 299 {
 		return readError(r, false)
 	}
 	var out struct {
@@ -74,7 +74,7 @@ func (a *Adapter) write(ctx context.Context, c platforms.Credentials, method, u 
 		return garbage(r, false, fmt.Errorf("no data.%s in the answer", field))
 	}
 	if got != want {
-		return platforms.Errorf(platforms.X, platforms.Permanent, r.status, "X answered %s=%t", field, got)
+		return platforms.Errorf(platforms.X, platforms.Permanent, r.Status, "X answered %s=%t", field, got)
 	}
 	return nil
 }
