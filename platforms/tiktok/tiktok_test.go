@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -215,52 +214,6 @@ func TestModerationWait(t *testing.T) {
 	require.Len(t, b.srv.Publications(platforms.TikTok), 1)
 }
 
-func TestValidate(t *testing.T) {
-	t.Parallel()
-	a := New(platforms.Config{})
-	vid := videoMedia([]byte("x"))
-	cases := []struct {
-		name string
-		post platforms.Post
-		want string
-	}{
-		{"no media", platforms.Post{Text: "Hi"}, "needs a video"},
-		{"two videos", platforms.Post{Media: []platforms.Media{vid, vid}}, "exactly one video"},
-		{"image", platforms.Post{Media: []platforms.Media{{ContentType: "image/jpeg", Filename: "a.jpg"}}}, "are videos"},
-		{"avi", platforms.Post{Media: []platforms.Media{{ContentType: "video/x-msvideo", Filename: "a.avi"}}}, "MP4, MOV or WebM"},
-		{"long caption", platforms.Post{Text: strings.Repeat("😀", 1101), Media: []platforms.Media{vid}}, "2202 characters"},
-		{"huge", platforms.Post{Media: []platforms.Media{{ContentType: "video/mp4", Size: MaxVideoBytes + 1}}}, "4 GB"},
-	}
-	for _, tc := range cases {
-		err := a.Validate(tc.post)
-		require.Equal(t, platforms.Invalid, kindOf(t, err), tc.name)
-		require.Contains(t, err.Error(), tc.want, tc.name)
-	}
-	require.NoError(t, a.Validate(platforms.Post{Text: strings.Repeat("😀", 1100), Media: []platforms.Media{vid}}))
-}
-
-func TestRefreshAndRetry(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	post := platforms.Post{Text: "After refresh", Media: []platforms.Media{videoMedia([]byte("video"))}}
-	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultExpireTokens, 0))
-	_, err := b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
-
-	fresh, err := b.a.Refresh(context.Background(), b.creds)
-	require.NoError(t, err)
-	require.NotEqual(t, b.creds.AccessToken, fresh.AccessToken)
-	require.NotEqual(t, b.creds.RefreshToken, fresh.RefreshToken)
-	require.Equal(t, b.creds.UserID, fresh.UserID)
-	require.Equal(t, b.creds.Handle, fresh.Handle)
-	_, err = b.a.Refresh(context.Background(), b.creds)
-	require.Equal(t, platforms.Permanent, kindOf(t, err), "the old refresh token is retired")
-
-	_, err = b.a.Publish(context.Background(), fresh, post)
-	require.NoError(t, err)
-	require.Len(t, b.srv.Publications(platforms.TikTok), 1)
-}
-
 func TestRateLimited(t *testing.T) {
 	t.Parallel()
 	b := setup(t, sim.Options{})
@@ -286,19 +239,6 @@ func TestRateLimited(t *testing.T) {
 	require.Equal(t, platforms.RateLimited, kindOf(t, err))
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, "spam_risk_too_many_posts", e.Code)
-}
-
-func TestServerErrorAndTimeoutAreTransient(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{TimeoutHold: 50 * time.Millisecond})
-	post := platforms.Post{Text: "Outage", Media: []platforms.Media{videoMedia([]byte("video"))}}
-	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultError5xx, 1))
-	_, err := b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultTimeout, 1))
-	_, err = b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.Transient, kindOf(t, err), "creator_info creates nothing")
-	require.Empty(t, b.srv.Publications(platforms.TikTok))
 }
 
 // The last chunk answered 500 after TikTok took the video: the publish's status (read again when
@@ -404,42 +344,81 @@ func TestProcessingFailure(t *testing.T) {
 	require.Empty(t, b.srv.Publications(platforms.TikTok))
 }
 
-func TestGarbageAnswers(t *testing.T) {
+func TestConformance(t *testing.T) {
 	t.Parallel()
-	post := platforms.Post{Text: "Garbage", Media: []platforms.Media{videoMedia([]byte("video"))}}
-	creds := platforms.Credentials{AccessToken: "t"}
-	for body, want := range map[string]platforms.Kind{
-		"<html>oops</html>": platforms.Transient,
-		`{"data":{},"error":{"code":"invalid_params","message":"bad"}}`: platforms.Permanent,
-		`{"data":{"privacy_level_options":["SELF_ONLY"]}}`:              platforms.Transient,
-	} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write([]byte(body))
-		}))
-		t.Cleanup(srv.Close)
-		_, err := New(platforms.Config{BaseURL: srv.URL}).Publish(context.Background(), creds, post)
-		require.Equal(t, want, kindOf(t, err), body)
-	}
-
-	// An error envelope on the last chunk: the post may exist.
-	var base string
-	flow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/v2/post/publish/creator_info/query/":
-			_, _ = w.Write([]byte(`{"data":{"privacy_level_options":["SELF_ONLY"]},"error":{"code":"ok"}}`))
-		case "/v2/post/publish/video/init/":
-			_, _ = w.Write([]byte(`{"data":{"publish_id":"p1","upload_url":"` + base + `/up"},"error":{"code":"ok"}}`))
-		default:
-			w.WriteHeader(http.StatusInternalServerError)
-			_, _ = w.Write([]byte(`{"data":{},"error":{"code":"internal_error","message":"boom"}}`))
+	vid := videoMedia([]byte("x"))
+	video := func(text string) platformstest.PostFunc {
+		return func(*testing.T) platforms.Post {
+			return platforms.Post{Text: text, Media: []platforms.Media{videoMedia([]byte("video"))}}
 		}
-	}))
-	t.Cleanup(flow.Close)
-	base = flow.URL
-	// The publish's status cannot be read either (five tries).
-	_, err := New(platforms.Config{BaseURL: base, PollInterval: time.Millisecond}).Publish(context.Background(), creds, post)
-	require.Equal(t, platforms.Unknown, kindOf(t, err))
+	}
+	fake := platforms.Credentials{AccessToken: "t"}
+	fakePost := platforms.Post{Text: "Garbage", Media: []platforms.Media{videoMedia([]byte("video"))}}
+	platformstest.Run(t, platformstest.Adapter{
+		Platform: platforms.TikTok,
+		New:      func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
+		Account: func(t *testing.T, _ *sim.Server, a platforms.Adapter) platforms.Credentials {
+			return connect(t, a.(*Adapter), "alice")
+		},
+		FakeConfig: func(url string) platforms.Config {
+			return platforms.Config{BaseURL: url, PollInterval: time.Millisecond}
+		},
+		FakeCreds: fake,
+		FakePost:  fakePost,
+		ServerError: platformstest.Faults{Steps: []platformstest.Step{
+			{Name: "creator_info creates nothing", Post: video("Outage"), Want: platforms.Transient},
+		}},
+		Timeout: platformstest.Faults{Hold: 50 * time.Millisecond, Steps: []platformstest.Step{
+			{Name: "creator_info creates nothing", Post: video("Outage"), Want: platforms.Transient},
+		}},
+		Garbage: platformstest.Garbage{
+			Answers: []platformstest.Answer{
+				{Status: 200, Body: "<html>oops</html>", Want: platforms.Transient},
+				{Status: 200, Body: `{"data":{},"error":{"code":"invalid_params","message":"bad"}}`, Want: platforms.Permanent},
+				{Status: 200, Body: `{"data":{"privacy_level_options":["SELF_ONLY"]}}`, Want: platforms.Transient},
+			},
+			Checks: []platformstest.Check{{
+				// An error envelope on the last chunk, and the publish's status cannot be read
+				// either (five tries): the post may exist.
+				Name: "error on the last chunk",
+				Serve: func(base string) http.Handler {
+					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						switch r.URL.Path {
+						case "/v2/post/publish/creator_info/query/":
+							_, _ = w.Write([]byte(`{"data":{"privacy_level_options":["SELF_ONLY"]},"error":{"code":"ok"}}`))
+						case "/v2/post/publish/video/init/":
+							_, _ = w.Write([]byte(`{"data":{"publish_id":"p1","upload_url":"` + base + `/up"},"error":{"code":"ok"}}`))
+						default:
+							w.WriteHeader(http.StatusInternalServerError)
+							_, _ = w.Write([]byte(`{"data":{},"error":{"code":"internal_error","message":"boom"}}`))
+						}
+					})
+				},
+				Want: []platforms.Kind{platforms.Unknown},
+				Call: func(ctx context.Context, a platforms.Adapter) error {
+					_, err := a.Publish(ctx, fake, fakePost)
+					return err
+				},
+			}},
+		},
+		PostThenError: platformstest.Lookup{NotApplicable: "after an error on the last chunk the publish reads its status, which says whether TikTok took the video, " +
+			"so the publish ends without an unknown outcome (TestPostThenErrorAndLookup, TestLostAnswerToLastChunkIsUnknown)"},
+		Refresh: platformstest.Refresh{
+			Post:      video("After refresh"),
+			ExpireAll: true,
+			Rotates:   true,
+			Old:       platformstest.OldRefreshRefused,
+		},
+		Validate: platformstest.Validate{Cases: []platformstest.ValidateCase{
+			{Name: "no media", Post: platforms.Post{Text: "Hi"}, Contains: "needs a video"},
+			{Name: "two videos", Post: platforms.Post{Media: []platforms.Media{vid, vid}}, Contains: "exactly one video"},
+			{Name: "image", Post: platforms.Post{Media: []platforms.Media{{ContentType: "image/jpeg", Filename: "a.jpg"}}}, Contains: "are videos"},
+			{Name: "avi", Post: platforms.Post{Media: []platforms.Media{{ContentType: "video/x-msvideo", Filename: "a.avi"}}}, Contains: "MP4, MOV or WebM"},
+			{Name: "long caption", Post: platforms.Post{Text: strings.Repeat("😀", 1101), Media: []platforms.Media{vid}}, Contains: "2202 characters"},
+			{Name: "huge", Post: platforms.Post{Media: []platforms.Media{{ContentType: "video/mp4", Size: MaxVideoBytes + 1}}}, Contains: "4 GB"},
+			{Name: "1100 emoji", Post: platforms.Post{Text: strings.Repeat("😀", 1100), Media: []platforms.Media{vid}}, OK: true},
+		}},
+	})
 }
 
 func TestRevoke(t *testing.T) {
