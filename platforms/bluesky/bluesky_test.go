@@ -31,15 +31,17 @@ type testBundle struct {
 
 func setup(t *testing.T, opts sim.Options) *testBundle {
 	t.Helper()
-	srv, err := sim.Start("127.0.0.1:0", opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	cfg := srv.AdapterConfig(platforms.Bluesky)
-	cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+	srv, cfg := platformstest.Start(t, platforms.Bluesky, opts)
 	a := New(cfg)
-	creds, err := a.Login(context.Background(), "alice.bsky.social", appPassword)
+	return &testBundle{sim: srv, a: a, creds: alice(t, srv, a)}
+}
+
+// alice logs in as alice.bsky.social with her app password.
+func alice(t *testing.T, _ *sim.Server, a platforms.Adapter) platforms.Credentials {
+	t.Helper()
+	creds, err := a.(*Adapter).Login(context.Background(), "alice.bsky.social", appPassword)
 	require.NoError(t, err)
-	return &testBundle{sim: srv, a: a, creds: creds}
+	return creds
 }
 
 func fileMedia(ct string, data []byte) platforms.Media {
@@ -94,13 +96,9 @@ func TestConformance(t *testing.T) {
 	}
 	fake := platforms.Credentials{AccessToken: "t", UserID: "did:plc:x"}
 	platformstest.Run(t, platformstest.Adapter{
-		Platform: platforms.Bluesky,
-		New:      func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
-		Account: func(t *testing.T, _ *sim.Server, a platforms.Adapter) platforms.Credentials {
-			creds, err := a.(*Adapter).Login(context.Background(), "alice.bsky.social", appPassword)
-			require.NoError(t, err)
-			return creds
-		},
+		Platform:  platforms.Bluesky,
+		New:       func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
+		Account:   alice,
 		FakeCreds: fake,
 		FakePost:  platforms.Post{Text: "x"},
 		ServerError: platformstest.Faults{Steps: []platformstest.Step{

@@ -43,18 +43,21 @@ type env struct {
 	creds platforms.Credentials
 }
 
+// acme is the simulator's account acme.
+func acme(t *testing.T, srv *sim.Server, _ platforms.Adapter) platforms.Credentials {
+	t.Helper()
+	creds, err := srv.NewAccount(platforms.Facebook, "acme")
+	require.NoError(t, err)
+	return creds
+}
+
 func setup(t *testing.T, opts sim.Options) *env {
 	t.Helper()
 	if opts.ProcessingDelay == 0 {
 		opts.ProcessingDelay = 5 * time.Millisecond
 	}
-	srv, err := sim.Start("127.0.0.1:0", opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	cfg := srv.AdapterConfig(platforms.Facebook)
-	cfg.HTTPClient = &http.Client{Timeout: 3 * time.Second}
-	creds, err := srv.NewAccount(platforms.Facebook, "acme")
-	require.NoError(t, err)
+	srv, cfg := platformstest.Start(t, platforms.Facebook, opts)
+	creds := acme(t, srv, nil)
 	return &env{srv: srv, a: facebook.New(cfg), creds: creds}
 }
 
@@ -86,11 +89,7 @@ func TestConformance(t *testing.T) {
 				o.ProcessingDelay = 5 * time.Millisecond
 			}
 		},
-		Account: func(t *testing.T, srv *sim.Server, _ platforms.Adapter) platforms.Credentials {
-			creds, err := srv.NewAccount(platforms.Facebook, "acme")
-			require.NoError(t, err)
-			return creds
-		},
+		Account:    acme,
 		FakeConfig: func(url string) platforms.Config { return platforms.Config{BaseURL: url, UploadURL: url} },
 		FakeCreds:  fake,
 		FakePost:   platforms.Post{Text: "x"},
@@ -305,15 +304,7 @@ func authorize(t *testing.T, e *env, handle, redirect string) *url.URL {
 	u := e.a.AuthorizeURL("st4te", redirect, "")
 	require.Contains(t, u, "/v25.0/dialog/oauth?")
 	require.Contains(t, u, "pages_manage_posts")
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noFollow.Get(u + "&login_hint=" + url.QueryEscape(handle))
-	require.NoError(t, err)
-	_ = resp.Body.Close()
-	require.Equal(t, http.StatusFound, resp.StatusCode)
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(loc.String(), redirect), "location %q", loc)
-	return loc
+	return platformstest.Consent(t, u+"&login_hint="+url.QueryEscape(handle), redirect)
 }
 
 func TestConnectPublishRevoke(t *testing.T) {

@@ -5,13 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -81,16 +79,19 @@ func simOptions(o *sim.Options) {
 	}
 }
 
+// acme is the simulator's account acme.
+func acme(t *testing.T, srv *sim.Server, _ platforms.Adapter) platforms.Credentials {
+	t.Helper()
+	creds, err := srv.NewAccount(platforms.Instagram, "acme")
+	require.NoError(t, err)
+	return creds
+}
+
 func setup(t *testing.T, opts sim.Options) *env {
 	t.Helper()
 	simOptions(&opts)
-	srv, err := sim.Start("127.0.0.1:0", opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	cfg := srv.AdapterConfig(platforms.Instagram)
-	cfg.HTTPClient = &http.Client{Timeout: 3 * time.Second}
-	creds, err := srv.NewAccount(platforms.Instagram, "acme")
-	require.NoError(t, err)
+	srv, cfg := platformstest.Start(t, platforms.Instagram, opts)
+	creds := acme(t, srv, nil)
 	return &env{srv: srv, a: instagram.New(cfg), cfg: cfg, creds: creds, files: cdn(t)}
 }
 
@@ -133,11 +134,7 @@ func TestConformance(t *testing.T) {
 		Platform: platforms.Instagram,
 		New:      func(cfg platforms.Config) platforms.Adapter { return instagram.New(cfg) },
 		Options:  simOptions,
-		Account: func(t *testing.T, srv *sim.Server, _ platforms.Adapter) platforms.Credentials {
-			creds, err := srv.NewAccount(platforms.Instagram, "acme")
-			require.NoError(t, err)
-			return creds
-		},
+		Account:  acme,
 		FakeConfig: func(url string) platforms.Config {
 			return platforms.Config{BaseURL: url, PollInterval: time.Millisecond}
 		},
@@ -253,21 +250,9 @@ func TestSimRefusesLongCaption(t *testing.T) {
 	require.Contains(t, string(body), `"error_subcode":2207010`)
 }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 func TestRefreshNeedsADayOldToken(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clk := platformstest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	e := setup(t, sim.Options{Now: clk.Now})
 	creds := connect(t, e, "acme")
 	_, err := e.a.Refresh(context.Background(), creds)
@@ -317,12 +302,13 @@ func TestQuotaAtPublish(t *testing.T) {
 	e := setup(t, sim.Options{})
 	e.srv.SetLimit(platforms.Instagram, "publish", sim.Limit{Count: 1, Window: 24 * time.Hour})
 	var otherErr error
-	hc := &http.Client{Timeout: 3 * time.Second, Transport: hook{before: func(r *http.Request) {
+	hc := &http.Client{Timeout: 3 * time.Second, Transport: platformstest.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
 		if strings.HasSuffix(r.URL.Path, "/media_publish") {
 			// Another publisher takes the last slot first.
 			_, otherErr = e.a.Publish(r.Context(), e.creds, platforms.Post{Text: "other", Media: []platforms.Media{e.media("image/jpeg", "b.jpg")}})
 		}
-	}}}
+		return http.DefaultTransport.RoundTrip(r)
+	})}
 	cfg := e.cfg
 	cfg.HTTPClient = hc
 	_, err := instagram.New(cfg).Publish(context.Background(), e.creds, platforms.Post{Text: "x", Media: []platforms.Media{e.media("image/jpeg", "a.jpg")}})
@@ -333,31 +319,13 @@ func TestQuotaAtPublish(t *testing.T) {
 	require.GreaterOrEqual(t, time.Until(pe.ResetAt), 23*time.Hour)
 }
 
-// hook is a transport that runs before (and may fail after) each request.
-type hook struct {
-	before    func(r *http.Request)
-	dropAfter func(r *http.Request) bool
-}
-
-func (h hook) RoundTrip(r *http.Request) (*http.Response, error) {
-	if h.before != nil {
-		h.before(r)
-	}
-	resp, err := http.DefaultTransport.RoundTrip(r)
-	if err == nil && h.dropAfter != nil && h.dropAfter(r) {
-		_ = resp.Body.Close()
-		return nil, errors.New("connection reset by peer")
-	}
-	return resp, err
-}
-
 func TestConnectionLostAfterPublishIsUnknown(t *testing.T) {
 	t.Parallel()
 	e := setup(t, sim.Options{})
 	cfg := e.cfg
-	cfg.HTTPClient = &http.Client{Timeout: 3 * time.Second, Transport: hook{dropAfter: func(r *http.Request) bool {
+	cfg.HTTPClient = &http.Client{Timeout: 3 * time.Second, Transport: platformstest.LoseAnswers(func(r *http.Request) bool {
 		return strings.HasSuffix(r.URL.Path, "/media_publish")
-	}}}
+	})}
 	since := time.Now().Add(-time.Second)
 	_, err := instagram.New(cfg).Publish(context.Background(), e.creds, platforms.Post{Text: "lost answer", Media: []platforms.Media{e.media("image/jpeg", "a.jpg")}})
 	kind(t, err, platforms.Unknown)
@@ -380,14 +348,7 @@ func authorize(t *testing.T, e *env, handle, redirect string) *url.URL {
 	u := e.a.AuthorizeURL("st4te", redirect, "")
 	require.Contains(t, u, "/oauth/authorize?")
 	require.Contains(t, u, "instagram_business_content_publish")
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noFollow.Get(u + "&login_hint=" + url.QueryEscape(handle))
-	require.NoError(t, err)
-	_ = resp.Body.Close()
-	require.Equal(t, http.StatusFound, resp.StatusCode)
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(loc.String(), redirect), "location %q", loc)
+	loc := platformstest.Consent(t, u+"&login_hint="+url.QueryEscape(handle), redirect)
 	require.Equal(t, "st4te", loc.Query().Get("state"))
 	return loc
 }

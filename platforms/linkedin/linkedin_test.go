@@ -2,7 +2,6 @@ package linkedin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -25,14 +24,16 @@ type testBundle struct {
 
 func setup(t *testing.T, opts sim.Options) *testBundle {
 	t.Helper()
-	srv, err := sim.Start("127.0.0.1:0", opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	cfg := srv.AdapterConfig(platforms.LinkedIn)
-	cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+	srv, cfg := platformstest.Start(t, platforms.LinkedIn, opts)
+	return &testBundle{sim: srv, a: New(cfg), creds: alice(t, srv, nil)}
+}
+
+// alice is the simulator's account alice.
+func alice(t *testing.T, srv *sim.Server, _ platforms.Adapter) platforms.Credentials {
+	t.Helper()
 	creds, err := srv.NewAccount(platforms.LinkedIn, "alice")
 	require.NoError(t, err)
-	return &testBundle{sim: srv, a: New(cfg), creds: creds}
+	return creds
 }
 
 func fileMedia(ct string, data []byte, knownSize bool) platforms.Media {
@@ -45,18 +46,6 @@ func sha(b []byte) string { return platformstest.SHA256(b) }
 
 func kindOf(t *testing.T, err error) platforms.Kind {
 	return platformstest.KindOf(t, err, platforms.LinkedIn)
-}
-
-func requests(t *testing.T, s *sim.Server) []sim.RequestLog {
-	t.Helper()
-	resp, err := http.Get(s.BaseURL() + "/_sim/requests?platform=" + string(platforms.LinkedIn))
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var out struct {
-		Data []sim.RequestLog `json:"data"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-	return out.Data
 }
 
 func TestConformance(t *testing.T) {
@@ -83,13 +72,9 @@ func TestConformance(t *testing.T) {
 		})
 	}
 	platformstest.Run(t, platformstest.Adapter{
-		Platform: platforms.LinkedIn,
-		New:      func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
-		Account: func(t *testing.T, srv *sim.Server, _ platforms.Adapter) platforms.Credentials {
-			creds, err := srv.NewAccount(platforms.LinkedIn, "alice")
-			require.NoError(t, err)
-			return creds
-		},
+		Platform:   platforms.LinkedIn,
+		New:        func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
+		Account:    alice,
 		FakeConfig: func(url string) platforms.Config { return platforms.Config{BaseURL: url, AuthURL: url} },
 		FakeCreds:  fake,
 		FakePost:   platforms.Post{Text: "x"},
@@ -194,7 +179,7 @@ func TestPublishText(t *testing.T) {
 	require.Equal(t, b.creds.UserID, pubs[0].Account)
 
 	var sawPost bool
-	for _, l := range requests(t, b.sim) {
+	for _, l := range platformstest.Requests(t, b.sim, platforms.LinkedIn) {
 		if l.Method == http.MethodPost && l.Path == "/rest/posts" {
 			sawPost = true
 			require.Equal(t, "2.0.0", l.Headers["X-Restli-Protocol-Version"])
@@ -236,7 +221,7 @@ func TestPublishVideo(t *testing.T) {
 	require.Equal(t, res.Publication.ID, pubs[0].ID)
 	require.Equal(t, []string{sha(video)}, pubs[0].MediaSHA256)
 	var parts, polls int
-	for _, l := range requests(t, b.sim) {
+	for _, l := range platformstest.Requests(t, b.sim, platforms.LinkedIn) {
 		if l.Method == http.MethodPut && strings.Contains(l.Path, "/parts/") {
 			parts++
 		}

@@ -62,11 +62,7 @@ func (m *mediaServer) image(t *testing.T, name string) (platforms.Media, []byte)
 
 func setup(t *testing.T, opts sim.Options) *testBundle {
 	t.Helper()
-	srv, err := sim.Start("127.0.0.1:0", opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	cfg := srv.AdapterConfig(platforms.Pinterest)
-	cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+	srv, cfg := platformstest.Start(t, platforms.Pinterest, opts)
 	b := &testBundle{srv: srv, a: New(cfg), files: newMediaServer(t)}
 	b.creds = connect(t, b.a, "alice")
 	return b
@@ -76,25 +72,11 @@ func setup(t *testing.T, opts sim.Options) *testBundle {
 func connect(t *testing.T, a *Adapter, handle string) platforms.Credentials {
 	t.Helper()
 	redirect := "http://127.0.0.1:1/callback"
-	q := consent(t, a.AuthorizeURL("st4te", redirect, "")+"&login_hint="+handle)
+	q := platformstest.Consent(t, a.AuthorizeURL("st4te", redirect, "")+"&login_hint="+handle, redirect).Query()
 	require.Equal(t, "st4te", q.Get("state"))
 	c, err := a.Exchange(context.Background(), q.Get("code"), redirect, "")
 	require.NoError(t, err)
 	return c
-}
-
-// consent follows the consent page once and returns the query of the redirect it answers with.
-func consent(t *testing.T, authURL string) url.Values {
-	t.Helper()
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(authURL)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusFound, resp.StatusCode)
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	require.NoError(t, err)
-	require.Equal(t, "/callback", loc.Path)
-	return loc.Query()
 }
 
 func randomBytes(t *testing.T, n int) []byte { return platformstest.RandomBytes(t, n) }
@@ -130,14 +112,14 @@ func TestConnect(t *testing.T) {
 	require.Empty(t, u.Query().Get("code_challenge"))
 
 	redirect := "http://127.0.0.1:1/callback"
-	q := consent(t, b.a.AuthorizeURL("s", redirect, ""))
+	q := platformstest.Consent(t, b.a.AuthorizeURL("s", redirect, ""), redirect).Query()
 	_, err = b.a.Exchange(context.Background(), q.Get("code"), redirect, "")
 	require.NoError(t, err)
 	_, err = b.a.Exchange(context.Background(), q.Get("code"), redirect, "")
 	require.Equal(t, platforms.Permanent, kindOf(t, err), "codes are single-use")
 
 	b.srv.Deny(platforms.Pinterest)
-	q = consent(t, b.a.AuthorizeURL("s", redirect, ""))
+	q = platformstest.Consent(t, b.a.AuthorizeURL("s", redirect, ""), redirect).Query()
 	require.Equal(t, "access_denied", q.Get("error"))
 }
 

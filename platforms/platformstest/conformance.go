@@ -221,11 +221,7 @@ func (c Adapter) start(t *testing.T, opts sim.Options) *bundle {
 	if c.Options != nil {
 		c.Options(&opts)
 	}
-	srv, err := sim.Start("127.0.0.1:0", opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	cfg := srv.AdapterConfig(c.Platform)
-	cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+	srv, cfg := Start(t, c.Platform, opts)
 	a := c.New(cfg)
 	return &bundle{srv: srv, cfg: cfg, a: a, creds: c.Account(t, srv, a)}
 }

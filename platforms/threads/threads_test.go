@@ -5,13 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -70,16 +68,19 @@ func simOptions(o *sim.Options) {
 	}
 }
 
+// acme is the simulator's account acme.
+func acme(t *testing.T, srv *sim.Server, _ platforms.Adapter) platforms.Credentials {
+	t.Helper()
+	creds, err := srv.NewAccount(platforms.Threads, "acme")
+	require.NoError(t, err)
+	return creds
+}
+
 func setup(t *testing.T, opts sim.Options) *env {
 	t.Helper()
 	simOptions(&opts)
-	srv, err := sim.Start("127.0.0.1:0", opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	cfg := srv.AdapterConfig(platforms.Threads)
-	cfg.HTTPClient = &http.Client{Timeout: 3 * time.Second}
-	creds, err := srv.NewAccount(platforms.Threads, "acme")
-	require.NoError(t, err)
+	srv, cfg := platformstest.Start(t, platforms.Threads, opts)
+	creds := acme(t, srv, nil)
 	return &env{srv: srv, a: threads.New(cfg), cfg: cfg, creds: creds, files: cdn(t)}
 }
 
@@ -120,11 +121,7 @@ func TestConformance(t *testing.T) {
 		Platform: platforms.Threads,
 		New:      func(cfg platforms.Config) platforms.Adapter { return threads.New(cfg) },
 		Options:  simOptions,
-		Account: func(t *testing.T, srv *sim.Server, _ platforms.Adapter) platforms.Credentials {
-			creds, err := srv.NewAccount(platforms.Threads, "acme")
-			require.NoError(t, err)
-			return creds
-		},
+		Account:  acme,
 		FakeConfig: func(url string) platforms.Config {
 			return platforms.Config{BaseURL: url, PollInterval: time.Millisecond}
 		},
@@ -261,21 +258,9 @@ func TestSimRefusesLongText(t *testing.T) {
 	}
 }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 func TestRefreshNeedsADayOldToken(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clk := platformstest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	e := setup(t, sim.Options{Now: clk.Now})
 	creds := connect(t, e, "acme")
 	_, err := e.a.Refresh(context.Background(), creds)
@@ -306,26 +291,14 @@ func TestRateLimitFaultAndQuota(t *testing.T) {
 	require.False(t, pe.ResetAt.Before(time.Now().Add(50*time.Minute)), "reset %s", pe.ResetAt)
 }
 
-// hook is a transport that can fail after a request was answered.
-type hook struct{ dropAfter func(r *http.Request) bool }
-
-func (h hook) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := http.DefaultTransport.RoundTrip(r)
-	if err == nil && h.dropAfter(r) {
-		_ = resp.Body.Close()
-		return nil, errors.New("connection reset by peer")
-	}
-	return resp, err
-}
-
 func TestConnectionLostAfterPublishIsUnknown(t *testing.T) {
 	t.Parallel()
 	e := setup(t, sim.Options{})
 	ctx := context.Background()
 	cfg := e.cfg
-	cfg.HTTPClient = &http.Client{Timeout: 3 * time.Second, Transport: hook{dropAfter: func(r *http.Request) bool {
+	cfg.HTTPClient = &http.Client{Timeout: 3 * time.Second, Transport: platformstest.LoseAnswers(func(r *http.Request) bool {
 		return strings.HasSuffix(r.URL.Path, "/threads_publish")
-	}}}
+	})}
 	since := time.Now().Add(-time.Second)
 	_, err := threads.New(cfg).Publish(ctx, e.creds, platforms.Post{Text: "lost answer"})
 	kind(t, err, platforms.Unknown)
@@ -348,14 +321,7 @@ func authorize(t *testing.T, e *env, handle, redirect string) *url.URL {
 	u := e.a.AuthorizeURL("st4te", redirect, "")
 	require.Contains(t, u, "/oauth/authorize?")
 	require.Contains(t, u, "threads_content_publish")
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noFollow.Get(u + "&login_hint=" + url.QueryEscape(handle))
-	require.NoError(t, err)
-	_ = resp.Body.Close()
-	require.Equal(t, http.StatusFound, resp.StatusCode)
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(loc.String(), redirect), "location %q", loc)
+	loc := platformstest.Consent(t, u+"&login_hint="+url.QueryEscape(handle), redirect)
 	require.Equal(t, "st4te", loc.Query().Get("state"))
 	return loc
 }

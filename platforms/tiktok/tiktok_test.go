@@ -3,9 +3,6 @@ package tiktok
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,47 +27,22 @@ type testBundle struct {
 
 func setup(t *testing.T, opts sim.Options) *testBundle {
 	t.Helper()
-	srv, err := sim.Start("127.0.0.1:0", opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	cfg := srv.AdapterConfig(platforms.TikTok)
-	cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+	srv, cfg := platformstest.Start(t, platforms.TikTok, opts)
 	b := &testBundle{srv: srv, a: New(cfg)}
 	b.creds = connect(t, b.a, "alice")
 	return b
 }
 
-func pkce(t *testing.T) (verifier, challenge string) {
-	t.Helper()
-	verifier = base64.RawURLEncoding.EncodeToString(randomBytes(t, 32))
-	sum := sha256.Sum256([]byte(verifier))
-	return verifier, base64.RawURLEncoding.EncodeToString(sum[:])
-}
-
 // connect runs the OAuth flow with PKCE for handle.
 func connect(t *testing.T, a *Adapter, handle string) platforms.Credentials {
 	t.Helper()
-	verifier, challenge := pkce(t)
+	verifier, challenge := platformstest.PKCE(t)
 	redirect := "http://127.0.0.1:1/callback"
-	q := consent(t, a.AuthorizeURL("st4te", redirect, challenge)+"&login_hint="+handle)
+	q := platformstest.Consent(t, a.AuthorizeURL("st4te", redirect, challenge)+"&login_hint="+handle, redirect).Query()
 	require.Equal(t, "st4te", q.Get("state"))
 	c, err := a.Exchange(context.Background(), q.Get("code"), redirect, verifier)
 	require.NoError(t, err)
 	return c
-}
-
-// consent follows the consent page once and returns the query of the redirect it answers with.
-func consent(t *testing.T, authURL string) url.Values {
-	t.Helper()
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(authURL)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusFound, resp.StatusCode)
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	require.NoError(t, err)
-	require.Equal(t, "/callback", loc.Path)
-	return loc.Query()
 }
 
 func randomBytes(t *testing.T, n int) []byte { return platformstest.RandomBytes(t, n) }
@@ -90,15 +62,8 @@ func kindOf(t *testing.T, err error) platforms.Kind {
 
 func uploads(t *testing.T, srv *sim.Server) []sim.RequestLog {
 	t.Helper()
-	resp, err := http.Get(srv.BaseURL() + "/_sim/requests?platform=tiktok")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var out struct {
-		Data []sim.RequestLog `json:"data"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
 	var puts []sim.RequestLog
-	for _, l := range out.Data {
+	for _, l := range platformstest.Requests(t, srv, platforms.TikTok) {
 		if l.Method == http.MethodPut {
 			puts = append(puts, l)
 		}
@@ -118,21 +83,21 @@ func TestConnect(t *testing.T) {
 	require.True(t, b.creds.ExpiresAt.After(time.Now().Add(23*time.Hour)))
 	require.True(t, b.creds.RefreshExpiresAt.After(time.Now().Add(300*24*time.Hour)))
 
-	_, challenge := pkce(t)
+	_, challenge := platformstest.PKCE(t)
 	redirect := "http://127.0.0.1:1/callback"
 	authURL := b.a.AuthorizeURL("s", redirect, challenge)
 	u, err := url.Parse(authURL)
 	require.NoError(t, err)
 	require.Equal(t, "/tiktok/v2/auth/authorize/", u.Path)
 	require.Equal(t, sim.ClientID, u.Query().Get("client_key"))
-	q := consent(t, authURL)
+	q := platformstest.Consent(t, authURL, redirect).Query()
 	_, err = b.a.Exchange(context.Background(), q.Get("code"), redirect, "not-the-verifier")
 	require.Equal(t, platforms.Permanent, kindOf(t, err))
 	_, err = b.a.Exchange(context.Background(), q.Get("code"), redirect, "not-the-verifier")
 	require.Equal(t, platforms.Permanent, kindOf(t, err), "codes are single-use")
 
 	b.srv.Deny(platforms.TikTok)
-	q = consent(t, authURL)
+	q = platformstest.Consent(t, authURL, redirect).Query()
 	require.Equal(t, "access_denied", q.Get("error"))
 	require.Equal(t, "s", q.Get("state"))
 }

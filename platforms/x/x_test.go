@@ -2,7 +2,6 @@ package x
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -24,15 +23,17 @@ type testBundle struct {
 
 func setup(t *testing.T, opts sim.Options) *testBundle {
 	t.Helper()
-	srv, err := sim.Start("127.0.0.1:0", opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	cfg := srv.AdapterConfig(platforms.X)
-	cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+	srv, cfg := platformstest.Start(t, platforms.X, opts)
+	return &testBundle{sim: srv, a: New(cfg), creds: alice(t, srv, nil)}
+}
+
+// alice is the simulator's account alice, connected with the simulator's OAuth client.
+func alice(t *testing.T, srv *sim.Server, _ platforms.Adapter) platforms.Credentials {
+	t.Helper()
 	creds, err := srv.NewAccount(platforms.X, "alice")
 	require.NoError(t, err)
 	creds.Extra = map[string]string{"client_id": sim.ClientID}
-	return &testBundle{sim: srv, a: New(cfg), creds: creds}
+	return creds
 }
 
 func fileMedia(ct string, data []byte, knownSize bool) platforms.Media {
@@ -78,14 +79,9 @@ func TestConformance(t *testing.T) {
 	}
 	fake := platforms.Credentials{AccessToken: "t"}
 	platformstest.Run(t, platformstest.Adapter{
-		Platform: platforms.X,
-		New:      func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
-		Account: func(t *testing.T, srv *sim.Server, _ platforms.Adapter) platforms.Credentials {
-			creds, err := srv.NewAccount(platforms.X, "alice")
-			require.NoError(t, err)
-			creds.Extra = map[string]string{"client_id": sim.ClientID}
-			return creds
-		},
+		Platform:  platforms.X,
+		New:       func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
+		Account:   alice,
 		FakeCreds: fake,
 		FakePost:  platforms.Post{Text: "x"},
 		ServerError: platformstest.Faults{Steps: []platformstest.Step{
@@ -200,7 +196,7 @@ func TestPublishVideo(t *testing.T) {
 	require.Equal(t, []string{sha(video)}, pubs[0].MediaSHA256)
 
 	var appends, statuses int
-	for _, l := range requests(t, b.sim) {
+	for _, l := range platformstest.Requests(t, b.sim, platforms.X) {
 		if strings.HasSuffix(l.Path, "/append") {
 			appends++
 		}
@@ -288,19 +284,6 @@ func TestMaskURLs(t *testing.T) {
 	require.Equal(t, maskURLs("a https://t.co/abc b"), maskURLs("a https://example.com/long b"))
 	require.Equal(t, maskURLs("see https://example.com."), maskURLs("see https://t.co/x."))
 	require.NotEqual(t, maskURLs("a b"), maskURLs("a c"))
-}
-
-// requests reads the simulator's request log through its admin API.
-func requests(t *testing.T, s *sim.Server) []sim.RequestLog {
-	t.Helper()
-	resp, err := http.Get(s.BaseURL() + "/_sim/requests?platform=" + string(platforms.X))
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var out struct {
-		Data []sim.RequestLog `json:"data"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-	return out.Data
 }
 
 // The ASCII shortcut of the weighted length agrees with grapheme segmentation.

@@ -3,9 +3,6 @@ package youtube
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -30,15 +27,16 @@ type testBundle struct {
 
 func setup(t *testing.T, opts sim.Options) *testBundle {
 	t.Helper()
-	srv, err := sim.Start("127.0.0.1:0", opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	cfg := srv.AdapterConfig(platforms.YouTube)
-	cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
-	a := New(cfg)
+	srv, cfg := platformstest.Start(t, platforms.YouTube, opts)
+	return &testBundle{srv: srv, a: New(cfg), creds: alice(t, srv, nil)}
+}
+
+// alice is the simulator's account alice.
+func alice(t *testing.T, srv *sim.Server, _ platforms.Adapter) platforms.Credentials {
+	t.Helper()
 	creds, err := srv.NewAccount(platforms.YouTube, "alice")
 	require.NoError(t, err)
-	return &testBundle{srv: srv, a: a, creds: creds}
+	return creds
 }
 
 func randomBytes(t *testing.T, n int) []byte { return platformstest.RandomBytes(t, n) }
@@ -75,7 +73,7 @@ func TestPublishChunkedVideo(t *testing.T) {
 	require.Equal(t, []string{sha(data)}, recs[0].MediaSHA256)
 
 	puts := 0
-	for _, l := range requests(t, b.srv) {
+	for _, l := range platformstest.Requests(t, b.srv, platforms.YouTube) {
 		if l.Method == http.MethodPut {
 			puts++
 			require.NotEmpty(t, l.Headers["Content-Range"])
@@ -96,18 +94,6 @@ func TestPublishWholeFileOfUnknownSize(t *testing.T) {
 	require.Len(t, recs, 1)
 	require.Equal(t, res.Publication.ID, recs[0].ID)
 	require.Equal(t, []string{sha(data)}, recs[0].MediaSHA256)
-}
-
-func requests(t *testing.T, srv *sim.Server) []sim.RequestLog {
-	t.Helper()
-	resp, err := http.Get(srv.BaseURL() + "/_sim/requests?platform=youtube")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var out struct {
-		Data []sim.RequestLog `json:"data"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-	return out.Data
 }
 
 func TestRateLimitFault(t *testing.T) {
@@ -155,13 +141,9 @@ func TestConformance(t *testing.T) {
 	fake := platforms.Credentials{AccessToken: "t"}
 	fakePost := platforms.Post{Text: "Garbage", Media: []platforms.Media{videoMedia([]byte("abc"))}}
 	platformstest.Run(t, platformstest.Adapter{
-		Platform: platforms.YouTube,
-		New:      func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
-		Account: func(t *testing.T, srv *sim.Server, _ platforms.Adapter) platforms.Credentials {
-			creds, err := srv.NewAccount(platforms.YouTube, "alice")
-			require.NoError(t, err)
-			return creds
-		},
+		Platform:   platforms.YouTube,
+		New:        func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
+		Account:    alice,
 		FakeConfig: func(url string) platforms.Config { return platforms.Config{BaseURL: url, UploadURL: url} },
 		FakeCreds:  fake,
 		FakePost:   fakePost,
@@ -315,32 +297,11 @@ func TestProcessingFailure(t *testing.T) {
 	require.Contains(t, err.Error(), "could not process")
 }
 
-func pkce(t *testing.T) (verifier, challenge string) {
-	t.Helper()
-	verifier = base64.RawURLEncoding.EncodeToString(randomBytes(t, 32))
-	sum := sha256.Sum256([]byte(verifier))
-	return verifier, base64.RawURLEncoding.EncodeToString(sum[:])
-}
-
-// consent follows the consent page once and returns the redirect it answers with.
-func consent(t *testing.T, authURL string) url.Values {
-	t.Helper()
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(authURL)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusFound, resp.StatusCode)
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	require.NoError(t, err)
-	require.Equal(t, "/callback", loc.Path)
-	return loc.Query()
-}
-
 func TestConnect(t *testing.T) {
 	t.Parallel()
 	b := setup(t, sim.Options{})
 	require.True(t, b.a.UsesPKCE())
-	verifier, challenge := pkce(t)
+	verifier, challenge := platformstest.PKCE(t)
 	redirect := "http://127.0.0.1:1/callback"
 	authURL := b.a.AuthorizeURL("st4te", redirect, challenge)
 	u, err := url.Parse(authURL)
@@ -349,7 +310,7 @@ func TestConnect(t *testing.T) {
 	require.Equal(t, "offline", u.Query().Get("access_type"))
 	require.Equal(t, "S256", u.Query().Get("code_challenge_method"))
 
-	q := consent(t, authURL+"&login_hint=bob@example.com")
+	q := platformstest.Consent(t, authURL+"&login_hint=bob@example.com", redirect).Query()
 	require.Equal(t, "st4te", q.Get("state"))
 	code := q.Get("code")
 	require.NotEmpty(t, code)
@@ -357,7 +318,7 @@ func TestConnect(t *testing.T) {
 	_, err = b.a.Exchange(context.Background(), code, redirect, "wrong-verifier")
 	require.Equal(t, platforms.Permanent, kindOf(t, err))
 
-	q = consent(t, authURL+"&login_hint=bob@example.com")
+	q = platformstest.Consent(t, authURL+"&login_hint=bob@example.com", redirect).Query()
 	creds, err := b.a.Exchange(context.Background(), q.Get("code"), redirect, verifier)
 	require.NoError(t, err)
 	bob, err := b.srv.NewAccount(platforms.YouTube, "bob")
@@ -375,7 +336,7 @@ func TestConnect(t *testing.T) {
 	require.Equal(t, creds.UserID, b.srv.Publications(platforms.YouTube)[0].Account)
 
 	b.srv.Deny(platforms.YouTube)
-	q = consent(t, authURL)
+	q = platformstest.Consent(t, authURL, redirect).Query()
 	require.Equal(t, "access_denied", q.Get("error"))
 	require.Equal(t, "st4te", q.Get("state"))
 }
