@@ -203,14 +203,14 @@ func (a *Adapter) createPost(ctx context.Context, c platforms.Credentials, text 
 	var out struct {
 		URI string `json:"uri"`
 	}
-	if err := decode(r, &out, true); err != nil {
+	if err := platforms.Decode(platforms.Bluesky, r, &out, true); err != nil {
 		return "", nil, err
 	}
 	if !strings.HasPrefix(out.URI, "at://") {
 		if e := errorBody(r); e != nil {
 			return "", nil, e
 		}
-		return "", nil, garbage(r, true, fmt.Errorf("no uri in the answer"))
+		return "", nil, platforms.Garbled(platforms.Bluesky, r, true, fmt.Errorf("no uri in the answer"))
 	}
 	return out.URI, r, nil
 }
@@ -440,14 +440,14 @@ func (a *Adapter) Login(ctx context.Context, identifier, appPassword string) (pl
 		return platforms.Credentials{}, e
 	}
 	var s session
-	if err := decode(r, &s, false); err != nil {
+	if err := platforms.Decode(platforms.Bluesky, r, &s, false); err != nil {
 		return platforms.Credentials{}, err
 	}
 	if s.AccessJwt == "" || s.DID == "" {
 		if e := errorBody(r); e != nil {
 			return platforms.Credentials{}, e
 		}
-		return platforms.Credentials{}, garbage(r, false, fmt.Errorf("no session in the answer"))
+		return platforms.Credentials{}, platforms.Garbled(platforms.Bluesky, r, false, fmt.Errorf("no session in the answer"))
 	}
 	return a.credentials(platforms.Credentials{}, s), nil
 }
@@ -471,14 +471,14 @@ func (a *Adapter) Refresh(ctx context.Context, c platforms.Credentials) (platfor
 		return c, e
 	}
 	var s session
-	if err := decode(r, &s, false); err != nil {
+	if err := platforms.Decode(platforms.Bluesky, r, &s, false); err != nil {
 		return c, err
 	}
 	if s.AccessJwt == "" {
 		if e := errorBody(r); e != nil {
 			return c, e
 		}
-		return c, garbage(r, false, fmt.Errorf("no accessJwt in the answer"))
+		return c, platforms.Garbled(platforms.Bluesky, r, false, fmt.Errorf("no accessJwt in the answer"))
 	}
 	return a.credentials(c, s), nil
 }
@@ -520,14 +520,14 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 		if !r.OK() {
 			return platforms.Publication{}, false, classify(r, false)
 		}
-		if err := decode(r, &out, false); err != nil {
+		if err := platforms.Decode(platforms.Bluesky, r, &out, false); err != nil {
 			return platforms.Publication{}, false, err
 		}
 		if out.Records == nil {
 			if e := errorBody(r); e != nil {
 				return platforms.Publication{}, false, e
 			}
-			return platforms.Publication{}, false, garbage(r, false, fmt.Errorf("no records in the answer"))
+			return platforms.Publication{}, false, platforms.Garbled(platforms.Bluesky, r, false, fmt.Errorf("no records in the answer"))
 		}
 		older := false
 		for _, rec := range out.Records {

@@ -65,7 +65,7 @@ func (a *Adapter) repoWrite(ctx context.Context, c platforms.Credentials, nsid s
 	if out == nil {
 		return nil
 	}
-	return decode(r, out, false)
+	return platforms.Decode(platforms.Bluesky, r, out, false)
 }
 
 // rkeyOf is the record key of an at:// URI in collection of the account's repo ("" when the URI
@@ -134,7 +134,7 @@ func (a *Adapter) HideComment(ctx context.Context, c platforms.Credentials, publ
 	}
 	switch {
 	case r.OK():
-		if err := decode(r, &cur, false); err != nil {
+		if err := platforms.Decode(platforms.Bluesky, r, &cur, false); err != nil {
 			return err
 		}
 	case r.Status == http.StatusBadRequest && classify(r, false).Code == "RecordNotFound":
@@ -204,7 +204,7 @@ func (a *Adapter) Conversations(ctx context.Context, c platforms.Credentials) ([
 			return nil, false, err
 		}
 		if res.Convos == nil {
-			return nil, false, garbage(r, false, fmt.Errorf("no convos in the answer"))
+			return nil, false, platforms.Garbled(platforms.Bluesky, r, false, fmt.Errorf("no convos in the answer"))
 		}
 		for _, cv := range res.Convos {
 			if cv.LastMessage == nil || (cv.LastMessage.Type != "" && cv.LastMessage.Type != "chat.bsky.convo.defs#messageView") {

@@ -3,8 +3,6 @@ package bluesky
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -90,25 +88,6 @@ func rateInfo(h http.Header) platforms.RateInfo {
 	return platforms.RateInfo{Limit: limit, Remaining: remaining, Reset: rateReset(h), Known: true}
 }
 
-// decode parses a 2xx answer into v; a body that does not parse is a garbage answer.
-func decode(r *platforms.Answer, v any, create bool) error {
-	if err := json.Unmarshal(r.Body, v); err != nil {
-		return garbage(r, create, err)
-	}
-	return nil
-}
-
-// garbage classifies a 2xx answer whose body is not what Bluesky sends. On the post-creating call
-// the record probably exists but its URI is unknown, so the outcome is Unknown (Lookup resolves
-// it); elsewhere the answer is Transient.
-func garbage(r *platforms.Answer, create bool, err error) *platforms.Error {
-	kind := platforms.Transient
-	if create {
-		kind = platforms.Unknown
-	}
-	return &platforms.Error{Platform: platforms.Bluesky, Kind: kind, Status: r.Status, Message: fmt.Sprintf("unexpected answer from Bluesky (HTTP %d)", r.Status), Err: err}
-}
-
 // errorBody reports a 2xx answer that carries an XRPC error instead of a result.
 func errorBody(r *platforms.Answer) *platforms.Error {
 	var body xrpcError
@@ -137,13 +116,5 @@ func (a *Adapter) call(ctx context.Context, rq platforms.Call, out any) error {
 	if out == nil {
 		return nil
 	}
-	return decode(r, out, false)
-}
-
-// ctxError classifies a context that ended between calls (nothing in flight).
-func ctxError(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return &platforms.Error{Platform: platforms.Bluesky, Kind: platforms.Transient, Message: "stopped: " + err.Error(), Err: err}
-	}
-	return err
+	return platforms.Decode(platforms.Bluesky, r, out, false)
 }

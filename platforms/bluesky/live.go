@@ -72,7 +72,7 @@ func (a *Adapter) get(ctx context.Context, c platforms.Credentials, nsid string,
 	if e := errorBody(r); e != nil {
 		return nil, e
 	}
-	return r, decode(r, out, false)
+	return r, platforms.Decode(platforms.Bluesky, r, out, false)
 }
 
 type strongRef struct {
@@ -133,7 +133,7 @@ func (a *Adapter) getPosts(ctx context.Context, c platforms.Credentials, uris []
 		return nil, err
 	}
 	if out.Posts == nil {
-		return nil, garbage(r, false, fmt.Errorf("no posts in the answer"))
+		return nil, platforms.Garbled(platforms.Bluesky, r, false, fmt.Errorf("no posts in the answer"))
 	}
 	found := make(map[string]postView, len(out.Posts))
 	for _, p := range out.Posts {
@@ -202,7 +202,7 @@ func (a *Adapter) Comments(ctx context.Context, c platforms.Credentials, publica
 		return nil, err
 	}
 	if out.Thread == nil {
-		return nil, garbage(r, false, fmt.Errorf("no thread in the answer"))
+		return nil, platforms.Garbled(platforms.Bluesky, r, false, fmt.Errorf("no thread in the answer"))
 	}
 	if (out.Thread.Type != threadViewPost && out.Thread.Type != "") || out.Thread.Post == nil {
 		return nil, notFound(r.Status, "Bluesky has no visible post %s", publicationID)
@@ -316,7 +316,7 @@ func (a *Adapter) Conversation(ctx context.Context, c platforms.Credentials, con
 			return nil, err
 		}
 		if res.Messages == nil {
-			return nil, garbage(r, false, fmt.Errorf("no messages in the answer"))
+			return nil, platforms.Garbled(platforms.Bluesky, r, false, fmt.Errorf("no messages in the answer"))
 		}
 		for _, m := range res.Messages {
 			if m.Type != "" && m.Type != "chat.bsky.convo.defs#messageView" {
@@ -354,7 +354,7 @@ func (a *Adapter) conversationWith(ctx context.Context, c platforms.Credentials,
 		return "", err
 	}
 	if out.Convo.ID == "" {
-		return "", garbage(r, false, fmt.Errorf("no convo.id in the answer"))
+		return "", platforms.Garbled(platforms.Bluesky, r, false, fmt.Errorf("no convo.id in the answer"))
 	}
 	return out.Convo.ID, nil
 }
@@ -397,14 +397,14 @@ func (a *Adapter) SendMessage(ctx context.Context, c platforms.Credentials, conv
 		return platforms.Message{}, readError(r, true, true)
 	}
 	var out messageView
-	if err := decode(r, &out, true); err != nil {
+	if err := platforms.Decode(platforms.Bluesky, r, &out, true); err != nil {
 		return platforms.Message{}, err
 	}
 	if out.ID == "" {
 		if e := errorBody(r); e != nil {
 			return platforms.Message{}, e
 		}
-		return platforms.Message{}, garbage(r, true, fmt.Errorf("no message id in the answer"))
+		return platforms.Message{}, platforms.Garbled(platforms.Bluesky, r, true, fmt.Errorf("no message id in the answer"))
 	}
 	m := out.message(conversationID)
 	if m.From == "" {

@@ -104,7 +104,7 @@ func (a *Adapter) uploadVideo(ctx context.Context, c platforms.Credentials, m pl
 		if e := errorBody(r); e != nil {
 			return nil, e
 		}
-		return nil, garbage(r, false, nil)
+		return nil, platforms.Garbled(platforms.Bluesky, r, false, nil)
 	}
 	return a.waitJob(ctx, st)
 }
@@ -146,7 +146,7 @@ func (a *Adapter) waitJob(ctx context.Context, st jobStatus) (*blobRef, error) {
 			wait = time.Second
 		}
 		if err := platforms.Sleep(ctx, min(wait, maxPollWait)); err != nil {
-			return nil, ctxError(err)
+			return nil, platforms.Stopped(platforms.Bluesky, err)
 		}
 		r, err := platforms.Send(ctx, a.hc, platforms.Bluesky, platforms.Call{Method: http.MethodGet, URL: a.video + "/xrpc/app.bsky.video.getJobStatus?jobId=" + url.QueryEscape(st.JobID)})
 		if err != nil {
@@ -160,7 +160,7 @@ func (a *Adapter) waitJob(ctx context.Context, st jobStatus) (*blobRef, error) {
 			if e := errorBody(r); e != nil {
 				return nil, e
 			}
-			return nil, garbage(r, false, nil)
+			return nil, platforms.Garbled(platforms.Bluesky, r, false, nil)
 		}
 		st = next
 	}

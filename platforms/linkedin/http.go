@@ -3,8 +3,6 @@ package linkedin
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -92,16 +90,6 @@ func classify(r *platforms.Answer, create bool) *platforms.Error {
 	return e
 }
 
-// garbage classifies a 2xx answer that is not what LinkedIn sends: Unknown on the post-creating
-// call (the post probably exists but its URN is unknown; Lookup resolves it), Transient elsewhere.
-func garbage(r *platforms.Answer, create bool, err error) *platforms.Error {
-	kind := platforms.Transient
-	if create {
-		kind = platforms.Unknown
-	}
-	return &platforms.Error{Platform: platforms.LinkedIn, Kind: kind, Status: r.Status, Message: fmt.Sprintf("unexpected answer from LinkedIn (HTTP %d)", r.Status), Err: err}
-}
-
 // errorBody reports a 2xx answer that carries an error instead of a result.
 func errorBody(r *platforms.Answer) *platforms.Error {
 	var body apiError
@@ -126,16 +114,8 @@ func (a *Adapter) call(ctx context.Context, rq platforms.Call, out any) (*platfo
 	}
 	if out != nil {
 		if err := json.Unmarshal(r.Body, out); err != nil {
-			return r, garbage(r, false, err)
+			return r, platforms.Garbled(platforms.LinkedIn, r, false, err)
 		}
 	}
 	return r, nil
-}
-
-// ctxError classifies a context that ended between calls (nothing in flight).
-func ctxError(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return &platforms.Error{Platform: platforms.LinkedIn, Kind: platforms.Transient, Message: "stopped: " + err.Error(), Err: err}
-	}
-	return err
 }

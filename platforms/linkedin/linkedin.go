@@ -201,7 +201,7 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 		if e := errorBody(r); e != nil {
 			return platforms.Result{}, e
 		}
-		return platforms.Result{}, garbage(r, true, errors.New("no x-restli-id header"))
+		return platforms.Result{}, platforms.Garbled(platforms.LinkedIn, r, true, errors.New("no x-restli-id header"))
 	}
 	return platforms.Result{Publication: publication(urn)}, nil
 }
@@ -278,13 +278,13 @@ func (a *Adapter) token(ctx context.Context, c platforms.Credentials, form url.V
 	}
 	var tok tokenResponse
 	if err := json.Unmarshal(r.Body, &tok); err != nil {
-		return c, garbage(r, false, err)
+		return c, platforms.Garbled(platforms.LinkedIn, r, false, err)
 	}
 	if tok.AccessToken == "" {
 		if e := errorBody(r); e != nil {
 			return c, e
 		}
-		return c, garbage(r, false, errors.New("no access_token in the answer"))
+		return c, platforms.Garbled(platforms.LinkedIn, r, false, errors.New("no access_token in the answer"))
 	}
 	now := time.Now()
 	c.AccessToken = tok.AccessToken
@@ -383,7 +383,7 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 			return platforms.Publication{}, false, err
 		}
 		if out.Elements == nil {
-			return platforms.Publication{}, false, garbage(r, false, errors.New("no elements in the answer"))
+			return platforms.Publication{}, false, platforms.Garbled(platforms.LinkedIn, r, false, errors.New("no elements in the answer"))
 		}
 		older := false
 		for _, el := range out.Elements {

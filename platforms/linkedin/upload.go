@@ -167,7 +167,7 @@ func (a *Adapter) waitAvailable(ctx context.Context, c platforms.Credentials, ur
 			return platforms.Errorf(platforms.LinkedIn, platforms.Transient, 0, "unexpected video status %q", v.Status)
 		}
 		if err := platforms.Sleep(ctx, min(wait, maxPollWait)); err != nil {
-			return ctxError(err)
+			return platforms.Stopped(platforms.LinkedIn, err)
 		}
 	}
 }

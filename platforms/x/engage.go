@@ -63,7 +63,7 @@ func (a *Adapter) write(ctx context.Context, c platforms.Credentials, method, u 
 	var out struct {
 		Data map[string]bool `json:"data"`
 	}
-	if err := decode(r, &out, false); err != nil {
+	if err := platforms.Decode(platforms.X, r, &out, false); err != nil {
 		return err
 	}
 	got, ok := out.Data[field]
@@ -71,7 +71,7 @@ func (a *Adapter) write(ctx context.Context, c platforms.Credentials, method, u 
 		if e := errorBody(r); e != nil {
 			return e
 		}
-		return garbage(r, false, fmt.Errorf("no data.%s in the answer", field))
+		return platforms.Garbled(platforms.X, r, false, fmt.Errorf("no data.%s in the answer", field))
 	}
 	if got != want {
 		return platforms.Errorf(platforms.X, platforms.Permanent, r.Status, "X answered %s=%t", field, got)
@@ -128,7 +128,7 @@ func (a *Adapter) likes(ctx context.Context, c platforms.Credentials, id string)
 			if e := errorBody(r); e != nil {
 				return false, e
 			}
-			return false, garbage(r, false, fmt.Errorf("neither data nor meta in the answer"))
+			return false, platforms.Garbled(platforms.X, r, false, fmt.Errorf("neither data nor meta in the answer"))
 		}
 		for _, u := range res.Data {
 			if u.ID == c.UserID {
@@ -196,7 +196,7 @@ func (a *Adapter) Conversations(ctx context.Context, c platforms.Credentials) ([
 			if e := errorBody(r); e != nil {
 				return nil, false, e
 			}
-			return nil, false, garbage(r, false, fmt.Errorf("neither data nor meta in the answer"))
+			return nil, false, platforms.Garbled(platforms.X, r, false, fmt.Errorf("neither data nor meta in the answer"))
 		}
 		for _, u := range res.Includes.Users {
 			users[u.ID] = u.Username

@@ -1,10 +1,7 @@
 package x
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -131,25 +128,6 @@ func rateInfo(h http.Header) platforms.RateInfo {
 	return platforms.RateInfo{Limit: limit, Remaining: remaining, Reset: reset, Known: true}
 }
 
-// decode parses a 2xx answer into v; a body that does not parse is a garbage answer.
-func decode(r *platforms.Answer, v any, create bool) error {
-	if err := json.Unmarshal(r.Body, v); err != nil {
-		return garbage(r, create, err)
-	}
-	return nil
-}
-
-// garbage classifies a 2xx answer whose body is not what X sends. On the post-creating call the
-// post probably exists but its id is unknown, so the outcome is Unknown (Lookup resolves it);
-// elsewhere the answer is Transient.
-func garbage(r *platforms.Answer, create bool, err error) *platforms.Error {
-	kind := platforms.Transient
-	if create {
-		kind = platforms.Unknown
-	}
-	return &platforms.Error{Platform: platforms.X, Kind: kind, Status: r.Status, Message: fmt.Sprintf("unexpected answer from X (HTTP %d)", r.Status), Err: err}
-}
-
 // errorBody reports a 2xx answer that carries only errors (X's partial-error shape without data).
 func errorBody(r *platforms.Answer) *platforms.Error {
 	var body apiError
@@ -157,12 +135,4 @@ func errorBody(r *platforms.Answer) *platforms.Error {
 		return nil
 	}
 	return &platforms.Error{Platform: platforms.X, Kind: platforms.Permanent, Status: r.Status, Code: body.code(), Message: body.message()}
-}
-
-// ctxError classifies a context that ended between calls (nothing in flight).
-func ctxError(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return &platforms.Error{Platform: platforms.X, Kind: platforms.Transient, Message: "stopped: " + err.Error(), Err: err}
-	}
-	return err
 }

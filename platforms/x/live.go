@@ -74,7 +74,7 @@ func (a *Adapter) get(ctx context.Context, token, u string, out any) (*platforms
 	if r.Status < 200 || r.Status > 299 {
 		return nil, readError(r, false)
 	}
-	return r, decode(r, out, false)
+	return r, platforms.Decode(platforms.X, r, out, false)
 }
 
 // publicMetrics is X's public_metrics object.
@@ -124,7 +124,7 @@ func (a *Adapter) lookup(ctx context.Context, c platforms.Credentials, ids []str
 		return nil, err
 	}
 	if out.Data == nil && out.Errors == nil {
-		return nil, garbage(r, false, fmt.Errorf("neither data nor errors in the answer"))
+		return nil, platforms.Garbled(platforms.X, r, false, fmt.Errorf("neither data nor errors in the answer"))
 	}
 	found := make(map[string]lookedUp, len(out.Data))
 	for _, t := range out.Data {
@@ -214,7 +214,7 @@ func (a *Adapter) Comments(ctx context.Context, c platforms.Credentials, publica
 			if e := errorBody(r); e != nil {
 				return nil, e
 			}
-			return nil, garbage(r, false, fmt.Errorf("neither data nor meta in the answer"))
+			return nil, platforms.Garbled(platforms.X, r, false, fmt.Errorf("neither data nor meta in the answer"))
 		}
 		users := map[string]string{}
 		for _, u := range res.Includes.Users {
@@ -310,7 +310,7 @@ func (a *Adapter) Conversation(ctx context.Context, c platforms.Credentials, con
 			if e := errorBody(r); e != nil {
 				return nil, e
 			}
-			return nil, garbage(r, false, fmt.Errorf("neither data nor meta in the answer"))
+			return nil, platforms.Garbled(platforms.X, r, false, fmt.Errorf("neither data nor meta in the answer"))
 		}
 		for _, ev := range res.Data {
 			if ev.EventType != "" && ev.EventType != "MessageCreate" {
@@ -403,14 +403,14 @@ func (a *Adapter) SendMessage(ctx context.Context, c platforms.Credentials, conv
 			EventID        string `json:"dm_event_id"`
 		} `json:"data"`
 	}
-	if err := decode(r, &out, true); err != nil {
+	if err := platforms.Decode(platforms.X, r, &out, true); err != nil {
 		return platforms.Message{}, err
 	}
 	if out.Data.EventID == "" {
 		if e := errorBody(r); e != nil {
 			return platforms.Message{}, e
 		}
-		return platforms.Message{}, garbage(r, true, fmt.Errorf("no data.dm_event_id in the answer"))
+		return platforms.Message{}, platforms.Garbled(platforms.X, r, true, fmt.Errorf("no data.dm_event_id in the answer"))
 	}
 	conv := out.Data.ConversationID
 	if conv == "" {

@@ -136,7 +136,7 @@ func (a *Adapter) waitProcessed(ctx context.Context, token, id string, info *pro
 			wait = time.Duration(max(info.CheckAfterSecs, 1)) * time.Second
 		}
 		if err := platforms.Sleep(ctx, min(wait, maxPollWait)); err != nil {
-			return ctxError(err)
+			return platforms.Stopped(platforms.X, err)
 		}
 		var st struct {
 			Data struct {
@@ -175,5 +175,5 @@ func (a *Adapter) call(ctx context.Context, rq platforms.Call, out any) error {
 	if out == nil {
 		return nil
 	}
-	return decode(r, out, false)
+	return platforms.Decode(platforms.X, r, out, false)
 }

@@ -184,7 +184,7 @@ func (a *Adapter) createTweet(ctx context.Context, c platforms.Credentials, text
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	if err := decode(r, &out, true); err != nil {
+	if err := platforms.Decode(platforms.X, r, &out, true); err != nil {
 		return "", nil, err
 	}
 	if out.Data.ID == "" {
@@ -192,7 +192,7 @@ func (a *Adapter) createTweet(ctx context.Context, c platforms.Credentials, text
 			// X answered with errors and no post: the post was not created.
 			return "", nil, e
 		}
-		return "", nil, garbage(r, true, fmt.Errorf("no data.id in the answer"))
+		return "", nil, platforms.Garbled(platforms.X, r, true, fmt.Errorf("no data.id in the answer"))
 	}
 	return out.Data.ID, r, nil
 }
@@ -253,14 +253,14 @@ func (a *Adapter) Refresh(ctx context.Context, c platforms.Credentials) (platfor
 		RefreshToken string `json:"refresh_token"`
 		ExpiresIn    int64  `json:"expires_in"`
 	}
-	if err := decode(r, &tok, false); err != nil {
+	if err := platforms.Decode(platforms.X, r, &tok, false); err != nil {
 		return c, err
 	}
 	if tok.AccessToken == "" {
 		if e := errorBody(r); e != nil {
 			return c, e
 		}
-		return c, garbage(r, false, fmt.Errorf("no access_token in the answer"))
+		return c, platforms.Garbled(platforms.X, r, false, fmt.Errorf("no access_token in the answer"))
 	}
 	out := c
 	out.AccessToken = tok.AccessToken
@@ -308,14 +308,14 @@ func (a *Adapter) Identify(ctx context.Context, c platforms.Credentials) (platfo
 			Username string `json:"username"`
 		} `json:"data"`
 	}
-	if err := decode(r, &me, false); err != nil {
+	if err := platforms.Decode(platforms.X, r, &me, false); err != nil {
 		return c, err
 	}
 	if me.Data.ID == "" {
 		if e := errorBody(r); e != nil {
 			return c, e
 		}
-		return c, garbage(r, false, fmt.Errorf("no data.id in the answer"))
+		return c, platforms.Garbled(platforms.X, r, false, fmt.Errorf("no data.id in the answer"))
 	}
 	c.UserID, c.Handle = me.Data.ID, me.Data.Username
 	return c, nil
@@ -358,14 +358,14 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 				NextToken string `json:"next_token"`
 			} `json:"meta"`
 		}
-		if err := decode(r, &out, false); err != nil {
+		if err := platforms.Decode(platforms.X, r, &out, false); err != nil {
 			return platforms.Publication{}, false, err
 		}
 		if out.Meta == nil && out.Data == nil {
 			if e := errorBody(r); e != nil {
 				return platforms.Publication{}, false, e
 			}
-			return platforms.Publication{}, false, garbage(r, false, fmt.Errorf("neither data nor meta in the answer"))
+			return platforms.Publication{}, false, platforms.Garbled(platforms.X, r, false, fmt.Errorf("neither data nor meta in the answer"))
 		}
 		for _, t := range out.Data {
 			got := maskURLs(html.UnescapeString(t.Text))
