@@ -347,6 +347,7 @@ func (c Adapter) postThenError(t *testing.T) {
 	recs := b.srv.Publications(c.Platform)
 	require.Len(t, recs, len(l.Others)+1)
 	require.Equal(t, recs[len(recs)-1].ID, pub.ID, "the post created under the fault")
+	require.Equal(t, post.Text, recs[len(recs)-1].Text)
 	require.NotEmpty(t, pub.URL)
 
 	_, found, err = b.a.Lookup(ctx, b.creds, l.Missing(t), since)
