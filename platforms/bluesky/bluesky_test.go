@@ -161,6 +161,7 @@ func TestConformance(t *testing.T) {
 			{Name: "image over 1000000", Post: platforms.Post{Media: []platforms.Media{big}}},
 			{Name: "pdf", Post: platforms.Post{Text: "x", Media: []platforms.Media{fileMedia("application/pdf", nil)}}},
 		}},
+		Revoke: platformstest.Revoke{Post: platformstest.Text("after revoke")},
 	})
 }
 
@@ -298,21 +299,6 @@ func TestRateLimits(t *testing.T) {
 	require.Equal(t, platforms.RateLimited, kindOf(t, err))
 	require.True(t, errors.As(err, &e))
 	require.WithinDuration(t, time.Now().Add(time.Hour), e.ResetAt, 5*time.Second)
-}
-
-func TestRevoke(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-	require.NoError(t, b.a.Revoke(ctx, b.creds))
-	revs := b.sim.Revocations()
-	require.Len(t, revs, 1)
-	require.Equal(t, string(platforms.Bluesky), revs[0].Platform)
-	require.Equal(t, b.creds.UserID, revs[0].Account)
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "after revoke"})
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
-	_, err = b.a.Refresh(ctx, b.creds)
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
 }
 
 func TestSimAccount(t *testing.T) {

@@ -154,6 +154,8 @@ func TestConformance(t *testing.T) {
 			{Name: "video", Post: platforms.Post{Media: []platforms.Media{vid}}, OK: true},
 			{Name: "ten photos", Post: platforms.Post{Text: "x", Media: many[:10]}, OK: true},
 		}},
+		Revoke: platformstest.Revoke{NotApplicable: "revoking takes the user token that connecting through the consent page brings " +
+			"(TestConnectPublishRevoke); an account made without it has nothing to revoke"},
 	})
 }
 

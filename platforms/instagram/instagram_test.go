@@ -189,6 +189,8 @@ func TestConformance(t *testing.T) {
 			{Name: "longest caption, ten items", Post: platforms.Post{Text: strings.Repeat("é", instagram.MaxCaptionRunes), Media: many[:10]}, OK: true},
 			{Name: "most hashtags", Post: platforms.Post{Text: strings.Repeat("#tag ", instagram.MaxHashtags) + "email@example.com a#b", Media: many[:1]}, OK: true},
 		}},
+		// Instagram Login offers no token revocation (TestConnectPublishRevoke).
+		Revoke: platformstest.Revoke{NoOp: true},
 	})
 }
 

@@ -141,6 +141,7 @@ func TestConformance(t *testing.T) {
 			{Name: "video and image", Post: platforms.Post{Media: []platforms.Media{vid, img}}},
 			{Name: "quicktime", Post: platforms.Post{Media: []platforms.Media{fileMedia("video/quicktime", nil, false)}}},
 		}},
+		Revoke: platformstest.Revoke{Post: platformstest.Text("after revoke"), Code: "65601"},
 	})
 }
 
@@ -323,20 +324,4 @@ func TestConnect(t *testing.T) {
 	loc = consent("st-2")
 	require.Equal(t, "access_denied", loc.Query().Get("error"))
 	require.Empty(t, loc.Query().Get("code"))
-}
-
-func TestRevoke(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-	require.NoError(t, b.a.Revoke(ctx, b.creds))
-	revs := b.sim.Revocations()
-	require.Len(t, revs, 1)
-	require.Equal(t, string(platforms.LinkedIn), revs[0].Platform)
-	require.Equal(t, b.creds.UserID, revs[0].Account)
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "after revoke"})
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
-	require.Equal(t, "65601", e.Code)
 }

@@ -49,6 +49,8 @@ type Adapter struct {
 	Refresh Refresh
 	// Validate checks the network's content rules without a call.
 	Validate Validate
+	// Revoke revokes the account's tokens at the network.
+	Revoke Revoke
 }
 
 // PostFunc makes a post for one test (media it needs served for the test's duration).
@@ -162,6 +164,16 @@ type Refresh struct {
 	More func(t *testing.T, old, fresh platforms.Credentials)
 }
 
+// Revoke is the revocation case.
+type Revoke struct {
+	NotApplicable string
+	// NoOp says the network offers no revocation: Revoke succeeds and sends nothing.
+	NoOp bool
+	// Post is published after the revocation: AuthExpired, with Code when set.
+	Post PostFunc
+	Code string
+}
+
 // Validate is the content-rules case.
 type Validate struct {
 	NotApplicable string
@@ -194,6 +206,7 @@ func Run(t *testing.T, c Adapter) {
 		{"PostThenErrorThenLookup", c.PostThenError.NotApplicable, c.PostThenError.Post == nil, c.postThenError},
 		{"RefreshAndRetry", c.Refresh.NotApplicable, c.Refresh.Post == nil, c.refresh},
 		{"Validate", c.Validate.NotApplicable, len(c.Validate.Cases) == 0, c.validate},
+		{"Revoke", c.Revoke.NotApplicable, !c.Revoke.NoOp && c.Revoke.Post == nil, c.revoke},
 	} {
 		t.Run(cs.name, func(t *testing.T) {
 			t.Parallel()
@@ -444,4 +457,30 @@ func (c Adapter) validate(t *testing.T) {
 		_, err = dead.Publish(context.Background(), c.FakeCreds, tc.Post)
 		require.Equal(t, platforms.Invalid, KindOf(t, err, c.Platform), "%s: Publish checks the rules first", tc.Name)
 	}
+}
+
+// revoke revokes the account: the network records it, the tokens stop working (a publish is
+// AuthExpired, a refresh Permanent) and revoking again is no error.
+func (c Adapter) revoke(t *testing.T) {
+	b := c.start(t, sim.Options{})
+	ctx := context.Background()
+	require.NoError(t, b.a.Revoke(ctx, b.creds))
+	if c.Revoke.NoOp {
+		require.Empty(t, b.srv.Revocations())
+		return
+	}
+	revs := b.srv.Revocations()
+	require.Len(t, revs, 1)
+	require.Equal(t, string(c.Platform), revs[0].Platform)
+	require.Equal(t, b.creds.UserID, revs[0].Account)
+	_, err := b.a.Publish(ctx, b.creds, c.Revoke.Post(t))
+	require.Equal(t, platforms.AuthExpired, KindOf(t, err, c.Platform), "%v", err)
+	if c.Revoke.Code != "" {
+		var e *platforms.Error
+		require.True(t, errors.As(err, &e))
+		require.Equal(t, c.Revoke.Code, e.Code)
+	}
+	_, err = b.a.Refresh(ctx, b.creds)
+	require.Equal(t, platforms.Permanent, KindOf(t, err, c.Platform), "%v", err)
+	require.NoError(t, b.a.Revoke(ctx, b.creds), "revoking twice is fine")
 }

@@ -165,6 +165,8 @@ func TestConformance(t *testing.T) {
 			{Name: "five distinct links", Post: platforms.Post{Text: "https://a.example https://a.example www.c.example https://d.example https://e.example https://f.example"}, OK: true},
 			{Name: "20 items", Post: platforms.Post{Media: many[:20]}, OK: true},
 		}},
+		// Threads offers no token revocation (TestConnectPublishRevoke).
+		Revoke: platformstest.Revoke{NoOp: true},
 	})
 }
 

@@ -383,17 +383,6 @@ func TestConformance(t *testing.T) {
 			{Name: "huge", Post: platforms.Post{Media: []platforms.Media{{ContentType: "video/mp4", Size: MaxVideoBytes + 1}}}, Contains: "4 GB"},
 			{Name: "1100 emoji", Post: platforms.Post{Text: strings.Repeat("😀", 1100), Media: []platforms.Media{vid}}, OK: true},
 		}},
+		Revoke: platformstest.Revoke{Post: video("Revoked")},
 	})
-}
-
-func TestRevoke(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	require.NoError(t, b.a.Revoke(context.Background(), b.creds))
-	revs := b.srv.Revocations()
-	require.Len(t, revs, 1)
-	require.Equal(t, "tiktok", revs[0].Platform)
-	require.Equal(t, b.creds.UserID, revs[0].Account)
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Revoked", Media: []platforms.Media{videoMedia([]byte("video"))}})
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
 }

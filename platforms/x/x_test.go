@@ -150,6 +150,7 @@ func TestConformance(t *testing.T) {
 			{Name: "oversize image", Post: platforms.Post{Media: []platforms.Media{big}}},
 			{Name: "pdf", Post: platforms.Post{Media: []platforms.Media{fileMedia("application/pdf", nil, false)}}},
 		}},
+		Revoke: platformstest.Revoke{Post: platformstest.Text("after revoke")},
 	})
 }
 
@@ -253,21 +254,6 @@ func TestRateLimitExhausted(t *testing.T) {
 	require.True(t, errors.As(err, &e))
 	require.WithinDuration(t, res.Rate.Reset, e.ResetAt, time.Second)
 	require.WithinDuration(t, time.Now().Add(15*time.Minute), e.ResetAt, 5*time.Second)
-}
-
-func TestRevoke(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-	require.NoError(t, b.a.Revoke(ctx, b.creds))
-	revs := b.sim.Revocations()
-	require.Len(t, revs, 1)
-	require.Equal(t, string(platforms.X), revs[0].Platform)
-	require.Equal(t, b.creds.UserID, revs[0].Account)
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "after revoke"})
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
-	_, err = b.a.Refresh(ctx, b.creds)
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
 }
 
 func TestIdentify(t *testing.T) {

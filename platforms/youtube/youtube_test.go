@@ -220,6 +220,7 @@ func TestConformance(t *testing.T) {
 			{Name: "huge video", Post: platforms.Post{Text: "Title", Media: []platforms.Media{{ContentType: "video/mp4", Size: MaxVideoBytes + 1}}}, Contains: "256 GB"},
 			{Name: "longest title and description", Post: platforms.Post{Text: strings.Repeat("é", 100) + "\n" + strings.Repeat("a", 4000), Media: []platforms.Media{vid}}, OK: true},
 		}},
+		Revoke: platformstest.Revoke{Post: video("Revoked")},
 	})
 }
 
@@ -335,20 +336,4 @@ func TestConnect(t *testing.T) {
 	q = platformstest.Consent(t, authURL, redirect).Query()
 	require.Equal(t, "access_denied", q.Get("error"))
 	require.Equal(t, "st4te", q.Get("state"))
-}
-
-func TestRevoke(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	require.NoError(t, b.a.Revoke(context.Background(), b.creds))
-	revs := b.srv.Revocations()
-	require.Len(t, revs, 1)
-	require.Equal(t, "youtube", revs[0].Platform)
-	require.Equal(t, b.creds.UserID, revs[0].Account)
-
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Revoked", Media: []platforms.Media{videoMedia([]byte("abc"))}})
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
-	_, err = b.a.Refresh(context.Background(), b.creds)
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	require.NoError(t, b.a.Revoke(context.Background(), b.creds), "revoking twice is fine")
 }
