@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"image"
 	"image/color"
 	"image/png"
@@ -162,6 +161,16 @@ func TestConformance(t *testing.T) {
 			{Name: "pdf", Post: platforms.Post{Text: "x", Media: []platforms.Media{fileMedia("application/pdf", nil)}}},
 		}},
 		Revoke: platformstest.Revoke{Post: platformstest.Text("after revoke")},
+		RateLimit: platformstest.RateLimit{
+			Post:  platformstest.Numbered("limited"),
+			Code:  "RateLimitExceeded",
+			Reset: platformstest.Within{Min: time.Minute - 5*time.Second, Max: time.Minute + 5*time.Second},
+			// One create costs 3 of the hour's write points.
+			Window:      "writes",
+			Limit:       sim.Limit{Count: 3, Window: time.Hour},
+			Exhausted:   platformstest.Within{Min: time.Hour - 5*time.Second, Max: time.Hour + 5*time.Second},
+			ReportsRate: true,
+		},
 	})
 }
 
@@ -276,29 +285,6 @@ func TestPublishVideoProcessingFails(t *testing.T) {
 	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "bad clip", Media: []platforms.Media{fileMedia("video/mp4", video)}})
 	require.Equal(t, platforms.Permanent, kindOf(t, err))
 	require.Empty(t, b.sim.Publications(platforms.Bluesky))
-}
-
-func TestRateLimits(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-	require.NoError(t, b.sim.InjectFault(platforms.Bluesky, sim.FaultRateLimit, 1))
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "limited"})
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
-	require.Equal(t, "RateLimitExceeded", e.Code)
-	require.WithinDuration(t, time.Now().Add(time.Minute), e.ResetAt, 5*time.Second)
-
-	// One create costs 3 of the hour's write points.
-	b.sim.SetLimit(platforms.Bluesky, "writes", sim.Limit{Count: 3, Window: time.Hour})
-	res, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "one"})
-	require.NoError(t, err)
-	require.Equal(t, 0, res.Rate.Remaining)
-	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "two"})
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	require.True(t, errors.As(err, &e))
-	require.WithinDuration(t, time.Now().Add(time.Hour), e.ResetAt, 5*time.Second)
 }
 
 func TestSimAccount(t *testing.T) {

@@ -156,6 +156,14 @@ func TestConformance(t *testing.T) {
 		}},
 		Revoke: platformstest.Revoke{NotApplicable: "revoking takes the user token that connecting through the consent page brings " +
 			"(TestConnectPublishRevoke); an account made without it has nothing to revoke"},
+		RateLimit: platformstest.RateLimit{
+			Post:      platformstest.Numbered("throttled"),
+			Code:      "80001",
+			Reset:     platformstest.Within{Min: 30 * time.Second, Max: 3 * time.Minute},
+			Window:    "calls",
+			Limit:     sim.Limit{Count: 1, Window: time.Hour},
+			Exhausted: platformstest.Within{Min: 50 * time.Minute, Max: 61 * time.Minute},
+		},
 	})
 }
 
@@ -246,32 +254,6 @@ func TestExpiredTokenAndReconnect(t *testing.T) {
 	require.Equal(t, e.creds.UserID, creds.UserID, "the same Page reconnects")
 	_, err = e.a.Publish(ctx, creds, platforms.Post{Text: "after expiry"})
 	require.NoError(t, err)
-}
-
-func TestRateLimitFault(t *testing.T) {
-	t.Parallel()
-	e := setup(t, sim.Options{})
-	require.NoError(t, e.srv.InjectFault(platforms.Facebook, sim.FaultRateLimit, 1))
-	before := time.Now()
-	_, err := e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "throttled"})
-	pe := kind(t, err, platforms.RateLimited)
-	require.Equal(t, "80001", pe.Code)
-	require.False(t, pe.ResetAt.Before(before.Add(30*time.Second)), "reset %s", pe.ResetAt)
-	require.False(t, pe.ResetAt.After(before.Add(3*time.Minute)), "reset %s", pe.ResetAt)
-	require.Empty(t, e.srv.Publications(platforms.Facebook))
-}
-
-func TestBudgetExhausted(t *testing.T) {
-	t.Parallel()
-	e := setup(t, sim.Options{})
-	e.srv.SetLimit(platforms.Facebook, "calls", sim.Limit{Count: 1, Window: time.Hour})
-	ctx := context.Background()
-	_, err := e.a.Publish(ctx, e.creds, platforms.Post{Text: "first"})
-	require.NoError(t, err)
-	_, err = e.a.Publish(ctx, e.creds, platforms.Post{Text: "second"})
-	pe := kind(t, err, platforms.RateLimited)
-	d := time.Until(pe.ResetAt)
-	require.True(t, d >= 50*time.Minute && d <= 61*time.Minute, "reset in %s", d)
 }
 
 func TestLookupPages(t *testing.T) {

@@ -191,6 +191,15 @@ func TestConformance(t *testing.T) {
 		}},
 		// Instagram Login offers no token revocation (TestConnectPublishRevoke).
 		Revoke: platformstest.Revoke{NoOp: true},
+		RateLimit: platformstest.RateLimit{
+			Post:        photo("x"),
+			Code:        "80002",
+			Reset:       platformstest.Within{Min: 30 * time.Second, Max: 3 * time.Minute},
+			Window:      "publish",
+			Limit:       sim.Limit{Count: 1, Window: 24 * time.Hour},
+			Exhausted:   platformstest.Within{Min: 50 * time.Minute},
+			ReportsRate: true,
+		},
 	})
 }
 
@@ -267,34 +276,6 @@ func TestRefreshNeedsADayOldToken(t *testing.T) {
 	clk.Add(61 * 24 * time.Hour)
 	_, _, err = e.a.Lookup(context.Background(), fresh, platforms.Post{Text: "x"}, clk.Now())
 	kind(t, err, platforms.AuthExpired)
-}
-
-func TestRateLimitFault(t *testing.T) {
-	t.Parallel()
-	e := setup(t, sim.Options{})
-	require.NoError(t, e.srv.InjectFault(platforms.Instagram, sim.FaultRateLimit, 1))
-	before := time.Now()
-	_, err := e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "x", Media: []platforms.Media{e.media("image/jpeg", "a.jpg")}})
-	pe := kind(t, err, platforms.RateLimited)
-	require.Equal(t, "80002", pe.Code)
-	require.False(t, pe.ResetAt.Before(before.Add(30*time.Second)), "reset %s", pe.ResetAt)
-	require.False(t, pe.ResetAt.After(before.Add(3*time.Minute)), "reset %s", pe.ResetAt)
-}
-
-func TestPublishQuota(t *testing.T) {
-	t.Parallel()
-	e := setup(t, sim.Options{})
-	ctx := context.Background()
-	e.srv.SetLimit(platforms.Instagram, "publish", sim.Limit{Count: 1, Window: 24 * time.Hour})
-	post := platforms.Post{Text: "x", Media: []platforms.Media{e.media("image/jpeg", "a.jpg")}}
-	res, err := e.a.Publish(ctx, e.creds, post)
-	require.NoError(t, err)
-	require.Equal(t, 1, res.Rate.Limit)
-	require.Equal(t, 0, res.Rate.Remaining)
-	_, err = e.a.Publish(ctx, e.creds, post)
-	pe := kind(t, err, platforms.RateLimited)
-	require.False(t, pe.ResetAt.Before(time.Now().Add(50*time.Minute)), "reset %s", pe.ResetAt)
-	require.Len(t, e.srv.Publications(platforms.Instagram), 1)
 }
 
 // TestQuotaAtPublish exhausts the quota between the check and media_publish: the network's own

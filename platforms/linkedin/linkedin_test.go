@@ -142,6 +142,13 @@ func TestConformance(t *testing.T) {
 			{Name: "quicktime", Post: platforms.Post{Media: []platforms.Media{fileMedia("video/quicktime", nil, false)}}},
 		}},
 		Revoke: platformstest.Revoke{Post: platformstest.Text("after revoke"), Code: "65601"},
+		RateLimit: platformstest.RateLimit{
+			Post: platformstest.Numbered("limited"),
+			// LinkedIn's daily limits reset at 00:00 UTC.
+			ResetAt: nextMidnight,
+			Window:  "posts",
+			Limit:   sim.Limit{Count: 1, Window: 24 * time.Hour},
+		},
 	})
 }
 
@@ -247,27 +254,6 @@ func TestPublishVideoProcessingFails(t *testing.T) {
 	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "bad clip", Media: []platforms.Media{fileMedia("video/mp4", video, true)}})
 	require.Equal(t, platforms.Permanent, kindOf(t, err))
 	require.Empty(t, b.sim.Publications(platforms.LinkedIn))
-}
-
-func TestRateLimits(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-	midnight := nextMidnight(time.Now())
-	require.NoError(t, b.sim.InjectFault(platforms.LinkedIn, sim.FaultRateLimit, 1))
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "limited"})
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
-	require.Equal(t, midnight, e.ResetAt, "LinkedIn's daily limits reset at 00:00 UTC")
-
-	b.sim.SetLimit(platforms.LinkedIn, "posts", sim.Limit{Count: 1, Window: 24 * time.Hour})
-	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "one"})
-	require.NoError(t, err)
-	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "two"})
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	require.True(t, errors.As(err, &e))
-	require.Equal(t, midnight, e.ResetAt)
 }
 
 func TestRetiredVersion(t *testing.T) {

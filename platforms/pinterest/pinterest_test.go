@@ -197,27 +197,6 @@ func TestUnreachableImageURL(t *testing.T) {
 	require.Empty(t, b.srv.Publications(platforms.Pinterest))
 }
 
-func TestRateLimited(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	img, _ := b.files.image(t, "l.png")
-	post := platforms.Post{Text: "Limited", Media: []platforms.Media{img}}
-
-	require.NoError(t, b.srv.InjectFault(platforms.Pinterest, sim.FaultRateLimit, 1))
-	_, err := b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	var e *platforms.Error
-	require.ErrorAs(t, err, &e)
-	require.True(t, e.ResetAt.After(time.Now()) && e.ResetAt.Before(time.Now().Add(2*time.Minute)))
-
-	b.srv.SetLimit(platforms.Pinterest, "org_write", sim.Limit{Count: 1, Window: time.Hour})
-	_, err = b.a.Publish(context.Background(), b.creds, post)
-	require.NoError(t, err)
-	_, err = b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	require.Len(t, b.srv.Publications(platforms.Pinterest), 1)
-}
-
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	png := platforms.Media{ContentType: "image/png", Filename: "a.png", URL: "https://example.com/a.png"}
@@ -304,6 +283,12 @@ func TestConformance(t *testing.T) {
 		}},
 		// Pinterest offers no token revocation endpoint.
 		Revoke: platformstest.Revoke{NoOp: true},
+		RateLimit: platformstest.RateLimit{
+			Post:   pin("Limited"),
+			Reset:  platformstest.Within{Max: 2 * time.Minute},
+			Window: "org_write",
+			Limit:  sim.Limit{Count: 1, Window: time.Hour},
+		},
 	})
 }
 

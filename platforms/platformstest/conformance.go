@@ -3,9 +3,11 @@ package platformstest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,6 +53,8 @@ type Adapter struct {
 	Validate Validate
 	// Revoke revokes the account's tokens at the network.
 	Revoke Revoke
+	// RateLimit injects a refusal for a limit, then runs a simulator window out.
+	RateLimit RateLimit
 }
 
 // PostFunc makes a post for one test (media it needs served for the test's duration).
@@ -59,6 +63,15 @@ type PostFunc func(t *testing.T) platforms.Post
 // Text is a text-only post.
 func Text(s string) PostFunc {
 	return func(*testing.T) platforms.Post { return platforms.Post{Text: s} }
+}
+
+// Numbered is a text-only post whose text is prefix and a number, new on every call (networks
+// refuse a duplicate).
+func Numbered(prefix string) PostFunc {
+	var n atomic.Int64
+	return func(*testing.T) platforms.Post {
+		return platforms.Post{Text: fmt.Sprintf("%s %d", prefix, n.Add(1))}
+	}
 }
 
 // Faults is a fault case: before each step the simulator is told to fail the next call.
@@ -174,6 +187,44 @@ type Revoke struct {
 	Code string
 }
 
+// RateLimit is the rate-limit case. Publishing Post under an injected limit is RateLimited with
+// Code and a ResetAt within Reset; then, on a simulator started with Options whose window named
+// Window is set to Limit, Passes posts go out and the next is RateLimited with a ResetAt within
+// Exhausted. Nothing refused is published.
+type RateLimit struct {
+	NotApplicable string
+	Post          PostFunc
+	Code          string
+	Reset         Within
+	Options       sim.Options
+	// Window, when set, is the simulator's window publishing spends, set to Limit.
+	Window string
+	Limit  sim.Limit
+	// Passes is how many posts the run-out window lets through (0: one).
+	Passes    int
+	Exhausted Within
+	// ResetAt, when set, is the exact reset the network promises for both refusals.
+	ResetAt func(now time.Time) time.Time
+	// ReportsRate says the last post let through reports the window spent: Remaining 0 (and
+	// Limit the window's count when Window is set), with the reset the refusal then gives.
+	ReportsRate bool
+	// More checks what else the network's limits promise, on the run-out simulator.
+	More func(t *testing.T, srv *sim.Server, a platforms.Adapter, c platforms.Credentials)
+}
+
+// Within bounds a reset from the time of the call: at least Min, at most Max (zero: no bound).
+type Within struct{ Min, Max time.Duration }
+
+func (w Within) check(t *testing.T, before time.Time, reset time.Time) {
+	t.Helper()
+	if w.Min != 0 || w.Max != 0 {
+		require.False(t, reset.Before(before.Add(w.Min)), "reset %s is less than %s away", reset, w.Min)
+	}
+	if w.Max != 0 {
+		require.False(t, reset.After(time.Now().Add(w.Max)), "reset %s is more than %s away", reset, w.Max)
+	}
+}
+
 // Validate is the content-rules case.
 type Validate struct {
 	NotApplicable string
@@ -207,6 +258,7 @@ func Run(t *testing.T, c Adapter) {
 		{"RefreshAndRetry", c.Refresh.NotApplicable, c.Refresh.Post == nil, c.refresh},
 		{"Validate", c.Validate.NotApplicable, len(c.Validate.Cases) == 0, c.validate},
 		{"Revoke", c.Revoke.NotApplicable, !c.Revoke.NoOp && c.Revoke.Post == nil, c.revoke},
+		{"RateLimit", c.RateLimit.NotApplicable, c.RateLimit.Post == nil, c.rateLimit},
 	} {
 		t.Run(cs.name, func(t *testing.T) {
 			t.Parallel()
@@ -483,4 +535,58 @@ func (c Adapter) revoke(t *testing.T) {
 	_, err = b.a.Refresh(ctx, b.creds)
 	require.Equal(t, platforms.Permanent, KindOf(t, err, c.Platform), "%v", err)
 	require.NoError(t, b.a.Revoke(ctx, b.creds), "revoking twice is fine")
+}
+
+// limited asserts that err is a rate-limit refusal and returns it.
+func (c Adapter) limited(t *testing.T, err error, before time.Time, w Within) *platforms.Error {
+	t.Helper()
+	require.Equal(t, platforms.RateLimited, KindOf(t, err, c.Platform), "%v", err)
+	var e *platforms.Error
+	require.True(t, errors.As(err, &e))
+	w.check(t, before, e.ResetAt)
+	if c.RateLimit.ResetAt != nil {
+		require.Equal(t, c.RateLimit.ResetAt(before), e.ResetAt)
+	}
+	return e
+}
+
+func (c Adapter) rateLimit(t *testing.T) {
+	r := c.RateLimit
+	ctx := context.Background()
+	b := c.start(t, sim.Options{})
+	require.NoError(t, b.srv.InjectFault(c.Platform, sim.FaultRateLimit, 1))
+	before := time.Now()
+	_, err := b.a.Publish(ctx, b.creds, r.Post(t))
+	e := c.limited(t, err, before, r.Reset)
+	if r.Code != "" {
+		require.Equal(t, r.Code, e.Code)
+	}
+	require.Empty(t, b.srv.Publications(c.Platform))
+
+	b = c.start(t, r.Options)
+	if r.Window != "" {
+		b.srv.SetLimit(c.Platform, r.Window, r.Limit)
+	}
+	passes := max(r.Passes, 1)
+	var res platforms.Result
+	for range passes {
+		res, err = b.a.Publish(ctx, b.creds, r.Post(t))
+		require.NoError(t, err)
+	}
+	before = time.Now()
+	_, err = b.a.Publish(ctx, b.creds, r.Post(t))
+	e = c.limited(t, err, before, r.Exhausted)
+	require.Len(t, b.srv.Publications(c.Platform), passes)
+	if r.ReportsRate {
+		require.Equal(t, 0, res.Rate.Remaining)
+		if r.Window != "" {
+			require.Equal(t, r.Limit.Count, res.Rate.Limit)
+		}
+		if !res.Rate.Reset.IsZero() {
+			require.WithinDuration(t, res.Rate.Reset, e.ResetAt, time.Second)
+		}
+	}
+	if r.More != nil {
+		r.More(t, b.srv, b.a, b.creds)
+	}
 }

@@ -167,6 +167,14 @@ func TestConformance(t *testing.T) {
 		}},
 		// Threads offers no token revocation (TestConnectPublishRevoke).
 		Revoke: platformstest.Revoke{NoOp: true},
+		RateLimit: platformstest.RateLimit{
+			Post:      platformstest.Numbered("x"),
+			Code:      "4",
+			Reset:     platformstest.Within{Min: 30 * time.Second, Max: 3 * time.Minute},
+			Window:    "publish",
+			Limit:     sim.Limit{Count: 1, Window: 24 * time.Hour},
+			Exhausted: platformstest.Within{Min: 50 * time.Minute},
+		},
 	})
 }
 
@@ -272,25 +280,6 @@ func TestRefreshNeedsADayOldToken(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = e.a.Lookup(context.Background(), fresh, platforms.Post{Text: "x"}, clk.Now())
 	require.NoError(t, err)
-}
-
-func TestRateLimitFaultAndQuota(t *testing.T) {
-	t.Parallel()
-	e := setup(t, sim.Options{})
-	ctx := context.Background()
-	require.NoError(t, e.srv.InjectFault(platforms.Threads, sim.FaultRateLimit, 1))
-	before := time.Now()
-	_, err := e.a.Publish(ctx, e.creds, platforms.Post{Text: "x"})
-	pe := kind(t, err, platforms.RateLimited)
-	require.Equal(t, "4", pe.Code)
-	require.False(t, pe.ResetAt.Before(before.Add(30*time.Second)), "reset %s", pe.ResetAt)
-	require.False(t, pe.ResetAt.After(before.Add(3*time.Minute)), "reset %s", pe.ResetAt)
-	e.srv.SetLimit(platforms.Threads, "publish", sim.Limit{Count: 1, Window: 24 * time.Hour})
-	_, err = e.a.Publish(ctx, e.creds, platforms.Post{Text: "first"})
-	require.NoError(t, err)
-	_, err = e.a.Publish(ctx, e.creds, platforms.Post{Text: "second"})
-	pe = kind(t, err, platforms.RateLimited)
-	require.False(t, pe.ResetAt.Before(time.Now().Add(50*time.Minute)), "reset %s", pe.ResetAt)
 }
 
 func TestConnectionLostAfterPublishIsUnknown(t *testing.T) {

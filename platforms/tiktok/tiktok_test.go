@@ -179,33 +179,6 @@ func TestModerationWait(t *testing.T) {
 	require.Len(t, b.srv.Publications(platforms.TikTok), 1)
 }
 
-func TestRateLimited(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	post := platforms.Post{Text: "Limited", Media: []platforms.Media{videoMedia([]byte("video"))}}
-	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultRateLimit, 1))
-	_, err := b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	var e *platforms.Error
-	require.ErrorAs(t, err, &e)
-	require.Equal(t, "rate_limit_exceeded", e.Code)
-	require.True(t, e.ResetAt.After(time.Now()) && e.ResetAt.Before(time.Now().Add(2*time.Minute)))
-
-	b.srv.SetLimit(platforms.TikTok, "video_init", sim.Limit{Count: 1, Window: time.Minute})
-	_, err = b.a.Publish(context.Background(), b.creds, post)
-	require.NoError(t, err)
-	_, err = b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	require.Len(t, b.srv.Publications(platforms.TikTok), 1)
-
-	b.srv.SetLimit(platforms.TikTok, "video_init", sim.Limit{Count: 6, Window: time.Minute})
-	b.srv.SetLimit(platforms.TikTok, "daily_posts", sim.Limit{Count: 0, Window: 24 * time.Hour})
-	_, err = b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	require.ErrorAs(t, err, &e)
-	require.Equal(t, "spam_risk_too_many_posts", e.Code)
-}
-
 // The last chunk answered 500 after TikTok took the video: the publish's status (read again when
 // a read fails) says every byte arrived, so the publish goes on to its end instead of leaving an unknown outcome to a lookup
 // (which would not list a video still in moderation). Lookup finds the post once it is listed.
@@ -384,5 +357,21 @@ func TestConformance(t *testing.T) {
 			{Name: "1100 emoji", Post: platforms.Post{Text: strings.Repeat("😀", 1100), Media: []platforms.Media{vid}}, OK: true},
 		}},
 		Revoke: platformstest.Revoke{Post: video("Revoked")},
+		RateLimit: platformstest.RateLimit{
+			Post:   video("Limited"),
+			Code:   "rate_limit_exceeded",
+			Reset:  platformstest.Within{Max: 2 * time.Minute},
+			Window: "video_init",
+			Limit:  sim.Limit{Count: 1, Window: time.Minute},
+			More: func(t *testing.T, srv *sim.Server, a platforms.Adapter, c platforms.Credentials) {
+				srv.SetLimit(platforms.TikTok, "video_init", sim.Limit{Count: 6, Window: time.Minute})
+				srv.SetLimit(platforms.TikTok, "daily_posts", sim.Limit{Count: 0, Window: 24 * time.Hour})
+				_, err := a.Publish(context.Background(), c, video("Limited")(t))
+				require.Equal(t, platforms.RateLimited, kindOf(t, err))
+				var e *platforms.Error
+				require.ErrorAs(t, err, &e)
+				require.Equal(t, "spam_risk_too_many_posts", e.Code)
+			},
+		},
 	})
 }

@@ -2,7 +2,6 @@ package x
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -151,6 +150,14 @@ func TestConformance(t *testing.T) {
 			{Name: "pdf", Post: platforms.Post{Media: []platforms.Media{fileMedia("application/pdf", nil, false)}}},
 		}},
 		Revoke: platformstest.Revoke{Post: platformstest.Text("after revoke")},
+		RateLimit: platformstest.RateLimit{
+			Post:        platformstest.Numbered("limited"),
+			Code:        "88",
+			Reset:       platformstest.Within{Min: time.Minute - 5*time.Second, Max: time.Minute + 5*time.Second},
+			Options:     sim.Options{LimitScale: 0.01}, // 100 per 15 min becomes 1
+			Exhausted:   platformstest.Within{Min: 15*time.Minute - 5*time.Second, Max: 15*time.Minute + 5*time.Second},
+			ReportsRate: true,
+		},
 	})
 }
 
@@ -226,34 +233,6 @@ func TestPublishVideoProcessingFails(t *testing.T) {
 	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "bad clip", Media: []platforms.Media{fileMedia("video/mp4", video, true)}})
 	require.Equal(t, platforms.Permanent, kindOf(t, err))
 	require.Empty(t, b.sim.Publications(platforms.X))
-}
-
-func TestRateLimitFault(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultRateLimit, 1))
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "limited"})
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
-	require.Equal(t, "88", e.Code)
-	require.WithinDuration(t, time.Now().Add(time.Minute), e.ResetAt, 5*time.Second)
-	require.Empty(t, b.sim.Publications(platforms.X))
-}
-
-func TestRateLimitExhausted(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{LimitScale: 0.01}) // 100 per 15 min becomes 1
-	ctx := context.Background()
-	res, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "one"})
-	require.NoError(t, err)
-	require.Equal(t, 0, res.Rate.Remaining)
-	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "two"})
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
-	require.WithinDuration(t, res.Rate.Reset, e.ResetAt, time.Second)
-	require.WithinDuration(t, time.Now().Add(15*time.Minute), e.ResetAt, 5*time.Second)
 }
 
 func TestIdentify(t *testing.T) {

@@ -96,33 +96,6 @@ func TestPublishWholeFileOfUnknownSize(t *testing.T) {
 	require.Equal(t, []string{sha(data)}, recs[0].MediaSHA256)
 }
 
-func TestRateLimitFault(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	require.NoError(t, b.srv.InjectFault(platforms.YouTube, sim.FaultRateLimit, 1))
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Limited", Media: []platforms.Media{videoMedia([]byte("abc"))}})
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	var e *platforms.Error
-	require.ErrorAs(t, err, &e)
-	require.Equal(t, "quotaExceeded", e.Code)
-	require.Equal(t, QuotaReset(time.Now()), e.ResetAt)
-	require.True(t, e.ResetAt.After(time.Now()) && e.ResetAt.Before(time.Now().Add(25*time.Hour)))
-	require.Zero(t, e.ResetAt.In(pacific).Hour())
-}
-
-func TestQuotaExhausted(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	// Room for one insert (1,600 units) and a few videos.list calls (1 unit each).
-	b.srv.SetLimit(platforms.YouTube, sim.YouTubeBucketUnits, sim.Limit{Count: 1700, Window: 25 * time.Hour})
-	post := platforms.Post{Text: "Quota", Media: []platforms.Media{videoMedia([]byte("abc"))}}
-	_, err := b.a.Publish(context.Background(), b.creds, post)
-	require.NoError(t, err)
-	_, err = b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	require.Len(t, b.srv.Publications(platforms.YouTube), 1)
-}
-
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	vid := videoMedia([]byte("x"))
@@ -221,6 +194,18 @@ func TestConformance(t *testing.T) {
 			{Name: "longest title and description", Post: platforms.Post{Text: strings.Repeat("é", 100) + "\n" + strings.Repeat("a", 4000), Media: []platforms.Media{vid}}, OK: true},
 		}},
 		Revoke: platformstest.Revoke{Post: video("Revoked")},
+		RateLimit: platformstest.RateLimit{
+			Post:    video("Limited"),
+			Code:    "quotaExceeded",
+			Reset:   platformstest.Within{Max: 25 * time.Hour},
+			ResetAt: QuotaReset,
+			// Room for one insert (1,600 units) and a few videos.list calls (1 unit each).
+			Window: sim.YouTubeBucketUnits,
+			Limit:  sim.Limit{Count: 1700, Window: 25 * time.Hour},
+			More: func(t *testing.T, _ *sim.Server, _ platforms.Adapter, _ platforms.Credentials) {
+				require.Zero(t, QuotaReset(time.Now()).In(pacific).Hour())
+			},
+		},
 	})
 }
 
