@@ -171,6 +171,9 @@ func TestConformance(t *testing.T) {
 			Exhausted:   platformstest.Within{Min: time.Hour - 5*time.Second, Max: time.Hour + 5*time.Second},
 			ReportsRate: true,
 		},
+		ProcessingFails: platformstest.ProcessingFails{Post: func(t *testing.T) platforms.Post {
+			return platforms.Post{Text: "bad clip", Media: []platforms.Media{fileMedia("video/mp4", platformstest.FailingVideo(t))}}
+		}},
 	})
 }
 
@@ -276,15 +279,6 @@ func TestPublishVideo(t *testing.T) {
 	pubs = b.sim.Publications(platforms.Bluesky)
 	require.Len(t, pubs, 2)
 	require.Equal(t, []string{sha(video)}, pubs[1].MediaSHA256)
-}
-
-func TestPublishVideoProcessingFails(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	video := append([]byte(sim.ProcessingFailureMarker), randomBytes(t, 100)...)
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "bad clip", Media: []platforms.Media{fileMedia("video/mp4", video)}})
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	require.Empty(t, b.sim.Publications(platforms.Bluesky))
 }
 
 func TestSimAccount(t *testing.T) {

@@ -149,6 +149,9 @@ func TestConformance(t *testing.T) {
 			Window:  "posts",
 			Limit:   sim.Limit{Count: 1, Window: 24 * time.Hour},
 		},
+		ProcessingFails: platformstest.ProcessingFails{Post: func(t *testing.T) platforms.Post {
+			return platforms.Post{Text: "bad clip", Media: []platforms.Media{fileMedia("video/mp4", platformstest.FailingVideo(t), true)}}
+		}},
 	})
 }
 
@@ -245,15 +248,6 @@ func TestPublishVideo(t *testing.T) {
 	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "small clip", Media: []platforms.Media{fileMedia("video/mp4", small, false)}})
 	require.NoError(t, err)
 	require.Equal(t, []string{sha(small)}, b.sim.Publications(platforms.LinkedIn)[1].MediaSHA256)
-}
-
-func TestPublishVideoProcessingFails(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	video := append([]byte(sim.ProcessingFailureMarker), randomBytes(t, 100)...)
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "bad clip", Media: []platforms.Media{fileMedia("video/mp4", video, true)}})
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	require.Empty(t, b.sim.Publications(platforms.LinkedIn))
 }
 
 func TestRetiredVersion(t *testing.T) {

@@ -179,11 +179,6 @@ func TestPublishVideo(t *testing.T) {
 	require.Len(t, recs, 1)
 	require.Equal(t, res.Publication.ID, recs[0].ID)
 	require.Equal(t, []string{sha(data)}, recs[0].MediaSHA256)
-
-	bad := append([]byte(sim.ProcessingFailureMarker), randomBytes(t, 100)...)
-	_, err = b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Broken", Media: []platforms.Media{fileMedia("video/mp4", "bad.mp4", bad)}})
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	require.Len(t, b.srv.Publications(platforms.Pinterest), 1)
 }
 
 func TestUnreachableImageURL(t *testing.T) {
@@ -289,6 +284,9 @@ func TestConformance(t *testing.T) {
 			Window: "org_write",
 			Limit:  sim.Limit{Count: 1, Window: time.Hour},
 		},
+		ProcessingFails: platformstest.ProcessingFails{Post: func(t *testing.T) platforms.Post {
+			return platforms.Post{Text: "Broken", Media: []platforms.Media{fileMedia("video/mp4", "bad.mp4", platformstest.FailingVideo(t))}}
+		}},
 	})
 }
 

@@ -55,6 +55,8 @@ type Adapter struct {
 	Revoke Revoke
 	// RateLimit injects a refusal for a limit, then runs a simulator window out.
 	RateLimit RateLimit
+	// ProcessingFails publishes a video the network fails to process.
+	ProcessingFails ProcessingFails
 }
 
 // PostFunc makes a post for one test (media it needs served for the test's duration).
@@ -225,6 +227,24 @@ func (w Within) check(t *testing.T, before time.Time, reset time.Time) {
 	}
 }
 
+// ProcessingFails is the failed-processing case: Post carries a video that begins with
+// sim.ProcessingFailureMarker (FailingVideo); publishing it is Permanent, with Code and a message
+// containing Contains when set, and publishes nothing unless Kept.
+type ProcessingFails struct {
+	NotApplicable string
+	Post          PostFunc
+	Code          string
+	Contains      string
+	// Kept says the network keeps the post whose media it failed to process (a YouTube video
+	// exists once uploaded, whatever its processing).
+	Kept bool
+}
+
+// FailingVideo is video bytes the simulator fails to process.
+func FailingVideo(t *testing.T) []byte {
+	return append([]byte(sim.ProcessingFailureMarker), RandomBytes(t, 100)...)
+}
+
 // Validate is the content-rules case.
 type Validate struct {
 	NotApplicable string
@@ -259,6 +279,7 @@ func Run(t *testing.T, c Adapter) {
 		{"Validate", c.Validate.NotApplicable, len(c.Validate.Cases) == 0, c.validate},
 		{"Revoke", c.Revoke.NotApplicable, !c.Revoke.NoOp && c.Revoke.Post == nil, c.revoke},
 		{"RateLimit", c.RateLimit.NotApplicable, c.RateLimit.Post == nil, c.rateLimit},
+		{"ProcessingFails", c.ProcessingFails.NotApplicable, c.ProcessingFails.Post == nil, c.processingFails},
 	} {
 		t.Run(cs.name, func(t *testing.T) {
 			t.Parallel()
@@ -588,5 +609,23 @@ func (c Adapter) rateLimit(t *testing.T) {
 	}
 	if r.More != nil {
 		r.More(t, b.srv, b.a, b.creds)
+	}
+}
+
+func (c Adapter) processingFails(t *testing.T) {
+	p := c.ProcessingFails
+	b := c.start(t, sim.Options{})
+	_, err := b.a.Publish(context.Background(), b.creds, p.Post(t))
+	require.Equal(t, platforms.Permanent, KindOf(t, err, c.Platform), "%v", err)
+	if p.Code != "" {
+		var e *platforms.Error
+		require.True(t, errors.As(err, &e))
+		require.Equal(t, p.Code, e.Code)
+	}
+	if p.Contains != "" {
+		require.Contains(t, err.Error(), p.Contains)
+	}
+	if !p.Kept {
+		require.Empty(t, b.srv.Publications(c.Platform))
 	}
 }

@@ -1,7 +1,7 @@
 // Package platformstest holds what the adapters' tests share: the conformance suite every adapter
 // runs (Run: 5xx, time-out, refused connection, garbage answers, post-then-error lookup, refresh
-// and retry, validate), test bytes and media, error-kind assertions, and calls to the simulator's
-// admin API.
+// and retry, validate, revoke, rate limits, failed processing), test bytes and media, error-kind
+// assertions, and calls to the simulator's admin API.
 //
 // An adapter's test file runs the suite once, saying only what differs between networks:
 //

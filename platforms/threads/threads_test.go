@@ -175,6 +175,8 @@ func TestConformance(t *testing.T) {
 			Limit:     sim.Limit{Count: 1, Window: 24 * time.Hour},
 			Exhausted: platformstest.Within{Min: 50 * time.Minute},
 		},
+		// A container that fails processing is TestContainerProcessingFails, against a fake network.
+		ProcessingFails: platformstest.ProcessingFails{NotApplicable: "the simulator's Threads does not fail processing on the marker"},
 	})
 }
 

@@ -270,18 +270,6 @@ type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-func TestProcessingFailure(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	data := append([]byte(sim.ProcessingFailureMarker), randomBytes(t, 100)...)
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Broken", Media: []platforms.Media{videoMedia(data)}})
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	var e *platforms.Error
-	require.ErrorAs(t, err, &e)
-	require.Equal(t, "file_format_check_failed", e.Code)
-	require.Empty(t, b.srv.Publications(platforms.TikTok))
-}
-
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	vid := videoMedia([]byte("x"))
@@ -373,5 +361,8 @@ func TestConformance(t *testing.T) {
 				require.Equal(t, "spam_risk_too_many_posts", e.Code)
 			},
 		},
+		ProcessingFails: platformstest.ProcessingFails{Code: "file_format_check_failed", Post: func(t *testing.T) platforms.Post {
+			return platforms.Post{Text: "Broken", Media: []platforms.Media{videoMedia(platformstest.FailingVideo(t))}}
+		}},
 	})
 }

@@ -158,6 +158,9 @@ func TestConformance(t *testing.T) {
 			Exhausted:   platformstest.Within{Min: 15*time.Minute - 5*time.Second, Max: 15*time.Minute + 5*time.Second},
 			ReportsRate: true,
 		},
+		ProcessingFails: platformstest.ProcessingFails{Post: func(t *testing.T) platforms.Post {
+			return platforms.Post{Text: "bad clip", Media: []platforms.Media{fileMedia("video/mp4", platformstest.FailingVideo(t), true)}}
+		}},
 	})
 }
 
@@ -222,15 +225,6 @@ func TestPublishMediaLongerThanDeclared(t *testing.T) {
 	m := fileMedia("image/png", randomBytes(t, 100), true)
 	m.Size = 50
 	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "lies", Media: []platforms.Media{m}})
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	require.Empty(t, b.sim.Publications(platforms.X))
-}
-
-func TestPublishVideoProcessingFails(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	video := append([]byte(sim.ProcessingFailureMarker), randomBytes(t, 100)...)
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "bad clip", Media: []platforms.Media{fileMedia("video/mp4", video, true)}})
 	require.Equal(t, platforms.Permanent, kindOf(t, err))
 	require.Empty(t, b.sim.Publications(platforms.X))
 }

@@ -206,6 +206,9 @@ func TestConformance(t *testing.T) {
 				require.Zero(t, QuotaReset(time.Now()).In(pacific).Hour())
 			},
 		},
+		ProcessingFails: platformstest.ProcessingFails{Contains: "could not process", Kept: true, Post: func(t *testing.T) platforms.Post {
+			return platforms.Post{Text: "Broken file", Media: []platforms.Media{videoMedia(platformstest.FailingVideo(t))}}
+		}},
 	})
 }
 
@@ -268,15 +271,6 @@ func TestLostAnswerToLastChunkIsUnknown(t *testing.T) {
 	recs := b.srv.Publications(platforms.YouTube)
 	require.Len(t, recs, 1)
 	require.Equal(t, recs[0].ID, pub.ID)
-}
-
-func TestProcessingFailure(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	data := append([]byte(sim.ProcessingFailureMarker), randomBytes(t, 100)...)
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Broken file", Media: []platforms.Media{videoMedia(data)}})
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	require.Contains(t, err.Error(), "could not process")
 }
 
 func TestConnect(t *testing.T) {
