@@ -127,7 +127,8 @@ type Config struct {
 	// OAuthSweepEvery is the period of the sweep of expired OAuth codes and tokens and of unused
 	// clients (default 10 min).
 	OAuthSweepEvery time.Duration
-	// OAuthRegistrationsPerHour caps OAuth client registrations per client address (default 20).
+	// OAuthRegistrationsPerHour caps the new OAuth clients registered per client address per hour
+	// (default 100; a registration answered with the client it made before is not counted).
 	OAuthRegistrationsPerHour int
 	// PasswordParams are argon2id's parameters for new password hashes (default
 	// auth.DefaultPasswordParams; tests make them cheap).
@@ -364,7 +365,8 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	a.OAuth = oauth.New(oauth.Config{Server: a.Server, Store: store, Auth: a.Auth, BaseURL: func() string { return a.Cfg.BaseURL },
-		Now: cfg.OAuthClock, RegistrationsPerHour: cfg.OAuthRegistrationsPerHour, SweepEvery: cfg.OAuthSweepEvery, Registry: a.Registry, Log: cfg.Log})
+		Now: cfg.OAuthClock, RegistrationsPerHour: cfg.OAuthRegistrationsPerHour, SweepEvery: cfg.OAuthSweepEvery, Registry: a.Registry, Log: cfg.Log,
+		Sealer: a.Box, Egress: a.Webhooks.Guard})
 	a.OAuth.Register()
 	a.registerConnector()
 	if err := web.Register(web.Deps{Server: a.Server, Store: store, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log}); err != nil {
