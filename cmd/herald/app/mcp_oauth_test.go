@@ -245,7 +245,7 @@ func TestMCPOAuthWithTheSDKClient(t *testing.T) {
 	require.Len(t, again, 2, "the revoked grant sent the client back to the user")
 	au2, err := url.Parse(again[1])
 	require.NoError(t, err)
-	require.NotEqual(t, q.Get("client_id"), au2.Query().Get("client_id"), "the SDK registers anew on every authorization")
+	require.Equal(t, q.Get("client_id"), au2.Query().Get("client_id"), "the SDK registers again on every authorization, and is answered with its client")
 	require.Equal(t, 401, b.bearer(tokens.tok.AccessToken, "POST", "/mcp").status)
 	_, err = tokens.cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: tokens.tok.RefreshToken}).Token()
 	var re *oauth2.RetrieveError
