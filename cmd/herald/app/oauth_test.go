@@ -390,7 +390,9 @@ func TestOAuthRegistrationRateLimit(t *testing.T) {
 		cfg.OAuthClock = clock.Now
 		cfg.OAuthRegistrationsPerHour = 2
 	}})}
-	body := func(name string) string { return `{"client_name":"` + name + `","redirect_uris":["http://127.0.0.1:1/cb"]}` }
+	body := func(name string) string {
+		return `{"client_name":"` + name + `","redirect_uris":["http://127.0.0.1:1/cb"]}`
+	}
 	require.Equal(t, 201, b.post("/oauth/register", "application/json", body("a")).status)
 	require.Equal(t, 201, b.post("/oauth/register", "application/json", body("b")).status)
 	r := b.post("/oauth/register", "application/json", body("c"))
