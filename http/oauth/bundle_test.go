@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"os"
 	"regexp"
@@ -65,6 +66,7 @@ type testBundle struct {
 type bundleOpts struct {
 	egress  *webhook.Guard
 	perHour int
+	trusted []netip.Prefix // the server's trusted proxies
 }
 
 func setup(t *testing.T, o bundleOpts) *testBundle {
@@ -77,7 +79,7 @@ func setup(t *testing.T, o bundleOpts) *testBundle {
 	require.NoError(t, err)
 	b.authn = auth.NewAuthenticator(store, b.clock.Now)
 	base := func() string { return b.url }
-	b.srv = server.New(server.Config{Auth: b.authn, Sessions: sessions, BaseURL: base})
+	b.srv = server.New(server.Config{Auth: b.authn, Sessions: sessions, BaseURL: base, TrustedProxies: o.trusted})
 	key := make([]byte, 32)
 	box, err := secret.NewBox(key)
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
@@ -110,6 +111,36 @@ func TestRegistrationBudget(t *testing.T) {
 	}
 	b.clock.Add(time.Hour)
 	b.registerClient("three", "https://three.example/cb")
+}
+
+// Behind a trusted proxy (here: loopback, where the test's requests come from), the budget is
+// counted per forwarded client address; without one, X-Forwarded-For is not believed.
+func TestRegistrationBudgetPerForwardedAddress(t *testing.T) {
+	t.Parallel()
+	from := func(xff string) func(*http.Request) {
+		return func(req *http.Request) { req.Header.Set("X-Forwarded-For", xff) }
+	}
+	body := func(name string) string {
+		return `{"client_name":"` + name + `","redirect_uris":["https://app.example/cb"]}`
+	}
+	b := setup(t, bundleOpts{perHour: 2, trusted: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}})
+	require.Equal(t, 201, b.register(body("a1"), from("192.0.2.1")).status)
+	require.Equal(t, 201, b.register(body("a2"), from("192.0.2.1")).status)
+	r := b.register(body("a3"), from("192.0.2.1"))
+	require.Equal(t, 429, r.status, string(r.body))
+	// The client's own claim in front of the proxy's entry does not move it elsewhere.
+	require.Equal(t, 429, b.register(body("a3"), from("198.51.100.9, 192.0.2.1")).status)
+	// Another client behind the same proxy has a budget of its own.
+	require.Equal(t, 201, b.register(body("b1"), from("192.0.2.2")).status)
+	require.Equal(t, 201, b.register(body("b2"), from("2001:db8:1:2::7")).status)
+	require.Equal(t, 201, b.register(body("b3"), from("2001:db8:1:2::8")).status)
+	require.Equal(t, 429, b.register(body("b4"), from("2001:db8:1:2::9")).status, "an IPv6 /64 is one client")
+
+	// No trusted proxy: every request counts against the peer, whatever it claims.
+	p := setup(t, bundleOpts{perHour: 2})
+	require.Equal(t, 201, p.register(body("c1"), from("192.0.2.1")).status)
+	require.Equal(t, 201, p.register(body("c2"), from("192.0.2.2")).status)
+	require.Equal(t, 429, p.register(body("c3"), from("192.0.2.3")).status)
 }
 
 // An IPv6 client is counted by its /64, an IPv4 one by its address.

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,6 +56,10 @@ type Config struct {
 	Store   string
 	Sandbox bool
 	BaseURL string // public URL; default http:// + the listening address
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client's address
+	// (the sign-in throttle and the OAuth registration budget count by it).
+	TrustedProxies []netip.Prefix
+
 	SimAddr string // sandbox simulator address, default 127.0.0.1:8081
 	// CheckOnStart reads every page of the database file and runs bbolt's consistency check
 	// and Herald's cross-checks before starting (--check-on-start; 2-3 s per GB); without
@@ -352,6 +357,7 @@ func New(cfg Config) (*App, error) {
 	a.Server = server.New(server.Config{
 		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: a.quotas.limiter, Deprecated: deprecated, PlanLimits: cfg.PlanLimits, RequestTimeout: cfg.RequestTimeout,
 		Sessions: a.Sessions, BaseURL: func() string { return a.Cfg.BaseURL }, ConnectSources: a.Media.connectSources(), MetricsPublic: cfg.MetricsPublic, Overload: cfg.Overload,
+		TrustedProxies: cfg.TrustedProxies,
 		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true, api.DashboardJobStreamRoute: true,
 			api.CampaignStreamRoute: true, api.DashboardCampaignStreamRoute: true},
 		BodyLimits: api.BodyLimits(),
