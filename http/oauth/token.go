@@ -229,9 +229,12 @@ func (s *Service) refresh(c *echo.Context, f url.Values) (*tokenResponse, *oauth
 			r.oe = gerr
 			return err
 		}
-		switch {
+		switch res := f.Get("resource"); {
 		case f.Get("client_id") != g.ClientID:
 			r.oe = fail(http.StatusBadRequest, "invalid_grant", "the refresh token was issued to another client")
+			return nil
+		case res != "" && res != g.Resource:
+			r.oe = fail(http.StatusBadRequest, "invalid_target", "resource differs from the grant's ("+g.Resource+")")
 			return nil
 		case tok.RotatedAt != nil:
 			if resp := s.graceAnswer(tok, now); resp != nil {
@@ -243,10 +246,6 @@ func (s *Service) refresh(c *echo.Context, f url.Values) (*tokenResponse, *oauth
 			return revokeGrant(tx, tok.KeyID, now)
 		case !now.Before(tok.ExpiresAt):
 			r.oe = fail(http.StatusBadRequest, "invalid_grant", "the refresh token has expired: authorize again")
-			return nil
-		}
-		if res := f.Get("resource"); res != "" && res != g.Resource {
-			r.oe = fail(http.StatusBadRequest, "invalid_target", "resource differs from the grant's ("+g.Resource+")")
 			return nil
 		}
 		if r.resp, err = s.issue(tx, g, now); err != nil {
