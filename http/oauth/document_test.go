@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"crypto/x509"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -82,7 +83,10 @@ func TestClientIDMetadataDocument(t *testing.T) {
 
 	tok := b.grant(id, "https://app.example/cb", "approve")
 	require.True(t, b.live(tok["access_token"].(string)))
-	r := b.refresh(id, tok["refresh_token"].(string))
+	// As the Go SDK sends it for such a client: the URL, form-encoded, as Basic's user name.
+	basic := base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(id) + ":"))
+	r := b.post(TokenPath, "application/x-www-form-urlencoded", url.Values{"grant_type": {"refresh_token"},
+		"refresh_token": {tok["refresh_token"].(string)}}.Encode(), func(req *http.Request) { req.Header.Set("Authorization", "Basic "+basic) })
 	require.Equal(t, 200, r.status, string(r.body))
 	keys := b.connectorKeys(b.user.ID)
 	require.Len(t, keys, 1)
