@@ -42,11 +42,14 @@
 //	sessions_user   user id | SHA-256 of the token → empty: a user's sessions (a password change
 //	                ends them)
 //	oauth_clients   client id (string) → OAuthClient (JSON): a registered OAuth client (RFC 7591)
+//	oauth_clients_meta SHA-256 of a client's name and redirect URIs (32) → client id: an identical
+//	                registration is handed the client it made before
 //	oauth_codes     SHA-256 of the authorization code (32) → OAuthCode (JSON): single use, 60 s
 //	oauth_grants    key id (16) → OAuthGrant (JSON: user, client, resource, scopes): an approval,
 //	                backed by the connector API key of the same id (apikeys, kind "connector")
 //	oauth_tokens    SHA-256 of the token (32) → OAuthToken (JSON: access or refresh, key id,
-//	                expiry, rotated): the token itself is never stored
+//	                expiry, rotated, the rotation's successor pair sealed): the token itself is
+//	                never stored
 //	jobs            tracking id → Job (JSON)
 //	jobs_active     tracking id → empty, or 1 once the job is finished: jobs whose post has not
 //	                taken their outcome (resumed at start-up)

@@ -1,14 +1,20 @@
 package persistence
 
 import (
+	"crypto/sha256"
+	"encoding/json"
+	"slices"
 	"time"
 )
 
 // The OAuth authorization server's records (http/oauth). Every secret is stored as its SHA-256
-// only: authorization codes, access and refresh tokens. Clients are public (no client secret:
-// token_endpoint_auth_method none), so none is stored.
+// only: authorization codes, access and refresh tokens; the one exception, a rotated refresh
+// token's successor pair kept for the rotation's grace, is sealed (persistence/secret). Clients
+// are public (no client secret: token_endpoint_auth_method none), so none is stored.
 //
 //	oauth_clients  client id (string) → OAuthClient (JSON): a registered client (RFC 7591)
+//	oauth_clients_meta  SHA-256 of the client's metadata (name, redirect URIs) (32) → client id:
+//	               an identical registration finds the client it made before
 //	oauth_codes    SHA-256 of the code (32) → OAuthCode (JSON): single use, short-lived
 //	oauth_grants   key id (16) → OAuthGrant (JSON): a user's approval of a client, backed by the
 //	               connector API key of that id (apikeys); revoking the key ends the grant
@@ -18,9 +24,10 @@ var (
 	bOAuthCodes   = []byte("oauth_codes")
 	bOAuthGrants  = []byte("oauth_grants")
 	bOAuthTokens  = []byte("oauth_tokens")
+	bOAuthMeta    = []byte("oauth_clients_meta")
 )
 
-func init() { registerBuckets(bOAuthClients, bOAuthCodes, bOAuthGrants, bOAuthTokens) }
+func init() { registerBuckets(bOAuthClients, bOAuthCodes, bOAuthGrants, bOAuthTokens, bOAuthMeta) }
 
 // OAuthClient is a registered OAuth client.
 type OAuthClient struct {
@@ -28,6 +35,27 @@ type OAuthClient struct {
 	Name         string    `json:"name"`
 	RedirectURIs []string  `json:"redirect_uris"`
 	CreatedAt    time.Time `json:"created_at"`
+	// RegisteredAt is the last time the same metadata was registered again (the client was
+	// handed out once more); zero when it never was. An unused client's lifetime counts from it.
+	RegisteredAt time.Time `json:"registered_at,omitzero"`
+}
+
+// LastRegistered is when the client was last registered: CreatedAt or a later RegisteredAt.
+func (c *OAuthClient) LastRegistered() time.Time {
+	if c.RegisteredAt.After(c.CreatedAt) {
+		return c.RegisteredAt
+	}
+	return c.CreatedAt
+}
+
+// oauthMetaKey is the key of a client's metadata in oauth_clients_meta.
+func oauthMetaKey(name string, redirectURIs []string) []byte {
+	b, _ := json.Marshal(struct {
+		Name string   `json:"n"`
+		URIs []string `json:"u"`
+	}{name, redirectURIs})
+	sum := sha256.Sum256(b)
+	return sum[:]
 }
 
 // OAuthCode is an authorization code waiting for its exchange.
@@ -63,13 +91,42 @@ type OAuthToken struct {
 	Kind      string    `json:"kind"`
 	KeyID     string    `json:"key_id"`
 	ExpiresAt time.Time `json:"expires_at"`
-	// RotatedAt is set on a refresh token once it has been exchanged: presenting it again is a
-	// reuse, and ends the grant.
+	// RotatedAt is set on a refresh token once it has been exchanged: presenting it again after
+	// the rotation's grace is a reuse, and ends the grant.
 	RotatedAt *time.Time `json:"rotated_at,omitempty"`
+	// Successor is the pair the rotation issued, sealed (persistence/secret): presented again
+	// within the grace, the token gets the same pair.
+	Successor []byte `json:"successor,omitempty"`
 }
 
-// PutOAuthClient stores a client.
-func (t *Tx) PutOAuthClient(c *OAuthClient) error { return t.put(bOAuthClients, []byte(c.ID), c) }
+// PutOAuthClient stores a client, and indexes its metadata (FindOAuthClient).
+func (t *Tx) PutOAuthClient(c *OAuthClient) error {
+	if err := t.put(bOAuthClients, []byte(c.ID), c); err != nil {
+		return err
+	}
+	return t.kv.Bucket(bOAuthMeta).Put(oauthMetaKey(c.Name, c.RedirectURIs), []byte(c.ID))
+}
+
+// FindOAuthClient returns the client registered with exactly this name and these redirect URIs
+// (in this order); ErrNotFound when there is none.
+func (t *Tx) FindOAuthClient(name string, redirectURIs []string) (*OAuthClient, error) {
+	b := t.kv.Bucket(bOAuthMeta)
+	if b == nil {
+		return nil, ErrNotFound
+	}
+	id := b.Get(oauthMetaKey(name, redirectURIs))
+	if id == nil {
+		return nil, ErrNotFound
+	}
+	c, err := t.OAuthClient(string(id))
+	if err != nil {
+		return nil, err
+	}
+	if c.Name != name || !slices.Equal(c.RedirectURIs, redirectURIs) {
+		return nil, ErrNotFound
+	}
+	return c, nil
+}
 
 // OAuthClient returns a client; ErrNotFound when there is none.
 func (t *Tx) OAuthClient(id string) (*OAuthClient, error) {
@@ -149,13 +206,33 @@ func (t *Tx) DeleteOAuthTokens(dead func(*OAuthToken) bool, max int) (access, re
 	return access, refresh, err
 }
 
-// DeleteOAuthClients deletes up to max clients for which dead is true, and any record that does
-// not decode; it returns how many it deleted.
+// DeleteOAuthClients deletes up to max clients for which dead is true, with their metadata's
+// index entries, and any record that does not decode; it returns how many it deleted.
 func (t *Tx) DeleteOAuthClients(dead func(*OAuthClient) bool, max int) (int, error) {
-	return t.deleteWhere(bOAuthClients, max, func(v []byte) bool {
+	meta := t.kv.Bucket(bOAuthMeta)
+	var unindex [][]byte
+	n, err := t.deleteWhere(bOAuthClients, max, func(v []byte) bool {
 		var c OAuthClient
-		return Decode(v, &c) != nil || dead(&c)
+		if Decode(v, &c) != nil {
+			return true
+		}
+		if !dead(&c) {
+			return false
+		}
+		if k := oauthMetaKey(c.Name, c.RedirectURIs); meta != nil && string(meta.Get(k)) == c.ID {
+			unindex = append(unindex, k)
+		}
+		return true
 	})
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range unindex {
+		if err := meta.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }
 
 // OAuthClientsInUse returns the ids of the clients that a grant or a code names.

@@ -33,8 +33,10 @@ func DefaultHTTPClient() *http.Client {
 type Call struct {
 	Method, URL string
 	Body        []byte
-	// Header holds the request's headers (Content-Type and the network's own); Accept defaults
-	// to application/json.
+	// ContentType, when set, is sent as Content-Type.
+	ContentType string
+	// Header holds the network's own headers, keyed canonically (http.Header.Set); Accept
+	// defaults to application/json.
 	Header http.Header
 	// Bearer, when set, is sent as Authorization: Bearer.
 	Bearer string
@@ -73,6 +75,9 @@ func Send(ctx context.Context, hc *http.Client, p Platform, c Call) (*Answer, er
 	}
 	for k, vs := range c.Header {
 		req.Header[k] = vs
+	}
+	if c.ContentType != "" {
+		req.Header.Set("Content-Type", c.ContentType)
 	}
 	if req.Header.Get("Accept") == "" {
 		req.Header.Set("Accept", "application/json")

@@ -1,6 +1,8 @@
 package platforms
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -108,3 +110,31 @@ var ErrUnconvertible = errors.New("platforms: the media cannot be converted")
 // ErrNotLiked is returned by Liker.LikeComment when asked to unlike a comment the account has not
 // liked; nothing was sent.
 var ErrNotLiked = errors.New("platforms: the account has not liked it")
+
+// Garbled classifies a 2xx answer whose body is not what network p sends. On the call that creates
+// the post the post probably exists but its id is unknown, so the outcome is Unknown (Lookup
+// resolves it); elsewhere the answer is Transient.
+func Garbled(p Platform, a *Answer, create bool, err error) *Error {
+	kind := Transient
+	if create {
+		kind = Unknown
+	}
+	return &Error{Platform: p, Kind: kind, Status: a.Status, Message: fmt.Sprintf("unexpected answer from %s (HTTP %d)", p.Name(), a.Status), Err: err}
+}
+
+// Decode parses a 2xx answer of network p into v; a body that does not parse is Garbled.
+func Decode(p Platform, a *Answer, v any, create bool) error {
+	if err := json.Unmarshal(a.Body, v); err != nil {
+		return Garbled(p, a, create, err)
+	}
+	return nil
+}
+
+// Stopped classifies a context that ended between calls to network p (nothing in flight) as
+// Transient; any other error is returned as it is.
+func Stopped(p Platform, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Platform: p, Kind: Transient, Message: "stopped: " + err.Error(), Err: err}
+	}
+	return err
+}

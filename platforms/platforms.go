@@ -33,6 +33,31 @@ const (
 // All lists every platform in the order the API documents them.
 var All = []Platform{LinkedIn, Instagram, YouTube, Pinterest, TikTok, Threads, Facebook, X, Bluesky}
 
+// Name is the network's name as people write it ("X", "LinkedIn", "TikTok"), for messages.
+func (p Platform) Name() string {
+	switch p {
+	case LinkedIn:
+		return "LinkedIn"
+	case Instagram:
+		return "Instagram"
+	case YouTube:
+		return "YouTube"
+	case Pinterest:
+		return "Pinterest"
+	case TikTok:
+		return "TikTok"
+	case Threads:
+		return "Threads"
+	case Facebook:
+		return "Facebook"
+	case X:
+		return "X"
+	case Bluesky:
+		return "Bluesky"
+	}
+	return string(p)
+}
+
 // Valid reports whether p is one of the nine platform identifiers.
 func (p Platform) Valid() bool {
 	for _, q := range All {

@@ -16,7 +16,7 @@ import (
 const usage = `herald — a self-hostable social publishing API server
 
 Usage:
-  herald serve [--addr HOST:PORT] [--data DIR] [--store bbolt|postgres://…] [--check-on-start] [--sandbox] [--base-url URL] [--sim-addr HOST:PORT] [--log-format text|json] [--log-level debug|info|warn|error]
+  herald serve [--addr HOST:PORT] [--data DIR] [--store bbolt|postgres://…] [--check-on-start] [--sandbox] [--base-url URL] [--trusted-proxies CIDR,…] [--sim-addr HOST:PORT] [--log-format text|json] [--log-level debug|info|warn|error]
                [--webhook-allow-private[=false]] [--webhook-ca-file PEM_FILE] [--webhook-timeout DURATION]
                [--session-idle DURATION] [--session-max-age DURATION]
                [--metrics-addr HOST:PORT|off] [--metrics-public] [--max-conns N] [--max-idle-per-addr N] [--max-streams-per-user N]

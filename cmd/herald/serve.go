@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	_ "net/http/pprof"
+	"net/netip"
 	"os"
 	"os/signal"
 	"runtime"
@@ -51,6 +52,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	fs.BoolVar(&cfg.Sandbox, "sandbox", sandbox, "sandbox mode: simulator, demo user and key")
 	fs.StringVar(&cfg.BaseURL, "base-url", envOr("HERALD_BASE_URL", ""), "public base URL")
 	corsOrigins := fs.String("cors-origins", envOr("HERALD_CORS_ORIGINS", ""), "browser origins allowed to call /mcp besides the base URL's, comma-separated: scheme://host[:port], scheme://host:* (any port) or * (any origin); sandbox mode adds loopback origins")
+	trustedProxies := fs.String("trusted-proxies", envOr("HERALD_TRUSTED_PROXIES", ""), "reverse proxies (addresses or CIDR prefixes, comma-separated) whose X-Forwarded-For names the client's address")
 	fs.StringVar(&cfg.SimAddr, "sim-addr", envOr("HERALD_SIM_ADDR", "127.0.0.1:8081"), "sandbox simulator address")
 	fs.StringVar(&cfg.SimURL, "sim-url", envOr("HERALD_SIM_URL", ""), "sandbox: use the simulator at this URL (herald sim) instead of starting one")
 	fs.DurationVar(&cfg.SimLatency, "sim-latency", 0, "sandbox: latency the simulator adds to every network call")
@@ -115,6 +117,9 @@ func cmdServe(args []string, stderr io.Writer) error {
 	}
 	if cfg.SessionIdle > cfg.SessionMaxAge {
 		return fmt.Errorf("--session-idle (%s) is longer than --session-max-age (%s)", cfg.SessionIdle, cfg.SessionMaxAge)
+	}
+	if cfg.TrustedProxies, err = parseTrustedProxies(*trustedProxies); err != nil {
+		return err
 	}
 	cfg.SecretKey = envOr("HERALD_SECRET_KEY", "")
 	cfg.Networks = networksFromEnv()
@@ -269,4 +274,25 @@ func positiveDuration(flag, v string) (time.Duration, error) {
 		return 0, fmt.Errorf("%s: %q is not a positive duration (e.g. 24h, 30m)", flag, v)
 	}
 	return d, nil
+}
+
+// parseTrustedProxies reads --trusted-proxies: addresses or CIDR prefixes, comma-separated.
+func parseTrustedProxies(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(f); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil || a.Zone() != "" {
+			return nil, fmt.Errorf("--trusted-proxies: %q is neither an IP address nor a CIDR prefix", f)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }

@@ -81,9 +81,11 @@ async function withKey() {
 // An OAuthClientProvider kept in memory: registration, PKCE verifier and tokens live here, and
 // redirectToAuthorization is the user's browser.
 class HeadlessProvider {
-  constructor(browser, redirectURL) {
+  constructor(browser, redirectURL, name, authMethod) {
     this.browser = browser;
     this.redirect = redirectURL;
+    this.name = name;
+    this.authMethod = authMethod;
     this.info = undefined;
     this.tok = undefined;
     this.verifier = undefined;
@@ -95,11 +97,11 @@ class HeadlessProvider {
   }
   get clientMetadata() {
     return {
-      client_name: "Herald e2e (TypeScript SDK)",
+      client_name: this.name,
       redirect_uris: [this.redirect],
       grant_types: ["authorization_code", "refresh_token"],
       response_types: ["code"],
-      token_endpoint_auth_method: "none",
+      token_endpoint_auth_method: this.authMethod,
     };
   }
   clientInformation() {
@@ -127,12 +129,12 @@ class HeadlessProvider {
   }
 }
 
-async function withOAuth() {
-  console.log(`SDK client, OAuth: ${mcpURL}`);
+// withOAuth runs the flow with a registration of authMethod to redirectURL (nothing listens
+// there: the consent's redirect is read from its Location header); it returns the client id.
+async function withOAuth(name, redirectURL, authMethod) {
+  console.log(`SDK client, OAuth (${authMethod}): ${mcpURL}`);
   const browser = await signIn(base, email, password, check);
-  // Nothing listens here: the consent's redirect is read from its Location header.
-  const redirectURL = "http://127.0.0.1:1/callback";
-  const provider = new HeadlessProvider(browser, redirectURL);
+  const provider = new HeadlessProvider(browser, redirectURL, name, authMethod);
 
   let client = new Client({ name: "herald-e2e-sdk-oauth", version: "1.0.0" });
   let transport = new StreamableHTTPClientTransport(mcpURL, { authProvider: provider });
@@ -145,6 +147,8 @@ async function withOAuth() {
   }
   check(unauthorized, "without a token the SDK is sent to authorize (401, discovery, registration)");
   check(provider.info?.client_id?.startsWith("hcl_"), `registered dynamically as ${provider.info?.client_id}`, provider.info);
+  check(provider.info?.token_endpoint_auth_method === "none" && provider.info?.client_secret === undefined,
+    `registered as a public client (asked ${authMethod}, answered none, no secret)`, provider.info);
   const q = provider.authURL.searchParams;
   check(q.get("code_challenge_method") === "S256", "authorization request uses PKCE S256", q.toString());
   check(q.get("resource") === mcpURL.href, `authorization request names resource ${q.get("resource")}`, q.toString());
@@ -162,11 +166,18 @@ async function withOAuth() {
   const accts = await callJSON(client, "list_accounts");
   check((accts.accounts ?? []).length > 0, `list_accounts over OAuth (${(accts.accounts ?? []).length})`, accts);
   await client.close();
+  return provider.info.client_id;
 }
 
 try {
   await withKey();
-  await withOAuth();
+  await withOAuth("Herald e2e (TypeScript SDK)", "http://127.0.0.1:1/callback", "none");
+  // As claude.ai registers: client_secret_post, an https callback. Registering the same metadata
+  // again (a host does on every authorization) is handed the same client.
+  const claude = "https://claude.ai/api/mcp/auth_callback";
+  const first = await withOAuth("Herald e2e (claude.ai-style)", claude, "client_secret_post");
+  const again = await withOAuth("Herald e2e (claude.ai-style)", claude, "client_secret_post");
+  check(first === again, `an identical registration is handed the same client (${again})`, { first, again });
   console.log("SDK client: all checks passed");
 } catch (e) {
   fail(e?.stack ?? String(e));

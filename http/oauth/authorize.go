@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v5"
@@ -23,6 +24,7 @@ const signInPath = "/signin"
 type authRequest struct {
 	Client        *persistence.OAuthClient
 	RedirectURI   string
+	redirect      *redirect
 	State         string
 	CodeChallenge string
 	Resource      string
@@ -42,22 +44,32 @@ func (r *authRequest) params() url.Values {
 // 8707). An unknown client or a redirect_uri not registered for it is shown on a page (never
 // redirected to: page is set); any other fault is redirected to the client (redirect is set).
 func (s *Service) checkRequest(c *echo.Context, q url.Values) (r *authRequest, page string, redirect string) {
-	cl, err := s.client(q.Get("client_id"))
-	if err != nil {
-		if errors.Is(err, persistence.ErrNotFound) {
-			return nil, "This application is not registered with Herald (unknown client_id).", ""
+	id := q.Get("client_id")
+	var cl *persistence.OAuthClient
+	if isDocumentID(id) {
+		var why string
+		if cl, why = s.documentClient(c.Request().Context(), id); cl == nil {
+			return nil, "Herald cannot use this application's client ID metadata document: " + why + ".", ""
 		}
-		s.cfg.Log.Error("oauth: client lookup failed", append(server.LogAttrs(c), "error", err)...)
-		return nil, "Herald could not read the application's registration. Try again shortly.", ""
+	} else {
+		var err error
+		if cl, err = s.client(id); err != nil {
+			if errors.Is(err, persistence.ErrNotFound) {
+				return nil, "This application is not registered with Herald (unknown client_id).", ""
+			}
+			s.cfg.Log.Error("oauth: client lookup failed", append(server.LogAttrs(c), "error", err)...)
+			return nil, "Herald could not read the application's registration. Try again shortly.", ""
+		}
 	}
 	ru := q.Get("redirect_uri")
 	registered := false
 	for _, u := range cl.RedirectURIs {
-		if u == ru {
+		if redirectMatches(u, ru) {
 			registered = true
 		}
 	}
-	if !registered {
+	rd, why := parseRedirect(ru)
+	if !registered || why != "" || rd.formAction() == "" {
 		return nil, "The application asked to return to an address it did not register (redirect_uri). Nothing was shared.", ""
 	}
 	bad := func(code, desc string) (*authRequest, string, string) {
@@ -84,7 +96,7 @@ func (s *Service) checkRequest(c *echo.Context, q url.Values) (r *authRequest, p
 	if oe != nil {
 		return bad(oe.Code, oe.Description)
 	}
-	return &authRequest{Client: cl, RedirectURI: ru, State: q.Get("state"), CodeChallenge: q.Get("code_challenge"),
+	return &authRequest{Client: cl, RedirectURI: ru, redirect: rd, State: q.Get("state"), CodeChallenge: q.Get("code_challenge"),
 		Resource: res, Scopes: scopes}, "", ""
 }
 
@@ -130,18 +142,22 @@ func (s *Service) authorizePage(c *echo.Context) error {
 	if sess == nil {
 		return err
 	}
-	host := r.RedirectURI
-	if u, err := url.Parse(r.RedirectURI); err == nil {
-		host = u.Host
-		// Chrome applies form-action to the redirect that follows the form's post: the
-		// client's origin must be allowed for the approval to reach it.
-		c.Response().Header().Set("Content-Security-Policy", strings.Replace(s.cfg.Server.ContentSecurityPolicy(),
-			"form-action 'self'", "form-action 'self' "+u.Scheme+"://"+u.Host, 1))
-	}
-	v := consentView{Client: r.Client.Name, Host: host, User: sess.User.Email, CSRF: sess.Record.CSRFToken,
+	// Chrome applies form-action to the redirect that follows the form's post: the client's
+	// origin (or its own scheme) must be allowed for the answer to reach it. formAction is built
+	// from the checked host, port and scheme only (redirect.go).
+	c.Response().Header().Set("Content-Security-Policy", strings.Replace(s.cfg.Server.ContentSecurityPolicy(),
+		"form-action 'self'", "form-action 'self' "+r.redirect.formAction(), 1))
+	v := consentView{Client: r.Client.Name, Host: r.redirect.display(), User: sess.User.Email, CSRF: sess.Record.CSRFToken,
 		Params: r.params(), MCP: r.Resource == s.MCPResource()}
+	if isDocumentID(r.Client.ID) {
+		u, _ := url.Parse(r.Client.ID)
+		v.Publisher = u.Host
+	}
 	for _, sc := range r.Scopes {
 		v.Scopes = append(v.Scopes, scopeLine{Name: sc, Text: auth.ScopeDescriptions[sc]})
+	}
+	for _, sc := range readOnly(r.Scopes) {
+		v.ReadOnly = append(v.ReadOnly, scopeLine{Name: sc, Text: auth.ScopeDescriptions[sc]})
 	}
 	return s.page(c, http.StatusOK, v)
 }
@@ -171,7 +187,13 @@ func (s *Service) authorizeDecision(c *echo.Context) error {
 	if r.State != "" {
 		answer.Set("state", r.State)
 	}
-	if f.Get("decision") != "approve" {
+	switch f.Get("decision") {
+	case "approve":
+	case "approve_read":
+		if r.Scopes = readOnly(r.Scopes); r.Scopes == nil {
+			return s.page(c, http.StatusBadRequest, consentView{Message: "This request has no read-only form. Go back and choose again."})
+		}
+	default:
 		answer.Set("error", "access_denied")
 		answer.Set("error_description", "the user denied the request")
 		s.cfg.Log.Info("oauth: consent denied", append(server.LogAttrs(c), "user_id", sess.User.ID, "client_id", r.Client.ID)...)
@@ -198,9 +220,36 @@ func (s *Service) authorizeDecision(c *echo.Context) error {
 		return s.page(c, http.StatusInternalServerError, consentView{Message: "Herald could not record your approval. Try again shortly."})
 	}
 	s.cfg.Auth.Invalidate() // the client's earlier connector key, revoked, is refused from now on
-	s.cfg.Log.Info("oauth: consent given", append(server.LogAttrs(c), "user_id", sess.User.ID, "client_id", r.Client.ID, "key_id", key.ID)...)
+	s.cfg.Log.Info("oauth: consent given", append(server.LogAttrs(c), "user_id", sess.User.ID, "client_id", r.Client.ID, "key_id", key.ID,
+		"scopes", strings.Join(r.Scopes, " "))...)
 	answer.Set("code", code)
 	return c.Redirect(http.StatusSeeOther, redirectWith(r.RedirectURI, answer))
+}
+
+// readOnly is the read-only form of requested scopes: their reads, and the read of each write
+// (service:write gives service:read, posts:write posts:read; media:write, which has no read of
+// its own, gives nothing). It is nil when the request asks nothing but reads, or when nothing
+// would be left: the consent page then offers no read-only approval.
+func readOnly(scopes []string) []string {
+	var out []string
+	writes := false
+	add := func(sc string) {
+		if auth.ScopeDescriptions[sc] != "" && !slices.Contains(out, sc) {
+			out = append(out, sc)
+		}
+	}
+	for _, sc := range scopes {
+		if base, ok := strings.CutSuffix(sc, ":write"); ok {
+			writes = true
+			add(base + ":read")
+			continue
+		}
+		add(sc)
+	}
+	if !writes || len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 type scopeLine struct{ Name, Text string }
@@ -208,10 +257,14 @@ type scopeLine struct{ Name, Text string }
 type consentView struct {
 	Message            string
 	Client, Host, User string
-	CSRF               string
-	MCP                bool
-	Params             url.Values
-	Scopes             []scopeLine
+	// Publisher is the host of a client ID metadata document's URL: who published the client.
+	Publisher string
+	CSRF      string
+	MCP       bool
+	Params    url.Values
+	Scopes    []scopeLine
+	// ReadOnly is the read-only approval's scopes; empty when none is offered.
+	ReadOnly []scopeLine
 }
 
 // consentTemplate is the consent page, in the dashboard's sign-in layout and stylesheet.
@@ -227,14 +280,16 @@ var consentTemplate = template.Must(template.New("consent").Parse(`<!doctype htm
 {{if .Message}}<h1>Cannot connect</h1>
 <p class="flash error" role="alert">{{.Message}}</p>
 {{else}}<h1>Connect {{.Client}}?</h1>
-<p><strong>{{.Client}}</strong> {{if .MCP}}(an AI assistant, through Herald's MCP connector) {{end}}asks to use your Herald account <strong>{{.User}}</strong>. After you approve, you return to <strong>{{.Host}}</strong>.</p>
-<p>It will be able to:</p>
+<p><strong>{{.Client}}</strong> {{if .Publisher}}(published by <strong>{{.Publisher}}</strong>) {{end}}{{if .MCP}}(an AI assistant, through Herald's MCP connector) {{end}}asks to use your Herald account <strong>{{.User}}</strong>. After you approve, you return to <strong>{{.Host}}</strong>.</p>
+<p>With full access it will be able to:</p>
 <ul class="scopes">{{range .Scopes}}<li>{{.Text}} <code>{{.Name}}</code></li>{{end}}</ul>
-<p>Approving creates a connector key on your Developer page; revoke it there at any time to disconnect the application.</p>
+{{if .ReadOnly}}<p>Read-only, it will only be able to:</p>
+<ul class="scopes">{{range .ReadOnly}}<li>{{.Text}} <code>{{.Name}}</code></li>{{end}}</ul>
+{{end}}<p>Approving creates a connector key on your Developer page, one per application; revoke it there at any time to disconnect the application. Approving the same application again replaces its key.</p>
 <form method="post" action="/oauth/authorize">
 <input type="hidden" name="csrf_token" value="{{.CSRF}}">
 {{range $k, $vs := .Params}}{{range $vs}}<input type="hidden" name="{{$k}}" value="{{.}}">
-{{end}}{{end}}<p class="actions"><button type="submit" name="decision" value="approve">Approve</button> <button type="submit" name="decision" value="deny" class="secondary">Deny</button></p>
+{{end}}{{end}}<p class="actions"><button type="submit" name="decision" value="approve">Approve full access</button>{{if .ReadOnly}} <button type="submit" name="decision" value="approve_read" class="secondary">Approve read-only</button>{{end}} <button type="submit" name="decision" value="deny" class="secondary">Deny</button></p>
 </form>{{end}}
 </div>
 </main>

@@ -1,9 +1,11 @@
 // Package oauth is Herald's OAuth 2.1 authorization server, for AI hosts that connect to Herald
 // (the MCP connector) and for programs that call /v1 within scopes. It is Herald's own small
 // code (docs/oauth.md says why): the authorization code grant with PKCE S256, refresh tokens
-// that rotate, dynamic client registration (RFC 7591), revocation (RFC 7009), the metadata
-// documents (RFC 8414, RFC 9728), the resource parameter (RFC 8707) bound into every token and
-// the iss parameter on the authorization response (RFC 9207).
+// that rotate (with a short grace for a client's parallel or retried refreshes), dynamic client
+// registration (RFC 7591) and client ID metadata documents (draft-ietf-oauth-client-id-metadata-
+// document, MCP 2025-11-25), revocation (RFC 7009), the metadata documents (RFC 8414, RFC 9728),
+// the resource parameter (RFC 8707) bound into every token and the iss parameter on the
+// authorization response (RFC 9207).
 //
 //	GET  /.well-known/oauth-protected-resource/mcp  the MCP endpoint's metadata (RFC 9728)
 //	GET  /.well-known/oauth-protected-resource      the REST API's metadata (RFC 9728)
@@ -11,13 +13,13 @@
 //	GET  /oauth/authorize                           the consent page (a dashboard session)
 //	POST /oauth/authorize                           approve or deny (the session's CSRF token)
 //	POST /oauth/token                               authorization_code and refresh_token grants
-//	POST /oauth/register                            client registration (public clients only)
+//	POST /oauth/register                            client registration (every client is public)
 //	POST /oauth/revoke                              token revocation
 //
 // People sign in with the dashboard's session. Approving makes a grant backed by a connector API
-// key (http/auth NewConnectorKey): the key is listed and revoked like any other, and revoking it
-// refuses the grant's tokens at once. Codes, access tokens and refresh tokens are stored as
-// SHA-256 hashes only (persistence/oauth.go).
+// key (http/auth NewConnectorKey), one per client and user: the key is listed and revoked like
+// any other, and revoking it refuses the grant's tokens at once. Codes, access tokens and
+// refresh tokens are stored as SHA-256 hashes only (persistence/oauth.go).
 package oauth
 
 import (
@@ -33,6 +35,7 @@ import (
 	"github.com/labstack/echo/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/heraldhq/herald/actors/webhook"
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/ratelimit"
 	"github.com/heraldhq/herald/http/server"
@@ -44,6 +47,10 @@ const (
 	CodeTTL    = 60 * time.Second
 	AccessTTL  = time.Hour
 	RefreshTTL = 30 * 24 * time.Hour
+	// RefreshGrace is how long a rotated refresh token still gets the pair its rotation issued:
+	// a client that refreshes from several requests at once, or retries a refresh whose answer
+	// it lost, presents the same token more than once.
+	RefreshGrace = 60 * time.Second
 )
 
 // Paths.
@@ -55,7 +62,7 @@ const (
 	TokenPath                 = "/oauth/token"
 	RegisterPath              = "/oauth/register"
 	RevokePath                = "/oauth/revoke"
-	defaultRegistrationsPerHr = 20
+	defaultRegistrationsPerHr = 100
 )
 
 // MCPScopes are the scopes of the MCP endpoint: the umbrellas.
@@ -71,8 +78,16 @@ type Config struct {
 	BaseURL func() string
 	// Now is the clock of every expiry (default time.Now).
 	Now func() time.Time
-	// RegistrationsPerHour caps registrations per client address (default 20).
+	// RegistrationsPerHour caps the new clients registered per client address (an IPv4 address,
+	// or an IPv6 /64) per hour (default 100); a registration that finds its client is not
+	// counted.
 	RegistrationsPerHour int
+	// Sealer seals what the refresh grace keeps of a rotation's pair (the secret box); without
+	// one there is no grace.
+	Sealer webhook.Sealer
+	// Egress fetches client ID metadata documents: the webhooks' SSRF-safe client and URL
+	// rules. Without it, URL client ids are not supported.
+	Egress *webhook.Guard
 	// SweepEvery is the period of the sweep of expired codes and tokens and of unused clients
 	// (default 10 min; Run).
 	SweepEvery time.Duration
@@ -84,6 +99,8 @@ type Config struct {
 type Service struct {
 	cfg           Config
 	registrations *ratelimit.Limiter
+	documents     *documentCache
+	docClient     *http.Client
 	tokens        *prometheus.CounterVec
 	registered    *prometheus.CounterVec
 	swept         *prometheus.CounterVec
@@ -103,17 +120,20 @@ func New(cfg Config) *Service {
 	if cfg.SweepEvery <= 0 {
 		cfg.SweepEvery = DefaultSweepEvery
 	}
-	s := &Service{cfg: cfg, registrations: ratelimit.New(cfg.Now), swept: newSweptCounter()}
+	s := &Service{cfg: cfg, registrations: ratelimit.New(cfg.Now), swept: newSweptCounter(), documents: newDocumentCache(cfg.Now)}
+	if cfg.Egress != nil {
+		s.docClient = cfg.Egress.Client()
+	}
 	s.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "herald_oauth_token_requests_total",
 		Help: "OAuth token endpoint requests by grant type (authorization_code, refresh_token, other) and outcome (issued or the OAuth error code).",
 	}, []string{"grant_type", "outcome"})
 	s.registered = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "herald_oauth_registrations_total",
-		Help: "OAuth client registrations by outcome (registered, rate_limited, or the OAuth error code).",
+		Help: "OAuth client registrations by outcome (registered, reused, rate_limited, or the OAuth error code).",
 	}, []string{"outcome"})
 	if cfg.Registry != nil {
-		cfg.Registry.MustRegister(s.tokens, s.registered, s.swept)
+		cfg.Registry.MustRegister(s.tokens, s.registered, s.swept, s.documents.fetches)
 	}
 	return s
 }
@@ -236,6 +256,7 @@ func (s *Service) serverMetadata(c *echo.Context) error {
 		"revocation_endpoint_auth_methods_supported":     []string{"none"},
 		"scopes_supported":                               auth.Scopes,
 		"authorization_response_iss_parameter_supported": true,
+		"client_id_metadata_document_supported":          s.cfg.Egress != nil,
 	})
 }
 

@@ -13,8 +13,10 @@ import (
 const (
 	// DefaultSweepEvery is how often the sweep deletes what can no longer be used.
 	DefaultSweepEvery = 10 * time.Minute
-	// UnusedClientTTL is how long a registered client that no grant or code names is kept.
-	UnusedClientTTL = 30 * 24 * time.Hour
+	// UnusedClientTTL is how long a registered client that no grant or code names is kept after
+	// its last registration: a host registers just before it sends the user to the consent page,
+	// so a client never approved within the day never will be.
+	UnusedClientTTL = 24 * time.Hour
 	// sweepBatch bounds the records of each bucket one transaction of the sweep deletes.
 	sweepBatch = 500
 )
@@ -35,7 +37,8 @@ func (w Swept) full() bool {
 //   - access and refresh tokens past their expiry, and every token of a grant that was revoked
 //     or whose connector key expired or is gone; a rotated refresh token of a live grant is kept
 //     until it expires, so that its reuse still ends the grant;
-//   - clients registered more than UnusedClientTTL ago that no grant or code names.
+//   - clients last registered more than UnusedClientTTL ago that no grant or code names (never
+//     approved), with their metadata's index entry.
 //
 // Grants themselves stay, with their connector keys (listed, revoked, in the key history).
 func (s *Service) Sweep(ctx context.Context) (Swept, error) {
@@ -69,7 +72,7 @@ func (s *Service) Sweep(ctx context.Context) (Swept, error) {
 			return err
 		}
 		w.Clients, err = tx.DeleteOAuthClients(func(c *persistence.OAuthClient) bool {
-			return !used[c.ID] && !now.Before(c.CreatedAt.Add(UnusedClientTTL))
+			return !used[c.ID] && !now.Before(c.LastRegistered().Add(UnusedClientTTL))
 		}, sweepBatch)
 		return err
 	})

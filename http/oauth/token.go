@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -26,6 +27,8 @@ type tokenResponse struct {
 	ExpiresIn    int    `json:"expires_in"`
 	RefreshToken string `json:"refresh_token"`
 	Scope        string `json:"scope"`
+	// reissued marks the pair of a rotation answered again within the refresh grace.
+	reissued bool
 }
 
 // token is POST /oauth/token.
@@ -38,15 +41,17 @@ func (s *Service) token(c *echo.Context) error {
 	f := req.PostForm
 	gt := f.Get("grant_type")
 	var resp *tokenResponse
-	var oe *oauthError
-	switch gt {
-	case "authorization_code":
-		resp, oe = s.exchangeCode(c, f)
-	case "refresh_token":
-		resp, oe = s.refresh(c, f)
-	default:
+	id, oe := requestClientID(req, f)
+	f.Set("client_id", id)
+	switch {
+	case gt != "authorization_code" && gt != "refresh_token":
 		gt = "other"
 		oe = fail(http.StatusBadRequest, "unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
+	case oe != nil:
+	case gt == "authorization_code":
+		resp, oe = s.exchangeCode(c, f)
+	default:
+		resp, oe = s.refresh(c, f)
 	}
 	if oe != nil {
 		s.tokens.WithLabelValues(gt, oe.Code).Inc()
@@ -56,8 +61,40 @@ func (s *Service) token(c *echo.Context) error {
 		s.cfg.Log.Info("oauth: token refused", append(server.LogAttrs(c), "grant_type", gt, "error", oe.Code, "reason", oe.Description)...)
 		return writeError(c, oe)
 	}
-	s.tokens.WithLabelValues(gt, "issued").Inc()
+	outcome := "issued"
+	if resp.reissued {
+		outcome = "reissued"
+	}
+	s.tokens.WithLabelValues(gt, outcome).Inc()
 	return c.JSON(http.StatusOK, resp)
+}
+
+// requestClientID is the client_id of a token or revocation request: the form's, or the user
+// name of HTTP Basic credentials (RFC 6749 2.3.1: form-encoded, then base64), which some clients
+// send even for a public client. Herald's clients are public: a password or client_secret sent
+// along was never issued, and is not read.
+func requestClientID(req *http.Request, f url.Values) (string, *oauthError) {
+	id := f.Get("client_id")
+	user, _, ok := req.BasicAuth()
+	if !ok {
+		return id, nil
+	}
+	bid, err := url.QueryUnescape(user)
+	if err != nil {
+		return "", fail(http.StatusUnauthorized, "invalid_client", "the Basic credentials' user name is not form-encoded")
+	}
+	if id != "" && id != bid {
+		return "", fail(http.StatusBadRequest, "invalid_request", "client_id differs from the Basic credentials' user name")
+	}
+	return bid, nil
+}
+
+// successor is what a rotated refresh token keeps, sealed, of the pair its rotation issued.
+type successor struct {
+	Access    string    `json:"a"`
+	Refresh   string    `json:"r"`
+	ExpiresAt time.Time `json:"e"`
+	Scope     string    `json:"s"`
 }
 
 // issue stores a new access and refresh token of a grant in the caller's transaction.
@@ -166,9 +203,11 @@ func (s *Service) exchangeCode(c *echo.Context, f url.Values) (*tokenResponse, *
 }
 
 // refresh is the refresh_token grant: refresh_token, client_id, resource (optional). Refresh
-// tokens rotate: each is good once, and the answer carries its successor. Presenting one that
-// was already exchanged is a reuse (a stolen copy, or the real client's): the grant is revoked,
-// so the newest refresh token and every access token of it stop working.
+// tokens rotate: each is exchanged once, and the answer carries its successor. Presented again
+// within RefreshGrace of its rotation (parallel requests of one client, a retry whose answer was
+// lost), it gets the same successor pair, kept sealed on the rotated token for that long.
+// Presented after the grace, it is a reuse (a stolen copy, or the real client's): the grant is
+// revoked, so the newest refresh token and every access token of it stop working.
 func (s *Service) refresh(c *echo.Context, f url.Values) (*tokenResponse, *oauthError) {
 	raw := f.Get("refresh_token")
 	if !auth.WellFormedToken(raw, auth.RefreshTokenPrefix) {
@@ -190,11 +229,18 @@ func (s *Service) refresh(c *echo.Context, f url.Values) (*tokenResponse, *oauth
 			r.oe = gerr
 			return err
 		}
-		switch {
+		switch res := f.Get("resource"); {
 		case f.Get("client_id") != g.ClientID:
 			r.oe = fail(http.StatusBadRequest, "invalid_grant", "the refresh token was issued to another client")
 			return nil
+		case res != "" && res != g.Resource:
+			r.oe = fail(http.StatusBadRequest, "invalid_target", "resource differs from the grant's ("+g.Resource+")")
+			return nil
 		case tok.RotatedAt != nil:
+			if resp := s.graceAnswer(tok, now); resp != nil {
+				r.resp = resp
+				return nil
+			}
 			r.oe = fail(http.StatusBadRequest, "invalid_grant", "the refresh token was already used; the grant is revoked: authorize again")
 			r.revoked = true
 			return revokeGrant(tx, tok.KeyID, now)
@@ -202,25 +248,48 @@ func (s *Service) refresh(c *echo.Context, f url.Values) (*tokenResponse, *oauth
 			r.oe = fail(http.StatusBadRequest, "invalid_grant", "the refresh token has expired: authorize again")
 			return nil
 		}
-		if res := f.Get("resource"); res != "" && res != g.Resource {
-			r.oe = fail(http.StatusBadRequest, "invalid_target", "resource differs from the grant's ("+g.Resource+")")
-			return nil
+		if r.resp, err = s.issue(tx, g, now); err != nil {
+			return err
 		}
 		t := now
 		tok.RotatedAt = &t
-		if err := tx.PutOAuthToken(h, tok); err != nil {
-			return err
+		if s.cfg.Sealer != nil {
+			b, err := json.Marshal(successor{Access: r.resp.AccessToken, Refresh: r.resp.RefreshToken, ExpiresAt: now.Add(AccessTTL), Scope: r.resp.Scope})
+			if err != nil {
+				return err
+			}
+			tok.Successor = s.cfg.Sealer.Seal(b)
 		}
-		r.resp, err = s.issue(tx, g, now)
-		return err
+		return tx.PutOAuthToken(h, tok)
 	})
 	if oe != nil {
 		return nil, oe
+	}
+	if r.resp != nil && r.resp.reissued {
+		s.cfg.Log.Info("oauth: rotated refresh token presented again within the grace; same pair answered", server.LogAttrs(c)...)
 	}
 	if r.revoked {
 		s.cfg.Log.Warn("oauth: refresh token reused; grant revoked", server.LogAttrs(c)...)
 	}
 	return r.resp, r.oe
+}
+
+// graceAnswer is the pair a rotated refresh token's rotation issued, when it is presented within
+// RefreshGrace of it; nil after the grace, or when the pair cannot be opened.
+func (s *Service) graceAnswer(tok *persistence.OAuthToken, now time.Time) *tokenResponse {
+	if s.cfg.Sealer == nil || tok.Successor == nil || !now.Before(tok.RotatedAt.Add(RefreshGrace)) {
+		return nil
+	}
+	b, err := s.cfg.Sealer.Open(tok.Successor)
+	if err != nil {
+		return nil
+	}
+	var p successor
+	if json.Unmarshal(b, &p) != nil || !now.Before(p.ExpiresAt) {
+		return nil
+	}
+	return &tokenResponse{AccessToken: p.Access, TokenType: "Bearer", ExpiresIn: int(p.ExpiresAt.Sub(now) / time.Second),
+		RefreshToken: p.Refresh, Scope: p.Scope, reissued: true}
 }
 
 // tokenTx is what one token request's transaction answers, and whether it revoked a grant.
@@ -257,7 +326,11 @@ func (s *Service) revoke(c *echo.Context) error {
 	if err := req.ParseForm(); err != nil {
 		return writeError(c, fail(http.StatusBadRequest, "invalid_request", "send an application/x-www-form-urlencoded body"))
 	}
-	raw, clientID := req.PostForm.Get("token"), req.PostForm.Get("client_id")
+	raw := req.PostForm.Get("token")
+	clientID, oe := requestClientID(req, req.PostForm)
+	if oe != nil {
+		return writeError(c, oe)
+	}
 	if raw == "" {
 		return writeError(c, fail(http.StatusBadRequest, "invalid_request", "token is required"))
 	}
@@ -306,93 +379,145 @@ type registration struct {
 	ResponseTypes           []string `json:"response_types"`
 }
 
-// register is POST /oauth/register: public clients only (no secret), redirect URIs on loopback
-// http or https, rate-limited per client address.
+// register is POST /oauth/register. Every client Herald registers is public: a request for
+// client_secret_post or client_secret_basic is registered as none, and the answer says so (RFC
+// 7591 3.2.1: the server may replace requested metadata; the answer holds what was registered),
+// with no secret. A secret handed to anyone who registers would authenticate nothing that PKCE
+// does not already bind, and an identical registration could not be given it again.
+//
+// An identical registration (same client_name and redirect_uris) is answered with the client it
+// made before, which it keeps alive for another UnusedClientTTL; only a registration that makes
+// a new client counts against RegistrationsPerHour of its client address.
 func (s *Service) register(c *echo.Context) error {
-	d := s.registrations.Take(server.ClientAddress(c), s.cfg.RegistrationsPerHour)
-	if !d.Allowed {
-		s.registered.WithLabelValues("rate_limited").Inc()
-		c.Response().Header().Set("Retry-After", strconv.Itoa(int((d.Reset+time.Second-1)/time.Second)))
-		return writeError(c, fail(http.StatusTooManyRequests, "too_many_requests", "too many registrations from this address; try again later"))
-	}
 	reg, oe := s.readRegistration(c)
 	if oe != nil {
 		s.registered.WithLabelValues(oe.Code).Inc()
 		return writeError(c, oe)
 	}
-	id, _ := auth.GenerateToken("hcl_")
 	now := s.cfg.Now().UTC()
-	cl := &persistence.OAuthClient{ID: id, Name: reg.ClientName, RedirectURIs: reg.RedirectURIs, CreatedAt: now}
-	if err := s.cfg.Store.Update(c.Request().Context(), func(tx *persistence.Tx) error { return tx.PutOAuthClient(cl) }); err != nil {
+	ctx := c.Request().Context()
+	var cl *persistence.OAuthClient
+	err := s.cfg.Store.View(func(tx *persistence.Tx) error {
+		var err error
+		cl, err = tx.FindOAuthClient(reg.ClientName, reg.RedirectURIs)
+		if errors.Is(err, persistence.ErrNotFound) {
+			cl, err = nil, nil
+		}
+		return err
+	})
+	if err != nil {
 		s.registered.WithLabelValues("server_error").Inc()
 		return s.storeFailed(c, "registration failed", err)
 	}
-	s.registered.WithLabelValues("registered").Inc()
-	s.cfg.Log.Info("oauth: client registered", append(server.LogAttrs(c), "client_id", id)...)
-	reg.ClientID, reg.ClientIDIssuedAt = id, now.Unix()
+	if cl == nil {
+		d := s.registrations.Take(registrationAddress(c), s.cfg.RegistrationsPerHour)
+		if !d.Allowed {
+			s.registered.WithLabelValues("rate_limited").Inc()
+			c.Response().Header().Set("Retry-After", strconv.Itoa(int((d.Reset+time.Second-1)/time.Second)))
+			return writeError(c, fail(http.StatusTooManyRequests, "too_many_requests", "too many new clients registered from this address; try again later"))
+		}
+	}
+	reused := false
+	err = s.cfg.Store.Update(ctx, func(tx *persistence.Tx) error {
+		found, err := tx.FindOAuthClient(reg.ClientName, reg.RedirectURIs)
+		switch {
+		case err == nil:
+			cl, reused = found, true
+			// Counted from the last registration, so that the client is not swept between a
+			// registration and the user's approval.
+			if now.Sub(found.LastRegistered()) < time.Hour {
+				return nil
+			}
+			found.RegisteredAt = now
+			return tx.PutOAuthClient(found)
+		case !errors.Is(err, persistence.ErrNotFound):
+			return err
+		}
+		id, _ := auth.GenerateToken("hcl_")
+		cl, reused = &persistence.OAuthClient{ID: id, Name: reg.ClientName, RedirectURIs: reg.RedirectURIs, CreatedAt: now}, false
+		return tx.PutOAuthClient(cl)
+	})
+	if err != nil {
+		s.registered.WithLabelValues("server_error").Inc()
+		return s.storeFailed(c, "registration failed", err)
+	}
+	// 201 either way: clients expect it of a registration (RFC 7591 3.2.1).
+	if reused {
+		s.registered.WithLabelValues("reused").Inc()
+		s.cfg.Log.Info("oauth: client registered again", append(server.LogAttrs(c), "client_id", cl.ID)...)
+	} else {
+		s.registered.WithLabelValues("registered").Inc()
+		s.cfg.Log.Info("oauth: client registered", append(server.LogAttrs(c), "client_id", cl.ID)...)
+	}
+	reg.ClientID, reg.ClientIDIssuedAt = cl.ID, cl.CreatedAt.Unix()
 	return c.JSON(http.StatusCreated, reg)
 }
 
+// registrationAddress is the key registrations are counted by: the client address as the
+// server resolves it (server.ClientAddress), an IPv6 address by its /64.
+func registrationAddress(c *echo.Context) string {
+	a := server.ClientAddress(c)
+	ip, err := netip.ParseAddr(a)
+	if err != nil {
+		return a
+	}
+	ip = ip.Unmap()
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
+}
+
+// readRegistration reads and checks a registration request.
 func (s *Service) readRegistration(c *echo.Context) (*registration, *oauthError) {
 	var reg registration
-	body, err := io.ReadAll(c.Request().Body)
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, 64<<10))
 	if err != nil || json.Unmarshal(body, &reg) != nil {
 		return nil, fail(http.StatusBadRequest, "invalid_client_metadata", "send the client's metadata as a JSON object")
 	}
-	reg.ClientName = strings.TrimSpace(reg.ClientName)
-	if reg.ClientName == "" {
-		reg.ClientName = "Unnamed application"
-	}
-	if utf8.RuneCountInString(reg.ClientName) > 100 || strings.IndexFunc(reg.ClientName, unicode.IsControl) >= 0 {
-		return nil, fail(http.StatusBadRequest, "invalid_client_metadata", "client_name: 1 to 100 characters, no control characters")
-	}
 	switch reg.TokenEndpointAuthMethod {
-	case "", "none":
+	case "", "none", "client_secret_post", "client_secret_basic":
 		reg.TokenEndpointAuthMethod = "none"
 	default:
-		return nil, fail(http.StatusBadRequest, "invalid_client_metadata", "token_endpoint_auth_method must be none: Herald registers public clients, which use PKCE")
+		return nil, fail(http.StatusBadRequest, "invalid_client_metadata",
+			"token_endpoint_auth_method: none, client_secret_post or client_secret_basic (each is registered as none: Herald's clients are public and use PKCE)")
 	}
-	for _, g := range reg.GrantTypes {
-		if g != "authorization_code" && g != "refresh_token" {
-			return nil, fail(http.StatusBadRequest, "invalid_client_metadata", "grant_types: authorization_code and refresh_token only")
-		}
+	if oe := checkMetadata(&reg); oe != nil {
+		return nil, oe
 	}
-	for _, r := range reg.ResponseTypes {
-		if r != "code" {
-			return nil, fail(http.StatusBadRequest, "invalid_client_metadata", "response_types: code only")
-		}
-	}
-	reg.GrantTypes, reg.ResponseTypes = []string{"authorization_code", "refresh_token"}, []string{"code"}
-	if len(reg.RedirectURIs) == 0 || len(reg.RedirectURIs) > 10 {
-		return nil, fail(http.StatusBadRequest, "invalid_redirect_uri", "redirect_uris: 1 to 10 URIs")
-	}
-	for _, u := range reg.RedirectURIs {
-		if msg := checkRedirectURI(u); msg != "" {
-			return nil, fail(http.StatusBadRequest, "invalid_redirect_uri", msg)
-		}
+	if reg.ClientName == "" {
+		reg.ClientName = "Unnamed application"
 	}
 	return &reg, nil
 }
 
-// checkRedirectURI allows https URIs and http URIs on loopback (127.0.0.1, [::1], localhost; any
-// port: RFC 8252 7.3), never a fragment; it returns why a URI is refused.
-func checkRedirectURI(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || len(raw) > 2000 || !u.IsAbs() || u.Host == "" || u.User != nil {
-		return "redirect_uris: " + strconv.Quote(raw) + " is not an absolute URL"
+// checkMetadata checks and normalises the metadata a registration or a client ID metadata
+// document gives: client_name (trimmed), grant and response types (set to what Herald
+// registers), redirect URIs (redirect.go).
+func checkMetadata(reg *registration) *oauthError {
+	reg.ClientName = strings.TrimSpace(reg.ClientName)
+	if utf8.RuneCountInString(reg.ClientName) > 100 || !utf8.ValidString(reg.ClientName) || strings.IndexFunc(reg.ClientName, unicode.IsControl) >= 0 {
+		return fail(http.StatusBadRequest, "invalid_client_metadata", "client_name: at most 100 characters, no control characters")
 	}
-	if u.Fragment != "" || strings.Contains(raw, "#") {
-		return "redirect_uris: " + strconv.Quote(raw) + " has a fragment"
-	}
-	switch u.Scheme {
-	case "https":
-		return ""
-	case "http":
-		switch u.Hostname() {
-		case "127.0.0.1", "::1", "localhost":
-			return ""
+	for _, g := range reg.GrantTypes {
+		if g != "authorization_code" && g != "refresh_token" {
+			return fail(http.StatusBadRequest, "invalid_client_metadata", "grant_types: authorization_code and refresh_token only")
 		}
-		return "redirect_uris: " + strconv.Quote(raw) + " is plain http to a host other than loopback (127.0.0.1, [::1], localhost); use https"
 	}
-	return "redirect_uris: " + strconv.Quote(raw) + " must be https, or http on loopback"
+	for _, r := range reg.ResponseTypes {
+		if r != "code" {
+			return fail(http.StatusBadRequest, "invalid_client_metadata", "response_types: code only")
+		}
+	}
+	reg.GrantTypes, reg.ResponseTypes = []string{"authorization_code", "refresh_token"}, []string{"code"}
+	if len(reg.RedirectURIs) == 0 || len(reg.RedirectURIs) > 10 {
+		return fail(http.StatusBadRequest, "invalid_redirect_uri", "redirect_uris: 1 to 10 URIs")
+	}
+	for _, u := range reg.RedirectURIs {
+		if msg := checkRedirectURI(u); msg != "" {
+			return fail(http.StatusBadRequest, "invalid_redirect_uri", msg)
+		}
+	}
+	return nil
 }

@@ -14,7 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -72,6 +74,9 @@ type Config struct {
 	MetricsPublic bool
 	// Overload bounds the write requests served at once (overload.go).
 	Overload Overload
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For is believed: ClientAddress is
+	// the last address in the chain that is not one of them (none: the connection's peer).
+	TrustedProxies []netip.Prefix
 }
 
 // DefaultBodyLimit caps a request body, but on BodyLimits' routes and long-running ones.
@@ -137,6 +142,14 @@ func New(cfg Config) *Server {
 		}
 	}
 	e := echo.NewWithConfig(echo.Config{Logger: cfg.Log, HTTPErrorHandler: s.handleError, NoGroupAutoRegister404Routes: true})
+	if len(cfg.TrustedProxies) > 0 {
+		opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+		for _, p := range cfg.TrustedProxies {
+			p = p.Masked()
+			opts = append(opts, echo.TrustIPRange(&net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
+	}
 	e.Pre(escapedPath)
 	e.Use(s.observe, s.recover, s.limits, decodePathParams, s.deprecation)
 	s.Echo = e

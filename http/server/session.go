@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -195,15 +194,15 @@ func (s *Server) SameSite(c *echo.Context) bool {
 	return false
 }
 
-// ClientAddress is the address sign-ins are throttled by: the connection's peer. (Behind a
-// reverse proxy every client shares the proxy's address; X-Forwarded-For is not trusted, since
-// anyone can send it.)
+// ClientAddress is the address sign-ins and OAuth registrations are counted by: the
+// connection's peer, or, when the peer is one of Config.TrustedProxies, the last address of
+// X-Forwarded-For that is not (X-Forwarded-For is believed only from those proxies, since anyone
+// can send it).
 func ClientAddress(c *echo.Context) string {
-	host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
-	if err != nil {
-		return c.Request().RemoteAddr
+	if a := c.RealIP(); a != "" {
+		return a
 	}
-	return host
+	return c.Request().RemoteAddr
 }
 
 // SetSessionCookie sets the session cookie: HttpOnly, SameSite=Lax, Path=/, Secure behind an

@@ -172,12 +172,12 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	if err != nil {
 		return platforms.Result{}, err
 	}
-	return platforms.Result{Publication: publication(c, uri), Rate: rateInfo(r.header)}, nil
+	return platforms.Result{Publication: publication(c, uri), Rate: rateInfo(r.Header)}, nil
 }
 
 // createPost uploads the media and creates a post record (with its facets; a reply when reply is
 // set) with createRecord, and returns the record's at:// URI and Bluesky's answer.
-func (a *Adapter) createPost(ctx context.Context, c platforms.Credentials, text string, media []platforms.Media, reply map[string]strongRef) (string, *response, error) {
+func (a *Adapter) createPost(ctx context.Context, c platforms.Credentials, text string, media []platforms.Media, reply map[string]strongRef) (string, *platforms.Answer, error) {
 	in := createRecordInput{Repo: c.UserID, Collection: postNSID, Record: postRecord{
 		Type:      postNSID,
 		Text:      text,
@@ -193,24 +193,24 @@ func (a *Adapter) createPost(ctx context.Context, c platforms.Credentials, text 
 		in.Record.Embed = embed
 	}
 	raw, _ := json.Marshal(in)
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.xrpc(c, "com.atproto.repo.createRecord"), body: raw, contentType: "application/json", bearer: c.AccessToken, create: true})
+	r, err := platforms.Send(ctx, a.hc, platforms.Bluesky, platforms.Call{Method: http.MethodPost, URL: a.xrpc(c, "com.atproto.repo.createRecord"), Body: raw, ContentType: "application/json", Bearer: c.AccessToken, Create: true})
 	if err != nil {
 		return "", nil, err
 	}
-	if !r.ok() {
+	if !r.OK() {
 		return "", nil, classify(r, true)
 	}
 	var out struct {
 		URI string `json:"uri"`
 	}
-	if err := decode(r, &out, true); err != nil {
+	if err := platforms.Decode(platforms.Bluesky, r, &out, true); err != nil {
 		return "", nil, err
 	}
 	if !strings.HasPrefix(out.URI, "at://") {
 		if e := errorBody(r); e != nil {
 			return "", nil, e
 		}
-		return "", nil, garbage(r, true, fmt.Errorf("no uri in the answer"))
+		return "", nil, platforms.Garbled(platforms.Bluesky, r, true, fmt.Errorf("no uri in the answer"))
 	}
 	return out.URI, r, nil
 }
@@ -290,7 +290,7 @@ func (a *Adapter) resolveHandle(ctx context.Context, c platforms.Credentials, ha
 	var out struct {
 		DID string `json:"did"`
 	}
-	err := a.call(ctx, request{method: http.MethodGet, url: a.xrpc(c, "com.atproto.identity.resolveHandle") + "?handle=" + url.QueryEscape(handle)}, &out)
+	err := a.call(ctx, platforms.Call{Method: http.MethodGet, URL: a.xrpc(c, "com.atproto.identity.resolveHandle") + "?handle=" + url.QueryEscape(handle)}, &out)
 	if err == nil && !strings.HasPrefix(out.DID, "did:") {
 		err = fmt.Errorf("resolveHandle answered without a did")
 	}
@@ -316,7 +316,7 @@ func (a *Adapter) embed(ctx context.Context, c platforms.Credentials, media []pl
 		var out struct {
 			Blob *blobRef `json:"blob"`
 		}
-		if err := a.call(ctx, request{method: http.MethodPost, url: a.xrpc(c, "com.atproto.repo.uploadBlob"), body: data, contentType: m.ContentType, bearer: c.AccessToken}, &out); err != nil {
+		if err := a.call(ctx, platforms.Call{Method: http.MethodPost, URL: a.xrpc(c, "com.atproto.repo.uploadBlob"), Body: data, ContentType: m.ContentType, Bearer: c.AccessToken}, &out); err != nil {
 			return nil, err
 		}
 		if out.Blob == nil || out.Blob.Ref.Link == "" {
@@ -425,13 +425,13 @@ func jwtExpiry(token string, def time.Time) time.Time {
 // and accounts that need a second factor are Permanent: the user must fix them.
 func (a *Adapter) Login(ctx context.Context, identifier, appPassword string) (platforms.Credentials, error) {
 	raw, _ := json.Marshal(map[string]string{"identifier": strings.TrimPrefix(strings.TrimSpace(identifier), "@"), "password": appPassword})
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.base + "/xrpc/com.atproto.server.createSession", body: raw, contentType: "application/json"})
+	r, err := platforms.Send(ctx, a.hc, platforms.Bluesky, platforms.Call{Method: http.MethodPost, URL: a.base + "/xrpc/com.atproto.server.createSession", Body: raw, ContentType: "application/json"})
 	if err != nil {
 		return platforms.Credentials{}, err
 	}
-	if !r.ok() {
+	if !r.OK() {
 		e := classify(r, false)
-		if e.Kind == platforms.AuthExpired || (r.status >= 400 && r.status < 500 && r.status != http.StatusTooManyRequests) {
+		if e.Kind == platforms.AuthExpired || (r.Status >= 400 && r.Status < 500 && r.Status != http.StatusTooManyRequests) {
 			e.Kind = platforms.Permanent
 			if e.Code == "AuthenticationRequired" {
 				e.Message = "invalid handle or app password"
@@ -440,14 +440,14 @@ func (a *Adapter) Login(ctx context.Context, identifier, appPassword string) (pl
 		return platforms.Credentials{}, e
 	}
 	var s session
-	if err := decode(r, &s, false); err != nil {
+	if err := platforms.Decode(platforms.Bluesky, r, &s, false); err != nil {
 		return platforms.Credentials{}, err
 	}
 	if s.AccessJwt == "" || s.DID == "" {
 		if e := errorBody(r); e != nil {
 			return platforms.Credentials{}, e
 		}
-		return platforms.Credentials{}, garbage(r, false, fmt.Errorf("no session in the answer"))
+		return platforms.Credentials{}, platforms.Garbled(platforms.Bluesky, r, false, fmt.Errorf("no session in the answer"))
 	}
 	return a.credentials(platforms.Credentials{}, s), nil
 }
@@ -458,27 +458,27 @@ func (a *Adapter) Refresh(ctx context.Context, c platforms.Credentials) (platfor
 	if c.RefreshToken == "" {
 		return c, platforms.Errorf(platforms.Bluesky, platforms.Permanent, 0, "no refresh token; log in again")
 	}
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.xrpc(c, "com.atproto.server.refreshSession"), bearer: c.RefreshToken})
+	r, err := platforms.Send(ctx, a.hc, platforms.Bluesky, platforms.Call{Method: http.MethodPost, URL: a.xrpc(c, "com.atproto.server.refreshSession"), Bearer: c.RefreshToken})
 	if err != nil {
 		return c, err
 	}
-	if !r.ok() {
+	if !r.OK() {
 		e := classify(r, false)
-		if e.Kind == platforms.AuthExpired || (r.status >= 400 && r.status < 500 && r.status != http.StatusTooManyRequests) {
+		if e.Kind == platforms.AuthExpired || (r.Status >= 400 && r.Status < 500 && r.Status != http.StatusTooManyRequests) {
 			e.Kind = platforms.Permanent
 			e.Message = "Bluesky refused to refresh the session; log in again: " + e.Message
 		}
 		return c, e
 	}
 	var s session
-	if err := decode(r, &s, false); err != nil {
+	if err := platforms.Decode(platforms.Bluesky, r, &s, false); err != nil {
 		return c, err
 	}
 	if s.AccessJwt == "" {
 		if e := errorBody(r); e != nil {
 			return c, e
 		}
-		return c, garbage(r, false, fmt.Errorf("no accessJwt in the answer"))
+		return c, platforms.Garbled(platforms.Bluesky, r, false, fmt.Errorf("no accessJwt in the answer"))
 	}
 	return a.credentials(c, s), nil
 }
@@ -488,7 +488,7 @@ func (a *Adapter) Revoke(ctx context.Context, c platforms.Credentials) error {
 	if c.RefreshToken == "" {
 		return nil
 	}
-	return a.call(ctx, request{method: http.MethodPost, url: a.xrpc(c, "com.atproto.server.deleteSession"), bearer: c.RefreshToken}, nil)
+	return a.call(ctx, platforms.Call{Method: http.MethodPost, URL: a.xrpc(c, "com.atproto.server.deleteSession"), Bearer: c.RefreshToken}, nil)
 }
 
 // lookupPages bounds how far back Lookup reads the repo (100 records a page).
@@ -513,21 +513,21 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 			} `json:"records"`
 			Cursor string `json:"cursor"`
 		}
-		r, err := a.send(ctx, request{method: http.MethodGet, url: a.xrpc(c, "com.atproto.repo.listRecords") + "?" + q.Encode(), bearer: c.AccessToken})
+		r, err := platforms.Send(ctx, a.hc, platforms.Bluesky, platforms.Call{Method: http.MethodGet, URL: a.xrpc(c, "com.atproto.repo.listRecords") + "?" + q.Encode(), Bearer: c.AccessToken})
 		if err != nil {
 			return platforms.Publication{}, false, err
 		}
-		if !r.ok() {
+		if !r.OK() {
 			return platforms.Publication{}, false, classify(r, false)
 		}
-		if err := decode(r, &out, false); err != nil {
+		if err := platforms.Decode(platforms.Bluesky, r, &out, false); err != nil {
 			return platforms.Publication{}, false, err
 		}
 		if out.Records == nil {
 			if e := errorBody(r); e != nil {
 				return platforms.Publication{}, false, e
 			}
-			return platforms.Publication{}, false, garbage(r, false, fmt.Errorf("no records in the answer"))
+			return platforms.Publication{}, false, platforms.Garbled(platforms.Bluesky, r, false, fmt.Errorf("no records in the answer"))
 		}
 		older := false
 		for _, rec := range out.Records {

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"image"
 	"image/color"
 	"image/png"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -32,15 +30,17 @@ type testBundle struct {
 
 func setup(t *testing.T, opts sim.Options) *testBundle {
 	t.Helper()
-	srv, err := sim.Start("127.0.0.1:0", opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	cfg := srv.AdapterConfig(platforms.Bluesky)
-	cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+	srv, cfg := platformstest.Start(t, platforms.Bluesky, opts)
 	a := New(cfg)
-	creds, err := a.Login(context.Background(), "alice.bsky.social", appPassword)
+	return &testBundle{sim: srv, a: a, creds: alice(t, srv, a)}
+}
+
+// alice logs in as alice.bsky.social with her app password.
+func alice(t *testing.T, _ *sim.Server, a platforms.Adapter) platforms.Credentials {
+	t.Helper()
+	creds, err := a.(*Adapter).Login(context.Background(), "alice.bsky.social", appPassword)
 	require.NoError(t, err)
-	return &testBundle{sim: srv, a: a, creds: creds}
+	return creds
 }
 
 func fileMedia(ct string, data []byte) platforms.Media {
@@ -84,38 +84,97 @@ func records(t *testing.T, b *testBundle) []map[string]any {
 	return vals
 }
 
-func TestValidate(t *testing.T) {
+func TestConformance(t *testing.T) {
 	t.Parallel()
-	a := New(platforms.Config{})
 	img := fileMedia("image/png", []byte("x"))
 	vid := fileMedia("video/mp4", []byte("x"))
 	big := img
 	big.Size = maxImageBytes + 1
-	for name, tc := range map[string]struct {
-		post platforms.Post
-		ok   bool
-	}{
-		"text":               {platforms.Post{Text: "hi"}, true},
-		"300 graphemes":      {platforms.Post{Text: strings.Repeat("é", 300)}, true},
-		"301 graphemes":      {platforms.Post{Text: strings.Repeat("a", 301)}, false},
-		"300 family emoji":   {platforms.Post{Text: strings.Repeat("👩‍👩‍👧‍👦", 100)}, true},
-		"over 3000 bytes":    {platforms.Post{Text: strings.Repeat("👩‍👩‍👧‍👦", 200)}, false},
-		"empty":              {platforms.Post{}, false},
-		"four images":        {platforms.Post{Media: []platforms.Media{img, img, img, img}}, true},
-		"five images":        {platforms.Post{Media: []platforms.Media{img, img, img, img, img}}, false},
-		"video":              {platforms.Post{Media: []platforms.Media{vid}}, true},
-		"video and image":    {platforms.Post{Media: []platforms.Media{vid, img}}, false},
-		"image over 1000000": {platforms.Post{Media: []platforms.Media{big}}, false},
-		"pdf":                {platforms.Post{Text: "x", Media: []platforms.Media{fileMedia("application/pdf", nil)}}, false},
-	} {
-		err := a.Validate(tc.post)
-		if tc.ok {
-			require.NoError(t, err, name)
-			continue
-		}
-		require.Equal(t, platforms.Invalid, kindOf(t, err), name)
+	png := func(t *testing.T) platforms.Post {
+		return platforms.Post{Text: "with image", Media: []platforms.Media{fileMedia("image/png", pngBytes(t, 2, 2))}}
 	}
-	require.Contains(t, a.Validate(platforms.Post{Text: strings.Repeat("a", 301)}).Error(), "text is 301 graphemes; Bluesky allows 300")
+	fake := platforms.Credentials{AccessToken: "t", UserID: "did:plc:x"}
+	platformstest.Run(t, platformstest.Adapter{
+		Platform:  platforms.Bluesky,
+		New:       func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
+		Account:   alice,
+		FakeCreds: fake,
+		FakePost:  platforms.Post{Text: "x"},
+		ServerError: platformstest.Faults{Steps: []platformstest.Step{
+			{Name: "a 5xx answer to createRecord leaves the outcome unknown", Post: platformstest.Text("text only"), Want: platforms.Unknown},
+			{Name: "a 5xx answer to uploadBlob is transient", Post: png, Want: platforms.Transient},
+		}},
+		Timeout: platformstest.Faults{Hold: 2 * time.Second, ClientTimeout: 200 * time.Millisecond, Steps: []platformstest.Step{
+			{Name: "createRecord", Post: platformstest.Text("slow"), Want: platforms.Unknown},
+			{Name: "uploadBlob", Post: png, Want: platforms.Transient},
+		}},
+		Garbage: platformstest.Garbage{
+			Answers: []platformstest.Answer{
+				{Status: 200, Body: "<html>oops</html>", Want: platforms.Unknown},
+				{Status: 200, Body: `{"cid":"x"}`, Want: platforms.Unknown},
+				{Status: 200, Body: `{"error":"InvalidRequest","message":"nope"}`, Want: platforms.Permanent},
+				{Status: 400, Body: `{"error":"ExpiredToken","message":"Token has expired"}`, Want: platforms.AuthExpired},
+				{Status: 400, Body: `{"error":"InvalidRequest","message":"Invalid app.bsky.feed.post record"}`, Want: platforms.Permanent},
+				{Status: 401, Body: `{"error":"AuthenticationRequired"}`, Want: platforms.AuthExpired},
+				{Status: 429, Body: "<html>slow down</html>", Want: platforms.RateLimited, ResetIn: 5 * time.Minute},
+				{Status: 502, Body: `{"error":"UpstreamFailure"}`, Want: platforms.Unknown},
+			},
+			Checks: []platformstest.Check{
+				{Name: "upload", Want: []platforms.Kind{platforms.Transient}, Call: func(ctx context.Context, a platforms.Adapter) error {
+					_, err := a.Publish(ctx, fake, platforms.Post{Media: []platforms.Media{fileMedia("image/png", []byte("p"))}})
+					return err
+				}},
+				{Name: "lookup", Want: []platforms.Kind{platforms.Transient}, Call: func(ctx context.Context, a platforms.Adapter) error {
+					_, _, err := a.Lookup(ctx, fake, platforms.Post{Text: "x"}, time.Now())
+					return err
+				}},
+				{Name: "login", Want: []platforms.Kind{platforms.Transient}, Call: func(ctx context.Context, a platforms.Adapter) error {
+					_, err := a.(*Adapter).Login(ctx, "a.b", appPassword)
+					return err
+				}},
+			},
+		},
+		PostThenError: platformstest.Lookup{
+			Others:  []platformstest.PostFunc{platformstest.Text("first"), platformstest.Text("second")},
+			Post:    platformstest.Text("did this go out? ✨"),
+			Missing: platformstest.Text("never posted"),
+		},
+		Refresh: platformstest.Refresh{
+			Post:    platformstest.Text("after expiry"),
+			Code:    "ExpiredToken",
+			Rotates: true,
+			// The rotated-out refresh token still works during its 2-hour grace.
+			Old: platformstest.OldRefreshWorks,
+		},
+		Validate: platformstest.Validate{Cases: []platformstest.ValidateCase{
+			{Name: "text", Post: platforms.Post{Text: "hi"}, OK: true},
+			{Name: "300 graphemes", Post: platforms.Post{Text: strings.Repeat("é", 300)}, OK: true},
+			{Name: "301 graphemes", Post: platforms.Post{Text: strings.Repeat("a", 301)}, Contains: "text is 301 graphemes; Bluesky allows 300"},
+			{Name: "300 family emoji", Post: platforms.Post{Text: strings.Repeat("👩‍👩‍👧‍👦", 100)}, OK: true},
+			{Name: "over 3000 bytes", Post: platforms.Post{Text: strings.Repeat("👩‍👩‍👧‍👦", 200)}},
+			{Name: "empty", Post: platforms.Post{}},
+			{Name: "four images", Post: platforms.Post{Media: []platforms.Media{img, img, img, img}}, OK: true},
+			{Name: "five images", Post: platforms.Post{Media: []platforms.Media{img, img, img, img, img}}},
+			{Name: "video", Post: platforms.Post{Media: []platforms.Media{vid}}, OK: true},
+			{Name: "video and image", Post: platforms.Post{Media: []platforms.Media{vid, img}}},
+			{Name: "image over 1000000", Post: platforms.Post{Media: []platforms.Media{big}}},
+			{Name: "pdf", Post: platforms.Post{Text: "x", Media: []platforms.Media{fileMedia("application/pdf", nil)}}},
+		}},
+		Revoke: platformstest.Revoke{Post: platformstest.Text("after revoke")},
+		RateLimit: platformstest.RateLimit{
+			Post:  platformstest.Numbered("limited"),
+			Code:  "RateLimitExceeded",
+			Reset: platformstest.Within{Min: time.Minute - 5*time.Second, Max: time.Minute + 5*time.Second},
+			// One create costs 3 of the hour's write points.
+			Window:      "writes",
+			Limit:       sim.Limit{Count: 3, Window: time.Hour},
+			Exhausted:   platformstest.Within{Min: time.Hour - 5*time.Second, Max: time.Hour + 5*time.Second},
+			ReportsRate: true,
+		},
+		ProcessingFails: platformstest.ProcessingFails{Post: func(t *testing.T) platforms.Post {
+			return platforms.Post{Text: "bad clip", Media: []platforms.Media{fileMedia("video/mp4", platformstest.FailingVideo(t))}}
+		}},
+	})
 }
 
 func TestDetectFacets(t *testing.T) {
@@ -220,187 +279,6 @@ func TestPublishVideo(t *testing.T) {
 	pubs = b.sim.Publications(platforms.Bluesky)
 	require.Len(t, pubs, 2)
 	require.Equal(t, []string{sha(video)}, pubs[1].MediaSHA256)
-}
-
-func TestPublishVideoProcessingFails(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	video := append([]byte(sim.ProcessingFailureMarker), randomBytes(t, 100)...)
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "bad clip", Media: []platforms.Media{fileMedia("video/mp4", video)}})
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	require.Empty(t, b.sim.Publications(platforms.Bluesky))
-}
-
-func TestRefreshAndRetry(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-	require.NoError(t, b.sim.InjectFault(platforms.Bluesky, sim.FaultExpireTokens, 1))
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "after expiry"})
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
-	require.Equal(t, "ExpiredToken", e.Code)
-
-	fresh, err := b.a.Refresh(ctx, b.creds)
-	require.NoError(t, err)
-	require.NotEqual(t, b.creds.AccessToken, fresh.AccessToken)
-	require.NotEqual(t, b.creds.RefreshToken, fresh.RefreshToken, "refreshSession rotates the refresh token")
-	require.Equal(t, b.creds.UserID, fresh.UserID)
-	require.Equal(t, b.creds.Handle, fresh.Handle)
-
-	_, err = b.a.Publish(ctx, fresh, platforms.Post{Text: "after expiry"})
-	require.NoError(t, err)
-	require.Len(t, b.sim.Publications(platforms.Bluesky), 1)
-
-	// The rotated-out refresh token still works during its 2-hour grace.
-	_, err = b.a.Refresh(ctx, b.creds)
-	require.NoError(t, err)
-}
-
-func TestRateLimits(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-	require.NoError(t, b.sim.InjectFault(platforms.Bluesky, sim.FaultRateLimit, 1))
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "limited"})
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
-	require.Equal(t, "RateLimitExceeded", e.Code)
-	require.WithinDuration(t, time.Now().Add(time.Minute), e.ResetAt, 5*time.Second)
-
-	// One create costs 3 of the hour's write points.
-	b.sim.SetLimit(platforms.Bluesky, "writes", sim.Limit{Count: 3, Window: time.Hour})
-	res, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "one"})
-	require.NoError(t, err)
-	require.Equal(t, 0, res.Rate.Remaining)
-	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "two"})
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	require.True(t, errors.As(err, &e))
-	require.WithinDuration(t, time.Now().Add(time.Hour), e.ResetAt, 5*time.Second)
-}
-
-func TestServerErrors(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-	require.NoError(t, b.sim.InjectFault(platforms.Bluesky, sim.FaultError5xx, 1))
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "text only"})
-	require.Equal(t, platforms.Unknown, kindOf(t, err), "a 5xx answer to createRecord leaves the outcome unknown")
-
-	require.NoError(t, b.sim.InjectFault(platforms.Bluesky, sim.FaultError5xx, 1))
-	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "with image", Media: []platforms.Media{fileMedia("image/png", pngBytes(t, 2, 2))}})
-	require.Equal(t, platforms.Transient, kindOf(t, err), "a 5xx answer to uploadBlob is transient")
-	require.Empty(t, b.sim.Publications(platforms.Bluesky))
-}
-
-func TestPostThenErrorThenLookup(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-	since := time.Now()
-	for _, text := range []string{"first", "second"} {
-		_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: text})
-		require.NoError(t, err)
-	}
-	post := platforms.Post{Text: "did this go out? ✨"}
-	require.NoError(t, b.sim.InjectFault(platforms.Bluesky, sim.FaultPostThenError, 1))
-	_, err := b.a.Publish(ctx, b.creds, post)
-	require.Equal(t, platforms.Unknown, kindOf(t, err))
-
-	pub, found, err := b.a.Lookup(ctx, b.creds, post, since)
-	require.NoError(t, err)
-	require.True(t, found)
-	var matches int
-	for _, r := range b.sim.Publications(platforms.Bluesky) {
-		if r.Text == post.Text {
-			matches++
-			require.Equal(t, r.ID, pub.ID)
-		}
-	}
-	require.Equal(t, 1, matches)
-
-	_, found, err = b.a.Lookup(ctx, b.creds, platforms.Post{Text: "never posted"}, since)
-	require.NoError(t, err)
-	require.False(t, found)
-	_, found, err = b.a.Lookup(ctx, b.creds, post, time.Now().Add(time.Minute))
-	require.NoError(t, err)
-	require.False(t, found, "posts created before since do not count")
-}
-
-func TestTimeout(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{TimeoutHold: 2 * time.Second})
-	b.a.hc = &http.Client{Timeout: 200 * time.Millisecond}
-	ctx := context.Background()
-	require.NoError(t, b.sim.InjectFault(platforms.Bluesky, sim.FaultTimeout, 1))
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "slow"})
-	require.Equal(t, platforms.Unknown, kindOf(t, err))
-
-	require.NoError(t, b.sim.InjectFault(platforms.Bluesky, sim.FaultTimeout, 1))
-	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "slow upload", Media: []platforms.Media{fileMedia("image/png", pngBytes(t, 2, 2))}})
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-}
-
-func TestGarbageAnswers(t *testing.T) {
-	t.Parallel()
-	for name, tc := range map[string]struct {
-		status int
-		header map[string]string
-		body   string
-		want   platforms.Kind
-	}{
-		"garbage 200":        {200, nil, "<html>oops</html>", platforms.Unknown},
-		"200 without uri":    {200, nil, `{"cid":"x"}`, platforms.Unknown},
-		"200 with an error":  {200, nil, `{"error":"InvalidRequest","message":"nope"}`, platforms.Permanent},
-		"400 ExpiredToken":   {400, nil, `{"error":"ExpiredToken","message":"Token has expired"}`, platforms.AuthExpired},
-		"400 InvalidRequest": {400, nil, `{"error":"InvalidRequest","message":"Invalid app.bsky.feed.post record"}`, platforms.Permanent},
-		"401":                {401, nil, `{"error":"AuthenticationRequired"}`, platforms.AuthExpired},
-		"html 429":           {429, nil, "<html>slow down</html>", platforms.RateLimited},
-		"502":                {502, nil, `{"error":"UpstreamFailure"}`, platforms.Unknown},
-	} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.WriteHeader(tc.status)
-			_, _ = w.Write([]byte(tc.body))
-		}))
-		a := New(platforms.Config{BaseURL: srv.URL})
-		_, err := a.Publish(context.Background(), platforms.Credentials{AccessToken: "t", UserID: "did:plc:x"}, platforms.Post{Text: "x"})
-		require.Equal(t, tc.want, kindOf(t, err), name)
-		if tc.want == platforms.RateLimited {
-			var e *platforms.Error
-			require.True(t, errors.As(err, &e))
-			require.WithinDuration(t, time.Now().Add(5*time.Minute), e.ResetAt, 5*time.Second)
-		}
-		srv.Close()
-	}
-
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = w.Write([]byte("not json"))
-	}))
-	defer srv.Close()
-	a := New(platforms.Config{BaseURL: srv.URL})
-	_, err := a.Publish(context.Background(), platforms.Credentials{AccessToken: "t", UserID: "did:plc:x"}, platforms.Post{Media: []platforms.Media{fileMedia("image/png", []byte("p"))}})
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-	_, _, err = a.Lookup(context.Background(), platforms.Credentials{AccessToken: "t", UserID: "did:plc:x"}, platforms.Post{Text: "x"}, time.Now())
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-	_, err = a.Login(context.Background(), "a.b", appPassword)
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-}
-
-func TestRevoke(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-	require.NoError(t, b.a.Revoke(ctx, b.creds))
-	revs := b.sim.Revocations()
-	require.Len(t, revs, 1)
-	require.Equal(t, string(platforms.Bluesky), revs[0].Platform)
-	require.Equal(t, b.creds.UserID, revs[0].Account)
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "after revoke"})
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
-	_, err = b.a.Refresh(ctx, b.creds)
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
 }
 
 func TestSimAccount(t *testing.T) {

@@ -55,17 +55,17 @@ func (a *Adapter) comment(ctx context.Context, c platforms.Credentials, publicat
 // never Unknown (repeating them is safe).
 func (a *Adapter) repoWrite(ctx context.Context, c platforms.Credentials, nsid string, body any, out any) error {
 	raw, _ := json.Marshal(body)
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.xrpc(c, nsid), body: raw, contentType: "application/json", bearer: c.AccessToken})
+	r, err := platforms.Send(ctx, a.hc, platforms.Bluesky, platforms.Call{Method: http.MethodPost, URL: a.xrpc(c, nsid), Body: raw, ContentType: "application/json", Bearer: c.AccessToken})
 	if err != nil {
 		return err
 	}
-	if !r.ok() {
+	if !r.OK() {
 		return readError(r, false, false)
 	}
 	if out == nil {
 		return nil
 	}
-	return decode(r, out, false)
+	return platforms.Decode(platforms.Bluesky, r, out, false)
 }
 
 // rkeyOf is the record key of an at:// URI in collection of the account's repo ("" when the URI
@@ -127,17 +127,17 @@ func (a *Adapter) HideComment(ctx context.Context, c platforms.Credentials, publ
 		CID   string         `json:"cid"`
 		Value map[string]any `json:"value"`
 	}
-	r, err := a.send(ctx, request{method: http.MethodGet, bearer: c.AccessToken,
-		url: a.xrpc(c, "com.atproto.repo.getRecord") + "?" + url.Values{"repo": {c.UserID}, "collection": {threadgateNSID}, "rkey": {rkey}}.Encode()})
+	r, err := platforms.Send(ctx, a.hc, platforms.Bluesky, platforms.Call{Method: http.MethodGet, Bearer: c.AccessToken,
+		URL: a.xrpc(c, "com.atproto.repo.getRecord") + "?" + url.Values{"repo": {c.UserID}, "collection": {threadgateNSID}, "rkey": {rkey}}.Encode()})
 	if err != nil {
 		return err
 	}
 	switch {
-	case r.ok():
-		if err := decode(r, &cur, false); err != nil {
+	case r.OK():
+		if err := platforms.Decode(platforms.Bluesky, r, &cur, false); err != nil {
 			return err
 		}
-	case r.status == http.StatusBadRequest && classify(r, false).Code == "RecordNotFound":
+	case r.Status == http.StatusBadRequest && classify(r, false).Code == "RecordNotFound":
 	default:
 		return readError(r, false, false)
 	}
@@ -204,7 +204,7 @@ func (a *Adapter) Conversations(ctx context.Context, c platforms.Credentials) ([
 			return nil, false, err
 		}
 		if res.Convos == nil {
-			return nil, false, garbage(r, false, fmt.Errorf("no convos in the answer"))
+			return nil, false, platforms.Garbled(platforms.Bluesky, r, false, fmt.Errorf("no convos in the answer"))
 		}
 		for _, cv := range res.Convos {
 			if cv.LastMessage == nil || (cv.LastMessage.Type != "" && cv.LastMessage.Type != "chat.bsky.convo.defs#messageView") {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/platformstest"
 	"github.com/heraldhq/herald/platforms/sim"
 )
 
@@ -91,12 +92,12 @@ func TestEngagementOfForeignCommentSendsNothing(t *testing.T) {
 	id := publish(t, b, "mine")
 	other := publish(t, b, "another")
 	foreign := addComment(t, b, other, "", "bob.bsky.social", "elsewhere")
-	before := len(requestsOf(t, b.sim))
+	before := len(platformstest.Requests(t, b.sim, platforms.Bluesky))
 	for _, comment := range []string{foreign, id, "at://did:plc:nobody/app.bsky.feed.post/3aaaaaaaaaaaa", "nope"} {
 		notFoundErr(t, b.a.LikeComment(ctx, b.creds, id, comment, true))
 		notFoundErr(t, b.a.HideComment(ctx, b.creds, id, comment, true))
 	}
-	for _, r := range requestsOf(t, b.sim)[before:] {
+	for _, r := range platformstest.Requests(t, b.sim, platforms.Bluesky)[before:] {
 		require.NotContains(t, r.Path, "com.atproto.repo", "nothing was written")
 	}
 	require.Empty(t, b.sim.Likes(platforms.Bluesky))

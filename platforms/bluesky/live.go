@@ -49,30 +49,30 @@ func notFound(status int, format string, args ...any) *platforms.Error {
 // readError classifies a failed live call. The AppView's NotFound wraps platforms.ErrNotFound;
 // so does the chat service's InvalidRequest "Convo not found" when chat is set (the chat methods
 // document no other error for a well-formed request).
-func readError(r *response, create, chat bool) *platforms.Error {
+func readError(r *platforms.Answer, create, chat bool) *platforms.Error {
 	e := classify(r, create)
 	switch {
 	case e.Code == "NotFound":
 		e.Err = platforms.ErrNotFound
-	case chat && r.status == http.StatusBadRequest && e.Code == "InvalidRequest" && strings.Contains(strings.ToLower(e.Message), "convo"):
+	case chat && r.Status == http.StatusBadRequest && e.Code == "InvalidRequest" && strings.Contains(strings.ToLower(e.Message), "convo"):
 		e.Err = platforms.ErrNotFound
 	}
 	return e
 }
 
 // get makes a read call through proxy and decodes a 2xx answer into out.
-func (a *Adapter) get(ctx context.Context, c platforms.Credentials, nsid string, q url.Values, proxy string, out any) (*response, error) {
-	r, err := a.send(ctx, request{method: http.MethodGet, url: a.xrpc(c, nsid) + "?" + q.Encode(), bearer: c.AccessToken, proxy: proxy})
+func (a *Adapter) get(ctx context.Context, c platforms.Credentials, nsid string, q url.Values, proxy string, out any) (*platforms.Answer, error) {
+	r, err := platforms.Send(ctx, a.hc, platforms.Bluesky, platforms.Call{Method: http.MethodGet, URL: a.xrpc(c, nsid) + "?" + q.Encode(), Bearer: c.AccessToken, Header: proxyHeader(proxy)})
 	if err != nil {
 		return nil, err
 	}
-	if !r.ok() {
+	if !r.OK() {
 		return nil, readError(r, false, proxy == ChatProxy)
 	}
 	if e := errorBody(r); e != nil {
 		return nil, e
 	}
-	return r, decode(r, out, false)
+	return r, platforms.Decode(platforms.Bluesky, r, out, false)
 }
 
 type strongRef struct {
@@ -133,7 +133,7 @@ func (a *Adapter) getPosts(ctx context.Context, c platforms.Credentials, uris []
 		return nil, err
 	}
 	if out.Posts == nil {
-		return nil, garbage(r, false, fmt.Errorf("no posts in the answer"))
+		return nil, platforms.Garbled(platforms.Bluesky, r, false, fmt.Errorf("no posts in the answer"))
 	}
 	found := make(map[string]postView, len(out.Posts))
 	for _, p := range out.Posts {
@@ -202,10 +202,10 @@ func (a *Adapter) Comments(ctx context.Context, c platforms.Credentials, publica
 		return nil, err
 	}
 	if out.Thread == nil {
-		return nil, garbage(r, false, fmt.Errorf("no thread in the answer"))
+		return nil, platforms.Garbled(platforms.Bluesky, r, false, fmt.Errorf("no thread in the answer"))
 	}
 	if (out.Thread.Type != threadViewPost && out.Thread.Type != "") || out.Thread.Post == nil {
-		return nil, notFound(r.status, "Bluesky has no visible post %s", publicationID)
+		return nil, notFound(r.Status, "Bluesky has no visible post %s", publicationID)
 	}
 	comments := []platforms.Comment{}
 	var walk func(n *threadNode)
@@ -316,7 +316,7 @@ func (a *Adapter) Conversation(ctx context.Context, c platforms.Credentials, con
 			return nil, err
 		}
 		if res.Messages == nil {
-			return nil, garbage(r, false, fmt.Errorf("no messages in the answer"))
+			return nil, platforms.Garbled(platforms.Bluesky, r, false, fmt.Errorf("no messages in the answer"))
 		}
 		for _, m := range res.Messages {
 			if m.Type != "" && m.Type != "chat.bsky.convo.defs#messageView" {
@@ -354,7 +354,7 @@ func (a *Adapter) conversationWith(ctx context.Context, c platforms.Credentials,
 		return "", err
 	}
 	if out.Convo.ID == "" {
-		return "", garbage(r, false, fmt.Errorf("no convo.id in the answer"))
+		return "", platforms.Garbled(platforms.Bluesky, r, false, fmt.Errorf("no convo.id in the answer"))
 	}
 	return out.Convo.ID, nil
 }
@@ -388,23 +388,23 @@ func (a *Adapter) SendMessage(ctx context.Context, c platforms.Credentials, conv
 		msg["facets"] = facets
 	}
 	raw, _ := json.Marshal(map[string]any{"convoId": conversationID, "message": msg})
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.xrpc(c, "chat.bsky.convo.sendMessage"), body: raw, contentType: "application/json",
-		bearer: c.AccessToken, proxy: ChatProxy, create: true})
+	r, err := platforms.Send(ctx, a.hc, platforms.Bluesky, platforms.Call{Method: http.MethodPost, URL: a.xrpc(c, "chat.bsky.convo.sendMessage"), Body: raw, ContentType: "application/json",
+		Bearer: c.AccessToken, Header: proxyHeader(ChatProxy), Create: true})
 	if err != nil {
 		return platforms.Message{}, err
 	}
-	if !r.ok() {
+	if !r.OK() {
 		return platforms.Message{}, readError(r, true, true)
 	}
 	var out messageView
-	if err := decode(r, &out, true); err != nil {
+	if err := platforms.Decode(platforms.Bluesky, r, &out, true); err != nil {
 		return platforms.Message{}, err
 	}
 	if out.ID == "" {
 		if e := errorBody(r); e != nil {
 			return platforms.Message{}, e
 		}
-		return platforms.Message{}, garbage(r, true, fmt.Errorf("no message id in the answer"))
+		return platforms.Message{}, platforms.Garbled(platforms.Bluesky, r, true, fmt.Errorf("no message id in the answer"))
 	}
 	m := out.message(conversationID)
 	if m.From == "" {

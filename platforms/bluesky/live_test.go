@@ -208,22 +208,13 @@ func TestDirectMessages(t *testing.T) {
 	require.Len(t, b.sim.DMs(platforms.Bluesky), 2)
 
 	proxied := 0
-	for _, l := range requestsOf(t, b.sim) {
+	for _, l := range platformstest.Requests(t, b.sim, platforms.Bluesky) {
 		if strings.Contains(l.Path, "chat.bsky.convo.") {
 			require.Equal(t, ChatProxy, l.Headers["Atproto-Proxy"], l.Path)
 			proxied++
 		}
 	}
 	require.Positive(t, proxied)
-}
-
-func requestsOf(t *testing.T, srv *sim.Server) []sim.RequestLog {
-	t.Helper()
-	var out struct {
-		Data []sim.RequestLog `json:"data"`
-	}
-	require.Equal(t, http.StatusOK, admin(t, srv, http.MethodGet, "/_sim/requests?platform=bluesky", nil, &out))
-	return out.Data
 }
 
 func TestDirectMessagesOfAnotherAccount(t *testing.T) {

@@ -33,7 +33,7 @@ func (a *Adapter) serviceAuth(ctx context.Context, c platforms.Credentials, aud,
 	var out struct {
 		Token string `json:"token"`
 	}
-	if err := a.call(ctx, request{method: http.MethodGet, url: a.xrpc(c, "com.atproto.server.getServiceAuth") + "?" + q.Encode(), bearer: c.AccessToken}, &out); err != nil {
+	if err := a.call(ctx, platforms.Call{Method: http.MethodGet, URL: a.xrpc(c, "com.atproto.server.getServiceAuth") + "?" + q.Encode(), Bearer: c.AccessToken}, &out); err != nil {
 		return "", err
 	}
 	if out.Token == "" {
@@ -66,7 +66,7 @@ func (a *Adapter) uploadVideo(ctx context.Context, c platforms.Credentials, m pl
 		Message   string `json:"message"`
 		Error     string `json:"error"`
 	}
-	if err := a.call(ctx, request{method: http.MethodGet, url: a.video + "/xrpc/app.bsky.video.getUploadLimits", bearer: limitsToken}, &limits); err != nil {
+	if err := a.call(ctx, platforms.Call{Method: http.MethodGet, URL: a.video + "/xrpc/app.bsky.video.getUploadLimits", Bearer: limitsToken}, &limits); err != nil {
 		return nil, err
 	}
 	if !limits.CanUpload {
@@ -90,21 +90,21 @@ func (a *Adapter) uploadVideo(ctx context.Context, c platforms.Credentials, m pl
 		name = "video.mp4"
 	}
 	q := url.Values{"did": {c.UserID}, "name": {name}}
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.video + "/xrpc/app.bsky.video.uploadVideo?" + q.Encode(), body: data, contentType: m.ContentType, bearer: token})
+	r, err := platforms.Send(ctx, a.hc, platforms.Bluesky, platforms.Call{Method: http.MethodPost, URL: a.video + "/xrpc/app.bsky.video.uploadVideo?" + q.Encode(), Body: data, ContentType: m.ContentType, Bearer: token})
 	if err != nil {
 		return nil, err
 	}
-	st, ok := parseJobStatus(r.body)
+	st, ok := parseJobStatus(r.Body)
 	switch {
-	case r.ok() && ok:
-	case r.status == http.StatusConflict && ok && st.Error == "already_exists":
-	case !r.ok():
+	case r.OK() && ok:
+	case r.Status == http.StatusConflict && ok && st.Error == "already_exists":
+	case !r.OK():
 		return nil, classify(r, false)
 	default:
 		if e := errorBody(r); e != nil {
 			return nil, e
 		}
-		return nil, garbage(r, false, nil)
+		return nil, platforms.Garbled(platforms.Bluesky, r, false, nil)
 	}
 	return a.waitJob(ctx, st)
 }
@@ -146,21 +146,21 @@ func (a *Adapter) waitJob(ctx context.Context, st jobStatus) (*blobRef, error) {
 			wait = time.Second
 		}
 		if err := platforms.Sleep(ctx, min(wait, maxPollWait)); err != nil {
-			return nil, ctxError(err)
+			return nil, platforms.Stopped(platforms.Bluesky, err)
 		}
-		r, err := a.send(ctx, request{method: http.MethodGet, url: a.video + "/xrpc/app.bsky.video.getJobStatus?jobId=" + url.QueryEscape(st.JobID)})
+		r, err := platforms.Send(ctx, a.hc, platforms.Bluesky, platforms.Call{Method: http.MethodGet, URL: a.video + "/xrpc/app.bsky.video.getJobStatus?jobId=" + url.QueryEscape(st.JobID)})
 		if err != nil {
 			return nil, err
 		}
-		if !r.ok() {
+		if !r.OK() {
 			return nil, classify(r, false)
 		}
-		next, ok := parseJobStatus(r.body)
+		next, ok := parseJobStatus(r.Body)
 		if !ok {
 			if e := errorBody(r); e != nil {
 				return nil, e
 			}
-			return nil, garbage(r, false, nil)
+			return nil, platforms.Garbled(platforms.Bluesky, r, false, nil)
 		}
 		st = next
 	}

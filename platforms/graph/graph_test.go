@@ -10,14 +10,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/heraldhq/herald/platforms"
+	"github.com/stretchr/testify/require"
 )
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	buc := http.Header{}
 	buc.Set("X-Business-Use-Case-Usage", `{"123":[{"type":"pages","call_count":100,"total_cputime":20,"total_time":30,"estimated_time_to_regain_access":5}]}`)
@@ -46,91 +47,82 @@ func TestClassify(t *testing.T) {
 	}
 	for _, c := range cases {
 		e := Classify(platforms.Facebook, c.status, c.h, []byte(c.body), c.create, now)
-		if e == nil || e.Kind != c.want {
-			t.Fatalf("%s: got %v, want %s", c.name, e, c.want)
+		require.NotNil(t, e, c.name)
+		require.Equal(t, c.want, e.Kind, c.name)
+		if c.reset != 0 {
+			require.Equal(t, now.Add(c.reset), e.ResetAt, c.name)
 		}
-		if c.reset != 0 && !e.ResetAt.Equal(now.Add(c.reset)) {
-			t.Fatalf("%s: reset %s", c.name, e.ResetAt)
-		}
-		if e.Message == "" {
-			t.Fatalf("%s: no message", c.name)
-		}
+		require.NotEmpty(t, e.Message, c.name)
 	}
-	if e := Classify(platforms.Facebook, 200, nil, []byte(`{"id":"1"}`), true, now); e != nil {
-		t.Fatalf("success classified as %v", e)
-	}
+	require.Nil(t, Classify(platforms.Facebook, 200, nil, []byte(`{"id":"1"}`), true, now), "a success")
 	e := Classify(platforms.Instagram, 400, nil, []byte(`{"error_type":"OAuthException","code":400,"error_message":"Invalid authorization code"}`), false, now)
-	if e.Message != "Invalid authorization code" {
-		t.Fatalf("message = %q", e.Message)
-	}
+	require.Equal(t, "Invalid authorization code", e.Message)
 }
 
 func TestParseUsage(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	h := http.Header{}
 	h.Set("X-App-Usage", `{"call_count":28,"total_time":25,"total_cputime":25}`)
 	h.Set("X-Business-Use-Case-Usage", `{"1":[{"type":"instagram","call_count":41,"total_cputime":2,"total_time":3,"estimated_time_to_regain_access":0}]}`)
 	info, reset := ParseUsage(h, now)
-	if !info.Known || info.Limit != 100 || info.Remaining != 59 || !reset.IsZero() {
-		t.Fatalf("info = %+v reset %s", info, reset)
-	}
-	if info, _ := ParseUsage(http.Header{}, now); info.Known {
-		t.Fatalf("no headers gave %+v", info)
-	}
+	require.True(t, info.Known)
+	require.Equal(t, 100, info.Limit)
+	require.Equal(t, 59, info.Remaining)
+	require.True(t, reset.IsZero())
+	info, _ = ParseUsage(http.Header{}, now)
+	require.False(t, info.Known, "no headers")
 }
 
 func TestIDAndTime(t *testing.T) {
+	t.Parallel()
 	var v struct{ A, B, C ID }
-	if err := json.Unmarshal([]byte(`{"A":17841400000000001,"B":"abc","C":null}`), &v); err != nil || v.A != "17841400000000001" || v.B != "abc" || v.C != "" {
-		t.Fatalf("%+v %v", v, err)
-	}
+	require.NoError(t, json.Unmarshal([]byte(`{"A":17841400000000001,"B":"abc","C":null}`), &v))
+	require.Equal(t, ID("17841400000000001"), v.A)
+	require.Equal(t, ID("abc"), v.B)
+	require.Empty(t, v.C)
 	ts, err := ParseTime("2026-02-03T04:05:06+0000")
-	if err != nil || !ts.Equal(time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)) {
-		t.Fatalf("%s %v", ts, err)
-	}
+	require.NoError(t, err)
+	require.True(t, ts.Equal(time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)), "%s", ts)
 }
 
 func TestRedact(t *testing.T) {
+	t.Parallel()
 	got := redact(`Get "https://graph.facebook.com/access_token?access_token=SECRET&client_secret=S2&x=1": EOF`)
-	if strings.Contains(got, "SECRET") || strings.Contains(got, "S2") || !strings.Contains(got, "x=1") {
-		t.Fatalf("redacted = %s", got)
-	}
+	require.NotContains(t, got, "SECRET")
+	require.NotContains(t, got, "S2")
+	require.Contains(t, got, "x=1")
 }
 
 func TestMultipart(t *testing.T) {
+	t.Parallel()
 	file := bytes.Repeat([]byte("0123456789"), 1000)
 	body, ctype, length, err := Multipart(url.Values{"message": {"hi"}, "published": {"false"}}, "source", "a.jpg", "image/jpeg", bytes.NewReader(file), int64(len(file)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, _ := io.ReadAll(body)
-	if int64(len(all)) != length {
-		t.Fatalf("length %d, body %d", length, len(all))
-	}
-	_, params, _ := mime.ParseMediaType(ctype)
+	require.NoError(t, err)
+	all, err := io.ReadAll(body)
+	require.NoError(t, err)
+	require.EqualValues(t, length, len(all))
+	_, params, err := mime.ParseMediaType(ctype)
+	require.NoError(t, err)
 	r := multipart.NewReader(bytes.NewReader(all), params["boundary"])
 	form, err := r.ReadForm(1 << 20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	f, err := form.File["source"][0].Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := io.ReadAll(f)
-	if form.Value["message"][0] != "hi" || !bytes.Equal(got, file) || form.File["source"][0].Header.Get("Content-Type") != "image/jpeg" {
-		t.Fatalf("form = %+v", form.Value)
-	}
+	require.NoError(t, err)
+	got, err := io.ReadAll(f)
+	require.NoError(t, err)
+	require.Equal(t, "hi", form.Value["message"][0])
+	require.Equal(t, file, got)
+	require.Equal(t, "image/jpeg", form.File["source"][0].Header.Get("Content-Type"))
 }
 
 func TestDoClassifiesTransportFailures(t *testing.T) {
+	t.Parallel()
 	c := &Client{Platform: platforms.Threads, HTTP: &http.Client{Timeout: 200 * time.Millisecond}}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := c.Do(ctx, Call{Method: http.MethodPost, URL: "http://127.0.0.1:1/x", Create: true}, nil)
-	if platforms.KindOf(err) != platforms.Transient {
-		t.Fatalf("cancelled: %v", err)
-	}
+	require.Equal(t, platforms.Transient, platforms.KindOf(err), "cancelled: %v", err)
 	// A server that reads the request and never answers: Unknown for the creating call only.
 	block := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -140,30 +132,27 @@ func TestDoClassifiesTransportFailures(t *testing.T) {
 	defer srv.Close()
 	defer close(block)
 	_, err = c.Do(context.Background(), Call{Method: http.MethodPost, URL: srv.URL, Params: url.Values{"a": {"b"}, "access_token": {"SECRET"}}, Create: true}, nil)
-	if platforms.KindOf(err) != platforms.Unknown || strings.Contains(err.Error(), "SECRET") {
-		t.Fatalf("create: %v", err)
-	}
+	require.Equal(t, platforms.Unknown, platforms.KindOf(err), "create: %v", err)
+	require.NotContains(t, err.Error(), "SECRET")
 	_, err = c.Do(context.Background(), Call{Method: http.MethodGet, URL: srv.URL, Params: url.Values{"access_token": {"SECRET"}}}, nil)
-	if platforms.KindOf(err) != platforms.Transient || strings.Contains(err.Error(), "SECRET") {
-		t.Fatalf("read: %v", err)
-	}
+	require.Equal(t, platforms.Transient, platforms.KindOf(err), "read: %v", err)
+	require.NotContains(t, err.Error(), "SECRET")
 }
 
 func TestQuotaCheck(t *testing.T) {
+	t.Parallel()
 	var q Quota
-	_ = json.Unmarshal([]byte(`{"data":[{"quota_usage":50,"config":{"quota_total":50,"quota_duration":86400}}]}`), &q)
+	require.NoError(t, json.Unmarshal([]byte(`{"data":[{"quota_usage":50,"config":{"quota_total":50,"quota_duration":86400}}]}`), &q))
 	info, err := q.Check(platforms.Instagram, Response{Header: http.Header{}})
-	if platforms.KindOf(err) != platforms.RateLimited || info.Remaining != 0 || info.Limit != 50 {
-		t.Fatalf("info %+v err %v", info, err)
-	}
+	require.Equal(t, platforms.RateLimited, platforms.KindOf(err), "%v", err)
+	require.Equal(t, 0, info.Remaining)
+	require.Equal(t, 50, info.Limit)
 }
 
 func TestReconnectError(t *testing.T) {
+	t.Parallel()
 	err := ReconnectError(&platforms.Error{Kind: platforms.AuthExpired, Message: "expired"})
-	if platforms.KindOf(err) != platforms.Permanent || !strings.Contains(err.Error(), "reconnect") {
-		t.Fatalf("%v", err)
-	}
-	if platforms.KindOf(ReconnectError(&platforms.Error{Kind: platforms.Transient})) != platforms.Transient {
-		t.Fatal("transient changed")
-	}
+	require.Equal(t, platforms.Permanent, platforms.KindOf(err))
+	require.Contains(t, err.Error(), "reconnect")
+	require.Equal(t, platforms.Transient, platforms.KindOf(ReconnectError(&platforms.Error{Kind: platforms.Transient})), "transient changed")
 }

@@ -5,18 +5,19 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/heraldhq/herald/platforms"
 	"github.com/heraldhq/herald/platforms/instagram"
+	"github.com/heraldhq/herald/platforms/platformstest"
 	"github.com/heraldhq/herald/platforms/sim"
 )
 
@@ -44,16 +45,8 @@ func (e *env) media(ctype, name string) platforms.Media {
 	return platforms.Media{ContentType: ctype, URL: e.files.URL + "/" + name}
 }
 
-func setup(t *testing.T, opts sim.Options) *env {
-	t.Helper()
-	if opts.ProcessingDelay == 0 {
-		opts.ProcessingDelay = 5 * time.Millisecond
-	}
-	srv, err := sim.Start("127.0.0.1:0", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
+// cdn serves the test's media files for the test's duration.
+func cdn(t *testing.T) *httptest.Server {
 	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/a.jpg":
@@ -70,353 +63,260 @@ func setup(t *testing.T, opts sim.Options) *env {
 		}
 	}))
 	t.Cleanup(files.Close)
-	cfg := srv.AdapterConfig(platforms.Instagram)
-	cfg.HTTPClient = &http.Client{Timeout: 3 * time.Second}
-	creds, err := srv.NewAccount(platforms.Instagram, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &env{srv: srv, a: instagram.New(cfg), cfg: cfg, creds: creds, files: files}
+	return files
 }
 
+// photo is a post of text with a photo the CDN serves.
+func photo(text string) platformstest.PostFunc {
+	return func(t *testing.T) platforms.Post {
+		return platforms.Post{Text: text, Media: []platforms.Media{{ContentType: "image/jpeg", URL: cdn(t).URL + "/a.jpg"}}}
+	}
+}
+
+func simOptions(o *sim.Options) {
+	if o.ProcessingDelay == 0 {
+		o.ProcessingDelay = 5 * time.Millisecond
+	}
+}
+
+// acme is the simulator's account acme.
+func acme(t *testing.T, srv *sim.Server, _ platforms.Adapter) platforms.Credentials {
+	t.Helper()
+	creds, err := srv.NewAccount(platforms.Instagram, "acme")
+	require.NoError(t, err)
+	return creds
+}
+
+func setup(t *testing.T, opts sim.Options) *env {
+	t.Helper()
+	simOptions(&opts)
+	srv, cfg := platformstest.Start(t, platforms.Instagram, opts)
+	creds := acme(t, srv, nil)
+	return &env{srv: srv, a: instagram.New(cfg), cfg: cfg, creds: creds, files: cdn(t)}
+}
+
+// kind asserts that err is an Instagram error of kind want and returns it.
 func kind(t *testing.T, err error, want platforms.Kind) *platforms.Error {
 	t.Helper()
+	require.Equal(t, want, platformstest.KindOf(t, err, platforms.Instagram), "%v", err)
 	var e *platforms.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %v is not a *platforms.Error", err)
-	}
-	if e.Kind != want {
-		t.Fatalf("kind = %s, want %s (%v)", e.Kind, want, err)
-	}
+	require.ErrorAs(t, err, &e)
 	return e
 }
 
-func TestImagePost(t *testing.T) {
-	e := setup(t, sim.Options{})
-	res, err := e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "hello #insta", Media: []platforms.Media{e.media("image/jpeg", "a.jpg")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Publication.ID == "" || !strings.HasPrefix(res.Publication.URL, "https://www.instagram.com/p/") {
-		t.Fatalf("publication = %+v", res.Publication)
-	}
-	if !res.Rate.Known || res.Rate.Limit != 100 || res.Rate.Remaining != 99 {
-		t.Fatalf("rate = %+v", res.Rate)
-	}
-	pubs := e.srv.Publications(platforms.Instagram)
-	if len(pubs) != 1 || pubs[0].ID != res.Publication.ID || pubs[0].Text != "hello #insta" || len(pubs[0].MediaSHA256) != 1 || pubs[0].MediaSHA256[0] != sum(jpeg) {
-		t.Fatalf("publications = %+v", pubs)
-	}
+// fakeGraph answers the publishing sequence normally and media_publish with ans.
+func fakeGraph(ans platformstest.Answer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/content_publishing_limit"):
+			_, _ = io.WriteString(w, `{"data":[{"quota_usage":0,"config":{"quota_total":100,"quota_duration":86400}}]}`)
+		case strings.HasSuffix(r.URL.Path, "/media_publish"):
+			w.WriteHeader(ans.Status)
+			_, _ = io.WriteString(w, ans.Body)
+		case strings.HasSuffix(r.URL.Path, "/media"):
+			_, _ = io.WriteString(w, `{"id":"17890000000000001"}`)
+		default:
+			_, _ = io.WriteString(w, `{"id":"17890000000000001","status_code":"FINISHED"}`)
+		}
+	})
 }
 
-func TestReelAndCarousel(t *testing.T) {
-	e := setup(t, sim.Options{})
-	ctx := context.Background()
-	if _, err := e.a.Publish(ctx, e.creds, platforms.Post{Text: "a reel", Media: []platforms.Media{e.media("video/mp4", "v.mp4")}}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.a.Publish(ctx, e.creds, platforms.Post{Text: "a carousel", Media: []platforms.Media{e.media("image/jpeg", "b.jpg"), e.media("video/mp4", "v.mp4"), e.media("image/jpeg", "a.jpg")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pubs := e.srv.Publications(platforms.Instagram)
-	if len(pubs) != 2 || pubs[0].MediaSHA256[0] != sum(mp4) {
-		t.Fatalf("publications = %+v", pubs)
-	}
-	want := []string{sum(jpeg2), sum(mp4), sum(jpeg)}
-	if pubs[1].ID != res.Publication.ID || strings.Join(pubs[1].MediaSHA256, ",") != strings.Join(want, ",") {
-		t.Fatalf("carousel = %+v", pubs[1])
-	}
-}
-
-func TestUnreachableMedia(t *testing.T) {
-	e := setup(t, sim.Options{})
-	_, err := e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "x", Media: []platforms.Media{e.media("image/jpeg", "missing.jpg")}})
-	if pe := kind(t, err, platforms.Permanent); !strings.Contains(pe.Message, "HTTP 404") {
-		t.Fatalf("message = %s", pe.Message)
-	}
-	_, err = e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "x", Media: []platforms.Media{{ContentType: "image/jpeg"}}})
-	kind(t, err, platforms.Permanent)
-	if n := len(e.srv.Publications(platforms.Instagram)); n != 0 {
-		t.Fatalf("%d publications", n)
-	}
-}
-
-func TestValidate(t *testing.T) {
-	a := instagram.New(platforms.Config{})
+func TestConformance(t *testing.T) {
+	t.Parallel()
 	img := platforms.Media{ContentType: "image/jpeg", URL: "https://cdn.example/a.jpg"}
 	many := make([]platforms.Media, 11)
 	for i := range many {
 		many[i] = img
 	}
-	bad := []platforms.Post{
-		{Text: "text only"},
-		{Text: "x", Media: []platforms.Media{{ContentType: "image/png"}}},
-		{Text: "x", Media: many},
-		{Text: strings.Repeat("a", instagram.MaxCaptionRunes+1), Media: many[:1]},
-		{Text: strings.Repeat("#tag ", instagram.MaxHashtags+1), Media: many[:1]},
-		{Text: strings.Repeat("@someone ", instagram.MaxMentions+1), Media: many[:1]},
-	}
-	for i, p := range bad {
-		kind(t, a.Validate(p), platforms.Invalid)
-		if _, err := a.Publish(context.Background(), platforms.Credentials{}, p); platforms.KindOf(err) != platforms.Invalid {
-			t.Fatalf("post %d: Publish error %v", i, err)
-		}
-	}
-	good := []platforms.Post{
-		{Media: many[:1]},
-		{Text: strings.Repeat("é", instagram.MaxCaptionRunes), Media: many[:10]},
-		{Text: strings.Repeat("#tag ", instagram.MaxHashtags) + "email@example.com a#b", Media: many[:1]},
-	}
-	for i, p := range good {
-		if err := a.Validate(p); err != nil {
-			t.Fatalf("good post %d: %v", i, err)
-		}
-	}
+	fake := platforms.Credentials{UserID: "1", AccessToken: "t"}
+	platformstest.Run(t, platformstest.Adapter{
+		Platform: platforms.Instagram,
+		New:      func(cfg platforms.Config) platforms.Adapter { return instagram.New(cfg) },
+		Options:  simOptions,
+		Account:  acme,
+		FakeConfig: func(url string) platforms.Config {
+			return platforms.Config{BaseURL: url, PollInterval: time.Millisecond}
+		},
+		FakeCreds: fake,
+		FakePost:  platforms.Post{Text: "x", Media: []platforms.Media{img}},
+		ServerError: platformstest.Faults{Steps: []platformstest.Step{
+			{Name: "the container creates nothing", Post: photo("x"), Want: platforms.Transient},
+		}},
+		Timeout: platformstest.Faults{Hold: 100 * time.Millisecond, Steps: []platformstest.Step{
+			{Name: "the container creates nothing", Post: photo("x"), Want: platforms.Transient},
+		}},
+		Garbage: platformstest.Garbage{
+			Serve: fakeGraph,
+			Answers: []platformstest.Answer{
+				{Status: 200, Body: `<html>oops</html>`, Want: platforms.Unknown},
+				{Status: 200, Body: `{}`, Want: platforms.Unknown},
+				{Status: 200, Body: `{"error":{"message":"(#10) Application does not have permission for this action","type":"OAuthException","code":10}}`, Want: platforms.Permanent},
+				{Status: 500, Body: `{"error":{"message":"An unknown error occurred","code":1,"is_transient":true}}`, Want: platforms.Unknown},
+				{Status: 400, Body: `{"error":{"message":"Invalid OAuth access token","type":"OAuthException","code":190}}`, Want: platforms.AuthExpired},
+				{Status: 400, Body: `{"error":{"message":"Media ID is not available","code":9007,"error_subcode":2207027}}`, Want: platforms.Transient},
+			},
+			// A garbage answer to a read is Transient.
+			Checks: []platformstest.Check{{
+				Name: "read",
+				Serve: func(string) http.Handler {
+					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "<html>") })
+				},
+				Want: []platforms.Kind{platforms.Transient},
+				Call: func(ctx context.Context, a platforms.Adapter) error {
+					_, err := a.Publish(ctx, fake, platforms.Post{Media: []platforms.Media{img}})
+					return err
+				},
+			}},
+		},
+		PostThenError: platformstest.Lookup{
+			Post:    photo("did it post?"),
+			Missing: platformstest.Text("other"),
+		},
+		Refresh: platformstest.Refresh{
+			Post:     photo("after refresh"),
+			Code:     "190",
+			Lifetime: 59 * 24 * time.Hour,
+		},
+		Validate: platformstest.Validate{Cases: []platformstest.ValidateCase{
+			{Name: "text only", Post: platforms.Post{Text: "text only"}},
+			{Name: "photo without URL", Post: platforms.Post{Text: "x", Media: []platforms.Media{{ContentType: "image/png"}}}},
+			{Name: "eleven items", Post: platforms.Post{Text: "x", Media: many}},
+			{Name: "long caption", Post: platforms.Post{Text: strings.Repeat("a", instagram.MaxCaptionRunes+1), Media: many[:1]}},
+			{Name: "too many hashtags", Post: platforms.Post{Text: strings.Repeat("#tag ", instagram.MaxHashtags+1), Media: many[:1]}},
+			{Name: "too many mentions", Post: platforms.Post{Text: strings.Repeat("@someone ", instagram.MaxMentions+1), Media: many[:1]}},
+			{Name: "photo only", Post: platforms.Post{Media: many[:1]}, OK: true},
+			{Name: "longest caption, ten items", Post: platforms.Post{Text: strings.Repeat("é", instagram.MaxCaptionRunes), Media: many[:10]}, OK: true},
+			{Name: "most hashtags", Post: platforms.Post{Text: strings.Repeat("#tag ", instagram.MaxHashtags) + "email@example.com a#b", Media: many[:1]}, OK: true},
+		}},
+		// Instagram Login offers no token revocation (TestConnectPublishRevoke).
+		Revoke: platformstest.Revoke{NoOp: true},
+		RateLimit: platformstest.RateLimit{
+			Post:        photo("x"),
+			Code:        "80002",
+			Reset:       platformstest.Within{Min: 30 * time.Second, Max: 3 * time.Minute},
+			Window:      "publish",
+			Limit:       sim.Limit{Count: 1, Window: 24 * time.Hour},
+			Exhausted:   platformstest.Within{Min: 50 * time.Minute},
+			ReportsRate: true,
+		},
+		ProcessingFails: platformstest.ProcessingFails{NotApplicable: "the simulator's Instagram judges media by the bytes it fetches " +
+			"(TestSimRefusesPNGBytes), not by the processing marker"},
+	})
+}
+
+func TestImagePost(t *testing.T) {
+	t.Parallel()
+	e := setup(t, sim.Options{})
+	res, err := e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "hello #insta", Media: []platforms.Media{e.media("image/jpeg", "a.jpg")}})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Publication.ID)
+	require.True(t, strings.HasPrefix(res.Publication.URL, "https://www.instagram.com/p/"), "publication = %+v", res.Publication)
+	require.True(t, res.Rate.Known)
+	require.Equal(t, 100, res.Rate.Limit)
+	require.Equal(t, 99, res.Rate.Remaining)
+	pubs := e.srv.Publications(platforms.Instagram)
+	require.Len(t, pubs, 1)
+	require.Equal(t, res.Publication.ID, pubs[0].ID)
+	require.Equal(t, "hello #insta", pubs[0].Text)
+	require.Equal(t, []string{sum(jpeg)}, pubs[0].MediaSHA256)
+}
+
+func TestReelAndCarousel(t *testing.T) {
+	t.Parallel()
+	e := setup(t, sim.Options{})
+	ctx := context.Background()
+	_, err := e.a.Publish(ctx, e.creds, platforms.Post{Text: "a reel", Media: []platforms.Media{e.media("video/mp4", "v.mp4")}})
+	require.NoError(t, err)
+	res, err := e.a.Publish(ctx, e.creds, platforms.Post{Text: "a carousel", Media: []platforms.Media{e.media("image/jpeg", "b.jpg"), e.media("video/mp4", "v.mp4"), e.media("image/jpeg", "a.jpg")}})
+	require.NoError(t, err)
+	pubs := e.srv.Publications(platforms.Instagram)
+	require.Len(t, pubs, 2)
+	require.Equal(t, sum(mp4), pubs[0].MediaSHA256[0])
+	require.Equal(t, res.Publication.ID, pubs[1].ID)
+	require.Equal(t, []string{sum(jpeg2), sum(mp4), sum(jpeg)}, pubs[1].MediaSHA256)
+}
+
+func TestUnreachableMedia(t *testing.T) {
+	t.Parallel()
+	e := setup(t, sim.Options{})
+	_, err := e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "x", Media: []platforms.Media{e.media("image/jpeg", "missing.jpg")}})
+	require.Contains(t, kind(t, err, platforms.Permanent).Message, "HTTP 404")
+	_, err = e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "x", Media: []platforms.Media{{ContentType: "image/jpeg"}}})
+	kind(t, err, platforms.Permanent)
+	require.Empty(t, e.srv.Publications(platforms.Instagram))
 }
 
 func TestSimRefusesLongCaption(t *testing.T) {
+	t.Parallel()
 	e := setup(t, sim.Options{})
 	form := url.Values{"image_url": {e.files.URL + "/a.jpg"}, "caption": {strings.Repeat("a", instagram.MaxCaptionRunes+1)}}
-	req, _ := http.NewRequest(http.MethodPost, e.cfg.BaseURL+"/v25.0/"+e.creds.UserID+"/media", strings.NewReader(form.Encode()))
+	req, err := http.NewRequest(http.MethodPost, e.cfg.BaseURL+"/v25.0/"+e.creds.UserID+"/media", strings.NewReader(form.Encode()))
+	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Authorization", "Bearer "+e.creds.AccessToken)
 	resp, err := testHTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	if resp.StatusCode != 400 || !strings.Contains(string(body), `"error_subcode":2207010`) {
-		t.Fatalf("status %d body %s", resp.StatusCode, body)
-	}
-}
-
-func TestExpiredTokenRefreshAndRetry(t *testing.T) {
-	e := setup(t, sim.Options{})
-	ctx := context.Background()
-	post := platforms.Post{Text: "after refresh", Media: []platforms.Media{e.media("image/jpeg", "a.jpg")}}
-	_ = e.srv.InjectFault(platforms.Instagram, sim.FaultExpireTokens, 1)
-	_, err := e.a.Publish(ctx, e.creds, post)
-	if pe := kind(t, err, platforms.AuthExpired); pe.Code != "190" {
-		t.Fatalf("code = %s", pe.Code)
-	}
-	creds, err := e.a.Refresh(ctx, e.creds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if creds.AccessToken == e.creds.AccessToken || creds.UserID != e.creds.UserID || time.Until(creds.ExpiresAt) < 59*24*time.Hour {
-		t.Fatalf("refreshed = %+v", creds)
-	}
-	if _, err := e.a.Publish(ctx, creds, post); err != nil {
-		t.Fatal(err)
-	}
-}
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "body %s", body)
+	require.Contains(t, string(body), `"error_subcode":2207010`)
 }
 
 func TestRefreshNeedsADayOldToken(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	t.Parallel()
+	clk := platformstest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	e := setup(t, sim.Options{Now: clk.Now})
 	creds := connect(t, e, "acme")
 	_, err := e.a.Refresh(context.Background(), creds)
 	kind(t, err, platforms.Permanent)
 	clk.Add(25 * time.Hour)
 	fresh, err := e.a.Refresh(context.Background(), creds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := e.a.Lookup(context.Background(), fresh, platforms.Post{Text: "x"}, clk.Now()); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	_, _, err = e.a.Lookup(context.Background(), fresh, platforms.Post{Text: "x"}, clk.Now())
+	require.NoError(t, err)
 	clk.Add(61 * 24 * time.Hour)
 	_, _, err = e.a.Lookup(context.Background(), fresh, platforms.Post{Text: "x"}, clk.Now())
 	kind(t, err, platforms.AuthExpired)
 }
 
-func TestRateLimitFault(t *testing.T) {
-	e := setup(t, sim.Options{})
-	_ = e.srv.InjectFault(platforms.Instagram, sim.FaultRateLimit, 1)
-	before := time.Now()
-	_, err := e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "x", Media: []platforms.Media{e.media("image/jpeg", "a.jpg")}})
-	pe := kind(t, err, platforms.RateLimited)
-	if pe.Code != "80002" || pe.ResetAt.Before(before.Add(30*time.Second)) || pe.ResetAt.After(before.Add(3*time.Minute)) {
-		t.Fatalf("error = %+v", pe)
-	}
-}
-
-func TestPublishQuota(t *testing.T) {
-	e := setup(t, sim.Options{})
-	ctx := context.Background()
-	e.srv.SetLimit(platforms.Instagram, "publish", sim.Limit{Count: 1, Window: 24 * time.Hour})
-	post := platforms.Post{Text: "x", Media: []platforms.Media{e.media("image/jpeg", "a.jpg")}}
-	res, err := e.a.Publish(ctx, e.creds, post)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Rate.Limit != 1 || res.Rate.Remaining != 0 {
-		t.Fatalf("rate = %+v", res.Rate)
-	}
-	_, err = e.a.Publish(ctx, e.creds, post)
-	pe := kind(t, err, platforms.RateLimited)
-	if pe.ResetAt.Before(time.Now().Add(50 * time.Minute)) {
-		t.Fatalf("reset = %s", pe.ResetAt)
-	}
-	if n := len(e.srv.Publications(platforms.Instagram)); n != 1 {
-		t.Fatalf("%d publications", n)
-	}
-}
-
 // TestQuotaAtPublish exhausts the quota between the check and media_publish: the network's own
 // code 9 / 2207042 answer.
 func TestQuotaAtPublish(t *testing.T) {
+	t.Parallel()
 	e := setup(t, sim.Options{})
 	e.srv.SetLimit(platforms.Instagram, "publish", sim.Limit{Count: 1, Window: 24 * time.Hour})
 	var otherErr error
-	hc := &http.Client{Timeout: 3 * time.Second, Transport: hook{before: func(r *http.Request) {
+	hc := &http.Client{Timeout: 3 * time.Second, Transport: platformstest.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
 		if strings.HasSuffix(r.URL.Path, "/media_publish") {
 			// Another publisher takes the last slot first.
 			_, otherErr = e.a.Publish(r.Context(), e.creds, platforms.Post{Text: "other", Media: []platforms.Media{e.media("image/jpeg", "b.jpg")}})
 		}
-	}}}
+		return http.DefaultTransport.RoundTrip(r)
+	})}
 	cfg := e.cfg
 	cfg.HTTPClient = hc
 	_, err := instagram.New(cfg).Publish(context.Background(), e.creds, platforms.Post{Text: "x", Media: []platforms.Media{e.media("image/jpeg", "a.jpg")}})
-	if otherErr != nil {
-		t.Fatal(otherErr)
-	}
+	require.NoError(t, otherErr)
 	pe := kind(t, err, platforms.RateLimited)
-	if pe.Code != "9" || !strings.Contains(pe.Message, "2207042") || time.Until(pe.ResetAt) < 23*time.Hour {
-		t.Fatalf("error = %+v", pe)
-	}
-}
-
-// hook is a transport that runs before (and may fail after) each request.
-type hook struct {
-	before    func(r *http.Request)
-	dropAfter func(r *http.Request) bool
-}
-
-func (h hook) RoundTrip(r *http.Request) (*http.Response, error) {
-	if h.before != nil {
-		h.before(r)
-	}
-	resp, err := http.DefaultTransport.RoundTrip(r)
-	if err == nil && h.dropAfter != nil && h.dropAfter(r) {
-		_ = resp.Body.Close()
-		return nil, errors.New("connection reset by peer")
-	}
-	return resp, err
-}
-
-func TestError5xxAndTimeout(t *testing.T) {
-	e := setup(t, sim.Options{TimeoutHold: 100 * time.Millisecond})
-	ctx := context.Background()
-	post := platforms.Post{Text: "x", Media: []platforms.Media{e.media("image/jpeg", "a.jpg")}}
-	// The timeout comes first, on a fresh connection: Go's transport replays an idempotent GET
-	// that fails on a reused keep-alive connection.
-	_ = e.srv.InjectFault(platforms.Instagram, sim.FaultTimeout, 1)
-	_, err := e.a.Publish(ctx, e.creds, post)
-	kind(t, err, platforms.Transient)
-	_ = e.srv.InjectFault(platforms.Instagram, sim.FaultError5xx, 1)
-	_, err = e.a.Publish(ctx, e.creds, post)
-	kind(t, err, platforms.Transient)
-	if n := len(e.srv.Publications(platforms.Instagram)); n != 0 {
-		t.Fatalf("%d publications", n)
-	}
-}
-
-func TestPostThenErrorAndLookup(t *testing.T) {
-	e := setup(t, sim.Options{})
-	ctx := context.Background()
-	since := time.Now().Add(-time.Second)
-	_ = e.srv.InjectFault(platforms.Instagram, sim.FaultPostThenError, 1)
-	_, err := e.a.Publish(ctx, e.creds, platforms.Post{Text: "did it post?", Media: []platforms.Media{e.media("image/jpeg", "a.jpg")}})
-	kind(t, err, platforms.Unknown)
-	pub, found, err := e.a.Lookup(ctx, e.creds, platforms.Post{Text: "did it post?"}, since)
-	if err != nil || !found {
-		t.Fatalf("lookup: found=%v err=%v", found, err)
-	}
-	pubs := e.srv.Publications(platforms.Instagram)
-	if len(pubs) != 1 || pubs[0].ID != pub.ID || pub.URL == "" {
-		t.Fatalf("records %+v, lookup %+v", pubs, pub)
-	}
-	if _, found, err := e.a.Lookup(ctx, e.creds, platforms.Post{Text: "other"}, since); err != nil || found {
-		t.Fatalf("found=%v err=%v", found, err)
-	}
+	require.Equal(t, "9", pe.Code)
+	require.Contains(t, pe.Message, "2207042")
+	require.GreaterOrEqual(t, time.Until(pe.ResetAt), 23*time.Hour)
 }
 
 func TestConnectionLostAfterPublishIsUnknown(t *testing.T) {
+	t.Parallel()
 	e := setup(t, sim.Options{})
 	cfg := e.cfg
-	cfg.HTTPClient = &http.Client{Timeout: 3 * time.Second, Transport: hook{dropAfter: func(r *http.Request) bool {
+	cfg.HTTPClient = &http.Client{Timeout: 3 * time.Second, Transport: platformstest.LoseAnswers(func(r *http.Request) bool {
 		return strings.HasSuffix(r.URL.Path, "/media_publish")
-	}}}
+	})}
 	since := time.Now().Add(-time.Second)
 	_, err := instagram.New(cfg).Publish(context.Background(), e.creds, platforms.Post{Text: "lost answer", Media: []platforms.Media{e.media("image/jpeg", "a.jpg")}})
 	kind(t, err, platforms.Unknown)
-	if _, found, err := e.a.Lookup(context.Background(), e.creds, platforms.Post{Text: "lost answer"}, since); err != nil || !found {
-		t.Fatalf("found=%v err=%v", found, err)
-	}
-}
-
-// fakeGraph answers the publishing sequence normally and media_publish with body.
-func fakeGraph(status int, publishBody string) *httptest.Server {
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		switch {
-		case strings.HasSuffix(r.URL.Path, "/content_publishing_limit"):
-			_, _ = io.WriteString(w, `{"data":[{"quota_usage":0,"config":{"quota_total":100,"quota_duration":86400}}]}`)
-		case strings.HasSuffix(r.URL.Path, "/media_publish"):
-			w.WriteHeader(status)
-			_, _ = io.WriteString(w, publishBody)
-		case strings.HasSuffix(r.URL.Path, "/media"):
-			_, _ = io.WriteString(w, `{"id":"17890000000000001"}`)
-		default:
-			_, _ = io.WriteString(w, `{"id":"17890000000000001","status_code":"FINISHED"}`)
-		}
-	}))
-}
-
-func TestGarbageAnswers(t *testing.T) {
-	cases := []struct {
-		status int
-		body   string
-		want   platforms.Kind
-	}{
-		{200, `<html>oops</html>`, platforms.Unknown},
-		{200, `{}`, platforms.Unknown},
-		{200, `{"error":{"message":"(#10) Application does not have permission for this action","type":"OAuthException","code":10}}`, platforms.Permanent},
-		{500, `{"error":{"message":"An unknown error occurred","code":1,"is_transient":true}}`, platforms.Unknown},
-		{400, `{"error":{"message":"Invalid OAuth access token","type":"OAuthException","code":190}}`, platforms.AuthExpired},
-		{400, `{"error":{"message":"Media ID is not available","code":9007,"error_subcode":2207027}}`, platforms.Transient},
-	}
-	img := platforms.Media{ContentType: "image/jpeg", URL: "https://cdn.example/a.jpg"}
-	for _, c := range cases {
-		srv := fakeGraph(c.status, c.body)
-		a := instagram.New(platforms.Config{BaseURL: srv.URL, PollInterval: time.Millisecond})
-		res, err := a.Publish(context.Background(), platforms.Credentials{UserID: "1", AccessToken: "t"}, platforms.Post{Text: "x", Media: []platforms.Media{img}})
-		if err == nil {
-			t.Fatalf("%s: success %+v", c.body, res)
-		}
-		kind(t, err, c.want)
-		srv.Close()
-	}
-	// A garbage answer to a read is Transient.
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "<html>") }))
-	defer srv.Close()
-	_, err := instagram.New(platforms.Config{BaseURL: srv.URL}).Publish(context.Background(), platforms.Credentials{UserID: "1", AccessToken: "t"}, platforms.Post{Media: []platforms.Media{img}})
-	kind(t, err, platforms.Transient)
+	_, found, err := e.a.Lookup(context.Background(), e.creds, platforms.Post{Text: "lost answer"}, since)
+	require.NoError(t, err)
+	require.True(t, found)
 }
 
 func connect(t *testing.T, e *env, handle string) platforms.Credentials {
@@ -424,61 +324,42 @@ func connect(t *testing.T, e *env, handle string) platforms.Credentials {
 	redirect := "https://herald.example/callback"
 	loc := authorize(t, e, handle, redirect)
 	creds, err := e.a.Exchange(context.Background(), loc.Query().Get("code"), redirect, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return creds
 }
 
 func authorize(t *testing.T, e *env, handle, redirect string) *url.URL {
 	t.Helper()
 	u := e.a.AuthorizeURL("st4te", redirect, "")
-	if !strings.Contains(u, "/oauth/authorize?") || !strings.Contains(u, "instagram_business_content_publish") {
-		t.Fatalf("authorize url = %s", u)
-	}
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noFollow.Get(u + "&login_hint=" + url.QueryEscape(handle))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if resp.StatusCode != http.StatusFound || err != nil || !strings.HasPrefix(loc.String(), redirect) || loc.Query().Get("state") != "st4te" {
-		t.Fatalf("consent answered %d, location %q", resp.StatusCode, resp.Header.Get("Location"))
-	}
+	require.Contains(t, u, "/oauth/authorize?")
+	require.Contains(t, u, "instagram_business_content_publish")
+	loc := platformstest.Consent(t, u+"&login_hint="+url.QueryEscape(handle), redirect)
+	require.Equal(t, "st4te", loc.Query().Get("state"))
 	return loc
 }
 
 func TestConnectPublishRevoke(t *testing.T) {
+	t.Parallel()
 	e := setup(t, sim.Options{})
 	ctx := context.Background()
 	creds := connect(t, e, "acme")
-	if creds.UserID != e.creds.UserID || creds.Handle != "acme" || creds.RefreshToken != "" || time.Until(creds.ExpiresAt) < 59*24*time.Hour {
-		t.Fatalf("credentials = %+v", creds)
-	}
-	if _, err := e.a.Publish(ctx, creds, platforms.Post{Text: "connected", Media: []platforms.Media{e.media("image/jpeg", "a.jpg")}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.a.Revoke(ctx, creds); err != nil {
-		t.Fatal(err)
-	}
-	if r := e.srv.Revocations(); len(r) != 0 {
-		t.Fatalf("revocations = %+v", r)
-	}
+	require.Equal(t, e.creds.UserID, creds.UserID)
+	require.Equal(t, "acme", creds.Handle)
+	require.Empty(t, creds.RefreshToken)
+	require.GreaterOrEqual(t, time.Until(creds.ExpiresAt), 59*24*time.Hour)
+	_, err := e.a.Publish(ctx, creds, platforms.Post{Text: "connected", Media: []platforms.Media{e.media("image/jpeg", "a.jpg")}})
+	require.NoError(t, err)
+	require.NoError(t, e.a.Revoke(ctx, creds))
+	require.Empty(t, e.srv.Revocations())
 	// Denied consent and a reused code.
 	redirect := "https://herald.example/callback"
 	e.srv.Deny(platforms.Instagram)
-	if loc := authorize(t, e, "acme", redirect); loc.Query().Get("error") != "access_denied" {
-		t.Fatalf("denied redirect = %s", loc)
-	}
+	require.Equal(t, "access_denied", authorize(t, e, "acme", redirect).Query().Get("error"))
 	code := authorize(t, e, "acme", redirect).Query().Get("code")
-	if _, err := e.a.Exchange(ctx, code, redirect, ""); err != nil {
-		t.Fatal(err)
-	}
-	_, err := e.a.Exchange(ctx, code, redirect, "")
-	if pe := kind(t, err, platforms.Permanent); !strings.Contains(pe.Message, "used") {
-		t.Fatalf("message = %s", pe.Message)
-	}
+	_, err = e.a.Exchange(ctx, code, redirect, "")
+	require.NoError(t, err)
+	_, err = e.a.Exchange(ctx, code, redirect, "")
+	require.Contains(t, kind(t, err, platforms.Permanent).Message, "used")
 }
 
 // Instagram judges a photo by the bytes it fetches: a PNG served as a JPEG fails its container.
@@ -487,28 +368,19 @@ func TestSimRefusesPNGBytes(t *testing.T) {
 	t.Parallel()
 	e := setup(t, sim.Options{})
 	_, err := e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "x", Media: []platforms.Media{e.media("image/jpeg", "named.jpg")}})
-	pe := kind(t, err, platforms.Permanent)
-	if !strings.Contains(pe.Error(), "Instagram takes JPEG photos; the media URI returned image/png") {
-		t.Fatalf("error %v", pe)
-	}
-	if n := len(e.srv.Publications(platforms.Instagram)); n != 0 {
-		t.Fatalf("%d publications", n)
-	}
+	require.Contains(t, kind(t, err, platforms.Permanent).Error(), "Instagram takes JPEG photos; the media URI returned image/png")
+	require.Empty(t, e.srv.Publications(platforms.Instagram))
 	png := e.media("image/png", "a.jpg")
-	if err := e.a.Validate(platforms.Post{Media: []platforms.Media{png}}); err == nil {
-		t.Fatal("a PNG that cannot be converted passed Validate")
-	}
+	require.Error(t, e.a.Validate(platforms.Post{Media: []platforms.Media{png}}), "a PNG that cannot be converted passed Validate")
 	png.Conform = func(context.Context, platforms.ImageRule) (platforms.Media, error) {
 		return e.media("image/jpeg", "a.jpg"), nil
 	}
-	if err := e.a.Validate(platforms.Post{Media: []platforms.Media{png}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "converted", Media: []platforms.Media{png}}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, e.a.Validate(platforms.Post{Media: []platforms.Media{png}}))
+	_, err = e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "converted", Media: []platforms.Media{png}})
+	require.NoError(t, err)
 	pubs := e.srv.Publications(platforms.Instagram)
-	if len(pubs) != 1 || pubs[0].MediaSHA256[0] != sum(jpeg) || pubs[0].MediaTypes[0] != "image/jpeg" || pubs[0].MediaSizes[0] != int64(len(jpeg)) {
-		t.Fatalf("publications %+v", pubs)
-	}
+	require.Len(t, pubs, 1)
+	require.Equal(t, sum(jpeg), pubs[0].MediaSHA256[0])
+	require.Equal(t, "image/jpeg", pubs[0].MediaTypes[0])
+	require.Equal(t, int64(len(jpeg)), pubs[0].MediaSizes[0])
 }

@@ -3,8 +3,6 @@ package linkedin
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -12,57 +10,16 @@ import (
 	"github.com/heraldhq/herald/platforms"
 )
 
-// maxResponse bounds how much of an answer is read.
-const maxResponse = 4 << 20
-
-// request is one call to LinkedIn.
-type request struct {
-	method, url string
-	body        []byte
-	contentType string
-	bearer      string
-	// rest adds the versioned REST headers (LinkedIn-Version, X-Restli-Protocol-Version).
-	rest bool
-	// header holds further headers.
-	header map[string]string
-	// create marks the call that creates the post: once it was sent, a failure leaves the outcome
-	// unknown.
-	create bool
-}
-
-// response is an answer read in full.
-type response struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (r *response) ok() bool { return r.status >= 200 && r.status <= 299 }
-
-// send makes the call. Failures without an answer are classified: before the request was written
-// Transient; after it was written Unknown for the post-creating call and Transient otherwise.
-func (a *Adapter) send(ctx context.Context, rq request) (*response, error) {
-	c := platforms.Call{Method: rq.method, URL: rq.url, Body: rq.body, Header: http.Header{}, Bearer: rq.bearer, Create: rq.create}
-	if rq.contentType != "" {
-		c.Header.Set("Content-Type", rq.contentType)
+// restHeader is the versioned REST API's headers (LinkedIn-Version, X-Restli-Protocol-Version)
+// and the further header pairs kv (name, value, ...).
+func (a *Adapter) restHeader(kv ...string) http.Header {
+	h := http.Header{}
+	h.Set("LinkedIn-Version", a.version())
+	h.Set("X-Restli-Protocol-Version", "2.0.0")
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Set(kv[i], kv[i+1])
 	}
-	if rq.rest {
-		c.Header.Set("LinkedIn-Version", a.version())
-		c.Header.Set("X-Restli-Protocol-Version", "2.0.0")
-	}
-	for k, v := range rq.header {
-		c.Header.Set(k, v)
-	}
-	ans, err := platforms.Send(ctx, a.hc, platforms.LinkedIn, c)
-	if err != nil {
-		return nil, err
-	}
-	return &response{status: ans.Status, header: ans.Header, body: ans.Body}, nil
-}
-
-// connError classifies a call that got no (complete) answer.
-func connError(err error, sent, create bool) *platforms.Error {
-	return platforms.NoAnswer(platforms.LinkedIn, err, sent, create)
+	return h
 }
 
 // apiError is the union of LinkedIn's REST error body and its OAuth error body.
@@ -105,27 +62,27 @@ func nextMidnight(now time.Time) time.Time {
 // expired, 65601 revoked) AuthExpired; 429 RateLimited until the next 00:00 UTC, since LinkedIn
 // sends no rate-limit headers; 426 (the LinkedIn-Version is retired) and other 4xx Permanent; 5xx
 // Transient, or Unknown on the post-creating call.
-func classify(r *response, create bool) *platforms.Error {
+func classify(r *platforms.Answer, create bool) *platforms.Error {
 	var body apiError
-	_ = json.Unmarshal(r.body, &body)
+	_ = json.Unmarshal(r.Body, &body)
 	msg := body.message()
 	if msg == "" {
-		msg = http.StatusText(r.status)
+		msg = http.StatusText(r.Status)
 	}
-	e := &platforms.Error{Platform: platforms.LinkedIn, Status: r.status, Code: body.code(), Message: msg}
+	e := &platforms.Error{Platform: platforms.LinkedIn, Status: r.Status, Code: body.code(), Message: msg}
 	switch {
-	case r.status == http.StatusUnauthorized:
+	case r.Status == http.StatusUnauthorized:
 		e.Kind = platforms.AuthExpired
-	case r.status == http.StatusTooManyRequests:
+	case r.Status == http.StatusTooManyRequests:
 		e.Kind = platforms.RateLimited
 		e.ResetAt = nextMidnight(time.Now())
-	case r.status == http.StatusUpgradeRequired:
+	case r.Status == http.StatusUpgradeRequired:
 		e.Kind = platforms.Permanent
 		e.Message = "LinkedIn no longer serves the API version the adapter uses: " + msg
-	case r.status >= 500 && create:
+	case r.Status >= 500 && create:
 		e.Kind = platforms.Unknown
-		e.Message = "LinkedIn answered " + strconv.Itoa(r.status) + " to the post; it may exist: " + msg
-	case r.status >= 500:
+		e.Message = "LinkedIn answered " + strconv.Itoa(r.Status) + " to the post; it may exist: " + msg
+	case r.Status >= 500:
 		e.Kind = platforms.Transient
 	default:
 		e.Kind = platforms.Permanent
@@ -133,50 +90,32 @@ func classify(r *response, create bool) *platforms.Error {
 	return e
 }
 
-// garbage classifies a 2xx answer that is not what LinkedIn sends: Unknown on the post-creating
-// call (the post probably exists but its URN is unknown; Lookup resolves it), Transient elsewhere.
-func garbage(r *response, create bool, err error) *platforms.Error {
-	kind := platforms.Transient
-	if create {
-		kind = platforms.Unknown
-	}
-	return &platforms.Error{Platform: platforms.LinkedIn, Kind: kind, Status: r.status, Message: fmt.Sprintf("unexpected answer from LinkedIn (HTTP %d)", r.status), Err: err}
-}
-
 // errorBody reports a 2xx answer that carries an error instead of a result.
-func errorBody(r *response) *platforms.Error {
+func errorBody(r *platforms.Answer) *platforms.Error {
 	var body apiError
-	if json.Unmarshal(r.body, &body) != nil || (body.ServiceErrorCode == 0 && body.Error == "" && (body.Status < 400 || body.Message == "")) {
+	if json.Unmarshal(r.Body, &body) != nil || (body.ServiceErrorCode == 0 && body.Error == "" && (body.Status < 400 || body.Message == "")) {
 		return nil
 	}
-	return &platforms.Error{Platform: platforms.LinkedIn, Kind: platforms.Permanent, Status: r.status, Code: body.code(), Message: body.message()}
+	return &platforms.Error{Platform: platforms.LinkedIn, Kind: platforms.Permanent, Status: r.Status, Code: body.code(), Message: body.message()}
 }
 
 // call makes a call that does not create the post and decodes a 2xx answer into out (nil: the
 // body is ignored).
-func (a *Adapter) call(ctx context.Context, rq request, out any) (*response, error) {
-	r, err := a.send(ctx, rq)
+func (a *Adapter) call(ctx context.Context, rq platforms.Call, out any) (*platforms.Answer, error) {
+	r, err := platforms.Send(ctx, a.hc, platforms.LinkedIn, rq)
 	if err != nil {
 		return nil, err
 	}
-	if !r.ok() {
+	if !r.OK() {
 		return r, classify(r, false)
 	}
 	if e := errorBody(r); e != nil {
 		return r, e
 	}
 	if out != nil {
-		if err := json.Unmarshal(r.body, out); err != nil {
-			return r, garbage(r, false, err)
+		if err := json.Unmarshal(r.Body, out); err != nil {
+			return r, platforms.Garbled(platforms.LinkedIn, r, false, err)
 		}
 	}
 	return r, nil
-}
-
-// ctxError classifies a context that ended between calls (nothing in flight).
-func ctxError(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return &platforms.Error{Platform: platforms.LinkedIn, Kind: platforms.Transient, Message: "stopped: " + err.Error(), Err: err}
-	}
-	return err
 }

@@ -189,19 +189,19 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 		body["content"] = content
 	}
 	raw, _ := json.Marshal(body)
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.base + "/rest/posts", body: raw, contentType: "application/json", bearer: c.AccessToken, rest: true, create: true})
+	r, err := platforms.Send(ctx, a.hc, platforms.LinkedIn, platforms.Call{Method: http.MethodPost, URL: a.base + "/rest/posts", Body: raw, ContentType: "application/json", Bearer: c.AccessToken, Header: a.restHeader(), Create: true})
 	if err != nil {
 		return platforms.Result{}, err
 	}
-	if !r.ok() {
+	if !r.OK() {
 		return platforms.Result{}, classify(r, true)
 	}
-	urn := r.header.Get("x-restli-id")
+	urn := r.Header.Get("x-restli-id")
 	if !strings.HasPrefix(urn, "urn:li:") {
 		if e := errorBody(r); e != nil {
 			return platforms.Result{}, e
 		}
-		return platforms.Result{}, garbage(r, true, errors.New("no x-restli-id header"))
+		return platforms.Result{}, platforms.Garbled(platforms.LinkedIn, r, true, errors.New("no x-restli-id header"))
 	}
 	return platforms.Result{Publication: publication(urn)}, nil
 }
@@ -264,27 +264,27 @@ type tokenResponse struct {
 func (a *Adapter) token(ctx context.Context, c platforms.Credentials, form url.Values) (platforms.Credentials, error) {
 	form.Set("client_id", a.clientID)
 	form.Set("client_secret", a.clientSecret)
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.auth + "/oauth/v2/accessToken", body: []byte(form.Encode()), contentType: "application/x-www-form-urlencoded"})
+	r, err := platforms.Send(ctx, a.hc, platforms.LinkedIn, platforms.Call{Method: http.MethodPost, URL: a.auth + "/oauth/v2/accessToken", Body: []byte(form.Encode()), ContentType: "application/x-www-form-urlencoded"})
 	if err != nil {
 		return c, err
 	}
-	if !r.ok() {
+	if !r.OK() {
 		e := classify(r, false)
-		if e.Kind == platforms.AuthExpired || (r.status >= 400 && r.status < 500 && r.status != http.StatusTooManyRequests) {
+		if e.Kind == platforms.AuthExpired || (r.Status >= 400 && r.Status < 500 && r.Status != http.StatusTooManyRequests) {
 			e.Kind = platforms.Permanent
 			e.Message = "LinkedIn refused the grant; reconnect the account: " + e.Message
 		}
 		return c, e
 	}
 	var tok tokenResponse
-	if err := json.Unmarshal(r.body, &tok); err != nil {
-		return c, garbage(r, false, err)
+	if err := json.Unmarshal(r.Body, &tok); err != nil {
+		return c, platforms.Garbled(platforms.LinkedIn, r, false, err)
 	}
 	if tok.AccessToken == "" {
 		if e := errorBody(r); e != nil {
 			return c, e
 		}
-		return c, garbage(r, false, errors.New("no access_token in the answer"))
+		return c, platforms.Garbled(platforms.LinkedIn, r, false, errors.New("no access_token in the answer"))
 	}
 	now := time.Now()
 	c.AccessToken = tok.AccessToken
@@ -316,7 +316,7 @@ func (a *Adapter) Exchange(ctx context.Context, code, redirectURI, codeVerifier 
 		Name  string `json:"name"`
 		Email string `json:"email"`
 	}
-	if _, err := a.call(ctx, request{method: http.MethodGet, url: a.base + "/v2/userinfo", bearer: c.AccessToken}, &me); err != nil {
+	if _, err := a.call(ctx, platforms.Call{Method: http.MethodGet, URL: a.base + "/v2/userinfo", Bearer: c.AccessToken}, &me); err != nil {
 		return platforms.Credentials{}, err
 	}
 	if me.Sub == "" {
@@ -344,7 +344,7 @@ func (a *Adapter) Revoke(ctx context.Context, c platforms.Credentials) error {
 		return nil
 	}
 	form := url.Values{"token": {c.AccessToken}, "client_id": {a.clientID}, "client_secret": {a.clientSecret}}
-	_, err := a.call(ctx, request{method: http.MethodPost, url: a.auth + "/oauth/v2/revoke", body: []byte(form.Encode()), contentType: "application/x-www-form-urlencoded"}, nil)
+	_, err := a.call(ctx, platforms.Call{Method: http.MethodPost, URL: a.auth + "/oauth/v2/revoke", Body: []byte(form.Encode()), ContentType: "application/x-www-form-urlencoded"}, nil)
 	return err
 }
 
@@ -373,18 +373,17 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 				CreatedAt  int64  `json:"createdAt"`
 			} `json:"elements"`
 		}
-		r, err := a.call(ctx, request{method: http.MethodGet, url: a.base + "/rest/posts?" + q, bearer: c.AccessToken, rest: true,
-			header: map[string]string{"X-RestLi-Method": "FINDER"}}, &out)
+		r, err := a.call(ctx, platforms.Call{Method: http.MethodGet, URL: a.base + "/rest/posts?" + q, Bearer: c.AccessToken, Header: a.restHeader("X-RestLi-Method", "FINDER")}, &out)
 		if err != nil {
 			var e *platforms.Error
-			if r != nil && r.status == http.StatusForbidden && errors.As(err, &e) {
+			if r != nil && r.Status == http.StatusForbidden && errors.As(err, &e) {
 				e.Err = platforms.ErrLookupUnsupported
 				e.Message = "LinkedIn does not let this app read the member's posts (r_member_social): " + e.Message
 			}
 			return platforms.Publication{}, false, err
 		}
 		if out.Elements == nil {
-			return platforms.Publication{}, false, garbage(r, false, errors.New("no elements in the answer"))
+			return platforms.Publication{}, false, platforms.Garbled(platforms.LinkedIn, r, false, errors.New("no elements in the answer"))
 		}
 		older := false
 		for _, el := range out.Elements {

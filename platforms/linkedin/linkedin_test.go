@@ -2,10 +2,8 @@ package linkedin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -26,14 +24,16 @@ type testBundle struct {
 
 func setup(t *testing.T, opts sim.Options) *testBundle {
 	t.Helper()
-	srv, err := sim.Start("127.0.0.1:0", opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	cfg := srv.AdapterConfig(platforms.LinkedIn)
-	cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+	srv, cfg := platformstest.Start(t, platforms.LinkedIn, opts)
+	return &testBundle{sim: srv, a: New(cfg), creds: alice(t, srv, nil)}
+}
+
+// alice is the simulator's account alice.
+func alice(t *testing.T, srv *sim.Server, _ platforms.Adapter) platforms.Credentials {
+	t.Helper()
 	creds, err := srv.NewAccount(platforms.LinkedIn, "alice")
 	require.NoError(t, err)
-	return &testBundle{sim: srv, a: New(cfg), creds: creds}
+	return creds
 }
 
 func fileMedia(ct string, data []byte, knownSize bool) platforms.Media {
@@ -48,50 +48,111 @@ func kindOf(t *testing.T, err error) platforms.Kind {
 	return platformstest.KindOf(t, err, platforms.LinkedIn)
 }
 
-func requests(t *testing.T, s *sim.Server) []sim.RequestLog {
-	t.Helper()
-	resp, err := http.Get(s.BaseURL() + "/_sim/requests?platform=" + string(platforms.LinkedIn))
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var out struct {
-		Data []sim.RequestLog `json:"data"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-	return out.Data
-}
-
-func TestValidate(t *testing.T) {
+func TestConformance(t *testing.T) {
 	t.Parallel()
-	a := New(platforms.Config{})
 	img := fileMedia("image/png", []byte("x"), true)
 	vid := fileMedia("video/mp4", []byte("x"), true)
-	var twenty, twentyOne []platforms.Media
+	var twentyOne []platforms.Media
 	for i := 0; i < 21; i++ {
 		twentyOne = append(twentyOne, img)
 	}
-	twenty = twentyOne[:20]
-	for name, tc := range map[string]struct {
-		post platforms.Post
-		ok   bool
-	}{
-		"text":            {platforms.Post{Text: "hi"}, true},
-		"3000 characters": {platforms.Post{Text: strings.Repeat("é", 3000)}, true},
-		"3001 characters": {platforms.Post{Text: strings.Repeat("a", 3001)}, false},
-		"empty":           {platforms.Post{}, false},
-		"twenty images":   {platforms.Post{Media: twenty}, true},
-		"21 images":       {platforms.Post{Media: twentyOne}, false},
-		"video":           {platforms.Post{Media: []platforms.Media{vid}}, true},
-		"video and image": {platforms.Post{Media: []platforms.Media{vid, img}}, false},
-		"quicktime":       {platforms.Post{Media: []platforms.Media{fileMedia("video/quicktime", nil, false)}}, false},
-	} {
-		err := a.Validate(tc.post)
-		if tc.ok {
-			require.NoError(t, err, name)
-			continue
-		}
-		require.Equal(t, platforms.Invalid, kindOf(t, err), name)
+	png := func(*testing.T) platforms.Post {
+		return platforms.Post{Text: "with image", Media: []platforms.Media{fileMedia("image/png", []byte("png"), true)}}
 	}
-	require.Contains(t, a.Validate(platforms.Post{Text: strings.Repeat("a", 3001)}).Error(), "text is 3001 characters; LinkedIn allows 3000")
+	fake := platforms.Credentials{AccessToken: "t", UserID: "1"}
+	// A network that refuses the post finder and answers every other call with garbage.
+	noFinder := func(string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/rest/posts" && r.Method == http.MethodGet {
+				w.WriteHeader(http.StatusForbidden)
+				_, _ = w.Write([]byte(`{"status":403,"serviceErrorCode":100,"code":"ACCESS_DENIED","message":"Not enough permissions"}`))
+				return
+			}
+			_, _ = w.Write([]byte("not json"))
+		})
+	}
+	platformstest.Run(t, platformstest.Adapter{
+		Platform:   platforms.LinkedIn,
+		New:        func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
+		Account:    alice,
+		FakeConfig: func(url string) platforms.Config { return platforms.Config{BaseURL: url, AuthURL: url} },
+		FakeCreds:  fake,
+		FakePost:   platforms.Post{Text: "x"},
+		ServerError: platformstest.Faults{Steps: []platformstest.Step{
+			{Name: "post", Post: platformstest.Text("text only"), Want: platforms.Unknown},
+			{Name: "upload", Post: png, Want: platforms.Transient},
+		}},
+		Timeout: platformstest.Faults{Hold: 2 * time.Second, ClientTimeout: 200 * time.Millisecond, Steps: []platformstest.Step{
+			{Name: "post", Post: platformstest.Text("slow"), Want: platforms.Unknown},
+			{Name: "upload", Post: png, Want: platforms.Transient},
+		}},
+		Garbage: platformstest.Garbage{
+			Answers: []platformstest.Answer{
+				{Status: 201, Body: "", Want: platforms.Unknown},
+				{Status: 200, Body: `{"status":403,"serviceErrorCode":100,"message":"denied"}`, Want: platforms.Permanent},
+				{Status: 401, Body: `{"status":401,"serviceErrorCode":65600,"message":"Invalid access token"}`, Want: platforms.AuthExpired},
+				{Status: 422, Body: `{"status":422,"message":"/commentary :: too long"}`, Want: platforms.Permanent},
+				{Status: 426, Body: `{"status":426,"code":"NONEXISTENT_VERSION","message":"Requested version 202001 is not active"}`, Want: platforms.Permanent},
+				{Status: 504, Body: "<html>gateway</html>", Want: platforms.Unknown},
+			},
+			Checks: []platformstest.Check{
+				{Name: "upload", Serve: noFinder, Want: []platforms.Kind{platforms.Transient}, Call: func(ctx context.Context, a platforms.Adapter) error {
+					_, err := a.Publish(ctx, fake, platforms.Post{Media: []platforms.Media{fileMedia("image/png", []byte("p"), true)}})
+					return err
+				}},
+				{Name: "refresh", Serve: noFinder, Want: []platforms.Kind{platforms.Transient}, Call: func(ctx context.Context, a platforms.Adapter) error {
+					_, err := a.Refresh(ctx, platforms.Credentials{RefreshToken: "r"})
+					return err
+				}},
+				{Name: "lookup refused", Serve: noFinder, Want: []platforms.Kind{platforms.Permanent}, Is: platforms.ErrLookupUnsupported, Call: func(ctx context.Context, a platforms.Adapter) error {
+					_, _, err := a.Lookup(ctx, fake, platforms.Post{Text: "x"}, time.Now())
+					return err
+				}},
+			},
+		},
+		PostThenError: platformstest.Lookup{
+			Others:  []platformstest.PostFunc{platformstest.Text("earlier (post)")},
+			Post:    platformstest.Text("did this go out? (really) #maybe"),
+			Missing: platformstest.Text("never posted"),
+		},
+		Refresh: platformstest.Refresh{
+			Post: platformstest.Text("after expiry"),
+			Code: "65600",
+			Old:  platformstest.OldRefreshWorks,
+			Refused: func(c platforms.Credentials) []platforms.Credentials {
+				none, unknown := c, c
+				none.RefreshToken = ""
+				unknown.RefreshToken = "sim_rt_unknown"
+				return []platforms.Credentials{none, unknown}
+			},
+			More: func(t *testing.T, old, fresh platforms.Credentials) {
+				require.WithinDuration(t, old.RefreshExpiresAt, fresh.RefreshExpiresAt, 2*time.Second, "the refresh token keeps its fixed lifetime")
+				require.WithinDuration(t, time.Now().Add(60*24*time.Hour), fresh.ExpiresAt, time.Minute)
+			},
+		},
+		Validate: platformstest.Validate{Cases: []platformstest.ValidateCase{
+			{Name: "text", Post: platforms.Post{Text: "hi"}, OK: true},
+			{Name: "3000 characters", Post: platforms.Post{Text: strings.Repeat("é", 3000)}, OK: true},
+			{Name: "3001 characters", Post: platforms.Post{Text: strings.Repeat("a", 3001)}, Contains: "text is 3001 characters; LinkedIn allows 3000"},
+			{Name: "empty", Post: platforms.Post{}},
+			{Name: "twenty images", Post: platforms.Post{Media: twentyOne[:20]}, OK: true},
+			{Name: "21 images", Post: platforms.Post{Media: twentyOne}},
+			{Name: "video", Post: platforms.Post{Media: []platforms.Media{vid}}, OK: true},
+			{Name: "video and image", Post: platforms.Post{Media: []platforms.Media{vid, img}}},
+			{Name: "quicktime", Post: platforms.Post{Media: []platforms.Media{fileMedia("video/quicktime", nil, false)}}},
+		}},
+		Revoke: platformstest.Revoke{Post: platformstest.Text("after revoke"), Code: "65601"},
+		RateLimit: platformstest.RateLimit{
+			Post: platformstest.Numbered("limited"),
+			// LinkedIn's daily limits reset at 00:00 UTC.
+			ResetAt: nextMidnight,
+			Window:  "posts",
+			Limit:   sim.Limit{Count: 1, Window: 24 * time.Hour},
+		},
+		ProcessingFails: platformstest.ProcessingFails{Post: func(t *testing.T) platforms.Post {
+			return platforms.Post{Text: "bad clip", Media: []platforms.Media{fileMedia("video/mp4", platformstest.FailingVideo(t), true)}}
+		}},
+	})
 }
 
 func TestLittleText(t *testing.T) {
@@ -129,7 +190,7 @@ func TestPublishText(t *testing.T) {
 	require.Equal(t, b.creds.UserID, pubs[0].Account)
 
 	var sawPost bool
-	for _, l := range requests(t, b.sim) {
+	for _, l := range platformstest.Requests(t, b.sim, platforms.LinkedIn) {
 		if l.Method == http.MethodPost && l.Path == "/rest/posts" {
 			sawPost = true
 			require.Equal(t, "2.0.0", l.Headers["X-Restli-Protocol-Version"])
@@ -171,7 +232,7 @@ func TestPublishVideo(t *testing.T) {
 	require.Equal(t, res.Publication.ID, pubs[0].ID)
 	require.Equal(t, []string{sha(video)}, pubs[0].MediaSHA256)
 	var parts, polls int
-	for _, l := range requests(t, b.sim) {
+	for _, l := range platformstest.Requests(t, b.sim, platforms.LinkedIn) {
 		if l.Method == http.MethodPut && strings.Contains(l.Path, "/parts/") {
 			parts++
 		}
@@ -187,175 +248,6 @@ func TestPublishVideo(t *testing.T) {
 	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "small clip", Media: []platforms.Media{fileMedia("video/mp4", small, false)}})
 	require.NoError(t, err)
 	require.Equal(t, []string{sha(small)}, b.sim.Publications(platforms.LinkedIn)[1].MediaSHA256)
-}
-
-func TestPublishVideoProcessingFails(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	video := append([]byte(sim.ProcessingFailureMarker), randomBytes(t, 100)...)
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "bad clip", Media: []platforms.Media{fileMedia("video/mp4", video, true)}})
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	require.Empty(t, b.sim.Publications(platforms.LinkedIn))
-}
-
-func TestRefreshAndRetry(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-	require.NoError(t, b.sim.InjectFault(platforms.LinkedIn, sim.FaultExpireTokens, 1))
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "after expiry"})
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
-	require.Equal(t, "65600", e.Code)
-
-	fresh, err := b.a.Refresh(ctx, b.creds)
-	require.NoError(t, err)
-	require.NotEqual(t, b.creds.AccessToken, fresh.AccessToken)
-	require.Equal(t, b.creds.RefreshToken, fresh.RefreshToken, "LinkedIn does not rotate refresh tokens")
-	require.WithinDuration(t, b.creds.RefreshExpiresAt, fresh.RefreshExpiresAt, 2*time.Second, "the refresh token keeps its fixed lifetime")
-	require.WithinDuration(t, time.Now().Add(60*24*time.Hour), fresh.ExpiresAt, time.Minute)
-
-	_, err = b.a.Publish(ctx, fresh, platforms.Post{Text: "after expiry"})
-	require.NoError(t, err)
-	require.Len(t, b.sim.Publications(platforms.LinkedIn), 1)
-
-	c := b.creds
-	c.RefreshToken = ""
-	_, err = b.a.Refresh(ctx, c)
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	c.RefreshToken = "sim_rt_unknown"
-	_, err = b.a.Refresh(ctx, c)
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-}
-
-func TestRateLimits(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-	midnight := nextMidnight(time.Now())
-	require.NoError(t, b.sim.InjectFault(platforms.LinkedIn, sim.FaultRateLimit, 1))
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "limited"})
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
-	require.Equal(t, midnight, e.ResetAt, "LinkedIn's daily limits reset at 00:00 UTC")
-
-	b.sim.SetLimit(platforms.LinkedIn, "posts", sim.Limit{Count: 1, Window: 24 * time.Hour})
-	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "one"})
-	require.NoError(t, err)
-	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "two"})
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	require.True(t, errors.As(err, &e))
-	require.Equal(t, midnight, e.ResetAt)
-}
-
-func TestServerErrors(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-	require.NoError(t, b.sim.InjectFault(platforms.LinkedIn, sim.FaultError5xx, 1))
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "text only"})
-	require.Equal(t, platforms.Unknown, kindOf(t, err))
-
-	require.NoError(t, b.sim.InjectFault(platforms.LinkedIn, sim.FaultError5xx, 1))
-	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "with image", Media: []platforms.Media{fileMedia("image/png", []byte("png"), true)}})
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-	require.Empty(t, b.sim.Publications(platforms.LinkedIn))
-}
-
-func TestPostThenErrorThenLookup(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-	since := time.Now()
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "earlier (post)"})
-	require.NoError(t, err)
-	post := platforms.Post{Text: "did this go out? (really) #maybe"}
-	require.NoError(t, b.sim.InjectFault(platforms.LinkedIn, sim.FaultPostThenError, 1))
-	_, err = b.a.Publish(ctx, b.creds, post)
-	require.Equal(t, platforms.Unknown, kindOf(t, err))
-
-	pub, found, err := b.a.Lookup(ctx, b.creds, post, since)
-	require.NoError(t, err)
-	require.True(t, found)
-	var matches int
-	for _, r := range b.sim.Publications(platforms.LinkedIn) {
-		if r.Text == post.Text {
-			matches++
-			require.Equal(t, r.ID, pub.ID)
-		}
-	}
-	require.Equal(t, 1, matches)
-
-	_, found, err = b.a.Lookup(ctx, b.creds, platforms.Post{Text: "never posted"}, since)
-	require.NoError(t, err)
-	require.False(t, found)
-	_, found, err = b.a.Lookup(ctx, b.creds, post, time.Now().Add(time.Minute))
-	require.NoError(t, err)
-	require.False(t, found)
-}
-
-func TestTimeout(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{TimeoutHold: 2 * time.Second})
-	b.a.hc = &http.Client{Timeout: 200 * time.Millisecond}
-	ctx := context.Background()
-	require.NoError(t, b.sim.InjectFault(platforms.LinkedIn, sim.FaultTimeout, 1))
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "slow"})
-	require.Equal(t, platforms.Unknown, kindOf(t, err))
-
-	require.NoError(t, b.sim.InjectFault(platforms.LinkedIn, sim.FaultTimeout, 1))
-	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "slow upload", Media: []platforms.Media{fileMedia("image/png", []byte("png"), true)}})
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-}
-
-func TestGarbageAnswers(t *testing.T) {
-	t.Parallel()
-	creds := platforms.Credentials{AccessToken: "t", UserID: "1"}
-	for name, tc := range map[string]struct {
-		status int
-		header map[string]string
-		body   string
-		want   platforms.Kind
-	}{
-		"201 without x-restli-id": {201, nil, "", platforms.Unknown},
-		"200 with an error":       {200, nil, `{"status":403,"serviceErrorCode":100,"message":"denied"}`, platforms.Permanent},
-		"401":                     {401, nil, `{"status":401,"serviceErrorCode":65600,"message":"Invalid access token"}`, platforms.AuthExpired},
-		"422":                     {422, nil, `{"status":422,"message":"/commentary :: too long"}`, platforms.Permanent},
-		"426":                     {426, nil, `{"status":426,"code":"NONEXISTENT_VERSION","message":"Requested version 202001 is not active"}`, platforms.Permanent},
-		"html 504":                {504, nil, "<html>gateway</html>", platforms.Unknown},
-	} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			for k, v := range tc.header {
-				w.Header().Set(k, v)
-			}
-			w.WriteHeader(tc.status)
-			_, _ = w.Write([]byte(tc.body))
-		}))
-		a := New(platforms.Config{BaseURL: srv.URL})
-		_, err := a.Publish(context.Background(), creds, platforms.Post{Text: "x"})
-		require.Equal(t, tc.want, kindOf(t, err), name)
-		srv.Close()
-	}
-
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/rest/posts" && r.Method == http.MethodGet {
-			w.WriteHeader(http.StatusForbidden)
-			_, _ = w.Write([]byte(`{"status":403,"serviceErrorCode":100,"code":"ACCESS_DENIED","message":"Not enough permissions"}`))
-			return
-		}
-		_, _ = w.Write([]byte("not json"))
-	}))
-	defer srv.Close()
-	a := New(platforms.Config{BaseURL: srv.URL, AuthURL: srv.URL})
-	_, err := a.Publish(context.Background(), creds, platforms.Post{Media: []platforms.Media{fileMedia("image/png", []byte("p"), true)}})
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-	_, err = a.Refresh(context.Background(), platforms.Credentials{RefreshToken: "r"})
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-	_, _, err = a.Lookup(context.Background(), creds, platforms.Post{Text: "x"}, time.Now())
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	require.ErrorIs(t, err, platforms.ErrLookupUnsupported)
 }
 
 func TestRetiredVersion(t *testing.T) {
@@ -412,20 +304,4 @@ func TestConnect(t *testing.T) {
 	loc = consent("st-2")
 	require.Equal(t, "access_denied", loc.Query().Get("error"))
 	require.Empty(t, loc.Query().Get("code"))
-}
-
-func TestRevoke(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-	require.NoError(t, b.a.Revoke(ctx, b.creds))
-	revs := b.sim.Revocations()
-	require.Len(t, revs, 1)
-	require.Equal(t, string(platforms.LinkedIn), revs[0].Platform)
-	require.Equal(t, b.creds.UserID, revs[0].Account)
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "after revoke"})
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
-	require.Equal(t, "65601", e.Code)
 }

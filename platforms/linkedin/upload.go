@@ -38,7 +38,7 @@ func (a *Adapter) uploadImage(ctx context.Context, c platforms.Credentials, m pl
 			Image     string `json:"image"`
 		} `json:"value"`
 	}
-	if _, err := a.call(ctx, request{method: http.MethodPost, url: a.base + "/rest/images?action=initializeUpload", body: raw, contentType: "application/json", bearer: c.AccessToken, rest: true}, &init); err != nil {
+	if _, err := a.call(ctx, platforms.Call{Method: http.MethodPost, URL: a.base + "/rest/images?action=initializeUpload", Body: raw, ContentType: "application/json", Bearer: c.AccessToken, Header: a.restHeader()}, &init); err != nil {
 		return "", err
 	}
 	if init.Value.UploadURL == "" || init.Value.Image == "" {
@@ -53,7 +53,7 @@ func (a *Adapter) uploadImage(ctx context.Context, c platforms.Credentials, m pl
 	if err != nil {
 		return "", &platforms.Error{Platform: platforms.LinkedIn, Kind: platforms.Transient, Message: "reading the media failed", Err: err}
 	}
-	if _, err := a.call(ctx, request{method: http.MethodPut, url: init.Value.UploadURL, body: data, contentType: "application/octet-stream", bearer: c.AccessToken}, nil); err != nil {
+	if _, err := a.call(ctx, platforms.Call{Method: http.MethodPut, URL: init.Value.UploadURL, Body: data, ContentType: "application/octet-stream", Bearer: c.AccessToken}, nil); err != nil {
 		return "", err
 	}
 	return init.Value.Image, nil
@@ -98,7 +98,7 @@ func (a *Adapter) uploadVideo(ctx context.Context, c platforms.Credentials, m pl
 			UploadToken        string              `json:"uploadToken"`
 		} `json:"value"`
 	}
-	if _, err := a.call(ctx, request{method: http.MethodPost, url: a.base + "/rest/videos?action=initializeUpload", body: raw, contentType: "application/json", bearer: c.AccessToken, rest: true}, &init); err != nil {
+	if _, err := a.call(ctx, platforms.Call{Method: http.MethodPost, URL: a.base + "/rest/videos?action=initializeUpload", Body: raw, ContentType: "application/json", Bearer: c.AccessToken, Header: a.restHeader()}, &init); err != nil {
 		return "", err
 	}
 	parts := init.Value.UploadInstructions
@@ -117,11 +117,11 @@ func (a *Adapter) uploadVideo(ctx context.Context, c platforms.Credentials, m pl
 		if _, err := io.ReadFull(src, chunk); err != nil {
 			return "", &platforms.Error{Platform: platforms.LinkedIn, Kind: platforms.Permanent, Message: fmt.Sprintf("video is shorter than its declared %d bytes", size), Err: err}
 		}
-		r, err := a.call(ctx, request{method: http.MethodPut, url: p.UploadURL, body: chunk, contentType: "application/octet-stream", bearer: c.AccessToken}, nil)
+		r, err := a.call(ctx, platforms.Call{Method: http.MethodPut, URL: p.UploadURL, Body: chunk, ContentType: "application/octet-stream", Bearer: c.AccessToken}, nil)
 		if err != nil {
 			return "", err
 		}
-		etag := r.header.Get("ETag")
+		etag := r.Header.Get("ETag")
 		if etag == "" {
 			return "", platforms.Errorf(platforms.LinkedIn, platforms.Transient, 0, "upload of part %d answered without an ETag", i)
 		}
@@ -138,7 +138,7 @@ func (a *Adapter) uploadVideo(ctx context.Context, c platforms.Credentials, m pl
 	raw, _ = json.Marshal(map[string]any{"finalizeUploadRequest": map[string]any{
 		"video": init.Value.Video, "uploadToken": init.Value.UploadToken, "uploadedPartIds": etags,
 	}})
-	if _, err := a.call(ctx, request{method: http.MethodPost, url: a.base + "/rest/videos?action=finalizeUpload", body: raw, contentType: "application/json", bearer: c.AccessToken, rest: true}, nil); err != nil {
+	if _, err := a.call(ctx, platforms.Call{Method: http.MethodPost, URL: a.base + "/rest/videos?action=finalizeUpload", Body: raw, ContentType: "application/json", Bearer: c.AccessToken, Header: a.restHeader()}, nil); err != nil {
 		return "", err
 	}
 	return init.Value.Video, a.waitAvailable(ctx, c, init.Value.Video)
@@ -154,7 +154,7 @@ func (a *Adapter) waitAvailable(ctx context.Context, c platforms.Credentials, ur
 		var v struct {
 			Status string `json:"status"`
 		}
-		if _, err := a.call(ctx, request{method: http.MethodGet, url: a.base + "/rest/videos/" + encodeURN(urn), bearer: c.AccessToken, rest: true}, &v); err != nil {
+		if _, err := a.call(ctx, platforms.Call{Method: http.MethodGet, URL: a.base + "/rest/videos/" + encodeURN(urn), Bearer: c.AccessToken, Header: a.restHeader()}, &v); err != nil {
 			return err
 		}
 		switch v.Status {
@@ -167,7 +167,7 @@ func (a *Adapter) waitAvailable(ctx context.Context, c platforms.Credentials, ur
 			return platforms.Errorf(platforms.LinkedIn, platforms.Transient, 0, "unexpected video status %q", v.Status)
 		}
 		if err := platforms.Sleep(ctx, min(wait, maxPollWait)); err != nil {
-			return ctxError(err)
+			return platforms.Stopped(platforms.LinkedIn, err)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package pinterest
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -11,54 +10,9 @@ import (
 	"github.com/heraldhq/herald/platforms"
 )
 
-// maxResponse bounds how much of an answer is read.
-const maxResponse = 4 << 20
-
 // defaultRateWindow is assumed when a 429 says nothing about its reset: Pinterest's category
 // limits are per minute.
 const defaultRateWindow = time.Minute
-
-// request is one call to Pinterest.
-type request struct {
-	method, url string
-	body        []byte
-	contentType string
-	bearer      string
-	// basic authenticates the OAuth client (the token endpoint).
-	basic bool
-	// create marks the call that creates the Pin: once it was sent, a failure leaves the outcome
-	// unknown.
-	create bool
-}
-
-// response is Pinterest's answer, read in full.
-type response struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-// send makes the call. Failures without an answer are classified: before the request was written
-// Transient; after it was written Unknown for the Pin-creating call and Transient otherwise.
-func (a *Adapter) send(ctx context.Context, rq request) (*response, error) {
-	c := platforms.Call{Method: rq.method, URL: rq.url, Body: rq.body, Header: http.Header{}, Bearer: rq.bearer, Create: rq.create}
-	if rq.contentType != "" {
-		c.Header.Set("Content-Type", rq.contentType)
-	}
-	if rq.basic {
-		c.BasicUser, c.BasicPass = a.cfg.ClientID, a.cfg.ClientSecret
-	}
-	ans, err := platforms.Send(ctx, a.hc, platforms.Pinterest, c)
-	if err != nil {
-		return nil, err
-	}
-	return &response{status: ans.Status, header: ans.Header, body: ans.Body}, nil
-}
-
-// connError classifies a call that got no (complete) answer.
-func connError(err error, sent, create bool) *platforms.Error {
-	return platforms.NoAnswer(platforms.Pinterest, err, sent, create)
-}
 
 // apiError is Pinterest's error body {"code": <int>, "message": "…"}.
 type apiError struct {
@@ -79,22 +33,22 @@ func parseError(body []byte) (code, message string, ok bool) {
 // AuthExpired; 429 RateLimited with the reset the headers give, else a minute from now; 5xx
 // Transient, or Unknown on the Pin-creating call; any other status Permanent with Pinterest's
 // message.
-func classify(r *response, create bool) *platforms.Error {
-	code, msg, _ := parseError(r.body)
+func classify(r *platforms.Answer, create bool) *platforms.Error {
+	code, msg, _ := parseError(r.Body)
 	if msg == "" {
-		msg = strings.TrimSpace(http.StatusText(r.status))
+		msg = strings.TrimSpace(http.StatusText(r.Status))
 	}
-	e := &platforms.Error{Platform: platforms.Pinterest, Status: r.status, Code: code, Message: msg}
+	e := &platforms.Error{Platform: platforms.Pinterest, Status: r.Status, Code: code, Message: msg}
 	switch {
-	case r.status == http.StatusUnauthorized:
+	case r.Status == http.StatusUnauthorized:
 		e.Kind = platforms.AuthExpired
-	case r.status == http.StatusTooManyRequests:
+	case r.Status == http.StatusTooManyRequests:
 		e.Kind = platforms.RateLimited
-		e.ResetAt = rateReset(r.header)
-	case r.status >= 500 && create:
+		e.ResetAt = rateReset(r.Header)
+	case r.Status >= 500 && create:
 		e.Kind = platforms.Unknown
-		e.Message = "Pinterest answered " + strconv.Itoa(r.status) + " to the Pin; it may exist: " + msg
-	case r.status >= 500:
+		e.Message = "Pinterest answered " + strconv.Itoa(r.Status) + " to the Pin; it may exist: " + msg
+	case r.Status >= 500:
 		e.Kind = platforms.Transient
 	default:
 		e.Kind = platforms.Permanent

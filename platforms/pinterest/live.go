@@ -42,13 +42,13 @@ func (a *Adapter) Metrics(ctx context.Context, c platforms.Credentials, publicat
 		"app_types":    {"ALL"},
 		"split_field":  {"NO_SPLIT"},
 	}
-	r, err := a.send(ctx, request{method: http.MethodGet, url: a.api + "/v5/pins/" + url.PathEscape(publicationID) + "/analytics?" + q.Encode(), bearer: c.AccessToken})
+	r, err := platforms.Send(ctx, a.hc, platforms.Pinterest, platforms.Call{Method: http.MethodGet, URL: a.api + "/v5/pins/" + url.PathEscape(publicationID) + "/analytics?" + q.Encode(), Bearer: c.AccessToken})
 	if err != nil {
 		return platforms.Metrics{}, err
 	}
-	if r.status != http.StatusOK {
+	if r.Status != http.StatusOK {
 		e := classify(r, false)
-		if r.status == http.StatusNotFound || (r.status == http.StatusForbidden && e.Code == "29") {
+		if r.Status == http.StatusNotFound || (r.Status == http.StatusForbidden && e.Code == "29") {
 			e.Err = platforms.ErrNotFound
 		}
 		return platforms.Metrics{}, e
@@ -57,15 +57,15 @@ func (a *Adapter) Metrics(ctx context.Context, c platforms.Credentials, publicat
 		Lifetime map[string]json.Number `json:"lifetime_metrics"`
 		Summary  map[string]json.Number `json:"summary_metrics"`
 	}
-	if err := json.Unmarshal(r.body, &byApp); err != nil {
-		return platforms.Metrics{}, invalidBody(r.status, "not Pin analytics", false)
+	if err := json.Unmarshal(r.Body, &byApp); err != nil {
+		return platforms.Metrics{}, invalidBody(r.Status, "not Pin analytics", false)
 	}
 	all, ok := byApp["all"]
 	if !ok {
 		all, ok = byApp["ALL"]
 	}
 	if !ok {
-		return platforms.Metrics{}, invalidBody(r.status, "no \"all\" analytics", false)
+		return platforms.Metrics{}, invalidBody(r.Status, "no \"all\" analytics", false)
 	}
 	values := all.Lifetime
 	if len(values) == 0 {

@@ -25,11 +25,11 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 		if bookmark != "" {
 			q.Set("bookmark", bookmark)
 		}
-		r, err := a.send(ctx, request{method: http.MethodGet, url: a.api + "/v5/pins?" + q.Encode(), bearer: c.AccessToken})
+		r, err := platforms.Send(ctx, a.hc, platforms.Pinterest, platforms.Call{Method: http.MethodGet, URL: a.api + "/v5/pins?" + q.Encode(), Bearer: c.AccessToken})
 		if err != nil {
 			return platforms.Publication{}, false, err
 		}
-		if r.status != http.StatusOK {
+		if r.Status != http.StatusOK {
 			return platforms.Publication{}, false, classify(r, false)
 		}
 		var list struct {
@@ -40,8 +40,8 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 			} `json:"items"`
 			Bookmark *string `json:"bookmark"`
 		}
-		if err := json.Unmarshal(r.body, &list); err != nil {
-			return platforms.Publication{}, false, invalidBody(r.status, "not a Pin list", false)
+		if err := json.Unmarshal(r.Body, &list); err != nil {
+			return platforms.Publication{}, false, invalidBody(r.Status, "not a Pin list", false)
 		}
 		older := false
 		for _, it := range list.Items {

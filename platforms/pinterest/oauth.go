@@ -43,11 +43,11 @@ type tokenResponse struct {
 // tokenCall posts a grant with the client's Basic credentials. A refused grant is Permanent: the
 // account must reconnect.
 func (a *Adapter) tokenCall(ctx context.Context, form url.Values) (*tokenResponse, error) {
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.api + "/v5/oauth/token", body: []byte(form.Encode()), contentType: "application/x-www-form-urlencoded", basic: true})
+	r, err := platforms.Send(ctx, a.hc, platforms.Pinterest, platforms.Call{Method: http.MethodPost, URL: a.api + "/v5/oauth/token", Body: []byte(form.Encode()), ContentType: "application/x-www-form-urlencoded", BasicUser: a.cfg.ClientID, BasicPass: a.cfg.ClientSecret})
 	if err != nil {
 		return nil, err
 	}
-	if r.status != http.StatusOK {
+	if r.Status != http.StatusOK {
 		e := classify(r, false)
 		if e.Kind == platforms.AuthExpired || e.Kind == platforms.Permanent {
 			e.Kind = platforms.Permanent
@@ -58,11 +58,11 @@ func (a *Adapter) tokenCall(ctx context.Context, form url.Values) (*tokenRespons
 		return nil, e
 	}
 	var t tokenResponse
-	if json.Unmarshal(r.body, &t) != nil || t.AccessToken == "" {
-		if _, msg, ok := parseError(r.body); ok {
-			return nil, &platforms.Error{Platform: platforms.Pinterest, Kind: platforms.Permanent, Status: r.status, Message: "the token endpoint refused: " + msg}
+	if json.Unmarshal(r.Body, &t) != nil || t.AccessToken == "" {
+		if _, msg, ok := parseError(r.Body); ok {
+			return nil, &platforms.Error{Platform: platforms.Pinterest, Kind: platforms.Permanent, Status: r.Status, Message: "the token endpoint refused: " + msg}
 		}
-		return nil, invalidBody(r.status, "no access_token in the token answer", false)
+		return nil, invalidBody(r.Status, "no access_token in the token answer", false)
 	}
 	return &t, nil
 }
@@ -97,18 +97,18 @@ func (a *Adapter) Exchange(ctx context.Context, code, redirectURI, _ string) (pl
 		return platforms.Credentials{}, err
 	}
 	c := t.apply(platforms.Credentials{})
-	r, err := a.send(ctx, request{method: http.MethodGet, url: a.api + "/v5/user_account", bearer: c.AccessToken})
+	r, err := platforms.Send(ctx, a.hc, platforms.Pinterest, platforms.Call{Method: http.MethodGet, URL: a.api + "/v5/user_account", Bearer: c.AccessToken})
 	if err != nil {
 		return platforms.Credentials{}, err
 	}
-	if r.status != http.StatusOK {
+	if r.Status != http.StatusOK {
 		return platforms.Credentials{}, classify(r, false)
 	}
 	var acct struct {
 		Username string `json:"username"`
 	}
-	if json.Unmarshal(r.body, &acct) != nil || acct.Username == "" {
-		return platforms.Credentials{}, invalidBody(r.status, "no username in user_account", false)
+	if json.Unmarshal(r.Body, &acct) != nil || acct.Username == "" {
+		return platforms.Credentials{}, invalidBody(r.Status, "no username in user_account", false)
 	}
 	c.UserID, c.Handle = acct.Username, acct.Username
 	b, err := a.firstBoard(ctx, c.AccessToken)

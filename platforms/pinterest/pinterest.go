@@ -179,22 +179,22 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 		pin["title"] = t
 	}
 	body, _ := json.Marshal(pin)
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.api + "/v5/pins", body: body, contentType: "application/json", bearer: c.AccessToken, create: true})
+	r, err := platforms.Send(ctx, a.hc, platforms.Pinterest, platforms.Call{Method: http.MethodPost, URL: a.api + "/v5/pins", Body: body, ContentType: "application/json", Bearer: c.AccessToken, Create: true})
 	if err != nil {
 		return platforms.Result{}, err
 	}
-	if r.status != http.StatusOK && r.status != http.StatusCreated {
+	if r.Status != http.StatusOK && r.Status != http.StatusCreated {
 		return platforms.Result{}, classify(r, true)
 	}
 	var created struct {
 		ID string `json:"id"`
 	}
-	if json.Unmarshal(r.body, &created) != nil || created.ID == "" {
-		return platforms.Result{}, invalidBody(r.status, "no Pin id", true)
+	if json.Unmarshal(r.Body, &created) != nil || created.ID == "" {
+		return platforms.Result{}, invalidBody(r.Status, "no Pin id", true)
 	}
 	return platforms.Result{
 		Publication: platforms.Publication{ID: created.ID, URL: "https://www.pinterest.com/pin/" + url.PathEscape(created.ID) + "/"},
-		Rate:        rateInfo(r.header),
+		Rate:        rateInfo(r.Header),
 	}, nil
 }
 
@@ -250,16 +250,16 @@ type registration struct {
 
 // uploadVideo registers, uploads and waits for a video, and returns its media id.
 func (a *Adapter) uploadVideo(ctx context.Context, c platforms.Credentials, m platforms.Media) (string, error) {
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.api + "/v5/media", body: []byte(`{"media_type":"video"}`), contentType: "application/json", bearer: c.AccessToken})
+	r, err := platforms.Send(ctx, a.hc, platforms.Pinterest, platforms.Call{Method: http.MethodPost, URL: a.api + "/v5/media", Body: []byte(`{"media_type":"video"}`), ContentType: "application/json", Bearer: c.AccessToken})
 	if err != nil {
 		return "", err
 	}
-	if r.status != http.StatusOK && r.status != http.StatusCreated {
+	if r.Status != http.StatusOK && r.Status != http.StatusCreated {
 		return "", classify(r, false)
 	}
 	var reg registration
-	if json.Unmarshal(r.body, &reg) != nil || reg.MediaID == "" || reg.UploadURL == "" {
-		return "", invalidBody(r.status, "no media_id or upload_url", false)
+	if json.Unmarshal(r.Body, &reg) != nil || reg.MediaID == "" || reg.UploadURL == "" {
+		return "", invalidBody(r.Status, "no media_id or upload_url", false)
 	}
 	if err := a.postFile(ctx, reg, m); err != nil {
 		return "", err
@@ -312,7 +312,7 @@ func (a *Adapter) postFile(ctx context.Context, reg registration, m platforms.Me
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	resp, err := a.hc.Do(req)
 	if err != nil {
-		return connError(err, false, false)
+		return platforms.NoAnswer(platforms.Pinterest, err, false, false)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -335,18 +335,18 @@ func (a *Adapter) awaitMedia(ctx context.Context, c platforms.Credentials, id st
 	}
 	deadline := time.Now().Add(maxProcessing)
 	for {
-		r, err := a.send(ctx, request{method: http.MethodGet, url: a.api + "/v5/media/" + url.PathEscape(id), bearer: c.AccessToken})
+		r, err := platforms.Send(ctx, a.hc, platforms.Pinterest, platforms.Call{Method: http.MethodGet, URL: a.api + "/v5/media/" + url.PathEscape(id), Bearer: c.AccessToken})
 		if err != nil {
 			return err
 		}
-		if r.status != http.StatusOK {
+		if r.Status != http.StatusOK {
 			return classify(r, false)
 		}
 		var st struct {
 			Status string `json:"status"`
 		}
-		if json.Unmarshal(r.body, &st) != nil || st.Status == "" {
-			return invalidBody(r.status, "no media status", false)
+		if json.Unmarshal(r.Body, &st) != nil || st.Status == "" {
+			return invalidBody(r.Status, "no media status", false)
 		}
 		switch st.Status {
 		case "succeeded":
@@ -375,18 +375,18 @@ type board struct {
 
 // firstBoard returns the account's first board (zero when it has none).
 func (a *Adapter) firstBoard(ctx context.Context, token string) (board, error) {
-	r, err := a.send(ctx, request{method: http.MethodGet, url: a.api + "/v5/boards?page_size=25", bearer: token})
+	r, err := platforms.Send(ctx, a.hc, platforms.Pinterest, platforms.Call{Method: http.MethodGet, URL: a.api + "/v5/boards?page_size=25", Bearer: token})
 	if err != nil {
 		return board{}, err
 	}
-	if r.status != http.StatusOK {
+	if r.Status != http.StatusOK {
 		return board{}, classify(r, false)
 	}
 	var list struct {
 		Items []board `json:"items"`
 	}
-	if err := json.Unmarshal(r.body, &list); err != nil {
-		return board{}, invalidBody(r.status, "not a board list", false)
+	if err := json.Unmarshal(r.Body, &list); err != nil {
+		return board{}, invalidBody(r.Status, "not a board list", false)
 	}
 	if len(list.Items) == 0 {
 		return board{}, nil

@@ -62,11 +62,7 @@ func (m *mediaServer) image(t *testing.T, name string) (platforms.Media, []byte)
 
 func setup(t *testing.T, opts sim.Options) *testBundle {
 	t.Helper()
-	srv, err := sim.Start("127.0.0.1:0", opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	cfg := srv.AdapterConfig(platforms.Pinterest)
-	cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+	srv, cfg := platformstest.Start(t, platforms.Pinterest, opts)
 	b := &testBundle{srv: srv, a: New(cfg), files: newMediaServer(t)}
 	b.creds = connect(t, b.a, "alice")
 	return b
@@ -76,25 +72,11 @@ func setup(t *testing.T, opts sim.Options) *testBundle {
 func connect(t *testing.T, a *Adapter, handle string) platforms.Credentials {
 	t.Helper()
 	redirect := "http://127.0.0.1:1/callback"
-	q := consent(t, a.AuthorizeURL("st4te", redirect, "")+"&login_hint="+handle)
+	q := platformstest.Consent(t, a.AuthorizeURL("st4te", redirect, "")+"&login_hint="+handle, redirect).Query()
 	require.Equal(t, "st4te", q.Get("state"))
 	c, err := a.Exchange(context.Background(), q.Get("code"), redirect, "")
 	require.NoError(t, err)
 	return c
-}
-
-// consent follows the consent page once and returns the query of the redirect it answers with.
-func consent(t *testing.T, authURL string) url.Values {
-	t.Helper()
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(authURL)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusFound, resp.StatusCode)
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	require.NoError(t, err)
-	require.Equal(t, "/callback", loc.Path)
-	return loc.Query()
 }
 
 func randomBytes(t *testing.T, n int) []byte { return platformstest.RandomBytes(t, n) }
@@ -130,14 +112,14 @@ func TestConnect(t *testing.T) {
 	require.Empty(t, u.Query().Get("code_challenge"))
 
 	redirect := "http://127.0.0.1:1/callback"
-	q := consent(t, b.a.AuthorizeURL("s", redirect, ""))
+	q := platformstest.Consent(t, b.a.AuthorizeURL("s", redirect, ""), redirect).Query()
 	_, err = b.a.Exchange(context.Background(), q.Get("code"), redirect, "")
 	require.NoError(t, err)
 	_, err = b.a.Exchange(context.Background(), q.Get("code"), redirect, "")
 	require.Equal(t, platforms.Permanent, kindOf(t, err), "codes are single-use")
 
 	b.srv.Deny(platforms.Pinterest)
-	q = consent(t, b.a.AuthorizeURL("s", redirect, ""))
+	q = platformstest.Consent(t, b.a.AuthorizeURL("s", redirect, ""), redirect).Query()
 	require.Equal(t, "access_denied", q.Get("error"))
 }
 
@@ -197,11 +179,6 @@ func TestPublishVideo(t *testing.T) {
 	require.Len(t, recs, 1)
 	require.Equal(t, res.Publication.ID, recs[0].ID)
 	require.Equal(t, []string{sha(data)}, recs[0].MediaSHA256)
-
-	bad := append([]byte(sim.ProcessingFailureMarker), randomBytes(t, 100)...)
-	_, err = b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Broken", Media: []platforms.Media{fileMedia("video/mp4", "bad.mp4", bad)}})
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	require.Len(t, b.srv.Publications(platforms.Pinterest), 1)
 }
 
 func TestUnreachableImageURL(t *testing.T) {
@@ -215,169 +192,106 @@ func TestUnreachableImageURL(t *testing.T) {
 	require.Empty(t, b.srv.Publications(platforms.Pinterest))
 }
 
-func TestValidate(t *testing.T) {
+func TestConformance(t *testing.T) {
 	t.Parallel()
-	a := New(platforms.Config{})
 	png := platforms.Media{ContentType: "image/png", Filename: "a.png", URL: "https://example.com/a.png"}
 	local := platforms.Media{ContentType: "image/png", Filename: "a.png"}
 	webp := platforms.Media{ContentType: "image/webp", Filename: "a.webp"}
 	vid := platforms.Media{ContentType: "video/mp4", Filename: "a.mp4"}
-	cases := []struct {
-		name string
-		post platforms.Post
-		want string
-	}{
-		{"no media", platforms.Post{Text: "Hi"}, "needs an image or a video"},
-		{"long description", platforms.Post{Text: strings.Repeat("é", 801), Media: []platforms.Media{png}}, "801 characters"},
-		{"six images", platforms.Post{Media: []platforms.Media{png, png, png, png, png, png}}, "2 to 5"},
-		{"image and video", platforms.Post{Media: []platforms.Media{png, vid}}, "not both"},
-		{"carousel without URLs", platforms.Post{Media: []platforms.Media{png, local}}, "public URL"},
-		{"webp without URL", platforms.Post{Media: []platforms.Media{webp}}, "JPEG or PNG"},
-		{"pdf", platforms.Post{Media: []platforms.Media{{ContentType: "application/pdf", Filename: "a.pdf"}}}, "application/pdf"},
-		{"webm", platforms.Post{Media: []platforms.Media{{ContentType: "video/webm", Filename: "a.webm"}}}, "MP4, MOV or M4V"},
-		{"big image", platforms.Post{Media: []platforms.Media{{ContentType: "image/png", Filename: "b.png", Size: MaxImageBytes + 1}}}, "20 MB"},
-	}
-	for _, tc := range cases {
-		err := a.Validate(tc.post)
-		require.Equal(t, platforms.Invalid, kindOf(t, err), tc.name)
-		require.Contains(t, err.Error(), tc.want, tc.name)
-	}
-	require.NoError(t, a.Validate(platforms.Post{Text: strings.Repeat("é", 800), Media: []platforms.Media{local}}))
-	require.NoError(t, a.Validate(platforms.Post{Media: []platforms.Media{vid}}))
-
-	require.Equal(t, "Short first line", Title("Short first line\nbody"))
-	require.Empty(t, Title(strings.Repeat("a", 101)))
-}
-
-func TestRefreshAndRetry(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	img, _ := b.files.image(t, "r.png")
-	post := platforms.Post{Text: "After refresh", Media: []platforms.Media{img}}
-	require.NoError(t, b.srv.InjectFault(platforms.Pinterest, sim.FaultExpireTokens, 0))
-	_, err := b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
-
-	fresh, err := b.a.Refresh(context.Background(), b.creds)
-	require.NoError(t, err)
-	require.NotEqual(t, b.creds.AccessToken, fresh.AccessToken)
-	require.NotEqual(t, b.creds.RefreshToken, fresh.RefreshToken, "Pinterest returns a new refresh token")
-	require.Equal(t, b.creds.Extra, fresh.Extra)
-	require.Equal(t, b.creds.UserID, fresh.UserID)
-
-	_, err = b.a.Refresh(context.Background(), b.creds)
-	require.Equal(t, platforms.Permanent, kindOf(t, err), "the old refresh token is retired")
-
-	_, err = b.a.Publish(context.Background(), fresh, post)
-	require.NoError(t, err)
-	require.Len(t, b.srv.Publications(platforms.Pinterest), 1)
-}
-
-func TestRateLimited(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	img, _ := b.files.image(t, "l.png")
-	post := platforms.Post{Text: "Limited", Media: []platforms.Media{img}}
-
-	require.NoError(t, b.srv.InjectFault(platforms.Pinterest, sim.FaultRateLimit, 1))
-	_, err := b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	var e *platforms.Error
-	require.ErrorAs(t, err, &e)
-	require.True(t, e.ResetAt.After(time.Now()) && e.ResetAt.Before(time.Now().Add(2*time.Minute)))
-
-	b.srv.SetLimit(platforms.Pinterest, "org_write", sim.Limit{Count: 1, Window: time.Hour})
-	_, err = b.a.Publish(context.Background(), b.creds, post)
-	require.NoError(t, err)
-	_, err = b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	require.Len(t, b.srv.Publications(platforms.Pinterest), 1)
-}
-
-func TestServerErrors(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	since := time.Now()
-	img, _ := b.files.image(t, "e.png")
-	post := platforms.Post{Text: "Outage", Media: []platforms.Media{img}}
-	require.NoError(t, b.srv.InjectFault(platforms.Pinterest, sim.FaultError5xx, 1))
-	_, err := b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.Unknown, kindOf(t, err), "a 5xx to POST /v5/pins may hide a Pin")
-	_, found, err := b.a.Lookup(context.Background(), b.creds, post, since)
-	require.NoError(t, err)
-	require.False(t, found, "this time it does not")
-
-	// A 5xx before the Pin call (registering a video) can be retried.
-	require.NoError(t, b.srv.InjectFault(platforms.Pinterest, sim.FaultError5xx, 1))
-	_, err = b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Video", Media: []platforms.Media{fileMedia("video/mp4", "v.mp4", []byte("video"))}})
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-	require.Empty(t, b.srv.Publications(platforms.Pinterest))
-}
-
-func TestPostThenErrorAndLookup(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	since := time.Now()
-	img, _ := b.files.image(t, "p.png")
-	other := platforms.Post{Text: "Another Pin", Media: []platforms.Media{img}}
-	post := platforms.Post{Text: "Maybe pinned\nThe answer is lost.", Media: []platforms.Media{img}}
-	_, err := b.a.Publish(context.Background(), b.creds, other)
-	require.NoError(t, err)
-	require.NoError(t, b.srv.InjectFault(platforms.Pinterest, sim.FaultPostThenError, 1))
-	_, err = b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.Unknown, kindOf(t, err))
-
-	recs := b.srv.Publications(platforms.Pinterest)
-	require.Len(t, recs, 2)
-	pub, found, err := b.a.Lookup(context.Background(), b.creds, post, since)
-	require.NoError(t, err)
-	require.True(t, found)
-	require.Equal(t, recs[1].ID, pub.ID)
-
-	_, found, err = b.a.Lookup(context.Background(), b.creds, post, time.Now().Add(time.Hour))
-	require.NoError(t, err)
-	require.False(t, found)
-	bob := connect(t, b.a, "bob")
-	_, found, err = b.a.Lookup(context.Background(), bob, post, since)
-	require.NoError(t, err)
-	require.False(t, found, "another account's Pins are not this one's")
-}
-
-func TestTimeoutFault(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{TimeoutHold: 50 * time.Millisecond})
-	img, _ := b.files.image(t, "t.png")
-	require.NoError(t, b.srv.InjectFault(platforms.Pinterest, sim.FaultTimeout, 1))
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Slow", Media: []platforms.Media{img}})
-	require.Equal(t, platforms.Unknown, kindOf(t, err), "the Pin call was sent and never answered")
-	require.Empty(t, b.srv.Publications(platforms.Pinterest))
-}
-
-func TestGarbageAnswers(t *testing.T) {
-	t.Parallel()
-	post := platforms.Post{Text: "Garbage", Media: []platforms.Media{{ContentType: "image/png", Filename: "a.png", URL: "https://example.com/a.png"}}}
-	creds := platforms.Credentials{AccessToken: "t", Extra: map[string]string{"board_id": "1"}}
-	for _, body := range []string{"<html>oops</html>", `{"code":3,"message":"odd"}`} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write([]byte(body))
-		}))
-		t.Cleanup(srv.Close)
-		a := New(platforms.Config{BaseURL: srv.URL})
-		_, err := a.Publish(context.Background(), creds, post)
-		require.Equal(t, platforms.Unknown, kindOf(t, err), body)
-		_, err = a.Refresh(context.Background(), platforms.Credentials{RefreshToken: "r"})
-		require.Contains(t, []platforms.Kind{platforms.Permanent, platforms.Transient}, kindOf(t, err), body)
-		_, _, err = a.Lookup(context.Background(), creds, post, time.Now())
-		if body[0] == '<' {
-			require.Equal(t, platforms.Transient, kindOf(t, err))
+	// pin is a post with an image served at a public URL for the test's duration.
+	pin := func(text string) platformstest.PostFunc {
+		return func(t *testing.T) platforms.Post {
+			img, _ := newMediaServer(t).image(t, "p.png")
+			return platforms.Post{Text: text, Media: []platforms.Media{img}}
 		}
 	}
+	fake := platforms.Credentials{AccessToken: "t", Extra: map[string]string{"board_id": "1"}}
+	answer := func(body string) func(string) http.Handler {
+		return func(string) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusOK)
+				_, _ = w.Write([]byte(body))
+			})
+		}
+	}
+	refresh := func(ctx context.Context, a platforms.Adapter) error {
+		_, err := a.Refresh(ctx, platforms.Credentials{RefreshToken: "r"})
+		return err
+	}
+	platformstest.Run(t, platformstest.Adapter{
+		Platform: platforms.Pinterest,
+		New:      func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
+		Account: func(t *testing.T, _ *sim.Server, a platforms.Adapter) platforms.Credentials {
+			return connect(t, a.(*Adapter), "alice")
+		},
+		FakeCreds: fake,
+		FakePost:  platforms.Post{Text: "Garbage", Media: []platforms.Media{png}},
+		ServerError: platformstest.Faults{Steps: []platformstest.Step{
+			{Name: "a 5xx to POST /v5/pins may hide a Pin", Post: pin("Outage"), Want: platforms.Unknown},
+			{Name: "a 5xx before the Pin call (registering a video) can be retried", Want: platforms.Transient, Post: func(*testing.T) platforms.Post {
+				return platforms.Post{Text: "Video", Media: []platforms.Media{fileMedia("video/mp4", "v.mp4", []byte("video"))}}
+			}},
+		}},
+		Timeout: platformstest.Faults{Hold: 50 * time.Millisecond, Steps: []platformstest.Step{
+			{Name: "the Pin call was sent and never answered", Post: pin("Slow"), Want: platforms.Unknown},
+		}},
+		Garbage: platformstest.Garbage{
+			Answers: []platformstest.Answer{
+				{Status: 200, Body: "<html>oops</html>", Want: platforms.Unknown},
+				{Status: 200, Body: `{"code":3,"message":"odd"}`, Want: platforms.Unknown},
+			},
+			Checks: []platformstest.Check{
+				{Name: "refresh, html", Serve: answer("<html>oops</html>"), Call: refresh, Want: []platforms.Kind{platforms.Permanent, platforms.Transient}},
+				{Name: "refresh, error body", Serve: answer(`{"code":3,"message":"odd"}`), Call: refresh, Want: []platforms.Kind{platforms.Permanent, platforms.Transient}},
+				{Name: "lookup, html", Serve: answer("<html>oops</html>"), Want: []platforms.Kind{platforms.Transient}, Call: func(ctx context.Context, a platforms.Adapter) error {
+					_, _, err := a.Lookup(ctx, fake, platforms.Post{Text: "Garbage", Media: []platforms.Media{png}}, time.Now())
+					return err
+				}},
+			},
+		},
+		PostThenError: platformstest.Lookup{
+			Others:  []platformstest.PostFunc{pin("Another Pin")},
+			Post:    pin("Maybe pinned\nThe answer is lost."),
+			Missing: pin("Never pinned"),
+			Another: func(t *testing.T, _ *sim.Server, a platforms.Adapter) platforms.Credentials {
+				return connect(t, a.(*Adapter), "bob")
+			},
+		},
+		Refresh: platformstest.Refresh{
+			Post:      pin("After refresh"),
+			ExpireAll: true,
+			Rotates:   true,
+			Old:       platformstest.OldRefreshRefused,
+		},
+		Validate: platformstest.Validate{Cases: []platformstest.ValidateCase{
+			{Name: "no media", Post: platforms.Post{Text: "Hi"}, Contains: "needs an image or a video"},
+			{Name: "long description", Post: platforms.Post{Text: strings.Repeat("é", 801), Media: []platforms.Media{png}}, Contains: "801 characters"},
+			{Name: "six images", Post: platforms.Post{Media: []platforms.Media{png, png, png, png, png, png}}, Contains: "2 to 5"},
+			{Name: "image and video", Post: platforms.Post{Media: []platforms.Media{png, vid}}, Contains: "not both"},
+			{Name: "carousel without URLs", Post: platforms.Post{Media: []platforms.Media{png, local}}, Contains: "public URL"},
+			{Name: "webp without URL", Post: platforms.Post{Media: []platforms.Media{webp}}, Contains: "JPEG or PNG"},
+			{Name: "pdf", Post: platforms.Post{Media: []platforms.Media{{ContentType: "application/pdf", Filename: "a.pdf"}}}, Contains: "application/pdf"},
+			{Name: "webm", Post: platforms.Post{Media: []platforms.Media{{ContentType: "video/webm", Filename: "a.webm"}}}, Contains: "MP4, MOV or M4V"},
+			{Name: "big image", Post: platforms.Post{Media: []platforms.Media{{ContentType: "image/png", Filename: "b.png", Size: MaxImageBytes + 1}}}, Contains: "20 MB"},
+			{Name: "800 characters", Post: platforms.Post{Text: strings.Repeat("é", 800), Media: []platforms.Media{local}}, OK: true},
+			{Name: "video", Post: platforms.Post{Media: []platforms.Media{vid}}, OK: true},
+		}},
+		// Pinterest offers no token revocation endpoint.
+		Revoke: platformstest.Revoke{NoOp: true},
+		RateLimit: platformstest.RateLimit{
+			Post:   pin("Limited"),
+			Reset:  platformstest.Within{Max: 2 * time.Minute},
+			Window: "org_write",
+			Limit:  sim.Limit{Count: 1, Window: time.Hour},
+		},
+		ProcessingFails: platformstest.ProcessingFails{Post: func(t *testing.T) platforms.Post {
+			return platforms.Post{Text: "Broken", Media: []platforms.Media{fileMedia("video/mp4", "bad.mp4", platformstest.FailingVideo(t))}}
+		}},
+	})
 }
 
-func TestRevokeIsANoOp(t *testing.T) {
+func TestTitle(t *testing.T) {
 	t.Parallel()
-	b := setup(t, sim.Options{})
-	require.NoError(t, b.a.Revoke(context.Background(), b.creds))
-	require.Empty(t, b.srv.Revocations())
+	require.Equal(t, "Short first line", Title("Short first line\nbody"))
+	require.Empty(t, Title(strings.Repeat("a", 101)))
 }

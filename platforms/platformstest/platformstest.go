@@ -1,5 +1,18 @@
-// Package platformstest holds what the adapters' tests share: test bytes and media, error-kind
+// Package platformstest holds what the adapters' tests share: the conformance suite every adapter
+// runs (Run: 5xx, time-out, refused connection, garbage answers, post-then-error lookup, refresh
+// and retry, validate, revoke, rate limits, failed processing), test bytes and media, error-kind
 // assertions, and calls to the simulator's admin API.
+//
+// An adapter's test file runs the suite once, saying only what differs between networks:
+//
+//	platformstest.Run(t, platformstest.Adapter{
+//		Platform: platforms.X,
+//		New:      func(cfg platforms.Config) platforms.Adapter { return x.New(cfg) },
+//		Account:  alice,
+//		ServerError: platformstest.Faults{Steps: ...},
+//		Refresh:     platformstest.Refresh{NotApplicable: "why the network has no such thing"},
+//		...
+//	})
 package platformstest
 
 import (

@@ -5,17 +5,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/platformstest"
 	"github.com/heraldhq/herald/platforms/sim"
 	"github.com/heraldhq/herald/platforms/threads"
 )
@@ -43,16 +44,8 @@ func (e *env) media(ctype, name string) platforms.Media {
 	return platforms.Media{ContentType: ctype, URL: e.files.URL + "/" + name}
 }
 
-func setup(t *testing.T, opts sim.Options) *env {
-	t.Helper()
-	if opts.ProcessingDelay == 0 {
-		opts.ProcessingDelay = 5 * time.Millisecond
-	}
-	srv, err := sim.Start("127.0.0.1:0", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
+// cdn serves the test's media files for the test's duration.
+func cdn(t *testing.T) *httptest.Server {
 	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/a.jpg":
@@ -66,46 +59,169 @@ func setup(t *testing.T, opts sim.Options) *env {
 		}
 	}))
 	t.Cleanup(files.Close)
-	cfg := srv.AdapterConfig(platforms.Threads)
-	cfg.HTTPClient = &http.Client{Timeout: 3 * time.Second}
-	creds, err := srv.NewAccount(platforms.Threads, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &env{srv: srv, a: threads.New(cfg), cfg: cfg, creds: creds, files: files}
+	return files
 }
 
+func simOptions(o *sim.Options) {
+	if o.ProcessingDelay == 0 {
+		o.ProcessingDelay = 5 * time.Millisecond
+	}
+}
+
+// acme is the simulator's account acme.
+func acme(t *testing.T, srv *sim.Server, _ platforms.Adapter) platforms.Credentials {
+	t.Helper()
+	creds, err := srv.NewAccount(platforms.Threads, "acme")
+	require.NoError(t, err)
+	return creds
+}
+
+func setup(t *testing.T, opts sim.Options) *env {
+	t.Helper()
+	simOptions(&opts)
+	srv, cfg := platformstest.Start(t, platforms.Threads, opts)
+	creds := acme(t, srv, nil)
+	return &env{srv: srv, a: threads.New(cfg), cfg: cfg, creds: creds, files: cdn(t)}
+}
+
+// kind asserts that err is a Threads error of kind want and returns it.
 func kind(t *testing.T, err error, want platforms.Kind) *platforms.Error {
 	t.Helper()
+	require.Equal(t, want, platformstest.KindOf(t, err, platforms.Threads), "%v", err)
 	var e *platforms.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %v is not a *platforms.Error", err)
-	}
-	if e.Kind != want {
-		t.Fatalf("kind = %s, want %s (%v)", e.Kind, want, err)
-	}
+	require.ErrorAs(t, err, &e)
 	return e
 }
 
+// fakeThreads answers the publishing sequence normally and threads_publish with publish.
+func fakeThreads(publish platformstest.Answer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/threads_publishing_limit"):
+			_, _ = io.WriteString(w, `{"data":[{"quota_usage":0,"config":{"quota_total":250,"quota_duration":86400}}]}`)
+		case strings.HasSuffix(r.URL.Path, "/threads_publish"):
+			w.WriteHeader(publish.Status)
+			_, _ = io.WriteString(w, publish.Body)
+		case strings.HasSuffix(r.URL.Path, "/threads"):
+			_, _ = io.WriteString(w, `{"id":"1"}`)
+		default:
+			_, _ = io.WriteString(w, `{"id":"1","status":"FINISHED"}`)
+		}
+	})
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	img := platforms.Media{ContentType: "image/jpeg", URL: "https://cdn.example/a.jpg"}
+	many := make([]platforms.Media, 21)
+	for i := range many {
+		many[i] = img
+	}
+	platformstest.Run(t, platformstest.Adapter{
+		Platform: platforms.Threads,
+		New:      func(cfg platforms.Config) platforms.Adapter { return threads.New(cfg) },
+		Options:  simOptions,
+		Account:  acme,
+		FakeConfig: func(url string) platforms.Config {
+			return platforms.Config{BaseURL: url, PollInterval: time.Millisecond}
+		},
+		FakeCreds: platforms.Credentials{UserID: "1", AccessToken: "t"},
+		FakePost:  platforms.Post{Text: "x"},
+		ServerError: platformstest.Faults{Steps: []platformstest.Step{
+			{Name: "the container creates nothing", Post: platformstest.Text("x"), Want: platforms.Transient},
+		}},
+		Timeout: platformstest.Faults{Hold: 100 * time.Millisecond, Steps: []platformstest.Step{
+			{Name: "the container creates nothing", Post: platformstest.Text("x"), Want: platforms.Transient},
+		}},
+		Garbage: platformstest.Garbage{
+			Serve: fakeThreads,
+			Answers: []platformstest.Answer{
+				{Status: 200, Body: `not json`, Want: platforms.Unknown},
+				{Status: 200, Body: `{"id":null}`, Want: platforms.Unknown},
+				{Status: 200, Body: `{"error":{"message":"Some error","type":"THApiException","code":100}}`, Want: platforms.Permanent},
+				{Status: 503, Body: `upstream unavailable`, Want: platforms.Unknown},
+			},
+		},
+		PostThenError: platformstest.Lookup{
+			Post: func(t *testing.T) platforms.Post {
+				return platforms.Post{Text: "did it post?", Media: []platforms.Media{{ContentType: "image/jpeg", URL: cdn(t).URL + "/a.jpg"}}}
+			},
+			Missing: platformstest.Text("did it post"),
+		},
+		Refresh: platformstest.Refresh{
+			Post:     platformstest.Text("after refresh"),
+			Code:     "190",
+			Lifetime: 59 * 24 * time.Hour,
+		},
+		Validate: platformstest.Validate{Cases: []platformstest.ValidateCase{
+			{Name: "empty", Post: platforms.Post{}},
+			{Name: "long text", Post: platforms.Post{Text: strings.Repeat("a", threads.MaxText+1)}},
+			{Name: "126 emoji", Post: platforms.Post{Text: strings.Repeat("😀", 126)}},
+			{Name: "six links", Post: platforms.Post{Text: "https://a.example https://b.example www.c.example https://d.example https://e.example https://f.example"}},
+			{Name: "21 items", Post: platforms.Post{Text: "x", Media: many}},
+			{Name: "gif", Post: platforms.Post{Text: "x", Media: []platforms.Media{{ContentType: "image/gif"}}}},
+			{Name: "longest text", Post: platforms.Post{Text: strings.Repeat("é", threads.MaxText)}, OK: true},
+			{Name: "125 emoji", Post: platforms.Post{Text: strings.Repeat("😀", 125)}, OK: true},
+			{Name: "five distinct links", Post: platforms.Post{Text: "https://a.example https://a.example www.c.example https://d.example https://e.example https://f.example"}, OK: true},
+			{Name: "20 items", Post: platforms.Post{Media: many[:20]}, OK: true},
+		}},
+		// Threads offers no token revocation (TestConnectPublishRevoke).
+		Revoke: platformstest.Revoke{NoOp: true},
+		RateLimit: platformstest.RateLimit{
+			Post:      platformstest.Numbered("x"),
+			Code:      "4",
+			Reset:     platformstest.Within{Min: 30 * time.Second, Max: 3 * time.Minute},
+			Window:    "publish",
+			Limit:     sim.Limit{Count: 1, Window: 24 * time.Hour},
+			Exhausted: platformstest.Within{Min: 50 * time.Minute},
+		},
+		// A container that fails processing is TestContainerProcessingFails, against a fake network.
+		ProcessingFails: platformstest.ProcessingFails{NotApplicable: "the simulator's Threads does not fail processing on the marker"},
+	})
+}
+
+func TestLength(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, 5, threads.Length("😀é"))
+}
+
+// A container that fails processing is Permanent, with the network's message.
+func TestContainerProcessingFails(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/threads_publishing_limit"):
+			_, _ = io.WriteString(w, `{"data":[]}`)
+		case strings.HasSuffix(r.URL.Path, "/threads"):
+			_, _ = io.WriteString(w, `{"id":"1"}`)
+		default:
+			_, _ = io.WriteString(w, `{"id":"1","status":"ERROR","error_message":"FAILED_PROCESSING_IMAGE"}`)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	_, err := threads.New(platforms.Config{BaseURL: srv.URL, PollInterval: time.Millisecond}).Publish(context.Background(), platforms.Credentials{UserID: "1", AccessToken: "t"}, platforms.Post{Text: "x"})
+	require.Contains(t, kind(t, err, platforms.Permanent).Message, "FAILED_PROCESSING_IMAGE")
+}
+
 func TestTextPost(t *testing.T) {
+	t.Parallel()
 	e := setup(t, sim.Options{})
 	res, err := e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "hello threads"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Publication.ID == "" || !strings.HasPrefix(res.Publication.URL, "https://www.threads.com/@acme/post/") {
-		t.Fatalf("publication = %+v", res.Publication)
-	}
-	if !res.Rate.Known || res.Rate.Limit != 250 || res.Rate.Remaining != 249 {
-		t.Fatalf("rate = %+v", res.Rate)
-	}
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Publication.ID)
+	require.True(t, strings.HasPrefix(res.Publication.URL, "https://www.threads.com/@acme/post/"), "publication = %+v", res.Publication)
+	require.True(t, res.Rate.Known)
+	require.Equal(t, 250, res.Rate.Limit)
+	require.Equal(t, 249, res.Rate.Remaining)
 	pubs := e.srv.Publications(platforms.Threads)
-	if len(pubs) != 1 || pubs[0].ID != res.Publication.ID || pubs[0].Text != "hello threads" || len(pubs[0].MediaSHA256) != 0 {
-		t.Fatalf("publications = %+v", pubs)
-	}
+	require.Len(t, pubs, 1)
+	require.Equal(t, res.Publication.ID, pubs[0].ID)
+	require.Equal(t, "hello threads", pubs[0].Text)
+	require.Empty(t, pubs[0].MediaSHA256)
 }
 
 func TestMediaPosts(t *testing.T) {
+	t.Parallel()
 	e := setup(t, sim.Options{})
 	ctx := context.Background()
 	posts := []struct {
@@ -118,259 +234,70 @@ func TestMediaPosts(t *testing.T) {
 	}
 	for i, p := range posts {
 		res, err := e.a.Publish(ctx, e.creds, p.post)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		rec := e.srv.Publications(platforms.Threads)[i]
-		if rec.ID != res.Publication.ID || rec.Text != p.post.Text || strings.Join(rec.MediaSHA256, ",") != strings.Join(p.want, ",") {
-			t.Fatalf("post %d: record %+v", i, rec)
-		}
+		require.Equal(t, res.Publication.ID, rec.ID, "post %d", i)
+		require.Equal(t, p.post.Text, rec.Text, "post %d", i)
+		require.Equal(t, p.want, rec.MediaSHA256, "post %d", i)
 	}
 }
 
 func TestUnreachableMedia(t *testing.T) {
+	t.Parallel()
 	e := setup(t, sim.Options{})
 	_, err := e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "x", Media: []platforms.Media{e.media("video/mp4", "gone.mp4")}})
-	if pe := kind(t, err, platforms.Permanent); !strings.Contains(pe.Message, "HTTP 404") {
-		t.Fatalf("message = %s", pe.Message)
-	}
+	require.Contains(t, kind(t, err, platforms.Permanent).Message, "HTTP 404")
 	_, err = e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "x", Media: []platforms.Media{{ContentType: "image/png"}}})
 	kind(t, err, platforms.Permanent)
-	if n := len(e.srv.Publications(platforms.Threads)); n != 0 {
-		t.Fatalf("%d publications", n)
-	}
-}
-
-func TestValidate(t *testing.T) {
-	a := threads.New(platforms.Config{})
-	img := platforms.Media{ContentType: "image/jpeg", URL: "https://cdn.example/a.jpg"}
-	many := make([]platforms.Media, 21)
-	for i := range many {
-		many[i] = img
-	}
-	if n := threads.Length("😀é"); n != 5 {
-		t.Fatalf("Length = %d", n)
-	}
-	bad := []platforms.Post{
-		{},
-		{Text: strings.Repeat("a", threads.MaxText+1)},
-		{Text: strings.Repeat("😀", 126)},
-		{Text: "https://a.example https://b.example www.c.example https://d.example https://e.example https://f.example"},
-		{Text: "x", Media: many},
-		{Text: "x", Media: []platforms.Media{{ContentType: "image/gif"}}},
-	}
-	for i, p := range bad {
-		kind(t, a.Validate(p), platforms.Invalid)
-		if _, err := a.Publish(context.Background(), platforms.Credentials{}, p); platforms.KindOf(err) != platforms.Invalid {
-			t.Fatalf("post %d: Publish error %v", i, err)
-		}
-	}
-	good := []platforms.Post{
-		{Text: strings.Repeat("é", threads.MaxText)},
-		{Text: strings.Repeat("😀", 125)},
-		{Text: "https://a.example https://a.example www.c.example https://d.example https://e.example https://f.example"},
-		{Media: many[:20]},
-	}
-	for i, p := range good {
-		if err := a.Validate(p); err != nil {
-			t.Fatalf("good post %d: %v", i, err)
-		}
-	}
+	require.Empty(t, e.srv.Publications(platforms.Threads))
 }
 
 func TestSimRefusesLongText(t *testing.T) {
+	t.Parallel()
 	e := setup(t, sim.Options{})
 	for _, text := range []string{strings.Repeat("a", threads.MaxText+1), strings.Repeat("😀", 126)} {
 		form := url.Values{"media_type": {"TEXT"}, "text": {text}}
-		req, _ := http.NewRequest(http.MethodPost, e.cfg.BaseURL+"/v1.0/"+e.creds.UserID+"/threads", strings.NewReader(form.Encode()))
+		req, err := http.NewRequest(http.MethodPost, e.cfg.BaseURL+"/v1.0/"+e.creds.UserID+"/threads", strings.NewReader(form.Encode()))
+		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Authorization", "Bearer "+e.creds.AccessToken)
 		resp, err := testHTTP.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
-		if resp.StatusCode != 400 || !strings.Contains(string(body), `"code":100`) {
-			t.Fatalf("status %d body %s", resp.StatusCode, body)
-		}
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "body %s", body)
+		require.Contains(t, string(body), `"code":100`)
 	}
-}
-
-func TestExpiredTokenRefreshAndRetry(t *testing.T) {
-	e := setup(t, sim.Options{})
-	ctx := context.Background()
-	_ = e.srv.InjectFault(platforms.Threads, sim.FaultExpireTokens, 1)
-	_, err := e.a.Publish(ctx, e.creds, platforms.Post{Text: "after refresh"})
-	if pe := kind(t, err, platforms.AuthExpired); pe.Code != "190" {
-		t.Fatalf("code = %s", pe.Code)
-	}
-	creds, err := e.a.Refresh(ctx, e.creds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if creds.AccessToken == e.creds.AccessToken || creds.UserID != e.creds.UserID || time.Until(creds.ExpiresAt) < 59*24*time.Hour {
-		t.Fatalf("refreshed = %+v", creds)
-	}
-	if _, err := e.a.Publish(ctx, creds, platforms.Post{Text: "after refresh"}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }
 
 func TestRefreshNeedsADayOldToken(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	t.Parallel()
+	clk := platformstest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	e := setup(t, sim.Options{Now: clk.Now})
 	creds := connect(t, e, "acme")
 	_, err := e.a.Refresh(context.Background(), creds)
 	kind(t, err, platforms.Permanent)
 	clk.Add(25 * time.Hour)
 	fresh, err := e.a.Refresh(context.Background(), creds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := e.a.Lookup(context.Background(), fresh, platforms.Post{Text: "x"}, clk.Now()); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	_, _, err = e.a.Lookup(context.Background(), fresh, platforms.Post{Text: "x"}, clk.Now())
+	require.NoError(t, err)
 }
 
-func TestRateLimitFaultAndQuota(t *testing.T) {
+func TestConnectionLostAfterPublishIsUnknown(t *testing.T) {
+	t.Parallel()
 	e := setup(t, sim.Options{})
 	ctx := context.Background()
-	_ = e.srv.InjectFault(platforms.Threads, sim.FaultRateLimit, 1)
-	before := time.Now()
-	_, err := e.a.Publish(ctx, e.creds, platforms.Post{Text: "x"})
-	pe := kind(t, err, platforms.RateLimited)
-	if pe.Code != "4" || pe.ResetAt.Before(before.Add(30*time.Second)) || pe.ResetAt.After(before.Add(3*time.Minute)) {
-		t.Fatalf("error = %+v", pe)
-	}
-	e.srv.SetLimit(platforms.Threads, "publish", sim.Limit{Count: 1, Window: 24 * time.Hour})
-	if _, err := e.a.Publish(ctx, e.creds, platforms.Post{Text: "first"}); err != nil {
-		t.Fatal(err)
-	}
-	_, err = e.a.Publish(ctx, e.creds, platforms.Post{Text: "second"})
-	pe = kind(t, err, platforms.RateLimited)
-	if pe.ResetAt.Before(time.Now().Add(50 * time.Minute)) {
-		t.Fatalf("reset = %s", pe.ResetAt)
-	}
-}
-
-// hook is a transport that can fail after a request was answered.
-type hook struct{ dropAfter func(r *http.Request) bool }
-
-func (h hook) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := http.DefaultTransport.RoundTrip(r)
-	if err == nil && h.dropAfter(r) {
-		_ = resp.Body.Close()
-		return nil, errors.New("connection reset by peer")
-	}
-	return resp, err
-}
-
-func TestError5xxTimeoutAndLostAnswer(t *testing.T) {
-	e := setup(t, sim.Options{TimeoutHold: 100 * time.Millisecond})
-	ctx := context.Background()
-	_ = e.srv.InjectFault(platforms.Threads, sim.FaultTimeout, 1)
-	_, err := e.a.Publish(ctx, e.creds, platforms.Post{Text: "x"})
-	kind(t, err, platforms.Transient)
-	_ = e.srv.InjectFault(platforms.Threads, sim.FaultError5xx, 1)
-	_, err = e.a.Publish(ctx, e.creds, platforms.Post{Text: "x"})
-	kind(t, err, platforms.Transient)
-	if n := len(e.srv.Publications(platforms.Threads)); n != 0 {
-		t.Fatalf("%d publications", n)
-	}
 	cfg := e.cfg
-	cfg.HTTPClient = &http.Client{Timeout: 3 * time.Second, Transport: hook{dropAfter: func(r *http.Request) bool {
+	cfg.HTTPClient = &http.Client{Timeout: 3 * time.Second, Transport: platformstest.LoseAnswers(func(r *http.Request) bool {
 		return strings.HasSuffix(r.URL.Path, "/threads_publish")
-	}}}
+	})}
 	since := time.Now().Add(-time.Second)
-	_, err = threads.New(cfg).Publish(ctx, e.creds, platforms.Post{Text: "lost answer"})
+	_, err := threads.New(cfg).Publish(ctx, e.creds, platforms.Post{Text: "lost answer"})
 	kind(t, err, platforms.Unknown)
-	if _, found, err := e.a.Lookup(ctx, e.creds, platforms.Post{Text: "lost answer"}, since); err != nil || !found {
-		t.Fatalf("found=%v err=%v", found, err)
-	}
-}
-
-func TestPostThenErrorAndLookup(t *testing.T) {
-	e := setup(t, sim.Options{})
-	ctx := context.Background()
-	since := time.Now().Add(-time.Second)
-	_ = e.srv.InjectFault(platforms.Threads, sim.FaultPostThenError, 1)
-	_, err := e.a.Publish(ctx, e.creds, platforms.Post{Text: "did it post?", Media: []platforms.Media{e.media("image/jpeg", "a.jpg")}})
-	kind(t, err, platforms.Unknown)
-	pub, found, err := e.a.Lookup(ctx, e.creds, platforms.Post{Text: "did it post?"}, since)
-	if err != nil || !found {
-		t.Fatalf("lookup: found=%v err=%v", found, err)
-	}
-	pubs := e.srv.Publications(platforms.Threads)
-	if len(pubs) != 1 || pubs[0].ID != pub.ID || pub.URL == "" {
-		t.Fatalf("records %+v, lookup %+v", pubs, pub)
-	}
-	if _, found, err := e.a.Lookup(ctx, e.creds, platforms.Post{Text: "did it post"}, since); err != nil || found {
-		t.Fatalf("found=%v err=%v", found, err)
-	}
-}
-
-func TestGarbageAnswers(t *testing.T) {
-	cases := []struct {
-		status int
-		body   string
-		want   platforms.Kind
-	}{
-		{200, `not json`, platforms.Unknown},
-		{200, `{"id":null}`, platforms.Unknown},
-		{200, `{"error":{"message":"Some error","type":"THApiException","code":100}}`, platforms.Permanent},
-		{503, `upstream unavailable`, platforms.Unknown},
-	}
-	for _, c := range cases {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			switch {
-			case strings.HasSuffix(r.URL.Path, "/threads_publishing_limit"):
-				_, _ = io.WriteString(w, `{"data":[{"quota_usage":0,"config":{"quota_total":250,"quota_duration":86400}}]}`)
-			case strings.HasSuffix(r.URL.Path, "/threads_publish"):
-				w.WriteHeader(c.status)
-				_, _ = io.WriteString(w, c.body)
-			case strings.HasSuffix(r.URL.Path, "/threads"):
-				_, _ = io.WriteString(w, `{"id":"1"}`)
-			default:
-				_, _ = io.WriteString(w, `{"id":"1","status":"FINISHED"}`)
-			}
-		}))
-		a := threads.New(platforms.Config{BaseURL: srv.URL, PollInterval: time.Millisecond})
-		res, err := a.Publish(context.Background(), platforms.Credentials{UserID: "1", AccessToken: "t"}, platforms.Post{Text: "x"})
-		if err == nil {
-			t.Fatalf("%s: success %+v", c.body, res)
-		}
-		kind(t, err, c.want)
-		srv.Close()
-	}
-	// A container that fails processing is Permanent, with the network's message.
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case strings.HasSuffix(r.URL.Path, "/threads_publishing_limit"):
-			_, _ = io.WriteString(w, `{"data":[]}`)
-		case strings.HasSuffix(r.URL.Path, "/threads"):
-			_, _ = io.WriteString(w, `{"id":"1"}`)
-		default:
-			_, _ = io.WriteString(w, `{"id":"1","status":"ERROR","error_message":"FAILED_PROCESSING_IMAGE"}`)
-		}
-	}))
-	defer srv.Close()
-	_, err := threads.New(platforms.Config{BaseURL: srv.URL, PollInterval: time.Millisecond}).Publish(context.Background(), platforms.Credentials{UserID: "1", AccessToken: "t"}, platforms.Post{Text: "x"})
-	if pe := kind(t, err, platforms.Permanent); !strings.Contains(pe.Message, "FAILED_PROCESSING_IMAGE") {
-		t.Fatalf("message = %s", pe.Message)
-	}
+	_, found, err := e.a.Lookup(ctx, e.creds, platforms.Post{Text: "lost answer"}, since)
+	require.NoError(t, err)
+	require.True(t, found)
 }
 
 func connect(t *testing.T, e *env, handle string) platforms.Credentials {
@@ -378,56 +305,38 @@ func connect(t *testing.T, e *env, handle string) platforms.Credentials {
 	redirect := "https://herald.example/callback"
 	loc := authorize(t, e, handle, redirect)
 	creds, err := e.a.Exchange(context.Background(), loc.Query().Get("code"), redirect, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return creds
 }
 
 func authorize(t *testing.T, e *env, handle, redirect string) *url.URL {
 	t.Helper()
 	u := e.a.AuthorizeURL("st4te", redirect, "")
-	if !strings.Contains(u, "/oauth/authorize?") || !strings.Contains(u, "threads_content_publish") {
-		t.Fatalf("authorize url = %s", u)
-	}
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noFollow.Get(u + "&login_hint=" + url.QueryEscape(handle))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if resp.StatusCode != http.StatusFound || err != nil || !strings.HasPrefix(loc.String(), redirect) || loc.Query().Get("state") != "st4te" {
-		t.Fatalf("consent answered %d, location %q", resp.StatusCode, resp.Header.Get("Location"))
-	}
+	require.Contains(t, u, "/oauth/authorize?")
+	require.Contains(t, u, "threads_content_publish")
+	loc := platformstest.Consent(t, u+"&login_hint="+url.QueryEscape(handle), redirect)
+	require.Equal(t, "st4te", loc.Query().Get("state"))
 	return loc
 }
 
 func TestConnectPublishRevoke(t *testing.T) {
+	t.Parallel()
 	e := setup(t, sim.Options{})
 	ctx := context.Background()
 	creds := connect(t, e, "acme")
-	if creds.UserID != e.creds.UserID || creds.Handle != "acme" || time.Until(creds.ExpiresAt) < 59*24*time.Hour {
-		t.Fatalf("credentials = %+v", creds)
-	}
-	if _, err := e.a.Publish(ctx, creds, platforms.Post{Text: "connected"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.a.Revoke(ctx, creds); err != nil {
-		t.Fatal(err)
-	}
-	if r := e.srv.Revocations(); len(r) != 0 {
-		t.Fatalf("revocations = %+v", r)
-	}
+	require.Equal(t, e.creds.UserID, creds.UserID)
+	require.Equal(t, "acme", creds.Handle)
+	require.GreaterOrEqual(t, time.Until(creds.ExpiresAt), 59*24*time.Hour)
+	_, err := e.a.Publish(ctx, creds, platforms.Post{Text: "connected"})
+	require.NoError(t, err)
+	require.NoError(t, e.a.Revoke(ctx, creds))
+	require.Empty(t, e.srv.Revocations())
 	redirect := "https://herald.example/callback"
 	e.srv.Deny(platforms.Threads)
-	if loc := authorize(t, e, "acme", redirect); loc.Query().Get("error") != "access_denied" {
-		t.Fatalf("denied redirect = %s", loc)
-	}
+	require.Equal(t, "access_denied", authorize(t, e, "acme", redirect).Query().Get("error"))
 	code := authorize(t, e, "acme", redirect).Query().Get("code")
-	if _, err := e.a.Exchange(ctx, code, redirect, ""); err != nil {
-		t.Fatal(err)
-	}
-	_, err := e.a.Exchange(ctx, code, redirect, "")
+	_, err = e.a.Exchange(ctx, code, redirect, "")
+	require.NoError(t, err)
+	_, err = e.a.Exchange(ctx, code, redirect, "")
 	kind(t, err, platforms.Permanent)
 }

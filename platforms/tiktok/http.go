@@ -11,52 +11,8 @@ import (
 	"github.com/heraldhq/herald/platforms"
 )
 
-// maxResponse bounds how much of an answer is read.
-const maxResponse = 4 << 20
-
 // rateWindow is TikTok's per-token sliding window; a 429 carries no reset, so it is assumed.
 const rateWindow = time.Minute
-
-// request is one call to TikTok.
-type request struct {
-	method, url string
-	body        []byte
-	contentType string
-	bearer      string
-	header      map[string]string
-	// create marks the call that creates the post (the last chunk of the upload): once it was
-	// sent, a failure leaves the outcome unknown.
-	create bool
-}
-
-// response is TikTok's answer, read in full.
-type response struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-// send makes the call. Failures without an answer are classified: before the request was written
-// Transient; after it was written Unknown for the post-creating call and Transient otherwise.
-func (a *Adapter) send(ctx context.Context, rq request) (*response, error) {
-	c := platforms.Call{Method: rq.method, URL: rq.url, Body: rq.body, Header: http.Header{}, Bearer: rq.bearer, Create: rq.create}
-	if rq.contentType != "" {
-		c.Header.Set("Content-Type", rq.contentType)
-	}
-	for k, v := range rq.header {
-		c.Header.Set(k, v)
-	}
-	ans, err := platforms.Send(ctx, a.hc, platforms.TikTok, c)
-	if err != nil {
-		return nil, err
-	}
-	return &response{status: ans.Status, header: ans.Header, body: ans.Body}, nil
-}
-
-// connError classifies a call that got no (complete) answer.
-func connError(err error, sent, create bool) *platforms.Error {
-	return platforms.NoAnswer(platforms.TikTok, err, sent, create)
-}
 
 // envelope is TikTok's answer: {"data":…,"error":{"code":"ok","message":"","log_id":…}}.
 type envelope struct {
@@ -70,23 +26,23 @@ type envelope struct {
 
 // call makes an API call and decodes the envelope's data into out. Anything but a 2xx answer with
 // error.code "ok" is an error, whatever the status.
-func (a *Adapter) call(ctx context.Context, rq request, out any) error {
-	r, err := a.send(ctx, rq)
+func (a *Adapter) call(ctx context.Context, rq platforms.Call, out any) error {
+	r, err := platforms.Send(ctx, a.hc, platforms.TikTok, rq)
 	if err != nil {
 		return err
 	}
 	var env envelope
-	if json.Unmarshal(r.body, &env) != nil || env.Error.Code == "" {
-		if r.status >= 200 && r.status <= 299 {
-			return invalidBody(r.status, "no TikTok envelope", rq.create)
+	if json.Unmarshal(r.Body, &env) != nil || env.Error.Code == "" {
+		if r.Status >= 200 && r.Status <= 299 {
+			return invalidBody(r.Status, "no TikTok envelope", rq.Create)
 		}
-		return classify(r.status, "", "", rq.create)
+		return classify(r.Status, "", "", rq.Create)
 	}
-	if r.status < 200 || r.status > 299 || env.Error.Code != "ok" {
-		return classify(r.status, env.Error.Code, env.Error.Message, rq.create)
+	if r.Status < 200 || r.Status > 299 || env.Error.Code != "ok" {
+		return classify(r.Status, env.Error.Code, env.Error.Message, rq.Create)
 	}
 	if out != nil && json.Unmarshal(env.Data, out) != nil {
-		return invalidBody(r.status, "the data does not have the documented shape", rq.create)
+		return invalidBody(r.Status, "the data does not have the documented shape", rq.Create)
 	}
 	return nil
 }

@@ -39,8 +39,8 @@ func (a *Adapter) BatchMetrics(ctx context.Context, c platforms.Credentials, ids
 				ShareCount   *int64 `json:"share_count"`
 			} `json:"videos"`
 		}
-		err := a.call(ctx, request{method: http.MethodPost, url: a.api + "/v2/video/query/?fields=id,view_count,like_count,comment_count,share_count",
-			body: body, bearer: c.AccessToken, contentType: "application/json; charset=UTF-8"}, &res)
+		err := a.call(ctx, platforms.Call{Method: http.MethodPost, URL: a.api + "/v2/video/query/?fields=id,view_count,like_count,comment_count,share_count",
+			Body: body, Bearer: c.AccessToken, ContentType: "application/json; charset=UTF-8"}, &res)
 		if err != nil {
 			return nil, err
 		}

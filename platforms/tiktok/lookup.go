@@ -32,8 +32,8 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 			Cursor  int64 `json:"cursor"`
 			HasMore bool  `json:"has_more"`
 		}
-		err := a.call(ctx, request{method: http.MethodPost, url: a.api + "/v2/video/list/?fields=id,title,video_description,create_time,share_url",
-			body: body, bearer: c.AccessToken, contentType: "application/json; charset=UTF-8"}, &list)
+		err := a.call(ctx, platforms.Call{Method: http.MethodPost, URL: a.api + "/v2/video/list/?fields=id,title,video_description,create_time,share_url",
+			Body: body, Bearer: c.AccessToken, ContentType: "application/json; charset=UTF-8"}, &list)
 		if err != nil {
 			return platforms.Publication{}, false, err
 		}

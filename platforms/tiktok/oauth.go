@@ -49,26 +49,26 @@ type tokenResponse struct {
 func (a *Adapter) tokenCall(ctx context.Context, form url.Values) (*tokenResponse, error) {
 	form.Set("client_key", a.cfg.ClientID)
 	form.Set("client_secret", a.cfg.ClientSecret)
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.api + "/v2/oauth/token/", body: []byte(form.Encode()), contentType: "application/x-www-form-urlencoded"})
+	r, err := platforms.Send(ctx, a.hc, platforms.TikTok, platforms.Call{Method: http.MethodPost, URL: a.api + "/v2/oauth/token/", Body: []byte(form.Encode()), ContentType: "application/x-www-form-urlencoded"})
 	if err != nil {
 		return nil, err
 	}
 	var t tokenResponse
-	jerr := json.Unmarshal(r.body, &t)
+	jerr := json.Unmarshal(r.Body, &t)
 	switch {
-	case r.status >= 500 || r.status == http.StatusTooManyRequests:
-		return nil, classify(r.status, t.Error, t.ErrorDescription, false)
-	case t.Error != "" || r.status != http.StatusOK:
+	case r.Status >= 500 || r.Status == http.StatusTooManyRequests:
+		return nil, classify(r.Status, t.Error, t.ErrorDescription, false)
+	case t.Error != "" || r.Status != http.StatusOK:
 		msg := t.ErrorDescription
 		if msg == "" {
-			msg = http.StatusText(r.status)
+			msg = http.StatusText(r.Status)
 		}
 		if form.Get("grant_type") == "refresh_token" {
 			msg = "the refresh token was refused; reconnect the account (" + msg + ")"
 		}
-		return nil, &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Permanent, Status: r.status, Code: t.Error, Message: msg}
+		return nil, &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Permanent, Status: r.Status, Code: t.Error, Message: msg}
 	case jerr != nil || t.AccessToken == "":
-		return nil, invalidBody(r.status, "no access_token in the token answer", false)
+		return nil, invalidBody(r.Status, "no access_token in the token answer", false)
 	}
 	return &t, nil
 }
@@ -112,7 +112,7 @@ func (a *Adapter) Exchange(ctx context.Context, code, redirectURI, codeVerifier 
 			DisplayName string `json:"display_name"`
 		} `json:"user"`
 	}
-	if err := a.call(ctx, request{method: http.MethodGet, url: a.api + "/v2/user/info/?fields=open_id,username,display_name", bearer: c.AccessToken}, &info); err != nil {
+	if err := a.call(ctx, platforms.Call{Method: http.MethodGet, URL: a.api + "/v2/user/info/?fields=open_id,username,display_name", Bearer: c.AccessToken}, &info); err != nil {
 		return platforms.Credentials{}, err
 	}
 	if c.UserID == "" {
@@ -144,14 +144,14 @@ func (a *Adapter) Revoke(ctx context.Context, c platforms.Credentials) error {
 		return nil
 	}
 	form := url.Values{"client_key": {a.cfg.ClientID}, "client_secret": {a.cfg.ClientSecret}, "token": {c.AccessToken}}
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.api + "/v2/oauth/revoke/", body: []byte(form.Encode()), contentType: "application/x-www-form-urlencoded"})
+	r, err := platforms.Send(ctx, a.hc, platforms.TikTok, platforms.Call{Method: http.MethodPost, URL: a.api + "/v2/oauth/revoke/", Body: []byte(form.Encode()), ContentType: "application/x-www-form-urlencoded"})
 	if err != nil {
 		return err
 	}
 	var t tokenResponse
-	_ = json.Unmarshal(r.body, &t)
-	if r.status == http.StatusOK && t.Error == "" {
+	_ = json.Unmarshal(r.Body, &t)
+	if r.Status == http.StatusOK && t.Error == "" {
 		return nil
 	}
-	return classify(r.status, t.Error, t.ErrorDescription, false)
+	return classify(r.Status, t.Error, t.ErrorDescription, false)
 }

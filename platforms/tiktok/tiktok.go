@@ -161,7 +161,7 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 		return platforms.Result{}, err
 	}
 	var info creatorInfo
-	if err := a.call(ctx, request{method: http.MethodPost, url: a.api + "/v2/post/publish/creator_info/query/", bearer: c.AccessToken, contentType: "application/json; charset=UTF-8"}, &info); err != nil {
+	if err := a.call(ctx, platforms.Call{Method: http.MethodPost, URL: a.api + "/v2/post/publish/creator_info/query/", Bearer: c.AccessToken, ContentType: "application/json; charset=UTF-8"}, &info); err != nil {
 		return platforms.Result{}, err
 	}
 	privacy, ok := privacyLevel(c, info.PrivacyLevelOptions)
@@ -198,7 +198,7 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 		PublishID string `json:"publish_id"`
 		UploadURL string `json:"upload_url"`
 	}
-	if err := a.call(ctx, request{method: http.MethodPost, url: a.api + "/v2/post/publish/video/init/", body: initBody, bearer: c.AccessToken, contentType: "application/json; charset=UTF-8"}, &init); err != nil {
+	if err := a.call(ctx, platforms.Call{Method: http.MethodPost, URL: a.api + "/v2/post/publish/video/init/", Body: initBody, Bearer: c.AccessToken, ContentType: "application/json; charset=UTF-8"}, &init); err != nil {
 		return platforms.Result{}, err
 	}
 	if init.PublishID == "" || init.UploadURL == "" {
@@ -233,15 +233,15 @@ func (a *Adapter) upload(ctx context.Context, uploadURL string, src io.Reader, c
 			return &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Permanent, Message: "reading the video failed (is its size right?)", Err: err}
 		}
 		last := i == count-1
-		r, err := a.send(ctx, request{method: http.MethodPut, url: uploadURL, body: buf, contentType: ctype, create: last,
-			header: map[string]string{"Content-Range": fmt.Sprintf("bytes %d-%d/%d", first, first+n-1, size)}})
+		r, err := platforms.Send(ctx, a.hc, platforms.TikTok, platforms.Call{Method: http.MethodPut, URL: uploadURL, Body: buf, ContentType: ctype, Create: last,
+			Header: http.Header{"Content-Range": {fmt.Sprintf("bytes %d-%d/%d", first, first+n-1, size)}}})
 		if err != nil {
 			return err
 		}
-		if r.status < 200 || r.status > 299 {
+		if r.Status < 200 || r.Status > 299 {
 			var env envelope
-			_ = json.Unmarshal(r.body, &env)
-			return classify(r.status, env.Error.Code, env.Error.Message, last)
+			_ = json.Unmarshal(r.Body, &env)
+			return classify(r.Status, env.Error.Code, env.Error.Message, last)
 		}
 		first += n
 	}
@@ -276,7 +276,7 @@ func (a *Adapter) uploadEnded(ctx context.Context, c platforms.Credentials, publ
 	}
 	var st status
 	for tries := 1; ; tries++ {
-		serr := a.call(ctx, request{method: http.MethodPost, url: a.api + "/v2/post/publish/status/fetch/", body: body, bearer: c.AccessToken, contentType: "application/json; charset=UTF-8"}, &st)
+		serr := a.call(ctx, platforms.Call{Method: http.MethodPost, URL: a.api + "/v2/post/publish/status/fetch/", Body: body, Bearer: c.AccessToken, ContentType: "application/json; charset=UTF-8"}, &st)
 		if serr == nil {
 			break
 		}
@@ -317,7 +317,7 @@ func (a *Adapter) awaitPublish(ctx context.Context, c platforms.Credentials, pub
 	errs := 0
 	for {
 		var st status
-		err := a.call(ctx, request{method: http.MethodPost, url: a.api + "/v2/post/publish/status/fetch/", body: body, bearer: c.AccessToken, contentType: "application/json; charset=UTF-8"}, &st)
+		err := a.call(ctx, platforms.Call{Method: http.MethodPost, URL: a.api + "/v2/post/publish/status/fetch/", Body: body, Bearer: c.AccessToken, ContentType: "application/json; charset=UTF-8"}, &st)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return "", unknown("the wait for the post was cut short", ctx.Err())

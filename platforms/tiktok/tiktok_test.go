@@ -3,14 +3,10 @@ package tiktok
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -31,47 +27,22 @@ type testBundle struct {
 
 func setup(t *testing.T, opts sim.Options) *testBundle {
 	t.Helper()
-	srv, err := sim.Start("127.0.0.1:0", opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	cfg := srv.AdapterConfig(platforms.TikTok)
-	cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+	srv, cfg := platformstest.Start(t, platforms.TikTok, opts)
 	b := &testBundle{srv: srv, a: New(cfg)}
 	b.creds = connect(t, b.a, "alice")
 	return b
 }
 
-func pkce(t *testing.T) (verifier, challenge string) {
-	t.Helper()
-	verifier = base64.RawURLEncoding.EncodeToString(randomBytes(t, 32))
-	sum := sha256.Sum256([]byte(verifier))
-	return verifier, base64.RawURLEncoding.EncodeToString(sum[:])
-}
-
 // connect runs the OAuth flow with PKCE for handle.
 func connect(t *testing.T, a *Adapter, handle string) platforms.Credentials {
 	t.Helper()
-	verifier, challenge := pkce(t)
+	verifier, challenge := platformstest.PKCE(t)
 	redirect := "http://127.0.0.1:1/callback"
-	q := consent(t, a.AuthorizeURL("st4te", redirect, challenge)+"&login_hint="+handle)
+	q := platformstest.Consent(t, a.AuthorizeURL("st4te", redirect, challenge)+"&login_hint="+handle, redirect).Query()
 	require.Equal(t, "st4te", q.Get("state"))
 	c, err := a.Exchange(context.Background(), q.Get("code"), redirect, verifier)
 	require.NoError(t, err)
 	return c
-}
-
-// consent follows the consent page once and returns the query of the redirect it answers with.
-func consent(t *testing.T, authURL string) url.Values {
-	t.Helper()
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(authURL)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusFound, resp.StatusCode)
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	require.NoError(t, err)
-	require.Equal(t, "/callback", loc.Path)
-	return loc.Query()
 }
 
 func randomBytes(t *testing.T, n int) []byte { return platformstest.RandomBytes(t, n) }
@@ -91,15 +62,8 @@ func kindOf(t *testing.T, err error) platforms.Kind {
 
 func uploads(t *testing.T, srv *sim.Server) []sim.RequestLog {
 	t.Helper()
-	resp, err := http.Get(srv.BaseURL() + "/_sim/requests?platform=tiktok")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var out struct {
-		Data []sim.RequestLog `json:"data"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
 	var puts []sim.RequestLog
-	for _, l := range out.Data {
+	for _, l := range platformstest.Requests(t, srv, platforms.TikTok) {
 		if l.Method == http.MethodPut {
 			puts = append(puts, l)
 		}
@@ -119,21 +83,21 @@ func TestConnect(t *testing.T) {
 	require.True(t, b.creds.ExpiresAt.After(time.Now().Add(23*time.Hour)))
 	require.True(t, b.creds.RefreshExpiresAt.After(time.Now().Add(300*24*time.Hour)))
 
-	_, challenge := pkce(t)
+	_, challenge := platformstest.PKCE(t)
 	redirect := "http://127.0.0.1:1/callback"
 	authURL := b.a.AuthorizeURL("s", redirect, challenge)
 	u, err := url.Parse(authURL)
 	require.NoError(t, err)
 	require.Equal(t, "/tiktok/v2/auth/authorize/", u.Path)
 	require.Equal(t, sim.ClientID, u.Query().Get("client_key"))
-	q := consent(t, authURL)
+	q := platformstest.Consent(t, authURL, redirect).Query()
 	_, err = b.a.Exchange(context.Background(), q.Get("code"), redirect, "not-the-verifier")
 	require.Equal(t, platforms.Permanent, kindOf(t, err))
 	_, err = b.a.Exchange(context.Background(), q.Get("code"), redirect, "not-the-verifier")
 	require.Equal(t, platforms.Permanent, kindOf(t, err), "codes are single-use")
 
 	b.srv.Deny(platforms.TikTok)
-	q = consent(t, authURL)
+	q = platformstest.Consent(t, authURL, redirect).Query()
 	require.Equal(t, "access_denied", q.Get("error"))
 	require.Equal(t, "s", q.Get("state"))
 }
@@ -213,92 +177,6 @@ func TestModerationWait(t *testing.T) {
 	require.True(t, strings.HasPrefix(res.Publication.ID, "v_pub_file~"), "the publish_id stands in for the post id")
 	require.Empty(t, res.Publication.URL)
 	require.Len(t, b.srv.Publications(platforms.TikTok), 1)
-}
-
-func TestValidate(t *testing.T) {
-	t.Parallel()
-	a := New(platforms.Config{})
-	vid := videoMedia([]byte("x"))
-	cases := []struct {
-		name string
-		post platforms.Post
-		want string
-	}{
-		{"no media", platforms.Post{Text: "Hi"}, "needs a video"},
-		{"two videos", platforms.Post{Media: []platforms.Media{vid, vid}}, "exactly one video"},
-		{"image", platforms.Post{Media: []platforms.Media{{ContentType: "image/jpeg", Filename: "a.jpg"}}}, "are videos"},
-		{"avi", platforms.Post{Media: []platforms.Media{{ContentType: "video/x-msvideo", Filename: "a.avi"}}}, "MP4, MOV or WebM"},
-		{"long caption", platforms.Post{Text: strings.Repeat("😀", 1101), Media: []platforms.Media{vid}}, "2202 characters"},
-		{"huge", platforms.Post{Media: []platforms.Media{{ContentType: "video/mp4", Size: MaxVideoBytes + 1}}}, "4 GB"},
-	}
-	for _, tc := range cases {
-		err := a.Validate(tc.post)
-		require.Equal(t, platforms.Invalid, kindOf(t, err), tc.name)
-		require.Contains(t, err.Error(), tc.want, tc.name)
-	}
-	require.NoError(t, a.Validate(platforms.Post{Text: strings.Repeat("😀", 1100), Media: []platforms.Media{vid}}))
-}
-
-func TestRefreshAndRetry(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	post := platforms.Post{Text: "After refresh", Media: []platforms.Media{videoMedia([]byte("video"))}}
-	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultExpireTokens, 0))
-	_, err := b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
-
-	fresh, err := b.a.Refresh(context.Background(), b.creds)
-	require.NoError(t, err)
-	require.NotEqual(t, b.creds.AccessToken, fresh.AccessToken)
-	require.NotEqual(t, b.creds.RefreshToken, fresh.RefreshToken)
-	require.Equal(t, b.creds.UserID, fresh.UserID)
-	require.Equal(t, b.creds.Handle, fresh.Handle)
-	_, err = b.a.Refresh(context.Background(), b.creds)
-	require.Equal(t, platforms.Permanent, kindOf(t, err), "the old refresh token is retired")
-
-	_, err = b.a.Publish(context.Background(), fresh, post)
-	require.NoError(t, err)
-	require.Len(t, b.srv.Publications(platforms.TikTok), 1)
-}
-
-func TestRateLimited(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	post := platforms.Post{Text: "Limited", Media: []platforms.Media{videoMedia([]byte("video"))}}
-	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultRateLimit, 1))
-	_, err := b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	var e *platforms.Error
-	require.ErrorAs(t, err, &e)
-	require.Equal(t, "rate_limit_exceeded", e.Code)
-	require.True(t, e.ResetAt.After(time.Now()) && e.ResetAt.Before(time.Now().Add(2*time.Minute)))
-
-	b.srv.SetLimit(platforms.TikTok, "video_init", sim.Limit{Count: 1, Window: time.Minute})
-	_, err = b.a.Publish(context.Background(), b.creds, post)
-	require.NoError(t, err)
-	_, err = b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	require.Len(t, b.srv.Publications(platforms.TikTok), 1)
-
-	b.srv.SetLimit(platforms.TikTok, "video_init", sim.Limit{Count: 6, Window: time.Minute})
-	b.srv.SetLimit(platforms.TikTok, "daily_posts", sim.Limit{Count: 0, Window: 24 * time.Hour})
-	_, err = b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	require.ErrorAs(t, err, &e)
-	require.Equal(t, "spam_risk_too_many_posts", e.Code)
-}
-
-func TestServerErrorAndTimeoutAreTransient(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{TimeoutHold: 50 * time.Millisecond})
-	post := platforms.Post{Text: "Outage", Media: []platforms.Media{videoMedia([]byte("video"))}}
-	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultError5xx, 1))
-	_, err := b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultTimeout, 1))
-	_, err = b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.Transient, kindOf(t, err), "creator_info creates nothing")
-	require.Empty(t, b.srv.Publications(platforms.TikTok))
 }
 
 // The last chunk answered 500 after TikTok took the video: the publish's status (read again when
@@ -392,64 +270,99 @@ type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-func TestProcessingFailure(t *testing.T) {
+func TestConformance(t *testing.T) {
 	t.Parallel()
-	b := setup(t, sim.Options{})
-	data := append([]byte(sim.ProcessingFailureMarker), randomBytes(t, 100)...)
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Broken", Media: []platforms.Media{videoMedia(data)}})
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	var e *platforms.Error
-	require.ErrorAs(t, err, &e)
-	require.Equal(t, "file_format_check_failed", e.Code)
-	require.Empty(t, b.srv.Publications(platforms.TikTok))
-}
-
-func TestGarbageAnswers(t *testing.T) {
-	t.Parallel()
-	post := platforms.Post{Text: "Garbage", Media: []platforms.Media{videoMedia([]byte("video"))}}
-	creds := platforms.Credentials{AccessToken: "t"}
-	for body, want := range map[string]platforms.Kind{
-		"<html>oops</html>": platforms.Transient,
-		`{"data":{},"error":{"code":"invalid_params","message":"bad"}}`: platforms.Permanent,
-		`{"data":{"privacy_level_options":["SELF_ONLY"]}}`:              platforms.Transient,
-	} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write([]byte(body))
-		}))
-		t.Cleanup(srv.Close)
-		_, err := New(platforms.Config{BaseURL: srv.URL}).Publish(context.Background(), creds, post)
-		require.Equal(t, want, kindOf(t, err), body)
-	}
-
-	// An error envelope on the last chunk: the post may exist.
-	var base string
-	flow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/v2/post/publish/creator_info/query/":
-			_, _ = w.Write([]byte(`{"data":{"privacy_level_options":["SELF_ONLY"]},"error":{"code":"ok"}}`))
-		case "/v2/post/publish/video/init/":
-			_, _ = w.Write([]byte(`{"data":{"publish_id":"p1","upload_url":"` + base + `/up"},"error":{"code":"ok"}}`))
-		default:
-			w.WriteHeader(http.StatusInternalServerError)
-			_, _ = w.Write([]byte(`{"data":{},"error":{"code":"internal_error","message":"boom"}}`))
+	vid := videoMedia([]byte("x"))
+	video := func(text string) platformstest.PostFunc {
+		return func(*testing.T) platforms.Post {
+			return platforms.Post{Text: text, Media: []platforms.Media{videoMedia([]byte("video"))}}
 		}
-	}))
-	t.Cleanup(flow.Close)
-	base = flow.URL
-	// The publish's status cannot be read either (five tries).
-	_, err := New(platforms.Config{BaseURL: base, PollInterval: time.Millisecond}).Publish(context.Background(), creds, post)
-	require.Equal(t, platforms.Unknown, kindOf(t, err))
-}
-
-func TestRevoke(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	require.NoError(t, b.a.Revoke(context.Background(), b.creds))
-	revs := b.srv.Revocations()
-	require.Len(t, revs, 1)
-	require.Equal(t, "tiktok", revs[0].Platform)
-	require.Equal(t, b.creds.UserID, revs[0].Account)
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Revoked", Media: []platforms.Media{videoMedia([]byte("video"))}})
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
+	}
+	fake := platforms.Credentials{AccessToken: "t"}
+	fakePost := platforms.Post{Text: "Garbage", Media: []platforms.Media{videoMedia([]byte("video"))}}
+	platformstest.Run(t, platformstest.Adapter{
+		Platform: platforms.TikTok,
+		New:      func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
+		Account: func(t *testing.T, _ *sim.Server, a platforms.Adapter) platforms.Credentials {
+			return connect(t, a.(*Adapter), "alice")
+		},
+		FakeConfig: func(url string) platforms.Config {
+			return platforms.Config{BaseURL: url, PollInterval: time.Millisecond}
+		},
+		FakeCreds: fake,
+		FakePost:  fakePost,
+		ServerError: platformstest.Faults{Steps: []platformstest.Step{
+			{Name: "creator_info creates nothing", Post: video("Outage"), Want: platforms.Transient},
+		}},
+		Timeout: platformstest.Faults{Hold: 50 * time.Millisecond, Steps: []platformstest.Step{
+			{Name: "creator_info creates nothing", Post: video("Outage"), Want: platforms.Transient},
+		}},
+		Garbage: platformstest.Garbage{
+			Answers: []platformstest.Answer{
+				{Status: 200, Body: "<html>oops</html>", Want: platforms.Transient},
+				{Status: 200, Body: `{"data":{},"error":{"code":"invalid_params","message":"bad"}}`, Want: platforms.Permanent},
+				{Status: 200, Body: `{"data":{"privacy_level_options":["SELF_ONLY"]}}`, Want: platforms.Transient},
+			},
+			Checks: []platformstest.Check{{
+				// An error envelope on the last chunk, and the publish's status cannot be read
+				// either (five tries): the post may exist.
+				Name: "error on the last chunk",
+				Serve: func(base string) http.Handler {
+					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						switch r.URL.Path {
+						case "/v2/post/publish/creator_info/query/":
+							_, _ = w.Write([]byte(`{"data":{"privacy_level_options":["SELF_ONLY"]},"error":{"code":"ok"}}`))
+						case "/v2/post/publish/video/init/":
+							_, _ = w.Write([]byte(`{"data":{"publish_id":"p1","upload_url":"` + base + `/up"},"error":{"code":"ok"}}`))
+						default:
+							w.WriteHeader(http.StatusInternalServerError)
+							_, _ = w.Write([]byte(`{"data":{},"error":{"code":"internal_error","message":"boom"}}`))
+						}
+					})
+				},
+				Want: []platforms.Kind{platforms.Unknown},
+				Call: func(ctx context.Context, a platforms.Adapter) error {
+					_, err := a.Publish(ctx, fake, fakePost)
+					return err
+				},
+			}},
+		},
+		PostThenError: platformstest.Lookup{NotApplicable: "after an error on the last chunk the publish reads its status, which says whether TikTok took the video, " +
+			"so the publish ends without an unknown outcome (TestPostThenErrorAndLookup, TestLostAnswerToLastChunkIsUnknown)"},
+		Refresh: platformstest.Refresh{
+			Post:      video("After refresh"),
+			ExpireAll: true,
+			Rotates:   true,
+			Old:       platformstest.OldRefreshRefused,
+		},
+		Validate: platformstest.Validate{Cases: []platformstest.ValidateCase{
+			{Name: "no media", Post: platforms.Post{Text: "Hi"}, Contains: "needs a video"},
+			{Name: "two videos", Post: platforms.Post{Media: []platforms.Media{vid, vid}}, Contains: "exactly one video"},
+			{Name: "image", Post: platforms.Post{Media: []platforms.Media{{ContentType: "image/jpeg", Filename: "a.jpg"}}}, Contains: "are videos"},
+			{Name: "avi", Post: platforms.Post{Media: []platforms.Media{{ContentType: "video/x-msvideo", Filename: "a.avi"}}}, Contains: "MP4, MOV or WebM"},
+			{Name: "long caption", Post: platforms.Post{Text: strings.Repeat("😀", 1101), Media: []platforms.Media{vid}}, Contains: "2202 characters"},
+			{Name: "huge", Post: platforms.Post{Media: []platforms.Media{{ContentType: "video/mp4", Size: MaxVideoBytes + 1}}}, Contains: "4 GB"},
+			{Name: "1100 emoji", Post: platforms.Post{Text: strings.Repeat("😀", 1100), Media: []platforms.Media{vid}}, OK: true},
+		}},
+		Revoke: platformstest.Revoke{Post: video("Revoked")},
+		RateLimit: platformstest.RateLimit{
+			Post:   video("Limited"),
+			Code:   "rate_limit_exceeded",
+			Reset:  platformstest.Within{Max: 2 * time.Minute},
+			Window: "video_init",
+			Limit:  sim.Limit{Count: 1, Window: time.Minute},
+			More: func(t *testing.T, srv *sim.Server, a platforms.Adapter, c platforms.Credentials) {
+				srv.SetLimit(platforms.TikTok, "video_init", sim.Limit{Count: 6, Window: time.Minute})
+				srv.SetLimit(platforms.TikTok, "daily_posts", sim.Limit{Count: 0, Window: 24 * time.Hour})
+				_, err := a.Publish(context.Background(), c, video("Limited")(t))
+				require.Equal(t, platforms.RateLimited, kindOf(t, err))
+				var e *platforms.Error
+				require.ErrorAs(t, err, &e)
+				require.Equal(t, "spam_risk_too_many_posts", e.Code)
+			},
+		},
+		ProcessingFails: platformstest.ProcessingFails{Code: "file_format_check_failed", Post: func(t *testing.T) platforms.Post {
+			return platforms.Post{Text: "Broken", Media: []platforms.Media{videoMedia(platformstest.FailingVideo(t))}}
+		}},
+	})
 }

@@ -53,17 +53,17 @@ func (a *Adapter) write(ctx context.Context, c platforms.Credentials, method, u 
 	if body != nil {
 		raw, _ = json.Marshal(body)
 	}
-	r, err := a.send(ctx, request{method: method, url: u, body: raw, contentType: "application/json", bearer: c.AccessToken})
+	r, err := platforms.Send(ctx, a.hc, platforms.X, platforms.Call{Method: method, URL: u, Body: raw, ContentType: "application/json", Bearer: c.AccessToken})
 	if err != nil {
 		return err
 	}
-	if r.status < 200 || r.status > 299 {
+	if r.Status < 200 || r.Status > 299 {
 		return readError(r, false)
 	}
 	var out struct {
 		Data map[string]bool `json:"data"`
 	}
-	if err := decode(r, &out, false); err != nil {
+	if err := platforms.Decode(platforms.X, r, &out, false); err != nil {
 		return err
 	}
 	got, ok := out.Data[field]
@@ -71,10 +71,10 @@ func (a *Adapter) write(ctx context.Context, c platforms.Credentials, method, u 
 		if e := errorBody(r); e != nil {
 			return e
 		}
-		return garbage(r, false, fmt.Errorf("no data.%s in the answer", field))
+		return platforms.Garbled(platforms.X, r, false, fmt.Errorf("no data.%s in the answer", field))
 	}
 	if got != want {
-		return platforms.Errorf(platforms.X, platforms.Permanent, r.status, "X answered %s=%t", field, got)
+		return platforms.Errorf(platforms.X, platforms.Permanent, r.Status, "X answered %s=%t", field, got)
 	}
 	return nil
 }
@@ -128,7 +128,7 @@ func (a *Adapter) likes(ctx context.Context, c platforms.Credentials, id string)
 			if e := errorBody(r); e != nil {
 				return false, e
 			}
-			return false, garbage(r, false, fmt.Errorf("neither data nor meta in the answer"))
+			return false, platforms.Garbled(platforms.X, r, false, fmt.Errorf("neither data nor meta in the answer"))
 		}
 		for _, u := range res.Data {
 			if u.ID == c.UserID {
@@ -196,7 +196,7 @@ func (a *Adapter) Conversations(ctx context.Context, c platforms.Credentials) ([
 			if e := errorBody(r); e != nil {
 				return nil, false, e
 			}
-			return nil, false, garbage(r, false, fmt.Errorf("neither data nor meta in the answer"))
+			return nil, false, platforms.Garbled(platforms.X, r, false, fmt.Errorf("neither data nor meta in the answer"))
 		}
 		for _, u := range res.Includes.Users {
 			users[u.ID] = u.Username

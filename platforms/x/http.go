@@ -1,10 +1,7 @@
 package x
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,53 +10,8 @@ import (
 	"github.com/heraldhq/herald/platforms"
 )
 
-// maxResponse bounds how much of an answer is read.
-const maxResponse = 4 << 20
-
 // defaultRateWindow is assumed when a 429 says nothing about its reset: X's windows are 15 minutes.
 const defaultRateWindow = 15 * time.Minute
-
-// request is one call to X.
-type request struct {
-	method, url string
-	body        []byte
-	contentType string
-	bearer      string
-	// basicUser and basicPass, when basicUser is set, authenticate a confidential OAuth client.
-	basicUser, basicPass string
-	// create marks the call that creates the post: once it was sent, a failure leaves the outcome
-	// unknown.
-	create bool
-}
-
-// response is X's answer, read in full.
-type response struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-// send makes the call. Failures without an answer are classified: before the request was written
-// Transient; after it was written Unknown for the post-creating call and Transient otherwise.
-func (a *Adapter) send(ctx context.Context, rq request) (*response, error) {
-	c := platforms.Call{Method: rq.method, URL: rq.url, Body: rq.body, Header: http.Header{}, Bearer: rq.bearer, Create: rq.create}
-	if rq.contentType != "" {
-		c.Header.Set("Content-Type", rq.contentType)
-	}
-	if rq.basicUser != "" {
-		c.BasicUser, c.BasicPass = rq.basicUser, rq.basicPass
-	}
-	ans, err := platforms.Send(ctx, a.hc, platforms.X, c)
-	if err != nil {
-		return nil, err
-	}
-	return &response{status: ans.Status, header: ans.Header, body: ans.Body}, nil
-}
-
-// connError classifies a call that got no (complete) answer.
-func connError(err error, sent, create bool) *platforms.Error {
-	return platforms.NoAnswer(platforms.X, err, sent, create)
-}
 
 // apiError is the union of X's error bodies: v2 problem JSON, v1.1-style errors, and OAuth errors.
 type apiError struct {
@@ -113,24 +65,24 @@ func (e apiError) code() string {
 // classify turns a non-2xx answer into a classified error: 401 AuthExpired (X has no distinct
 // "expired" code: refresh once, then reconnect), 429 RateLimited with the reset X announced, 5xx
 // Transient (Unknown on the post-creating call), any other status Permanent with X's message.
-func classify(r *response, create bool) *platforms.Error {
+func classify(r *platforms.Answer, create bool) *platforms.Error {
 	var body apiError
-	_ = json.Unmarshal(r.body, &body)
+	_ = json.Unmarshal(r.Body, &body)
 	msg := body.message()
 	if msg == "" {
-		msg = strings.TrimSpace(http.StatusText(r.status))
+		msg = strings.TrimSpace(http.StatusText(r.Status))
 	}
-	e := &platforms.Error{Platform: platforms.X, Status: r.status, Code: body.code(), Message: msg}
+	e := &platforms.Error{Platform: platforms.X, Status: r.Status, Code: body.code(), Message: msg}
 	switch {
-	case r.status == http.StatusUnauthorized:
+	case r.Status == http.StatusUnauthorized:
 		e.Kind = platforms.AuthExpired
-	case r.status == http.StatusTooManyRequests:
+	case r.Status == http.StatusTooManyRequests:
 		e.Kind = platforms.RateLimited
-		e.ResetAt = rateReset(r.header)
-	case r.status >= 500 && create:
+		e.ResetAt = rateReset(r.Header)
+	case r.Status >= 500 && create:
 		e.Kind = platforms.Unknown
-		e.Message = "X answered " + strconv.Itoa(r.status) + " to the post; it may exist: " + msg
-	case r.status >= 500:
+		e.Message = "X answered " + strconv.Itoa(r.Status) + " to the post; it may exist: " + msg
+	case r.Status >= 500:
 		e.Kind = platforms.Transient
 	default:
 		e.Kind = platforms.Permanent
@@ -176,38 +128,11 @@ func rateInfo(h http.Header) platforms.RateInfo {
 	return platforms.RateInfo{Limit: limit, Remaining: remaining, Reset: reset, Known: true}
 }
 
-// decode parses a 2xx answer into v; a body that does not parse is a garbage answer.
-func decode(r *response, v any, create bool) error {
-	if err := json.Unmarshal(r.body, v); err != nil {
-		return garbage(r, create, err)
-	}
-	return nil
-}
-
-// garbage classifies a 2xx answer whose body is not what X sends. On the post-creating call the
-// post probably exists but its id is unknown, so the outcome is Unknown (Lookup resolves it);
-// elsewhere the answer is Transient.
-func garbage(r *response, create bool, err error) *platforms.Error {
-	kind := platforms.Transient
-	if create {
-		kind = platforms.Unknown
-	}
-	return &platforms.Error{Platform: platforms.X, Kind: kind, Status: r.status, Message: fmt.Sprintf("unexpected answer from X (HTTP %d)", r.status), Err: err}
-}
-
 // errorBody reports a 2xx answer that carries only errors (X's partial-error shape without data).
-func errorBody(r *response) *platforms.Error {
+func errorBody(r *platforms.Answer) *platforms.Error {
 	var body apiError
-	if json.Unmarshal(r.body, &body) != nil || (len(body.Errors) == 0 && body.Detail == "" && body.Error == "") {
+	if json.Unmarshal(r.Body, &body) != nil || (len(body.Errors) == 0 && body.Detail == "" && body.Error == "") {
 		return nil
 	}
-	return &platforms.Error{Platform: platforms.X, Kind: platforms.Permanent, Status: r.status, Code: body.code(), Message: body.message()}
-}
-
-// ctxError classifies a context that ended between calls (nothing in flight).
-func ctxError(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return &platforms.Error{Platform: platforms.X, Kind: platforms.Transient, Message: "stopped: " + err.Error(), Err: err}
-	}
-	return err
+	return &platforms.Error{Platform: platforms.X, Kind: platforms.Permanent, Status: r.Status, Code: body.code(), Message: body.message()}
 }

@@ -44,9 +44,9 @@ func notFound(status int, format string, args ...any) *platforms.Error {
 }
 
 // readError classifies a failed read; X's 404 resource-not-found wraps platforms.ErrNotFound.
-func readError(r *response, create bool) *platforms.Error {
+func readError(r *platforms.Answer, create bool) *platforms.Error {
 	e := classify(r, create)
-	if r.status == http.StatusNotFound || (r.status == http.StatusForbidden && strings.Contains(e.Message, notVisibleText)) {
+	if r.Status == http.StatusNotFound || (r.Status == http.StatusForbidden && strings.Contains(e.Message, notVisibleText)) {
 		e.Err = platforms.ErrNotFound
 	}
 	return e
@@ -66,15 +66,15 @@ func isID(s string) bool {
 }
 
 // get makes a read call and decodes a 2xx answer into out.
-func (a *Adapter) get(ctx context.Context, token, u string, out any) (*response, error) {
-	r, err := a.send(ctx, request{method: http.MethodGet, url: u, bearer: token})
+func (a *Adapter) get(ctx context.Context, token, u string, out any) (*platforms.Answer, error) {
+	r, err := platforms.Send(ctx, a.hc, platforms.X, platforms.Call{Method: http.MethodGet, URL: u, Bearer: token})
 	if err != nil {
 		return nil, err
 	}
-	if r.status < 200 || r.status > 299 {
+	if r.Status < 200 || r.Status > 299 {
 		return nil, readError(r, false)
 	}
-	return r, decode(r, out, false)
+	return r, platforms.Decode(platforms.X, r, out, false)
 }
 
 // publicMetrics is X's public_metrics object.
@@ -124,7 +124,7 @@ func (a *Adapter) lookup(ctx context.Context, c platforms.Credentials, ids []str
 		return nil, err
 	}
 	if out.Data == nil && out.Errors == nil {
-		return nil, garbage(r, false, fmt.Errorf("neither data nor errors in the answer"))
+		return nil, platforms.Garbled(platforms.X, r, false, fmt.Errorf("neither data nor errors in the answer"))
 	}
 	found := make(map[string]lookedUp, len(out.Data))
 	for _, t := range out.Data {
@@ -214,7 +214,7 @@ func (a *Adapter) Comments(ctx context.Context, c platforms.Credentials, publica
 			if e := errorBody(r); e != nil {
 				return nil, e
 			}
-			return nil, garbage(r, false, fmt.Errorf("neither data nor meta in the answer"))
+			return nil, platforms.Garbled(platforms.X, r, false, fmt.Errorf("neither data nor meta in the answer"))
 		}
 		users := map[string]string{}
 		for _, u := range res.Includes.Users {
@@ -304,13 +304,13 @@ func (a *Adapter) Conversation(ctx context.Context, c platforms.Credentials, con
 		if res.Meta == nil && res.Data == nil {
 			for _, e := range res.Errors {
 				if strings.HasSuffix(e.Type, "/resource-not-found") {
-					return nil, notFound(r.status, "X has no conversation %s for this account", conversationID)
+					return nil, notFound(r.Status, "X has no conversation %s for this account", conversationID)
 				}
 			}
 			if e := errorBody(r); e != nil {
 				return nil, e
 			}
-			return nil, garbage(r, false, fmt.Errorf("neither data nor meta in the answer"))
+			return nil, platforms.Garbled(platforms.X, r, false, fmt.Errorf("neither data nor meta in the answer"))
 		}
 		for _, ev := range res.Data {
 			if ev.EventType != "" && ev.EventType != "MessageCreate" {
@@ -390,11 +390,11 @@ func (a *Adapter) SendMessage(ctx context.Context, c platforms.Credentials, conv
 		body["attachments"] = []map[string]string{{"media_id": id}}
 	}
 	raw, _ := json.Marshal(body)
-	r, err := a.send(ctx, request{method: http.MethodPost, url: endpoint, body: raw, contentType: "application/json", bearer: c.AccessToken, create: true})
+	r, err := platforms.Send(ctx, a.hc, platforms.X, platforms.Call{Method: http.MethodPost, URL: endpoint, Body: raw, ContentType: "application/json", Bearer: c.AccessToken, Create: true})
 	if err != nil {
 		return platforms.Message{}, err
 	}
-	if r.status < 200 || r.status > 299 {
+	if r.Status < 200 || r.Status > 299 {
 		return platforms.Message{}, readError(r, true)
 	}
 	var out struct {
@@ -403,14 +403,14 @@ func (a *Adapter) SendMessage(ctx context.Context, c platforms.Credentials, conv
 			EventID        string `json:"dm_event_id"`
 		} `json:"data"`
 	}
-	if err := decode(r, &out, true); err != nil {
+	if err := platforms.Decode(platforms.X, r, &out, true); err != nil {
 		return platforms.Message{}, err
 	}
 	if out.Data.EventID == "" {
 		if e := errorBody(r); e != nil {
 			return platforms.Message{}, e
 		}
-		return platforms.Message{}, garbage(r, true, fmt.Errorf("no data.dm_event_id in the answer"))
+		return platforms.Message{}, platforms.Garbled(platforms.X, r, true, fmt.Errorf("no data.dm_event_id in the answer"))
 	}
 	conv := out.Data.ConversationID
 	if conv == "" {

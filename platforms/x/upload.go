@@ -69,7 +69,7 @@ func (a *Adapter) uploadMediaAs(ctx context.Context, token string, m platforms.M
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	if err := a.call(ctx, request{method: http.MethodPost, url: a.upload + "/2/media/upload/initialize", body: raw, contentType: "application/json", bearer: token}, &init); err != nil {
+	if err := a.call(ctx, platforms.Call{Method: http.MethodPost, URL: a.upload + "/2/media/upload/initialize", Body: raw, ContentType: "application/json", Bearer: token}, &init); err != nil {
 		return "", err
 	}
 	id := init.Data.ID
@@ -85,7 +85,7 @@ func (a *Adapter) uploadMediaAs(ctx context.Context, token string, m platforms.M
 			return "", &platforms.Error{Platform: platforms.X, Kind: platforms.Permanent, Message: fmt.Sprintf("media is shorter than its declared %d bytes", total), Err: err}
 		}
 		body, ct := segmentBody(segment, buf[:n])
-		if err := a.call(ctx, request{method: http.MethodPost, url: a.upload + "/2/media/upload/" + url.PathEscape(id) + "/append", body: body, contentType: ct, bearer: token}, nil); err != nil {
+		if err := a.call(ctx, platforms.Call{Method: http.MethodPost, URL: a.upload + "/2/media/upload/" + url.PathEscape(id) + "/append", Body: body, ContentType: ct, Bearer: token}, nil); err != nil {
 			return "", err
 		}
 		sent += int64(n)
@@ -99,7 +99,7 @@ func (a *Adapter) uploadMediaAs(ctx context.Context, token string, m platforms.M
 			ProcessingInfo *processingInfo `json:"processing_info"`
 		} `json:"data"`
 	}
-	if err := a.call(ctx, request{method: http.MethodPost, url: a.upload + "/2/media/upload/" + url.PathEscape(id) + "/finalize", bearer: token}, &fin); err != nil {
+	if err := a.call(ctx, platforms.Call{Method: http.MethodPost, URL: a.upload + "/2/media/upload/" + url.PathEscape(id) + "/finalize", Bearer: token}, &fin); err != nil {
 		return "", err
 	}
 	return id, a.waitProcessed(ctx, token, id, fin.Data.ProcessingInfo)
@@ -136,7 +136,7 @@ func (a *Adapter) waitProcessed(ctx context.Context, token, id string, info *pro
 			wait = time.Duration(max(info.CheckAfterSecs, 1)) * time.Second
 		}
 		if err := platforms.Sleep(ctx, min(wait, maxPollWait)); err != nil {
-			return ctxError(err)
+			return platforms.Stopped(platforms.X, err)
 		}
 		var st struct {
 			Data struct {
@@ -144,7 +144,7 @@ func (a *Adapter) waitProcessed(ctx context.Context, token, id string, info *pro
 			} `json:"data"`
 		}
 		q := url.Values{"command": {"STATUS"}, "media_id": {id}}
-		if err := a.call(ctx, request{method: http.MethodGet, url: a.upload + "/2/media/upload?" + q.Encode(), bearer: token}, &st); err != nil {
+		if err := a.call(ctx, platforms.Call{Method: http.MethodGet, URL: a.upload + "/2/media/upload?" + q.Encode(), Bearer: token}, &st); err != nil {
 			return err
 		}
 		if st.Data.ProcessingInfo == nil {
@@ -156,24 +156,24 @@ func (a *Adapter) waitProcessed(ctx context.Context, token, id string, info *pro
 }
 
 // call makes an upload-side call (never the post-creating one) and decodes a 2xx answer into out.
-func (a *Adapter) call(ctx context.Context, rq request, out any) error {
-	r, err := a.send(ctx, rq)
+func (a *Adapter) call(ctx context.Context, rq platforms.Call, out any) error {
+	r, err := platforms.Send(ctx, a.hc, platforms.X, rq)
 	if err != nil {
 		return err
 	}
-	if r.status < 200 || r.status > 299 {
+	if r.Status < 200 || r.Status > 299 {
 		return classify(r, false)
 	}
 	if e := errorBody(r); e != nil {
 		var probe struct {
 			Data json.RawMessage `json:"data"`
 		}
-		if json.Unmarshal(r.body, &probe) != nil || len(probe.Data) == 0 {
+		if json.Unmarshal(r.Body, &probe) != nil || len(probe.Data) == 0 {
 			return e
 		}
 	}
 	if out == nil {
 		return nil
 	}
-	return decode(r, out, false)
+	return platforms.Decode(platforms.X, r, out, false)
 }

@@ -143,13 +143,13 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	if err != nil {
 		return platforms.Result{}, err
 	}
-	return platforms.Result{Publication: publication(c, id), Rate: rateInfo(r.header)}, nil
+	return platforms.Result{Publication: publication(c, id), Rate: rateInfo(r.Header)}, nil
 }
 
 // createTweet uploads the media and creates a post with POST /2/tweets, as a reply to replyTo
 // when it is set, and returns the new post's id and X's answer. A refused reply whose comment
 // is gone is platforms.ErrNotFound.
-func (a *Adapter) createTweet(ctx context.Context, c platforms.Credentials, text string, media []platforms.Media, replyTo string) (string, *response, error) {
+func (a *Adapter) createTweet(ctx context.Context, c platforms.Credentials, text string, media []platforms.Media, replyTo string) (string, *platforms.Answer, error) {
 	ids := make([]string, 0, len(media))
 	for _, m := range media {
 		id, err := a.uploadMedia(ctx, c.AccessToken, m)
@@ -169,11 +169,11 @@ func (a *Adapter) createTweet(ctx context.Context, c platforms.Credentials, text
 		body["media"] = map[string]any{"media_ids": ids}
 	}
 	raw, _ := json.Marshal(body)
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.base + "/2/tweets", body: raw, contentType: "application/json", bearer: c.AccessToken, create: true})
+	r, err := platforms.Send(ctx, a.hc, platforms.X, platforms.Call{Method: http.MethodPost, URL: a.base + "/2/tweets", Body: raw, ContentType: "application/json", Bearer: c.AccessToken, Create: true})
 	if err != nil {
 		return "", nil, err
 	}
-	if r.status < 200 || r.status > 299 {
+	if r.Status < 200 || r.Status > 299 {
 		if replyTo != "" {
 			return "", nil, readError(r, true)
 		}
@@ -184,7 +184,7 @@ func (a *Adapter) createTweet(ctx context.Context, c platforms.Credentials, text
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	if err := decode(r, &out, true); err != nil {
+	if err := platforms.Decode(platforms.X, r, &out, true); err != nil {
 		return "", nil, err
 	}
 	if out.Data.ID == "" {
@@ -192,7 +192,7 @@ func (a *Adapter) createTweet(ctx context.Context, c platforms.Credentials, text
 			// X answered with errors and no post: the post was not created.
 			return "", nil, e
 		}
-		return "", nil, garbage(r, true, fmt.Errorf("no data.id in the answer"))
+		return "", nil, platforms.Garbled(platforms.X, r, true, fmt.Errorf("no data.id in the answer"))
 	}
 	return out.Data.ID, r, nil
 }
@@ -216,12 +216,12 @@ func (a *Adapter) client(c platforms.Credentials) (id, secret string) {
 
 // oauthRequest builds a form call to an OAuth endpoint: confidential clients authenticate with
 // Basic auth, public clients send client_id in the form.
-func (a *Adapter) oauthRequest(c platforms.Credentials, path string, form url.Values) request {
+func (a *Adapter) oauthRequest(c platforms.Credentials, path string, form url.Values) platforms.Call {
 	id, secret := a.client(c)
 	form.Set("client_id", id)
-	rq := request{method: http.MethodPost, url: a.base + path, body: []byte(form.Encode()), contentType: "application/x-www-form-urlencoded"}
+	rq := platforms.Call{Method: http.MethodPost, URL: a.base + path, Body: []byte(form.Encode()), ContentType: "application/x-www-form-urlencoded"}
 	if secret != "" {
-		rq.basicUser, rq.basicPass = id, secret
+		rq.BasicUser, rq.BasicPass = id, secret
 	}
 	return rq
 }
@@ -236,13 +236,13 @@ func (a *Adapter) Refresh(ctx context.Context, c platforms.Credentials) (platfor
 		return c, platforms.Errorf(platforms.X, platforms.Permanent, 0, "no OAuth client id to refresh with; reconnect the account")
 	}
 	rq := a.oauthRequest(c, "/2/oauth2/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {c.RefreshToken}})
-	r, err := a.send(ctx, rq)
+	r, err := platforms.Send(ctx, a.hc, platforms.X, rq)
 	if err != nil {
 		return c, err
 	}
-	if r.status < 200 || r.status > 299 {
+	if r.Status < 200 || r.Status > 299 {
 		e := classify(r, false)
-		if e.Kind == platforms.AuthExpired || (r.status >= 400 && r.status < 500 && r.status != http.StatusTooManyRequests) {
+		if e.Kind == platforms.AuthExpired || (r.Status >= 400 && r.Status < 500 && r.Status != http.StatusTooManyRequests) {
 			e.Kind = platforms.Permanent
 			e.Message = "X refused the refresh token; reconnect the account: " + e.Message
 		}
@@ -253,14 +253,14 @@ func (a *Adapter) Refresh(ctx context.Context, c platforms.Credentials) (platfor
 		RefreshToken string `json:"refresh_token"`
 		ExpiresIn    int64  `json:"expires_in"`
 	}
-	if err := decode(r, &tok, false); err != nil {
+	if err := platforms.Decode(platforms.X, r, &tok, false); err != nil {
 		return c, err
 	}
 	if tok.AccessToken == "" {
 		if e := errorBody(r); e != nil {
 			return c, e
 		}
-		return c, garbage(r, false, fmt.Errorf("no access_token in the answer"))
+		return c, platforms.Garbled(platforms.X, r, false, fmt.Errorf("no access_token in the answer"))
 	}
 	out := c
 	out.AccessToken = tok.AccessToken
@@ -282,8 +282,8 @@ func (a *Adapter) Revoke(ctx context.Context, c platforms.Credentials) error {
 		if t.token == "" {
 			continue
 		}
-		r, err := a.send(ctx, a.oauthRequest(c, "/2/oauth2/revoke", url.Values{"token": {t.token}, "token_type_hint": {t.hint}}))
-		if err == nil && (r.status < 200 || r.status > 299) {
+		r, err := platforms.Send(ctx, a.hc, platforms.X, a.oauthRequest(c, "/2/oauth2/revoke", url.Values{"token": {t.token}, "token_type_hint": {t.hint}}))
+		if err == nil && (r.Status < 200 || r.Status > 299) {
 			err = classify(r, false)
 		}
 		if err != nil && first == nil {
@@ -295,11 +295,11 @@ func (a *Adapter) Revoke(ctx context.Context, c platforms.Credentials) error {
 
 // Identify fills in the account's id and username from GET /2/users/me.
 func (a *Adapter) Identify(ctx context.Context, c platforms.Credentials) (platforms.Credentials, error) {
-	r, err := a.send(ctx, request{method: http.MethodGet, url: a.base + "/2/users/me", bearer: c.AccessToken})
+	r, err := platforms.Send(ctx, a.hc, platforms.X, platforms.Call{Method: http.MethodGet, URL: a.base + "/2/users/me", Bearer: c.AccessToken})
 	if err != nil {
 		return c, err
 	}
-	if r.status < 200 || r.status > 299 {
+	if r.Status < 200 || r.Status > 299 {
 		return c, classify(r, false)
 	}
 	var me struct {
@@ -308,14 +308,14 @@ func (a *Adapter) Identify(ctx context.Context, c platforms.Credentials) (platfo
 			Username string `json:"username"`
 		} `json:"data"`
 	}
-	if err := decode(r, &me, false); err != nil {
+	if err := platforms.Decode(platforms.X, r, &me, false); err != nil {
 		return c, err
 	}
 	if me.Data.ID == "" {
 		if e := errorBody(r); e != nil {
 			return c, e
 		}
-		return c, garbage(r, false, fmt.Errorf("no data.id in the answer"))
+		return c, platforms.Garbled(platforms.X, r, false, fmt.Errorf("no data.id in the answer"))
 	}
 	c.UserID, c.Handle = me.Data.ID, me.Data.Username
 	return c, nil
@@ -342,11 +342,11 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 	}
 	want := maskURLs(p.Text)
 	for page := 0; page < lookupPages; page++ {
-		r, err := a.send(ctx, request{method: http.MethodGet, url: a.base + "/2/users/" + url.PathEscape(c.UserID) + "/tweets?" + q.Encode(), bearer: c.AccessToken})
+		r, err := platforms.Send(ctx, a.hc, platforms.X, platforms.Call{Method: http.MethodGet, URL: a.base + "/2/users/" + url.PathEscape(c.UserID) + "/tweets?" + q.Encode(), Bearer: c.AccessToken})
 		if err != nil {
 			return platforms.Publication{}, false, err
 		}
-		if r.status < 200 || r.status > 299 {
+		if r.Status < 200 || r.Status > 299 {
 			return platforms.Publication{}, false, classify(r, false)
 		}
 		var out struct {
@@ -358,14 +358,14 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 				NextToken string `json:"next_token"`
 			} `json:"meta"`
 		}
-		if err := decode(r, &out, false); err != nil {
+		if err := platforms.Decode(platforms.X, r, &out, false); err != nil {
 			return platforms.Publication{}, false, err
 		}
 		if out.Meta == nil && out.Data == nil {
 			if e := errorBody(r); e != nil {
 				return platforms.Publication{}, false, e
 			}
-			return platforms.Publication{}, false, garbage(r, false, fmt.Errorf("neither data nor meta in the answer"))
+			return platforms.Publication{}, false, platforms.Garbled(platforms.X, r, false, fmt.Errorf("neither data nor meta in the answer"))
 		}
 		for _, t := range out.Data {
 			got := maskURLs(html.UnescapeString(t.Text))

@@ -2,11 +2,7 @@ package x
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -26,15 +22,17 @@ type testBundle struct {
 
 func setup(t *testing.T, opts sim.Options) *testBundle {
 	t.Helper()
-	srv, err := sim.Start("127.0.0.1:0", opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	cfg := srv.AdapterConfig(platforms.X)
-	cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+	srv, cfg := platformstest.Start(t, platforms.X, opts)
+	return &testBundle{sim: srv, a: New(cfg), creds: alice(t, srv, nil)}
+}
+
+// alice is the simulator's account alice, connected with the simulator's OAuth client.
+func alice(t *testing.T, srv *sim.Server, _ platforms.Adapter) platforms.Credentials {
+	t.Helper()
 	creds, err := srv.NewAccount(platforms.X, "alice")
 	require.NoError(t, err)
 	creds.Extra = map[string]string{"client_id": sim.ClientID}
-	return &testBundle{sim: srv, a: New(cfg), creds: creds}
+	return creds
 }
 
 func fileMedia(ct string, data []byte, knownSize bool) platforms.Media {
@@ -69,38 +67,101 @@ func TestWeightedLength(t *testing.T) {
 	}
 }
 
-func TestValidate(t *testing.T) {
+func TestConformance(t *testing.T) {
 	t.Parallel()
-	a := New(platforms.Config{})
 	img := fileMedia("image/png", []byte("x"), true)
 	vid := fileMedia("video/mp4", []byte("x"), true)
 	big := img
 	big.Size = 6 << 20
-	for name, tc := range map[string]struct {
-		post platforms.Post
-		ok   bool
-	}{
-		"text":            {platforms.Post{Text: "hi"}, true},
-		"280 weighted":    {platforms.Post{Text: strings.Repeat("日", 140)}, true},
-		"281 weighted":    {platforms.Post{Text: strings.Repeat("日", 140) + "a"}, false},
-		"url counts 23":   {platforms.Post{Text: strings.Repeat("a", 256) + " https://example.com/" + strings.Repeat("x", 100)}, true},
-		"empty":           {platforms.Post{}, false},
-		"media only":      {platforms.Post{Media: []platforms.Media{img}}, true},
-		"four images":     {platforms.Post{Media: []platforms.Media{img, img, img, img}}, true},
-		"five images":     {platforms.Post{Media: []platforms.Media{img, img, img, img, img}}, false},
-		"video and image": {platforms.Post{Media: []platforms.Media{vid, img}}, false},
-		"oversize image":  {platforms.Post{Media: []platforms.Media{big}}, false},
-		"pdf":             {platforms.Post{Media: []platforms.Media{fileMedia("application/pdf", nil, false)}}, false},
-	} {
-		err := a.Validate(tc.post)
-		if tc.ok {
-			require.NoError(t, err, name)
-			continue
-		}
-		require.Equal(t, platforms.Invalid, kindOf(t, err), name)
+	png := func(*testing.T) platforms.Post {
+		return platforms.Post{Text: "with image", Media: []platforms.Media{fileMedia("image/png", []byte("png"), true)}}
 	}
-	err := a.Validate(platforms.Post{Text: strings.Repeat("a", 281)})
-	require.Contains(t, err.Error(), "281 weighted characters")
+	fake := platforms.Credentials{AccessToken: "t"}
+	platformstest.Run(t, platformstest.Adapter{
+		Platform:  platforms.X,
+		New:       func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
+		Account:   alice,
+		FakeCreds: fake,
+		FakePost:  platforms.Post{Text: "x"},
+		ServerError: platformstest.Faults{Steps: []platformstest.Step{
+			{Name: "a 5xx answer to the post-creating call leaves the outcome unknown", Post: platformstest.Text("text only"), Want: platforms.Unknown},
+			{Name: "a 5xx answer to an upload call is transient", Post: png, Want: platforms.Transient},
+		}},
+		Timeout: platformstest.Faults{Hold: 2 * time.Second, ClientTimeout: 200 * time.Millisecond, Steps: []platformstest.Step{
+			{Name: "a timeout after sending the post leaves the outcome unknown", Post: platformstest.Text("slow"), Want: platforms.Unknown},
+			{Name: "a timeout on an upload call is transient", Post: png, Want: platforms.Transient},
+		}},
+		Garbage: platformstest.Garbage{
+			Answers: []platformstest.Answer{
+				{Status: 201, Body: "<html>oops</html>", Want: platforms.Unknown},
+				{Status: 201, Body: `{"data":{}}`, Want: platforms.Unknown},
+				{Status: 200, Body: `{"errors":[{"message":"Your account is suspended","code":64}]}`, Want: platforms.Permanent},
+				{Status: 403, Body: `{"detail":"You are not allowed to create a Tweet with duplicate content.","type":"about:blank","title":"Forbidden","status":403}`, Want: platforms.Permanent},
+				{Status: 502, Body: "<html>bad gateway</html>", Want: platforms.Unknown},
+				{Status: 401, Body: `{"title":"Unauthorized","type":"about:blank","status":401,"detail":"Unauthorized"}`, Want: platforms.AuthExpired},
+			},
+			// Garbage from an upload call or a lookup is transient, never a success.
+			Checks: []platformstest.Check{
+				{Name: "upload", Want: []platforms.Kind{platforms.Transient}, Call: func(ctx context.Context, a platforms.Adapter) error {
+					_, err := a.Publish(ctx, fake, platforms.Post{Media: []platforms.Media{fileMedia("image/png", []byte("p"), true)}})
+					return err
+				}},
+				{Name: "lookup", Want: []platforms.Kind{platforms.Transient}, Call: func(ctx context.Context, a platforms.Adapter) error {
+					_, _, err := a.Lookup(ctx, platforms.Credentials{AccessToken: "t", UserID: "1"}, platforms.Post{Text: "x"}, time.Now())
+					return err
+				}},
+			},
+		},
+		PostThenError: platformstest.Lookup{
+			Others:  []platformstest.PostFunc{platformstest.Text("older post")},
+			Post:    platformstest.Text("did this go out? https://example.com/x & <y>"),
+			Missing: platformstest.Text("never posted"),
+			More: func(t *testing.T, _ *sim.Server, a platforms.Adapter, c platforms.Credentials, post platforms.Post, since time.Time, pub platforms.Publication) {
+				// Lookup without a user id identifies the account first.
+				c.UserID = ""
+				pub2, found, err := a.Lookup(context.Background(), c, post, since)
+				require.NoError(t, err)
+				require.True(t, found)
+				require.Equal(t, pub.ID, pub2.ID)
+			},
+		},
+		Refresh: platformstest.Refresh{
+			Post:     platformstest.Text("after expiry"),
+			Rotates:  true,
+			Old:      platformstest.OldRefreshRefused,
+			Lifetime: time.Hour,
+			Refused: func(c platforms.Credentials) []platforms.Credentials {
+				c.RefreshToken = ""
+				return []platforms.Credentials{c}
+			},
+		},
+		Validate: platformstest.Validate{Cases: []platformstest.ValidateCase{
+			{Name: "text", Post: platforms.Post{Text: "hi"}, OK: true},
+			{Name: "280 weighted", Post: platforms.Post{Text: strings.Repeat("日", 140)}, OK: true},
+			{Name: "281 weighted", Post: platforms.Post{Text: strings.Repeat("日", 140) + "a"}},
+			{Name: "281 characters", Post: platforms.Post{Text: strings.Repeat("a", 281)}, Contains: "281 weighted characters"},
+			{Name: "url counts 23", Post: platforms.Post{Text: strings.Repeat("a", 256) + " https://example.com/" + strings.Repeat("x", 100)}, OK: true},
+			{Name: "empty", Post: platforms.Post{}},
+			{Name: "media only", Post: platforms.Post{Media: []platforms.Media{img}}, OK: true},
+			{Name: "four images", Post: platforms.Post{Media: []platforms.Media{img, img, img, img}}, OK: true},
+			{Name: "five images", Post: platforms.Post{Media: []platforms.Media{img, img, img, img, img}}},
+			{Name: "video and image", Post: platforms.Post{Media: []platforms.Media{vid, img}}},
+			{Name: "oversize image", Post: platforms.Post{Media: []platforms.Media{big}}},
+			{Name: "pdf", Post: platforms.Post{Media: []platforms.Media{fileMedia("application/pdf", nil, false)}}},
+		}},
+		Revoke: platformstest.Revoke{Post: platformstest.Text("after revoke")},
+		RateLimit: platformstest.RateLimit{
+			Post:        platformstest.Numbered("limited"),
+			Code:        "88",
+			Reset:       platformstest.Within{Min: time.Minute - 5*time.Second, Max: time.Minute + 5*time.Second},
+			Options:     sim.Options{LimitScale: 0.01}, // 100 per 15 min becomes 1
+			Exhausted:   platformstest.Within{Min: 15*time.Minute - 5*time.Second, Max: 15*time.Minute + 5*time.Second},
+			ReportsRate: true,
+		},
+		ProcessingFails: platformstest.ProcessingFails{Post: func(t *testing.T) platforms.Post {
+			return platforms.Post{Text: "bad clip", Media: []platforms.Media{fileMedia("video/mp4", platformstest.FailingVideo(t), true)}}
+		}},
+	})
 }
 
 func TestPublishText(t *testing.T) {
@@ -146,7 +207,7 @@ func TestPublishVideo(t *testing.T) {
 	require.Equal(t, []string{sha(video)}, pubs[0].MediaSHA256)
 
 	var appends, statuses int
-	for _, l := range requests(t, b.sim) {
+	for _, l := range platformstest.Requests(t, b.sim, platforms.X) {
 		if strings.HasSuffix(l.Path, "/append") {
 			appends++
 		}
@@ -168,208 +229,6 @@ func TestPublishMediaLongerThanDeclared(t *testing.T) {
 	require.Empty(t, b.sim.Publications(platforms.X))
 }
 
-func TestPublishVideoProcessingFails(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	video := append([]byte(sim.ProcessingFailureMarker), randomBytes(t, 100)...)
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "bad clip", Media: []platforms.Media{fileMedia("video/mp4", video, true)}})
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	require.Empty(t, b.sim.Publications(platforms.X))
-}
-
-func TestRefreshAndRetry(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultExpireTokens, 1))
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "after expiry"})
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
-
-	fresh, err := b.a.Refresh(ctx, b.creds)
-	require.NoError(t, err)
-	require.NotEqual(t, b.creds.AccessToken, fresh.AccessToken)
-	require.NotEqual(t, b.creds.RefreshToken, fresh.RefreshToken, "X rotates refresh tokens")
-	require.Equal(t, b.creds.UserID, fresh.UserID)
-	require.True(t, fresh.ExpiresAt.After(time.Now().Add(time.Hour)))
-
-	_, err = b.a.Publish(ctx, fresh, platforms.Post{Text: "after expiry"})
-	require.NoError(t, err)
-	require.Len(t, b.sim.Publications(platforms.X), 1)
-
-	// The old refresh token was single use.
-	_, err = b.a.Refresh(ctx, b.creds)
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-}
-
-func TestRefreshWithoutRefreshToken(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	c := b.creds
-	c.RefreshToken = ""
-	_, err := b.a.Refresh(context.Background(), c)
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-}
-
-func TestRateLimitFault(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultRateLimit, 1))
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "limited"})
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
-	require.Equal(t, "88", e.Code)
-	require.WithinDuration(t, time.Now().Add(time.Minute), e.ResetAt, 5*time.Second)
-	require.Empty(t, b.sim.Publications(platforms.X))
-}
-
-func TestRateLimitExhausted(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{LimitScale: 0.01}) // 100 per 15 min becomes 1
-	ctx := context.Background()
-	res, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "one"})
-	require.NoError(t, err)
-	require.Equal(t, 0, res.Rate.Remaining)
-	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "two"})
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
-	require.WithinDuration(t, res.Rate.Reset, e.ResetAt, time.Second)
-	require.WithinDuration(t, time.Now().Add(15*time.Minute), e.ResetAt, 5*time.Second)
-}
-
-func TestServerErrors(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-
-	// A 5xx answer to the post-creating call leaves the outcome unknown.
-	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultError5xx, 1))
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "text only"})
-	require.Equal(t, platforms.Unknown, kindOf(t, err))
-
-	// A 5xx answer to an upload call is transient.
-	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultError5xx, 1))
-	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "with image", Media: []platforms.Media{fileMedia("image/png", []byte("png"), true)}})
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-	require.Empty(t, b.sim.Publications(platforms.X))
-}
-
-func TestPostThenErrorThenLookup(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-	since := time.Now().Add(-time.Second)
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "older post"})
-	require.NoError(t, err)
-
-	post := platforms.Post{Text: "did this go out? https://example.com/x & <y>"}
-	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultPostThenError, 1))
-	_, err = b.a.Publish(ctx, b.creds, post)
-	require.Equal(t, platforms.Unknown, kindOf(t, err))
-
-	pub, found, err := b.a.Lookup(ctx, b.creds, post, since)
-	require.NoError(t, err)
-	require.True(t, found)
-	var matches int
-	for _, r := range b.sim.Publications(platforms.X) {
-		if r.Text == post.Text {
-			matches++
-			require.Equal(t, r.ID, pub.ID)
-		}
-	}
-	require.Equal(t, 1, matches)
-
-	_, found, err = b.a.Lookup(ctx, b.creds, platforms.Post{Text: "never posted"}, since)
-	require.NoError(t, err)
-	require.False(t, found)
-
-	// Lookup without a user id identifies the account first.
-	c := b.creds
-	c.UserID = ""
-	pub2, found, err := b.a.Lookup(ctx, c, post, since)
-	require.NoError(t, err)
-	require.True(t, found)
-	require.Equal(t, pub.ID, pub2.ID)
-}
-
-func TestTimeout(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{TimeoutHold: 2 * time.Second})
-	b.a.hc = &http.Client{Timeout: 200 * time.Millisecond}
-	ctx := context.Background()
-
-	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultTimeout, 1))
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "slow"})
-	require.Equal(t, platforms.Unknown, kindOf(t, err), "a timeout after sending the post leaves the outcome unknown")
-
-	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultTimeout, 1))
-	_, err = b.a.Publish(ctx, b.creds, platforms.Post{Text: "slow upload", Media: []platforms.Media{fileMedia("image/png", []byte("png"), true)}})
-	require.Equal(t, platforms.Transient, kindOf(t, err), "a timeout on an upload call is transient")
-}
-
-func TestConnectionRefused(t *testing.T) {
-	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	a := New(platforms.Config{BaseURL: "http://" + addr})
-	_, err = a.Publish(context.Background(), platforms.Credentials{AccessToken: "t"}, platforms.Post{Text: "x"})
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-}
-
-func TestGarbageAnswers(t *testing.T) {
-	t.Parallel()
-	for name, tc := range map[string]struct {
-		status int
-		body   string
-		want   platforms.Kind
-	}{
-		"garbage 201":      {201, "<html>oops</html>", platforms.Unknown},
-		"201 without id":   {201, `{"data":{}}`, platforms.Unknown},
-		"200 with errors":  {200, `{"errors":[{"message":"Your account is suspended","code":64}]}`, platforms.Permanent},
-		"403 duplicate":    {403, `{"detail":"You are not allowed to create a Tweet with duplicate content.","type":"about:blank","title":"Forbidden","status":403}`, platforms.Permanent},
-		"html 502":         {502, "<html>bad gateway</html>", platforms.Unknown},
-		"401 problem json": {401, `{"title":"Unauthorized","type":"about:blank","status":401,"detail":"Unauthorized"}`, platforms.AuthExpired},
-	} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.WriteHeader(tc.status)
-			_, _ = w.Write([]byte(tc.body))
-		}))
-		a := New(platforms.Config{BaseURL: srv.URL})
-		_, err := a.Publish(context.Background(), platforms.Credentials{AccessToken: "t"}, platforms.Post{Text: "x"})
-		require.Equal(t, tc.want, kindOf(t, err), name)
-		srv.Close()
-	}
-
-	// Garbage from an upload call or a lookup is transient, never a success.
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = w.Write([]byte("not json"))
-	}))
-	defer srv.Close()
-	a := New(platforms.Config{BaseURL: srv.URL})
-	_, err := a.Publish(context.Background(), platforms.Credentials{AccessToken: "t"}, platforms.Post{Media: []platforms.Media{fileMedia("image/png", []byte("p"), true)}})
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-	_, _, err = a.Lookup(context.Background(), platforms.Credentials{AccessToken: "t", UserID: "1"}, platforms.Post{Text: "x"}, time.Now())
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-}
-
-func TestRevoke(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	ctx := context.Background()
-	require.NoError(t, b.a.Revoke(ctx, b.creds))
-	revs := b.sim.Revocations()
-	require.Len(t, revs, 1)
-	require.Equal(t, string(platforms.X), revs[0].Platform)
-	require.Equal(t, b.creds.UserID, revs[0].Account)
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "after revoke"})
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
-	_, err = b.a.Refresh(ctx, b.creds)
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-}
-
 func TestIdentify(t *testing.T) {
 	t.Parallel()
 	b := setup(t, sim.Options{})
@@ -384,19 +243,6 @@ func TestMaskURLs(t *testing.T) {
 	require.Equal(t, maskURLs("a https://t.co/abc b"), maskURLs("a https://example.com/long b"))
 	require.Equal(t, maskURLs("see https://example.com."), maskURLs("see https://t.co/x."))
 	require.NotEqual(t, maskURLs("a b"), maskURLs("a c"))
-}
-
-// requests reads the simulator's request log through its admin API.
-func requests(t *testing.T, s *sim.Server) []sim.RequestLog {
-	t.Helper()
-	resp, err := http.Get(s.BaseURL() + "/_sim/requests?platform=" + string(platforms.X))
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var out struct {
-		Data []sim.RequestLog `json:"data"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-	return out.Data
 }
 
 // The ASCII shortcut of the weighted length agrees with grapheme segmentation.

@@ -35,11 +35,11 @@ func (a *Adapter) HideComment(ctx context.Context, c platforms.Credentials, publ
 		status = "rejected"
 	}
 	q := url.Values{"id": {commentID}, "moderationStatus": {status}}
-	r, err := a.send(ctx, request{method: http.MethodPost, bearer: c.AccessToken, url: a.api + "/youtube/v3/comments/setModerationStatus?" + q.Encode()})
+	r, err := platforms.Send(ctx, a.hc, platforms.YouTube, platforms.Call{Method: http.MethodPost, Bearer: c.AccessToken, URL: a.api + "/youtube/v3/comments/setModerationStatus?" + q.Encode()})
 	if err != nil {
 		return err
 	}
-	if r.status != http.StatusNoContent && r.status != http.StatusOK {
+	if r.Status != http.StatusNoContent && r.Status != http.StatusOK {
 		return readError(r, false)
 	}
 	return nil

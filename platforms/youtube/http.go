@@ -1,7 +1,6 @@
 package youtube
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -12,50 +11,6 @@ import (
 
 	"github.com/heraldhq/herald/platforms"
 )
-
-// maxResponse bounds how much of an answer is read.
-const maxResponse = 4 << 20
-
-// request is one call to Google.
-type request struct {
-	method, url string
-	body        []byte
-	contentType string
-	bearer      string
-	header      map[string]string
-	// create marks the call that creates the video (the last chunk of the upload): once it was
-	// sent, a failure leaves the outcome unknown.
-	create bool
-}
-
-// response is Google's answer, read in full.
-type response struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-// send makes the call. Failures without an answer are classified: before the request was written
-// Transient; after it was written Unknown for the video-creating call and Transient otherwise.
-func (a *Adapter) send(ctx context.Context, rq request) (*response, error) {
-	c := platforms.Call{Method: rq.method, URL: rq.url, Body: rq.body, Header: http.Header{}, Bearer: rq.bearer, Create: rq.create}
-	if rq.contentType != "" {
-		c.Header.Set("Content-Type", rq.contentType)
-	}
-	for k, v := range rq.header {
-		c.Header.Set(k, v)
-	}
-	ans, err := platforms.Send(ctx, a.hc, platforms.YouTube, c)
-	if err != nil {
-		return nil, err
-	}
-	return &response{status: ans.Status, header: ans.Header, body: ans.Body}, nil
-}
-
-// connError classifies a call that got no (complete) answer.
-func connError(err error, sent, create bool) *platforms.Error {
-	return platforms.NoAnswer(platforms.YouTube, err, sent, create)
-}
 
 // googleError is Google's JSON error, and the OAuth endpoints' {error, error_description}.
 type googleError struct {
@@ -110,14 +65,14 @@ func parseError(body []byte) (reason, message string) {
 // time; the per-user throttles (rateLimitExceeded, userRateLimitExceeded, 429) RateLimited for a
 // short while; uploadLimitExceeded RateLimited for 24 hours; 5xx (backendError) Transient, or
 // Unknown on the video-creating call; any other status Permanent with Google's message.
-func classify(r *response, create bool) *platforms.Error {
-	reason, msg := parseError(r.body)
+func classify(r *platforms.Answer, create bool) *platforms.Error {
+	reason, msg := parseError(r.Body)
 	if msg == "" {
-		msg = strings.TrimSpace(http.StatusText(r.status))
+		msg = strings.TrimSpace(http.StatusText(r.Status))
 	}
-	e := &platforms.Error{Platform: platforms.YouTube, Status: r.status, Code: reason, Message: msg}
+	e := &platforms.Error{Platform: platforms.YouTube, Status: r.Status, Code: reason, Message: msg}
 	switch {
-	case r.status == http.StatusUnauthorized:
+	case r.Status == http.StatusUnauthorized:
 		e.Kind = platforms.AuthExpired
 	case reason == "quotaExceeded" || reason == "dailyLimitExceeded":
 		e.Kind = platforms.RateLimited
@@ -125,13 +80,13 @@ func classify(r *response, create bool) *platforms.Error {
 	case reason == "uploadLimitExceeded":
 		e.Kind = platforms.RateLimited
 		e.ResetAt = time.Now().Add(24 * time.Hour)
-	case reason == "rateLimitExceeded" || reason == "userRateLimitExceeded" || r.status == http.StatusTooManyRequests:
+	case reason == "rateLimitExceeded" || reason == "userRateLimitExceeded" || r.Status == http.StatusTooManyRequests:
 		e.Kind = platforms.RateLimited
-		e.ResetAt = retryAfter(r.header, time.Now().Add(100*time.Second))
-	case r.status >= 500 && create:
+		e.ResetAt = retryAfter(r.Header, time.Now().Add(100*time.Second))
+	case r.Status >= 500 && create:
 		e.Kind = platforms.Unknown
-		e.Message = "YouTube answered " + strconv.Itoa(r.status) + " to the last chunk of the video; the video may exist: " + msg
-	case r.status >= 500:
+		e.Message = "YouTube answered " + strconv.Itoa(r.Status) + " to the last chunk of the video; the video may exist: " + msg
+	case r.Status >= 500:
 		e.Kind = platforms.Transient
 	default:
 		e.Kind = platforms.Permanent

@@ -41,25 +41,25 @@ func notFound(status int, format string, args ...any) *platforms.Error {
 
 // readError classifies a failed live call; a 404 (videoNotFound, parentCommentNotFound,
 // commentNotFound) wraps platforms.ErrNotFound.
-func readError(r *response, create bool) *platforms.Error {
+func readError(r *platforms.Answer, create bool) *platforms.Error {
 	e := classify(r, create)
-	if r.status == http.StatusNotFound {
+	if r.Status == http.StatusNotFound {
 		e.Err = platforms.ErrNotFound
 	}
 	return e
 }
 
 // get makes a list call and decodes the answer into out.
-func (a *Adapter) get(ctx context.Context, c platforms.Credentials, path string, q url.Values, out any) (*response, error) {
-	r, err := a.send(ctx, request{method: http.MethodGet, bearer: c.AccessToken, url: a.api + path + "?" + q.Encode()})
+func (a *Adapter) get(ctx context.Context, c platforms.Credentials, path string, q url.Values, out any) (*platforms.Answer, error) {
+	r, err := platforms.Send(ctx, a.hc, platforms.YouTube, platforms.Call{Method: http.MethodGet, Bearer: c.AccessToken, URL: a.api + path + "?" + q.Encode()})
 	if err != nil {
 		return nil, err
 	}
-	if r.status != http.StatusOK {
+	if r.Status != http.StatusOK {
 		return nil, readError(r, false)
 	}
-	if err := json.Unmarshal(r.body, out); err != nil {
-		return nil, invalidBody(r.status, "not a list response", false)
+	if err := json.Unmarshal(r.Body, out); err != nil {
+		return nil, invalidBody(r.Status, "not a list response", false)
 	}
 	return r, nil
 }
@@ -103,7 +103,7 @@ func (a *Adapter) BatchMetrics(ctx context.Context, c platforms.Credentials, ids
 			return nil, err
 		}
 		if list.Items == nil {
-			return nil, invalidBody(r.status, "no items in the video list", false)
+			return nil, invalidBody(r.Status, "no items in the video list", false)
 		}
 		for _, it := range *list.Items {
 			st := it.Statistics
@@ -189,7 +189,7 @@ func (a *Adapter) Comments(ctx context.Context, c platforms.Credentials, publica
 			return nil, err
 		}
 		if list.Items == nil {
-			return nil, invalidBody(r.status, "no items in the comment thread list", false)
+			return nil, invalidBody(r.Status, "no items in the comment thread list", false)
 		}
 		for _, th := range *list.Items {
 			out = append(out, th.Snippet.TopLevelComment.comment(c, publicationID))
@@ -230,7 +230,7 @@ func (a *Adapter) replies(ctx context.Context, c platforms.Credentials, parentID
 			return nil, err
 		}
 		if list.Items == nil {
-			return nil, invalidBody(r.status, "no items in the comment list", false)
+			return nil, invalidBody(r.Status, "no items in the comment list", false)
 		}
 		out = append(out, *list.Items...)
 		if list.NextPageToken == "" {
@@ -254,7 +254,7 @@ func (a *Adapter) threadOf(ctx context.Context, c platforms.Credentials, comment
 			return "", false, err
 		}
 		if list.Items == nil {
-			return "", false, invalidBody(r.status, "no items in the comment thread list", false)
+			return "", false, invalidBody(r.Status, "no items in the comment thread list", false)
 		}
 		for _, th := range *list.Items {
 			if th.ID == id {
@@ -274,7 +274,7 @@ func (a *Adapter) threadOf(ctx context.Context, c platforms.Credentials, comment
 		return "", "", false, err
 	}
 	if list.Items == nil {
-		return "", "", false, invalidBody(r.status, "no items in the comment list", false)
+		return "", "", false, invalidBody(r.Status, "no items in the comment list", false)
 	}
 	for _, it := range *list.Items {
 		if it.ID == commentID && it.Snippet.ParentID != "" {
@@ -308,17 +308,17 @@ func (a *Adapter) Reply(ctx context.Context, c platforms.Credentials, publicatio
 		return platforms.Comment{}, notFound(0, "YouTube video %s has no comment %s", publicationID, commentID)
 	}
 	raw, _ := json.Marshal(map[string]any{"snippet": map[string]string{"parentId": topID, "textOriginal": text}})
-	r, err := a.send(ctx, request{method: http.MethodPost, bearer: c.AccessToken, url: a.api + "/youtube/v3/comments?part=snippet",
-		body: raw, contentType: "application/json", create: true})
+	r, err := platforms.Send(ctx, a.hc, platforms.YouTube, platforms.Call{Method: http.MethodPost, Bearer: c.AccessToken, URL: a.api + "/youtube/v3/comments?part=snippet",
+		Body: raw, ContentType: "application/json", Create: true})
 	if err != nil {
 		return platforms.Comment{}, err
 	}
-	if r.status != http.StatusOK && r.status != http.StatusCreated {
+	if r.Status != http.StatusOK && r.Status != http.StatusCreated {
 		return platforms.Comment{}, replyError(r)
 	}
 	var out ytComment
-	if err := json.Unmarshal(r.body, &out); err != nil || out.ID == "" {
-		return platforms.Comment{}, invalidBody(r.status, "not a comment resource", true)
+	if err := json.Unmarshal(r.Body, &out); err != nil || out.ID == "" {
+		return platforms.Comment{}, invalidBody(r.Status, "not a comment resource", true)
 	}
 	cm := out.comment(c, publicationID)
 	cm.ByAccount = true
@@ -336,10 +336,10 @@ func (a *Adapter) Reply(ctx context.Context, c platforms.Credentials, publicatio
 
 // replyError classifies a failed comments.insert: as for the last chunk of an upload, a 5xx
 // leaves the outcome unknown; a vanished parent is platforms.ErrNotFound.
-func replyError(r *response) *platforms.Error {
+func replyError(r *platforms.Answer) *platforms.Error {
 	e := readError(r, true)
 	if strings.HasPrefix(e.Message, "YouTube answered") {
-		e.Message = "YouTube answered " + strconv.Itoa(r.status) + " to the reply; it may exist"
+		e.Message = "YouTube answered " + strconv.Itoa(r.Status) + " to the reply; it may exist"
 	}
 	return e
 }

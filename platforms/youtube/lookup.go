@@ -27,11 +27,11 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 		if token != "" {
 			q.Set("pageToken", token)
 		}
-		r, err := a.send(ctx, request{method: http.MethodGet, bearer: c.AccessToken, url: a.api + "/youtube/v3/search?" + q.Encode()})
+		r, err := platforms.Send(ctx, a.hc, platforms.YouTube, platforms.Call{Method: http.MethodGet, Bearer: c.AccessToken, URL: a.api + "/youtube/v3/search?" + q.Encode()})
 		if err != nil {
 			return platforms.Publication{}, false, err
 		}
-		if r.status != http.StatusOK {
+		if r.Status != http.StatusOK {
 			return platforms.Publication{}, false, classify(r, false)
 		}
 		var list struct {
@@ -46,8 +46,8 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 				} `json:"snippet"`
 			} `json:"items"`
 		}
-		if err := json.Unmarshal(r.body, &list); err != nil {
-			return platforms.Publication{}, false, invalidBody(r.status, "not a search result list", false)
+		if err := json.Unmarshal(r.Body, &list); err != nil {
+			return platforms.Publication{}, false, invalidBody(r.Status, "not a search result list", false)
 		}
 		var candidates []string
 		older := false
@@ -79,12 +79,12 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 
 // matchDescription returns the first of ids whose full description is text.
 func (a *Adapter) matchDescription(ctx context.Context, c platforms.Credentials, ids []string, text string) (string, error) {
-	r, err := a.send(ctx, request{method: http.MethodGet, bearer: c.AccessToken,
-		url: a.api + "/youtube/v3/videos?part=snippet&id=" + url.QueryEscape(strings.Join(ids, ","))})
+	r, err := platforms.Send(ctx, a.hc, platforms.YouTube, platforms.Call{Method: http.MethodGet, Bearer: c.AccessToken,
+		URL: a.api + "/youtube/v3/videos?part=snippet&id=" + url.QueryEscape(strings.Join(ids, ","))})
 	if err != nil {
 		return "", err
 	}
-	if r.status != http.StatusOK {
+	if r.Status != http.StatusOK {
 		return "", classify(r, false)
 	}
 	var list struct {
@@ -95,8 +95,8 @@ func (a *Adapter) matchDescription(ctx context.Context, c platforms.Credentials,
 			} `json:"snippet"`
 		} `json:"items"`
 	}
-	if err := json.Unmarshal(r.body, &list); err != nil {
-		return "", invalidBody(r.status, "not a video list", false)
+	if err := json.Unmarshal(r.Body, &list); err != nil {
+		return "", invalidBody(r.Status, "not a video list", false)
 	}
 	want := normalize(text)
 	for _, id := range ids { // keep search's order: newest first

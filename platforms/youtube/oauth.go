@@ -51,15 +51,15 @@ type tokenResponse struct {
 func (a *Adapter) tokenCall(ctx context.Context, form url.Values) (*tokenResponse, error) {
 	form.Set("client_id", a.cfg.ClientID)
 	form.Set("client_secret", a.cfg.ClientSecret)
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.token + "/token", body: []byte(form.Encode()), contentType: "application/x-www-form-urlencoded"})
+	r, err := platforms.Send(ctx, a.hc, platforms.YouTube, platforms.Call{Method: http.MethodPost, URL: a.token + "/token", Body: []byte(form.Encode()), ContentType: "application/x-www-form-urlencoded"})
 	if err != nil {
 		return nil, err
 	}
 	var t tokenResponse
-	jerr := json.Unmarshal(r.body, &t)
-	if r.status != http.StatusOK || t.Error != "" {
+	jerr := json.Unmarshal(r.Body, &t)
+	if r.Status != http.StatusOK || t.Error != "" {
 		e := classify(r, false)
-		if e.Kind == platforms.AuthExpired || (r.status >= 400 && r.status < 500 && e.Kind != platforms.RateLimited) {
+		if e.Kind == platforms.AuthExpired || (r.Status >= 400 && r.Status < 500 && e.Kind != platforms.RateLimited) {
 			// A refused grant (invalid_grant, invalid_client...) will not work on a retry.
 			e.Kind = platforms.Permanent
 		}
@@ -69,7 +69,7 @@ func (a *Adapter) tokenCall(ctx context.Context, form url.Values) (*tokenRespons
 		return nil, e
 	}
 	if jerr != nil || t.AccessToken == "" {
-		return nil, invalidBody(r.status, "no access_token in the token answer", false)
+		return nil, invalidBody(r.Status, "no access_token in the token answer", false)
 	}
 	return &t, nil
 }
@@ -98,11 +98,11 @@ func (a *Adapter) Exchange(ctx context.Context, code, redirectURI, codeVerifier 
 
 // channel reads the authenticated user's channel: its id and its handle (custom URL, else title).
 func (a *Adapter) channel(ctx context.Context, token string) (id, handle string, err error) {
-	r, err := a.send(ctx, request{method: http.MethodGet, bearer: token, url: a.api + "/youtube/v3/channels?part=id,snippet&mine=true"})
+	r, err := platforms.Send(ctx, a.hc, platforms.YouTube, platforms.Call{Method: http.MethodGet, Bearer: token, URL: a.api + "/youtube/v3/channels?part=id,snippet&mine=true"})
 	if err != nil {
 		return "", "", err
 	}
-	if r.status != http.StatusOK {
+	if r.Status != http.StatusOK {
 		return "", "", classify(r, false)
 	}
 	var list struct {
@@ -114,11 +114,11 @@ func (a *Adapter) channel(ctx context.Context, token string) (id, handle string,
 			} `json:"snippet"`
 		} `json:"items"`
 	}
-	if err := json.Unmarshal(r.body, &list); err != nil {
-		return "", "", invalidBody(r.status, "not a channel list", false)
+	if err := json.Unmarshal(r.Body, &list); err != nil {
+		return "", "", invalidBody(r.Status, "not a channel list", false)
 	}
 	if len(list.Items) == 0 || list.Items[0].ID == "" {
-		return "", "", &platforms.Error{Platform: platforms.YouTube, Kind: platforms.Permanent, Status: r.status, Message: "this Google account has no YouTube channel; create one and connect again"}
+		return "", "", &platforms.Error{Platform: platforms.YouTube, Kind: platforms.Permanent, Status: r.Status, Message: "this Google account has no YouTube channel; create one and connect again"}
 	}
 	ch := list.Items[0]
 	return ch.ID, or(ch.Snippet.CustomURL, ch.Snippet.Title), nil
@@ -157,14 +157,14 @@ func (a *Adapter) Revoke(ctx context.Context, c platforms.Credentials) error {
 	if tok == "" {
 		return nil
 	}
-	r, err := a.send(ctx, request{method: http.MethodPost, url: a.token + "/revoke", body: []byte(url.Values{"token": {tok}}.Encode()), contentType: "application/x-www-form-urlencoded"})
+	r, err := platforms.Send(ctx, a.hc, platforms.YouTube, platforms.Call{Method: http.MethodPost, URL: a.token + "/revoke", Body: []byte(url.Values{"token": {tok}}.Encode()), ContentType: "application/x-www-form-urlencoded"})
 	if err != nil {
 		return err
 	}
-	if r.status == http.StatusOK {
+	if r.Status == http.StatusOK {
 		return nil
 	}
-	if reason, _ := parseError(r.body); r.status == http.StatusBadRequest && strings.Contains(reason, "invalid_token") {
+	if reason, _ := parseError(r.Body); r.Status == http.StatusBadRequest && strings.Contains(reason, "invalid_token") {
 		return nil
 	}
 	return classify(r, false)

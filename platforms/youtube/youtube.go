@@ -186,22 +186,22 @@ func (a *Adapter) startUpload(ctx context.Context, c platforms.Credentials, p pl
 	}
 	body, _ := json.Marshal(meta)
 	u := a.upload + "/upload/youtube/v3/videos?uploadType=resumable&part=snippet,status"
-	r, err := a.send(ctx, request{method: http.MethodPost, url: u, body: body, contentType: "application/json; charset=UTF-8", bearer: c.AccessToken,
-		header: map[string]string{"X-Upload-Content-Length": strconv.FormatInt(total, 10), "X-Upload-Content-Type": m.ContentType}})
+	r, err := platforms.Send(ctx, a.hc, platforms.YouTube, platforms.Call{Method: http.MethodPost, URL: u, Body: body, ContentType: "application/json; charset=UTF-8", Bearer: c.AccessToken,
+		Header: http.Header{"X-Upload-Content-Length": {strconv.FormatInt(total, 10)}, "X-Upload-Content-Type": {m.ContentType}}})
 	if err != nil {
 		return "", err
 	}
-	if r.status != http.StatusOK && r.status != http.StatusCreated {
+	if r.Status != http.StatusOK && r.Status != http.StatusCreated {
 		return "", classify(r, false)
 	}
-	loc := r.header.Get("Location")
+	loc := r.Header.Get("Location")
 	if loc == "" {
-		return "", invalidBody(r.status, "no Location header with the upload session", false)
+		return "", invalidBody(r.Status, "no Location header with the upload session", false)
 	}
 	base, _ := url.Parse(u)
 	ref, err := url.Parse(loc)
 	if err != nil {
-		return "", invalidBody(r.status, "the upload session URL does not parse", false)
+		return "", invalidBody(r.Status, "the upload session URL does not parse", false)
 	}
 	return base.ResolveReference(ref).String(), nil
 }
@@ -252,24 +252,24 @@ func (a *Adapter) uploadVideo(ctx context.Context, session string, src io.Reader
 		}
 		end := pos + int64(len(pending))
 		final := end == total
-		r, err := a.send(ctx, request{method: http.MethodPut, url: session, body: pending, contentType: ctype, create: final,
-			header: map[string]string{"Content-Range": fmt.Sprintf("bytes %d-%d/%d", pos, end-1, total)}})
+		r, err := platforms.Send(ctx, a.hc, platforms.YouTube, platforms.Call{Method: http.MethodPut, URL: session, Body: pending, ContentType: ctype, Create: final,
+			Header: http.Header{"Content-Range": {fmt.Sprintf("bytes %d-%d/%d", pos, end-1, total)}}})
 		failed := err
 		if err == nil {
 			switch {
-			case r.status == http.StatusOK || r.status == http.StatusCreated:
+			case r.Status == http.StatusOK || r.Status == http.StatusCreated:
 				return parseVideo(r, true)
-			case r.status == http.StatusPermanentRedirect:
-				ack, ok := acknowledged(r.header)
+			case r.Status == http.StatusPermanentRedirect:
+				ack, ok := acknowledged(r.Header)
 				if !ok || ack < pos || ack > end {
-					return nil, invalidBody(r.status, "a 308 whose Range does not fit the chunk sent", false)
+					return nil, invalidBody(r.Status, "a 308 whose Range does not fit the chunk sent", false)
 				}
 				pending, pos = pending[ack-pos:], ack
 				continue
-			case r.status >= 500 && !final:
+			case r.Status >= 500 && !final:
 				failed = classify(r, false)
-			case r.status == http.StatusNotFound || r.status == http.StatusGone:
-				return nil, &platforms.Error{Platform: platforms.YouTube, Kind: platforms.Transient, Status: r.status, Message: "the upload session expired; start the upload again"}
+			case r.Status == http.StatusNotFound || r.Status == http.StatusGone:
+				return nil, &platforms.Error{Platform: platforms.YouTube, Kind: platforms.Transient, Status: r.Status, Message: "the upload session expired; start the upload again"}
 			default:
 				return nil, classify(r, final)
 			}
@@ -297,19 +297,19 @@ func (a *Adapter) uploadVideo(ctx context.Context, session string, src io.Reader
 // queryUpload asks a session how many bytes it has (an empty PUT with "bytes */N"); v is the
 // video when the upload already completed.
 func (a *Adapter) queryUpload(ctx context.Context, session string, total int64) (ack int64, v *video, err error) {
-	r, err := a.send(ctx, request{method: http.MethodPut, url: session, body: []byte{},
-		header: map[string]string{"Content-Range": fmt.Sprintf("bytes */%d", total)}})
+	r, err := platforms.Send(ctx, a.hc, platforms.YouTube, platforms.Call{Method: http.MethodPut, URL: session, Body: []byte{},
+		Header: http.Header{"Content-Range": {fmt.Sprintf("bytes */%d", total)}}})
 	if err != nil {
 		return 0, nil, err
 	}
-	switch r.status {
+	switch r.Status {
 	case http.StatusOK, http.StatusCreated:
 		v, err := parseVideo(r, true)
 		return 0, v, err
 	case http.StatusPermanentRedirect:
-		ack, ok := acknowledged(r.header)
+		ack, ok := acknowledged(r.Header)
 		if !ok {
-			return 0, nil, invalidBody(r.status, "a 308 with an unreadable Range", false)
+			return 0, nil, invalidBody(r.Status, "a 308 with an unreadable Range", false)
 		}
 		return ack, nil, nil
 	}
@@ -333,10 +333,10 @@ func acknowledged(h http.Header) (int64, bool) {
 	return n + 1, true
 }
 
-func parseVideo(r *response, create bool) (*video, error) {
+func parseVideo(r *platforms.Answer, create bool) (*video, error) {
 	var v video
-	if err := json.Unmarshal(r.body, &v); err != nil || v.ID == "" {
-		return nil, invalidBody(r.status, "no video id", create)
+	if err := json.Unmarshal(r.Body, &v); err != nil || v.ID == "" {
+		return nil, invalidBody(r.Status, "no video id", create)
 	}
 	return &v, nil
 }
@@ -350,16 +350,16 @@ func (a *Adapter) awaitProcessing(ctx context.Context, c platforms.Credentials, 
 	errs := 0
 	for time.Now().Before(deadline) {
 		wait := a.cfg.PollInterval
-		r, err := a.send(ctx, request{method: http.MethodGet, bearer: c.AccessToken,
-			url: a.api + "/youtube/v3/videos?part=status,processingDetails&id=" + url.QueryEscape(id)})
-		if err == nil && r.status != http.StatusOK {
+		r, err := platforms.Send(ctx, a.hc, platforms.YouTube, platforms.Call{Method: http.MethodGet, Bearer: c.AccessToken,
+			URL: a.api + "/youtube/v3/videos?part=status,processingDetails&id=" + url.QueryEscape(id)})
+		if err == nil && r.Status != http.StatusOK {
 			err = classify(r, false)
 		}
 		var list struct {
 			Items []video `json:"items"`
 		}
-		if err == nil && json.Unmarshal(r.body, &list) != nil {
-			err = invalidBody(r.status, "not a video list", false)
+		if err == nil && json.Unmarshal(r.Body, &list) != nil {
+			err = invalidBody(r.Status, "not a video list", false)
 		}
 		switch {
 		case err != nil:

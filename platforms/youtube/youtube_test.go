@@ -3,13 +3,9 @@ package youtube
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -31,15 +27,16 @@ type testBundle struct {
 
 func setup(t *testing.T, opts sim.Options) *testBundle {
 	t.Helper()
-	srv, err := sim.Start("127.0.0.1:0", opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	cfg := srv.AdapterConfig(platforms.YouTube)
-	cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
-	a := New(cfg)
+	srv, cfg := platformstest.Start(t, platforms.YouTube, opts)
+	return &testBundle{srv: srv, a: New(cfg), creds: alice(t, srv, nil)}
+}
+
+// alice is the simulator's account alice.
+func alice(t *testing.T, srv *sim.Server, _ platforms.Adapter) platforms.Credentials {
+	t.Helper()
 	creds, err := srv.NewAccount(platforms.YouTube, "alice")
 	require.NoError(t, err)
-	return &testBundle{srv: srv, a: a, creds: creds}
+	return creds
 }
 
 func randomBytes(t *testing.T, n int) []byte { return platformstest.RandomBytes(t, n) }
@@ -76,7 +73,7 @@ func TestPublishChunkedVideo(t *testing.T) {
 	require.Equal(t, []string{sha(data)}, recs[0].MediaSHA256)
 
 	puts := 0
-	for _, l := range requests(t, b.srv) {
+	for _, l := range platformstest.Requests(t, b.srv, platforms.YouTube) {
 		if l.Method == http.MethodPut {
 			puts++
 			require.NotEmpty(t, l.Headers["Content-Range"])
@@ -99,146 +96,120 @@ func TestPublishWholeFileOfUnknownSize(t *testing.T) {
 	require.Equal(t, []string{sha(data)}, recs[0].MediaSHA256)
 }
 
-func requests(t *testing.T, srv *sim.Server) []sim.RequestLog {
-	t.Helper()
-	resp, err := http.Get(srv.BaseURL() + "/_sim/requests?platform=youtube")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var out struct {
-		Data []sim.RequestLog `json:"data"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-	return out.Data
-}
-
-func TestValidate(t *testing.T) {
+func TestConformance(t *testing.T) {
 	t.Parallel()
-	a := New(platforms.Config{})
 	vid := videoMedia([]byte("x"))
 	img := platforms.Media{ContentType: "image/png", Filename: "a.png"}
-	cases := []struct {
-		name string
-		post platforms.Post
-		want string
-	}{
-		{"no media", platforms.Post{Text: "Hello"}, "needs a video"},
-		{"two videos", platforms.Post{Text: "Hello", Media: []platforms.Media{vid, vid}}, "exactly one video"},
-		{"image", platforms.Post{Text: "Hello", Media: []platforms.Media{img}}, "videos only"},
-		{"empty title", platforms.Post{Text: "\nbody", Media: []platforms.Media{vid}}, "needs a title"},
-		{"long title", platforms.Post{Text: strings.Repeat("é", 101), Media: []platforms.Media{vid}}, "101 characters"},
-		{"long description", platforms.Post{Text: "Title\n" + strings.Repeat("é", 2500), Media: []platforms.Media{vid}}, "5006 bytes"},
-		{"angle brackets", platforms.Post{Text: "Title\n<b>bold</b>", Media: []platforms.Media{vid}}, "< or >"},
-		{"huge video", platforms.Post{Text: "Title", Media: []platforms.Media{{ContentType: "video/mp4", Size: MaxVideoBytes + 1}}}, "256 GB"},
+	video := func(text string) platformstest.PostFunc {
+		return func(*testing.T) platforms.Post {
+			return platforms.Post{Text: text, Media: []platforms.Media{videoMedia([]byte("abc"))}}
+		}
 	}
-	for _, tc := range cases {
-		err := a.Validate(tc.post)
-		require.Equal(t, platforms.Invalid, kindOf(t, err), tc.name)
-		require.Contains(t, err.Error(), tc.want, tc.name)
-	}
-	require.NoError(t, a.Validate(platforms.Post{Text: strings.Repeat("é", 100) + "\n" + strings.Repeat("a", 4000), Media: []platforms.Media{vid}}))
-
-	// Publish refuses an invalid post before any call.
-	_, err := a.Publish(context.Background(), platforms.Credentials{}, platforms.Post{Text: "Hello"})
-	require.Equal(t, platforms.Invalid, kindOf(t, err))
-}
-
-func TestRefreshAndRetry(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	post := platforms.Post{Text: "After refresh", Media: []platforms.Media{videoMedia(randomBytes(t, 1000))}}
-	require.NoError(t, b.srv.InjectFault(platforms.YouTube, sim.FaultExpireTokens, 0))
-	_, err := b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
-	require.Empty(t, b.srv.Publications(platforms.YouTube))
-
-	fresh, err := b.a.Refresh(context.Background(), b.creds)
-	require.NoError(t, err)
-	require.NotEqual(t, b.creds.AccessToken, fresh.AccessToken)
-	require.Equal(t, b.creds.RefreshToken, fresh.RefreshToken, "Google does not rotate refresh tokens")
-	require.True(t, fresh.ExpiresAt.After(time.Now()))
-
-	_, err = b.a.Publish(context.Background(), fresh, post)
-	require.NoError(t, err)
-	require.Len(t, b.srv.Publications(platforms.YouTube), 1)
-
-	_, err = b.a.Refresh(context.Background(), platforms.Credentials{RefreshToken: "sim_rt_unknown"})
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-}
-
-func TestRateLimitFault(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	require.NoError(t, b.srv.InjectFault(platforms.YouTube, sim.FaultRateLimit, 1))
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Limited", Media: []platforms.Media{videoMedia([]byte("abc"))}})
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	var e *platforms.Error
-	require.ErrorAs(t, err, &e)
-	require.Equal(t, "quotaExceeded", e.Code)
-	require.Equal(t, QuotaReset(time.Now()), e.ResetAt)
-	require.True(t, e.ResetAt.After(time.Now()) && e.ResetAt.Before(time.Now().Add(25*time.Hour)))
-	require.Zero(t, e.ResetAt.In(pacific).Hour())
-}
-
-func TestQuotaExhausted(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	// Room for one insert (1,600 units) and a few videos.list calls (1 unit each).
-	b.srv.SetLimit(platforms.YouTube, sim.YouTubeBucketUnits, sim.Limit{Count: 1700, Window: 25 * time.Hour})
-	post := platforms.Post{Text: "Quota", Media: []platforms.Media{videoMedia([]byte("abc"))}}
-	_, err := b.a.Publish(context.Background(), b.creds, post)
-	require.NoError(t, err)
-	_, err = b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	require.Len(t, b.srv.Publications(platforms.YouTube), 1)
-}
-
-func TestServerErrorIsTransient(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	require.NoError(t, b.srv.InjectFault(platforms.YouTube, sim.FaultError5xx, 1))
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Outage", Media: []platforms.Media{videoMedia([]byte("abc"))}})
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-	require.Empty(t, b.srv.Publications(platforms.YouTube))
-}
-
-func TestPostThenErrorAndLookup(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	since := time.Now()
 	data := randomBytes(t, 5000)
-	post := platforms.Post{Text: "Maybe posted\nThe answer to this upload is lost.", Media: []platforms.Media{videoMedia(data)}}
-	other := platforms.Post{Text: "Maybe posted\nA different description.", Media: []platforms.Media{videoMedia(data)}}
-	_, err := b.a.Publish(context.Background(), b.creds, other)
-	require.NoError(t, err)
-
-	require.NoError(t, b.srv.InjectFault(platforms.YouTube, sim.FaultPostThenError, 1))
-	_, err = b.a.Publish(context.Background(), b.creds, post)
-	require.Equal(t, platforms.Unknown, kindOf(t, err))
-
-	recs := b.srv.Publications(platforms.YouTube)
-	require.Len(t, recs, 2)
-	pub, found, err := b.a.Lookup(context.Background(), b.creds, post, since)
-	require.NoError(t, err)
-	require.True(t, found)
-	require.Equal(t, recs[1].ID, pub.ID)
-	require.Equal(t, post.Text, recs[1].Text)
-
-	_, found, err = b.a.Lookup(context.Background(), b.creds, platforms.Post{Text: "Never posted", Media: post.Media}, since)
-	require.NoError(t, err)
-	require.False(t, found)
-	_, found, err = b.a.Lookup(context.Background(), b.creds, post, time.Now().Add(time.Hour))
-	require.NoError(t, err)
-	require.False(t, found)
-}
-
-func TestTimeoutFault(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{TimeoutHold: 50 * time.Millisecond})
-	b.a.hc = &http.Client{Timeout: 2 * time.Second}
-	require.NoError(t, b.srv.InjectFault(platforms.YouTube, sim.FaultTimeout, 1))
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Slow", Media: []platforms.Media{videoMedia([]byte("abc"))}})
-	require.Equal(t, platforms.Transient, kindOf(t, err), "opening the session creates nothing")
-	require.Empty(t, b.srv.Publications(platforms.YouTube))
+	lookupVideo := func(text string) platformstest.PostFunc {
+		return func(*testing.T) platforms.Post {
+			return platforms.Post{Text: text, Media: []platforms.Media{videoMedia(data)}}
+		}
+	}
+	fake := platforms.Credentials{AccessToken: "t"}
+	fakePost := platforms.Post{Text: "Garbage", Media: []platforms.Media{videoMedia([]byte("abc"))}}
+	platformstest.Run(t, platformstest.Adapter{
+		Platform:   platforms.YouTube,
+		New:        func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
+		Account:    alice,
+		FakeConfig: func(url string) platforms.Config { return platforms.Config{BaseURL: url, UploadURL: url} },
+		FakeCreds:  fake,
+		FakePost:   fakePost,
+		ServerError: platformstest.Faults{Steps: []platformstest.Step{
+			{Name: "opening the session", Post: video("Outage"), Want: platforms.Transient},
+		}},
+		Timeout: platformstest.Faults{Hold: 50 * time.Millisecond, ClientTimeout: 2 * time.Second, Steps: []platformstest.Step{
+			{Name: "opening the session creates nothing", Post: video("Slow"), Want: platforms.Transient},
+		}},
+		Garbage: platformstest.Garbage{
+			Answers: []platformstest.Answer{
+				// A session answer without a session URL: nothing was created.
+				{Status: 200, Body: "<html>hello</html>", Want: platforms.Transient},
+			},
+			Checks: []platformstest.Check{
+				{
+					Name: "a garbage answer to the last chunk: the video may exist",
+					Serve: func(base string) http.Handler {
+						return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+							if r.Method == http.MethodPost {
+								w.Header().Set("Location", base+"/session")
+								w.WriteHeader(http.StatusOK)
+								return
+							}
+							w.WriteHeader(http.StatusOK)
+							_, _ = w.Write([]byte(`{"error":{"code":200,"message":"odd"}}`))
+						})
+					},
+					Want: []platforms.Kind{platforms.Unknown},
+					Call: func(ctx context.Context, a platforms.Adapter) error {
+						_, err := a.Publish(ctx, fake, fakePost)
+						return err
+					},
+				},
+				{
+					Name: "a 200 error body from the token endpoint is not a token",
+					Serve: func(string) http.Handler {
+						return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+							w.Header().Set("Content-Type", "application/json")
+							_, _ = w.Write([]byte(`{"error":"invalid_grant","error_description":"Bad Request"}`))
+						})
+					},
+					Want: []platforms.Kind{platforms.Permanent},
+					Call: func(ctx context.Context, a platforms.Adapter) error {
+						_, err := a.Refresh(ctx, platforms.Credentials{RefreshToken: "r"})
+						return err
+					},
+				},
+			},
+		},
+		PostThenError: platformstest.Lookup{
+			Others:  []platformstest.PostFunc{lookupVideo("Maybe posted\nA different description.")},
+			Post:    lookupVideo("Maybe posted\nThe answer to this upload is lost."),
+			Missing: lookupVideo("Never posted"),
+		},
+		Refresh: platformstest.Refresh{
+			Post: func(t *testing.T) platforms.Post {
+				return platforms.Post{Text: "After refresh", Media: []platforms.Media{videoMedia(randomBytes(t, 1000))}}
+			},
+			ExpireAll: true,
+			Old:       platformstest.OldRefreshWorks,
+			Refused: func(platforms.Credentials) []platforms.Credentials {
+				return []platforms.Credentials{{RefreshToken: "sim_rt_unknown"}}
+			},
+		},
+		Validate: platformstest.Validate{Cases: []platformstest.ValidateCase{
+			{Name: "no media", Post: platforms.Post{Text: "Hello"}, Contains: "needs a video"},
+			{Name: "two videos", Post: platforms.Post{Text: "Hello", Media: []platforms.Media{vid, vid}}, Contains: "exactly one video"},
+			{Name: "image", Post: platforms.Post{Text: "Hello", Media: []platforms.Media{img}}, Contains: "videos only"},
+			{Name: "empty title", Post: platforms.Post{Text: "\nbody", Media: []platforms.Media{vid}}, Contains: "needs a title"},
+			{Name: "long title", Post: platforms.Post{Text: strings.Repeat("é", 101), Media: []platforms.Media{vid}}, Contains: "101 characters"},
+			{Name: "long description", Post: platforms.Post{Text: "Title\n" + strings.Repeat("é", 2500), Media: []platforms.Media{vid}}, Contains: "5006 bytes"},
+			{Name: "angle brackets", Post: platforms.Post{Text: "Title\n<b>bold</b>", Media: []platforms.Media{vid}}, Contains: "< or >"},
+			{Name: "huge video", Post: platforms.Post{Text: "Title", Media: []platforms.Media{{ContentType: "video/mp4", Size: MaxVideoBytes + 1}}}, Contains: "256 GB"},
+			{Name: "longest title and description", Post: platforms.Post{Text: strings.Repeat("é", 100) + "\n" + strings.Repeat("a", 4000), Media: []platforms.Media{vid}}, OK: true},
+		}},
+		Revoke: platformstest.Revoke{Post: video("Revoked")},
+		RateLimit: platformstest.RateLimit{
+			Post:    video("Limited"),
+			Code:    "quotaExceeded",
+			Reset:   platformstest.Within{Max: 25 * time.Hour},
+			ResetAt: QuotaReset,
+			// Room for one insert (1,600 units) and a few videos.list calls (1 unit each).
+			Window: sim.YouTubeBucketUnits,
+			Limit:  sim.Limit{Count: 1700, Window: 25 * time.Hour},
+			More: func(t *testing.T, _ *sim.Server, _ platforms.Adapter, _ platforms.Credentials) {
+				require.Zero(t, QuotaReset(time.Now()).In(pacific).Hour())
+			},
+		},
+		ProcessingFails: platformstest.ProcessingFails{Contains: "could not process", Kept: true, Post: func(t *testing.T) platforms.Post {
+			return platforms.Post{Text: "Broken file", Media: []platforms.Media{videoMedia(platformstest.FailingVideo(t))}}
+		}},
+	})
 }
 
 // flaky is a transport that sabotages one chosen call.
@@ -302,81 +273,11 @@ func TestLostAnswerToLastChunkIsUnknown(t *testing.T) {
 	require.Equal(t, recs[0].ID, pub.ID)
 }
 
-func TestProcessingFailure(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	data := append([]byte(sim.ProcessingFailureMarker), randomBytes(t, 100)...)
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Broken file", Media: []platforms.Media{videoMedia(data)}})
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	require.Contains(t, err.Error(), "could not process")
-}
-
-func TestGarbageAnswers(t *testing.T) {
-	t.Parallel()
-	post := platforms.Post{Text: "Garbage", Media: []platforms.Media{videoMedia([]byte("abc"))}}
-	creds := platforms.Credentials{AccessToken: "t"}
-
-	// A session answer without a session URL: nothing was created.
-	noLocation := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write([]byte("<html>hello</html>"))
-	}))
-	t.Cleanup(noLocation.Close)
-	_, err := New(platforms.Config{BaseURL: noLocation.URL, UploadURL: noLocation.URL}).Publish(context.Background(), creds, post)
-	require.Equal(t, platforms.Transient, kindOf(t, err))
-
-	// A garbage answer to the last chunk: the video may exist.
-	var srvURL string
-	garbageUpload := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			w.Header().Set("Location", srvURL+"/session")
-			w.WriteHeader(http.StatusOK)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write([]byte(`{"error":{"code":200,"message":"odd"}}`))
-	}))
-	t.Cleanup(garbageUpload.Close)
-	srvURL = garbageUpload.URL
-	_, err = New(platforms.Config{BaseURL: srvURL, UploadURL: srvURL}).Publish(context.Background(), creds, post)
-	require.Equal(t, platforms.Unknown, kindOf(t, err))
-
-	// A 200 error body from the token endpoint is not a token.
-	tokenErr := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"error":"invalid_grant","error_description":"Bad Request"}`))
-	}))
-	t.Cleanup(tokenErr.Close)
-	_, err = New(platforms.Config{BaseURL: tokenErr.URL}).Refresh(context.Background(), platforms.Credentials{RefreshToken: "r"})
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-}
-
-func pkce(t *testing.T) (verifier, challenge string) {
-	t.Helper()
-	verifier = base64.RawURLEncoding.EncodeToString(randomBytes(t, 32))
-	sum := sha256.Sum256([]byte(verifier))
-	return verifier, base64.RawURLEncoding.EncodeToString(sum[:])
-}
-
-// consent follows the consent page once and returns the redirect it answers with.
-func consent(t *testing.T, authURL string) url.Values {
-	t.Helper()
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(authURL)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusFound, resp.StatusCode)
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	require.NoError(t, err)
-	require.Equal(t, "/callback", loc.Path)
-	return loc.Query()
-}
-
 func TestConnect(t *testing.T) {
 	t.Parallel()
 	b := setup(t, sim.Options{})
 	require.True(t, b.a.UsesPKCE())
-	verifier, challenge := pkce(t)
+	verifier, challenge := platformstest.PKCE(t)
 	redirect := "http://127.0.0.1:1/callback"
 	authURL := b.a.AuthorizeURL("st4te", redirect, challenge)
 	u, err := url.Parse(authURL)
@@ -385,7 +286,7 @@ func TestConnect(t *testing.T) {
 	require.Equal(t, "offline", u.Query().Get("access_type"))
 	require.Equal(t, "S256", u.Query().Get("code_challenge_method"))
 
-	q := consent(t, authURL+"&login_hint=bob@example.com")
+	q := platformstest.Consent(t, authURL+"&login_hint=bob@example.com", redirect).Query()
 	require.Equal(t, "st4te", q.Get("state"))
 	code := q.Get("code")
 	require.NotEmpty(t, code)
@@ -393,7 +294,7 @@ func TestConnect(t *testing.T) {
 	_, err = b.a.Exchange(context.Background(), code, redirect, "wrong-verifier")
 	require.Equal(t, platforms.Permanent, kindOf(t, err))
 
-	q = consent(t, authURL+"&login_hint=bob@example.com")
+	q = platformstest.Consent(t, authURL+"&login_hint=bob@example.com", redirect).Query()
 	creds, err := b.a.Exchange(context.Background(), q.Get("code"), redirect, verifier)
 	require.NoError(t, err)
 	bob, err := b.srv.NewAccount(platforms.YouTube, "bob")
@@ -411,23 +312,7 @@ func TestConnect(t *testing.T) {
 	require.Equal(t, creds.UserID, b.srv.Publications(platforms.YouTube)[0].Account)
 
 	b.srv.Deny(platforms.YouTube)
-	q = consent(t, authURL)
+	q = platformstest.Consent(t, authURL, redirect).Query()
 	require.Equal(t, "access_denied", q.Get("error"))
 	require.Equal(t, "st4te", q.Get("state"))
-}
-
-func TestRevoke(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sim.Options{})
-	require.NoError(t, b.a.Revoke(context.Background(), b.creds))
-	revs := b.srv.Revocations()
-	require.Len(t, revs, 1)
-	require.Equal(t, "youtube", revs[0].Platform)
-	require.Equal(t, b.creds.UserID, revs[0].Account)
-
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Revoked", Media: []platforms.Media{videoMedia([]byte("abc"))}})
-	require.Equal(t, platforms.AuthExpired, kindOf(t, err))
-	_, err = b.a.Refresh(context.Background(), b.creds)
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	require.NoError(t, b.a.Revoke(context.Background(), b.creds), "revoking twice is fine")
 }

@@ -60,7 +60,11 @@ type Config struct {
 	// (--cors-origins: scheme://host[:port], scheme://host:* or *); sandbox mode adds the
 	// loopback origins (connector.LoopbackOrigins). docs/mcp.md, Browsers.
 	CORSOrigins []string
-	SimAddr     string // sandbox simulator address, default 127.0.0.1:8081
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client's address
+	// (the sign-in throttle and the OAuth registration budget count by it).
+	TrustedProxies []netip.Prefix
+
+	SimAddr string // sandbox simulator address, default 127.0.0.1:8081
 	// CheckOnStart reads every page of the database file and runs bbolt's consistency check
 	// and Herald's cross-checks before starting (--check-on-start; 2-3 s per GB); without
 	// it start-up checks the file's structure up to each bucket's root page (docs/operations.md,
@@ -132,7 +136,8 @@ type Config struct {
 	// OAuthSweepEvery is the period of the sweep of expired OAuth codes and tokens and of unused
 	// clients (default 10 min).
 	OAuthSweepEvery time.Duration
-	// OAuthRegistrationsPerHour caps OAuth client registrations per client address (default 20).
+	// OAuthRegistrationsPerHour caps the new OAuth clients registered per client address per hour
+	// (default 100; a registration answered with the client it made before is not counted).
 	OAuthRegistrationsPerHour int
 	// PasswordParams are argon2id's parameters for new password hashes (default
 	// auth.DefaultPasswordParams; tests make them cheap).
@@ -364,6 +369,7 @@ func New(cfg Config) (*App, error) {
 	a.Server = server.New(server.Config{
 		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: a.quotas.limiter, Deprecated: deprecated, PlanLimits: cfg.PlanLimits, RequestTimeout: cfg.RequestTimeout,
 		Sessions: a.Sessions, BaseURL: func() string { return a.Cfg.BaseURL }, ConnectSources: a.Media.connectSources(), MetricsPublic: cfg.MetricsPublic, Overload: cfg.Overload,
+		TrustedProxies: cfg.TrustedProxies,
 		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true, api.DashboardJobStreamRoute: true,
 			api.CampaignStreamRoute: true, api.DashboardCampaignStreamRoute: true},
 		BodyLimits: api.BodyLimits(),
@@ -377,7 +383,8 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	a.OAuth = oauth.New(oauth.Config{Server: a.Server, Store: store, Auth: a.Auth, BaseURL: func() string { return a.Cfg.BaseURL },
-		Now: cfg.OAuthClock, RegistrationsPerHour: cfg.OAuthRegistrationsPerHour, SweepEvery: cfg.OAuthSweepEvery, Registry: a.Registry, Log: cfg.Log})
+		Now: cfg.OAuthClock, RegistrationsPerHour: cfg.OAuthRegistrationsPerHour, SweepEvery: cfg.OAuthSweepEvery, Registry: a.Registry, Log: cfg.Log,
+		Sealer: a.Box, Egress: a.Webhooks.Guard})
 	a.OAuth.Register()
 	if err := a.registerConnector(); err != nil {
 		a.closeStore()

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/oauth2"
+
+	"github.com/heraldhq/herald/persistence"
 )
 
 // consentBrowser is the AuthorizationCodeFetcher of the SDK client: the signed-in user's browser.
@@ -245,10 +248,213 @@ func TestMCPOAuthWithTheSDKClient(t *testing.T) {
 	require.Len(t, again, 2, "the revoked grant sent the client back to the user")
 	au2, err := url.Parse(again[1])
 	require.NoError(t, err)
-	require.NotEqual(t, q.Get("client_id"), au2.Query().Get("client_id"), "the SDK registers anew on every authorization")
+	require.Equal(t, q.Get("client_id"), au2.Query().Get("client_id"), "the SDK registers again on every authorization, and is answered with its client")
 	require.Equal(t, 401, b.bearer(tokens.tok.AccessToken, "POST", "/mcp").status)
 	_, err = tokens.cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: tokens.tok.RefreshToken}).Token()
 	var re *oauth2.RetrieveError
 	require.True(t, errors.As(err, &re), "%v", err)
 	require.Equal(t, "invalid_grant", re.ErrorCode, "the revoked grant's refresh token is refused too")
+}
+
+// hostedBrowser is the AuthorizationCodeFetcher of a hosted AI service (claude.ai, ChatGPT) or
+// of an application with its own URI scheme (Cursor): the signed-in user approves, and the
+// redirect to the host's callback is read from Location rather than followed.
+type hostedBrowser struct {
+	client   *http.Client
+	callback string
+	decision string
+}
+
+func (hb *hostedBrowser) fetch(ctx context.Context, args *sdkauth.AuthorizationArgs) (*sdkauth.AuthorizationResult, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hb.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	page, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("consent page: %d %s", resp.StatusCode, page)
+	}
+	form := url.Values{}
+	for _, m := range hiddenField.FindAllStringSubmatch(string(page), -1) {
+		form.Add(m[1], htmlUnescape(m[2]))
+	}
+	form.Set("decision", hb.decision)
+	action, _ := url.Parse(args.URL)
+	action.RawQuery = ""
+	req, err = http.NewRequestWithContext(ctx, http.MethodPost, action.String(), strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err = hb.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	_ = resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, hb.callback+"?") {
+		return nil, fmt.Errorf("consent answered %d to %q, not the host's callback", resp.StatusCode, loc)
+	}
+	u, err := url.Parse(loc)
+	if err != nil {
+		return nil, err
+	}
+	q := u.Query()
+	if e := q.Get("error"); e != "" {
+		return nil, fmt.Errorf("authorization refused: %s", e)
+	}
+	return &sdkauth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+}
+
+// workerTokens is the token source of a host that serves one user's calls from several workers,
+// each refreshing on its own when the access token is due: parallel calls refresh in parallel
+// with the same refresh token.
+type workerTokens struct {
+	ctx       context.Context
+	cfg       *oauth2.Config
+	now       func() time.Time
+	mu        sync.Mutex
+	tok       *oauth2.Token
+	due       time.Time
+	refreshes int
+	start     chan struct{} // closed to let the parallel refreshes go together
+	waiting   atomic.Int32  // refreshes waiting for start
+}
+
+func (s *workerTokens) Token() (*oauth2.Token, error) {
+	s.mu.Lock()
+	tok, due := s.tok, s.due
+	s.mu.Unlock()
+	if s.now().Before(due) {
+		return tok, nil
+	}
+	if s.start != nil {
+		s.waiting.Add(1)
+		<-s.start
+	}
+	next, err := s.cfg.TokenSource(s.ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.refreshes++
+	s.tok, s.due = next, s.now().Add(time.Duration(next.ExpiresIn)*time.Second-10*time.Second)
+	s.mu.Unlock()
+	return next, nil
+}
+
+// The Go SDK's client registers as each host does (claude.ai with client_secret_post, ChatGPT
+// with none and with client_secret_post, Cursor with its own URI scheme), is approved, and calls
+// tools; after the access token's hour three parallel calls refresh in parallel with one refresh
+// token, and all of them succeed. Every host registering again is handed its client, and each
+// keeps one connector key.
+func TestMCPOAuthHostedClients(t *testing.T) {
+	t.Parallel()
+	b := setupOAuth(t)
+	br := b.signedIn()
+	for _, h := range []struct {
+		name string
+		meta oauthex.ClientRegistrationMetadata
+	}{
+		{"claude.ai", oauthex.ClientRegistrationMetadata{ClientName: "Claude", RedirectURIs: []string{"https://claude.ai/api/mcp/auth_callback"},
+			TokenEndpointAuthMethod: "client_secret_post", GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"}}},
+		{"ChatGPT", oauthex.ClientRegistrationMetadata{ClientName: "ChatGPT", RedirectURIs: []string{"https://chatgpt.com/connector_platform_oauth_redirect"},
+			TokenEndpointAuthMethod: "none", GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"}}},
+		{"ChatGPT with a secret", oauthex.ClientRegistrationMetadata{ClientName: "ChatGPT connector", RedirectURIs: []string{"https://chatgpt.com/connector_platform_oauth_redirect"},
+			TokenEndpointAuthMethod: "client_secret_post", GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"}}},
+		{"Cursor", oauthex.ClientRegistrationMetadata{ClientName: "Cursor", RedirectURIs: []string{"cursor://anysphere.cursor-retrieval/oauth/user-mcp/callback"},
+			TokenEndpointAuthMethod: "none", GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"}}},
+	} {
+		t.Run(h.name, func(t *testing.T) {
+			hb := &hostedBrowser{client: &http.Client{Jar: br.client.Jar, Timeout: 30 * time.Second,
+				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+				callback: h.meta.RedirectURIs[0], decision: "approve"}
+			var tokens *workerTokens
+			// connect opens a session; with a token source, as another worker of the host that
+			// shares the user's tokens, without authorizing.
+			connect := func(shared oauth2.TokenSource) *mcp.ClientSession {
+				meta := h.meta
+				handler, err := sdkauth.NewAuthorizationCodeHandler(&sdkauth.AuthorizationCodeHandlerConfig{
+					DynamicClientRegistrationConfig: &sdkauth.DynamicClientRegistrationConfig{Metadata: &meta},
+					AuthorizationCodeFetcher:        hb.fetch,
+					InitialTokenSource:              shared,
+					NewTokenSource: func(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+						tokens = &workerTokens{ctx: ctx, cfg: cfg, now: b.clock.Now, tok: tok,
+							due: b.clock.Now().Add(time.Duration(tok.ExpiresIn)*time.Second - 10*time.Second)}
+						return tokens, nil
+					},
+				})
+				require.NoError(t, err)
+				c := mcp.NewClient(&mcp.Implementation{Name: "herald-" + h.name, Version: "1"}, nil)
+				s, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{
+					Endpoint: b.url + "/mcp", OAuthHandler: handler, DisableStandaloneSSE: true,
+				}, nil)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = s.Close() })
+				return s
+			}
+			s := connect(nil)
+			require.Equal(t, b.user.Email, okJSON(t, callTool(t, s, "whoami", nil))["email"])
+			clientID := tokens.cfg.ClientID
+			require.True(t, strings.HasPrefix(clientID, "hcl_"), clientID)
+			require.Empty(t, tokens.cfg.ClientSecret, "registered as a public client")
+
+			// Three workers of the host call at once after the hour: each refreshes with the
+			// same refresh token (one SDK session sends one request at a time).
+			workers := []*mcp.ClientSession{s, connect(tokens), connect(tokens)}
+			b.clock.Add(61 * time.Minute)
+			tokens.start = make(chan struct{})
+			released := false
+			release := func() {
+				if !released {
+					released = true
+					close(tokens.start)
+				}
+			}
+			defer release()
+			var wg sync.WaitGroup
+			errs := make([]error, len(workers))
+			for i, w := range workers {
+				wg.Go(func() {
+					res, err := w.CallTool(context.Background(), &mcp.CallToolParams{Name: "whoami"})
+					if err == nil && res.IsError {
+						err = fmt.Errorf("tool error: %v", res.Content)
+					}
+					errs[i] = err
+				})
+			}
+			require.Eventually(t, func() bool { return tokens.waiting.Load() == 3 }, 10*time.Second, time.Millisecond,
+				"three refreshes with one refresh token")
+			release()
+			wg.Wait()
+			for _, err := range errs {
+				require.NoError(t, err)
+			}
+			require.Equal(t, 3, tokens.refreshes)
+			tokens.start = nil
+			okJSON(t, callTool(t, s, "whoami", nil))
+
+			// The host connects again (a new conversation, another worker): it registers
+			// again, is handed the same client, and its new approval replaces its key.
+			s2 := connect(nil)
+			okJSON(t, callTool(t, s2, "whoami", nil))
+			require.Equal(t, clientID, tokens.cfg.ClientID, "the same client")
+			n := 0
+			require.NoError(t, b.app.Store.View(func(tx *persistence.Tx) error {
+				keys, err := tx.APIKeysOfUser(b.user.ID)
+				for _, k := range keys {
+					if k.ClientID == clientID && k.RevokedAt == nil {
+						n++
+					}
+				}
+				return err
+			}))
+			require.Equal(t, 1, n, "one connector key per client and user")
+		})
+	}
 }

@@ -59,7 +59,7 @@ func TestMCPStepUpWithTheSDKClient(t *testing.T) {
 		require.NotEqual(t, "create_draft", tool.Name, "a read-only grant lists no write tool")
 	}
 	d := okJSON(t, callTool(t, s, "create_draft", map[string]any{"content": "after step-up", "accounts": []string{b.accounts[0].ID}}))
-	require.NotEmpty(t, d["id"])
+	require.NotEmpty(t, d["post_id"])
 	mu.Lock()
 	defer mu.Unlock()
 	require.Len(t, asked, 2, "one authorization, then one step-up")

@@ -57,7 +57,10 @@ func TestOAuthSweep(t *testing.T) {
 		return w
 	}
 	unused := b.register("Never used")
-	other := b.register("Claude") // approved below, never exchanged
+	// Approved below, never exchanged: Claude again, returning elsewhere (another client).
+	rr := b.post("/oauth/register", "application/json", `{"client_name":"Claude","redirect_uris":["`+b.redirect+`/other"]}`)
+	require.Equal(t, 201, rr.status, string(rr.body))
+	other := rr.json(t)["client_id"].(string)
 
 	// Grant B, then grant A for the same client: approving again revoked B's connector key.
 	b.grant(b.url, "")
@@ -69,6 +72,7 @@ func TestOAuthSweep(t *testing.T) {
 	_, challenge := pkcePair("u")
 	q := b.authRequest(challenge, b.url, "")
 	q.Set("client_id", other)
+	q.Set("redirect_uri", b.redirect+"/other")
 	require.NotEmpty(t, b.consent(b.signedIn(), q, "approve").Get("code"))
 	clients, codes, tokens := b.counts()
 	require.Equal(t, []int{3, 3, 6}, []int{clients, codes, tokens})
@@ -91,15 +95,15 @@ func TestOAuthSweep(t *testing.T) {
 	a = r.json(t)
 	require.Equal(t, 200, b.doKey(a["access_token"].(string), "GET", "/v1/me", nil, nil).status)
 
-	// Twenty days on, another client registers and is never used.
-	b.clock.Add(20 * 24 * time.Hour)
+	// Twenty hours on, another client registers and is never used.
+	b.clock.Add(20 * time.Hour)
 	late := b.register("Late")
 	require.Equal(t, oauth.Swept{AccessTokens: 1}, sweep())
 
-	// Thirty-one days after the start: every refresh token has expired; the client that was never
-	// used goes, the two that grants name and the late one stay.
-	b.clock.Add(11 * 24 * time.Hour)
-	require.Equal(t, oauth.Swept{RefreshTokens: 3, Clients: 1}, sweep())
+	// A day after the start: the client that was never approved goes; the two that grants name
+	// and the late one stay.
+	b.clock.Add(3 * time.Hour)
+	require.Equal(t, oauth.Swept{Clients: 1}, sweep())
 	require.NoError(t, b.app.Store.View(func(tx *persistence.Tx) error {
 		for id, want := range map[string]bool{unused: false, b.clientID: true, other: true, late: true} {
 			_, err := tx.OAuthClient(id)
@@ -107,8 +111,10 @@ func TestOAuthSweep(t *testing.T) {
 		}
 		return nil
 	}))
-	b.clock.Add(20 * 24 * time.Hour)
-	require.Equal(t, oauth.Swept{Clients: 1}, sweep())
+
+	// Thirty days on: every refresh token has expired, and the late client is gone too.
+	b.clock.Add(30 * 24 * time.Hour)
+	require.Equal(t, oauth.Swept{RefreshTokens: 3, Clients: 1}, sweep())
 	clients, codes, tokens = b.counts()
 	require.Equal(t, []int{2, 1, 0}, []int{clients, codes, tokens})
 

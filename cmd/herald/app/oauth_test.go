@@ -151,6 +151,7 @@ func TestOAuthMetadata(t *testing.T) {
 	require.Equal(t, []any{"S256"}, as["code_challenge_methods_supported"])
 	require.Equal(t, []any{"none"}, as["token_endpoint_auth_methods_supported"])
 	require.Equal(t, true, as["authorization_response_iss_parameter_supported"])
+	require.Equal(t, true, as["client_id_metadata_document_supported"], "the webhooks' egress fetches the documents")
 	require.Len(t, as["scopes_supported"], 11)
 
 	// Every 401 on /v1 names the REST API's metadata, and keeps the spec's error.
@@ -344,7 +345,12 @@ func TestOAuthRefusals(t *testing.T) {
 			r := b.post("/oauth/register", "application/json", `{"client_name":"x","redirect_uris":["`+ok+`"]}`)
 			require.Equal(t, 201, r.status, ok)
 		}
+		// A confidential method asked is registered as public, and the answer says so.
 		r = b.post("/oauth/register", "application/json", `{"redirect_uris":["https://a.example/cb"],"token_endpoint_auth_method":"client_secret_basic"}`)
+		require.Equal(t, 201, r.status, string(r.body))
+		require.Equal(t, "none", r.json(t)["token_endpoint_auth_method"])
+		require.NotContains(t, r.json(t), "client_secret")
+		r = b.post("/oauth/register", "application/json", `{"redirect_uris":["https://a.example/cb"],"token_endpoint_auth_method":"private_key_jwt"}`)
 		require.Equal(t, 400, r.status)
 		require.Equal(t, "invalid_client_metadata", r.json(t)["error"])
 	})
@@ -384,12 +390,16 @@ func TestOAuthRegistrationRateLimit(t *testing.T) {
 		cfg.OAuthClock = clock.Now
 		cfg.OAuthRegistrationsPerHour = 2
 	}})}
-	body := `{"client_name":"x","redirect_uris":["http://127.0.0.1:1/cb"]}`
-	require.Equal(t, 201, b.post("/oauth/register", "application/json", body).status)
-	require.Equal(t, 201, b.post("/oauth/register", "application/json", body).status)
-	r := b.post("/oauth/register", "application/json", body)
+	body := func(name string) string {
+		return `{"client_name":"` + name + `","redirect_uris":["http://127.0.0.1:1/cb"]}`
+	}
+	require.Equal(t, 201, b.post("/oauth/register", "application/json", body("a")).status)
+	require.Equal(t, 201, b.post("/oauth/register", "application/json", body("b")).status)
+	r := b.post("/oauth/register", "application/json", body("c"))
 	require.Equal(t, 429, r.status)
 	require.NotEmpty(t, r.header.Get("Retry-After"))
+	// Registering the same metadata again makes nothing, and is not counted.
+	require.Equal(t, 201, b.post("/oauth/register", "application/json", body("a")).status)
 }
 
 // A token whose only scope is me:read opens GET /v1/me and nothing else: every other /v1 route

@@ -1,0 +1,76 @@
+package platforms_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/platforms"
+)
+
+// Send puts every part of a Call on the wire: method, body, Content-Type, the network's headers,
+// the bearer or Basic credentials, and Accept unless the network's headers chose one.
+func TestSendWritesTheCall(t *testing.T) {
+	t.Parallel()
+	got := make(chan *http.Request, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Clone(context.Background())
+		w.Header().Set("X-Answer", "yes")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}))
+	t.Cleanup(srv.Close)
+	hc := &http.Client{}
+	ans, err := platforms.Send(context.Background(), hc, platforms.X, platforms.Call{Method: http.MethodPost, URL: srv.URL + "/p",
+		Body: []byte("a=b"), ContentType: "application/x-www-form-urlencoded", Bearer: "tok",
+		Header: http.Header{"Content-Range": {"bytes 0-2/3"}}})
+	require.NoError(t, err)
+	require.True(t, ans.OK())
+	require.Equal(t, http.StatusCreated, ans.Status)
+	require.Equal(t, "yes", ans.Header.Get("X-Answer"))
+	require.JSONEq(t, `{"ok":true}`, string(ans.Body))
+	r := <-got
+	require.Equal(t, http.MethodPost, r.Method)
+	require.Equal(t, "application/x-www-form-urlencoded", r.Header.Get("Content-Type"))
+	require.Equal(t, "bytes 0-2/3", r.Header.Get("Content-Range"))
+	require.Equal(t, "Bearer tok", r.Header.Get("Authorization"))
+	require.Equal(t, "application/json", r.Header.Get("Accept"))
+
+	_, err = platforms.Send(context.Background(), hc, platforms.X, platforms.Call{Method: http.MethodGet, URL: srv.URL + "/q",
+		BasicUser: "id", BasicPass: "secret", Header: http.Header{"Accept": {"text/plain"}}})
+	require.NoError(t, err)
+	r = <-got
+	user, pass, ok := r.BasicAuth()
+	require.True(t, ok)
+	require.Equal(t, "id:secret", user+":"+pass)
+	require.Equal(t, "text/plain", r.Header.Get("Accept"))
+	require.Empty(t, r.Header.Get("Content-Type"))
+}
+
+// An answer is read up to MaxAnswer and no further.
+func TestSendBoundsTheAnswer(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(strings.Repeat("a", platforms.MaxAnswer+10)))
+	}))
+	t.Cleanup(srv.Close)
+	ans, err := platforms.Send(context.Background(), &http.Client{}, platforms.X, platforms.Call{Method: http.MethodGet, URL: srv.URL})
+	require.NoError(t, err)
+	require.Len(t, ans.Body, platforms.MaxAnswer)
+}
+
+// A call that could not be sent is Transient whatever it was for.
+func TestSendRefusedConnectionIsTransient(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	_, err = platforms.Send(context.Background(), &http.Client{}, platforms.X, platforms.Call{Method: http.MethodPost, URL: "http://" + addr, Create: true})
+	require.Equal(t, platforms.Transient, platforms.KindOf(err))
+}
