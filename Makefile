@@ -43,9 +43,17 @@ bench-micro: ## Run the Go micro-benchmarks: store, codec, directory, Ask, rate 
 mcp-e2e: ## The MCP endpoint against the official clients (TypeScript SDK with key and OAuth, Inspector CLI) and a browser's preflight on a throwaway sandbox; needs node/npm, installs from npm (not part of `make test`; .ci/run runs it).
 	e2e/mcp/run.sh
 
-lint: ## gofmt and go vet.
+# golangci-lint, pinned: `make lint` installs this version from the Go module proxy when the one
+# on PATH (or in GOPATH/bin) is another or none. .golangci.yml says what it checks.
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := $(shell $(GO) env GOPATH)/bin/golangci-lint
+
+lint: ## gofmt, go vet and golangci-lint (pinned; installed on first use).
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && exit 1)
 	$(GO) vet ./...
+	@$(GOLANGCI_LINT) version 2>/dev/null | grep -q "version $(patsubst v%,%,$(GOLANGCI_LINT_VERSION))" || \
+		$(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	$(GOLANGCI_LINT) run ./...
 
 tidy: ## go mod tidy.
 	$(GO) mod tidy

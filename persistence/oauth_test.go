@@ -2,7 +2,6 @@ package persistence
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -41,7 +40,7 @@ func oauthClientsByMetadata(t *testing.T, s *Store) {
 	require.Equal(t, "hcl_b", id)
 	for _, miss := range [][]string{{"ChatGPT", "https://claude.ai/other"}, {"Claude", "https://claude.ai/other", "https://claude.ai/api/mcp/auth_callback"}} {
 		_, err = find(miss[0], miss[1:]...)
-		require.True(t, errors.Is(err, ErrNotFound), "%v", miss)
+		require.ErrorIs(t, err, ErrNotFound, "%v", miss)
 	}
 
 	// Re-registered: the lifetime counts from the last registration.
@@ -60,7 +59,7 @@ func oauthClientsByMetadata(t *testing.T, s *Store) {
 		return err
 	}))
 	_, err = find("Claude", "https://claude.ai/api/mcp/auth_callback")
-	require.True(t, errors.Is(err, ErrNotFound), "the index entry went with the client")
+	require.ErrorIs(t, err, ErrNotFound, "the index entry went with the client")
 	_, err = find("Claude", "https://claude.ai/other")
 	require.NoError(t, err)
 

@@ -587,3 +587,34 @@ func (s *Server) Usage(userID, plan string) (used, limit int, reset time.Duratio
 	used, reset = s.cfg.Limiter.Peek(userID)
 	return used, limit, reset
 }
+
+// Mount serves h (a plain net/http handler, such as the MCP endpoint's) at path for methods.
+func (s *Server) Mount(path string, h http.Handler, methods ...string) {
+	eh := echo.WrapHandler(h)
+	for _, m := range methods {
+		s.Echo.Add(m, path, eh)
+	}
+}
+
+// RefuseWhile is the drain's middleware (docs/operations.md, Shutdown and crashes): while
+// draining says so, every request but the probes (/healthz, /readyz, /metrics) and those spare
+// keeps (by method and route template) is answered 503 internal_error with Retry-After and
+// Connection: close, before anything of it is done.
+func RefuseWhile(draining func() bool, spare func(method, route string) bool) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c *echo.Context) error {
+			if !draining() {
+				return next(c)
+			}
+			switch c.Request().URL.Path {
+			case "/healthz", "/readyz", "/metrics":
+				return next(c)
+			}
+			if spare != nil && spare(c.Request().Method, c.Path()) {
+				return next(c)
+			}
+			c.Response().Header().Set("Connection", "close")
+			return apierr.Unavailable("Herald is shutting down; retry shortly")
+		}
+	}
+}

@@ -257,7 +257,7 @@ func TestPublishImages(t *testing.T) {
 	require.Equal(t, "app.bsky.embed.images", embed["$type"])
 	first := embed["images"].([]any)[0].(map[string]any)
 	require.Equal(t, map[string]any{"width": 64.0, "height": 32.0}, first["aspectRatio"])
-	require.Equal(t, "", first["alt"])
+	require.Empty(t, first["alt"])
 }
 
 func TestPublishVideo(t *testing.T) {

@@ -2,7 +2,6 @@ package bluesky
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -244,7 +243,7 @@ func TestLiveReadsClassified(t *testing.T) {
 	_, err = b.a.Metrics(ctx, b.creds, id)
 	require.Equal(t, platforms.RateLimited, kindOf(t, err))
 	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
+	require.ErrorAs(t, err, &e)
 	require.False(t, e.ResetAt.IsZero())
 
 	// The PDS's per-IP window runs out.
@@ -253,7 +252,7 @@ func TestLiveReadsClassified(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.a.Conversation(ctx, b.creds, conv)
 	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	require.True(t, errors.As(err, &e))
+	require.ErrorAs(t, err, &e)
 	require.WithinDuration(t, time.Now().Add(5*time.Minute), e.ResetAt, time.Minute)
 	b.sim.SetLimit(platforms.Bluesky, "ip", sim.Limit{Count: 3000, Window: 5 * time.Minute})
 

@@ -250,7 +250,7 @@ func TestExpiredTokenAndReconnect(t *testing.T) {
 	_, err := e.a.Publish(ctx, e.creds, platforms.Post{Text: "after expiry"})
 	require.Equal(t, "190", kind(t, err, platforms.AuthExpired).Code)
 	_, err = e.a.Refresh(ctx, e.creds)
-	kind(t, err, platforms.Permanent)
+	_ = kind(t, err, platforms.Permanent)
 	creds := connect(t, e, "acme")
 	require.Equal(t, e.creds.UserID, creds.UserID, "the same Page reconnects")
 	_, err = e.a.Publish(ctx, creds, platforms.Post{Text: "after expiry"})
@@ -308,7 +308,7 @@ func TestConnectPublishRevoke(t *testing.T) {
 	require.NoError(t, e.a.Revoke(ctx, creds))
 	require.True(t, revoked(e.srv, platforms.Facebook, creds.UserID), "revocations = %+v", e.srv.Revocations())
 	_, err = e.a.Publish(ctx, creds, platforms.Post{Text: "after revoke"})
-	kind(t, err, platforms.AuthExpired)
+	_ = kind(t, err, platforms.AuthExpired)
 	// Credentials without a user token have nothing to revoke.
 	require.NoError(t, e.a.Revoke(ctx, e.creds))
 }
@@ -330,7 +330,7 @@ func TestConnectDeniedAndCodeReuse(t *testing.T) {
 	_, err = e.a.Exchange(context.Background(), code, redirect, "")
 	require.NoError(t, err)
 	_, err = e.a.Exchange(context.Background(), code, redirect, "")
-	kind(t, err, platforms.Permanent)
+	_ = kind(t, err, platforms.Permanent)
 }
 
 // revoked reports whether the simulator recorded a revocation of account on p.

@@ -101,7 +101,7 @@ func TestMultipart(t *testing.T) {
 	require.NoError(t, err)
 	all, err := io.ReadAll(body)
 	require.NoError(t, err)
-	require.EqualValues(t, length, len(all))
+	require.Len(t, all, int(length))
 	_, params, err := mime.ParseMediaType(ctype)
 	require.NoError(t, err)
 	r := multipart.NewReader(bytes.NewReader(all), params["boundary"])

@@ -243,7 +243,7 @@ func TestUnreachableMedia(t *testing.T) {
 	_, err := e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "x", Media: []platforms.Media{e.media("image/jpeg", "missing.jpg")}})
 	require.Contains(t, kind(t, err, platforms.Permanent).Message, "HTTP 404")
 	_, err = e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "x", Media: []platforms.Media{{ContentType: "image/jpeg"}}})
-	kind(t, err, platforms.Permanent)
+	_ = kind(t, err, platforms.Permanent)
 	require.Empty(t, e.srv.Publications(platforms.Instagram))
 }
 
@@ -269,7 +269,7 @@ func TestRefreshNeedsADayOldToken(t *testing.T) {
 	e := setup(t, sim.Options{Now: clk.Now})
 	creds := connect(t, e, "acme")
 	_, err := e.a.Refresh(context.Background(), creds)
-	kind(t, err, platforms.Permanent)
+	_ = kind(t, err, platforms.Permanent)
 	clk.Add(25 * time.Hour)
 	fresh, err := e.a.Refresh(context.Background(), creds)
 	require.NoError(t, err)
@@ -277,7 +277,7 @@ func TestRefreshNeedsADayOldToken(t *testing.T) {
 	require.NoError(t, err)
 	clk.Add(61 * 24 * time.Hour)
 	_, _, err = e.a.Lookup(context.Background(), fresh, platforms.Post{Text: "x"}, clk.Now())
-	kind(t, err, platforms.AuthExpired)
+	_ = kind(t, err, platforms.AuthExpired)
 }
 
 // TestQuotaAtPublish exhausts the quota between the check and media_publish: the network's own
@@ -313,7 +313,7 @@ func TestConnectionLostAfterPublishIsUnknown(t *testing.T) {
 	})}
 	since := time.Now().Add(-time.Second)
 	_, err := instagram.New(cfg).Publish(context.Background(), e.creds, platforms.Post{Text: "lost answer", Media: []platforms.Media{e.media("image/jpeg", "a.jpg")}})
-	kind(t, err, platforms.Unknown)
+	_ = kind(t, err, platforms.Unknown)
 	_, found, err := e.a.Lookup(context.Background(), e.creds, platforms.Post{Text: "lost answer"}, since)
 	require.NoError(t, err)
 	require.True(t, found)

@@ -2,7 +2,6 @@ package linkedin
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -257,7 +256,7 @@ func TestRetiredVersion(t *testing.T) {
 	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "old version"})
 	require.Equal(t, platforms.Permanent, kindOf(t, err))
 	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
+	require.ErrorAs(t, err, &e)
 	require.Equal(t, http.StatusUpgradeRequired, e.Status)
 }
 

@@ -2,7 +2,6 @@ package pinterest
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -49,14 +48,14 @@ func TestMetricsReadBack(t *testing.T) {
 	require.Equal(t, int64(0), *all[fresh].Views)
 
 	_, err = b.a.Metrics(ctx, b.creds, "999999999999999999")
-	require.True(t, errors.Is(err, platforms.ErrNotFound), "%v", err)
+	require.ErrorIs(t, err, platforms.ErrNotFound, "%v", err)
 	require.Equal(t, platforms.Permanent, kindOf(t, err))
 
 	// Another user's Pin: 403 code 29, not the account's to read.
 	bob := connect(t, b.a, "bob")
 	bobs := publishPin(t, b, bob, "bob.png")
 	_, err = b.a.Metrics(ctx, b.creds, bobs)
-	require.True(t, errors.Is(err, platforms.ErrNotFound), "%v", err)
+	require.ErrorIs(t, err, platforms.ErrNotFound, "%v", err)
 }
 
 func TestMetricsMissingCountersAreNil(t *testing.T) {

@@ -2,7 +2,6 @@ package platformstest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -390,7 +389,7 @@ func (c Adapter) garbage(t *testing.T) {
 		require.Equal(t, ans.Want, KindOf(t, err, c.Platform), "%d %s: %v", ans.Status, ans.Body, err)
 		if ans.ResetIn != 0 {
 			var e *platforms.Error
-			require.True(t, errors.As(err, &e))
+			require.ErrorAs(t, err, &e)
 			require.WithinDuration(t, time.Now().Add(ans.ResetIn), e.ResetAt, 5*time.Second)
 		}
 	}
@@ -466,7 +465,7 @@ func (c Adapter) refresh(t *testing.T) {
 	require.Equal(t, platforms.AuthExpired, KindOf(t, err, c.Platform), "%v", err)
 	if r.Code != "" {
 		var e *platforms.Error
-		require.True(t, errors.As(err, &e))
+		require.ErrorAs(t, err, &e)
 		require.Equal(t, r.Code, e.Code)
 	}
 	require.Empty(t, b.srv.Publications(c.Platform))
@@ -550,7 +549,7 @@ func (c Adapter) revoke(t *testing.T) {
 	require.Equal(t, platforms.AuthExpired, KindOf(t, err, c.Platform), "%v", err)
 	if c.Revoke.Code != "" {
 		var e *platforms.Error
-		require.True(t, errors.As(err, &e))
+		require.ErrorAs(t, err, &e)
 		require.Equal(t, c.Revoke.Code, e.Code)
 	}
 	_, err = b.a.Refresh(ctx, b.creds)
@@ -563,7 +562,7 @@ func (c Adapter) limited(t *testing.T, err error, before time.Time, w Within) *p
 	t.Helper()
 	require.Equal(t, platforms.RateLimited, KindOf(t, err, c.Platform), "%v", err)
 	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
+	require.ErrorAs(t, err, &e)
 	w.check(t, before, e.ResetAt)
 	if c.RateLimit.ResetAt != nil {
 		require.Equal(t, c.RateLimit.ResetAt(before), e.ResetAt)
@@ -619,7 +618,7 @@ func (c Adapter) processingFails(t *testing.T) {
 	require.Equal(t, platforms.Permanent, KindOf(t, err, c.Platform), "%v", err)
 	if p.Code != "" {
 		var e *platforms.Error
-		require.True(t, errors.As(err, &e))
+		require.ErrorAs(t, err, &e)
 		require.Equal(t, p.Code, e.Code)
 	}
 	if p.Contains != "" {

@@ -22,7 +22,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"testing"
@@ -65,7 +64,7 @@ func KindOf(t *testing.T, err error, p platforms.Platform) platforms.Kind {
 	t.Helper()
 	require.Error(t, err)
 	var e *platforms.Error
-	require.True(t, errors.As(err, &e), "error is not classified: %v", err)
+	require.ErrorAs(t, err, &e, "error is not classified: %v", err)
 	require.Equal(t, p, e.Platform)
 	return e.Kind
 }
@@ -95,7 +94,7 @@ func Admin(t *testing.T, srv *sim.Server, method, path string, body, out any) in
 func NotFound(t *testing.T, err error, p platforms.Platform) {
 	t.Helper()
 	require.Error(t, err)
-	require.True(t, errors.Is(err, platforms.ErrNotFound), "want ErrNotFound, got %v", err)
+	require.ErrorIs(t, err, platforms.ErrNotFound, "want ErrNotFound, got %v", err)
 	require.Equal(t, platforms.Permanent, KindOf(t, err, p))
 }
 
@@ -127,7 +126,7 @@ func MetricsClassified(t *testing.T, srv *sim.Server, p platforms.Platform, limi
 	err := read()
 	require.Equal(t, platforms.RateLimited, KindOf(t, err, p))
 	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
+	require.ErrorAs(t, err, &e)
 	require.False(t, e.ResetAt.IsZero())
 	srv.SetLimit(p, limit, restore)
 

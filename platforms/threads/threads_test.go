@@ -248,7 +248,7 @@ func TestUnreachableMedia(t *testing.T) {
 	_, err := e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "x", Media: []platforms.Media{e.media("video/mp4", "gone.mp4")}})
 	require.Contains(t, kind(t, err, platforms.Permanent).Message, "HTTP 404")
 	_, err = e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "x", Media: []platforms.Media{{ContentType: "image/png"}}})
-	kind(t, err, platforms.Permanent)
+	_ = kind(t, err, platforms.Permanent)
 	require.Empty(t, e.srv.Publications(platforms.Threads))
 }
 
@@ -276,7 +276,7 @@ func TestRefreshNeedsADayOldToken(t *testing.T) {
 	e := setup(t, sim.Options{Now: clk.Now})
 	creds := connect(t, e, "acme")
 	_, err := e.a.Refresh(context.Background(), creds)
-	kind(t, err, platforms.Permanent)
+	_ = kind(t, err, platforms.Permanent)
 	clk.Add(25 * time.Hour)
 	fresh, err := e.a.Refresh(context.Background(), creds)
 	require.NoError(t, err)
@@ -294,7 +294,7 @@ func TestConnectionLostAfterPublishIsUnknown(t *testing.T) {
 	})}
 	since := time.Now().Add(-time.Second)
 	_, err := threads.New(cfg).Publish(ctx, e.creds, platforms.Post{Text: "lost answer"})
-	kind(t, err, platforms.Unknown)
+	_ = kind(t, err, platforms.Unknown)
 	_, found, err := e.a.Lookup(ctx, e.creds, platforms.Post{Text: "lost answer"}, since)
 	require.NoError(t, err)
 	require.True(t, found)
@@ -338,5 +338,5 @@ func TestConnectPublishRevoke(t *testing.T) {
 	_, err = e.a.Exchange(ctx, code, redirect, "")
 	require.NoError(t, err)
 	_, err = e.a.Exchange(ctx, code, redirect, "")
-	kind(t, err, platforms.Permanent)
+	_ = kind(t, err, platforms.Permanent)
 }

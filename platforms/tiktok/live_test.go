@@ -2,7 +2,6 @@ package tiktok
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -50,10 +49,10 @@ func TestMetricsReadBack(t *testing.T) {
 	bob := connect(t, b.a, "bob")
 	bobs := publishVideo(t, b, bob, "bob's")
 	_, err = b.a.Metrics(ctx, b.creds, bobs)
-	require.True(t, errors.Is(err, platforms.ErrNotFound), "%v", err)
+	require.ErrorIs(t, err, platforms.ErrNotFound, "%v", err)
 	require.Equal(t, platforms.Permanent, kindOf(t, err))
 	_, err = b.a.Metrics(ctx, b.creds, "")
-	require.True(t, errors.Is(err, platforms.ErrNotFound), "%v", err)
+	require.ErrorIs(t, err, platforms.ErrNotFound, "%v", err)
 }
 
 func TestMetricsClassified(t *testing.T) {

@@ -223,6 +223,7 @@ func TestLostAnswerToLastChunkIsUnknown(t *testing.T) {
 	t.Parallel()
 	for _, statusReadable := range []bool{true, false} {
 		t.Run(fmt.Sprintf("status readable: %v", statusReadable), func(t *testing.T) {
+			t.Parallel()
 			b := setup(t, sim.Options{})
 			lost := false
 			b.a.hc = &http.Client{Timeout: 5 * time.Second, Transport: roundTripper(func(r *http.Request) (*http.Response, error) {

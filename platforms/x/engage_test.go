@@ -2,7 +2,6 @@ package x
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"testing"
 
@@ -82,7 +81,7 @@ func TestEngagementOfForeignCommentSendsNothing(t *testing.T) {
 	reply := addComment(t, b, res.Publication.ID, "", "dave", "hi carol")
 	err = b.a.HideComment(ctx, b.creds, res.Publication.ID, reply, true)
 	var pe *platforms.Error
-	require.True(t, errors.As(err, &pe), "%v", err)
+	require.ErrorAs(t, err, &pe, "%v", err)
 	require.Equal(t, http.StatusForbidden, pe.Status)
 	require.Empty(t, b.sim.HiddenComments(platforms.X))
 }

@@ -2,7 +2,6 @@ package x
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -270,7 +269,7 @@ func TestLiveReadsClassified(t *testing.T) {
 	_, err = b.a.Metrics(ctx, b.creds, id)
 	require.Equal(t, platforms.RateLimited, kindOf(t, err))
 	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
+	require.ErrorAs(t, err, &e)
 	require.False(t, e.ResetAt.IsZero())
 
 	// The DM lookup window (15 calls per 15 minutes) runs out.
@@ -279,7 +278,7 @@ func TestLiveReadsClassified(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.a.Conversation(ctx, b.creds, conv)
 	require.Equal(t, platforms.RateLimited, kindOf(t, err))
-	require.True(t, errors.As(err, &e))
+	require.ErrorAs(t, err, &e)
 	require.WithinDuration(t, time.Now().Add(15*time.Minute), e.ResetAt, time.Minute)
 
 	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultError5xx, 1))

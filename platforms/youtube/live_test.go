@@ -2,7 +2,6 @@ package youtube
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -161,7 +160,7 @@ func TestLiveReadsClassified(t *testing.T) {
 	_, err := b.a.Metrics(ctx, b.creds, id)
 	require.Equal(t, platforms.RateLimited, kindOf(t, err))
 	var e *platforms.Error
-	require.True(t, errors.As(err, &e))
+	require.ErrorAs(t, err, &e)
 	require.Equal(t, QuotaReset(time.Now()), e.ResetAt)
 
 	// comments.insert costs 50 units: a pool of 51 takes the reply's thread lookup and the

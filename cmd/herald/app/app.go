@@ -18,7 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/labstack/echo/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -376,7 +375,7 @@ func New(cfg Config) (*App, error) {
 		Ready:      health.ready,
 	})
 	a.streams = api.NewStreams(cfg.MaxStreamsPerUser)
-	a.Server.Echo.Use(a.refuseWhileDraining)
+	a.Server.Echo.Use(server.RefuseWhile(a.draining.Load, spareWhileDraining))
 	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, Auth: a.Auth, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live,
 		Campaigns: a.Campaigns, CampaignHub: a.CampaignHub, Adapters: a.Adapters, Streams: a.streams, JobBacklog: a.JobBacklog}); err != nil {
 		a.closeStore()
@@ -628,11 +627,9 @@ func (a *App) registerConnector() error {
 		Registry: a.Registry,
 		Log:      a.Log,
 	})
-	h := echo.WrapHandler(connector.Handler(connector.HandlerConfig{Tools: a.MCPTools,
+	a.Server.Mount(connector.Path, connector.Handler(connector.HandlerConfig{Tools: a.MCPTools,
 		Verifier: connector.APIKeys{Auth: a.Auth, Resource: a.OAuth.MCPResource}, BaseURL: baseURL,
-		Origins: origins, Registry: a.Registry, Log: a.Log}))
-	for _, m := range []string{http.MethodOptions, http.MethodPost, http.MethodGet, http.MethodDelete} {
-		a.Server.Echo.Add(m, connector.Path, h)
-	}
+		Origins: origins, Registry: a.Registry, Log: a.Log}),
+		http.MethodOptions, http.MethodPost, http.MethodGet, http.MethodDelete)
 	return nil
 }

@@ -4,10 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/labstack/echo/v5"
-
 	"github.com/heraldhq/herald/http/api"
-	"github.com/heraldhq/herald/http/apierr"
 )
 
 // The drain is the first step of a shutdown (docs/operations.md, Shutdown and crashes). For
@@ -20,24 +17,12 @@ import (
 // their clients can only see as a reset, with no way to tell whether the request was served.
 //
 // Spared: the probes (/healthz, /readyz, /metrics), and the media files that the networks fetch
-// by URL for the publishes still in flight (GET of api.MediaFileRoute).
+// by URL for the publishes still in flight (GET of api.MediaFileRoute). The middleware is
+// server.RefuseWhile.
 
-// refuseWhileDraining is the drain's middleware.
-func (a *App) refuseWhileDraining(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c *echo.Context) error {
-		if !a.draining.Load() {
-			return next(c)
-		}
-		switch c.Request().URL.Path {
-		case "/healthz", "/readyz", "/metrics":
-			return next(c)
-		}
-		if c.Path() == api.MediaFileRoute && (c.Request().Method == http.MethodGet || c.Request().Method == http.MethodHead) {
-			return next(c)
-		}
-		c.Response().Header().Set("Connection", "close")
-		return apierr.Unavailable("Herald is shutting down; retry shortly")
-	}
+// spareWhileDraining keeps the media files that the networks fetch for publishes in flight.
+func spareWhileDraining(method, route string) bool {
+	return route == api.MediaFileRoute && (method == http.MethodGet || method == http.MethodHead)
 }
 
 // drain turns readiness off, refuses new requests, and waits for the drain period.

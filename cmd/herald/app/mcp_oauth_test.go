@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -252,7 +251,7 @@ func TestMCPOAuthWithTheSDKClient(t *testing.T) {
 	require.Equal(t, 401, b.bearer(tokens.tok.AccessToken, "POST", "/mcp").status)
 	_, err = tokens.cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: tokens.tok.RefreshToken}).Token()
 	var re *oauth2.RetrieveError
-	require.True(t, errors.As(err, &re), "%v", err)
+	require.ErrorAs(t, err, &re, "%v", err)
 	require.Equal(t, "invalid_grant", re.ErrorCode, "the revoked grant's refresh token is refused too")
 }
 
@@ -353,7 +352,7 @@ func (s *workerTokens) Token() (*oauth2.Token, error) {
 // tools; after the access token's hour three parallel calls refresh in parallel with one refresh
 // token, and all of them succeed. Every host registering again is handed its client, and each
 // keeps one connector key.
-func TestMCPOAuthHostedClients(t *testing.T) {
+func TestMCPOAuthHostedClients(t *testing.T) { //nolint:tparallel // the hosts connect in turn through one signed-in browser, each keeping one connector key the next case counts
 	t.Parallel()
 	b := setupOAuth(t)
 	br := b.signedIn()

@@ -253,7 +253,7 @@ func TestOAuthRefreshRotation(t *testing.T) {
 	require.Equal(t, "invalid_grant", r.json(t)["error"])
 }
 
-func TestOAuthRefusals(t *testing.T) {
+func TestOAuthRefusals(t *testing.T) { //nolint:tparallel // each case checks that nothing was issued, which a case running beside it would change
 	t.Parallel()
 	b := setupOAuth(t)
 	br := b.signedIn()
