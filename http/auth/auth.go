@@ -11,6 +11,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/heraldhq/herald/internal/holds"
 	"github.com/heraldhq/herald/persistence"
 )
 
@@ -146,8 +148,8 @@ type Authenticator struct {
 	epoch   atomic.Uint64
 	mu      sync.RWMutex
 	cache   map[[32]byte]cached
-	use     keyUse  // uses noted for last_used_at (keyuse.go)
-	streams streams // open streams by credential (hold.go)
+	use     keyUse                                            // uses noted for last_used_at (keyuse.go)
+	streams holds.Registry[heldCred, context.CancelCauseFunc] // open streams by credential (hold.go)
 }
 
 type cached struct {
@@ -282,5 +284,5 @@ func (a *Authenticator) Invalidate() {
 	a.mu.Lock()
 	a.cache = map[[32]byte]cached{}
 	a.mu.Unlock()
-	a.streams.recheck(a)
+	a.recheck()
 }

@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/heraldhq/herald/persistence"
@@ -23,19 +22,11 @@ import (
 // The registry is keyed by stream, each holding the credential's hash; several streams of one
 // credential are checked once.
 
-// streams is the registry of held streams.
-type streams struct {
-	mu      sync.Mutex
-	next    uint64
-	open    map[uint64]*heldStream
-	dirty   bool // a re-check is asked for
-	running bool // a re-check goroutine runs
-}
-
-type heldStream struct {
-	cred   [32]byte
-	token  bool
-	cancel context.CancelCauseFunc
+// heldCred is the key a stream is held under: its credential's hash, and whether it is an access
+// token (else an API key).
+type heldCred struct {
+	hash  [32]byte
+	token bool
 }
 
 // Hold ties a stream opened by p to p's credential. The context it returns is cancelled, with the
@@ -55,14 +46,14 @@ func (a *Authenticator) Hold(p *Principal) (ctx context.Context, release func())
 		ctx, stop = context.WithDeadlineCause(ctx, time.Now().Add(at.Sub(a.now())), cause)
 		end = func() { stop(); cancel(context.Canceled) }
 	}
-	id := a.streams.add(&heldStream{cred: p.cred, token: p.token, cancel: cancel})
+	id := a.streams.Add(heldCred{p.cred, p.token}, cancel)
 	// Registered first, then checked: a revocation that committed before this read is seen by
 	// it, and one that commits after it calls Invalidate, whose re-check sees this stream.
 	if cause := a.stillValid(p.cred, p.token); cause != nil {
 		cancel(cause)
 	}
 	return ctx, func() {
-		a.streams.remove(id)
+		a.streams.Remove(id)
 		end()
 	}
 }
@@ -80,68 +71,15 @@ func expiry(p *Principal) (time.Time, error) {
 }
 
 // HeldStreams is the number of streams held open (for tests and metrics).
-func (a *Authenticator) HeldStreams() int {
-	a.streams.mu.Lock()
-	defer a.streams.mu.Unlock()
-	return len(a.streams.open)
-}
+func (a *Authenticator) HeldStreams() int { return a.streams.Len() }
 
-func (s *streams) add(h *heldStream) uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.open == nil {
-		s.open = map[uint64]*heldStream{}
-	}
-	s.next++
-	s.open[s.next] = h
-	return s.next
-}
-
-func (s *streams) remove(id uint64) {
-	s.mu.Lock()
-	delete(s.open, id)
-	s.mu.Unlock()
-}
-
-// recheck has the open streams' credentials read again, by one goroutine at a time: a burst of
-// invalidations while it runs costs one more pass, not one per invalidation.
-func (s *streams) recheck(a *Authenticator) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.open) == 0 {
-		return
-	}
-	s.dirty = true
-	if s.running {
-		return
-	}
-	s.running = true
-	go s.run(a)
-}
-
-func (s *streams) run(a *Authenticator) {
-	for {
-		s.mu.Lock()
-		if !s.dirty {
-			s.running = false
-			s.mu.Unlock()
-			return
-		}
-		s.dirty = false
-		type cred struct {
-			hash  [32]byte
-			token bool
-		}
-		creds := map[cred][]uint64{}
-		for id, h := range s.open {
-			c := cred{h.cred, h.token}
-			creds[c] = append(creds[c], id)
-		}
-		s.mu.Unlock()
-
-		ended := map[cred]error{}
+// recheck has the open streams' credentials read again (holds.Registry.Recheck: one pass at a
+// time), in one read transaction, and ends the streams of those that no longer authenticate.
+func (a *Authenticator) recheck() {
+	a.streams.Recheck(func(creds []heldCred) func(heldCred, context.CancelCauseFunc) bool {
+		ended := map[heldCred]error{}
 		_ = a.store.View(func(tx *persistence.Tx) error {
-			for c := range creds {
+			for _, c := range creds {
 				if cause := validIn(tx, c.hash, c.token); cause != nil {
 					ended[c] = cause
 				}
@@ -149,19 +87,16 @@ func (s *streams) run(a *Authenticator) {
 			return nil
 		})
 		if len(ended) == 0 {
-			continue
+			return nil
 		}
-		s.mu.Lock()
-		for c, cause := range ended {
-			for _, id := range creds[c] {
-				if h, ok := s.open[id]; ok {
-					h.cancel(cause)
-					delete(s.open, id)
-				}
+		return func(c heldCred, cancel context.CancelCauseFunc) bool {
+			if cause := ended[c]; cause != nil {
+				cancel(cause)
+				return true
 			}
+			return false
 		}
-		s.mu.Unlock()
-	}
+	})
 }
 
 // stillValid reads one credential: nil while it authenticates, else why not.

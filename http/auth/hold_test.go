@@ -24,11 +24,7 @@ func ended(t *testing.T, ctx context.Context, want error) {
 // rechecked waits until no re-check of the held streams runs.
 func rechecked(t *testing.T, a *Authenticator) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		a.streams.mu.Lock()
-		defer a.streams.mu.Unlock()
-		return !a.streams.running
-	}, 10*time.Second, time.Millisecond)
+	require.Eventually(t, a.streams.Idle, 10*time.Second, time.Millisecond)
 }
 
 func isOpen(ctx context.Context) bool { return ctx.Err() == nil }

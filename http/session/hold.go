@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/heraldhq/herald/persistence"
@@ -27,17 +26,8 @@ import (
 // ErrSessionEnded is the cause of a held stream whose session no longer exists.
 var ErrSessionEnded = errors.New("the session has ended (signed out, or ended by a password change)")
 
-// heldStreams is the registry of the streams held to sessions.
-type heldStreams struct {
-	mu      sync.Mutex
-	next    uint64
-	open    map[uint64]*heldStream
-	dirty   bool // a re-check is asked for
-	running bool // a re-check goroutine runs
-}
-
+// heldStream is a stream held to a session (the registry's key is the session's hash).
 type heldStream struct {
-	hash   string
 	cancel context.CancelCauseFunc
 	idle   *time.Timer // the re-check at the session's idle expiry
 }
@@ -55,16 +45,16 @@ func (m *Manager) Hold(s *Session) (ctx context.Context, release func()) {
 	now := m.cfg.Now()
 	absolute := s.Record.CreatedAt.Add(m.cfg.MaxAge)
 	ctx, stop := context.WithDeadlineCause(ctx, time.Now().Add(absolute.Sub(now)), ErrExpired)
-	hs := &heldStream{hash: string(s.Hash), cancel: cancel}
+	hs := &heldStream{cancel: cancel}
 	hs.idle = time.AfterFunc(m.idleLeft(s.Record, now), m.recheckStreams)
-	id := m.held.add(hs)
+	id := m.held.Add(string(s.Hash), hs)
 	// Registered first, then checked: an end committed before this read is seen by it, and one
 	// committed after it asks for a re-check, which sees this stream.
 	if cause := m.stillValid(s.Hash); cause != nil {
 		cancel(cause)
 	}
 	return ctx, func() {
-		m.held.remove(id)
+		m.held.Remove(id)
 		hs.idle.Stop()
 		stop()
 		cancel(context.Canceled)
@@ -78,80 +68,23 @@ func (m *Manager) idleLeft(rec *persistence.Session, now time.Time) time.Duratio
 }
 
 // HeldStreams is the number of streams held to sessions (for tests).
-func (m *Manager) HeldStreams() int {
-	m.held.mu.Lock()
-	defer m.held.mu.Unlock()
-	return len(m.held.open)
-}
+func (m *Manager) HeldStreams() int { return m.held.Len() }
 
-func (h *heldStreams) add(s *heldStream) uint64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.open == nil {
-		h.open = map[uint64]*heldStream{}
-	}
-	h.next++
-	h.open[h.next] = s
-	return h.next
-}
+// recheckStreams has the sessions of the open streams read again (holds.Registry.Recheck: one
+// pass at a time, a burst of sign-outs while it runs costs one more pass).
+func (m *Manager) recheckStreams() { m.held.Recheck(m.heldPass) }
 
-func (h *heldStreams) remove(id uint64) {
-	h.mu.Lock()
-	delete(h.open, id)
-	h.mu.Unlock()
-}
+// checkHeld runs a pass now.
+func (m *Manager) checkHeld() { m.held.Check(m.heldPass) }
 
-// recheckStreams has the sessions of the open streams read again, by one goroutine at a time: a
-// burst of sign-outs while it runs costs one more pass, not one per sign-out.
-func (m *Manager) recheckStreams() {
-	h := &m.held
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.open) == 0 {
-		return
-	}
-	h.dirty = true
-	if h.running {
-		return
-	}
-	h.running = true
-	go m.runRecheck()
-}
-
-func (m *Manager) runRecheck() {
-	h := &m.held
-	for {
-		h.mu.Lock()
-		if !h.dirty {
-			h.running = false
-			h.mu.Unlock()
-			return
-		}
-		h.dirty = false
-		h.mu.Unlock()
-		m.checkHeld()
-	}
-}
-
-// checkHeld reads the sessions of the open streams (each once) in one read transaction, ends
-// the streams of those gone or expired, and moves the idle timers of the others on.
-func (m *Manager) checkHeld() {
-	h := &m.held
-	h.mu.Lock()
-	hashes := map[string][]uint64{}
-	for id, s := range h.open {
-		hashes[s.hash] = append(hashes[s.hash], id)
-	}
-	h.mu.Unlock()
-	if len(hashes) == 0 {
-		return
-	}
-
+// heldPass reads the sessions of the open streams (each once) in one read transaction, ends the
+// streams of those gone or expired, and moves the idle timers of the others on.
+func (m *Manager) heldPass(hashes []string) func(string, *heldStream) bool {
 	now := m.cfg.Now()
 	ended := map[string]error{}
 	idle := map[string]time.Duration{}
 	_ = m.cfg.Store.View(func(tx *persistence.Tx) error {
-		for hash := range hashes {
+		for _, hash := range hashes {
 			rec, err := tx.Session([]byte(hash))
 			switch {
 			case errors.Is(err, persistence.ErrNotFound):
@@ -166,23 +99,17 @@ func (m *Manager) checkHeld() {
 		}
 		return nil
 	})
-	h.mu.Lock()
-	for hash, ids := range hashes {
-		for _, id := range ids {
-			s, ok := h.open[id]
-			if !ok {
-				continue
-			}
-			if cause := ended[hash]; cause != nil {
-				s.cancel(cause)
-				s.idle.Stop()
-				delete(h.open, id)
-			} else if d, ok := idle[hash]; ok {
-				s.idle.Reset(d)
-			}
+	return func(hash string, s *heldStream) bool {
+		if cause := ended[hash]; cause != nil {
+			s.cancel(cause)
+			s.idle.Stop()
+			return true
 		}
+		if d, ok := idle[hash]; ok {
+			s.idle.Reset(d)
+		}
+		return false
 	}
-	h.mu.Unlock()
 }
 
 // stillValid reads one session: nil while it opens requests, else why not. A failed read is

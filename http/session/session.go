@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/internal/holds"
 	"github.com/heraldhq/herald/persistence"
 )
 
@@ -90,7 +91,7 @@ type Manager struct {
 	// verifyPassword is auth.VerifyPassword; tests count the hashes through it.
 	verifyPassword func(phc, pw string) (bool, error)
 	// held are the streams opened on sessions (hold.go).
-	held heldStreams
+	held holds.Registry[string, *heldStream]
 }
 
 // Session is a resolved session: its user, its record and the hash it is stored under.
