@@ -3,6 +3,8 @@ package connector
 import (
 	"context"
 	"time"
+
+	"github.com/heraldhq/herald/http/live"
 )
 
 // ranges are the analytics and inbox windows (/v1's range parameter); defaultRange is the one the
@@ -46,23 +48,11 @@ type postAnalyticsIn struct {
 	Fresh  bool   `json:"fresh,omitempty" jsonschema:"read the networks again instead of a recent cached answer"`
 }
 
-// Counters are engagement counters; a pointer is null when a network does not report it.
-type Counters struct {
-	Views      *int64 `json:"views"`
-	Likes      *int64 `json:"likes"`
-	Comments   *int64 `json:"comments"`
-	Shares     *int64 `json:"shares"`
-	Engagement int64  `json:"engagement"`
-}
-
-// Totals are summed counters.
-type Totals struct {
-	Views      int64 `json:"views"`
-	Likes      int64 `json:"likes"`
-	Comments   int64 `json:"comments"`
-	Shares     int64 `json:"shares"`
-	Engagement int64 `json:"engagement"`
-}
+// Counters and Totals are the live data's own (http/live): what /v1 answers, read back.
+type (
+	Counters = live.Counters
+	Totals   = live.Totals
+)
 
 // PlatformTotals are one network's counters.
 type PlatformTotals struct {
