@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/cmd/herald/app"
+	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/admin"
-	"github.com/heraldhq/herald/http/connect"
 	"github.com/heraldhq/herald/persistence"
 )
 
@@ -35,7 +35,7 @@ func cmdAccounts(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("accounts "+args[0], flag.ContinueOnError)
 	dir := fs.String("data", envOr("HERALD_DATA_DIR", ""), "data directory")
 	simURL := fs.String("sim-url", envOr("HERALD_SIM_URL", ""), "network simulator URL, when no server runs")
-	var in connect.Add
+	var in accountlink.Add
 	fs.StringVar(&in.Email, "email", "", "the Herald user's e-mail")
 	fs.StringVar(&in.Platform, "platform", "", "bluesky or twitter_x")
 	fs.StringVar(&in.Handle, "handle", "", "Bluesky handle (or DID or e-mail)")
@@ -65,7 +65,7 @@ func cmdAccounts(args []string, out io.Writer) error {
 		cfg.Networks = app.SimNetworks(*simURL)
 	}
 	// direct builds the account tools offline on the store manage opened.
-	direct := func(s *persistence.Store, run func(svc *connect.Service) (any, error)) (any, error) {
+	direct := func(s *persistence.Store, run func(svc *accountlink.Service) (any, error)) (any, error) {
 		t, err := app.OpenAccountTools(cfg, s)
 		if err != nil {
 			return nil, err
@@ -83,7 +83,7 @@ func cmdAccounts(args []string, out io.Writer) error {
 				return &v, c.Do("GET", "/accounts?email="+url.QueryEscape(in.Email), nil, &v)
 			},
 			func(s *persistence.Store) (any, error) {
-				return direct(s, func(svc *connect.Service) (any, error) { return app.ListAccounts(svc, in.Email) })
+				return direct(s, func(svc *accountlink.Service) (any, error) { return app.ListAccounts(svc, in.Email) })
 			}, out)
 	}
 	if in.Platform == "" {
@@ -95,7 +95,7 @@ func cmdAccounts(args []string, out io.Writer) error {
 			return &v, c.Do("POST", "/accounts", in, &v)
 		},
 		func(s *persistence.Store) (any, error) {
-			return direct(s, func(svc *connect.Service) (any, error) {
+			return direct(s, func(svc *accountlink.Service) (any, error) {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				return app.AddAccount(ctx, svc, in)

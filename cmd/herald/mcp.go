@@ -17,7 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/heraldhq/herald/actors/webhook"
-	"github.com/heraldhq/herald/http/connector"
+	"github.com/heraldhq/herald/http/mcpserver"
 )
 
 const mcpUsage = "usage: herald mcp [--api-url URL] [--allow-private] [--log-level debug|info|warn|error]\n" +
@@ -56,8 +56,8 @@ func cmdMCP(args []string, stderr io.Writer) error {
 		return &usageError{err.Error()}
 	}
 
-	tools := connector.NewTools(connector.ToolsConfig{
-		API:        &connector.Remote{BaseURL: base, Key: key, Client: &http.Client{Timeout: 5 * time.Minute}},
+	tools := mcpserver.NewTools(mcpserver.ToolsConfig{
+		API:        &mcpserver.Remote{BaseURL: base, Key: key, Client: &http.Client{Timeout: 5 * time.Minute}},
 		Egress:     webhook.NewGuard(webhook.EgressOptions{AllowPrivate: *allowPrivate, AttemptTimeout: time.Minute}),
 		LocalFiles: true,
 		Log:        log,

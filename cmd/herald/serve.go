@@ -21,7 +21,7 @@ import (
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/http/auth"
-	"github.com/heraldhq/herald/http/connector"
+	"github.com/heraldhq/herald/http/mcpserver"
 	"github.com/heraldhq/herald/platforms/sim"
 )
 
@@ -89,7 +89,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 		return err
 	}
 	cfg.Log = log
-	if _, err := connector.ParseOrigins(*corsOrigins); err != nil {
+	if _, err := mcpserver.ParseOrigins(*corsOrigins); err != nil {
 		return fmt.Errorf("--cors-origins: %w", err)
 	}
 	for _, o := range strings.Split(*corsOrigins, ",") {

@@ -19,9 +19,9 @@ import (
 	"github.com/heraldhq/herald/actors/job"
 	"github.com/heraldhq/herald/actors/post"
 	"github.com/heraldhq/herald/actors/webhook"
+	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/auth"
-	"github.com/heraldhq/herald/http/connect"
 	"github.com/heraldhq/herald/http/live"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
@@ -37,7 +37,7 @@ type Deps struct {
 	// Accounts is the connected-account directory.
 	Accounts *actors.Directory
 	// Connect runs the account connect flow (POST /v1/accounts/connect and its browser routes).
-	Connect *connect.Service
+	Connect *accountlink.Service
 	// Jobs is the publish job directory.
 	Jobs *actors.Directory
 	// Auth is the API-key authenticator: the dashboard's key routes (keys.go) drop its cache

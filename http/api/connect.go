@@ -11,8 +11,8 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/apierr"
-	"github.com/heraldhq/herald/http/connect"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/platforms"
 )
@@ -21,14 +21,14 @@ import (
 // them, signed in to the dashboard as the user who asked for the link) that end on a plain HTML
 // page. The POST that starts the flow is one of the doors' routes (routes.go).
 func (h *handlers) registerConnect(e *echo.Echo) {
-	e.GET(connect.AuthorizePath, h.connectAuthorize)
-	e.GET(connect.CallbackPath, h.connectCallback)
+	e.GET(accountlink.AuthorizePath, h.connectAuthorize)
+	e.GET(accountlink.CallbackPath, h.connectCallback)
 }
 
 // browserPlatforms is the allowed list as validation messages spell it.
 var browserPlatforms = func() string {
-	q := make([]string, 0, len(connect.Browser))
-	for _, p := range connect.Browser {
+	q := make([]string, 0, len(accountlink.Browser))
+	for _, p := range accountlink.Browser {
 		q = append(q, "'"+string(p)+"'")
 	}
 	return strings.Join(q, " | ")
@@ -53,7 +53,7 @@ func (h *handlers) connectAccount(c *echo.Context) error {
 		}
 		return apierr.Validation("platform: %s is not connected through the API: it connects with credentials the user brings "+
 			"(the dashboard's POST %s, or herald accounts add --platform %s); allowed here: %s", p, form, p, browserPlatforms)
-	case !connect.IsBrowser(p):
+	case !accountlink.IsBrowser(p):
 		return apierr.Validation("platform: Invalid enum value. Expected %s, received '%s'", browserPlatforms, truncate(*raw, 64))
 	case h.Connect == nil:
 		return apierr.Unavailable("connecting accounts is not available on this server")
@@ -61,7 +61,7 @@ func (h *handlers) connectAccount(c *echo.Context) error {
 	ctx, cancel := h.askContext(c)
 	defer cancel()
 	u, err := h.Connect.Begin(ctx, server.Principal(c).User.ID, p, h.Now())
-	if errors.Is(err, connect.ErrNotConfigured) {
+	if errors.Is(err, accountlink.ErrNotConfigured) {
 		return apierr.Validation("platform: %s is not configured on this server (it has no OAuth client for %s)", p, displayName(p))
 	}
 	if e := server.StoreFailure(c, h.Log, err); e != nil {
@@ -121,7 +121,7 @@ func (h *handlers) connectCallback(c *echo.Context) error {
 	q := c.QueryParams()
 	ctx, cancel := h.askContext(c)
 	defer cancel()
-	p, res, err := h.Connect.Complete(ctx, connect.Callback{
+	p, res, err := h.Connect.Complete(ctx, accountlink.Callback{
 		State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error"), ErrorDescription: q.Get("error_description"),
 	}, user, h.Now())
 	if err != nil {
@@ -143,26 +143,26 @@ func (h *handlers) connectCallback(c *echo.Context) error {
 // failure ends the browser flow on a page that says what happened. Nothing was created.
 func (h *handlers) failure(c *echo.Context, p platforms.Platform, err error) error {
 	name := displayName(p)
-	var ne *connect.NetworkError
-	var xe *connect.ExchangeError
+	var ne *accountlink.NetworkError
+	var xe *accountlink.ExchangeError
 	again := "Start again from the dashboard's Accounts page, or from your application: it asks Herald for a new link."
 	status, title, msg := http.StatusInternalServerError, "The account could not be connected",
 		"Herald could not finish connecting the account (request "+server.RequestID(c)+"). "+again
 	switch {
-	case errors.Is(err, connect.ErrBadState):
+	case errors.Is(err, accountlink.ErrBadState):
 		status, title, msg = http.StatusBadRequest, "This connection link is not valid",
 			"The link is incomplete, was altered, or was not issued by this Herald server. Nothing was connected. "+again
-	case errors.Is(err, connect.ErrExpired):
+	case errors.Is(err, accountlink.ErrExpired):
 		status, title, msg = http.StatusGone, "This connection link has expired",
 			"Connection links are valid for 10 minutes. Nothing was connected. "+again
-	case errors.Is(err, connect.ErrUsed):
+	case errors.Is(err, accountlink.ErrUsed):
 		status, title, msg = http.StatusGone, "This connection link was already used",
 			"Each connection link works once. Nothing more was connected. "+again
-	case errors.Is(err, connect.ErrOtherUser):
+	case errors.Is(err, accountlink.ErrOtherUser):
 		status, title, msg = http.StatusForbidden, "This connection link belongs to another Herald user",
 			"You are signed in to Herald as another user than the one who asked for this link, so nothing was connected. "+
 				"If you did not ask for it, someone may have sent it to you to connect your account to theirs: ignore it."
-	case errors.Is(err, connect.ErrDenied):
+	case errors.Is(err, accountlink.ErrDenied):
 		status, title, msg = http.StatusForbidden, "Connection cancelled",
 			"Access was refused on "+name+", so nothing was connected. "+again
 	case errors.As(err, &ne):
@@ -172,19 +172,19 @@ func (h *handlers) failure(c *echo.Context, p platforms.Platform, err error) err
 		}
 		status, title, msg = http.StatusBadRequest, name+" reported an error",
 			name+" did not authorize the connection ("+detail+"). Nothing was connected. "+again
-	case errors.Is(err, connect.ErrNoCode):
+	case errors.Is(err, accountlink.ErrNoCode):
 		status, title, msg = http.StatusBadRequest, name+" sent no authorization code",
 			"The answer from "+name+" carried neither a code nor an error. Nothing was connected. "+again
 	case errors.As(err, &xe) && xe.Refused():
 		status, title, msg = http.StatusBadRequest, name+" refused the connection",
-			name+" did not accept the authorization ("+connect.Message(xe.Err)+"). Nothing was connected. "+again
+			name+" did not accept the authorization ("+accountlink.Message(xe.Err)+"). Nothing was connected. "+again
 	case errors.As(err, &xe):
 		status, title, msg = http.StatusBadGateway, name+" could not be reached",
-			"Herald could not complete the authorization with "+name+" ("+connect.Message(xe.Err)+"). Nothing was connected. "+again
-	case errors.Is(err, connect.ErrNoIdentity):
+			"Herald could not complete the authorization with "+name+" ("+accountlink.Message(xe.Err)+"). Nothing was connected. "+again
+	case errors.Is(err, accountlink.ErrNoIdentity):
 		status, title, msg = http.StatusBadGateway, name+" did not name the account",
 			name+" did not say which account was authorized, so it was not connected. "+again
-	case errors.Is(err, connect.ErrNotConfigured), errors.Is(err, connect.ErrNotBrowser):
+	case errors.Is(err, accountlink.ErrNotConfigured), errors.Is(err, accountlink.ErrNotBrowser):
 		status, title, msg = http.StatusBadRequest, name+" cannot be connected here",
 			"This Herald server has no OAuth client for "+name+". Nothing was connected."
 	case errors.Is(err, actors.ErrTimeout):

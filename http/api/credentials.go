@@ -9,8 +9,8 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/apierr"
-	"github.com/heraldhq/herald/http/connect"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
@@ -18,7 +18,7 @@ import (
 
 // X and Bluesky connect with credentials the user brings, not through the browser flow (the
 // spec: "dashboard only, credentials entered there"). The dashboard's forms post them here; they
-// run what `herald accounts add` runs (connect.Service.Add): the network checks the credentials
+// run what `herald accounts add` runs (accountlink.Service.Add): the network checks the credentials
 // (Bluesky: createSession; X: GET /2/users/me) and nothing is saved when it refuses.
 //
 //	POST /api/accounts/x        {client_id, access_token, refresh_token?, expires_in?, client_secret?}
@@ -66,7 +66,7 @@ func (h *handlers) addXAccount(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	in := connect.Add{Platform: string(platforms.X)}
+	in := accountlink.Add{Platform: string(platforms.X)}
 	if in.ClientID, err = credential(o, "client_id", true); err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func (h *handlers) addBlueskyAccount(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	in := connect.Add{Platform: string(platforms.Bluesky)}
+	in := accountlink.Add{Platform: string(platforms.Bluesky)}
 	if in.Handle, err = credential(o, "handle", true); err != nil {
 		return err
 	}
@@ -118,23 +118,23 @@ func (h *handlers) addBlueskyAccount(c *echo.Context) error {
 }
 
 // addAccount runs the credential check and the save for the session's user.
-func (h *handlers) addAccount(c *echo.Context, in connect.Add) error {
+func (h *handlers) addAccount(c *echo.Context, in accountlink.Add) error {
 	ctx, cancel := h.askContext(c)
 	defer cancel()
 	res, err := h.Connect.AddFor(ctx, server.Principal(c).User.ID, in)
-	var xe *connect.ExchangeError
+	var xe *accountlink.ExchangeError
 	switch {
 	case err == nil:
 	case errors.As(err, &xe) && xe.Refused():
 		h.Log.Info("account credentials refused by the network", append(server.LogAttrs(c), "platform", in.Platform)...)
-		return apierr.Validation("%s refused the credentials: %s", displayName(platforms.Platform(in.Platform)), connect.Message(xe.Err))
-	case errors.As(err, &xe), errors.Is(err, connect.ErrNoIdentity):
+		return apierr.Validation("%s refused the credentials: %s", displayName(platforms.Platform(in.Platform)), accountlink.Message(xe.Err))
+	case errors.As(err, &xe), errors.Is(err, accountlink.ErrNoIdentity):
 		h.Log.Warn("account credentials could not be checked", append(server.LogAttrs(c), "platform", in.Platform, "error", err)...)
 		return apierr.Unavailable(displayName(platforms.Platform(in.Platform)) + " did not answer the credential check; retry shortly")
-	case errors.Is(err, connect.ErrNotConfigured):
+	case errors.Is(err, accountlink.ErrNotConfigured):
 		return apierr.Validation("%s is not configured on this server", displayName(platforms.Platform(in.Platform)))
-	case errors.Is(err, connect.ErrInvalid):
-		return apierr.Validation("%s", strings.TrimPrefix(err.Error(), connect.ErrInvalid.Error()+": "))
+	case errors.Is(err, accountlink.ErrInvalid):
+		return apierr.Validation("%s", strings.TrimPrefix(err.Error(), accountlink.ErrInvalid.Error()+": "))
 	case errors.Is(err, actors.ErrTimeout):
 		return h.actorError(c, "account", err)
 	case errors.Is(err, persistence.ErrWriteFailed):

@@ -164,7 +164,7 @@ func (s *Service) MCPResource() string { return s.base() + MCPPath }
 
 // Browsers' scripts (a web-based MCP host) may read the metadata and call the token,
 // registration and revocation endpoints from any origin, unlike /mcp (whose origins are
-// configured: http/connector's Origins). None of these endpoints reads a cookie or any other
+// configured: http/mcpserver's Origins). None of these endpoints reads a cookie or any other
 // credential a browser adds by itself: each request carries what it is worth (a code with its
 // PKCE verifier, a refresh token), so a page on another origin gains nothing it did not send,
 // and a host's origin cannot be known before it discovers the server. The answer is the same

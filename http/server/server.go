@@ -238,7 +238,7 @@ func (s *Server) Authenticated(next echo.HandlerFunc) echo.HandlerFunc {
 type principalKey struct{}
 
 // WithPrincipal marks ctx as a request Herald makes to its own /v1 routes on behalf of a caller
-// it has already authenticated (the MCP connector's tools, http/connector): Authenticated takes
+// it has already authenticated (the MCP connector's tools, http/mcpserver): Authenticated takes
 // the principal from the context instead of an Authorization header, and still counts the request
 // against the plan's quota. A context cannot arrive from the network, so no client can set it.
 func WithPrincipal(ctx context.Context, p *auth.Principal) context.Context {

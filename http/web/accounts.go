@@ -3,7 +3,7 @@ package web
 import (
 	"github.com/labstack/echo/v5"
 
-	"github.com/heraldhq/herald/http/connect"
+	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/persistence"
 )
 
@@ -34,7 +34,7 @@ func (p *pages) accounts(c *echo.Context) error {
 	if err != nil {
 		return p.storeError(c, err)
 	}
-	for _, b := range connect.Browser {
+	for _, b := range accountlink.Browser {
 		n := 0
 		for _, a := range d.Accounts {
 			if a.Platform == string(b) {

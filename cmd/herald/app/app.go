@@ -28,12 +28,12 @@ import (
 	"github.com/heraldhq/herald/actors/publishing"
 	"github.com/heraldhq/herald/actors/scheduler"
 	"github.com/heraldhq/herald/actors/webhook"
+	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/admin"
 	"github.com/heraldhq/herald/http/api"
 	"github.com/heraldhq/herald/http/auth"
-	"github.com/heraldhq/herald/http/connect"
-	"github.com/heraldhq/herald/http/connector"
 	"github.com/heraldhq/herald/http/live"
+	"github.com/heraldhq/herald/http/mcpserver"
 	"github.com/heraldhq/herald/http/oauth"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/http/session"
@@ -57,7 +57,7 @@ type Config struct {
 	BaseURL string // public URL; default http:// + the listening address
 	// CORSOrigins are the browser origins allowed to call /mcp besides the base URL's
 	// (--cors-origins: scheme://host[:port], scheme://host:* or *); sandbox mode adds the
-	// loopback origins (connector.LoopbackOrigins). docs/mcp.md, Browsers.
+	// loopback origins (mcpserver.LoopbackOrigins). docs/mcp.md, Browsers.
 	CORSOrigins []string
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client's address
 	// (the sign-in throttle and the OAuth registration budget count by it).
@@ -210,13 +210,13 @@ type App struct {
 	OAuth  *oauth.Service
 	Server *server.Server
 	// MCPTools are the connector's tools served at /mcp.
-	MCPTools *connector.Tools
+	MCPTools *mcpserver.Tools
 	Sim      *sim.Server
 	Log      *slog.Logger
 	// Media is the media flow and its janitor.
 	Media *Media
 	// Connect connects accounts: the browser OAuth flow and herald accounts add.
-	Connect *connect.Service
+	Connect *accountlink.Service
 	// Live serves analytics and the inbox (live.go).
 	Live *live.Service
 
@@ -607,7 +607,7 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// registerConnector serves the MCP connector at /mcp (http/connector): its tools call the /v1
+// registerConnector serves the MCP connector at /mcp (http/mcpserver): its tools call the /v1
 // routes in-process with the caller's principal; API keys and OAuth access tokens for /mcp are its
 // tokens; browsers may call it from the base URL's origin, the configured ones and, in sandbox
 // mode, loopback pages.
@@ -615,20 +615,20 @@ func (a *App) registerConnector() error {
 	baseURL := func() string { return a.Cfg.BaseURL }
 	entries := a.Cfg.CORSOrigins
 	if a.Cfg.Sandbox {
-		entries = append(append([]string(nil), entries...), connector.LoopbackOrigins...)
+		entries = append(append([]string(nil), entries...), mcpserver.LoopbackOrigins...)
 	}
-	origins, err := connector.NewOrigins(entries)
+	origins, err := mcpserver.NewOrigins(entries)
 	if err != nil {
 		return fmt.Errorf("--cors-origins: %w", err)
 	}
-	a.MCPTools = connector.NewTools(connector.ToolsConfig{
-		API:      &connector.InProcess{Handler: a.Server.Echo, BaseURL: baseURL},
+	a.MCPTools = mcpserver.NewTools(mcpserver.ToolsConfig{
+		API:      &mcpserver.InProcess{Handler: a.Server.Echo, BaseURL: baseURL},
 		Egress:   a.Webhooks.Guard,
 		Registry: a.Registry,
 		Log:      a.Log,
 	})
-	a.Server.Mount(connector.Path, connector.Handler(connector.HandlerConfig{Tools: a.MCPTools,
-		Verifier: connector.APIKeys{Auth: a.Auth, Resource: a.OAuth.MCPResource}, BaseURL: baseURL,
+	a.Server.Mount(mcpserver.Path, mcpserver.Handler(mcpserver.HandlerConfig{Tools: a.MCPTools,
+		Verifier: mcpserver.APIKeys{Auth: a.Auth, Resource: a.OAuth.MCPResource}, BaseURL: baseURL,
 		Origins: origins, Registry: a.Registry, Log: a.Log}),
 		http.MethodOptions, http.MethodPost, http.MethodGet, http.MethodDelete)
 	return nil

@@ -21,7 +21,7 @@ import (
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/actors/webhook/webhooktest"
 	"github.com/heraldhq/herald/cmd/herald/app"
-	"github.com/heraldhq/herald/http/connect"
+	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 	"github.com/heraldhq/herald/platforms/sim"
@@ -409,7 +409,7 @@ func (b *testBundle) reconnectX(x *persistence.Account) {
 	b.t.Helper()
 	creds, err := b.app.Sim.NewAccount(platforms.X, *x.Username)
 	require.NoError(b.t, err)
-	res, err := b.app.Connect.Add(context.Background(), connect.Add{Email: b.user.Email, Platform: "twitter_x", ClientID: sim.ClientID,
+	res, err := b.app.Connect.Add(context.Background(), accountlink.Add{Email: b.user.Email, Platform: "twitter_x", ClientID: sim.ClientID,
 		AccessToken: creds.AccessToken, RefreshToken: creds.RefreshToken, ExpiresIn: 7200})
 	require.NoError(b.t, err)
 	require.Equal(b.t, x.ID, res.Account.ID, "the same account, renewed")

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/api"
-	"github.com/heraldhq/herald/http/connect"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/secret"
 	"github.com/heraldhq/herald/platforms"
@@ -28,11 +28,11 @@ func (a *App) buildConnect() error {
 	if err != nil {
 		return err
 	}
-	stateKey, err := connect.StateKey(key)
+	stateKey, err := accountlink.StateKey(key)
 	if err != nil {
 		return err
 	}
-	a.Connect, err = connect.New(connect.Config{
+	a.Connect, err = accountlink.New(accountlink.Config{
 		Store: a.Store, Accounts: a.Accounts, Adapters: a.Adapters, Key: stateKey, Log: a.Log,
 		BaseURL:    func() string { return a.Cfg.BaseURL },
 		Configured: a.oauthConfigured,
@@ -60,7 +60,7 @@ func accountOut(a *persistence.Account, created *bool) AccountOut {
 
 // AddAccount runs `herald accounts add` on a connect service (the server's, through the admin
 // socket, or one built offline by OpenAccountTools).
-func AddAccount(ctx context.Context, svc *connect.Service, in connect.Add) (AccountOut, error) {
+func AddAccount(ctx context.Context, svc *accountlink.Service, in accountlink.Add) (AccountOut, error) {
 	res, err := svc.Add(ctx, in)
 	if err != nil {
 		return AccountOut{}, err
@@ -69,7 +69,7 @@ func AddAccount(ctx context.Context, svc *connect.Service, in connect.Add) (Acco
 }
 
 // ListAccounts runs `herald accounts list`.
-func ListAccounts(svc *connect.Service, email string) ([]AccountOut, error) {
+func ListAccounts(svc *accountlink.Service, email string) ([]AccountOut, error) {
 	list, err := svc.List(email)
 	if err != nil {
 		return nil, err
@@ -87,9 +87,9 @@ func ListAccounts(svc *connect.Service, email string) ([]AccountOut, error) {
 func (a *App) accountAdminRoutes() map[string]http.HandlerFunc {
 	return map[string]http.HandlerFunc{
 		"POST /accounts": func(w http.ResponseWriter, r *http.Request) {
-			var in connect.Add
+			var in accountlink.Add
 			if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&in); err != nil {
-				writeAdmin(w, nil, fmt.Errorf("%w: %v", connect.ErrInvalid, err))
+				writeAdmin(w, nil, fmt.Errorf("%w: %v", accountlink.ErrInvalid, err))
 				return
 			}
 			ctx, cancel := context.WithTimeout(r.Context(), 25*time.Second)
@@ -113,13 +113,13 @@ func writeAdmin(w http.ResponseWriter, v any, err error) {
 		return
 	}
 	status := http.StatusInternalServerError
-	var xe *connect.ExchangeError
+	var xe *accountlink.ExchangeError
 	switch {
-	case errors.Is(err, connect.ErrInvalid), errors.Is(err, connect.ErrUnknownUser), errors.Is(err, connect.ErrNotConfigured):
+	case errors.Is(err, accountlink.ErrInvalid), errors.Is(err, accountlink.ErrUnknownUser), errors.Is(err, accountlink.ErrNotConfigured):
 		status = http.StatusBadRequest
 	case errors.As(err, &xe) && xe.Refused():
 		status = http.StatusBadRequest
-	case errors.As(err, &xe), errors.Is(err, connect.ErrNoIdentity):
+	case errors.As(err, &xe), errors.Is(err, accountlink.ErrNoIdentity):
 		status = http.StatusBadGateway
 	}
 	w.WriteHeader(status)
@@ -130,7 +130,7 @@ func writeAdmin(w http.ResponseWriter, v any, err error) {
 // answers on the data directory's admin socket: the account actors, adapters and connect service
 // built the way New builds them, on a store the caller opened.
 type AccountTools struct {
-	Connect *connect.Service
+	Connect *accountlink.Service
 	app     *App
 }
 

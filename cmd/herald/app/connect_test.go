@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/cmd/herald/app"
+	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/admin"
-	"github.com/heraldhq/herald/http/connect"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 	"github.com/heraldhq/herald/platforms/sim"
@@ -31,7 +31,7 @@ func (b *testBundle) connectURL(platform string) string {
 	r := b.do("POST", "/v1/accounts/connect", map[string]any{"platform": platform})
 	require.Equal(b.t, 200, r.status, string(r.body))
 	u := r.json(b.t)["authorization_url"].(string)
-	require.True(b.t, strings.HasPrefix(u, b.url+connect.AuthorizePath+"?state="), u)
+	require.True(b.t, strings.HasPrefix(u, b.url+accountlink.AuthorizePath+"?state="), u)
 	return u
 }
 
@@ -144,7 +144,7 @@ func requirePage(t *testing.T, r *response, status int, contains string) {
 func TestConnectFlowEveryBrowserNetwork(t *testing.T) { //nolint:tparallel // the cases run in turn against one Herald and its simulator
 	t.Parallel()
 	b := setup(t, bundleOpts{sandbox: true})
-	for _, p := range connect.Browser {
+	for _, p := range accountlink.Browser {
 		t.Run(string(p), func(t *testing.T) {
 			b := *b
 			b.t = t
@@ -154,7 +154,7 @@ func TestConnectFlowEveryBrowserNetwork(t *testing.T) { //nolint:tparallel // th
 			require.GreaterOrEqual(t, len(chain), 3, "Herald → network consent page → Herald callback")
 			consent := chain[1]
 			require.True(t, strings.HasPrefix(consent.String(), b.app.Sim.BaseURL()+sim.Prefix(p)), consent.String())
-			require.Equal(t, b.url+connect.CallbackPath, consent.Query().Get("redirect_uri"))
+			require.Equal(t, b.url+accountlink.CallbackPath, consent.Query().Get("redirect_uri"))
 			require.NotEmpty(t, consent.Query().Get("state"))
 			if p == platforms.YouTube || p == platforms.TikTok {
 				require.Len(t, consent.Query().Get("code_challenge"), 43, "PKCE S256 challenge")
@@ -162,7 +162,7 @@ func TestConnectFlowEveryBrowserNetwork(t *testing.T) { //nolint:tparallel // th
 			} else {
 				require.Empty(t, consent.Query().Get("code_challenge"))
 			}
-			require.Equal(t, connect.CallbackPath, chain[len(chain)-1].Path)
+			require.Equal(t, accountlink.CallbackPath, chain[len(chain)-1].Path)
 
 			got := b.listed(string(p))
 			require.Len(t, got, 1)
@@ -241,7 +241,7 @@ func TestConnectFailuresCreateNothing(t *testing.T) { //nolint:tparallel // each
 	})
 
 	t.Run("tampered state", func(t *testing.T) {
-		prefix := b.url + connect.AuthorizePath + "?state="
+		prefix := b.url + accountlink.AuthorizePath + "?state="
 		state := strings.TrimPrefix(b.connectURL("linkedin"), prefix)
 		require.Len(t, state, 75)
 		for _, bad := range []string{
@@ -250,14 +250,14 @@ func TestConnectFailuresCreateNothing(t *testing.T) { //nolint:tparallel // each
 			prefix + state[:60],
 			prefix + state + "AAAA",
 			prefix,
-			b.url + connect.AuthorizePath,
+			b.url + accountlink.AuthorizePath,
 		} {
 			requirePage(t, b.get(bad), 400, "This connection link is not valid")
 		}
 		forged := state[:10] + flip(state[10]) + state[11:]
-		r := b.get(b.url + connect.CallbackPath + "?code=anything&state=" + url.QueryEscape(forged))
+		r := b.get(b.url + accountlink.CallbackPath + "?code=anything&state=" + url.QueryEscape(forged))
 		requirePage(t, r, 400, "not valid")
-		r = b.get(b.url + connect.CallbackPath + "?code=anything")
+		r = b.get(b.url + accountlink.CallbackPath + "?code=anything")
 		requirePage(t, r, 400, "not valid")
 		nothingCreated(t)
 	})
@@ -265,17 +265,17 @@ func TestConnectFailuresCreateNothing(t *testing.T) { //nolint:tparallel // each
 	t.Run("state of another server", func(t *testing.T) {
 		other := setup(t, bundleOpts{sandbox: true})
 		u := other.connectURL("linkedin")
-		state := strings.TrimPrefix(u, other.url+connect.AuthorizePath+"?state=")
-		requirePage(t, b.get(b.url+connect.AuthorizePath+"?state="+state), 400, "not issued by this Herald server")
+		state := strings.TrimPrefix(u, other.url+accountlink.AuthorizePath+"?state=")
+		requirePage(t, b.get(b.url+accountlink.AuthorizePath+"?state="+state), 400, "not issued by this Herald server")
 		nothingCreated(t)
 	})
 
 	t.Run("expired state", func(t *testing.T) {
-		u, err := b.app.Connect.Begin(context.Background(), b.user.ID, platforms.LinkedIn, time.Now().Add(-connect.StateTTL-time.Second))
+		u, err := b.app.Connect.Begin(context.Background(), b.user.ID, platforms.LinkedIn, time.Now().Add(-accountlink.StateTTL-time.Second))
 		require.NoError(t, err)
 		requirePage(t, b.get(u), 410, "has expired")
-		state := strings.TrimPrefix(u, b.url+connect.AuthorizePath+"?state=")
-		requirePage(t, b.get(b.url+connect.CallbackPath+"?code=x&state="+state), 410, "has expired")
+		state := strings.TrimPrefix(u, b.url+accountlink.AuthorizePath+"?state=")
+		requirePage(t, b.get(b.url+accountlink.CallbackPath+"?code=x&state="+state), 410, "has expired")
 		nothingCreated(t)
 	})
 
@@ -283,13 +283,13 @@ func TestConnectFailuresCreateNothing(t *testing.T) { //nolint:tparallel // each
 		r, chain := b.browse(b.connectURL("pinterest"))
 		requirePage(t, r, 200, "is now connected")
 		callback := chain[len(chain)-1]
-		require.Equal(t, connect.CallbackPath, callback.Path)
+		require.Equal(t, accountlink.CallbackPath, callback.Path)
 		n := b.accountCount()
 		requirePage(t, b.get(callback.String()), 410, "already used")
 		require.Equal(t, n, b.accountCount())
 		require.Len(t, b.listed("pinterest"), 1)
 		// The authorization_url of a used state refuses too.
-		requirePage(t, b.get(b.url+connect.AuthorizePath+"?state="+url.QueryEscape(callback.Query().Get("state"))), 410, "already used")
+		requirePage(t, b.get(b.url+accountlink.AuthorizePath+"?state="+url.QueryEscape(callback.Query().Get("state"))), 410, "already used")
 		accounts = n
 	})
 
@@ -319,17 +319,17 @@ func TestConnectFailuresCreateNothing(t *testing.T) { //nolint:tparallel // each
 
 	t.Run("error from the network", func(t *testing.T) {
 		u := b.connectURL("threads")
-		state := strings.TrimPrefix(u, b.url+connect.AuthorizePath+"?state=")
-		r := b.get(b.url + connect.CallbackPath + "?error=server_error&error_description=" + url.QueryEscape("<b>busy</b>") + "&state=" + state)
+		state := strings.TrimPrefix(u, b.url+accountlink.AuthorizePath+"?state=")
+		r := b.get(b.url + accountlink.CallbackPath + "?error=server_error&error_description=" + url.QueryEscape("<b>busy</b>") + "&state=" + state)
 		requirePage(t, r, 400, "server_error: &lt;b&gt;busy&lt;/b&gt;")
 		nothingCreated(t)
-		requirePage(t, b.get(b.url+connect.CallbackPath+"?state="+state), 410, "already used")
+		requirePage(t, b.get(b.url+accountlink.CallbackPath+"?state="+state), 410, "already used")
 	})
 
 	t.Run("no code", func(t *testing.T) {
 		u := b.connectURL("tiktok")
-		state := strings.TrimPrefix(u, b.url+connect.AuthorizePath+"?state=")
-		requirePage(t, b.get(b.url+connect.CallbackPath+"?state="+state), 400, "neither a code nor an error")
+		state := strings.TrimPrefix(u, b.url+accountlink.AuthorizePath+"?state=")
+		requirePage(t, b.get(b.url+accountlink.CallbackPath+"?state="+state), 400, "neither a code nor an error")
 		nothingCreated(t)
 	})
 }
@@ -391,7 +391,7 @@ func TestAccountsAddThroughAdminSocket(t *testing.T) {
 	before := len(b.listed("bluesky"))
 
 	var out app.AccountOut
-	err := c.Do("POST", "/accounts", connect.Add{Email: b.user.Email, Platform: "bluesky", Handle: "alice.bsky.social", AppPassword: "abcd-efgh-ijkl-mnop"}, &out)
+	err := c.Do("POST", "/accounts", accountlink.Add{Email: b.user.Email, Platform: "bluesky", Handle: "alice.bsky.social", AppPassword: "abcd-efgh-ijkl-mnop"}, &out)
 	require.NoError(t, err)
 	require.Equal(t, "bluesky", out.Platform)
 	require.Equal(t, "alice.bsky.social", *out.Username)
@@ -401,13 +401,13 @@ func TestAccountsAddThroughAdminSocket(t *testing.T) {
 
 	// The same handle again renews the session of the same account.
 	var again app.AccountOut
-	require.NoError(t, c.Do("POST", "/accounts", connect.Add{Email: b.user.Email, Platform: "bluesky", Handle: "alice.bsky.social", AppPassword: "abcd-efgh-ijkl-mnop"}, &again))
+	require.NoError(t, c.Do("POST", "/accounts", accountlink.Add{Email: b.user.Email, Platform: "bluesky", Handle: "alice.bsky.social", AppPassword: "abcd-efgh-ijkl-mnop"}, &again))
 	require.Equal(t, out.ID, again.ID)
 	require.False(t, *again.Created)
 	require.Len(t, b.listed("bluesky"), before+1)
 
 	// A wrong app password is refused with the network's reason, and creates nothing.
-	err = c.Do("POST", "/accounts", connect.Add{Email: b.user.Email, Platform: "bluesky", Handle: "bob.bsky.social", AppPassword: "wrong"}, &out)
+	err = c.Do("POST", "/accounts", accountlink.Add{Email: b.user.Email, Platform: "bluesky", Handle: "bob.bsky.social", AppPassword: "wrong"}, &out)
 	require.ErrorContains(t, err, "invalid handle or app password")
 	require.Len(t, b.listed("bluesky"), before+1)
 
@@ -415,7 +415,7 @@ func TestAccountsAddThroughAdminSocket(t *testing.T) {
 	creds, err := b.app.Sim.NewAccount(platforms.X, "xwriter")
 	require.NoError(t, err)
 	var x app.AccountOut
-	require.NoError(t, c.Do("POST", "/accounts", connect.Add{Email: b.user.Email, Platform: "twitter_x", ClientID: sim.ClientID,
+	require.NoError(t, c.Do("POST", "/accounts", accountlink.Add{Email: b.user.Email, Platform: "twitter_x", ClientID: sim.ClientID,
 		AccessToken: creds.AccessToken, RefreshToken: creds.RefreshToken, ExpiresIn: 7200}, &x))
 	require.Equal(t, "xwriter", *x.Username)
 	require.Equal(t, creds.UserID, x.NetworkUserID)
@@ -423,10 +423,10 @@ func TestAccountsAddThroughAdminSocket(t *testing.T) {
 	require.WithinDuration(t, time.Now().Add(7200*time.Second), *x.AccessTokenExpiresAt, time.Minute)
 	require.Nil(t, x.TokenExpiresAt, "Herald refreshes it, and the user gave no refresh token expiry: nothing to act on")
 	require.Equal(t, "ok", *x.TokenStatus)
-	err = c.Do("POST", "/accounts", connect.Add{Email: b.user.Email, Platform: "twitter_x", ClientID: sim.ClientID, AccessToken: "not-a-token"}, &x)
+	err = c.Do("POST", "/accounts", accountlink.Add{Email: b.user.Email, Platform: "twitter_x", ClientID: sim.ClientID, AccessToken: "not-a-token"}, &x)
 	require.ErrorContains(t, err, "twitter_x refused the connection")
 
-	for _, bad := range []connect.Add{
+	for _, bad := range []accountlink.Add{
 		{Email: "nobody@example.com", Platform: "bluesky", Handle: "a.bsky.social", AppPassword: "abcd-efgh-ijkl-mnop"},
 		{Email: b.user.Email, Platform: "bluesky", Handle: "a.bsky.social"},
 		{Email: b.user.Email, Platform: "twitter_x", AccessToken: "t"},
@@ -456,15 +456,15 @@ func TestAccountsAddOffline(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 
-	_, err = app.AddAccount(ctx, tools.Connect, connect.Add{Email: "owner@example.com", Platform: "bluesky", Handle: "alice.bsky.social", AppPassword: "abcd-efgh-ijkl-mnop"})
-	require.ErrorIs(t, err, connect.ErrUnknownUser)
+	_, err = app.AddAccount(ctx, tools.Connect, accountlink.Add{Email: "owner@example.com", Platform: "bluesky", Handle: "alice.bsky.social", AppPassword: "abcd-efgh-ijkl-mnop"})
+	require.ErrorIs(t, err, accountlink.ErrUnknownUser)
 	require.NoError(t, store.Update(ctx, func(tx *persistence.Tx) error {
 		return tx.CreateUser(&persistence.User{ID: "0190a6f0-0000-7000-8000-000000000001", Email: "owner@example.com", Plan: "pro", Timezone: "UTC", CreatedAt: time.Now()})
 	}))
-	out, err := app.AddAccount(ctx, tools.Connect, connect.Add{Email: "owner@example.com", Platform: "bluesky", Handle: "alice.bsky.social", AppPassword: "abcd-efgh-ijkl-mnop"})
+	out, err := app.AddAccount(ctx, tools.Connect, accountlink.Add{Email: "owner@example.com", Platform: "bluesky", Handle: "alice.bsky.social", AppPassword: "abcd-efgh-ijkl-mnop"})
 	require.NoError(t, err)
 	require.True(t, *out.Created)
-	_, err = app.AddAccount(ctx, tools.Connect, connect.Add{Email: "owner@example.com", Platform: "bluesky", Handle: "alice.bsky.social", AppPassword: "nope"})
+	_, err = app.AddAccount(ctx, tools.Connect, accountlink.Add{Email: "owner@example.com", Platform: "bluesky", Handle: "alice.bsky.social", AppPassword: "nope"})
 	require.ErrorContains(t, err, "invalid handle or app password")
 	list, err := app.ListAccounts(tools.Connect, "owner@example.com")
 	require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/http/api"
-	"github.com/heraldhq/herald/http/connector"
+	"github.com/heraldhq/herald/http/mcpserver"
 	"github.com/heraldhq/herald/http/server"
 )
 
@@ -42,7 +42,7 @@ func TestRoutesMatchTheDocument(t *testing.T) {
 		}
 		// /mcp is the MCP connector's JSON-RPC endpoint, not a REST operation: left out by rule
 		// too (docs/decisions.md, The MCP connector); docs/mcp.md describes it.
-		if r.Path == connector.Path {
+		if r.Path == mcpserver.Path {
 			continue
 		}
 		registered[r.Method+" "+r.Path] = true

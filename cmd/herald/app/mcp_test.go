@@ -20,7 +20,7 @@ import (
 
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/http/auth"
-	"github.com/heraldhq/herald/http/connector"
+	"github.com/heraldhq/herald/http/mcpserver"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -112,7 +112,7 @@ func TestMCPToolList(t *testing.T) {
 		require.NotEmpty(t, tool.Title, name)
 		require.NotNil(t, tool.OutputSchema, name)
 		require.NotNil(t, tool.Annotations, name)
-		require.Equal(t, scopes[name] == connector.ScopeRead, tool.Annotations.ReadOnlyHint, name)
+		require.Equal(t, scopes[name] == mcpserver.ScopeRead, tool.Annotations.ReadOnlyHint, name)
 	}
 	require.True(t, *byName["delete_draft"].Annotations.DestructiveHint)
 	require.False(t, *byName["publish_post"].Annotations.DestructiveHint)
@@ -193,7 +193,7 @@ func TestMCPToolsAgainstTheSimulator(t *testing.T) {
 	for _, name := range []string{"twitter_x", "x", "twitter"} {
 		res := callTool(t, s, "list_inbox_comments", map[string]any{"platform": name})
 		require.False(t, res.IsError, resultText(res))
-		require.Equal(t, connector.UntrustedNotice, res.Content[0].(*mcp.TextContent).Text)
+		require.Equal(t, mcpserver.UntrustedNotice, res.Content[0].(*mcp.TextContent).Text)
 		page := okJSON(t, res)
 		var found map[string]any
 		for _, th := range page["threads"].([]any) {
@@ -275,14 +275,14 @@ func TestMCPCampaignsWebhooksAndResources(t *testing.T) {
 	require.Contains(t, resultText(callTool(t, s, "create_webhook", map[string]any{"url": hooks.URL, "events": []string{"post.exploded"}})), "events")
 
 	// Resources: the accounts and the recent posts, as the tools answer them.
-	res, err := s.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: connector.ResourceAccounts})
+	res, err := s.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: mcpserver.ResourceAccounts})
 	require.NoError(t, err)
 	var accts struct {
 		Accounts []map[string]any `json:"accounts"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(res.Contents[0].Text), &accts))
 	require.Len(t, accts.Accounts, 9)
-	res, err = s.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: connector.ResourceRecentPosts})
+	res, err = s.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: mcpserver.ResourceRecentPosts})
 	require.NoError(t, err)
 	require.Contains(t, res.Contents[0].Text, `"posts"`)
 
@@ -464,7 +464,7 @@ func TestMCPAuthentication(t *testing.T) {
 	b := setup(t, bundleOpts{demo: true})
 
 	// No key: 401 with the challenge naming the metadata and the scopes; a wrong one: the same
-	// with invalid_token (http/connector's tests go through every reason).
+	// with invalid_token (http/mcpserver's tests go through every reason).
 	meta := `resource_metadata="` + b.url + `/.well-known/oauth-protected-resource/mcp"`
 	for hdr, want := range map[string]string{
 		"":                      `Bearer ` + meta + `, scope="service:read service:write"`,
@@ -516,21 +516,21 @@ func TestMCPAuthentication(t *testing.T) {
 }
 
 // readOnly grants only service:read, as an OAuth token with that scope would.
-type readOnly struct{ connector.APIKeys }
+type readOnly struct{ mcpserver.APIKeys }
 
-func (v readOnly) Verify(ctx context.Context, token string) (*connector.Grant, error) {
+func (v readOnly) Verify(ctx context.Context, token string) (*mcpserver.Grant, error) {
 	g, err := v.APIKeys.Verify(ctx, token)
 	if err != nil {
 		return nil, err
 	}
-	g.Scopes = []string{connector.ScopeRead}
+	g.Scopes = []string{mcpserver.ScopeRead}
 	return g, nil
 }
 
 func TestMCPReadOnlyGrant(t *testing.T) {
 	t.Parallel()
 	b := setup(t, bundleOpts{demo: true})
-	h := connector.Handler(connector.HandlerConfig{Tools: b.app.MCPTools, Verifier: readOnly{connector.APIKeys{Auth: b.app.Auth}},
+	h := mcpserver.Handler(mcpserver.HandlerConfig{Tools: b.app.MCPTools, Verifier: readOnly{mcpserver.APIKeys{Auth: b.app.Auth}},
 		BaseURL: func() string { return b.url }})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

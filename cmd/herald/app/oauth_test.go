@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/cmd/herald/app"
+	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/api"
-	"github.com/heraldhq/herald/http/connect"
 	"github.com/heraldhq/herald/http/oauth"
 )
 
@@ -410,7 +410,7 @@ func TestOAuthNarrowTokenOnEveryRoute(t *testing.T) {
 	access := b.grant(b.url, "me:read")["access_token"].(string)
 	open := map[string]bool{ // no API credential at all: public or signed URLs, the browser's connect steps
 		"/v1/openapi.json": true, api.MediaUploadRoute: true, api.MediaFileRoute: true,
-		connect.AuthorizePath: true, connect.CallbackPath: true,
+		accountlink.AuthorizePath: true, accountlink.CallbackPath: true,
 	}
 	fill := strings.NewReplacer(":id", uuid.NewString(), ":trackingId", uuid.NewString(), ":postId", uuid.NewString(),
 		":commentId", "c1", ":conversationId", "d1")

@@ -25,9 +25,9 @@ import (
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/actors/webhook/webhooktest"
 	"github.com/heraldhq/herald/cmd/herald/app"
+	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/admin"
 	"github.com/heraldhq/herald/http/auth"
-	"github.com/heraldhq/herald/http/connect"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/pgtest"
 	"github.com/heraldhq/herald/platforms"
@@ -241,16 +241,16 @@ func representativeRun(t *testing.T) *run {
 	const appPassword = "abcd-efgh-ijkl-mnop"
 	r.secret("Bluesky app password", appPassword)
 	var out app.AccountOut
-	require.NoError(t, adm.Do("POST", "/accounts", connect.Add{Email: app.SandboxEmail, Platform: "bluesky", Handle: "obs.bsky.social", AppPassword: appPassword}, &out))
+	require.NoError(t, adm.Do("POST", "/accounts", accountlink.Add{Email: app.SandboxEmail, Platform: "bluesky", Handle: "obs.bsky.social", AppPassword: appPassword}, &out))
 	r.secret("wrong Bluesky app password", "wrong-app-password-1")
-	require.Error(t, adm.Do("POST", "/accounts", connect.Add{Email: app.SandboxEmail, Platform: "bluesky", Handle: "nobody.bsky.social", AppPassword: "wrong-app-password-1"}, &out))
+	require.Error(t, adm.Do("POST", "/accounts", accountlink.Add{Email: app.SandboxEmail, Platform: "bluesky", Handle: "nobody.bsky.social", AppPassword: "wrong-app-password-1"}, &out))
 	xc, err := a.Sim.NewAccount(platforms.X, "obswriter")
 	require.NoError(t, err)
 	r.secret("X access token (accounts add)", xc.AccessToken)
 	r.secret("X refresh token (accounts add)", xc.RefreshToken)
-	require.NoError(t, adm.Do("POST", "/accounts", connect.Add{Email: app.SandboxEmail, Platform: "twitter_x", ClientID: sim.ClientID,
+	require.NoError(t, adm.Do("POST", "/accounts", accountlink.Add{Email: app.SandboxEmail, Platform: "twitter_x", ClientID: sim.ClientID,
 		AccessToken: xc.AccessToken, RefreshToken: xc.RefreshToken, ExpiresIn: 7200}, &out))
-	require.Error(t, adm.Do("POST", "/accounts", connect.Add{Email: app.SandboxEmail, Platform: "twitter_x", ClientID: sim.ClientID, AccessToken: "refused-x-token-123"}, &out))
+	require.Error(t, adm.Do("POST", "/accounts", accountlink.Add{Email: app.SandboxEmail, Platform: "twitter_x", ClientID: sim.ClientID, AccessToken: "refused-x-token-123"}, &out))
 	r.secret("refused X token", "refused-x-token-123")
 	r.accountTokens(t)
 	// The dashboard's door: a key created and regenerated on /api/keys, X and Bluesky accounts

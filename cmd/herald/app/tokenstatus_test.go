@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/http/connect"
+	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 	"github.com/heraldhq/herald/platforms/sim"
@@ -99,7 +99,7 @@ func TestRefusedRefreshShowsExpiredUntilReconnected(t *testing.T) {
 	creds, err := b.app.Sim.NewAccount(platforms.X, *x.Username)
 	require.NoError(t, err)
 	require.Equal(t, x.NetworkUserID, creds.UserID)
-	res, err := b.app.Connect.Add(context.Background(), connect.Add{Email: b.user.Email, Platform: "twitter_x", ClientID: sim.ClientID,
+	res, err := b.app.Connect.Add(context.Background(), accountlink.Add{Email: b.user.Email, Platform: "twitter_x", ClientID: sim.ClientID,
 		AccessToken: creds.AccessToken, RefreshToken: creds.RefreshToken, ExpiresIn: 7200})
 	require.NoError(t, err)
 	require.False(t, res.Created)

@@ -1,4 +1,4 @@
-// Package connector is Herald's MCP server (the spec's connector for AI hosts): one set of tools
+// Package mcpserver is Herald's MCP server (the spec's connector for AI hosts): one set of tools
 // (tools.go) served over Streamable HTTP at /mcp behind a bearer check (this file), and over stdio
 // by `herald mcp` for a local host.
 //
@@ -14,7 +14,7 @@
 // or service:write (Tools lists them): a token sees only the tools its scopes cover, and a call
 // of another is refused at the HTTP door with 403 insufficient_scope (scope.go). Browsers are
 // let in by origin (origin.go).
-package connector
+package mcpserver
 
 import (
 	"context"

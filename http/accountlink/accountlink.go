@@ -1,4 +1,4 @@
-// Package connect connects social accounts to Herald users: the browser OAuth flow of the seven
+// Package accountlink links social accounts to Herald users: the browser OAuth flow of the seven
 // networks that offer one (LinkedIn, Instagram, YouTube, Pinterest, TikTok, Threads, Facebook),
 // and the credential-based connection of X and Bluesky behind `herald accounts add`. Both end in
 // Save, which creates the account through its actor, or replaces the tokens of the account the
@@ -23,7 +23,7 @@
 //
 // The state token is signed with HMAC-SHA256 under a key derived from the data directory's
 // secret (StateKey), expires after StateTTL, and is never logged.
-package connect
+package accountlink
 
 import (
 	"context"
