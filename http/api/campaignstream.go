@@ -80,29 +80,14 @@ func (h *handlers) campaignStream(c *echo.Context) error {
 	defer h.Streams.done(user)
 
 	w := c.Response()
-	hdr := w.Header()
-	hdr.Set("Content-Type", "text/event-stream")
-	hdr.Set("Cache-Control", "no-cache")
-	hdr.Set("X-Accel-Buffering", "no")
+	sseHeaders(w.Header())
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	// Each write has its own deadline; none is left on the connection for its next request.
-	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
-	write := func(b []byte) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		if _, err := w.Write(b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
-	if !write([]byte(": campaign " + id + "\n\n")) {
+	s := newSSE(w, h.streams)
+	defer s.close()
+	if !s.write(commentBytes("campaign " + id)) {
 		return nil
 	}
-	h.streams.open.Inc()
-	defer h.streams.open.Dec()
-	ping := time.NewTicker(PingInterval)
-	defer ping.Stop()
-	gone := c.Request().Context().Done()
+	s.open(c.Request().Context().Done(), held, h.Streams.Closing())
 	stream := campaignStreamURL(c, id)
 	for {
 		var evs []persistence.CampaignEvent
@@ -127,7 +112,7 @@ func (h *handlers) campaignStream(c *echo.Context) error {
 		})
 		if err != nil {
 			h.Log.Error("reading a campaign's timeline failed", append(server.LogAttrs(c), "campaign_id", id, "error", err)...)
-			_ = write([]byte(": the campaign could not be read; reconnect with Last-Event-ID\n\n"))
+			_ = s.write(commentBytes("the campaign could not be read; reconnect with Last-Event-ID"))
 			return nil
 		}
 		var out []byte
@@ -141,7 +126,7 @@ func (h *handlers) campaignStream(c *echo.Context) error {
 			after = e.Seq
 		}
 		if deleted {
-			out = append(out, ": the campaign was deleted; the stream ends\n\n"...)
+			out = append(out, commentBytes("the campaign was deleted; the stream ends")...)
 		} else if detail != nil {
 			b, err := eventBytes("done", after, detail)
 			if err != nil {
@@ -149,12 +134,8 @@ func (h *handlers) campaignStream(c *echo.Context) error {
 			}
 			out = append(out, b...)
 		}
-		if len(out) > 0 {
-			if !write(out) {
-				h.streams.dropped.Inc()
-				return nil
-			}
-			h.streams.sent.Add(float64(len(evs)))
+		if len(out) > 0 && !s.events(out, len(evs)) {
+			return nil
 		}
 		if deleted || detail != nil {
 			return nil
@@ -162,23 +143,13 @@ func (h *handlers) campaignStream(c *echo.Context) error {
 		if len(evs) == campaignStreamBatch {
 			continue
 		}
-		select {
-		case <-wake:
-		case <-poll:
-		case <-ping.C:
-			if !write(pingBytes) {
-				h.streams.dropped.Inc()
-				return nil
-			}
-		case <-gone:
-			h.streams.dropped.Inc()
-			return nil
-		case <-held.Done():
-			_ = write(endedBytes(held))
-			h.streams.revoked.Inc()
-			return nil
-		case <-h.Streams.Closing():
-			_ = write(farewell) // Last-Event-ID resumes it where it ended
+		var live bool
+		if wake != nil {
+			_, _, live = sseNext(s, wake)
+		} else {
+			_, _, live = sseNext(s, poll)
+		}
+		if !live {
 			return nil
 		}
 	}

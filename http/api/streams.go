@@ -15,7 +15,7 @@ import (
 // own shutdown does not see them.
 //
 // At shutdown (Close) every open stream gets, after the last complete event it sent, the
-// farewell below: a comment saying why and a retry: field of one second, which EventSource
+// farewell (sse.go): a comment saying why and a retry: field of one second, which EventSource
 // clients take as the wait before they reconnect. The connection is then closed. A client that
 // reconnects to a ready Herald (another instance, or this one restarted) gets the job's current
 // state at once, or its done event if it ended meanwhile: the stream's contract (progress, then
@@ -44,10 +44,6 @@ const DefaultMaxStreamsPerUser = 32
 // StreamRetryAfter is the Retry-After of a stream refused over the cap, in seconds: a stream
 // frees its place when its job or campaign ends or its client leaves.
 const StreamRetryAfter = 5
-
-// farewell ends a stream that Herald lets go before its job is done: at shutdown, or when the
-// client fell too far behind.
-var farewell = []byte(": the stream ends here; reconnect to follow the job\nretry: 1000\n\n")
 
 // NewStreams returns an empty set of streams that lets one user open at most maxPerUser at once
 // (0: DefaultMaxStreamsPerUser; negative: no cap).
