@@ -136,3 +136,12 @@ func (b *testBundle) account(p platforms.Platform) *persistence.Account {
 	b.t.Fatalf("no %s account", p)
 	return nil
 }
+
+// publishAndWait publishes a post through the API and returns it once published
+// (apptest.Herald.PublishAndWait).
+func (b *testBundle) publishAndWait(content string, media []string, accts ...*persistence.Account) *persistence.Post {
+	b.t.Helper()
+	h := *b.h
+	h.T = b.t
+	return h.PublishAndWait(content, media, accts...)
+}
