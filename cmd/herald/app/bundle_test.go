@@ -24,10 +24,8 @@ type testBundle struct {
 	url  string
 	key  string
 	user *persistence.User
-	// password is the user's dashboard password; browser is its signed-in browser, made on first
-	// use (dashboard_test.go).
+	// password is the user's dashboard password.
 	password string
-	browser  *lazyBrowser
 	accounts []*persistence.Account
 	client   *http.Client
 	doc      *openapi3.T
@@ -56,11 +54,15 @@ type bundleOpts struct {
 
 func setup(t *testing.T, o bundleOpts) *testBundle {
 	t.Helper()
-	h := apptest.Start(t, apptest.Options{Config: o.config, Plan: o.plan, PostIdle: o.postIdle, PlanLimits: o.planLimits,
+	return bundleOf(t, apptest.Start(t, apptest.Options{Config: o.config, Plan: o.plan, PostIdle: o.postIdle, PlanLimits: o.planLimits,
 		NoValidate: o.noValidate, AdminSocket: o.adminSocket, Media: o.media, Sandbox: o.sandbox, Demo: o.demo,
-		SimLatency: o.simLatency, FreeQuota: o.freeQuota, Budgets: o.budgets})
+		SimLatency: o.simLatency, FreeQuota: o.freeQuota, Budgets: o.budgets}))
+}
+
+// bundleOf is the wiring tests' view of a started Herald.
+func bundleOf(t *testing.T, h *apptest.Herald) *testBundle {
 	return &testBundle{t: t, h: h, app: h.App, url: h.URL, key: h.Key, user: h.User, password: h.Password,
-		browser: &lazyBrowser{}, accounts: h.Accounts, client: h.Client, doc: h.Doc}
+		accounts: h.Accounts, client: h.Client, doc: h.Doc}
 }
 
 // newUser creates a user with a key and a dashboard password (passwordOf its e-mail).
@@ -144,4 +146,30 @@ func (b *testBundle) publishAndWait(content string, media []string, accts ...*pe
 	h := *b.h
 	h.T = b.t
 	return h.PublishAndWait(content, media, accts...)
+}
+
+// oauthBundle is a testBundle with an injected OAuth clock and a registered public client
+// (apptest.OAuth).
+type oauthBundle struct {
+	*testBundle
+	o     *apptest.OAuth
+	clock *sessionClock
+}
+
+func setupOAuth(t *testing.T) *oauthBundle {
+	t.Helper()
+	o := apptest.StartOAuth(t, apptest.Options{})
+	return &oauthBundle{testBundle: bundleOf(t, o.Herald), o: o, clock: o.Clock}
+}
+
+// bearer sends a request with a token, unvalidated (the scope and audience refusals).
+func (b *oauthBundle) bearer(token, method, path string) *response {
+	b.t.Helper()
+	return asResponse(b.o.Bearer(token, method, path))
+}
+
+// grant runs the whole OAuth flow for the bundle's user and returns the token answer.
+func (b *oauthBundle) grant(resource, scope string) map[string]any {
+	b.t.Helper()
+	return b.o.Grant(resource, scope)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/oauth2"
 
+	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/persistence"
 )
 
@@ -79,8 +80,8 @@ func (cb *consentBrowser) fetch(ctx context.Context, args *sdkauth.Authorization
 		return nil, fmt.Errorf("consent page: %d %s", resp.StatusCode, page)
 	}
 	form := url.Values{}
-	for _, m := range hiddenField.FindAllStringSubmatch(string(page), -1) {
-		form.Add(m[1], htmlUnescape(m[2]))
+	for _, m := range apptest.HiddenField.FindAllStringSubmatch(string(page), -1) {
+		form.Add(m[1], apptest.HTMLUnescape(m[2]))
 	}
 	if form.Get("csrf_token") == "" {
 		return nil, fmt.Errorf("consent page without a form: %s", page)
@@ -279,8 +280,8 @@ func (hb *hostedBrowser) fetch(ctx context.Context, args *sdkauth.AuthorizationA
 		return nil, fmt.Errorf("consent page: %d %s", resp.StatusCode, page)
 	}
 	form := url.Values{}
-	for _, m := range hiddenField.FindAllStringSubmatch(string(page), -1) {
-		form.Add(m[1], htmlUnescape(m[2]))
+	for _, m := range apptest.HiddenField.FindAllStringSubmatch(string(page), -1) {
+		form.Add(m[1], apptest.HTMLUnescape(m[2]))
 	}
 	form.Set("decision", hb.decision)
 	action, _ := url.Parse(args.URL)
