@@ -147,29 +147,3 @@ func (b *testBundle) publishAndWait(content string, media []string, accts ...*pe
 	h.T = b.t
 	return h.PublishAndWait(content, media, accts...)
 }
-
-// oauthBundle is a testBundle with an injected OAuth clock and a registered public client
-// (apptest.OAuth).
-type oauthBundle struct {
-	*testBundle
-	o     *apptest.OAuth
-	clock *sessionClock
-}
-
-func setupOAuth(t *testing.T) *oauthBundle {
-	t.Helper()
-	o := apptest.StartOAuth(t, apptest.Options{})
-	return &oauthBundle{testBundle: bundleOf(t, o.Herald), o: o, clock: o.Clock}
-}
-
-// bearer sends a request with a token, unvalidated (the scope and audience refusals).
-func (b *oauthBundle) bearer(token, method, path string) *response {
-	b.t.Helper()
-	return asResponse(b.o.Bearer(token, method, path))
-}
-
-// grant runs the whole OAuth flow for the bundle's user and returns the token answer.
-func (b *oauthBundle) grant(resource, scope string) map[string]any {
-	b.t.Helper()
-	return b.o.Grant(resource, scope)
-}

@@ -40,7 +40,7 @@ func init() {
 
 var (
 	jpegFile = apptest.JPEGFile
-	pngFile  = apptest.TestFile("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR", 200<<10)
+	pngFile  = apptest.PNGFile
 	mp4File  = apptest.MP4File
 	elfFile  = apptest.TestFile("\x7fELF\x02\x01\x01\x00", 64<<10)
 )

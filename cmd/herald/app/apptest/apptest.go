@@ -377,9 +377,10 @@ func TestFile(magic string, size int) []byte {
 	return b
 }
 
-// Media files the networks take: a JPEG image and an MP4 video.
+// Media files the networks take: a JPEG and a PNG image and an MP4 video.
 var (
 	JPEGFile = TestFile("\xFF\xD8\xFF\xE0\x00\x10JFIF\x00", 300<<10)
+	PNGFile  = TestFile("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR", 200<<10)
 	MP4File  = TestFile("\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom", 3<<20+123)
 )
 
