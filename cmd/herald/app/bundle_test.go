@@ -24,10 +24,8 @@ type testBundle struct {
 	url  string
 	key  string
 	user *persistence.User
-	// password is the user's dashboard password; browser is its signed-in browser, made on first
-	// use (dashboard_test.go).
+	// password is the user's dashboard password.
 	password string
-	browser  *lazyBrowser
 	accounts []*persistence.Account
 	client   *http.Client
 	doc      *openapi3.T
@@ -56,11 +54,15 @@ type bundleOpts struct {
 
 func setup(t *testing.T, o bundleOpts) *testBundle {
 	t.Helper()
-	h := apptest.Start(t, apptest.Options{Config: o.config, Plan: o.plan, PostIdle: o.postIdle, PlanLimits: o.planLimits,
+	return bundleOf(t, apptest.Start(t, apptest.Options{Config: o.config, Plan: o.plan, PostIdle: o.postIdle, PlanLimits: o.planLimits,
 		NoValidate: o.noValidate, AdminSocket: o.adminSocket, Media: o.media, Sandbox: o.sandbox, Demo: o.demo,
-		SimLatency: o.simLatency, FreeQuota: o.freeQuota, Budgets: o.budgets})
+		SimLatency: o.simLatency, FreeQuota: o.freeQuota, Budgets: o.budgets}))
+}
+
+// bundleOf is the wiring tests' view of a started Herald.
+func bundleOf(t *testing.T, h *apptest.Herald) *testBundle {
 	return &testBundle{t: t, h: h, app: h.App, url: h.URL, key: h.Key, user: h.User, password: h.Password,
-		browser: &lazyBrowser{}, accounts: h.Accounts, client: h.Client, doc: h.Doc}
+		accounts: h.Accounts, client: h.Client, doc: h.Doc}
 }
 
 // newUser creates a user with a key and a dashboard password (passwordOf its e-mail).
@@ -135,4 +137,13 @@ func (b *testBundle) account(p platforms.Platform) *persistence.Account {
 	}
 	b.t.Fatalf("no %s account", p)
 	return nil
+}
+
+// publishAndWait publishes a post through the API and returns it once published
+// (apptest.Herald.PublishAndWait).
+func (b *testBundle) publishAndWait(content string, media []string, accts ...*persistence.Account) *persistence.Post {
+	b.t.Helper()
+	h := *b.h
+	h.T = b.t
+	return h.PublishAndWait(content, media, accts...)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -144,10 +145,10 @@ func TestContentControlCharactersAndInvalidUTF8AreRefused(t *testing.T) {
 	}
 
 	// The MCP connector's tools call the same routes, and get the same refusal.
-	s := b.mcpSession(b.key)
-	msg := toolError(t, callTool(t, s, "create_draft", map[string]any{"content": "nul \x00 here", "accounts": []string{x}}))
+	s := b.h.MCPSession(b.key)
+	msg := apptest.ToolError(t, apptest.CallTool(t, s, "create_draft", map[string]any{"content": "nul \x00 here", "accounts": []string{x}}))
 	require.Contains(t, msg, "content: contains control character U+0000 at position 4")
-	msg = toolError(t, callTool(t, s, "update_draft", map[string]any{"post_id": draft, "content": "bell \a"}))
+	msg = apptest.ToolError(t, apptest.CallTool(t, s, "update_draft", map[string]any{"post_id": draft, "content": "bell \a"}))
 	require.Contains(t, msg, "content: contains control character U+0007 at position 5")
 	require.Equal(t, before+1, b.countPosts())
 }

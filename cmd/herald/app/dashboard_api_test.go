@@ -82,7 +82,7 @@ func TestPublishThroughTheDashboardDoor(t *testing.T) {
 	r := br.send("POST", "/api/posts/publish", body, nil)
 	require.Equal(t, 403, r.status, "no CSRF token")
 	require.Equal(t, "forbidden", r.errorCode(t))
-	r = br.send("POST", "/api/posts/publish", body, http.Header{"Authorization": {"Bearer " + b.key}, "X-Csrf-Token": {br.csrf}})
+	r = br.send("POST", "/api/posts/publish", body, http.Header{"Authorization": {"Bearer " + b.key}, "X-Csrf-Token": {br.CSRF}})
 	require.Equal(t, 401, r.status, "an API key on /api")
 	require.Equal(t, "unauthorized", r.errorCode(t))
 	r = b.newBrowser().send("GET", "/api/posts", nil, http.Header{"Authorization": {"Bearer " + b.key}})

@@ -36,103 +36,50 @@ func dashboardPath(p string) bool {
 	return strings.HasPrefix(p, "/api/") || p == "/signin" || p == "/signout" || p == "/oauth/authorize" || slices.Contains(web.Paths, p)
 }
 
-// browser is a person's browser: a real cookie jar, redirects not followed, and the CSRF token of
-// its session once signed in.
+// browser is a person's browser (apptest.Browser), its requests answered as the wiring's tests
+// read them.
 type browser struct {
+	*apptest.Browser
 	b      *testBundle
 	client *http.Client
-	csrf   string
 }
 
-type lazyBrowser struct {
-	once sync.Once
-	br   *browser
+func (b *testBundle) wrap(br *apptest.Browser) *browser {
+	return &browser{Browser: br, b: b, client: br.Client}
 }
 
 func (b *testBundle) newBrowser() *browser {
 	b.t.Helper()
-	jar, err := cookiejar.New(nil)
-	require.NoError(b.t, err)
-	return &browser{b: b, client: &http.Client{Jar: jar, Timeout: 30 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return b.wrap(b.h.NewBrowser())
 }
 
 // signedIn is the browser of the bundle's user, signed in on first use.
 func (b *testBundle) signedIn() *browser {
 	b.t.Helper()
-	b.browser.once.Do(func() {
-		br := b.newBrowser()
-		r := br.signIn(b.user.Email, b.password)
-		require.Equal(b.t, 200, r.status, string(r.body))
-		b.browser.br = br
-	})
-	require.NotNil(b.t, b.browser.br, "the bundle's user signs in")
-	return b.browser.br
+	return b.wrap(b.h.SignedIn())
+}
+
+func asResponse(r *apptest.Response) *response {
+	return &response{status: r.Status, header: r.Header, body: r.Body}
 }
 
 // send sends one request from the browser. body is JSON (any), a url.Values form, or raw bytes.
 func (br *browser) send(method, path string, body any, hdr http.Header) *response {
 	br.b.t.Helper()
-	var rd io.Reader
-	ct := ""
-	switch v := body.(type) {
-	case nil:
-	case url.Values:
-		rd, ct = strings.NewReader(v.Encode()), "application/x-www-form-urlencoded"
-	case []byte:
-		rd = bytes.NewReader(v)
-	default:
-		raw, err := json.Marshal(v)
-		require.NoError(br.b.t, err)
-		rd, ct = bytes.NewReader(raw), "application/json"
-	}
-	req, err := http.NewRequest(method, br.b.url+path, rd)
-	require.NoError(br.b.t, err)
-	if ct != "" {
-		req.Header.Set("Content-Type", ct)
-	}
-	for k, vs := range hdr {
-		req.Header[k] = vs
-	}
-	resp, err := br.client.Do(req)
-	require.NoError(br.b.t, err)
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	require.NoError(br.b.t, err)
-	return &response{status: resp.StatusCode, header: resp.Header, body: out}
+	return asResponse(br.Send(method, path, body, hdr))
 }
 
 // csrfHeader carries the session's CSRF token.
-func (br *browser) csrfHeader() http.Header { return http.Header{"X-Csrf-Token": {br.csrf}} }
+func (br *browser) csrfHeader() http.Header { return br.CSRFHeader() }
 
 // signIn posts the JSON sign-in and keeps the CSRF token of a success.
 func (br *browser) signIn(email, password string) *response {
 	br.b.t.Helper()
-	r := br.send("POST", "/api/session", map[string]any{"email": email, "password": password}, nil)
-	if r.status == 200 {
-		br.csrf = r.json(br.b.t)["csrf_token"].(string)
-		require.NotEmpty(br.b.t, br.csrf)
-	}
-	return r
+	return asResponse(br.SignIn(email, password))
 }
 
 // sessionClock is the sessions' injected clock.
-type sessionClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *sessionClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *sessionClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+type sessionClock = apptest.Clock
 
 func withSessionClock(c *sessionClock) func(*app.Config) {
 	return func(cfg *app.Config) { cfg.SessionClock = c.Now }
@@ -162,7 +109,7 @@ func TestSessionEndToEnd(t *testing.T) {
 	require.Empty(t, r.header.Get("Strict-Transport-Security"), "no HSTS on an http base URL")
 	m := r.json(t)
 	require.Equal(t, b.user.ID, m["user"].(map[string]any)["id"])
-	require.Len(t, br.csrf, 43)
+	require.Len(t, br.CSRF, 43)
 
 	var ck *http.Cookie
 	for _, c := range (&http.Response{Header: r.header}).Cookies() {
@@ -180,7 +127,7 @@ func TestSessionEndToEnd(t *testing.T) {
 		s, err := tx.Session(session.HashToken(ck.Value))
 		require.NoError(t, err)
 		require.Equal(t, b.user.ID, s.UserID)
-		require.Equal(t, br.csrf, s.CSRFToken)
+		require.Equal(t, br.CSRF, s.CSRFToken)
 		_, err = tx.Session([]byte(ck.Value))
 		require.ErrorIs(t, err, persistence.ErrNotFound)
 		return nil
@@ -188,7 +135,7 @@ func TestSessionEndToEnd(t *testing.T) {
 
 	r = br.send("GET", "/api/session", nil, nil)
 	require.Equal(t, 200, r.status)
-	require.Equal(t, br.csrf, r.json(t)["csrf_token"])
+	require.Equal(t, br.CSRF, r.json(t)["csrf_token"])
 	r = br.send("GET", "/api/me", nil, nil)
 	require.Equal(t, 200, r.status, string(r.body))
 	me := r.json(t)
@@ -250,7 +197,7 @@ func TestSignInRefusals(t *testing.T) {
 // with the right password, until the window passes; a success resets the count.
 func TestSignInThrottle(t *testing.T) {
 	t.Parallel()
-	clock := &sessionClock{now: time.Now()}
+	clock := apptest.NewClock(time.Now())
 	b := setup(t, bundleOpts{config: withSessionClock(clock)})
 	br := b.newBrowser()
 	for i := range 9 {
@@ -385,7 +332,7 @@ func TestCSRF(t *testing.T) {
 	require.Nil(t, r.json(t)["name"])
 
 	// The form field works where the header is not sent.
-	r = br.send("POST", "/signout", url.Values{"csrf_token": {br.csrf}}, nil)
+	r = br.send("POST", "/signout", url.Values{"csrf_token": {br.CSRF}}, nil)
 	require.Equal(t, 303, r.status, string(r.body))
 	require.Equal(t, "/signin", r.header.Get("Location"))
 	require.Equal(t, 401, br.send("GET", "/api/me", nil, nil).status)
@@ -395,7 +342,7 @@ func TestCSRF(t *testing.T) {
 // writes are coalesced to one a minute; the sweep deletes expired sessions.
 func TestSessionExpiry(t *testing.T) {
 	t.Parallel()
-	clock := &sessionClock{now: time.Now()}
+	clock := apptest.NewClock(time.Now())
 	b := setup(t, bundleOpts{config: withSessionClock(clock)})
 	lastSeen := func(br *browser) time.Time {
 		var ts time.Time

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/cmd/herald/app"
+	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/blob"
@@ -38,22 +38,11 @@ func init() {
 	}
 }
 
-// Test files: real magic bytes, then random bytes (so that a hash names one file).
-func testFile(magic string, size int) []byte {
-	r := rand.New(rand.NewPCG(uint64(size), uint64(len(magic))))
-	b := make([]byte, size)
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	copy(b, magic)
-	return b
-}
-
 var (
-	jpegFile = testFile("\xFF\xD8\xFF\xE0\x00\x10JFIF\x00", 300<<10)
-	pngFile  = testFile("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR", 200<<10)
-	mp4File  = testFile("\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom", 3<<20+123)
-	elfFile  = testFile("\x7fELF\x02\x01\x01\x00", 64<<10)
+	jpegFile = apptest.JPEGFile
+	pngFile  = apptest.PNGFile
+	mp4File  = apptest.MP4File
+	elfFile  = apptest.TestFile("\x7fELF\x02\x01\x01\x00", 64<<10)
 )
 
 func sha(b []byte) string {
@@ -154,12 +143,9 @@ func (b *testBundle) confirm(key string, p presigned, ctype string, size int) *r
 // uploadMedia runs the whole flow for the bundle's user and returns the media id.
 func (b *testBundle) uploadMedia(filename, ctype string, data []byte) string {
 	b.t.Helper()
-	p := b.presign(b.key, filename, ctype, len(data))
-	r := b.rawPut(p.UploadURL, ctype, data, int64(len(data)), nil)
-	require.Equal(b.t, 200, r.status, string(r.body))
-	r = b.confirm(b.key, p, ctype, len(data))
-	require.Equal(b.t, 201, r.status, string(r.body))
-	return r.json(b.t)["id"].(string)
+	h := *b.h
+	h.T, h.Client = b.t, b.client
+	return h.UploadMedia(filename, ctype, data)
 }
 
 func (b *testBundle) mediaRecord(key string) *persistence.Media {

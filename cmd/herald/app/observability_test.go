@@ -25,6 +25,7 @@ import (
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/actors/webhook/webhooktest"
 	"github.com/heraldhq/herald/cmd/herald/app"
+	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/admin"
 	"github.com/heraldhq/herald/http/auth"
@@ -323,7 +324,7 @@ func representativeRun(t *testing.T) *run {
 	for _, c := range br.client.Jar.Cookies(base) {
 		r.secret("session token", c.Value)
 	}
-	r.secret("CSRF token", br.csrf)
+	r.secret("CSRF token", br.CSRF)
 	r.secret("wrong dashboard password", "wrong-password-123")
 	require.Equal(t, 401, b.newBrowser().signIn(app.SandboxEmail, "wrong-password-123").status)
 	r.secret("changed dashboard password", "changed-password-456")
@@ -467,16 +468,7 @@ func TestObservabilityOfARepresentativeRun(t *testing.T) { //nolint:tparallel //
 }
 
 // scrape reads /metrics.
-func scrape(t *testing.T, base string) string {
-	t.Helper()
-	res, err := http.Get(base + "/metrics")
-	require.NoError(t, err)
-	defer res.Body.Close()
-	require.Equal(t, 200, res.StatusCode)
-	raw, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return string(raw)
-}
+func scrape(t *testing.T, base string) string { t.Helper(); return apptest.Scrape(t, base) }
 
 // exposedFamilies lists the metric names of an exposition, with the _bucket, _sum and _count
 // series of histograms and summaries.

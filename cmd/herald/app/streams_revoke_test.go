@@ -17,6 +17,7 @@ import (
 
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/cmd/herald/app"
+	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/http/admin"
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/persistence"
@@ -184,17 +185,15 @@ func TestRevokingAKeyEndsTheStreamsItOpened(t *testing.T) {
 
 	// OAuth: a stream opened with an access token ends when the user approves the same connector
 	// again (its connector key is replaced), and when the token is revoked (RFC 7009).
-	ob := &oauthBundle{testBundle: b, redirect: "http://127.0.0.1:7777/callback"}
-	reg := ob.post("/oauth/register", "application/json", `{"client_name":"Claude","redirect_uris":["`+ob.redirect+`"]}`)
-	require.Equal(t, 201, reg.status, string(reg.body))
-	ob.clientID = reg.json(t)["client_id"].(string)
-	first := ob.grant(b.url, "posts:write jobs:read")["access_token"].(string)
+	ob := &apptest.OAuth{Herald: b.h, Redirect: "http://127.0.0.1:7777/callback"}
+	ob.ClientID = ob.Register("Claude")
+	first := ob.Grant(b.url, "posts:write jobs:read")["access_token"].(string)
 	s := b.openStream(first, jobID)
-	second := ob.grant(b.url, "posts:write jobs:read")["access_token"].(string)
+	second := ob.Grant(b.url, "posts:write jobs:read")["access_token"].(string)
 	s.ended(t, "the connector was approved again")
 	s = b.openStream(second, jobID)
-	rv := ob.post("/oauth/revoke", "application/x-www-form-urlencoded", url.Values{"token": {second}, "client_id": {ob.clientID}}.Encode())
-	require.Equal(t, 200, rv.status, string(rv.body))
+	rv := ob.Post("/oauth/revoke", "application/x-www-form-urlencoded", url.Values{"token": {second}, "client_id": {ob.ClientID}}.Encode())
+	require.Equal(t, 200, rv.Status, string(rv.Body))
 	s.ended(t, "its access token was revoked")
 
 	require.True(t, stays.open(), "the stream of a key left alone is still open")

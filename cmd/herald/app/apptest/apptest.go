@@ -11,10 +11,16 @@ package apptest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -79,6 +85,7 @@ type Herald struct {
 	Client   *http.Client
 	router   routers.Router
 	Doc      *openapi3.T
+	signedIn *signedIn
 }
 
 // Start builds and starts Herald on a temporary data directory; it shuts down when the test ends.
@@ -98,7 +105,7 @@ func Start(t testing.TB, o Options) *Herald {
 	require.NoError(t, err)
 	require.NoError(t, a.Start(context.Background()))
 	t.Cleanup(func() { _ = a.Shutdown() })
-	h := &Herald{T: t, App: a, URL: a.URL(), Client: &http.Client{Timeout: 30 * time.Second}}
+	h := &Herald{T: t, App: a, URL: a.URL(), Client: &http.Client{Timeout: 30 * time.Second}, signedIn: &signedIn{}}
 	if o.Demo {
 		h.Key, h.Password = a.SandboxKey, a.SandboxPassword
 		require.NoError(t, a.Store.View(func(tx *persistence.Tx) error {
@@ -296,4 +303,354 @@ func (h *Herald) CountPosts() int {
 		return err
 	}))
 	return total
+}
+
+// WaitJob polls GET /v1/jobs/:id until the job is completed or failed, and returns it.
+func (h *Herald) WaitJob(id string) map[string]any {
+	h.T.Helper()
+	var j map[string]any
+	require.Eventually(h.T, func() bool {
+		r := h.Do("GET", "/v1/jobs/"+id, nil)
+		require.Equal(h.T, 200, r.Status, string(r.Body))
+		j = r.JSON(h.T)
+		return j["status"] == "completed" || j["status"] == "failed"
+	}, 30*time.Second, 10*time.Millisecond)
+	return j
+}
+
+// PublishAndWait publishes a post through the API and returns it once published, with its
+// targets (and so the networks' publication ids).
+func (h *Herald) PublishAndWait(content string, media []string, accts ...*persistence.Account) *persistence.Post {
+	h.T.Helper()
+	body := map[string]any{"content": content, "platforms": []string{}}
+	for _, a := range accts {
+		body["platforms"] = append(body["platforms"].([]string), a.ID)
+	}
+	if media != nil {
+		body["media"] = media
+	}
+	r := h.Do("POST", "/v1/posts/publish", body)
+	require.Equal(h.T, 202, r.Status, string(r.Body))
+	j := h.WaitJob(r.JSON(h.T)["tracking_id"].(string))
+	require.Equal(h.T, "completed", j["status"], "%v", j)
+	postID := r.JSON(h.T)["post_id"].(string)
+	var p *persistence.Post
+	require.Eventually(h.T, func() bool {
+		require.NoError(h.T, h.App.Store.View(func(tx *persistence.Tx) error {
+			var err error
+			p, err = tx.Post(postID)
+			return err
+		}))
+		return p.Status == persistence.PostPublished
+	}, 10*time.Second, 10*time.Millisecond)
+	return p
+}
+
+// Target is the network's publication id of the post's target on platform.
+func Target(p *persistence.Post, platform platforms.Platform) string {
+	for _, t := range p.Targets {
+		if t.Platform == string(platform) {
+			return t.PublicationID
+		}
+	}
+	return ""
+}
+
+// PublicationID is the publication_id of the post's target on platform.
+func PublicationID(p *persistence.Post, platform platforms.Platform) string {
+	for i, t := range p.Targets {
+		if t.Platform == string(platform) {
+			return persistence.PublicationUUID(p.ID, i)
+		}
+	}
+	return ""
+}
+
+// TestFile is a test file: real magic bytes, then random bytes (so that a hash names one file).
+func TestFile(magic string, size int) []byte {
+	r := rand.New(rand.NewPCG(uint64(size), uint64(len(magic))))
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	copy(b, magic)
+	return b
+}
+
+// Media files the networks take: a JPEG and a PNG image and an MP4 video.
+var (
+	JPEGFile = TestFile("\xFF\xD8\xFF\xE0\x00\x10JFIF\x00", 300<<10)
+	PNGFile  = TestFile("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR", 200<<10)
+	MP4File  = TestFile("\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom", 3<<20+123)
+)
+
+// UploadMedia runs the whole media flow for the user (presign, PUT of the bytes, confirm) and
+// returns the media id.
+func (h *Herald) UploadMedia(filename, ctype string, data []byte) string {
+	h.T.Helper()
+	r := h.Do("POST", "/v1/media/presign", map[string]any{"filename": filename, "content_type": ctype, "size_bytes": len(data)})
+	require.Equal(h.T, 200, r.Status, string(r.Body))
+	p := r.JSON(h.T)
+	req, err := http.NewRequest(http.MethodPut, p["upload_url"].(string), bytes.NewReader(data))
+	require.NoError(h.T, err)
+	req.Header.Set("Content-Type", ctype)
+	resp, err := h.Client.Do(req)
+	require.NoError(h.T, err)
+	out, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.NoError(h.T, err)
+	require.Equal(h.T, 200, resp.StatusCode, string(out))
+	if strings.HasPrefix(req.URL.String(), h.URL) {
+		h.Validate(req, &Response{Status: resp.StatusCode, Header: resp.Header, Body: out})
+	}
+	r = h.Do("POST", "/v1/media/confirm", map[string]any{"key": p["key"], "storage_filename": p["storage_filename"],
+		"original_filename": "my " + p["storage_filename"].(string), "content_type": ctype, "size_bytes": len(data)})
+	require.Equal(h.T, 201, r.Status, string(r.Body))
+	return r.JSON(h.T)["id"].(string)
+}
+
+// Browser is a person's browser: a real cookie jar, redirects not followed, and the CSRF token of
+// its session once signed in.
+type Browser struct {
+	H      *Herald
+	Client *http.Client
+	CSRF   string
+}
+
+// NewBrowser is a browser with no session.
+func (h *Herald) NewBrowser() *Browser {
+	h.T.Helper()
+	jar, err := cookiejar.New(nil)
+	require.NoError(h.T, err)
+	return &Browser{H: h, Client: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// signedIn is the user's browser, made on first use.
+type signedIn struct {
+	once sync.Once
+	br   *Browser
+}
+
+// SignedIn is the browser of the user, signed in on first use.
+func (h *Herald) SignedIn() *Browser {
+	h.T.Helper()
+	h.signedIn.once.Do(func() {
+		br := h.NewBrowser()
+		r := br.SignIn(h.User.Email, h.Password)
+		require.Equal(h.T, 200, r.Status, string(r.Body))
+		h.signedIn.br = br
+	})
+	require.NotNil(h.T, h.signedIn.br, "the user signs in")
+	return h.signedIn.br
+}
+
+// Send sends one request from the browser. body is JSON (any), a url.Values form, or raw bytes.
+func (br *Browser) Send(method, path string, body any, hdr http.Header) *Response {
+	t := br.H.T
+	t.Helper()
+	var rd io.Reader
+	ct := ""
+	switch v := body.(type) {
+	case nil:
+	case url.Values:
+		rd, ct = strings.NewReader(v.Encode()), "application/x-www-form-urlencoded"
+	case []byte:
+		rd = bytes.NewReader(v)
+	default:
+		raw, err := json.Marshal(v)
+		require.NoError(t, err)
+		rd, ct = bytes.NewReader(raw), "application/json"
+	}
+	req, err := http.NewRequest(method, br.H.URL+path, rd)
+	require.NoError(t, err)
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	for k, vs := range hdr {
+		req.Header[k] = vs
+	}
+	resp, err := br.Client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: out}
+}
+
+// CSRFHeader carries the session's CSRF token.
+func (br *Browser) CSRFHeader() http.Header { return http.Header{"X-Csrf-Token": {br.CSRF}} }
+
+// SignIn posts the JSON sign-in and keeps the CSRF token of a success.
+func (br *Browser) SignIn(email, password string) *Response {
+	t := br.H.T
+	t.Helper()
+	r := br.Send("POST", "/api/session", map[string]any{"email": email, "password": password}, nil)
+	if r.Status == 200 {
+		br.CSRF = r.JSON(t)["csrf_token"].(string)
+		require.NotEmpty(t, br.CSRF)
+	}
+	return r
+}
+
+// Clock is a clock the test moves, injected where the configuration takes one.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock is a clock at now.
+func NewClock(now time.Time) *Clock { return &Clock{now: now} }
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Add moves the clock on.
+func (c *Clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// OAuth is a Herald with an injected OAuth clock and a registered public client.
+type OAuth struct {
+	*Herald
+	Clock    *Clock
+	ClientID string
+	Redirect string
+}
+
+// StartOAuth starts Herald with an OAuth clock and registers a public client, Claude, returning
+// to a loopback redirect. o.Config, if set, adjusts the configuration after the clock is set.
+func StartOAuth(t testing.TB, o Options) *OAuth {
+	t.Helper()
+	ob := StartOAuthNoClient(t, o)
+	ob.ClientID = ob.Register("Claude")
+	require.NotEmpty(t, ob.ClientID)
+	return ob
+}
+
+// StartOAuthNoClient is StartOAuth without the registered client.
+func StartOAuthNoClient(t testing.TB, o Options) *OAuth {
+	t.Helper()
+	clock := NewClock(time.Now())
+	adjust := o.Config
+	o.Config = func(cfg *app.Config) {
+		cfg.OAuthClock = clock.Now
+		if adjust != nil {
+			adjust(cfg)
+		}
+	}
+	return &OAuth{Herald: Start(t, o), Clock: clock, Redirect: "http://127.0.0.1:7777/callback"}
+}
+
+// Register registers a public client returning to the redirect and returns its id.
+func (o *OAuth) Register(name string) string {
+	o.T.Helper()
+	r := o.Post("/oauth/register", "application/json", `{"client_name":"`+name+`","redirect_uris":["`+o.Redirect+`"]}`)
+	require.Equal(o.T, 201, r.Status, string(r.Body))
+	return r.JSON(o.T)["client_id"].(string)
+}
+
+// Post sends a body with no credentials.
+func (o *OAuth) Post(path, ct, body string) *Response {
+	o.T.Helper()
+	resp, err := o.Client.Post(o.URL+path, ct, strings.NewReader(body))
+	require.NoError(o.T, err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	require.NoError(o.T, err)
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: out}
+}
+
+// Bearer sends a request with a token, unvalidated (the scope and audience refusals).
+func (o *OAuth) Bearer(token, method, path string) *Response {
+	o.T.Helper()
+	req, err := http.NewRequest(method, o.URL+path, nil)
+	require.NoError(o.T, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := o.Client.Do(req)
+	require.NoError(o.T, err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	require.NoError(o.T, err)
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: out}
+}
+
+// Token posts a form to the token endpoint.
+func (o *OAuth) Token(form url.Values) *Response {
+	return o.Post("/oauth/token", "application/x-www-form-urlencoded", form.Encode())
+}
+
+// PKCEPair is a PKCE verifier made of seed and its S256 challenge.
+func PKCEPair(seed string) (verifier, challenge string) {
+	verifier = strings.Repeat(seed, 64)
+	sum := sha256.Sum256([]byte(verifier))
+	return verifier, base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// AuthRequest is an authorization request's parameters.
+func (o *OAuth) AuthRequest(challenge, resource, scope string) url.Values {
+	return url.Values{"response_type": {"code"}, "client_id": {o.ClientID}, "redirect_uri": {o.Redirect},
+		"code_challenge": {challenge}, "code_challenge_method": {"S256"}, "state": {"st-123"},
+		"resource": {resource}, "scope": {scope}}
+}
+
+// HiddenField finds the hidden fields of the consent page's form.
+var HiddenField = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+
+// HTMLUnescape undoes the escaping of html/template in an attribute.
+func HTMLUnescape(s string) string {
+	return strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">", "&#34;", `"`, "&#39;", "'", "&#43;", "+").Replace(s)
+}
+
+// Consent loads the consent page as the browser and posts its form with decision; it returns
+// the redirect's query.
+func (o *OAuth) Consent(br *Browser, q url.Values, decision string) url.Values {
+	o.T.Helper()
+	page := br.Send("GET", "/oauth/authorize?"+q.Encode(), nil, nil)
+	require.Equal(o.T, 200, page.Status, string(page.Body))
+	require.Contains(o.T, string(page.Body), "Connect Claude?")
+	require.Contains(o.T, string(page.Body), "127.0.0.1:7777")
+	form := url.Values{}
+	for _, m := range HiddenField.FindAllStringSubmatch(string(page.Body), -1) {
+		form.Add(m[1], HTMLUnescape(m[2]))
+	}
+	require.NotEmpty(o.T, form.Get("csrf_token"))
+	form.Set("decision", decision)
+	r := br.Send("POST", "/oauth/authorize", form, nil)
+	require.Equal(o.T, 303, r.Status, string(r.Body))
+	loc, err := url.Parse(r.Header.Get("Location"))
+	require.NoError(o.T, err)
+	require.Equal(o.T, "127.0.0.1:7777", loc.Host)
+	require.Equal(o.T, "st-123", loc.Query().Get("state"))
+	require.Equal(o.T, o.URL, loc.Query().Get("iss"), "RFC 9207 iss")
+	return loc.Query()
+}
+
+// Grant runs the whole flow for the user and returns the token answer.
+func (o *OAuth) Grant(resource, scope string) map[string]any {
+	o.T.Helper()
+	verifier, challenge := PKCEPair("v")
+	q := o.Consent(o.SignedIn(), o.AuthRequest(challenge, resource, scope), "approve")
+	r := o.Token(url.Values{"grant_type": {"authorization_code"}, "code": {q.Get("code")}, "code_verifier": {verifier},
+		"redirect_uri": {o.Redirect}, "client_id": {o.ClientID}, "resource": {resource}})
+	require.Equal(o.T, 200, r.Status, string(r.Body))
+	return r.JSON(o.T)
+}
+
+// Scrape reads the Prometheus exposition served at base.
+func Scrape(t testing.TB, base string) string {
+	t.Helper()
+	res, err := http.Get(base + "/metrics")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, 200, res.StatusCode)
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return string(raw)
 }

@@ -1,4 +1,4 @@
-package app_test
+package oauth_test
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -20,103 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/oauth2"
 
+	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/persistence"
 )
-
-// consentBrowser is the AuthorizationCodeFetcher of the SDK client: the signed-in user's browser.
-// It opens the authorization URL with the user's cookies, reads the consent form, posts it with
-// the decision, and follows the redirect to the client's loopback callback, which hands back the
-// code, state and iss. It runs inside the SDK's transport, so it reports faults as errors.
-type consentBrowser struct {
-	client   *http.Client
-	mu       sync.Mutex
-	decision string
-	opened   []string // the authorization URLs it was asked to open
-	callback chan url.Values
-}
-
-func newConsentBrowser(t *testing.T, signedIn *browser) (*consentBrowser, string) {
-	cb := &consentBrowser{decision: "approve", callback: make(chan url.Values, 1)}
-	// The client's redirect listener on loopback, as a desktop MCP host runs one.
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cb.callback <- r.URL.Query()
-		_, _ = io.WriteString(w, "You may close this window.")
-	}))
-	t.Cleanup(srv.Close)
-	cb.client = &http.Client{Jar: signedIn.client.Jar, Timeout: 30 * time.Second}
-	return cb, srv.URL + "/callback"
-}
-
-func (cb *consentBrowser) setDecision(d string) {
-	cb.mu.Lock()
-	cb.decision = d
-	cb.mu.Unlock()
-}
-
-func (cb *consentBrowser) urls() []string {
-	cb.mu.Lock()
-	defer cb.mu.Unlock()
-	return append([]string(nil), cb.opened...)
-}
-
-func (cb *consentBrowser) fetch(ctx context.Context, args *sdkauth.AuthorizationArgs) (*sdkauth.AuthorizationResult, error) {
-	cb.mu.Lock()
-	cb.opened = append(cb.opened, args.URL)
-	decision := cb.decision
-	cb.mu.Unlock()
-
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args.URL, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := cb.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	page, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("consent page: %d %s", resp.StatusCode, page)
-	}
-	form := url.Values{}
-	for _, m := range hiddenField.FindAllStringSubmatch(string(page), -1) {
-		form.Add(m[1], htmlUnescape(m[2]))
-	}
-	if form.Get("csrf_token") == "" {
-		return nil, fmt.Errorf("consent page without a form: %s", page)
-	}
-	form.Set("decision", decision)
-	action, err := url.Parse(args.URL)
-	if err != nil {
-		return nil, err
-	}
-	action.RawQuery = ""
-	req, err = http.NewRequestWithContext(ctx, http.MethodPost, action.String(), strings.NewReader(form.Encode()))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	// Followed through the 303 to the callback listener.
-	resp, err = cb.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	body, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("consent: %d %s", resp.StatusCode, body)
-	}
-	var q url.Values
-	select {
-	case q = <-cb.callback:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if e := q.Get("error"); e != "" {
-		return nil, fmt.Errorf("authorization refused: %s", e)
-	}
-	return &sdkauth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
-}
 
 // clockedTokens is the token source of the SDK's handler with the test's clock: oauth2's own
 // source decides expiry by the wall clock, which the test cannot advance. When the access token
@@ -159,18 +64,18 @@ func (s *clockedTokens) set(t *oauth2.Token) {
 // connector key.
 func TestMCPOAuthWithTheSDKClient(t *testing.T) {
 	t.Parallel()
-	b := setupOAuth(t)
-	br := b.signedIn()
-	cb, redirect := newConsentBrowser(t, br)
+	h := apptest.StartOAuth(t, apptest.Options{})
+	br := h.SignedIn()
+	cb, redirect := apptest.NewConsentBrowser(t, br)
 	var tokens *clockedTokens
 	handler, err := sdkauth.NewAuthorizationCodeHandler(&sdkauth.AuthorizationCodeHandlerConfig{
 		DynamicClientRegistrationConfig: &sdkauth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
 			ClientName: "SDK host", RedirectURIs: []string{redirect}, TokenEndpointAuthMethod: "none",
 			GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
 		}},
-		AuthorizationCodeFetcher: cb.fetch,
+		AuthorizationCodeFetcher: cb.Fetch,
 		NewTokenSource: func(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
-			tokens = &clockedTokens{ctx: ctx, cfg: cfg, now: b.clock.Now}
+			tokens = &clockedTokens{ctx: ctx, cfg: cfg, now: h.Clock.Now}
 			tokens.set(tok)
 			return tokens, nil
 		},
@@ -180,19 +85,19 @@ func TestMCPOAuthWithTheSDKClient(t *testing.T) {
 	ctx := context.Background()
 	c := mcp.NewClient(&mcp.Implementation{Name: "herald-sdk-oauth-test", Version: "1"}, nil)
 	s, err := c.Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint: b.url + "/mcp", OAuthHandler: handler, DisableStandaloneSSE: true,
+		Endpoint: h.URL + "/mcp", OAuthHandler: handler, DisableStandaloneSSE: true,
 	}, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 
 	// One authorization, with what the spec asks of the request.
-	opened := cb.urls()
+	opened := cb.URLs()
 	require.Len(t, opened, 1)
 	au, err := url.Parse(opened[0])
 	require.NoError(t, err)
-	require.Equal(t, b.url+"/oauth/authorize", au.Scheme+"://"+au.Host+au.Path)
+	require.Equal(t, h.URL+"/oauth/authorize", au.Scheme+"://"+au.Host+au.Path)
 	q := au.Query()
-	require.Equal(t, b.url+"/mcp", q.Get("resource"), "RFC 8707: the MCP endpoint's resource")
+	require.Equal(t, h.URL+"/mcp", q.Get("resource"), "RFC 8707: the MCP endpoint's resource")
 	// RFC 6749 §3.3: a scope is a set; the SDK client does not keep the challenge's order.
 	require.ElementsMatch(t, []string{"service:read", "service:write"}, strings.Fields(q.Get("scope")), "the scopes of the 401's challenge")
 	require.Equal(t, "S256", q.Get("code_challenge_method"))
@@ -202,53 +107,53 @@ func TestMCPOAuthWithTheSDKClient(t *testing.T) {
 	require.Equal(t, "service:read service:write", tokens.tok.Extra("scope"))
 
 	// The tools, with both scopes granted.
-	me := okJSON(t, callTool(t, s, "whoami", nil))
-	require.Equal(t, b.user.Email, me["email"])
-	accts := okJSON(t, callTool(t, s, "list_accounts", nil))["accounts"].([]any)
-	require.Len(t, accts, len(b.accounts))
-	d := okJSON(t, callTool(t, s, "create_draft", map[string]any{"content": "drafted over OAuth", "accounts": []string{b.accounts[0].ID}}))
+	me := apptest.OKJSON(t, apptest.CallTool(t, s, "whoami", nil))
+	require.Equal(t, h.User.Email, me["email"])
+	accts := apptest.OKJSON(t, apptest.CallTool(t, s, "list_accounts", nil))["accounts"].([]any)
+	require.Len(t, accts, len(h.Accounts))
+	d := apptest.OKJSON(t, apptest.CallTool(t, s, "create_draft", map[string]any{"content": "drafted over OAuth", "accounts": []string{h.Accounts[0].ID}}))
 	require.NotEmpty(t, d["post_id"], "%v", d)
 	first := tokens.tok.AccessToken
 
 	// An hour later Herald refuses the access token; the client refreshes (rotation) and goes on,
 	// without asking the user again.
-	b.clock.Add(61 * time.Minute)
-	require.Equal(t, 401, b.bearer(first, "POST", "/mcp").status, "the first access token has expired")
-	okJSON(t, callTool(t, s, "get_post", map[string]any{"post_id": d["post_id"]}))
+	h.Clock.Add(61 * time.Minute)
+	require.Equal(t, 401, h.Bearer(first, "POST", "/mcp").Status, "the first access token has expired")
+	apptest.OKJSON(t, apptest.CallTool(t, s, "get_post", map[string]any{"post_id": d["post_id"]}))
 	require.Equal(t, 1, tokens.refreshes)
 	require.NotEqual(t, first, tokens.tok.AccessToken)
-	require.Len(t, cb.urls(), 1, "no new authorization")
-	b.clock.Add(61 * time.Minute)
-	okJSON(t, callTool(t, s, "whoami", nil))
+	require.Len(t, cb.URLs(), 1, "no new authorization")
+	h.Clock.Add(61 * time.Minute)
+	apptest.OKJSON(t, apptest.CallTool(t, s, "whoami", nil))
 	require.Equal(t, 2, tokens.refreshes)
-	metrics := scrape(t, b.app.MetricsURL())
+	metrics := apptest.Scrape(t, h.App.MetricsURL())
 	require.Contains(t, metrics, `herald_oauth_token_requests_total{grant_type="refresh_token",outcome="issued"} 2`)
 	require.Contains(t, metrics, `herald_oauth_token_requests_total{grant_type="authorization_code",outcome="issued"} 1`)
 
 	// The user revokes the connector key on the Developer page: the next call is refused. The
 	// SDK answers a 401 by authorizing again, so the user is asked, and says no this time.
 	var keys struct{ Data []map[string]any }
-	r := br.send("GET", "/api/keys", nil, nil)
-	require.NoError(t, json.Unmarshal(r.body, &keys), string(r.body))
+	r := br.Send("GET", "/api/keys", nil, nil)
+	require.NoError(t, json.Unmarshal(r.Body, &keys), string(r.Body))
 	id := ""
 	for _, k := range keys.Data {
 		if k["kind"] == "connector" && k["name"] == "MCP connector: SDK host" {
 			id = k["id"].(string)
 		}
 	}
-	require.NotEmpty(t, id, string(r.body))
-	r = br.send("DELETE", "/api/keys/"+id, nil, br.csrfHeader())
-	require.Less(t, r.status, 300, string(r.body))
-	cb.setDecision("deny")
+	require.NotEmpty(t, id, string(r.Body))
+	r = br.Send("DELETE", "/api/keys/"+id, nil, br.CSRFHeader())
+	require.Less(t, r.Status, 300, string(r.Body))
+	cb.SetDecision("deny")
 	_, err = s.CallTool(ctx, &mcp.CallToolParams{Name: "whoami"})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "access_denied")
-	again := cb.urls()
+	again := cb.URLs()
 	require.Len(t, again, 2, "the revoked grant sent the client back to the user")
 	au2, err := url.Parse(again[1])
 	require.NoError(t, err)
 	require.Equal(t, q.Get("client_id"), au2.Query().Get("client_id"), "the SDK registers again on every authorization, and is answered with its client")
-	require.Equal(t, 401, b.bearer(tokens.tok.AccessToken, "POST", "/mcp").status)
+	require.Equal(t, 401, h.Bearer(tokens.tok.AccessToken, "POST", "/mcp").Status)
 	_, err = tokens.cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: tokens.tok.RefreshToken}).Token()
 	var re *oauth2.RetrieveError
 	require.ErrorAs(t, err, &re, "%v", err)
@@ -279,8 +184,8 @@ func (hb *hostedBrowser) fetch(ctx context.Context, args *sdkauth.AuthorizationA
 		return nil, fmt.Errorf("consent page: %d %s", resp.StatusCode, page)
 	}
 	form := url.Values{}
-	for _, m := range hiddenField.FindAllStringSubmatch(string(page), -1) {
-		form.Add(m[1], htmlUnescape(m[2]))
+	for _, m := range apptest.HiddenField.FindAllStringSubmatch(string(page), -1) {
+		form.Add(m[1], apptest.HTMLUnescape(m[2]))
 	}
 	form.Set("decision", hb.decision)
 	action, _ := url.Parse(args.URL)
@@ -354,9 +259,9 @@ func (s *workerTokens) Token() (*oauth2.Token, error) {
 // keeps one connector key.
 func TestMCPOAuthHostedClients(t *testing.T) { //nolint:tparallel // the hosts connect in turn through one signed-in browser, each keeping one connector key the next case counts
 	t.Parallel()
-	b := setupOAuth(t)
-	br := b.signedIn()
-	for _, h := range []struct {
+	h := apptest.StartOAuth(t, apptest.Options{})
+	br := h.SignedIn()
+	for _, host := range []struct {
 		name string
 		meta oauthex.ClientRegistrationMetadata
 	}{
@@ -369,36 +274,36 @@ func TestMCPOAuthHostedClients(t *testing.T) { //nolint:tparallel // the hosts c
 		{"Cursor", oauthex.ClientRegistrationMetadata{ClientName: "Cursor", RedirectURIs: []string{"cursor://anysphere.cursor-retrieval/oauth/user-mcp/callback"},
 			TokenEndpointAuthMethod: "none", GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"}}},
 	} {
-		t.Run(h.name, func(t *testing.T) {
-			hb := &hostedBrowser{client: &http.Client{Jar: br.client.Jar, Timeout: 30 * time.Second,
+		t.Run(host.name, func(t *testing.T) {
+			hb := &hostedBrowser{client: &http.Client{Jar: br.Client.Jar, Timeout: 30 * time.Second,
 				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-				callback: h.meta.RedirectURIs[0], decision: "approve"}
+				callback: host.meta.RedirectURIs[0], decision: "approve"}
 			var tokens *workerTokens
 			// connect opens a session; with a token source, as another worker of the host that
 			// shares the user's tokens, without authorizing.
 			connect := func(shared oauth2.TokenSource) *mcp.ClientSession {
-				meta := h.meta
+				meta := host.meta
 				handler, err := sdkauth.NewAuthorizationCodeHandler(&sdkauth.AuthorizationCodeHandlerConfig{
 					DynamicClientRegistrationConfig: &sdkauth.DynamicClientRegistrationConfig{Metadata: &meta},
 					AuthorizationCodeFetcher:        hb.fetch,
 					InitialTokenSource:              shared,
 					NewTokenSource: func(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
-						tokens = &workerTokens{ctx: ctx, cfg: cfg, now: b.clock.Now, tok: tok,
-							due: b.clock.Now().Add(time.Duration(tok.ExpiresIn)*time.Second - 10*time.Second)}
+						tokens = &workerTokens{ctx: ctx, cfg: cfg, now: h.Clock.Now, tok: tok,
+							due: h.Clock.Now().Add(time.Duration(tok.ExpiresIn)*time.Second - 10*time.Second)}
 						return tokens, nil
 					},
 				})
 				require.NoError(t, err)
-				c := mcp.NewClient(&mcp.Implementation{Name: "herald-" + h.name, Version: "1"}, nil)
+				c := mcp.NewClient(&mcp.Implementation{Name: "herald-" + host.name, Version: "1"}, nil)
 				s, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{
-					Endpoint: b.url + "/mcp", OAuthHandler: handler, DisableStandaloneSSE: true,
+					Endpoint: h.URL + "/mcp", OAuthHandler: handler, DisableStandaloneSSE: true,
 				}, nil)
 				require.NoError(t, err)
 				t.Cleanup(func() { _ = s.Close() })
 				return s
 			}
 			s := connect(nil)
-			require.Equal(t, b.user.Email, okJSON(t, callTool(t, s, "whoami", nil))["email"])
+			require.Equal(t, h.User.Email, apptest.OKJSON(t, apptest.CallTool(t, s, "whoami", nil))["email"])
 			clientID := tokens.cfg.ClientID
 			require.True(t, strings.HasPrefix(clientID, "hcl_"), clientID)
 			require.Empty(t, tokens.cfg.ClientSecret, "registered as a public client")
@@ -406,7 +311,7 @@ func TestMCPOAuthHostedClients(t *testing.T) { //nolint:tparallel // the hosts c
 			// Three workers of the host call at once after the hour: each refreshes with the
 			// same refresh token (one SDK session sends one request at a time).
 			workers := []*mcp.ClientSession{s, connect(tokens), connect(tokens)}
-			b.clock.Add(61 * time.Minute)
+			h.Clock.Add(61 * time.Minute)
 			tokens.start = make(chan struct{})
 			released := false
 			release := func() {
@@ -436,16 +341,16 @@ func TestMCPOAuthHostedClients(t *testing.T) { //nolint:tparallel // the hosts c
 			}
 			require.Equal(t, 3, tokens.refreshes)
 			tokens.start = nil
-			okJSON(t, callTool(t, s, "whoami", nil))
+			apptest.OKJSON(t, apptest.CallTool(t, s, "whoami", nil))
 
 			// The host connects again (a new conversation, another worker): it registers
 			// again, is handed the same client, and its new approval replaces its key.
 			s2 := connect(nil)
-			okJSON(t, callTool(t, s2, "whoami", nil))
+			apptest.OKJSON(t, apptest.CallTool(t, s2, "whoami", nil))
 			require.Equal(t, clientID, tokens.cfg.ClientID, "the same client")
 			n := 0
-			require.NoError(t, b.app.Store.View(func(tx *persistence.Tx) error {
-				keys, err := tx.APIKeysOfUser(b.user.ID)
+			require.NoError(t, h.App.Store.View(func(tx *persistence.Tx) error {
+				keys, err := tx.APIKeysOfUser(h.User.ID)
 				for _, k := range keys {
 					if k.ClientID == clientID && k.RevokedAt == nil {
 						n++

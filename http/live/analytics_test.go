@@ -1,4 +1,4 @@
-package app_test
+package live_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/cmd/herald/app"
+	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 	"github.com/heraldhq/herald/platforms/sim"
@@ -18,22 +19,22 @@ import (
 
 // liveAccounts reads a listing as account id → entry, and checks that it is in the order of
 // GET /v1/accounts.
-func (b *testBundle) liveAccounts(path string) map[string]map[string]any {
-	b.t.Helper()
-	r := b.do("GET", path, nil)
-	require.Equal(b.t, 200, r.status, string(r.body))
+func liveAccounts(h *apptest.Herald, path string) map[string]map[string]any {
+	h.T.Helper()
+	r := h.Do("GET", path, nil)
+	require.Equal(h.T, 200, r.Status, string(r.Body))
 	var order []string
-	for _, a := range b.do("GET", "/v1/accounts", nil).json(b.t)["data"].([]any) {
+	for _, a := range h.Do("GET", "/v1/accounts", nil).JSON(h.T)["data"].([]any) {
 		order = append(order, a.(map[string]any)["id"].(string))
 	}
 	out := map[string]map[string]any{}
 	var got []string
-	for _, e := range r.json(b.t)["data"].([]any) {
+	for _, e := range r.JSON(h.T)["data"].([]any) {
 		m := e.(map[string]any)
 		got = append(got, m["account_id"].(string))
 		out[m["account_id"].(string)] = m
 	}
-	require.Equal(b.t, order, got, "every account, in the order of GET /v1/accounts")
+	require.Equal(h.T, order, got, "every account, in the order of GET /v1/accounts")
 	return out
 }
 
@@ -41,23 +42,23 @@ func (b *testBundle) liveAccounts(path string) map[string]map[string]any {
 // call.
 func TestLiveAccountListings(t *testing.T) {
 	t.Parallel()
-	b := setupLive(t, app.LiveConfig{})
+	h := setupLive(t, app.LiveConfig{})
 	// An inactive account, and a YouTube account whose token the network refuses and whose
 	// refresh fails (found by a read).
 	handle := "paused"
-	r, err := actors.Ask[*account.Reply](context.Background(), b.app.Accounts.To(uuid.Must(uuid.NewV7()).String()), &account.Create{
-		Account: &persistence.Account{UserID: b.user.ID, Platform: string(platforms.X), Username: &handle, IsActive: false, CreatedAt: time.Now().UTC()},
+	r, err := actors.Ask[*account.Reply](context.Background(), h.App.Accounts.To(uuid.Must(uuid.NewV7()).String()), &account.Create{
+		Account: &persistence.Account{UserID: h.User.ID, Platform: string(platforms.X), Username: &handle, IsActive: false, CreatedAt: time.Now().UTC()},
 		Creds:   platforms.Credentials{AccessToken: "t", RefreshToken: "r", ExpiresAt: time.Now().Add(time.Hour)},
 	})
 	require.NoError(t, err)
 	paused := r.Account
-	b.app.Adapters[platforms.YouTube] = refusing{b.nets[platforms.YouTube]}
-	refused := b.connect(b.user.ID, platforms.YouTube)
-	b.publication(refused, "yt-1", time.Now().Add(-time.Hour))
-	require.Len(t, b.do("GET", "/v1/analytics/overview", nil).json(t)["accounts_needing_reconnect"], 1)
+	h.App.Adapters[platforms.YouTube] = refusing{h.nets[platforms.YouTube]}
+	refused := h.connect(h.User.ID, platforms.YouTube)
+	publication(h.Herald, refused, "yt-1", time.Now().Add(-time.Hour))
+	require.Len(t, h.Do("GET", "/v1/analytics/overview", nil).JSON(t)["accounts_needing_reconnect"], 1)
 	calls := func() int {
 		n := 0
-		for _, net := range b.nets {
+		for _, net := range h.nets {
 			for _, op := range []string{"metrics", "comments", "dm_read"} {
 				n += net.count(op)
 			}
@@ -66,8 +67,8 @@ func TestLiveAccountListings(t *testing.T) {
 	}
 	before := calls()
 
-	noToken := b.account(platforms.X) // stored without credentials
-	linkedin := b.account(platforms.LinkedIn)
+	noToken := h.Account(platforms.X) // stored without credentials
+	linkedin := h.Account(platforms.LinkedIn)
 	live := func(m map[string]any) {
 		t.Helper()
 		require.Equal(t, true, m["live"])
@@ -79,12 +80,12 @@ func TestLiveAccountListings(t *testing.T) {
 		require.Contains(t, m["reason"], reason)
 	}
 
-	got := b.liveAccounts("/v1/analytics/accounts")
+	got := liveAccounts(h.Herald, "/v1/analytics/accounts")
 	require.Len(t, got, 9)
 	for _, p := range []platforms.Platform{platforms.X, platforms.Bluesky, platforms.YouTube, platforms.TikTok} {
-		live(got[b.accts[p].ID])
-		require.Equal(t, string(p), got[b.accts[p].ID]["platform"])
-		require.Equal(t, "live-"+string(p), got[b.accts[p].ID]["username"])
+		live(got[h.accts[p].ID])
+		require.Equal(t, string(p), got[h.accts[p].ID]["platform"])
+		require.Equal(t, "live-"+string(p), got[h.accts[p].ID]["username"])
 	}
 	notLive(got[linkedin.ID], "linkedin has no live analytics")
 	notLive(got[linkedin.ID], "youtube, pinterest, tiktok, twitter_x, bluesky")
@@ -92,40 +93,40 @@ func TestLiveAccountListings(t *testing.T) {
 	notLive(got[refused.ID], "connect the account again")
 	notLive(got[paused.ID], "not active")
 
-	got = b.liveAccounts("/v1/inbox/accounts")
-	require.Equal(t, got, b.liveAccounts("/v1/inbox/accounts?mode=comments"))
-	live(got[b.accts[platforms.X].ID])
-	live(got[b.accts[platforms.YouTube].ID])
-	notLive(got[b.accts[platforms.TikTok].ID], "tiktok has no live comments inbox")
+	got = liveAccounts(h.Herald, "/v1/inbox/accounts")
+	require.Equal(t, got, liveAccounts(h.Herald, "/v1/inbox/accounts?mode=comments"))
+	live(got[h.accts[platforms.X].ID])
+	live(got[h.accts[platforms.YouTube].ID])
+	notLive(got[h.accts[platforms.TikTok].ID], "tiktok has no live comments inbox")
 	notLive(got[refused.ID], "connect the account again")
 
-	got = b.liveAccounts("/v1/inbox/accounts?mode=dms")
-	live(got[b.accts[platforms.X].ID])
-	live(got[b.accts[platforms.Bluesky].ID])
-	notLive(got[b.accts[platforms.YouTube].ID], "youtube has no live direct messages")
+	got = liveAccounts(h.Herald, "/v1/inbox/accounts?mode=dms")
+	live(got[h.accts[platforms.X].ID])
+	live(got[h.accts[platforms.Bluesky].ID])
+	notLive(got[h.accts[platforms.YouTube].ID], "youtube has no live direct messages")
 	notLive(got[noToken.ID], "no usable token")
 
 	require.Equal(t, before, calls(), "the listings call no network")
 
 	for _, mode := range []string{"dm", "COMMENTS", "all"} {
-		r := b.do("GET", "/v1/inbox/accounts?mode="+mode, nil)
-		require.Equal(t, 400, r.status, mode)
-		require.Equal(t, "validation_error", r.errorCode(t))
-		require.Contains(t, r.errorMessage(t), "mode: must be one of comments, dms")
+		r := h.Do("GET", "/v1/inbox/accounts?mode="+mode, nil)
+		require.Equal(t, 400, r.Status, mode)
+		require.Equal(t, "validation_error", r.ErrorCode(t))
+		require.Contains(t, r.ErrorMessage(t), "mode: must be one of comments, dms")
 	}
 	// Another user sees only theirs.
-	other, key := b.newUser("other@example.com", "pro")
-	theirs := b.connect(other.ID, platforms.X)
-	r2 := b.doKey(key, "GET", "/v1/analytics/accounts", nil, nil)
-	require.Equal(t, 200, r2.status)
-	require.Equal(t, []any{map[string]any{"account_id": theirs.ID, "platform": "twitter_x", "username": "live-twitter_x", "live": true}}, r2.json(t)["data"])
+	other, key := h.NewUser("other@example.com", "pro")
+	theirs := h.connect(other.ID, platforms.X)
+	r2 := h.DoKey(key, "GET", "/v1/analytics/accounts", nil, nil)
+	require.Equal(t, 200, r2.Status)
+	require.Equal(t, []any{map[string]any{"account_id": theirs.ID, "platform": "twitter_x", "username": "live-twitter_x", "live": true}}, r2.JSON(t)["data"])
 }
 
 // multiPublication stores a published post with one published target per (account, network
 // id), the first with a link and a publication time of its own.
-func (b *liveBundle) multiPublication(at time.Time, targets ...any) *persistence.Post {
-	b.t.Helper()
-	p := &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: b.user.ID, Content: "multi", Status: persistence.PostPublished,
+func (h *liveHerald) multiPublication(at time.Time, targets ...any) *persistence.Post {
+	h.T.Helper()
+	p := &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: h.User.ID, Content: "multi", Status: persistence.PostPublished,
 		CreatedAt: at.Add(-time.Minute).UTC(), UpdatedAt: at.UTC(), MediaIDs: []string{}}
 	for i := 0; i < len(targets); i += 2 {
 		a := targets[i].(*persistence.Account)
@@ -134,29 +135,29 @@ func (b *liveBundle) multiPublication(at time.Time, targets ...any) *persistence
 	own := at.Add(-30 * time.Second).UTC()
 	p.Targets[0].URL = "https://x.example/status/" + p.Targets[0].PublicationID
 	p.Targets[0].PublishedAt = &own
-	require.NoError(b.t, b.app.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(p, nil) }))
+	require.NoError(h.T, h.App.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(p, nil) }))
 	return p
 }
 
 func TestPostAnalytics(t *testing.T) {
 	t.Parallel()
-	b := setupLive(t, app.LiveConfig{})
-	x, bsky := b.nets[platforms.X], b.nets[platforms.Bluesky]
+	h := setupLive(t, app.LiveConfig{})
+	x, bsky := h.nets[platforms.X], h.nets[platforms.Bluesky]
 	x.metrics["tw-1"] = platforms.Metrics{Views: n64(1000), Likes: n64(10), Comments: n64(2), Shares: n64(3)}
 	bsky.metrics["at-1"] = platforms.Metrics{Likes: n64(40), Comments: n64(5), Shares: n64(7)}
 	now := time.Now().UTC()
-	stale := b.account(platforms.X) // no usable token
-	p := b.multiPublication(now.Add(-time.Hour),
-		b.accts[platforms.X], "tw-1", b.accts[platforms.Bluesky], "at-1", b.account(platforms.LinkedIn), "li-1", stale, "tw-stale")
+	stale := h.Account(platforms.X) // no usable token
+	p := h.multiPublication(now.Add(-time.Hour),
+		h.accts[platforms.X], "tw-1", h.accts[platforms.Bluesky], "at-1", h.Account(platforms.LinkedIn), "li-1", stale, "tw-stale")
 	// A target not published is no publication.
-	require.NoError(t, b.app.Store.Update(context.Background(), func(tx *persistence.Tx) error {
-		p.Targets = append(p.Targets, persistence.Target{AccountID: b.accts[platforms.TikTok].ID, Platform: "tiktok", Status: persistence.TargetFailed})
+	require.NoError(t, h.App.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+		p.Targets = append(p.Targets, persistence.Target{AccountID: h.accts[platforms.TikTok].ID, Platform: "tiktok", Status: persistence.TargetFailed})
 		return tx.PutPost(p, nil)
 	}))
 
-	r := b.do("GET", "/v1/analytics/posts/"+p.ID, nil)
-	require.Equal(t, 200, r.status, string(r.body))
-	got := r.json(t)
+	r := h.Do("GET", "/v1/analytics/posts/"+p.ID, nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
+	got := r.JSON(t)
 	require.Equal(t, p.ID, got["post_id"])
 	require.Equal(t, false, got["partial"], "an account to reconnect is not partial")
 	fetched, err := time.Parse(time.RFC3339Nano, got["fetched_at"].(string))
@@ -165,13 +166,13 @@ func TestPostAnalytics(t *testing.T) {
 	pubs := got["publications"].([]any)
 	require.Len(t, pubs, 4)
 	require.Equal(t, map[string]any{
-		"publication_id": persistence.PublicationUUID(p.ID, 0), "platform": "twitter_x", "connected_account_id": b.accts[platforms.X].ID,
+		"publication_id": persistence.PublicationUUID(p.ID, 0), "platform": "twitter_x", "connected_account_id": h.accts[platforms.X].ID,
 		"platform_post_id": "tw-1", "platform_post_url": "https://x.example/status/tw-1",
 		"published_at": p.Targets[0].PublishedAt.Format(time.RFC3339Nano), "live": true,
 		"views": 1000.0, "likes": 10.0, "comments": 2.0, "shares": 3.0, "engagement": 15.0,
 	}, pubs[0])
 	require.Equal(t, map[string]any{
-		"publication_id": persistence.PublicationUUID(p.ID, 1), "platform": "bluesky", "connected_account_id": b.accts[platforms.Bluesky].ID,
+		"publication_id": persistence.PublicationUUID(p.ID, 1), "platform": "bluesky", "connected_account_id": h.accts[platforms.Bluesky].ID,
 		"platform_post_id": "at-1", "platform_post_url": nil, "published_at": p.UpdatedAt.Format(time.RFC3339Nano), "live": true,
 		"views": nil, "likes": 40.0, "comments": 5.0, "shares": 7.0, "engagement": 52.0,
 	}, pubs[1], "Bluesky reports no views: null, never 0")
@@ -194,23 +195,23 @@ func TestPostAnalytics(t *testing.T) {
 	x.metrics["tw-1"] = platforms.Metrics{Views: n64(5000)}
 	x.mu.Unlock()
 	for _, q := range []string{"", "?fresh=true", "?fresh=1"} {
-		again := b.do("GET", "/v1/analytics/posts/"+p.ID+q, nil)
-		require.Equal(t, 200, again.status)
-		require.Equal(t, string(r.body), string(again.body), q)
+		again := h.Do("GET", "/v1/analytics/posts/"+p.ID+q, nil)
+		require.Equal(t, 200, again.Status)
+		require.Equal(t, string(r.Body), string(again.Body), q)
 	}
 	require.Equal(t, 1, x.count("metrics"), "no network call within 90 seconds")
 	require.Equal(t, 1, bsky.count("metrics"))
-	require.EqualValues(t, 3, b.cacheCount("analytics", "hit"))
+	require.EqualValues(t, 3, cacheCount(h.Herald, "analytics", "hit"))
 }
 
 func TestPostAnalyticsPartial(t *testing.T) {
 	t.Parallel()
-	b := setupLive(t, app.LiveConfig{Calls: 1, PerAccount: 1})
-	x, bsky := b.nets[platforms.X], b.nets[platforms.Bluesky]
+	h := setupLive(t, app.LiveConfig{Calls: 1, PerAccount: 1})
+	x, bsky := h.nets[platforms.X], h.nets[platforms.Bluesky]
 	x.metrics["tw-1"] = platforms.Metrics{Likes: n64(1)}
 	bsky.metrics["at-1"] = platforms.Metrics{Likes: n64(2)}
-	p := b.multiPublication(time.Now().Add(-time.Hour), b.accts[platforms.X], "tw-1", b.accts[platforms.Bluesky], "at-1")
-	got := b.do("GET", "/v1/analytics/posts/"+p.ID, nil).json(t)
+	p := h.multiPublication(time.Now().Add(-time.Hour), h.accts[platforms.X], "tw-1", h.accts[platforms.Bluesky], "at-1")
+	got := h.Do("GET", "/v1/analytics/posts/"+p.ID, nil).JSON(t)
 	require.Equal(t, true, got["partial"])
 	read, unread := 0, 0
 	for _, e := range got["publications"].([]any) {
@@ -229,53 +230,53 @@ func TestPostAnalyticsPartial(t *testing.T) {
 
 func TestPostAnalyticsBadInput(t *testing.T) {
 	t.Parallel()
-	b := setupLive(t, app.LiveConfig{})
-	other, key := b.newUser("someone@example.com", "pro")
-	theirs := b.connect(other.ID, platforms.X)
-	theirPost := b.publication(theirs, "tw-theirs", time.Now().Add(-time.Hour))
+	h := setupLive(t, app.LiveConfig{})
+	other, key := h.NewUser("someone@example.com", "pro")
+	theirs := h.connect(other.ID, platforms.X)
+	theirPost := publication(h.Herald, theirs, "tw-theirs", time.Now().Add(-time.Hour))
 
 	// Unknown, invalid, another user's: the answers of GET /v1/posts/:id.
 	for _, id := range []string{uuid.NewString(), "not-a-uuid", "123", theirPost} {
-		want := b.do("GET", "/v1/posts/"+id, nil)
-		r := b.do("GET", "/v1/analytics/posts/"+id, nil)
-		require.Equal(t, want.status, r.status, "%s: %s", id, r.body)
-		require.Equal(t, want.errorCode(t), r.errorCode(t), id)
+		want := h.Do("GET", "/v1/posts/"+id, nil)
+		r := h.Do("GET", "/v1/analytics/posts/"+id, nil)
+		require.Equal(t, want.Status, r.Status, "%s: %s", id, r.Body)
+		require.Equal(t, want.ErrorCode(t), r.ErrorCode(t), id)
 	}
-	require.Equal(t, 404, b.do("GET", "/v1/analytics/posts/"+uuid.NewString(), nil).status)
-	r := b.do("GET", "/v1/analytics/posts/not-a-uuid", nil)
-	require.Equal(t, 400, r.status)
-	require.Equal(t, "validation_error", r.errorCode(t))
-	require.Contains(t, r.errorMessage(t), "postId")
-	require.Equal(t, 403, b.do("GET", "/v1/analytics/posts/"+theirPost, nil).status)
-	r = b.do("GET", "/v1/analytics/posts/"+uuid.NewString()+"?fresh=maybe", nil)
-	require.Equal(t, 400, r.status)
-	require.Contains(t, r.errorMessage(t), "fresh: Expected boolean")
+	require.Equal(t, 404, h.Do("GET", "/v1/analytics/posts/"+uuid.NewString(), nil).Status)
+	r := h.Do("GET", "/v1/analytics/posts/not-a-uuid", nil)
+	require.Equal(t, 400, r.Status)
+	require.Equal(t, "validation_error", r.ErrorCode(t))
+	require.Contains(t, r.ErrorMessage(t), "postId")
+	require.Equal(t, 403, h.Do("GET", "/v1/analytics/posts/"+theirPost, nil).Status)
+	r = h.Do("GET", "/v1/analytics/posts/"+uuid.NewString()+"?fresh=maybe", nil)
+	require.Equal(t, 400, r.Status)
+	require.Contains(t, r.ErrorMessage(t), "fresh: Expected boolean")
 
 	// A draft and a scheduled post have no publication: no analytics yet.
-	draft := b.createPost("draft", b.accts[platforms.X])
-	sched := b.do("POST", "/v1/posts/schedule", map[string]any{"content": "later", "platforms": []string{b.accts[platforms.X].ID},
+	draft := h.CreatePost("draft", h.accts[platforms.X])
+	sched := h.Do("POST", "/v1/posts/schedule", map[string]any{"content": "later", "platforms": []string{h.accts[platforms.X].ID},
 		"scheduledAt": time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)})
-	require.Equal(t, 201, sched.status, string(sched.body))
-	for _, id := range []string{draft, sched.json(t)["id"].(string)} {
-		r := b.do("GET", "/v1/analytics/posts/"+id, nil)
-		require.Equal(t, 200, r.status, string(r.body))
-		got := r.json(t)
+	require.Equal(t, 201, sched.Status, string(sched.Body))
+	for _, id := range []string{draft, sched.JSON(t)["id"].(string)} {
+		r := h.Do("GET", "/v1/analytics/posts/"+id, nil)
+		require.Equal(t, 200, r.Status, string(r.Body))
+		got := r.JSON(t)
 		require.Equal(t, id, got["post_id"])
 		require.Equal(t, []any{}, got["publications"])
 		require.Equal(t, map[string]any{"views": 0.0, "likes": 0.0, "comments": 0.0, "shares": 0.0, "engagement": 0.0}, got["totals"])
 	}
 	// Published only to a network without live analytics.
-	li := b.publication(b.account(platforms.LinkedIn), "li-only", time.Now().Add(-time.Hour))
-	r = b.do("GET", "/v1/analytics/posts/"+li, nil)
-	require.Equal(t, 200, r.status, string(r.body))
-	pubs := r.json(t)["publications"].([]any)
+	li := publication(h.Herald, h.Account(platforms.LinkedIn), "li-only", time.Now().Add(-time.Hour))
+	r = h.Do("GET", "/v1/analytics/posts/"+li, nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
+	pubs := r.JSON(t)["publications"].([]any)
 	require.Len(t, pubs, 1)
 	require.Equal(t, false, pubs[0].(map[string]any)["live"])
 	require.Contains(t, pubs[0].(map[string]any)["reason"].(string), "no live analytics")
-	for _, n := range b.nets {
+	for _, n := range h.nets {
 		require.Zero(t, n.count("metrics"), "nothing was read")
 	}
-	require.Equal(t, 200, b.doKey(key, "GET", "/v1/analytics/posts/"+theirPost, nil, nil).status, "its owner reads it")
+	require.Equal(t, 200, h.DoKey(key, "GET", "/v1/analytics/posts/"+theirPost, nil, nil).Status, "its owner reads it")
 }
 
 // The account listings and per-post analytics against the simulated networks, end to end: the
@@ -283,15 +284,15 @@ func TestPostAnalyticsBadInput(t *testing.T) {
 // read within 90 seconds, fresh or not, calls no network.
 func TestPostAnalyticsAgainstTheSimulator(t *testing.T) {
 	t.Parallel()
-	b := setup(t, bundleOpts{demo: true})
-	s := b.app.Sim
-	x, bsky, li := b.account(platforms.X), b.account(platforms.Bluesky), b.account(platforms.LinkedIn)
+	h := apptest.Start(t, apptest.Options{Demo: true})
+	s := h.App.Sim
+	x, bsky, li := h.Account(platforms.X), h.Account(platforms.Bluesky), h.Account(platforms.LinkedIn)
 
-	before := b.simRequests()
-	got := b.liveAccounts("/v1/analytics/accounts")
+	before := simRequests(h)
+	got := liveAccounts(h, "/v1/analytics/accounts")
 	require.Len(t, got, 9)
 	var live []string
-	for _, a := range b.accounts {
+	for _, a := range h.Accounts {
 		if got[a.ID]["live"] == true {
 			live = append(live, a.Platform)
 		} else {
@@ -299,21 +300,21 @@ func TestPostAnalyticsAgainstTheSimulator(t *testing.T) {
 		}
 	}
 	require.ElementsMatch(t, []string{"youtube", "pinterest", "tiktok", "twitter_x", "bluesky"}, live)
-	dms := b.liveAccounts("/v1/inbox/accounts?mode=dms")
+	dms := liveAccounts(h, "/v1/inbox/accounts?mode=dms")
 	require.Equal(t, true, dms[x.ID]["live"])
 	require.Equal(t, true, dms[bsky.ID]["live"])
-	require.Equal(t, false, dms[b.account(platforms.YouTube).ID]["live"])
-	require.Equal(t, before, b.simRequests(), "the listings call no network")
+	require.Equal(t, false, dms[h.Account(platforms.YouTube).ID]["live"])
+	require.Equal(t, before, simRequests(h), "the listings call no network")
 
-	p := b.publishAndWait("Per-post analytics", nil, x, bsky, li)
-	require.NoError(t, s.SetMetrics(platforms.X, target(p, platforms.X), sim.Counters{Views: 1000, Likes: 10, Comments: 2, Shares: 3}))
-	require.NoError(t, s.SetMetrics(platforms.Bluesky, target(p, platforms.Bluesky), sim.Counters{Views: 999, Likes: 20, Comments: 4, Shares: 6}))
+	p := h.PublishAndWait("Per-post analytics", nil, x, bsky, li)
+	require.NoError(t, s.SetMetrics(platforms.X, apptest.Target(p, platforms.X), sim.Counters{Views: 1000, Likes: 10, Comments: 2, Shares: 3}))
+	require.NoError(t, s.SetMetrics(platforms.Bluesky, apptest.Target(p, platforms.Bluesky), sim.Counters{Views: 999, Likes: 20, Comments: 4, Shares: 6}))
 
-	before = b.simRequests()
-	r := b.do("GET", "/v1/analytics/posts/"+p.ID, nil)
-	require.Equal(t, 200, r.status, string(r.body))
-	require.Greater(t, b.simRequests(), before, "read from the networks")
-	pa := r.json(t)
+	before = simRequests(h)
+	r := h.Do("GET", "/v1/analytics/posts/"+p.ID, nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.Greater(t, simRequests(h), before, "read from the networks")
+	pa := r.JSON(t)
 	require.Equal(t, false, pa["partial"])
 	require.Equal(t, []any{}, pa["accounts_needing_reconnect"])
 	byPlatform := map[string]map[string]any{}
@@ -322,14 +323,14 @@ func TestPostAnalyticsAgainstTheSimulator(t *testing.T) {
 	}
 	require.Len(t, byPlatform, 3)
 	jobLinks := map[string]any{}
-	j := b.do("GET", "/v1/jobs/"+*p.TrackingID, nil).json(t)
+	j := h.Do("GET", "/v1/jobs/"+*p.TrackingID, nil).JSON(t)
 	for _, e := range j["platform_statuses"].([]any) {
 		jobLinks[e.(map[string]any)["platform"].(string)] = e.(map[string]any)["url"]
 	}
 	for _, pl := range []platforms.Platform{platforms.X, platforms.Bluesky, platforms.LinkedIn} {
 		e := byPlatform[string(pl)]
-		require.Equal(t, publicationID(p, pl), e["publication_id"])
-		require.Equal(t, target(p, pl), e["platform_post_id"])
+		require.Equal(t, apptest.PublicationID(p, pl), e["publication_id"])
+		require.Equal(t, apptest.Target(p, pl), e["platform_post_id"])
 		require.NotEmpty(t, e["platform_post_url"], pl)
 		if link, ok := jobLinks[string(pl)]; ok && link != nil {
 			require.Equal(t, link, e["platform_post_url"], pl)
@@ -343,13 +344,13 @@ func TestPostAnalyticsAgainstTheSimulator(t *testing.T) {
 	require.Nil(t, byPlatform["linkedin"]["likes"])
 	require.Equal(t, map[string]any{"views": 1000.0, "likes": 30.0, "comments": 6.0, "shares": 9.0, "engagement": 45.0}, pa["totals"])
 
-	calls := b.simRequests()
+	calls := simRequests(h)
 	for _, q := range []string{"", "?fresh=true"} {
-		again := b.do("GET", "/v1/analytics/posts/"+p.ID+q, nil)
-		require.Equal(t, 200, again.status)
-		require.Equal(t, string(r.body), string(again.body), q)
+		again := h.Do("GET", "/v1/analytics/posts/"+p.ID+q, nil)
+		require.Equal(t, 200, again.Status)
+		require.Equal(t, string(r.Body), string(again.Body), q)
 	}
-	require.Equal(t, calls, b.simRequests(), "no network call within 90 seconds, fresh or not")
+	require.Equal(t, calls, simRequests(h), "no network call within 90 seconds, fresh or not")
 }
 
 func pick(m map[string]any, keys ...string) map[string]any {

@@ -1,4 +1,4 @@
-package app_test
+package live_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/cmd/herald/app"
+	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 )
@@ -134,59 +135,59 @@ func (n *liveNetwork) SendMessage(_ context.Context, _ platforms.Credentials, id
 	return m, nil
 }
 
-// liveBundle is a testBundle whose X, Bluesky and YouTube adapters are liveNetworks, with one
-// connected account on each holding a working token.
-type liveBundle struct {
-	*testBundle
+// liveHerald is a started Herald whose X, Bluesky, YouTube and TikTok adapters are
+// liveNetworks, with one connected account on each holding a working token.
+type liveHerald struct {
+	*apptest.Herald
 	nets  map[platforms.Platform]*liveNetwork
 	accts map[platforms.Platform]*persistence.Account
 }
 
-func setupLive(t *testing.T, cfg app.LiveConfig) *liveBundle {
+func setupLive(t *testing.T, cfg app.LiveConfig) *liveHerald {
 	t.Helper()
-	b := setup(t, bundleOpts{config: func(c *app.Config) { c.Live = cfg }})
-	lb := &liveBundle{testBundle: b, nets: map[platforms.Platform]*liveNetwork{}, accts: map[platforms.Platform]*persistence.Account{}}
+	h := apptest.Start(t, apptest.Options{Config: func(c *app.Config) { c.Live = cfg }})
+	lh := &liveHerald{Herald: h, nets: map[platforms.Platform]*liveNetwork{}, accts: map[platforms.Platform]*persistence.Account{}}
 	for _, p := range []platforms.Platform{platforms.X, platforms.Bluesky, platforms.YouTube, platforms.TikTok} {
 		n := newLiveNetwork(p)
-		lb.nets[p] = n
+		lh.nets[p] = n
 		// No account actor has run yet: they will load this adapter.
-		b.app.Adapters[p] = n
-		lb.accts[p] = lb.connect(b.user.ID, p)
+		h.App.Adapters[p] = n
+		lh.accts[p] = lh.connect(h.User.ID, p)
 	}
-	return lb
+	return lh
 }
 
 // connect creates an account with a working token through its actor.
-func (b *liveBundle) connect(userID string, p platforms.Platform) *persistence.Account {
-	b.t.Helper()
+func (h *liveHerald) connect(userID string, p platforms.Platform) *persistence.Account {
+	h.T.Helper()
 	handle := "live-" + string(p)
-	r, err := actors.Ask[*account.Reply](context.Background(), b.app.Accounts.To(uuid.Must(uuid.NewV7()).String()), &account.Create{
+	r, err := actors.Ask[*account.Reply](context.Background(), h.App.Accounts.To(uuid.Must(uuid.NewV7()).String()), &account.Create{
 		Account: &persistence.Account{UserID: userID, Platform: string(p), Username: &handle, IsActive: true, CreatedAt: time.Now().UTC()},
 		Creds:   platforms.Credentials{AccessToken: "token-" + string(p), RefreshToken: "refresh", ExpiresAt: time.Now().Add(24 * time.Hour), UserID: "me"},
 	})
-	require.NoError(b.t, err)
+	require.NoError(h.T, err)
 	return r.Account
 }
 
 // publication stores a published post of one target on acct, published at at, and returns its
 // id.
-func (b *testBundle) publication(acct *persistence.Account, networkID string, at time.Time) string {
-	b.t.Helper()
+func publication(h *apptest.Herald, acct *persistence.Account, networkID string, at time.Time) string {
+	h.T.Helper()
 	id := uuid.Must(uuid.NewV7()).String()
 	p := &persistence.Post{ID: id, UserID: acct.UserID, Content: "post " + networkID, Status: persistence.PostPublished,
 		CreatedAt: at.Add(-time.Minute).UTC(), UpdatedAt: at.UTC(), MediaIDs: []string{},
 		Targets: []persistence.Target{{AccountID: acct.ID, Platform: acct.Platform, Status: persistence.TargetPublished, PublicationID: networkID}}}
-	require.NoError(b.t, b.app.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(p, nil) }))
+	require.NoError(h.T, h.App.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(p, nil) }))
 	return id
 }
 
 func n64(v int64) *int64 { return &v }
 
 // cacheCount reads a live cache counter.
-func (b *testBundle) cacheCount(cache, result string) float64 {
-	b.t.Helper()
-	families, err := b.app.Registry.Gather()
-	require.NoError(b.t, err)
+func cacheCount(h *apptest.Herald, cache, result string) float64 {
+	h.T.Helper()
+	families, err := h.App.Registry.Gather()
+	require.NoError(h.T, err)
 	for _, f := range families {
 		if f.GetName() != "herald_live_cache_requests_total" {
 			continue
@@ -204,10 +205,10 @@ func (b *testBundle) cacheCount(cache, result string) float64 {
 	return 0
 }
 
-func (b *testBundle) gauge(name string) float64 {
-	b.t.Helper()
-	families, err := b.app.Registry.Gather()
-	require.NoError(b.t, err)
+func gauge(h *apptest.Herald, name string) float64 {
+	h.T.Helper()
+	families, err := h.App.Registry.Gather()
+	require.NoError(h.T, err)
 	for _, f := range families {
 		if f.GetName() == name && len(f.GetMetric()) > 0 {
 			return f.GetMetric()[0].GetGauge().GetValue()
@@ -218,25 +219,25 @@ func (b *testBundle) gauge(name string) float64 {
 
 func TestAnalyticsOverview(t *testing.T) {
 	t.Parallel()
-	b := setupLive(t, app.LiveConfig{})
+	h := setupLive(t, app.LiveConfig{})
 	now := time.Now().UTC()
-	x, bsky, yt := b.nets[platforms.X], b.nets[platforms.Bluesky], b.nets[platforms.YouTube]
+	x, bsky, yt := h.nets[platforms.X], h.nets[platforms.Bluesky], h.nets[platforms.YouTube]
 	x.metrics["tw-1"] = platforms.Metrics{Views: n64(1000), Likes: n64(10), Comments: n64(2), Shares: n64(3)}
 	x.metrics["tw-2"] = platforms.Metrics{Views: n64(50), Likes: n64(1), Comments: n64(0), Shares: n64(0)}
 	bsky.metrics["at-1"] = platforms.Metrics{Likes: n64(40), Comments: n64(5), Shares: n64(7)} // Bluesky has no views
 	yt.metrics["yt-old"] = platforms.Metrics{Views: n64(99999), Likes: n64(999)}
-	tw1 := b.publication(b.accts[platforms.X], "tw-1", now.Add(-2*time.Hour))
-	b.publication(b.accts[platforms.X], "tw-2", now.Add(-3*24*time.Hour))
-	at1 := b.publication(b.accts[platforms.Bluesky], "at-1", now.Add(-time.Hour))
-	b.publication(b.accts[platforms.YouTube], "yt-old", now.Add(-10*24*time.Hour)) // outside 7d
-	b.publication(b.account(platforms.LinkedIn), "li-1", now.Add(-time.Hour))      // not a live analytics network
+	tw1 := publication(h.Herald, h.accts[platforms.X], "tw-1", now.Add(-2*time.Hour))
+	publication(h.Herald, h.accts[platforms.X], "tw-2", now.Add(-3*24*time.Hour))
+	at1 := publication(h.Herald, h.accts[platforms.Bluesky], "at-1", now.Add(-time.Hour))
+	publication(h.Herald, h.accts[platforms.YouTube], "yt-old", now.Add(-10*24*time.Hour)) // outside 7d
+	publication(h.Herald, h.Account(platforms.LinkedIn), "li-1", now.Add(-time.Hour))      // not a live analytics network
 	// An account without a usable token: listed, not read, not partial.
-	stale := b.account(platforms.X)
-	b.publication(stale, "tw-stale", now.Add(-time.Hour))
+	stale := h.Account(platforms.X)
+	publication(h.Herald, stale, "tw-stale", now.Add(-time.Hour))
 
-	r := b.do("GET", "/v1/analytics/overview", nil)
-	require.Equal(t, 200, r.status, string(r.body))
-	ov := r.json(t)
+	r := h.Do("GET", "/v1/analytics/overview", nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
+	ov := r.JSON(t)
 	require.Equal(t, "7d", ov["range"])
 	since, err := time.Parse(time.RFC3339Nano, ov["since"].(string))
 	require.NoError(t, err)
@@ -275,21 +276,21 @@ func TestAnalyticsOverview(t *testing.T) {
 	first := top[0].(map[string]any)
 	require.Equal(t, at1, first["post_id"])
 	require.Equal(t, "bluesky", first["platform"])
-	require.Equal(t, b.accts[platforms.Bluesky].ID, first["account_id"])
+	require.Equal(t, h.accts[platforms.Bluesky].ID, first["account_id"])
 	require.Nil(t, first["link"])
 	require.Equal(t, map[string]any{"views": nil, "likes": 40.0, "comments": 5.0, "shares": 7.0, "engagement": 52.0}, first["metrics"])
 	require.Equal(t, tw1, top[1].(map[string]any)["post_id"])
 	require.Equal(t, []any{map[string]any{"id": stale.ID, "platform": "twitter_x", "username": *stale.Username, "token_status": "expired"}}, ov["accounts_needing_reconnect"])
 
 	// One account only.
-	r = b.do("GET", "/v1/analytics/overview?account_id="+b.accts[platforms.Bluesky].ID, nil)
-	require.Equal(t, 200, r.status, string(r.body))
-	require.EqualValues(t, 1, r.json(t)["publications"])
+	r = h.Do("GET", "/v1/analytics/overview?account_id="+h.accts[platforms.Bluesky].ID, nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.EqualValues(t, 1, r.JSON(t)["publications"])
 	// A custom window reaching the older publication.
 	q := url.Values{"range": {"custom"}, "since": {now.Add(-30 * 24 * time.Hour).Format(time.RFC3339)}, "until": {now.Format(time.RFC3339)}}
-	r = b.do("GET", "/v1/analytics/overview?"+q.Encode(), nil)
-	require.Equal(t, 200, r.status, string(r.body))
-	ov = r.json(t)
+	r = h.Do("GET", "/v1/analytics/overview?"+q.Encode(), nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
+	ov = r.JSON(t)
 	require.Equal(t, "custom", ov["range"])
 	require.EqualValues(t, 5, ov["publications"])
 	require.EqualValues(t, 4, ov["publications_read"])
@@ -300,40 +301,40 @@ func TestAnalyticsOverview(t *testing.T) {
 // call.
 func TestAnalyticsFloor(t *testing.T) {
 	t.Parallel()
-	b := setupLive(t, app.LiveConfig{})
-	x := b.nets[platforms.X]
+	h := setupLive(t, app.LiveConfig{})
+	x := h.nets[platforms.X]
 	x.metrics["tw-1"] = platforms.Metrics{Views: n64(1), Likes: n64(1), Comments: n64(1), Shares: n64(1)}
-	b.publication(b.accts[platforms.X], "tw-1", time.Now().Add(-time.Hour))
+	publication(h.Herald, h.accts[platforms.X], "tw-1", time.Now().Add(-time.Hour))
 
-	first := b.do("GET", "/v1/analytics/overview", nil)
-	require.Equal(t, 200, first.status)
+	first := h.Do("GET", "/v1/analytics/overview", nil)
+	require.Equal(t, 200, first.Status)
 	require.Equal(t, 1, x.count("metrics"))
 	x.mu.Lock()
 	x.metrics["tw-1"] = platforms.Metrics{Views: n64(1000), Likes: n64(1), Comments: n64(1), Shares: n64(1)}
 	x.mu.Unlock()
 	for _, path := range []string{"/v1/analytics/overview", "/v1/analytics/overview?fresh=true", "/v1/analytics/overview?range=7d&fresh=1"} {
-		r := b.do("GET", path, nil)
-		require.Equal(t, 200, r.status)
-		require.Equal(t, first.json(t)["fetched_at"], r.json(t)["fetched_at"], path)
-		require.Equal(t, string(first.body), string(r.body), path)
+		r := h.Do("GET", path, nil)
+		require.Equal(t, 200, r.Status)
+		require.Equal(t, first.JSON(t)["fetched_at"], r.JSON(t)["fetched_at"], path)
+		require.Equal(t, string(first.Body), string(r.Body), path)
 	}
 	require.Equal(t, 1, x.count("metrics"), "no network call within 90 seconds")
 	// Another query is another entry.
-	r := b.do("GET", "/v1/analytics/overview?range=14d", nil)
-	require.Equal(t, 200, r.status)
+	r := h.Do("GET", "/v1/analytics/overview?range=14d", nil)
+	require.Equal(t, 200, r.Status)
 	require.Equal(t, 2, x.count("metrics"))
-	require.EqualValues(t, 1000, r.json(t)["totals"].(map[string]any)["views"])
+	require.EqualValues(t, 1000, r.JSON(t)["totals"].(map[string]any)["views"])
 }
 
 // 100 concurrent identical requests make one fan-out.
 func TestAnalyticsCoalescing(t *testing.T) {
 	t.Parallel()
-	b := setupLive(t, app.LiveConfig{})
-	x := b.nets[platforms.X]
+	h := setupLive(t, app.LiveConfig{})
+	x := h.nets[platforms.X]
 	for i := range 5 {
 		id := fmt.Sprintf("tw-%d", i)
 		x.metrics[id] = platforms.Metrics{Likes: n64(1)}
-		b.publication(b.accts[platforms.X], id, time.Now().Add(-time.Duration(i+1)*time.Hour))
+		publication(h.Herald, h.accts[platforms.X], id, time.Now().Add(-time.Duration(i+1)*time.Hour))
 	}
 	gate := make(chan struct{})
 	x.mu.Lock()
@@ -344,13 +345,13 @@ func TestAnalyticsCoalescing(t *testing.T) {
 	bodies := make(chan string, n)
 	for range n {
 		wg.Go(func() {
-			r := b.do("GET", "/v1/analytics/overview?range=28d", nil)
-			require.Equal(t, 200, r.status)
-			bodies <- string(r.body)
+			r := h.Do("GET", "/v1/analytics/overview?range=28d", nil)
+			require.Equal(t, 200, r.Status)
+			bodies <- string(r.Body)
 		})
 	}
 	// Release the fan-out once every request is being served (waiting on it).
-	require.Eventually(t, func() bool { return b.gauge("herald_http_requests_in_flight") >= n }, 20*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return gauge(h.Herald, "herald_http_requests_in_flight") >= n }, 20*time.Second, 5*time.Millisecond)
 	close(gate)
 	wg.Wait()
 	close(bodies)
@@ -362,22 +363,22 @@ func TestAnalyticsCoalescing(t *testing.T) {
 		require.Equal(t, first, body)
 	}
 	require.Equal(t, 5, x.count("metrics"), "one fan-out: one call per publication")
-	require.EqualValues(t, 1, b.cacheCount("analytics", "miss"))
-	require.EqualValues(t, n-1, b.cacheCount("analytics", "coalesced")+b.cacheCount("analytics", "hit"))
+	require.EqualValues(t, 1, cacheCount(h.Herald, "analytics", "miss"))
+	require.EqualValues(t, n-1, cacheCount(h.Herald, "analytics", "coalesced")+cacheCount(h.Herald, "analytics", "hit"))
 }
 
 func TestAnalyticsPartialAndSampled(t *testing.T) {
 	t.Parallel()
 	t.Run("request budget", func(t *testing.T) {
 		t.Parallel()
-		b := setupLive(t, app.LiveConfig{Calls: 2, PerAccount: 1})
-		x := b.nets[platforms.X]
+		h := setupLive(t, app.LiveConfig{Calls: 2, PerAccount: 1})
+		x := h.nets[platforms.X]
 		for i := range 5 {
 			id := fmt.Sprintf("tw-%d", i)
 			x.metrics[id] = platforms.Metrics{Likes: n64(1)}
-			b.publication(b.accts[platforms.X], id, time.Now().Add(-time.Duration(i+1)*time.Hour))
+			publication(h.Herald, h.accts[platforms.X], id, time.Now().Add(-time.Duration(i+1)*time.Hour))
 		}
-		ov := b.do("GET", "/v1/analytics/overview", nil).json(t)
+		ov := h.Do("GET", "/v1/analytics/overview", nil).JSON(t)
 		require.Equal(t, true, ov["partial"])
 		require.Equal(t, false, ov["sampled"])
 		require.EqualValues(t, 5, ov["publications"])
@@ -387,29 +388,29 @@ func TestAnalyticsPartialAndSampled(t *testing.T) {
 	})
 	t.Run("deadline", func(t *testing.T) {
 		t.Parallel()
-		b := setupLive(t, app.LiveConfig{Deadline: time.Second})
-		x, bsky := b.nets[platforms.X], b.nets[platforms.Bluesky]
+		h := setupLive(t, app.LiveConfig{Deadline: time.Second})
+		x, bsky := h.nets[platforms.X], h.nets[platforms.Bluesky]
 		x.metrics["tw-ok"] = platforms.Metrics{Likes: n64(3)}
 		x.stall["tw-slow"] = true
 		bsky.metrics["at-ok"] = platforms.Metrics{Likes: n64(4)}
-		b.publication(b.accts[platforms.X], "tw-ok", time.Now().Add(-time.Hour))
-		b.publication(b.accts[platforms.X], "tw-slow", time.Now().Add(-2*time.Hour))
-		b.publication(b.accts[platforms.Bluesky], "at-ok", time.Now().Add(-3*time.Hour))
-		ov := b.do("GET", "/v1/analytics/overview", nil).json(t)
+		publication(h.Herald, h.accts[platforms.X], "tw-ok", time.Now().Add(-time.Hour))
+		publication(h.Herald, h.accts[platforms.X], "tw-slow", time.Now().Add(-2*time.Hour))
+		publication(h.Herald, h.accts[platforms.Bluesky], "at-ok", time.Now().Add(-3*time.Hour))
+		ov := h.Do("GET", "/v1/analytics/overview", nil).JSON(t)
 		require.Equal(t, true, ov["partial"])
 		require.EqualValues(t, 2, ov["publications_read"])
 		require.EqualValues(t, 7, ov["totals"].(map[string]any)["likes"])
 	})
 	t.Run("sampled", func(t *testing.T) {
 		t.Parallel()
-		b := setupLive(t, app.LiveConfig{SampleLimit: 3})
-		x := b.nets[platforms.X]
+		h := setupLive(t, app.LiveConfig{SampleLimit: 3})
+		x := h.nets[platforms.X]
 		for i := range 5 {
 			id := fmt.Sprintf("tw-%d", i)
 			x.metrics[id] = platforms.Metrics{Likes: n64(int64(1) << i)}
-			b.publication(b.accts[platforms.X], id, time.Now().Add(-time.Duration(i+1)*time.Hour))
+			publication(h.Herald, h.accts[platforms.X], id, time.Now().Add(-time.Duration(i+1)*time.Hour))
 		}
-		ov := b.do("GET", "/v1/analytics/overview", nil).json(t)
+		ov := h.Do("GET", "/v1/analytics/overview", nil).JSON(t)
 		require.Equal(t, true, ov["sampled"])
 		require.Equal(t, false, ov["partial"])
 		require.EqualValues(t, 3, ov["sample_limit"])
@@ -422,9 +423,9 @@ func TestAnalyticsPartialAndSampled(t *testing.T) {
 
 func TestAnalyticsBadInput(t *testing.T) {
 	t.Parallel()
-	b := setupLive(t, app.LiveConfig{})
-	other, _ := b.newUser("someone@example.com", "pro")
-	theirs := b.connect(other.ID, platforms.X)
+	h := setupLive(t, app.LiveConfig{})
+	other, _ := h.NewUser("someone@example.com", "pro")
+	theirs := h.connect(other.ID, platforms.X)
 	now := time.Now().UTC()
 	ts := func(t time.Time) string { return url.QueryEscape(t.Format(time.RFC3339)) }
 	cases := map[string]string{
@@ -441,20 +442,20 @@ func TestAnalyticsBadInput(t *testing.T) {
 		"account_id=abc":                                 "account_id: Invalid uuid",
 		"account_id=" + theirs.ID:                        "does not exist or is not yours",
 		"account_id=" + uuid.NewString():                 "does not exist or is not yours",
-		"account_id=" + b.account(platforms.LinkedIn).ID: "has no live analytics",
+		"account_id=" + h.Account(platforms.LinkedIn).ID: "has no live analytics",
 		"fresh=maybe":                                    "fresh: Expected boolean",
 	}
 	for query, want := range cases {
-		r := b.do("GET", "/v1/analytics/overview?"+query, nil)
+		r := h.Do("GET", "/v1/analytics/overview?"+query, nil)
 		if want == "" {
-			require.Equal(t, 200, r.status, query)
+			require.Equal(t, 200, r.Status, query)
 			continue
 		}
-		require.Equal(t, 400, r.status, "%s: %s", query, r.body)
-		require.Equal(t, "validation_error", r.errorCode(t), query)
-		require.Contains(t, r.errorMessage(t), want, query)
+		require.Equal(t, 400, r.Status, "%s: %s", query, r.Body)
+		require.Equal(t, "validation_error", r.ErrorCode(t), query)
+		require.Contains(t, r.ErrorMessage(t), want, query)
 	}
-	for _, n := range b.nets {
+	for _, n := range h.nets {
 		require.Zero(t, n.count("metrics"), "bad input reads nothing")
 	}
 }
@@ -466,9 +467,9 @@ func comment(pub, id, parent, author, text string, at time.Time, mine bool) plat
 
 func TestInboxComments(t *testing.T) {
 	t.Parallel()
-	b := setupLive(t, app.LiveConfig{})
+	h := setupLive(t, app.LiveConfig{})
 	now := time.Now().UTC()
-	x, bsky, yt := b.nets[platforms.X], b.nets[platforms.Bluesky], b.nets[platforms.YouTube]
+	x, bsky, yt := h.nets[platforms.X], h.nets[platforms.Bluesky], h.nets[platforms.YouTube]
 	x.comments["tw-1"] = []platforms.Comment{
 		comment("tw-1", "c2", "tw-1", "bob", "second", now.Add(-10*time.Minute), false),
 		comment("tw-1", "c1", "tw-1", "ann", "first", now.Add(-20*time.Minute), false),
@@ -477,14 +478,14 @@ func TestInboxComments(t *testing.T) {
 		comment("tw-1", "self", "tw-1", "me", "a thread of my own", now.Add(-30*time.Minute), true),
 	}
 	bsky.comments["at-1"] = []platforms.Comment{comment("at-1", "at://c/1", "", "carl", "nice", now.Add(-time.Hour), false)}
-	tw1 := b.publication(b.accts[platforms.X], "tw-1", now.Add(-time.Hour))
-	at1 := b.publication(b.accts[platforms.Bluesky], "at-1", now.Add(-2*time.Hour))
-	b.publication(b.accts[platforms.YouTube], "yt-1", now.Add(-3*time.Hour)) // no comments yet
-	b.publication(b.accts[platforms.TikTok], "tt-1", now.Add(-time.Hour))    // no comments inbox on TikTok
+	tw1 := publication(h.Herald, h.accts[platforms.X], "tw-1", now.Add(-time.Hour))
+	at1 := publication(h.Herald, h.accts[platforms.Bluesky], "at-1", now.Add(-2*time.Hour))
+	publication(h.Herald, h.accts[platforms.YouTube], "yt-1", now.Add(-3*time.Hour)) // no comments yet
+	publication(h.Herald, h.accts[platforms.TikTok], "tt-1", now.Add(-time.Hour))    // no comments inbox on TikTok
 
-	r := b.do("GET", "/v1/inbox/comments", nil)
-	require.Equal(t, 200, r.status, string(r.body))
-	page := r.json(t)
+	r := h.Do("GET", "/v1/inbox/comments", nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
+	page := r.JSON(t)
 	require.Equal(t, "7d", page["range"])
 	require.Equal(t, false, page["has_more"])
 	require.Empty(t, page["next_before"])
@@ -514,26 +515,26 @@ func TestInboxComments(t *testing.T) {
 	require.Equal(t, persistence.PublicationUUID(at1, 0), t2["publication_id"])
 	require.Equal(t, "bluesky", t2["platform"])
 	require.Equal(t, 1, yt.count("comments"))
-	require.Zero(t, b.nets[platforms.TikTok].count("comments"))
+	require.Zero(t, h.nets[platforms.TikTok].count("comments"))
 
 	// One network only.
-	r = b.do("GET", "/v1/inbox/comments?platform=bluesky", nil)
-	require.Equal(t, 200, r.status)
-	require.Len(t, r.json(t)["threads"], 1)
+	r = h.Do("GET", "/v1/inbox/comments?platform=bluesky", nil)
+	require.Equal(t, 200, r.Status)
+	require.Len(t, r.JSON(t)["threads"], 1)
 }
 
 func TestInboxPaging(t *testing.T) {
 	t.Parallel()
-	b := setupLive(t, app.LiveConfig{})
+	h := setupLive(t, app.LiveConfig{})
 	now := time.Now().UTC()
-	x := b.nets[platforms.X]
+	x := h.nets[platforms.X]
 	var posts []string
 	for i := range 3 {
 		id := fmt.Sprintf("tw-%d", i)
 		if i != 1 { // the middle publication has no comments: its page is empty
 			x.comments[id] = []platforms.Comment{comment(id, "c-"+id, id, "ann", "on "+id, now, false)}
 		}
-		posts = append(posts, b.publication(b.accts[platforms.X], id, now.Add(-time.Duration(i+1)*time.Hour)))
+		posts = append(posts, publication(h.Herald, h.accts[platforms.X], id, now.Add(-time.Duration(i+1)*time.Hour)))
 	}
 	var seen []string
 	before := ""
@@ -543,9 +544,9 @@ func TestInboxPaging(t *testing.T) {
 		if before != "" {
 			q.Set("before", before)
 		}
-		r := b.do("GET", "/v1/inbox/comments?"+q.Encode(), nil)
-		require.Equal(t, 200, r.status, string(r.body))
-		page := r.json(t)
+		r := h.Do("GET", "/v1/inbox/comments?"+q.Encode(), nil)
+		require.Equal(t, 200, r.Status, string(r.Body))
+		page := r.JSON(t)
 		pages++
 		for _, th := range page["threads"].([]any) {
 			seen = append(seen, th.(map[string]any)["comment"].(map[string]any)["publication_id"].(string))
@@ -568,16 +569,16 @@ func TestInboxPaging(t *testing.T) {
 
 func TestInboxPartialPageStopsBeforeTheUnread(t *testing.T) {
 	t.Parallel()
-	b := setupLive(t, app.LiveConfig{Deadline: time.Second})
+	h := setupLive(t, app.LiveConfig{Deadline: time.Second})
 	now := time.Now().UTC()
-	x := b.nets[platforms.X]
+	x := h.nets[platforms.X]
 	x.comments["tw-0"] = []platforms.Comment{comment("tw-0", "c0", "tw-0", "ann", "hi", now, false)}
 	x.stall["tw-1"] = true
 	x.comments["tw-2"] = []platforms.Comment{comment("tw-2", "c2", "tw-2", "bob", "hey", now, false)}
 	for i := range 3 {
-		b.publication(b.accts[platforms.X], fmt.Sprintf("tw-%d", i), now.Add(-time.Duration(i+1)*time.Hour))
+		publication(h.Herald, h.accts[platforms.X], fmt.Sprintf("tw-%d", i), now.Add(-time.Duration(i+1)*time.Hour))
 	}
-	page := b.do("GET", "/v1/inbox/comments", nil).json(t)
+	page := h.Do("GET", "/v1/inbox/comments", nil).JSON(t)
 	require.Equal(t, true, page["partial"])
 	require.Equal(t, true, page["has_more"])
 	threads := page["threads"].([]any)
@@ -587,7 +588,7 @@ func TestInboxPartialPageStopsBeforeTheUnread(t *testing.T) {
 	x.mu.Lock()
 	delete(x.stall, "tw-1")
 	x.mu.Unlock()
-	next := b.do("GET", "/v1/inbox/comments?before="+url.QueryEscape(page["next_before"].(string)), nil).json(t)
+	next := h.Do("GET", "/v1/inbox/comments?before="+url.QueryEscape(page["next_before"].(string)), nil).JSON(t)
 	require.Equal(t, false, next["partial"])
 	require.Equal(t, false, next["has_more"])
 	require.Len(t, next["threads"], 1)
@@ -596,15 +597,15 @@ func TestInboxPartialPageStopsBeforeTheUnread(t *testing.T) {
 
 func TestInboxBadInput(t *testing.T) {
 	t.Parallel()
-	b := setupLive(t, app.LiveConfig{})
+	h := setupLive(t, app.LiveConfig{})
 	now := time.Now().UTC()
-	x := b.nets[platforms.X]
+	x := h.nets[platforms.X]
 	for i := range 2 {
-		b.publication(b.accts[platforms.X], fmt.Sprintf("tw-%d", i), now.Add(-time.Duration(i+1)*time.Hour))
+		publication(h.Herald, h.accts[platforms.X], fmt.Sprintf("tw-%d", i), now.Add(-time.Duration(i+1)*time.Hour))
 	}
-	first := b.do("GET", "/v1/inbox/comments?limit=1", nil)
-	require.Equal(t, 200, first.status)
-	cursor := first.json(t)["next_before"].(string)
+	first := h.Do("GET", "/v1/inbox/comments?limit=1", nil)
+	require.Equal(t, 200, first.Status)
+	cursor := first.JSON(t)["next_before"].(string)
 	// A cursor with one character changed.
 	flip := []byte(cursor)
 	flip[len(flip)/2] ^= 1
@@ -612,14 +613,14 @@ func TestInboxBadInput(t *testing.T) {
 		flip[len(flip)/2] = 'A'
 	}
 	// Another user's cursor.
-	other, otherKey := b.newUser("other@example.com", "pro")
-	otherAcct := b.connect(other.ID, platforms.X)
+	other, otherKey := h.NewUser("other@example.com", "pro")
+	otherAcct := h.connect(other.ID, platforms.X)
 	for i := range 2 {
-		b.publication(otherAcct, fmt.Sprintf("o-%d", i), now.Add(-time.Duration(i+1)*time.Hour))
+		publication(h.Herald, otherAcct, fmt.Sprintf("o-%d", i), now.Add(-time.Duration(i+1)*time.Hour))
 	}
-	r := b.doKey(otherKey, "GET", "/v1/inbox/comments?limit=1", nil, nil)
-	require.Equal(t, 200, r.status)
-	otherCursor := r.json(t)["next_before"].(string)
+	r := h.DoKey(otherKey, "GET", "/v1/inbox/comments?limit=1", nil, nil)
+	require.Equal(t, 200, r.Status)
+	otherCursor := r.JSON(t)["next_before"].(string)
 	calls := x.count("comments")
 
 	ts := func(t time.Time) string { return url.QueryEscape(t.Format(time.RFC3339)) }
@@ -631,11 +632,11 @@ func TestInboxBadInput(t *testing.T) {
 		"range=custom&since=last-week":                                               "since: Invalid datetime",
 		"account_id=12345":                                                           "account_id: Invalid uuid",
 		"account_id=" + otherAcct.ID:                                                 "does not exist or is not yours",
-		"account_id=" + b.accts[platforms.TikTok].ID:                                 "has no live comments inbox",
+		"account_id=" + h.accts[platforms.TikTok].ID:                                 "has no live comments inbox",
 		"platform=linkedin":                                                          "platform: linkedin has no live comments inbox",
 		"platform=tiktok":                                                            "platform: tiktok has no live comments inbox",
 		"platform=myspace":                                                           "platform: must be one of",
-		"platform=bluesky&account_id=" + b.accts[platforms.X].ID:                     "is on twitter_x, not bluesky",
+		"platform=bluesky&account_id=" + h.accts[platforms.X].ID:                     "is on twitter_x, not bluesky",
 		"limit=0":   "limit: must be between 1 and 24",
 		"limit=25":  "limit: must be between 1 and 24",
 		"limit=ten": "limit: Expected number",
@@ -647,34 +648,34 @@ func TestInboxBadInput(t *testing.T) {
 		"fresh=yes": "fresh: Expected boolean",
 	}
 	for query, want := range cases {
-		r := b.do("GET", "/v1/inbox/comments?"+query, nil)
-		require.Equal(t, 400, r.status, "%s: %s", query, r.body)
-		require.Equal(t, "validation_error", r.errorCode(t), query)
-		require.Contains(t, r.errorMessage(t), want, query)
+		r := h.Do("GET", "/v1/inbox/comments?"+query, nil)
+		require.Equal(t, 400, r.Status, "%s: %s", query, r.Body)
+		require.Equal(t, "validation_error", r.ErrorCode(t), query)
+		require.Contains(t, r.ErrorMessage(t), want, query)
 	}
 	require.Equal(t, calls, x.count("comments"), "bad input reads nothing")
 	// The genuine cursor works.
-	r = b.do("GET", "/v1/inbox/comments?before="+url.QueryEscape(cursor), nil)
-	require.Equal(t, 200, r.status, string(r.body))
+	r = h.Do("GET", "/v1/inbox/comments?before="+url.QueryEscape(cursor), nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
 }
 
 func TestReplyToComment(t *testing.T) {
 	t.Parallel()
-	b := setupLive(t, app.LiveConfig{})
+	h := setupLive(t, app.LiveConfig{})
 	now := time.Now().UTC()
-	x, yt := b.nets[platforms.X], b.nets[platforms.YouTube]
+	x, yt := h.nets[platforms.X], h.nets[platforms.YouTube]
 	x.comments["tw-1"] = []platforms.Comment{comment("tw-1", "c1", "tw-1", "ann", "question?", now, false)}
 	x.comments["tw-2"] = []platforms.Comment{comment("tw-2", "c9", "tw-2", "bob", "other", now, false)}
 	yt.comments["yt-1"] = []platforms.Comment{comment("yt-1", "y1", "", "dan", "cool video", now, false)}
-	tw1 := b.publication(b.accts[platforms.X], "tw-1", now.Add(-time.Hour))
-	tw2 := b.publication(b.accts[platforms.X], "tw-2", now.Add(-2*time.Hour))
-	yt1 := b.publication(b.accts[platforms.YouTube], "yt-1", now.Add(-time.Hour))
-	li := b.publication(b.account(platforms.LinkedIn), "li-1", now.Add(-time.Hour))
-	other, _ := b.newUser("x@example.com", "pro")
-	theirs := b.publication(b.connect(other.ID, platforms.X), "tw-9", now)
+	tw1 := publication(h.Herald, h.accts[platforms.X], "tw-1", now.Add(-time.Hour))
+	tw2 := publication(h.Herald, h.accts[platforms.X], "tw-2", now.Add(-2*time.Hour))
+	yt1 := publication(h.Herald, h.accts[platforms.YouTube], "yt-1", now.Add(-time.Hour))
+	li := publication(h.Herald, h.Account(platforms.LinkedIn), "li-1", now.Add(-time.Hour))
+	other, _ := h.NewUser("x@example.com", "pro")
+	theirs := publication(h.Herald, h.connect(other.ID, platforms.X), "tw-9", now)
 
 	// The inbox is cached; a reply makes it stale.
-	page := b.do("GET", "/v1/inbox/comments?platform=twitter_x", nil).json(t)
+	page := h.Do("GET", "/v1/inbox/comments?platform=twitter_x", nil).JSON(t)
 	require.Equal(t, false, page["threads"].([]any)[0].(map[string]any)["answered"])
 
 	bad := []struct {
@@ -699,26 +700,26 @@ func TestReplyToComment(t *testing.T) {
 		{"/v1/inbox/comments/c1/reply", map[string]any{"publication_id": tw1, "text": "hi", "media_id": uuid.NewString()}, "is not a confirmed media of yours"},
 	}
 	for _, c := range bad {
-		r := b.do("POST", c.path, c.body)
-		require.Equal(t, 400, r.status, "%v: %s", c.body, r.body)
-		require.Equal(t, "validation_error", r.errorCode(t))
-		require.Contains(t, r.errorMessage(t), c.want, "%v", c.body)
+		r := h.Do("POST", c.path, c.body)
+		require.Equal(t, 400, r.Status, "%v: %s", c.body, r.Body)
+		require.Equal(t, "validation_error", r.ErrorCode(t))
+		require.Contains(t, r.ErrorMessage(t), c.want, "%v", c.body)
 	}
 	require.Zero(t, x.count("reply"), "nothing was posted")
 	require.Zero(t, yt.count("reply"))
 
-	r := b.do("POST", "/v1/inbox/comments/c1/reply", map[string]any{"publication_id": tw1, "text": "Thanks for asking!"})
-	require.Equal(t, 200, r.status, string(r.body))
-	require.Equal(t, map[string]any{"ok": true, "reply_id": "reply-1", "platform": "twitter_x"}, r.json(t))
+	r := h.Do("POST", "/v1/inbox/comments/c1/reply", map[string]any{"publication_id": tw1, "text": "Thanks for asking!"})
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.Equal(t, map[string]any{"ok": true, "reply_id": "reply-1", "platform": "twitter_x"}, r.JSON(t))
 	require.Len(t, x.replies, 1)
 	require.Equal(t, "c1", x.replies[0].ParentID)
 	require.Equal(t, "tw-1", x.replies[0].PublicationID)
-	r = b.do("POST", "/v1/inbox/comments/y1/reply", map[string]any{"publication_id": yt1, "text": "glad you liked it", "media_id": nil})
-	require.Equal(t, 200, r.status, string(r.body))
+	r = h.Do("POST", "/v1/inbox/comments/y1/reply", map[string]any{"publication_id": yt1, "text": "glad you liked it", "media_id": nil})
+	require.Equal(t, 200, r.Status, string(r.Body))
 	require.Equal(t, 1, yt.count("reply"))
 	_ = tw2
 
-	page = b.do("GET", "/v1/inbox/comments?platform=twitter_x", nil).json(t)
+	page = h.Do("GET", "/v1/inbox/comments?platform=twitter_x", nil).JSON(t)
 	th := page["threads"].([]any)[0].(map[string]any)
 	require.Equal(t, "c1", th["comment"].(map[string]any)["id"])
 	require.Equal(t, true, th["answered"], "the reply shows at once")
@@ -726,13 +727,13 @@ func TestReplyToComment(t *testing.T) {
 
 func TestReplyToConversation(t *testing.T) {
 	t.Parallel()
-	b := setupLive(t, app.LiveConfig{})
-	x, bsky := b.nets[platforms.X], b.nets[platforms.Bluesky]
+	h := setupLive(t, app.LiveConfig{})
+	x, bsky := h.nets[platforms.X], h.nets[platforms.Bluesky]
 	x.convos["dm-x"] = []platforms.Message{{ID: "m1", ConversationID: "dm-x", From: "ann", Text: "hello?"}}
 	bsky.convos["dm-b"] = []platforms.Message{{ID: "m2", ConversationID: "dm-b", From: "bob", Text: "hi"}}
-	other, _ := b.newUser("y@example.com", "pro")
-	theirs := b.connect(other.ID, platforms.X)
-	xa, ba := b.accts[platforms.X].ID, b.accts[platforms.Bluesky].ID
+	other, _ := h.NewUser("y@example.com", "pro")
+	theirs := h.connect(other.ID, platforms.X)
+	xa, ba := h.accts[platforms.X].ID, h.accts[platforms.Bluesky].ID
 
 	bad := []struct {
 		path string
@@ -744,40 +745,40 @@ func TestReplyToConversation(t *testing.T) {
 		{"/v1/inbox/dms/dm-x/reply", map[string]any{"account_id": "x", "text": "hi"}, "account_id: Invalid uuid"},
 		{"/v1/inbox/dms/dm-x/reply", map[string]any{"text": "hi"}, "account_id: Required"},
 		{"/v1/inbox/dms/dm-x/reply", map[string]any{"account_id": xa, "text": ""}, "text: must not be empty"},
-		{"/v1/inbox/dms/dm-x/reply", map[string]any{"account_id": b.accts[platforms.TikTok].ID, "text": "hi"}, "direct messages are live only on twitter_x, bluesky"},
+		{"/v1/inbox/dms/dm-x/reply", map[string]any{"account_id": h.accts[platforms.TikTok].ID, "text": "hi"}, "direct messages are live only on twitter_x, bluesky"},
 		{"/v1/inbox/dms/dm-b/reply", map[string]any{"account_id": ba, "text": "hi", "media_id": uuid.NewString()}, "bluesky direct messages are text only"},
 		{"/v1/inbox/dms/dm-x/reply", map[string]any{"account_id": xa, "text": "hi", "peer_id": 7}, "peer_id: Expected string"},
 	}
 	for _, c := range bad {
-		r := b.do("POST", c.path, c.body)
-		require.Equal(t, 400, r.status, "%v: %s", c.body, r.body)
-		require.Equal(t, "validation_error", r.errorCode(t))
-		require.Contains(t, r.errorMessage(t), c.want, "%v", c.body)
+		r := h.Do("POST", c.path, c.body)
+		require.Equal(t, 400, r.Status, "%v: %s", c.body, r.Body)
+		require.Equal(t, "validation_error", r.ErrorCode(t))
+		require.Contains(t, r.ErrorMessage(t), c.want, "%v", c.body)
 	}
 	require.Zero(t, x.count("dm_send"), "nothing was sent")
 	require.Zero(t, bsky.count("dm_send"))
 
-	r := b.do("POST", "/v1/inbox/dms/dm-x/reply", map[string]any{"account_id": xa, "text": "Hi Ann!", "peer_id": "ann-id"})
-	require.Equal(t, 200, r.status, string(r.body))
-	require.Equal(t, map[string]any{"ok": true, "message_id": "dm-1", "platform": "twitter_x"}, r.json(t))
+	r := h.Do("POST", "/v1/inbox/dms/dm-x/reply", map[string]any{"account_id": xa, "text": "Hi Ann!", "peer_id": "ann-id"})
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.Equal(t, map[string]any{"ok": true, "message_id": "dm-1", "platform": "twitter_x"}, r.JSON(t))
 	require.Equal(t, "Hi Ann!", x.sent[0].Text)
-	r = b.do("POST", "/v1/inbox/dms/dm-b/reply", map[string]any{"account_id": ba, "text": "Hi Bob"})
-	require.Equal(t, 200, r.status, string(r.body))
+	r = h.Do("POST", "/v1/inbox/dms/dm-b/reply", map[string]any{"account_id": ba, "text": "Hi Bob"})
+	require.Equal(t, 200, r.Status, string(r.Body))
 	require.Len(t, bsky.sent, 1)
 }
 
 // A token the network refuses: the account is listed, the request does not fail.
 func TestAnalyticsReconnectDoesNotFail(t *testing.T) {
 	t.Parallel()
-	b := setupLive(t, app.LiveConfig{})
-	x := b.nets[platforms.X]
+	h := setupLive(t, app.LiveConfig{})
+	x := h.nets[platforms.X]
 	x.metrics["tw-1"] = platforms.Metrics{Likes: n64(2)}
-	b.publication(b.accts[platforms.X], "tw-1", time.Now().Add(-time.Hour))
+	publication(h.Herald, h.accts[platforms.X], "tw-1", time.Now().Add(-time.Hour))
 	// A YouTube account whose token the network refuses, and whose refresh fails.
-	b.app.Adapters[platforms.YouTube] = refusing{b.nets[platforms.YouTube]}
-	yt := b.connect(b.user.ID, platforms.YouTube)
-	b.publication(yt, "yt-1", time.Now().Add(-time.Hour))
-	ov := b.do("GET", "/v1/analytics/overview", nil).json(t)
+	h.App.Adapters[platforms.YouTube] = refusing{h.nets[platforms.YouTube]}
+	yt := h.connect(h.User.ID, platforms.YouTube)
+	publication(h.Herald, yt, "yt-1", time.Now().Add(-time.Hour))
+	ov := h.Do("GET", "/v1/analytics/overview", nil).JSON(t)
 	require.Equal(t, false, ov["partial"])
 	require.EqualValues(t, 1, ov["publications_read"])
 	list := ov["accounts_needing_reconnect"].([]any)

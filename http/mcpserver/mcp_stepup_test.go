@@ -1,4 +1,4 @@
-package app_test
+package mcpserver_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -19,8 +20,8 @@ import (
 // goes through on the new token.
 func TestMCPStepUpWithTheSDKClient(t *testing.T) {
 	t.Parallel()
-	b := setupOAuth(t)
-	cb, redirect := newConsentBrowser(t, b.signedIn())
+	h := apptest.StartOAuth(t, apptest.Options{})
+	cb, redirect := apptest.NewConsentBrowser(t, h.SignedIn())
 	var mu sync.Mutex
 	var asked []string
 	handler, err := sdkauth.NewAuthorizationCodeHandler(&sdkauth.AuthorizationCodeHandlerConfig{
@@ -43,13 +44,13 @@ func TestMCPStepUpWithTheSDKClient(t *testing.T) {
 				u.RawQuery = q.Encode()
 				args = &sdkauth.AuthorizationArgs{URL: u.String()}
 			}
-			return cb.fetch(ctx, args)
+			return cb.Fetch(ctx, args)
 		},
 	})
 	require.NoError(t, err)
 	ctx := context.Background()
 	c := mcp.NewClient(&mcp.Implementation{Name: "herald-sdk-stepup-test", Version: "1"}, nil)
-	s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.url + "/mcp", OAuthHandler: handler, DisableStandaloneSSE: true}, nil)
+	s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: h.URL + "/mcp", OAuthHandler: handler, DisableStandaloneSSE: true}, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 
@@ -58,7 +59,7 @@ func TestMCPStepUpWithTheSDKClient(t *testing.T) {
 	for _, tool := range list.Tools {
 		require.NotEqual(t, "create_draft", tool.Name, "a read-only grant lists no write tool")
 	}
-	d := okJSON(t, callTool(t, s, "create_draft", map[string]any{"content": "after step-up", "accounts": []string{b.accounts[0].ID}}))
+	d := apptest.OKJSON(t, apptest.CallTool(t, s, "create_draft", map[string]any{"content": "after step-up", "accounts": []string{h.Accounts[0].ID}}))
 	require.NotEmpty(t, d["post_id"])
 	mu.Lock()
 	defer mu.Unlock()
@@ -66,5 +67,5 @@ func TestMCPStepUpWithTheSDKClient(t *testing.T) {
 	require.ElementsMatch(t, []string{"service:read", "service:write"}, strings.Fields(asked[1]), "the 403's scopes: the held one and the missing one")
 	list, err = s.ListTools(ctx, nil)
 	require.NoError(t, err)
-	require.Len(t, list.Tools, len(b.app.MCPTools.Scopes()), "the new token sees every tool")
+	require.Len(t, list.Tools, len(h.App.MCPTools.Scopes()), "the new token sees every tool")
 }

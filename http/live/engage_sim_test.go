@@ -1,4 +1,4 @@
-package app_test
+package live_test
 
 import (
 	"net/url"
@@ -8,17 +8,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/platforms"
 	"github.com/heraldhq/herald/platforms/sim"
 )
 
 // inboxCommentIDs lists the comment ids of the user's inbox on platform.
-func (b *testBundle) inboxCommentIDs(platform platforms.Platform) []string {
-	b.t.Helper()
-	r := b.do("GET", "/v1/inbox/comments?platform="+string(platform), nil)
-	require.Equal(b.t, 200, r.status, string(r.body))
+func inboxCommentIDs(h *apptest.Herald, platform platforms.Platform) []string {
+	h.T.Helper()
+	r := h.Do("GET", "/v1/inbox/comments?platform="+string(platform), nil)
+	require.Equal(h.T, 200, r.Status, string(r.Body))
 	ids := []string{}
-	for _, th := range r.json(b.t)["threads"].([]any) {
+	for _, th := range r.JSON(h.T)["threads"].([]any) {
 		ids = append(ids, th.(map[string]any)["comment"].(map[string]any)["id"].(string))
 	}
 	return ids
@@ -27,103 +28,103 @@ func (b *testBundle) inboxCommentIDs(platform platforms.Platform) []string {
 // Likes and hides of comments through the accounts, against the simulated networks.
 func TestCommentLikeAndHideAgainstTheSimulator(t *testing.T) {
 	t.Parallel()
-	b := setup(t, bundleOpts{demo: true})
-	s := b.app.Sim
-	x, bsky, yt := b.account(platforms.X), b.account(platforms.Bluesky), b.account(platforms.YouTube)
+	h := apptest.Start(t, apptest.Options{Demo: true})
+	s := h.App.Sim
+	x, bsky, yt := h.Account(platforms.X), h.Account(platforms.Bluesky), h.Account(platforms.YouTube)
 	// Bluesky's comment ids are at:// URIs; its likes and hides are proven by the adapter tests
 	// (platforms/bluesky) against the simulator.
-	text := b.publishAndWait("Engage!", nil, x, bsky)
-	clip := b.publishAndWait("Engage video", []string{b.uploadMedia("clip.mp4", "video/mp4", mp4File)}, yt)
-	other := b.publishAndWait("Another one", nil, x, bsky)
-	xc, err := s.AddComment(platforms.X, target(text, platforms.X), "Love it", "ann")
+	text := h.PublishAndWait("Engage!", nil, x, bsky)
+	clip := h.PublishAndWait("Engage video", []string{h.UploadMedia("clip.mp4", "video/mp4", apptest.MP4File)}, yt)
+	other := h.PublishAndWait("Another one", nil, x, bsky)
+	xc, err := s.AddComment(platforms.X, apptest.Target(text, platforms.X), "Love it", "ann")
 	require.NoError(t, err)
-	yc, err := s.AddComment(platforms.YouTube, target(clip, platforms.YouTube), "Buy followers", "spammer")
+	yc, err := s.AddComment(platforms.YouTube, apptest.Target(clip, platforms.YouTube), "Buy followers", "spammer")
 	require.NoError(t, err)
-	foreign, err := s.AddComment(platforms.X, target(other, platforms.X), "elsewhere", "bob")
+	foreign, err := s.AddComment(platforms.X, apptest.Target(other, platforms.X), "elsewhere", "bob")
 	require.NoError(t, err)
-	xPub, yPub := publicationID(text, platforms.X), publicationID(clip, platforms.YouTube)
+	xPub, yPub := apptest.PublicationID(text, platforms.X), apptest.PublicationID(clip, platforms.YouTube)
 
 	// Likes.
-	r := b.do("POST", "/v1/inbox/comments/"+xc+"/like", map[string]any{"publication_id": xPub})
-	require.Equal(t, 200, r.status, string(r.body))
-	require.Equal(t, map[string]any{"ok": true, "liked": true, "platform": "twitter_x"}, r.json(t))
+	r := h.Do("POST", "/v1/inbox/comments/"+xc+"/like", map[string]any{"publication_id": xPub})
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.Equal(t, map[string]any{"ok": true, "liked": true, "platform": "twitter_x"}, r.JSON(t))
 	likes := s.Likes(platforms.X)
 	require.Len(t, likes, 1)
 	require.Equal(t, sim.Like{Platform: "twitter_x", Account: x.NetworkUserID, PostID: xc, CreatedAt: likes[0].CreatedAt}, likes[0])
 
 	// Unliking a comment never liked: refused, nothing changed.
-	x2, err := s.AddComment(platforms.X, target(text, platforms.X), "Second", "bob")
+	x2, err := s.AddComment(platforms.X, apptest.Target(text, platforms.X), "Second", "bob")
 	require.NoError(t, err)
-	r = b.do("POST", "/v1/inbox/comments/"+x2+"/like", map[string]any{"publication_id": xPub, "unlike": true})
-	require.Equal(t, 400, r.status, string(r.body))
-	require.Equal(t, "validation_error", r.errorCode(t))
-	require.Contains(t, r.errorMessage(t), "has not liked comment "+x2+"; nothing was changed")
+	r = h.Do("POST", "/v1/inbox/comments/"+x2+"/like", map[string]any{"publication_id": xPub, "unlike": true})
+	require.Equal(t, 400, r.Status, string(r.Body))
+	require.Equal(t, "validation_error", r.ErrorCode(t))
+	require.Contains(t, r.ErrorMessage(t), "has not liked comment "+x2+"; nothing was changed")
 	require.Len(t, s.Likes(platforms.X), 1, "nothing changed")
 	// A post id names every publication of the post; an unlike removes the like.
-	r = b.do("POST", "/v1/inbox/comments/"+x2+"/like", map[string]any{"publication_id": text.ID})
-	require.Equal(t, 200, r.status, string(r.body))
+	r = h.Do("POST", "/v1/inbox/comments/"+x2+"/like", map[string]any{"publication_id": text.ID})
+	require.Equal(t, 200, r.Status, string(r.Body))
 	require.Len(t, s.Likes(platforms.X), 2)
-	r = b.do("POST", "/v1/inbox/comments/"+x2+"/like", map[string]any{"publication_id": xPub, "unlike": true})
-	require.Equal(t, 200, r.status, string(r.body))
-	require.Equal(t, map[string]any{"ok": true, "liked": false, "platform": "twitter_x"}, r.json(t))
+	r = h.Do("POST", "/v1/inbox/comments/"+x2+"/like", map[string]any{"publication_id": xPub, "unlike": true})
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.Equal(t, map[string]any{"ok": true, "liked": false, "platform": "twitter_x"}, r.JSON(t))
 	require.Len(t, s.Likes(platforms.X), 1)
 
-	r = b.do("POST", "/v1/inbox/comments/"+yc+"/like", map[string]any{"publication_id": yPub})
-	require.Equal(t, 400, r.status, string(r.body))
-	require.Equal(t, "validation_error", r.errorCode(t))
-	require.Contains(t, r.errorMessage(t), "only on twitter_x, bluesky")
-	require.Contains(t, r.errorMessage(t), "YouTube's API has no call to like a comment")
+	r = h.Do("POST", "/v1/inbox/comments/"+yc+"/like", map[string]any{"publication_id": yPub})
+	require.Equal(t, 400, r.Status, string(r.Body))
+	require.Equal(t, "validation_error", r.ErrorCode(t))
+	require.Contains(t, r.ErrorMessage(t), "only on twitter_x, bluesky")
+	require.Contains(t, r.ErrorMessage(t), "YouTube's API has no call to like a comment")
 
 	// Hides: the inbox is cached, a hide makes it stale.
-	require.Contains(t, b.inboxCommentIDs(platforms.YouTube), yc)
+	require.Contains(t, inboxCommentIDs(h, platforms.YouTube), yc)
 	for _, c := range []struct {
 		id, pub, platform string
 	}{{xc, xPub, "twitter_x"}, {yc, yPub, "youtube"}} {
-		r = b.do("POST", "/v1/inbox/comments/"+c.id+"/hide", map[string]any{"publication_id": c.pub})
-		require.Equal(t, 200, r.status, string(r.body))
-		require.Equal(t, map[string]any{"ok": true, "hidden": true, "platform": c.platform}, r.json(t))
+		r = h.Do("POST", "/v1/inbox/comments/"+c.id+"/hide", map[string]any{"publication_id": c.pub})
+		require.Equal(t, 200, r.Status, string(r.Body))
+		require.Equal(t, map[string]any{"ok": true, "hidden": true, "platform": c.platform}, r.JSON(t))
 	}
-	require.Equal(t, []sim.Hidden{{Platform: "twitter_x", PostID: target(text, platforms.X), CommentID: xc}}, s.HiddenComments(platforms.X))
-	require.Equal(t, []sim.Hidden{{Platform: "youtube", PostID: target(clip, platforms.YouTube), CommentID: yc}}, s.HiddenComments(platforms.YouTube))
-	require.NotContains(t, b.inboxCommentIDs(platforms.YouTube), yc, "YouTube lists only published comments: the cached page went stale")
+	require.Equal(t, []sim.Hidden{{Platform: "twitter_x", PostID: apptest.Target(text, platforms.X), CommentID: xc}}, s.HiddenComments(platforms.X))
+	require.Equal(t, []sim.Hidden{{Platform: "youtube", PostID: apptest.Target(clip, platforms.YouTube), CommentID: yc}}, s.HiddenComments(platforms.YouTube))
+	require.NotContains(t, inboxCommentIDs(h, platforms.YouTube), yc, "YouTube lists only published comments: the cached page went stale")
 
-	r = b.do("POST", "/v1/inbox/comments/"+yc+"/hide", map[string]any{"publication_id": yPub, "unhide": true})
-	require.Equal(t, 200, r.status, string(r.body))
-	require.Equal(t, map[string]any{"ok": true, "hidden": false, "platform": "youtube"}, r.json(t))
+	r = h.Do("POST", "/v1/inbox/comments/"+yc+"/hide", map[string]any{"publication_id": yPub, "unhide": true})
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.Equal(t, map[string]any{"ok": true, "hidden": false, "platform": "youtube"}, r.JSON(t))
 	require.Empty(t, s.HiddenComments(platforms.YouTube))
-	require.Contains(t, b.inboxCommentIDs(platforms.YouTube), yc)
+	require.Contains(t, inboxCommentIDs(h, platforms.YouTube), yc)
 
 	// A comment of another publication: refused, nothing sent.
 	for _, action := range []string{"like", "hide"} {
-		r = b.do("POST", "/v1/inbox/comments/"+foreign+"/"+action, map[string]any{"publication_id": xPub})
-		require.Equal(t, 400, r.status, string(r.body))
-		require.Equal(t, "validation_error", r.errorCode(t))
-		require.Contains(t, r.errorMessage(t), "is not a comment of publication "+xPub+"; nothing was sent")
+		r = h.Do("POST", "/v1/inbox/comments/"+foreign+"/"+action, map[string]any{"publication_id": xPub})
+		require.Equal(t, 400, r.Status, string(r.Body))
+		require.Equal(t, "validation_error", r.ErrorCode(t))
+		require.Contains(t, r.ErrorMessage(t), "is not a comment of publication "+xPub+"; nothing was sent")
 	}
 	require.Len(t, s.Likes(platforms.X), 1, "nothing was liked")
 	require.Len(t, s.HiddenComments(platforms.X), 1, "nothing was hidden")
 
 	// The reply answers with the network's id.
-	r = b.do("POST", "/v1/inbox/comments/"+xc+"/reply", map[string]any{"publication_id": xPub, "text": "Thanks!"})
-	require.Equal(t, 200, r.status, string(r.body))
+	r = h.Do("POST", "/v1/inbox/comments/"+xc+"/reply", map[string]any{"publication_id": xPub, "text": "Thanks!"})
+	require.Equal(t, 200, r.Status, string(r.Body))
 	replies := s.Replies(platforms.X)
 	require.Len(t, replies, 1)
-	require.Equal(t, map[string]any{"ok": true, "reply_id": replies[0].ID, "platform": "twitter_x"}, r.json(t))
+	require.Equal(t, map[string]any{"ok": true, "reply_id": replies[0].ID, "platform": "twitter_x"}, r.JSON(t))
 }
 
 func TestCommentLikeAndHideBadInput(t *testing.T) {
 	t.Parallel()
-	b := setup(t, bundleOpts{demo: true})
-	s := b.app.Sim
-	x, li := b.account(platforms.X), b.account(platforms.LinkedIn)
-	text := b.publishAndWait("Hello", nil, x)
-	linked := b.publishAndWait("Hello LinkedIn", nil, li)
-	xc, err := s.AddComment(platforms.X, target(text, platforms.X), "hi", "ann")
+	h := apptest.Start(t, apptest.Options{Demo: true})
+	s := h.App.Sim
+	x, li := h.Account(platforms.X), h.Account(platforms.LinkedIn)
+	text := h.PublishAndWait("Hello", nil, x)
+	linked := h.PublishAndWait("Hello LinkedIn", nil, li)
+	xc, err := s.AddComment(platforms.X, apptest.Target(text, platforms.X), "hi", "ann")
 	require.NoError(t, err)
-	xPub := publicationID(text, platforms.X)
-	other, _ := b.newUser("other@example.com", "pro")
-	theirs := b.newAccount(other.ID, "twitter_x")
-	theirPost := b.publication(theirs, "777", time.Now().Add(-time.Hour))
+	xPub := apptest.PublicationID(text, platforms.X)
+	other, _ := h.NewUser("other@example.com", "pro")
+	theirs := h.NewAccount(other.ID, "twitter_x")
+	theirPost := publication(h, theirs, "777", time.Now().Add(-time.Hour))
 
 	for _, action := range []string{"like", "hide"} {
 		undo := map[string]string{"like": "unlike", "hide": "unhide"}[action]
@@ -138,15 +139,15 @@ func TestCommentLikeAndHideBadInput(t *testing.T) {
 			{"/v1/inbox/comments/" + xc + "/" + action, map[string]any{"publication_id": xPub, undo: "yes"}, undo + ": Expected boolean"},
 			{"/v1/inbox/comments/" + xc + "/" + action, "nope", "Expected object"},
 			{"/v1/inbox/comments/" + strings.Repeat("9", 513) + "/" + action, map[string]any{"publication_id": xPub}, "commentId: too long"},
-			{"/v1/inbox/comments/" + xc + "/" + action, map[string]any{"publication_id": publicationID(linked, platforms.LinkedIn)}, "not a publication on a network with a live comments inbox (youtube, twitter_x, bluesky)"},
+			{"/v1/inbox/comments/" + xc + "/" + action, map[string]any{"publication_id": apptest.PublicationID(linked, platforms.LinkedIn)}, "not a publication on a network with a live comments inbox (youtube, twitter_x, bluesky)"},
 			{"/v1/inbox/comments/" + xc + "/" + action, map[string]any{"publication_id": theirPost}, "is not a publication of yours"},
 			{"/v1/inbox/comments/123456789/" + action, map[string]any{"publication_id": xPub}, "comment 123456789 is not a comment of publication"},
 		}
 		for _, c := range bad {
-			r := b.do("POST", c.path, c.body)
-			require.Equal(t, 400, r.status, "%s %v: %s", c.path, c.body, r.body)
-			require.Equal(t, "validation_error", r.errorCode(t))
-			require.Contains(t, r.errorMessage(t), c.want, "%s %v", c.path, c.body)
+			r := h.Do("POST", c.path, c.body)
+			require.Equal(t, 400, r.Status, "%s %v: %s", c.path, c.body, r.Body)
+			require.Equal(t, "validation_error", r.ErrorCode(t))
+			require.Contains(t, r.ErrorMessage(t), c.want, "%s %v", c.path, c.body)
 		}
 	}
 	require.Empty(t, s.Likes(""), "nothing was liked")
@@ -156,9 +157,9 @@ func TestCommentLikeAndHideBadInput(t *testing.T) {
 // Direct message conversations: listing, paging, one conversation, and the reply's id.
 func TestInboxDMsAgainstTheSimulator(t *testing.T) {
 	t.Parallel()
-	b := setup(t, bundleOpts{demo: true})
-	s := b.app.Sim
-	x, bsky, tt := b.account(platforms.X), b.account(platforms.Bluesky), b.account(platforms.TikTok)
+	h := apptest.Start(t, apptest.Options{Demo: true})
+	s := h.App.Sim
+	x, bsky, tt := h.Account(platforms.X), h.Account(platforms.Bluesky), h.Account(platforms.TikTok)
 	script := `<script>alert("hi")</script>`
 	xConv, err := s.AddDM(platforms.X, x.NetworkUserID, "dana", script)
 	require.NoError(t, err)
@@ -170,16 +171,16 @@ func TestInboxDMsAgainstTheSimulator(t *testing.T) {
 	require.NoError(t, err)
 
 	// The reply answers with the network's message id.
-	r := b.do("POST", "/v1/inbox/dms/"+xConv+"/reply", map[string]any{"account_id": x.ID, "text": "Hi Dana"})
-	require.Equal(t, 200, r.status, string(r.body))
+	r := h.Do("POST", "/v1/inbox/dms/"+xConv+"/reply", map[string]any{"account_id": x.ID, "text": "Hi Dana"})
+	require.Equal(t, 200, r.Status, string(r.Body))
 	dms := s.DMs(platforms.X)
 	require.Len(t, dms, 1)
-	require.Equal(t, map[string]any{"ok": true, "message_id": dms[0].ID, "platform": "twitter_x"}, r.json(t))
+	require.Equal(t, map[string]any{"ok": true, "message_id": dms[0].ID, "platform": "twitter_x"}, r.JSON(t))
 
-	r = b.do("GET", "/v1/inbox/dms", nil)
-	require.Equal(t, 200, r.status, string(r.body))
-	require.True(t, strings.HasPrefix(r.header.Get("Content-Type"), "application/json"), r.header.Get("Content-Type"))
-	page := r.json(t)
+	r = h.Do("GET", "/v1/inbox/dms", nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.True(t, strings.HasPrefix(r.Header.Get("Content-Type"), "application/json"), r.Header.Get("Content-Type"))
+	page := r.JSON(t)
 	require.Equal(t, false, page["has_more"])
 	require.Empty(t, page["next_before"])
 	require.Equal(t, false, page["sampled"])
@@ -200,24 +201,24 @@ func TestInboxDMsAgainstTheSimulator(t *testing.T) {
 	require.Equal(t, false, second["last_message"].(map[string]any)["from_me"])
 
 	// Paging with the signed cursor.
-	r = b.do("GET", "/v1/inbox/dms?limit=1", nil)
-	require.Equal(t, 200, r.status, string(r.body))
-	page = r.json(t)
+	r = h.Do("GET", "/v1/inbox/dms?limit=1", nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
+	page = r.JSON(t)
 	require.Len(t, page["conversations"].([]any), 1)
 	require.Equal(t, true, page["has_more"])
 	cursor := page["next_before"].(string)
-	r = b.do("GET", "/v1/inbox/dms?limit=1&before="+url.QueryEscape(cursor), nil)
-	require.Equal(t, 200, r.status, string(r.body))
-	page = r.json(t)
+	r = h.Do("GET", "/v1/inbox/dms?limit=1&before="+url.QueryEscape(cursor), nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
+	page = r.JSON(t)
 	require.Equal(t, bConv, page["conversations"].([]any)[0].(map[string]any)["id"])
 	require.Equal(t, false, page["has_more"])
 	require.Empty(t, page["next_before"])
 
 	// One conversation: its messages newest first; the sender's text verbatim.
-	r = b.do("GET", "/v1/inbox/dms/"+xConv+"?account_id="+x.ID, nil)
-	require.Equal(t, 200, r.status, string(r.body))
-	require.True(t, strings.HasPrefix(r.header.Get("Content-Type"), "application/json"))
-	thread := r.json(t)
+	r = h.Do("GET", "/v1/inbox/dms/"+xConv+"?account_id="+x.ID, nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.True(t, strings.HasPrefix(r.Header.Get("Content-Type"), "application/json"))
+	thread := r.JSON(t)
 	msgs := thread["messages"].([]any)
 	require.Len(t, msgs, 2)
 	require.Equal(t, "Hi Dana", msgs[0].(map[string]any)["text"])
@@ -231,8 +232,8 @@ func TestInboxDMsAgainstTheSimulator(t *testing.T) {
 	require.NotEqual(t, x.NetworkUserID, conv["peer"].(map[string]any)["id"])
 
 	// Bad input, each a 400 with nothing read that is not the caller's.
-	other, _ := b.newUser("dm-other@example.com", "pro")
-	theirs := b.newAccount(other.ID, "twitter_x")
+	other, _ := h.NewUser("dm-other@example.com", "pro")
+	theirs := h.NewAccount(other.ID, "twitter_x")
 	bad := []struct {
 		path, want string
 	}{
@@ -257,15 +258,15 @@ func TestInboxDMsAgainstTheSimulator(t *testing.T) {
 		{"/v1/inbox/comments?before=" + url.QueryEscape(cursor), "before: invalid cursor"},
 	}
 	for _, c := range bad {
-		r := b.do("GET", c.path, nil)
-		require.Equal(t, 400, r.status, "%s: %s", c.path, r.body)
-		require.Equal(t, "validation_error", r.errorCode(t))
-		require.Contains(t, r.errorMessage(t), c.want, c.path)
+		r := h.Do("GET", c.path, nil)
+		require.Equal(t, 400, r.Status, "%s: %s", c.path, r.Body)
+		require.Equal(t, "validation_error", r.ErrorCode(t))
+		require.Contains(t, r.ErrorMessage(t), c.want, c.path)
 	}
 	// Another user cannot use the cursor.
-	_, otherKey := b.newUser("dm-third@example.com", "pro")
-	r = b.doKey(otherKey, "GET", "/v1/inbox/dms?limit=1&before="+url.QueryEscape(cursor), nil, nil)
-	require.Equal(t, 400, r.status, string(r.body))
-	require.Contains(t, r.errorMessage(t), "before: invalid cursor")
+	_, otherKey := h.NewUser("dm-third@example.com", "pro")
+	r = h.DoKey(otherKey, "GET", "/v1/inbox/dms?limit=1&before="+url.QueryEscape(cursor), nil, nil)
+	require.Equal(t, 400, r.Status, string(r.Body))
+	require.Contains(t, r.ErrorMessage(t), "before: invalid cursor")
 	require.Len(t, s.DMs(""), 1, "nothing more was sent")
 }
