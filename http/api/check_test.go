@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/labstack/echo/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms/registry"
 )
@@ -106,6 +106,7 @@ func TestCheckPostRules(t *testing.T) {
 				"instagram: an Instagram post needs a photo or a video"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			draft, publish := tc.s, tc.s
 			draft.whole, publish.whole, publish.publish = true, true, true
 			require.Equal(t, tc.draft, f.check(t, &draft), "a draft")
@@ -148,5 +149,47 @@ func TestNotYoursIsOneString(t *testing.T) {
 	// And every use goes through it: no handler formats the message itself.
 	src, err := os.ReadFile("check.go")
 	require.NoError(t, err)
-	require.Regexp(t, regexp.MustCompile(`apierr\.AccountNotYours\("platforms"`), string(src))
+	require.Regexp(t, `apierr\.AccountNotYours\("platforms"`, string(src))
+}
+
+// A stored post submitted again (POST /v1/posts/:id/publish and /schedule, a scheduled post's
+// PATCH) is held to the networks of the targets that will be published: a published target's
+// network is not asked again, and another user's post is left to the post's actor (404).
+func TestCheckStoredPost(t *testing.T) {
+	t.Parallel()
+	f := newCheckFixture(t)
+	c := echo.New().NewContext(httptest.NewRequest("POST", "/v1/posts/x/publish", nil), httptest.NewRecorder())
+	target := func(id, platform, status string) persistence.Target {
+		return persistence.Target{AccountID: id, Platform: platform, Status: status}
+	}
+	long := strings.Repeat("a", 281)
+	for _, tc := range []struct {
+		name string
+		post persistence.Post
+		want string // the refusal; "" when none
+	}{
+		{"a draft over X's limit", persistence.Post{UserID: f.user, Content: long,
+			Targets: []persistence.Target{target(f.x, "twitter_x", persistence.TargetPending)}},
+			"twitter_x: text is 281 weighted characters; X allows 280 (URLs count 23, most emoji and CJK characters 2)"},
+		{"X already published, Instagram failed without media", persistence.Post{UserID: f.user, Content: long,
+			Targets: []persistence.Target{target(f.x, "twitter_x", persistence.TargetPublished), target(f.ig, "instagram", persistence.TargetFailed)}},
+			"instagram: an Instagram post needs a photo or a video"},
+		{"only the published network refuses", persistence.Post{UserID: f.user, Content: long,
+			Targets: []persistence.Target{target(f.x, "twitter_x", persistence.TargetPublished), target(f.bsky, "bluesky", persistence.TargetFailed)}}, ""},
+		{"instagram with its photo", persistence.Post{UserID: f.user, Content: "x", MediaIDs: []string{f.jpeg},
+			Targets: []persistence.Target{target(f.ig, "instagram", persistence.TargetPending)}}, ""},
+		{"another user's post", persistence.Post{UserID: uuid.NewString(), Content: long,
+			Targets: []persistence.Target{target(f.x, "twitter_x", persistence.TargetPending)}}, ""},
+	} {
+		err := f.h.checkStored(c, f.user, &tc.post)
+		if tc.want == "" {
+			require.NoError(t, err, tc.name)
+			continue
+		}
+		var ae *apierr.Error
+		require.ErrorAs(t, err, &ae, tc.name)
+		require.Equal(t, 400, ae.Status, tc.name)
+		require.Equal(t, apierr.CodeValidation, ae.Code, tc.name)
+		require.Equal(t, tc.want, ae.Message, tc.name)
+	}
 }
