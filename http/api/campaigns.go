@@ -515,10 +515,10 @@ func csvRow(cols map[string]int, width int, rec []string) *campaignRow {
 	return row
 }
 
-// checkCampaign checks every post of a campaign by the rules of a single create (post.Validate,
-// the caller's own connected accounts and confirmed media) and by each target network's own
-// rules (the adapters' Validate: text length as the network counts it, media required, media
-// types), and its time when the campaign schedules. It returns the posts, ready to commit, or a
+// checkCampaign checks every post of a campaign by the one check of a post (check.go), as a
+// single publish, schedule or draft is: the post's rules, the caller's own connected accounts and
+// confirmed media, and each target network's own rules unless the campaign stores drafts; and
+// its time when the campaign schedules. It returns the posts, ready to commit, or a
 // 400 listing every bad post's errors by row.
 func (h *handlers) checkCampaign(c *echo.Context, req *campaignRequest) ([]*persistence.Post, error) {
 	user := server.Principal(c).User
