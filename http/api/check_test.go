@@ -29,7 +29,7 @@ type checkFixture struct {
 	jpeg, pdf, unconfirmed, theirMedia string
 }
 
-func newCheckFixture(t *testing.T) *checkFixture {
+func newCheckFixture(t testing.TB) *checkFixture {
 	t.Helper()
 	store, err := persistence.Open(t.TempDir(), persistence.Options{})
 	require.NoError(t, err)
@@ -191,5 +191,20 @@ func TestCheckStoredPost(t *testing.T) {
 		require.Equal(t, 400, ae.Status, tc.name)
 		require.Equal(t, apierr.CodeValidation, ae.Code, tc.name)
 		require.Equal(t, tc.want, ae.Message, tc.name)
+	}
+}
+
+// The cost the check adds to a publish: three targets (X, Instagram, Bluesky) and one photo,
+// every rule including the networks'.
+func BenchmarkCheckPost(b *testing.B) {
+	f := newCheckFixture(b)
+	c := echo.New().NewContext(httptest.NewRequest("POST", "/v1/posts/publish", nil), httptest.NewRecorder())
+	content := strings.Repeat("The autumn collection is out today. #launch ", 5)
+	s := &submission{content: &content, accounts: []string{f.x, f.ig, f.bsky}, media: []string{f.jpeg}, whole: true, publish: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, errs, err := f.h.checkPost(c, f.user, s, mediaCache{}); err != nil || len(errs) > 0 {
+			b.Fatal(err, errs)
+		}
 	}
 }
