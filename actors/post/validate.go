@@ -13,8 +13,9 @@ import (
 // The limits of a post.
 const (
 	// MaxContentLength is the longest post text, in characters: the longest any of the nine
-	// networks accepts (Facebook's 63,206). Each network's own limit is checked when the post is
-	// published to it.
+	// networks accepts (Facebook's 63,206). Each network's own limit is its adapter's Validate,
+	// which the API's one check of a post (http/api, check.go) runs when the post is submitted
+	// for publication.
 	MaxContentLength = 63206
 	// MaxTargets caps the connected accounts one post goes to.
 	MaxTargets = 50
@@ -78,7 +79,8 @@ func CheckMedia(n int) error {
 // not empty or blank unless the post has media. The API runs it on a new post; the actor runs it
 // on the result of an update, so that an edit cannot leave a post that a create would refuse
 // (empty content on a post without media, for example). Whether each target and media item
-// exists and is the user's is checked by the API, which reads them, on create and update alike.
+// exists and is the user's, and each network's own rules, are checked by the API's one check of
+// a post (http/api, check.go), which reads them, on create and update alike.
 func Validate(p *persistence.Post) error {
 	if err := CheckContent(p.Content); err != nil {
 		return err

@@ -54,7 +54,7 @@ func (h *handlers) retryCampaign(c *echo.Context) error {
 			if _, ok, err := h.Store.AccountPlatform(user, only.AccountID); err != nil {
 				return h.storeError(c, err)
 			} else if !ok {
-				return apierr.Validation("account_id: connected account %s does not exist or is not yours", only.AccountID)
+				return apierr.AccountNotYours("account_id", only.AccountID)
 			}
 		}
 		if v, ok := o["platform"]; ok && jsonType(v) != "null" {

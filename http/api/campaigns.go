@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -15,8 +14,6 @@ import (
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
-	"github.com/heraldhq/herald/persistence/blob"
-	"github.com/heraldhq/herald/platforms"
 )
 
 // Campaigns (docs/campaigns.md): up to a thousand posts submitted, validated and committed
@@ -137,13 +134,10 @@ func checkCampaignSize(n int, what string) error {
 	return nil
 }
 
-// mediaCache resolves each media id of a campaign once.
-type mediaCache map[string]*platforms.Media
-
-// checkCampaign checks every post of a campaign by the rules of a single create (post.Validate,
-// the caller's own connected accounts and confirmed media) and by each target network's own
-// rules (the adapters' Validate: text length as the network counts it, media required, media
-// types), and its time when the campaign schedules. It returns the posts, ready to commit, or a
+// checkCampaign checks every post of a campaign by the one check of a post (check.go), as a
+// single publish, schedule or draft is: the post's rules, the caller's own connected accounts and
+// confirmed media, and each target network's own rules unless the campaign stores drafts; and
+// its time when the campaign schedules. It returns the posts, ready to commit, or a
 // 400 listing every bad post's errors by row.
 func (h *handlers) checkCampaign(c *echo.Context, req *campaignRequest) ([]*persistence.Post, error) {
 	user := server.Principal(c).User
@@ -173,130 +167,47 @@ func (h *handlers) checkCampaign(c *echo.Context, req *campaignRequest) ([]*pers
 	return posts, nil
 }
 
-// checkCampaignRow checks one post; errs are its errors, err a failure to read the store.
+// checkCampaignRow checks one post by the one check of a post (checkPost), the networks' rules
+// included unless the campaign stores drafts; errs are its errors, err a failure to read the
+// store.
 func (h *handlers) checkCampaignRow(c *echo.Context, user *persistence.User, mode string, row *campaignRow, cache mediaCache) (*persistence.Post, []string, error) {
-	errs := append([]string(nil), row.errs...)
-	fieldErr := func(err error) { errs = append(errs, err.Error()) }
-	content := ""
-	if row.content != nil {
-		content = *row.content
-		if err := post.CheckContent(content); err != nil {
-			fieldErr(err)
-		}
-	}
-	var targets []persistence.Target
-	if row.hasPlatforms {
-		if err := post.CheckTargets(len(row.platforms)); err != nil {
-			fieldErr(err)
-		}
-		for _, id := range row.platforms {
-			platform, ok, err := h.Store.AccountPlatform(user.ID, id)
-			if err != nil {
-				return nil, nil, h.storeError(c, err)
-			}
-			if !ok {
-				errs = append(errs, fmt.Sprintf("platforms: connected account %s does not exist or is not yours", id))
-				continue
-			}
-			targets = append(targets, persistence.Target{AccountID: id, Platform: platform, Status: persistence.TargetPending})
-		}
-	}
-	var files []platforms.Media
-	if row.hasMedia && len(row.media) > 0 {
-		if err := post.CheckMedia(len(row.media)); err != nil {
-			fieldErr(err)
-		}
-		for _, id := range row.media {
-			m, err := h.campaignMedia(c, user.ID, id, cache)
-			if err != nil {
-				return nil, nil, err
-			}
-			if m == nil {
-				errs = append(errs, fmt.Sprintf("media: %s is not a confirmed media of yours", id))
-				continue
-			}
-			files = append(files, *m)
-		}
-	}
+	var later []string
 	var at *time.Time
 	switch {
 	case mode == persistence.CampaignSchedule && row.scheduledAt == nil:
-		errs = append(errs, `scheduledAt: Required: a campaign with publish "schedule" needs a time for every post`)
+		later = append(later, `scheduledAt: Required: a campaign with publish "schedule" needs a time for every post`)
 	case mode == persistence.CampaignSchedule:
 		t, err := ParseScheduledAt(*row.scheduledAt, row.zone, user.Timezone)
 		if err == nil {
 			err = checkScheduleWindow(t, h.Now())
 		}
 		if err != nil {
-			errs = append(errs, err.Error())
+			later = append(later, err.Error())
 		} else {
 			at = &t
 		}
 	case row.scheduledAt != nil:
-		errs = append(errs, `scheduledAt: only a campaign with publish "schedule" takes a time`)
+		later = append(later, `scheduledAt: only a campaign with publish "schedule" takes a time`)
 	case row.zone != nil:
-		errs = append(errs, `timezone: only a campaign with publish "schedule" takes a time zone`)
+		later = append(later, `timezone: only a campaign with publish "schedule" takes a time zone`)
+	}
+	content := ""
+	if row.content != nil {
+		content = *row.content
+	}
+	s := &submission{content: &content, media: row.media, whole: true, publish: mode != persistence.CampaignDraft, prior: row.errs, later: later}
+	if row.hasPlatforms {
+		s.accounts = row.platforms
+	}
+	checked, errs, err := h.checkPost(c, user.ID, s, cache)
+	if err != nil {
+		return nil, nil, err
 	}
 	if len(errs) > 0 {
 		return nil, errs, nil
 	}
-	p := &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user.ID, Content: content, Status: persistence.PostDraft,
-		MediaIDs: append([]string{}, row.media...), Targets: targets, ScheduledAt: at}
-	if err := post.Validate(p); err != nil {
-		return nil, []string{err.Error()}, nil
-	}
-	// Each network's own rules, once per network of the post, as the account will check them
-	// before publishing.
-	seen := map[string]bool{}
-	for _, t := range targets {
-		if seen[t.Platform] {
-			continue
-		}
-		seen[t.Platform] = true
-		a := h.Adapters[platforms.Platform(t.Platform)]
-		if a == nil {
-			continue
-		}
-		if err := a.Validate(platforms.Post{Text: content, Media: files}); err != nil {
-			errs = append(errs, networkMessage(t.Platform, err))
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errs, nil
-	}
-	return p, nil, nil
-}
-
-// networkMessage is a network's refusal as a publish would report it: "platform: reason".
-func networkMessage(platform string, err error) string {
-	var pe *platforms.Error
-	if errors.As(err, &pe) && pe.Message != "" {
-		return platform + ": " + pe.Message
-	}
-	return platform + ": " + err.Error()
-}
-
-// campaignMedia resolves a media id of the user as the adapters see it (type, size, name, URL);
-// nil when it is not a confirmed media of the user.
-func (h *handlers) campaignMedia(c *echo.Context, userID, id string, cache mediaCache) (*platforms.Media, error) {
-	if m, ok := cache[id]; ok {
-		return m, nil
-	}
-	if h.Media == nil {
-		cache[id] = nil
-		return nil, nil
-	}
-	ms, err := h.Media.Resolve(c.Request().Context(), userID, []string{id})
-	var ue *blob.UnusableError
-	switch {
-	case errors.As(err, &ue):
-		cache[id] = nil
-		return nil, nil
-	case err != nil:
-		return nil, h.storeError(c, err)
-	}
-	cache[id] = &ms[0]
-	return &ms[0], nil
+	return &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user.ID, Content: content, Status: persistence.PostDraft,
+		MediaIDs: append([]string{}, row.media...), Targets: checked.targets, ScheduledAt: at}, nil, nil
 }
 
 // checkCampaignQuota answers a dry run as the free plan's quota would answer the campaign.

@@ -36,7 +36,7 @@ func (h *handlers) liveAccount(c *echo.Context, userID, field string, allowed []
 		return "", "", h.storeError(c, err)
 	}
 	if !ok {
-		return "", "", apierr.Validation("%s: connected account %s does not exist or is not yours", field, id)
+		return "", "", apierr.AccountNotYours(field, id)
 	}
 	if !slices.Contains(allowed, platforms.Platform(platform)) {
 		return "", "", apierr.Validation("%s: the account is on %s, which has no live %s (live: %s)", field, platform, what, joinPlatforms(allowed))

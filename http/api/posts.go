@@ -171,11 +171,12 @@ func (h *handlers) readPostInput(c *echo.Context, create bool) (*postInput, erro
 	if err != nil {
 		return nil, err
 	}
-	return h.postInput(c, raw, create)
+	return h.postInput(c, raw, create, false)
 }
 
-// postInput validates a create or update body already read.
-func (h *handlers) postInput(c *echo.Context, raw []byte, create bool) (*postInput, error) {
+// postInput validates a create or update body already read; publish holds a create to its
+// networks' rules too (a publish or a schedule rather than a draft).
+func (h *handlers) postInput(c *echo.Context, raw []byte, create, publish bool) (*postInput, error) {
 	o, err := parseObject(raw)
 	if err != nil {
 		return nil, err
@@ -193,8 +194,8 @@ func (h *handlers) postInput(c *echo.Context, raw []byte, create bool) (*postInp
 	if in.content, err = o.str("content", create); err != nil {
 		return nil, err
 	}
-	// The field rules (post.CheckContent, CheckTargets, CheckMedia) are checked before the reads
-	// below; the rules across fields are post.Validate's, on create and on the post as updated.
+	// A field's own rule is checked before the next field is read, so that a bad content is
+	// reported before a bad platforms entry (checkPost checks each again, at no cost).
 	if in.content != nil {
 		if err := post.CheckContent(*in.content); err != nil {
 			return nil, apierr.Validation("%s", err.Error())
@@ -218,47 +219,20 @@ func (h *handlers) postInput(c *echo.Context, raw []byte, create bool) (*postInp
 	if !create && in.content == nil && accountIDs == nil && in.mediaIDs == nil {
 		return nil, apierr.Validation("nothing to update: send at least one of content, platforms, media")
 	}
-	p := server.Principal(c)
+	// The one check of a post (check.go); the networks' rules apply when the post is submitted
+	// for publication, and a PATCH is checked whole by the post's actor (post.Validate).
+	checked, errs, err := h.checkPost(c, server.Principal(c).User.ID,
+		&submission{content: in.content, accounts: accountIDs, media: in.mediaIDs, whole: create, publish: publish}, mediaCache{})
+	if err != nil {
+		return nil, err
+	}
+	if err := refusal(errs); err != nil {
+		return nil, err
+	}
 	if accountIDs != nil {
-		in.targets = make([]persistence.Target, 0, len(accountIDs))
-		for _, id := range accountIDs {
-			platform, ok, err := h.Store.AccountPlatform(p.User.ID, id)
-			if err != nil {
-				return nil, h.storeError(c, err)
-			}
-			if !ok {
-				return nil, apierr.Validation("platforms: connected account %s does not exist or is not yours", id)
-			}
-			in.targets = append(in.targets, persistence.Target{AccountID: id, Platform: platform, Status: persistence.TargetPending})
-		}
-	}
-	if len(in.mediaIDs) > 0 {
-		if err := h.Store.View(func(tx *persistence.Tx) error {
-			for _, id := range in.mediaIDs {
-				// Media are confirmed through the media endpoints; an id that is not a confirmed
-				// media of the caller is refused.
-				if !mediaUsable(tx, p.User.ID, id) {
-					return apierr.Validation("media: %s is not a confirmed media of yours", id)
-				}
-			}
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-	}
-	if create {
-		if err := post.Validate(&persistence.Post{Content: *in.content, Targets: in.targets, MediaIDs: in.mediaIDs}); err != nil {
-			return nil, apierr.Validation("%s", err.Error())
-		}
+		in.targets = checked.targets
 	}
 	return in, nil
-}
-
-// mediaUsable reports whether id is a confirmed media of the user (unknown ids, other users'
-// media and uploads never confirmed are not).
-func mediaUsable(tx *persistence.Tx, userID, id string) bool {
-	_, err := tx.ConfirmedMedia(userID, id)
-	return err == nil
 }
 
 // newPost builds a new draft from validated input.
@@ -308,6 +282,9 @@ func (h *handlers) updatePost(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := h.checkScheduledEdit(c, id, in); err != nil {
+		return err
+	}
 	r, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Update{
 		UserID: server.Principal(c).User.ID, Content: in.content, Targets: in.targets, MediaIDs: in.mediaIDs,
 	})
@@ -315,6 +292,27 @@ func (h *handlers) updatePost(c *echo.Context) error {
 		return h.actorError(c, "post", err)
 	}
 	return c.JSON(http.StatusOK, h.detail(r.Post))
+}
+
+// checkScheduledEdit holds the edit of a scheduled post to its networks' rules, on the post as it
+// would be after the change: a scheduled post is submitted for publication, as a schedule is. A
+// draft is not (docs/decisions.md, Posts).
+func (h *handlers) checkScheduledEdit(c *echo.Context, id string, in *postInput) error {
+	p, err := h.storedPost(c, id)
+	if err != nil || p == nil || p.Status != persistence.PostScheduled {
+		return err
+	}
+	changed := *p
+	if in.content != nil {
+		changed.Content = *in.content
+	}
+	if in.targets != nil {
+		changed.Targets = in.targets
+	}
+	if in.mediaIDs != nil {
+		changed.MediaIDs = in.mediaIDs
+	}
+	return h.checkStored(c, server.Principal(c).User.ID, &changed)
 }
 
 func (h *handlers) deletePost(c *echo.Context) error {

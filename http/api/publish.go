@@ -240,7 +240,7 @@ func (h *handlers) publishNew(c *echo.Context) error {
 		if err := h.backlogFull(); err != nil {
 			return err
 		}
-		in, err := h.postInput(c, raw, true)
+		in, err := h.postInput(c, raw, true, true)
 		if err != nil {
 			return err
 		}
@@ -267,6 +267,9 @@ func (h *handlers) publishExisting(c *echo.Context) error {
 	}
 	return h.publishFlow(c, nil, func(idem *post.Idempotency, fp []byte) error {
 		if err := h.backlogFull(); err != nil {
+			return err
+		}
+		if err := h.checkExisting(c, id); err != nil {
 			return err
 		}
 		jobID := uuid.Must(uuid.NewV7()).String()
@@ -317,7 +320,7 @@ func (h *handlers) scheduleNew(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	in, err := h.postInput(c, raw, true)
+	in, err := h.postInput(c, raw, true, true)
 	if err != nil {
 		return err
 	}
@@ -351,9 +354,27 @@ func (h *handlers) scheduleExisting(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := h.checkExisting(c, id); err != nil {
+		return err
+	}
 	r, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Schedule{UserID: server.Principal(c).User.ID, At: at, Quota: h.quota(c)})
 	if err != nil {
 		return h.lifecycleError(c, err)
 	}
 	return c.JSON(http.StatusOK, scheduledPost{h.detail(r.Post), r.Post.ID})
+}
+
+// checkExisting holds a stored post submitted for publication (POST /v1/posts/:id/publish and
+// /schedule) to its networks' rules, as a new post's publish or schedule is, so that a draft
+// written incomplete is refused here rather than failing on its networks. A post the actor will
+// refuse anyway (not the caller's, already published) is left to it.
+func (h *handlers) checkExisting(c *echo.Context, id string) error {
+	p, err := h.storedPost(c, id)
+	if err != nil || p == nil {
+		return err
+	}
+	if p.Status == persistence.PostPublishing || p.Status == persistence.PostPublished {
+		return nil
+	}
+	return h.checkStored(c, server.Principal(c).User.ID, p)
 }

@@ -115,3 +115,16 @@ func (e *Error) Body() Body {
 		Detail: e.Message,
 	}
 }
+
+// AccountNotYours is the one refusal of a connected account the caller may not use, named by the
+// request field that carried it: an unknown id and another user's account answer alike, so that
+// the answer does not tell whether the account exists.
+func AccountNotYours(field, id string) *Error {
+	return Validation("%s: connected account %s does not exist or is not yours", field, id)
+}
+
+// MediaNotYours is the one refusal of a media id the caller may not use: unknown, another user's,
+// or an upload never confirmed.
+func MediaNotYours(field, id string) *Error {
+	return Validation("%s: %s is not a confirmed media of yours", field, id)
+}

@@ -273,7 +273,7 @@ func (s *Service) DMThread(ctx context.Context, userID string, q DMThreadQuery) 
 		return nil, err
 	}
 	if !ok {
-		return nil, apierr.Validation("account_id: connected account %s does not exist or is not yours", q.AccountID)
+		return nil, apierr.AccountNotYours("account_id", q.AccountID)
 	}
 	platform := platforms.Platform(name)
 	if !slices.Contains(MessagePlatforms, platform) {

@@ -146,7 +146,7 @@ func (s *Service) ReplyToConversation(ctx context.Context, userID string, r Mess
 		return Sent{}, err
 	}
 	if !ok {
-		return Sent{}, apierr.Validation("account_id: connected account %s does not exist or is not yours", r.AccountID)
+		return Sent{}, apierr.AccountNotYours("account_id", r.AccountID)
 	}
 	platform := platforms.Platform(name)
 	if !slices.Contains(MessagePlatforms, platform) {
@@ -190,7 +190,7 @@ func (s *Service) resolve(ctx context.Context, userID, mediaID string) ([]platfo
 	media, err := s.cfg.Media(ctx, userID, []string{mediaID})
 	var ue *blob.UnusableError
 	if errors.As(err, &ue) {
-		return nil, apierr.Validation("media_id: %s is not a confirmed media of yours", mediaID)
+		return nil, apierr.MediaNotYours("media_id", mediaID)
 	}
 	return media, err
 }

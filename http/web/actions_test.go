@@ -240,9 +240,10 @@ func TestBrowserPostActions(t *testing.T) {
 	status, _ = getJSON(t, h, "/v1/posts/"+id)
 	require.Equal(t, 404, status, "deleted")
 
-	// Instagram refuses a post without media; Facebook takes it: partial.
-	ig, fb := accountOf(t, h, platforms.Instagram), accountOf(t, h, platforms.Facebook)
-	out := postJSON(t, h, "/v1/posts/publish", map[string]any{"content": "Text only", "platforms": []string{ig, fb}}, 202)
+	// Instagram cannot convert the photo; Threads takes it: partial.
+	ig, th := accountOf(t, h, platforms.Instagram), accountOf(t, h, platforms.Threads)
+	out := postJSON(t, h, "/v1/posts/publish", map[string]any{"content": "A broken photo", "platforms": []string{ig, th},
+		"media": []string{unconvertiblePhoto(t, h)}}, 202)
 	postID, firstJob := out["post_id"].(string), out["tracking_id"].(string)
 	waitJob(t, h, firstJob)
 	_, p = getJSON(t, h, "/v1/posts/"+postID)
@@ -263,7 +264,7 @@ func TestBrowserPostActions(t *testing.T) {
 		targets = append(targets, s.(map[string]any)["platform"].(string))
 	}
 	require.Equal(t, []string{"instagram"}, targets, "the failed network only")
-	require.Len(t, h.app.Sim.Publications(platforms.Facebook), 1, "Facebook is not sent twice")
+	require.Len(t, h.app.Sim.Publications(platforms.Threads), 1, "Threads is not sent twice")
 	tb.noErrors()
 }
 

@@ -82,7 +82,9 @@ func TestPartialPostRepublishesOnlyFailedTargets(t *testing.T) {
 	t.Parallel()
 	b := setup(t, bundleOpts{demo: true})
 	x, ig := b.account(platforms.X).ID, b.account(platforms.Instagram).ID
-	r := b.publishNew(map[string]any{"content": "text only", "platforms": ids(x, ig)}, nil)
+	// A photo every network takes at submission, which Instagram fails to convert when it
+	// publishes (a post a network's own rules refuse is refused at submission instead).
+	r := b.publishNew(map[string]any{"content": "a broken photo", "platforms": ids(x, ig), "media": []string{b.unconvertiblePhoto()}}, nil)
 	require.Equal(t, 202, r.status)
 	postID := r.json(t)["post_id"].(string)
 	j := b.waitJob(r.json(t)["tracking_id"].(string))
@@ -94,14 +96,14 @@ func TestPartialPostRepublishesOnlyFailedTargets(t *testing.T) {
 			failedMsg = s.(map[string]any)["message"].(string)
 		}
 	}
-	require.Contains(t, failedMsg, "photo or a video")
+	require.Contains(t, failedMsg, unconvertibleMessage)
 	require.Eventually(t, func() bool { return b.do("GET", "/v1/posts/"+postID, nil).json(t)["status"] == "partial" }, 10*time.Second, 10*time.Millisecond)
 	p := b.do("GET", "/v1/posts/"+postID, nil).json(t)
 	for _, pl := range p["platforms"].([]any) {
 		m := pl.(map[string]any)
 		if m["platform"] == "instagram" {
 			require.Equal(t, "failed", m["status"])
-			require.Contains(t, m["error"], "photo or a video")
+			require.Contains(t, m["error"], unconvertibleMessage)
 		}
 	}
 

@@ -365,11 +365,9 @@
     form.addEventListener('submit', function (ev) {
       ev.preventDefault();
       var ids = selected().map(function (b) { return b.value; });
-      if (!text.value.trim()) { flash('Write the text of the post.'); text.focus(); return; }
-      if (!ids.length) { flash('Choose at least one account.'); return; }
       if (uploading) { flash('Wait for the uploads to finish.'); return; }
-      var over = counts.querySelector('.over');
-      if (over) { flash('The text is too long for ' + over.textContent.split(':')[0] + '.'); return; }
+      // The post's rules (text or media present, the accounts, each network's limits, which the
+      // counts above only show) are the server's one check: its refusal names the rule.
       var body = { content: text.value, platforms: ids, media: media.map(function (m) { return m.id; }) };
       var later = form.querySelector('input[name="when"]:checked').value === 'later';
       submit.disabled = true;
