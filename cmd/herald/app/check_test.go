@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -35,7 +36,9 @@ func TestOneCheckAtEveryDoor(t *testing.T) {
 	other, _ := b.newUser("other@example.com", "pro")
 	foreign := b.newAccount(other.ID, "linkedin")
 	later := time.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339)
-	s := b.mcpSession(b.key)
+	h := *b.h
+	h.T = t
+	s := h.MCPSession(b.key)
 	br := b.newBrowser()
 	require.Equal(t, 200, br.signIn(b.user.Email, b.password).status)
 	scheduled := func() string {
@@ -82,9 +85,9 @@ func TestOneCheckAtEveryDoor(t *testing.T) {
 
 		// The tools relay the API's refusal, naming their own parameter (accounts).
 		toolMsg := strings.Replace(tc.msg, "platforms: ", "accounts: ", 1)
-		require.Contains(t, toolError(t, callTool(t, s, "publish_post", map[string]any{"content": tc.post["content"], "accounts": tc.post["platforms"]})),
+		require.Contains(t, apptest.ToolError(t, apptest.CallTool(t, s, "publish_post", map[string]any{"content": tc.post["content"], "accounts": tc.post["platforms"]})),
 			toolMsg, tc.name)
-		require.Contains(t, toolError(t, callTool(t, s, "schedule_post",
+		require.Contains(t, apptest.ToolError(t, apptest.CallTool(t, s, "schedule_post",
 			map[string]any{"content": tc.post["content"], "accounts": tc.post["platforms"], "scheduled_at": later})), toolMsg, tc.name)
 
 		// A draft may be incomplete for its networks, and is checked when it is submitted.

@@ -24,14 +24,9 @@ import (
 // waitJob polls a job until it is completed or failed.
 func (b *testBundle) waitJob(id string) map[string]any {
 	b.t.Helper()
-	var j map[string]any
-	require.Eventually(b.t, func() bool {
-		r := b.do("GET", "/v1/jobs/"+id, nil)
-		require.Equal(b.t, 200, r.status, string(r.body))
-		j = r.json(b.t)
-		return j["status"] == "completed" || j["status"] == "failed"
-	}, 30*time.Second, 10*time.Millisecond)
-	return j
+	h := *b.h
+	h.T = b.t
+	return h.WaitJob(id)
 }
 
 func (b *testBundle) publishNew(body map[string]any, hdr http.Header) *response {
