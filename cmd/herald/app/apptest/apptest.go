@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -296,4 +297,108 @@ func (h *Herald) CountPosts() int {
 		return err
 	}))
 	return total
+}
+
+// WaitJob polls GET /v1/jobs/:id until the job is completed or failed, and returns it.
+func (h *Herald) WaitJob(id string) map[string]any {
+	h.T.Helper()
+	var j map[string]any
+	require.Eventually(h.T, func() bool {
+		r := h.Do("GET", "/v1/jobs/"+id, nil)
+		require.Equal(h.T, 200, r.Status, string(r.Body))
+		j = r.JSON(h.T)
+		return j["status"] == "completed" || j["status"] == "failed"
+	}, 30*time.Second, 10*time.Millisecond)
+	return j
+}
+
+// PublishAndWait publishes a post through the API and returns it once published, with its
+// targets (and so the networks' publication ids).
+func (h *Herald) PublishAndWait(content string, media []string, accts ...*persistence.Account) *persistence.Post {
+	h.T.Helper()
+	body := map[string]any{"content": content, "platforms": []string{}}
+	for _, a := range accts {
+		body["platforms"] = append(body["platforms"].([]string), a.ID)
+	}
+	if media != nil {
+		body["media"] = media
+	}
+	r := h.Do("POST", "/v1/posts/publish", body)
+	require.Equal(h.T, 202, r.Status, string(r.Body))
+	j := h.WaitJob(r.JSON(h.T)["tracking_id"].(string))
+	require.Equal(h.T, "completed", j["status"], "%v", j)
+	postID := r.JSON(h.T)["post_id"].(string)
+	var p *persistence.Post
+	require.Eventually(h.T, func() bool {
+		require.NoError(h.T, h.App.Store.View(func(tx *persistence.Tx) error {
+			var err error
+			p, err = tx.Post(postID)
+			return err
+		}))
+		return p.Status == persistence.PostPublished
+	}, 10*time.Second, 10*time.Millisecond)
+	return p
+}
+
+// Target is the network's publication id of the post's target on platform.
+func Target(p *persistence.Post, platform platforms.Platform) string {
+	for _, t := range p.Targets {
+		if t.Platform == string(platform) {
+			return t.PublicationID
+		}
+	}
+	return ""
+}
+
+// PublicationID is the publication_id of the post's target on platform.
+func PublicationID(p *persistence.Post, platform platforms.Platform) string {
+	for i, t := range p.Targets {
+		if t.Platform == string(platform) {
+			return persistence.PublicationUUID(p.ID, i)
+		}
+	}
+	return ""
+}
+
+// TestFile is a test file: real magic bytes, then random bytes (so that a hash names one file).
+func TestFile(magic string, size int) []byte {
+	r := rand.New(rand.NewPCG(uint64(size), uint64(len(magic))))
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	copy(b, magic)
+	return b
+}
+
+// Media files the networks take: a JPEG and a PNG image and an MP4 video.
+var (
+	JPEGFile = TestFile("\xFF\xD8\xFF\xE0\x00\x10JFIF\x00", 300<<10)
+	PNGFile  = TestFile("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR", 200<<10)
+	MP4File  = TestFile("\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom", 3<<20+123)
+)
+
+// UploadMedia runs the whole media flow for the user (presign, PUT of the bytes, confirm) and
+// returns the media id.
+func (h *Herald) UploadMedia(filename, ctype string, data []byte) string {
+	h.T.Helper()
+	r := h.Do("POST", "/v1/media/presign", map[string]any{"filename": filename, "content_type": ctype, "size_bytes": len(data)})
+	require.Equal(h.T, 200, r.Status, string(r.Body))
+	p := r.JSON(h.T)
+	req, err := http.NewRequest(http.MethodPut, p["upload_url"].(string), bytes.NewReader(data))
+	require.NoError(h.T, err)
+	req.Header.Set("Content-Type", ctype)
+	resp, err := h.Client.Do(req)
+	require.NoError(h.T, err)
+	out, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.NoError(h.T, err)
+	require.Equal(h.T, 200, resp.StatusCode, string(out))
+	if strings.HasPrefix(req.URL.String(), h.URL) {
+		h.Validate(req, &Response{Status: resp.StatusCode, Header: resp.Header, Body: out})
+	}
+	r = h.Do("POST", "/v1/media/confirm", map[string]any{"key": p["key"], "storage_filename": p["storage_filename"],
+		"original_filename": "my " + p["storage_filename"].(string), "content_type": ctype, "size_bytes": len(data)})
+	require.Equal(h.T, 201, r.Status, string(r.Body))
+	return r.JSON(h.T)["id"].(string)
 }
