@@ -402,3 +402,26 @@ func (h *Herald) UploadMedia(filename, ctype string, data []byte) string {
 	require.Equal(h.T, 201, r.Status, string(r.Body))
 	return r.JSON(h.T)["id"].(string)
 }
+
+// AccountsByID lists GET /v1/accounts by id.
+func (h *Herald) AccountsByID() map[string]map[string]any {
+	h.T.Helper()
+	r := h.Do("GET", "/v1/accounts", nil)
+	require.Equal(h.T, 200, r.Status, string(r.Body))
+	out := map[string]map[string]any{}
+	for _, a := range r.JSON(h.T)["data"].([]any) {
+		m := a.(map[string]any)
+		out[m["id"].(string)] = m
+	}
+	return out
+}
+
+// TimeField is an RFC 3339 time field of an object, failing the test when it is not one.
+func TimeField(t testing.TB, m map[string]any, field string) time.Time {
+	t.Helper()
+	s, ok := m[field].(string)
+	require.True(t, ok, "%s is %v", field, m[field])
+	v, err := time.Parse(time.RFC3339Nano, s)
+	require.NoError(t, err)
+	return v
+}

@@ -1,4 +1,4 @@
-package app_test
+package api_test
 
 import (
 	"slices"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 	"github.com/heraldhq/herald/platforms/sim"
@@ -19,13 +20,13 @@ import (
 // job lists its failed targets.
 func TestPostDetailSaysWhereEachTargetWent(t *testing.T) {
 	t.Parallel()
-	b := setup(t, bundleOpts{demo: true})
-	x, bsky, li, ig := b.account(platforms.X).ID, b.account(platforms.Bluesky).ID, b.account(platforms.LinkedIn).ID, b.account(platforms.Instagram).ID
+	h := apptest.Start(t, apptest.Options{Demo: true})
+	x, bsky, li, ig := h.Account(platforms.X).ID, h.Account(platforms.Bluesky).ID, h.Account(platforms.LinkedIn).ID, h.Account(platforms.Instagram).ID
 	before := time.Now().UTC().Add(-time.Second)
-	r := b.publishNew(map[string]any{"content": "Where did it go?", "platforms": ids(x, bsky, li, ig)}, nil)
-	require.Equal(t, 202, r.status, string(r.body))
-	postID := r.json(t)["post_id"].(string)
-	j := b.waitJob(r.json(t)["tracking_id"].(string))
+	r := h.Do("POST", "/v1/posts/publish", map[string]any{"content": "Where did it go?", "platforms": []string{x, bsky, li, ig}})
+	require.Equal(t, 202, r.Status, string(r.Body))
+	postID := r.JSON(t)["post_id"].(string)
+	j := h.WaitJob(r.JSON(t)["tracking_id"].(string))
 	require.Equal(t, "completed", j["status"])
 	errs := j["errors"].([]any)
 	require.Len(t, errs, 1, "only the failed target")
@@ -34,8 +35,8 @@ func TestPostDetailSaysWhereEachTargetWent(t *testing.T) {
 	require.Contains(t, errs[0].(map[string]any)["message"], "photo or a video")
 	require.True(t, strings.HasPrefix(j["failure_reason"].(string), "1 of 4 platforms failed: instagram: "), j["failure_reason"])
 
-	require.Eventually(t, func() bool { return b.do("GET", "/v1/posts/"+postID, nil).json(t)["status"] == "partial" }, 10*time.Second, 10*time.Millisecond)
-	p := b.do("GET", "/v1/posts/"+postID, nil).json(t)
+	require.Eventually(t, func() bool { return h.Do("GET", "/v1/posts/"+postID, nil).JSON(t)["status"] == "partial" }, 10*time.Second, 10*time.Millisecond)
+	p := h.Do("GET", "/v1/posts/"+postID, nil).JSON(t)
 	require.Equal(t, j["failure_reason"], p["failure_reason"])
 	require.NotEmpty(t, p["updated_at"])
 	for i, pl := range p["platforms"].([]any) {
@@ -50,7 +51,7 @@ func TestPostDetailSaysWhereEachTargetWent(t *testing.T) {
 		}
 		require.Equal(t, "published", m["status"], platform)
 		require.Equal(t, persistence.PublicationUUID(postID, i), m["publication_id"])
-		recs := b.app.Sim.Publications(platform)
+		recs := h.App.Sim.Publications(platform)
 		require.Len(t, recs, 1)
 		require.Equal(t, recs[0].ID, m["platform_post_id"], platform)
 		require.True(t, strings.HasPrefix(m["platform_post_url"].(string), "https://"), m["platform_post_url"])
@@ -60,22 +61,22 @@ func TestPostDetailSaysWhereEachTargetWent(t *testing.T) {
 	}
 
 	// A job and a post that did not fail say nothing of failure.
-	r = b.publishNew(map[string]any{"content": "All good", "platforms": ids(x)}, nil)
-	require.Equal(t, 202, r.status, string(r.body))
-	j = b.waitJob(r.json(t)["tracking_id"].(string))
+	r = h.Do("POST", "/v1/posts/publish", map[string]any{"content": "All good", "platforms": []string{x}})
+	require.Equal(t, 202, r.Status, string(r.Body))
+	j = h.WaitJob(r.JSON(t)["tracking_id"].(string))
 	require.Equal(t, []any{}, j["errors"])
 	require.Nil(t, j["failure_reason"])
 	require.Eventually(t, func() bool {
-		return b.do("GET", "/v1/posts/"+r.json(t)["post_id"].(string), nil).json(t)["status"] == "published"
+		return h.Do("GET", "/v1/posts/"+r.JSON(t)["post_id"].(string), nil).JSON(t)["status"] == "published"
 	}, 10*time.Second, 10*time.Millisecond)
-	require.Nil(t, b.do("GET", "/v1/posts/"+r.json(t)["post_id"].(string), nil).json(t)["failure_reason"])
+	require.Nil(t, h.Do("GET", "/v1/posts/"+r.JSON(t)["post_id"].(string), nil).JSON(t)["failure_reason"])
 }
 
 // eventPhases returns the phases of a post's events on one platform, oldest first.
-func eventPhases(t *testing.T, b *testBundle, postID string, platform platforms.Platform) []string {
-	r := b.do("GET", "/v1/posts/"+postID+"/events", nil)
-	require.Equal(t, 200, r.status, string(r.body))
-	body := r.json(t)
+func eventPhases(t *testing.T, h *apptest.Herald, postID string, platform platforms.Platform) []string {
+	r := h.Do("GET", "/v1/posts/"+postID+"/events", nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
+	body := r.JSON(t)
 	require.Equal(t, postID, body["post_id"])
 	var out []string
 	for _, e := range body["events"].([]any) {
@@ -96,30 +97,30 @@ func TestPostEventsTimeline(t *testing.T) {
 	}
 	// Facebook allows one publish an hour here, so that a second one waits for its budget.
 	rules[platforms.Facebook] = []account.Rule{{Name: "calls", Limit: 1, Window: time.Hour, Cost: 1}}
-	b := setup(t, bundleOpts{demo: true, budgets: rules})
-	x, bsky, fb, ig, th := b.account(platforms.X).ID, b.account(platforms.Bluesky).ID, b.account(platforms.Facebook).ID,
-		b.account(platforms.Instagram).ID, b.account(platforms.Threads).ID
+	h := apptest.Start(t, apptest.Options{Demo: true, Budgets: rules})
+	x, bsky, fb, ig, th := h.Account(platforms.X).ID, h.Account(platforms.Bluesky).ID, h.Account(platforms.Facebook).ID,
+		h.Account(platforms.Instagram).ID, h.Account(platforms.Threads).ID
 
 	// X answers its post with a 5xx: the outcome is unknown until Herald looks the post up and
 	// sends it again. Threads fails its container with a 5xx (nothing created): retried.
 	// Instagram refuses text; Facebook goes through.
-	require.NoError(t, b.app.Sim.InjectFault(platforms.X, sim.FaultError5xx, 1))
-	require.NoError(t, b.app.Sim.InjectFault(platforms.Threads, sim.FaultError5xx, 1))
+	require.NoError(t, h.App.Sim.InjectFault(platforms.X, sim.FaultError5xx, 1))
+	require.NoError(t, h.App.Sim.InjectFault(platforms.Threads, sim.FaultError5xx, 1))
 	// Bluesky creates the post and then fails the answer: the look-up finds it.
-	require.NoError(t, b.app.Sim.InjectFault(platforms.Bluesky, sim.FaultPostThenError, 1))
-	r := b.publishNew(map[string]any{"content": "A timeline", "platforms": ids(x, bsky, ig, fb, th)}, nil)
-	require.Equal(t, 202, r.status, string(r.body))
-	postID, jobID := r.json(t)["post_id"].(string), r.json(t)["tracking_id"].(string)
-	b.waitJob(jobID)
-	require.Equal(t, []string{"queued", "platform_resolved", "platform_success"}, eventPhases(t, b, postID, platforms.X))
-	require.Equal(t, []string{"queued", "platform_retrying", "platform_success"}, eventPhases(t, b, postID, platforms.Threads))
-	require.Equal(t, []string{"queued", "platform_resolved", "platform_success"}, eventPhases(t, b, postID, platforms.Bluesky))
-	require.Len(t, b.app.Sim.Publications(platforms.Bluesky), 1, "found, not sent twice")
-	require.Equal(t, []string{"queued", "platform_failed"}, eventPhases(t, b, postID, platforms.Instagram))
-	require.Equal(t, []string{"queued", "platform_success"}, eventPhases(t, b, postID, platforms.Facebook))
+	require.NoError(t, h.App.Sim.InjectFault(platforms.Bluesky, sim.FaultPostThenError, 1))
+	r := h.Do("POST", "/v1/posts/publish", map[string]any{"content": "A timeline", "platforms": []string{x, bsky, ig, fb, th}})
+	require.Equal(t, 202, r.Status, string(r.Body))
+	postID, jobID := r.JSON(t)["post_id"].(string), r.JSON(t)["tracking_id"].(string)
+	h.WaitJob(jobID)
+	require.Equal(t, []string{"queued", "platform_resolved", "platform_success"}, eventPhases(t, h, postID, platforms.X))
+	require.Equal(t, []string{"queued", "platform_retrying", "platform_success"}, eventPhases(t, h, postID, platforms.Threads))
+	require.Equal(t, []string{"queued", "platform_resolved", "platform_success"}, eventPhases(t, h, postID, platforms.Bluesky))
+	require.Len(t, h.App.Sim.Publications(platforms.Bluesky), 1, "found, not sent twice")
+	require.Equal(t, []string{"queued", "platform_failed"}, eventPhases(t, h, postID, platforms.Instagram))
+	require.Equal(t, []string{"queued", "platform_success"}, eventPhases(t, h, postID, platforms.Facebook))
 
-	r = b.do("GET", "/v1/posts/"+postID+"/events", nil)
-	events := r.json(t)["events"].([]any)
+	r = h.Do("GET", "/v1/posts/"+postID+"/events", nil)
+	events := r.JSON(t)["events"].([]any)
 	seen := map[string]bool{}
 	var last time.Time
 	for _, e := range events {
@@ -148,36 +149,36 @@ func TestPostEventsTimeline(t *testing.T) {
 	}
 
 	// Facebook's budget is spent: a second post waits for it, and its timeline says so.
-	r = b.publishNew(map[string]any{"content": "Waits for Facebook", "platforms": ids(fb)}, nil)
-	require.Equal(t, 202, r.status, string(r.body))
-	waiting := r.json(t)["post_id"].(string)
+	r = h.Do("POST", "/v1/posts/publish", map[string]any{"content": "Waits for Facebook", "platforms": []string{fb}})
+	require.Equal(t, 202, r.Status, string(r.Body))
+	waiting := r.JSON(t)["post_id"].(string)
 	require.Eventually(t, func() bool {
-		return slices.Equal([]string{"queued", "platform_waiting"}, eventPhases(t, b, waiting, platforms.Facebook))
+		return slices.Equal([]string{"queued", "platform_waiting"}, eventPhases(t, h, waiting, platforms.Facebook))
 	}, 10*time.Second, 10*time.Millisecond)
 
 	// Publishing the partial post again adds the new job's events after the first job's.
-	r = b.do("POST", "/v1/posts/"+postID+"/publish", nil)
-	require.Equal(t, 202, r.status, string(r.body))
-	b.waitJob(r.json(t)["tracking_id"].(string))
-	require.Equal(t, []string{"queued", "platform_failed", "queued", "platform_failed"}, eventPhases(t, b, postID, platforms.Instagram))
+	r = h.Do("POST", "/v1/posts/"+postID+"/publish", nil)
+	require.Equal(t, 202, r.Status, string(r.Body))
+	h.WaitJob(r.JSON(t)["tracking_id"].(string))
+	require.Equal(t, []string{"queued", "platform_failed", "queued", "platform_failed"}, eventPhases(t, h, postID, platforms.Instagram))
 }
 
 func TestPostEventsBadInput(t *testing.T) {
 	t.Parallel()
-	b := setup(t, bundleOpts{})
-	draft := b.createPost("a draft", b.accounts[0])
-	r := b.do("GET", "/v1/posts/"+draft+"/events", nil)
-	require.Equal(t, 200, r.status, string(r.body))
-	require.Equal(t, map[string]any{"post_id": draft, "events": []any{}}, r.json(t), "a draft has no events")
+	h := apptest.Start(t, apptest.Options{})
+	draft := h.CreatePost("a draft", h.Accounts[0])
+	r := h.Do("GET", "/v1/posts/"+draft+"/events", nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.Equal(t, map[string]any{"post_id": draft, "events": []any{}}, r.JSON(t), "a draft has no events")
 
-	_, otherKey := b.newUser("other@example.com", "pro")
-	r = b.doKey(otherKey, "GET", "/v1/posts/"+draft+"/events", nil, nil)
-	require.Equal(t, 403, r.status, string(r.body))
-	require.Equal(t, "forbidden", r.errorCode(t))
-	r = b.do("GET", "/v1/posts/"+uuid.NewString()+"/events", nil)
-	require.Equal(t, 404, r.status, string(r.body))
-	require.Equal(t, "not_found", r.errorCode(t))
-	r = b.do("GET", "/v1/posts/not-a-uuid/events", nil)
-	require.Equal(t, 400, r.status, string(r.body))
-	require.Equal(t, "validation_error", r.errorCode(t))
+	_, otherKey := h.NewUser("other@example.com", "pro")
+	r = h.DoKey(otherKey, "GET", "/v1/posts/"+draft+"/events", nil, nil)
+	require.Equal(t, 403, r.Status, string(r.Body))
+	require.Equal(t, "forbidden", r.ErrorCode(t))
+	r = h.Do("GET", "/v1/posts/"+uuid.NewString()+"/events", nil)
+	require.Equal(t, 404, r.Status, string(r.Body))
+	require.Equal(t, "not_found", r.ErrorCode(t))
+	r = h.Do("GET", "/v1/posts/not-a-uuid/events", nil)
+	require.Equal(t, 400, r.Status, string(r.Body))
+	require.Equal(t, "validation_error", r.ErrorCode(t))
 }
