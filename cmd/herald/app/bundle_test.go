@@ -8,6 +8,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/actors/webhook/webhooktest"
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/persistence"
@@ -135,4 +136,17 @@ func (b *testBundle) account(p platforms.Platform) *persistence.Account {
 	}
 	b.t.Fatalf("no %s account", p)
 	return nil
+}
+
+// withReceivers allows loopback webhook targets (apptest.WithReceivers).
+func withReceivers(ca *webhooktest.CA) func(*app.Config) { return apptest.WithReceivers(ca) }
+
+func (b *testBundle) createWebhook(url string, events ...string) (id, secret string) {
+	b.t.Helper()
+	return b.h.CreateWebhook(url, events...)
+}
+
+func (b *testBundle) webhookCount() int {
+	b.t.Helper()
+	return b.h.WebhookCount()
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/actors/webhook/webhooktest"
 	"github.com/heraldhq/herald/cmd/herald/app"
+	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/admin"
 	"github.com/heraldhq/herald/http/auth"
@@ -467,16 +468,7 @@ func TestObservabilityOfARepresentativeRun(t *testing.T) { //nolint:tparallel //
 }
 
 // scrape reads /metrics.
-func scrape(t *testing.T, base string) string {
-	t.Helper()
-	res, err := http.Get(base + "/metrics")
-	require.NoError(t, err)
-	defer res.Body.Close()
-	require.Equal(t, 200, res.StatusCode)
-	raw, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return string(raw)
-}
+func scrape(t *testing.T, base string) string { t.Helper(); return apptest.Scrape(t, base) }
 
 // exposedFamilies lists the metric names of an exposition, with the _bucket, _sum and _count
 // series of histograms and summaries.

@@ -29,6 +29,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/actors/webhook/webhooktest"
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/http/api"
 	"github.com/heraldhq/herald/http/auth"
@@ -424,4 +425,46 @@ func TimeField(t testing.TB, m map[string]any, field string) time.Time {
 	v, err := time.Parse(time.RFC3339Nano, s)
 	require.NoError(t, err)
 	return v
+}
+
+// WithReceivers allows loopback targets and trusts the test CA, with fast retries.
+func WithReceivers(ca *webhooktest.CA) func(*app.Config) {
+	return func(c *app.Config) {
+		c.WebhookAllowPrivate = true
+		c.WebhookCAFile = ca.File
+		c.WebhookSchedule = []time.Duration{time.Millisecond}
+	}
+}
+
+// CreateWebhook subscribes the user to events (every event when none is given) at url and
+// returns the subscription's id and signing secret.
+func (h *Herald) CreateWebhook(url string, events ...string) (id, secret string) {
+	h.T.Helper()
+	if len(events) == 0 {
+		events = persistence.WebhookEvents
+	}
+	r := h.Do("POST", "/v1/webhooks", map[string]any{"url": url, "events": events})
+	require.Equal(h.T, 201, r.Status, string(r.Body))
+	m := r.JSON(h.T)
+	return m["id"].(string), m["secret"].(string)
+}
+
+// WebhookCount is how many webhooks the user has.
+func (h *Herald) WebhookCount() int {
+	h.T.Helper()
+	n := 0
+	require.NoError(h.T, h.App.Store.View(func(tx *persistence.Tx) error { n = tx.CountWebhooks(h.User.ID); return nil }))
+	return n
+}
+
+// Scrape reads the Prometheus exposition served at base.
+func Scrape(t testing.TB, base string) string {
+	t.Helper()
+	res, err := http.Get(base + "/metrics")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, 200, res.StatusCode)
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return string(raw)
 }
