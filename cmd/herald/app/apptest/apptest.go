@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +34,7 @@ import (
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/http/api"
 	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/http/web"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/storetest"
 	"github.com/heraldhq/herald/platforms"
@@ -467,4 +469,10 @@ func Scrape(t testing.TB, base string) string {
 	raw, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
 	return string(raw)
+}
+
+// DashboardPath reports whether a path is the dashboard's (not in the OpenAPI document): the
+// OAuth consent page is a browser's page too.
+func DashboardPath(p string) bool {
+	return strings.HasPrefix(p, "/api/") || p == "/signin" || p == "/signout" || p == "/oauth/authorize" || slices.Contains(web.Paths, p)
 }
