@@ -226,16 +226,8 @@ func (h *Herald) DoKey(key, method, path string, body any, hdr http.Header) *Res
 	if raw != nil && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	for k, vs := range hdr {
-		req.Header[k] = vs
-	}
-	resp, err := h.Client.Do(req)
-	require.NoError(h.T, err)
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	require.NoError(h.T, err)
-	r := &Response{Status: resp.StatusCode, Header: resp.Header, Body: out}
-	require.NotEmpty(h.T, resp.Header.Get("X-Request-Id"), "every response carries X-Request-Id")
+	r := h.send(req, hdr)
+	require.NotEmpty(h.T, r.Header.Get("X-Request-Id"), "every response carries X-Request-Id")
 	h.Validate(req, r)
 	return r
 }

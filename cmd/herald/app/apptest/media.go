@@ -54,17 +54,9 @@ func (h *Herald) RawPut(u, ctype string, body []byte, length int64, hdr http.Hea
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	resp, err := h.Client.Do(req)
-	require.NoError(h.T, err)
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	require.NoError(h.T, err)
-	r := &Response{Status: resp.StatusCode, Header: resp.Header, Body: out}
+	r := h.send(req, hdr)
 	if strings.HasPrefix(u, h.URL) {
-		require.NotEmpty(h.T, resp.Header.Get("X-Request-Id"))
+		require.NotEmpty(h.T, r.Header.Get("X-Request-Id"))
 		h.Validate(req, r)
 	}
 	return r
@@ -75,15 +67,7 @@ func (h *Herald) RawGet(u string, hdr http.Header) *Response {
 	h.T.Helper()
 	req, err := http.NewRequest(http.MethodGet, u, nil)
 	require.NoError(h.T, err)
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	resp, err := h.Client.Do(req)
-	require.NoError(h.T, err)
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	require.NoError(h.T, err)
-	r := &Response{Status: resp.StatusCode, Header: resp.Header, Body: out}
+	r := h.send(req, hdr)
 	h.Validate(req, r)
 	return r
 }
@@ -122,4 +106,18 @@ func S3Media(t testing.TB) app.MediaConfig {
 func SHA256(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+// send sends req with the extra headers hdr through the client and reads the whole answer.
+func (h *Herald) send(req *http.Request, hdr http.Header) *Response {
+	h.T.Helper()
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	resp, err := h.Client.Do(req)
+	require.NoError(h.T, err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	require.NoError(h.T, err)
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: out}
 }
