@@ -8,6 +8,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/actors/webhook/webhooktest"
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/persistence"
@@ -139,11 +140,15 @@ func (b *testBundle) account(p platforms.Platform) *persistence.Account {
 	return nil
 }
 
-// publishAndWait publishes a post through the API and returns it once published
-// (apptest.Herald.PublishAndWait).
-func (b *testBundle) publishAndWait(content string, media []string, accts ...*persistence.Account) *persistence.Post {
+// withReceivers allows loopback webhook targets (apptest.WithReceivers).
+func withReceivers(ca *webhooktest.CA) func(*app.Config) { return apptest.WithReceivers(ca) }
+
+func (b *testBundle) createWebhook(url string, events ...string) (id, secret string) {
 	b.t.Helper()
-	h := *b.h
-	h.T = b.t
-	return h.PublishAndWait(content, media, accts...)
+	return b.h.CreateWebhook(url, events...)
+}
+
+func (b *testBundle) webhookCount() int {
+	b.t.Helper()
+	return b.h.WebhookCount()
 }

@@ -12,18 +12,14 @@ import (
 	"github.com/heraldhq/herald/platforms"
 )
 
-// unconvertibleMessage is Instagram's failure on unconvertiblePhoto.
-const unconvertibleMessage = "could not be converted to a JPEG for instagram: the PNG is corrupt"
+// unconvertibleMessage and unconvertiblePhoto are apptest's.
+const unconvertibleMessage = apptest.UnconvertibleMessage
 
-// unconvertiblePhoto uploads a PNG every network takes at submission (Instagram converts PNGs
-// to JPEG) whose bytes are corrupt: Instagram fails its target when it publishes, with
-// unconvertibleMessage. It is how a test makes a target fail on its network now that a post a
-// network's rules refuse is refused before it is stored.
 func (b *testBundle) unconvertiblePhoto() string {
 	b.t.Helper()
-	corrupt := encodePNG(b.t, halves(32, 16, red, blue))
-	corrupt = append(corrupt[:60:60], strings.Repeat("Z", 200)...)
-	return b.uploadMedia("broken.png", "image/png", corrupt)
+	h := *b.h
+	h.T, h.Client = b.t, b.client
+	return h.UnconvertiblePhoto()
 }
 
 // The same bad post is refused the same way at every door that takes a post: a new post

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +19,6 @@ import (
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/http/session"
-	"github.com/heraldhq/herald/http/web"
 	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/persistence"
 )
@@ -30,11 +28,8 @@ var cheapPasswords = apptest.CheapPasswords
 
 func passwordOf(email string) string { return apptest.PasswordOf(email) }
 
-// dashboardPath reports whether a path is the dashboard's (not in the OpenAPI document): the
-// OAuth consent page is a browser's page too.
-func dashboardPath(p string) bool {
-	return strings.HasPrefix(p, "/api/") || p == "/signin" || p == "/signout" || p == "/oauth/authorize" || slices.Contains(web.Paths, p)
-}
+// dashboardPath is apptest.DashboardPath.
+func dashboardPath(p string) bool { return apptest.DashboardPath(p) }
 
 // browser is a person's browser (apptest.Browser), its requests answered as the wiring's tests
 // read them.

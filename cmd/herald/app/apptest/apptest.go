@@ -21,6 +21,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -34,9 +35,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/actors/webhook/webhooktest"
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/http/api"
 	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/http/web"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/storetest"
 	"github.com/heraldhq/herald/platforms"
@@ -229,16 +232,8 @@ func (h *Herald) DoKey(key, method, path string, body any, hdr http.Header) *Res
 	if raw != nil && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	for k, vs := range hdr {
-		req.Header[k] = vs
-	}
-	resp, err := h.Client.Do(req)
-	require.NoError(h.T, err)
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	require.NoError(h.T, err)
-	r := &Response{Status: resp.StatusCode, Header: resp.Header, Body: out}
-	require.NotEmpty(h.T, resp.Header.Get("X-Request-Id"), "every response carries X-Request-Id")
+	r := h.send(req, hdr)
+	require.NotEmpty(h.T, r.Header.Get("X-Request-Id"), "every response carries X-Request-Id")
 	h.Validate(req, r)
 	return r
 }
@@ -643,6 +638,59 @@ func (o *OAuth) Grant(resource, scope string) map[string]any {
 	return r.JSON(o.T)
 }
 
+// AccountsByID lists GET /v1/accounts by id.
+func (h *Herald) AccountsByID() map[string]map[string]any {
+	h.T.Helper()
+	r := h.Do("GET", "/v1/accounts", nil)
+	require.Equal(h.T, 200, r.Status, string(r.Body))
+	out := map[string]map[string]any{}
+	for _, a := range r.JSON(h.T)["data"].([]any) {
+		m := a.(map[string]any)
+		out[m["id"].(string)] = m
+	}
+	return out
+}
+
+// TimeField is an RFC 3339 time field of an object, failing the test when it is not one.
+func TimeField(t testing.TB, m map[string]any, field string) time.Time {
+	t.Helper()
+	s, ok := m[field].(string)
+	require.True(t, ok, "%s is %v", field, m[field])
+	v, err := time.Parse(time.RFC3339Nano, s)
+	require.NoError(t, err)
+	return v
+}
+
+// WithReceivers allows loopback targets and trusts the test CA, with fast retries.
+func WithReceivers(ca *webhooktest.CA) func(*app.Config) {
+	return func(c *app.Config) {
+		c.WebhookAllowPrivate = true
+		c.WebhookCAFile = ca.File
+		c.WebhookSchedule = []time.Duration{time.Millisecond}
+	}
+}
+
+// CreateWebhook subscribes the user to events (every event when none is given) at url and
+// returns the subscription's id and signing secret.
+func (h *Herald) CreateWebhook(url string, events ...string) (id, secret string) {
+	h.T.Helper()
+	if len(events) == 0 {
+		events = persistence.WebhookEvents
+	}
+	r := h.Do("POST", "/v1/webhooks", map[string]any{"url": url, "events": events})
+	require.Equal(h.T, 201, r.Status, string(r.Body))
+	m := r.JSON(h.T)
+	return m["id"].(string), m["secret"].(string)
+}
+
+// WebhookCount is how many webhooks the user has.
+func (h *Herald) WebhookCount() int {
+	h.T.Helper()
+	n := 0
+	require.NoError(h.T, h.App.Store.View(func(tx *persistence.Tx) error { n = tx.CountWebhooks(h.User.ID); return nil }))
+	return n
+}
+
 // Scrape reads the Prometheus exposition served at base.
 func Scrape(t testing.TB, base string) string {
 	t.Helper()
@@ -653,4 +701,10 @@ func Scrape(t testing.TB, base string) string {
 	raw, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
 	return string(raw)
+}
+
+// DashboardPath reports whether a path is the dashboard's (not in the OpenAPI document): the
+// OAuth consent page is a browser's page too.
+func DashboardPath(p string) bool {
+	return strings.HasPrefix(p, "/api/") || p == "/signin" || p == "/signout" || p == "/oauth/authorize" || slices.Contains(web.Paths, p)
 }

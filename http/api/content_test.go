@@ -1,4 +1,4 @@
-package app_test
+package api_test
 
 import (
 	"encoding/json"
@@ -18,13 +18,13 @@ import (
 // and every field rule of a create applies. A refused update changes nothing.
 func TestPatchAppliesTheCreateRules(t *testing.T) {
 	t.Parallel()
-	b := setup(t, bundleOpts{})
-	acct := b.accounts[0].ID
-	id := b.createPost("keep me", b.accounts[0])
-	media := b.uploadMedia("photo.png", "image/png", pngFile)
-	r := b.do("POST", "/v1/posts", map[string]any{"content": "", "platforms": []string{acct}, "media": []string{media}})
-	require.Equal(t, 201, r.status, "a post with media may have no text: %s", r.body)
-	withMedia := r.json(t)["id"].(string)
+	h := apptest.Start(t, apptest.Options{})
+	acct := h.Accounts[0].ID
+	id := h.CreatePost("keep me", h.Accounts[0])
+	media := h.UploadMedia("photo.png", "image/png", apptest.PNGFile)
+	r := h.Do("POST", "/v1/posts", map[string]any{"content": "", "platforms": []string{acct}, "media": []string{media}})
+	require.Equal(t, 201, r.Status, "a post with media may have no text: %s", r.Body)
+	withMedia := r.JSON(t)["id"].(string)
 	tooMany := make([]string, 51)
 	for i := range tooMany {
 		tooMany[i] = uuid.NewString()
@@ -47,26 +47,26 @@ func TestPatchAppliesTheCreateRules(t *testing.T) {
 		{"scheduledAt with content", id, `{"content": "x", "scheduledAt": "2030-01-01T10:00:00Z"}`, "scheduledAt: cannot be changed"},
 		{"timezone", id, `{"timezone": "Europe/Paris"}`, "timezone: cannot be changed"},
 	} {
-		r := b.do("PATCH", "/v1/posts/"+tc.id, []byte(tc.body))
-		require.Equal(t, 400, r.status, "%s: %s", tc.name, r.body)
-		require.Equal(t, "validation_error", r.errorCode(t), tc.name)
-		require.Contains(t, r.errorMessage(t), tc.message, tc.name)
+		r := h.Do("PATCH", "/v1/posts/"+tc.id, []byte(tc.body))
+		require.Equal(t, 400, r.Status, "%s: %s", tc.name, r.Body)
+		require.Equal(t, "validation_error", r.ErrorCode(t), tc.name)
+		require.Contains(t, r.ErrorMessage(t), tc.message, tc.name)
 	}
-	p := b.do("GET", "/v1/posts/"+id, nil).json(t)
+	p := h.Do("GET", "/v1/posts/"+id, nil).JSON(t)
 	require.Equal(t, "keep me", p["content"], "refused updates changed nothing")
 	require.Len(t, p["platforms"], 1)
-	p = b.do("GET", "/v1/posts/"+withMedia, nil).json(t)
+	p = h.Do("GET", "/v1/posts/"+withMedia, nil).JSON(t)
 	require.Equal(t, []any{media}, p["media_ids"])
 
 	// What a create allows, an update allows.
-	r = b.do("PATCH", "/v1/posts/"+withMedia, map[string]any{"content": "   "})
-	require.Equal(t, 200, r.status, string(r.body))
-	r = b.do("PATCH", "/v1/posts/"+id, map[string]any{"content": "line one\r\n\tline two", "media": []string{media}})
-	require.Equal(t, 200, r.status, string(r.body))
-	r = b.do("PATCH", "/v1/posts/"+id, map[string]any{"content": ""})
-	require.Equal(t, 200, r.status, "a post with media may lose its text: %s", r.body)
-	r = b.do("PATCH", "/v1/posts/"+id, map[string]any{"media": []string{}})
-	require.Equal(t, 400, r.status, "and then not its media")
+	r = h.Do("PATCH", "/v1/posts/"+withMedia, map[string]any{"content": "   "})
+	require.Equal(t, 200, r.Status, string(r.Body))
+	r = h.Do("PATCH", "/v1/posts/"+id, map[string]any{"content": "line one\r\n\tline two", "media": []string{media}})
+	require.Equal(t, 200, r.Status, string(r.Body))
+	r = h.Do("PATCH", "/v1/posts/"+id, map[string]any{"content": ""})
+	require.Equal(t, 200, r.Status, "a post with media may lose its text: %s", r.Body)
+	r = h.Do("PATCH", "/v1/posts/"+id, map[string]any{"media": []string{}})
+	require.Equal(t, 400, r.Status, "and then not its media")
 }
 
 func mustJSON(t *testing.T, v any) string {
@@ -81,10 +81,10 @@ func mustJSON(t *testing.T, v any) string {
 // every route whose text reaches a network; nothing is created, changed or sent.
 func TestContentControlCharactersAndInvalidUTF8AreRefused(t *testing.T) {
 	t.Parallel()
-	b := setup(t, bundleOpts{demo: true})
-	x := b.account(platforms.X).ID
-	draft := b.createPost("the draft", b.account(platforms.X))
-	before := b.countPosts()
+	h := apptest.Start(t, apptest.Options{Demo: true})
+	x := h.Account(platforms.X).ID
+	draft := h.CreatePost("the draft", h.Account(platforms.X))
+	before := h.CountPosts()
 	bodies := []struct {
 		name, content, message string
 	}{
@@ -111,24 +111,24 @@ func TestContentControlCharactersAndInvalidUTF8AreRefused(t *testing.T) {
 	for _, rt := range routes {
 		for _, tc := range bodies {
 			body := strings.Replace(rt.body, "%s", tc.content, 1)
-			r := b.do(rt.method, rt.path, []byte(body))
-			require.Equal(t, 400, r.status, "%s %s %s: %s", rt.method, rt.path, tc.name, r.body)
-			require.Equal(t, "validation_error", r.errorCode(t), tc.name)
-			require.Contains(t, r.errorMessage(t), tc.message, "%s %s %s", rt.method, rt.path, tc.name)
+			r := h.Do(rt.method, rt.path, []byte(body))
+			require.Equal(t, 400, r.Status, "%s %s %s: %s", rt.method, rt.path, tc.name, r.Body)
+			require.Equal(t, "validation_error", r.ErrorCode(t), tc.name)
+			require.Contains(t, r.ErrorMessage(t), tc.message, "%s %s %s", rt.method, rt.path, tc.name)
 		}
 	}
-	r := b.do("POST", "/v1/posts", []byte(`{"content":"ab`+"\xff\xfe"+`","platforms":["`+x+`"]}`))
-	require.Contains(t, r.errorMessage(t), "content: is not valid UTF-8: byte 0xFF at offset 14 of the request body")
-	require.Equal(t, before, b.countPosts(), "nothing was created")
-	require.Equal(t, "the draft", b.do("GET", "/v1/posts/"+draft, nil).json(t)["content"], "nothing was changed")
+	r := h.Do("POST", "/v1/posts", []byte(`{"content":"ab`+"\xff\xfe"+`","platforms":["`+x+`"]}`))
+	require.Contains(t, r.ErrorMessage(t), "content: is not valid UTF-8: byte 0xFF at offset 14 of the request body")
+	require.Equal(t, before, h.CountPosts(), "nothing was created")
+	require.Equal(t, "the draft", h.Do("GET", "/v1/posts/"+draft, nil).JSON(t)["content"], "nothing was changed")
 	for _, p := range platforms.All {
-		require.Empty(t, b.app.Sim.Publications(p), "nothing was sent to %s", p)
+		require.Empty(t, h.App.Sim.Publications(p), "nothing was sent to %s", p)
 	}
 
 	// Tab, line feed and carriage return are text; so are format characters and U+FFFD itself.
-	r = b.do("POST", "/v1/posts", []byte(`{"content":"a\tb\nc\r\nd\u200be\ufeff\ufffd 😀 \ud83d\ude00","platforms":["`+x+`"]}`))
-	require.Equal(t, 201, r.status, string(r.body))
-	got := b.do("GET", "/v1/posts/"+r.json(t)["id"].(string), nil).json(t)["content"]
+	r = h.Do("POST", "/v1/posts", []byte(`{"content":"a\tb\nc\r\nd\u200be\ufeff\ufffd 😀 \ud83d\ude00","platforms":["`+x+`"]}`))
+	require.Equal(t, 201, r.Status, string(r.Body))
+	got := h.Do("GET", "/v1/posts/"+r.JSON(t)["id"].(string), nil).JSON(t)["content"]
 	require.Equal(t, "a\tb\nc\r\nd\u200be\ufeff\ufffd 😀 😀", got)
 
 	// Replies to comments and direct messages are held to the same rule, before any network call.
@@ -136,19 +136,19 @@ func TestContentControlCharactersAndInvalidUTF8AreRefused(t *testing.T) {
 		if strings.HasPrefix(tc.message, "content: ") {
 			tc.message = "text: " + strings.TrimPrefix(tc.message, "content: ")
 		}
-		r := b.do("POST", "/v1/inbox/comments/c-1/reply", []byte(`{"publication_id":"`+uuid.NewString()+`","text":"`+tc.content+`"}`))
-		require.Equal(t, 400, r.status, "comment reply %s: %s", tc.name, r.body)
-		require.Contains(t, r.errorMessage(t), tc.message, "comment reply %s", tc.name)
-		r = b.do("POST", "/v1/inbox/dms/conv-1/reply", []byte(`{"account_id":"`+x+`","text":"`+tc.content+`"}`))
-		require.Equal(t, 400, r.status, "DM reply %s: %s", tc.name, r.body)
-		require.Contains(t, r.errorMessage(t), tc.message, "DM reply %s", tc.name)
+		r := h.Do("POST", "/v1/inbox/comments/c-1/reply", []byte(`{"publication_id":"`+uuid.NewString()+`","text":"`+tc.content+`"}`))
+		require.Equal(t, 400, r.Status, "comment reply %s: %s", tc.name, r.Body)
+		require.Contains(t, r.ErrorMessage(t), tc.message, "comment reply %s", tc.name)
+		r = h.Do("POST", "/v1/inbox/dms/conv-1/reply", []byte(`{"account_id":"`+x+`","text":"`+tc.content+`"}`))
+		require.Equal(t, 400, r.Status, "DM reply %s: %s", tc.name, r.Body)
+		require.Contains(t, r.ErrorMessage(t), tc.message, "DM reply %s", tc.name)
 	}
 
 	// The MCP connector's tools call the same routes, and get the same refusal.
-	s := b.h.MCPSession(b.key)
+	s := h.MCPSession(h.Key)
 	msg := apptest.ToolError(t, apptest.CallTool(t, s, "create_draft", map[string]any{"content": "nul \x00 here", "accounts": []string{x}}))
 	require.Contains(t, msg, "content: contains control character U+0000 at position 4")
 	msg = apptest.ToolError(t, apptest.CallTool(t, s, "update_draft", map[string]any{"post_id": draft, "content": "bell \a"}))
 	require.Contains(t, msg, "content: contains control character U+0007 at position 5")
-	require.Equal(t, before+1, b.countPosts())
+	require.Equal(t, before+1, h.CountPosts())
 }

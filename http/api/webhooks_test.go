@@ -1,4 +1,4 @@
-package app_test
+package api_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldhq/herald/actors/webhook/webhooktest"
 	"github.com/heraldhq/herald/cmd/herald/app"
+	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/persistence"
 )
 
@@ -22,59 +23,32 @@ import (
 // never produce an event for its subscription, so Herald never connects to it.
 const publicURL = "https://93.184.216.34/hooks/herald"
 
-// withReceivers allows loopback targets and trusts the test CA, with fast retries.
-func withReceivers(ca *webhooktest.CA) func(*app.Config) {
-	return func(c *app.Config) {
-		c.WebhookAllowPrivate = true
-		c.WebhookCAFile = ca.File
-		c.WebhookSchedule = []time.Duration{time.Millisecond}
-	}
-}
-
 // appendEvent writes a post event to the outbox as the post lifecycle does: in a transaction of
 // the store, then Notify.
-func (b *testBundle) appendEvent(typ string, p *persistence.Post) *persistence.Event {
-	b.t.Helper()
+func appendEvent(h *apptest.Herald, typ string, p *persistence.Post) *persistence.Event {
+	h.T.Helper()
 	targets := make([]map[string]any, 0, len(p.Targets))
 	for _, t := range p.Targets {
 		targets = append(targets, map[string]any{"platform": t.Platform, "status": t.Status, "connected_account_id": t.AccountID, "error": t.Error})
 	}
 	data, err := json.Marshal(map[string]any{"post_id": p.ID, "status": p.Status, "platforms": targets})
-	require.NoError(b.t, err)
+	require.NoError(h.T, err)
 	ev := &persistence.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: typ, UserID: p.UserID, CreatedAt: time.Now().UTC(), Data: data}
-	require.NoError(b.t, b.app.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.AppendEvent(ev) }))
-	b.app.Events.Notify()
+	require.NoError(h.T, h.App.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.AppendEvent(ev) }))
+	h.App.Events.Notify()
 	return ev
-}
-
-func (b *testBundle) createWebhook(url string, events ...string) (id, secret string) {
-	b.t.Helper()
-	if len(events) == 0 {
-		events = persistence.WebhookEvents
-	}
-	r := b.do("POST", "/v1/webhooks", map[string]any{"url": url, "events": events})
-	require.Equal(b.t, 201, r.status, string(r.body))
-	m := r.json(b.t)
-	return m["id"].(string), m["secret"].(string)
-}
-
-func (b *testBundle) webhookCount() int {
-	b.t.Helper()
-	n := 0
-	require.NoError(b.t, b.app.Store.View(func(tx *persistence.Tx) error { n = tx.CountWebhooks(b.user.ID); return nil }))
-	return n
 }
 
 func TestWebhookSubscriptions(t *testing.T) {
 	t.Parallel()
-	b := setup(t, bundleOpts{})
-	r := b.do("GET", "/v1/webhooks", nil)
-	require.Equal(t, 200, r.status)
-	require.Equal(t, []any{}, r.json(t)["data"])
+	h := apptest.Start(t, apptest.Options{})
+	r := h.Do("GET", "/v1/webhooks", nil)
+	require.Equal(t, 200, r.Status)
+	require.Equal(t, []any{}, r.JSON(t)["data"])
 
-	r = b.do("POST", "/v1/webhooks", map[string]any{"url": publicURL, "events": []string{"post.published", "post.failed"}})
-	require.Equal(t, 201, r.status, string(r.body))
-	created := r.json(t)
+	r = h.Do("POST", "/v1/webhooks", map[string]any{"url": publicURL, "events": []string{"post.published", "post.failed"}})
+	require.Equal(t, 201, r.Status, string(r.Body))
+	created := r.JSON(t)
 	id := created["id"].(string)
 	secret := created["secret"].(string)
 	require.True(t, strings.HasPrefix(secret, "whsec_"))
@@ -83,38 +57,38 @@ func TestWebhookSubscriptions(t *testing.T) {
 	require.Equal(t, []any{"post.published", "post.failed"}, created["events"])
 	require.Nil(t, created["deactivated_reason"])
 
-	r = b.do("GET", "/v1/webhooks", nil)
-	list := r.json(t)["data"].([]any)
+	r = h.Do("GET", "/v1/webhooks", nil)
+	list := r.JSON(t)["data"].([]any)
 	require.Len(t, list, 1)
-	require.NotContains(t, string(r.body), secret, "the secret is shown only at creation")
+	require.NotContains(t, string(r.Body), secret, "the secret is shown only at creation")
 	require.NotContains(t, list[0].(map[string]any), "secret")
 
-	r = b.do("PATCH", "/v1/webhooks/"+id, map[string]any{"events": []string{"post.deleted"}, "active": false})
-	require.Equal(t, 200, r.status, string(r.body))
-	m := r.json(t)
+	r = h.Do("PATCH", "/v1/webhooks/"+id, map[string]any{"events": []string{"post.deleted"}, "active": false})
+	require.Equal(t, 200, r.Status, string(r.Body))
+	m := r.JSON(t)
 	require.Equal(t, []any{"post.deleted"}, m["events"])
 	require.Equal(t, false, m["active"])
-	require.NotContains(t, string(r.body), secret)
-	r = b.do("PATCH", "/v1/webhooks/"+id, map[string]any{"url": "https://93.184.216.34:443/other?x=1", "active": true})
-	require.Equal(t, 200, r.status, string(r.body))
-	require.Equal(t, "https://93.184.216.34:443/other?x=1", r.json(t)["url"])
-	require.Equal(t, true, r.json(t)["active"])
+	require.NotContains(t, string(r.Body), secret)
+	r = h.Do("PATCH", "/v1/webhooks/"+id, map[string]any{"url": "https://93.184.216.34:443/other?x=1", "active": true})
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.Equal(t, "https://93.184.216.34:443/other?x=1", r.JSON(t)["url"])
+	require.Equal(t, true, r.JSON(t)["active"])
 
-	r = b.do("POST", "/v1/webhooks/"+id+"/rotate-secret", nil)
-	require.Equal(t, 200, r.status, string(r.body))
-	rot := r.json(t)
+	r = h.Do("POST", "/v1/webhooks/"+id+"/rotate-secret", nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
+	rot := r.JSON(t)
 	require.NotEqual(t, secret, rot["secret"])
 	require.True(t, strings.HasPrefix(rot["secret"].(string), "whsec_"))
 	until, err := time.Parse(time.RFC3339, rot["previous_secret_expires_at"].(string))
 	require.NoError(t, err)
 	require.InDelta(t, 24*time.Hour, time.Until(until), float64(time.Minute))
 
-	r = b.do("GET", "/v1/webhooks/"+id+"/deliveries", nil)
-	require.Equal(t, 200, r.status)
-	require.Equal(t, []any{}, r.json(t)["data"])
+	r = h.Do("GET", "/v1/webhooks/"+id+"/deliveries", nil)
+	require.Equal(t, 200, r.Status)
+	require.Equal(t, []any{}, r.JSON(t)["data"])
 
 	// Another user's subscription is 403 on every route; an unknown one 404.
-	_, otherKey := b.newUser("other@example.com", "pro")
+	_, otherKey := h.NewUser("other@example.com", "pro")
 	for _, tc := range []struct{ method, path, body string }{
 		{"PATCH", "/v1/webhooks/" + id, `{"active":false}`},
 		{"DELETE", "/v1/webhooks/" + id, ""},
@@ -125,32 +99,32 @@ func TestWebhookSubscriptions(t *testing.T) {
 		if tc.body != "" {
 			body = tc.body
 		}
-		r := b.doKey(otherKey, tc.method, tc.path, body, nil)
-		require.Equal(t, 403, r.status, tc.method+" "+tc.path)
-		require.Equal(t, "forbidden", r.errorCode(t))
-		r = b.do(tc.method, strings.Replace(tc.path, id, uuid.NewString(), 1), body)
-		require.Equal(t, 404, r.status, tc.method+" "+tc.path)
-		require.Equal(t, "not_found", r.errorCode(t))
-		r = b.do(tc.method, strings.Replace(tc.path, id, "not-a-uuid", 1), body)
-		require.Equal(t, 400, r.status, tc.method+" "+tc.path)
-		require.Equal(t, "validation_error", r.errorCode(t))
+		r := h.DoKey(otherKey, tc.method, tc.path, body, nil)
+		require.Equal(t, 403, r.Status, tc.method+" "+tc.path)
+		require.Equal(t, "forbidden", r.ErrorCode(t))
+		r = h.Do(tc.method, strings.Replace(tc.path, id, uuid.NewString(), 1), body)
+		require.Equal(t, 404, r.Status, tc.method+" "+tc.path)
+		require.Equal(t, "not_found", r.ErrorCode(t))
+		r = h.Do(tc.method, strings.Replace(tc.path, id, "not-a-uuid", 1), body)
+		require.Equal(t, 400, r.Status, tc.method+" "+tc.path)
+		require.Equal(t, "validation_error", r.ErrorCode(t))
 	}
-	r = b.doKey(otherKey, "GET", "/v1/webhooks", nil, nil)
-	require.Equal(t, []any{}, r.json(t)["data"], "another user's list does not show it")
-	r = b.do("GET", "/v1/webhooks", nil)
-	require.Equal(t, true, r.json(t)["data"].([]any)[0].(map[string]any)["active"], "the refused PATCH changed nothing")
+	r = h.DoKey(otherKey, "GET", "/v1/webhooks", nil, nil)
+	require.Equal(t, []any{}, r.JSON(t)["data"], "another user's list does not show it")
+	r = h.Do("GET", "/v1/webhooks", nil)
+	require.Equal(t, true, r.JSON(t)["data"].([]any)[0].(map[string]any)["active"], "the refused PATCH changed nothing")
 
-	r = b.do("DELETE", "/v1/webhooks/"+id, nil)
-	require.Equal(t, 204, r.status)
-	require.Empty(t, r.body)
-	r = b.do("DELETE", "/v1/webhooks/"+id, nil)
-	require.Equal(t, 404, r.status)
-	require.Equal(t, 0, b.webhookCount())
+	r = h.Do("DELETE", "/v1/webhooks/"+id, nil)
+	require.Equal(t, 204, r.Status)
+	require.Empty(t, r.Body)
+	r = h.Do("DELETE", "/v1/webhooks/"+id, nil)
+	require.Equal(t, 404, r.Status)
+	require.Equal(t, 0, h.WebhookCount())
 }
 
 func TestWebhookBadInput(t *testing.T) { //nolint:tparallel // each case checks that no webhook was created, which a case running beside it would change
 	t.Parallel()
-	b := setup(t, bundleOpts{})
+	h := apptest.Start(t, apptest.Options{})
 	all := `["post.published"]`
 	long := "https://93.184.216.34/" + strings.Repeat("a", 2048)
 	cases := []struct {
@@ -190,15 +164,15 @@ func TestWebhookBadInput(t *testing.T) { //nolint:tparallel // each case checks 
 			if tc.contentType != "" {
 				hdr.Set("Content-Type", tc.contentType)
 			}
-			r := b.doKey(b.key, "POST", "/v1/webhooks", []byte(tc.body), hdr)
-			require.Equal(t, tc.status, r.status, string(r.body))
-			require.Equal(t, "validation_error", r.errorCode(t))
-			require.Contains(t, r.errorMessage(t), tc.message)
-			require.Equal(t, 0, b.webhookCount(), "a refused request changes nothing")
+			r := h.DoKey(h.Key, "POST", "/v1/webhooks", []byte(tc.body), hdr)
+			require.Equal(t, tc.status, r.Status, string(r.Body))
+			require.Equal(t, "validation_error", r.ErrorCode(t))
+			require.Contains(t, r.ErrorMessage(t), tc.message)
+			require.Equal(t, 0, h.WebhookCount(), "a refused request changes nothing")
 		})
 	}
 
-	id, _ := b.createWebhook(publicURL, "post.published")
+	id, _ := h.CreateWebhook(publicURL, "post.published")
 	patches := []struct{ name, body, message string }{
 		{"nothing", `{}`, "nothing to update"},
 		{"url number", `{"url": 1}`, "url: Expected string, received number"},
@@ -214,31 +188,31 @@ func TestWebhookBadInput(t *testing.T) { //nolint:tparallel // each case checks 
 		{"plain text", `active=false`, "Expected object, received string"},
 	}
 	for _, tc := range patches {
-		r := b.do("PATCH", "/v1/webhooks/"+id, []byte(tc.body))
-		require.Equal(t, 400, r.status, tc.name)
-		require.Equal(t, "validation_error", r.errorCode(t), tc.name)
-		require.Contains(t, r.errorMessage(t), tc.message, tc.name)
+		r := h.Do("PATCH", "/v1/webhooks/"+id, []byte(tc.body))
+		require.Equal(t, 400, r.Status, tc.name)
+		require.Equal(t, "validation_error", r.ErrorCode(t), tc.name)
+		require.Contains(t, r.ErrorMessage(t), tc.message, tc.name)
 	}
-	r := b.do("GET", "/v1/webhooks", nil)
-	w := r.json(t)["data"].([]any)[0].(map[string]any)
+	r := h.Do("GET", "/v1/webhooks", nil)
+	w := r.JSON(t)["data"].([]any)[0].(map[string]any)
 	require.Equal(t, []any{"post.published"}, w["events"], "refused patches changed nothing")
 	require.Equal(t, publicURL, w["url"])
 	require.Equal(t, true, w["active"])
 
 	for _, q := range []string{"?limit=0", "?limit=101", "?page=0", "?limit=x"} {
-		r := b.do("GET", "/v1/webhooks/"+id+"/deliveries"+q, nil)
-		require.Equal(t, 400, r.status, q)
-		require.Equal(t, "validation_error", r.errorCode(t))
+		r := h.Do("GET", "/v1/webhooks/"+id+"/deliveries"+q, nil)
+		require.Equal(t, 400, r.Status, q)
+		require.Equal(t, "validation_error", r.ErrorCode(t))
 	}
 
 	// At most 25 subscriptions per user.
 	for i := 1; i < 25; i++ {
-		b.createWebhook(fmt.Sprintf("%s/%d", publicURL, i))
+		h.CreateWebhook(fmt.Sprintf("%s/%d", publicURL, i))
 	}
-	r = b.do("POST", "/v1/webhooks", map[string]any{"url": publicURL, "events": []string{"post.failed"}})
-	require.Equal(t, 400, r.status)
-	require.Equal(t, "limit_exceeded", r.errorCode(t))
-	require.Equal(t, 25, b.webhookCount())
+	r = h.Do("POST", "/v1/webhooks", map[string]any{"url": publicURL, "events": []string{"post.failed"}})
+	require.Equal(t, 400, r.Status)
+	require.Equal(t, "limit_exceeded", r.ErrorCode(t))
+	require.Equal(t, 25, h.WebhookCount())
 }
 
 // Every event reaches a real HTTPS receiver on loopback, signed so that an independent verifier
@@ -246,21 +220,21 @@ func TestWebhookBadInput(t *testing.T) { //nolint:tparallel // each case checks 
 func TestWebhookDeliveryEndToEnd(t *testing.T) {
 	t.Parallel()
 	ca := webhooktest.NewCA(t)
-	b := setup(t, bundleOpts{config: withReceivers(ca)})
+	h := apptest.Start(t, apptest.Options{Config: apptest.WithReceivers(ca)})
 	rcv := webhooktest.NewReceiver(t, ca, webhooktest.Always(200))
-	id, secret := b.createWebhook(rcv.URL)
-	other, _ := b.createWebhook(rcv.URL+"?only=published", "post.published")
+	id, secret := h.CreateWebhook(rcv.URL)
+	other, _ := h.CreateWebhook(rcv.URL+"?only=published", "post.published")
 
 	// post.deleted comes from the API.
-	postID := b.createPost("to be deleted", b.accounts[0], b.accounts[1])
+	postID := h.CreatePost("to be deleted", h.Accounts[0], h.Accounts[1])
 	var deleted *persistence.Post
-	require.NoError(t, b.app.Store.View(func(tx *persistence.Tx) error {
+	require.NoError(t, h.App.Store.View(func(tx *persistence.Tx) error {
 		var err error
 		deleted, err = tx.Post(postID)
 		return err
 	}))
-	r := b.do("DELETE", "/v1/posts/"+postID, nil)
-	require.Equal(t, 204, r.status)
+	r := h.Do("DELETE", "/v1/posts/"+postID, nil)
+	require.Equal(t, 204, r.Status)
 	req := rcv.Next(t)
 	require.NoError(t, stripewebhook.ValidatePayloadWithTolerance(req.Body, req.Header.Get("X-Service-Signature"), secret, 300*time.Second))
 	require.Equal(t, "post.deleted", req.Header.Get("X-Service-Event"))
@@ -285,7 +259,7 @@ func TestWebhookDeliveryEndToEnd(t *testing.T) {
 	require.Equal(t, postID, body.Data.PostID)
 	require.Equal(t, "draft", body.Data.Status, "the status the post had when it was deleted")
 	require.Len(t, body.Data.Platforms, 2)
-	require.Equal(t, b.accounts[0].ID, body.Data.Platforms[0].ConnectedAccountID)
+	require.Equal(t, h.Accounts[0].ID, body.Data.Platforms[0].ConnectedAccountID)
 	require.Equal(t, "linkedin", body.Data.Platforms[0].Platform)
 	require.Equal(t, "pending", body.Data.Platforms[0].Status)
 	require.Nil(t, body.Data.Platforms[0].Error)
@@ -293,11 +267,11 @@ func TestWebhookDeliveryEndToEnd(t *testing.T) {
 
 	// The three others come from the publishing runtime; appended here as it appends them.
 	deleted.Status = "published"
-	b.appendEvent("post.published", deleted)
+	appendEvent(h, "post.published", deleted)
 	deleted.Status = "failed"
-	b.appendEvent("post.failed", deleted)
+	appendEvent(h, "post.failed", deleted)
 	deleted.Status = "scheduled"
-	b.appendEvent("post.scheduled", deleted)
+	appendEvent(h, "post.scheduled", deleted)
 	seen := map[string]int{}
 	for i := 0; i < 4; i++ {
 		req := rcv.Next(t)
@@ -313,12 +287,12 @@ func TestWebhookDeliveryEndToEnd(t *testing.T) {
 	require.Equal(t, map[string]int{"post.published?": 1, "post.failed?": 1, "post.scheduled?": 1, "post.published?only=published": 1}, seen)
 
 	// During a rotation both secrets verify every delivery.
-	r = b.do("POST", "/v1/webhooks/"+id+"/rotate-secret", nil)
-	require.Equal(t, 200, r.status)
-	newSecret := r.json(t)["secret"].(string)
+	r = h.Do("POST", "/v1/webhooks/"+id+"/rotate-secret", nil)
+	require.Equal(t, 200, r.Status)
+	newSecret := r.JSON(t)["secret"].(string)
 	for _, typ := range []string{persistence.PostEventPublished, persistence.PostEventFailed, persistence.PostEventScheduled, persistence.PostEventDeleted} {
 		deleted.Status = "published"
-		b.appendEvent(typ, deleted)
+		appendEvent(h, typ, deleted)
 	}
 	for i := 0; i < 5; i++ { // four to the first subscription, one to the second
 		req := rcv.Next(t)
@@ -334,9 +308,9 @@ func TestWebhookDeliveryEndToEnd(t *testing.T) {
 	// The log: newest first, each delivered once with a 200, paginated.
 	var log []map[string]any
 	require.Eventually(t, func() bool {
-		r := b.do("GET", "/v1/webhooks/"+id+"/deliveries?limit=100", nil)
+		r := h.Do("GET", "/v1/webhooks/"+id+"/deliveries?limit=100", nil)
 		log = nil
-		for _, d := range r.json(t)["data"].([]any) {
+		for _, d := range r.JSON(t)["data"].([]any) {
 			log = append(log, d.(map[string]any))
 		}
 		for _, d := range log {
@@ -354,14 +328,14 @@ func TestWebhookDeliveryEndToEnd(t *testing.T) {
 		require.Nil(t, d["next_attempt_at"])
 		require.NotNil(t, d["completed_at"])
 	}
-	r = b.do("GET", "/v1/webhooks/"+id+"/deliveries?limit=3&page=3", nil)
-	require.Equal(t, 200, r.status)
-	page := r.json(t)
+	r = h.Do("GET", "/v1/webhooks/"+id+"/deliveries?limit=3&page=3", nil)
+	require.Equal(t, 200, r.Status)
+	page := r.JSON(t)
 	require.Len(t, page["data"], 2)
 	require.Equal(t, map[string]any{"page": 3.0, "limit": 3.0, "total": 8.0}, page["pagination"])
 	require.Equal(t, log[6]["id"], page["data"].([]any)[0].(map[string]any)["id"])
 
-	text := scrape(t, b.app.MetricsURL())
+	text := apptest.Scrape(t, h.App.MetricsURL())
 	require.Contains(t, text, `herald_webhook_deliveries_total{event="post.deleted",outcome="succeeded"} 2`)
 	require.Contains(t, text, `herald_webhook_attempts_total{event="post.published",outcome="success"}`)
 	require.Contains(t, text, `herald_webhook_outbox_depth 0`)
@@ -376,7 +350,7 @@ func TestWebhookDeliveryEndToEnd(t *testing.T) {
 func TestWebhookRetriesAndGone(t *testing.T) {
 	t.Parallel()
 	ca := webhooktest.NewCA(t)
-	b := setup(t, bundleOpts{config: withReceivers(ca)})
+	h := apptest.Start(t, apptest.Options{Config: apptest.WithReceivers(ca)})
 	flaky := webhooktest.NewReceiver(t, ca, func(n int, w http.ResponseWriter, r *http.Request) int {
 		if n < 3 {
 			return 500
@@ -384,11 +358,11 @@ func TestWebhookRetriesAndGone(t *testing.T) {
 		return 200
 	})
 	gone := webhooktest.NewReceiver(t, ca, webhooktest.Always(410))
-	id, _ := b.createWebhook(flaky.URL)
-	goneID, _ := b.createWebhook(gone.URL)
+	id, _ := h.CreateWebhook(flaky.URL)
+	goneID, _ := h.CreateWebhook(gone.URL)
 
-	postID := b.createPost("x", b.accounts[0])
-	require.Equal(t, 204, b.do("DELETE", "/v1/posts/"+postID, nil).status)
+	postID := h.CreatePost("x", h.Accounts[0])
+	require.Equal(t, 204, h.Do("DELETE", "/v1/posts/"+postID, nil).Status)
 	var ids []string
 	for i := 0; i < 3; i++ {
 		ids = append(ids, flaky.Next(t).Header.Get("X-Service-Delivery-Id"))
@@ -398,13 +372,13 @@ func TestWebhookRetriesAndGone(t *testing.T) {
 	gone.Next(t)
 
 	require.Eventually(t, func() bool {
-		r := b.do("GET", "/v1/webhooks/"+id+"/deliveries", nil)
-		d := r.json(t)["data"].([]any)[0].(map[string]any)
+		r := h.Do("GET", "/v1/webhooks/"+id+"/deliveries", nil)
+		d := r.JSON(t)["data"].([]any)[0].(map[string]any)
 		return d["status"] == "succeeded" && d["attempts"] == 3.0 && d["id"] == ids[0]
 	}, 10*time.Second, 10*time.Millisecond)
 	require.Eventually(t, func() bool {
-		r := b.do("GET", "/v1/webhooks", nil)
-		for _, w := range r.json(t)["data"].([]any) {
+		r := h.Do("GET", "/v1/webhooks", nil)
+		for _, w := range r.JSON(t)["data"].([]any) {
 			w := w.(map[string]any)
 			if w["id"] == goneID {
 				return w["active"] == false && strings.Contains(fmt.Sprint(w["deactivated_reason"]), "410")
@@ -412,8 +386,8 @@ func TestWebhookRetriesAndGone(t *testing.T) {
 		}
 		return false
 	}, 10*time.Second, 10*time.Millisecond)
-	r := b.do("GET", "/v1/webhooks/"+goneID+"/deliveries", nil)
-	d := r.json(t)["data"].([]any)[0].(map[string]any)
+	r := h.Do("GET", "/v1/webhooks/"+goneID+"/deliveries", nil)
+	d := r.JSON(t)["data"].([]any)[0].(map[string]any)
 	require.Equal(t, "failed", d["status"])
 	require.Equal(t, 410.0, d["last_response_code"])
 	require.Equal(t, 1, gone.Count(), "no retry after 410")
@@ -424,9 +398,9 @@ func TestWebhookRetriesAndGone(t *testing.T) {
 func TestReschedulingEmitsPostScheduledAgain(t *testing.T) {
 	t.Parallel()
 	ca := webhooktest.NewCA(t)
-	b := setup(t, bundleOpts{config: withReceivers(ca)})
+	h := apptest.Start(t, apptest.Options{Config: apptest.WithReceivers(ca)})
 	rcv := webhooktest.NewReceiver(t, ca, webhooktest.Always(200))
-	_, secret := b.createWebhook(rcv.URL, "post.scheduled")
+	_, secret := h.CreateWebhook(rcv.URL, "post.scheduled")
 
 	type scheduled struct {
 		ID   string
@@ -447,19 +421,19 @@ func TestReschedulingEmitsPostScheduledAgain(t *testing.T) {
 		return ev
 	}
 
-	postID := b.createPost("moved twice", b.accounts[0])
+	postID := h.CreatePost("moved twice", h.Accounts[0])
 	first := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
-	r := b.do("POST", "/v1/posts/"+postID+"/schedule", map[string]any{"scheduledAt": first.Format(time.RFC3339)})
-	require.Equal(t, 200, r.status, string(r.body))
+	r := h.Do("POST", "/v1/posts/"+postID+"/schedule", map[string]any{"scheduledAt": first.Format(time.RFC3339)})
+	require.Equal(t, 200, r.Status, string(r.Body))
 	ev1 := next()
 	require.Equal(t, postID, ev1.Data.PostID)
 	require.Equal(t, "scheduled", ev1.Data.Status)
 	require.True(t, first.Equal(ev1.Data.ScheduledAt))
 
 	second := first.Add(24 * time.Hour)
-	r = b.do("POST", "/v1/posts/"+postID+"/schedule", map[string]any{"scheduledAt": second.Format(time.RFC3339)})
-	require.Equal(t, 200, r.status, string(r.body))
-	require.Equal(t, "scheduled", r.json(t)["status"])
+	r = h.Do("POST", "/v1/posts/"+postID+"/schedule", map[string]any{"scheduledAt": second.Format(time.RFC3339)})
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.Equal(t, "scheduled", r.JSON(t)["status"])
 	ev2 := next()
 	require.Equal(t, postID, ev2.Data.PostID)
 	require.True(t, second.Equal(ev2.Data.ScheduledAt), "the event carries the new time")
@@ -467,7 +441,7 @@ func TestReschedulingEmitsPostScheduledAgain(t *testing.T) {
 
 	// The outbox holds both.
 	n := 0
-	require.NoError(t, b.app.Store.View(func(tx *persistence.Tx) error {
+	require.NoError(t, h.App.Store.View(func(tx *persistence.Tx) error {
 		evs, err := tx.EventsAfter("test-reader", 100) // a reader with no cursor reads from the start
 		for _, ev := range evs {
 			if ev.Type == "post.scheduled" && strings.Contains(string(ev.Data), postID) {
@@ -484,8 +458,8 @@ func TestReschedulingEmitsPostScheduledAgain(t *testing.T) {
 // address, and nothing is stored; public addresses in other spellings are stored canonical.
 func TestWebhookHostSpellingsAreRefusedAtRegistration(t *testing.T) {
 	t.Parallel()
-	b := setup(t, bundleOpts{})
-	id, _ := b.createWebhook(publicURL, "post.published")
+	h := apptest.Start(t, apptest.Options{})
+	id, _ := h.CreateWebhook(publicURL, "post.published")
 	for _, tc := range []struct{ url, message string }{
 		{"https://127.1/h", "127.1 (127.0.0.1) is loopback"},
 		{"https://0x7f.1/h", "0x7f.1 (127.0.0.1) is loopback"},
@@ -502,35 +476,35 @@ func TestWebhookHostSpellingsAreRefusedAtRegistration(t *testing.T) {
 		{"https://0xa9fea9fe/latest/meta-data", "(169.254.169.254) is loopback"},
 		{"https://1.2.3.4.5/h", `invalid host "1.2.3.4.5"`},
 	} {
-		r := b.do("POST", "/v1/webhooks", map[string]any{"url": tc.url, "events": []string{"post.failed"}})
-		require.Equal(t, 400, r.status, tc.url)
-		require.Equal(t, "validation_error", r.errorCode(t), tc.url)
-		require.Contains(t, r.errorMessage(t), "url: ", tc.url)
-		require.Contains(t, r.errorMessage(t), tc.message, tc.url)
-		r = b.do("PATCH", "/v1/webhooks/"+id, map[string]any{"url": tc.url})
-		require.Equal(t, 400, r.status, tc.url)
-		require.Equal(t, "validation_error", r.errorCode(t), tc.url)
-		require.Contains(t, r.errorMessage(t), tc.message, tc.url)
+		r := h.Do("POST", "/v1/webhooks", map[string]any{"url": tc.url, "events": []string{"post.failed"}})
+		require.Equal(t, 400, r.Status, tc.url)
+		require.Equal(t, "validation_error", r.ErrorCode(t), tc.url)
+		require.Contains(t, r.ErrorMessage(t), "url: ", tc.url)
+		require.Contains(t, r.ErrorMessage(t), tc.message, tc.url)
+		r = h.Do("PATCH", "/v1/webhooks/"+id, map[string]any{"url": tc.url})
+		require.Equal(t, 400, r.Status, tc.url)
+		require.Equal(t, "validation_error", r.ErrorCode(t), tc.url)
+		require.Contains(t, r.ErrorMessage(t), tc.message, tc.url)
 	}
-	require.Equal(t, 1, b.webhookCount())
-	r := b.do("GET", "/v1/webhooks", nil)
-	require.Equal(t, publicURL, r.json(t)["data"].([]any)[0].(map[string]any)["url"], "refused updates changed nothing")
+	require.Equal(t, 1, h.WebhookCount())
+	r := h.Do("GET", "/v1/webhooks", nil)
+	require.Equal(t, publicURL, r.JSON(t)["data"].([]any)[0].(map[string]any)["url"], "refused updates changed nothing")
 
 	// A public address in another spelling, or with a trailing dot, is stored in canonical form.
-	r = b.do("POST", "/v1/webhooks", map[string]any{"url": "https://1572395042./hooks", "events": []string{"post.failed"}})
-	require.Equal(t, 201, r.status, string(r.body))
-	require.Equal(t, "https://93.184.216.34/hooks", r.json(t)["url"])
-	r = b.do("PATCH", "/v1/webhooks/"+id, map[string]any{"url": "https://９３.１８４.２１６.３４/h"})
-	require.Equal(t, 200, r.status, string(r.body))
-	require.Equal(t, "https://93.184.216.34/h", r.json(t)["url"])
+	r = h.Do("POST", "/v1/webhooks", map[string]any{"url": "https://1572395042./hooks", "events": []string{"post.failed"}})
+	require.Equal(t, 201, r.Status, string(r.Body))
+	require.Equal(t, "https://93.184.216.34/hooks", r.JSON(t)["url"])
+	r = h.Do("PATCH", "/v1/webhooks/"+id, map[string]any{"url": "https://９３.１８４.２１６.３４/h"})
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.Equal(t, "https://93.184.216.34/h", r.JSON(t)["url"])
 }
 
 // With private targets allowed (sandbox, --webhook-allow-private), other spellings of loopback
 // are accepted, stored as the address they name.
 func TestWebhookHostSpellingsWithPrivateTargetsAllowed(t *testing.T) {
 	t.Parallel()
-	b := setup(t, bundleOpts{config: func(c *app.Config) { c.WebhookAllowPrivate = true }})
-	r := b.do("POST", "/v1/webhooks", map[string]any{"url": "http://127.1:8080/h", "events": []string{"post.failed"}})
-	require.Equal(t, 201, r.status, string(r.body))
-	require.Equal(t, "http://127.0.0.1:8080/h", r.json(t)["url"])
+	h := apptest.Start(t, apptest.Options{Config: func(c *app.Config) { c.WebhookAllowPrivate = true }})
+	r := h.Do("POST", "/v1/webhooks", map[string]any{"url": "http://127.1:8080/h", "events": []string{"post.failed"}})
+	require.Equal(t, 201, r.Status, string(r.Body))
+	require.Equal(t, "http://127.0.0.1:8080/h", r.JSON(t)["url"])
 }

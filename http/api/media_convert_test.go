@@ -1,4 +1,4 @@
-package app_test
+package api_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/persistence/blob"
 	"github.com/heraldhq/herald/persistence/blob/photo"
 	"github.com/heraldhq/herald/platforms"
@@ -108,31 +109,31 @@ func TestImagesAreConvertedForInstagram(t *testing.T) {
 	for _, backend := range []string{"local", "s3"} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
-			o := bundleOpts{demo: true}
+			o := apptest.Options{Demo: true}
 			if backend == "s3" {
-				o.media = s3Media(t)
+				o.Media = apptest.S3Media(t)
 			}
-			b := setup(t, o)
-			ig, threads := b.account(platforms.Instagram).ID, b.account(platforms.Threads).ID
+			h := apptest.Start(t, o)
+			ig, threads := h.Account(platforms.Instagram).ID, h.Account(platforms.Threads).ID
 			ctx := context.Background()
 
 			// publish sends one photo to Instagram, checks that the simulator got the stored
 			// derivative as a JPEG, and returns the derivative decoded.
 			publish := func(name, ctype string, data []byte) image.Image {
 				t.Helper()
-				id := b.uploadMedia(name, ctype, data)
-				r := b.publishNew(map[string]any{"content": name, "platforms": ids(ig), "media": []string{id}}, nil)
-				require.Equal(t, 202, r.status, string(r.body))
-				j := b.waitJob(r.json(t)["tracking_id"].(string))
+				id := h.UploadMedia(name, ctype, data)
+				r := h.Do("POST", "/v1/posts/publish", map[string]any{"content": name, "platforms": []string{ig}, "media": []string{id}})
+				require.Equal(t, 202, r.Status, string(r.Body))
+				j := h.WaitJob(r.JSON(t)["tracking_id"].(string))
 				require.Equal(t, "completed", j["status"], "%v", j)
 
-				o, _, err := b.app.Media.Blob().Open(ctx, blob.DerivedKey(b.user.ID, id))
+				o, _, err := h.App.Media.Blob().Open(ctx, blob.DerivedKey(h.User.ID, id))
 				require.NoError(t, err, "the derived JPEG is stored")
 				derived, err := io.ReadAll(o)
 				require.NoError(t, o.Close())
 				require.NoError(t, err)
 				var rec *struct{ sha, typ string }
-				for _, p := range b.app.Sim.Publications(platforms.Instagram) {
+				for _, p := range h.App.Sim.Publications(platforms.Instagram) {
 					if p.Text == name {
 						require.Len(t, p.MediaTypes, 1)
 						rec = &struct{ sha, typ string }{p.MediaSHA256[0], p.MediaTypes[0]}
@@ -141,11 +142,11 @@ func TestImagesAreConvertedForInstagram(t *testing.T) {
 				}
 				require.NotNil(t, rec, "published to Instagram")
 				require.Equal(t, "image/jpeg", rec.typ)
-				require.Equal(t, sha(derived), rec.sha, "Instagram fetched the derived JPEG")
+				require.Equal(t, apptest.SHA256(derived), rec.sha, "Instagram fetched the derived JPEG")
 
-				h, err := photo.Inspect(bytes.NewReader(derived))
+				ph, err := photo.Inspect(bytes.NewReader(derived))
 				require.NoError(t, err)
-				require.Equal(t, photo.Header{Format: "jpeg", Width: h.Width, Height: h.Height}, h, "no orientation tag, not CMYK")
+				require.Equal(t, photo.Header{Format: "jpeg", Width: ph.Width, Height: ph.Height}, ph, "no orientation tag, not CMYK")
 				m, err := jpeg.Decode(bytes.NewReader(derived))
 				require.NoError(t, err)
 				return m
@@ -196,9 +197,9 @@ func TestImagesAreConvertedForInstagram(t *testing.T) {
 
 			t.Log("a JPEG turned by EXIF orientation 6: pixels turned a quarter clockwise, tag gone")
 			turned := withOrientation(encodeJPEG(t, halves(32, 16, red, blue)), 6)
-			h, err := photo.Inspect(bytes.NewReader(turned))
+			ph, err := photo.Inspect(bytes.NewReader(turned))
 			require.NoError(t, err)
-			require.Equal(t, 6, h.Orientation)
+			require.Equal(t, 6, ph.Orientation)
 			m = publish("turned.jpg", "image/jpeg", turned)
 			require.Equal(t, image.Rect(0, 0, 16, 32), m.Bounds())
 			near(t, red, m.At(8, 4), "the left half is now on top")
@@ -207,10 +208,10 @@ func TestImagesAreConvertedForInstagram(t *testing.T) {
 			t.Log("a corrupt PNG: the Instagram target fails, the Threads target is published")
 			corrupt := encodePNG(t, halves(32, 16, red, blue))
 			corrupt = append(corrupt[:60:60], bytes.Repeat([]byte{0x5A}, 200)...)
-			id := b.uploadMedia("broken.png", "image/png", corrupt)
-			r := b.publishNew(map[string]any{"content": "broken", "platforms": ids(ig, threads), "media": []string{id}}, nil)
-			require.Equal(t, 202, r.status, string(r.body))
-			j := b.waitJob(r.json(t)["tracking_id"].(string))
+			id := h.UploadMedia("broken.png", "image/png", corrupt)
+			r := h.Do("POST", "/v1/posts/publish", map[string]any{"content": "broken", "platforms": []string{ig, threads}, "media": []string{id}})
+			require.Equal(t, 202, r.Status, string(r.Body))
+			j := h.WaitJob(r.JSON(t)["tracking_id"].(string))
 			require.Equal(t, "completed", j["status"], "%v", j)
 			var igMsg string
 			for _, s := range j["platform_statuses"].([]any) {
@@ -224,16 +225,16 @@ func TestImagesAreConvertedForInstagram(t *testing.T) {
 				}
 			}
 			require.Contains(t, igMsg, "could not be converted to a JPEG for instagram: the PNG is corrupt")
-			_, _, err = b.app.Media.Blob().Open(ctx, blob.DerivedKey(b.user.ID, id))
+			_, _, err = h.App.Media.Blob().Open(ctx, blob.DerivedKey(h.User.ID, id))
 			require.ErrorIs(t, err, blob.ErrNotFound, "nothing derived from a corrupt file")
 
 			t.Log("a plain JPEG goes as it is: nothing derived")
 			plain := encodeJPEG(t, halves(32, 16, red, blue))
-			id = b.uploadMedia("plain.jpg", "image/jpeg", plain)
-			r = b.publishNew(map[string]any{"content": "plain", "platforms": ids(ig), "media": []string{id}}, nil)
-			require.Equal(t, 202, r.status, string(r.body))
-			require.Equal(t, "completed", b.waitJob(r.json(t)["tracking_id"].(string))["status"])
-			_, _, err = b.app.Media.Blob().Open(ctx, blob.DerivedKey(b.user.ID, id))
+			id = h.UploadMedia("plain.jpg", "image/jpeg", plain)
+			r = h.Do("POST", "/v1/posts/publish", map[string]any{"content": "plain", "platforms": []string{ig}, "media": []string{id}})
+			require.Equal(t, 202, r.Status, string(r.Body))
+			require.Equal(t, "completed", h.WaitJob(r.JSON(t)["tracking_id"].(string))["status"])
+			_, _, err = h.App.Media.Blob().Open(ctx, blob.DerivedKey(h.User.ID, id))
 			require.ErrorIs(t, err, blob.ErrNotFound)
 		})
 	}
