@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,8 +10,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
@@ -329,4 +333,83 @@ func TestFinishedJobIsSettledByItsPost(t *testing.T) {
 	require.Equal(t, 200, j.Status)
 	require.Equal(t, "completed", j.JSON(t)["status"])
 	require.Eventually(t, func() bool { return h.App.Jobs.Live() == 0 }, 10*time.Second, 10*time.Millisecond, "read again, it passivates again")
+}
+
+// A real SSE client gets progress and done for a live job, and a late client exactly one done.
+func TestJobStream(t *testing.T) {
+	t.Parallel()
+	h := apptest.Start(t, apptest.Options{Demo: true, SimLatency: 150 * time.Millisecond})
+	r := h.Do("POST", "/v1/posts/publish", map[string]any{"content": "streamed", "platforms": []string{h.Account(platforms.X).ID, h.Account(platforms.Bluesky).ID}})
+	require.Equal(t, 202, r.Status)
+	jobID := r.JSON(t)["tracking_id"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	events, _ := h.JobStream(ctx, jobID)
+	require.GreaterOrEqual(t, len(events), 3, "%v", events)
+	last := events[len(events)-1]
+	require.Equal(t, "done", last.Type)
+	require.Equal(t, "completed", last.Data["status"])
+	require.Equal(t, 2.0, last.Data["completed"])
+	require.Len(t, last.Data["platform_statuses"], 2)
+	progress := 0
+	for _, e := range events[:len(events)-1] {
+		require.Equal(t, "progress", e.Type)
+		require.NotEmpty(t, e.ID)
+		for _, k := range []string{"status", "phase", "platform", "message", "completed", "failed", "total"} {
+			require.Contains(t, e.Data, k)
+		}
+		progress++
+	}
+	require.GreaterOrEqual(t, progress, 2)
+	require.Equal(t, "platform_success", events[len(events)-2].Data["phase"])
+
+	late, _ := h.JobStream(ctx, jobID)
+	require.Len(t, late, 1, "a late client gets a single done")
+	require.Equal(t, "done", late[0].Type)
+
+	// Unknown and foreign jobs are refused before any event.
+	resp := h.DoKey(h.Key, "GET", "/v1/jobs/"+uuid.NewString()+"/stream", nil, nil)
+	require.Equal(t, 404, resp.Status)
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	_, otherKey := h.NewUser("peeker@example.com", "pro")
+	resp = h.DoKey(otherKey, "GET", "/v1/jobs/"+jobID+"/stream", nil, nil)
+	require.Equal(t, 403, resp.Status)
+	resp = h.DoKey(otherKey, "GET", "/v1/jobs/"+jobID, nil, nil)
+	require.Equal(t, 403, resp.Status)
+}
+
+// A client that opens 100 streams and drops them mid-way frees everything. (One user may open
+// that many here: the cap per user is TestStreamsPerUserAreCapped's.)
+func TestDroppedStreamsAreFreed(t *testing.T) {
+	t.Parallel()
+	h := apptest.Start(t, apptest.Options{Demo: true, Config: func(c *app.Config) { c.MaxStreamsPerUser = -1 },
+		Budgets: map[platforms.Platform][]account.Rule{platforms.X: {{Name: "tweets", Limit: 1, Window: time.Hour, Cost: 1}}}})
+	x := h.Account(platforms.X).ID
+	h.WaitJob(h.Do("POST", "/v1/posts/publish", map[string]any{"content": "spends the budget", "platforms": []string{x}}).JSON(t)["tracking_id"].(string))
+	r := h.Do("POST", "/v1/posts/publish", map[string]any{"content": "waits an hour", "platforms": []string{x}})
+	jobID := r.JSON(t)["tracking_id"].(string)
+	var wg sync.WaitGroup
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The client drops the stream as soon as its first event arrives.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.URL+"/v1/jobs/"+jobID+"/stream", nil)
+			assert.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+h.Key)
+			events, _ := apptest.ReadStream(&http.Client{}, req, func(apptest.SSEEvent) { cancel() })
+			if len(events) == 0 || events[0].Type != "progress" {
+				t.Errorf("a running job's stream starts with its state: %v", events)
+			}
+		}()
+	}
+	wg.Wait()
+	require.Eventually(t, func() bool {
+		return strings.Contains(apptest.Scrape(t, h.App.MetricsURL()), "herald_sse_subscribers 0")
+	}, 10*time.Second, 20*time.Millisecond, "every stream was freed")
+	j := h.Do("GET", "/v1/jobs/"+jobID, nil).JSON(t)
+	require.Equal(t, "processing", j["status"])
+	require.Contains(t, j["platform_statuses"].([]any)[0].(map[string]any)["message"], "waiting for rate budget until ")
 }
