@@ -175,8 +175,3 @@ type sseEvent = apptest.SSEEvent
 func (b *testBundle) stream(ctx context.Context, jobID string) ([]sseEvent, error) {
 	return b.h.JobStream(ctx, jobID)
 }
-
-// readStream follows an SSE stream with a real SSE client until the server ends it.
-func readStream(hc *http.Client, req *http.Request) ([]sseEvent, error) {
-	return apptest.ReadStream(hc, req, nil)
-}
