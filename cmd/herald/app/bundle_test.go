@@ -117,8 +117,6 @@ func (b *testBundle) validate(req *http.Request, r *response) {
 	h.Validate(req, r.api())
 }
 
-func truncate(s string, n int) string { return apptest.Truncate(s, n) }
-
 func (b *testBundle) countPosts() int {
 	b.t.Helper()
 	return b.h.CountPosts()
