@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -116,8 +117,6 @@ func (b *testBundle) validate(req *http.Request, r *response) {
 	h.Validate(req, r.api())
 }
 
-func truncate(s string, n int) string { return apptest.Truncate(s, n) }
-
 func (b *testBundle) countPosts() int {
 	b.t.Helper()
 	return b.h.CountPosts()
@@ -151,4 +150,26 @@ func (b *testBundle) createWebhook(url string, events ...string) (id, secret str
 func (b *testBundle) webhookCount() int {
 	b.t.Helper()
 	return b.h.WebhookCount()
+}
+
+// waitJob polls a job until it is completed or failed.
+func (b *testBundle) waitJob(id string) map[string]any {
+	b.t.Helper()
+	h := *b.h
+	h.T = b.t
+	return h.WaitJob(id)
+}
+
+func (b *testBundle) publishNew(body map[string]any, hdr http.Header) *response {
+	return b.doKey(b.key, "POST", "/v1/posts/publish", body, hdr)
+}
+
+func ids(accts ...string) []string { return accts }
+
+// sseEvent is one event of a stream (apptest.SSEEvent).
+type sseEvent = apptest.SSEEvent
+
+// stream follows a job's stream with the bundle's key (apptest.Herald.JobStream).
+func (b *testBundle) stream(ctx context.Context, jobID string) ([]sseEvent, error) {
+	return b.h.JobStream(ctx, jobID)
 }

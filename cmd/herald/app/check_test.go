@@ -12,16 +12,6 @@ import (
 	"github.com/heraldhq/herald/platforms"
 )
 
-// unconvertibleMessage and unconvertiblePhoto are apptest's.
-const unconvertibleMessage = apptest.UnconvertibleMessage
-
-func (b *testBundle) unconvertiblePhoto() string {
-	b.t.Helper()
-	h := *b.h
-	h.T, h.Client = b.t, b.client
-	return h.UnconvertiblePhoto()
-}
-
 // The same bad post is refused the same way at every door that takes a post: a new post
 // published or scheduled, a draft published or scheduled, a PATCH of a scheduled post, a campaign
 // row, the MCP tools and the dashboard; a draft is held to every rule but the networks'.

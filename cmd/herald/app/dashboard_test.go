@@ -82,14 +82,7 @@ func withSessionClock(c *sessionClock) func(*app.Config) {
 
 func requireSecurityHeaders(t *testing.T, r *response) {
 	t.Helper()
-	csp := r.header.Get("Content-Security-Policy")
-	require.Contains(t, csp, "default-src 'self'")
-	require.Contains(t, csp, "script-src 'self'")
-	require.Contains(t, csp, "frame-ancestors 'none'")
-	require.NotContains(t, csp, "unsafe-inline")
-	require.Equal(t, "DENY", r.header.Get("X-Frame-Options"))
-	require.Equal(t, "nosniff", r.header.Get("X-Content-Type-Options"))
-	require.Equal(t, "same-origin", r.header.Get("Referrer-Policy"))
+	apptest.RequireSecurityHeaders(t, r.api())
 }
 
 // Sign in, read the session and the profile, change it, sign out: the session works end to end

@@ -708,3 +708,17 @@ func Scrape(t testing.TB, base string) string {
 func DashboardPath(p string) bool {
 	return strings.HasPrefix(p, "/api/") || p == "/signin" || p == "/signout" || p == "/oauth/authorize" || slices.Contains(web.Paths, p)
 }
+
+// RequireSecurityHeaders checks the headers every dashboard answer carries: a strict content
+// security policy, no framing, no sniffing, no referrer outside the origin.
+func RequireSecurityHeaders(t testing.TB, r *Response) {
+	t.Helper()
+	csp := r.Header.Get("Content-Security-Policy")
+	require.Contains(t, csp, "default-src 'self'")
+	require.Contains(t, csp, "script-src 'self'")
+	require.Contains(t, csp, "frame-ancestors 'none'")
+	require.NotContains(t, csp, "unsafe-inline")
+	require.Equal(t, "DENY", r.Header.Get("X-Frame-Options"))
+	require.Equal(t, "nosniff", r.Header.Get("X-Content-Type-Options"))
+	require.Equal(t, "same-origin", r.Header.Get("Referrer-Policy"))
+}
