@@ -189,9 +189,9 @@ func (e errReader) Read([]byte) (int, error) {
 //   - tools/list leaves out the tools the request's grant does not cover (the result is built
 //     per request; the server's tool set is never changed), and marks the list private to the
 //     caller (the cache scope of the 2026-07-28 protocol);
-//   - initialize and server/discover advertise the tools without listChanged, and
-//     subscriptions/listen is not granted tool list notifications: the tool set never changes,
-//     and a stateless server has no stream to send a change on.
+//   - subscriptions/listen is not granted tool list notifications: the tool set never changes,
+//     and a stateless server has no stream to send a change on (initialize and server/discover
+//     advertise no listChanged: the server's own capabilities say so, NewTools).
 func serverMiddleware(scopes map[string]string) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -204,37 +204,20 @@ func serverMiddleware(scopes map[string]string) mcp.Middleware {
 			if err != nil {
 				return res, err
 			}
-			switch r := res.(type) {
-			case *mcp.InitializeResult:
-				r.Capabilities = withoutListChanged(r.Capabilities)
-			case *mcp.DiscoverResult:
-				r.Capabilities = withoutListChanged(r.Capabilities)
-			case *mcp.ListToolsResult:
+			if r, ok := res.(*mcp.ListToolsResult); ok {
 				var g *Grant
 				if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
 					g, _ = extra.TokenInfo.Extra[grantKey].(*Grant)
 				}
-				if g == nil {
-					break
+				if g != nil {
+					r.CacheScope = "private"
+					r.Tools = slices.DeleteFunc(slices.Clone(r.Tools), func(t *mcp.Tool) bool {
+						scope, known := scopes[t.Name]
+						return known && !g.Has(scope)
+					})
 				}
-				r.CacheScope = "private"
-				r.Tools = slices.DeleteFunc(slices.Clone(r.Tools), func(t *mcp.Tool) bool {
-					scope, known := scopes[t.Name]
-					return known && !g.Has(scope)
-				})
 			}
 			return res, nil
 		}
 	}
-}
-
-// withoutListChanged is caps with the tools capability's listChanged off (a copy: caps is left
-// as it was).
-func withoutListChanged(caps *mcp.ServerCapabilities) *mcp.ServerCapabilities {
-	if caps == nil || caps.Tools == nil {
-		return caps
-	}
-	c := *caps
-	c.Tools = &mcp.ToolCapabilities{}
-	return &c
 }
