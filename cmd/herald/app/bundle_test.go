@@ -100,21 +100,25 @@ func (b *testBundle) do(method, path string, body any) *response {
 	return b.doKey(b.key, method, path, body, nil)
 }
 
-// doKey is apptest's DoKey through the bundle's client (a test may give it another cookie jar).
-func (b *testBundle) doKey(key, method, path string, body any, hdr http.Header) *response {
-	b.t.Helper()
+// herald is the bundle's Herald as this bundle sees it: its test, client and URL (a test may copy
+// a bundle and give the copy another client, with another cookie jar).
+func (b *testBundle) herald() *apptest.Herald {
 	h := *b.h
 	h.T, h.Client, h.URL = b.t, b.client, b.url
-	r := h.DoKey(key, method, path, body, hdr)
+	return &h
+}
+
+// doKey is apptest's DoKey through the bundle's client.
+func (b *testBundle) doKey(key, method, path string, body any, hdr http.Header) *response {
+	b.t.Helper()
+	r := b.herald().DoKey(key, method, path, body, hdr)
 	return &response{status: r.Status, header: r.Header, body: r.Body}
 }
 
 // validate checks a response against the served document (apptest.Herald.Validate).
 func (b *testBundle) validate(req *http.Request, r *response) {
 	b.t.Helper()
-	h := *b.h
-	h.T = b.t
-	h.Validate(req, r.api())
+	b.herald().Validate(req, r.api())
 }
 
 func (b *testBundle) countPosts() int {
@@ -155,9 +159,7 @@ func (b *testBundle) webhookCount() int {
 // waitJob polls a job until it is completed or failed.
 func (b *testBundle) waitJob(id string) map[string]any {
 	b.t.Helper()
-	h := *b.h
-	h.T = b.t
-	return h.WaitJob(id)
+	return b.herald().WaitJob(id)
 }
 
 func (b *testBundle) publishNew(body map[string]any, hdr http.Header) *response {

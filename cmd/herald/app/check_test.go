@@ -22,9 +22,7 @@ func TestOneCheckAtEveryDoor(t *testing.T) {
 	other, _ := b.newUser("other@example.com", "pro")
 	foreign := b.newAccount(other.ID, "linkedin")
 	later := time.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339)
-	h := *b.h
-	h.T = t
-	s := h.MCPSession(b.key)
+	s := b.herald().MCPSession(b.key)
 	br := b.newBrowser()
 	require.Equal(t, 200, br.signIn(b.user.Email, b.password).status)
 	scheduled := func() string {

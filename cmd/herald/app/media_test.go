@@ -41,9 +41,7 @@ func (b *testBundle) confirm(key string, p apptest.Presigned, ctype string, size
 
 func (b *testBundle) uploadMedia(filename, ctype string, data []byte) string {
 	b.t.Helper()
-	h := *b.h
-	h.T, h.Client = b.t, b.client
-	return h.UploadMedia(filename, ctype, data)
+	return b.herald().UploadMedia(filename, ctype, data)
 }
 
 func (b *testBundle) mediaRecord(key string) *persistence.Media {
