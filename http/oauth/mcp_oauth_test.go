@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -170,32 +169,7 @@ type hostedBrowser struct {
 }
 
 func (hb *hostedBrowser) fetch(ctx context.Context, args *sdkauth.AuthorizationArgs) (*sdkauth.AuthorizationResult, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args.URL, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hb.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	page, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("consent page: %d %s", resp.StatusCode, page)
-	}
-	form := url.Values{}
-	for _, m := range apptest.HiddenField.FindAllStringSubmatch(string(page), -1) {
-		form.Add(m[1], apptest.HTMLUnescape(m[2]))
-	}
-	form.Set("decision", hb.decision)
-	action, _ := url.Parse(args.URL)
-	action.RawQuery = ""
-	req, err = http.NewRequestWithContext(ctx, http.MethodPost, action.String(), strings.NewReader(form.Encode()))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err = hb.client.Do(req)
+	resp, err := apptest.SubmitConsent(ctx, hb.client, args.URL, hb.decision)
 	if err != nil {
 		return nil, err
 	}

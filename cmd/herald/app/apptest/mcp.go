@@ -65,39 +65,8 @@ func (cb *ConsentBrowser) Fetch(ctx context.Context, args *sdkauth.Authorization
 	decision := cb.decision
 	cb.mu.Unlock()
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args.URL, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := cb.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	page, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("consent page: %d %s", resp.StatusCode, page)
-	}
-	form := url.Values{}
-	for _, m := range HiddenField.FindAllStringSubmatch(string(page), -1) {
-		form.Add(m[1], HTMLUnescape(m[2]))
-	}
-	if form.Get("csrf_token") == "" {
-		return nil, fmt.Errorf("consent page without a form: %s", page)
-	}
-	form.Set("decision", decision)
-	action, err := url.Parse(args.URL)
-	if err != nil {
-		return nil, err
-	}
-	action.RawQuery = ""
-	req, err = http.NewRequestWithContext(ctx, http.MethodPost, action.String(), strings.NewReader(form.Encode()))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	// Followed through the 303 to the callback listener.
-	resp, err = cb.client.Do(req)
+	resp, err := SubmitConsent(ctx, cb.client, args.URL, decision)
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +85,44 @@ func (cb *ConsentBrowser) Fetch(ctx context.Context, args *sdkauth.Authorization
 		return nil, fmt.Errorf("authorization refused: %s", e)
 	}
 	return &sdkauth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+}
+
+// SubmitConsent opens the consent page at authURL with client (a signed-in browser's cookies),
+// reads its form, and posts it with decision (approve or deny). The answer to the post is the
+// caller's: client decides whether the redirect to the host's callback is followed.
+func SubmitConsent(ctx context.Context, client *http.Client, authURL, decision string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	page, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("consent page: %d %s", resp.StatusCode, page)
+	}
+	form := url.Values{}
+	for _, m := range HiddenField.FindAllStringSubmatch(string(page), -1) {
+		form.Add(m[1], HTMLUnescape(m[2]))
+	}
+	if form.Get("csrf_token") == "" {
+		return nil, fmt.Errorf("consent page without a form: %s", page)
+	}
+	form.Set("decision", decision)
+	action, err := url.Parse(authURL)
+	if err != nil {
+		return nil, err
+	}
+	action.RawQuery = ""
+	req, err = http.NewRequestWithContext(ctx, http.MethodPost, action.String(), strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return client.Do(req)
 }
 
 // CallTool calls a tool and returns its result; the call itself must not be a protocol error.
