@@ -64,9 +64,13 @@ func (b *Backlog) Limit() int {
 }
 
 // Full reports whether the backlog reached the limit: publish requests are then refused. Jobs
-// that start anyway (a scheduled post whose time came, a campaign's) are still counted.
-func (b *Backlog) Full() bool {
-	return b != nil && b.limit > 0 && int64(b.Len()) >= b.limit
+// that start anyway (a scheduled post whose time came, a scheduled campaign's) are still counted.
+func (b *Backlog) Full() bool { return !b.Fits(1) }
+
+// Fits reports whether n more publishes fit under the limit beside those in hand (a campaign
+// that publishes now is accepted whole or not at all).
+func (b *Backlog) Fits(n int) bool {
+	return b == nil || b.limit <= 0 || int64(b.Len()+n) <= b.limit
 }
 
 // Add counts d more publishes in hand (account.Deps.InHand).

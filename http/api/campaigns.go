@@ -259,16 +259,16 @@ func (h *handlers) campaignTooLarge(mode string, posts []*persistence.Post) erro
 // and nothing of it is written. Two campaigns checked at the same instant may both pass, as two
 // publishes may: the limit bounds the backlog to within the write requests served at once.
 func (h *handlers) campaignBacklog(mode string, posts []*persistence.Post) error {
-	if err := h.campaignTooLarge(mode, posts); err != nil || mode != persistence.CampaignNow || h.JobBacklog.Limit() == 0 {
+	if err := h.campaignTooLarge(mode, posts); err != nil {
 		return err
 	}
-	n, inHand, limit := campaignTargets(posts), h.JobBacklog.Len(), h.JobBacklog.Limit()
-	if inHand+n <= limit {
+	n := campaignTargets(posts)
+	if mode != persistence.CampaignNow || h.JobBacklog.Fits(n) {
 		return nil
 	}
 	return server.Overloaded(server.OverloadJobBacklog, fmt.Sprintf(
 		"the server has %d publish jobs in hand and takes %d; this campaign's %d targets do not fit beside them; nothing was created; retry shortly",
-		inHand, limit, n))
+		h.JobBacklog.Len(), h.JobBacklog.Limit(), n))
 }
 
 func dryRunReport(mode string, posts []*persistence.Post) *CampaignDryRun {
