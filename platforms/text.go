@@ -76,3 +76,15 @@ func CheckText(s string) error {
 	}
 	return nil
 }
+
+// Excerpt is the start of a text for a list: white space folded to single spaces, at most n
+// characters (code points), with "…" in place of the rest when it was cut. It is data, never
+// markup.
+func Excerpt(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

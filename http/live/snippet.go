@@ -1,31 +1,16 @@
 package live
 
 import (
-	"strings"
-	"unicode/utf8"
-
 	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/platforms"
 )
 
 // SnippetRunes is the most characters a snippet keeps of a text.
 const SnippetRunes = 100
 
-// Snippet is the start of a text for a list: white space folded to single spaces, at most
-// SnippetRunes characters, with "…" when it was cut. It is data, never markup.
-func Snippet(text string) string {
-	text = strings.Join(strings.Fields(text), " ")
-	if utf8.RuneCountInString(text) <= SnippetRunes {
-		return text
-	}
-	n := 0
-	for i := range text {
-		if n == SnippetRunes-1 {
-			return strings.TrimRight(text[:i], " ") + "…"
-		}
-		n++
-	}
-	return text
-}
+// Snippet is the start of a text for a list, at most SnippetRunes characters
+// (platforms.Excerpt, as the dashboard's lists cut a text).
+func Snippet(text string) string { return platforms.Excerpt(text, SnippetRunes) }
 
 // postSnippet is the snippet of a post's text, empty when the post is gone.
 func postSnippet(tx *persistence.Tx, postID string) string {

@@ -6,7 +6,6 @@ import (
 	"html/template"
 	"io/fs"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/heraldhq/herald/platforms"
 )
@@ -44,14 +43,7 @@ func networkName(p string) string {
 }
 
 // excerpt shortens a text to n characters for lists (escaped by the template, like all text).
-func excerpt(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
-}
+func excerpt(s string, n int) string { return platforms.Excerpt(s, n) }
 
 // allNetworks is every network in the API's order.
 func allNetworks() []string {
