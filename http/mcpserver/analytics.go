@@ -107,39 +107,6 @@ type Analytics struct {
 	AccountsNeedingReconnect []Reconnect      `json:"accounts_needing_reconnect,omitempty"`
 }
 
-// v1Overview is GET /v1/analytics/overview as read.
-type v1Overview struct {
-	Range            string           `json:"range"`
-	Since            time.Time        `json:"since"`
-	Until            time.Time        `json:"until"`
-	FetchedAt        time.Time        `json:"fetched_at"`
-	Sampled          bool             `json:"sampled"`
-	Partial          bool             `json:"partial"`
-	Publications     int              `json:"publications"`
-	PublicationsRead int              `json:"publications_read"`
-	Totals           Totals           `json:"totals"`
-	ByPlatform       []PlatformTotals `json:"by_platform"`
-	Series           []struct {
-		Date         string `json:"date"`
-		Publications int    `json:"publications"`
-		Totals
-	} `json:"series"`
-	TopPosts []struct {
-		PostID      string    `json:"post_id"`
-		Platform    string    `json:"platform"`
-		AccountID   string    `json:"account_id"`
-		PublishedAt time.Time `json:"published_at"`
-		Link        *string   `json:"link"`
-		Metrics     Counters  `json:"metrics"`
-	} `json:"top_posts"`
-	AccountsNeedingReconnect []struct {
-		ID          string  `json:"id"`
-		Platform    string  `json:"platform"`
-		Username    *string `json:"username"`
-		TokenStatus string  `json:"token_status"`
-	} `json:"accounts_needing_reconnect"`
-}
-
 func (t *Tools) getAnalytics(ctx context.Context, in analyticsIn) (Analytics, error) {
 	rng := in.Range
 	if rng == "" {
@@ -159,15 +126,15 @@ func (t *Tools) getAnalytics(ctx context.Context, in analyticsIn) (Analytics, er
 	if err != nil {
 		return Analytics{}, err
 	}
-	var v1 v1Overview
+	var v1 live.Overview // GET /v1/analytics/overview as it answers
 	if _, err := t.call(ctx, get("/v1/analytics/overview", query("range", rng, "since", in.Since, "until", in.Until, "account_id", acct, "fresh", btoa(in.Fresh))), &v1); err != nil {
 		return Analytics{}, err
 	}
 	out := Analytics{Range: v1.Range, Since: v1.Since, Until: v1.Until, FetchedAt: v1.FetchedAt, Publications: v1.Publications,
-		PublicationsRead: v1.PublicationsRead, Sampled: v1.Sampled, Partial: v1.Partial, Totals: v1.Totals, ByPlatform: v1.ByPlatform,
-		TopPosts: []TopPost{}}
-	if out.ByPlatform == nil {
-		out.ByPlatform = []PlatformTotals{}
+		PublicationsRead: v1.PublicationsRead, Sampled: v1.Sampled, Partial: v1.Partial, Totals: v1.Totals,
+		ByPlatform: make([]PlatformTotals, 0, len(v1.ByPlatform)), TopPosts: []TopPost{}}
+	for _, p := range v1.ByPlatform {
+		out.ByPlatform = append(out.ByPlatform, PlatformTotals{Platform: p.Platform, Publications: p.Publications, Counters: p.Counters})
 	}
 	out.Granularity = in.Granularity
 	if out.Granularity == "" || out.Granularity == "auto" {
