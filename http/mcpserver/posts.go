@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/heraldhq/herald/http/api"
 )
 
 // maxStatusWait is the longest get_publish_status follows a job.
@@ -162,27 +164,9 @@ type PublishStatus struct {
 	FailureReason *string  `json:"failure_reason,omitempty"`
 }
 
-// v1Post is GET /v1/posts/:id as read.
-type v1Post struct {
-	ID            string     `json:"id"`
-	Content       string     `json:"content"`
-	Status        string     `json:"status"`
-	ScheduledAt   *time.Time `json:"scheduled_at"`
-	CreatedAt     time.Time  `json:"created_at"`
-	MediaIDs      []string   `json:"media_ids"`
-	TrackingID    *string    `json:"tracking_id"`
-	FailureReason *string    `json:"failure_reason"`
-	Platforms     []struct {
-		AccountID       string  `json:"connected_account_id"`
-		Platform        string  `json:"platform"`
-		Status          string  `json:"status"`
-		Error           *string `json:"error"`
-		PublicationID   *string `json:"publication_id"`
-		PlatformPostURL *string `json:"platform_post_url"`
-	} `json:"platforms"`
-}
-
-func (p *v1Post) out() Post {
+// postOut is a post as /v1 answers it (GET /v1/posts/:id, http/api's PostDetail) in the tools'
+// words.
+func postOut(p *api.PostDetail) Post {
 	o := Post{PostID: p.ID, Status: p.Status, Content: p.Content, ScheduledAt: p.ScheduledAt, MediaIDs: p.MediaIDs,
 		TrackingID: p.TrackingID, FailureReason: p.FailureReason, Targets: make([]Target, 0, len(p.Platforms))}
 	for _, pl := range p.Platforms {
@@ -190,7 +174,7 @@ func (p *v1Post) out() Post {
 		if st == "draft" || st == "scheduled" || st == "pending" {
 			st = "pending"
 		}
-		o.Targets = append(o.Targets, Target{AccountID: pl.AccountID, Platform: pl.Platform, Status: st, Link: pl.PlatformPostURL,
+		o.Targets = append(o.Targets, Target{AccountID: pl.ConnectedAccountID, Platform: pl.Platform, Status: st, Link: pl.PlatformPostURL,
 			PublicationID: pl.PublicationID, Error: pl.Error})
 	}
 	return o
@@ -212,7 +196,7 @@ func (t *Tools) listPosts(ctx context.Context, in listPostsIn) (PostList, error)
 	}
 	page := max(in.Cursor, 1)
 	var v1 struct {
-		Data       []v1Post `json:"data"`
+		Data       []api.PostListItem `json:"data"`
 		Pagination struct {
 			Page       int `json:"page"`
 			Total      int `json:"total"`
@@ -233,11 +217,11 @@ func (t *Tools) listPosts(ctx context.Context, in listPostsIn) (PostList, error)
 }
 
 func (t *Tools) post(ctx context.Context, r Request) (Post, error) {
-	var p v1Post
+	var p api.PostDetail
 	if _, err := t.call(ctx, r, &p); err != nil {
 		return Post{}, err
 	}
-	return p.out(), nil
+	return postOut(&p), nil
 }
 
 func (t *Tools) getPost(ctx context.Context, in postIDIn) (Post, error) {
@@ -353,30 +337,14 @@ func (t *Tools) postBody(ctx context.Context, content string, accounts, media []
 	return body, nil
 }
 
-// v1Job is GET /v1/jobs/:trackingId as read.
-type v1Job struct {
-	TrackingID       string `json:"tracking_id"`
-	PostID           string `json:"post_id"`
-	Status           string `json:"status"`
-	Total            int    `json:"total"`
-	Completed        int    `json:"completed"` // targets published
-	Failed           int    `json:"failed"`
-	PlatformStatuses []struct {
-		Platform  string `json:"platform"`
-		AccountID string `json:"connected_account_id"`
-		Phase     string `json:"phase"`
-		Message   string `json:"message"`
-	} `json:"platform_statuses"`
-	FailureReason *string `json:"failure_reason"`
-}
-
-func (j *v1Job) done() bool { return j.Status == "completed" || j.Status == "failed" }
+// jobDone: the job (GET /v1/jobs/:trackingId, http/api's Job) is completed or failed.
+func jobDone(j *api.Job) bool { return j.Status == "completed" || j.Status == "failed" }
 
 // status is the job's status in the posts' words: a job Herald calls completed with a failed
 // target is partial, so that no one reads a failure as success.
-func (j *v1Job) status() string {
+func jobStatus(j *api.Job) string {
 	switch {
-	case !j.done():
+	case !jobDone(j):
 		return "publishing"
 	case j.Failed == 0:
 		return "published"
@@ -395,9 +363,9 @@ func (t *Tools) getPublishStatus(ctx context.Context, in statusIn) (PublishStatu
 		defer cancel()
 	}
 	r := get("/v1/jobs/"+esc(in.TrackingID), nil)
-	var job *v1Job
+	var job *api.Job
 	for {
-		var j v1Job
+		var j api.Job
 		_, err := t.call(wctx, r, &j)
 		if err != nil {
 			if job != nil && wctx.Err() != nil {
@@ -406,7 +374,7 @@ func (t *Tools) getPublishStatus(ctx context.Context, in statusIn) (PublishStatu
 			return PublishStatus{}, err
 		}
 		job = &j
-		if wait <= 0 || j.done() {
+		if wait <= 0 || jobDone(&j) {
 			break
 		}
 		select {
@@ -416,10 +384,10 @@ func (t *Tools) getPublishStatus(ctx context.Context, in statusIn) (PublishStatu
 		}
 		break
 	}
-	out := PublishStatus{TrackingID: job.TrackingID, PostID: job.PostID, Status: job.status(), Total: job.Total,
+	out := PublishStatus{TrackingID: job.TrackingID, PostID: job.PostID, Status: jobStatus(job), Total: job.Total,
 		Published: job.Completed, Failed: job.Failed, FailureReason: job.FailureReason, Targets: make([]Target, 0, len(job.PlatformStatuses))}
 	for _, ps := range job.PlatformStatuses {
-		tg := Target{AccountID: ps.AccountID, Platform: ps.Platform, Status: "publishing"}
+		tg := Target{AccountID: ps.ConnectedAccountID, Platform: ps.Platform, Status: "publishing"}
 		switch ps.Phase {
 		case "platform_success":
 			tg.Status = "published"
@@ -429,13 +397,13 @@ func (t *Tools) getPublishStatus(ctx context.Context, in statusIn) (PublishStatu
 		}
 		out.Targets = append(out.Targets, tg)
 	}
-	if job.done() {
+	if jobDone(job) {
 		// The links are the post's: read once the job has ended.
-		var p v1Post
+		var p api.PostDetail
 		if _, err := t.call(ctx, get("/v1/posts/"+esc(job.PostID), nil), &p); err == nil {
 			for i := range out.Targets {
 				for _, pl := range p.Platforms {
-					if pl.AccountID == out.Targets[i].AccountID {
+					if pl.ConnectedAccountID == out.Targets[i].AccountID {
 						out.Targets[i].Link, out.Targets[i].PublicationID = pl.PlatformPostURL, pl.PublicationID
 					}
 				}

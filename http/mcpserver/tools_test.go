@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/heraldhq/herald/http/api"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
@@ -195,8 +196,8 @@ func TestPublishStatusWords(t *testing.T) {
 		{"failed", 2, 0, 2, "failed"},
 		{"completed", 3, 2, 1, "partial"},
 	} {
-		j := v1Job{Status: tc.status, Total: tc.total, Completed: tc.completed, Failed: tc.faild}
-		require.Equal(t, tc.want, j.status(), "%+v", tc)
+		j := api.Job{Status: tc.status, Total: tc.total, Completed: tc.completed, Failed: tc.faild}
+		require.Equal(t, tc.want, jobStatus(&j), "%+v", tc)
 	}
 }
 
