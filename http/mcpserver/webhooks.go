@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/heraldhq/herald/http/api"
 )
 
 var webhookEvents = []string{"post.published", "post.failed", "post.scheduled", "post.deleted", "campaign.completed"}
@@ -47,40 +49,32 @@ type WebhookList struct {
 	Webhooks []Webhook `json:"webhooks"`
 }
 
-type v1Webhook struct {
-	ID                string    `json:"id"`
-	URL               string    `json:"url"`
-	Events            []string  `json:"events"`
-	Active            bool      `json:"active"`
-	CreatedAt         time.Time `json:"created_at"`
-	DeactivatedReason *string   `json:"deactivated_reason"`
-	Secret            string    `json:"secret"`
-}
-
-func (w v1Webhook) out() Webhook {
+// webhookOut is a subscription as /v1 answers it (http/api's WebhookCreated: the secret only
+// in a create's answer) in the tools' words.
+func webhookOut(w api.WebhookCreated) Webhook {
 	return Webhook{WebhookID: w.ID, URL: w.URL, Events: w.Events, Active: w.Active, CreatedAt: w.CreatedAt, DeactivatedReason: w.DeactivatedReason, Secret: w.Secret}
 }
 
 func (t *Tools) listWebhooks(ctx context.Context, _ struct{}) (WebhookList, error) {
 	var v1 struct {
-		Data []v1Webhook `json:"data"`
+		Data []api.WebhookCreated `json:"data"`
 	}
 	if _, err := t.call(ctx, get("/v1/webhooks", nil), &v1); err != nil {
 		return WebhookList{}, err
 	}
 	out := WebhookList{Webhooks: make([]Webhook, 0, len(v1.Data))}
 	for _, w := range v1.Data {
-		out.Webhooks = append(out.Webhooks, w.out())
+		out.Webhooks = append(out.Webhooks, webhookOut(w))
 	}
 	return out, nil
 }
 
 func (t *Tools) createWebhook(ctx context.Context, in createWebhookIn) (Webhook, error) {
-	var v1 v1Webhook
+	var v1 api.WebhookCreated
 	if _, err := t.call(ctx, Request{Method: http.MethodPost, Path: "/v1/webhooks", Body: map[string]any{"url": in.URL, "events": in.Events}}, &v1); err != nil {
 		return Webhook{}, err
 	}
-	return v1.out(), nil
+	return webhookOut(v1), nil
 }
 
 func (t *Tools) deleteWebhook(ctx context.Context, in webhookIDIn) (Deleted, error) {
