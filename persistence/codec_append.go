@@ -1,6 +1,8 @@
 package persistence
 
 import (
+	"bytes"
+	"encoding/json"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -64,6 +66,18 @@ func appendPost(b []byte, p *Post) []byte {
 				b = append(b, `,"published_at":`...)
 				b = appendTime(b, *t.PublishedAt)
 			}
+			if t.Content != nil {
+				b = append(b, `,"content":`...)
+				b = appendString(b, *t.Content)
+			}
+			if t.MediaIDs != nil {
+				b = append(b, `,"media_ids":`...)
+				b = appendStrings(b, *t.MediaIDs)
+			}
+			if len(t.Options) > 0 {
+				b = append(b, `,"options":`...)
+				b = appendRaw(b, t.Options)
+			}
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -86,6 +100,17 @@ func appendPost(b []byte, p *Post) []byte {
 		b = appendString(b, p.CampaignID)
 	}
 	return append(b, '}')
+}
+
+// appendRaw appends a JSON value as encoding/json writes a json.RawMessage: compacted, with <, >,
+// &, U+2028 and U+2029 escaped.
+func appendRaw(b []byte, raw []byte) []byte {
+	var compact, escaped bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return append(b, "null"...) // never stored: options are encoded by Herald
+	}
+	json.HTMLEscape(&escaped, compact.Bytes())
+	return append(b, escaped.Bytes()...)
 }
 
 // appendJob appends j's JSON encoding.

@@ -14,6 +14,15 @@ var awkward = []string{
 	"truncated \xe2\x82", "\x7f del",
 }
 
+// optionsOf is options as Herald stores them: encoded JSON.
+func optionsOf(s string) json.RawMessage {
+	b, err := json.Marshal(map[string]string{"title": s})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
 func TestAppendersMatchEncodingJSON(t *testing.T) {
 	paris, err := time.LoadLocation("Europe/Paris")
 	if err != nil {
@@ -36,6 +45,9 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 			{ID: "p", Content: s, CreatedAt: tm, UpdatedAt: tm, MediaIDs: []string{s, "m2"}, Version: 1 << 63,
 				Targets: []Target{{AccountID: "a", Platform: "linkedin", Status: s}, {AccountID: s, Platform: s, Status: "failed", Error: &msg, PublicationID: s},
 					{AccountID: "b", Platform: "twitter_x", Status: "published", PublicationID: "1", URL: s, PublishedAt: &tm}}},
+			{ID: "p", Content: s, CreatedAt: tm, UpdatedAt: tm, Targets: []Target{
+				{AccountID: "a", Platform: "youtube", Content: &msg, MediaIDs: &[]string{}, Options: optionsOf(s)},
+				{AccountID: "b", Platform: "tiktok", MediaIDs: &[]string{s}, Options: json.RawMessage(` { "privacy_level" : "SELF_ONLY" , "t":"<&>\u2028" } `)}}},
 		}
 		for _, p := range posts {
 			want, err := json.Marshal(p)

@@ -27,6 +27,8 @@ type Media struct {
 	// form (docs/media.md, "Conversions"); nil until a publish needed one. Its bytes go with the
 	// media's when the media is deleted.
 	Derived *Derived `json:"derived,omitempty"`
+	// AltText describes the media for people who cannot see it.
+	AltText string `json:"alt_text,omitempty"`
 }
 
 // Derived is a file Herald made from a media's file and keeps beside it.

@@ -1,6 +1,9 @@
 package persistence
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // User is a Herald user.
 type User struct {
@@ -68,6 +71,9 @@ type Account struct {
 	NetworkUserID string `json:"network_user_id,omitempty"`
 	// Secret holds the encrypted credentials (AES-GCM, sealed by the caller).
 	Secret []byte `json:"secret,omitempty"`
+	// DefaultOptions are the network options a target of the account gets when it gives none
+	// (compact JSON of platforms' options type for the account's network).
+	DefaultOptions json.RawMessage `json:"default_options,omitempty"`
 }
 
 // Post statuses.
@@ -105,6 +111,30 @@ type Target struct {
 	// PublishedAt is when Herald committed the target's publication (nil before, and for
 	// targets published before Herald recorded it: the post's updated_at stands in).
 	PublishedAt *time.Time `json:"published_at,omitempty"`
+	// Content is the target's own text, replacing the post's for this network (nil: the post's).
+	Content *string `json:"content,omitempty"`
+	// MediaIDs are the target's own media, replacing the post's (nil: the post's; empty: none).
+	MediaIDs *[]string `json:"media_ids,omitempty"`
+	// Options are the target's network options (compact JSON of platforms' options type). Once the
+	// post is submitted for publication they are the effective ones: the account's defaults
+	// filled in at that moment, so that the post goes out as it was checked.
+	Options json.RawMessage `json:"options,omitempty"`
+}
+
+// EffectiveContent is the text the target's network receives.
+func (t *Target) EffectiveContent(p *Post) string {
+	if t.Content != nil {
+		return *t.Content
+	}
+	return p.Content
+}
+
+// EffectiveMedia are the media the target's network receives.
+func (t *Target) EffectiveMedia(p *Post) []string {
+	if t.MediaIDs != nil {
+		return *t.MediaIDs
+	}
+	return p.MediaIDs
 }
 
 // Post is a post's record.

@@ -103,6 +103,9 @@ type Media struct {
 	// storage. Errors matching ErrUnconvertible are permanent. Nil when the file cannot be
 	// converted (adapters then take it as it is or refuse it). See ConformImages.
 	Conform func(ctx context.Context, rule ImageRule) (Media, error)
+	// AltText describes the media for people who cannot see it; sent to the networks that take
+	// it (AltTextMax).
+	AltText string
 }
 
 // IsVideo reports whether the media is a video.
@@ -112,6 +115,9 @@ func (m Media) IsVideo() bool { return len(m.ContentType) > 6 && m.ContentType[:
 type Post struct {
 	Text  string
 	Media []Media
+	// Options are the target's options for the network (its *XxxOptions; nil: none given). They
+	// were checked by CheckOptions before the post was accepted.
+	Options Options
 }
 
 // Publication is a post as the network created it.
