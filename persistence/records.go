@@ -115,9 +115,9 @@ type Target struct {
 	Content *string `json:"content,omitempty"`
 	// MediaIDs are the target's own media, replacing the post's (nil: the post's; empty: none).
 	MediaIDs *[]string `json:"media_ids,omitempty"`
-	// Options are the target's network options (compact JSON of platforms' options type). Once the
-	// post is submitted for publication they are the effective ones: the account's defaults
-	// filled in at that moment, so that the post goes out as it was checked.
+	// Options are the target's own network options (compact JSON of platforms' options type). The
+	// account's default options fill in what they leave out, when the post is checked and again
+	// when it goes out (platforms.MergeOptions).
 	Options json.RawMessage `json:"options,omitempty"`
 }
 

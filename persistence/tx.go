@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -308,6 +309,47 @@ type PostContent struct {
 	UserID   string   `json:"user_id"`
 	Content  string   `json:"content"`
 	MediaIDs []string `json:"media_ids"`
+	// Targets are the targets' own content, media and options, in the post's order.
+	Targets []TargetContent `json:"targets"`
+}
+
+// TargetContent is what a network call needs of one target: its own text, media and options.
+type TargetContent struct {
+	Content  *string         `json:"content,omitempty"`
+	MediaIDs *[]string       `json:"media_ids,omitempty"`
+	Options  json.RawMessage `json:"options,omitempty"`
+}
+
+// ContentOf is a post's PostContent.
+func ContentOf(p *Post) *PostContent {
+	c := &PostContent{UserID: p.UserID, Content: p.Content, MediaIDs: p.MediaIDs}
+	for _, t := range p.Targets {
+		if t.Content != nil || t.MediaIDs != nil || len(t.Options) > 0 {
+			c.Targets = make([]TargetContent, len(p.Targets))
+			for i, t := range p.Targets {
+				c.Targets[i] = TargetContent{Content: t.Content, MediaIDs: t.MediaIDs, Options: t.Options}
+			}
+			break
+		}
+	}
+	return c
+}
+
+// Of is the text, media and options target i's network receives: the target's own where it
+// has them, else the post's.
+func (c *PostContent) Of(i int) (text string, media []string, options json.RawMessage) {
+	text, media = c.Content, c.MediaIDs
+	if i < 0 || i >= len(c.Targets) {
+		return text, media, nil
+	}
+	t := &c.Targets[i]
+	if t.Content != nil {
+		text = *t.Content
+	}
+	if t.MediaIDs != nil {
+		media = *t.MediaIDs
+	}
+	return text, media, t.Options
 }
 
 // PostContent returns a post's content, decoding nothing else of the record (a third cheaper

@@ -2,6 +2,7 @@ package account
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -162,12 +163,18 @@ func (a *Actor) take(ctx actor.Context, n int) {
 			a.fail(r, "the post no longer exists")
 			continue
 		}
-		r.Post = platforms.Post{Text: t.post.Content}
-		if len(t.post.MediaIDs) > 0 {
+		text, mediaIDs, own := t.post.Of(t.w.Target)
+		opts, err := a.options(own)
+		if err != nil {
+			a.fail(r, err.Error())
+			continue
+		}
+		r.Post = platforms.Post{Text: text, Options: opts}
+		if len(mediaIDs) > 0 {
 			var media []platforms.Media
 			err := ErrNoMediaStorage
 			if a.deps.Media != nil {
-				media, err = a.deps.Media(context.Background(), t.post.UserID, t.post.MediaIDs)
+				media, err = a.deps.Media(context.Background(), t.post.UserID, mediaIDs)
 			}
 			if errors.Is(err, ErrNoMediaStorage) {
 				a.fail(r, err.Error())
@@ -194,6 +201,21 @@ func (a *Actor) take(ctx actor.Context, n int) {
 	if !a.more {
 		a.failing = "" // every entry that waited when the account failed is failed
 	}
+}
+
+// options are a target's network options as the network receives them: its own laid over the
+// account's defaults as they are now (the same merge the API's check made when it accepted the
+// post). nil when neither gives any.
+func (a *Actor) options(own json.RawMessage) (platforms.Options, error) {
+	merged, err := platforms.MergeOptions(a.acc.DefaultOptions, own)
+	if err != nil || len(merged) == 0 {
+		return nil, err
+	}
+	o, fe := platforms.DecodeOptions(platforms.Platform(a.acc.Platform), merged)
+	if fe != nil {
+		return nil, fmt.Errorf("the target's options no longer fit %s: %s", platforms.Platform(a.acc.Platform).Name(), fe.Error())
+	}
+	return o, nil
 }
 
 // pumpLater runs pump once the mailbox's waiting messages are handled.

@@ -139,7 +139,7 @@ func New(cfg Config) *Publishing {
 // campaign.Handoff).
 func (p *Publishing) StartJob(j *persistence.Job, pst *persistence.Post) {
 	if pst != nil {
-		p.started.Put(pst.ID, &persistence.PostContent{UserID: pst.UserID, Content: pst.Content, MediaIDs: pst.MediaIDs})
+		p.started.Put(pst.ID, persistence.ContentOf(pst))
 	}
 	waiting := make(map[string]int, len(j.Targets))
 	for _, t := range j.Targets {

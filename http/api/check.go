@@ -188,7 +188,7 @@ func (h *handlers) oneMedia(c *echo.Context, userID, id string) (*platforms.Medi
 		case err != nil:
 			return nil, h.storeError(c, err)
 		}
-		return &platforms.Media{ID: m.ID, ContentType: m.ContentType, Size: m.Size, Filename: m.OriginalFilename}, nil
+		return &platforms.Media{ID: m.ID, ContentType: m.ContentType, Size: m.Size, Filename: m.OriginalFilename, AltText: m.AltText}, nil
 	}
 	ms, err := h.Media.Resolve(c.Request().Context(), userID, []string{id})
 	var ue *blob.UnusableError

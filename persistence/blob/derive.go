@@ -59,7 +59,7 @@ func (s *Service) conform(ctx context.Context, m *persistence.Media, as platform
 	name = strings.TrimSuffix(strings.TrimSuffix(name, ".jpeg"), ".jpg") + ".jpg"
 	key := d.Key
 	return platforms.Media{
-		ID: m.ID, ContentType: d.ContentType, Size: d.Size, Filename: name,
+		ID: m.ID, ContentType: d.ContentType, Size: d.Size, Filename: name, AltText: m.AltText,
 		Open: func(ctx context.Context) (io.ReadCloser, error) {
 			o, _, err := s.o.Blob.Open(ctx, key)
 			if err != nil {

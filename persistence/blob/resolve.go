@@ -49,6 +49,7 @@ func (s *Service) Resolve(ctx context.Context, userID string, ids []string) ([]p
 			ContentType: m.ContentType,
 			Size:        m.Size,
 			Filename:    m.OriginalFilename,
+			AltText:     m.AltText,
 			Open: func(ctx context.Context) (io.ReadCloser, error) {
 				o, _, err := s.o.Blob.Open(ctx, key)
 				if err != nil {
