@@ -362,12 +362,15 @@ type Target struct {
 	Text    string
 	Media   []Media
 	Choices *Choices
+	// Defaults says the options are an account's defaults, not a post's: what needs a post (its
+	// text and media, the options a post must have) is not judged.
+	Defaults bool
 }
 
 // CheckOptions checks a target's options by its network's rules. errs refuse the target;
 // warnings tell what Herald will do that the user might not expect.
 func CheckOptions(o Options, t Target) (errs, warnings []FieldError) {
-	c := &checker{}
+	c := &checker{defaults: t.Defaults}
 	switch o := o.(type) {
 	case *YouTubeOptions:
 		c.youtube(o, t)
@@ -403,7 +406,10 @@ func CheckOptions(o Options, t Target) (errs, warnings []FieldError) {
 	return c.errs, c.warnings
 }
 
-type checker struct{ errs, warnings []FieldError }
+type checker struct {
+	errs, warnings []FieldError
+	defaults       bool
+}
 
 func (c *checker) fail(field, msg string) {
 	c.errs = append(c.errs, FieldError{"options." + field, msg})
@@ -470,7 +476,7 @@ func YouTubeTitle(o *YouTubeOptions, text string) string {
 }
 
 func (c *checker) youtube(o *YouTubeOptions, t Target) {
-	if o.Title == "" {
+	if o.Title == "" && !c.defaults {
 		c.warn("title", fmt.Sprintf("not given; the title is the text's first line: %q", YouTubeTitle(o, t.Text)))
 	}
 	c.maxChars("title", o.Title, 100)
@@ -506,6 +512,7 @@ func (c *checker) tiktok(o *TikTokOptions, t Target) {
 		offered = t.Choices.PrivacyLevelOptions
 	}
 	switch {
+	case o.PrivacyLevel == "" && c.defaults:
 	case o.PrivacyLevel == "" && offered != nil:
 		c.fail("privacy_level", fmt.Sprintf("is required: TikTok asks the creator to choose; this creator may post with %s", strings.Join(offered, ", ")))
 	case o.PrivacyLevel == "":
@@ -514,9 +521,9 @@ func (c *checker) tiktok(o *TikTokOptions, t Target) {
 	case offered != nil && !slices.Contains(offered, o.PrivacyLevel):
 		c.fail("privacy_level", fmt.Sprintf("%s is not offered to this creator now; TikTok offers %s", o.PrivacyLevel, strings.Join(offered, ", ")))
 	}
-	if t.Choices == nil {
+	if t.Choices == nil && !c.defaults {
 		c.warn("privacy_level", "the creator's current choices could not be read; TikTok checks them when the post goes out")
-	} else {
+	} else if t.Choices != nil {
 		for _, f := range []struct {
 			field     string
 			on, unset bool
@@ -533,6 +540,7 @@ func (c *checker) tiktok(o *TikTokOptions, t Target) {
 
 func (c *checker) pinterest(o *PinterestOptions, t Target) {
 	switch {
+	case o.BoardID == "" && c.defaults:
 	case o.BoardID == "":
 		msg := "is required: choose the board the Pin goes to"
 		if t.Choices != nil && len(t.Choices.Boards) > 0 {
@@ -550,17 +558,12 @@ var igUsername = regexp.MustCompile(`^[A-Za-z0-9._]{1,30}$`)
 
 func (c *checker) instagram(o *InstagramOptions, t Target) {
 	c.oneOf("type", o.Type, InstagramTypes)
-	switch o.Type {
-	case "reel":
-		if len(t.Media) != 1 || !t.Media[0].IsVideo() {
-			c.fail("type", "a reel is one video")
+	if !c.defaults {
+		c.shape(o.Type, t.Media)
+		if o.ShareToFeed != nil && o.Type != "reel" && (o.Type != "" || !hasVideo(t.Media)) {
+			c.fail("share_to_feed", "applies to reels only")
 		}
-	case "story":
-		if len(t.Media) != 1 {
-			c.fail("type", "a story is one photo or one video")
-		}
-	}
-	if o.ShareToFeed != nil && o.Type != "reel" && (o.Type != "" || !hasVideo(t.Media)) {
+	} else if o.ShareToFeed != nil && o.Type != "" && o.Type != "reel" {
 		c.fail("share_to_feed", "applies to reels only")
 	}
 	if len(o.Collaborators) > 3 {
@@ -576,20 +579,27 @@ func (c *checker) instagram(o *InstagramOptions, t Target) {
 	}
 }
 
-func (c *checker) facebook(o *FacebookOptions, t Target) {
-	c.oneOf("type", o.Type, FacebookTypes)
-	switch o.Type {
+// shape checks the media a Meta post type takes: a reel is one video, a story one photo or video.
+func (c *checker) shape(typ string, media []Media) {
+	switch typ {
 	case "reel":
-		if len(t.Media) != 1 || !t.Media[0].IsVideo() {
+		if len(media) != 1 || !media[0].IsVideo() {
 			c.fail("type", "a reel is one video")
 		}
 	case "story":
-		if len(t.Media) != 1 {
+		if len(media) != 1 {
 			c.fail("type", "a story is one photo or one video")
 		}
 	}
+}
+
+func (c *checker) facebook(o *FacebookOptions, t Target) {
+	c.oneOf("type", o.Type, FacebookTypes)
+	if !c.defaults {
+		c.shape(o.Type, t.Media)
+	}
 	if o.Link != "" {
-		if o.Type != "" && o.Type != "feed" || len(t.Media) > 0 {
+		if (o.Type != "" && o.Type != "feed") || (!c.defaults && len(t.Media) > 0) {
 			c.fail("link", "a link goes with a feed post without media")
 		}
 		c.link("link", o.Link, "http", "https")
@@ -612,7 +622,7 @@ func (c *checker) x(o *XOptions, t Target) {
 	if d := o.Poll.DurationMinutes; d < 5 || d > 10080 {
 		c.fail("poll.duration_minutes", fmt.Sprintf("is %d; 5 to 10080 minutes (seven days)", d))
 	}
-	if len(t.Media) > 0 {
+	if len(t.Media) > 0 && !c.defaults {
 		c.fail("poll", "a post with a poll cannot carry media")
 	}
 }

@@ -120,6 +120,27 @@ type Post struct {
 	Options Options
 }
 
+// MediaLimits are what a network takes of a post's media, as its adapter's Validate checks them;
+// GET /v1/accounts/:id/capabilities publishes them.
+type MediaLimits struct {
+	// Required says a post needs at least one media (no text-only posts).
+	Required bool `json:"required"`
+	// MaxItems is how many media one post takes.
+	MaxItems int `json:"max_items"`
+	// Types are the content types taken (after Herald's conversions of images).
+	Types []string `json:"types"`
+	// MaxImageBytes and MaxVideoBytes bound one file (0: no images, or no videos).
+	MaxImageBytes int64 `json:"max_image_bytes"`
+	MaxVideoBytes int64 `json:"max_video_bytes"`
+	// VideoAlone says a video cannot go with other media in one post.
+	VideoAlone bool `json:"video_alone"`
+}
+
+// MediaLimiter is implemented by every adapter: its network's media limits.
+type MediaLimiter interface {
+	MediaLimits() MediaLimits
+}
+
 // Publication is a post as the network created it.
 type Publication struct {
 	// ID is the network's id of the post (tweet id, at:// URI, URN, media id, video id...).

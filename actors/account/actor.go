@@ -290,6 +290,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.pump(ctx)
 	case *Create:
 		a.create(ctx, m)
+	case *SetDefaults:
+		a.setDefaults(ctx, m)
 	case *SetCredentials:
 		a.setCredentials(ctx, m)
 	case *Get:

@@ -79,12 +79,18 @@ var DefaultReadRules = map[platforms.Platform]map[ReadOp][]Rule{
 		OpReply:    {{Name: "units", Limit: 10000, Window: 24 * time.Hour, Cost: 50, PerPlatform: true}},
 		// comments.setModerationStatus costs 50 units.
 		OpHide: {{Name: "units", Limit: 10000, Window: 24 * time.Hour, Cost: 50, PerPlatform: true}},
+		// videoCategories.list and playlists.list cost 1 unit each.
+		OpChoices: {{Name: "units", Limit: 10000, Window: 24 * time.Hour, Cost: 2, PerPlatform: true}},
 	},
 	platforms.TikTok: {
 		OpMetrics: {{Name: "read:display", Limit: 600, Window: time.Minute, Cost: 1}},
+		// POST /v2/post/publish/creator_info/query/: 20 requests per minute per user token.
+		OpChoices: {{Name: "read:creator_info", Limit: 20, Window: time.Minute, Cost: 1}},
 	},
 	platforms.Pinterest: {
 		OpMetrics: {{Name: "read:org_analytics", Limit: 300, Window: time.Minute, Cost: 1}},
+		// GET /v5/boards is an org_read call: 1,000 per minute per user.
+		OpChoices: {{Name: "read:org_read", Limit: 1000, Window: time.Minute, Cost: 1}},
 	},
 }
 

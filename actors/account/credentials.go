@@ -71,6 +71,27 @@ func (a *Actor) setCredentials(ctx actor.Context, m *SetCredentials) {
 	a.pump(ctx)
 }
 
+// setDefaults stores the account's default options; publishes taken from now on go out with them.
+func (a *Actor) setDefaults(ctx actor.Context, m *SetDefaults) {
+	switch {
+	case a.acc == nil || a.deleting != nil:
+		actors.ReplyError(ctx, ErrNotFound)
+		return
+	case m.UserID != "" && a.acc.UserID != m.UserID:
+		actors.ReplyError(ctx, ErrForbidden)
+		return
+	}
+	next := *a.acc
+	next.DefaultOptions = m.Options
+	if err := a.save(&next); err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
+	a.acc = &next
+	c := next
+	actors.Reply(ctx, &Reply{Account: &c})
+}
+
 func (a *Actor) storeCreds(next *persistence.Account, creds platforms.Credentials) error {
 	sealed, err := a.seal(creds)
 	if err != nil {

@@ -1,6 +1,8 @@
 package account
 
 import (
+	"encoding/json"
+
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 )
@@ -38,6 +40,13 @@ type Create struct {
 type SetCredentials struct {
 	Creds    platforms.Credentials
 	Username *string
+}
+
+// SetDefaults replaces the account's default options (compact JSON of its network's options type,
+// already checked; nil clears them). Reply: *Reply. Errors: ErrNotFound, ErrForbidden.
+type SetDefaults struct {
+	UserID  string
+	Options json.RawMessage
 }
 
 // Delete revokes the account's token at the network (best effort) and deletes it; publishes

@@ -45,6 +45,10 @@ const (
 	OpLike ReadOp = "like"
 	// OpHide hides or, with Undo, shows again a comment (platforms.Hider).
 	OpHide ReadOp = "hide"
+	// OpChoices reads what the account's options may be now (platforms.ChoiceReader): a TikTok
+	// creator's privacy levels and interactions, Pinterest boards, YouTube categories and
+	// playlists.
+	OpChoices ReadOp = "choices"
 )
 
 // MetricsBatcher is implemented by adapters that read the metrics of many publications in few
@@ -100,6 +104,8 @@ type ReadReply struct {
 	// Conversations is the listing of OpConversations; Truncated says the network had more.
 	Conversations []platforms.ConversationSummary
 	Truncated     bool
+	// Choices is the answer of OpChoices.
+	Choices platforms.Choices
 }
 
 // ErrReadUnsupported means the account's network offers no such live call.
@@ -320,6 +326,8 @@ func call(ctx context.Context, adapter platforms.Adapter, c platforms.Credential
 		err = adapter.(platforms.Liker).LikeComment(ctx, c, r.PublicationID, r.CommentID, !r.Undo)
 	case OpHide:
 		err = adapter.(platforms.Hider).HideComment(ctx, c, r.PublicationID, r.CommentID, !r.Undo)
+	case OpChoices:
+		out.Choices, err = adapter.(platforms.ChoiceReader).Choices(ctx, c)
 	default:
 		err = ErrReadUnsupported
 	}
@@ -348,6 +356,9 @@ func supports(adapter platforms.Adapter, op ReadOp) bool {
 		return ok
 	case OpHide:
 		_, ok := adapter.(platforms.Hider)
+		return ok
+	case OpChoices:
+		_, ok := adapter.(platforms.ChoiceReader)
 		return ok
 	}
 	return false

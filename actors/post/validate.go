@@ -91,8 +91,34 @@ func Validate(p *persistence.Post) error {
 	if err := CheckMedia(len(p.MediaIDs)); err != nil {
 		return err
 	}
-	if strings.TrimSpace(p.Content) == "" && len(p.MediaIDs) == 0 {
+	if strings.TrimSpace(p.Content) == "" && len(p.MediaIDs) == 0 && !everyTargetOwnsContent(p) {
 		return &InvalidError{Field: "content", Reason: "must not be empty when the post has no media"}
 	}
+	for i := range p.Targets {
+		t := &p.Targets[i]
+		if t.Content != nil {
+			if err := CheckContent(*t.Content); err != nil {
+				return &InvalidError{Field: fmt.Sprintf("targets.%d.content", i), Reason: strings.TrimPrefix(err.Error(), "content: "), Err: err}
+			}
+		}
+		if t.MediaIDs != nil && len(*t.MediaIDs) > MaxMedia {
+			return &InvalidError{Field: fmt.Sprintf("targets.%d.media", i), Reason: fmt.Sprintf("at most %d media per post", MaxMedia)}
+		}
+		if strings.TrimSpace(t.EffectiveContent(p)) == "" && len(t.EffectiveMedia(p)) == 0 {
+			return &InvalidError{Field: fmt.Sprintf("targets.%d.content", i), Reason: "must not be empty when the target has no media"}
+		}
+	}
 	return nil
+}
+
+// everyTargetOwnsContent reports whether each target carries its own text or media, so that the
+// post's own may stay empty.
+func everyTargetOwnsContent(p *persistence.Post) bool {
+	for i := range p.Targets {
+		t := &p.Targets[i]
+		if (t.Content == nil || strings.TrimSpace(*t.Content) == "") && (t.MediaIDs == nil || len(*t.MediaIDs) == 0) {
+			return false
+		}
+	}
+	return len(p.Targets) > 0
 }

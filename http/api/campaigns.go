@@ -199,15 +199,15 @@ func (h *handlers) checkCampaignRow(c *echo.Context, user *persistence.User, mod
 	if row.hasPlatforms {
 		s.accounts = row.platforms
 	}
-	checked, errs, err := h.checkPost(c, user.ID, s, cache)
+	res, err := h.checkPost(c, user.ID, s, cache)
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(errs) > 0 {
-		return nil, errs, nil
+	if len(res.errs) > 0 {
+		return nil, res.errs, nil
 	}
 	return &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user.ID, Content: content, Status: persistence.PostDraft,
-		MediaIDs: append([]string{}, row.media...), Targets: checked.targets, ScheduledAt: at}, nil, nil
+		MediaIDs: append([]string{}, row.media...), Targets: res.post.targets, ScheduledAt: at}, nil, nil
 }
 
 // checkCampaignQuota answers a dry run as the free plan's quota would answer the campaign.

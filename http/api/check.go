@@ -1,7 +1,11 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/labstack/echo/v5"
 
@@ -10,28 +14,48 @@ import (
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/blob"
 	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/registry"
 )
 
 // This file is the one check of a post. Every door that accepts a post calls it: POST /v1/posts,
-// /v1/posts/publish and /schedule, PATCH /v1/posts/:id, POST /v1/posts/:id/publish and
-// /schedule, each row of a campaign, and through them the MCP tools and the dashboard (which call
-// these operations). Its rules are, in order:
+// /v1/posts/publish, /schedule and /validate, PATCH /v1/posts/:id, POST /v1/posts/:id/publish
+// and /schedule, each row of a campaign, and through them the MCP tools and the dashboard (which
+// call these operations). Its rules are, in order:
 //
-//   - each field on its own (post.CheckContent, CheckTargets, CheckMedia);
+//   - each field on its own (post.CheckContent, CheckTargets, CheckMedia, and each entry of
+//     targets: its account one of the post's, once; its content and media by the same rules);
 //   - the connected accounts and media are the caller's (apierr.AccountNotYours, MediaNotYours);
 //   - the post as a whole (post.Validate), when the door knows the whole post;
+//   - each target's options decoded as its network's (platforms.DecodeOptions: no unknown key, no
+//     option of another network, no wrong type);
 //   - when the post is submitted for publication (published now or scheduled, not a draft), each
-//     target network's own rules: the adapters' Validate, with the text as the network counts it
-//     and the media's content types and sizes, the check the account runs before publishing.
+//     target by its network's own rules, on what the network would receive (the target's text,
+//     media and options, the account's default options filled in): the adapter's Validate (text
+//     as the network counts it, media types and sizes), platforms.CheckOptions (each option, the
+//     required ones, alt text) against the account's live choices (http/live, cached).
 //
-// A draft is held to every rule but the networks': it may be written before its media is chosen
-// or its text cut to fit (docs/decisions.md, Posts).
+// A draft is held to every rule but the networks': it may be written before its media is chosen,
+// its text cut to fit or its options complete (docs/decisions.md, Posts); POST /v1/posts/validate
+// tells what it still lacks.
+
+// targetSpec is an entry of a request's targets: a target's own content, media and options.
+type targetSpec struct {
+	AccountID string
+	Content   *string
+	Media     *[]string
+	Options   json.RawMessage
+}
 
 // submission is a post as a door received it. A nil field was not given (a PATCH).
 type submission struct {
 	content  *string
 	accounts []string
 	media    []string
+	// specs are the request's targets entries; nil when it gave none.
+	specs []targetSpec
+	// kept are the targets' own content, media and options already stored, by account id, for
+	// the accounts a PATCH keeps without giving targets.
+	kept map[string]persistence.Target
 	// whole asks for post.Validate: the door knows the whole post (a create).
 	whole bool
 	// publish asks for the networks' rules: the post goes to the networks (now or scheduled).
@@ -42,28 +66,92 @@ type submission struct {
 	prior, later []string
 }
 
-// checkedPost is a submission that passed: its targets (accounts resolved to their platforms)
-// and its media as the adapters see them.
+// checkedPost is a submission that passed: its targets (accounts resolved to their platforms,
+// with their own content, media and options) and its media as the adapters see them.
 type checkedPost struct {
 	targets []persistence.Target
 	files   []platforms.Media
 }
 
+// TargetCheck is the check of one target, as POST /v1/posts/validate answers it and a refusal's
+// details.targets lists it.
+type TargetCheck struct {
+	AccountID string                 `json:"account_id"`
+	Platform  string                 `json:"platform"`
+	Valid     bool                   `json:"valid"`
+	Errors    []platforms.FieldError `json:"errors"`
+	Warnings  []platforms.FieldError `json:"warnings"`
+	Preview   *TargetPreview         `json:"preview,omitempty"`
+}
+
+// TargetPreview is what the target's network would receive.
+type TargetPreview struct {
+	Content string          `json:"content"`
+	Length  TextLength      `json:"length"`
+	Media   []PreviewMedia  `json:"media"`
+	Options json.RawMessage `json:"options"`
+}
+
+// TextLength is a text's length as its network counts it, beside the network's limit.
+type TextLength struct {
+	Used int    `json:"used"`
+	Max  int    `json:"max"`
+	Unit string `json:"unit"`
+}
+
+// PreviewMedia is one media as the network would receive it.
+type PreviewMedia struct {
+	ID          string `json:"id"`
+	ContentType string `json:"content_type"`
+	// ConvertedTo is the type Herald converts the file to for this network (absent: sent as is).
+	ConvertedTo string `json:"converted_to,omitempty"`
+	AltText     string `json:"alt_text,omitempty"`
+}
+
+// checkResult is the outcome of checkPost: errs are its refusals, every one found, each safe to
+// show ("field: reason", or "platform: field: reason" for a target's); targets are each target's
+// own check (when the post's accounts could be resolved).
+type checkResult struct {
+	post *checkedPost
+	errs []string
+	// fields counts the errors of errs that are the post's own (the rest are its targets').
+	fields  int
+	targets []TargetCheck
+}
+
+// refusal is the result's 400 validation_error (its first error, and details.targets listing
+// each target's errors when a target has any); nil when the post passed.
+func (r *checkResult) refusal() error {
+	if len(r.errs) == 0 {
+		return nil
+	}
+	e := apierr.Validation("%s", r.errs[0])
+	var bad []TargetCheck
+	for _, t := range r.targets {
+		if !t.Valid {
+			t.Preview = nil
+			bad = append(bad, t)
+		}
+	}
+	if len(bad) > 0 {
+		e = e.WithDetails(map[string]any{"targets": bad})
+	}
+	return e
+}
+
 // mediaCache resolves each media id of a request once.
 type mediaCache map[string]*platforms.Media
 
-// checkPost checks a submission of the user. errs are its refusals, every one found, each safe to
-// show ("field: reason", or "platform: reason" for a network's); err is a failure to read the
-// store.
-func (h *handlers) checkPost(c *echo.Context, userID string, s *submission, cache mediaCache) (*checkedPost, []string, error) {
-	errs := append([]string(nil), s.prior...)
+// checkPost checks a submission of the user; err is a failure to read the store.
+func (h *handlers) checkPost(c *echo.Context, userID string, s *submission, cache mediaCache) (*checkResult, error) {
+	res := &checkResult{errs: append([]string(nil), s.prior...)}
 	refuse := func(err error) {
 		var ae *apierr.Error
 		if errors.As(err, &ae) {
-			errs = append(errs, ae.Message)
+			res.errs = append(res.errs, ae.Message)
 			return
 		}
-		errs = append(errs, err.Error())
+		res.errs = append(res.errs, err.Error())
 	}
 	out := &checkedPost{}
 	if s.content != nil {
@@ -79,13 +167,17 @@ func (h *handlers) checkPost(c *echo.Context, userID string, s *submission, cach
 		for _, id := range s.accounts {
 			platform, ok, err := h.Store.AccountPlatform(userID, id)
 			if err != nil {
-				return nil, nil, h.storeError(c, err)
+				return nil, h.storeError(c, err)
 			}
 			if !ok {
 				refuse(apierr.AccountNotYours("platforms", id))
 				continue
 			}
-			out.targets = append(out.targets, persistence.Target{AccountID: id, Platform: platform, Status: persistence.TargetPending})
+			t := persistence.Target{AccountID: id, Platform: platform, Status: persistence.TargetPending}
+			if k, ok := s.kept[id]; ok && s.specs == nil {
+				t.Content, t.MediaIDs, t.Options = k.Content, k.MediaIDs, k.Options
+			}
+			out.targets = append(out.targets, t)
 		}
 	}
 	if len(s.media) > 0 {
@@ -93,13 +185,17 @@ func (h *handlers) checkPost(c *echo.Context, userID string, s *submission, cach
 			refuse(err)
 		}
 		var err error
-		if out.files, err = h.resolveMedia(c, userID, s.media, cache, refuse); err != nil {
-			return nil, nil, err
+		if out.files, err = h.resolveMedia(c, userID, "media", s.media, cache, refuse); err != nil {
+			return nil, err
 		}
 	}
-	errs = append(errs, s.later...)
-	if len(errs) > 0 {
-		return nil, errs, nil
+	if err := h.applySpecs(c, userID, s, out, cache, refuse); err != nil {
+		return nil, err
+	}
+	res.errs = append(res.errs, s.later...)
+	res.fields = len(res.errs)
+	if len(res.errs) > 0 {
+		return res, nil
 	}
 	if s.whole {
 		content := ""
@@ -107,52 +203,208 @@ func (h *handlers) checkPost(c *echo.Context, userID string, s *submission, cach
 			content = *s.content
 		}
 		if err := post.Validate(&persistence.Post{Content: content, Targets: out.targets, MediaIDs: s.media}); err != nil {
-			return nil, []string{err.Error()}, nil
+			res.errs = append(res.errs, err.Error())
+			res.fields = len(res.errs)
+			return res, nil
 		}
 	}
-	if s.publish && s.content != nil {
-		if errs := h.networkErrors(*s.content, out.targets, out.files); len(errs) > 0 {
-			return nil, errs, nil
+	if s.content != nil || s.specs != nil {
+		p := &persistence.Post{Targets: out.targets, MediaIDs: s.media}
+		if s.content != nil {
+			p.Content = *s.content
 		}
+		var err error
+		if res.targets, err = h.checkTargets(c, userID, p, out.files, cache, s.publish); err != nil {
+			return nil, err
+		}
+		res.fields = len(res.errs)
+		res.errs = append(res.errs, targetMessages(res.targets)...)
 	}
-	return out, nil, nil
+	if len(res.errs) == 0 {
+		res.post = out
+	}
+	return res, nil
 }
 
-// networkErrors checks a post by each of its networks' own rules (the adapters' Validate), once
-// per network, as the account will check it before publishing: "platform: reason" for each
-// network that refuses it.
-func (h *handlers) networkErrors(content string, targets []persistence.Target, files []platforms.Media) []string {
-	var errs []string
+// applySpecs checks the request's targets entries and lays each over its target.
+func (h *handlers) applySpecs(c *echo.Context, userID string, s *submission, out *checkedPost, cache mediaCache, refuse func(error)) error {
 	seen := map[string]bool{}
-	for _, t := range targets {
-		if seen[t.Platform] {
+	for i, spec := range s.specs {
+		field := fmt.Sprintf("targets.%d", i)
+		k := -1
+		for j := range out.targets {
+			if out.targets[j].AccountID == spec.AccountID {
+				k = j
+			}
+		}
+		switch {
+		case seen[spec.AccountID]:
+			refuse(apierr.Validation("%s.account_id: %s is given twice; one entry per account", field, spec.AccountID))
+			continue
+		case k < 0 && slices.Contains(s.accounts, spec.AccountID):
+			continue // refused already: not the caller's account
+		case k < 0:
+			refuse(apierr.Validation("%s.account_id: %s is not one of the post's platforms", field, spec.AccountID))
 			continue
 		}
-		seen[t.Platform] = true
-		a := h.Adapters[platforms.Platform(t.Platform)]
-		if a == nil {
-			continue
+		seen[spec.AccountID] = true
+		t := &out.targets[k]
+		if spec.Content != nil {
+			if err := post.CheckContent(*spec.Content); err != nil {
+				refuse(apierr.Validation("%s.%s", field, err.Error()))
+			}
+			t.Content = spec.Content
 		}
-		if err := a.Validate(platforms.Post{Text: content, Media: files}); err != nil {
-			errs = append(errs, networkMessage(t.Platform, err))
+		if spec.Media != nil {
+			if err := post.CheckMedia(len(*spec.Media)); err != nil {
+				refuse(apierr.Validation("%s.%s", field, err.Error()))
+			}
+			if _, err := h.resolveMedia(c, userID, field+".media", *spec.Media, cache, refuse); err != nil {
+				return err
+			}
+			t.MediaIDs = spec.Media
 		}
+		t.Options = spec.Options
 	}
-	return errs
+	return nil
 }
 
-// networkMessage is a network's refusal as a publish would report it: "platform: reason".
-func networkMessage(platform string, err error) string {
+// checkTargets checks each target of a post by its options and, when the post is submitted for
+// publication, its network's rules, on what the network would receive; files are the post's own
+// media, resolved.
+func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.Post, files []platforms.Media, cache mediaCache, publish bool) ([]TargetCheck, error) {
+	var accounts map[string]*persistence.Account
+	if publish {
+		accounts = map[string]*persistence.Account{}
+		if err := h.Store.View(func(tx *persistence.Tx) error {
+			for _, t := range p.Targets {
+				a, err := tx.Account(t.AccountID)
+				if err != nil && !errors.Is(err, persistence.ErrNotFound) {
+					return err
+				}
+				accounts[t.AccountID] = a
+			}
+			return nil
+		}); err != nil {
+			return nil, h.storeError(c, err)
+		}
+	}
+	out := make([]TargetCheck, 0, len(p.Targets))
+	for i := range p.Targets {
+		t := &p.Targets[i]
+		tc := TargetCheck{AccountID: t.AccountID, Platform: t.Platform, Errors: []platforms.FieldError{}, Warnings: []platforms.FieldError{}}
+		fail := func(field, msg string) {
+			tc.Errors = append(tc.Errors, platforms.FieldError{Field: field, Message: msg})
+		}
+		platform := platforms.Platform(t.Platform)
+		media := files
+		if t.MediaIDs != nil {
+			var err error
+			if media, err = h.resolveMedia(c, userID, "media", *t.MediaIDs, cache, func(error) {}); err != nil {
+				return nil, err
+			}
+		}
+		own := t.Options
+		if publish {
+			a := accounts[t.AccountID]
+			if a == nil || a.UserID != userID {
+				fail("account_id", "the connected account was disconnected; connect it again")
+				out = append(out, tc)
+				continue
+			}
+			merged, err := platforms.MergeOptions(a.DefaultOptions, own)
+			if err != nil {
+				fail("options", "must be an object")
+			}
+			own = merged
+		}
+		opts, fe := platforms.DecodeOptions(platform, own)
+		if fe != nil {
+			tc.Errors = append(tc.Errors, *fe)
+		}
+		text := t.EffectiveContent(p)
+		if publish && fe == nil {
+			var choices *platforms.Choices
+			if h.Live != nil {
+				choices = h.Live.Choices(c.Request().Context(), userID, accounts[t.AccountID])
+			}
+			errs, warnings := platforms.CheckOptions(opts, platforms.Target{Text: text, Media: media, Choices: choices})
+			tc.Errors = append(tc.Errors, errs...)
+			tc.Warnings = append(tc.Warnings, warnings...)
+			if a := h.Adapters[platform]; a != nil {
+				if err := a.Validate(platforms.Post{Text: text, Media: media, Options: opts}); err != nil {
+					msg := networkReason(err)
+					tc.Errors = append(tc.Errors, platforms.FieldError{Field: validateField(msg), Message: msg})
+				}
+			}
+		}
+		tc.Valid = len(tc.Errors) == 0
+		tc.Preview = preview(platform, text, media, opts)
+		out = append(out, tc)
+	}
+	return out, nil
+}
+
+// targetMessages are the targets' errors as a refusal's message reads them: "platform: field:
+// reason", or "platform: reason" for the network's refusal of the text or media (as a publish
+// would report it).
+func targetMessages(ts []TargetCheck) []string {
+	var out []string
+	for _, t := range ts {
+		for _, e := range t.Errors {
+			if e.Field == "content" || e.Field == "media" {
+				out = append(out, t.Platform+": "+e.Message)
+				continue
+			}
+			out = append(out, t.Platform+": "+e.Error())
+		}
+	}
+	return out
+}
+
+// validateField names the field an adapter's refusal is about: its text or its media.
+func validateField(msg string) string {
+	if strings.HasPrefix(msg, "text") || strings.HasPrefix(msg, "a post needs text") {
+		return "content"
+	}
+	return "media"
+}
+
+// preview is what a target's network would receive.
+func preview(p platforms.Platform, text string, media []platforms.Media, opts platforms.Options) *TargetPreview {
+	tl := registry.TextLimits[p]
+	pv := &TargetPreview{Content: text, Length: TextLength{Used: registry.TextLength(p, text), Max: tl.Max, Unit: tl.Count},
+		Media: make([]PreviewMedia, 0, len(media)), Options: platforms.EncodeOptions(opts)}
+	if pv.Options == nil {
+		pv.Options = json.RawMessage("{}")
+	}
+	rule, converts := registry.ImageRules[p]
+	for _, m := range media {
+		pm := PreviewMedia{ID: m.ID, ContentType: m.ContentType, AltText: m.AltText}
+		if converts && !m.IsVideo() && !rule.Takes(m.ContentType) {
+			pm.ConvertedTo = "image/jpeg"
+		}
+		if platforms.AltTextMax(p) == 0 {
+			pm.AltText = ""
+		}
+		pv.Media = append(pv.Media, pm)
+	}
+	return pv
+}
+
+// networkReason is a network's refusal without its platform.
+func networkReason(err error) string {
 	var pe *platforms.Error
 	if errors.As(err, &pe) && pe.Message != "" {
-		return platform + ": " + pe.Message
+		return pe.Message
 	}
-	return platform + ": " + err.Error()
+	return err.Error()
 }
 
 // resolveMedia resolves media ids of the user as the adapters see them (type, size, name, and
 // the conversion an image allows); an id that is not a confirmed media of the user is refused
 // through refuse and left out.
-func (h *handlers) resolveMedia(c *echo.Context, userID string, ids []string, cache mediaCache, refuse func(error)) ([]platforms.Media, error) {
+func (h *handlers) resolveMedia(c *echo.Context, userID, field string, ids []string, cache mediaCache, refuse func(error)) ([]platforms.Media, error) {
 	files := make([]platforms.Media, 0, len(ids))
 	for _, id := range ids {
 		m, ok := cache[id]
@@ -164,7 +416,7 @@ func (h *handlers) resolveMedia(c *echo.Context, userID string, ids []string, ca
 			cache[id] = m
 		}
 		if m == nil {
-			refuse(apierr.MediaNotYours("media", id))
+			refuse(apierr.MediaNotYours(field, id))
 			continue
 		}
 		files = append(files, *m)
@@ -209,29 +461,34 @@ func (h *handlers) checkStored(c *echo.Context, userID string, p *persistence.Po
 	if p == nil || p.UserID != userID {
 		return nil
 	}
-	var targets []persistence.Target
+	q := *p
+	q.Targets = nil
 	for _, t := range p.Targets {
 		if t.Status != persistence.TargetPublished {
-			targets = append(targets, t)
+			q.Targets = append(q.Targets, t)
 		}
 	}
-	if len(targets) == 0 {
+	if len(q.Targets) == 0 {
 		return nil
 	}
-	var bad []string
-	files, err := h.resolveMedia(c, userID, p.MediaIDs, mediaCache{}, func(err error) {
+	res := &checkResult{}
+	cache := mediaCache{}
+	files, err := h.resolveMedia(c, userID, "media", p.MediaIDs, cache, func(err error) {
 		var ae *apierr.Error
 		if errors.As(err, &ae) {
-			bad = append(bad, ae.Message)
+			res.errs = append(res.errs, ae.Message)
 		}
 	})
 	if err != nil {
 		return err
 	}
-	if len(bad) == 0 {
-		bad = h.networkErrors(p.Content, targets, files)
+	if len(res.errs) == 0 {
+		if res.targets, err = h.checkTargets(c, userID, &q, files, cache, true); err != nil {
+			return err
+		}
+		res.errs = append(res.errs, targetMessages(res.targets)...)
 	}
-	return refusal(bad)
+	return res.refusal()
 }
 
 // storedPost reads a post for checkStored; nil when there is none (the actor answers 404).
@@ -249,13 +506,4 @@ func (h *handlers) storedPost(c *echo.Context, id string) (*persistence.Post, er
 		return nil, h.storeError(c, err)
 	}
 	return p, nil
-}
-
-// refusal answers a single post's refusals: 400 validation_error with the first (the order of
-// checkPost: a field's before the networks'); nil when there are none.
-func refusal(errs []string) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	return apierr.Validation("%s", errs[0])
 }

@@ -60,9 +60,9 @@ func newCheckFixture(t testing.TB) *checkFixture {
 func (f *checkFixture) check(t *testing.T, s *submission) []string {
 	t.Helper()
 	c := echo.New().NewContext(httptest.NewRequest("POST", "/v1/posts", nil), httptest.NewRecorder())
-	_, errs, err := f.h.checkPost(c, f.user, s, mediaCache{})
+	res, err := f.h.checkPost(c, f.user, s, mediaCache{})
 	require.NoError(t, err)
-	return errs
+	return res.errs
 }
 
 func str(s string) *string { return &s }
@@ -203,8 +203,8 @@ func BenchmarkCheckPost(b *testing.B) {
 	s := &submission{content: &content, accounts: []string{f.x, f.ig, f.bsky}, media: []string{f.jpeg}, whole: true, publish: true}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, errs, err := f.h.checkPost(c, f.user, s, mediaCache{}); err != nil || len(errs) > 0 {
-			b.Fatal(err, errs)
+		if res, err := f.h.checkPost(c, f.user, s, mediaCache{}); err != nil || len(res.errs) > 0 {
+			b.Fatal(err, res.errs)
 		}
 	}
 }

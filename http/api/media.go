@@ -44,6 +44,8 @@ type MediaResponse struct {
 	SizeBytes        int64     `json:"size_bytes"`
 	OriginalFilename string    `json:"original_filename"`
 	CreatedAt        time.Time `json:"created_at"`
+	// AltText describes the media for people who cannot see it ("" when none was given).
+	AltText string `json:"alt_text"`
 }
 
 // PresignResponse is POST /v1/media/presign.
@@ -173,6 +175,9 @@ func (h *handlers) confirmMedia(c *echo.Context) error {
 	if in.Size, err = o.integer("size_bytes"); err != nil {
 		return err
 	}
+	if in.AltText, err = o.str("alt_text", false); err != nil {
+		return err
+	}
 	m, err := h.Media.Confirm(c.Request().Context(), server.Principal(c).User.ID, in)
 	if err != nil {
 		return h.mediaError(c, err)
@@ -197,7 +202,7 @@ func mediaResponse(m *persistence.Media, url string) MediaResponse {
 	if m.ConfirmedAt != nil {
 		created = *m.ConfirmedAt
 	}
-	return MediaResponse{ID: m.ID, URL: url, ContentType: m.ContentType, SizeBytes: m.Size, OriginalFilename: m.OriginalFilename, CreatedAt: created}
+	return MediaResponse{ID: m.ID, URL: url, ContentType: m.ContentType, SizeBytes: m.Size, OriginalFilename: m.OriginalFilename, CreatedAt: created, AltText: m.AltText}
 }
 
 // uploadBody is an upload's request body under two read deadlines: the upload's own

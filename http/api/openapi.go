@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/heraldhq/herald/http/server"
+	"github.com/heraldhq/herald/platforms"
 )
 
 // openapiYAML is the contract: written from the spec, reviewed, and proved against the routes by
@@ -50,6 +52,9 @@ func load(src []byte) (*openapi3.T, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("api: load openapi.yaml: %w", err)
 	}
+	if err := withOptionsSchemas(doc); err != nil {
+		return nil, nil, err
+	}
 	if err := doc.Validate(context.Background()); err != nil {
 		return nil, nil, fmt.Errorf("api: openapi.yaml is invalid: %w", err)
 	}
@@ -58,6 +63,31 @@ func load(src []byte) (*openapi3.T, []byte, error) {
 		return nil, nil, fmt.Errorf("api: encode openapi document: %w", err)
 	}
 	return doc, b, nil
+}
+
+// withOptionsSchemas adds each network's options schema to the document's components, named
+// for the network (YouTubeOptions, XOptions, ...): platforms.OptionsSchema is their one source,
+// which capabilities publish too.
+func withOptionsSchemas(doc *openapi3.T) error {
+	for _, p := range platforms.All {
+		s := maps.Clone(platforms.OptionsSchema(p))
+		delete(s, "$schema") // the document's dialect is OpenAPI 3.1's
+		b, err := json.Marshal(s)
+		if err != nil {
+			return err
+		}
+		var schema openapi3.Schema
+		if err := json.Unmarshal(b, &schema); err != nil {
+			return fmt.Errorf("api: %s options schema: %w", p, err)
+		}
+		doc.Components.Schemas[OptionsSchemaName(p)] = openapi3.NewSchemaRef("", &schema)
+	}
+	return nil
+}
+
+// OptionsSchemaName is the name of a network's options schema in the OpenAPI document.
+func OptionsSchemaName(p platforms.Platform) string {
+	return strings.ReplaceAll(p.Name(), " ", "") + "Options"
 }
 
 // Deprecations reads the deprecated operations of a document: "METHOD /echo/route" → headers.

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -49,6 +50,12 @@ type PostPlatform struct {
 	PlatformPostID  *string    `json:"platform_post_id"`
 	PlatformPostURL *string    `json:"platform_post_url"`
 	PublishedAt     *time.Time `json:"published_at"`
+	// Content and Media are what the target's network receives: the target's own, else the
+	// post's. Options are its network options as they stand now: the target's own over the
+	// account's defaults ({} when neither gives any).
+	Content string          `json:"content"`
+	Media   []string        `json:"media"`
+	Options json.RawMessage `json:"options"`
 }
 
 // PostDetail is GET /v1/posts/:id.
@@ -74,9 +81,17 @@ func listItem(p *persistence.Post) PostListItem {
 // is read from the job that published it.
 func (h *handlers) detail(p *persistence.Post) PostDetail {
 	out := PostDetail{PostListItem: listItem(p), Platforms: make([]PostPlatform, 0, len(p.Targets)), TrackingID: p.TrackingID}
+	defaults := h.defaultOptions(p)
 	var failed []failure
 	for i, t := range p.Targets {
-		pp := PostPlatform{ConnectedAccountID: t.AccountID, Platform: t.Platform, Status: t.Status, Error: t.Error}
+		pp := PostPlatform{ConnectedAccountID: t.AccountID, Platform: t.Platform, Status: t.Status, Error: t.Error,
+			Content: t.EffectiveContent(p), Media: t.EffectiveMedia(p), Options: json.RawMessage("{}")}
+		if pp.Media == nil {
+			pp.Media = []string{}
+		}
+		if opts, err := platforms.MergeOptions(defaults[t.AccountID], t.Options); err == nil && len(opts) > 0 {
+			pp.Options = opts
+		}
 		switch {
 		case t.Status == persistence.TargetPublished && t.PublicationID != "":
 			id, netID := persistence.PublicationUUID(p.ID, i), t.PublicationID
@@ -101,6 +116,20 @@ func (h *handlers) detail(p *persistence.Post) PostDetail {
 	if p.Status == persistence.PostFailed || p.Status == persistence.PostPartial {
 		out.FailureReason = failureReason(failed, len(p.Targets))
 	}
+	return out
+}
+
+// defaultOptions are the default options of a post's accounts that have any, by account id.
+func (h *handlers) defaultOptions(p *persistence.Post) map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	_ = h.Store.View(func(tx *persistence.Tx) error {
+		for _, t := range p.Targets {
+			if a, err := tx.Account(t.AccountID); err == nil && len(a.DefaultOptions) > 0 {
+				out[t.AccountID] = a.DefaultOptions
+			}
+		}
+		return nil
+	})
 	return out
 }
 
@@ -163,76 +192,96 @@ type postInput struct {
 	mediaIDs []string
 }
 
-// readPostInput validates content, platforms and media. On create every field rule applies;
-// on update only the fields present are read, and the post actor holds the post as changed to
-// the rules of a create (post.Validate).
-func (h *handlers) readPostInput(c *echo.Context, create bool) (*postInput, error) {
+// readPostInput validates content, platforms, media and targets. On create every field rule
+// applies; on update only the fields present are read, and the post actor holds the post as
+// changed to the rules of a create (post.Validate).
+func (h *handlers) readPostInput(c *echo.Context, create bool, stored *persistence.Post) (*postInput, error) {
 	raw, err := readBody(c)
 	if err != nil {
 		return nil, err
 	}
-	return h.postInput(c, raw, create, false)
+	in, res, err := h.postInput(c, raw, create, false, stored)
+	if err != nil {
+		return nil, err
+	}
+	return in, res.refusal()
 }
 
 // postInput validates a create or update body already read; publish holds a create to its
-// networks' rules too (a publish or a schedule rather than a draft).
-func (h *handlers) postInput(c *echo.Context, raw []byte, create, publish bool) (*postInput, error) {
+// networks' rules too (a publish or a schedule rather than a draft). stored is the post an update
+// changes (nil for a create, or when there is none: the actor answers 404). res is the check of
+// the post (its refusal, if any, is for the caller to answer); err a refusal found before it.
+func (h *handlers) postInput(c *echo.Context, raw []byte, create, publish bool, stored *persistence.Post) (*postInput, *checkResult, error) {
 	o, err := parseObject(raw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !create {
 		// The time of a post is changed by scheduling it again; a PATCH that carried it would
 		// otherwise answer 200 and leave the time as it was.
 		for _, f := range []string{"scheduledAt", "scheduled_at", "timezone"} {
 			if o.has(f) {
-				return nil, apierr.Validation("%s: cannot be changed by PATCH; schedule the post again with POST /v1/posts/:id/schedule", f)
+				return nil, nil, apierr.Validation("%s: cannot be changed by PATCH; schedule the post again with POST /v1/posts/:id/schedule", f)
 			}
 		}
 	}
 	in := &postInput{}
 	if in.content, err = o.str("content", create); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// A field's own rule is checked before the next field is read, so that a bad content is
 	// reported before a bad platforms entry (checkPost checks each again, at no cost).
 	if in.content != nil {
 		if err := post.CheckContent(*in.content); err != nil {
-			return nil, apierr.Validation("%s", err.Error())
+			return nil, nil, apierr.Validation("%s", err.Error())
 		}
 	}
 	accountIDs, err := o.uuids("platforms", create)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if accountIDs != nil {
 		if err := post.CheckTargets(len(accountIDs)); err != nil {
-			return nil, apierr.Validation("%s", err.Error())
+			return nil, nil, apierr.Validation("%s", err.Error())
 		}
 	}
 	if in.mediaIDs, err = o.uuids("media", false); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := post.CheckMedia(len(in.mediaIDs)); err != nil {
-		return nil, apierr.Validation("%s", err.Error())
+		return nil, nil, apierr.Validation("%s", err.Error())
 	}
-	if !create && in.content == nil && accountIDs == nil && in.mediaIDs == nil {
-		return nil, apierr.Validation("nothing to update: send at least one of content, platforms, media")
+	specs, err := o.targets("targets")
+	if err != nil {
+		return nil, nil, err
+	}
+	if !create && in.content == nil && accountIDs == nil && in.mediaIDs == nil && specs == nil {
+		return nil, nil, apierr.Validation("nothing to update: send at least one of content, platforms, media, targets")
+	}
+	s := &submission{content: in.content, accounts: accountIDs, media: in.mediaIDs, specs: specs, whole: create, publish: publish}
+	if stored != nil {
+		// An update's targets lay over the post's platforms (as changed); platforms changed
+		// without targets keep each remaining account's own content, media and options.
+		if s.accounts == nil && specs != nil {
+			for _, t := range stored.Targets {
+				s.accounts = append(s.accounts, t.AccountID)
+			}
+		}
+		s.kept = map[string]persistence.Target{}
+		for _, t := range stored.Targets {
+			s.kept[t.AccountID] = t
+		}
 	}
 	// The one check of a post (check.go); the networks' rules apply when the post is submitted
 	// for publication, and a PATCH is checked whole by the post's actor (post.Validate).
-	checked, errs, err := h.checkPost(c, server.Principal(c).User.ID,
-		&submission{content: in.content, accounts: accountIDs, media: in.mediaIDs, whole: create, publish: publish}, mediaCache{})
+	res, err := h.checkPost(c, server.Principal(c).User.ID, s, mediaCache{})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := refusal(errs); err != nil {
-		return nil, err
+	if res.post != nil && s.accounts != nil {
+		in.targets = res.post.targets
 	}
-	if accountIDs != nil {
-		in.targets = checked.targets
-	}
-	return in, nil
+	return in, res, nil
 }
 
 // newPost builds a new draft from validated input.
@@ -249,7 +298,7 @@ func (h *handlers) newPost(c *echo.Context, in *postInput) *persistence.Post {
 }
 
 func (h *handlers) createPost(c *echo.Context) error {
-	in, err := h.readPostInput(c, true)
+	in, err := h.readPostInput(c, true, nil)
 	if err != nil {
 		return err
 	}
@@ -278,11 +327,21 @@ func (h *handlers) updatePost(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	in, err := h.readPostInput(c, false)
+	stored, err := h.storedPost(c, id)
 	if err != nil {
 		return err
 	}
-	if err := h.checkScheduledEdit(c, id, in); err != nil {
+	switch {
+	case stored == nil:
+		return h.actorError(c, "post", post.ErrNotFound)
+	case stored.UserID != server.Principal(c).User.ID:
+		return h.actorError(c, "post", post.ErrForbidden)
+	}
+	in, err := h.readPostInput(c, false, stored)
+	if err != nil {
+		return err
+	}
+	if err := h.checkScheduledEdit(c, stored, in); err != nil {
 		return err
 	}
 	r, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Update{
@@ -297,10 +356,9 @@ func (h *handlers) updatePost(c *echo.Context) error {
 // checkScheduledEdit holds the edit of a scheduled post to its networks' rules, on the post as it
 // would be after the change: a scheduled post is submitted for publication, as a schedule is. A
 // draft is not (docs/decisions.md, Posts).
-func (h *handlers) checkScheduledEdit(c *echo.Context, id string, in *postInput) error {
-	p, err := h.storedPost(c, id)
-	if err != nil || p == nil || p.Status != persistence.PostScheduled {
-		return err
+func (h *handlers) checkScheduledEdit(c *echo.Context, p *persistence.Post, in *postInput) error {
+	if p == nil || p.Status != persistence.PostScheduled {
+		return nil
 	}
 	changed := *p
 	if in.content != nil {

@@ -240,8 +240,11 @@ func (h *handlers) publishNew(c *echo.Context) error {
 		if err := h.backlogFull(); err != nil {
 			return err
 		}
-		in, err := h.postInput(c, raw, true, true)
+		in, res, err := h.postInput(c, raw, true, true, nil)
 		if err != nil {
+			return err
+		}
+		if err := res.refusal(); err != nil {
 			return err
 		}
 		rec := h.newPost(c, in)
@@ -320,8 +323,11 @@ func (h *handlers) scheduleNew(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	in, err := h.postInput(c, raw, true, true)
+	in, res, err := h.postInput(c, raw, true, true, nil)
 	if err != nil {
+		return err
+	}
+	if err := res.refusal(); err != nil {
 		return err
 	}
 	rec := h.newPost(c, in)

@@ -70,6 +70,7 @@ func (h *handlers) routes() []route {
 		{"GET", "/accounts", h.listAccounts, auth.ScopeAccountsRead},
 		{"POST", "/accounts/connect", h.connectAccount, auth.ScopeAccountsWrite},
 		{"DELETE", "/accounts/:id", h.deleteAccount, auth.ScopeAccountsWrite},
+		{"PATCH", "/accounts/:id", h.updateAccount, auth.ScopeAccountsWrite},
 		{"POST", "/posts", h.createPost, auth.ScopePostsWrite},
 		{"GET", "/posts", h.listPosts, auth.ScopePostsRead},
 		{"GET", "/posts/:id", h.getPost, auth.ScopePostsRead},
@@ -79,6 +80,7 @@ func (h *handlers) routes() []route {
 		{"POST", "/posts/publish", h.publishNew, auth.ScopePostsWrite},
 		{"POST", "/posts/:id/publish", h.publishExisting, auth.ScopePostsWrite},
 		{"POST", "/posts/schedule", h.scheduleNew, auth.ScopePostsWrite},
+		{"POST", "/posts/validate", h.validatePost, auth.ScopePostsRead},
 		{"POST", "/posts/:id/schedule", h.scheduleExisting, auth.ScopePostsWrite},
 		{"GET", "/jobs/:trackingId", h.getJob, auth.ScopeJobsRead},
 		{"GET", jobStreamPath, h.stream, auth.ScopeJobsRead},
@@ -94,6 +96,7 @@ func (h *handlers) routes() []route {
 			route{"POST", "/media/presign", h.presignMedia, auth.ScopeMediaWrite},
 			route{"POST", "/media/confirm", h.confirmMedia, auth.ScopeMediaWrite},
 			route{"GET", "/media/:id", h.getMedia, auth.ScopeMediaWrite},
+			route{"PATCH", "/media/:id", h.updateMedia, auth.ScopeMediaWrite},
 		)
 	}
 	if h.Webhooks != nil {
@@ -108,6 +111,7 @@ func (h *handlers) routes() []route {
 	}
 	if h.Live != nil {
 		rs = append(rs,
+			route{"GET", "/accounts/:id/capabilities", h.getCapabilities, auth.ScopeAccountsRead},
 			route{"GET", "/analytics/overview", h.analyticsOverview, ""},
 			route{"GET", "/analytics/accounts", h.analyticsAccounts, ""},
 			route{"GET", "/analytics/posts/:postId", h.analyticsPost, ""},

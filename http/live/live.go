@@ -81,6 +81,8 @@ type MediaResolver func(ctx context.Context, userID string, ids []string) ([]pla
 type Config struct {
 	Store    *persistence.Store
 	Accounts *actors.Directory
+	// Adapters are the networks' adapters, for what each offers (capabilities.go).
+	Adapters map[platforms.Platform]platforms.Adapter
 	// Media resolves media_id of replies (nil: replies take no media).
 	Media MediaResolver
 	// Secret is the data directory's secret; the inbox cursor key is derived from it.
@@ -110,6 +112,8 @@ type Service struct {
 	cfg       Config
 	overviews *cache.Cache[[]byte]
 	inboxes   *cache.Cache[[]byte]
+	// choiceCache holds the accounts' live choices (capabilities.go).
+	choiceCache *cache.Cache[platforms.Choices]
 	cursorKey []byte
 	metrics   *metrics
 	// generations counts each user's writes (replies): it is part of the inbox cache key, so
@@ -160,6 +164,12 @@ func New(cfg Config) (*Service, error) {
 		s.overviews.Close()
 		return nil, err
 	}
+	// Choices are small (a few kilobytes: boards, playlists); counted as entries.
+	if s.choiceCache, err = cache.New(cache.Options[platforms.Choices]{Name: "choices", MaxCost: 100_000, MaxAge: cfg.MaxAge, Now: cfg.Now, Metrics: cm}); err != nil {
+		s.overviews.Close()
+		s.inboxes.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -167,6 +177,7 @@ func New(cfg Config) (*Service, error) {
 func (s *Service) Close() {
 	s.overviews.Close()
 	s.inboxes.Close()
+	s.choiceCache.Close()
 }
 
 // Config returns the service's configuration with its defaults.

@@ -205,6 +205,7 @@ const (
 	doHide              = "hide the comment"
 	doReadMessages      = "read the conversation's messages"
 	doListConversations = "list the conversations"
+	doReadChoices       = "read the account's choices"
 )
 
 // writeError maps an account's error on the way to a reply, a like or a hide to the API's error,
@@ -251,7 +252,7 @@ func (s *Service) accountError(p platforms.Platform, doing string, err error) (o
 		msg = fmt.Sprintf("%s did not confirm in time: it may have been sent; check before sending it again", p)
 	case idempotent:
 		msg = fmt.Sprintf("%s did not answer in time or failed while Herald tried to %s; it may have been done; repeating it is safe", p, doing)
-	case doing == doReadMessages || doing == doListConversations:
+	case doing == doReadMessages || doing == doListConversations || doing == doReadChoices:
 		msg = fmt.Sprintf("%s did not answer in time or failed while Herald tried to %s; retry shortly", p, doing)
 	}
 	return "failed", apierr.Unavailable(msg)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/blob/photo"
+	"github.com/heraldhq/herald/platforms"
 )
 
 // Default limits and lifetimes.
@@ -282,6 +283,46 @@ type ConfirmInput struct {
 	OriginalFilename string
 	ContentType      string
 	Size             int64
+	// AltText, when given, describes the media for people who cannot see it (CheckAltText).
+	AltText *string
+}
+
+// MaxAltText is the longest alt text Herald keeps, in characters: the most any network takes
+// (LinkedIn's). Each network's own limit is checked when a post goes to it
+// (platforms.AltTextMax).
+var MaxAltText = platforms.AltTextMax(platforms.LinkedIn)
+
+// CheckAltText checks an alt text on its own: text a network may be sent (platforms.CheckText),
+// at most MaxAltText characters.
+func CheckAltText(field, s string) error {
+	if err := platforms.CheckText(s); err != nil {
+		return refuse(Invalid, "%s: %s", field, err.Error())
+	}
+	if n := utf8.RuneCountInString(s); n > MaxAltText {
+		return refuse(Invalid, "%s: is %d characters; at most %d", field, n, MaxAltText)
+	}
+	return nil
+}
+
+// SetAltText replaces the alt text of a confirmed media of the user ("" removes it).
+func (s *Service) SetAltText(ctx context.Context, userID, id, alt string) (*persistence.Media, error) {
+	if err := CheckAltText("alt_text", alt); err != nil {
+		return nil, err
+	}
+	var out *persistence.Media
+	err := s.o.Store.Update(ctx, func(tx *persistence.Tx) error {
+		m, err := tx.ConfirmedMedia(userID, id)
+		if err != nil {
+			return err
+		}
+		m.AltText = alt
+		out = m
+		return tx.PutMedia(m)
+	})
+	if errors.Is(err, persistence.ErrNotFound) || errors.Is(err, persistence.ErrMediaUnconfirmed) {
+		return nil, refuse(NotFound, "media not found")
+	}
+	return out, err
 }
 
 // Confirm checks an upload against its presign and what was actually stored — owner, key, type,
@@ -296,6 +337,11 @@ func (s *Service) Confirm(ctx context.Context, userID string, in ConfirmInput) (
 	}
 	if err := s.checkSize("size_bytes", in.ContentType, in.Size); err != nil {
 		return nil, err
+	}
+	if in.AltText != nil {
+		if err := CheckAltText("alt_text", *in.AltText); err != nil {
+			return nil, err
+		}
 	}
 	var m *persistence.Media
 	if err := s.o.Store.View(func(tx *persistence.Tx) error {
@@ -320,6 +366,9 @@ func (s *Service) Confirm(ctx context.Context, userID string, in ConfirmInput) (
 		return nil, refuse(Invalid, "size_bytes: the upload was presigned for %d bytes", m.Size)
 	}
 	if m.Confirmed() {
+		if in.AltText != nil && *in.AltText != m.AltText {
+			return s.SetAltText(ctx, userID, m.ID, *in.AltText)
+		}
 		return m, nil
 	}
 	info, err := s.o.Blob.Stat(ctx, m.Key)
@@ -357,6 +406,9 @@ func (s *Service) Confirm(ctx context.Context, userID string, in ConfirmInput) (
 		}
 		cur.ConfirmedAt = &now
 		cur.OriginalFilename = in.OriginalFilename
+		if in.AltText != nil {
+			cur.AltText = *in.AltText
+		}
 		out = cur
 		return tx.PutMedia(cur)
 	})

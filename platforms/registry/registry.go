@@ -2,6 +2,8 @@
 package registry
 
 import (
+	"unicode/utf8"
+
 	"github.com/heraldhq/herald/platforms"
 	"github.com/heraldhq/herald/platforms/bluesky"
 	"github.com/heraldhq/herald/platforms/facebook"
@@ -54,4 +56,27 @@ var TextLimits = map[platforms.Platform]TextLimit{
 	platforms.TikTok:    {tiktok.MaxCaption, "utf16"},
 	platforms.Threads:   {threads.MaxText, "threads"},
 	platforms.Facebook:  {facebook.MaxTextRunes, "runes"},
+}
+
+// TextLength is the length of s as network p counts it (TextLimit.Count).
+func TextLength(p platforms.Platform, s string) int {
+	switch TextLimits[p].Count {
+	case "x":
+		return x.WeightedLength(s)
+	case "graphemes":
+		return platforms.GraphemeCount(s)
+	case "bytes":
+		return len(s)
+	case "utf16":
+		return tiktok.CaptionLength(s)
+	case "threads":
+		return threads.Length(s)
+	}
+	return utf8.RuneCountInString(s)
+}
+
+// ImageRules are the networks that take images only in some forms, and those forms: an image of
+// another type is converted to JPEG before it is sent (platforms.ConformImages).
+var ImageRules = map[platforms.Platform]platforms.ImageRule{
+	platforms.Instagram: instagram.Images,
 }
