@@ -283,6 +283,23 @@ func MergeOptions(defaults, own json.RawMessage) (json.RawMessage, error) {
 	return json.Marshal(merged)
 }
 
+// ConnectDefaults are the default options a connection chose, as the adapters recorded them in
+// the credentials' Extra when the account was connected (a Pinterest account's first board, a
+// YouTube channel's or TikTok creator's chosen privacy): the account's default options when it
+// has none of its own. nil when the connection chose none.
+func ConnectDefaults(p Platform, extra map[string]string) json.RawMessage {
+	var o Options
+	switch {
+	case p == Pinterest && extra["board_id"] != "":
+		o = &PinterestOptions{BoardID: extra["board_id"]}
+	case p == YouTube && slices.Contains(YouTubePrivacyStatuses, extra["privacy_status"]):
+		o = &YouTubeOptions{PrivacyStatus: extra["privacy_status"]}
+	case p == TikTok && slices.Contains(TikTokPrivacyLevels, extra["privacy_level"]):
+		o = &TikTokOptions{PrivacyLevel: extra["privacy_level"]}
+	}
+	return EncodeOptions(o)
+}
+
 // EncodeOptions is options as stored and shown: compact JSON of the set fields; nil when none is.
 func EncodeOptions(o Options) json.RawMessage {
 	if o == nil {

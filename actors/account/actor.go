@@ -362,8 +362,17 @@ func (a *Actor) load() {
 	if a.creds.RefreshToken != "" && !acc.Refreshes {
 		// A record stored before it said whether Herald refreshes the token: say it now, so that
 		// its token status follows the refresh token (best effort: the next refresh says it too).
-		next := *acc
+		next := *a.acc
 		applyTokens(&next, a.creds)
+		if err := a.save(&next); err == nil {
+			a.acc = &next
+		}
+	}
+	if d := platforms.ConnectDefaults(platforms.Platform(acc.Platform), a.creds.Extra); len(a.acc.DefaultOptions) == 0 && d != nil {
+		// A record stored before accounts had default options: what its connection chose (a
+		// Pinterest board, a privacy) becomes its defaults (best effort: tried at every start).
+		next := *a.acc
+		next.DefaultOptions = d
 		if err := a.save(&next); err == nil {
 			a.acc = &next
 		}

@@ -40,6 +40,9 @@ func (a *Actor) create(ctx actor.Context, m *Create) {
 	}
 	next.Secret = sealed
 	applyTokens(&next, m.Creds)
+	if len(next.DefaultOptions) == 0 {
+		next.DefaultOptions = platforms.ConnectDefaults(platforms.Platform(next.Platform), m.Creds.Extra)
+	}
 	if err := a.save(&next); err != nil {
 		actors.ReplyError(ctx, err)
 		return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/actors/post"
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/persistence"
@@ -287,6 +288,15 @@ func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.P
 			return nil
 		}); err != nil {
 			return nil, h.storeError(c, err)
+		}
+		for id, a := range accounts {
+			if a != nil && a.UserID == userID && len(a.DefaultOptions) == 0 && platforms.RequiredOptions(platforms.Platform(a.Platform)) != nil {
+				// An account stored before accounts had default options takes what its
+				// connection chose when its actor loads it: ask it.
+				if r, err := ask[*account.Reply](h, c, h.Accounts.To(id), &account.Get{}); err == nil {
+					accounts[id] = r.Account
+				}
+			}
 		}
 	}
 	out := make([]TargetCheck, 0, len(p.Targets))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -103,12 +104,45 @@ func (a *App) startSandbox(ctx context.Context) error {
 		}
 		acc := &persistence.Account{
 			UserID: u.ID, Platform: string(p), Username: &handle, IsActive: true, CreatedAt: now.UTC(), NetworkUserID: creds.UserID,
+			DefaultOptions: sandboxDefaults[p],
 		}
-		if _, err := actors.Ask[*account.Reply](ctx, a.Accounts.To(uuid.Must(uuid.NewV7()).String()), &account.Create{Account: acc, Creds: creds}); err != nil {
+		id := uuid.Must(uuid.NewV7()).String()
+		if _, err := actors.Ask[*account.Reply](ctx, a.Accounts.To(id), &account.Create{Account: acc, Creds: creds}); err != nil {
 			return fmt.Errorf("sandbox account %s: %w", p, err)
+		}
+		if p == platforms.Pinterest {
+			if err := a.sandboxBoard(ctx, id); err != nil {
+				return fmt.Errorf("sandbox account %s: %w", p, err)
+			}
 		}
 	}
 	return nil
+}
+
+// sandboxBoard gives the demo Pinterest account its first board as its default board, as a person
+// would choose one, so that a first publish to all nine networks needs no option.
+func (a *App) sandboxBoard(ctx context.Context, id string) error {
+	r, err := actors.Ask[*account.ReadReply](ctx, a.Accounts.To(id), &account.Read{Op: account.OpChoices})
+	if errors.Is(err, account.ErrReadUnsupported) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(r.Choices.Boards) == 0 {
+		return nil
+	}
+	_, err = actors.Ask[*account.Reply](ctx, a.Accounts.To(id), &account.SetDefaults{
+		Options: platforms.EncodeOptions(&platforms.PinterestOptions{BoardID: r.Choices.Boards[0].ID})})
+	return err
+}
+
+// sandboxDefaults are the demo accounts' default options: the demo TikTok account posts privately
+// (SELF_ONLY, which TikTok offers every creator) unless a post chooses otherwise, so that a first
+// publish to all nine networks needs no option. Herald never picks a TikTok privacy level for a
+// real account: it is the user's choice (docs/networks.md).
+var sandboxDefaults = map[platforms.Platform]json.RawMessage{
+	platforms.TikTok: json.RawMessage(`{"privacy_level":"SELF_ONLY"}`),
 }
 
 func (a *App) writeSandboxPassword(pw string) error {

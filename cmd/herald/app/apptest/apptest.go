@@ -383,7 +383,13 @@ var (
 // returns the media id.
 func (h *Herald) UploadMedia(filename, ctype string, data []byte) string {
 	h.T.Helper()
-	r := h.Do("POST", "/v1/media/presign", map[string]any{"filename": filename, "content_type": ctype, "size_bytes": len(data)})
+	return h.UploadMediaKey(h.Key, filename, ctype, data)
+}
+
+// UploadMediaKey is UploadMedia with another user's key.
+func (h *Herald) UploadMediaKey(key, filename, ctype string, data []byte) string {
+	h.T.Helper()
+	r := h.DoKey(key, "POST", "/v1/media/presign", map[string]any{"filename": filename, "content_type": ctype, "size_bytes": len(data)}, nil)
 	require.Equal(h.T, 200, r.Status, string(r.Body))
 	p := r.JSON(h.T)
 	req, err := http.NewRequest(http.MethodPut, p["upload_url"].(string), bytes.NewReader(data))
@@ -398,8 +404,8 @@ func (h *Herald) UploadMedia(filename, ctype string, data []byte) string {
 	if strings.HasPrefix(req.URL.String(), h.URL) {
 		h.Validate(req, &Response{Status: resp.StatusCode, Header: resp.Header, Body: out})
 	}
-	r = h.Do("POST", "/v1/media/confirm", map[string]any{"key": p["key"], "storage_filename": p["storage_filename"],
-		"original_filename": "my " + p["storage_filename"].(string), "content_type": ctype, "size_bytes": len(data)})
+	r = h.DoKey(key, "POST", "/v1/media/confirm", map[string]any{"key": p["key"], "storage_filename": p["storage_filename"],
+		"original_filename": "my " + p["storage_filename"].(string), "content_type": ctype, "size_bytes": len(data)}, nil)
 	require.Equal(h.T, 201, r.Status, string(r.Body))
 	return r.JSON(h.T)["id"].(string)
 }
