@@ -66,6 +66,7 @@ func Scenarios() []Scenario {
 		{Name: "budget-efficiency", Run: budgetEfficiency},
 		{Name: "bulk-agency", Run: bulkAgency},
 		{Name: "campaign", Run: campaignScenario},
+		{Name: "targets", Run: targetsScenario},
 		{Name: "sse-fanout", Run: sseFanout},
 		{Name: "sse-delivery", Run: sseDelivery},
 		{Name: "scheduler-burst", Run: schedulerBurst},

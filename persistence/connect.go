@@ -80,7 +80,7 @@ func (t *Tx) AccountOfNetworkUser(userID, platform, networkUserID string) (*Acco
 	prefix := mustID(userID)
 	c := t.kv.Bucket(bAccountsUser).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if len(v) != 1 || v[0] != code {
+		if len(v) < 1 || v[0] != code {
 			continue
 		}
 		var a Account

@@ -161,7 +161,13 @@ func (t *Tx) APIKeysOfUser(userID string) ([]*APIKey, error) {
 // PutAccount stores a connected account.
 func (t *Tx) PutAccount(a *Account) error {
 	id := mustID(a.ID)
-	if err := t.kv.Bucket(bAccountsUser).Put(join(mustID(a.UserID), id), []byte{platformCodes[a.Platform]}); err != nil {
+	// The index's value is the platform's code, then 1 when the account has default options: the
+	// check of a post reads the account's record only then (AccountDefaults).
+	v := []byte{platformCodes[a.Platform]}
+	if len(a.DefaultOptions) > 0 {
+		v = append(v, 1)
+	}
+	if err := t.kv.Bucket(bAccountsUser).Put(join(mustID(a.UserID), id), v); err != nil {
 		return err
 	}
 	return t.put(bAccounts, id, a)
@@ -180,11 +186,29 @@ func (t *Tx) Account(id string) (*Account, error) {
 // when the user has no such account.
 func (t *Tx) AccountPlatform(userID, accountID string) (platform string, ok bool) {
 	v := t.kv.Bucket(bAccountsUser).Get(join(mustID(userID), mustID(accountID)))
-	if len(v) != 1 {
+	if len(v) < 1 {
 		return "", false
 	}
 	platform, ok = platformNames[v[0]]
 	return platform, ok
+}
+
+// AccountDefaults returns the default options of the user's account (nil when it has none),
+// reading the account's record only when its index says it has some; ok is false when the user
+// has no such account.
+func (t *Tx) AccountDefaults(userID, accountID string) (defaults json.RawMessage, ok bool, err error) {
+	v := t.kv.Bucket(bAccountsUser).Get(join(mustID(userID), mustID(accountID)))
+	if len(v) < 1 {
+		return nil, false, nil
+	}
+	if len(v) < 2 || v[1] != 1 {
+		return nil, true, nil
+	}
+	a, err := t.Account(accountID)
+	if err != nil {
+		return nil, false, err
+	}
+	return a.DefaultOptions, true, nil
 }
 
 // AccountsOfUser lists a user's connected accounts, oldest first.

@@ -263,6 +263,12 @@ func optionOf(key string, p Platform) []string {
 // target gives replaces the default's). Both are JSON objects or empty; the result is compact
 // JSON, empty when neither gives anything.
 func MergeOptions(defaults, own json.RawMessage) (json.RawMessage, error) {
+	if empty(defaults) && json.Valid(own) {
+		return own, nil
+	}
+	if empty(own) && json.Valid(defaults) {
+		return defaults, nil
+	}
 	merged := map[string]json.RawMessage{}
 	for _, raw := range []json.RawMessage{defaults, own} {
 		raw = bytes.TrimSpace(raw)
@@ -298,6 +304,12 @@ func ConnectDefaults(p Platform, extra map[string]string) json.RawMessage {
 		o = &TikTokOptions{PrivacyLevel: extra["privacy_level"]}
 	}
 	return EncodeOptions(o)
+}
+
+// empty reports whether raw gives no options: nothing, null or {}.
+func empty(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || bytes.Equal(raw, []byte("null")) || bytes.Equal(raw, []byte("{}"))
 }
 
 // EncodeOptions is options as stored and shown: compact JSON of the set fields; nil when none is.

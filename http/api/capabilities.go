@@ -49,7 +49,7 @@ func (h *handlers) validatePost(c *echo.Context) error {
 			out.Errors = append(out.Errors, fieldError(err))
 		}
 	}
-	_, res, err := h.postInput(c, raw, true, true, nil)
+	_, res, err := h.postInputCheck(c, raw, &submission{whole: true, publish: true, preview: true}, nil)
 	var ae *apierr.Error
 	switch {
 	case errors.As(err, &ae) && ae.Status == http.StatusBadRequest:
@@ -159,7 +159,7 @@ func (h *handlers) updateAccount(c *echo.Context) error {
 	}
 	var choices *platforms.Choices
 	if h.Live != nil {
-		choices = h.Live.Choices(c.Request().Context(), userID, a)
+		choices = h.Live.Choices(c.Request().Context(), userID, a.ID, platform)
 	}
 	if errs, _ := platforms.CheckOptions(opts, platforms.Target{Choices: choices, Defaults: true}); len(errs) > 0 {
 		return apierr.Validation("default_options.%s: %s", strings.TrimPrefix(errs[0].Field, "options."), errs[0].Message).

@@ -61,6 +61,8 @@ type submission struct {
 	whole bool
 	// publish asks for the networks' rules: the post goes to the networks (now or scheduled).
 	publish bool
+	// preview asks for each target's preview (POST /v1/posts/validate).
+	preview bool
 	// prior are errors the door found before the check (a campaign row's fields that could not be
 	// read), reported first; later are errors the door found that are reported after the fields' (a campaign row's
 	// time); like any error they stop the checks of the whole post.
@@ -215,7 +217,7 @@ func (h *handlers) checkPost(c *echo.Context, userID string, s *submission, cach
 			p.Content = *s.content
 		}
 		var err error
-		if res.targets, err = h.checkTargets(c, userID, p, out.files, cache, s.publish); err != nil {
+		if res.targets, err = h.checkTargets(c, userID, p, out.files, cache, s.publish, s.preview); err != nil {
 			return nil, err
 		}
 		res.fields = len(res.errs)
@@ -273,28 +275,32 @@ func (h *handlers) applySpecs(c *echo.Context, userID string, s *submission, out
 // checkTargets checks each target of a post by its options and, when the post is submitted for
 // publication, its network's rules, on what the network would receive; files are the post's own
 // media, resolved.
-func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.Post, files []platforms.Media, cache mediaCache, publish bool) ([]TargetCheck, error) {
-	var accounts map[string]*persistence.Account
+func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.Post, files []platforms.Media, cache mediaCache, publish, withPreview bool) ([]TargetCheck, error) {
+	// defaults are the default options of the targets' accounts that are the caller's (an
+	// account absent was disconnected since the post was written).
+	var defaults map[string]json.RawMessage
 	if publish {
-		accounts = map[string]*persistence.Account{}
+		defaults = map[string]json.RawMessage{}
 		if err := h.Store.View(func(tx *persistence.Tx) error {
 			for _, t := range p.Targets {
-				a, err := tx.Account(t.AccountID)
+				d, ok, err := tx.AccountDefaults(userID, t.AccountID)
 				if err != nil && !errors.Is(err, persistence.ErrNotFound) {
 					return err
 				}
-				accounts[t.AccountID] = a
+				if ok {
+					defaults[t.AccountID] = d
+				}
 			}
 			return nil
 		}); err != nil {
 			return nil, h.storeError(c, err)
 		}
-		for id, a := range accounts {
-			if a != nil && a.UserID == userID && len(a.DefaultOptions) == 0 && platforms.RequiredOptions(platforms.Platform(a.Platform)) != nil {
+		for _, t := range p.Targets {
+			if d, ok := defaults[t.AccountID]; ok && len(d) == 0 && platforms.RequiredOptions(platforms.Platform(t.Platform)) != nil {
 				// An account stored before accounts had default options takes what its
 				// connection chose when its actor loads it: ask it.
-				if r, err := ask[*account.Reply](h, c, h.Accounts.To(id), &account.Get{}); err == nil {
-					accounts[id] = r.Account
+				if r, err := ask[*account.Reply](h, c, h.Accounts.To(t.AccountID), &account.Get{}); err == nil {
+					defaults[t.AccountID] = r.Account.DefaultOptions
 				}
 			}
 		}
@@ -316,13 +322,13 @@ func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.P
 		}
 		own := t.Options
 		if publish {
-			a := accounts[t.AccountID]
-			if a == nil || a.UserID != userID {
+			d, ok := defaults[t.AccountID]
+			if !ok {
 				fail("account_id", "the connected account was disconnected; connect it again")
 				out = append(out, tc)
 				continue
 			}
-			merged, err := platforms.MergeOptions(a.DefaultOptions, own)
+			merged, err := platforms.MergeOptions(d, own)
 			if err != nil {
 				fail("options", "must be an object")
 			}
@@ -336,7 +342,7 @@ func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.P
 		if publish && fe == nil {
 			var choices *platforms.Choices
 			if h.Live != nil {
-				choices = h.Live.Choices(c.Request().Context(), userID, accounts[t.AccountID])
+				choices = h.Live.Choices(c.Request().Context(), userID, t.AccountID, platform)
 			}
 			errs, warnings := platforms.CheckOptions(opts, platforms.Target{Text: text, Media: media, Choices: choices})
 			tc.Errors = append(tc.Errors, errs...)
@@ -349,7 +355,9 @@ func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.P
 			}
 		}
 		tc.Valid = len(tc.Errors) == 0
-		tc.Preview = preview(platform, text, media, opts)
+		if withPreview {
+			tc.Preview = preview(platform, text, media, opts)
+		}
 		out = append(out, tc)
 	}
 	return out, nil
@@ -493,7 +501,7 @@ func (h *handlers) checkStored(c *echo.Context, userID string, p *persistence.Po
 		return err
 	}
 	if len(res.errs) == 0 {
-		if res.targets, err = h.checkTargets(c, userID, &q, files, cache, true); err != nil {
+		if res.targets, err = h.checkTargets(c, userID, &q, files, cache, true, false); err != nil {
 			return err
 		}
 		res.errs = append(res.errs, targetMessages(res.targets)...)

@@ -212,6 +212,13 @@ func (h *handlers) readPostInput(c *echo.Context, create bool, stored *persisten
 // changes (nil for a create, or when there is none: the actor answers 404). res is the check of
 // the post (its refusal, if any, is for the caller to answer); err a refusal found before it.
 func (h *handlers) postInput(c *echo.Context, raw []byte, create, publish bool, stored *persistence.Post) (*postInput, *checkResult, error) {
+	return h.postInputCheck(c, raw, &submission{whole: create, publish: publish}, stored)
+}
+
+// postInputCheck is postInput with the check's flags given in s (whole for a create, publish,
+// preview), the rest of s read from the body.
+func (h *handlers) postInputCheck(c *echo.Context, raw []byte, s *submission, stored *persistence.Post) (*postInput, *checkResult, error) {
+	create := s.whole
 	o, err := parseObject(raw)
 	if err != nil {
 		return nil, nil, err
@@ -258,7 +265,7 @@ func (h *handlers) postInput(c *echo.Context, raw []byte, create, publish bool, 
 	if !create && in.content == nil && accountIDs == nil && in.mediaIDs == nil && specs == nil {
 		return nil, nil, apierr.Validation("nothing to update: send at least one of content, platforms, media, targets")
 	}
-	s := &submission{content: in.content, accounts: accountIDs, media: in.mediaIDs, specs: specs, whole: create, publish: publish}
+	s.content, s.accounts, s.media, s.specs = in.content, accountIDs, in.mediaIDs, specs
 	if stored != nil {
 		// An update's targets lay over the post's platforms (as changed); platforms changed
 		// without targets keep each remaining account's own content, media and options.

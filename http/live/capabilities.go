@@ -92,13 +92,13 @@ func (s *Service) Capabilities(ctx context.Context, userID, accountID string, fr
 // Choices are an account's live choices for the check of a post: nil (and no error) when its
 // network's options do not depend on the account, or when they could not be read now (the
 // check then leaves the network to judge them when the post goes out, and says so).
-func (s *Service) Choices(ctx context.Context, userID string, a *persistence.Account) *platforms.Choices {
-	if _, ok := s.cfg.Adapters[platforms.Platform(a.Platform)].(platforms.ChoiceReader); !ok {
+func (s *Service) Choices(ctx context.Context, userID, accountID string, p platforms.Platform) *platforms.Choices {
+	if _, ok := s.cfg.Adapters[p].(platforms.ChoiceReader); !ok {
 		return nil
 	}
-	e, err := s.choices(ctx, userID, a, false)
+	e, err := s.choices(ctx, userID, &persistence.Account{ID: accountID, Platform: string(p)}, false)
 	if err != nil {
-		s.cfg.Log.Debug("live: choices unread for a check", "platform", a.Platform, "error", err)
+		s.cfg.Log.Debug("live: choices unread for a check", "platform", p, "error", err)
 		return nil
 	}
 	return &e.Value
