@@ -11,9 +11,11 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/server"
+	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -23,7 +25,12 @@ import (
 func (h *handlers) registerConnect(e *echo.Echo) {
 	e.GET(accountlink.AuthorizePath, h.connectAuthorize)
 	e.GET(accountlink.CallbackPath, h.connectCallback)
+	e.POST(connectDefaultsPath, h.connectDefaults)
 }
+
+// connectDefaultsPath is the browser route of the form a connected TikTok account's page offers:
+// the account's default privacy level, chosen by its user (optional).
+const connectDefaultsPath = "/v1/accounts/connect/defaults"
 
 // browserPlatforms is the allowed list as validation messages spell it.
 var browserPlatforms = func() string {
@@ -133,11 +140,107 @@ func (h *handlers) connectCallback(c *echo.Context) error {
 		who = name + " account " + *u
 	}
 	h.Log.Info("connect: account connected", "request_id", server.RequestID(c), "platform", string(p), "created", res.Created)
-	if res.Created {
-		return h.page(c, http.StatusOK, name+" is connected", "Your "+who+" is now connected to Herald.")
+	title, msg := name+" is connected", "Your "+who+" is now connected to Herald."
+	if !res.Created {
+		title, msg = name+" is connected again", "Your "+who+" was already connected to Herald; its access was renewed."
 	}
-	return h.page(c, http.StatusOK, name+" is connected again",
-		"Your "+who+" was already connected to Herald; its access was renewed.")
+	if p == platforms.TikTok {
+		return h.privacyPage(c, user, res.Account, title, msg)
+	}
+	return h.page(c, http.StatusOK, title, msg)
+}
+
+// privacyPage ends a TikTok connection: TikTok asks that the creator choose who can see each post,
+// among the levels TikTok offers the creator now, with nothing chosen for them. The page offers
+// the choice of a default for the account (optional: without one, each post chooses), read live
+// from TikTok; when the creator's choices cannot be read it only says where to set one later.
+func (h *handlers) privacyPage(c *echo.Context, userID string, a *persistence.Account, title, msg string) error {
+	msg += " TikTok asks you to choose who can see each post. You may choose a default for this account now (optional; each post can choose another), or later on the dashboard."
+	if h.Live == nil {
+		return h.page(c, http.StatusOK, title, msg)
+	}
+	s, err := h.Server.SessionFromCookie(c)
+	if err != nil || s == nil {
+		return h.page(c, http.StatusOK, title, msg)
+	}
+	caps, err := h.Live.Capabilities(c.Request().Context(), userID, a.ID, true)
+	if err != nil || len(caps.Choices.PrivacyLevelOptions) == 0 {
+		return h.page(c, http.StatusOK, title, msg)
+	}
+	current := ""
+	if o, fe := platforms.DecodeOptions(platforms.TikTok, a.DefaultOptions); fe == nil {
+		current = o.(*platforms.TikTokOptions).PrivacyLevel
+	}
+	form := &privacyForm{Action: connectDefaultsPath, CSRF: s.Record.CSRFToken, AccountID: a.ID, Nickname: caps.Choices.Nickname}
+	for _, l := range caps.Choices.PrivacyLevelOptions {
+		form.Levels = append(form.Levels, privacyLevel{Value: l, Label: privacyLabels[l], Selected: l == current})
+	}
+	return h.render(c, http.StatusOK, title, msg, form)
+}
+
+// privacyLabels are TikTok's privacy levels as its app names them.
+var privacyLabels = map[string]string{
+	"PUBLIC_TO_EVERYONE":    "Everyone",
+	"MUTUAL_FOLLOW_FRIENDS": "Friends (followers you follow back)",
+	"FOLLOWER_OF_CREATOR":   "Followers",
+	"SELF_ONLY":             "Only me",
+}
+
+// privacyForm is the default-privacy form of a connected TikTok account's page.
+type privacyForm struct {
+	Action, CSRF, AccountID, Nickname string
+	Levels                            []privacyLevel
+}
+
+type privacyLevel struct {
+	Value, Label string
+	Selected     bool
+}
+
+// connectDefaults is POST /v1/accounts/connect/defaults (a form of the signed-in user, with the
+// session's CSRF token): sets or clears the TikTok account's default privacy level, checked against
+// the creator's current choices, and ends on a page that says what was saved.
+func (h *handlers) connectDefaults(c *echo.Context) error {
+	s, err := h.Server.SessionFromCookie(c)
+	if err != nil {
+		return h.page(c, http.StatusInternalServerError, "The default was not saved", "Herald could not check who is signed in (request "+server.RequestID(c)+"). Try again.")
+	}
+	if s == nil {
+		noStore(c)
+		return c.Redirect(http.StatusFound, SignInPath)
+	}
+	if !s.CheckCSRF(c.FormValue("csrf_token")) {
+		return h.page(c, http.StatusForbidden, "The default was not saved", "The form expired or did not come from Herald. Set the default on the dashboard's Accounts page.")
+	}
+	id, err := parseUUID("account_id", c.FormValue("account_id"))
+	if err != nil {
+		return h.page(c, http.StatusBadRequest, "The default was not saved", "The form named no account. Set the default on the dashboard's Accounts page.")
+	}
+	var a *persistence.Account
+	err = h.Store.View(func(tx *persistence.Tx) error {
+		var err error
+		a, err = tx.Account(id)
+		return err
+	})
+	if err != nil || a.UserID != s.User.ID || a.Platform != string(platforms.TikTok) {
+		return h.page(c, http.StatusNotFound, "The default was not saved", "No such TikTok account of yours is connected.")
+	}
+	opts := &platforms.TikTokOptions{}
+	if o, fe := platforms.DecodeOptions(platforms.TikTok, a.DefaultOptions); fe == nil {
+		opts = o.(*platforms.TikTokOptions)
+	}
+	opts.PrivacyLevel = c.FormValue("privacy_level")
+	choices := h.Live.Choices(c.Request().Context(), s.User.ID, a.ID, platforms.TikTok)
+	if errs, _ := platforms.CheckOptions(opts, platforms.Target{Choices: choices, Defaults: true}); len(errs) > 0 {
+		return h.page(c, http.StatusBadRequest, "The default was not saved", "TikTok does not offer this creator that choice: "+errs[0].Message+".")
+	}
+	if _, err := ask[*account.Reply](h, c, h.Accounts.To(id), &account.SetDefaults{UserID: s.User.ID, Options: platforms.EncodeOptions(opts)}); err != nil {
+		return h.page(c, http.StatusServiceUnavailable, "The default was not saved", "Herald could not save it (request "+server.RequestID(c)+"). Try again on the dashboard's Accounts page.")
+	}
+	if opts.PrivacyLevel == "" {
+		return h.page(c, http.StatusOK, "No default privacy", "Each post to this TikTok account chooses who can see it.")
+	}
+	return h.page(c, http.StatusOK, "Default privacy saved", "Posts to this TikTok account are seen by: "+privacyLabels[opts.PrivacyLevel]+", unless a post chooses otherwise.")
 }
 
 // failure ends the browser flow on a page that says what happened. Nothing was created.
@@ -209,6 +312,16 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <div class="card">
 <h1>{{.Title}}</h1>
 <p>{{.Message}}</p>
+{{with .Form}}<form method="post" action="{{.Action}}" class="stack">
+<input type="hidden" name="csrf_token" value="{{.CSRF}}">
+<input type="hidden" name="account_id" value="{{.AccountID}}">
+<label for="privacy_level">Who can see posts to {{if .Nickname}}{{.Nickname}}{{else}}this account{{end}} by default</label>
+<select id="privacy_level" name="privacy_level">
+<option value="">No default: choose for each post</option>
+{{range .Levels}}<option value="{{.Value}}"{{if .Selected}} selected{{end}}>{{.Label}}</option>
+{{end}}</select>
+<button type="submit">Save</button>
+</form>{{end}}
 <p><a id="back-to-accounts" href="/accounts">Back to your accounts in Herald</a></p>
 </div>
 </main>
@@ -223,8 +336,16 @@ const ConnectPagePolicy = "default-src 'none'; style-src 'self'; frame-ancestors
 // (where a person who clicked Connect came from; a program's user may close the window). It is
 // never cached and sends no Referer onwards.
 func (h *handlers) page(c *echo.Context, status int, title, msg string) error {
+	return h.render(c, status, title, msg, nil)
+}
+
+// render is page with an optional form.
+func (h *handlers) render(c *echo.Context, status int, title, msg string, form *privacyForm) error {
 	var b bytes.Buffer
-	if err := pageTemplate.Execute(&b, struct{ Title, Message string }{title, msg}); err != nil {
+	if err := pageTemplate.Execute(&b, struct {
+		Title, Message string
+		Form           *privacyForm
+	}{title, msg, form}); err != nil {
 		return err
 	}
 	noStore(c)
