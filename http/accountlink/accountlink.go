@@ -43,10 +43,12 @@ import (
 	"github.com/heraldhq/herald/platforms"
 )
 
-// Paths of the two browser routes, under the server's base URL.
+// Paths of the browser routes, under the server's base URL: the flow's two, and the form a
+// connected TikTok account's page offers (its default privacy level).
 const (
 	AuthorizePath = "/v1/accounts/connect/authorize"
 	CallbackPath  = "/v1/accounts/connect/callback"
+	DefaultsPath  = "/v1/accounts/connect/defaults"
 )
 
 // Browser lists the platforms that connect through the browser flow, in the spec's order.

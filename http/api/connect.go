@@ -25,12 +25,8 @@ import (
 func (h *handlers) registerConnect(e *echo.Echo) {
 	e.GET(accountlink.AuthorizePath, h.connectAuthorize)
 	e.GET(accountlink.CallbackPath, h.connectCallback)
-	e.POST(connectDefaultsPath, h.connectDefaults)
+	e.POST(accountlink.DefaultsPath, h.connectDefaults)
 }
-
-// connectDefaultsPath is the browser route of the form a connected TikTok account's page offers:
-// the account's default privacy level, chosen by its user (optional).
-const connectDefaultsPath = "/v1/accounts/connect/defaults"
 
 // browserPlatforms is the allowed list as validation messages spell it.
 var browserPlatforms = func() string {
@@ -171,7 +167,7 @@ func (h *handlers) privacyPage(c *echo.Context, userID string, a *persistence.Ac
 	if o, fe := platforms.DecodeOptions(platforms.TikTok, a.DefaultOptions); fe == nil {
 		current = o.(*platforms.TikTokOptions).PrivacyLevel
 	}
-	form := &privacyForm{Action: connectDefaultsPath, CSRF: s.Record.CSRFToken, AccountID: a.ID, Nickname: caps.Choices.Nickname}
+	form := &privacyForm{Action: accountlink.DefaultsPath, CSRF: s.Record.CSRFToken, AccountID: a.ID, Nickname: caps.Choices.Nickname}
 	for _, l := range caps.Choices.PrivacyLevelOptions {
 		form.Levels = append(form.Levels, privacyLevel{Value: l, Label: privacyLabels[l], Selected: l == current})
 	}
