@@ -119,6 +119,11 @@ type Record struct {
 	MediaTypes []string  `json:"media_types,omitempty"`
 	MediaSizes []int64   `json:"media_sizes,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
+	// Options are the network-side fields of the post the handler read besides its text and
+	// media (a YouTube title and privacy, a TikTok privacy level, a Pinterest board, X reply
+	// settings...), by the network's own names; AltTexts the alt text of each media, in order.
+	Options  map[string]any `json:"options,omitempty"`
+	AltTexts []string       `json:"alt_texts,omitempty"`
 }
 
 // File is a media file a network received.
@@ -167,6 +172,9 @@ type Sim struct {
 	rnd       *mrand.Rand
 	faultRate float64
 	injected  map[string]int
+	// ttOff are the interactions every simulated TikTok creator turned off (comment, duet,
+	// stitch: TikTokInteractions).
+	ttOff [3]bool
 
 	baseURL string
 }
@@ -513,6 +521,15 @@ func (n *Network) Publish(id, account, text string, mediaSHA []string) Record {
 		mediaSHA = []string{}
 	}
 	return n.record(Record{ID: id, Platform: string(n.Platform), Account: account, Text: text, MediaSHA256: mediaSHA, CreatedAt: n.Sim.opts.Now().UTC()})
+}
+
+// PublishWith records a created post with the options and alt texts the network received.
+func (n *Network) PublishWith(id, account, text string, mediaSHA []string, options map[string]any, alts []string) Record {
+	if mediaSHA == nil {
+		mediaSHA = []string{}
+	}
+	return n.record(Record{ID: id, Platform: string(n.Platform), Account: account, Text: text, MediaSHA256: mediaSHA,
+		Options: options, AltTexts: alts, CreatedAt: n.Sim.opts.Now().UTC()})
 }
 
 // PublishFiles records a created post with the type and size of each file as well as its hash.

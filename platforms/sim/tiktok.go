@@ -92,6 +92,21 @@ func (s *Sim) SetTikTokAudited(audited bool) {
 	s.SetLimit(platforms.TikTok, ttBucketUnaudited, Limit{Count: c, Window: 24 * time.Hour})
 }
 
+// TikTokInteractions sets which interactions every simulated TikTok creator has turned off in
+// the app (creator_info's comment_disabled, duet_disabled, stitch_disabled); a Direct Post that
+// enables one of them is refused, as TikTok refuses it.
+func (s *Sim) TikTokInteractions(commentOff, duetOff, stitchOff bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ttOff = [3]bool{commentOff, duetOff, stitchOff}
+}
+
+func (s *Sim) ttInteractionsOff() [3]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ttOff
+}
+
 // SetTikTokModerationDelay sets how long after processing a TikTok post's public id appears.
 func (s *Sim) SetTikTokModerationDelay(d time.Duration) {
 	l := Limit{Count: 1, Window: d}
@@ -123,6 +138,7 @@ type ttPublish struct {
 	id, owner, handle           string
 	uploadID, uploadToken       string
 	caption, privacy, source    string
+	options                     map[string]any
 	videoSize, chunkSize        int64
 	chunks, chunksIn            int
 	data                        []byte
@@ -384,10 +400,11 @@ func (t *ttSim) privacyOptions() (options []string, audited bool) {
 
 func (t *ttSim) creatorInfo(w http.ResponseWriter, _ *http.Request, u ttUser) {
 	options, _ := t.privacyOptions()
+	off := t.n.Sim.ttInteractionsOff()
 	t.ok(w, map[string]any{
 		"creator_avatar_url": "https://p16-sign.tiktokcdn-us.com/sim/" + u.id + ".jpeg",
 		"creator_username":   u.handle, "creator_nickname": u.handle,
-		"privacy_level_options": options, "comment_disabled": false, "duet_disabled": false, "stitch_disabled": false,
+		"privacy_level_options": options, "comment_disabled": off[0], "duet_disabled": off[1], "stitch_disabled": off[2],
 		"max_video_post_duration_sec": 600,
 	})
 }
@@ -416,9 +433,12 @@ func (t *ttSim) initVideo(w http.ResponseWriter, r *http.Request, u ttUser) {
 		PostInfo struct {
 			Title          string `json:"title"`
 			PrivacyLevel   string `json:"privacy_level"`
-			DisableDuet    bool   `json:"disable_duet"`
-			DisableComment bool   `json:"disable_comment"`
-			DisableStitch  bool   `json:"disable_stitch"`
+			DisableDuet        bool   `json:"disable_duet"`
+			DisableComment     bool   `json:"disable_comment"`
+			DisableStitch      bool   `json:"disable_stitch"`
+			BrandContentToggle bool   `json:"brand_content_toggle"`
+			BrandOrganicToggle bool   `json:"brand_organic_toggle"`
+			IsAIGC             bool   `json:"is_aigc"`
 		} `json:"post_info"`
 		SourceInfo struct {
 			Source          string `json:"source"`
@@ -447,8 +467,17 @@ func (t *ttSim) initVideo(w http.ResponseWriter, r *http.Request, u ttUser) {
 	case !slices.Contains(options, pi.PrivacyLevel):
 		t.invalidParams(w, "privacy_level_option_mismatch: "+pi.PrivacyLevel+" is not among the creator's privacy_level_options.")
 		return
+	case pi.BrandContentToggle && pi.PrivacyLevel == "SELF_ONLY":
+		t.invalidParams(w, "Branded content cannot be posted with SELF_ONLY privacy.")
+		return
 	}
-	pub := &ttPublish{id: "v_pub_file~v2-1." + RandomID(10), owner: u.id, handle: u.handle, caption: pi.Title, privacy: pi.PrivacyLevel, source: si.Source, created: t.n.Sim.Now().UTC()}
+	if off := t.n.Sim.ttInteractionsOff(); (off[0] && !pi.DisableComment) || (off[1] && !pi.DisableDuet) || (off[2] && !pi.DisableStitch) {
+		t.invalidParams(w, "An interaction the creator turned off in TikTok is enabled in post_info.")
+		return
+	}
+	pub := &ttPublish{id: "v_pub_file~v2-1." + RandomID(10), owner: u.id, handle: u.handle, caption: pi.Title, privacy: pi.PrivacyLevel, source: si.Source, created: t.n.Sim.Now().UTC(),
+		options: map[string]any{"privacy_level": pi.PrivacyLevel, "disable_comment": pi.DisableComment, "disable_duet": pi.DisableDuet, "disable_stitch": pi.DisableStitch,
+			"brand_content_toggle": pi.BrandContentToggle, "brand_organic_toggle": pi.BrandOrganicToggle, "is_aigc": pi.IsAIGC}}
 	var data []byte
 	switch si.Source {
 	case "FILE_UPLOAD":
@@ -559,7 +588,7 @@ func (t *ttSim) finish(pub *ttPublish, data []byte) {
 		pub.postID = ttPostID()
 	})
 	if !failed {
-		t.n.Publish(pub.postID, pub.owner, pub.caption, []string{pub.sha})
+		t.n.PublishWith(pub.postID, pub.owner, pub.caption, []string{pub.sha}, pub.options, nil)
 	}
 }
 

@@ -20,7 +20,7 @@ func setMetrics(t *testing.T, srv *sim.Server, body map[string]any) int {
 
 func publishVideo(t *testing.T, b *testBundle, creds platforms.Credentials, text string) string {
 	t.Helper()
-	res, err := b.a.Publish(context.Background(), creds, platforms.Post{Text: text, Media: []platforms.Media{videoMedia(randomBytes(t, 4000))}})
+	res, err := b.a.Publish(context.Background(), creds, platforms.Post{Text: text, Media: []platforms.Media{videoMedia(randomBytes(t, 4000))}, Options: selfOnly})
 	require.NoError(t, err)
 	return res.Publication.ID
 }

@@ -2,10 +2,10 @@
 // (networks.md §9).
 //
 // A post is exactly one video; the post's text is its caption (at most 2,200 UTF-16 code units).
-// Publish queries creator_info, chooses the most public privacy level the creator is offered
-// (PUBLIC_TO_EVERYONE, then FOLLOWER_OF_CREATOR, MUTUAL_FOLLOW_FRIENDS, SELF_ONLY; an unaudited
-// client is only offered SELF_ONLY, so its posts are private), or Credentials.Extra["privacy_level"]
-// when that is among the options, initializes a FILE_UPLOAD, PUTs the bytes in chunks following the
+// Publish queries creator_info, posts with the privacy level the target's options chose (the user
+// chooses it: Herald never picks one, as TikTok's Direct Post guidelines ask) when the creator is
+// still offered it, and the interactions and disclosures the options set (each interaction off
+// unless turned on), initializes a FILE_UPLOAD, PUTs the bytes in chunks following the
 // media transfer guide (one chunk up to 10 MB, else 10 MB chunks with the remainder in the last),
 // and polls status/fetch until PUBLISH_COMPLETE. The answer to the last chunk starts the
 // publication, so a failure of that call is settled by the publish's status where it can be
@@ -53,9 +53,6 @@ const (
 	moderationWait   = 2 * time.Minute
 	maxPollErrors    = 5
 )
-
-// privacyOrder lists TikTok's privacy levels from the most public.
-var privacyOrder = []string{"PUBLIC_TO_EVERYONE", "FOLLOWER_OF_CREATOR", "MUTUAL_FOLLOW_FRIENDS", "SELF_ONLY"}
 
 var videoTypes = map[string]bool{"video/mp4": true, "video/quicktime": true, "video/webm": true}
 
@@ -127,23 +124,61 @@ func (a *Adapter) Validate(p platforms.Post) error {
 // creatorInfo is the data of creator_info/query.
 type creatorInfo struct {
 	Username            string   `json:"creator_username"`
+	Nickname            string   `json:"creator_nickname"`
 	PrivacyLevelOptions []string `json:"privacy_level_options"`
 	CommentDisabled     bool     `json:"comment_disabled"`
 	DuetDisabled        bool     `json:"duet_disabled"`
 	StitchDisabled      bool     `json:"stitch_disabled"`
+	MaxVideoDuration    int      `json:"max_video_post_duration_sec"`
 }
 
-// privacyLevel chooses the post's privacy level among the creator's options.
-func privacyLevel(c platforms.Credentials, options []string) (string, bool) {
-	if p := c.Extra["privacy_level"]; p != "" && slices.Contains(options, p) {
-		return p, true
+func (a *Adapter) creatorInfo(ctx context.Context, c platforms.Credentials) (creatorInfo, error) {
+	var info creatorInfo
+	err := a.call(ctx, platforms.Call{Method: http.MethodPost, URL: a.api + "/v2/post/publish/creator_info/query/", Bearer: c.AccessToken, ContentType: "application/json; charset=UTF-8"}, &info)
+	return info, err
+}
+
+// Choices reads the creator's current choices (platforms.ChoiceReader).
+func (a *Adapter) Choices(ctx context.Context, c platforms.Credentials) (platforms.Choices, error) {
+	info, err := a.creatorInfo(ctx, c)
+	if err != nil {
+		return platforms.Choices{}, err
 	}
-	for _, p := range privacyOrder {
-		if slices.Contains(options, p) {
-			return p, true
-		}
+	nick := info.Nickname
+	if nick == "" {
+		nick = info.Username
 	}
-	return "", false
+	return platforms.Choices{PrivacyLevelOptions: info.PrivacyLevelOptions, MaxVideoPostDurationSec: info.MaxVideoDuration,
+		CommentDisabled: info.CommentDisabled, DuetDisabled: info.DuetDisabled, StitchDisabled: info.StitchDisabled, Nickname: nick}, nil
+}
+
+// MediaLimits are TikTok's (platforms.MediaLimiter): one video.
+func (a *Adapter) MediaLimits() platforms.MediaLimits {
+	return platforms.MediaLimits{Required: true, MaxItems: 1, Types: []string{"video/mp4", "video/quicktime", "video/webm"}, MaxVideoBytes: MaxVideoBytes, VideoAlone: true}
+}
+
+// postInfo is the Direct Post's post_info for the target's options, as the creator may post now:
+// a privacy level the creator is no longer offered, or an interaction the creator turned off, is
+// refused (Permanent), never replaced by another.
+func postInfo(text string, o *platforms.TikTokOptions, info creatorInfo) (map[string]any, error) {
+	if o == nil || o.PrivacyLevel == "" {
+		return nil, &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Permanent, Code: "privacy_level_required",
+			Message: "TikTok asks the creator to choose who can see the post; the post chose no privacy level (offered: " + strings.Join(info.PrivacyLevelOptions, ", ") + ")"}
+	}
+	if !slices.Contains(info.PrivacyLevelOptions, o.PrivacyLevel) {
+		return nil, &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Permanent, Code: "privacy_level_option_mismatch",
+			Message: o.PrivacyLevel + " is no longer offered to this creator (offered: " + strings.Join(info.PrivacyLevelOptions, ", ") + ")"}
+	}
+	if (o.AllowComment && info.CommentDisabled) || (o.AllowDuet && info.DuetDisabled) || (o.AllowStitch && info.StitchDisabled) {
+		return nil, &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Permanent, Code: "interaction_disabled",
+			Message: "the post allows an interaction the creator has turned off in TikTok"}
+	}
+	return map[string]any{
+		"title": text, "privacy_level": o.PrivacyLevel,
+		"disable_comment": !o.AllowComment, "disable_duet": !o.AllowDuet, "disable_stitch": !o.AllowStitch,
+		"brand_content_toggle": o.BrandedContent, "brand_organic_toggle": o.BrandOrganic, "is_aigc": o.IsAIGenerated,
+		"video_cover_timestamp_ms": 1000,
+	}, nil
 }
 
 // ChunkPlan is how a video of size bytes is cut for FILE_UPLOAD with chunks of about chunk bytes:
@@ -160,13 +195,14 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	if err := a.Validate(p); err != nil {
 		return platforms.Result{}, err
 	}
-	var info creatorInfo
-	if err := a.call(ctx, platforms.Call{Method: http.MethodPost, URL: a.api + "/v2/post/publish/creator_info/query/", Bearer: c.AccessToken, ContentType: "application/json; charset=UTF-8"}, &info); err != nil {
+	info, err := a.creatorInfo(ctx, c)
+	if err != nil {
 		return platforms.Result{}, err
 	}
-	privacy, ok := privacyLevel(c, info.PrivacyLevelOptions)
-	if !ok {
-		return platforms.Result{}, &platforms.Error{Platform: platforms.TikTok, Kind: platforms.Permanent, Code: "privacy_level_option_mismatch", Message: "TikTok offers this creator no privacy level to post with"}
+	opts, _ := p.Options.(*platforms.TikTokOptions)
+	pi, err := postInfo(p.Text, opts, info)
+	if err != nil {
+		return platforms.Result{}, err
 	}
 	m := p.Media[0]
 	rc, err := m.Open(ctx)
@@ -188,10 +224,7 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	}
 	chunk, count := ChunkPlan(size, max(a.chunkSize, minChunk))
 	initBody, _ := json.Marshal(map[string]any{
-		"post_info": map[string]any{
-			"title": p.Text, "privacy_level": privacy, "disable_duet": info.DuetDisabled,
-			"disable_comment": info.CommentDisabled, "disable_stitch": info.StitchDisabled, "video_cover_timestamp_ms": 1000,
-		},
+		"post_info":   pi,
 		"source_info": map[string]any{"source": "FILE_UPLOAD", "video_size": size, "chunk_size": chunk, "total_chunk_count": count},
 	})
 	var init struct {

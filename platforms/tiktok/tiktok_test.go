@@ -107,7 +107,7 @@ func TestPublishSmallVideo(t *testing.T) {
 	b := setup(t, sim.Options{})
 	data := randomBytes(t, 100000)
 	text := "Behind the scenes 🎬 #studio"
-	res, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: text, Media: []platforms.Media{videoMedia(data)}})
+	res, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: text, Media: []platforms.Media{videoMedia(data)}, Options: selfOnly})
 	require.NoError(t, err)
 	recs := b.srv.Publications(platforms.TikTok)
 	require.Len(t, recs, 1)
@@ -126,7 +126,7 @@ func TestPublishChunkedVideo(t *testing.T) {
 	b := setup(t, sim.Options{})
 	b.a.chunkSize = 5 << 20
 	data := randomBytes(t, 11<<20+123)
-	res, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Chunked", Media: []platforms.Media{videoMedia(data)}})
+	res, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Chunked", Media: []platforms.Media{videoMedia(data)}, Options: selfOnly})
 	require.NoError(t, err)
 	recs := b.srv.Publications(platforms.TikTok)
 	require.Len(t, recs, 1)
@@ -162,7 +162,7 @@ func TestUnauditedClientPostsPrivately(t *testing.T) {
 	b.srv.SetTikTokAudited(false)
 	creds := b.creds
 	creds.Extra = map[string]string{"privacy_level": "PUBLIC_TO_EVERYONE"} // not offered: ignored
-	_, err := b.a.Publish(context.Background(), creds, platforms.Post{Text: "Private", Media: []platforms.Media{videoMedia([]byte("video"))}})
+	_, err := b.a.Publish(context.Background(), creds, platforms.Post{Text: "Private", Media: []platforms.Media{videoMedia([]byte("video"))}, Options: selfOnly})
 	require.NoError(t, err)
 	require.Len(t, b.srv.Publications(platforms.TikTok), 1)
 }
@@ -172,7 +172,7 @@ func TestModerationWait(t *testing.T) {
 	b := setup(t, sim.Options{})
 	b.srv.SetTikTokModerationDelay(time.Hour)
 	b.a.moderationWait = 50 * time.Millisecond
-	res, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "In review", Media: []platforms.Media{videoMedia([]byte("video"))}})
+	res, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "In review", Media: []platforms.Media{videoMedia([]byte("video"))}, Options: selfOnly})
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(res.Publication.ID, "v_pub_file~"), "the publish_id stands in for the post id")
 	require.Empty(t, res.Publication.URL)
@@ -186,8 +186,8 @@ func TestPostThenErrorAndLookup(t *testing.T) {
 	t.Parallel()
 	b := setup(t, sim.Options{})
 	since := time.Now()
-	other := platforms.Post{Text: "Another video", Media: []platforms.Media{videoMedia([]byte("video one"))}}
-	post := platforms.Post{Text: "Maybe posted\nThe answer to the last chunk is an error.", Media: []platforms.Media{videoMedia([]byte("video two"))}}
+	other := platforms.Post{Text: "Another video", Media: []platforms.Media{videoMedia([]byte("video one"))}, Options: selfOnly}
+	post := platforms.Post{Text: "Maybe posted\nThe answer to the last chunk is an error.", Media: []platforms.Media{videoMedia([]byte("video two"))}, Options: selfOnly}
 	_, err := b.a.Publish(context.Background(), b.creds, other)
 	require.NoError(t, err)
 	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultPostThenError, 1))
@@ -238,7 +238,7 @@ func TestLostAnswerToLastChunkIsUnknown(t *testing.T) {
 				}
 				return resp, err
 			})}
-			_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Lost", Media: []platforms.Media{videoMedia([]byte("video"))}})
+			_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Lost", Media: []platforms.Media{videoMedia([]byte("video"))}, Options: selfOnly})
 			if statusReadable {
 				require.NoError(t, err)
 			} else {
@@ -261,7 +261,7 @@ func TestLastChunkRefusedIsTransient(t *testing.T) {
 		}
 		return http.DefaultTransport.RoundTrip(r)
 	})}
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Refused", Media: []platforms.Media{videoMedia([]byte("video"))}})
+	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Refused", Media: []platforms.Media{videoMedia([]byte("video"))}, Options: selfOnly})
 	require.Equal(t, platforms.Transient, kindOf(t, err), "%v", err)
 	require.ErrorContains(t, err, "nothing was published")
 	require.Empty(t, b.srv.Publications(platforms.TikTok))
@@ -276,11 +276,11 @@ func TestConformance(t *testing.T) {
 	vid := videoMedia([]byte("x"))
 	video := func(text string) platformstest.PostFunc {
 		return func(*testing.T) platforms.Post {
-			return platforms.Post{Text: text, Media: []platforms.Media{videoMedia([]byte("video"))}}
+			return platforms.Post{Text: text, Media: []platforms.Media{videoMedia([]byte("video"))}, Options: selfOnly}
 		}
 	}
 	fake := platforms.Credentials{AccessToken: "t"}
-	fakePost := platforms.Post{Text: "Garbage", Media: []platforms.Media{videoMedia([]byte("video"))}}
+	fakePost := platforms.Post{Text: "Garbage", Media: []platforms.Media{videoMedia([]byte("video"))}, Options: selfOnly}
 	platformstest.Run(t, platformstest.Adapter{
 		Platform: platforms.TikTok,
 		New:      func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
@@ -363,7 +363,44 @@ func TestConformance(t *testing.T) {
 			},
 		},
 		ProcessingFails: platformstest.ProcessingFails{Code: "file_format_check_failed", Post: func(t *testing.T) platforms.Post {
-			return platforms.Post{Text: "Broken", Media: []platforms.Media{videoMedia(platformstest.FailingVideo(t))}}
+			return platforms.Post{Text: "Broken", Media: []platforms.Media{videoMedia(platformstest.FailingVideo(t))}, Options: selfOnly}
 		}},
 	})
+}
+
+// selfOnly is the options of a post its user chose to keep private.
+var selfOnly = &platforms.TikTokOptions{PrivacyLevel: "SELF_ONLY"}
+
+// The post goes out with the privacy level, interactions and disclosures its user chose, and
+// nothing is chosen for the user: without a privacy level, or with an interaction the creator
+// turned off, nothing is sent.
+func TestPublishWithTheUsersChoices(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	ch, err := b.a.Choices(context.Background(), b.creds)
+	require.NoError(t, err)
+	require.Equal(t, []string{"PUBLIC_TO_EVERYONE", "MUTUAL_FOLLOW_FRIENDS", "FOLLOWER_OF_CREATOR", "SELF_ONLY"}, ch.PrivacyLevelOptions)
+	require.Equal(t, "alice", ch.Nickname)
+	require.Equal(t, 600, ch.MaxVideoPostDurationSec)
+
+	opts := &platforms.TikTokOptions{PrivacyLevel: "FOLLOWER_OF_CREATOR", AllowComment: true, BrandOrganic: true, IsAIGenerated: true}
+	_, err = b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Mine", Media: []platforms.Media{videoMedia([]byte("video"))}, Options: opts})
+	require.NoError(t, err)
+	recs := b.srv.Publications(platforms.TikTok)
+	require.Len(t, recs, 1)
+	require.Equal(t, map[string]any{"privacy_level": "FOLLOWER_OF_CREATOR", "disable_comment": false, "disable_duet": true, "disable_stitch": true,
+		"brand_content_toggle": false, "brand_organic_toggle": true, "is_aigc": true}, recs[0].Options)
+
+	_, err = b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "No choice", Media: []platforms.Media{videoMedia([]byte("video"))}})
+	require.Equal(t, platforms.Permanent, kindOf(t, err))
+	require.Contains(t, err.Error(), "TikTok asks the creator to choose who can see the post")
+
+	b.srv.TikTokInteractions(false, true, false)
+	ch, err = b.a.Choices(context.Background(), b.creds)
+	require.NoError(t, err)
+	require.True(t, ch.DuetDisabled)
+	_, err = b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Duet me", Media: []platforms.Media{videoMedia([]byte("video"))},
+		Options: &platforms.TikTokOptions{PrivacyLevel: "SELF_ONLY", AllowDuet: true}})
+	require.Equal(t, platforms.Permanent, kindOf(t, err))
+	require.Len(t, b.srv.Publications(platforms.TikTok), 1, "nothing more was posted")
 }
