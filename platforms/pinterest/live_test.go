@@ -22,7 +22,7 @@ func setMetrics(t *testing.T, srv *sim.Server, body map[string]any) int {
 func publishPin(t *testing.T, b *testBundle, creds platforms.Credentials, name string) string {
 	t.Helper()
 	img, _ := b.files.image(t, name)
-	res, err := b.a.Publish(context.Background(), creds, platforms.Post{Text: "Pin " + name, Media: []platforms.Media{img}})
+	res, err := b.a.Publish(context.Background(), creds, platforms.Post{Text: "Pin " + name, Media: []platforms.Media{img}, Options: onBoard(creds)})
 	require.NoError(t, err)
 	return res.Publication.ID
 }

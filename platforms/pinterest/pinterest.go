@@ -159,24 +159,27 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	if err := a.Validate(p); err != nil {
 		return platforms.Result{}, err
 	}
-	board := c.Extra["board_id"]
-	if board == "" {
-		b, err := a.firstBoard(ctx, c.AccessToken)
-		if err != nil {
-			return platforms.Result{}, err
-		}
-		if b.ID == "" {
-			return platforms.Result{}, &platforms.Error{Platform: platforms.Pinterest, Kind: platforms.Permanent, Message: "the account has no board to pin to; create one on Pinterest"}
-		}
-		board = b.ID
+	opts, _ := p.Options.(*platforms.PinterestOptions)
+	if opts == nil || opts.BoardID == "" {
+		return platforms.Result{}, &platforms.Error{Platform: platforms.Pinterest, Kind: platforms.Permanent, Code: "board_required",
+			Message: "the Pin names no board; choose one of the account's boards (options.board_id)"}
 	}
+	board := opts.BoardID
 	source, err := a.mediaSource(ctx, c, p.Media)
 	if err != nil {
 		return platforms.Result{}, err
 	}
 	pin := map[string]any{"board_id": board, "description": p.Text, "media_source": source}
-	if t := Title(p.Text); t != "" {
+	if t := opts.Title; t != "" {
 		pin["title"] = t
+	} else if t := Title(p.Text); t != "" {
+		pin["title"] = t
+	}
+	if opts.Link != "" {
+		pin["link"] = opts.Link
+	}
+	if alt := p.Media[0].AltText; alt != "" && !p.Media[0].IsVideo() {
+		pin["alt_text"] = alt
 	}
 	body, _ := json.Marshal(pin)
 	r, err := platforms.Send(ctx, a.hc, platforms.Pinterest, platforms.Call{Method: http.MethodPost, URL: a.api + "/v5/pins", Body: body, ContentType: "application/json", Bearer: c.AccessToken, Create: true})
@@ -371,6 +374,50 @@ func (a *Adapter) awaitMedia(ctx context.Context, c platforms.Credentials, id st
 type board struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
+}
+
+// maxBoardPages bounds the board listing of Choices: 250 boards a page, 8 pages.
+const maxBoardPages = 8
+
+// Choices lists the account's boards (platforms.ChoiceReader), following the listing's bookmark.
+func (a *Adapter) Choices(ctx context.Context, c platforms.Credentials) (platforms.Choices, error) {
+	var out platforms.Choices
+	bookmark := ""
+	for page := 0; page < maxBoardPages; page++ {
+		u := a.api + "/v5/boards?page_size=250"
+		if bookmark != "" {
+			u += "&bookmark=" + url.QueryEscape(bookmark)
+		}
+		r, err := platforms.Send(ctx, a.hc, platforms.Pinterest, platforms.Call{Method: http.MethodGet, URL: u, Bearer: c.AccessToken})
+		if err != nil {
+			return out, err
+		}
+		if r.Status != http.StatusOK {
+			return out, classify(r, false)
+		}
+		var list struct {
+			Items    []board `json:"items"`
+			Bookmark *string `json:"bookmark"`
+		}
+		if err := json.Unmarshal(r.Body, &list); err != nil {
+			return out, invalidBody(r.Status, "not a board list", false)
+		}
+		for _, b := range list.Items {
+			out.Boards = append(out.Boards, platforms.Choice{ID: b.ID, Name: b.Name})
+		}
+		if list.Bookmark == nil || *list.Bookmark == "" {
+			break
+		}
+		bookmark = *list.Bookmark
+	}
+	return out, nil
+}
+
+// MediaLimits are Pinterest's (platforms.MediaLimiter): a photo, 2 to 5 photos (a carousel Pin)
+// or a video.
+func (a *Adapter) MediaLimits() platforms.MediaLimits {
+	return platforms.MediaLimits{Required: true, MaxItems: MaxImages, Types: []string{"image/jpeg", "image/png", "video/mp4", "video/quicktime"},
+		MaxImageBytes: MaxImageBytes, MaxVideoBytes: MaxVideoBytes, VideoAlone: true}
 }
 
 // firstBoard returns the account's first board (zero when it has none).

@@ -128,7 +128,7 @@ func TestPublishImageURL(t *testing.T) {
 	b := setup(t, sim.Options{})
 	img, data := b.files.image(t, "a.png")
 	text := "Spring collection\nTen new prints, all handmade."
-	res, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: text, Media: []platforms.Media{img}})
+	res, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: text, Media: []platforms.Media{img}, Options: onBoard(b.creds)})
 	require.NoError(t, err)
 	require.Equal(t, "https://www.pinterest.com/pin/"+res.Publication.ID+"/", res.Publication.URL)
 	recs := b.srv.Publications(platforms.Pinterest)
@@ -138,13 +138,12 @@ func TestPublishImageURL(t *testing.T) {
 	require.Equal(t, []string{sha(data)}, recs[0].MediaSHA256)
 }
 
-func TestPublishImageBase64WithoutBoardID(t *testing.T) {
+func TestPublishImageBase64(t *testing.T) {
 	t.Parallel()
 	b := setup(t, sim.Options{})
 	data := randomBytes(t, 5000)
 	creds := b.creds
-	creds.Extra = nil // the first board is looked up
-	res, err := b.a.Publish(context.Background(), creds, platforms.Post{Text: "No URL", Media: []platforms.Media{fileMedia("image/jpeg", "b.jpg", data)}})
+	res, err := b.a.Publish(context.Background(), creds, platforms.Post{Text: "No URL", Media: []platforms.Media{fileMedia("image/jpeg", "b.jpg", data)}, Options: onBoard(creds)})
 	require.NoError(t, err)
 	recs := b.srv.Publications(platforms.Pinterest)
 	require.Len(t, recs, 1)
@@ -162,7 +161,7 @@ func TestPublishCarousel(t *testing.T) {
 		media = append(media, m)
 		want = append(want, sha(data))
 	}
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Three prints", Media: media})
+	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Three prints", Media: media, Options: onBoard(b.creds)})
 	require.NoError(t, err)
 	recs := b.srv.Publications(platforms.Pinterest)
 	require.Len(t, recs, 1)
@@ -173,7 +172,7 @@ func TestPublishVideo(t *testing.T) {
 	t.Parallel()
 	b := setup(t, sim.Options{ProcessingDelay: 30 * time.Millisecond})
 	data := randomBytes(t, 300000)
-	res, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Studio tour", Media: []platforms.Media{fileMedia("video/mp4", "tour.mp4", data)}})
+	res, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Studio tour", Media: []platforms.Media{fileMedia("video/mp4", "tour.mp4", data)}, Options: onBoard(b.creds)})
 	require.NoError(t, err)
 	recs := b.srv.Publications(platforms.Pinterest)
 	require.Len(t, recs, 1)
@@ -186,7 +185,7 @@ func TestUnreachableImageURL(t *testing.T) {
 	b := setup(t, sim.Options{})
 	img, _ := b.files.image(t, "gone.png")
 	img.URL = b.files.URL + "/missing.png"
-	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Gone", Media: []platforms.Media{img}})
+	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Gone", Media: []platforms.Media{img}, Options: onBoard(b.creds)})
 	require.Equal(t, platforms.Permanent, kindOf(t, err))
 	require.Contains(t, err.Error(), "could not fetch")
 	require.Empty(t, b.srv.Publications(platforms.Pinterest))
@@ -219,13 +218,14 @@ func TestConformance(t *testing.T) {
 		return err
 	}
 	platformstest.Run(t, platformstest.Adapter{
+		PostOptions: func(c platforms.Credentials) platforms.Options { return onBoard(c) },
 		Platform: platforms.Pinterest,
 		New:      func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
 		Account: func(t *testing.T, _ *sim.Server, a platforms.Adapter) platforms.Credentials {
 			return connect(t, a.(*Adapter), "alice")
 		},
 		FakeCreds: fake,
-		FakePost:  platforms.Post{Text: "Garbage", Media: []platforms.Media{png}},
+		FakePost:  platforms.Post{Text: "Garbage", Media: []platforms.Media{png}, Options: onBoard(fake)},
 		ServerError: platformstest.Faults{Steps: []platformstest.Step{
 			{Name: "a 5xx to POST /v5/pins may hide a Pin", Post: pin("Outage"), Want: platforms.Unknown},
 			{Name: "a 5xx before the Pin call (registering a video) can be retried", Want: platforms.Transient, Post: func(*testing.T) platforms.Post {
@@ -294,4 +294,35 @@ func TestTitle(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "Short first line", Title("Short first line\nbody"))
 	require.Empty(t, Title(strings.Repeat("a", 101)))
+}
+
+// onBoard is the options of a Pin to the board the account's connection chose.
+func onBoard(c platforms.Credentials) *platforms.PinterestOptions {
+	return &platforms.PinterestOptions{BoardID: c.Extra["board_id"]}
+}
+
+// A Pin goes to the board, with the title, link and alt text, its options and media give; without
+// a board nothing is sent; the account's boards are read as its choices.
+func TestPublishWithOptions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	ch, err := b.a.Choices(context.Background(), b.creds)
+	require.NoError(t, err)
+	require.Len(t, ch.Boards, 2)
+	require.Equal(t, []string{"Herald", "Ideas"}, []string{ch.Boards[0].Name, ch.Boards[1].Name})
+	img, _ := b.files.image(t, "o.png")
+	img.AltText = "Three prints on a wall"
+	_, err = b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Prints", Media: []platforms.Media{img},
+		Options: &platforms.PinterestOptions{BoardID: ch.Boards[1].ID, Title: "New prints", Link: "https://example.com/prints"}})
+	require.NoError(t, err)
+	recs := b.srv.Publications(platforms.Pinterest)
+	require.Len(t, recs, 1)
+	require.Equal(t, map[string]any{"board_id": ch.Boards[1].ID, "title": "New prints", "link": "https://example.com/prints"}, recs[0].Options)
+	require.Equal(t, []string{"Three prints on a wall"}, recs[0].AltTexts)
+
+	_, err = b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Nowhere", Media: []platforms.Media{img}})
+	require.Equal(t, platforms.Permanent, kindOf(t, err))
+	_, err = b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Not mine", Media: []platforms.Media{img}, Options: &platforms.PinterestOptions{BoardID: "123456"}})
+	require.Equal(t, platforms.Permanent, kindOf(t, err), "a board that is not the account's is refused by Pinterest")
+	require.Len(t, b.srv.Publications(platforms.Pinterest), 1)
 }

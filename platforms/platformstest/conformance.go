@@ -36,6 +36,9 @@ type Adapter struct {
 	// fake servers (the refused connection, garbage answers, Validate's publish).
 	FakeCreds platforms.Credentials
 	FakePost  platforms.Post
+	// PostOptions, when set, are the options every post to the account needs (a Pinterest
+	// board), given to each post of the cases that has none.
+	PostOptions func(c platforms.Credentials) platforms.Options
 
 	// ServerError injects a 5xx before each step; Timeout a call held and dropped.
 	ServerError Faults
@@ -311,6 +314,14 @@ func (c Adapter) start(t *testing.T, opts sim.Options) *bundle {
 	return &bundle{srv: srv, cfg: cfg, a: a, creds: c.Account(t, srv, a)}
 }
 
+// with gives a post the account's PostOptions when it has none.
+func (c Adapter) with(creds platforms.Credentials, p platforms.Post) platforms.Post {
+	if p.Options == nil && c.PostOptions != nil {
+		p.Options = c.PostOptions(creds)
+	}
+	return p
+}
+
 func (c Adapter) fake(url string) platforms.Adapter {
 	if c.FakeConfig != nil {
 		return c.New(c.FakeConfig(url))
@@ -339,7 +350,7 @@ func (c Adapter) faults(t *testing.T, fault string, f Faults) {
 		if s.Lookup {
 			_, _, err = a.Lookup(ctx, b.creds, post, since)
 		} else {
-			_, err = a.Publish(ctx, b.creds, post)
+			_, err = a.Publish(ctx, b.creds, c.with(b.creds, post))
 		}
 		require.Equal(t, s.Want, KindOf(t, err, c.Platform), "%s: %v", s.Name, err)
 		if s.Want == platforms.Unknown {
@@ -418,12 +429,12 @@ func (c Adapter) postThenError(t *testing.T) {
 	ctx := context.Background()
 	since := time.Now().Add(-time.Second)
 	for _, other := range l.Others {
-		_, err := b.a.Publish(ctx, b.creds, other(t))
+		_, err := b.a.Publish(ctx, b.creds, c.with(b.creds, other(t)))
 		require.NoError(t, err)
 	}
 	post := l.Post(t)
 	require.NoError(t, b.srv.InjectFault(c.Platform, sim.FaultPostThenError, 1))
-	_, err := b.a.Publish(ctx, b.creds, post)
+	_, err := b.a.Publish(ctx, b.creds, c.with(b.creds, post))
 	require.Equal(t, platforms.Unknown, KindOf(t, err, c.Platform), "%v", err)
 
 	pub, found, err := b.a.Lookup(ctx, b.creds, post, since)
@@ -461,7 +472,7 @@ func (c Adapter) refresh(t *testing.T) {
 		count = 0
 	}
 	require.NoError(t, b.srv.InjectFault(c.Platform, sim.FaultExpireTokens, count))
-	_, err := b.a.Publish(ctx, b.creds, post)
+	_, err := b.a.Publish(ctx, b.creds, c.with(b.creds, post))
 	require.Equal(t, platforms.AuthExpired, KindOf(t, err, c.Platform), "%v", err)
 	if r.Code != "" {
 		var e *platforms.Error
@@ -491,7 +502,7 @@ func (c Adapter) refresh(t *testing.T) {
 		r.More(t, b.creds, fresh)
 	}
 
-	_, err = b.a.Publish(ctx, fresh, post)
+	_, err = b.a.Publish(ctx, fresh, c.with(fresh, post))
 	require.NoError(t, err)
 	require.Len(t, b.srv.Publications(c.Platform), 1)
 
@@ -545,7 +556,7 @@ func (c Adapter) revoke(t *testing.T) {
 	require.Len(t, revs, 1)
 	require.Equal(t, string(c.Platform), revs[0].Platform)
 	require.Equal(t, b.creds.UserID, revs[0].Account)
-	_, err := b.a.Publish(ctx, b.creds, c.Revoke.Post(t))
+	_, err := b.a.Publish(ctx, b.creds, c.with(b.creds, c.Revoke.Post(t)))
 	require.Equal(t, platforms.AuthExpired, KindOf(t, err, c.Platform), "%v", err)
 	if c.Revoke.Code != "" {
 		var e *platforms.Error
@@ -576,7 +587,7 @@ func (c Adapter) rateLimit(t *testing.T) {
 	b := c.start(t, sim.Options{})
 	require.NoError(t, b.srv.InjectFault(c.Platform, sim.FaultRateLimit, 1))
 	before := time.Now()
-	_, err := b.a.Publish(ctx, b.creds, r.Post(t))
+	_, err := b.a.Publish(ctx, b.creds, c.with(b.creds, r.Post(t)))
 	e := c.limited(t, err, before, r.Reset)
 	if r.Code != "" {
 		require.Equal(t, r.Code, e.Code)
@@ -590,11 +601,11 @@ func (c Adapter) rateLimit(t *testing.T) {
 	passes := max(r.Passes, 1)
 	var res platforms.Result
 	for range passes {
-		res, err = b.a.Publish(ctx, b.creds, r.Post(t))
+		res, err = b.a.Publish(ctx, b.creds, c.with(b.creds, r.Post(t)))
 		require.NoError(t, err)
 	}
 	before = time.Now()
-	_, err = b.a.Publish(ctx, b.creds, r.Post(t))
+	_, err = b.a.Publish(ctx, b.creds, c.with(b.creds, r.Post(t)))
 	e = c.limited(t, err, before, r.Exhausted)
 	require.Len(t, b.srv.Publications(c.Platform), passes)
 	if r.ReportsRate {
@@ -614,7 +625,7 @@ func (c Adapter) rateLimit(t *testing.T) {
 func (c Adapter) processingFails(t *testing.T) {
 	p := c.ProcessingFails
 	b := c.start(t, sim.Options{})
-	_, err := b.a.Publish(context.Background(), b.creds, p.Post(t))
+	_, err := b.a.Publish(context.Background(), b.creds, c.with(b.creds, p.Post(t)))
 	require.Equal(t, platforms.Permanent, KindOf(t, err, c.Platform), "%v", err)
 	if p.Code != "" {
 		var e *platforms.Error

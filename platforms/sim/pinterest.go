@@ -277,6 +277,9 @@ func (p *pinSim) ensureBoard(u pinUser) *pinBoard {
 		}
 		b = &pinBoard{id: id, owner: u.id, ownerName: u.handle, name: "Herald", privacy: "PUBLIC", created: p.n.Sim.Now().UTC()}
 		objects["pin-board:"+id] = b
+		// A second board, created a moment later, so that a choice of board is a real choice.
+		id2 := p.n.UserID("board-ideas:" + u.id)
+		objects["pin-board:"+id2] = &pinBoard{id: id2, owner: u.id, ownerName: u.handle, name: "Ideas", privacy: "PUBLIC", created: b.created.Add(time.Second)}
 	})
 	return b
 }
@@ -553,7 +556,18 @@ func (p *pinSim) createPin(w http.ResponseWriter, r *http.Request, u pinUser) {
 	pin.id = p.newPinID()
 	pin.created = p.n.Sim.Now().UTC()
 	p.n.Store.Put("pin-pin:"+pin.id, pin)
-	p.n.Publish(pin.id, u.id, pin.desc, pin.shas)
+	opts := map[string]any{"board_id": pin.boardID}
+	if pin.title != "" {
+		opts["title"] = pin.title
+	}
+	if pin.link != "" {
+		opts["link"] = pin.link
+	}
+	var alts []string
+	if pin.alt != "" {
+		alts = []string{pin.alt}
+	}
+	p.n.PublishWith(pin.id, u.id, pin.desc, pin.shas, opts, alts)
 	if fault {
 		pinError(w, http.StatusInternalServerError, 0, "Something went wrong on our end. Sorry about that.")
 		return
