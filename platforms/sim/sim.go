@@ -554,6 +554,21 @@ func (n *Network) record(rec Record) Record {
 	return rec
 }
 
+// UpdateRecord changes the record of a publication (a step made after the post was created,
+// such as adding a video to a playlist).
+func (n *Network) UpdateRecord(id string, fn func(*Record)) {
+	n.Sim.mu.Lock()
+	defer n.Sim.mu.Unlock()
+	for i := range n.Sim.records {
+		if r := &n.Sim.records[i]; r.ID == id && r.Platform == string(n.Platform) {
+			fn(r)
+			if last, ok := n.Sim.last[r.Platform+"|"+r.Account]; ok && last.ID == id {
+				n.Sim.last[r.Platform+"|"+r.Account] = *r
+			}
+		}
+	}
+}
+
 // LastPublication is the newest post of an account on p, without copying the record.
 func (s *Sim) LastPublication(p platforms.Platform, account string) (Record, bool) {
 	s.mu.Lock()

@@ -431,8 +431,8 @@ func (t *ttSim) moderationDelay() time.Duration {
 func (t *ttSim) initVideo(w http.ResponseWriter, r *http.Request, u ttUser) {
 	var req struct {
 		PostInfo struct {
-			Title          string `json:"title"`
-			PrivacyLevel   string `json:"privacy_level"`
+			Title              string `json:"title"`
+			PrivacyLevel       string `json:"privacy_level"`
 			DisableDuet        bool   `json:"disable_duet"`
 			DisableComment     bool   `json:"disable_comment"`
 			DisableStitch      bool   `json:"disable_stitch"`

@@ -172,6 +172,7 @@ type ytSession struct {
 	title, desc       string
 	privacy, category string
 	tags              []string
+	options           map[string]any
 	contentType       string
 	total             int64
 	data              []byte
@@ -200,6 +201,9 @@ func registerYouTube(n *Network) {
 	n.Mux.HandleFunc("PUT /upload/youtube/v3/videos", y.putUpload)
 	n.Mux.HandleFunc("GET /youtube/v3/videos", y.api("list", y.listVideos))
 	n.Mux.HandleFunc("GET /youtube/v3/channels", y.api("list", y.channels))
+	n.Mux.HandleFunc("GET /youtube/v3/videoCategories", y.api("list", y.videoCategories))
+	n.Mux.HandleFunc("GET /youtube/v3/playlists", y.api("list", y.playlists))
+	n.Mux.HandleFunc("POST /youtube/v3/playlistItems", y.api("insert_item", y.insertPlaylistItem))
 	n.Mux.HandleFunc("GET /youtube/v3/search", y.api("search", y.search))
 
 	n.Live = LiveHooks{Metrics: true, NewComment: y.newComment}
@@ -253,7 +257,7 @@ func (y *ytSim) spend(w http.ResponseWriter, r *http.Request, kind string) bool 
 		cost = y.scaledCost(ytInsertUnits)
 	case kind == "search":
 		cost = y.scaledCost(ytSearchUnits)
-	case (kind == "comment_insert" || kind == "moderate") && model == YouTubeUnitPool:
+	case (kind == "comment_insert" || kind == "moderate" || kind == "insert_item") && model == YouTubeUnitPool:
 		cost = y.scaledCost(ytCommentInsertUnits)
 	}
 	if _, _, _, ok := y.n.Take(bucket, project, cost, def); !ok {
@@ -504,7 +508,8 @@ func (y *ytSim) startUpload(w http.ResponseWriter, r *http.Request, u ytUser) {
 			CategoryID  string   `json:"categoryId"`
 		} `json:"snippet"`
 		Status struct {
-			PrivacyStatus string `json:"privacyStatus"`
+			PrivacyStatus           string `json:"privacyStatus"`
+			SelfDeclaredMadeForKids *bool  `json:"selfDeclaredMadeForKids"`
 		} `json:"status"`
 	}
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&meta); err != nil {
@@ -532,8 +537,19 @@ func (y *ytSim) startUpload(w http.ResponseWriter, r *http.Request, u ytUser) {
 		ytError(w, http.StatusBadRequest, "youtube.video", "invalidVideoMetadata", "The request metadata specifies an invalid privacy status: "+privacy)
 		return
 	}
+	if c := meta.Snippet.CategoryID; c != "" && !slices.ContainsFunc(ytCategories, func(k [2]string) bool { return k[0] == c }) {
+		ytError(w, http.StatusBadRequest, "youtube.video", "invalidCategoryId", "The snippet.categoryId property specifies an invalid category ID.")
+		return
+	}
 	if l, ok := y.n.Sim.ytOverride(ytBucketUnverified); ok && l.Count > 0 {
 		privacy = "private"
+	}
+	opts := map[string]any{"title": title, "privacyStatus": privacy, "categoryId": meta.Snippet.CategoryID, "notifySubscribers": q.Get("notifySubscribers") != "false"}
+	if meta.Status.SelfDeclaredMadeForKids != nil {
+		opts["selfDeclaredMadeForKids"] = *meta.Status.SelfDeclaredMadeForKids
+	}
+	if len(meta.Snippet.Tags) > 0 {
+		opts["tags"] = meta.Snippet.Tags
 	}
 	if _, _, _, ok := y.n.Take(YouTubeBucketChannelUploads, u.id, 1, Limit{Count: ytChannelUploads, Window: 24 * time.Hour}); !ok {
 		ytError(w, http.StatusBadRequest, "youtube.video", "uploadLimitExceeded", "The user has exceeded the number of videos they may upload.")
@@ -542,7 +558,7 @@ func (y *ytSim) startUpload(w http.ResponseWriter, r *http.Request, u ytUser) {
 	id := RandomID(16)
 	y.n.Store.Put("yt-session:"+id, &ytSession{
 		owner: u.id, handle: u.handle, title: title, desc: desc, privacy: privacy,
-		category: meta.Snippet.CategoryID, tags: meta.Snippet.Tags, contentType: ctype, total: total,
+		category: meta.Snippet.CategoryID, tags: meta.Snippet.Tags, contentType: ctype, total: total, options: opts,
 	})
 	w.Header().Set("X-GUploader-UploadID", id)
 	w.Header().Set("Location", y.n.BaseURL()+"/upload/youtube/v3/videos?uploadType=resumable&part=snippet,status&upload_id="+id)
@@ -658,7 +674,7 @@ func (y *ytSim) putUpload(w http.ResponseWriter, r *http.Request) {
 			published: now, readyAt: now.Add(y.n.Sim.opts.ProcessingDelay),
 		}
 		y.n.Store.Put("yt-video:"+videoID, video)
-		y.n.Publish(videoID, sess.owner, sess.desc, []string{video.sha})
+		y.n.PublishWith(videoID, sess.owner, sess.desc, []string{video.sha}, sess.options, nil)
 		if fault {
 			ytError(w, http.StatusServiceUnavailable, "global", "backendError", "Backend Error")
 			return
@@ -1152,4 +1168,75 @@ func (y *ytSim) setModerationStatus(w http.ResponseWriter, r *http.Request, u yt
 		y.n.SetHidden(strings.TrimSpace(id), status == "rejected")
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// ytCategories are the video categories the simulator offers every region: id and title (the
+// assignable ones of YouTube's US list).
+var ytCategories = [][2]string{{"1", "Film & Animation"}, {"10", "Music"}, {"17", "Sports"}, {"20", "Gaming"}, {"22", "People & Blogs"}, {"24", "Entertainment"}, {"27", "Education"}, {"28", "Science & Technology"}}
+
+// videoCategories is GET /youtube/v3/videoCategories?part=snippet&regionCode=….
+func (y *ytSim) videoCategories(w http.ResponseWriter, r *http.Request, _ ytUser) {
+	if r.URL.Query().Get("regionCode") == "" && r.URL.Query().Get("id") == "" {
+		ytError(w, http.StatusBadRequest, "youtube.parameter", "missingRequiredParameter", "No filter selected. Expected one of: id, regionCode")
+		return
+	}
+	items := []any{}
+	for _, c := range ytCategories {
+		items = append(items, map[string]any{"kind": "youtube#videoCategory", "id": c[0], "snippet": map[string]any{"title": c[1], "assignable": true, "channelId": "UCBR8-60-B28hp2BmDPdntcQ"}})
+	}
+	writeYTJSON(w, http.StatusOK, map[string]any{"kind": "youtube#videoCategoryListResponse", "items": items})
+}
+
+// ytPlaylists are a channel's playlists: every simulated channel has two.
+func (y *ytSim) ytPlaylists(u ytUser) [][2]string {
+	return [][2]string{{"PL" + y.n.UserID("playlist-1:"+u.id), "Herald clips"}, {"PL" + y.n.UserID("playlist-2:"+u.id), "Launches"}}
+}
+
+// playlists is GET /youtube/v3/playlists?part=snippet&mine=true.
+func (y *ytSim) playlists(w http.ResponseWriter, r *http.Request, u ytUser) {
+	if r.URL.Query().Get("mine") != "true" {
+		ytError(w, http.StatusBadRequest, "youtube.parameter", "missingRequiredParameter", "The simulator lists the channel's own playlists (mine=true).")
+		return
+	}
+	items := []any{}
+	for _, p := range y.ytPlaylists(u) {
+		items = append(items, map[string]any{"kind": "youtube#playlist", "id": p[0], "snippet": map[string]any{"title": p[1], "channelId": u.id}})
+	}
+	writeYTJSON(w, http.StatusOK, map[string]any{"kind": "youtube#playlistListResponse", "items": items, "pageInfo": map[string]int{"totalResults": len(items), "resultsPerPage": 50}})
+}
+
+// insertPlaylistItem is POST /youtube/v3/playlistItems?part=snippet: adds one of the channel's
+// videos to one of its playlists; the video's record gains the playlist.
+func (y *ytSim) insertPlaylistItem(w http.ResponseWriter, r *http.Request, u ytUser) {
+	var req struct {
+		Snippet struct {
+			PlaylistID string `json:"playlistId"`
+			ResourceID struct {
+				Kind    string `json:"kind"`
+				VideoID string `json:"videoId"`
+			} `json:"resourceId"`
+		} `json:"snippet"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
+		ytError(w, http.StatusBadRequest, "global", "parseError", "Parse Error")
+		return
+	}
+	sn := req.Snippet
+	if !slices.ContainsFunc(y.ytPlaylists(u), func(p [2]string) bool { return p[0] == sn.PlaylistID }) {
+		ytError(w, http.StatusNotFound, "youtube.playlistItem", "playlistNotFound", "The playlist identified with the request's playlistId parameter cannot be found.")
+		return
+	}
+	vv, _ := y.n.Store.Get("yt-video:" + sn.ResourceID.VideoID)
+	v, _ := vv.(*ytVideo)
+	if v == nil || v.channel != u.id || sn.ResourceID.Kind != "youtube#video" {
+		ytError(w, http.StatusNotFound, "youtube.playlistItem", "videoNotFound", "The video that you are trying to add to the playlist cannot be found.")
+		return
+	}
+	y.n.UpdateRecord(v.id, func(rec *Record) {
+		if rec.Options == nil {
+			rec.Options = map[string]any{}
+		}
+		rec.Options["playlistId"] = sn.PlaylistID
+	})
+	writeYTJSON(w, http.StatusOK, map[string]any{"kind": "youtube#playlistItem", "id": RandomID(12), "snippet": map[string]any{"playlistId": sn.PlaylistID, "resourceId": sn.ResourceID}})
 }

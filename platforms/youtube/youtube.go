@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -165,27 +166,123 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	if err := a.awaitProcessing(ctx, c, v.ID); err != nil {
 		return platforms.Result{}, err
 	}
+	if o, _ := p.Options.(*platforms.YouTubeOptions); o != nil && o.PlaylistID != "" {
+		// The video is published whatever happens here: a failure to add it to the playlist is
+		// logged and never fails (or repeats) the upload.
+		if err := a.addToPlaylist(ctx, c, o.PlaylistID, v.ID); err != nil {
+			slog.Warn("youtube: the video was published but could not be added to its playlist", "error", err)
+		}
+	}
 	return platforms.Result{Publication: pub}, nil
 }
 
-// privacy is the privacyStatus of new videos: Credentials.Extra["privacy_status"] when it names
-// one, else public. (Projects Google has not audited get private videos whatever is asked.)
-func privacy(c platforms.Credentials) string {
-	switch s := c.Extra["privacy_status"]; s {
-	case "public", "unlisted", "private":
-		return s
+// addToPlaylist is playlistItems.insert (50 units).
+func (a *Adapter) addToPlaylist(ctx context.Context, c platforms.Credentials, playlistID, videoID string) error {
+	body, _ := json.Marshal(map[string]any{"snippet": map[string]any{"playlistId": playlistID, "resourceId": map[string]string{"kind": "youtube#video", "videoId": videoID}}})
+	r, err := platforms.Send(ctx, a.hc, platforms.YouTube, platforms.Call{Method: http.MethodPost, URL: a.api + "/youtube/v3/playlistItems?part=snippet", Body: body, ContentType: "application/json; charset=UTF-8", Bearer: c.AccessToken})
+	if err != nil {
+		return err
 	}
-	return "public"
+	if r.Status != http.StatusOK {
+		return classify(r, false)
+	}
+	return nil
+}
+
+// maxListPages bounds the pages of a choices listing (50 items a page).
+const maxListPages = 4
+
+// Choices reads the video categories of the channel's region and the channel's playlists
+// (platforms.ChoiceReader): videoCategories.list and playlists.list, one unit each.
+func (a *Adapter) Choices(ctx context.Context, c platforms.Credentials) (platforms.Choices, error) {
+	var out platforms.Choices
+	var cats struct {
+		Items []struct {
+			ID      string `json:"id"`
+			Snippet struct {
+				Title      string `json:"title"`
+				Assignable bool   `json:"assignable"`
+			} `json:"snippet"`
+		} `json:"items"`
+	}
+	region := c.Extra["region"]
+	if region == "" {
+		region = "US"
+	}
+	if _, err := a.get(ctx, c, "/youtube/v3/videoCategories", url.Values{"part": {"snippet"}, "regionCode": {region}}, &cats); err != nil {
+		return out, err
+	}
+	for _, it := range cats.Items {
+		if it.Snippet.Assignable {
+			out.Categories = append(out.Categories, platforms.Choice{ID: it.ID, Name: it.Snippet.Title})
+		}
+	}
+	token := ""
+	for page := 0; page < maxListPages; page++ {
+		var lists struct {
+			Items []struct {
+				ID      string `json:"id"`
+				Snippet struct {
+					Title string `json:"title"`
+				} `json:"snippet"`
+			} `json:"items"`
+			NextPageToken string `json:"nextPageToken"`
+		}
+		q := url.Values{"part": {"snippet"}, "mine": {"true"}, "maxResults": {"50"}}
+		if token != "" {
+			q.Set("pageToken", token)
+		}
+		if _, err := a.get(ctx, c, "/youtube/v3/playlists", q, &lists); err != nil {
+			return out, err
+		}
+		for _, it := range lists.Items {
+			out.Playlists = append(out.Playlists, platforms.Choice{ID: it.ID, Name: it.Snippet.Title})
+		}
+		if token = lists.NextPageToken; token == "" {
+			break
+		}
+	}
+	return out, nil
+}
+
+// MediaLimits are YouTube's (platforms.MediaLimiter): one video.
+func (a *Adapter) MediaLimits() platforms.MediaLimits {
+	return platforms.MediaLimits{Required: true, MaxItems: 1, Types: []string{"video/mp4", "video/quicktime", "video/webm"}, MaxVideoBytes: MaxVideoBytes, VideoAlone: true}
+}
+
+// videoResource is the video resource of videos.insert for the post and its options: the title
+// (the options', else the text's first line), the text as the description, the category (default
+// 22, People & Blogs), tags, the privacy (default public; projects Google has not audited get
+// private videos whatever is asked) and the audience declaration when the options make one.
+func videoResource(p platforms.Post, o *platforms.YouTubeOptions) map[string]any {
+	if o == nil {
+		o = &platforms.YouTubeOptions{}
+	}
+	snippet := map[string]any{"title": platforms.YouTubeTitle(o, p.Text), "description": p.Text, "categoryId": "22"}
+	if o.CategoryID != "" {
+		snippet["categoryId"] = o.CategoryID
+	}
+	if len(o.Tags) > 0 {
+		snippet["tags"] = o.Tags
+	}
+	status := map[string]any{"privacyStatus": "public"}
+	if o.PrivacyStatus != "" {
+		status["privacyStatus"] = o.PrivacyStatus
+	}
+	if o.MadeForKids != nil {
+		status["selfDeclaredMadeForKids"] = *o.MadeForKids
+	}
+	return map[string]any{"snippet": snippet, "status": status}
 }
 
 // startUpload opens a resumable session and returns its URL.
 func (a *Adapter) startUpload(ctx context.Context, c platforms.Credentials, p platforms.Post, m platforms.Media, total int64) (string, error) {
-	meta := map[string]any{
-		"snippet": map[string]any{"title": Title(p.Text), "description": p.Text, "categoryId": "22"},
-		"status":  map[string]any{"privacyStatus": privacy(c), "selfDeclaredMadeForKids": false},
-	}
-	body, _ := json.Marshal(meta)
+	o, _ := p.Options.(*platforms.YouTubeOptions)
+	body, _ := json.Marshal(videoResource(p, o))
 	u := a.upload + "/upload/youtube/v3/videos?uploadType=resumable&part=snippet,status"
+	if o != nil && o.NotifySubscribers != nil {
+		u += "&notifySubscribers=" + strconv.FormatBool(*o.NotifySubscribers)
+	}
 	r, err := platforms.Send(ctx, a.hc, platforms.YouTube, platforms.Call{Method: http.MethodPost, URL: u, Body: body, ContentType: "application/json; charset=UTF-8", Bearer: c.AccessToken,
 		Header: http.Header{"X-Upload-Content-Length": {strconv.FormatInt(total, 10)}, "X-Upload-Content-Type": {m.ContentType}}})
 	if err != nil {

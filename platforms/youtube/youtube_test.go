@@ -316,3 +316,34 @@ func TestConnect(t *testing.T) {
 	require.Equal(t, "access_denied", q.Get("error"))
 	require.Equal(t, "st4te", q.Get("state"))
 }
+
+// The upload carries the title, privacy, audience, category and tags its options give, the
+// subscribers are notified or not as asked, and the video is added to the chosen playlist; the
+// channel's categories and playlists are read as its choices.
+func TestPublishWithOptions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	ch, err := b.a.Choices(context.Background(), b.creds)
+	require.NoError(t, err)
+	require.Contains(t, ch.Categories, platforms.Choice{ID: "27", Name: "Education"})
+	require.Len(t, ch.Playlists, 2)
+	kids, notify := false, false
+	opts := &platforms.YouTubeOptions{Title: "Studio tour", PrivacyStatus: "unlisted", MadeForKids: &kids, CategoryID: "27", Tags: []string{"studio", "tour"},
+		PlaylistID: ch.Playlists[1].ID, NotifySubscribers: &notify}
+	_, err = b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "A walk through the studio\nMore below.", Media: []platforms.Media{videoMedia([]byte("video"))}, Options: opts})
+	require.NoError(t, err)
+	recs := b.srv.Publications(platforms.YouTube)
+	require.Len(t, recs, 1)
+	require.Equal(t, map[string]any{"title": "Studio tour", "privacyStatus": "unlisted", "selfDeclaredMadeForKids": false, "categoryId": "27",
+		"tags": []string{"studio", "tour"}, "notifySubscribers": false, "playlistId": ch.Playlists[1].ID}, recs[0].Options)
+
+	// Without options: the text's first line is the title, public, category 22.
+	_, err = b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "First line\nsecond", Media: []platforms.Media{videoMedia([]byte("video 2"))}})
+	require.NoError(t, err)
+	recs = b.srv.Publications(platforms.YouTube)
+	require.Equal(t, map[string]any{"title": "First line", "privacyStatus": "public", "categoryId": "22", "notifySubscribers": true}, recs[1].Options)
+
+	// A category YouTube does not offer is refused by it.
+	_, err = b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "x", Media: []platforms.Media{videoMedia([]byte("video 3"))}, Options: &platforms.YouTubeOptions{CategoryID: "99"}})
+	require.Equal(t, platforms.Permanent, kindOf(t, err))
+}
