@@ -130,6 +130,7 @@ func registerX(n *Network) {
 	n.Mux.HandleFunc("POST /2/media/upload/{id}/finalize", x.api("media_chunked", xLimitMediaChunks, x.finalizeHandler))
 	n.Mux.HandleFunc("GET /2/media/upload", x.api("media_status", xLimitMediaStatus, x.status))
 	n.Mux.HandleFunc("POST /2/media/upload", x.api("media_upload", xLimitMediaSimple, x.simpleUpload))
+	n.Mux.HandleFunc("POST /2/media/metadata", x.api("media_metadata", xLimitMediaSimple, x.mediaMetadata))
 
 	n.Live = LiveHooks{Metrics: true, NewComment: x.newComment, PeerID: x.peerID, NewConversation: xConversationID, NewMessageID: x.newID}
 	n.Mux.HandleFunc("GET /2/tweets", x.api("tweets_lookup", xLimitLookup, x.lookupTweets))
@@ -434,10 +435,41 @@ func (x *xSim) createTweet(w http.ResponseWriter, r *http.Request, u xUser) {
 		Reply *struct {
 			InReplyToTweetID string `json:"in_reply_to_tweet_id"`
 		} `json:"reply"`
+		ReplySettings string `json:"reply_settings"`
+		Poll          *struct {
+			Options         []string `json:"options"`
+			DurationMinutes int      `json:"duration_minutes"`
+		} `json:"poll"`
 	}
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
 		xInvalid(w, "body", "Request body is not valid JSON: "+err.Error())
 		return
+	}
+	opts := map[string]any{}
+	switch req.ReplySettings {
+	case "":
+	case "following", "mentionedUsers", "subscribers", "verified":
+		opts["reply_settings"] = req.ReplySettings
+	default:
+		xInvalid(w, "reply_settings", "reply_settings must be one of [following, mentionedUsers, subscribers, verified]")
+		return
+	}
+	if p := req.Poll; p != nil {
+		if len(p.Options) < 2 || len(p.Options) > 4 || p.DurationMinutes < 5 || p.DurationMinutes > 10080 {
+			xInvalid(w, "poll", "poll must have 2 to 4 options and a duration of 5 to 10080 minutes")
+			return
+		}
+		for _, o := range p.Options {
+			if n := utf8.RuneCountInString(o); n < 1 || n > 25 {
+				xInvalid(w, "poll.options", "each poll option is 1 to 25 characters")
+				return
+			}
+		}
+		if req.Media != nil {
+			xInvalid(w, "poll", "A Tweet with a poll cannot have media.")
+			return
+		}
+		opts["poll"] = map[string]any{"options": p.Options, "duration_minutes": p.DurationMinutes}
 	}
 	var replyTo *xTweet
 	if req.Reply != nil {
@@ -493,7 +525,21 @@ func (x *xSim) createTweet(w http.ResponseWriter, r *http.Request, u xUser) {
 		}
 		x.n.RecordReply(Comment{ID: id, PostID: replyTo.conversation, ParentID: parent, Author: u.handle, AuthorID: u.id, Text: text}, shas)
 	} else {
-		x.n.Publish(id, u.id, text, shas)
+		var alts []string
+		for _, m := range ids {
+			if v, ok := x.n.Store.Get("x-alt:" + m); ok {
+				alts = append(alts, v.(string))
+			} else {
+				alts = append(alts, "")
+			}
+		}
+		if !slices.ContainsFunc(alts, func(a string) bool { return a != "" }) {
+			alts = nil
+		}
+		if len(opts) == 0 {
+			opts = nil
+		}
+		x.n.PublishWith(id, u.id, text, shas, opts, alts)
 	}
 	if x.n.TakeFault(FaultPostThenError) != "" {
 		xProblem(w, http.StatusServiceUnavailable, "about:blank", "Service Unavailable", "Service Unavailable")
@@ -1630,4 +1676,32 @@ func (x *xSim) allDMEvents(w http.ResponseWriter, r *http.Request, u xUser) {
 		}
 	}
 	WriteJSON(w, http.StatusOK, body)
+}
+
+// mediaMetadata is POST /2/media/metadata: an uploaded media's alt text (at most 1,000
+// characters), sent with the media when it is posted.
+func (x *xSim) mediaMetadata(w http.ResponseWriter, r *http.Request, u xUser) {
+	var req struct {
+		ID       string `json:"id"`
+		Metadata struct {
+			AltText struct {
+				Text string `json:"text"`
+			} `json:"alt_text"`
+		} `json:"metadata"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
+		xInvalid(w, "body", "Request body is not valid JSON: "+err.Error())
+		return
+	}
+	up := x.upload(req.ID)
+	switch {
+	case up == nil || up.owner != u.id:
+		xInvalid(w, "id", "media id "+req.ID+" not found")
+		return
+	case utf8.RuneCountInString(req.Metadata.AltText.Text) > 1000:
+		xInvalid(w, "metadata.alt_text.text", "alt text is longer than 1000 characters")
+		return
+	}
+	x.n.Store.Put("x-alt:"+req.ID, req.Metadata.AltText.Text)
+	WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"id": req.ID, "associated_metadata": true}})
 }

@@ -139,26 +139,54 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	if err := a.Validate(p); err != nil {
 		return platforms.Result{}, err
 	}
-	id, r, err := a.createTweet(ctx, c, p.Text, p.Media, "")
+	o, _ := p.Options.(*platforms.XOptions)
+	id, r, err := a.createTweetWith(ctx, c, p.Text, p.Media, "", o)
 	if err != nil {
 		return platforms.Result{}, err
 	}
 	return platforms.Result{Publication: publication(c, id), Rate: rateInfo(r.Header)}, nil
 }
 
+// MediaLimits are X's (platforms.MediaLimiter): up to 4 images, or one GIF or video.
+func (a *Adapter) MediaLimits() platforms.MediaLimits {
+	return platforms.MediaLimits{MaxItems: maxImages, Types: []string{"image/jpeg", "image/png", "image/webp", "image/gif", "video/mp4", "video/quicktime"},
+		MaxImageBytes: maxImageBytes, MaxVideoBytes: maxVideoBytes, VideoAlone: true}
+}
+
 // createTweet uploads the media and creates a post with POST /2/tweets, as a reply to replyTo
 // when it is set, and returns the new post's id and X's answer. A refused reply whose comment
 // is gone is platforms.ErrNotFound.
 func (a *Adapter) createTweet(ctx context.Context, c platforms.Credentials, text string, media []platforms.Media, replyTo string) (string, *platforms.Answer, error) {
+	return a.createTweetWith(ctx, c, text, media, replyTo, nil)
+}
+
+// createTweetWith is createTweet with a post's options: its reply settings and poll, and each
+// media's alt text (POST /2/media/metadata after its upload).
+func (a *Adapter) createTweetWith(ctx context.Context, c platforms.Credentials, text string, media []platforms.Media, replyTo string, o *platforms.XOptions) (string, *platforms.Answer, error) {
 	ids := make([]string, 0, len(media))
 	for _, m := range media {
 		id, err := a.uploadMedia(ctx, c.AccessToken, m)
 		if err != nil {
 			return "", nil, err
 		}
+		if m.AltText != "" {
+			if err := a.setAltText(ctx, c.AccessToken, id, m.AltText); err != nil {
+				return "", nil, err
+			}
+		}
 		ids = append(ids, id)
 	}
 	body := map[string]any{}
+	switch {
+	case o == nil:
+	case o.ReplySettings == "following":
+		body["reply_settings"] = "following"
+	case o.ReplySettings == "mentioned_users":
+		body["reply_settings"] = "mentionedUsers" // X's name for it
+	}
+	if o != nil && o.Poll != nil {
+		body["poll"] = map[string]any{"options": o.Poll.Options, "duration_minutes": o.Poll.DurationMinutes}
+	}
 	if replyTo != "" {
 		body["reply"] = map[string]string{"in_reply_to_tweet_id": replyTo}
 	}
@@ -195,6 +223,20 @@ func (a *Adapter) createTweet(ctx context.Context, c platforms.Credentials, text
 		return "", nil, platforms.Garbled(platforms.X, r, true, fmt.Errorf("no data.id in the answer"))
 	}
 	return out.Data.ID, r, nil
+}
+
+// setAltText gives an uploaded media its alt text: POST /2/media/metadata. Nothing was posted yet,
+// so a failure is the network's to classify like an upload's.
+func (a *Adapter) setAltText(ctx context.Context, token, mediaID, alt string) error {
+	raw, _ := json.Marshal(map[string]any{"id": mediaID, "metadata": map[string]any{"alt_text": map[string]string{"text": alt}}})
+	r, err := platforms.Send(ctx, a.hc, platforms.X, platforms.Call{Method: http.MethodPost, URL: a.base + "/2/media/metadata", Body: raw, ContentType: "application/json", Bearer: token})
+	if err != nil {
+		return err
+	}
+	if r.Status < 200 || r.Status > 299 {
+		return classify(r, false)
+	}
+	return nil
 }
 
 // publication builds the post's public URL.

@@ -259,3 +259,24 @@ func FuzzWeighASCII(f *testing.F) {
 		}
 	})
 }
+
+// A post carries its reply settings and poll as X takes them, and each image its alt text.
+func TestPublishWithOptions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	img := fileMedia("image/jpeg", randomBytes(t, 1000), true)
+	img.AltText = "A red bicycle"
+	plain := fileMedia("image/png", randomBytes(t, 1200), false)
+	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "bikes", Media: []platforms.Media{img, plain},
+		Options: &platforms.XOptions{ReplySettings: "mentioned_users"}})
+	require.NoError(t, err)
+	_, err = b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Which one?",
+		Options: &platforms.XOptions{ReplySettings: "following", Poll: &platforms.XPoll{Options: []string{"Red", "Blue"}, DurationMinutes: 60}}})
+	require.NoError(t, err)
+	pubs := b.sim.Publications(platforms.X)
+	require.Len(t, pubs, 2)
+	require.Equal(t, map[string]any{"reply_settings": "mentionedUsers"}, pubs[0].Options)
+	require.Equal(t, []string{"A red bicycle", ""}, pubs[0].AltTexts)
+	require.Equal(t, map[string]any{"reply_settings": "following", "poll": map[string]any{"options": []string{"Red", "Blue"}, "duration_minutes": 60}}, pubs[1].Options)
+	require.Nil(t, pubs[1].AltTexts)
+}
