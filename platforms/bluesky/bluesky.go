@@ -168,16 +168,28 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	if c.UserID == "" {
 		return platforms.Result{}, platforms.Errorf(platforms.Bluesky, platforms.Permanent, 0, "the account has no DID; log in again")
 	}
-	uri, r, err := a.createPost(ctx, c, p.Text, p.Media, nil)
+	o, _ := p.Options.(*platforms.BlueskyOptions)
+	uri, r, err := a.createPostWith(ctx, c, p.Text, p.Media, nil, o)
 	if err != nil {
 		return platforms.Result{}, err
 	}
 	return platforms.Result{Publication: publication(c, uri), Rate: rateInfo(r.Header)}, nil
 }
 
+// MediaLimits are Bluesky's (platforms.MediaLimiter): up to 4 images or one video.
+func (a *Adapter) MediaLimits() platforms.MediaLimits {
+	return platforms.MediaLimits{MaxItems: maxImages, Types: []string{"image/jpeg", "image/png", "image/webp", "image/gif", "video/mp4", "video/quicktime", "video/webm"},
+		MaxImageBytes: maxImageBytes, MaxVideoBytes: maxVideoBytes, VideoAlone: true}
+}
+
 // createPost uploads the media and creates a post record (with its facets; a reply when reply is
 // set) with createRecord, and returns the record's at:// URI and Bluesky's answer.
 func (a *Adapter) createPost(ctx context.Context, c platforms.Credentials, text string, media []platforms.Media, reply map[string]strongRef) (string, *platforms.Answer, error) {
+	return a.createPostWith(ctx, c, text, media, reply, nil)
+}
+
+// createPostWith is createPost with a post's options: its languages and self-labels.
+func (a *Adapter) createPostWith(ctx context.Context, c platforms.Credentials, text string, media []platforms.Media, reply map[string]strongRef, o *platforms.BlueskyOptions) (string, *platforms.Answer, error) {
 	in := createRecordInput{Repo: c.UserID, Collection: postNSID, Record: postRecord{
 		Type:      postNSID,
 		Text:      text,
@@ -185,6 +197,16 @@ func (a *Adapter) createPost(ctx context.Context, c platforms.Credentials, text 
 		Reply:     reply,
 		Facets:    a.facets(ctx, c, text),
 	}}
+	if o != nil {
+		in.Record.Langs = o.Langs
+		if len(o.Labels) > 0 {
+			vals := make([]map[string]string, len(o.Labels))
+			for i, l := range o.Labels {
+				vals[i] = map[string]string{"val": l}
+			}
+			in.Record.Labels = map[string]any{"$type": "com.atproto.label.defs#selfLabels", "values": vals}
+		}
+	}
 	if len(media) > 0 {
 		embed, err := a.embed(ctx, c, media)
 		if err != nil {
@@ -265,6 +287,8 @@ type postRecord struct {
 	Reply     map[string]strongRef `json:"reply,omitempty"`
 	Facets    []facet              `json:"facets,omitempty"`
 	Embed     map[string]any       `json:"embed,omitempty"`
+	Langs     []string             `json:"langs,omitempty"`
+	Labels    map[string]any       `json:"labels,omitempty"`
 }
 
 // facet is an app.bsky.richtext.facet: a byte range of the text and what it links to.
@@ -305,7 +329,11 @@ func (a *Adapter) embed(ctx context.Context, c platforms.Credentials, media []pl
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"$type": "app.bsky.embed.video", "video": blob}, nil
+		embed := map[string]any{"$type": "app.bsky.embed.video", "video": blob}
+		if media[0].AltText != "" {
+			embed["alt"] = media[0].AltText
+		}
+		return embed, nil
 	}
 	images := make([]map[string]any, 0, len(media))
 	for _, m := range media {
@@ -322,7 +350,7 @@ func (a *Adapter) embed(ctx context.Context, c platforms.Credentials, media []pl
 		if out.Blob == nil || out.Blob.Ref.Link == "" {
 			return nil, platforms.Errorf(platforms.Bluesky, platforms.Transient, 0, "uploadBlob answered without a blob")
 		}
-		img := map[string]any{"image": out.Blob, "alt": ""}
+		img := map[string]any{"image": out.Blob, "alt": m.AltText}
 		if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil && cfg.Width > 0 && cfg.Height > 0 {
 			img["aspectRatio"] = aspectRatio{Width: cfg.Width, Height: cfg.Height}
 		}

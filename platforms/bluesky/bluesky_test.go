@@ -302,3 +302,20 @@ func TestJWTExpiry(t *testing.T) {
 	tok := "eyJhbGciOiJIUzI1NiJ9.eyJleHAiOjE3OTk5OTk5OTl9.sig" // {"exp":1799999999}
 	require.Equal(t, time.Unix(1799999999, 0).UTC(), jwtExpiry(tok, def))
 }
+
+// A post record carries its languages and self-labels, and each image its alt text.
+func TestPublishWithOptions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	img := fileMedia("image/png", pngBytes(t, 16, 16))
+	img.AltText = "A small square"
+	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "Olá", Media: []platforms.Media{img},
+		Options: &platforms.BlueskyOptions{Langs: []string{"pt-BR", "en"}, Labels: []string{"graphic-media"}}})
+	require.NoError(t, err)
+	pubs := b.sim.Publications(platforms.Bluesky)
+	require.Len(t, pubs, 1)
+	require.Equal(t, map[string]any{"langs": []string{"pt-BR", "en"}, "labels": []string{"graphic-media"}}, pubs[0].Options)
+	require.Equal(t, []string{"A small square"}, pubs[0].AltTexts)
+	rec := records(t, b)[0]
+	require.Equal(t, "com.atproto.label.defs#selfLabels", rec["labels"].(map[string]any)["$type"])
+}

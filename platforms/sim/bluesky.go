@@ -413,6 +413,62 @@ type bskyPostRecord struct {
 		Root   bskyStrongRef `json:"root"`
 		Parent bskyStrongRef `json:"parent"`
 	} `json:"reply"`
+	Langs  []string `json:"langs"`
+	Labels *struct {
+		Type   string `json:"$type"`
+		Values []struct {
+			Val string `json:"val"`
+		} `json:"values"`
+	} `json:"labels"`
+}
+
+// bskySelfLabels are the self-labels the app offers for a post's content.
+var bskySelfLabels = []string{"sexual", "nudity", "porn", "graphic-media"}
+
+// options are the record's langs and self-labels, as the simulator records them, and its images'
+// alt texts; msg refuses a record whose langs or labels the lexicon refuses.
+func (rec bskyPostRecord) options() (opts map[string]any, alts []string, msg string) {
+	opts = map[string]any{}
+	if len(rec.Langs) > 3 {
+		return nil, nil, "Invalid app.bsky.feed.post record: Record/langs must not be longer than 3 elements"
+	}
+	if len(rec.Langs) > 0 {
+		opts["langs"] = rec.Langs
+	}
+	if l := rec.Labels; l != nil {
+		if l.Type != "com.atproto.label.defs#selfLabels" {
+			return nil, nil, "Invalid app.bsky.feed.post record: Record/labels must be com.atproto.label.defs#selfLabels"
+		}
+		var vals []string
+		for _, v := range l.Values {
+			if !slices.Contains(bskySelfLabels, v.Val) {
+				return nil, nil, "Invalid app.bsky.feed.post record: Record/labels has an unknown self-label " + v.Val
+			}
+			vals = append(vals, v.Val)
+		}
+		opts["labels"] = vals
+	}
+	var embed struct {
+		Images []struct {
+			Alt string `json:"alt"`
+		} `json:"images"`
+		Alt string `json:"alt"`
+	}
+	if len(rec.Embed) > 0 && json.Unmarshal(rec.Embed, &embed) == nil {
+		for _, img := range embed.Images {
+			alts = append(alts, img.Alt)
+		}
+		if embed.Alt != "" {
+			alts = append(alts, embed.Alt)
+		}
+	}
+	if !slices.ContainsFunc(alts, func(a string) bool { return a != "" }) {
+		alts = nil
+	}
+	if len(opts) == 0 {
+		opts = nil
+	}
+	return opts, alts, ""
 }
 
 // bskyStrongRef is com.atproto.repo.strongRef.
@@ -580,6 +636,10 @@ func (b *bskySim) createRecord(w http.ResponseWriter, r *http.Request, a bskyAcc
 	if msg == "" && rec.Reply != nil {
 		msg = b.checkReply(rec.Reply.Root, rec.Reply.Parent)
 	}
+	opts, alts, optMsg := rec.options()
+	if msg == "" {
+		msg = optMsg
+	}
 	if msg != "" {
 		name := "InvalidRequest"
 		if strings.HasPrefix(msg, "Could not find blob") {
@@ -626,7 +686,7 @@ func (b *bskySim) createRecord(w http.ResponseWriter, r *http.Request, a bskyAcc
 		}
 		b.n.RecordReply(Comment{ID: uri, CID: cid, PostID: rec.Reply.Root.URI, ParentID: parent, Author: a.handle, AuthorID: a.did, Text: *rec.Text}, shas)
 	} else {
-		b.n.Publish(uri, a.did, *rec.Text, shas)
+		b.n.PublishWith(uri, a.did, *rec.Text, shas, opts, alts)
 	}
 	if b.n.TakeFault(FaultPostThenError) != "" {
 		bskyError(w, http.StatusInternalServerError, "InternalServerError", "Internal Server Error")
