@@ -171,10 +171,14 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	if c.UserID == "" {
 		return platforms.Result{}, platforms.Errorf(platforms.LinkedIn, platforms.Permanent, 0, "the account has no member id; reconnect it")
 	}
+	visibility := "PUBLIC"
+	if o, _ := p.Options.(*platforms.LinkedInOptions); o != nil && o.Visibility != "" {
+		visibility = o.Visibility
+	}
 	body := map[string]any{
 		"author":     personURN(c),
 		"commentary": escapeCommentary(p.Text),
-		"visibility": "PUBLIC",
+		"visibility": visibility,
 		"distribution": map[string]any{
 			"feedDistribution": "MAIN_FEED", "targetEntities": []any{}, "thirdPartyDistributionChannels": []any{},
 		},
@@ -206,6 +210,12 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	return platforms.Result{Publication: publication(urn)}, nil
 }
 
+// MediaLimits are LinkedIn's (platforms.MediaLimiter): up to 20 images or one video.
+func (a *Adapter) MediaLimits() platforms.MediaLimits {
+	return platforms.MediaLimits{MaxItems: maxImages, Types: []string{"image/jpeg", "image/png", "image/gif", "video/mp4", "video/quicktime"},
+		MaxVideoBytes: maxVideoBytes, VideoAlone: true}
+}
+
 func publication(urn string) platforms.Publication {
 	return platforms.Publication{ID: urn, URL: "https://www.linkedin.com/feed/update/" + urn + "/"}
 }
@@ -218,7 +228,11 @@ func (a *Adapter) content(ctx context.Context, c platforms.Credentials, media []
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"media": map[string]any{"id": urn}}, nil
+		video := map[string]any{"id": urn}
+		if media[0].AltText != "" {
+			video["altText"] = media[0].AltText
+		}
+		return map[string]any{"media": video}, nil
 	}
 	var images []map[string]any
 	for _, m := range media {
@@ -226,7 +240,7 @@ func (a *Adapter) content(ctx context.Context, c platforms.Credentials, media []
 		if err != nil {
 			return nil, err
 		}
-		images = append(images, map[string]any{"id": urn, "altText": ""})
+		images = append(images, map[string]any{"id": urn, "altText": m.AltText})
 	}
 	if len(images) == 1 {
 		return map[string]any{"media": images[0]}, nil

@@ -304,3 +304,21 @@ func TestConnect(t *testing.T) {
 	require.Equal(t, "access_denied", loc.Query().Get("error"))
 	require.Empty(t, loc.Query().Get("code"))
 }
+
+// A post carries its visibility, and each image its alt text.
+func TestPublishWithOptions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	img := fileMedia("image/jpeg", randomBytes(t, 2000), true)
+	img.AltText = "Our team at the launch"
+	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "connections only", Media: []platforms.Media{img},
+		Options: &platforms.LinkedInOptions{Visibility: "CONNECTIONS"}})
+	require.NoError(t, err)
+	_, err = b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "everyone"})
+	require.NoError(t, err)
+	pubs := b.sim.Publications(platforms.LinkedIn)
+	require.Len(t, pubs, 2)
+	require.Equal(t, map[string]any{"visibility": "CONNECTIONS"}, pubs[0].Options)
+	require.Equal(t, []string{"Our team at the launch"}, pubs[0].AltTexts)
+	require.Equal(t, map[string]any{"visibility": "PUBLIC"}, pubs[1].Options)
+}

@@ -393,6 +393,38 @@ func (li *liSim) assetStatus(a *liAsset) string {
 	return s
 }
 
+// liAltTexts are the alt texts of a post's content (media or multiImage), nil when it has none.
+func liAltTexts(raw json.RawMessage) []string {
+	var content struct {
+		Media *struct {
+			AltText string `json:"altText"`
+		} `json:"media"`
+		MultiImage *struct {
+			Images []struct {
+				AltText string `json:"altText"`
+			} `json:"images"`
+		} `json:"multiImage"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &content) != nil {
+		return nil
+	}
+	var alts []string
+	if content.Media != nil {
+		alts = append(alts, content.Media.AltText)
+	}
+	if content.MultiImage != nil {
+		for _, img := range content.MultiImage.Images {
+			alts = append(alts, img.AltText)
+		}
+	}
+	for _, a := range alts {
+		if a != "" {
+			return alts
+		}
+	}
+	return nil
+}
+
 func (li *liSim) createPost(w http.ResponseWriter, r *http.Request, m liMember) {
 	var req struct {
 		Author       string  `json:"author"`
@@ -447,7 +479,7 @@ func (li *liSim) createPost(w http.ResponseWriter, r *http.Request, m liMember) 
 	urn := "urn:li:share:" + liPostID()
 	li.n.Store.Put("li-post:"+urn, &liPost{urn: urn, author: req.Author, commentary: commentary, visibility: req.Visibility,
 		lifecycle: req.LifecycleState, content: append(json.RawMessage(nil), req.Content...), created: li.n.Sim.Now()})
-	li.n.Publish(urn, m.id, text, shas)
+	li.n.PublishWith(urn, m.id, text, shas, map[string]any{"visibility": req.Visibility}, liAltTexts(req.Content))
 	if li.n.TakeFault(FaultPostThenError) != "" {
 		liError(w, http.StatusInternalServerError, 0, "", "Internal Server Error")
 		return
