@@ -20,8 +20,10 @@ package instagram
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -186,19 +188,24 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 		rate = resp.Rate
 	}
 
+	o, _ := p.Options.(*platforms.InstagramOptions)
+	if o == nil {
+		o = &platforms.InstagramOptions{}
+	}
 	var container string
 	if len(p.Media) == 1 {
-		form := mediaParams(p.Media[0], false)
-		if p.Text != "" {
+		form := mediaParams(p.Media[0], false, o)
+		if p.Text != "" && o.Type != "story" {
 			form.Set("caption", p.Text)
 		}
+		setCollaborators(form, o)
 		if container, err = a.create(ctx, c, form); err != nil {
 			return platforms.Result{}, err
 		}
 	} else {
 		children := make([]string, 0, len(p.Media))
 		for _, m := range p.Media {
-			id, err := a.create(ctx, c, mediaParams(m, true))
+			id, err := a.create(ctx, c, mediaParams(m, true, o))
 			if err != nil {
 				return platforms.Result{}, err
 			}
@@ -213,6 +220,7 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 		if p.Text != "" {
 			form.Set("caption", p.Text)
 		}
+		setCollaborators(form, o)
 		if container, err = a.create(ctx, c, form); err != nil {
 			return platforms.Result{}, err
 		}
@@ -237,24 +245,56 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	return platforms.Result{Publication: platforms.Publication{ID: string(out.ID), URL: a.permalink(ctx, c, string(out.ID))}, Rate: rate}, nil
 }
 
-// mediaParams are the container parameters of one photo or video.
-func mediaParams(m platforms.Media, carouselItem bool) url.Values {
+// mediaParams are the container parameters of one photo or video, as the options make it a feed
+// post, a reel or a story (default: a video is a reel, a photo a feed post). A story takes no
+// caption (Instagram shows none).
+func mediaParams(m platforms.Media, carouselItem bool, o *platforms.InstagramOptions) url.Values {
 	form := url.Values{}
 	switch {
+	case o.Type == "story" && !carouselItem:
+		form.Set("media_type", "STORIES")
+		if m.IsVideo() {
+			form.Set("video_url", m.URL)
+		} else {
+			form.Set("image_url", m.URL)
+		}
 	case m.IsVideo() && carouselItem:
 		form.Set("media_type", "VIDEO")
 		form.Set("video_url", m.URL)
 	case m.IsVideo():
 		form.Set("media_type", "REELS")
 		form.Set("video_url", m.URL)
-		form.Set("share_to_feed", "true")
+		share := o.ShareToFeed == nil || *o.ShareToFeed
+		form.Set("share_to_feed", strconv.FormatBool(share))
 	default:
 		form.Set("image_url", m.URL)
+		if m.AltText != "" {
+			form.Set("alt_text", m.AltText)
+		}
 	}
 	if carouselItem {
 		form.Set("is_carousel_item", "true")
 	}
 	return form
+}
+
+// setCollaborators invites the options' collaborators (feed posts and reels; a story takes none).
+func setCollaborators(form url.Values, o *platforms.InstagramOptions) {
+	if len(o.Collaborators) == 0 || o.Type == "story" {
+		return
+	}
+	names := make([]string, len(o.Collaborators))
+	for i, n := range o.Collaborators {
+		names[i] = strings.TrimPrefix(n, "@")
+	}
+	b, _ := json.Marshal(names)
+	form.Set("collaborators", string(b))
+}
+
+// MediaLimits are Instagram's (platforms.MediaLimiter): a photo or a video, or 2 to 10 of them (a
+// carousel); other image types are converted to JPEG.
+func (a *Adapter) MediaLimits() platforms.MediaLimits {
+	return platforms.MediaLimits{Required: true, MaxItems: MaxCarousel, Types: []string{"image/jpeg", "image/png", "video/mp4", "video/quicktime"}}
 }
 
 // create makes a container and returns its id.

@@ -384,3 +384,30 @@ func TestSimRefusesPNGBytes(t *testing.T) {
 	require.Equal(t, "image/jpeg", pubs[0].MediaTypes[0])
 	require.Equal(t, int64(len(jpeg)), pubs[0].MediaSizes[0])
 }
+
+// A feed photo with alt text and collaborators, a reel kept out of the feed and a story, each as
+// its options make it.
+func TestPostTypesAndOptions(t *testing.T) {
+	t.Parallel()
+	e := setup(t, sim.Options{})
+	ctx := context.Background()
+	photo := e.media("image/jpeg", "a.jpg")
+	photo.AltText = "A bowl of ramen"
+	_, err := e.a.Publish(ctx, e.creds, platforms.Post{Text: "lunch", Media: []platforms.Media{photo},
+		Options: &platforms.InstagramOptions{Type: "feed", Collaborators: []string{"@chef.ana", "noodlebar"}}})
+	require.NoError(t, err)
+	off := false
+	_, err = e.a.Publish(ctx, e.creds, platforms.Post{Text: "a reel", Media: []platforms.Media{e.media("video/mp4", "v.mp4")},
+		Options: &platforms.InstagramOptions{Type: "reel", ShareToFeed: &off}})
+	require.NoError(t, err)
+	_, err = e.a.Publish(ctx, e.creds, platforms.Post{Text: "not shown", Media: []platforms.Media{e.media("image/jpeg", "b.jpg")},
+		Options: &platforms.InstagramOptions{Type: "story"}})
+	require.NoError(t, err)
+	pubs := e.srv.Publications(platforms.Instagram)
+	require.Len(t, pubs, 3)
+	require.Equal(t, map[string]any{"media_type": "IMAGE", "collaborators": []string{"chef.ana", "noodlebar"}}, pubs[0].Options)
+	require.Equal(t, []string{"A bowl of ramen"}, pubs[0].AltTexts)
+	require.Equal(t, map[string]any{"media_type": "REELS", "share_to_feed": false}, pubs[1].Options)
+	require.Equal(t, map[string]any{"media_type": "STORIES"}, pubs[2].Options)
+	require.Empty(t, pubs[2].Text, "a story has no caption")
+}

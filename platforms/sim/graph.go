@@ -459,6 +459,30 @@ type graphContainer struct {
 	// Err is set when processing failed (the media could not be fetched).
 	Err       string
 	Published bool
+	// Options are the container's parameters the network keeps besides its media and caption
+	// (media_type, share_to_feed, collaborators, reply_control, topic_tag...); AltText its alt_text.
+	Options map[string]any
+	AltText string
+}
+
+// altTexts are a published container's alt texts (its children's for a carousel); nil when none
+// was given.
+func (g *graphAPI) altTexts(c *graphContainer) []string {
+	var alts []string
+	if len(c.Children) == 0 {
+		alts = []string{c.AltText}
+	}
+	for _, id := range c.Children {
+		if ch, ok := g.container(id); ok {
+			alts = append(alts, ch.AltText)
+		}
+	}
+	for _, a := range alts {
+		if a != "" {
+			return alts
+		}
+	}
+	return nil
 }
 
 // graphMedia is a published Instagram or Threads post.

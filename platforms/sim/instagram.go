@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -175,12 +176,24 @@ func (s *igSim) createContainer(w http.ResponseWriter, r *http.Request, who grap
 	caption := r.FormValue("caption")
 	item, _ := strconv.ParseBool(r.FormValue("is_carousel_item"))
 	mediaType := strings.ToUpper(r.FormValue("media_type"))
-	c := &graphContainer{Owner: who.User, CarouselItem: item}
+	c := &graphContainer{Owner: who.User, CarouselItem: item, AltText: r.FormValue("alt_text")}
 	if !item {
 		if !s.checkCaption(w, caption) {
 			return
 		}
 		c.Text = caption
+	}
+	if utf8.RuneCountInString(c.AltText) > igMaxAltText {
+		graphError(w, http.StatusBadRequest, 100, 0, fmt.Sprintf("(#100) alt_text is longer than %d characters", igMaxAltText), false)
+		return
+	}
+	if !item {
+		opts, problem := igOptions(r, mediaType)
+		if problem != "" {
+			graphError(w, http.StatusBadRequest, 100, 0, "(#100) "+problem, false)
+			return
+		}
+		c.Options = opts
 	}
 	mediaURL := ""
 	switch mediaType {
@@ -222,6 +235,43 @@ func (s *igSim) createContainer(w http.ResponseWriter, r *http.Request, who grap
 	}
 	s.g.newContainer(r.Context(), c, mediaURL)
 	WriteJSON(w, http.StatusOK, map[string]any{"id": c.ID})
+}
+
+// igMaxAltText bounds a container's alt_text (an assumption: Instagram documents no figure).
+const igMaxAltText = 1000
+
+// igOptions reads a top-level container's options: its media type (IMAGE when none is given),
+// share_to_feed (reels only) and collaborators (up to three usernames, not on stories), as the
+// simulator records them.
+func igOptions(r *http.Request, mediaType string) (map[string]any, string) {
+	if mediaType == "" {
+		mediaType = "IMAGE"
+	}
+	opts := map[string]any{"media_type": mediaType}
+	if v := r.FormValue("share_to_feed"); v != "" {
+		if mediaType != "REELS" {
+			return nil, "share_to_feed applies to REELS only"
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, "share_to_feed must be true or false"
+		}
+		opts["share_to_feed"] = b
+	}
+	if v := r.FormValue("collaborators"); v != "" {
+		var names []string
+		if err := json.Unmarshal([]byte(v), &names); err != nil {
+			return nil, "collaborators must be a JSON array of usernames"
+		}
+		if len(names) > 3 {
+			return nil, "A post can have at most 3 collaborators"
+		}
+		if mediaType == "STORIES" {
+			return nil, "Stories cannot have collaborators"
+		}
+		opts["collaborators"] = names
+	}
+	return opts, ""
 }
 
 func (s *igSim) object(w http.ResponseWriter, r *http.Request, who graphCaller) {
@@ -285,7 +335,8 @@ func (s *igSim) publish(w http.ResponseWriter, r *http.Request, who graphCaller)
 	id := graphID()
 	m := &graphMedia{ID: id, Owner: who.User, Handle: who.Handle, Text: c.Text, MediaType: c.MediaType, Permalink: "https://www.instagram.com/p/" + RandomID(6) + "/", Created: s.n.Sim.Now()}
 	s.n.Store.Put("igmedia:"+id, m)
-	s.n.PublishFiles(id, who.User, c.Text, s.g.mediaFiles(c))
+	rec := s.n.PublishFiles(id, who.User, c.Text, s.g.mediaFiles(c))
+	s.n.UpdateRecord(rec.ID, func(r *Record) { r.Options, r.AltTexts = c.Options, s.g.altTexts(&c) })
 	if s.n.TakeFault(FaultPostThenError) != "" {
 		graphError(w, http.StatusInternalServerError, 2, 0, "An unexpected error has occurred. Please retry your request later.", true)
 		return
