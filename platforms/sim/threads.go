@@ -155,9 +155,32 @@ func (s *thSim) createContainer(w http.ResponseWriter, r *http.Request, who grap
 		writeGraphError(w, http.StatusBadRequest, graphErrorBody{Code: 100, Message: "THREADS_API__LINK_LIMIT_EXCEEDED", UserMsg: fmt.Sprintf("A post may contain at most %d links; this one has %d.", thMaxLinks, n)})
 		return
 	}
-	c := &graphContainer{Owner: who.User, CarouselItem: item}
+	c := &graphContainer{Owner: who.User, CarouselItem: item, AltText: r.FormValue("alt_text")}
 	if !item {
 		c.Text = text
+		opts := map[string]any{}
+		switch rc := r.FormValue("reply_control"); rc {
+		case "":
+		case "everyone", "accounts_you_follow", "mentioned_only", "parent_post_author_only", "followers_only":
+			opts["reply_control"] = rc
+		default:
+			graphError(w, http.StatusBadRequest, 100, 0, "(#100) Param reply_control must be one of everyone, accounts_you_follow, mentioned_only, parent_post_author_only, followers_only", false)
+			return
+		}
+		if tag := r.FormValue("topic_tag"); tag != "" {
+			if utf8.RuneCountInString(tag) > 50 || strings.ContainsAny(tag, ".&") {
+				graphError(w, http.StatusBadRequest, 100, 0, "(#100) Param topic_tag must be 1 to 50 characters without periods or ampersands", false)
+				return
+			}
+			opts["topic_tag"] = tag
+		}
+		if len(opts) > 0 {
+			c.Options = opts
+		}
+	}
+	if utf8.RuneCountInString(c.AltText) > 1000 {
+		graphError(w, http.StatusBadRequest, 100, 0, "(#100) Param alt_text must be at most 1000 characters", false)
+		return
 	}
 	mediaURL := ""
 	switch mt := strings.ToUpper(r.FormValue("media_type")); mt {
@@ -253,7 +276,8 @@ func (s *thSim) publish(w http.ResponseWriter, r *http.Request, who graphCaller)
 	id := graphID()
 	m := &graphMedia{ID: id, Owner: who.User, Handle: who.Handle, Text: c.Text, MediaType: c.MediaType, Permalink: "https://www.threads.com/@" + who.Handle + "/post/" + RandomID(6), Created: s.n.Sim.Now()}
 	s.n.Store.Put("thmedia:"+id, m)
-	s.n.PublishFiles(id, who.User, c.Text, s.g.mediaFiles(c))
+	rec := s.n.PublishFiles(id, who.User, c.Text, s.g.mediaFiles(c))
+	s.n.UpdateRecord(rec.ID, func(r *Record) { r.Options, r.AltTexts = c.Options, s.g.altTexts(&c) })
 	if s.n.TakeFault(FaultPostThenError) != "" {
 		graphError(w, http.StatusInternalServerError, 2, 0, "An unexpected error has occurred. Please retry your request later.", true)
 		return

@@ -207,6 +207,15 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	if p.Text != "" {
 		form.Set("text", p.Text)
 	}
+	if o, _ := p.Options.(*platforms.ThreadsOptions); o != nil {
+		switch o.ReplyControl {
+		case "accounts_you_follow", "mentioned_only":
+			form.Set("reply_control", o.ReplyControl)
+		}
+		if o.TopicTag != "" {
+			form.Set("topic_tag", o.TopicTag)
+		}
+	}
 	container, err := a.create(ctx, c, form)
 	if err != nil {
 		return platforms.Result{}, err
@@ -239,10 +248,19 @@ func mediaParams(m platforms.Media, carouselItem bool) url.Values {
 		form.Set("media_type", "IMAGE")
 		form.Set("image_url", m.URL)
 	}
+	if m.AltText != "" {
+		form.Set("alt_text", m.AltText)
+	}
 	if carouselItem {
 		form.Set("is_carousel_item", "true")
 	}
 	return form
+}
+
+// MediaLimits are Threads' (platforms.MediaLimiter): text alone, a photo or a video, or 2 to 20
+// of them (a carousel).
+func (a *Adapter) MediaLimits() platforms.MediaLimits {
+	return platforms.MediaLimits{MaxItems: MaxCarousel, Types: []string{"image/jpeg", "image/png", "video/mp4", "video/quicktime"}}
 }
 
 // create makes a container and returns its id.

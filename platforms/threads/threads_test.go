@@ -340,3 +340,18 @@ func TestConnectPublishRevoke(t *testing.T) {
 	_, err = e.a.Exchange(ctx, code, redirect, "")
 	_ = kind(t, err, platforms.Permanent)
 }
+
+// A post carries its reply control and topic, and each image its alt text.
+func TestPublishWithOptions(t *testing.T) {
+	t.Parallel()
+	e := setup(t, sim.Options{})
+	img := e.media("image/png", "b.png")
+	img.AltText = "A chart going up"
+	_, err := e.a.Publish(context.Background(), e.creds, platforms.Post{Text: "numbers", Media: []platforms.Media{img},
+		Options: &platforms.ThreadsOptions{ReplyControl: "mentioned_only", TopicTag: "Quarterly results"}})
+	require.NoError(t, err)
+	pubs := e.srv.Publications(platforms.Threads)
+	require.Len(t, pubs, 1)
+	require.Equal(t, map[string]any{"reply_control": "mentioned_only", "topic_tag": "Quarterly results"}, pubs[0].Options)
+	require.Equal(t, []string{"A chart going up"}, pubs[0].AltTexts)
+}
