@@ -16,9 +16,11 @@
 package facebook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -146,9 +148,19 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	if c.UserID == "" || c.AccessToken == "" {
 		return platforms.Result{}, platforms.Errorf(platforms.Facebook, platforms.Permanent, 0, "the credentials have no Page id or Page token; reconnect the account")
 	}
+	o, _ := p.Options.(*platforms.FacebookOptions)
+	if o == nil {
+		o = &platforms.FacebookOptions{}
+	}
 	switch {
+	case o.Type == "reel":
+		return a.videoSession(ctx, c, "video_reels", p.Text, p.Media[0])
+	case o.Type == "story" && p.Media[0].IsVideo():
+		return a.videoSession(ctx, c, "video_stories", "", p.Media[0])
+	case o.Type == "story":
+		return a.photoStory(ctx, c, p.Media[0])
 	case len(p.Media) == 0:
-		return a.feed(ctx, c, p.Text, nil)
+		return a.feed(ctx, c, p.Text, nil, o.Link)
 	case p.Media[0].IsVideo():
 		return a.video(ctx, c, p.Text, p.Media[0])
 	case len(p.Media) == 1:
@@ -156,27 +168,146 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	default:
 		ids := make([]string, 0, len(p.Media))
 		for _, m := range p.Media {
-			var out struct {
-				ID graph.ID `json:"id"`
-			}
-			resp, err := a.uploadFile(ctx, a.api("/"+url.PathEscape(c.UserID)+"/photos"), c.AccessToken, url.Values{"published": {"false"}}, m, false, &out)
+			id, err := a.unpublishedPhoto(ctx, c, m)
 			if err != nil {
 				return platforms.Result{}, err
 			}
-			if out.ID == "" {
-				return platforms.Result{}, graph.Garbage(platforms.Facebook, resp.Status, false, "the photo upload answered no id")
-			}
-			ids = append(ids, string(out.ID))
+			ids = append(ids, id)
 		}
-		return a.feed(ctx, c, p.Text, ids)
+		return a.feed(ctx, c, p.Text, ids, "")
 	}
 }
 
-// feed creates a feed post, with unpublished photos attached when ids are given.
-func (a *Adapter) feed(ctx context.Context, c platforms.Credentials, text string, photoIDs []string) (platforms.Result, error) {
+// MediaLimits are Facebook's (platforms.MediaLimiter): up to 10 photos or one video.
+func (a *Adapter) MediaLimits() platforms.MediaLimits {
+	return platforms.MediaLimits{MaxItems: MaxImages, Types: []string{"image/jpeg", "image/png", "image/gif", "image/webp", "video/mp4", "video/quicktime"}, VideoAlone: true}
+}
+
+// unpublishedPhoto uploads a photo of the Page without publishing it (for a post with several
+// photos, or a story) and returns its id.
+func (a *Adapter) unpublishedPhoto(ctx context.Context, c platforms.Credentials, m platforms.Media) (string, error) {
+	var out struct {
+		ID graph.ID `json:"id"`
+	}
+	form := url.Values{"published": {"false"}}
+	if m.AltText != "" {
+		form.Set("alt_text_custom", m.AltText)
+	}
+	resp, err := a.uploadFile(ctx, a.api("/"+url.PathEscape(c.UserID)+"/photos"), c.AccessToken, form, m, false, &out)
+	if err != nil {
+		return "", err
+	}
+	if out.ID == "" {
+		return "", graph.Garbage(platforms.Facebook, resp.Status, false, "the photo upload answered no id")
+	}
+	return string(out.ID), nil
+}
+
+// photoStory publishes a photo as a Page story: the photo is uploaded unpublished, then
+// POST /{page-id}/photo_stories.
+func (a *Adapter) photoStory(ctx context.Context, c platforms.Credentials, m platforms.Media) (platforms.Result, error) {
+	photo, err := a.unpublishedPhoto(ctx, c, m)
+	if err != nil {
+		return platforms.Result{}, err
+	}
+	var out struct {
+		PostID graph.ID `json:"post_id"`
+	}
+	resp, err := a.client.Do(ctx, graph.Call{Method: http.MethodPost, URL: a.api("/" + url.PathEscape(c.UserID) + "/photo_stories"), Token: c.AccessToken, Params: url.Values{"photo_id": {photo}}, Create: true}, &out)
+	if err != nil {
+		return platforms.Result{}, err
+	}
+	if out.PostID == "" {
+		return platforms.Result{}, graph.Garbage(platforms.Facebook, resp.Status, true, "the photo story answered no post_id")
+	}
+	return platforms.Result{Publication: platforms.Publication{ID: string(out.PostID), URL: "https://www.facebook.com/stories/" + url.PathEscape(c.UserID)}, Rate: resp.Rate}, nil
+}
+
+// videoSession publishes a video through an upload session of edge (video_reels for a reel,
+// video_stories for a story): upload_phase=start gives an upload URL on the rupload host, the
+// bytes go there in one request (headers offset and file_size), and upload_phase=finish publishes
+// it (a reel with its description). The publication id is the reel's video id, or the story's
+// post id.
+func (a *Adapter) videoSession(ctx context.Context, c platforms.Credentials, edge, text string, m platforms.Media) (platforms.Result, error) {
+	target := a.api("/" + url.PathEscape(c.UserID) + "/" + edge)
+	var start struct {
+		VideoID   graph.ID `json:"video_id"`
+		UploadURL string   `json:"upload_url"`
+	}
+	resp, err := a.client.Do(ctx, graph.Call{Method: http.MethodPost, URL: target, Token: c.AccessToken, Params: url.Values{"upload_phase": {"start"}}}, &start)
+	if err != nil {
+		return platforms.Result{}, err
+	}
+	if start.VideoID == "" || start.UploadURL == "" {
+		return platforms.Result{}, graph.Garbage(platforms.Facebook, resp.Status, false, "the upload session answered no video_id or upload_url")
+	}
+	if err := a.rupload(ctx, c, start.UploadURL, m); err != nil {
+		return platforms.Result{}, err
+	}
+	finish := url.Values{"upload_phase": {"finish"}, "video_id": {string(start.VideoID)}}
+	if edge == "video_reels" {
+		finish.Set("video_state", "PUBLISHED")
+		if text != "" {
+			finish.Set("description", text)
+		}
+	}
+	var done struct {
+		Success bool     `json:"success"`
+		PostID  graph.ID `json:"post_id"`
+	}
+	resp, err = a.client.Do(ctx, graph.Call{Method: http.MethodPost, URL: target, Token: c.AccessToken, Params: finish, Create: true}, &done)
+	if err != nil {
+		return platforms.Result{}, err
+	}
+	if !done.Success {
+		return platforms.Result{}, graph.Garbage(platforms.Facebook, resp.Status, true, "the upload session's finish did not succeed")
+	}
+	if edge == "video_stories" && done.PostID != "" {
+		return platforms.Result{Publication: platforms.Publication{ID: string(done.PostID), URL: "https://www.facebook.com/stories/" + url.PathEscape(c.UserID)}, Rate: resp.Rate}, nil
+	}
+	u := "https://www.facebook.com/reel/" + url.PathEscape(string(start.VideoID))
+	return platforms.Result{Publication: platforms.Publication{ID: string(start.VideoID), URL: u}, Rate: resp.Rate}, nil
+}
+
+// rupload sends a video's bytes to its upload session's URL.
+func (a *Adapter) rupload(ctx context.Context, c platforms.Credentials, uploadURL string, m platforms.Media) error {
+	rc, err := m.Open(ctx)
+	if err != nil {
+		return &platforms.Error{Platform: platforms.Facebook, Kind: platforms.Transient, Message: "cannot read the media: " + err.Error(), Err: err}
+	}
+	defer func() { _ = rc.Close() }()
+	size := m.Size
+	var body io.Reader = rc
+	if size <= 0 {
+		data, err := io.ReadAll(rc)
+		if err != nil {
+			return &platforms.Error{Platform: platforms.Facebook, Kind: platforms.Transient, Message: "cannot read the media: " + err.Error(), Err: err}
+		}
+		body, size = bytes.NewReader(data), int64(len(data))
+	}
+	// rupload takes the token as "Authorization: OAuth <token>"; offset 0 sends the whole file.
+	hdr := http.Header{"Authorization": {"OAuth " + c.AccessToken}, "offset": {"0"}, "file_size": {strconv.FormatInt(size, 10)}}
+	var out struct {
+		Success bool `json:"success"`
+	}
+	resp, err := a.client.Do(ctx, graph.Call{Method: http.MethodPost, URL: uploadURL, Body: body, ContentType: "application/octet-stream", ContentLength: size, Header: hdr}, &out)
+	if err != nil {
+		return err
+	}
+	if !out.Success {
+		return graph.Garbage(platforms.Facebook, resp.Status, false, "the video upload did not succeed")
+	}
+	return nil
+}
+
+// feed creates a feed post, with unpublished photos attached when ids are given, or a link.
+func (a *Adapter) feed(ctx context.Context, c platforms.Credentials, text string, photoIDs []string, link string) (platforms.Result, error) {
 	form := url.Values{}
 	if text != "" {
 		form.Set("message", text)
+	}
+	if link != "" {
+		form.Set("link", link)
 	}
 	for i, id := range photoIDs {
 		b, _ := json.Marshal(map[string]string{"media_fbid": id})
@@ -200,6 +331,9 @@ func (a *Adapter) photo(ctx context.Context, c platforms.Credentials, text strin
 	form := url.Values{"published": {"true"}}
 	if text != "" {
 		form.Set("message", text)
+	}
+	if m.AltText != "" {
+		form.Set("alt_text_custom", m.AltText)
 	}
 	var out struct {
 		ID     graph.ID `json:"id"`

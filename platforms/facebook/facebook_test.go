@@ -342,3 +342,33 @@ func revoked(srv *sim.Server, p platforms.Platform, account string) bool {
 	}
 	return false
 }
+
+// A feed post with a link, photos with alt text, a reel and stories (photo and video), each as
+// the Page API takes them.
+func TestPostTypesAndOptions(t *testing.T) {
+	t.Parallel()
+	e := setup(t, sim.Options{})
+	ctx := context.Background()
+	_, err := e.a.Publish(ctx, e.creds, platforms.Post{Text: "read this", Options: &platforms.FacebookOptions{Link: "https://example.com/news"}})
+	require.NoError(t, err)
+	photo := media("image/jpeg", jpeg)
+	photo.AltText = "A lighthouse at dusk"
+	_, err = e.a.Publish(ctx, e.creds, platforms.Post{Text: "two photos", Media: []platforms.Media{photo, media("image/png", png)}})
+	require.NoError(t, err)
+	reel, err := e.a.Publish(ctx, e.creds, platforms.Post{Text: "a reel", Media: []platforms.Media{media("video/mp4", mp4)}, Options: &platforms.FacebookOptions{Type: "reel"}})
+	require.NoError(t, err)
+	_, err = e.a.Publish(ctx, e.creds, platforms.Post{Media: []platforms.Media{media("image/jpeg", jpeg)}, Options: &platforms.FacebookOptions{Type: "story"}})
+	require.NoError(t, err)
+	_, err = e.a.Publish(ctx, e.creds, platforms.Post{Media: []platforms.Media{media("video/mp4", mp4)}, Options: &platforms.FacebookOptions{Type: "story"}})
+	require.NoError(t, err)
+	pubs := e.srv.Publications(platforms.Facebook)
+	require.Len(t, pubs, 5)
+	require.Equal(t, map[string]any{"type": "feed", "link": "https://example.com/news"}, pubs[0].Options)
+	require.Equal(t, []string{"A lighthouse at dusk", ""}, pubs[1].AltTexts)
+	require.Equal(t, map[string]any{"type": "reel"}, pubs[2].Options)
+	require.Equal(t, reel.Publication.ID, pubs[2].ID)
+	require.Equal(t, "a reel", pubs[2].Text)
+	require.Equal(t, []string{sum(mp4)}, pubs[2].MediaSHA256)
+	require.Equal(t, map[string]any{"type": "story"}, pubs[3].Options)
+	require.Equal(t, map[string]any{"type": "story"}, pubs[4].Options)
+}

@@ -73,6 +73,8 @@ type Call struct {
 	// Create marks the call that creates the post: failures after which the post may exist are
 	// Unknown rather than Transient.
 	Create bool
+	// Header are further request headers (an upload host's own, such as offset and file_size).
+	Header http.Header
 }
 
 // Response is a successful answer.
@@ -153,6 +155,9 @@ func (c *Client) request(ctx context.Context, call Call) (*http.Request, error) 
 	req.Header.Set("Accept", "application/json")
 	if call.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+call.Token)
+	}
+	for k, v := range call.Header {
+		req.Header[http.CanonicalHeaderKey(k)] = v
 	}
 	return req, nil
 }

@@ -219,8 +219,8 @@ func TestConformance(t *testing.T) {
 	}
 	platformstest.Run(t, platformstest.Adapter{
 		PostOptions: func(c platforms.Credentials) platforms.Options { return onBoard(c) },
-		Platform: platforms.Pinterest,
-		New:      func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
+		Platform:    platforms.Pinterest,
+		New:         func(cfg platforms.Config) platforms.Adapter { return New(cfg) },
 		Account: func(t *testing.T, _ *sim.Server, a platforms.Adapter) platforms.Credentials {
 			return connect(t, a.(*Adapter), "alice")
 		},

@@ -47,6 +47,16 @@ type fbSim struct {
 type fbPhoto struct {
 	Owner, SHA string
 	Used       bool
+	// Alt is the photo's alt_text_custom.
+	Alt string
+}
+
+// fbReelUpload is a reel's or a video story's upload session (upload_phase=start): its bytes
+// arrive at the rupload host, and finish publishes it.
+type fbReelUpload struct {
+	Owner, Kind string // kind: reel or story
+	SHA         string
+	Done        bool
 }
 
 // fbVideo is an uploaded video.
@@ -74,6 +84,10 @@ func registerFacebook(n *Network) {
 	g.api("GET /{id}/feed", f.getFeed)
 	g.api("POST /{id}/photos", f.postPhoto)
 	g.api("POST /{id}/videos", f.postVideo)
+	g.api("POST /{id}/video_reels", f.videoSession("reel"))
+	g.api("POST /{id}/video_stories", f.videoSession("story"))
+	g.api("POST /{id}/photo_stories", f.photoStory)
+	g.api("POST /video-upload/{version}/{video_id}", f.rupload)
 }
 
 func (f *fbSim) userID(handle string) string { return f.n.UserID("user:" + handle) }
@@ -234,7 +248,7 @@ func (f *fbSim) postFeed(w http.ResponseWriter, r *http.Request, who graphCaller
 		graphError(w, http.StatusBadRequest, 506, 0, "(#506) Duplicate status message", false)
 		return
 	}
-	var shas []string
+	var shas, alts []string
 	problem := ""
 	f.n.Store.With(func(objects map[string]any) {
 		for i, id := range ids {
@@ -248,14 +262,23 @@ func (f *fbSim) postFeed(w http.ResponseWriter, r *http.Request, who graphCaller
 			p := objects["fbphoto:"+id].(*fbPhoto)
 			p.Used = true
 			shas = append(shas, p.SHA)
+			alts = append(alts, p.Alt)
 		}
 	})
+	link := r.FormValue("link")
+	if link != "" && len(ids) > 0 {
+		problem = "(#100) A post with attached_media cannot have a link"
+	}
 	if problem != "" {
 		graphError(w, http.StatusBadRequest, 100, 0, problem, false)
 		return
 	}
 	id := page + "_" + graphID()
-	f.n.Publish(id, page, msg, shas)
+	opts := map[string]any{"type": "feed"}
+	if link != "" {
+		opts["link"] = link
+	}
+	f.n.PublishWith(id, page, msg, shas, opts, nonEmpty(alts))
 	if len(ids) == 0 {
 		f.n.Store.Put("fblast:"+page, fbLast{Text: msg, At: f.n.Sim.Now()})
 	}
@@ -355,14 +378,19 @@ func (f *fbSim) postPhoto(w http.ResponseWriter, r *http.Request, who graphCalle
 	if !ok {
 		return
 	}
+	alt := r.FormValue("alt_text_custom")
+	if utf8.RuneCountInString(alt) > 1000 {
+		graphError(w, http.StatusBadRequest, 100, 0, "(#100) Param alt_text_custom must be at most 1000 characters", false)
+		return
+	}
 	photoID := graphID()
 	if !published {
-		f.n.Store.Put("fbphoto:"+photoID, &fbPhoto{Owner: page, SHA: sha})
+		f.n.Store.Put("fbphoto:"+photoID, &fbPhoto{Owner: page, SHA: sha, Alt: alt})
 		WriteJSON(w, http.StatusOK, map[string]any{"id": photoID})
 		return
 	}
 	postID := page + "_" + graphID()
-	f.n.Publish(postID, page, msg, []string{sha})
+	f.n.PublishWith(postID, page, msg, []string{sha}, map[string]any{"type": "feed"}, nonEmpty([]string{alt}))
 	if f.postThenError(w) {
 		return
 	}
@@ -414,4 +442,121 @@ func (f *fbSim) object(w http.ResponseWriter, r *http.Request, who graphCaller) 
 		}
 	}
 	graphError(w, http.StatusBadRequest, 100, 33, "Unsupported get request. Object with ID '"+id+"' does not exist, cannot be loaded due to missing permissions, or does not support this operation.", false)
+}
+
+// nonEmpty is alts, or nil when none is given.
+func nonEmpty(alts []string) []string {
+	for _, a := range alts {
+		if a != "" {
+			return alts
+		}
+	}
+	return nil
+}
+
+// videoSession is POST /{page-id}/video_reels and /video_stories: upload_phase=start opens an
+// upload (its bytes go to the rupload host's upload_url), upload_phase=finish publishes it: a
+// reel (with video_state=PUBLISHED and its description) or a video story.
+func (f *fbSim) videoSession(kind string) func(w http.ResponseWriter, r *http.Request, who graphCaller) {
+	return func(w http.ResponseWriter, r *http.Request, who graphCaller) {
+		page := r.PathValue("id")
+		if !f.pageCaller(w, page, who) {
+			return
+		}
+		switch r.FormValue("upload_phase") {
+		case "start":
+			id := graphID()
+			f.n.Store.Put("fbrupload:"+id, &fbReelUpload{Owner: page, Kind: kind})
+			WriteJSON(w, http.StatusOK, map[string]any{"video_id": id, "upload_url": f.n.BaseURL() + "/video-upload/" + graphVersion(r) + "/" + id})
+		case "finish":
+			id := r.FormValue("video_id")
+			v, _ := f.n.Store.Get("fbrupload:" + id)
+			up, _ := v.(*fbReelUpload)
+			switch {
+			case up == nil || up.Owner != page || up.Kind != kind:
+				graphError(w, http.StatusBadRequest, 100, 0, "(#100) Param video_id is not an upload of this Page", false)
+				return
+			case up.SHA == "":
+				graphError(w, http.StatusBadRequest, 100, 0, "(#100) The video was not uploaded: send its bytes to upload_url first", false)
+				return
+			case up.Done:
+				graphError(w, http.StatusBadRequest, 100, 0, "(#100) The video was already published", false)
+				return
+			case kind == "reel" && r.FormValue("video_state") != "PUBLISHED":
+				graphError(w, http.StatusBadRequest, 100, 0, "(#100) Param video_state must be PUBLISHED to publish the reel", false)
+				return
+			}
+			desc := r.FormValue("description")
+			if !checkFBMessage(w, "description", desc) {
+				return
+			}
+			up.Done = true
+			postID := id
+			if kind == "story" {
+				postID = page + "_" + graphID()
+			}
+			f.n.PublishWith(postID, page, desc, []string{up.SHA}, map[string]any{"type": kind}, nil)
+			if f.postThenError(w) {
+				return
+			}
+			out := map[string]any{"success": true}
+			if kind == "story" {
+				out["post_id"] = postID
+			}
+			WriteJSON(w, http.StatusOK, out)
+		default:
+			graphError(w, http.StatusBadRequest, 100, 0, "(#100) Param upload_phase must be start or finish", false)
+		}
+	}
+}
+
+// rupload is POST /video-upload/{version}/{video_id} on the rupload host: the bytes of a reel or
+// video story (headers offset and file_size).
+func (f *fbSim) rupload(w http.ResponseWriter, r *http.Request, who graphCaller) {
+	id := r.PathValue("video_id")
+	v, _ := f.n.Store.Get("fbrupload:" + id)
+	up, _ := v.(*fbReelUpload)
+	if up == nil || !f.pageCaller(w, up.Owner, who) {
+		if up == nil {
+			graphError(w, http.StatusBadRequest, 100, 0, "(#100) No upload session for this video_id", false)
+		}
+		return
+	}
+	size, err := strconv.ParseInt(r.Header.Get("file_size"), 10, 64)
+	if err != nil || size <= 0 || r.Header.Get("offset") != "0" {
+		graphError(w, http.StatusBadRequest, 100, 0, "(#100) The headers offset (0) and file_size are required", false)
+		return
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, size+1))
+	if err != nil || int64(len(data)) != size {
+		graphError(w, http.StatusBadRequest, 100, 0, "(#100) The body is not file_size bytes", false)
+		return
+	}
+	f.n.Store.With(func(map[string]any) { up.SHA = (&Blob{Data: data}).SHA256() })
+	WriteJSON(w, http.StatusOK, map[string]any{"success": true})
+}
+
+// photoStory is POST /{page-id}/photo_stories: an unpublished photo of the Page as a story.
+func (f *fbSim) photoStory(w http.ResponseWriter, r *http.Request, who graphCaller) {
+	page := r.PathValue("id")
+	if !f.pageCaller(w, page, who) {
+		return
+	}
+	id := r.FormValue("photo_id")
+	var sha string
+	f.n.Store.With(func(objects map[string]any) {
+		if p, ok := objects["fbphoto:"+id].(*fbPhoto); ok && p.Owner == page && !p.Used {
+			p.Used, sha = true, p.SHA
+		}
+	})
+	if sha == "" {
+		graphError(w, http.StatusBadRequest, 100, 0, "(#100) Param photo_id must be an unpublished photo of this Page", false)
+		return
+	}
+	postID := page + "_" + graphID()
+	f.n.PublishWith(postID, page, "", []string{sha}, map[string]any{"type": "story"}, nil)
+	if f.postThenError(w) {
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"success": true, "post_id": postID})
 }
