@@ -129,7 +129,8 @@ type MediaLimits struct {
 	MaxItems int `json:"max_items"`
 	// Types are the content types taken (after Herald's conversions of images).
 	Types []string `json:"types"`
-	// MaxImageBytes and MaxVideoBytes bound one file (0: no images, or no videos).
+	// MaxImageBytes and MaxVideoBytes bound one file (0: Herald knows no bound of the network's
+	// own; Herald's upload limit applies).
 	MaxImageBytes int64 `json:"max_image_bytes"`
 	MaxVideoBytes int64 `json:"max_video_bytes"`
 	// VideoAlone says a video cannot go with other media in one post.
