@@ -303,6 +303,20 @@
     return field.replace(/_/g, ' ');
   }
 
+  // labelled is a check's error or warning as a line: its field's name, then its message (the
+  // name left out when the message starts with it).
+  function labelled(e) {
+    var label = fieldLabel(e.field);
+    if (!label || String(e.message).toLowerCase().indexOf(label.toLowerCase()) === 0) { return e.message; }
+    return label + ': ' + e.message;
+  }
+  var units = { x: 'characters as X counts them', utf16: 'characters', graphemes: 'characters', code_points: 'characters' };
+
+  // hint is an option's schema description as a user reads it: without its references to the API.
+  function hint(desc) {
+    return String(desc || '').replace(/\s*\(capabilities:[^)]*\)/g, '').replace(/\s*Required\.$/, '');
+  }
+
   // choiceList is what an option may be, [{value, name}], from the account's live choices when
   // the network gave them, else from the schema's enumeration; null for a free field.
   function choiceList(platform, key, prop, ch) {
@@ -378,8 +392,10 @@
       });
       wrap.appendChild(fs);
     } else if (prop.type === 'object' && key === 'poll') {
+      var det = el('details', 'opt-poll-box');
+      det.appendChild(el('summary', null, 'Add a poll'));
       var pfs = el('fieldset', 'opt-group opt-poll');
-      pfs.appendChild(el('legend', null, 'Poll (optional: two to four choices)'));
+      pfs.appendChild(el('legend', null, 'Poll: two to four choices (no media with a poll)'));
       for (var i = 0; i < 4; i++) {
         var pi = el('input');
         pi.type = 'text';
@@ -400,7 +416,8 @@
       dur.setAttribute('data-poll-duration', '');
       pfs.appendChild(dl);
       pfs.appendChild(dur);
-      wrap.appendChild(pfs);
+      det.appendChild(pfs);
+      wrap.appendChild(det);
     } else if (prop.type === 'array' || prop.type === 'string') {
       var tl = el('label', null, name + (required ? ' (required)' : ''));
       tl.htmlFor = id;
@@ -415,7 +432,9 @@
       return null;
     }
     if (f) { f.setAttribute('data-opt', key); }
-    if (prop.description) { wrap.appendChild(el('p', 'hint muted', prop.description)); }
+    if (prop.description && prop.type !== 'boolean' && !(prop.type === 'object' && key === 'poll')) {
+      wrap.appendChild(el('p', 'hint muted', hint(prop.description)));
+    }
     var err = el('p', 'opt-error target-error');
     err.hidden = true;
     wrap.appendChild(err);
@@ -643,8 +662,7 @@
       if (errs.length) {
         var ul = el('ul', 'net-errors');
         errs.forEach(function (e) {
-          var label = fieldLabel(e.field);
-          ul.appendChild(el('li', 'target-error', (label ? label + ': ' : '') + e.message));
+          ul.appendChild(el('li', 'target-error', labelled(e)));
           var m = /^options\.([a-z_]+)/.exec(e.field || '');
           var opt = m && s.querySelector('.opt[data-field="' + m[1] + '"]');
           if (opt) {
@@ -659,8 +677,7 @@
       if (warns.length) {
         var wl = el('ul', 'net-warnings');
         warns.forEach(function (w) {
-          var label = fieldLabel(w.field);
-          wl.appendChild(el('li', 'warn', (label ? label + ': ' : '') + w.message));
+          wl.appendChild(el('li', 'warn', labelled(w)));
         });
         box.appendChild(wl);
       }
@@ -671,7 +688,7 @@
         fig.appendChild(cap);
         if (pv.length) {
           var len = el('p', 'preview-length' + (pv.length.used > pv.length.max ? ' over' : ''),
-            pv.length.used + ' / ' + pv.length.max + ' ' + String(pv.length.unit || '').replace(/_/g, ' '));
+            pv.length.used + ' / ' + pv.length.max + ' ' + (units[pv.length.unit] || String(pv.length.unit || '').replace(/_/g, ' ')));
           fig.appendChild(len);
         }
         fig.appendChild(el('blockquote', 'preview-text', pv.content || ''));
@@ -721,6 +738,7 @@
       clearTimeout(checkTimer);
       checkSeq++; // an answer to an older body is dropped
       form.setAttribute('data-checking', 'true');
+      summary.classList.add('stale');
       checkTimer = setTimeout(check, 400);
     }
     function setBlockers(msgs) {
@@ -754,25 +772,24 @@
         var byId = {};
         (v.targets || []).forEach(function (tc) { byId[tc.account_id] = tc; });
         var msgs = [];
-        (v.errors || []).forEach(function (e) { msgs.push((fieldLabel(e.field) ? fieldLabel(e.field) + ': ' : '') + e.message); });
+        (v.errors || []).forEach(function (e) { msgs.push(labelled(e)); });
         ids.forEach(function (id) {
           var s = sectionOf(id), tc = byId[id];
           if (s) { showResult(s, tc || null); }
           if (tc && !tc.valid) {
-            msgs.push(networkName(tc.platform) + ': ' + (tc.errors || []).map(function (e) {
-              return (fieldLabel(e.field) ? fieldLabel(e.field) + ' ' : '') + e.message;
-            }).join(', '));
+            msgs.push(networkName(tc.platform) + ': ' + (tc.errors || []).map(labelled).join(', '));
           }
         });
         summary.textContent = '';
         summary.hidden = false;
+        summary.classList.remove('stale');
         var bad = (v.targets || []).filter(function (tc) { return !tc.valid; }).length;
         summary.className = 'check-summary ' + (v.valid ? 'ok' : 'bad');
         summary.appendChild(el('strong', null, v.valid ? 'Ready for ' + ids.length + (ids.length === 1 ? ' network.' : ' networks.') :
           (bad ? bad + ' of ' + ids.length + ' networks need attention.' : 'The post needs attention.')));
         if ((v.errors || []).length) {
           var ul = el('ul');
-          v.errors.forEach(function (e) { ul.appendChild(el('li', 'target-error', (fieldLabel(e.field) ? fieldLabel(e.field) + ': ' : '') + e.message)); });
+          v.errors.forEach(function (e) { ul.appendChild(el('li', 'target-error', labelled(e))); });
           summary.appendChild(ul);
         }
         form.setAttribute('data-valid', v.valid ? 'true' : 'false');
@@ -896,9 +913,13 @@
       });
       if (list.length) {
         setBlockers(list.map(function (tc) {
-          return networkName(tc.platform) + ': ' + (tc.errors || []).map(function (e) { return fieldLabel(e.field) + ' ' + e.message; }).join(', ');
+          return networkName(tc.platform) + ': ' + (tc.errors || []).map(labelled).join(', ');
         }));
       }
+      summary.textContent = '';
+      summary.hidden = false;
+      summary.className = 'check-summary bad';
+      summary.appendChild(el('strong', null, 'Not ' + (later() ? 'scheduled' : 'published') + ': ' + err.message));
       form.setAttribute('data-refused', 'true');
     }
     function busy(on) { submit.disabled = on; draft.disabled = on; }
