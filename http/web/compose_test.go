@@ -178,6 +178,15 @@ func TestBrowserComposeRefusalKeepsForm(t *testing.T) {
 	require.Equal(t, "false", get(tb, chromedp.AttributeValue(chromedp.CSS(section(x)), "data-valid")).Value)
 	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#blockers`))), "X:")
 	tb.shoot(dir, "01-refused")
+	// What a user wrote is shown as text in the preview, never parsed.
+	evil := `<img src=x onerror="window.pwned=1"><b>bold</b>`
+	tb.do(chromedp.Click(chromedp.CSS(section(bsky) + ` .net-customise`)))
+	tb.setText(section(bsky)+` .net-content`, evil)
+	tb.checked()
+	tb.do(chromedp.WaitVisible(chromedp.CSS(section(bsky) + ` .preview-text`)))
+	require.Equal(t, evil, get(tb, chromedp.Text(chromedp.CSS(section(bsky)+` .preview-text`))))
+	require.Zero(t, eval[int](tb, `document.querySelectorAll('.net-section img, .net-section b').length`))
+	require.False(t, eval[bool](tb, `window.pwned === 1`))
 	// Bluesky's form is drawn from its schema alone: its self-labels, an enumeration's list.
 	require.Equal(t, 4, eval[int](tb, `document.querySelectorAll('`+section(bsky)+` input[data-opt=labels]').length`))
 	require.Equal(t, "Short and shared", eval[string](tb, `document.getElementById('content').value`))
