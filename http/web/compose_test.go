@@ -65,7 +65,7 @@ func TestBrowserComposePerNetwork(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#media-list li[data-media-id]`)),
 	)
 	// TikTok's privacy: nothing chosen for the user, every level offered to choose.
-	require.Equal(t, "", eval[string](tb, `document.querySelector('`+section(tiktok)+` select[data-opt=privacy_level]').value`))
+	require.Empty(t, eval[string](tb, `document.querySelector('`+section(tiktok)+` select[data-opt=privacy_level]').value`))
 	levels := eval[[]string](tb, `Array.from(document.querySelectorAll('`+section(tiktok)+` select[data-opt=privacy_level] option')).map(o => o.value).filter(Boolean)`)
 	require.NotEmpty(t, levels)
 	for _, l := range levels {
@@ -121,8 +121,8 @@ func TestBrowserComposePerNetwork(t *testing.T) {
 	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#progress-summary`))), "Done: 3 published, 0 failed, of 3.")
 	tb.shoot(dir, "03-published")
 	// Accepted, the form is cleared: TikTok's privacy is asked again.
-	require.Equal(t, "", eval[string](tb, `document.getElementById('content').value`))
-	require.Equal(t, "", eval[string](tb, `document.querySelector('`+section(tiktok)+` select[data-opt=privacy_level]').value`))
+	require.Empty(t, eval[string](tb, `document.getElementById('content').value`))
+	require.Empty(t, eval[string](tb, `document.querySelector('`+section(tiktok)+` select[data-opt=privacy_level]').value`))
 	require.False(t, eval[bool](tb, `document.querySelector('`+section(x)+` .net-customise').checked`))
 
 	postPath := get(tb, chromedp.AttributeValue(chromedp.CSS(`#progress-links a`), "href")).Value
