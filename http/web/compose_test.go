@@ -218,4 +218,35 @@ func TestBrowserComposeRefusalKeepsForm(t *testing.T) {
 	require.NotContains(t, pl["options"], "privacy_level")
 	require.Len(t, pl["options"], 1, "%v", pl["options"])
 	tb.noErrorsBut("status of 400 (Bad Request)")
+
+	// Every network gets its form: the known options by name, from the live choices or else the
+	// schema; TikTok's paid partnership cannot be private.
+	tb.do(chromedp.Navigate(h.url+"/compose"), chromedp.WaitVisible(chromedp.CSS(`#content`)))
+	tb.do(chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('input[name=platforms]:not([disabled])').forEach(b => b.click())`))
+	for _, p := range platforms.All {
+		tb.do(chromedp.WaitVisible(chromedp.CSS(section(accountOf(t, h, p)) + `[data-ready] .net-options .opt`)))
+	}
+	for sel, tag := range map[string]string{
+		section(accountOf(t, h, platforms.YouTube)) + ` [data-opt=privacy_status]`:  "SELECT",
+		section(accountOf(t, h, platforms.YouTube)) + ` [data-opt=title]`:           "INPUT",
+		section(accountOf(t, h, platforms.YouTube)) + ` [data-opt=made_for_kids]`:   "INPUT",
+		section(accountOf(t, h, platforms.Instagram)) + ` [data-opt=type]`:          "SELECT",
+		section(accountOf(t, h, platforms.Instagram)) + ` [data-opt=collaborators]`: "INPUT",
+		section(accountOf(t, h, platforms.LinkedIn)) + ` [data-opt=visibility]`:     "SELECT",
+		section(accountOf(t, h, platforms.Threads)) + ` [data-opt=reply_control]`:   "SELECT",
+		section(accountOf(t, h, platforms.Facebook)) + ` [data-opt=type]`:           "SELECT",
+		section(accountOf(t, h, platforms.Pinterest)) + ` [data-opt=link]`:          "INPUT",
+	} {
+		require.Equal(t, tag, eval[string](tb, `document.querySelector(`+jsString(sel)+`).tagName`), sel)
+	}
+	board := section(accountOf(t, h, platforms.Pinterest)) + ` [data-opt=board_id]`
+	require.Contains(t, []string{"SELECT", "INPUT"}, eval[string](tb, `document.querySelector(`+jsString(board)+`).tagName`))
+	tt := section(tiktok)
+	tb.choose(tt+` select[data-opt=privacy_level]`, "SELF_ONLY")
+	require.True(t, eval[bool](tb, `document.querySelector('`+tt+` input[data-opt=branded_content]').disabled`))
+	tb.choose(tt+` select[data-opt=privacy_level]`, "PUBLIC_TO_EVERYONE")
+	tb.do(chromedp.Click(chromedp.CSS(tt + ` input[data-opt=branded_content]`)))
+	require.True(t, eval[bool](tb, `document.querySelector('`+tt+` option[value=SELF_ONLY]').disabled`))
+	tb.shoot(dir, "02-every-network")
+	tb.noErrorsBut("status of 400 (Bad Request)")
 }

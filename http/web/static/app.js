@@ -317,6 +317,9 @@
     return String(desc || '').replace(/\s*\(capabilities:[^)]*\)/g, '').replace(/\s*Required\.$/, '');
   }
 
+  // hints replace the descriptions written for developers where a user needs other words.
+  var hints = { 'tiktok.privacy_level': 'TikTok asks you to choose who can watch; nothing is chosen for you.' };
+
   // choiceList is what an option may be, [{value, name}], from the account's live choices when
   // the network gave them, else from the schema's enumeration; null for a free field.
   function choiceList(platform, key, prop, ch) {
@@ -433,7 +436,7 @@
     }
     if (f) { f.setAttribute('data-opt', key); }
     if (prop.description && prop.type !== 'boolean' && !(prop.type === 'object' && key === 'poll')) {
-      wrap.appendChild(el('p', 'hint muted', hint(prop.description)));
+      wrap.appendChild(el('p', 'hint muted', hints[platform + '.' + key] || hint(prop.description)));
     }
     var err = el('p', 'opt-error target-error');
     err.hidden = true;
