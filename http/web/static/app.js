@@ -23,6 +23,7 @@
           var msg = (data && data.error && data.error.message) || ('the server answered ' + r.status);
           var err = new Error(msg);
           err.status = r.status;
+          err.details = (data && data.error && data.error.details) || null;
           throw err;
         }
         return data;
@@ -269,44 +270,561 @@
     }
   }
 
+  // The options as people read them; an option not named here is shown by its key.
+  var optionLabels = {
+    privacy_level: 'Who can watch', allow_comment: 'Allow comments', allow_duet: 'Allow duets', allow_stitch: 'Allow stitches',
+    brand_organic: 'Promotional content (your own brand)', branded_content: 'Paid partnership (branded content)',
+    is_ai_generated: 'AI-generated content', title: 'Title', privacy_status: 'Privacy', made_for_kids: 'Made for kids',
+    category_id: 'Category', playlist_id: 'Playlist', tags: 'Tags (comma-separated)', notify_subscribers: 'Notify subscribers',
+    board_id: 'Board', link: 'Link', type: 'Type', share_to_feed: 'Also show the reel in the feed',
+    collaborators: 'Collaborators (comma-separated usernames)', visibility: 'Visibility', reply_settings: 'Who can reply',
+    poll: 'Poll', langs: 'Languages (comma-separated tags)', labels: 'Content labels', reply_control: 'Who can reply',
+    topic_tag: 'Topic'
+  };
+  var enumLabels = { PUBLIC_TO_EVERYONE: 'Everyone', MUTUAL_FOLLOW_FRIENDS: 'Friends (followers you follow back)',
+    FOLLOWER_OF_CREATOR: 'Followers', SELF_ONLY: 'Only me' };
+  // optionOrder puts a network's options in the order its own app asks them; the schema's other
+  // options follow in its order.
+  var optionOrder = {
+    tiktok: ['privacy_level', 'allow_comment', 'allow_duet', 'allow_stitch', 'brand_organic', 'branded_content', 'is_ai_generated'],
+    youtube: ['title', 'privacy_status', 'made_for_kids', 'category_id', 'playlist_id', 'tags', 'notify_subscribers'],
+    pinterest: ['board_id', 'title', 'link'],
+    instagram: ['type', 'collaborators', 'share_to_feed'],
+    twitter_x: ['reply_settings', 'poll']
+  };
+
+  function fieldLabel(field) {
+    var m;
+    if (!field) { return ''; }
+    if (field === 'content') { return 'Text'; }
+    if ((m = /^options\.([a-z_]+)/.exec(field))) { return optionLabels[m[1]] || m[1].replace(/_/g, ' '); }
+    if ((m = /^media\[(\d+)\]\.alt_text$/.exec(field))) { return 'Alt text of media ' + (Number(m[1]) + 1); }
+    if ((m = /^media\[(\d+)\]/.exec(field))) { return 'Media ' + (Number(m[1]) + 1); }
+    return field.replace(/_/g, ' ');
+  }
+
+  // labelled is a check's error or warning as a line: its field's name, then its message (the
+  // name left out when the message starts with it).
+  function labelled(e) {
+    var label = fieldLabel(e.field);
+    if (!label || String(e.message).toLowerCase().indexOf(label.toLowerCase()) === 0) { return e.message; }
+    return label + ': ' + e.message;
+  }
+  var units = { x: 'characters as X counts them', utf16: 'characters', graphemes: 'characters', code_points: 'characters' };
+
+  // hint is an option's schema description as a user reads it: without its references to the API.
+  function hint(desc) {
+    return String(desc || '').replace(/\s*\(capabilities:[^)]*\)/g, '').replace(/\s*Required\.$/, '');
+  }
+
+  // hints replace the descriptions written for developers where a user needs other words.
+  var hints = { 'tiktok.privacy_level': 'TikTok asks you to choose who can watch; nothing is chosen for you.' };
+
+  // choiceList is what an option may be, [{value, name}], from the account's live choices when
+  // the network gave them, else from the schema's enumeration; null for a free field.
+  function choiceList(platform, key, prop, ch) {
+    var live = null;
+    if (platform === 'tiktok' && key === 'privacy_level' && ch.privacy_level_options && ch.privacy_level_options.length) {
+      live = ch.privacy_level_options.map(function (v) { return { value: v, name: enumLabels[v] || v }; });
+    }
+    var lists = { category_id: ch.categories, playlist_id: ch.playlists, board_id: ch.boards };
+    if (lists[key] && lists[key].length) {
+      live = lists[key].map(function (c) { return { value: c.id, name: c.name || c.id }; });
+    }
+    if (live) { return live; }
+    if (prop.type === 'string' && prop.enum) {
+      return prop.enum.map(function (v) { return { value: v, name: enumLabels[v] || v }; });
+    }
+    return null;
+  }
+
+  // optionField draws one option of a network's schema: a select for a choice, a checkbox for a
+  // boolean (sent only when changed from its default, so untouched means the network's own
+  // default), a text field for a string or a comma-separated list, checkboxes for a list of an
+  // enumeration, and the X poll. Every value is written with textContent or .value.
+  function optionField(platform, key, prop, caps, idp, required) {
+    var ch = caps.choices || {};
+    var wrap = el('div', 'opt');
+    wrap.setAttribute('data-field', key);
+    var id = idp + key;
+    var name = optionLabels[key] || key.replace(/_/g, ' ');
+    var choices = choiceList(platform, key, prop, ch);
+    var f;
+    if (prop.type === 'boolean') {
+      var lab = el('label', 'check');
+      f = el('input');
+      f.type = 'checkbox';
+      f.id = id;
+      f.setAttribute('data-kind', 'bool');
+      var on = /default true/i.test(prop.description || '');
+      f.checked = on;
+      f.defaultChecked = on;
+      lab.appendChild(f);
+      lab.appendChild(document.createTextNode(' ' + name));
+      wrap.appendChild(lab);
+    } else if (choices) {
+      var l = el('label', null, name + (required ? ' (required)' : ''));
+      l.htmlFor = id;
+      wrap.appendChild(l);
+      f = el('select');
+      f.id = id;
+      f.setAttribute('data-kind', 'enum');
+      var none = el('option', null, required ? 'Choose…' : 'Network default');
+      none.value = '';
+      f.appendChild(none);
+      choices.forEach(function (c) {
+        var o = el('option', null, c.name);
+        o.value = c.value;
+        f.appendChild(o);
+      });
+      f.value = ''; // never a choice the user did not make
+      wrap.appendChild(f);
+    } else if (prop.type === 'array' && prop.items && prop.items.enum) {
+      var fs = el('fieldset', 'opt-group');
+      fs.appendChild(el('legend', null, name));
+      prop.items.enum.forEach(function (v) {
+        var lb = el('label', 'check');
+        var cb = el('input');
+        cb.type = 'checkbox';
+        cb.value = v;
+        cb.setAttribute('data-opt', key);
+        cb.setAttribute('data-kind', 'label');
+        lb.appendChild(cb);
+        lb.appendChild(document.createTextNode(' ' + v));
+        fs.appendChild(lb);
+      });
+      wrap.appendChild(fs);
+    } else if (prop.type === 'object' && key === 'poll') {
+      var det = el('details', 'opt-poll-box');
+      det.appendChild(el('summary', null, 'Add a poll'));
+      var pfs = el('fieldset', 'opt-group opt-poll');
+      pfs.appendChild(el('legend', null, 'Poll: two to four choices (no media with a poll)'));
+      for (var i = 0; i < 4; i++) {
+        var pi = el('input');
+        pi.type = 'text';
+        pi.maxLength = 25;
+        pi.setAttribute('data-poll-option', '');
+        pi.setAttribute('aria-label', 'Poll choice ' + (i + 1));
+        pi.placeholder = 'Choice ' + (i + 1);
+        pfs.appendChild(pi);
+      }
+      var dl = el('label', null, 'Duration in minutes');
+      dl.htmlFor = id + '-duration';
+      var dur = el('input');
+      dur.type = 'number';
+      dur.id = id + '-duration';
+      dur.min = 5;
+      dur.max = 10080;
+      dur.value = 1440;
+      dur.setAttribute('data-poll-duration', '');
+      pfs.appendChild(dl);
+      pfs.appendChild(dur);
+      det.appendChild(pfs);
+      wrap.appendChild(det);
+    } else if (prop.type === 'array' || prop.type === 'string') {
+      var tl = el('label', null, name + (required ? ' (required)' : ''));
+      tl.htmlFor = id;
+      wrap.appendChild(tl);
+      f = el('input');
+      f.type = prop.format === 'uri' ? 'url' : 'text';
+      f.id = id;
+      if (prop.maxLength) { f.maxLength = prop.maxLength; }
+      f.setAttribute('data-kind', prop.type === 'array' ? 'list' : 'string');
+      wrap.appendChild(f);
+    } else {
+      return null;
+    }
+    if (f) { f.setAttribute('data-opt', key); }
+    if (prop.description && prop.type !== 'boolean' && !(prop.type === 'object' && key === 'poll')) {
+      wrap.appendChild(el('p', 'hint muted', hints[platform + '.' + key] || hint(prop.description)));
+    }
+    var err = el('p', 'opt-error target-error');
+    err.hidden = true;
+    wrap.appendChild(err);
+    return wrap;
+  }
+
+  // renderOptions draws an account's options form from its capabilities.
+  function renderOptions(box, platform, caps, idp) {
+    box.textContent = '';
+    box.removeAttribute('aria-busy');
+    var schema = caps.options_schema || {};
+    var props = schema.properties || {};
+    var required = caps.required_options || [];
+    var ch = caps.choices || {};
+    var keys = (optionOrder[platform] || []).filter(function (k) { return props[k]; });
+    Object.keys(props).forEach(function (k) { if (keys.indexOf(k) < 0) { keys.push(k); } });
+    if (platform === 'tiktok' && ch.nickname) {
+      var who = el('p', 'creator', 'Posting as ');
+      who.appendChild(el('strong', null, ch.nickname));
+      box.appendChild(who);
+    }
+    var defs = caps.default_options;
+    if (defs && typeof defs === 'object' && Object.keys(defs).length) {
+      box.appendChild(el('p', 'hint muted', 'The account\'s defaults apply where you leave a choice empty: ' +
+        Object.keys(defs).map(function (k) { return (optionLabels[k] || k) + ' ' + JSON.stringify(defs[k]); }).join(', ') + '.'));
+    }
+    if (!keys.length) { box.appendChild(el('p', 'muted', networkName(platform) + ' takes no options.')); return; }
+    keys.forEach(function (k) {
+      if (platform === 'tiktok' && k === 'brand_organic') {
+        box.appendChild(el('h4', null, 'Disclose commercial content'));
+      }
+      var f = optionField(platform, k, props[k], caps, idp, required.indexOf(k) >= 0);
+      if (f) { box.appendChild(f); }
+    });
+    if (platform === 'tiktok') { tiktokRules(box, ch); }
+  }
+
+  // tiktokRules applies TikTok's content-sharing guidelines to its form: the interactions the
+  // creator has turned off cannot be turned on, and branded content cannot be private.
+  function tiktokRules(box, ch) {
+    [['allow_comment', ch.comment_disabled], ['allow_duet', ch.duet_disabled], ['allow_stitch', ch.stitch_disabled]].forEach(function (x) {
+      var f = box.querySelector('[data-opt="' + x[0] + '"]');
+      if (f && x[1]) {
+        f.checked = false;
+        f.disabled = true;
+        f.closest('.opt').appendChild(el('p', 'hint muted', 'Off in the creator\'s TikTok settings.'));
+      }
+    });
+    var privacy = box.querySelector('[data-opt="privacy_level"]');
+    var branded = box.querySelector('[data-opt="branded_content"]');
+    if (!privacy || !branded) { return; }
+    var note = el('p', 'hint muted', 'Branded content cannot be private (Only me).');
+    note.hidden = true;
+    branded.closest('.opt').appendChild(note);
+    var selfOnly = privacy.querySelector('option[value="SELF_ONLY"]');
+    function apply() {
+      var private_ = privacy.value === 'SELF_ONLY';
+      if (private_) { branded.checked = false; }
+      branded.disabled = private_;
+      note.hidden = !private_;
+      if (selfOnly) { selfOnly.disabled = branded.checked; }
+    }
+    privacy.addEventListener('change', apply);
+    branded.addEventListener('change', apply);
+    apply();
+  }
+
+  // readOptions is a form's options as a target's options object: what the user set only.
+  function readOptions(box) {
+    var o = {};
+    box.querySelectorAll('[data-opt]').forEach(function (f) {
+      var k = f.getAttribute('data-opt'), kind = f.getAttribute('data-kind');
+      if (kind === 'bool') {
+        if (!f.disabled && f.checked !== f.defaultChecked) { o[k] = f.checked; }
+        return;
+      }
+      if (kind === 'label') {
+        if (f.checked) { (o[k] = o[k] || []).push(f.value); }
+        return;
+      }
+      var v = f.value.trim();
+      if (v === '') { return; }
+      if (kind === 'list') {
+        var items = v.split(',').map(function (s) { return s.trim(); }).filter(Boolean);
+        if (items.length) { o[k] = items; }
+        return;
+      }
+      o[k] = v;
+    });
+    var poll = box.querySelector('.opt-poll');
+    if (poll) {
+      var choices = Array.prototype.map.call(poll.querySelectorAll('[data-poll-option]'), function (f) { return f.value.trim(); })
+        .filter(Boolean);
+      if (choices.length) {
+        o.poll = { options: choices, duration_minutes: Number(poll.querySelector('[data-poll-duration]').value) || 0 };
+      }
+    }
+    return o;
+  }
+
   function setupCompose(form) {
     var text = form.querySelector('#content');
     var counts = document.getElementById('counts');
     var boxes = form.querySelectorAll('input[name="platforms"]');
     var submit = document.getElementById('submit-post');
+    var draft = document.getElementById('save-draft');
+    var blockers = document.getElementById('blockers');
+    var summary = document.getElementById('check-summary');
     var schedFields = document.getElementById('schedule-fields');
     var media = []; // {id, name}
     var uploading = 0;
+    var caps = {}; // account id → capabilities, once read
 
     function selected() {
       return Array.prototype.filter.call(boxes, function (b) { return b.checked; });
     }
+    function sectionOf(id) { return form.querySelector('.net-section[data-account="' + id + '"]'); }
+    function later() { return form.querySelector('input[name="when"]:checked').value === 'later'; }
+    // textOf is the text an account's network gets: its own when customised, else the shared one.
+    function textOf(id) {
+      var s = sectionOf(id);
+      if (s && s.querySelector('.net-customise').checked) { return s.querySelector('.net-content').value; }
+      return text.value;
+    }
     function recount() {
       counts.textContent = '';
-      var seen = {};
       selected().forEach(function (b) {
-        var p = b.getAttribute('data-platform');
-        if (seen[p]) { return; }
-        seen[p] = true;
         var max = Number(b.getAttribute('data-limit'));
-        var n = countText(text.value, b.getAttribute('data-count'));
+        var n = countText(textOf(b.value), b.getAttribute('data-count'));
         var li = el('li', n > max ? 'over' : '', b.getAttribute('data-network') + ': ' + n + ' / ' + max);
-        li.setAttribute('data-platform', p);
+        li.setAttribute('data-platform', b.getAttribute('data-platform'));
         counts.appendChild(li);
       });
     }
+
+    // ---- each account's section ----
+    function loadOptions(s) {
+      var id = s.getAttribute('data-account'), platform = s.getAttribute('data-platform');
+      var box = s.querySelector('.net-options');
+      var draw = function (c) { renderOptions(box, platform, c, 'opt-' + id + '-'); s.setAttribute('data-ready', 'true'); };
+      if (caps[id]) { draw(caps[id]); return; }
+      api('GET', '/api/accounts/' + encodeURIComponent(id) + '/capabilities').then(function (c) {
+        caps[id] = c;
+        draw(c);
+        check();
+      }).catch(function (err) {
+        box.textContent = '';
+        box.removeAttribute('aria-busy');
+        box.appendChild(el('p', 'target-error', 'What ' + networkName(platform) + ' allows could not be read: ' + err.message));
+        s.setAttribute('data-ready', 'true');
+      });
+    }
+    function renderNetMedia(s) {
+      var own = s.querySelector('.net-own-media');
+      s.querySelector('.net-own-media-pick').hidden = media.length === 0;
+      var ul = s.querySelector('.net-media');
+      ul.hidden = !own.checked || media.length === 0;
+      var off = {};
+      ul.querySelectorAll('input').forEach(function (c) { if (!c.checked) { off[c.value] = true; } });
+      ul.textContent = '';
+      media.forEach(function (m) {
+        var li = el('li');
+        var lb = el('label', 'check');
+        var cb = el('input');
+        cb.type = 'checkbox';
+        cb.value = m.id;
+        cb.checked = !off[m.id];
+        cb.setAttribute('data-skip', '');
+        lb.appendChild(cb);
+        lb.appendChild(document.createTextNode(' ' + m.name));
+        li.appendChild(lb);
+        ul.appendChild(li);
+      });
+    }
+    function resetSection(s) {
+      var c = s.querySelector('.net-customise');
+      c.checked = false;
+      s.querySelector('.net-text').hidden = true;
+      s.querySelector('.net-content').value = '';
+      s.querySelector('.net-own-media').checked = false;
+      s.querySelector('.net-media').textContent = '';
+      renderNetMedia(s);
+      showResult(s, null);
+      var id = s.getAttribute('data-account');
+      if (caps[id]) { renderOptions(s.querySelector('.net-options'), s.getAttribute('data-platform'), caps[id], 'opt-' + id + '-'); }
+    }
+    form.querySelectorAll('.net-section').forEach(function (s) {
+      var custom = s.querySelector('.net-customise'), own = s.querySelector('.net-content');
+      custom.addEventListener('change', function () {
+        s.querySelector('.net-text').hidden = !custom.checked;
+        // A network's own text starts from the shared text.
+        if (custom.checked && own.value === '') { own.value = text.value; }
+        if (custom.checked) { own.focus(); }
+        recount();
+      });
+      own.addEventListener('input', recount);
+      s.querySelector('.net-own-media').addEventListener('change', function () { renderNetMedia(s); });
+    });
+    boxes.forEach(function (b) {
+      b.addEventListener('change', function () {
+        var s = sectionOf(b.value);
+        if (!s) { return; }
+        s.hidden = !b.checked;
+        if (b.checked && !s.hasAttribute('data-loading')) {
+          s.setAttribute('data-loading', '');
+          loadOptions(s);
+        }
+      });
+    });
+
+    // showResult writes a target's check (of POST /api/posts/validate, or of a refusal's
+    // details.targets) beside its section: its errors (also under the option they name), its
+    // warnings and what the network would receive. tc null clears it.
+    function showResult(s, tc) {
+      var box = s.querySelector('.net-result');
+      var state = s.querySelector('.net-state');
+      box.textContent = '';
+      s.querySelectorAll('.opt-error').forEach(function (p) { p.hidden = true; p.textContent = ''; });
+      s.querySelectorAll('.opt.invalid').forEach(function (p) { p.classList.remove('invalid'); });
+      if (!tc) { state.textContent = ''; state.className = 'badge net-state'; s.removeAttribute('data-valid'); return; }
+      var errs = tc.errors || [], warns = tc.warnings || [];
+      s.setAttribute('data-valid', tc.valid ? 'true' : 'false');
+      state.textContent = tc.valid ? 'ready' : (errs.length === 1 ? '1 problem' : errs.length + ' problems');
+      state.className = 'badge net-state ' + (tc.valid ? 'badge-ok' : 'badge-failed');
+      if (errs.length) {
+        var ul = el('ul', 'net-errors');
+        errs.forEach(function (e) {
+          ul.appendChild(el('li', 'target-error', labelled(e)));
+          var m = /^options\.([a-z_]+)/.exec(e.field || '');
+          var opt = m && s.querySelector('.opt[data-field="' + m[1] + '"]');
+          if (opt) {
+            opt.classList.add('invalid');
+            var p = opt.querySelector('.opt-error');
+            p.textContent = e.message;
+            p.hidden = false;
+          }
+        });
+        box.appendChild(ul);
+      }
+      if (warns.length) {
+        var wl = el('ul', 'net-warnings');
+        warns.forEach(function (w) {
+          wl.appendChild(el('li', 'warn', labelled(w)));
+        });
+        box.appendChild(wl);
+      }
+      var pv = tc.preview;
+      if (pv) {
+        var fig = el('figure', 'preview');
+        var cap = el('figcaption', 'muted', 'What ' + networkName(tc.platform) + ' gets');
+        fig.appendChild(cap);
+        if (pv.length) {
+          var len = el('p', 'preview-length' + (pv.length.used > pv.length.max ? ' over' : ''),
+            pv.length.used + ' / ' + pv.length.max + ' ' + (units[pv.length.unit] || String(pv.length.unit || '').replace(/_/g, ' ')));
+          fig.appendChild(len);
+        }
+        fig.appendChild(el('blockquote', 'preview-text', pv.content || ''));
+        (pv.media || []).forEach(function (m, i) {
+          var line = 'Media ' + (i + 1) + ': ' + m.content_type + (m.converted_to ? ' → ' + m.converted_to : '');
+          if (m.alt_text) { line += ', alt text “' + m.alt_text + '”'; }
+          fig.appendChild(el('p', 'preview-media muted', line));
+        });
+        box.appendChild(fig);
+      }
+    }
+
+    // ---- the body every door takes ----
+    function buildBody(withTime) {
+      var ids = selected().map(function (b) { return b.value; });
+      var body = { content: text.value, platforms: ids, media: media.map(function (m) { return m.id; }) };
+      var targets = [];
+      ids.forEach(function (id) {
+        var s = sectionOf(id);
+        if (!s) { return; }
+        var t = { account_id: id };
+        if (s.querySelector('.net-customise').checked) { t.content = s.querySelector('.net-content').value; }
+        if (s.querySelector('.net-own-media').checked && media.length) {
+          t.media = Array.prototype.filter.call(s.querySelectorAll('.net-media input'), function (c) { return c.checked; })
+            .map(function (c) { return c.value; });
+        }
+        if (caps[id]) {
+          var o = readOptions(s.querySelector('.net-options'));
+          if (Object.keys(o).length) { t.options = o; }
+        }
+        if (Object.keys(t).length > 1) { targets.push(t); }
+      });
+      if (targets.length) { body.targets = targets; }
+      if (withTime && later()) {
+        var d = document.getElementById('sched-date').value, tm = document.getElementById('sched-time').value;
+        if (d && tm) {
+          body.scheduledAt = d + 'T' + tm + ':00';
+          body.timezone = document.getElementById('sched-zone').value;
+        }
+      }
+      return body;
+    }
+
+    // ---- the live check: each change, 400 ms later, POST /api/posts/validate ----
+    var checkSeq = 0, checkTimer = null;
+    function soon() {
+      clearTimeout(checkTimer);
+      checkSeq++; // an answer to an older body is dropped
+      form.setAttribute('data-checking', 'true');
+      summary.classList.add('stale');
+      checkTimer = setTimeout(check, 400);
+    }
+    function setBlockers(msgs) {
+      blockers.textContent = '';
+      blockers.className = 'blockers';
+      submit.removeAttribute('data-blocked');
+      if (!msgs) { return; }
+      if (!msgs.length) {
+        blockers.textContent = 'Ready.';
+        blockers.className = 'blockers ok';
+        return;
+      }
+      submit.setAttribute('data-blocked', 'true');
+      blockers.className = 'blockers blocked';
+      blockers.textContent = (later() ? 'Scheduling' : 'Publishing') + ' is blocked: ' + msgs.slice(0, 3).join('; ') +
+        (msgs.length > 3 ? ' (and ' + (msgs.length - 3) + ' more)' : '') + '.';
+    }
+    function check() {
+      clearTimeout(checkTimer);
+      var mine = ++checkSeq;
+      var ids = selected().map(function (b) { return b.value; });
+      if (!ids.length) {
+        summary.hidden = true;
+        setBlockers(null);
+        form.removeAttribute('data-checking');
+        return;
+      }
+      form.setAttribute('data-checking', 'true');
+      api('POST', '/api/posts/validate', buildBody(true)).then(function (v) {
+        if (mine !== checkSeq) { return; }
+        var byId = {};
+        (v.targets || []).forEach(function (tc) { byId[tc.account_id] = tc; });
+        var msgs = [];
+        (v.errors || []).forEach(function (e) { msgs.push(labelled(e)); });
+        ids.forEach(function (id) {
+          var s = sectionOf(id), tc = byId[id];
+          if (s) { showResult(s, tc || null); }
+          if (tc && !tc.valid) {
+            msgs.push(networkName(tc.platform) + ': ' + (tc.errors || []).map(labelled).join(', '));
+          }
+        });
+        summary.textContent = '';
+        summary.hidden = false;
+        summary.classList.remove('stale');
+        var bad = (v.targets || []).filter(function (tc) { return !tc.valid; }).length;
+        summary.className = 'check-summary ' + (v.valid ? 'ok' : 'bad');
+        summary.appendChild(el('strong', null, v.valid ? 'Ready for ' + ids.length + (ids.length === 1 ? ' network.' : ' networks.') :
+          (bad ? bad + ' of ' + ids.length + ' networks need attention.' : 'The post needs attention.')));
+        if ((v.errors || []).length) {
+          var ul = el('ul');
+          v.errors.forEach(function (e) { ul.appendChild(el('li', 'target-error', labelled(e))); });
+          summary.appendChild(ul);
+        }
+        form.setAttribute('data-valid', v.valid ? 'true' : 'false');
+        setBlockers(msgs);
+      }).catch(function (err) {
+        if (mine !== checkSeq) { return; }
+        summary.hidden = false;
+        summary.className = 'check-summary bad';
+        summary.textContent = 'The post could not be checked: ' + err.message;
+        setBlockers(null);
+      }).finally(function () {
+        if (mine === checkSeq) { form.removeAttribute('data-checking'); }
+      });
+    }
+    form.addEventListener('input', function (ev) { if (ev.target.type !== 'file') { soon(); } });
+    form.addEventListener('change', function (ev) { if (ev.target.type !== 'file') { soon(); } });
+
     text.addEventListener('input', recount);
     boxes.forEach(function (b) { b.addEventListener('change', recount); });
     form.querySelectorAll('input[name="when"]').forEach(function (r) {
       r.addEventListener('change', function () {
-        var later = form.querySelector('input[name="when"]:checked').value === 'later';
-        schedFields.hidden = !later;
-        submit.textContent = later ? 'Schedule' : 'Publish now';
+        schedFields.hidden = !later();
+        submit.textContent = later() ? 'Schedule' : 'Publish now';
       });
     });
 
-    // Media: presign, PUT with progress, confirm.
+    // Media: presign, PUT with progress, confirm; then its alt text.
     var list = document.getElementById('media-list');
+    function mediaChanged() {
+      form.querySelectorAll('.net-section').forEach(renderNetMedia);
+      soon();
+    }
     document.getElementById('media-file').addEventListener('change', function (ev) {
       Array.prototype.forEach.call(ev.target.files, upload);
       ev.target.value = '';
@@ -354,42 +872,107 @@
         rm.addEventListener('click', function () {
           media = media.filter(function (x) { return x !== entry; });
           li.remove();
+          mediaChanged();
         });
         li.appendChild(rm);
+        li.appendChild(altField(m.id, file.name));
+        mediaChanged();
       }).catch(function (err) {
         state.textContent = 'failed: ' + err.message;
         state.className = 'media-state target-error';
       }).finally(function () { uploading--; });
     }
+    // altField is a media's alt text, saved (PATCH /api/media/:id) when it changes; the networks
+    // that take alt text send it with the media.
+    function altField(id, name) {
+      var p = el('p', 'media-alt');
+      var l = el('label', null, 'Alt text');
+      var f = el('textarea');
+      f.rows = 2;
+      f.id = 'alt-' + id;
+      f.setAttribute('data-skip', '');
+      f.setAttribute('aria-label', 'Alt text of ' + name);
+      l.htmlFor = f.id;
+      var st = el('span', 'muted alt-state');
+      st.setAttribute('aria-live', 'polite');
+      f.addEventListener('change', function () {
+        st.textContent = 'saving…';
+        api('PATCH', '/api/media/' + encodeURIComponent(id), { alt_text: f.value }).then(function () {
+          st.textContent = 'saved';
+          soon();
+        }).catch(function (err) { st.textContent = ''; flash('The alt text was not saved: ' + err.message); });
+      });
+      p.appendChild(l); p.appendChild(f); p.appendChild(st);
+      return p;
+    }
+
+    // showRefusal writes a refusal's details.targets beside each network; the form stays as it is.
+    function showRefusal(err) {
+      flash(err.message);
+      var list = (err.details && err.details.targets) || [];
+      list.forEach(function (tc) {
+        var s = sectionOf(tc.account_id);
+        if (s) { showResult(s, tc); }
+      });
+      if (list.length) {
+        setBlockers(list.map(function (tc) {
+          return networkName(tc.platform) + ': ' + (tc.errors || []).map(labelled).join(', ');
+        }));
+      }
+      summary.textContent = '';
+      summary.hidden = false;
+      summary.className = 'check-summary bad';
+      summary.appendChild(el('strong', null, 'Not ' + (later() ? 'scheduled' : 'published') + ': ' + err.message));
+      form.setAttribute('data-refused', 'true');
+    }
+    function busy(on) { submit.disabled = on; draft.disabled = on; }
+
+    draft.addEventListener('click', function () {
+      if (uploading) { flash('Wait for the uploads to finish.'); return; }
+      busy(true);
+      // A draft is kept as it is: its options need not be complete until it is published.
+      api('POST', '/api/posts', buildBody(false)).then(function (post) {
+        location.assign('/posts/' + encodeURIComponent(post.id));
+      }).catch(function (err) { showRefusal(err); busy(false); });
+    });
 
     form.addEventListener('submit', function (ev) {
       ev.preventDefault();
-      var ids = selected().map(function (b) { return b.value; });
       if (uploading) { flash('Wait for the uploads to finish.'); return; }
-      // The post's rules (text or media present, the accounts, each network's limits, which the
-      // counts above only show) are the server's one check: its refusal names the rule.
-      var body = { content: text.value, platforms: ids, media: media.map(function (m) { return m.id; }) };
-      var later = form.querySelector('input[name="when"]:checked').value === 'later';
-      submit.disabled = true;
-      if (later) {
+      form.removeAttribute('data-refused');
+      // The post's rules are the server's one check: the live check above shows them as the
+      // post is written, and a refusal here (a change the check had not seen yet) is shown
+      // beside each network the same way.
+      var body = buildBody(false);
+      busy(true);
+      if (later()) {
         var d = document.getElementById('sched-date').value, t = document.getElementById('sched-time').value;
-        if (!d || !t) { flash('Choose a date and a time.'); submit.disabled = false; return; }
+        if (!d || !t) { flash('Choose a date and a time.'); busy(false); return; }
         body.scheduledAt = d + 'T' + t + ':00';
         body.timezone = document.getElementById('sched-zone').value;
         api('POST', '/api/posts/schedule', body).then(function (post) {
           location.assign('/posts/' + encodeURIComponent(post.id));
-        }).catch(function (err) { flash(err.message); submit.disabled = false; });
+        }).catch(function (err) { showRefusal(err); busy(false); });
         return;
       }
+      var chosen = selected();
       api('POST', '/api/posts/publish', body).then(function (acc) {
-        // Accepted: the form is cleared for the next post (the accounts stay chosen) and opens
-        // again once the job is done; the progress below tells what became of this one.
-        follow(acc, selected(), function () { submit.disabled = false; });
+        // Accepted: the form is cleared for the next post (the accounts stay chosen, each
+        // network's options are asked again) and opens again once the job is done; the progress
+        // below tells what became of this one.
+        follow(acc, chosen, function () { busy(false); });
         text.value = '';
         media = [];
         list.textContent = '';
+        form.querySelectorAll('.net-section').forEach(resetSection);
+        clearTimeout(checkTimer);
+        checkSeq++;
+        summary.hidden = true;
+        setBlockers(null);
+        form.removeAttribute('data-checking');
+        form.removeAttribute('data-valid');
         recount();
-      }).catch(function (err) { flash(err.message); submit.disabled = false; });
+      }).catch(function (err) { showRefusal(err); busy(false); });
     });
   }
 
