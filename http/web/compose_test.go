@@ -48,6 +48,7 @@ func TestBrowserComposePerNetwork(t *testing.T) {
 	tb := newTab(t)
 	dir := screenshots(t)
 	x, bsky, tiktok := accountOf(t, h, platforms.X), accountOf(t, h, platforms.Bluesky), accountOf(t, h, platforms.TikTok)
+	noDefaults(t, h, tiktok)
 	clip := filepath.Join(t.TempDir(), "clip.mp4")
 	require.NoError(t, os.WriteFile(clip, apptest.MP4File, 0o644))
 
@@ -156,6 +157,7 @@ func TestBrowserComposeRefusalKeepsForm(t *testing.T) {
 	tb := newTab(t)
 	dir := screenshots(t)
 	x, bsky, tiktok := accountOf(t, h, platforms.X), accountOf(t, h, platforms.Bluesky), accountOf(t, h, platforms.TikTok)
+	noDefaults(t, h, tiktok)
 	long := strings.Repeat("too long for X ", 20)
 
 	tb.signIn(h.url, h.user.Email, h.password, "/compose")
@@ -249,4 +251,13 @@ func TestBrowserComposeRefusalKeepsForm(t *testing.T) {
 	require.True(t, eval[bool](tb, `document.querySelector('`+tt+` option[value=SELF_ONLY]').disabled`))
 	tb.shoot(dir, "02-every-network")
 	tb.noErrorsBut("status of 400 (Bad Request)")
+}
+
+// noDefaults clears an account's default options (the demo TikTok account posts privately by
+// default), so that the form is the only place a choice is made.
+func noDefaults(t *testing.T, h *herald, account string) {
+	t.Helper()
+	resp := apiCall(t, "PATCH", h.url+"/v1/accounts/"+account, h.key, strings.NewReader(`{"default_options":null}`))
+	_ = resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
 }
