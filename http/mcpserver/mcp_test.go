@@ -662,4 +662,10 @@ func TestMCPTargets(t *testing.T) {
 	u := apptest.OKJSON(t, apptest.CallTool(t, s, "update_draft", map[string]any{"post_id": d["post_id"], "targets": []any{map[string]any{"account_id": "x", "content": "x draft"}}}))
 	require.Equal(t, map[string]any{x.ID: "x draft", bsky.ID: "draft"}, byAccount(u))
 	require.Contains(t, apptest.ToolError(t, apptest.CallTool(t, s, "publish_post", map[string]any{"post_id": d["post_id"], "targets": []any{map[string]any{"account_id": "x"}}})), "either post_id")
+
+	// A campaign's posts take targets too.
+	c := apptest.OKJSON(t, apptest.CallTool(t, s, "create_campaign", map[string]any{"mode": "draft", "posts": []any{
+		map[string]any{"content": "campaign", "accounts": []string{"x", "bluesky"}, "targets": []any{map[string]any{"account_id": "bluesky", "content": "campaign, bluesky"}}}}}))
+	cp := apptest.OKJSON(t, apptest.CallTool(t, s, "get_post", map[string]any{"post_id": c["posts"].([]any)[0].(map[string]any)["post_id"]}))
+	require.Equal(t, map[string]any{x.ID: "campaign", bsky.ID: "campaign, bluesky"}, byAccount(cp))
 }
