@@ -114,8 +114,8 @@ type Service struct {
 	inboxes   *cache.Cache[[]byte]
 	// choiceCache holds the accounts' live choices (capabilities.go).
 	choiceCache *cache.Cache[platforms.Choices]
-	cursorKey []byte
-	metrics   *metrics
+	cursorKey   []byte
+	metrics     *metrics
 	// generations counts each user's writes (replies): it is part of the inbox cache key, so
 	// that a reply makes the user's cached pages unreachable.
 	generations sync.Map // user id → *atomic.Uint64
