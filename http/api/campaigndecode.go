@@ -166,6 +166,9 @@ func readJSONRow(body, e []byte) *campaignRow {
 	if row.zone, err = o.str("timezone", false); err != nil {
 		row.fail(err)
 	}
+	if row.specs, err = o.targets("targets"); err != nil {
+		row.fail(err)
+	}
 	return row
 }
 
@@ -180,7 +183,7 @@ func (r *campaignRow) fail(err error) {
 
 // csvColumns are the columns a campaign's CSV may have, as its header names them (in any order,
 // letter case aside); content and platforms are required.
-var csvColumns = []string{"content", "platforms", "media", "scheduledAt", "timezone"}
+var csvColumns = []string{"content", "platforms", "media", "scheduledAt", "timezone", "targets"}
 
 // readCampaignCSV reads a CSV campaign (RFC 4180, UTF-8 with or without a byte order mark): a
 // header row naming its columns, then one post per data row. name, publish and dry_run are query
@@ -339,6 +342,17 @@ func csvRow(cols map[string]int, width int, rec []string) *campaignRow {
 	}
 	if v, ok := cell("timezone"); ok && strings.TrimSpace(v) != "" {
 		row.zone = &v
+	}
+	// The targets cell holds the JSON array a JSON post's targets take, read by the same reader.
+	if v, ok := cell("targets"); ok && strings.TrimSpace(v) != "" {
+		if !json.Valid([]byte(v)) {
+			row.errs = append(row.errs, "targets: Malformed JSON; the cell holds the JSON array a JSON post's targets take")
+		} else {
+			var err error
+			if row.specs, err = (object{"targets": json.RawMessage(v)}).targets("targets"); err != nil {
+				row.fail(err)
+			}
+		}
 	}
 	return row
 }

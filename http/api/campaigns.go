@@ -195,7 +195,7 @@ func (h *handlers) checkCampaignRow(c *echo.Context, user *persistence.User, mod
 	if row.content != nil {
 		content = *row.content
 	}
-	s := &submission{content: &content, media: row.media, whole: true, publish: mode != persistence.CampaignDraft, prior: row.errs, later: later}
+	s := &submission{content: &content, media: row.media, specs: row.specs, whole: true, publish: mode != persistence.CampaignDraft, prior: row.errs, later: later}
 	if row.hasPlatforms {
 		s.accounts = row.platforms
 	}

@@ -687,3 +687,73 @@ func csvCampaign(h *apptest.Herald, csv, query string) *apptest.Response {
 	h.T.Helper()
 	return h.DoKey(h.Key, "POST", "/v1/campaigns?"+query, []byte(csv), http.Header{"Content-Type": {"text/csv; charset=utf-8"}})
 }
+
+// A campaign's posts take targets as a single post does: each network publishes its own text and
+// the created post keeps it (JSON and the CSV's targets column); a broken target is named with its
+// network in details.rows, dry run included, and nothing is written.
+func TestCampaignTargets(t *testing.T) {
+	t.Parallel()
+	h := apptest.Start(t, apptest.Options{Demo: true})
+	x, bsky := h.Account(platforms.X), h.Account(platforms.Bluesky)
+
+	row := apptest.CampaignPost("for everyone", x, bsky)
+	row["targets"] = []any{
+		map[string]any{"account_id": x.ID, "content": "short, for X", "options": map[string]any{"reply_settings": "following"}},
+		map[string]any{"account_id": bsky.ID, "content": "a longer text, for Bluesky", "options": map[string]any{"langs": []string{"en"}}},
+	}
+	r := h.CreateCampaign(map[string]any{"publish": "now", "posts": []any{row}}, nil)
+	require.Equal(t, 202, r.Status, string(r.Body))
+	id := r.JSON(t)["campaign_id"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	events, _ := h.FollowCampaign(ctx, id, "", nil)
+	require.Equal(t, "done", events[len(events)-1].Type)
+	byPlatform := map[string]string{}
+	for _, rec := range h.App.Sim.Publications("") {
+		byPlatform[rec.Platform] = rec.Text
+	}
+	require.Equal(t, "short, for X", byPlatform[string(platforms.X)])
+	require.Equal(t, "a longer text, for Bluesky", byPlatform[string(platforms.Bluesky)])
+	require.NotContains(t, simTexts(h), "for everyone", "no network got the post's own text")
+
+	// CSV: the targets column holds the same JSON; the draft keeps each target's own content and
+	// options.
+	cell, err := json.Marshal([]any{map[string]any{"account_id": bsky.ID, "content": "bluesky's own", "options": map[string]any{"langs": []string{"fr"}}}})
+	require.NoError(t, err)
+	csv := "content,platforms,targets\nshared," + x.ID + " " + bsky.ID + ",\"" + strings.ReplaceAll(string(cell), `"`, `""`) + "\"\n"
+	r = csvCampaign(h, csv, "publish=draft")
+	require.Equal(t, 202, r.Status, string(r.Body))
+	p := h.Do("GET", "/v1/posts/"+r.JSON(t)["posts"].([]any)[0].(map[string]any)["post_id"].(string), nil).JSON(t)
+	require.Equal(t, "shared", p["content"])
+	got := map[string]map[string]any{}
+	for _, pl := range p["platforms"].([]any) {
+		pl := pl.(map[string]any)
+		got[pl["platform"].(string)] = pl
+	}
+	require.Equal(t, "bluesky's own", got["bluesky"]["content"])
+	require.Equal(t, map[string]any{"langs": []any{"fr"}}, got["bluesky"]["options"])
+	require.NotEqual(t, "bluesky's own", got["twitter_x"]["content"])
+
+	// A broken target: its network and field are named, in a dry run as in the real request, and
+	// nothing is written.
+	posts, published := h.CountPosts(), len(h.App.Sim.Publications(""))
+	bad := apptest.CampaignPost("fine", x, bsky)
+	bad["targets"] = []any{
+		map[string]any{"account_id": x.ID, "content": strings.Repeat("x", 300)},
+		map[string]any{"account_id": bsky.ID, "options": map[string]any{"reply_settings": "everyone"}},
+	}
+	for _, dry := range []bool{true, false} {
+		rows := apptest.RowErrors(t, h.CreateCampaign(map[string]any{"publish": "now", "dry_run": dry, "posts": []any{apptest.CampaignPost("ok", x), bad}}, nil))
+		require.Len(t, rows, 1, "dry run %v", dry)
+		require.Len(t, rows[2], 2, "dry run %v: %v", dry, rows[2])
+		require.True(t, strings.HasPrefix(rows[2][0], "twitter_x: "), rows[2][0])
+		require.Contains(t, rows[2][0], "300")
+		require.True(t, strings.HasPrefix(rows[2][1], "bluesky: options.reply_settings"), rows[2][1])
+	}
+	rows := apptest.RowErrors(t, csvCampaign(h, "content,platforms,targets\nhello,"+bsky.ID+",\"[{\"\"account_id\"\": 1}]\"\nhi,"+bsky.ID+",not json\n", "publish=draft"))
+	require.Len(t, rows, 2)
+	require.Contains(t, rows[1][0], "targets.0.account_id")
+	require.Contains(t, rows[2][0], "targets: Malformed JSON")
+	require.Equal(t, posts, h.CountPosts())
+	require.Len(t, h.App.Sim.Publications(""), published)
+}

@@ -21,7 +21,10 @@ type campaignRow struct {
 	// hasPlatforms and hasMedia say that the field was read without error.
 	hasPlatforms, hasMedia bool
 	scheduledAt, zone      *string
-	errs                   []string
+	// specs are the post's targets entries (its networks' own content, media and options); nil
+	// when it gave none.
+	specs []targetSpec
+	errs  []string
 }
 
 // RowErrors are a bad post's errors: Row is its 1-based position in posts, or its 1-based data

@@ -3,6 +3,9 @@ package mcpserver
 import (
 	"context"
 	"net/http"
+
+	"github.com/heraldhq/herald/http/api"
+	"github.com/heraldhq/herald/http/live"
 )
 
 // connectPlatforms are the networks POST /v1/accounts/connect connects (OAuth in the browser).
@@ -17,6 +20,14 @@ func (t *Tools) addAccountTools() {
 		"Starts connecting a social account: answers an authorization URL the user must open in a browser. "+
 			"X and Bluesky connect with credentials the user brings, in Herald's dashboard, not here.",
 		t.connectAccount)
+	add(t, read("get_account_capabilities", "Get an account's capabilities"),
+		"What an account's network takes: its text limit and how it counts, its media limits, the JSON Schema of its options (options_schema: what a target's options may hold), "+
+			"the options a post must give (required_options), the account's default options, and its live choices (TikTok privacy levels, Pinterest boards, YouTube categories and playlists). "+
+			"fresh reads the choices from the network again.",
+		t.getAccountCapabilities)
+	add(t, write("set_account_defaults", "Set an account's default options").idempotent(),
+		"Sets the network options every post to this account gets unless its target gives its own (checked against the account's options_schema from get_account_capabilities); {} clears them.",
+		t.setAccountDefaults)
 	add(t, write("disconnect_account", "Disconnect an account").destructive().idempotent(),
 		"Disconnects a connected account: Herald revokes its token at the network and deletes the account; publishing to it fails from then on. It can be connected again with connect_account.",
 		t.disconnectAccount)
@@ -32,6 +43,16 @@ type connectIn struct {
 
 type accountIn struct {
 	Account string `json:"account" jsonschema:"the account: its account_id, or a platform name when the user has exactly one account there"`
+}
+
+type capabilitiesIn struct {
+	Account string `json:"account" jsonschema:"the account: its account_id, or a platform name when the user has exactly one account there"`
+	Fresh   bool   `json:"fresh,omitempty" jsonschema:"read the account's live choices from its network again instead of Herald's cached copy"`
+}
+
+type defaultsIn struct {
+	Account        string         `json:"account" jsonschema:"the account: its account_id, or a platform name when the user has exactly one account there"`
+	DefaultOptions map[string]any `json:"default_options" jsonschema:"the network's options (the account's options_schema, from get_account_capabilities); {} clears them"`
 }
 
 // Me answers whoami.
@@ -120,4 +141,40 @@ func (t *Tools) disconnectAccount(ctx context.Context, in accountIn) (Deleted, e
 		return Deleted{}, err
 	}
 	return Deleted{ID: id, Deleted: true}, nil
+}
+
+// getAccountCapabilities relays GET /v1/accounts/:id/capabilities: its answer is the tool's.
+func (t *Tools) getAccountCapabilities(ctx context.Context, in capabilitiesIn) (live.Capabilities, error) {
+	id, err := t.resolveAccount(ctx, "account", in.Account)
+	if err != nil {
+		return live.Capabilities{}, err
+	}
+	if id == "" {
+		return live.Capabilities{}, refuse("account: required")
+	}
+	var out live.Capabilities
+	if _, err := t.call(ctx, get("/v1/accounts/"+esc(id)+"/capabilities", query("fresh", btoa(in.Fresh))), &out); err != nil {
+		return live.Capabilities{}, err
+	}
+	return out, nil
+}
+
+// setAccountDefaults relays PATCH /v1/accounts/:id {"default_options"}.
+func (t *Tools) setAccountDefaults(ctx context.Context, in defaultsIn) (api.AccountDetail, error) {
+	id, err := t.resolveAccount(ctx, "account", in.Account)
+	if err != nil {
+		return api.AccountDetail{}, err
+	}
+	if id == "" {
+		return api.AccountDetail{}, refuse("account: required")
+	}
+	opts := in.DefaultOptions
+	if opts == nil {
+		opts = map[string]any{}
+	}
+	var out api.AccountDetail
+	if _, err := t.call(ctx, Request{Method: http.MethodPatch, Path: "/v1/accounts/" + esc(id), Body: map[string]any{"default_options": opts}}, &out); err != nil {
+		return api.AccountDetail{}, err
+	}
+	return out, nil
 }

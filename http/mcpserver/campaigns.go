@@ -10,7 +10,7 @@ var campaignModes = []string{"now", "schedule", "draft"}
 
 func (t *Tools) addCampaignTools() {
 	add(t, write("create_campaign", "Create a campaign").params("platforms", "accounts", "media", "media_ids", "scheduledAt", "scheduled_at", "publish", "mode").enum("mode", campaignModes...),
-		"Creates many posts at once (a campaign, up to 1,000 posts): published now, each scheduled at its scheduled_at, or kept as drafts (mode). "+
+		"Creates many posts at once (a campaign, up to 1,000 posts): published now, each scheduled at its scheduled_at, or kept as drafts (mode). A post's targets give an account its own text, media and options, as publish_post's do. "+
 			"With dry_run, checks the posts and answers what would be created without creating anything. Answers campaign_id and each post's post_id (and tracking_id when published now).",
 		t.createCampaign)
 	add(t, read("list_campaigns", "List campaigns").params("page", "cursor"),
@@ -26,11 +26,12 @@ func (t *Tools) addCampaignTools() {
 
 // CampaignPostIn is one post of a campaign.
 type CampaignPostIn struct {
-	Content     string   `json:"content" jsonschema:"the text of the post"`
-	Accounts    []string `json:"accounts" jsonschema:"target accounts: ids, or a platform name when the user has exactly one account there"`
-	MediaIDs    []string `json:"media_ids,omitempty" jsonschema:"media ids from upload_media"`
-	ScheduledAt string   `json:"scheduled_at,omitempty" jsonschema:"with mode schedule: when to publish (ISO 8601 with an offset, or naive with timezone)"`
-	Timezone    string   `json:"timezone,omitempty" jsonschema:"an IANA zone for a naive scheduled_at"`
+	Content     string     `json:"content" jsonschema:"the text of the post"`
+	Accounts    []string   `json:"accounts" jsonschema:"target accounts: ids, or a platform name when the user has exactly one account there"`
+	MediaIDs    []string   `json:"media_ids,omitempty" jsonschema:"media ids from upload_media"`
+	Targets     []targetIn `json:"targets,omitempty" jsonschema:"per-account overrides, at most one entry per account of the post: an account's own text, media and network options (as publish_post's targets)"`
+	ScheduledAt string     `json:"scheduled_at,omitempty" jsonschema:"with mode schedule: when to publish (ISO 8601 with an offset, or naive with timezone)"`
+	Timezone    string     `json:"timezone,omitempty" jsonschema:"an IANA zone for a naive scheduled_at"`
 }
 
 type createCampaignIn struct {
@@ -160,6 +161,11 @@ func (t *Tools) createCampaign(ctx context.Context, in createCampaignIn) (Campai
 		row := map[string]any{"content": p.Content, "platforms": ids}
 		if p.MediaIDs != nil {
 			row["media"] = p.MediaIDs
+		}
+		if p.Targets != nil {
+			if row["targets"], err = t.targetsBody(ctx, p.Targets); err != nil {
+				return CampaignCreated{}, err
+			}
 		}
 		if p.ScheduledAt != "" {
 			row["scheduledAt"] = p.ScheduledAt

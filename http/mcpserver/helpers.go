@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/http/api"
 )
 
 // apiError is a /v1 error answer: its message is the API's.
@@ -27,10 +29,36 @@ func (e *apiError) Error() string {
 	if e.Code != "" {
 		s += " (" + e.Code + ", HTTP " + strconv.Itoa(e.Status) + ")"
 	}
+	s += targetLines(e.Details)
 	if len(e.Details) > 0 && string(e.Details) != "null" {
 		s += " details: " + string(e.Details)
 	}
 	return s
+}
+
+// targetLines are a refusal's details.targets (the post's check, http/api's TargetCheck) one
+// line per error, each naming its network and account, so that a model reads at once what to
+// change for which target; "" when the details name no target.
+func targetLines(details json.RawMessage) string {
+	var d struct {
+		Targets []api.TargetCheck `json:"targets"`
+	}
+	if len(details) == 0 || json.Unmarshal(details, &d) != nil || len(d.Targets) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nRefused for these targets (nothing was published; fix them, check with validate_post, then call again):")
+	for _, t := range d.Targets {
+		for _, fe := range t.Errors {
+			b.WriteString("\n- " + t.Platform + " (account " + t.AccountID + "): ")
+			if fe.Field != "" {
+				b.WriteString(fe.Field + ": ")
+			}
+			b.WriteString(fe.Message)
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
 }
 
 // renamed is e with the /v1 field names of its message and details replaced by the tool's

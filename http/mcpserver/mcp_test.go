@@ -26,7 +26,7 @@ import (
 )
 
 var mcpTools = []string{"whoami", "list_accounts", "connect_account", "disconnect_account", "list_posts", "get_post", "create_draft", "update_draft",
-	"delete_draft", "publish_post", "schedule_post", "get_publish_status", "upload_media", "get_analytics", "get_post_analytics",
+	"delete_draft", "publish_post", "schedule_post", "validate_post", "get_publish_status", "get_account_capabilities", "set_account_defaults", "upload_media", "get_analytics", "get_post_analytics",
 	"list_inbox_comments", "reply_to_comment", "like_comment", "hide_comment", "list_inbox_dms", "reply_to_dm",
 	"create_campaign", "list_campaigns", "get_campaign", "retry_campaign", "list_webhooks", "create_webhook", "delete_webhook"}
 
@@ -570,4 +570,102 @@ func bearerPost(h *apptest.OAuth, token, path, body string) *apptest.Response {
 	out, err := io.ReadAll(resp.Body)
 	require.NoError(h.T, err)
 	return &apptest.Response{Status: resp.StatusCode, Header: resp.Header, Body: out}
+}
+
+// Per-network posts through the tools: each target publishes its own text (as the API records it
+// and the networks received it), a post a target refuses is refused before anything is queued with
+// one line per target's error, validate_post lists each target's errors, and an account's
+// capabilities and default options are read and set.
+func TestMCPTargets(t *testing.T) {
+	t.Parallel()
+	h := apptest.Start(t, apptest.Options{Demo: true})
+	s := h.MCPSession(h.Key)
+	x, bsky, tiktok := h.Account(platforms.X), h.Account(platforms.Bluesky), h.Account(platforms.TikTok)
+
+	pub := apptest.OKJSON(t, apptest.CallTool(t, s, "publish_post", map[string]any{"content": "the post's own", "accounts": []string{"x", "bluesky"},
+		"targets": []any{
+			map[string]any{"account_id": "x", "content": "short, for X", "options": map[string]any{"reply_settings": "following"}},
+			map[string]any{"account_id": bsky.ID, "content": "longer, for Bluesky"},
+		}}))
+	job := apptest.OKJSON(t, apptest.CallTool(t, s, "get_publish_status", map[string]any{"tracking_id": pub["tracking_id"], "wait_seconds": 30}))
+	require.Equal(t, "published", job["status"], "%v", job)
+	detail := h.Do("GET", "/v1/posts/"+pub["post_id"].(string), nil).JSON(t)
+	got := map[string]map[string]any{}
+	for _, pl := range detail["platforms"].([]any) {
+		pl := pl.(map[string]any)
+		got[pl["connected_account_id"].(string)] = pl
+	}
+	require.Equal(t, "short, for X", got[x.ID]["content"])
+	require.Equal(t, map[string]any{"reply_settings": "following"}, got[x.ID]["options"])
+	require.Equal(t, "longer, for Bluesky", got[bsky.ID]["content"])
+	texts := map[string]string{}
+	for _, r := range h.App.Sim.Publications("") {
+		texts[r.Platform] = r.Text
+	}
+	require.Equal(t, "short, for X", texts[string(platforms.X)])
+	require.Equal(t, "longer, for Bluesky", texts[string(platforms.Bluesky)])
+	post := apptest.OKJSON(t, apptest.CallTool(t, s, "get_post", map[string]any{"post_id": pub["post_id"]}))
+	for _, tg := range post["targets"].([]any) {
+		tg := tg.(map[string]any)
+		require.Equal(t, got[tg["account_id"].(string)]["content"], tg["content"], "get_post shows each target's own text")
+	}
+
+	// A broken post: validate_post lists each target's errors; publish_post refuses it with one
+	// line per target's error and queues nothing.
+	broken := map[string]any{"content": "hello", "accounts": []string{"x", "tiktok"},
+		"targets": []any{map[string]any{"account_id": "x", "content": strings.Repeat("x", 300)}}}
+	v := apptest.OKJSON(t, apptest.CallTool(t, s, "validate_post", broken))
+	require.Equal(t, false, v["valid"])
+	fields := map[string][]string{}
+	for _, tc := range v["targets"].([]any) {
+		tc := tc.(map[string]any)
+		require.Equal(t, false, tc["valid"], "%v", tc)
+		for _, e := range tc["errors"].([]any) {
+			fields[tc["platform"].(string)] = append(fields[tc["platform"].(string)], e.(map[string]any)["field"].(string))
+		}
+	}
+	require.Contains(t, fields["twitter_x"], "content")
+	require.Contains(t, fields["tiktok"], "options.privacy_level")
+	posts, published := h.CountPosts(), len(h.App.Sim.Publications(""))
+	msg := apptest.ToolError(t, apptest.CallTool(t, s, "publish_post", broken))
+	require.Contains(t, msg, "validation_error")
+	require.Regexp(t, `\n- twitter_x \(account `+x.ID+`\): content: .*300`, msg)
+	require.Regexp(t, `\n- tiktok \(account `+tiktok.ID+`\): options\.privacy_level: `, msg)
+	require.Equal(t, posts, h.CountPosts(), "nothing stored")
+	require.Len(t, h.App.Sim.Publications(""), published, "nothing published")
+	ok := apptest.OKJSON(t, apptest.CallTool(t, s, "validate_post", map[string]any{"content": "fine", "accounts": []string{"bluesky"}}))
+	require.Equal(t, true, ok["valid"])
+
+	// Capabilities, and default options that the next post gets.
+	caps := apptest.OKJSON(t, apptest.CallTool(t, s, "get_account_capabilities", map[string]any{"account": "tiktok", "fresh": true}))
+	require.Equal(t, tiktok.ID, caps["account_id"])
+	require.Contains(t, caps["options_schema"].(map[string]any)["properties"], "privacy_level")
+	require.Contains(t, caps["required_options"], "privacy_level")
+	require.Contains(t, caps, "choices")
+	acc := apptest.OKJSON(t, apptest.CallTool(t, s, "set_account_defaults", map[string]any{"account": tiktok.ID, "default_options": map[string]any{"privacy_level": "SELF_ONLY"}}))
+	require.Equal(t, map[string]any{"privacy_level": "SELF_ONLY"}, acc["default_options"])
+	caps = apptest.OKJSON(t, apptest.CallTool(t, s, "get_account_capabilities", map[string]any{"account": tiktok.ID}))
+	require.Equal(t, map[string]any{"privacy_level": "SELF_ONLY"}, caps["default_options"])
+	require.Contains(t, apptest.ToolError(t, apptest.CallTool(t, s, "set_account_defaults", map[string]any{"account": "x", "default_options": map[string]any{"privacy_level": "SELF_ONLY"}})), "default_options")
+
+	// Drafts keep their targets; update_draft replaces them.
+	d := apptest.OKJSON(t, apptest.CallTool(t, s, "create_draft", map[string]any{"content": "draft", "accounts": []string{"x", "bluesky"},
+		"targets": []any{map[string]any{"account_id": "bluesky", "content": "bluesky draft"}}}))
+	byAccount := func(p map[string]any) map[string]any {
+		out := map[string]any{}
+		for _, tg := range p["targets"].([]any) {
+			out[tg.(map[string]any)["account_id"].(string)] = tg.(map[string]any)["content"]
+		}
+		return out
+	}
+	require.Equal(t, map[string]any{x.ID: "draft", bsky.ID: "bluesky draft"}, byAccount(d))
+	u := apptest.OKJSON(t, apptest.CallTool(t, s, "update_draft", map[string]any{"post_id": d["post_id"], "targets": []any{map[string]any{"account_id": "x", "content": "x draft"}}}))
+	require.Equal(t, map[string]any{x.ID: "x draft", bsky.ID: "draft"}, byAccount(u))
+	require.Contains(t, apptest.ToolError(t, apptest.CallTool(t, s, "publish_post", map[string]any{"post_id": d["post_id"], "targets": []any{map[string]any{"account_id": "x"}}})), "either post_id")
+
+	// A campaign's posts take targets too.
+	c := apptest.OKJSON(t, apptest.CallTool(t, s, "create_campaign", map[string]any{"mode": "draft", "posts": []any{
+		map[string]any{"content": "campaign", "accounts": []string{"x", "bluesky"}, "targets": []any{map[string]any{"account_id": "bluesky", "content": "campaign, bluesky"}}}}}))
+	cp := apptest.OKJSON(t, apptest.CallTool(t, s, "get_post", map[string]any{"post_id": c["posts"].([]any)[0].(map[string]any)["post_id"]}))
+	require.Equal(t, map[string]any{x.ID: "campaign", bsky.ID: "campaign, bluesky"}, byAccount(cp))
 }

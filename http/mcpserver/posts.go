@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -20,6 +22,9 @@ var postStatuses = []string{"draft", "scheduled", "publishing", "published", "pa
 // postParams are the /v1 post fields the tools name otherwise.
 var postParams = []string{"platforms", "accounts", "media", "media_ids", "scheduledAt", "scheduled_at"}
 
+// targetsNote is what the post tools say of targets.
+const targetsNote = " targets gives an account its own text, media or network options (a shorter text for X, a TikTok privacy level, a YouTube title); read get_account_capabilities for what an account takes."
+
 func (t *Tools) addPostTools() {
 	add(t, read("list_posts", "List posts").params("page", "cursor").enum("status", postStatuses...).enum("platform", platformNames()...),
 		"The user's posts, newest first: id, status, the start of the text, when scheduled. Pages of limit posts (default 20, at most 100): pass next_cursor of an answer as cursor for the next page.",
@@ -28,20 +33,26 @@ func (t *Tools) addPostTools() {
 		"One post: its text, status (draft, scheduled, publishing, published, partial when some targets failed, failed when all did) and each target account's status, link and error.",
 		t.getPost)
 	add(t, write("create_draft", "Create a draft").params(postParams...),
-		"Creates a draft post (not published). Answers the post with its post_id.",
+		"Creates a draft post (not published). Answers the post with its post_id. A draft is not held to the networks' rules: validate_post tells what it still lacks."+targetsNote,
 		t.createDraft)
 	add(t, write("update_draft", "Update a draft").params(postParams...),
-		"Changes a draft's text, accounts or media; only the parameters given change.",
+		"Changes a draft's text, accounts, media or targets; only the parameters given change (targets given replace every target's own text, media and options)."+targetsNote,
 		t.updateDraft)
 	add(t, write("delete_draft", "Delete a draft").destructive().idempotent(),
 		"Deletes a draft or a scheduled post (published posts stay).",
 		t.deleteDraft)
 	add(t, write("publish_post", "Publish a post").params(postParams...),
-		"Publishes now: a draft by post_id, or a new post from content and accounts. Answers post_id and tracking_id at once, before the networks answer: follow the tracking_id with get_publish_status.",
+		"Publishes now: a draft by post_id, or a new post from content and accounts. Answers post_id and tracking_id at once, before the networks answer: follow the tracking_id with get_publish_status. "+
+			"Every target is checked first by its network's rules, as validate_post checks it: a post any target refuses is not published, and the error lists each target's errors."+targetsNote,
 		t.publishPost)
 	add(t, write("schedule_post", "Schedule a post").params(postParams...),
-		"Schedules a post for later: a draft by post_id, or a new post from content and accounts.",
+		"Schedules a post for later: a draft by post_id, or a new post from content and accounts. Every target is checked by its network's rules first, as validate_post checks it."+targetsNote,
 		t.schedulePost)
+	add(t, read("validate_post", "Validate a post").params(postParams...),
+		"Checks a post as publish_post (or schedule_post, with scheduled_at) would, by every rule of every target's network, and publishes nothing: "+
+			"valid, the post's own errors, and for each target its errors, warnings and a preview of what its network would receive (text and its length as the network counts it, media, options). "+
+			"Error fields use the API's names (platforms for accounts, media for media_ids)."+targetsNote,
+		t.validatePost)
 	add(t, read("get_publish_status", "Get publishing status"),
 		"A publish job's status: publishing while targets are in progress, then published (every target), partial (some failed) or failed (all failed), with each target's link or error. With wait_seconds, follows the job until it ends or the wait does.",
 		t.getPublishStatus)
@@ -61,34 +72,56 @@ type postIDIn struct {
 	PostID string `json:"post_id" jsonschema:"the post's id"`
 }
 
+// targetIn is one entry of a post's targets: what one of its accounts receives instead of the
+// post's own text and media, and the options of its network (the /v1 TargetInput).
+type targetIn struct {
+	AccountID string         `json:"account_id" jsonschema:"one of the post's accounts: its account_id, or its platform name when the user has exactly one account there"`
+	Content   *string        `json:"content,omitempty" jsonschema:"this account's own text (omit: the post's content)"`
+	MediaIDs  []string       `json:"media_ids,omitempty" jsonschema:"this account's own media ids (omit: the post's media; an empty list: none)"`
+	Options   map[string]any `json:"options,omitempty" jsonschema:"the network's options, laid over the account's default options. Each network has its own schema (the OpenAPI document's XOptions, BlueskyOptions, LinkedInOptions, InstagramOptions, ThreadsOptions, FacebookOptions, YouTubeOptions, PinterestOptions, TikTokOptions): call get_account_capabilities for the account's options_schema, its required_options and its live choices (TikTok privacy levels, Pinterest boards, YouTube categories)"`
+}
+
 type draftIn struct {
-	Content  string   `json:"content" jsonschema:"the text of the post; may be empty only when media are attached"`
-	Accounts []string `json:"accounts" jsonschema:"target accounts: account ids, or a platform name (x, bluesky, ...) when the user has exactly one account there"`
-	MediaIDs []string `json:"media_ids,omitempty" jsonschema:"media ids from upload_media"`
+	Content  string     `json:"content" jsonschema:"the text of the post; may be empty only when media are attached"`
+	Accounts []string   `json:"accounts" jsonschema:"target accounts: account ids, or a platform name (x, bluesky, ...) when the user has exactly one account there"`
+	MediaIDs []string   `json:"media_ids,omitempty" jsonschema:"media ids from upload_media"`
+	Targets  []targetIn `json:"targets,omitempty" jsonschema:"per-account overrides, at most one entry per account of the post: an account's own text, media and network options; accounts without an entry get the post's content and media and their default options"`
 }
 
 type updateDraftIn struct {
-	PostID   string   `json:"post_id" jsonschema:"the draft's id"`
-	Content  *string  `json:"content,omitempty" jsonschema:"the new text (omit to keep it)"`
-	Accounts []string `json:"accounts,omitempty" jsonschema:"the new target accounts: ids or platform names (omit to keep them)"`
-	MediaIDs []string `json:"media_ids,omitempty" jsonschema:"the new media ids (omit to keep them; an empty list removes them)"`
+	PostID   string     `json:"post_id" jsonschema:"the draft's id"`
+	Content  *string    `json:"content,omitempty" jsonschema:"the new text (omit to keep it)"`
+	Accounts []string   `json:"accounts,omitempty" jsonschema:"the new target accounts: ids or platform names (omit to keep them)"`
+	MediaIDs []string   `json:"media_ids,omitempty" jsonschema:"the new media ids (omit to keep them; an empty list removes them)"`
+	Targets  []targetIn `json:"targets,omitempty" jsonschema:"the accounts' own text, media and network options (omit to keep them; given, they replace every account's own: an account without an entry gets the post's content and media)"`
 }
 
 type publishIn struct {
-	PostID         string   `json:"post_id,omitempty" jsonschema:"publish this existing draft; or give content and accounts to publish a new post"`
-	Content        string   `json:"content,omitempty" jsonschema:"the text of a new post"`
-	Accounts       []string `json:"accounts,omitempty" jsonschema:"a new post's target accounts: ids, or a platform name when the user has exactly one account there"`
-	MediaIDs       []string `json:"media_ids,omitempty" jsonschema:"a new post's media ids from upload_media"`
-	IdempotencyKey string   `json:"idempotency_key,omitempty" jsonschema:"a unique key: a retry with the same key answers the first call's result instead of publishing twice"`
+	PostID         string     `json:"post_id,omitempty" jsonschema:"publish this existing draft; or give content and accounts to publish a new post"`
+	Content        string     `json:"content,omitempty" jsonschema:"the text of a new post"`
+	Accounts       []string   `json:"accounts,omitempty" jsonschema:"a new post's target accounts: ids, or a platform name when the user has exactly one account there"`
+	MediaIDs       []string   `json:"media_ids,omitempty" jsonschema:"a new post's media ids from upload_media"`
+	Targets        []targetIn `json:"targets,omitempty" jsonschema:"a new post's per-account overrides, at most one entry per account: an account's own text, media and network options; accounts without an entry get the post's content and media and their default options"`
+	IdempotencyKey string     `json:"idempotency_key,omitempty" jsonschema:"a unique key: a retry with the same key answers the first call's result instead of publishing twice"`
 }
 
 type scheduleIn struct {
-	PostID      string   `json:"post_id,omitempty" jsonschema:"schedule this existing draft; or give content and accounts to schedule a new post"`
-	Content     string   `json:"content,omitempty" jsonschema:"the text of a new post"`
-	Accounts    []string `json:"accounts,omitempty" jsonschema:"a new post's target accounts: ids, or a platform name when the user has exactly one account there"`
-	MediaIDs    []string `json:"media_ids,omitempty" jsonschema:"a new post's media ids from upload_media"`
-	ScheduledAt string   `json:"scheduled_at" jsonschema:"when to publish: ISO 8601 with Z or an offset (2026-12-01T09:00:00+01:00); or a naive date-time (2026-12-01T09:00) with timezone, or with the suffix +default for the user's time zone. Future, at most one year ahead."`
-	Timezone    string   `json:"timezone,omitempty" jsonschema:"an IANA zone (Europe/Paris) or default (the user's zone) for a naive scheduled_at; ignored when it has an offset"`
+	PostID      string     `json:"post_id,omitempty" jsonschema:"schedule this existing draft; or give content and accounts to schedule a new post"`
+	Content     string     `json:"content,omitempty" jsonschema:"the text of a new post"`
+	Accounts    []string   `json:"accounts,omitempty" jsonschema:"a new post's target accounts: ids, or a platform name when the user has exactly one account there"`
+	MediaIDs    []string   `json:"media_ids,omitempty" jsonschema:"a new post's media ids from upload_media"`
+	Targets     []targetIn `json:"targets,omitempty" jsonschema:"a new post's per-account overrides, at most one entry per account: an account's own text, media and network options; accounts without an entry get the post's content and media and their default options"`
+	ScheduledAt string     `json:"scheduled_at" jsonschema:"when to publish: ISO 8601 with Z or an offset (2026-12-01T09:00:00+01:00); or a naive date-time (2026-12-01T09:00) with timezone, or with the suffix +default for the user's time zone. Future, at most one year ahead."`
+	Timezone    string     `json:"timezone,omitempty" jsonschema:"an IANA zone (Europe/Paris) or default (the user's zone) for a naive scheduled_at; ignored when it has an offset"`
+}
+
+type validateIn struct {
+	Content     string     `json:"content" jsonschema:"the text of the post; may be empty only when media are attached"`
+	Accounts    []string   `json:"accounts" jsonschema:"target accounts: account ids, or a platform name when the user has exactly one account there"`
+	MediaIDs    []string   `json:"media_ids,omitempty" jsonschema:"media ids from upload_media"`
+	Targets     []targetIn `json:"targets,omitempty" jsonschema:"per-account overrides, at most one entry per account of the post: an account's own text, media and network options; accounts without an entry get the post's content and media and their default options"`
+	ScheduledAt string     `json:"scheduled_at,omitempty" jsonschema:"check the time too, as schedule_post would (its forms)"`
+	Timezone    string     `json:"timezone,omitempty" jsonschema:"an IANA zone or default, for a naive scheduled_at"`
 }
 
 type statusIn struct {
@@ -107,6 +140,11 @@ type Target struct {
 	Link          *string `json:"link,omitempty"`
 	PublicationID *string `json:"publication_id,omitempty"`
 	Error         *string `json:"error,omitempty"`
+	// Content, MediaIDs and Options are what the account's network receives (its own, else the
+	// post's; its options over the account's defaults): in get_post and the draft tools' answers.
+	Content  *string         `json:"content,omitempty"`
+	MediaIDs []string        `json:"media_ids,omitempty"`
+	Options  json.RawMessage `json:"options,omitempty"`
 }
 
 // Post is a post as the tools answer it.
@@ -175,7 +213,7 @@ func postOut(p *api.PostDetail) Post {
 			st = "pending"
 		}
 		o.Targets = append(o.Targets, Target{AccountID: pl.ConnectedAccountID, Platform: pl.Platform, Status: st, Link: pl.PlatformPostURL,
-			PublicationID: pl.PublicationID, Error: pl.Error})
+			PublicationID: pl.PublicationID, Error: pl.Error, Content: &pl.Content, MediaIDs: pl.Media, Options: pl.Options})
 	}
 	return o
 }
@@ -229,7 +267,7 @@ func (t *Tools) getPost(ctx context.Context, in postIDIn) (Post, error) {
 }
 
 func (t *Tools) createDraft(ctx context.Context, in draftIn) (Post, error) {
-	body, err := t.postBody(ctx, in.Content, in.Accounts, in.MediaIDs)
+	body, err := t.postBody(ctx, in.Content, in.Accounts, in.MediaIDs, in.Targets)
 	if err != nil {
 		return Post{}, err
 	}
@@ -259,6 +297,13 @@ func (t *Tools) updateDraft(ctx context.Context, in updateDraftIn) (Post, error)
 	if in.MediaIDs != nil {
 		body["media"] = in.MediaIDs
 	}
+	if in.Targets != nil {
+		ts, err := t.targetsBody(ctx, in.Targets)
+		if err != nil {
+			return Post{}, err
+		}
+		body["targets"] = ts
+	}
 	return t.post(ctx, Request{Method: http.MethodPatch, Path: "/v1/posts/" + esc(in.PostID), Body: body})
 }
 
@@ -275,12 +320,12 @@ func (t *Tools) publishPost(ctx context.Context, in publishIn) (PublishAccepted,
 		r.Header = http.Header{"Idempotency-Key": {in.IdempotencyKey}}
 	}
 	if in.PostID != "" {
-		if in.Content != "" || len(in.Accounts) > 0 || len(in.MediaIDs) > 0 {
-			return PublishAccepted{}, refuse("give either post_id or content and accounts, not both")
+		if in.Content != "" || len(in.Accounts) > 0 || len(in.MediaIDs) > 0 || len(in.Targets) > 0 {
+			return PublishAccepted{}, refuse("give either post_id or content and accounts, not both (a draft's targets are changed with update_draft)")
 		}
 		r.Path = "/v1/posts/" + esc(in.PostID) + "/publish"
 	} else {
-		body, err := t.postBody(ctx, in.Content, in.Accounts, in.MediaIDs)
+		body, err := t.postBody(ctx, in.Content, in.Accounts, in.MediaIDs, in.Targets)
 		if err != nil {
 			return PublishAccepted{}, err
 		}
@@ -309,12 +354,12 @@ func (t *Tools) schedulePost(ctx context.Context, in scheduleIn) (Post, error) {
 		sched["timezone"] = in.Timezone
 	}
 	if in.PostID != "" {
-		if in.Content != "" || len(in.Accounts) > 0 || len(in.MediaIDs) > 0 {
-			return Post{}, refuse("give either post_id or content and accounts, not both")
+		if in.Content != "" || len(in.Accounts) > 0 || len(in.MediaIDs) > 0 || len(in.Targets) > 0 {
+			return Post{}, refuse("give either post_id or content and accounts, not both (a draft's targets are changed with update_draft)")
 		}
 		return t.post(ctx, Request{Method: http.MethodPost, Path: "/v1/posts/" + esc(in.PostID) + "/schedule", Body: sched})
 	}
-	body, err := t.postBody(ctx, in.Content, in.Accounts, in.MediaIDs)
+	body, err := t.postBody(ctx, in.Content, in.Accounts, in.MediaIDs, in.Targets)
 	if err != nil {
 		return Post{}, err
 	}
@@ -325,7 +370,7 @@ func (t *Tools) schedulePost(ctx context.Context, in scheduleIn) (Post, error) {
 }
 
 // postBody is a new post's body: PostInput with the accounts resolved to ids.
-func (t *Tools) postBody(ctx context.Context, content string, accounts, media []string) (map[string]any, error) {
+func (t *Tools) postBody(ctx context.Context, content string, accounts, media []string, targets []targetIn) (map[string]any, error) {
 	ids, err := t.resolveAccounts(ctx, "accounts", accounts)
 	if err != nil {
 		return nil, err
@@ -334,7 +379,59 @@ func (t *Tools) postBody(ctx context.Context, content string, accounts, media []
 	if media != nil {
 		body["media"] = media
 	}
+	if targets != nil {
+		ts, err := t.targetsBody(ctx, targets)
+		if err != nil {
+			return nil, err
+		}
+		body["targets"] = ts
+	}
 	return body, nil
+}
+
+// targetsBody is targets as /v1 takes them (TargetInput), each account resolved to its id.
+func (t *Tools) targetsBody(ctx context.Context, targets []targetIn) ([]map[string]any, error) {
+	out := make([]map[string]any, 0, len(targets))
+	for i, tg := range targets {
+		id, err := t.resolveAccount(ctx, fmt.Sprintf("targets.%d.account_id", i), tg.AccountID)
+		if err != nil {
+			return nil, err
+		}
+		if id == "" {
+			return nil, refuse("targets.%d.account_id: required", i)
+		}
+		e := map[string]any{"account_id": id}
+		if tg.Content != nil {
+			e["content"] = *tg.Content
+		}
+		if tg.MediaIDs != nil {
+			e["media"] = tg.MediaIDs
+		}
+		if tg.Options != nil {
+			e["options"] = tg.Options
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// validatePost relays POST /v1/posts/validate: its answer is the tool's.
+func (t *Tools) validatePost(ctx context.Context, in validateIn) (api.Validation, error) {
+	body, err := t.postBody(ctx, in.Content, in.Accounts, in.MediaIDs, in.Targets)
+	if err != nil {
+		return api.Validation{}, err
+	}
+	if in.ScheduledAt != "" {
+		body["scheduledAt"] = in.ScheduledAt
+	}
+	if in.Timezone != "" {
+		body["timezone"] = in.Timezone
+	}
+	var out api.Validation
+	if _, err := t.call(ctx, Request{Method: http.MethodPost, Path: "/v1/posts/validate", Body: body}, &out); err != nil {
+		return api.Validation{}, err
+	}
+	return out, nil
 }
 
 // jobDone: the job (GET /v1/jobs/:trackingId, http/api's Job) is completed or failed.
