@@ -611,7 +611,9 @@ func TestMCPTargets(t *testing.T) {
 	}
 
 	// A broken post: validate_post lists each target's errors; publish_post refuses it with one
-	// line per target's error and queues nothing.
+	// line per target's error and queues nothing. (The demo TikTok account's default privacy is
+	// cleared first: without one, a TikTok post must choose.)
+	apptest.OKJSON(t, apptest.CallTool(t, s, "set_account_defaults", map[string]any{"account": tiktok.ID, "default_options": map[string]any{}}))
 	broken := map[string]any{"content": "hello", "accounts": []string{"x", "tiktok"},
 		"targets": []any{map[string]any{"account_id": "x", "content": strings.Repeat("x", 300)}}}
 	v := apptest.OKJSON(t, apptest.CallTool(t, s, "validate_post", broken))
