@@ -595,3 +595,4 @@ func TestSecurityHeadersOnEarlyRefusals(t *testing.T) {
 	require.Equal(t, 404, r.status)
 	require.Empty(t, r.header.Get("Content-Security-Policy"), "/v1 answers are not the dashboard's")
 }
+
