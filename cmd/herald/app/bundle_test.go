@@ -74,11 +74,6 @@ func (b *testBundle) newUser(email, plan string) (*persistence.User, string) {
 	return b.h.NewUser(email, plan)
 }
 
-func (b *testBundle) newAccount(userID, platform string) *persistence.Account {
-	b.t.Helper()
-	return b.h.NewAccount(userID, platform)
-}
-
 type response struct {
 	status int
 	header http.Header
