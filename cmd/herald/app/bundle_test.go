@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
@@ -71,11 +72,6 @@ func bundleOf(t *testing.T, h *apptest.Herald) *testBundle {
 func (b *testBundle) newUser(email, plan string) (*persistence.User, string) {
 	b.t.Helper()
 	return b.h.NewUser(email, plan)
-}
-
-func (b *testBundle) newAccount(userID, platform string) *persistence.Account {
-	b.t.Helper()
-	return b.h.NewAccount(userID, platform)
 }
 
 type response struct {
@@ -174,4 +170,33 @@ type sseEvent = apptest.SSEEvent
 // stream follows a job's stream with the bundle's key (apptest.Herald.JobStream).
 func (b *testBundle) stream(ctx context.Context, jobID string) ([]sseEvent, error) {
 	return b.h.JobStream(ctx, jobID)
+}
+
+// connectURL starts a connection and returns the authorization_url (apptest.Herald.ConnectURL).
+func (b *testBundle) connectURL(platform string) string {
+	b.t.Helper()
+	return b.herald().ConnectURL(platform)
+}
+
+// browse follows u with the user's dashboard cookies (apptest.Herald.Browse).
+func (b *testBundle) browse(u string) (*response, []*url.URL) {
+	b.t.Helper()
+	r, chain := b.herald().Browse(u)
+	return asResponse(r), chain
+}
+
+// browseWith is browse with another browser's cookies (apptest.Herald.BrowseWith).
+func (b *testBundle) browseWith(jar http.CookieJar, u string) (*response, []*url.URL) {
+	b.t.Helper()
+	r, chain := b.herald().BrowseWith(jar, u)
+	return asResponse(r), chain
+}
+
+// get sends one GET without following redirects (apptest.Herald.Get).
+func (b *testBundle) get(u string) *response { b.t.Helper(); return asResponse(b.herald().Get(u)) }
+
+// requirePage is apptest.RequirePage.
+func requirePage(t *testing.T, r *response, status int, contains string) {
+	t.Helper()
+	apptest.RequirePage(t, r.api(), status, contains)
 }

@@ -24,12 +24,6 @@ func (b *testBundle) createCampaign(body map[string]any, hdr http.Header) *respo
 	return b.doKey(b.key, "POST", "/v1/campaigns", body, hdr)
 }
 
-// rowErrors reads details.rows of a 400 (apptest.RowErrors).
-func rowErrors(t *testing.T, r *response) map[int][]string {
-	t.Helper()
-	return apptest.RowErrors(t, r.api())
-}
-
 // followCampaign follows a campaign's stream (apptest.Herald.FollowCampaign).
 func (b *testBundle) followCampaign(ctx context.Context, id, lastEventID string, each func(sseEvent)) ([]sseEvent, error) {
 	return b.h.FollowCampaign(ctx, id, lastEventID, each)

@@ -28,9 +28,6 @@ var cheapPasswords = apptest.CheapPasswords
 
 func passwordOf(email string) string { return apptest.PasswordOf(email) }
 
-// dashboardPath is apptest.DashboardPath.
-func dashboardPath(p string) bool { return apptest.DashboardPath(p) }
-
 // browser is a person's browser (apptest.Browser), its requests answered as the wiring's tests
 // read them.
 type browser struct {

@@ -91,6 +91,14 @@ type Herald struct {
 	signedIn *signedIn
 }
 
+// In is the same Herald seen from another test (a subtest): its helpers fail that test. It shares
+// the server, the user and the signed-in browser.
+func (h *Herald) In(t testing.TB) *Herald {
+	c := *h
+	c.T = t
+	return &c
+}
+
 // Start builds and starts Herald on a temporary data directory; it shuts down when the test ends.
 func Start(t testing.TB, o Options) *Herald {
 	t.Helper()
