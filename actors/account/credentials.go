@@ -74,14 +74,22 @@ func (a *Actor) setCredentials(ctx actor.Context, m *SetCredentials) {
 	a.pump(ctx)
 }
 
-// setDefaults stores the account's default options; publishes taken from now on go out with them.
-func (a *Actor) setDefaults(ctx actor.Context, m *SetDefaults) {
+// owned is nil when the account exists (and is not being deleted) and, when userID is set,
+// belongs to that user; else ErrNotFound or ErrForbidden.
+func (a *Actor) owned(userID string) error {
 	switch {
 	case a.acc == nil || a.deleting != nil:
-		actors.ReplyError(ctx, ErrNotFound)
-		return
-	case m.UserID != "" && a.acc.UserID != m.UserID:
-		actors.ReplyError(ctx, ErrForbidden)
+		return ErrNotFound
+	case userID != "" && a.acc.UserID != userID:
+		return ErrForbidden
+	}
+	return nil
+}
+
+// setDefaults stores the account's default options; publishes taken from now on go out with them.
+func (a *Actor) setDefaults(ctx actor.Context, m *SetDefaults) {
+	if err := a.owned(m.UserID); err != nil {
+		actors.ReplyError(ctx, err)
 		return
 	}
 	next := *a.acc

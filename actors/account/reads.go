@@ -179,13 +179,11 @@ func (a *Actor) receiveRead(ctx actor.Context, m readMessage) {
 }
 
 func (a *Actor) read(ctx actor.Context, m *Read) {
+	if err := a.owned(m.UserID); err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
 	switch {
-	case a.acc == nil || a.deleting != nil:
-		actors.ReplyError(ctx, ErrNotFound)
-		return
-	case m.UserID != "" && a.acc.UserID != m.UserID:
-		actors.ReplyError(ctx, ErrForbidden)
-		return
 	case !supports(a.adapter, m.Op):
 		actors.ReplyError(ctx, ErrReadUnsupported)
 		return

@@ -96,8 +96,10 @@ func TestMCPStdio(t *testing.T) {
 	for _, tool := range list.Tools {
 		names = append(names, tool.Name)
 	}
-	require.Len(t, names, 28)
-	require.Contains(t, names, "upload_media")
+	require.Len(t, names, 31)
+	for _, name := range []string{"upload_media", "validate_post", "get_account_capabilities", "set_account_defaults"} {
+		require.Contains(t, names, name)
+	}
 
 	me := stdioJSON(t, stdioCall(t, s, "whoami", nil))
 	require.NotEmpty(t, me["email"])

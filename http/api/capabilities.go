@@ -117,18 +117,9 @@ type AccountDetail struct {
 // not what only a post decides); what depends on the account's live choices (a TikTok privacy
 // level, a Pinterest board) is checked against them when they can be read.
 func (h *handlers) updateAccount(c *echo.Context) error {
-	id, err := parseUUID("id", c.Param("id"))
+	id, o, err := patchOf(c, "an account", "default_options")
 	if err != nil {
 		return err
-	}
-	o, err := readObject(c.Request())
-	if err != nil {
-		return err
-	}
-	for k := range o {
-		if k != "default_options" {
-			return apierr.Validation("%s: unknown field; an account's only changeable field is default_options", k)
-		}
 	}
 	raw, ok := o["default_options"]
 	if !ok {
@@ -186,20 +177,30 @@ func accountDetail(a *persistence.Account, now time.Time) AccountDetail {
 	return d
 }
 
-// updateMedia serves PATCH /v1/media/:id: {"alt_text": "..."} ("" removes it).
-func (h *handlers) updateMedia(c *echo.Context) error {
+// patchOf reads a PATCH of one changeable field: the path's id and the body, refusing any other
+// field.
+func patchOf(c *echo.Context, what, field string) (string, object, error) {
 	id, err := parseUUID("id", c.Param("id"))
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	o, err := readObject(c.Request())
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	for k := range o {
-		if k != "alt_text" {
-			return apierr.Validation("%s: unknown field; a media's only changeable field is alt_text", k)
+		if k != field {
+			return "", nil, apierr.Validation("%s: unknown field; %s's only changeable field is %s", k, what, field)
 		}
+	}
+	return id, o, nil
+}
+
+// updateMedia serves PATCH /v1/media/:id: {"alt_text": "..."} ("" removes it).
+func (h *handlers) updateMedia(c *echo.Context) error {
+	id, o, err := patchOf(c, "a media", "alt_text")
+	if err != nil {
+		return err
 	}
 	alt, err := o.str("alt_text", true)
 	if err != nil {
