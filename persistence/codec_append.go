@@ -105,12 +105,28 @@ func appendPost(b []byte, p *Post) []byte {
 // appendRaw appends a JSON value as encoding/json writes a json.RawMessage: compacted, with <, >,
 // &, U+2028 and U+2029 escaped.
 func appendRaw(b []byte, raw []byte) []byte {
+	if plainJSON(raw) {
+		return append(b, raw...)
+	}
 	var compact, escaped bytes.Buffer
 	if err := json.Compact(&compact, raw); err != nil {
 		return append(b, "null"...) // never stored: options are encoded by Herald
 	}
 	json.HTMLEscape(&escaped, compact.Bytes())
 	return append(b, escaped.Bytes()...)
+}
+
+// plainJSON reports whether raw has none of what encoding/json would change in a RawMessage:
+// whitespace (outside strings or in them: either way the slow path is exact), <, >, & and the
+// first byte of U+2028 and U+2029. Options as Herald encodes them (encoding/json's output) are.
+func plainJSON(raw []byte) bool {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r', '<', '>', '&', 0xE2:
+			return false
+		}
+	}
+	return len(raw) > 0
 }
 
 // appendJob appends j's JSON encoding.

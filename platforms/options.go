@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -193,6 +194,90 @@ func (e FieldError) Error() string { return e.Field + ": " + e.Message }
 // network's options: an unknown key, an option of another network, or a value of the wrong type
 // is a FieldError naming it.
 func DecodeOptions(p Platform, raw json.RawMessage) (Options, *FieldError) {
+	if o, ok := decoded.get(p, raw); ok {
+		return o, nil
+	}
+	o, fe := decodeOptions(p, raw)
+	if fe == nil && len(raw) <= maxCachedOptions {
+		decoded.put(p, raw, o)
+	}
+	return o, fe
+}
+
+// maxCachedOptions is the longest options document the decoding cache keeps.
+const maxCachedOptions = 1024
+
+// decodedOptions remembers options documents already decoded, by network and bytes: posts to
+// one account often carry the same options, and each is decoded when it is checked and again
+// when it goes out. Bounded; it starts over when full. get answers a copy, so that a caller may
+// change what it gets.
+type decodedOptions struct {
+	mu sync.RWMutex
+	m  map[Platform]map[string]Options
+	n  int
+}
+
+var decoded decodedOptions
+
+func (d *decodedOptions) get(p Platform, raw json.RawMessage) (Options, bool) {
+	d.mu.RLock()
+	o, ok := d.m[p][string(raw)]
+	d.mu.RUnlock()
+	if !ok {
+		return nil, false
+	}
+	return cloneOptions(o), true
+}
+
+func (d *decodedOptions) put(p Platform, raw json.RawMessage, o Options) {
+	d.mu.Lock()
+	if d.m == nil || d.n >= 4096 {
+		d.m, d.n = map[Platform]map[string]Options{}, 0
+	}
+	if d.m[p] == nil {
+		d.m[p] = map[string]Options{}
+	}
+	d.m[p][string(raw)] = cloneOptions(o)
+	d.n++
+	d.mu.Unlock()
+}
+
+// cloneOptions is a copy of o (its slices shared: no caller changes them in place).
+func cloneOptions(o Options) Options {
+	switch o := o.(type) {
+	case *YouTubeOptions:
+		c := *o
+		return &c
+	case *TikTokOptions:
+		c := *o
+		return &c
+	case *PinterestOptions:
+		c := *o
+		return &c
+	case *InstagramOptions:
+		c := *o
+		return &c
+	case *FacebookOptions:
+		c := *o
+		return &c
+	case *LinkedInOptions:
+		c := *o
+		return &c
+	case *XOptions:
+		c := *o
+		return &c
+	case *BlueskyOptions:
+		c := *o
+		return &c
+	case *ThreadsOptions:
+		c := *o
+		return &c
+	}
+	return o
+}
+
+// decodeOptions is DecodeOptions without the cache.
+func decodeOptions(p Platform, raw json.RawMessage) (Options, *FieldError) {
 	o := NewOptions(p)
 	if o == nil {
 		return nil, &FieldError{"options", fmt.Sprintf("unknown network %q", p)}

@@ -208,3 +208,23 @@ func BenchmarkCheckPost(b *testing.B) {
 		}
 	}
 }
+
+// The same post with each target's own text and options: the cost of targets in the check.
+func BenchmarkCheckPostTargets(b *testing.B) {
+	f := newCheckFixture(b)
+	c := echo.New().NewContext(httptest.NewRequest("POST", "/v1/posts/publish", nil), httptest.NewRecorder())
+	content := strings.Repeat("The autumn collection is out today. #launch ", 5)
+	xText, bskyText := "Out today on X. #launch", "Out today on Bluesky."
+	s := &submission{content: &content, accounts: []string{f.x, f.ig, f.bsky}, media: []string{f.jpeg}, whole: true, publish: true,
+		specs: []targetSpec{
+			{AccountID: f.x, Content: &xText, Options: []byte(`{"reply_settings":"following"}`)},
+			{AccountID: f.bsky, Content: &bskyText, Options: []byte(`{"langs":["en"],"labels":[]}`)},
+			{AccountID: f.ig, Options: []byte(`{"type":"feed"}`)},
+		}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if res, err := f.h.checkPost(c, f.user, s, mediaCache{}); err != nil || len(res.errs) > 0 {
+			b.Fatal(err, res.errs)
+		}
+	}
+}
