@@ -13,10 +13,19 @@ import (
 type accountCache struct {
 	mu  sync.RWMutex
 	gen uint64
-	m   map[[32]byte]string
+	m   map[[32]byte]accountEntry
 	// bypass is set while deletions by other processes could go unheard (the PostgreSQL
 	// backend's listening connection is down): every look-up then reads the store.
 	bypass atomic.Bool
+}
+
+// accountEntry is what the cache knows of an account: its platform and whether it has default
+// options. An account whose defaults change is forgotten once the change committed (the account's
+// actor saves it and forgets it; on PostgreSQL every write of the user index notifies the other
+// processes, as a deletion does).
+type accountEntry struct {
+	platform string
+	defaults bool
 }
 
 // maxCachedAccounts bounds the cache; past it the cache starts over.
@@ -31,41 +40,53 @@ func accountKey(userID, accountID string) (k [32]byte) {
 // AccountPlatform returns the platform of the user's connected account; ok is false when the
 // user has no such account. It reads the index once per account and then answers from memory.
 func (s *Store) AccountPlatform(userID, accountID string) (platform string, ok bool, err error) {
+	e, ok, err := s.accountEntry(userID, accountID)
+	return e.platform, ok, err
+}
+
+// AccountHasDefaults reports whether the user's account has default options (ok is false when
+// the user has no such account), from memory once the account was read.
+func (s *Store) AccountHasDefaults(userID, accountID string) (defaults, ok bool, err error) {
+	e, ok, err := s.accountEntry(userID, accountID)
+	return e.defaults, ok, err
+}
+
+func (s *Store) accountEntry(userID, accountID string) (e accountEntry, ok bool, err error) {
 	c := &s.accounts
 	k := accountKey(userID, accountID)
-	if c.bypass.Load() {
-		err = s.View(func(tx *Tx) error {
-			platform, ok = tx.AccountPlatform(userID, accountID)
+	read := func() error {
+		return s.View(func(tx *Tx) error {
+			e.platform, e.defaults, ok = tx.accountIndex(userID, accountID)
 			return nil
 		})
-		return platform, ok && err == nil, err
+	}
+	if c.bypass.Load() {
+		err = read()
+		return e, ok && err == nil, err
 	}
 	c.mu.RLock()
-	platform, ok = c.m[k]
+	e, ok = c.m[k]
 	gen := c.gen
 	c.mu.RUnlock()
 	if ok {
-		return platform, true, nil
+		return e, true, nil
 	}
-	err = s.View(func(tx *Tx) error {
-		platform, ok = tx.AccountPlatform(userID, accountID)
-		return nil
-	})
-	if err != nil || !ok {
-		return "", false, err
+	if err = read(); err != nil || !ok {
+		return accountEntry{}, false, err
 	}
 	c.mu.Lock()
 	if c.gen == gen {
 		if c.m == nil || len(c.m) >= maxCachedAccounts {
-			c.m = make(map[[32]byte]string)
+			c.m = make(map[[32]byte]accountEntry)
 		}
-		c.m[k] = platform
+		c.m[k] = e
 	}
 	c.mu.Unlock()
-	return platform, true, nil
+	return e, true, nil
 }
 
-// ForgetAccount drops a deleted account from the cache. Call it after the deletion committed.
+// ForgetAccount drops an account from the cache. Call it after its deletion, or a change of its
+// default options, committed.
 func (s *Store) ForgetAccount(userID, accountID string) {
 	s.accounts.forget(accountKey(userID, accountID))
 }

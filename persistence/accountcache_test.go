@@ -76,3 +76,32 @@ func accountPlatformRacingDeletion(t *testing.T, s *persistence.Store) {
 		require.False(t, ok)
 	}
 }
+
+// Whether an account has default options is cached with its platform, and read again once the
+// account is forgotten after a change; AccountDefaults reads the record only when it has some.
+func TestAccountDefaultsAreCachedAndForgotten(t *testing.T) {
+	persistence.EachStore(t, func(t *testing.T, s *persistence.Store) {
+		ctx := context.Background()
+		user := uuid.Must(uuid.NewV7()).String()
+		a := &persistence.Account{ID: uuid.Must(uuid.NewV7()).String(), UserID: user, Platform: "tiktok", NetworkUserID: "open-1", CreatedAt: time.Now()}
+		require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error { return tx.PutAccount(a) }))
+		has, ok, err := s.AccountHasDefaults(user, a.ID)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.False(t, has)
+
+		a.DefaultOptions = []byte(`{"privacy_level":"SELF_ONLY"}`)
+		require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error { return tx.PutAccount(a) }))
+		s.ForgetAccount(user, a.ID)
+		has, ok, err = s.AccountHasDefaults(user, a.ID)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.True(t, has)
+		require.NoError(t, s.View(func(tx *persistence.Tx) error {
+			d, ok, err := tx.AccountDefaults(user, a.ID)
+			require.True(t, ok)
+			require.JSONEq(t, `{"privacy_level":"SELF_ONLY"}`, string(d))
+			return err
+		}))
+	})
+}

@@ -433,6 +433,11 @@ func (t *pgTx) flush() error {
 			if v == nil {
 				v = []byte{}
 			}
+			if b.tbl.name == string(bAccountsUser) {
+				// An account's index changed (its default options): the other processes forget
+				// what they cached of it, as they do for a deletion.
+				batch.Queue("SELECT pg_notify($1, $2)", t.p.channel, hex.EncodeToString([]byte(k)))
+			}
 			putK, putV = append(putK, []byte(k)), append(putV, v)
 		}
 		if len(delK) > 0 {

@@ -185,12 +185,19 @@ func (t *Tx) Account(id string) (*Account, error) {
 // AccountPlatform returns the platform of the user's account, from the index alone; ok is false
 // when the user has no such account.
 func (t *Tx) AccountPlatform(userID, accountID string) (platform string, ok bool) {
+	platform, _, ok = t.accountIndex(userID, accountID)
+	return platform, ok
+}
+
+// accountIndex reads the user index of an account: its platform and whether it has default
+// options.
+func (t *Tx) accountIndex(userID, accountID string) (platform string, defaults, ok bool) {
 	v := t.kv.Bucket(bAccountsUser).Get(join(mustID(userID), mustID(accountID)))
 	if len(v) < 1 {
-		return "", false
+		return "", false, false
 	}
 	platform, ok = platformNames[v[0]]
-	return platform, ok
+	return platform, len(v) > 1 && v[1] == 1, ok
 }
 
 // AccountDefaults returns the default options of the user's account (nil when it has none),

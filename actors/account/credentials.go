@@ -23,7 +23,13 @@ func (a *Actor) seal(c platforms.Credentials) ([]byte, error) {
 }
 
 func (a *Actor) save(next *persistence.Account) error {
-	return a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutAccount(next) })
+	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutAccount(next) }); err != nil {
+		return err
+	}
+	if a.acc != nil && string(a.acc.DefaultOptions) != string(next.DefaultOptions) {
+		a.deps.Store.ForgetAccount(next.UserID, next.ID) // what the store's cache knows of its defaults
+	}
+	return nil
 }
 
 func (a *Actor) create(ctx actor.Context, m *Create) {

@@ -281,19 +281,34 @@ func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.P
 	var defaults map[string]json.RawMessage
 	if publish {
 		defaults = map[string]json.RawMessage{}
-		if err := h.Store.View(func(tx *persistence.Tx) error {
-			for _, t := range p.Targets {
-				d, ok, err := tx.AccountDefaults(userID, t.AccountID)
-				if err != nil && !errors.Is(err, persistence.ErrNotFound) {
-					return err
-				}
-				if ok {
-					defaults[t.AccountID] = d
-				}
+		var read []string // the accounts whose defaults are read from their records
+		for _, t := range p.Targets {
+			has, ok, err := h.Store.AccountHasDefaults(userID, t.AccountID)
+			switch {
+			case err != nil:
+				return nil, h.storeError(c, err)
+			case !ok:
+			case has:
+				read = append(read, t.AccountID)
+			default:
+				defaults[t.AccountID] = nil
 			}
-			return nil
-		}); err != nil {
-			return nil, h.storeError(c, err)
+		}
+		if len(read) > 0 {
+			if err := h.Store.View(func(tx *persistence.Tx) error {
+				for _, id := range read {
+					d, ok, err := tx.AccountDefaults(userID, id)
+					if err != nil && !errors.Is(err, persistence.ErrNotFound) {
+						return err
+					}
+					if ok {
+						defaults[id] = d
+					}
+				}
+				return nil
+			}); err != nil {
+				return nil, h.storeError(c, err)
+			}
 		}
 		for _, t := range p.Targets {
 			if d, ok := defaults[t.AccountID]; ok && len(d) == 0 && platforms.RequiredOptions(platforms.Platform(t.Platform)) != nil {
