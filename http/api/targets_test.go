@@ -326,3 +326,37 @@ func TestPatchTargets(t *testing.T) {
 	assert.True(t, strings.HasPrefix(r.ErrorMessage(t), "twitter_x: text is 300 weighted characters"), r.ErrorMessage(t))
 	assert.Contains(t, errorsOf(t, r), x)
 }
+
+// The choices only the network knows are read live: a TikTok privacy level the creator is not
+// offered now, an interaction the creator turned off, a board that is not the account's.
+func TestTargetsAgainstLiveChoices(t *testing.T) {
+	t.Parallel()
+	h := apptest.Start(t, apptest.Options{Demo: true})
+	h.App.Sim.SetTikTokAudited(false) // an unaudited client: SELF_ONLY only
+	h.App.Sim.TikTokInteractions(true, false, false)
+	tt, pin := h.Account(platforms.TikTok).ID, h.Account(platforms.Pinterest).ID
+	video := h.UploadMedia("clip.mp4", "video/mp4", apptest.MP4File)
+	photo := h.UploadMedia("photo.jpg", "image/jpeg", apptest.JPEGFile)
+	before := h.CountPosts()
+	for _, tc := range []struct {
+		name, account, media string
+		options              map[string]any
+		msg                  string
+	}{
+		{"a level not offered now", tt, video, map[string]any{"privacy_level": "PUBLIC_TO_EVERYONE"},
+			"tiktok: options.privacy_level: PUBLIC_TO_EVERYONE is not offered to this creator now; TikTok offers SELF_ONLY"},
+		{"an interaction turned off", tt, video, map[string]any{"privacy_level": "SELF_ONLY", "allow_comment": true},
+			"tiktok: options.allow_comment: the creator has turned this interaction off in TikTok's settings"},
+		{"a board not the account's", pin, photo, map[string]any{"board_id": "549755813888"},
+			`pinterest: options.board_id: "549755813888" is not a board of this account`},
+	} {
+		r := h.Do("POST", "/v1/posts/publish", map[string]any{"content": "hello", "platforms": []string{tc.account}, "media": []string{tc.media},
+			"targets": []map[string]any{{"account_id": tc.account, "options": tc.options}}})
+		require.Equal(t, 400, r.Status, "%s: %s", tc.name, r.Body)
+		assert.Equal(t, tc.msg, r.ErrorMessage(t), tc.name)
+	}
+	assert.Equal(t, before, h.CountPosts(), "nothing was written")
+	caps := h.Do("GET", "/v1/accounts/"+tt+"/capabilities", nil).JSON(t)["choices"].(map[string]any)
+	assert.Equal(t, []any{"SELF_ONLY"}, caps["privacy_level_options"])
+	assert.Equal(t, true, caps["comment_disabled"])
+}
