@@ -1,16 +1,11 @@
 package app_test
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,8 +13,6 @@ import (
 
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/cmd/herald/app/apptest"
-	"github.com/heraldhq/herald/http/session"
-	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/persistence"
 )
 
@@ -82,217 +75,6 @@ func requireSecurityHeaders(t *testing.T, r *response) {
 	apptest.RequireSecurityHeaders(t, r.api())
 }
 
-// Sign in, read the session and the profile, change it, sign out: the session works end to end
-// with a real cookie jar, and is stored by the hash of its token.
-func TestSessionEndToEnd(t *testing.T) {
-	t.Parallel()
-	b := setup(t, bundleOpts{})
-	br := b.newBrowser()
-	r := br.signIn("Owner@Example.com", b.password)
-	require.Equal(t, 200, r.status, string(r.body))
-	requireSecurityHeaders(t, r)
-	require.Empty(t, r.header.Get("Strict-Transport-Security"), "no HSTS on an http base URL")
-	m := r.json(t)
-	require.Equal(t, b.user.ID, m["user"].(map[string]any)["id"])
-	require.Len(t, br.CSRF, 43)
-
-	var ck *http.Cookie
-	for _, c := range (&http.Response{Header: r.header}).Cookies() {
-		if c.Name == session.CookieName {
-			ck = c
-		}
-	}
-	require.NotNil(t, ck)
-	require.True(t, ck.HttpOnly)
-	require.Equal(t, http.SameSiteLaxMode, ck.SameSite)
-	require.Equal(t, "/", ck.Path)
-	require.False(t, ck.Secure, "an http base URL")
-	// Only the token's hash is stored.
-	require.NoError(t, b.app.Store.View(func(tx *persistence.Tx) error {
-		s, err := tx.Session(session.HashToken(ck.Value))
-		require.NoError(t, err)
-		require.Equal(t, b.user.ID, s.UserID)
-		require.Equal(t, br.CSRF, s.CSRFToken)
-		_, err = tx.Session([]byte(ck.Value))
-		require.ErrorIs(t, err, persistence.ErrNotFound)
-		return nil
-	}))
-
-	r = br.send("GET", "/api/session", nil, nil)
-	require.Equal(t, 200, r.status)
-	require.Equal(t, br.CSRF, r.json(t)["csrf_token"])
-	r = br.send("GET", "/api/me", nil, nil)
-	require.Equal(t, 200, r.status, string(r.body))
-	me := r.json(t)
-	require.Equal(t, "owner@example.com", me["email"])
-	require.Nil(t, me["api_key"], "a session is not a key")
-	requireSecurityHeaders(t, r)
-
-	r = br.send("PATCH", "/api/profile", map[string]any{"name": "Owner", "timezone": "Europe/Paris"}, br.csrfHeader())
-	require.Equal(t, 200, r.status, string(r.body))
-	require.Equal(t, "Europe/Paris", r.json(t)["timezone"])
-	v1 := b.do("GET", "/v1/me", nil)
-	require.Equal(t, "Europe/Paris", v1.json(t)["timezone"], "the same user behind both doors, no stale cache")
-	require.Equal(t, "Owner", v1.json(t)["name"])
-
-	r = br.send("DELETE", "/api/session", nil, br.csrfHeader())
-	require.Equal(t, 204, r.status)
-	r = br.send("GET", "/api/session", nil, nil)
-	require.Equal(t, 401, r.status)
-	require.Equal(t, "unauthorized", r.errorCode(t))
-	// The old cookie is dead server-side, not only forgotten by the browser.
-	other := b.newBrowser()
-	u, _ := url.Parse(b.url)
-	other.client.Jar.SetCookies(u, []*http.Cookie{{Name: session.CookieName, Value: ck.Value}})
-	r = other.send("GET", "/api/me", nil, nil)
-	require.Equal(t, 401, r.status)
-	require.Equal(t, "unauthorized", r.errorCode(t))
-
-	text := scrape(t, b.app.MetricsURL())
-	require.Contains(t, text, `herald_signins_total{outcome="success"} 1`)
-	require.Contains(t, text, `herald_sessions_created_total 1`)
-	require.Contains(t, text, `herald_sessions_ended_total{reason="signout"} 1`)
-	require.Contains(t, text, `herald_sessions_active 0`)
-}
-
-// The same answer whether the e-mail exists or not; malformed bodies are validation errors.
-func TestSignInRefusals(t *testing.T) {
-	t.Parallel()
-	b := setup(t, bundleOpts{})
-	br := b.newBrowser()
-	wrong := br.signIn(b.user.Email, "not the password")
-	unknown := br.signIn("nobody@example.com", "not the password")
-	for _, r := range []*response{wrong, unknown} {
-		require.Equal(t, 401, r.status)
-		require.Equal(t, "unauthorized", r.errorCode(t))
-		require.Equal(t, "invalid e-mail or password", r.errorMessage(t))
-		require.Empty(t, r.header.Values("Set-Cookie"))
-	}
-	require.Equal(t, wrong.json(t)["error"], unknown.json(t)["error"])
-	r := br.send("POST", "/api/session", map[string]any{"email": b.user.Email}, nil)
-	require.Equal(t, 400, r.status)
-	require.Equal(t, "validation_error", r.errorCode(t))
-	r = br.send("GET", "/api/me", nil, nil)
-	require.Equal(t, 401, r.status, "never signed in")
-	require.Equal(t, "unauthorized", r.errorCode(t))
-	require.Contains(t, scrape(t, b.app.MetricsURL()), `herald_signins_total{outcome="failure"} 2`)
-}
-
-// After the documented 10 failures in a row an e-mail is refused with 429 and Retry-After, even
-// with the right password, until the window passes; a success resets the count.
-func TestSignInThrottle(t *testing.T) {
-	t.Parallel()
-	clock := apptest.NewClock(time.Now())
-	b := setup(t, bundleOpts{config: withSessionClock(clock)})
-	br := b.newBrowser()
-	for i := range 9 {
-		require.Equal(t, 401, br.signIn(b.user.Email, "wrong password").status, "failure %d", i+1)
-	}
-	require.Equal(t, 200, br.signIn(b.user.Email, b.password).status, "9 failures, then the right password")
-	for i := range 10 {
-		require.Equal(t, 401, br.signIn(b.user.Email, "wrong password").status, "the success reset the count: failure %d", i+1)
-	}
-	r := br.signIn(b.user.Email, b.password)
-	require.Equal(t, 429, r.status, "the 11th attempt is refused, right password or not")
-	require.Equal(t, "rate_limit_exceeded", r.errorCode(t))
-	require.Equal(t, "60", r.header.Get("Retry-After"))
-
-	// Another e-mail from the same address is not locked yet (the address allows 20).
-	require.Equal(t, 401, br.signIn("nobody@example.com", "wrong password").status)
-
-	clock.Add(61 * time.Second)
-	r = br.signIn(b.user.Email, "wrong password")
-	require.Equal(t, 401, r.status, "the window passed: one more try")
-	r = br.signIn(b.user.Email, b.password)
-	require.Equal(t, 429, r.status)
-	require.Equal(t, "120", r.header.Get("Retry-After"), "each further failure doubles the window")
-	clock.Add(121 * time.Second)
-	require.Equal(t, 200, br.signIn(b.user.Email, b.password).status)
-	require.Contains(t, scrape(t, b.app.MetricsURL()), `herald_signins_total{outcome="throttled"} 2`)
-}
-
-// The client address is throttled too: 20 failures across e-mails lock it.
-func TestSignInThrottlePerAddress(t *testing.T) {
-	t.Parallel()
-	b := setup(t, bundleOpts{})
-	br := b.newBrowser()
-	for i := range 20 {
-		require.Equal(t, 401, br.signIn("user"+itoa(int64(i))+"@example.com", "wrong password").status)
-	}
-	r := br.signIn(b.user.Email, b.password)
-	require.Equal(t, 429, r.status)
-	require.NotEmpty(t, r.header.Get("Retry-After"))
-}
-
-// A burst of concurrent wrong sign-ins from one address is counted attempt by attempt before any
-// password is hashed: at most the address's 20 reach the hasher, the rest are 429
-// rate_limit_exceeded with Retry-After, none is a 500; a person signing in from another address
-// meanwhile gets in.
-func TestSignInBurstFromOneAddress(t *testing.T) {
-	t.Parallel()
-	b := setup(t, bundleOpts{})
-	const burst = 100
-	statuses := make(chan int, burst)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range burst {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			br := b.newBrowser()
-			raw, _ := json.Marshal(map[string]string{"email": "guess" + itoa(int64(i)) + "@example.com", "password": "wrong password"})
-			resp, err := br.client.Post(b.url+"/api/session", "application/json", bytes.NewReader(raw))
-			if err != nil {
-				statuses <- 0
-				return
-			}
-			defer resp.Body.Close()
-			var body struct {
-				Error struct{ Code string } `json:"error"`
-			}
-			_ = json.NewDecoder(resp.Body).Decode(&body)
-			if resp.StatusCode == 429 && (body.Error.Code != "rate_limit_exceeded" || resp.Header.Get("Retry-After") == "") {
-				t.Errorf("a 429 without its code or Retry-After: %q %q", body.Error.Code, resp.Header.Get("Retry-After"))
-			}
-			statuses <- resp.StatusCode
-		}()
-	}
-	// The person signs in from 127.0.0.2, another address of the loopback network.
-	person := b.newBrowser()
-	person.client.Transport = &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}
-	close(start)
-	r := person.signIn(b.user.Email, b.password)
-	wg.Wait()
-	close(statuses)
-	require.Equal(t, 200, r.status, string(r.body))
-	count := map[int]int{}
-	for s := range statuses {
-		count[s]++
-	}
-	t.Logf("statuses of the burst: %v", count)
-	require.Equal(t, burst, count[401]+count[429], "every attempt is a wrong password or throttled: %v", count)
-	require.LessOrEqual(t, count[401], 20)
-	require.GreaterOrEqual(t, count[429], burst-20)
-	checked := testkit.Gathered(t, b.app.Registry, "herald_signins_total", "outcome", "failure") +
-		testkit.Gathered(t, b.app.Registry, "herald_signins_total", "outcome", "success")
-	require.LessOrEqual(t, checked, 21.0, "the hasher ran for at most the address's allowance and the person")
-}
-
-// The throttle's memory is bounded: the least recently failed entries are forgotten.
-func TestThrottleIsBounded(t *testing.T) {
-	t.Parallel()
-	now := time.Now()
-	th := session.NewThrottle(session.ThrottleConfig{Capacity: 100}, func() time.Time { return now })
-	for i := range 1000 {
-		th.Fail("user"+itoa(int64(i))+"@example.com", "addr"+itoa(int64(i)))
-	}
-	require.Equal(t, 200, th.Len())
-	now = now.Add(2 * time.Hour)
-	th.Sweep()
-	require.Equal(t, 0, th.Len())
-}
-
 // Every state-changing /api request needs the session's CSRF token, in the header or, for a
 // form, in the csrf_token field.
 func TestCSRF(t *testing.T) {
@@ -323,72 +105,6 @@ func TestCSRF(t *testing.T) {
 	require.Equal(t, 401, br.send("GET", "/api/me", nil, nil).status)
 }
 
-// A session ends after 24 hours unused and 30 days after sign-in, whatever its use; last-seen
-// writes are coalesced to one a minute; the sweep deletes expired sessions.
-func TestSessionExpiry(t *testing.T) {
-	t.Parallel()
-	clock := apptest.NewClock(time.Now())
-	b := setup(t, bundleOpts{config: withSessionClock(clock)})
-	lastSeen := func(br *browser) time.Time {
-		var ts time.Time
-		require.NoError(t, b.app.Store.View(func(tx *persistence.Tx) error {
-			u, _ := url.Parse(b.url)
-			for _, c := range br.client.Jar.Cookies(u) {
-				if c.Name == session.CookieName {
-					s, err := tx.Session(session.HashToken(c.Value))
-					if err != nil {
-						return err
-					}
-					ts = s.LastSeenAt
-				}
-			}
-			return nil
-		}))
-		return ts
-	}
-
-	idle := b.newBrowser()
-	require.Equal(t, 200, idle.signIn(b.user.Email, b.password).status)
-	active := b.newBrowser()
-	require.Equal(t, 200, active.signIn(b.user.Email, b.password).status)
-	signedInAt := lastSeen(active)
-
-	clock.Add(30 * time.Second)
-	require.Equal(t, 200, active.send("GET", "/api/me", nil, nil).status)
-	require.Equal(t, signedInAt, lastSeen(active), "no write within a minute of the last one")
-	clock.Add(31 * time.Second)
-	require.Equal(t, 200, active.send("GET", "/api/me", nil, nil).status)
-	require.True(t, lastSeen(active).After(signedInAt), "written once a minute has passed")
-
-	// Used every 12 hours, the active session outlives the idle one.
-	for range 3 {
-		clock.Add(12 * time.Hour)
-		require.Equal(t, 200, active.send("GET", "/api/me", nil, nil).status)
-	}
-	r := idle.send("GET", "/api/me", nil, nil)
-	require.Equal(t, 401, r.status, "idle for more than 24 hours")
-	require.Contains(t, r.errorMessage(t), "expired")
-
-	// The absolute limit: used every 12 hours, still ended 30 days after sign-in.
-	for clock.Now().Sub(signedInAt) < 30*24*time.Hour-13*time.Hour {
-		clock.Add(12 * time.Hour)
-		require.Equal(t, 200, active.send("GET", "/api/me", nil, nil).status)
-	}
-	clock.Add(13 * time.Hour)
-	require.Equal(t, 401, active.send("GET", "/api/me", nil, nil).status, "30 days after sign-in")
-
-	// The sweep deletes sessions nobody presents again.
-	left := b.newBrowser()
-	require.Equal(t, 200, left.signIn(b.user.Email, b.password).status)
-	clock.Add(25 * time.Hour)
-	n, err := b.app.Sessions.Sweep(context.Background())
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
-	text := scrape(t, b.app.MetricsURL())
-	require.Contains(t, text, `herald_sessions_ended_total{reason="expired"} 3`)
-	require.Contains(t, text, `herald_sessions_active 0`)
-}
-
 // The two doors: an API key never opens /api/*, a session cookie never opens /v1/*.
 func TestTwoDoors(t *testing.T) {
 	t.Parallel()
@@ -407,38 +123,6 @@ func TestTwoDoors(t *testing.T) {
 	r = b.newBrowser().send("GET", "/api/session", nil, bearer)
 	require.Equal(t, 401, r.status)
 	require.Equal(t, 200, b.do("GET", "/v1/me", nil).status, "the key still opens /v1")
-}
-
-// PATCH /api/profile validates the time zone and the name; POST /api/profile/password checks
-// the current password and ends the user's other sessions.
-func TestProfileAndPasswordChange(t *testing.T) {
-	t.Parallel()
-	b := setup(t, bundleOpts{})
-	br := b.signedIn()
-	for _, body := range []map[string]any{
-		{"timezone": "Mars/Olympus"}, {"timezone": "Local"}, {"timezone": ""}, {"timezone": 3}, {"name": ""}, {},
-	} {
-		r := br.send("PATCH", "/api/profile", body, br.csrfHeader())
-		require.Equal(t, 400, r.status, "%v", body)
-		require.Equal(t, "validation_error", r.errorCode(t))
-	}
-	other := b.newBrowser()
-	require.Equal(t, 200, other.signIn(b.user.Email, b.password).status)
-
-	r := br.send("POST", "/api/profile/password", map[string]any{"current_password": "wrong password", "new_password": "a new password"}, br.csrfHeader())
-	require.Equal(t, 400, r.status)
-	require.Contains(t, r.errorMessage(t), "current_password")
-	r = br.send("POST", "/api/profile/password", map[string]any{"current_password": b.password, "new_password": "short"}, br.csrfHeader())
-	require.Equal(t, 400, r.status)
-	require.Contains(t, r.errorMessage(t), "at least 10")
-	r = br.send("POST", "/api/profile/password", map[string]any{"current_password": b.password, "new_password": "a new password"}, br.csrfHeader())
-	require.Equal(t, 204, r.status, string(r.body))
-
-	require.Equal(t, 200, br.send("GET", "/api/me", nil, nil).status, "the session that changed it stays")
-	require.Equal(t, 401, other.send("GET", "/api/me", nil, nil).status, "every other session ended")
-	require.Equal(t, 401, b.newBrowser().signIn(b.user.Email, b.password).status, "the old password no longer works")
-	require.Equal(t, 200, b.newBrowser().signIn(b.user.Email, "a new password").status)
-	require.Contains(t, scrape(t, b.app.MetricsURL()), `herald_sessions_ended_total{reason="password_change"} 1`)
 }
 
 // The HTML sign-in form: a plain form, no script, posted as a form; next must be a path on this
