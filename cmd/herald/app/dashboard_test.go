@@ -75,56 +75,6 @@ func requireSecurityHeaders(t *testing.T, r *response) {
 	apptest.RequireSecurityHeaders(t, r.api())
 }
 
-// Every state-changing /api request needs the session's CSRF token, in the header or, for a
-// form, in the csrf_token field.
-func TestCSRF(t *testing.T) {
-	t.Parallel()
-	b := setup(t, bundleOpts{})
-	br := b.signedIn()
-	for name, hdr := range map[string]http.Header{
-		"missing": nil,
-		"wrong":   {"X-Csrf-Token": {strings.Repeat("A", 43)}},
-		"empty":   {"X-Csrf-Token": {""}},
-	} {
-		r := br.send("PATCH", "/api/profile", map[string]any{"name": "Mallory"}, hdr)
-		require.Equal(t, 403, r.status, name)
-		require.Equal(t, "forbidden", r.errorCode(t), name)
-		r = br.send("DELETE", "/api/session", nil, hdr)
-		require.Equal(t, 403, r.status, name)
-	}
-	r := br.send("POST", "/signout", url.Values{"csrf_token": {"wrong"}}, nil)
-	require.Equal(t, 403, r.status)
-	require.Equal(t, 200, br.send("GET", "/api/me", nil, nil).status, "still signed in, nothing changed")
-	r = b.do("GET", "/v1/me", nil)
-	require.Nil(t, r.json(t)["name"])
-
-	// The form field works where the header is not sent.
-	r = br.send("POST", "/signout", url.Values{"csrf_token": {br.CSRF}}, nil)
-	require.Equal(t, 303, r.status, string(r.body))
-	require.Equal(t, "/signin", r.header.Get("Location"))
-	require.Equal(t, 401, br.send("GET", "/api/me", nil, nil).status)
-}
-
-// The two doors: an API key never opens /api/*, a session cookie never opens /v1/*.
-func TestTwoDoors(t *testing.T) {
-	t.Parallel()
-	b := setup(t, bundleOpts{})
-	br := b.signedIn()
-	r := br.send("GET", "/v1/me", nil, nil)
-	require.Equal(t, 401, r.status, "a cookie alone on /v1")
-	require.Equal(t, "invalid_api_key", r.errorCode(t))
-
-	bearer := http.Header{"Authorization": {"Bearer " + b.key}}
-	r = b.newBrowser().send("GET", "/api/me", nil, bearer)
-	require.Equal(t, 401, r.status, "a key on /api")
-	require.Equal(t, "unauthorized", r.errorCode(t))
-	r = br.send("GET", "/api/me", nil, bearer)
-	require.Equal(t, 401, r.status, "a key next to a valid cookie is refused too")
-	r = b.newBrowser().send("GET", "/api/session", nil, bearer)
-	require.Equal(t, 401, r.status)
-	require.Equal(t, 200, b.do("GET", "/v1/me", nil).status, "the key still opens /v1")
-}
-
 // The HTML sign-in form: a plain form, no script, posted as a form; next must be a path on this
 // server; a cross-site post is refused; a huge form is refused in the error shape.
 func TestSignInForm(t *testing.T) {
@@ -183,16 +133,6 @@ func TestSignInForm(t *testing.T) {
 	require.Equal(t, "validation_error", r.errorCode(t))
 }
 
-// HSTS and Secure cookies behind an https base URL.
-func TestHTTPSBaseURL(t *testing.T) {
-	t.Parallel()
-	b := setup(t, bundleOpts{config: func(c *app.Config) { c.BaseURL = "https://herald.example" }})
-	r := b.newBrowser().signIn(b.user.Email, b.password)
-	require.Equal(t, 200, r.status)
-	require.Contains(t, r.header.Get("Strict-Transport-Security"), "max-age=")
-	require.Contains(t, r.header.Get("Set-Cookie"), "Secure")
-}
-
 // The connect link is bound to the browser's session: a link made by A opened with B's session
 // connects nothing to either; opened signed out it ends at the sign-in page; opened with A's
 // session it connects to A.
@@ -248,31 +188,4 @@ func TestConnectLinkForwardingFails(t *testing.T) {
 	require.Contains(t, string(body), "LinkedIn is connected")
 	require.Equal(t, ownerBefore+1, countOf(b.user.ID))
 	require.Equal(t, malloryBefore, countOf(mallory.ID))
-}
-
-// Answers that leave before the /api group's middleware (the body limit's 413, an unknown
-// path's 404, a method the route does not take) carry the security headers too; /v1's do not.
-func TestSecurityHeadersOnEarlyRefusals(t *testing.T) {
-	t.Parallel()
-	b := setup(t, bundleOpts{})
-	br := b.signedIn()
-	big := make([]byte, 3<<20)
-	for name, c := range map[string]struct {
-		method, path string
-		body         any
-		status       int
-	}{
-		"declared body over the cap": {"POST", "/api/posts", big, 413},
-		"unknown /api path":          {"GET", "/api/nothing-here", nil, 404},
-		"unknown page":               {"GET", "/nothing-here", nil, 404},
-		"method not taken":           {"PUT", "/api/session", nil, 405},
-	} {
-		r := br.send(c.method, c.path, c.body, br.csrfHeader())
-		require.Equal(t, c.status, r.status, "%s: %s", name, r.body)
-		requireSecurityHeaders(t, r)
-		require.Equal(t, "no-store", r.header.Get("Cache-Control"), name)
-	}
-	r := b.do("GET", "/v1/nothing-here", nil)
-	require.Equal(t, 404, r.status)
-	require.Empty(t, r.header.Get("Content-Security-Policy"), "/v1 answers are not the dashboard's")
 }
