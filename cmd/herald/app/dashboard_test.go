@@ -1,19 +1,15 @@
 package app_test
 
 import (
-	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/cmd/herald/app/apptest"
-	"github.com/heraldhq/herald/persistence"
 )
 
 // cheapPasswords and passwordOf are apptest's.
@@ -131,61 +127,4 @@ func TestSignInForm(t *testing.T) {
 	r = b.newBrowser().send("POST", "/api/session", map[string]any{"email": b.user.Email, "password": strings.Repeat("x", 2<<20)}, nil)
 	require.Equal(t, 413, r.status)
 	require.Equal(t, "validation_error", r.errorCode(t))
-}
-
-// The connect link is bound to the browser's session: a link made by A opened with B's session
-// connects nothing to either; opened signed out it ends at the sign-in page; opened with A's
-// session it connects to A.
-func TestConnectLinkForwardingFails(t *testing.T) {
-	t.Parallel()
-	b := setup(t, bundleOpts{sandbox: true})
-	mallory, _ := b.newUser("mallory@example.com", "pro")
-	victim := b.newBrowser()
-	require.Equal(t, 200, victim.signIn(mallory.Email, passwordOf(mallory.Email)).status)
-	countOf := func(userID string) int {
-		var n int
-		require.NoError(t, b.app.Store.View(func(tx *persistence.Tx) error {
-			l, err := tx.AccountsOfUser(userID)
-			n = len(l)
-			return err
-		}))
-		return n
-	}
-	ownerBefore, malloryBefore := countOf(b.user.ID), countOf(mallory.ID)
-
-	// A's link opened in B's browser.
-	link := b.connectURL("linkedin")
-	r, chain := b.browseWith(victim.client.Jar, link)
-	requirePage(t, r, 403, "belongs to another Herald user")
-	require.Len(t, chain, 1, "never sent to the network's consent page")
-	// Even the consent page's URL, taken from A's own browser and forwarded, connects nothing.
-	consent := b.get(link).header.Get("Location")
-	require.Contains(t, consent, b.app.Sim.BaseURL())
-	r, chain = b.browseWith(victim.client.Jar, consent)
-	requirePage(t, r, 403, "belongs to another Herald user")
-	require.Contains(t, chain[len(chain)-1].Path, "/callback")
-	require.Equal(t, ownerBefore, countOf(b.user.ID))
-	require.Equal(t, malloryBefore, countOf(mallory.ID))
-
-	// Signed out: the sign-in page, which comes back to the link.
-	r, chain = b.browseWith(nil, link)
-	require.Equal(t, 200, r.status)
-	last := chain[len(chain)-1]
-	require.Equal(t, "/signin", last.Path)
-	require.Equal(t, strings.TrimPrefix(link, b.url), last.Query().Get("next"))
-	require.Contains(t, string(r.body), `action="/signin"`)
-	require.Equal(t, ownerBefore, countOf(b.user.ID))
-
-	// A signs in through that form and lands on the link, which connects to A.
-	jar, err := cookiejar.New(nil)
-	require.NoError(t, err)
-	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
-	resp, err := c.PostForm(b.url+"/signin", url.Values{"email": {b.user.Email}, "password": {b.password}, "next": {last.Query().Get("next")}})
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	require.Equal(t, 200, resp.StatusCode, string(body))
-	require.Contains(t, string(body), "LinkedIn is connected")
-	require.Equal(t, ownerBefore+1, countOf(b.user.ID))
-	require.Equal(t, malloryBefore, countOf(mallory.ID))
 }
