@@ -68,12 +68,6 @@ func bundleOf(t *testing.T, h *apptest.Herald) *testBundle {
 		accounts: h.Accounts, client: h.Client, doc: h.Doc}
 }
 
-// newUser creates a user with a key and a dashboard password (passwordOf its e-mail).
-func (b *testBundle) newUser(email, plan string) (*persistence.User, string) {
-	b.t.Helper()
-	return b.h.NewUser(email, plan)
-}
-
 type response struct {
 	status int
 	header http.Header
@@ -185,26 +179,14 @@ func (b *testBundle) browse(u string) (*response, []*url.URL) {
 	return asResponse(r), chain
 }
 
-// browseWith is browse with another browser's cookies (apptest.Herald.BrowseWith).
-func (b *testBundle) browseWith(jar http.CookieJar, u string) (*response, []*url.URL) {
-	b.t.Helper()
-	r, chain := b.herald().BrowseWith(jar, u)
-	return asResponse(r), chain
-}
-
-// get sends one GET without following redirects (apptest.Herald.Get).
-func (b *testBundle) get(u string) *response { b.t.Helper(); return asResponse(b.herald().Get(u)) }
-
 // requirePage is apptest.RequirePage.
 func requirePage(t *testing.T, r *response, status int, contains string) {
 	t.Helper()
 	apptest.RequirePage(t, r.api(), status, contains)
 }
 
-// cheapPasswords and passwordOf are apptest's.
+// cheapPasswords is apptest's.
 var cheapPasswords = apptest.CheapPasswords
-
-func passwordOf(email string) string { return apptest.PasswordOf(email) }
 
 // browser is a person's browser (apptest.Browser), its requests answered as the wiring's tests
 // read them.
