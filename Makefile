@@ -19,7 +19,7 @@ test: ## Run the whole test suite with the race detector.
 
 # The packages whose tests store data through storetest or the full-app harness (apptest), run again on PostgreSQL
 # by test-postgres (the store's own suite runs on both backends in `make test` already).
-PG_TEST_PKGS := ./actors/... ./cmd/herald/app/ ./http/api/ ./http/live/ ./http/oauth/ ./http/mcpserver/ ./http/accountlink/
+PG_TEST_PKGS := ./actors/... ./cmd/herald/app/ ./http/api/ ./http/live/ ./http/oauth/ ./http/mcpserver/ ./http/accountlink/ ./http/session/ ./http/server/
 
 test-postgres: ## Run the actor and API tests on PostgreSQL (HERALD_TEST_STORE=postgres; initdb and pg_ctl from Debian's postgresql package).
 	HERALD_TEST_STORE=postgres $(GO) test -race -count=1 -timeout 20m $(PG_TEST_PKGS)

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -98,4 +99,18 @@ func TestSweepKeepsAttemptsInFlight(t *testing.T) {
 	now = now.Add(2 * time.Hour)
 	th.Sweep()
 	require.Zero(t, th.Len())
+}
+
+// The throttle's memory is bounded: the least recently failed entries are forgotten.
+func TestThrottleIsBounded(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	th := NewThrottle(ThrottleConfig{Capacity: 100}, func() time.Time { return now })
+	for i := range 1000 {
+		th.Fail("user"+strconv.Itoa(i)+"@example.com", "addr"+strconv.Itoa(i))
+	}
+	require.Equal(t, 200, th.Len())
+	now = now.Add(2 * time.Hour)
+	th.Sweep()
+	require.Equal(t, 0, th.Len())
 }

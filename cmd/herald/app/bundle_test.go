@@ -19,7 +19,7 @@ import (
 
 // testBundle is the wiring tests' view of one Herald started by apptest (a temporary data
 // directory, loopback, a user with a key, a password and connected accounts, responses checked
-// against the served OpenAPI document), with the dashboard browser of dashboard_test.go.
+// against the served OpenAPI document), with a dashboard browser (browser).
 type testBundle struct {
 	t    *testing.T
 	h    *apptest.Herald
@@ -66,12 +66,6 @@ func setup(t *testing.T, o bundleOpts) *testBundle {
 func bundleOf(t *testing.T, h *apptest.Herald) *testBundle {
 	return &testBundle{t: t, h: h, app: h.App, url: h.URL, key: h.Key, user: h.User, password: h.Password,
 		accounts: h.Accounts, client: h.Client, doc: h.Doc}
-}
-
-// newUser creates a user with a key and a dashboard password (passwordOf its e-mail).
-func (b *testBundle) newUser(email, plan string) (*persistence.User, string) {
-	b.t.Helper()
-	return b.h.NewUser(email, plan)
 }
 
 type response struct {
@@ -185,18 +179,53 @@ func (b *testBundle) browse(u string) (*response, []*url.URL) {
 	return asResponse(r), chain
 }
 
-// browseWith is browse with another browser's cookies (apptest.Herald.BrowseWith).
-func (b *testBundle) browseWith(jar http.CookieJar, u string) (*response, []*url.URL) {
-	b.t.Helper()
-	r, chain := b.herald().BrowseWith(jar, u)
-	return asResponse(r), chain
-}
-
-// get sends one GET without following redirects (apptest.Herald.Get).
-func (b *testBundle) get(u string) *response { b.t.Helper(); return asResponse(b.herald().Get(u)) }
-
 // requirePage is apptest.RequirePage.
 func requirePage(t *testing.T, r *response, status int, contains string) {
 	t.Helper()
 	apptest.RequirePage(t, r.api(), status, contains)
+}
+
+// cheapPasswords is apptest's.
+var cheapPasswords = apptest.CheapPasswords
+
+// browser is a person's browser (apptest.Browser), its requests answered as the wiring's tests
+// read them.
+type browser struct {
+	*apptest.Browser
+	b      *testBundle
+	client *http.Client
+}
+
+func (b *testBundle) wrap(br *apptest.Browser) *browser {
+	return &browser{Browser: br, b: b, client: br.Client}
+}
+
+func (b *testBundle) newBrowser() *browser {
+	b.t.Helper()
+	return b.wrap(b.h.NewBrowser())
+}
+
+// signedIn is the browser of the bundle's user, signed in on first use.
+func (b *testBundle) signedIn() *browser {
+	b.t.Helper()
+	return b.wrap(b.h.SignedIn())
+}
+
+func asResponse(r *apptest.Response) *response {
+	return &response{status: r.Status, header: r.Header, body: r.Body}
+}
+
+// send sends one request from the browser. body is JSON (any), a url.Values form, or raw bytes.
+func (br *browser) send(method, path string, body any, hdr http.Header) *response {
+	br.b.t.Helper()
+	return asResponse(br.Send(method, path, body, hdr))
+}
+
+// csrfHeader carries the session's CSRF token.
+func (br *browser) csrfHeader() http.Header { return br.CSRFHeader() }
+
+// signIn posts the JSON sign-in and keeps the CSRF token of a success.
+func (br *browser) signIn(email, password string) *response {
+	br.b.t.Helper()
+	return asResponse(br.SignIn(email, password))
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/http/api"
 	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/http/session"
 	"github.com/heraldhq/herald/http/web"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/storetest"
@@ -500,6 +501,33 @@ func (br *Browser) SignIn(email, password string) *Response {
 		require.NotEmpty(t, br.CSRF)
 	}
 	return r
+}
+
+// SessionCookie is the value of the browser's session cookie for Herald ("" when it has none):
+// the token whose hash the store keeps (session.HashToken).
+func (br *Browser) SessionCookie() string {
+	u, err := url.Parse(br.H.URL)
+	require.NoError(br.H.T, err)
+	for _, c := range br.Client.Jar.Cookies(u) {
+		if c.Name == session.CookieName {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+// SetSessionCookie puts a session cookie in the browser's jar, as a browser that copied it from
+// another would send it.
+func (br *Browser) SetSessionCookie(token string) {
+	u, err := url.Parse(br.H.URL)
+	require.NoError(br.H.T, err)
+	br.Client.Jar.SetCookies(u, []*http.Cookie{{Name: session.CookieName, Value: token}})
+}
+
+// WithSessionClock makes the dashboard's sessions and sign-in throttle read c (expiry, the
+// throttle's windows) instead of the wall clock.
+func WithSessionClock(c *Clock) func(*app.Config) {
+	return func(cfg *app.Config) { cfg.SessionClock = c.Now }
 }
 
 // Clock is a clock the test moves, injected where the configuration takes one.
