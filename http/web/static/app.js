@@ -940,6 +940,11 @@
       ev.preventDefault();
       if (uploading) { flash('Wait for the uploads to finish.'); return; }
       form.removeAttribute('data-refused');
+      // A live check still pending or in flight describes the form before this submission: it
+      // must not replace what the server answers to it.
+      clearTimeout(checkTimer);
+      checkSeq++;
+      form.removeAttribute('data-checking');
       // The post's rules are the server's one check: the live check above shows them as the
       // post is written, and a refusal here (a change the check had not seen yet) is shown
       // beside each network the same way.
