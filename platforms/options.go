@@ -348,10 +348,12 @@ func optionOf(key string, p Platform) []string {
 // target gives replaces the default's). Both are JSON objects or empty; the result is compact
 // JSON, empty when neither gives anything.
 func MergeOptions(defaults, own json.RawMessage) (json.RawMessage, error) {
-	if empty(defaults) && json.Valid(own) {
+	switch {
+	case empty(defaults) && empty(own):
+		return nil, nil
+	case empty(defaults) && json.Valid(own):
 		return own, nil
-	}
-	if empty(own) && json.Valid(defaults) {
+	case empty(own) && json.Valid(defaults):
 		return defaults, nil
 	}
 	merged := map[string]json.RawMessage{}
