@@ -86,3 +86,26 @@ func TestRefusedRefreshShowsExpiredUntilReconnected(t *testing.T) {
 	require.Equal(t, "ok", h.AccountsByID()[x.ID]["token_status"])
 	require.Empty(t, h.Do("GET", "/v1/analytics/overview?range=14d", nil).JSON(t)["accounts_needing_reconnect"])
 }
+
+// A refresh token that itself expires within the expiring_soon window (7 days) asks the user to
+// act.
+func TestRefreshTokenExpiringSoon(t *testing.T) {
+	t.Parallel()
+	h := apptest.Start(t, apptest.Options{Demo: true})
+	h.App.Sim.Tokens(platforms.TikTok).SetLifetimes(0, 3*24*time.Hour)
+	premade := h.AccountsByID()
+	r, _ := h.Browse(h.ConnectURL("tiktok"))
+	apptest.RequirePage(t, r, 200, "is now connected to Herald")
+	var got []map[string]any
+	for id, a := range h.AccountsByID() {
+		if _, old := premade[id]; !old && a["platform"] == "tiktok" {
+			got = append(got, a)
+		}
+	}
+	require.Len(t, got, 1)
+	m := got[0]
+	require.Equal(t, "expiring_soon", m["token_status"])
+	require.WithinDuration(t, time.Now().Add(3*24*time.Hour), apptest.TimeField(t, m, "token_expires_at"), time.Minute, "the refresh token's expiry")
+	require.WithinDuration(t, time.Now().Add(24*time.Hour), apptest.TimeField(t, m, "access_token_expires_at"), time.Minute, "the access token's own")
+	require.Equal(t, "ok", h.AccountsByID()[h.Account(platforms.TikTok).ID]["token_status"], "the sandbox's own TikTok account keeps its year")
+}

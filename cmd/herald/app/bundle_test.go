@@ -179,12 +179,6 @@ func (b *testBundle) browse(u string) (*response, []*url.URL) {
 	return asResponse(r), chain
 }
 
-// requirePage is apptest.RequirePage.
-func requirePage(t *testing.T, r *response, status int, contains string) {
-	t.Helper()
-	apptest.RequirePage(t, r.api(), status, contains)
-}
-
 // cheapPasswords is apptest's.
 var cheapPasswords = apptest.CheapPasswords
 
