@@ -355,9 +355,17 @@ func TestAccountDeletionIsHeardAcrossConnections(t *testing.T) {
 		require.NoError(t, err)
 		return ok
 	}
-	// Wait for the listener, then fill the cache.
+	// Wait for the listener, then fill the cache, until the put's own notification (a write of the
+	// user index notifies too) has come and gone.
 	require.Eventually(t, func() bool { return !s.accounts.bypass.Load() }, 10*time.Second, 10*time.Millisecond)
-	require.True(t, cached())
+	require.Eventually(t, func() bool {
+		require.True(t, cached())
+		time.Sleep(50 * time.Millisecond)
+		s.accounts.mu.RLock()
+		defer s.accounts.mu.RUnlock()
+		_, in := s.accounts.m[accountKey(a.UserID, a.ID)]
+		return in
+	}, 10*time.Second, 10*time.Millisecond)
 	key := join(mustID(a.UserID), mustID(a.ID))
 	_, err := s.pg.pool.Exec(ctx, `DELETE FROM "kv_accounts_user" WHERE k = $1`, key)
 	require.NoError(t, err)
@@ -372,4 +380,16 @@ func TestAccountDeletionIsHeardAcrossConnections(t *testing.T) {
 	require.Eventually(t, cached, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.DeleteAccount(a) }))
 	require.Eventually(t, func() bool { return !cached() }, 10*time.Second, 10*time.Millisecond)
+
+	// A change of an account's default options notifies too, without ForgetAccount: what the
+	// cache knew of them is read again.
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.PutAccount(a) }))
+	require.Eventually(t, cached, 10*time.Second, 10*time.Millisecond)
+	a.DefaultOptions = []byte(`{"langs":["en"]}`)
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.PutAccount(a) }))
+	require.Eventually(t, func() bool {
+		has, ok, err := s.AccountHasDefaults(a.UserID, a.ID)
+		require.NoError(t, err)
+		return ok && has
+	}, 10*time.Second, 10*time.Millisecond)
 }
