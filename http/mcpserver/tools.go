@@ -206,9 +206,13 @@ func add[In, Out any](t *Tools, d toolDef, description string, fn func(ctx conte
 	})
 }
 
-// schemaTypes are the schemas of types the inference cannot read: a json.RawMessage holds any
-// JSON value (an account's options, a preview's options), not the array of bytes its Go type is.
-var schemaTypes = map[reflect.Type]*jsonschema.Schema{reflect.TypeFor[json.RawMessage](): {}}
+// schemaTypes are the schemas of types the inference cannot read: every json.RawMessage of the
+// answers is a network's options object (an account's defaults, a target's options, a preview's),
+// not the array of bytes its Go type is. (An empty schema would be written as `true`, which some
+// hosts' validators refuse as a property's schema.)
+var schemaTypes = map[reflect.Type]*jsonschema.Schema{reflect.TypeFor[json.RawMessage](): {
+	Type: "object", Description: "A network's options: the schema of the account's network (get_account_capabilities: options_schema).",
+}}
 
 // outputSchema is Out's schema as the SDK would infer it, but for schemaTypes.
 func outputSchema[Out any](d toolDef) *jsonschema.Schema {
