@@ -311,9 +311,10 @@ func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.P
 			}
 		}
 		for _, t := range p.Targets {
-			if d, ok := defaults[t.AccountID]; ok && len(d) == 0 && platforms.RequiredOptions(platforms.Platform(t.Platform)) != nil {
+			if d, ok := defaults[t.AccountID]; ok && len(d) == 0 && lacksRequired(platforms.Platform(t.Platform), t.Options) {
 				// An account stored before accounts had default options takes what its
-				// connection chose when its actor loads it: ask it.
+				// connection chose when its actor loads it: ask it, only when the target itself
+				// leaves out an option its network requires (else nothing the answer holds matters).
 				if r, err := ask[*account.Reply](h, c, h.Accounts.To(t.AccountID), &account.Get{}); err == nil {
 					defaults[t.AccountID] = r.Account.DefaultOptions
 				}
@@ -376,6 +377,17 @@ func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.P
 		out = append(out, tc)
 	}
 	return out, nil
+}
+
+// lacksRequired reports whether options (a target's own) leave out an option network p requires.
+func lacksRequired(p platforms.Platform, options json.RawMessage) bool {
+	for _, name := range platforms.RequiredOptions(p) {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(options, &m) != nil || m[name] == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // targetMessages are the targets' errors as a refusal's message reads them: "platform: field:
