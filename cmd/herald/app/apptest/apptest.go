@@ -44,6 +44,7 @@ import (
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/storetest"
 	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/platformstest"
 )
 
 // CheapPasswords make the tests' password hashes fast; the parameters are stored with each hash,
@@ -530,28 +531,12 @@ func WithSessionClock(c *Clock) func(*app.Config) {
 	return func(cfg *app.Config) { cfg.SessionClock = c.Now }
 }
 
-// Clock is a clock the test moves, injected where the configuration takes one.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// Clock is a clock the test moves, injected where the configuration takes one: the adapters'
+// test clock (platformstest.Clock).
+type Clock = platformstest.Clock
 
 // NewClock is a clock at now.
-func NewClock(now time.Time) *Clock { return &Clock{now: now} }
-
-// Now is the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Add moves the clock on.
-func (c *Clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func NewClock(now time.Time) *Clock { return platformstest.NewClock(now) }
 
 // OAuth is a Herald with an injected OAuth clock and a registered public client.
 type OAuth struct {
