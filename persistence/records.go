@@ -123,18 +123,25 @@ type Target struct {
 
 // EffectiveContent is the text the target's network receives.
 func (t *Target) EffectiveContent(p *Post) string {
-	if t.Content != nil {
-		return *t.Content
-	}
-	return p.Content
+	text, _ := effective(t.Content, t.MediaIDs, p.Content, p.MediaIDs)
+	return text
 }
 
 // EffectiveMedia are the media the target's network receives.
 func (t *Target) EffectiveMedia(p *Post) []string {
-	if t.MediaIDs != nil {
-		return *t.MediaIDs
+	_, media := effective(t.Content, t.MediaIDs, p.Content, p.MediaIDs)
+	return media
+}
+
+// effective is a target's own text and media where it has them, else its post's.
+func effective(ownText *string, ownMedia *[]string, text string, media []string) (string, []string) {
+	if ownText != nil {
+		text = *ownText
 	}
-	return p.MediaIDs
+	if ownMedia != nil {
+		media = *ownMedia
+	}
+	return text, media
 }
 
 // Post is a post's record.

@@ -369,17 +369,11 @@ func ContentOf(p *Post) *PostContent {
 // Of is the text, media and options target i's network receives: the target's own where it
 // has them, else the post's.
 func (c *PostContent) Of(i int) (text string, media []string, options json.RawMessage) {
-	text, media = c.Content, c.MediaIDs
 	if i < 0 || i >= len(c.Targets) {
-		return text, media, nil
+		return c.Content, c.MediaIDs, nil
 	}
 	t := &c.Targets[i]
-	if t.Content != nil {
-		text = *t.Content
-	}
-	if t.MediaIDs != nil {
-		media = *t.MediaIDs
-	}
+	text, media = effective(t.Content, t.MediaIDs, c.Content, c.MediaIDs)
 	return text, media, t.Options
 }
 
