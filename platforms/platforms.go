@@ -148,6 +148,10 @@ type Publication struct {
 	ID string `json:"id"`
 	// URL is a link to the post on the network, when it can be built.
 	URL string `json:"url,omitempty"`
+	// Ref is what else the network needs to answer the post when its id is not enough (a
+	// Bluesky record's CID, which a reply's strong reference carries). Kept with a thread's
+	// parts so that the next part can answer the one before it.
+	Ref string `json:"ref,omitempty"`
 }
 
 // RateInfo is what a network's response said about the caller's remaining budget. Zero fields
