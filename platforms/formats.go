@@ -34,8 +34,8 @@ type FirstCommenter interface {
 // MaxThreadParts bounds a thread: the post and its follow-up parts together.
 const MaxThreadParts = 25
 
-// Threads reports whether Herald publishes threads on p.
-func (p Platform) Threads() bool { return p == X || p == Bluesky || p == Threads }
+// HasThreads reports whether Herald publishes threads on p.
+func (p Platform) HasThreads() bool { return p == X || p == Bluesky || p == Threads }
 
 // CommentMax is the longest first comment (in characters as the network counts them) the network
 // takes; 0 when Herald publishes no first comment there (Pinterest and TikTok offer no comment
