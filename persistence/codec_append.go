@@ -78,6 +78,14 @@ func appendPost(b []byte, p *Post) []byte {
 				b = append(b, `,"options":`...)
 				b = appendRaw(b, t.Options)
 			}
+			if len(t.Thread) > 0 {
+				b = append(b, `,"thread":`...)
+				b = appendMarshal(b, t.Thread)
+			}
+			if t.FirstComment != nil {
+				b = append(b, `,"first_comment":`...)
+				b = appendMarshal(b, t.FirstComment)
+			}
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -167,6 +175,14 @@ func appendJob(b []byte, j *Job) []byte {
 				b = append(b, `,"url":`...)
 				b = appendString(b, t.URL)
 			}
+			if len(t.Parts) > 0 {
+				b = append(b, `,"parts":`...)
+				b = appendMarshal(b, t.Parts)
+			}
+			if t.Comment != nil {
+				b = append(b, `,"comment":`...)
+				b = appendMarshal(b, t.Comment)
+			}
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -187,6 +203,16 @@ func appendJob(b []byte, j *Job) []byte {
 		b = appendString(b, j.CampaignID)
 	}
 	return append(b, '}')
+}
+
+// appendMarshal appends v as encoding/json encodes it: the fields only some records carry (a
+// thread's parts, a first comment) are left to it.
+func appendMarshal(b []byte, v any) []byte {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return append(b, "null"...) // plain structs of strings: never fails
+	}
+	return append(b, raw...)
 }
 
 // timeEncodable reports whether t has the form time.Time.MarshalJSON accepts (a four-digit

@@ -48,6 +48,10 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 			{ID: "p", Content: s, CreatedAt: tm, UpdatedAt: tm, Targets: []Target{
 				{AccountID: "a", Platform: "youtube", Content: &msg, MediaIDs: &[]string{}, Options: optionsOf(s)},
 				{AccountID: "b", Platform: "tiktok", MediaIDs: &[]string{s}, Options: json.RawMessage(` { "privacy_level" : "SELF_ONLY" , "t":"<&>\u2028" } `)}}},
+			{ID: "p", Content: s, CreatedAt: tm, UpdatedAt: tm, Targets: []Target{
+				{AccountID: "a", Platform: "twitter_x", Thread: []ThreadPart{{Content: s}, {Content: "b", MediaIDs: []string{s}, PublicationID: s, URL: s, Ref: s}},
+					FirstComment: &FirstComment{Content: s, Status: CommentFailed, Error: s}},
+				{AccountID: "b", Platform: "linkedin", Thread: []ThreadPart{}, FirstComment: &FirstComment{Content: "c", Status: CommentPublished, PublicationID: s, URL: s}}}},
 		}
 		for _, p := range posts {
 			want, err := json.Marshal(p)
@@ -63,6 +67,8 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 			{TrackingID: "j", Targets: []JobTarget{}, CreatedAt: tm, CompletedAt: &tm, Seq: 42, PostSynced: true, CampaignID: s},
 			{TrackingID: "j", CreatedAt: tm, Targets: []JobTarget{{Target: 0, Platform: s, AccountID: s, Phase: s, Message: s},
 				{Target: -3, Platform: "x", Phase: PhaseSuccess, Message: "ok", PublicationID: s, URL: "https://x.com/a?b=1&c=<2>"}}},
+			{TrackingID: "j", CreatedAt: tm, Targets: []JobTarget{{Target: 0, Platform: "bluesky", Phase: PhaseFailed, Message: s, PublicationID: s,
+				Parts: []Step{{ID: s, URL: s, Ref: s}, {ID: "2"}}, Comment: &FirstComment{Content: s, Status: CommentPending}}, {Target: 1, Parts: []Step{}}}},
 		}
 		for _, j := range jobs {
 			want, err := json.Marshal(j)

@@ -30,6 +30,10 @@ const (
 	// EventResolved: a call whose outcome was unknown was resolved by looking the post up on
 	// the network (found: a platform_success follows; not found: the post is sent again).
 	EventResolved = "platform_resolved"
+	// EventPart: a thread part was published (the message names it: "part 2 of 5").
+	EventPart = "platform_part"
+	// EventComment: the first comment's step ended (published, or failed: the post stands).
+	EventComment = "platform_comment"
 )
 
 // JobEvent is one step of one target of a job.

@@ -32,6 +32,10 @@ type JobTarget struct {
 	// PublicationID and URL identify the post on the network once published.
 	PublicationID string `json:"publication_id,omitempty"`
 	URL           string `json:"url,omitempty"`
+	// Parts are the thread parts published so far, in order (the post itself is PublicationID);
+	// Comment is the first comment's outcome once its step was made.
+	Parts   []Step        `json:"parts,omitempty"`
+	Comment *FirstComment `json:"comment,omitempty"`
 }
 
 // Final reports whether the target's outcome is known.

@@ -119,6 +119,63 @@ type Target struct {
 	// account's default options fill in what they leave out, when the post is checked and again
 	// when it goes out (platforms.MergeOptions).
 	Options json.RawMessage `json:"options,omitempty"`
+	// Thread are the follow-up parts of a thread (X, Bluesky, Threads), published after the post
+	// as a chain of the account's own replies, in order; each part's PublicationID and URL are
+	// filled in as it is published.
+	Thread []ThreadPart `json:"thread,omitempty"`
+	// FirstComment is the account's comment on its own post, published once the post (and its
+	// thread) exists, with its own outcome.
+	FirstComment *FirstComment `json:"first_comment,omitempty"`
+}
+
+// ThreadPart is one follow-up part of a thread: its own text and media, and once published the
+// network's id and link (and Ref, what the network needs to answer it).
+type ThreadPart struct {
+	Content       string   `json:"content"`
+	MediaIDs      []string `json:"media_ids,omitempty"`
+	PublicationID string   `json:"publication_id,omitempty"`
+	URL           string   `json:"url,omitempty"`
+	Ref           string   `json:"ref,omitempty"`
+}
+
+// First comment statuses: pending until its step is made, then published or failed.
+const (
+	CommentPending   = "pending"
+	CommentPublished = "published"
+	CommentFailed    = "failed"
+)
+
+// FirstComment is a target's first comment and its outcome.
+type FirstComment struct {
+	Content       string `json:"content"`
+	Status        string `json:"status"`
+	PublicationID string `json:"publication_id,omitempty"`
+	URL           string `json:"url,omitempty"`
+	Error         string `json:"error,omitempty"`
+}
+
+// Steps is how many network calls the target's publication takes: the post, each thread part,
+// and the first comment.
+func (t *Target) Steps() int {
+	n := 1 + len(t.Thread)
+	if t.FirstComment != nil {
+		n++
+	}
+	return n
+}
+
+// Missing reports whether a published target still lacks a step: a thread part or its first
+// comment (a retry publishes only what is missing, never the post again).
+func (t *Target) Missing() bool {
+	if t.PublicationID == "" {
+		return false
+	}
+	for _, p := range t.Thread {
+		if p.PublicationID == "" {
+			return true
+		}
+	}
+	return t.FirstComment != nil && t.FirstComment.Status != CommentPublished
 }
 
 // EffectiveContent is the text the target's network receives.
@@ -172,5 +229,15 @@ func (p *Post) Clone() *Post {
 	c := *p
 	c.MediaIDs = append([]string(nil), p.MediaIDs...)
 	c.Targets = append([]Target(nil), p.Targets...)
+	for i := range c.Targets {
+		t := &c.Targets[i]
+		if t.Thread != nil {
+			t.Thread = append([]ThreadPart(nil), t.Thread...)
+		}
+		if t.FirstComment != nil {
+			fc := *t.FirstComment
+			t.FirstComment = &fc
+		}
+	}
 	return &c
 }

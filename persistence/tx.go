@@ -346,19 +346,21 @@ type PostContent struct {
 
 // TargetContent is what a network call needs of one target: its own text, media and options.
 type TargetContent struct {
-	Content  *string         `json:"content,omitempty"`
-	MediaIDs *[]string       `json:"media_ids,omitempty"`
-	Options  json.RawMessage `json:"options,omitempty"`
+	Content      *string         `json:"content,omitempty"`
+	MediaIDs     *[]string       `json:"media_ids,omitempty"`
+	Options      json.RawMessage `json:"options,omitempty"`
+	Thread       []ThreadPart    `json:"thread,omitempty"`
+	FirstComment *FirstComment   `json:"first_comment,omitempty"`
 }
 
 // ContentOf is a post's PostContent.
 func ContentOf(p *Post) *PostContent {
 	c := &PostContent{UserID: p.UserID, Content: p.Content, MediaIDs: p.MediaIDs}
 	for _, t := range p.Targets {
-		if t.Content != nil || t.MediaIDs != nil || len(t.Options) > 0 {
+		if t.Content != nil || t.MediaIDs != nil || len(t.Options) > 0 || t.Thread != nil || t.FirstComment != nil {
 			c.Targets = make([]TargetContent, len(p.Targets))
 			for i, t := range p.Targets {
-				c.Targets[i] = TargetContent{Content: t.Content, MediaIDs: t.MediaIDs, Options: t.Options}
+				c.Targets[i] = TargetContent{Content: t.Content, MediaIDs: t.MediaIDs, Options: t.Options, Thread: t.Thread, FirstComment: t.FirstComment}
 			}
 			break
 		}
@@ -375,6 +377,14 @@ func (c *PostContent) Of(i int) (text string, media []string, options json.RawMe
 	t := &c.Targets[i]
 	text, media = effective(t.Content, t.MediaIDs, c.Content, c.MediaIDs)
 	return text, media, t.Options
+}
+
+// Steps are target i's thread parts and first comment (nil, nil when it has neither).
+func (c *PostContent) Steps(i int) ([]ThreadPart, *FirstComment) {
+	if i < 0 || i >= len(c.Targets) {
+		return nil, nil
+	}
+	return c.Targets[i].Thread, c.Targets[i].FirstComment
 }
 
 // PostContent returns a post's content, decoding nothing else of the record (a third cheaper
