@@ -163,6 +163,12 @@ type request struct {
 	resolved  bool      // a lookup found nothing once; another unknown outcome fails it
 	holding   bool      // its failed call holds the lane until its lookup ends
 	waitShown time.Time // the budget reset last announced to the job
+	// parts and comment are the target's steps after the post (steps.go); step is the call it
+	// makes next, done what its steps created so far (the post, then each part).
+	parts   []platforms.Post
+	comment *persistence.FirstComment
+	step    int
+	done    []persistence.Step
 }
 
 // Actor is one connected account.

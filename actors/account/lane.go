@@ -124,7 +124,7 @@ func (l *lane) run() {
 		}
 		start := l.now()
 		c, cancel := context.WithTimeout(context.Background(), l.timeout)
-		res, err := adapter.Publish(c, creds, r.Post)
+		res, err := r.call(c, adapter, creds)
 		cancel()
 		if err != nil {
 			l.hold()

@@ -25,7 +25,7 @@ func (a *Actor) startLookup(ctx actor.Context, r *request, since time.Time) {
 		for i := 0; ; i++ {
 			c, cancel := context.WithTimeout(context.Background(), time.Minute)
 			start := time.Now()
-			pub, found, err = adapter.Lookup(c, creds, r.Post, since.Add(-2*time.Minute))
+			pub, found, err = r.lookup(c, adapter, creds, since.Add(-2*time.Minute))
 			cancel()
 			a.observeCall(platform, "lookup", start, err)
 			if err == nil || !platforms.IsRetryable(err) || i >= retries {
@@ -53,12 +53,12 @@ func (a *Actor) lookupDone(ctx actor.Context, m *lookupDone) {
 	switch {
 	case m.err == nil && m.found:
 		a.deps.Metrics.UnknownOutcome.WithLabelValues(platform, "found").Inc()
-		a.reportStep(r, persistence.EventResolved, true, true, "published to "+platform+" (confirmed by looking the post up)", m.pub)
+		a.stepDone(r, m.pub, persistence.EventResolved)
 	case m.err == nil:
 		// The network has no such post: the attempt created nothing, so sending it again is
 		// not blind. A second unknown outcome fails.
 		a.deps.Metrics.UnknownOutcome.WithLabelValues(platform, "not_found").Inc()
-		a.reportStep(r, persistence.EventResolved, false, false, "the outcome was unknown and the post is not on "+platform+": it is sent again", platforms.Publication{})
+		a.reportStep(r, persistence.EventResolved, false, false, "the outcome was unknown and "+r.stepName()+" is not on "+platform+": it is sent again", r.main())
 		r.resolved = true
 		a.forgetAttempt(r)
 		a.unready() // what was handed to the lane meanwhile goes after it

@@ -25,8 +25,13 @@ type Report struct {
 	Message     string
 	Publication platforms.Publication
 	// Event names a step of the timeline other than the report's own phase:
-	// persistence.EventWaiting, EventRetrying or EventResolved ("" for none).
+	// persistence.EventWaiting, EventRetrying, EventResolved, EventPart or EventComment ("" for
+	// none).
 	Event string
+	// Parts are the thread parts published so far and Comment the first comment's outcome, for a
+	// target published in several steps (nil otherwise).
+	Parts   []persistence.Step
+	Comment *persistence.FirstComment
 }
 
 // Create stores a new account with its credentials. Reply: *Reply.

@@ -52,7 +52,8 @@ func (a *Actor) count(r *request, inHand bool) {
 	}
 }
 
-func (a *Actor) fail(r *request, msg string) { a.report(r, true, false, msg, platforms.Publication{}) }
+// fail ends a request that cannot go on (stepFailed: a target whose post is published keeps it).
+func (a *Actor) fail(r *request, msg string) { a.stepFailed(r, msg) }
 
 // failWaiting fails every request no call has started for: those in the lane and in the queue,
 // and those waiting in the store, which the account takes and fails at once until it has gone
@@ -149,6 +150,19 @@ func (a *Actor) take(ctx actor.Context, n int) {
 	for _, t := range got {
 		r := &request{JobID: t.w.JobID, Target: t.w.Target, key: t.w.Key()}
 		a.held[r.key] = r
+		var thread []persistence.ThreadPart
+		var comment *persistence.FirstComment
+		if t.post != nil {
+			thread, comment = t.post.Steps(t.w.Target)
+			// What an earlier run published stays known whatever happens next.
+			if comment != nil {
+				r.comment = &persistence.FirstComment{Content: comment.Content, Status: persistence.CommentPending}
+			}
+			r.parts = make([]platforms.Post, len(thread))
+			if t.att != nil && !r.resume(t.att) {
+				r.parts, r.comment = nil, nil
+			}
+		}
 		switch {
 		case a.acc == nil || a.deleting != nil:
 			a.fail(r, "the connected account was disconnected; connect it again and publish again")
@@ -190,8 +204,14 @@ func (a *Actor) take(ctx actor.Context, n int) {
 			a.fail(r, errorMessage(err))
 			continue
 		}
+		if len(thread) > 0 || comment != nil {
+			if err := a.prepareSteps(r, t.post.UserID, thread, comment); err != nil {
+				a.fail(r, err.Error())
+				continue
+			}
+		}
 		a.count(r, true)
-		if t.att != nil {
+		if t.att != nil && !t.att.Pending {
 			// The call may have reached the network: look, don't resend.
 			a.startLookup(ctx, r, t.att.StartedAt)
 			continue
@@ -345,7 +365,7 @@ func (a *Actor) pump(ctx actor.Context) {
 		a.deps.Metrics.BudgetLeft.WithLabelValues(string(platform)).Set(float64(a.deps.Budgets.Remaining(platform, a.id, now)))
 		err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
 			for _, r := range batch {
-				if err := tx.PutAttempt(&persistence.Attempt{JobID: r.JobID, Target: r.Target, AccountID: a.id, StartedAt: now.UTC()}); err != nil {
+				if err := tx.PutAttempt(r.attempt(a.id, now)); err != nil {
 					return err
 				}
 			}
@@ -393,6 +413,9 @@ func (a *Actor) unready() {
 	platform := platforms.Platform(a.acc.Platform)
 	_ = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
 		for _, r := range back {
+			if r.step > 0 {
+				continue // its record keeps what the steps before it published (forgetAttempt)
+			}
 			if err := tx.DeleteAttempt(r.JobID, r.Target); err != nil {
 				return err
 			}
@@ -445,6 +468,17 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 		// still stands: a post it created exists, and saying otherwise would invite publishing it
 		// twice.
 		a.lane.release()
+		if r.steps() > 1 && (r.step > 0 || m.err == nil) {
+			if m.err == nil {
+				r.advance(m.res.Publication)
+			}
+			if r.step == r.steps() {
+				a.final(r, "", true, fmt.Sprintf("published to %s (the connected account was disconnected afterwards)", m.platform))
+				return
+			}
+			a.fail(r, "the connected account was disconnected before "+r.stepName()+" could be published")
+			return
+		}
 		switch {
 		case m.err == nil:
 			a.report(r, true, true, fmt.Sprintf("published to %s (the connected account was disconnected afterwards)", m.platform), m.res.Publication)
@@ -462,7 +496,7 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 	a.observeCallTime(m.took)
 	if m.err == nil {
 		a.deps.Budgets.Observe(platform, a.id, m.res.Rate, now)
-		a.report(r, true, true, "published to "+string(platform), m.res.Publication)
+		a.stepDone(r, m.res.Publication, "")
 		a.pumpLater(ctx)
 		return
 	}
@@ -531,7 +565,12 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 	a.pump(ctx)
 }
 
-// forgetAttempt removes the attempt record of a call that created nothing.
+// forgetAttempt removes the attempt record of a call that created nothing. A later step's record
+// stays: it holds what the steps before it published, and the lookup a crash would make of its
+// step finds nothing, so the step is sent again.
 func (a *Actor) forgetAttempt(r *request) {
+	if r.step > 0 {
+		return
+	}
 	_ = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.DeleteAttempt(r.JobID, r.Target) })
 }

@@ -292,6 +292,17 @@ func (a *Actor) apply(r *account.Report) error {
 		t.Phase = persistence.PhaseUploading
 	}
 	t.Message = r.Message
+	if r.Publication.ID != "" {
+		// A target published in steps is known on its network from its first step on, whatever
+		// becomes of the rest.
+		t.PublicationID, t.URL = r.Publication.ID, r.Publication.URL
+	}
+	if r.Parts != nil {
+		t.Parts = r.Parts
+	}
+	if r.Comment != nil {
+		t.Comment = r.Comment
+	}
 	if next.Status == persistence.JobQueued {
 		next.Status = persistence.JobProcessing
 	}

@@ -192,23 +192,25 @@ func countQuota(tx *persistence.Tx, p *persistence.Post, q *Quota) error {
 }
 
 // NewJob builds the job of next's targets to publish and marks them publishing: every target of
-// a draft or scheduled post, the failed ones (those only selects) of a failed or partial post.
+// a draft or scheduled post, the failed ones (those only selects) of a failed or partial post,
+// and of a published or partial post the published targets that still miss a step (a thread's
+// part, a first comment: Target.Missing), which publish only what they miss (ResumeAttempts).
 // next must be a copy the caller owns.
 func NewJob(next *persistence.Post, jobID string, now time.Time, only *Only) (*persistence.Job, error) {
-	republish := next.Status == persistence.PostFailed || next.Status == persistence.PostPartial
+	republish := next.Status == persistence.PostFailed || next.Status == persistence.PostPartial || next.Status == persistence.PostPublished
 	switch next.Status {
 	case persistence.PostDraft, persistence.PostScheduled:
 		if only != nil {
 			return nil, &NotPublishableError{Status: next.Status}
 		}
-	case persistence.PostFailed, persistence.PostPartial:
+	case persistence.PostFailed, persistence.PostPartial, persistence.PostPublished:
 	default:
 		return nil, &NotPublishableError{Status: next.Status}
 	}
 	j := &persistence.Job{TrackingID: jobID, PostID: next.ID, UserID: next.UserID, Status: persistence.JobQueued, CreatedAt: now, CampaignID: next.CampaignID}
 	for i := range next.Targets {
 		t := &next.Targets[i]
-		if republish && (t.Status != persistence.TargetFailed || !only.Matches(*t)) {
+		if republish && ((t.Status != persistence.TargetFailed && !t.Missing()) || !only.Matches(*t)) {
 			continue
 		}
 		t.Status, t.Error = persistence.TargetPublishing, nil
@@ -220,6 +222,36 @@ func NewJob(next *persistence.Post, jobID string, now time.Time, only *Only) (*p
 	next.Status = persistence.PostPublishing
 	next.TrackingID = &jobID
 	return j, nil
+}
+
+// ResumeAttempts are the attempt records that make a job's targets already published on their
+// networks publish only the steps they miss: each starts at its first thread part without a
+// publication (or its first comment), after what is published. They are Pending: no call was
+// made for them, so the account sends the step without looking it up first.
+func ResumeAttempts(p *persistence.Post, j *persistence.Job) []*persistence.Attempt {
+	var out []*persistence.Attempt
+	for _, jt := range j.Targets {
+		if jt.Target >= len(p.Targets) {
+			continue
+		}
+		t := &p.Targets[jt.Target]
+		if t.PublicationID == "" {
+			continue
+		}
+		done := []persistence.Step{{ID: t.PublicationID, URL: t.URL}}
+		for _, part := range t.Thread {
+			if part.PublicationID == "" {
+				break
+			}
+			done = append(done, persistence.Step{ID: part.PublicationID, URL: part.URL, Ref: part.Ref})
+		}
+		if len(done) == 1+len(t.Thread) && (t.FirstComment == nil || t.FirstComment.Status == persistence.CommentPublished) {
+			continue // nothing is missing: the target was selected for another reason
+		}
+		out = append(out, &persistence.Attempt{JobID: j.TrackingID, Target: jt.Target, AccountID: t.AccountID, StartedAt: j.CreatedAt,
+			Step: len(done), Done: done, Pending: true})
+	}
+	return out
 }
 
 func (a *Actor) publish(ctx actor.Context, m *Publish) {
@@ -346,6 +378,11 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 				return err
 			}
 		}
+		for _, att := range ResumeAttempts(cur, j) {
+			if err := tx.PutAttempt(att); err != nil {
+				return err
+			}
+		}
 		if err := tx.PutJobEncoded(j, jobRaw); err != nil {
 			return err
 		}
@@ -463,6 +500,23 @@ func (a *Actor) fire(ctx actor.Context, m *Fire) {
 	a.deps.Handoff.StartJob(j.Clone(), sj.Clone())
 }
 
+// syncSteps gives a post's target what its job's target published in steps: the post on its
+// network (also when a later step failed), each thread part and the first comment's outcome.
+func syncSteps(pt *persistence.Target, t persistence.JobTarget) {
+	if t.PublicationID != "" {
+		pt.PublicationID, pt.URL = t.PublicationID, t.URL
+	}
+	for k, s := range t.Parts {
+		if k < len(pt.Thread) {
+			pt.Thread[k].PublicationID, pt.Thread[k].URL, pt.Thread[k].Ref = s.ID, s.URL, s.Ref
+		}
+	}
+	if t.Comment != nil && pt.FirstComment != nil {
+		pt.FirstComment.Status, pt.FirstComment.PublicationID, pt.FirstComment.URL, pt.FirstComment.Error =
+			t.Comment.Status, t.Comment.PublicationID, t.Comment.URL, t.Comment.Error
+	}
+}
+
 // finishJob takes a job's outcome: target statuses and errors, the post's status, and the
 // post.published or post.failed event, in one transaction. A repeated Finish changes nothing. An
 // outcome the store could not commit is taken again after a wait, until it can.
@@ -480,6 +534,7 @@ func (a *Actor) finishJob(ctx actor.Context, m *Finish) {
 			continue
 		}
 		pt := &next.Targets[t.Target]
+		syncSteps(pt, t)
 		switch t.Phase {
 		case persistence.PhaseSuccess:
 			if pt.Status != persistence.TargetPublished || pt.PublishedAt == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v5"
 
@@ -45,6 +46,9 @@ type targetSpec struct {
 	Content   *string
 	Media     *[]string
 	Options   json.RawMessage
+	// Thread are the parts after the post; FirstComment the comment's text (nil: none).
+	Thread       []persistence.ThreadPart
+	FirstComment *string
 }
 
 // submission is a post as a door received it. A nil field was not given (a PATCH).
@@ -178,7 +182,7 @@ func (h *handlers) checkPost(c *echo.Context, userID string, s *submission, cach
 			}
 			t := persistence.Target{AccountID: id, Platform: platform, Status: persistence.TargetPending}
 			if k, ok := s.kept[id]; ok && s.specs == nil {
-				t.Content, t.MediaIDs, t.Options = k.Content, k.MediaIDs, k.Options
+				t.Content, t.MediaIDs, t.Options, t.Thread, t.FirstComment = k.Content, k.MediaIDs, k.Options, k.Thread, k.FirstComment
 			}
 			out.targets = append(out.targets, t)
 		}
@@ -268,6 +272,29 @@ func (h *handlers) applySpecs(c *echo.Context, userID string, s *submission, out
 			t.MediaIDs = spec.Media
 		}
 		t.Options = spec.Options
+		t.Thread, t.FirstComment = spec.Thread, nil
+		for j, part := range spec.Thread {
+			name := fmt.Sprintf("%s.thread.%d", field, j)
+			if strings.TrimSpace(part.Content) == "" && len(part.MediaIDs) == 0 {
+				refuse(apierr.Validation("%s.content: a thread part needs text or media", name))
+			} else if err := post.CheckContent(part.Content); err != nil {
+				refuse(apierr.Validation("%s.%s", name, err.Error()))
+			}
+			if len(part.MediaIDs) > 0 {
+				if err := post.CheckMedia(len(part.MediaIDs)); err != nil {
+					refuse(apierr.Validation("%s.%s", name, err.Error()))
+				}
+				if _, err := h.resolveMedia(c, userID, name+".media", part.MediaIDs, cache, refuse); err != nil {
+					return err
+				}
+			}
+		}
+		if spec.FirstComment != nil {
+			if strings.TrimSpace(*spec.FirstComment) == "" {
+				refuse(apierr.Validation("%s.first_comment.content: must not be empty", field))
+			}
+			t.FirstComment = &persistence.FirstComment{Content: *spec.FirstComment, Status: persistence.CommentPending}
+		}
 	}
 	return nil
 }
@@ -370,11 +397,55 @@ func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.P
 				}
 			}
 		}
+		stepErrs, err := h.checkSteps(c, userID, platform, t, publish, cache)
+		if err != nil {
+			return nil, err
+		}
+		tc.Errors = append(tc.Errors, stepErrs...)
 		tc.Valid = len(tc.Errors) == 0
 		if withPreview {
 			tc.Preview = preview(platform, text, media, opts)
 		}
 		out = append(out, tc)
+	}
+	return out, nil
+}
+
+// checkSteps checks a target's thread and first comment: that its network takes them, and when
+// the post is submitted for publication, each part by the network's rules for a post (text as it
+// counts it, media) and the comment's length (CommentMax; on X, Bluesky and Threads a reply,
+// held to the network's rules for a post).
+func (h *handlers) checkSteps(c *echo.Context, userID string, p platforms.Platform, t *persistence.Target, publish bool, cache mediaCache) ([]platforms.FieldError, error) {
+	var out []platforms.FieldError
+	if len(t.Thread) > 0 && !p.HasThreads() {
+		out = append(out, platforms.FieldError{Field: "thread", Message: fmt.Sprintf("%s has no threads; threads are published on X, Bluesky and Threads", p.Name())})
+	}
+	if t.FirstComment != nil && platforms.CommentMax(p) == 0 {
+		out = append(out, platforms.FieldError{Field: "first_comment", Message: fmt.Sprintf("%s offers no comment Herald can publish; first comments are published on LinkedIn, Instagram, Facebook, YouTube, X, Bluesky and Threads", p.Name())})
+	}
+	a := h.Adapters[p]
+	if len(out) > 0 || !publish || a == nil {
+		return out, nil
+	}
+	for i, part := range t.Thread {
+		media, err := h.resolveMedia(c, userID, "media", part.MediaIDs, cache, func(error) {})
+		if err != nil {
+			return nil, err
+		}
+		if err := a.Validate(platforms.Post{Text: part.Content, Media: media}); err != nil {
+			msg := networkReason(err)
+			out = append(out, platforms.FieldError{Field: fmt.Sprintf("thread.%d.%s", i, validateField(msg)), Message: msg})
+		}
+	}
+	if fc := t.FirstComment; fc != nil {
+		if p.HasThreads() {
+			if err := a.Validate(platforms.Post{Text: fc.Content}); err != nil {
+				out = append(out, platforms.FieldError{Field: "first_comment.content", Message: networkReason(err)})
+			}
+		} else if n, max := utf8.RuneCountInString(fc.Content), platforms.CommentMax(p); n > max {
+			out = append(out, platforms.FieldError{Field: "first_comment.content",
+				Message: fmt.Sprintf("is %d characters; %s takes comments of at most %d", n, p.Name(), max)})
+		}
 	}
 	return out, nil
 }

@@ -56,6 +56,51 @@ type PostPlatform struct {
 	Content string          `json:"content"`
 	Media   []string        `json:"media"`
 	Options json.RawMessage `json:"options"`
+	// Thread are the thread's parts after the post; FirstComment the first comment with its
+	// outcome (both absent when the target has none).
+	Thread       []ThreadPartDetail  `json:"thread,omitempty"`
+	FirstComment *FirstCommentDetail `json:"first_comment,omitempty"`
+}
+
+// ThreadPartDetail is one part of a thread after the post.
+type ThreadPartDetail struct {
+	Content         string   `json:"content"`
+	Media           []string `json:"media"`
+	PlatformPostID  *string  `json:"platform_post_id"`
+	PlatformPostURL *string  `json:"platform_post_url"`
+}
+
+// FirstCommentDetail is a target's first comment and its outcome.
+type FirstCommentDetail struct {
+	Content           string  `json:"content"`
+	Status            string  `json:"status"`
+	PlatformCommentID *string `json:"platform_comment_id"`
+	URL               *string `json:"url"`
+	Error             *string `json:"error"`
+}
+
+// stepsDetail renders a target's thread and first comment.
+func stepsDetail(t *persistence.Target, pp *PostPlatform) {
+	orNil := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	for _, part := range t.Thread {
+		media := part.MediaIDs
+		if media == nil {
+			media = []string{}
+		}
+		pp.Thread = append(pp.Thread, ThreadPartDetail{Content: part.Content, Media: media, PlatformPostID: orNil(part.PublicationID), PlatformPostURL: orNil(part.URL)})
+	}
+	if fc := t.FirstComment; fc != nil {
+		status := fc.Status
+		if status == "" {
+			status = persistence.CommentPending
+		}
+		pp.FirstComment = &FirstCommentDetail{Content: fc.Content, Status: status, PlatformCommentID: orNil(fc.PublicationID), URL: orNil(fc.URL), Error: orNil(fc.Error)}
+	}
 }
 
 // PostDetail is GET /v1/posts/:id.
@@ -110,7 +155,17 @@ func (h *handlers) detail(p *persistence.Post) PostDetail {
 			}
 		case t.Status == persistence.TargetFailed && t.Error != nil:
 			failed = append(failed, failure{t.Platform, *t.Error})
+			if t.PublicationID != "" {
+				// A thread whose later part failed: its post is on the network.
+				netID := t.PublicationID
+				pp.PlatformPostID = &netID
+				if t.URL != "" {
+					link := t.URL
+					pp.PlatformPostURL = &link
+				}
+			}
 		}
+		stepsDetail(&t, &pp)
 		out.Platforms = append(out.Platforms, pp)
 	}
 	if p.Status == persistence.PostFailed || p.Status == persistence.PostPartial {

@@ -79,6 +79,19 @@ type targetIn struct {
 	Content   *string        `json:"content,omitempty" jsonschema:"this account's own text (omit: the post's content)"`
 	MediaIDs  []string       `json:"media_ids,omitempty" jsonschema:"this account's own media ids (omit: the post's media; an empty list: none)"`
 	Options   map[string]any `json:"options,omitempty" jsonschema:"the network's options, laid over the account's default options. Each network has its own schema (the OpenAPI document's XOptions, BlueskyOptions, LinkedInOptions, InstagramOptions, ThreadsOptions, FacebookOptions, YouTubeOptions, PinterestOptions, TikTokOptions): call get_account_capabilities for the account's options_schema, its required_options and its live choices (TikTok privacy levels, Pinterest boards, YouTube categories)"`
+	Thread       []threadPartIn `json:"thread,omitempty" jsonschema:"X, Bluesky and Threads only: the parts published after the post as a chain of the account's own replies, in order (at most 24), each held to the network's rules for a post"`
+	FirstComment *commentIn     `json:"first_comment,omitempty" jsonschema:"LinkedIn, Instagram, Facebook, YouTube, X, Bluesky and Threads: the account's comment on its own post, published once the post exists (a failed comment does not undo the post)"`
+}
+
+// threadPartIn is one part of a thread after the post.
+type threadPartIn struct {
+	Content  string   `json:"content" jsonschema:"the part's text"`
+	MediaIDs []string `json:"media_ids,omitempty" jsonschema:"the part's media ids"`
+}
+
+// commentIn is a first comment.
+type commentIn struct {
+	Content string `json:"content" jsonschema:"the comment's text"`
 }
 
 type draftIn struct {
@@ -409,6 +422,19 @@ func (t *Tools) targetsBody(ctx context.Context, targets []targetIn) ([]map[stri
 		}
 		if tg.Options != nil {
 			e["options"] = tg.Options
+		}
+		if tg.Thread != nil {
+			parts := make([]map[string]any, len(tg.Thread))
+			for j, p := range tg.Thread {
+				parts[j] = map[string]any{"content": p.Content}
+				if len(p.MediaIDs) > 0 {
+					parts[j]["media"] = p.MediaIDs
+				}
+			}
+			e["thread"] = parts
+		}
+		if tg.FirstComment != nil {
+			e["first_comment"] = map[string]any{"content": tg.FirstComment.Content}
 		}
 		out = append(out, e)
 	}
