@@ -75,10 +75,10 @@ type postIDIn struct {
 // targetIn is one entry of a post's targets: what one of its accounts receives instead of the
 // post's own text and media, and the options of its network (the /v1 TargetInput).
 type targetIn struct {
-	AccountID string         `json:"account_id" jsonschema:"one of the post's accounts: its account_id, or its platform name when the user has exactly one account there"`
-	Content   *string        `json:"content,omitempty" jsonschema:"this account's own text (omit: the post's content)"`
-	MediaIDs  []string       `json:"media_ids,omitempty" jsonschema:"this account's own media ids (omit: the post's media; an empty list: none)"`
-	Options   map[string]any `json:"options,omitempty" jsonschema:"the network's options, laid over the account's default options. Each network has its own schema (the OpenAPI document's XOptions, BlueskyOptions, LinkedInOptions, InstagramOptions, ThreadsOptions, FacebookOptions, YouTubeOptions, PinterestOptions, TikTokOptions): call get_account_capabilities for the account's options_schema, its required_options and its live choices (TikTok privacy levels, Pinterest boards, YouTube categories)"`
+	AccountID    string         `json:"account_id" jsonschema:"one of the post's accounts: its account_id, or its platform name when the user has exactly one account there"`
+	Content      *string        `json:"content,omitempty" jsonschema:"this account's own text (omit: the post's content)"`
+	MediaIDs     []string       `json:"media_ids,omitempty" jsonschema:"this account's own media ids (omit: the post's media; an empty list: none)"`
+	Options      map[string]any `json:"options,omitempty" jsonschema:"the network's options, laid over the account's default options. Each network has its own schema (the OpenAPI document's XOptions, BlueskyOptions, LinkedInOptions, InstagramOptions, ThreadsOptions, FacebookOptions, YouTubeOptions, PinterestOptions, TikTokOptions): call get_account_capabilities for the account's options_schema, its required_options and its live choices (TikTok privacy levels, Pinterest boards, YouTube categories)"`
 	Thread       []threadPartIn `json:"thread,omitempty" jsonschema:"X, Bluesky and Threads only: the parts published after the post as a chain of the account's own replies, in order (at most 24), each held to the network's rules for a post"`
 	FirstComment *commentIn     `json:"first_comment,omitempty" jsonschema:"LinkedIn, Instagram, Facebook, YouTube, X, Bluesky and Threads: the account's comment on its own post, published once the post exists (a failed comment does not undo the post)"`
 }
