@@ -100,7 +100,7 @@ func TestTargetsBadInput(t *testing.T) {
 		{"media of another user", []map[string]any{{"account_id": x, "media": []string{theirs}}},
 			`targets.0.media: ` + theirs + ` is not a confirmed media of yours`},
 		{"a target field unknown", []map[string]any{{"account_id": x, "text": "hi"}},
-			`targets.0: unknown field "text"; a target takes account_id, content, media and options`},
+			`targets.0: unknown field "text"; a target takes account_id, content, media, options, thread and first_comment`},
 	} {
 		r := h.Do("POST", "/v1/posts/publish", map[string]any{"content": "hello", "platforms": []string{x, bsky}, "targets": tc.targets})
 		require.Equal(t, 400, r.Status, "%s: %s", tc.name, r.Body)
