@@ -159,8 +159,9 @@ type aspectRatio struct {
 	Height int `json:"height"`
 }
 
-// Publish uploads the media, builds the record with its facets and creates it. The result's rate
-// information is the RateLimit-* headers of createRecord (the repo write points).
+// Publish uploads the media, builds the record with its facets and creates it. The publication's
+// Ref is the record's CID, which a reply to it (a thread's next part) references. The result's
+// rate information is the RateLimit-* headers of createRecord (the repo write points).
 func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platforms.Post) (platforms.Result, error) {
 	if err := a.Validate(p); err != nil {
 		return platforms.Result{}, err
@@ -173,7 +174,9 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	if err != nil {
 		return platforms.Result{}, err
 	}
-	return platforms.Result{Publication: publication(c, uri), Rate: rateInfo(r.Header)}, nil
+	pub := publication(c, uri)
+	pub.Ref = cidOf(r)
+	return platforms.Result{Publication: pub, Rate: rateInfo(r.Header)}, nil
 }
 
 // MediaLimits are Bluesky's (platforms.MediaLimiter): up to 4 images or one video.
@@ -523,7 +526,8 @@ func (a *Adapter) Revoke(ctx context.Context, c platforms.Credentials) error {
 const lookupPages = 5
 
 // Lookup lists the repo's posts, newest first, and returns the one with exactly this text whose
-// createdAt is at or after since (createdAt is the adapter's own clock, like since).
+// createdAt is at or after since (createdAt is the adapter's own clock, like since), with its CID
+// as the publication's Ref. Replies (a thread's parts, first comments) are not the post.
 func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platforms.Post, since time.Time) (platforms.Publication, bool, error) {
 	if c.UserID == "" {
 		return platforms.Publication{}, false, platforms.Errorf(platforms.Bluesky, platforms.Permanent, 0, "the account has no DID; log in again")
@@ -534,9 +538,11 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 		var out struct {
 			Records []struct {
 				URI   string `json:"uri"`
+				CID   string `json:"cid"`
 				Value struct {
-					Text      string `json:"text"`
-					CreatedAt string `json:"createdAt"`
+					Text      string          `json:"text"`
+					CreatedAt string          `json:"createdAt"`
+					Reply     json.RawMessage `json:"reply"`
 				} `json:"value"`
 			} `json:"records"`
 			Cursor string `json:"cursor"`
@@ -567,8 +573,10 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 				older = true
 				continue
 			}
-			if rec.Value.Text == p.Text {
-				return publication(c, rec.URI), true, nil
+			if rec.Value.Text == p.Text && len(rec.Value.Reply) == 0 { // a reply is a thread's part, not the post
+				pub := publication(c, rec.URI)
+				pub.Ref = rec.CID
+				return pub, true, nil
 			}
 		}
 		if older || out.Cursor == "" {

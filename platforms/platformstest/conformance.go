@@ -59,6 +59,10 @@ type Adapter struct {
 	RateLimit RateLimit
 	// ProcessingFails publishes a video the network fails to process.
 	ProcessingFails ProcessingFails
+	// Thread publishes a thread (run for every adapter that is a platforms.Threader).
+	Thread Thread
+	// FirstComment comments on a post (run for every adapter that is a platforms.FirstCommenter).
+	FirstComment FirstComment
 }
 
 // PostFunc makes a post for one test (media it needs served for the test's duration).
@@ -282,6 +286,8 @@ func Run(t *testing.T, c Adapter) {
 		{"Revoke", c.Revoke.NotApplicable, !c.Revoke.NoOp && c.Revoke.Post == nil, c.revoke},
 		{"RateLimit", c.RateLimit.NotApplicable, c.RateLimit.Post == nil, c.rateLimit},
 		{"ProcessingFails", c.ProcessingFails.NotApplicable, c.ProcessingFails.Post == nil, c.processingFails},
+		{"Thread", c.threadNA(), false, c.thread},
+		{"FirstComment", c.firstCommentNA(), false, c.firstComment},
 	} {
 		t.Run(cs.name, func(t *testing.T) {
 			t.Parallel()

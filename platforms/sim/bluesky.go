@@ -35,7 +35,9 @@ package sim
 // counters; Bluesky has no views) and app.bsky.feed.getPostThread (the post with its replies,
 // nested; an unknown post answers 400 NotFound). A post record with reply.root and reply.parent
 // strong references (uri and cid of existing posts; the parent must belong to the root's thread)
-// is a reply: it is recorded as a reply and a comment of the thread, not as a publication.
+// is a reply: it is recorded as a reply and a comment of the thread, not as a publication, unless
+// it answers one of the account's own posts (a thread's next part, a first comment): that is a
+// publication with reply_to, and a reply of the thread by the account.
 // Comments added through the admin API are reply records in the commenter's repo. Direct messages
 // (chat.bsky.convo.getMessages, sendMessage and getConvoForMembers) need the header
 // "atproto-proxy: did:web:api.bsky.chat#bsky_chat"; a conversation the caller is not a member of
@@ -679,7 +681,9 @@ func (b *bskySim) createRecord(w http.ResponseWriter, r *http.Request, a bskyAcc
 		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Record already exists at "+uri)
 		return
 	}
-	if rec.Reply != nil {
+	if rec.Reply != nil && b.selfReply(uri, cid, a, *rec.Text, shas, rec.Reply.Root.URI, rec.Reply.Parent.URI) {
+		// a thread's next part or a first comment: a post of the account (bluesky_thread.go)
+	} else if rec.Reply != nil {
 		parent := rec.Reply.Parent.URI
 		if parent == rec.Reply.Root.URI {
 			parent = ""

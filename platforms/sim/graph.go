@@ -665,11 +665,13 @@ func (g *graphAPI) markPublished(id string) bool {
 	return ok
 }
 
-// records lists the account's publications, newest first, created in [since, until).
+// records lists the account's publications, newest first, created in [since, until). Its replies
+// (Threads) and comments (Instagram, Facebook) are not among them: the networks list those on
+// their own edges.
 func (g *graphAPI) records(account string, since, until time.Time) []Record {
 	var out []Record
 	for _, rec := range g.n.Sim.Publications(g.n.Platform) {
-		if rec.Account != account {
+		if rec.Account != account || rec.ReplyTo != "" || rec.CommentOn != "" {
 			continue
 		}
 		if !since.IsZero() && rec.CreatedAt.Before(since) {

@@ -10,7 +10,7 @@
 //
 // The admin API under /_sim is what tests and tools drive:
 //
-//	GET  /_sim/publications?platform=P  what was published: {"data":[{id, platform, account, text, media_sha256, created_at}]}
+//	GET  /_sim/publications?platform=P  what was published: {"data":[{id, platform, account, text, media_sha256, created_at, reply_to?, comment_on?}]}
 //	POST /_sim/faults                   {"platform","fault","count"}: the next count API calls to that network fail that way
 //	GET  /_sim/faults                   the random faults' rate, kinds and spared pairs, and how many of each were drawn
 //	PUT  /_sim/faults                   {"rate"}: changes the random faults' rate (0 stops them)
@@ -124,6 +124,14 @@ type Record struct {
 	// settings...), by the network's own names; AltTexts the alt text of each media, in order.
 	Options  map[string]any `json:"options,omitempty"`
 	AltTexts []string       `json:"alt_texts,omitempty"`
+	// ReplyTo is the id of the post a reply answers: every part of a thread after the first, and
+	// every reply of an account to its own post on X, Bluesky and Threads (a first comment there).
+	// A reply is a post of the account, listed where the network lists its posts.
+	ReplyTo string `json:"reply_to,omitempty"`
+	// CommentOn is the id of the post a comment was made on, on the networks where the account
+	// comments its own post (LinkedIn, Instagram, Facebook, YouTube). A comment is not a post:
+	// the networks' post listings leave it out.
+	CommentOn string `json:"comment_on,omitempty"`
 }
 
 // File is a media file a network received.
@@ -549,7 +557,9 @@ func (n *Network) record(rec Record) Record {
 	if n.Sim.last == nil {
 		n.Sim.last = map[string]Record{}
 	}
-	n.Sim.last[string(n.Platform)+"|"+rec.Account] = rec
+	if rec.CommentOn == "" {
+		n.Sim.last[string(n.Platform)+"|"+rec.Account] = rec
+	}
 	n.Sim.mu.Unlock()
 	return rec
 }

@@ -20,15 +20,19 @@ import (
 //	GET  /refresh_access_token?grant_type=th_refresh_token → a new 60-day token (token ≥ 24 h old)
 //	GET  /me                                    {id, username}
 //	POST /{user-id}/threads                     container: media_type TEXT|IMAGE|VIDEO|CAROUSEL, text,
-//	                                            image_url, video_url, is_carousel_item, children
+//	                                            image_url, video_url, is_carousel_item, children,
+//	                                            reply_to_id (a reply to that post)
 //	GET  /{id}                                  container: status, error_message; post: text, timestamp, permalink
 //	POST /{user-id}/threads_publish             creation_id → {"id"}
-//	GET  /{user-id}/threads                     the profile's posts: id, text, timestamp, permalink
+//	GET  /{user-id}/threads                     the profile's posts (not its replies): id, text, timestamp, permalink
+//	GET  /{media-id}/replies                    the post's replies: id, text, timestamp, permalink, username,
+//	                                            replied_to, is_reply_owned_by_me
 //	GET  /{user-id}/threads_publishing_limit    quota_usage, config, reply_quota_usage, reply_config
 //
 // Text over 500 characters (emoji counted in UTF-8 bytes) or with more than 5 links is refused;
 // carousels take 2 to 20 items; media containers fetch their URL (unreachable → ERROR). Buckets:
-// "publish" (250 per 24 h at threads_publish; exhausted → code 9, an assumption), "calls" (4,800
+// "publish" (250 per 24 h at threads_publish; exhausted → code 9, an assumption), "replies" (1,000
+// replies per 24 h at threads_publish of a reply, in place of "publish"; code 9), "calls" (4,800
 // per 24 h → code 4).
 func init() { register(platforms.Threads, registerThreads) }
 
@@ -58,9 +62,10 @@ func registerThreads(n *Network) {
 	g.api("POST /{id}/threads", s.createContainer)
 	g.api("GET /{id}/threads", s.list)
 	g.api("POST /{id}/threads_publish", s.publish)
+	g.api("GET /{id}/replies", s.replies)
 	g.api("GET /{id}/threads_publishing_limit", func(w http.ResponseWriter, r *http.Request, who graphCaller) {
 		if s.owner(w, r, who) {
-			g.publishQuota(w, who.User, thPublishLimit(), map[string]any{"reply_quota_usage": 0, "reply_config": map[string]any{"quota_total": 1000, "quota_duration": 86400}})
+			g.publishQuota(w, who.User, thPublishLimit(), s.replyQuota(who.User))
 		}
 	})
 }
@@ -215,7 +220,17 @@ func (s *thSim) createContainer(w http.ResponseWriter, r *http.Request, who grap
 		graphError(w, http.StatusBadRequest, 100, 0, "(#100) The parameter "+strings.ToLower(c.MediaType)+"_url is required", false)
 		return
 	}
+	replyTo := ""
+	if !item {
+		if replyTo = r.FormValue("reply_to_id"); replyTo != "" && !s.replyable(replyTo) {
+			graphError(w, http.StatusBadRequest, 100, 33, "(#100) Param reply_to_id must be the id of an existing Threads post", false)
+			return
+		}
+	}
 	s.g.newContainer(r.Context(), c, mediaURL)
+	if replyTo != "" {
+		s.n.Store.Put("threply:"+c.ID, replyTo)
+	}
 	WriteJSON(w, http.StatusOK, map[string]any{"id": c.ID})
 }
 
@@ -264,9 +279,8 @@ func (s *thSim) publish(w http.ResponseWriter, r *http.Request, who graphCaller)
 		writeGraphError(w, http.StatusBadRequest, graphErrorBody{Code: 100, Message: "The container is " + strings.ToLower(status) + " and cannot be published"})
 		return
 	}
-	if _, _, reset, ok := s.n.Take("publish", who.User, 1, thPublishLimit()); !ok {
-		s.g.usageHeaders(w, who.User, 100, 100, s.g.regainMinutes(reset))
-		writeGraphError(w, http.StatusBadRequest, graphErrorBody{Code: 9, Message: "Application request limit reached", UserMsg: "The profile has reached the limit of 250 API-published posts in a 24-hour period."})
+	replyTo := s.replyTo(cid)
+	if !s.spendPublish(w, who.User, replyTo != "") {
 		return
 	}
 	if !s.g.markPublished(cid) {
@@ -277,7 +291,7 @@ func (s *thSim) publish(w http.ResponseWriter, r *http.Request, who graphCaller)
 	m := &graphMedia{ID: id, Owner: who.User, Handle: who.Handle, Text: c.Text, MediaType: c.MediaType, Permalink: "https://www.threads.com/@" + who.Handle + "/post/" + RandomID(6), Created: s.n.Sim.Now()}
 	s.n.Store.Put("thmedia:"+id, m)
 	rec := s.n.PublishFiles(id, who.User, c.Text, s.g.mediaFiles(c))
-	s.n.UpdateRecord(rec.ID, func(r *Record) { r.Options, r.AltTexts = c.Options, s.g.altTexts(&c) })
+	s.n.UpdateRecord(rec.ID, func(r *Record) { r.Options, r.AltTexts, r.ReplyTo = c.Options, s.g.altTexts(&c), replyTo })
 	if s.n.TakeFault(FaultPostThenError) != "" {
 		graphError(w, http.StatusInternalServerError, 2, 0, "An unexpected error has occurred. Please retry your request later.", true)
 		return

@@ -518,7 +518,9 @@ func (x *xSim) createTweet(w http.ResponseWriter, r *http.Request, u xUser) {
 		return
 	}
 	id := x.newID()
-	if replyTo != nil {
+	if replyTo != nil && x.selfReply(id, u, text, shas, *replyTo) {
+		// a thread's next part or a first comment: a post of the account (x_thread.go)
+	} else if replyTo != nil {
 		parent := replyTo.id
 		if parent == replyTo.conversation {
 			parent = ""
@@ -957,7 +959,9 @@ func (x *xSim) simpleUpload(w http.ResponseWriter, r *http.Request, u xUser) {
 }
 
 // userTweets is GET /2/users/{id}/tweets: the user's posts, newest first, from the simulator's
-// records (start_time, end_time, max_results 5-100, pagination_token, tweet.fields=created_at).
+// records (start_time, end_time, max_results 5-100, pagination_token, tweet.fields=created_at,
+// and for the user's replies conversation_id, in_reply_to_user_id and referenced_tweets;
+// exclude=replies leaves them out).
 func (x *xSim) userTweets(w http.ResponseWriter, r *http.Request, _ xUser) {
 	q := r.URL.Query()
 	var start, end time.Time
@@ -993,9 +997,13 @@ func (x *xSim) userTweets(w http.ResponseWriter, r *http.Request, _ xUser) {
 		offset = n
 	}
 	fields := "," + q.Get("tweet.fields") + ","
+	noReplies := xFields(q.Get("exclude"))["replies"]
 	var mine []Record
 	for _, rec := range xNewestFirst(x.n.Sim.Publications(platforms.X)) {
 		if rec.Account != r.PathValue("id") || (!start.IsZero() && rec.CreatedAt.Before(start)) || (!end.IsZero() && !rec.CreatedAt.Before(end)) {
+			continue
+		}
+		if noReplies && rec.ReplyTo != "" {
 			continue
 		}
 		mine = append(mine, rec)
@@ -1013,6 +1021,7 @@ func (x *xSim) userTweets(w http.ResponseWriter, r *http.Request, _ xUser) {
 			if strings.Contains(fields, ",author_id,") {
 				t["author_id"] = rec.Account
 			}
+			x.replyFields(t, rec, fields)
 			data = append(data, t)
 		}
 		body["data"] = data
@@ -1107,7 +1116,11 @@ func (x *xSim) tweet(id string) (xTweet, bool) {
 		return xTweet{}, false
 	}
 	if rec, ok := x.n.Post(id); ok {
-		return xTweet{id: rec.ID, text: rec.Text, author: rec.Account, conversation: rec.ID, created: rec.CreatedAt, mediaSHA: rec.MediaSHA256, handleOfAuthor: x.handle(rec.Account)}, true
+		t := xTweet{id: rec.ID, text: rec.Text, author: rec.Account, conversation: rec.ID, created: rec.CreatedAt, mediaSHA: rec.MediaSHA256, handleOfAuthor: x.handle(rec.Account)}
+		if rec.ReplyTo != "" {
+			t.conversation, t.parent, t.inReplyToUser = x.n.ThreadRoot(rec.ID), rec.ReplyTo, rec.Account
+		}
+		return t, true
 	}
 	c, ok := x.n.Comment(id)
 	if !ok {

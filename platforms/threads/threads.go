@@ -46,8 +46,9 @@ const (
 	MaxLinks = 5
 )
 
-// Scope is the permissions Herald asks for.
-const Scope = "threads_basic,threads_content_publish"
+// Scope is the permissions Herald asks for: publishing, and replying to the profile's own posts
+// (a thread's next part, a first comment) and reading those replies back.
+const Scope = "threads_basic,threads_content_publish,threads_manage_replies,threads_read_replies"
 
 const (
 	processingLimit = 10 * time.Minute

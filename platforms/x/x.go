@@ -366,8 +366,8 @@ func (a *Adapter) Identify(ctx context.Context, c platforms.Credentials) (platfo
 // lookupPages bounds how far back Lookup reads the timeline (100 posts a page).
 const lookupPages = 5
 
-// Lookup reads the account's posts since then (GET /2/users/{id}/tweets with start_time) and
-// returns the one with this text. X rewrites URLs to t.co links, HTML-escapes &, < and >, and
+// Lookup reads the account's posts since then (GET /2/users/{id}/tweets with start_time, replies
+// excluded) and returns the one with this text. X rewrites URLs to t.co links, HTML-escapes &, < and >, and
 // appends a t.co link for attached media, so texts are compared with every URL masked.
 func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platforms.Post, since time.Time) (platforms.Publication, bool, error) {
 	if c.UserID == "" {
@@ -379,7 +379,7 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 	q := url.Values{
 		"max_results":  {"100"},
 		"tweet.fields": {"created_at"},
-		"exclude":      {"retweets"},
+		"exclude":      {"retweets,replies"}, // a thread's parts and first comments are not the post
 		"start_time":   {since.UTC().Truncate(time.Second).Format(time.RFC3339)},
 	}
 	want := maskURLs(p.Text)

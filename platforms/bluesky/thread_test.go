@@ -1,0 +1,59 @@
+package bluesky
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/platformstest"
+	"github.com/heraldhq/herald/platforms/sim"
+)
+
+// A post's publication carries its record's CID; a thread whose root and parent come without it
+// (published before Herald kept it) reads it with getRecord and answers with strong references
+// the simulator accepts; the parts are the account's own replies in the post's thread.
+func TestThreadReadsMissingCIDs(t *testing.T) {
+	b := setup(t, sim.Options{})
+	ctx := context.Background()
+	since := time.Now().Add(-time.Second)
+	res, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "a thread begins"})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Publication.Ref, "the post's CID")
+	root := platforms.Publication{ID: res.Publication.ID, URL: res.Publication.URL}
+
+	two, err := b.a.PublishReply(ctx, b.creds, root, root, platforms.Post{Text: "part two"})
+	require.NoError(t, err)
+	require.NotEmpty(t, two.Publication.Ref)
+	parent := platforms.Publication{ID: two.Publication.ID}
+	three, err := b.a.PublishReply(ctx, b.creds, root, parent, platforms.Post{Text: "part three"})
+	require.NoError(t, err)
+
+	var cids int
+	for _, r := range platformstest.Requests(t, b.sim, platforms.Bluesky) {
+		if r.Path == "/xrpc/com.atproto.repo.getRecord" {
+			cids++
+		}
+	}
+	require.Equal(t, 3, cids, "the root's CID for each part, and the third part's parent's")
+	recs := b.sim.Publications(platforms.Bluesky)
+	require.Len(t, recs, 3)
+	require.Equal(t, two.Publication.ID, recs[2].ReplyTo)
+
+	comments, err := b.a.Comments(ctx, b.creds, root.ID)
+	require.NoError(t, err)
+	require.Len(t, comments, 2)
+	for _, cm := range comments {
+		require.True(t, cm.ByAccount, "a part is the account's own reply")
+	}
+	got, found, err := b.a.LookupReply(ctx, b.creds, root, parent, platforms.Post{Text: "part three"}, since)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, three.Publication, got, "found with its CID")
+
+	_, err = b.a.PublishReply(ctx, b.creds, root, platforms.Publication{ID: root.ID + "x"}, platforms.Post{Text: "part four"})
+	require.ErrorIs(t, err, platforms.ErrNotFound, "a parent that does not exist")
+	require.Len(t, b.sim.Publications(platforms.Bluesky), 3)
+}
