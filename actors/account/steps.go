@@ -158,13 +158,10 @@ func (a *Actor) stepDone(r *request, pub platforms.Publication, event string) {
 		a.queueFront(r)
 		return
 	}
-	msg := "published to " + platform
-	if len(r.parts) > 0 {
-		msg += fmt.Sprintf(" (a thread of %d parts)", 1+len(r.parts))
-	}
+	msg := fmt.Sprintf("published %s to %s: the thread is complete", name, platform)
 	switch {
 	case r.comment != nil:
-		msg += " with its first comment"
+		msg = fmt.Sprintf("published %s to %s, after the post", name, platform)
 		if event == "" {
 			event = persistence.EventComment
 		}
