@@ -87,6 +87,7 @@ func registerFacebook(n *Network) {
 	g.api("POST /{id}/video_reels", f.videoSession("reel"))
 	g.api("POST /{id}/video_stories", f.videoSession("story"))
 	g.api("POST /{id}/photo_stories", f.photoStory)
+	g.comments(false, "message", "created_time", 8000)
 	g.api("POST /video-upload/{version}/{video_id}", f.rupload)
 }
 

@@ -65,6 +65,7 @@ func registerInstagram(n *Network) {
 	g.api("POST /{id}/media", s.createContainer)
 	g.api("GET /{id}/media", s.listMedia)
 	g.api("POST /{id}/media_publish", s.publish)
+	g.comments(true, "text", "timestamp", 2200)
 	g.api("GET /{id}/content_publishing_limit", func(w http.ResponseWriter, r *http.Request, who graphCaller) {
 		if s.owner(w, r, who) {
 			g.publishQuota(w, who.User, igPublishLimit(), nil)

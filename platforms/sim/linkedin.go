@@ -106,6 +106,7 @@ func registerLinkedIn(n *Network) {
 	n.Mux.HandleFunc("GET /rest/videos/{urn}", li.rest(li.getAsset("video")))
 	n.Mux.HandleFunc("PUT /dms-uploads/images/{id}", li.authed(li.putImage))
 	n.Mux.HandleFunc("PUT /dms-uploads/videos/{id}/parts/{part}", li.putVideoPart)
+	li.registerComments()
 }
 
 // liError writes LinkedIn's REST error body.
