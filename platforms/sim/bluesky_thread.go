@@ -13,6 +13,6 @@ func (b *bskySim) selfReply(uri, cid string, a bskyAccount, text string, shas []
 	if p == root {
 		p = ""
 	}
-	b.n.AddOwnReply(Comment{ID: uri, CID: cid, PostID: root, ParentID: p, Author: a.handle, AuthorID: a.did, Text: text}, shas)
+	b.n.AddAccountComment(Comment{ID: uri, CID: cid, PostID: root, ParentID: p, Author: a.handle, AuthorID: a.did, Text: text}, shas)
 	return true
 }

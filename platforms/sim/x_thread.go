@@ -16,7 +16,7 @@ func (x *xSim) selfReply(id string, u xUser, text string, shas []string, parent 
 	if p == root {
 		p = ""
 	}
-	x.n.AddOwnReply(Comment{ID: id, PostID: root, ParentID: p, Author: u.handle, AuthorID: u.id, Text: text}, shas)
+	x.n.AddAccountComment(Comment{ID: id, PostID: root, ParentID: p, Author: u.handle, AuthorID: u.id, Text: text}, shas)
 	return true
 }
 
