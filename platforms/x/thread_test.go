@@ -51,5 +51,5 @@ func TestThreadPartsAreOwnReplies(t *testing.T) {
 func TestWithoutMentions(t *testing.T) {
 	require.Equal(t, "hello", withoutMentions("@alice @bob hello"))
 	require.Equal(t, "hello @alice", withoutMentions("hello @alice"))
-	require.Equal(t, "", withoutMentions("@alice"))
+	require.Empty(t, withoutMentions("@alice"))
 }
