@@ -520,7 +520,7 @@ func (x *xSim) createTweet(w http.ResponseWriter, r *http.Request, u xUser) {
 		return
 	}
 	id := x.newID()
-	if replyTo != nil && x.selfReply(id, u, text, shas, *replyTo) {
+	if replyTo != nil && x.selfReply(id, u, text, shas, ids, *replyTo) {
 		// a thread's next part or a first comment: a post of the account (x_thread.go)
 	} else if replyTo != nil {
 		parent := replyTo.id
