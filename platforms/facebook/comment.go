@@ -49,7 +49,7 @@ func (a *Adapter) LookupComment(ctx context.Context, c platforms.Credentials, on
 	if err := checkComment(on, text); err != nil {
 		return platforms.Publication{}, false, err
 	}
-	id, found, err := a.client.FindComment(ctx, a.api("/"+url.PathEscape(on.ID)+"/comments"), c.AccessToken, graph.CommentFields{Text: "message", Time: "created_time"}, c.UserID, c.Handle, text, since)
+	id, found, err := a.client.FindComment(ctx, a.api("/"+url.PathEscape(on.ID)+"/comments"), c.AccessToken, graph.CommentFields{Text: "message", Time: "created_time", Order: "reverse_chronological"}, c.UserID, c.Handle, text, since)
 	if err != nil || !found {
 		return platforms.Publication{}, false, err
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -28,16 +27,27 @@ func (c *Client) Comment(ctx context.Context, edgeURL, token, message string) (s
 	return string(out.ID), resp, nil
 }
 
-// CommentFields name what an object's comments edge answers: the comment's text and time.
+// CommentFields name what an object's comments edge answers (the comment's text and time, and
+// whether it has the author's username beside from) and, when the edge takes one, the order that
+// lists the newest first.
 type CommentFields struct {
 	Text, Time string
+	Username   bool
+	Order      string
 }
 
 // FindComment reads an object's comments edge (up to three pages of 100) for a comment whose
 // author is the account (from.id is userID, or its username or name is handle) with exactly this
 // text, created at or after since, and returns its id.
 func (c *Client) FindComment(ctx context.Context, edgeURL, token string, f CommentFields, userID, handle, text string, since time.Time) (string, bool, error) {
-	params := url.Values{"fields": {"id," + f.Text + "," + f.Time + ",from"}, "limit": {"100"}, "since": {strconv.FormatInt(since.Unix()-1, 10)}}
+	fields := "id," + f.Text + "," + f.Time + ",from"
+	if f.Username {
+		fields += ",username"
+	}
+	params := url.Values{"fields": {fields}, "limit": {"100"}}
+	if f.Order != "" {
+		params.Set("order", f.Order)
+	}
 	next := edgeURL
 	floor := since.Truncate(time.Second)
 	for page := 0; page < 3 && next != ""; page++ {

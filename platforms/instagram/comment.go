@@ -49,7 +49,7 @@ func (a *Adapter) LookupComment(ctx context.Context, c platforms.Credentials, on
 	if err := checkComment(on, text); err != nil {
 		return platforms.Publication{}, false, err
 	}
-	id, found, err := a.client.FindComment(ctx, a.api("/"+url.PathEscape(on.ID)+"/comments"), c.AccessToken, graph.CommentFields{Text: "text", Time: "timestamp"}, c.UserID, c.Handle, text, since)
+	id, found, err := a.client.FindComment(ctx, a.api("/"+url.PathEscape(on.ID)+"/comments"), c.AccessToken, graph.CommentFields{Text: "text", Time: "timestamp", Username: true}, c.UserID, c.Handle, text, since)
 	if err != nil || !found {
 		return platforms.Publication{}, false, err
 	}

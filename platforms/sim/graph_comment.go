@@ -19,7 +19,7 @@ import (
 //	                            "created_time"), from {id, username or name} and username.
 //
 // Comments spend the call budget like every Graph call; a comment over max characters or without
-// text answers error 100.
+// text, and a field the network's comments do not have, answer error 100.
 func (g *graphAPI) comments(own bool, textField, timeField string, max int) {
 	post := func(w http.ResponseWriter, r *http.Request, who graphCaller) (Record, bool) {
 		id := r.PathValue("id")
@@ -56,10 +56,26 @@ func (g *graphAPI) comments(own bool, textField, timeField string, max int) {
 		}
 		WriteJSON(w, http.StatusOK, map[string]any{"id": id})
 	})
+	known := map[string]bool{"id": true, "from": true, "like_count": true, textField: true, timeField: true}
+	if textField == "text" { // Instagram's comment fields
+		for _, f := range []string{"username", "hidden", "parent_id", "media", "replies", "user"} {
+			known[f] = true
+		}
+	} else { // Facebook's
+		for _, f := range []string{"comment_count", "parent", "permalink_url", "is_hidden", "attachment", "can_comment", "message_tags"} {
+			known[f] = true
+		}
+	}
 	g.api("GET /{id}/comments", func(w http.ResponseWriter, r *http.Request, who graphCaller) {
 		rec, ok := post(w, r, who)
 		if !ok {
 			return
+		}
+		for _, f := range strings.Split(r.URL.Query().Get("fields"), ",") {
+			if f = strings.TrimSpace(f); f != "" && !known[f] {
+				graphError(w, http.StatusBadRequest, 100, 0, "(#100) Tried accessing nonexisting field ("+f+") on node type (Comment)", false)
+				return
+			}
 		}
 		list := g.n.CommentsOn(rec.ID)
 		sort.SliceStable(list, func(i, j int) bool { return list[i].CreatedAt.After(list[j].CreatedAt) })

@@ -118,6 +118,8 @@ func TestGraphComments(t *testing.T) {
 	require.Len(t, list, 2)
 	require.Equal(t, "two", list[0].(map[string]any)["message"])
 	require.Equal(t, page.UserID, list[0].(map[string]any)["from"].(map[string]any)["id"])
+	r = e.do(t, http.MethodGet, "/v25.0/"+post+"/comments?fields=id,message,username", page.AccessToken, "", nil)
+	require.Equal(t, http.StatusBadRequest, r.status, "a Facebook comment has no username")
 	feed := e.do(t, http.MethodGet, "/v25.0/"+page.UserID+"/feed", page.AccessToken, "", nil).json(t)["data"].([]any)
 	require.Len(t, feed, 1)
 
