@@ -57,3 +57,23 @@ func TestThreadReadsMissingCIDs(t *testing.T) {
 	require.ErrorIs(t, err, platforms.ErrNotFound, "a parent that does not exist")
 	require.Len(t, b.sim.Publications(platforms.Bluesky), 3)
 }
+
+// A part carries its images with their alt texts and the post's languages, as a post does.
+func TestThreadPartWithMediaAndLangs(t *testing.T) {
+	b := setup(t, sim.Options{})
+	ctx := context.Background()
+	res, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "a thread"})
+	require.NoError(t, err)
+	img := pngBytes(t, 2, 2)
+	m := fileMedia("image/png", img)
+	m.AltText = "a chart"
+	o := &platforms.BlueskyOptions{Langs: []string{"fr"}}
+	_, err = b.a.PublishReply(ctx, b.creds, res.Publication, res.Publication, platforms.Post{Text: "partie deux", Media: []platforms.Media{m}, Options: o})
+	require.NoError(t, err)
+	recs := b.sim.Publications(platforms.Bluesky)
+	require.Len(t, recs, 2)
+	require.Equal(t, res.Publication.ID, recs[1].ReplyTo)
+	require.Equal(t, []string{sha(img)}, recs[1].MediaSHA256)
+	require.Equal(t, []string{"a chart"}, recs[1].AltTexts)
+	require.Equal(t, []string{"fr"}, recs[1].Options["langs"])
+}

@@ -50,8 +50,9 @@ const (
 	MaxImages = 10
 )
 
-// Scope is the permissions Herald asks for.
-const Scope = "pages_show_list,pages_read_engagement,pages_manage_posts,publish_video"
+// Scope is the permissions Herald asks for: publishing, and commenting on the account's own posts
+// (a first comment) and reading those comments back.
+const Scope = "pages_show_list,pages_read_engagement,pages_manage_posts,pages_manage_engagement,publish_video"
 
 // Adapter publishes to Facebook Pages.
 type Adapter struct {

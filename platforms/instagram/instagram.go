@@ -52,8 +52,9 @@ const (
 	MaxCarousel     = 10
 )
 
-// Scope is the permissions Herald asks for.
-const Scope = "instagram_business_basic,instagram_business_content_publish"
+// Scope is the permissions Herald asks for: publishing, and commenting on the account's own posts
+// (a first comment) and reading those comments back.
+const Scope = "instagram_business_basic,instagram_business_content_publish,instagram_business_manage_comments"
 
 // processingLimit bounds how long a container may stay IN_PROGRESS.
 const processingLimit = 10 * time.Minute

@@ -190,7 +190,8 @@ func TestConformance(t *testing.T) {
 			{Name: "most hashtags", Post: platforms.Post{Text: strings.Repeat("#tag ", instagram.MaxHashtags) + "email@example.com a#b", Media: many[:1]}, OK: true},
 		}},
 		// Instagram Login offers no token revocation (TestConnectPublishRevoke).
-		Revoke: platformstest.Revoke{NoOp: true},
+		Revoke:       platformstest.Revoke{NoOp: true},
+		FirstComment: platformstest.FirstComment{Post: photo("commented")},
 		RateLimit: platformstest.RateLimit{
 			Post:        photo("x"),
 			Code:        "80002",

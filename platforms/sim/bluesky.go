@@ -681,7 +681,7 @@ func (b *bskySim) createRecord(w http.ResponseWriter, r *http.Request, a bskyAcc
 		bskyError(w, http.StatusBadRequest, "InvalidRequest", "Record already exists at "+uri)
 		return
 	}
-	if rec.Reply != nil && b.selfReply(uri, cid, a, *rec.Text, shas, rec.Reply.Root.URI, rec.Reply.Parent.URI) {
+	if rec.Reply != nil && b.selfReply(uri, cid, a, *rec.Text, shas, opts, alts, rec.Reply.Root.URI, rec.Reply.Parent.URI) {
 		// a thread's next part or a first comment: a post of the account (bluesky_thread.go)
 	} else if rec.Reply != nil {
 		parent := rec.Reply.Parent.URI

@@ -26,6 +26,8 @@ import (
 //	POST   /{page-id}/photos           multipart source or url; published=false for attached_media → {"id","post_id"}
 //	POST   /{page-id}/videos           multipart source or file_url; description (graph-video host) → {"id"}
 //	GET    /{id}                       a post or a video (status.video_status)
+//	POST   /{post-id}/comments         message → {"id":"{post}_{comment}"}: the Page's comment
+//	GET    /{post-id}/comments         id, message, created_time, from (graph_comment.go)
 //
 // The simulated user "h" (login_hint) manages one Page named "h" whose id is UserID(h), so that
 // NewAccount(facebook, h) gives that Page's token. Page tokens do not expire (the expire_tokens fault
@@ -87,6 +89,7 @@ func registerFacebook(n *Network) {
 	g.api("POST /{id}/video_reels", f.videoSession("reel"))
 	g.api("POST /{id}/video_stories", f.videoSession("story"))
 	g.api("POST /{id}/photo_stories", f.photoStory)
+	g.comments(false, "message", "created_time", 8000)
 	g.api("POST /video-upload/{version}/{video_id}", f.rupload)
 }
 

@@ -28,6 +28,8 @@ import (
 //	POST /{ig-user-id}/media_publish           creation_id → {"id"}
 //	GET  /{ig-user-id}/media                   the account's posts: id, caption, timestamp, permalink
 //	GET  /{ig-user-id}/content_publishing_limit quota_usage, config
+//	POST /{ig-media-id}/comments               message → {"id"}: the account's comment on its media
+//	GET  /{ig-media-id}/comments               id, text, timestamp, from, username (graph_comment.go)
 //
 // Containers fetch their media URL (unreachable → status ERROR; an image container whose bytes
 // are not a JPEG, or are over 8 MB, is ERROR too), are IN_PROGRESS for the processing
@@ -65,6 +67,7 @@ func registerInstagram(n *Network) {
 	g.api("POST /{id}/media", s.createContainer)
 	g.api("GET /{id}/media", s.listMedia)
 	g.api("POST /{id}/media_publish", s.publish)
+	g.comments(true, "text", "timestamp", 2200)
 	g.api("GET /{id}/content_publishing_limit", func(w http.ResponseWriter, r *http.Request, who graphCaller) {
 		if s.owner(w, r, who) {
 			g.publishQuota(w, who.User, igPublishLimit(), nil)

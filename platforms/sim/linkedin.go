@@ -9,7 +9,8 @@ package sim
 // /rest/posts/{urn}, POST /rest/images?action=initializeUpload and the PUT to its uploadUrl, GET
 // /rest/images/{urn}, POST /rest/videos?action=initializeUpload, the PUTs of its
 // uploadInstructions (each answers an ETag), POST /rest/videos?action=finalizeUpload, and GET
-// /rest/videos/{urn} (PROCESSING, then AVAILABLE or PROCESSING_FAILED).
+// /rest/videos/{urn} (PROCESSING, then AVAILABLE or PROCESSING_FAILED), and a post's comments,
+// POST and GET /rest/socialActions/{urn}/comments (linkedin_comment.go).
 //
 // Behaviour: every /rest call needs LinkedIn-Version (missing → 400 VERSION_MISSING; not a month
 // among the last twelve of the simulator's clock → 426 NONEXISTENT_VERSION) and
@@ -106,6 +107,7 @@ func registerLinkedIn(n *Network) {
 	n.Mux.HandleFunc("GET /rest/videos/{urn}", li.rest(li.getAsset("video")))
 	n.Mux.HandleFunc("PUT /dms-uploads/images/{id}", li.authed(li.putImage))
 	n.Mux.HandleFunc("PUT /dms-uploads/videos/{id}/parts/{part}", li.putVideoPart)
+	li.registerComments()
 }
 
 // liError writes LinkedIn's REST error body.

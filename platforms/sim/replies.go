@@ -53,16 +53,19 @@ func (n *Network) CommentsOn(postID string) []Record {
 	return out
 }
 
-// AddOwnReply lists an account's reply to its own post with the replies of the thread, as the
-// networks that list a thread's replies show it (X's conversation search, Bluesky's
-// getPostThread): c has ID, PostID (the thread's root), ParentID (empty when it answers the root),
-// Author, AuthorID and Text set. Unlike RecordReply it is not a comment reply Herald sent.
-func (n *Network) AddOwnReply(c Comment, mediaSHA []string) Comment {
+// AddAccountComment lists a reply or comment an account made through the network's API that
+// answers no comment (a thread's next part, a first comment) with the post's comments, as the
+// networks that list them show it (X's conversation search, Bluesky's getPostThread, YouTube's
+// comment threads): c has ID, PostID (the thread's root), ParentID (empty when it answers the
+// root), Author, AuthorID and Text set. Unlike RecordReply it is not a comment reply Herald sent.
+func (n *Network) AddAccountComment(c Comment, mediaSHA []string) Comment {
 	c.Platform = string(n.Platform)
 	c.MediaSHA256 = mediaSHA
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = n.Sim.Now().UTC()
 	}
-	c.ByAccount = true
+	if post, ok := n.Post(c.PostID); ok {
+		c.ByAccount = post.Account == c.AuthorID
+	}
 	return n.Sim.live.addComment(n.Platform, c)
 }

@@ -19,7 +19,9 @@ package sim
 // (impression_count, like_count, reply_count, retweet_count from the post's counters),
 // GET /2/tweets/search/recent?query=conversation_id:ID for a post's comments (the last 7 days),
 // replies through POST /2/tweets with reply.in_reply_to_tweet_id (recorded as replies, not as
-// publications), and direct messages: GET /2/dm_conversations/{id}/dm_events, GET
+// publications, except a reply to one of the account's own posts: a thread's next part or a first
+// comment is a publication with reply_to, on the account's timeline, x_thread.go), and direct
+// messages: GET /2/dm_conversations/{id}/dm_events, GET
 // /2/dm_conversations/with/{participant_id}/dm_events, POST /2/dm_conversations/{id}/messages and
 // POST /2/dm_conversations/with/{participant_id}/messages (one attachment uploaded with a dm_*
 // media category). One-to-one conversation ids are the two user ids joined by a dash, smaller
@@ -518,7 +520,7 @@ func (x *xSim) createTweet(w http.ResponseWriter, r *http.Request, u xUser) {
 		return
 	}
 	id := x.newID()
-	if replyTo != nil && x.selfReply(id, u, text, shas, *replyTo) {
+	if replyTo != nil && x.selfReply(id, u, text, shas, ids, *replyTo) {
 		// a thread's next part or a first comment: a post of the account (x_thread.go)
 	} else if replyTo != nil {
 		parent := replyTo.id

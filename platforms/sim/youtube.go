@@ -43,7 +43,8 @@ package sim
 // video's threads and of its thread's replies (a rejected top-level comment takes its replies
 // with it), as YouTube lists only published comments by default; looked up by id, it is still
 // found by the channel. And comments.insert (a reply with snippet.parentId, which must be a top-level comment; it
-// costs 50 units in the unit pool model and 1 in the per-method model). Comment ids look like
+// costs 50 units in the unit pool model and 1 in the per-method model), and commentThreads.insert
+// (a top-level comment, the channel's first comment: youtube_comment.go; the same cost). Comment ids look like
 // YouTube's (a top-level id, and parent.suffix for replies); an unknown video answers 404
 // videoNotFound, an unknown parent 404 parentCommentNotFound.
 
@@ -210,6 +211,7 @@ func registerYouTube(n *Network) {
 	n.Mux.HandleFunc("GET /youtube/v3/commentThreads", y.api("list", y.commentThreads))
 	n.Mux.HandleFunc("GET /youtube/v3/comments", y.api("list", y.listComments))
 	n.Mux.HandleFunc("POST /youtube/v3/comments", y.api("comment_insert", y.insertComment))
+	n.Mux.HandleFunc("POST /youtube/v3/commentThreads", y.api("comment_insert", y.insertThread))
 	n.Mux.HandleFunc("POST /youtube/v3/comments/setModerationStatus", y.api("moderate", y.setModerationStatus))
 }
 

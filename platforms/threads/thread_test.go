@@ -35,7 +35,7 @@ func TestRepliesSpendTheReplyQuota(t *testing.T) {
 	require.Equal(t, []string{sum(jpeg), sum(png)}, recs[1].MediaSHA256, "the part's carousel, in order")
 
 	_, err = e.a.PublishReply(ctx, e.creds, root, two.Publication, platforms.Post{Text: "part three"})
-	kind(t, err, platforms.RateLimited)
+	require.Contains(t, kind(t, err, platforms.RateLimited).Message, "reply quota")
 	require.Len(t, e.srv.Publications(platforms.Threads), 2)
 }
 
@@ -43,6 +43,6 @@ func TestRepliesSpendTheReplyQuota(t *testing.T) {
 func TestReplyToUnknownPost(t *testing.T) {
 	e := setup(t, sim.Options{})
 	_, err := e.a.PublishReply(context.Background(), e.creds, platforms.Publication{ID: "404"}, platforms.Publication{ID: "404"}, platforms.Post{Text: "part two"})
-	kind(t, err, platforms.Permanent)
+	require.Contains(t, kind(t, err, platforms.Permanent).Message, "reply_to_id")
 	require.Empty(t, e.srv.Publications(platforms.Threads))
 }

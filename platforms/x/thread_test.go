@@ -51,5 +51,24 @@ func TestThreadPartsAreOwnReplies(t *testing.T) {
 func TestWithoutMentions(t *testing.T) {
 	require.Equal(t, "hello", withoutMentions("@alice @bob hello"))
 	require.Equal(t, "hello @alice", withoutMentions("hello @alice"))
-	require.Equal(t, "", withoutMentions("@alice"))
+	require.Empty(t, withoutMentions("@alice"))
+}
+
+// A part carries its images with their alt texts, as a post does.
+func TestThreadPartWithMedia(t *testing.T) {
+	b := setup(t, sim.Options{})
+	ctx := context.Background()
+	res, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "a thread"})
+	require.NoError(t, err)
+	img := randomBytes(t, 64)
+	m := fileMedia("image/png", img, true)
+	m.AltText = "a chart"
+	two, err := b.a.PublishReply(ctx, b.creds, res.Publication, res.Publication, platforms.Post{Text: "part two", Media: []platforms.Media{m, fileMedia("image/png", randomBytes(t, 64), true)}})
+	require.NoError(t, err)
+	recs := b.sim.Publications(platforms.X)
+	require.Len(t, recs, 2)
+	require.Equal(t, two.Publication.ID, recs[1].ID)
+	require.Equal(t, sha(img), recs[1].MediaSHA256[0])
+	require.Len(t, recs[1].MediaSHA256, 2)
+	require.Equal(t, []string{"a chart", ""}, recs[1].AltTexts)
 }

@@ -193,7 +193,8 @@ func TestConformance(t *testing.T) {
 			{Name: "huge video", Post: platforms.Post{Text: "Title", Media: []platforms.Media{{ContentType: "video/mp4", Size: MaxVideoBytes + 1}}}, Contains: "256 GB"},
 			{Name: "longest title and description", Post: platforms.Post{Text: strings.Repeat("é", 100) + "\n" + strings.Repeat("a", 4000), Media: []platforms.Media{vid}}, OK: true},
 		}},
-		Revoke: platformstest.Revoke{Post: video("Revoked")},
+		Revoke:       platformstest.Revoke{Post: video("Revoked")},
+		FirstComment: platformstest.FirstComment{Post: video("Commented")},
 		RateLimit: platformstest.RateLimit{
 			Post:    video("Limited"),
 			Code:    "quotaExceeded",
