@@ -247,3 +247,58 @@ func TestFailedThreadPartResumesOnRetry(t *testing.T) {
 	assert.Equal(t, recs[1].ID, parts[0].(map[string]any)["platform_post_id"])
 	assert.Equal(t, recs[2].ID, parts[1].(map[string]any)["platform_post_id"])
 }
+
+// A first comment goes out on LinkedIn, Instagram, Facebook and YouTube as the account's comment
+// on its new post (and on X, Bluesky and Threads as its reply), each recorded by the network on
+// the post, with its id in the post detail.
+func TestFirstCommentsOnEveryNetworkThatTakesThem(t *testing.T) {
+	t.Parallel()
+	h := apptest.Start(t, apptest.Options{Demo: true})
+	photo := h.UploadMedia("photo.jpg", "image/jpeg", apptest.JPEGFile)
+	video := h.UploadMedia("clip.mp4", "video/mp4", apptest.MP4File)
+	nets := []platforms.Platform{platforms.LinkedIn, platforms.Instagram, platforms.Facebook, platforms.YouTube, platforms.X, platforms.Bluesky, platforms.Threads}
+	var ids []string
+	var targets []map[string]any
+	for _, p := range nets {
+		id := h.Account(p).ID
+		ids = append(ids, id)
+		tg := map[string]any{"account_id": id, "first_comment": map[string]any{"content": "First comment on " + p.Name()}}
+		switch p {
+		case platforms.Instagram:
+			tg["media"] = []string{photo}
+		case platforms.YouTube:
+			tg["media"] = []string{video}
+			tg["options"] = map[string]any{"title": "A video"}
+		}
+		targets = append(targets, tg)
+	}
+	r := h.Do("POST", "/v1/posts/publish", map[string]any{"content": "A post with a first comment", "platforms": ids, "targets": targets})
+	require.Equal(t, 202, r.Status, string(r.Body))
+	postID := r.JSON(t)["post_id"].(string)
+	job := h.WaitJob(r.JSON(t)["tracking_id"].(string))
+	require.Equal(t, "completed", job["status"], job)
+	for i, p := range nets {
+		pl := platformOf(t, h, postID, ids[i])
+		require.Equal(t, "published", pl["status"], "%s: %v", p, pl["error"])
+		fc := pl["first_comment"].(map[string]any)
+		require.Equal(t, "published", fc["status"], "%s: %v", p, fc["error"])
+		var comment, post *sim.Record
+		for _, rec := range h.App.Sim.Publications(p) {
+			switch {
+			case rec.ID == pl["platform_post_id"]:
+				post = &rec
+			case rec.ID == fc["platform_comment_id"]:
+				comment = &rec
+			}
+		}
+		require.NotNil(t, post, p)
+		require.NotNil(t, comment, p)
+		assert.Equal(t, "First comment on "+p.Name(), comment.Text, p)
+		if p.HasThreads() {
+			assert.Equal(t, post.ID, comment.ReplyTo, "%s: the comment is the account's reply", p)
+		} else {
+			assert.Equal(t, post.ID, comment.CommentOn, "%s: the comment is on the post", p)
+		}
+		assert.Len(t, h.App.Sim.Publications(p), 2, "%s: the post and its comment, once each", p)
+	}
+}
