@@ -13,6 +13,8 @@ import (
 type composeAccount struct {
 	accountRow
 	Limit registry.TextLimit
+	// Threads and Comments say whether the network takes a thread and a first comment.
+	Threads, Comments bool
 }
 
 type composeData struct {
@@ -32,7 +34,8 @@ func (p *pages) compose(c *echo.Context) error {
 			return err
 		}
 		for _, r := range accountRows(list, p.Now(), v.Zone) {
-			d.Accounts = append(d.Accounts, composeAccount{accountRow: r, Limit: registry.TextLimits[platforms.Platform(r.Platform)]})
+			p := platforms.Platform(r.Platform)
+			d.Accounts = append(d.Accounts, composeAccount{accountRow: r, Limit: registry.TextLimits[p], Threads: p.HasThreads(), Comments: platforms.CommentMax(p) > 0})
 		}
 		return nil
 	})

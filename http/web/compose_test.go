@@ -261,3 +261,51 @@ func noDefaults(t *testing.T, h *herald, account string) {
 	_ = resp.Body.Close()
 	require.Equal(t, 200, resp.StatusCode)
 }
+
+// A thread and first comments written in the compose page: X gets the post, its two parts as a
+// chain of replies and its first comment; LinkedIn the post and its comment. The post's page lists
+// the parts and the comments' outcomes.
+func TestBrowserComposeThreadAndFirstComment(t *testing.T) {
+	t.Parallel()
+	h := startHerald(t)
+	tb := newTab(t)
+	dir := screenshots(t)
+	x, li := accountOf(t, h, platforms.X), accountOf(t, h, platforms.LinkedIn)
+	tb.signIn(h.url, h.user.Email, h.password, "/compose")
+	tb.do(
+		chromedp.WaitVisible(chromedp.CSS(`#content`)),
+		chromedp.SendKeys(chromedp.CSS(`#content`), "A thread begins"),
+		chromedp.Click(chromedp.CSS(`input[name=platforms][value="`+x+`"]`)),
+		chromedp.Click(chromedp.CSS(`input[name=platforms][value="`+li+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(section(x)+` .net-thread`)),
+	)
+	require.False(t, eval[bool](tb, `!!document.querySelector('`+section(li)+` .net-thread')`), "LinkedIn has no threads")
+	tb.do(
+		chromedp.SendKeys(chromedp.CSS(section(x)+` .net-thread`), "It goes on\n---\nAnd ends"),
+		chromedp.SendKeys(chromedp.CSS(section(x)+` .net-comment`), "A comment on X"),
+		chromedp.SendKeys(chromedp.CSS(section(li)+` .net-comment`), "A comment on LinkedIn"),
+	)
+	tb.checked()
+	require.Equal(t, "true", get(tb, chromedp.AttributeValue(chromedp.CSS(`#compose`), "data-valid")).Value)
+	tb.shoot(dir, "thread-01-written")
+	tb.do(chromedp.Click(chromedp.CSS(`#submit-post`)), chromedp.WaitVisible(chromedp.CSS(`#progress[data-done] #progress-links a`)))
+	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#progress-summary`))), "Done: 2 published, 0 failed, of 2.")
+	require.Empty(t, eval[string](tb, `document.querySelector('`+section(x)+` .net-thread').value`), "the form is cleared")
+
+	recs := h.app.Sim.Publications(platforms.X)
+	require.Len(t, recs, 4)
+	require.Equal(t, []string{"A thread begins", "It goes on", "And ends", "A comment on X"}, []string{recs[0].Text, recs[1].Text, recs[2].Text, recs[3].Text})
+	require.Equal(t, []string{"", recs[0].ID, recs[1].ID, recs[0].ID}, []string{recs[0].ReplyTo, recs[1].ReplyTo, recs[2].ReplyTo, recs[3].ReplyTo})
+	lrecs := h.app.Sim.Publications(platforms.LinkedIn)
+	require.Len(t, lrecs, 2)
+	require.Equal(t, lrecs[0].ID, lrecs[1].CommentOn)
+
+	postPath := get(tb, chromedp.AttributeValue(chromedp.CSS(`#progress-links a`), "href")).Value
+	tb.do(chromedp.Navigate(h.url+postPath), chromedp.WaitVisible(chromedp.CSS(`#targets`)))
+	row := get(tb, chromedp.Text(chromedp.CSS(`#targets tr[data-platform=twitter_x]`)))
+	require.Contains(t, row, "It goes on")
+	require.Contains(t, row, "And ends")
+	require.Contains(t, row, "First comment: published")
+	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#targets tr[data-platform=linkedin]`))), "First comment: published")
+	tb.shoot(dir, "thread-02-post")
+}

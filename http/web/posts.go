@@ -133,7 +133,7 @@ func (p *pages) post(c *echo.Context) error {
 					}
 				}
 			}
-			if t.Status == persistence.PostFailed {
+			if t.Status == persistence.TargetFailed || t.Missing() {
 				d.Retry = true
 			}
 			d.Targets = append(d.Targets, r)
@@ -144,7 +144,7 @@ func (p *pages) post(c *echo.Context) error {
 		return p.storeError(c, err)
 	}
 	d.Editable = d.Post.Status == persistence.PostDraft || d.Post.Status == persistence.PostScheduled
-	d.Retry = d.Retry && (d.Post.Status == persistence.PostFailed || d.Post.Status == persistence.PostPartial)
+	d.Retry = d.Retry && (d.Post.Status == persistence.PostFailed || d.Post.Status == persistence.PostPartial || d.Post.Status == persistence.PostPublished)
 	v.Data = d
 	return p.render(c, http.StatusOK, "post", v)
 }

@@ -619,6 +619,7 @@
       s.querySelector('.net-content').value = '';
       s.querySelector('.net-own-media').checked = false;
       s.querySelector('.net-media').textContent = '';
+      s.querySelectorAll('.net-thread, .net-comment').forEach(function (f) { f.value = ''; });
       renderNetMedia(s);
       showResult(s, null);
       var id = s.getAttribute('data-account');
@@ -722,6 +723,13 @@
           var o = readOptions(s.querySelector('.net-options'));
           if (Object.keys(o).length) { t.options = o; }
         }
+        var th = s.querySelector('.net-thread');
+        if (th && th.value.trim()) {
+          t.thread = th.value.split(/\r?\n---[ \t]*(?:\r?\n|$)/).map(function (p) { return p.trim(); })
+            .filter(function (p) { return p; }).map(function (p) { return { content: p }; });
+        }
+        var fc = s.querySelector('.net-comment');
+        if (fc && fc.value.trim()) { t.first_comment = { content: fc.value }; }
         if (Object.keys(t).length > 1) { targets.push(t); }
       });
       if (targets.length) { body.targets = targets; }
