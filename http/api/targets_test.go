@@ -248,12 +248,16 @@ func TestAccountDefaultOptions(t *testing.T) {
 	assert.Equal(t, map[string]any{"langs": []any{"fr"}}, c["default_options"])
 	assert.Equal(t, false, c["options_schema"].(map[string]any)["additionalProperties"])
 	assert.Equal(t, map[string]any{"text_max": 300.0, "text_unit": "graphemes"}, map[string]any{"text_max": c["limits"].(map[string]any)["text_max"], "text_unit": c["limits"].(map[string]any)["text_unit"]})
+	assert.Equal(t, 25.0, c["limits"].(map[string]any)["thread_max_parts"])
+	assert.Equal(t, 300.0, c["limits"].(map[string]any)["first_comment_max"])
 
 	// The demo TikTok account posts privately unless a post says otherwise; required_options says
 	// what a TikTok post must have.
 	tt := h.Do("GET", "/v1/accounts/"+h.Account(platforms.TikTok).ID+"/capabilities", nil).JSON(t)
 	assert.Equal(t, map[string]any{"privacy_level": "SELF_ONLY"}, tt["default_options"])
 	assert.Equal(t, []any{"privacy_level"}, tt["required_options"])
+	assert.Equal(t, 0.0, tt["limits"].(map[string]any)["thread_max_parts"], "TikTok has no threads")
+	assert.Equal(t, 0.0, tt["limits"].(map[string]any)["first_comment_max"], "nor first comments")
 
 	// Another user's account: 403; none: 404.
 	_, otherKey := h.NewUser("other@example.com", "pro")

@@ -28,6 +28,10 @@ type Limits struct {
 	// TextUnit is how the network counts text (registry.TextLimit.Count).
 	TextUnit string                `json:"text_unit"`
 	Media    platforms.MediaLimits `json:"media"`
+	// ThreadMaxParts is the longest thread, the post included (0: the network has no threads);
+	// FirstCommentMax the longest first comment (0: none is published there).
+	ThreadMaxParts  int `json:"thread_max_parts"`
+	FirstCommentMax int `json:"first_comment_max"`
 }
 
 // Capabilities is GET /v1/accounts/:id/capabilities.
@@ -49,7 +53,10 @@ type Capabilities struct {
 // LimitsOf is a network's limits.
 func LimitsOf(p platforms.Platform, adapter platforms.Adapter) Limits {
 	tl := registry.TextLimits[p]
-	l := Limits{TextMax: tl.Max, TextUnit: tl.Count}
+	l := Limits{TextMax: tl.Max, TextUnit: tl.Count, FirstCommentMax: platforms.CommentMax(p)}
+	if p.HasThreads() {
+		l.ThreadMaxParts = platforms.MaxThreadParts
+	}
 	if ml, ok := adapter.(platforms.MediaLimiter); ok {
 		l.Media = ml.MediaLimits()
 	}
