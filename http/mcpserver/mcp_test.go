@@ -610,6 +610,20 @@ func TestMCPTargets(t *testing.T) {
 		require.Equal(t, got[tg["account_id"].(string)]["content"], tg["content"], "get_post shows each target's own text")
 	}
 
+	// A thread and a first comment: published as the account's reply chain, and get_post shows
+	// where each part and the comment went.
+	threaded := apptest.OKJSON(t, apptest.CallTool(t, s, "publish_post", map[string]any{"content": "one", "accounts": []string{"x"},
+		"targets": []any{map[string]any{"account_id": "x", "thread": []any{map[string]any{"content": "two"}},
+			"first_comment": map[string]any{"content": "a comment"}}}}))
+	job = apptest.OKJSON(t, apptest.CallTool(t, s, "get_publish_status", map[string]any{"tracking_id": threaded["tracking_id"], "wait_seconds": 30}))
+	require.Equal(t, "published", job["status"], "%v", job)
+	tp := apptest.OKJSON(t, apptest.CallTool(t, s, "get_post", map[string]any{"post_id": threaded["post_id"]}))["targets"].([]any)[0].(map[string]any)
+	require.Equal(t, "two", tp["thread"].([]any)[0].(map[string]any)["content"])
+	require.NotEmpty(t, tp["thread"].([]any)[0].(map[string]any)["platform_post_id"])
+	require.Equal(t, "published", tp["first_comment"].(map[string]any)["status"])
+	xs := h.App.Sim.Publications(platforms.X)
+	require.Equal(t, []string{"one", "two", "a comment"}, []string{xs[len(xs)-3].Text, xs[len(xs)-2].Text, xs[len(xs)-1].Text})
+
 	// A broken post: validate_post lists each target's errors; publish_post refuses it with one
 	// line per target's error and queues nothing. (The demo TikTok account's default privacy is
 	// cleared first: without one, a TikTok post must choose.)

@@ -158,6 +158,10 @@ type Target struct {
 	Content  *string         `json:"content,omitempty"`
 	MediaIDs []string        `json:"media_ids,omitempty"`
 	Options  json.RawMessage `json:"options,omitempty"`
+	// Thread and FirstComment are the target's thread parts after the post and its first
+	// comment, each with where it went (get_post).
+	Thread       []api.ThreadPartDetail  `json:"thread,omitempty"`
+	FirstComment *api.FirstCommentDetail `json:"first_comment,omitempty"`
 }
 
 // Post is a post as the tools answer it.
@@ -226,7 +230,8 @@ func postOut(p *api.PostDetail) Post {
 			st = "pending"
 		}
 		o.Targets = append(o.Targets, Target{AccountID: pl.ConnectedAccountID, Platform: pl.Platform, Status: st, Link: pl.PlatformPostURL,
-			PublicationID: pl.PublicationID, Error: pl.Error, Content: &pl.Content, MediaIDs: pl.Media, Options: pl.Options})
+			PublicationID: pl.PublicationID, Error: pl.Error, Content: &pl.Content, MediaIDs: pl.Media, Options: pl.Options,
+			Thread: pl.Thread, FirstComment: pl.FirstComment})
 	}
 	return o
 }
