@@ -57,6 +57,9 @@ type Deps struct {
 	// ReadRules are the budgets of live reads per network and operation (default
 	// DefaultReadRules; reads.go).
 	ReadRules map[platforms.Platform]map[ReadOp][]Rule
+	// StepRules are what a thread's part or a first comment spends where the network does not
+	// count it as a post (default DefaultStepRules; steps.go).
+	StepRules map[platforms.Platform][]Rule
 	// ReadConcurrency bounds the account's live reads in flight (default 8).
 	ReadConcurrency int
 	// Media turns a post's media ids into what adapters upload (nil: a post with media fails,
@@ -131,6 +134,9 @@ func (d *Deps) defaults() {
 	}
 	if d.Jobs == nil {
 		d.Jobs = noJobs{}
+	}
+	if d.StepRules == nil {
+		d.StepRules = DefaultStepRules
 	}
 	if d.ReadRules == nil {
 		d.ReadRules = DefaultReadRules

@@ -37,6 +37,21 @@ var DefaultRules = map[platforms.Platform][]Rule{
 	platforms.TikTok:    {{Name: "init", Limit: 6, Window: time.Minute, Cost: 1}, {Name: "daily_posts", Limit: 15, Window: 24 * time.Hour, Cost: 1}},
 }
 
+// DefaultStepRules are what a step after a post (a thread's part, a first comment: steps.go)
+// spends where the network does not count it as a post: a Threads reply counts in its 1,000
+// replies a day, not its 250 posts; a comment on Instagram is one call of its Business Use Case
+// budget (4,800 a day and more with the account's reach); on Facebook one Graph call (the window
+// of its publishes, which cost two); on YouTube 50 units of the project's daily quota. Elsewhere
+// the step spends the publish rules: an X reply is a POST /2/tweets, a Bluesky one a
+// createRecord, and LinkedIn publishes no limit of its comments (so they are counted as posts,
+// the conservative choice).
+var DefaultStepRules = map[platforms.Platform][]Rule{
+	platforms.Threads:   {{Name: "replies", Limit: 1000, Window: 24 * time.Hour, Cost: 1}},
+	platforms.Instagram: {{Name: "buc_calls", Limit: 4800, Window: 24 * time.Hour, Cost: 1}},
+	platforms.Facebook:  {{Name: "calls", Limit: 200, Window: time.Hour, Cost: 1}},
+	platforms.YouTube:   {{Name: "units", Limit: 10000, Window: 24 * time.Hour, Cost: 50, PerPlatform: true}},
+}
+
 // xTweetsApp is X's limit on POST /2/tweets per app (10,000 a day), shared by every X account
 // Herald publishes through: a hundred accounts at 100 posts per 15 minutes would reach it in
 // two and a half hours. Publishes and replies spend it.

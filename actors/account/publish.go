@@ -331,7 +331,7 @@ func (a *Actor) pump(ctx actor.Context) {
 		var batch []*request
 		var retryAt time.Time
 		for len(batch) < size && len(batch) < len(a.queue) {
-			ok, at := a.deps.Budgets.Reserve(platform, a.id, now)
+			ok, at := a.reserve(platform, a.queue[len(batch)], now)
 			if !ok {
 				retryAt = at
 				break
@@ -374,8 +374,8 @@ func (a *Actor) pump(ctx actor.Context) {
 		if errors.Is(err, persistence.ErrWriteFailed) {
 			// The store cannot write: nothing was sent, so the batch waits at the queue's front,
 			// in order, and is tried again once the store may take it.
-			for range batch {
-				a.deps.Budgets.Refund(platform, a.id)
+			for _, r := range batch {
+				a.refund(platform, r)
 			}
 			a.queueFront(batch...)
 			a.storeWait = true
@@ -384,7 +384,7 @@ func (a *Actor) pump(ctx actor.Context) {
 		}
 		if err != nil {
 			for _, r := range batch {
-				a.deps.Budgets.Refund(platform, a.id)
+				a.refund(platform, r)
 				a.fail(r, "Herald could not record the attempt: "+err.Error())
 			}
 			continue
@@ -422,8 +422,8 @@ func (a *Actor) unready() {
 		}
 		return nil
 	})
-	for range back {
-		a.deps.Budgets.Refund(platform, a.id)
+	for _, r := range back {
+		a.refund(platform, r)
 	}
 	a.queueFront(back...)
 }
@@ -491,11 +491,16 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 	}
 	platform := platforms.Platform(a.acc.Platform)
 	a.observeCall(string(platform), "publish", m.start, m.err)
-	a.deps.Budgets.Sent(platform, a.id, m.start)
+	publishRules := a.stepRules(r) == nil
+	if publishRules {
+		a.deps.Budgets.Sent(platform, a.id, m.start)
+	}
 	now := a.deps.Now()
 	a.observeCallTime(m.took)
 	if m.err == nil {
-		a.deps.Budgets.Observe(platform, a.id, m.res.Rate, now)
+		if publishRules {
+			a.deps.Budgets.Observe(platform, a.id, m.res.Rate, now)
+		}
 		a.stepDone(r, m.res.Publication, "")
 		a.pumpLater(ctx)
 		return

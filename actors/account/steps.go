@@ -237,3 +237,29 @@ func (r *request) commentCopy() *persistence.FirstComment {
 	c := *r.comment
 	return &c
 }
+
+// stepRules are the rules the request's next call spends when it is a step after the post that
+// the network does not count as a post (Deps.StepRules); nil: the publish rules.
+func (a *Actor) stepRules(r *request) []Rule {
+	if r.step == 0 {
+		return nil
+	}
+	return a.deps.StepRules[platforms.Platform(a.acc.Platform)]
+}
+
+// reserve reserves the budget of the request's next call.
+func (a *Actor) reserve(p platforms.Platform, r *request, now time.Time) (bool, time.Time) {
+	if rules := a.stepRules(r); rules != nil {
+		return a.deps.Budgets.reserveOp(p, a.id, OpReply, rules, 1, now)
+	}
+	return a.deps.Budgets.Reserve(p, a.id, now)
+}
+
+// refund gives back the budget of a call that was never sent.
+func (a *Actor) refund(p platforms.Platform, r *request) {
+	if rules := a.stepRules(r); rules != nil {
+		a.deps.Budgets.refundOp(p, a.id, rules, 1)
+		return
+	}
+	a.deps.Budgets.Refund(p, a.id)
+}
