@@ -2,6 +2,7 @@ package platformstest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -192,6 +193,11 @@ func (c Adapter) firstComment(t *testing.T) {
 	_, found, err = fc.LookupComment(ctx, b.creds, on, text, time.Now().Add(time.Hour))
 	require.NoError(t, err)
 	require.False(t, found, "comments made before since do not count")
+	_, found, err = b.a.Lookup(ctx, b.creds, c.with(b.creds, platforms.Post{Text: text}), since)
+	if !errors.Is(err, platforms.ErrLookupUnsupported) {
+		require.NoError(t, err)
+		require.False(t, found, "the post's lookup does not take the comment for a post")
+	}
 
 	lost := unique("lost comment")
 	require.NoError(t, b.srv.InjectFault(c.Platform, sim.FaultPostThenError, 1))
