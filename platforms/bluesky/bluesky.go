@@ -573,7 +573,7 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 				older = true
 				continue
 			}
-			if rec.Value.Text == p.Text && len(rec.Value.Reply) == 0 { // a reply is a thread's part, not the post
+			if rec.Value.Text == p.Text && (len(rec.Value.Reply) == 0 || string(rec.Value.Reply) == "null") { // a reply is a thread's part, not the post
 				pub := publication(c, rec.URI)
 				pub.Ref = rec.CID
 				return pub, true, nil

@@ -2,7 +2,10 @@ package platformstest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,7 +20,8 @@ import (
 // two replies land in the simulator as a chain (each part's reply_to the part before it, in
 // order); LookupReply finds a part and nothing else; a reply whose answer is lost is Unknown and
 // then found exactly once; a refused reply is RateLimited and creates nothing; the post's own
-// Lookup still finds the post, not its parts.
+// Lookup still finds the post, not its parts; against fake networks that answer garbage or 5xx a
+// reply is Unknown or Transient, never a success nor Permanent.
 type Thread struct {
 	// Post is the thread's first post and Part a follow-up part (nil: numbered texts).
 	Post, Part PostFunc
@@ -27,7 +31,7 @@ type Thread struct {
 // runs: a comment on a post lands in the simulator with comment_on (or, where the comment is the
 // account's reply, reply_to) the post; LookupComment finds it and nothing else; a comment whose
 // answer is lost is Unknown and then found exactly once; a refused comment is RateLimited and
-// creates nothing.
+// creates nothing; garbage or 5xx answers are Unknown or Transient, as for a reply.
 type FirstComment struct {
 	// Post is the post commented on (nil: a numbered text).
 	Post PostFunc
@@ -148,6 +152,14 @@ func (c Adapter) thread(t *testing.T) {
 	_, err = th.PublishReply(ctx, b.creds, root, got, partOf(t))
 	require.Equal(t, platforms.RateLimited, KindOf(t, err, c.Platform), "%v", err)
 	require.Len(t, b.srv.Publications(c.Platform), n, "a refused reply creates nothing")
+	fakeRoot := platforms.Publication{ID: root.ID, URL: root.URL, Ref: root.Ref}
+	if fakeRoot.Ref == "" {
+		fakeRoot.Ref = "ref"
+	}
+	c.lostAnswers(t, func(a platforms.Adapter) error {
+		_, err := a.(platforms.Threader).PublishReply(ctx, c.FakeCreds, fakeRoot, fakeRoot, partOf(t))
+		return err
+	})
 }
 
 func (c Adapter) firstComment(t *testing.T) {
@@ -181,6 +193,11 @@ func (c Adapter) firstComment(t *testing.T) {
 	_, found, err = fc.LookupComment(ctx, b.creds, on, text, time.Now().Add(time.Hour))
 	require.NoError(t, err)
 	require.False(t, found, "comments made before since do not count")
+	_, found, err = b.a.Lookup(ctx, b.creds, c.with(b.creds, platforms.Post{Text: text}), since)
+	if !errors.Is(err, platforms.ErrLookupUnsupported) {
+		require.NoError(t, err)
+		require.False(t, found, "the post's lookup does not take the comment for a post")
+	}
 
 	lost := unique("lost comment")
 	require.NoError(t, b.srv.InjectFault(c.Platform, sim.FaultPostThenError, 1))
@@ -198,4 +215,32 @@ func (c Adapter) firstComment(t *testing.T) {
 	_, err = fc.PublishComment(ctx, b.creds, on, refused)
 	require.Equal(t, platforms.RateLimited, KindOf(t, err, c.Platform), "%v", err)
 	require.Empty(t, withText(b.srv, c.Platform, refused), "a refused comment creates nothing")
+	fakeOn := platforms.Publication{ID: on.ID, URL: on.URL, Ref: on.Ref}
+	if fakeOn.Ref == "" {
+		fakeOn.Ref = "ref"
+	}
+	c.lostAnswers(t, func(a platforms.Adapter) error {
+		_, err := a.(platforms.FirstCommenter).PublishComment(ctx, c.FakeCreds, fakeOn, unique("comment"))
+		return err
+	})
+}
+
+// lostAnswers makes a reply or comment against fake networks that answer every call with each of
+// answers: never a success, and never a refusal that says nothing was created when the network
+// may have made it (Unknown, or Transient when the call that fails comes before the one that
+// creates).
+func (c Adapter) lostAnswers(t *testing.T, call func(a platforms.Adapter) error) {
+	t.Helper()
+	for _, ans := range []struct {
+		status int
+		body   string
+	}{{200, "not json"}, {200, "{}"}, {500, `{"error":"internal"}`}, {503, ""}} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(ans.status)
+			_, _ = w.Write([]byte(ans.body))
+		}))
+		err := call(c.fake(srv.URL))
+		srv.Close()
+		require.Contains(t, []platforms.Kind{platforms.Unknown, platforms.Transient}, KindOf(t, err, c.Platform), "%d %q: %v", ans.status, ans.body, err)
+	}
 }

@@ -1000,6 +1000,7 @@ func (x *xSim) userTweets(w http.ResponseWriter, r *http.Request, _ xUser) {
 	}
 	fields := "," + q.Get("tweet.fields") + ","
 	noReplies := xFields(q.Get("exclude"))["replies"]
+	asked := xFields(q.Get("tweet.fields"))
 	var mine []Record
 	for _, rec := range xNewestFirst(x.n.Sim.Publications(platforms.X)) {
 		if rec.Account != r.PathValue("id") || (!start.IsZero() && rec.CreatedAt.Before(start)) || (!end.IsZero() && !rec.CreatedAt.Before(end)) {
@@ -1023,7 +1024,7 @@ func (x *xSim) userTweets(w http.ResponseWriter, r *http.Request, _ xUser) {
 			if strings.Contains(fields, ",author_id,") {
 				t["author_id"] = rec.Account
 			}
-			x.replyFields(t, rec, fields)
+			x.replyFields(t, rec, asked)
 			data = append(data, t)
 		}
 		body["data"] = data

@@ -33,8 +33,7 @@ func (x *xSim) selfReply(id string, u xUser, text string, shas, mediaIDs []strin
 }
 
 // replyFields adds to a timeline post that is a reply the fields that say so, when asked for.
-func (x *xSim) replyFields(t map[string]any, rec Record, fields string) {
-	has := xFields(fields)
+func (x *xSim) replyFields(t map[string]any, rec Record, has map[string]bool) {
 	if has["conversation_id"] {
 		t["conversation_id"] = x.n.ThreadRoot(rec.ID)
 	}

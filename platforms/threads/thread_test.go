@@ -46,3 +46,25 @@ func TestReplyToUnknownPost(t *testing.T) {
 	require.Contains(t, kind(t, err, platforms.Permanent).Message, "reply_to_id")
 	require.Empty(t, e.srv.Publications(platforms.Threads))
 }
+
+// LookupReply finds the profile's own reply, not another profile's with the same text.
+func TestLookupReplyIsTheProfiles(t *testing.T) {
+	e := setup(t, sim.Options{})
+	ctx := context.Background()
+	since := time.Now().Add(-time.Second)
+	res, err := e.a.Publish(ctx, e.creds, platforms.Post{Text: "a question"})
+	require.NoError(t, err)
+	bob, err := e.srv.NewAccount(platforms.Threads, "bob")
+	require.NoError(t, err)
+	_, err = e.a.PublishReply(ctx, bob, res.Publication, res.Publication, platforms.Post{Text: "same answer"})
+	require.NoError(t, err)
+	_, found, err := e.a.LookupReply(ctx, e.creds, res.Publication, res.Publication, platforms.Post{Text: "same answer"}, since)
+	require.NoError(t, err)
+	require.False(t, found, "bob's reply is not acme's")
+	mine, err := e.a.PublishComment(ctx, e.creds, res.Publication, "same answer")
+	require.NoError(t, err)
+	got, found, err := e.a.LookupComment(ctx, e.creds, res.Publication, "same answer", since)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, mine.Publication.ID, got.ID)
+}
