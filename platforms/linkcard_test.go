@@ -12,8 +12,8 @@ import (
 func TestFirstLink(t *testing.T) {
 	t.Parallel()
 	for text, want := range map[string]string{
-		"no link here":                               "",
-		"read https://example.com/a?b=1. Then more": "https://example.com/a?b=1",
+		"no link here": "",
+		"read https://example.com/a?b=1. Then more":         "https://example.com/a?b=1",
 		"(see http://example.com/x) and https://b.example/": "http://example.com/x",
 		"ftp://example.com/x is not one":                    "",
 		"mailto:a@example.com https://é.example/ü!":         "https://é.example/ü",
