@@ -872,13 +872,13 @@ func OptionsSchema(p Platform) map[string]any {
 		props = map[string]any{
 			"type":      enum("Feed post, reel or story; default feed.", FacebookTypes),
 			"link":      cardLink("The link attached to a feed post without media; default: the text's first link."),
-			"link_card": boolean("false: no link is attached (Facebook may still preview a link of the text itself)."),
+			"link_card": boolean("Whether the link is attached (default true); false: none (Facebook may still preview a link of the text itself)."),
 		}
 	case LinkedIn:
 		props = map[string]any{
 			"visibility": enum("Who can see the post; default PUBLIC.", LinkedInVisibilities),
 			"link":       cardLink("The page a post without media shares as an article (title, description, thumbnail read from the page); default: the text's first link."),
-			"link_card":  boolean("false: no article; the post is its text alone."),
+			"link_card":  boolean("Whether the link is shared as an article (default true); false: the post is its text alone."),
 		}
 	case X:
 		props = map[string]any{
@@ -897,14 +897,14 @@ func OptionsSchema(p Platform) map[string]any {
 			"langs":     list("The text's languages (BCP 47 tags).", 3, map[string]any{"type": "string"}),
 			"labels":    list("Self-labels of the post's content.", 0, map[string]any{"type": "string", "enum": BlueskyLabels}),
 			"link":      cardLink("The page a post without media shows as a card (title, description, thumbnail read from the page); default: the text's first link."),
-			"link_card": boolean("false: no card."),
+			"link_card": boolean("Whether the post carries its link card (default true)."),
 		}
 	case Threads:
 		props = map[string]any{
 			"reply_control": enum("Who can reply; default everyone.", ThreadsReplyControls),
 			"topic_tag":     map[string]any{"type": "string", "minLength": 1, "maxLength": 50, "pattern": "^[^.&]+$", "description": "The post's topic."},
 			"link":          cardLink("The link_attachment of a text post; default: the text's first link."),
-			"link_card":     boolean("false: no link_attachment (Threads may still preview a link of the text itself)."),
+			"link_card":     boolean("Whether the link is the post's link_attachment (default true); false: none (Threads may still preview a link of the text itself)."),
 		}
 	default:
 		return nil
