@@ -64,18 +64,17 @@ func routedEgress(t *testing.T, to string, n names) routed {
 // is refused before any request.
 func TestValidateReadsLinkCards(t *testing.T) {
 	t.Parallel()
-	var hits atomic.Int64
-	pages := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		w.Header().Set("Content-Type", "text/html")
-		_, _ = w.Write([]byte(`<head><meta property="og:title" content="Page of ` + r.Host + `"><meta property="og:description" content="A page."></head>`))
-	}))
-	t.Cleanup(pages.Close)
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closedAddr := closed.Addr().String()
-	require.NoError(t, closed.Close())
-
+	// pages is a page server of the subtest; hits counts its requests.
+	pages := func(t *testing.T) (string, *atomic.Int64) {
+		var hits atomic.Int64
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = w.Write([]byte(`<head><meta property="og:title" content="Page of ` + r.Host + `"><meta property="og:description" content="A page."></head>`))
+		}))
+		t.Cleanup(srv.Close)
+		return strings.TrimPrefix(srv.URL, "https://"), &hits
+	}
 	check := func(t *testing.T, routeTo, content string, options string) TargetCheck {
 		t.Helper()
 		f := newCheckFixture(t)
@@ -92,33 +91,42 @@ func TestValidateReadsLinkCards(t *testing.T) {
 		require.Len(t, res.targets, 1)
 		return res.targets[0]
 	}
-	pagesAddr := strings.TrimPrefix(pages.URL, "https://")
 
 	t.Run("card", func(t *testing.T) {
-		tc := check(t, pagesAddr, "read https://news.example.com/story", "")
+		t.Parallel()
+		addr, hits := pages(t)
+		tc := check(t, addr, "read https://news.example.com/story", "")
 		assert.Empty(t, tc.Warnings)
 		require.NotNil(t, tc.Preview.LinkCard)
 		assert.Equal(t, PreviewCard{URL: "https://news.example.com/story", Title: "Page of news.example.com", Description: "A page."}, *tc.Preview.LinkCard)
+		assert.EqualValues(t, 1, hits.Load())
 	})
 	t.Run("private address", func(t *testing.T) {
-		before := hits.Load()
-		tc := check(t, pagesAddr, "no link in the text", `{"link":"https://intranet.example.com/admin"}`)
+		t.Parallel()
+		addr, hits := pages(t)
+		tc := check(t, addr, "no link in the text", `{"link":"https://intranet.example.com/admin"}`)
 		assert.True(t, tc.Valid)
 		assert.Equal(t, []platforms.FieldError{{Field: "options.link", Message: "no link card: must be a public address: intranet.example.com resolves to 10.20.30.40, which is not public; nothing was fetched; the post goes out without a card"}}, tc.Warnings)
 		assert.Nil(t, tc.Preview.LinkCard)
-		assert.Equal(t, before, hits.Load(), "the page server got no request")
+		assert.Zero(t, hits.Load(), "the page server got no request")
 	})
 	t.Run("unreachable", func(t *testing.T) {
+		t.Parallel()
+		closed, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		closedAddr := closed.Addr().String()
+		require.NoError(t, closed.Close())
 		tc := check(t, closedAddr, "see https://gone.example.com/page", "")
 		assert.True(t, tc.Valid)
 		assert.Equal(t, []platforms.FieldError{{Field: "content", Message: "no link card: the page could not be read: connection refused by gone.example.com; the post goes out without a card"}}, tc.Warnings)
 		assert.Nil(t, tc.Preview.LinkCard)
 	})
 	t.Run("turned off", func(t *testing.T) {
-		before := hits.Load()
-		tc := check(t, pagesAddr, "see https://news.example.com/other", `{"link_card":false}`)
+		t.Parallel()
+		addr, hits := pages(t)
+		tc := check(t, addr, "see https://news.example.com/other", `{"link_card":false}`)
 		assert.Empty(t, tc.Warnings)
 		assert.Nil(t, tc.Preview.LinkCard)
-		assert.Equal(t, before, hits.Load())
+		assert.Zero(t, hits.Load())
 	})
 }
