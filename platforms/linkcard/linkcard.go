@@ -169,6 +169,11 @@ func (r *Reader) ReadCard(ctx context.Context, link string) (platforms.LinkCard,
 // asked), and answers the 200 response.
 func (r *Reader) open(ctx context.Context, raw string) (*http.Response, error) {
 	for hop := 0; ; hop++ {
+		// A fragment names a part of the page and is never sent: the page is the URL without it.
+		if u, err := url.Parse(raw); err == nil && (u.Fragment != "" || strings.HasSuffix(raw, "#")) {
+			u.Fragment, u.RawFragment = "", ""
+			raw = u.String()
+		}
 		checked, err := r.opts.Egress.CheckURL(ctx, raw)
 		if err != nil {
 			reason := err.Error()
@@ -208,7 +213,6 @@ func (r *Reader) open(ctx context.Context, raw string) (*http.Response, error) {
 			case hop >= r.opts.MaxRedirects:
 				return nil, &Error{Reason: fmt.Sprintf("the page redirects more than %d times", r.opts.MaxRedirects)}
 			}
-			next.Fragment = ""
 			raw = next.String()
 		default:
 			resp.Body.Close()

@@ -87,13 +87,19 @@ func TestReadCardOpenGraph(t *testing.T) {
 	assert.Equal(t, "image/png", card.Image.ContentType)
 	assert.Equal(t, img, card.Image.Data)
 
+	// A link to a part of the page reads the page.
+	part, err := r.ReadCard(context.Background(), s.URL+"/post#comments")
+	require.NoError(t, err)
+	assert.Equal(t, s.URL+"/post#comments", part.URL)
+	assert.Equal(t, "The & Title", part.Title)
+
 	// A second read is the cache's: the site is not asked again.
 	hits := s.hits.Load()
 	again, err := r.ReadCard(context.Background(), s.URL+"/post")
 	require.NoError(t, err)
 	assert.Equal(t, card, again)
 	assert.Equal(t, hits, s.hits.Load())
-	assert.Equal(t, 1, r.Len())
+	assert.Equal(t, 2, r.Len())
 }
 
 func TestReadCardFallsBackToTitleAndDescription(t *testing.T) {
