@@ -30,6 +30,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/charset"
 
@@ -65,6 +66,8 @@ type Options struct {
 	CacheTTL     time.Duration
 	// Now is the cache's clock (default time.Now).
 	Now func() time.Time
+	// Registry receives herald_link_card_reads_total (nil: unregistered).
+	Registry prometheus.Registerer
 }
 
 // Limits of what a card keeps of a page's text.
@@ -80,6 +83,9 @@ const userAgent = "Mozilla/5.0 (compatible; HeraldLinkCard/1.0)"
 type Reader struct {
 	opts  Options
 	cache *cache
+	// reads counts ReadCard by outcome: read, cached, refused (the egress refused an address),
+	// failed (any other reason the page gave no card).
+	reads *prometheus.CounterVec
 }
 
 var _ platforms.CardReader = (*Reader)(nil)
@@ -110,7 +116,14 @@ func New(o Options) *Reader {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Reader{opts: o, cache: newCache(o.CacheEntries, o.CacheBytes, o.CacheTTL, o.Now)}
+	r := &Reader{opts: o, cache: newCache(o.CacheEntries, o.CacheBytes, o.CacheTTL, o.Now),
+		reads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_link_card_reads_total", Help: "Link card reads by outcome: read, cached, refused (the egress refused the address), failed.",
+		}, []string{"outcome"})}
+	if o.Registry != nil {
+		o.Registry.MustRegister(r.reads)
+	}
+	return r
 }
 
 // Error is a page that could not be read. Its message is safe to show to the one who chose the
@@ -130,26 +143,43 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // ReadCard reads the card of the page at link.
 func (r *Reader) ReadCard(ctx context.Context, link string) (platforms.LinkCard, error) {
+	card, cached, err := r.read(ctx, link)
+	var e *Error
+	switch {
+	case errors.As(err, &e) && e.Refused:
+		r.reads.WithLabelValues("refused").Inc()
+	case err != nil:
+		r.reads.WithLabelValues("failed").Inc()
+	case cached:
+		r.reads.WithLabelValues("cached").Inc()
+	default:
+		r.reads.WithLabelValues("read").Inc()
+	}
+	return card, err
+}
+
+// read is ReadCard; cached says the card is the cache's.
+func (r *Reader) read(ctx context.Context, link string) (platforms.LinkCard, bool, error) {
 	if r.opts.Egress == nil {
-		return platforms.LinkCard{}, &Error{Reason: "pages are not read here"}
+		return platforms.LinkCard{}, false, &Error{Reason: "pages are not read here"}
 	}
 	if card, ok := r.cache.get(link); ok {
-		return card, nil
+		return card, true, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
 	resp, err := r.open(ctx, link)
 	if err != nil {
-		return platforms.LinkCard{}, err
+		return platforms.LinkCard{}, false, err
 	}
 	defer resp.Body.Close()
 	ct := resp.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); ct != "" && (err != nil || (mt != "text/html" && mt != "application/xhtml+xml")) {
-		return platforms.LinkCard{}, &Error{Reason: fmt.Sprintf("the link is not an HTML page (%s)", strings.TrimSpace(strings.SplitN(ct, ";", 2)[0]))}
+		return platforms.LinkCard{}, false, &Error{Reason: fmt.Sprintf("the link is not an HTML page (%s)", strings.TrimSpace(strings.SplitN(ct, ";", 2)[0]))}
 	}
 	m, err := parse(io.LimitReader(resp.Body, r.opts.MaxPageBytes), ct)
 	if err != nil {
-		return platforms.LinkCard{}, &Error{Reason: "reading the page failed: " + webhook.DescribeError(err, resp.Request.URL.Hostname()), Err: err}
+		return platforms.LinkCard{}, false, &Error{Reason: "reading the page failed: " + webhook.DescribeError(err, resp.Request.URL.Hostname()), Err: err}
 	}
 	card := platforms.LinkCard{URL: link, Title: clip(m.title(), maxTitle), Description: clip(m.description(), maxDescription)}
 	if src := m.image(); src != "" {
@@ -159,10 +189,10 @@ func (r *Reader) ReadCard(ctx context.Context, link string) (platforms.LinkCard,
 		}
 	}
 	if card.Title == "" && card.Description == "" && card.Image == nil {
-		return platforms.LinkCard{}, &Error{Reason: "the page has no title, description or image"}
+		return platforms.LinkCard{}, false, &Error{Reason: "the page has no title, description or image"}
 	}
 	r.cache.put(link, card)
-	return card, nil
+	return card, false, nil
 }
 
 // open GETs raw through the egress, following redirects (each target checked before it is

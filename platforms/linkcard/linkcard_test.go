@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -321,4 +323,33 @@ func TestReadCardCacheIsBounded(t *testing.T) {
 	_, err = r.ReadCard(context.Background(), s.URL+"/p4")
 	require.NoError(t, err)
 	assert.Equal(t, hits+1, s.hits.Load(), "an old card is read again")
+}
+
+// herald_link_card_reads_total counts reads by outcome; its only label is the outcome.
+func TestReadCardMetrics(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	s.page("/ok", `<title>ok</title>`)
+	reg := prometheus.NewRegistry()
+	r := linkcard.New(linkcard.Options{Egress: loopback(), Registry: reg})
+	for _, link := range []string{s.URL + "/ok", s.URL + "/ok", s.URL + "/missing"} {
+		_, _ = r.ReadCard(context.Background(), link)
+	}
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP herald_link_card_reads_total Link card reads by outcome: read, cached, refused (the egress refused the address), failed.
+# TYPE herald_link_card_reads_total counter
+herald_link_card_reads_total{outcome="cached"} 1
+herald_link_card_reads_total{outcome="failed"} 1
+herald_link_card_reads_total{outcome="read"} 1
+`), "herald_link_card_reads_total"))
+
+	strictReg := prometheus.NewRegistry()
+	strict := linkcard.New(linkcard.Options{Egress: webhook.NewGuard(webhook.EgressOptions{}), Registry: strictReg})
+	_, err := strict.ReadCard(context.Background(), "https://10.0.0.1/")
+	require.Error(t, err)
+	require.NoError(t, testutil.GatherAndCompare(strictReg, strings.NewReader(`
+# HELP herald_link_card_reads_total Link card reads by outcome: read, cached, refused (the egress refused the address), failed.
+# TYPE herald_link_card_reads_total counter
+herald_link_card_reads_total{outcome="refused"} 1
+`), "herald_link_card_reads_total"))
 }

@@ -23,7 +23,7 @@ func (a *App) buildCards() error {
 	}
 	a.Cards = linkcard.New(linkcard.Options{Egress: webhook.NewGuard(webhook.EgressOptions{
 		AllowPrivate: a.Cfg.WebhookAllowPrivate, RootCAs: roots, AttemptTimeout: cardTimeout, MaxConnsPerHost: 4,
-	}), Timeout: cardTimeout})
+	}), Timeout: cardTimeout, Registry: a.Registry})
 	return nil
 }
 
