@@ -92,14 +92,22 @@ type InstagramOptions struct {
 type FacebookOptions struct {
 	// Type is feed, reel or story; default feed.
 	Type string `json:"type,omitempty"`
-	// Link is a link attached to a feed post without media (http or https).
+	// Link is the link attached to a feed post without media (http or https); when absent, the
+	// first link of the text (see LinkCard).
 	Link string `json:"link,omitempty"`
+	// LinkCard false attaches no link (Facebook may still preview a link of the text itself).
+	LinkCard *bool `json:"link_card,omitempty"`
 }
 
 // LinkedInOptions are a LinkedIn post's.
 type LinkedInOptions struct {
 	// Visibility is PUBLIC or CONNECTIONS; default PUBLIC.
 	Visibility string `json:"visibility,omitempty"`
+	// Link is the page a post without media shares as an article (http or https); when absent,
+	// the first link of the text (see LinkCard).
+	Link string `json:"link,omitempty"`
+	// LinkCard false shares no article: the post is its text alone.
+	LinkCard *bool `json:"link_card,omitempty"`
 }
 
 // XOptions are a post's on X.
@@ -124,6 +132,11 @@ type BlueskyOptions struct {
 	Langs []string `json:"langs,omitempty"`
 	// Labels are self-labels: sexual, nudity, porn, graphic-media.
 	Labels []string `json:"labels,omitempty"`
+	// Link is the page a post without media shows as a card (an external embed; http or https);
+	// when absent, the first link of the text (see LinkCard).
+	Link string `json:"link,omitempty"`
+	// LinkCard false attaches no card.
+	LinkCard *bool `json:"link_card,omitempty"`
 }
 
 // ThreadsOptions are a Threads container's.
@@ -132,6 +145,12 @@ type ThreadsOptions struct {
 	ReplyControl string `json:"reply_control,omitempty"`
 	// TopicTag is the post's topic (1 to 50 characters, no period or ampersand).
 	TopicTag string `json:"topic_tag,omitempty"`
+	// Link is the link_attachment of a text post (http or https); when absent, the first link of
+	// the text (see LinkCard).
+	Link string `json:"link,omitempty"`
+	// LinkCard false sends no link_attachment (Threads may still preview a link of the text
+	// itself).
+	LinkCard *bool `json:"link_card,omitempty"`
 }
 
 func (*YouTubeOptions) Network() Platform   { return YouTube }
@@ -500,12 +519,15 @@ func CheckOptions(o Options, t Target) (errs, warnings []FieldError) {
 		c.facebook(o, t)
 	case *LinkedInOptions:
 		c.oneOf("visibility", o.Visibility, LinkedInVisibilities)
+		c.card(o, t)
 	case *XOptions:
 		c.x(o, t)
 	case *BlueskyOptions:
 		c.bluesky(o)
+		c.card(o, t)
 	case *ThreadsOptions:
 		c.threads(o)
+		c.card(o, t)
 	}
 	for i, m := range t.Media {
 		if m.AltText == "" {
@@ -719,6 +741,29 @@ func (c *checker) facebook(o *FacebookOptions, t Target) {
 			c.fail("link", "a link goes with a feed post without media")
 		}
 		c.link("link", o.Link, "http", "https")
+		c.unused(o)
+	}
+}
+
+// card checks the link card options of Bluesky, Threads and LinkedIn: the link an absolute http
+// or https URL of at most 2,048 characters, given for a post without media (a post carries one
+// attachment: its media or a card).
+func (c *checker) card(o CardOptions, t Target) {
+	link, _ := o.CardSettings()
+	if link == "" {
+		return
+	}
+	c.link("link", link, "http", "https")
+	if !c.defaults && len(t.Media) > 0 {
+		c.fail("link", "a link card goes with a post without media")
+	}
+	c.unused(o)
+}
+
+// unused warns of a link that link_card false leaves out.
+func (c *checker) unused(o CardOptions) {
+	if link, on := o.CardSettings(); link != "" && on != nil && !*on {
+		c.warn("link", "is not used: link_card is false, so no card is attached")
 	}
 }
 
@@ -779,6 +824,9 @@ func OptionsSchema(p Platform) map[string]any {
 		return map[string]any{"type": "string", "enum": values, "description": desc}
 	}
 	boolean := func(desc string) map[string]any { return map[string]any{"type": "boolean", "description": desc} }
+	cardLink := func(desc string) map[string]any {
+		return map[string]any{"type": "string", "format": "uri", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://", "maxLength": 2048, "description": desc}
+	}
 	list := func(desc string, max int, item map[string]any) map[string]any {
 		s := map[string]any{"type": "array", "items": item, "description": desc}
 		if max > 0 {
@@ -822,11 +870,16 @@ func OptionsSchema(p Platform) map[string]any {
 		}
 	case Facebook:
 		props = map[string]any{
-			"type": enum("Feed post, reel or story; default feed.", FacebookTypes),
-			"link": map[string]any{"type": "string", "format": "uri", "maxLength": 2048, "description": "A link attached to a feed post without media."},
+			"type":      enum("Feed post, reel or story; default feed.", FacebookTypes),
+			"link":      cardLink("The link attached to a feed post without media; default: the text's first link."),
+			"link_card": boolean("Whether the link is attached (default true); false: none (Facebook may still preview a link of the text itself)."),
 		}
 	case LinkedIn:
-		props = map[string]any{"visibility": enum("Who can see the post; default PUBLIC.", LinkedInVisibilities)}
+		props = map[string]any{
+			"visibility": enum("Who can see the post; default PUBLIC.", LinkedInVisibilities),
+			"link":       cardLink("The page a post without media shares as an article (title, description, thumbnail read from the page); default: the text's first link."),
+			"link_card":  boolean("Whether the link is shared as an article (default true); false: the post is its text alone."),
+		}
 	case X:
 		props = map[string]any{
 			"reply_settings": enum("Who can reply; default everyone.", XReplySettings),
@@ -841,13 +894,17 @@ func OptionsSchema(p Platform) map[string]any {
 		}
 	case Bluesky:
 		props = map[string]any{
-			"langs":  list("The text's languages (BCP 47 tags).", 3, map[string]any{"type": "string"}),
-			"labels": list("Self-labels of the post's content.", 0, map[string]any{"type": "string", "enum": BlueskyLabels}),
+			"langs":     list("The text's languages (BCP 47 tags).", 3, map[string]any{"type": "string"}),
+			"labels":    list("Self-labels of the post's content.", 0, map[string]any{"type": "string", "enum": BlueskyLabels}),
+			"link":      cardLink("The page a post without media shows as a card (title, description, thumbnail read from the page); default: the text's first link."),
+			"link_card": boolean("Whether the post carries its link card (default true)."),
 		}
 	case Threads:
 		props = map[string]any{
 			"reply_control": enum("Who can reply; default everyone.", ThreadsReplyControls),
 			"topic_tag":     map[string]any{"type": "string", "minLength": 1, "maxLength": 50, "pattern": "^[^.&]+$", "description": "The post's topic."},
+			"link":          cardLink("The link_attachment of a text post; default: the text's first link."),
+			"link_card":     boolean("Whether the link is the post's link_attachment (default true); false: none (Threads may still preview a link of the text itself)."),
 		}
 	default:
 		return nil

@@ -221,6 +221,9 @@ type Config struct {
 	// PollInterval bounds how often asynchronous media processing is polled (0: the network's
 	// suggestion or one second).
 	PollInterval time.Duration
+	// Cards reads the pages of link cards, for the networks that show only the card a post sends
+	// (Bluesky, LinkedIn); nil: posts go out without cards.
+	Cards CardReader
 }
 
 // Metrics are a publication's counters as a network reports them. A nil field means the network

@@ -63,6 +63,9 @@ type Deps struct {
 	// Adapters check each network's own rules on a campaign's posts before anything is stored
 	// (nil: only Herald's own rules are checked).
 	Adapters map[platforms.Platform]platforms.Adapter
+	// Cards reads the pages of link cards for POST /v1/posts/validate (nil: not read; no other
+	// door reads a page).
+	Cards platforms.CardReader
 	// Streams are the open job streams, which a shutdown ends (streams.go; nil: a set of the
 	// handlers' own).
 	Streams *Streams

@@ -97,6 +97,8 @@ type TargetPreview struct {
 	Length  TextLength      `json:"length"`
 	Media   []PreviewMedia  `json:"media"`
 	Options json.RawMessage `json:"options"`
+	// LinkCard is the link card it would carry, as read from the page (linkcards.go).
+	LinkCard *PreviewCard `json:"link_card,omitempty"`
 }
 
 // TextLength is a text's length as its network counts it, beside the network's limit.
@@ -349,6 +351,7 @@ func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.P
 		}
 	}
 	out := make([]TargetCheck, 0, len(p.Targets))
+	var cards []cardTarget
 	for i := range p.Targets {
 		t := &p.Targets[i]
 		tc := TargetCheck{AccountID: t.AccountID, Platform: t.Platform, Errors: []platforms.FieldError{}, Warnings: []platforms.FieldError{}}
@@ -405,9 +408,13 @@ func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.P
 		tc.Valid = len(tc.Errors) == 0
 		if withPreview {
 			tc.Preview = preview(platform, text, media, opts)
+			if link, field, ok := cardFor(opts, text, media); ok && publish && fe == nil {
+				cards = append(cards, cardTarget{i: len(out), link: link, field: field, platform: platform})
+			}
 		}
 		out = append(out, tc)
 	}
+	h.readCards(c.Request().Context(), out, cards)
 	return out, nil
 }
 

@@ -59,6 +59,7 @@ type Adapter struct {
 	base, video string
 	hc          *http.Client
 	poll        time.Duration
+	cards       platforms.CardReader
 }
 
 var _ platforms.Adapter = (*Adapter)(nil)
@@ -67,7 +68,7 @@ var _ platforms.Adapter = (*Adapter)(nil)
 // UploadURL is the video service (default https://video.bsky.app). A nil HTTP client means one with
 // a 60-second timeout.
 func New(cfg platforms.Config) *Adapter {
-	a := &Adapter{base: strings.TrimRight(cfg.BaseURL, "/"), video: strings.TrimRight(cfg.UploadURL, "/"), hc: cfg.HTTPClient, poll: cfg.PollInterval}
+	a := &Adapter{base: strings.TrimRight(cfg.BaseURL, "/"), video: strings.TrimRight(cfg.UploadURL, "/"), hc: cfg.HTTPClient, poll: cfg.PollInterval, cards: cfg.Cards}
 	if a.base == "" {
 		a.base = DefaultBaseURL
 	}
@@ -170,6 +171,9 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 		return platforms.Result{}, platforms.Errorf(platforms.Bluesky, platforms.Permanent, 0, "the account has no DID; log in again")
 	}
 	o, _ := p.Options.(*platforms.BlueskyOptions)
+	if o == nil {
+		o = &platforms.BlueskyOptions{} // a post's options ask for its link card
+	}
 	uri, r, err := a.createPostWith(ctx, c, p.Text, p.Media, nil, o)
 	if err != nil {
 		return platforms.Result{}, err
@@ -191,7 +195,8 @@ func (a *Adapter) createPost(ctx context.Context, c platforms.Credentials, text 
 	return a.createPostWith(ctx, c, text, media, reply, nil)
 }
 
-// createPostWith is createPost with a post's options: its languages and self-labels.
+// createPostWith is createPost with a post's options: its languages, self-labels and, for a post
+// without media, its link card (linkcard.go).
 func (a *Adapter) createPostWith(ctx context.Context, c platforms.Credentials, text string, media []platforms.Media, reply map[string]strongRef, o *platforms.BlueskyOptions) (string, *platforms.Answer, error) {
 	in := createRecordInput{Repo: c.UserID, Collection: postNSID, Record: postRecord{
 		Type:      postNSID,
@@ -212,6 +217,12 @@ func (a *Adapter) createPostWith(ctx context.Context, c platforms.Credentials, t
 	}
 	if len(media) > 0 {
 		embed, err := a.embed(ctx, c, media)
+		if err != nil {
+			return "", nil, err
+		}
+		in.Record.Embed = embed
+	} else if o != nil {
+		embed, err := a.linkCard(ctx, c, text, o)
 		if err != nil {
 			return "", nil, err
 		}

@@ -4,13 +4,15 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/heraldhq/herald/platforms"
 )
 
 // Bluesky does not link anything a post's text does not mark up with a facet: a byte range of the
 // UTF-8 text plus a feature (link, mention or tag). These patterns follow the detection of the
-// official client (@atproto/api RichText.detectFacets), simplified: links need an http(s) scheme.
+// official client (@atproto/api RichText.detectFacets), simplified: links need an http(s) scheme
+// (platforms.LinkSpans, the link finder link cards use too).
 var (
-	linkPattern    = regexp.MustCompile(`(?:^|[\s(])(https?://[^\s]+)`)
 	mentionPattern = regexp.MustCompile(`(?:^|[\s(])(@([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)`)
 	digitsOnly     = regexp.MustCompile(`^[0-9]+$`)
 )
@@ -29,12 +31,8 @@ type facetSpan struct {
 func detectFacets(text string) []facetSpan {
 	var spans []facetSpan
 	// Each kind needs a character most texts lack; a text without it skips that pattern.
-	if strings.Contains(text, "://") {
-		for _, m := range linkPattern.FindAllStringSubmatchIndex(text, -1) {
-			s, e := m[2], m[3]
-			uri := trimURL(text[s:e])
-			spans = append(spans, facetSpan{start: s, end: s + len(uri), kind: "link", value: uri})
-		}
+	for _, l := range platforms.LinkSpans(text) {
+		spans = append(spans, facetSpan{start: l[0], end: l[1], kind: "link", value: text[l[0]:l[1]]})
 	}
 	if strings.Contains(text, "@") {
 		for _, m := range mentionPattern.FindAllStringSubmatchIndex(text, -1) {
@@ -98,15 +96,6 @@ func isASCIISpace(b byte) bool {
 
 func isHandleChar(r rune) bool {
 	return r == '-' || r == '@' || r == '/' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
-}
-
-// trimURL drops sentence punctuation after a URL and a closing parenthesis it did not open.
-func trimURL(u string) string {
-	u = strings.TrimRight(u, ".,;:!?'\"")
-	if strings.HasSuffix(u, ")") && !strings.Contains(u, "(") {
-		u = strings.TrimRight(u[:len(u)-1], ".,;:!?'\"")
-	}
-	return u
 }
 
 // dropOverlaps keeps the earliest of overlapping spans (a hashtag inside a URL is not a tag).

@@ -9,7 +9,8 @@
 // asking to reconnect the account. The long-lived user token is kept in Extra["user_token"] (with
 // Extra["user_id"]) only so that Revoke can remove the app's permissions (DELETE /me/permissions).
 //
-// Text posts go to POST /{page-id}/feed; one photo to POST /{page-id}/photos (multipart source);
+// Text posts go to POST /{page-id}/feed, with their link card as the post's link (options.link,
+// else the text's first link; Facebook reads the page itself); one photo to POST /{page-id}/photos (multipart source);
 // several photos are uploaded unpublished and attached to a feed post (attached_media); a video goes
 // to POST /{page-id}/videos on graph-video.facebook.com (multipart source). Lookup reads
 // GET /{page-id}/feed.
@@ -161,7 +162,7 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	case o.Type == "story":
 		return a.photoStory(ctx, c, p.Media[0])
 	case len(p.Media) == 0:
-		return a.feed(ctx, c, p.Text, nil, o.Link)
+		return a.feed(ctx, c, p.Text, nil, platforms.CardLink(o, p.Text))
 	case p.Media[0].IsVideo():
 		return a.video(ctx, c, p.Text, p.Media[0])
 	case len(p.Media) == 1:

@@ -372,3 +372,23 @@ func TestPostTypesAndOptions(t *testing.T) {
 	require.Equal(t, map[string]any{"type": "story"}, pubs[3].Options)
 	require.Equal(t, map[string]any{"type": "story"}, pubs[4].Options)
 }
+
+// A feed post without options.link attaches the text's first link (Facebook reads the page);
+// link_card false attaches none, and a post with photos none either.
+func TestFeedLinkFromText(t *testing.T) {
+	t.Parallel()
+	e := setup(t, sim.Options{})
+	ctx := context.Background()
+	off := false
+	_, err := e.a.Publish(ctx, e.creds, platforms.Post{Text: "new on the blog: https://example.com/post-1."})
+	require.NoError(t, err)
+	_, err = e.a.Publish(ctx, e.creds, platforms.Post{Text: "quiet: https://example.com/post-2", Options: &platforms.FacebookOptions{LinkCard: &off}})
+	require.NoError(t, err)
+	_, err = e.a.Publish(ctx, e.creds, platforms.Post{Text: "photos of https://example.com/post-3", Media: []platforms.Media{media("image/jpeg", jpeg), media("image/png", png)}})
+	require.NoError(t, err)
+	pubs := e.srv.Publications(platforms.Facebook)
+	require.Len(t, pubs, 3)
+	require.Equal(t, "https://example.com/post-1", pubs[0].Options["link"])
+	require.Nil(t, pubs[1].Options["link"])
+	require.Nil(t, pubs[2].Options["link"])
+}

@@ -8,6 +8,10 @@
 //
 // The commentary is written in LinkedIn's "little text" format: its reserved characters are
 // backslash-escaped, otherwise LinkedIn may silently truncate the text.
+//
+// A post without media shares its link (options.link, else the text's first link) as an article
+// (content.article: source, title, description and a thumbnail image), read from the page by
+// Herald: LinkedIn shows what the post sends and reads no page itself (linkcard.go).
 package linkedin
 
 import (
@@ -46,6 +50,7 @@ type Adapter struct {
 	clientID, clientSecret string
 	hc                     *http.Client
 	poll                   time.Duration
+	cards                  platforms.CardReader
 
 	// Version pins the LinkedIn-Version header (YYYYMM). Empty means the month two months before
 	// the current one: LinkedIn serves each monthly version for about a year, so this never sends
@@ -65,6 +70,7 @@ func New(cfg platforms.Config) *Adapter {
 	a := &Adapter{
 		base: strings.TrimRight(cfg.BaseURL, "/"), auth: strings.TrimRight(cfg.AuthURL, "/"),
 		clientID: cfg.ClientID, clientSecret: cfg.ClientSecret, hc: cfg.HTTPClient, poll: cfg.PollInterval,
+		cards: cfg.Cards,
 	}
 	if a.base == "" {
 		a.base = DefaultBaseURL
@@ -191,6 +197,14 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 			return platforms.Result{}, err
 		}
 		body["content"] = content
+	} else {
+		content, err := a.article(ctx, c, p)
+		if err != nil {
+			return platforms.Result{}, err
+		}
+		if content != nil {
+			body["content"] = content
+		}
 	}
 	raw, _ := json.Marshal(body)
 	r, err := platforms.Send(ctx, a.hc, platforms.LinkedIn, platforms.Call{Method: http.MethodPost, URL: a.base + "/rest/posts", Body: raw, ContentType: "application/json", Bearer: c.AccessToken, Header: a.restHeader(), Create: true})

@@ -15,7 +15,9 @@ package sim
 // carries RateLimit-Limit/-Remaining/-Reset (epoch seconds) and RateLimit-Policy; an exhausted
 // budget answers 429 RateLimitExceeded; records over 300 graphemes or 3,000 bytes, facets that are
 // not UTF-8 byte ranges of the text, more than 4 images, images over 1,000,000 bytes and blobs
-// over 50 MB answer 400. Videos sent to the video service are "processed" for
+// over 50 MB answer 400. A link card (app.bsky.embed.external) needs uri, title and description,
+// and its thumb must be an image blob of the repo of at most 1,000,000 bytes (an unknown blob
+// answers 400 BlobNotFound); the record's embed is kept whole in Record.Options["embed"]. Videos sent to the video service are "processed" for
 // Options.ProcessingDelay and then stored on the PDS as a blob; a video whose bytes were already
 // processed for the account answers 409 already_exists with the earlier job, as the real service
 // does. DIDs are did:plc: identifiers derived from the handle; accounts created through
@@ -451,12 +453,20 @@ func (rec bskyPostRecord) options() (opts map[string]any, alts []string, msg str
 		opts["labels"] = vals
 	}
 	var embed struct {
+		Type   string `json:"$type"`
 		Images []struct {
 			Alt string `json:"alt"`
 		} `json:"images"`
 		Alt string `json:"alt"`
 	}
 	if len(rec.Embed) > 0 && json.Unmarshal(rec.Embed, &embed) == nil {
+		if embed.Type == "app.bsky.embed.external" {
+			// A link card is recorded whole, as the record carries it.
+			var card map[string]any
+			if json.Unmarshal(rec.Embed, &card) == nil {
+				opts["embed"] = card
+			}
+		}
 		for _, img := range embed.Images {
 			alts = append(alts, img.Alt)
 		}
@@ -544,7 +554,13 @@ func (b *bskySim) checkPost(did string, rec bskyPostRecord) ([]string, string) {
 			Image *bskyBlobJSON `json:"image"`
 			Alt   *string       `json:"alt"`
 		} `json:"images"`
-		Video *bskyBlobJSON `json:"video"`
+		Video    *bskyBlobJSON `json:"video"`
+		External *struct {
+			URI         *string       `json:"uri"`
+			Title       *string       `json:"title"`
+			Description *string       `json:"description"`
+			Thumb       *bskyBlobJSON `json:"thumb"`
+		} `json:"external"`
 	}
 	if err := json.Unmarshal(rec.Embed, &embed); err != nil {
 		return nil, "Invalid app.bsky.feed.post record: Record/embed is malformed"
@@ -580,7 +596,26 @@ func (b *bskySim) checkPost(did string, rec bskyPostRecord) ([]string, string) {
 			return nil, fmt.Sprintf("Invalid app.bsky.feed.post record: Record/embed/video must be a video of at most %d bytes", bskyMaxVideoBytes)
 		}
 		shas = append(shas, bl.SHA256())
-	case "app.bsky.embed.external", "app.bsky.embed.record", "app.bsky.embed.recordWithMedia":
+	case "app.bsky.embed.external":
+		// app.bsky.embed.external#external: uri, title and description required; thumb an
+		// image blob of at most 1,000,000 bytes (accept image/*, maxSize 1000000).
+		x := embed.External
+		if x == nil || x.URI == nil || x.Title == nil || x.Description == nil {
+			return nil, "Invalid app.bsky.feed.post record: Record/embed/external must have the properties \"uri\", \"title\" and \"description\""
+		}
+		if u, err := url.Parse(*x.URI); err != nil || !u.IsAbs() || u.Host == "" {
+			return nil, "Invalid app.bsky.feed.post record: Record/embed/external/uri must be a valid uri"
+		}
+		if x.Thumb != nil {
+			bl, ok := b.blob(did, x.Thumb.Ref.Link)
+			if !ok {
+				return nil, "Could not find blob: " + x.Thumb.Ref.Link
+			}
+			if !strings.HasPrefix(bl.ContentType, "image/") || len(bl.Data) > bskyMaxImageBytes {
+				return nil, fmt.Sprintf("Invalid app.bsky.feed.post record: Record/embed/external/thumb must be an image of at most %d bytes", bskyMaxImageBytes)
+			}
+		}
+	case "app.bsky.embed.record", "app.bsky.embed.recordWithMedia":
 	default:
 		return nil, fmt.Sprintf("Invalid app.bsky.feed.post record: Record/embed $type %q is not supported", embed.Type)
 	}

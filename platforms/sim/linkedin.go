@@ -18,7 +18,9 @@ package sim
 // serviceErrorCode 65600 (65601 once revoked); refresh tokens keep their fixed 365-day lifetime
 // and are not rotated; daily per-member limits reset at 00:00 UTC and answer 429 without any
 // rate-limit header; commentary over 3,000 characters answers 422; a post may carry one image,
-// one video, or 2-20 images (multiImage), never a video still processing. The consent page
+// one video, or 2-20 images (multiImage), never a video still processing, or alone an article
+// (content.article: an http(s) source and a title, a description, a thumbnail image of the author
+// that is AVAILABLE; kept in Record.Options["article"] with the thumbnail's SHA-256). The consent page
 // approves at once (login_hint names the member, default "sim-user") or redirects with
 // error=access_denied after Sim.Deny. Commentary is "little text": the simulator records and
 // measures it with its backslash escapes removed.
@@ -470,7 +472,12 @@ func (li *liSim) createPost(w http.ResponseWriter, r *http.Request, m liMember) 
 		liError(w, status, 0, "", msg)
 		return
 	}
-	if text == "" && len(shas) == 0 {
+	article, status, msg := li.liArticle(m, req.Content)
+	if msg != "" {
+		liError(w, status, 0, "", msg)
+		return
+	}
+	if text == "" && len(shas) == 0 && article == nil {
 		liError(w, http.StatusUnprocessableEntity, 0, "UNPROCESSABLE_ENTITY", "/commentary :: a post needs commentary or content")
 		return
 	}
@@ -481,7 +488,11 @@ func (li *liSim) createPost(w http.ResponseWriter, r *http.Request, m liMember) 
 	urn := "urn:li:share:" + liPostID()
 	li.n.Store.Put("li-post:"+urn, &liPost{urn: urn, author: req.Author, commentary: commentary, visibility: req.Visibility,
 		lifecycle: req.LifecycleState, content: append(json.RawMessage(nil), req.Content...), created: li.n.Sim.Now()})
-	li.n.PublishWith(urn, m.id, text, shas, map[string]any{"visibility": req.Visibility}, liAltTexts(req.Content))
+	opts := map[string]any{"visibility": req.Visibility}
+	if article != nil {
+		opts["article"] = article
+	}
+	li.n.PublishWith(urn, m.id, text, shas, opts, liAltTexts(req.Content))
 	if li.n.TakeFault(FaultPostThenError) != "" {
 		liError(w, http.StatusInternalServerError, 0, "", "Internal Server Error")
 		return

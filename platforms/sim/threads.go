@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +22,8 @@ import (
 //	GET  /me                                    {id, username}
 //	POST /{user-id}/threads                     container: media_type TEXT|IMAGE|VIDEO|CAROUSEL, text,
 //	                                            image_url, video_url, is_carousel_item, children,
-//	                                            reply_to_id (a reply to that post)
+//	                                            reply_to_id (a reply to that post),
+//	                                            link_attachment (TEXT only; kept in Record.Options)
 //	GET  /{id}                                  container: status, error_message; post: text, timestamp, permalink
 //	POST /{user-id}/threads_publish             creation_id → {"id"}
 //	GET  /{user-id}/threads                     the profile's posts (not its replies): id, text, timestamp, permalink
@@ -178,6 +180,18 @@ func (s *thSim) createContainer(w http.ResponseWriter, r *http.Request, who grap
 				return
 			}
 			opts["topic_tag"] = tag
+		}
+		if link := r.FormValue("link_attachment"); link != "" {
+			u, err := url.Parse(link)
+			switch {
+			case strings.ToUpper(r.FormValue("media_type")) != "TEXT":
+				graphError(w, http.StatusBadRequest, 100, 0, "(#100) Param link_attachment is only allowed on TEXT posts", false)
+				return
+			case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+				graphError(w, http.StatusBadRequest, 100, 0, "(#100) Param link_attachment must be a valid URL", false)
+				return
+			}
+			opts["link_attachment"] = link
 		}
 		if len(opts) > 0 {
 			c.Options = opts

@@ -4,7 +4,8 @@
 // the profile's quota (GET /{user-id}/threads_publishing_limit: 250 posts per rolling 24 hours; a
 // used-up quota is RateLimited before anything is created), creates a container with
 // POST /{user-id}/threads (media_type TEXT, IMAGE or VIDEO; several media become is_carousel_item
-// children of a CAROUSEL parent), polls GET /{container-id}?fields=status,error_message until
+// children of a CAROUSEL parent; a text post's link card is its link_attachment, options.link or
+// the text's first link, which Threads reads itself), polls GET /{container-id}?fields=status,error_message until
 // FINISHED and publishes with POST /{user-id}/threads_publish. Only that last call creates the post.
 //
 // Connecting runs Threads OAuth: the consent page threads.com/oauth/authorize,
@@ -215,6 +216,12 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 		}
 		if o.TopicTag != "" {
 			form.Set("topic_tag", o.TopicTag)
+		}
+	}
+	if len(p.Media) == 0 {
+		// A text post's link card: Threads reads the page itself (link_attachment).
+		if link := platforms.CardLink(p.Options, p.Text); link != "" {
+			form.Set("link_attachment", link)
 		}
 	}
 	container, err := a.create(ctx, c, form)

@@ -355,3 +355,32 @@ func TestPublishWithOptions(t *testing.T) {
 	require.Equal(t, map[string]any{"reply_control": "mentioned_only", "topic_tag": "Quarterly results"}, pubs[0].Options)
 	require.Equal(t, []string{"A chart going up"}, pubs[0].AltTexts)
 }
+
+// A text post's link card is its link_attachment: options.link, else the text's first link;
+// none with link_card false or with media (Threads takes it on text posts only).
+func TestPublishLinkAttachment(t *testing.T) {
+	t.Parallel()
+	e := setup(t, sim.Options{})
+	off := false
+	for _, tc := range []struct {
+		name string
+		post platforms.Post
+		want any
+	}{
+		{"the text's link", platforms.Post{Text: "read https://example.com/a, then https://example.com/b"}, "https://example.com/a"},
+		{"options.link", platforms.Post{Text: "read https://example.com/a", Options: &platforms.ThreadsOptions{Link: "https://example.com/c"}}, "https://example.com/c"},
+		{"turned off", platforms.Post{Text: "read https://example.com/d", Options: &platforms.ThreadsOptions{LinkCard: &off}}, nil},
+		{"with media", platforms.Post{Text: "read https://example.com/e", Media: []platforms.Media{e.media("image/png", "b.png")}}, nil},
+	} {
+		res, err := e.a.Publish(context.Background(), e.creds, tc.post)
+		require.NoError(t, err, tc.name)
+		var rec sim.Record
+		for _, r := range e.srv.Publications(platforms.Threads) {
+			if r.ID == res.Publication.ID {
+				rec = r
+			}
+		}
+		require.Equal(t, res.Publication.ID, rec.ID, tc.name)
+		require.Equal(t, tc.want, rec.Options["link_attachment"], tc.name)
+	}
+}

@@ -9,7 +9,7 @@ import (
 	"github.com/heraldhq/herald/platforms/registry"
 )
 
-// accountDeps opens the token box and builds the adapters, the budgets and the account actors'
+// accountDeps opens the token box and builds the link card reader (linkcards.go), the adapters, the budgets and the account actors'
 // metrics: what the account directory is built on (buildPublishing). In sandbox mode the adapters
 // are rebuilt against the simulator once it listens (startSandbox).
 func (a *App) accountDeps() (account.Deps, error) {
@@ -20,7 +20,10 @@ func (a *App) accountDeps() (account.Deps, error) {
 	if a.Box, err = secret.NewBox(key); err != nil {
 		return account.Deps{}, err
 	}
-	a.Adapters = registry.New(a.Cfg.Networks)
+	if err := a.buildCards(); err != nil {
+		return account.Deps{}, err
+	}
+	a.Adapters = registry.New(withCards(a.Cfg.Networks, a.Cards))
 	rules := a.Cfg.Budgets
 	if rules == nil {
 		rules = account.DefaultRules
@@ -42,7 +45,7 @@ func (a *App) accountDeps() (account.Deps, error) {
 // pointAdaptersAt replaces every adapter's configuration (the sandbox points them at its
 // simulator). The map is shared with the account actors, which have not run yet.
 func (a *App) pointAdaptersAt(cfg map[platforms.Platform]platforms.Config) {
-	for p, ad := range registry.New(cfg) {
+	for p, ad := range registry.New(withCards(cfg, a.Cards)) {
 		a.Adapters[p] = ad
 	}
 }

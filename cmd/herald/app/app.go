@@ -41,6 +41,7 @@ import (
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/secret"
 	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/linkcard"
 	"github.com/heraldhq/herald/platforms/registry"
 	"github.com/heraldhq/herald/platforms/sim"
 )
@@ -219,6 +220,8 @@ type App struct {
 	Connect *accountlink.Service
 	// Live serves analytics and the inbox (live.go).
 	Live *live.Service
+	// Cards reads the pages of link cards (linkcards.go).
+	Cards *linkcard.Reader
 
 	admin   *admin.Server
 	quotas  *quotas
@@ -377,7 +380,7 @@ func New(cfg Config) (*App, error) {
 	a.streams = api.NewStreams(cfg.MaxStreamsPerUser)
 	a.Server.Echo.Use(server.RefuseWhile(a.draining.Load, spareWhileDraining))
 	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, Auth: a.Auth, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live,
-		Campaigns: a.Campaigns, CampaignHub: a.CampaignHub, Adapters: a.Adapters, Streams: a.streams, JobBacklog: a.JobBacklog}); err != nil {
+		Campaigns: a.Campaigns, CampaignHub: a.CampaignHub, Adapters: a.Adapters, Streams: a.streams, JobBacklog: a.JobBacklog, Cards: a.Cards}); err != nil {
 		a.closeStore()
 		return nil, err
 	}

@@ -279,7 +279,7 @@
     board_id: 'Board', link: 'Link', type: 'Type', share_to_feed: 'Also show the reel in the feed',
     collaborators: 'Collaborators (comma-separated usernames)', visibility: 'Visibility', reply_settings: 'Who can reply',
     poll: 'Poll', langs: 'Languages (comma-separated tags)', labels: 'Content labels', reply_control: 'Who can reply',
-    topic_tag: 'Topic'
+    topic_tag: 'Topic', link_card: 'Link card'
   };
   var enumLabels = { PUBLIC_TO_EVERYONE: 'Everyone', MUTUAL_FOLLOW_FRIENDS: 'Friends (followers you follow back)',
     FOLLOWER_OF_CREATOR: 'Followers', SELF_ONLY: 'Only me' };
