@@ -26,6 +26,7 @@ func (h *handlers) registerConnect(e *echo.Echo) {
 	e.GET(accountlink.AuthorizePath, h.connectAuthorize)
 	e.GET(accountlink.CallbackPath, h.connectCallback)
 	e.POST(accountlink.DefaultsPath, h.connectDefaults)
+	e.POST(accountlink.PickPath, h.connectPick)
 }
 
 // browserPlatforms is the allowed list as validation messages spell it.
@@ -129,6 +130,9 @@ func (h *handlers) connectCallback(c *echo.Context) error {
 	}, user, h.Now())
 	if err != nil {
 		return h.failure(c, p, err)
+	}
+	if len(res.Choices) > 0 {
+		return h.pickPage(c, p, q.Get("state"), res.Choices, http.StatusOK, "")
 	}
 	name := displayName(p)
 	who := name + " account"
@@ -318,6 +322,15 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 {{end}}</select>
 <button type="submit">Save</button>
 </form>{{end}}
+{{with .Pick}}<form method="post" action="{{.Action}}" class="stack" id="pick">
+<input type="hidden" name="csrf_token" value="{{.CSRF}}">
+<input type="hidden" name="state" value="{{.State}}">
+<fieldset>
+<legend>Accounts to connect</legend>
+{{range .Choices}}<label class="pick-choice"><input type="checkbox" name="choice" value="{{.ID}}"> {{.Name}} <span class="muted">({{.Label}})</span></label>
+{{end}}</fieldset>
+<button type="submit">Connect the accounts ticked</button>
+</form>{{end}}
 <p><a id="back-to-accounts" href="/accounts">Back to your accounts in Herald</a></p>
 </div>
 </main>
@@ -337,11 +350,20 @@ func (h *handlers) page(c *echo.Context, status int, title, msg string) error {
 
 // render is page with an optional form.
 func (h *handlers) render(c *echo.Context, status int, title, msg string, form *privacyForm) error {
+	return h.write(c, status, pageData{Title: title, Message: msg, Form: form})
+}
+
+// pageData is what the connect flow's page shows: a title, a message, and at most one form.
+type pageData struct {
+	Title, Message string
+	Form           *privacyForm
+	Pick           *pickForm
+}
+
+// write answers with the page.
+func (h *handlers) write(c *echo.Context, status int, d pageData) error {
 	var b bytes.Buffer
-	if err := pageTemplate.Execute(&b, struct {
-		Title, Message string
-		Form           *privacyForm
-	}{title, msg, form}); err != nil {
+	if err := pageTemplate.Execute(&b, d); err != nil {
 		return err
 	}
 	noStore(c)

@@ -66,8 +66,13 @@ type Me struct {
 
 // Account is a connected account as the tools answer it.
 type Account struct {
-	AccountID   string  `json:"account_id"`
-	Platform    string  `json:"platform"`
+	AccountID string `json:"account_id"`
+	Platform  string `json:"platform"`
+	// Kind is what the account is on its network (profile, organization, page, channel) and
+	// DisplayName its name there: a member and the organisations they administer are separate
+	// accounts on one platform.
+	Kind        string  `json:"kind"`
+	DisplayName *string `json:"display_name,omitempty"`
 	Username    *string `json:"username,omitempty"`
 	Active      bool    `json:"active"`
 	TokenStatus *string `json:"token_status,omitempty"`
@@ -110,7 +115,7 @@ func (t *Tools) listAccounts(ctx context.Context, in listAccountsIn) (AccountLis
 	out := AccountList{Accounts: []Account{}}
 	for _, a := range list {
 		if name == "" || a.Platform == name {
-			out.Accounts = append(out.Accounts, Account{AccountID: a.ID, Platform: a.Platform, Username: a.Username, Active: a.IsActive, TokenStatus: a.TokenStatus})
+			out.Accounts = append(out.Accounts, Account{AccountID: a.ID, Platform: a.Platform, Kind: a.Kind, DisplayName: a.DisplayName, Username: a.Username, Active: a.IsActive, TokenStatus: a.TokenStatus})
 		}
 	}
 	return out, nil
