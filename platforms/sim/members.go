@@ -3,7 +3,6 @@ package sim
 import (
 	"html/template"
 	"net/http"
-	"net/url"
 	"sort"
 
 	"github.com/heraldhq/herald/platforms"
@@ -113,7 +112,9 @@ func (s *Sim) SetAskMember(on bool) {
 }
 
 // consentMember is the member a consent page signs in. When the page shows the select instead,
-// it has answered r and shown is true.
+// it has answered r and shown is true. The select's form has no action: it submits to the page's
+// own address (whatever prefix the simulator serves it under) with the same parameters and the
+// member chosen.
 func (n *Network) consentMember(w http.ResponseWriter, r *http.Request) (handle string, shown bool) {
 	q := r.URL.Query()
 	if h := q.Get("sim_member"); h != "" {
@@ -153,10 +154,9 @@ func (n *Network) consentMember(w http.ResponseWriter, r *http.Request) (handle 
 	w.Header().Set("Cache-Control", "no-store")
 	_ = consentPage.Execute(w, struct {
 		Network string
-		Action  string
 		Hidden  []field
 		Members []Member
-	}{n.Platform.Name(), (&url.URL{Path: r.URL.Path}).String(), hidden, members[n.Platform]})
+	}{n.Platform.Name(), hidden, members[n.Platform]})
 	return "", true
 }
 
@@ -165,7 +165,7 @@ var consentPage = template.Must(template.New("consent").Parse(`<!doctype html>
 <body><main>
 <h1>{{.Network}} (simulated)</h1>
 <p>Herald asks to publish for you. Sign in as:</p>
-<form method="get" action="{{.Action}}">
+<form method="get">
 {{range .Hidden}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">
 {{end}}<select id="sim_member" name="sim_member">
 {{range .Members}}<option value="{{.Handle}}">{{.Label}}</option>
