@@ -161,7 +161,7 @@ func (n *Network) consentMember(w http.ResponseWriter, r *http.Request) (handle 
 }
 
 var consentPage = template.Must(template.New("consent").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{{.Network}} (simulated): sign in and allow</title></head>
+<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>{{.Network}} (simulated): sign in and allow</title></head>
 <body><main>
 <h1>{{.Network}} (simulated)</h1>
 <p>Herald asks to publish for you. Sign in as:</p>
