@@ -79,7 +79,7 @@ type Config struct {
 	// in (a member with organisations, a user with several Pages: platforms/sim members.go),
 	// so that a person can walk Herald's picker; off, they sign in the default member at once.
 	SimAskMember bool
-	Log           *slog.Logger
+	Log          *slog.Logger
 	// PostIdleTimeout passivates idle post and job actors (default 30s: a post is rarely touched
 	// again soon after its last change, and reactivating one costs one bbolt read).
 	PostIdleTimeout time.Duration
