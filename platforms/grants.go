@@ -34,3 +34,25 @@ type Granter interface {
 	// error.
 	ExchangeGrants(ctx context.Context, code, redirectURI, codeVerifier string) ([]Grant, error)
 }
+
+// SharedToken is the Credentials.Extra key set to "true" on the grants of a consent that
+// granted several accounts through one authorisation (a LinkedIn member's token that their
+// organisations post with too; a Facebook user's authorisation behind each Page's token).
+// Revoking it for one account would cut off the others, so an adapter's Revoke leaves such a
+// token alone: the person removes the app in the network's settings to withdraw it.
+const SharedToken = "shared_token"
+
+// MarkShared sets SharedToken on every grant when there are several.
+func MarkShared(grants []Grant) {
+	if len(grants) < 2 {
+		return
+	}
+	for i := range grants {
+		extra := make(map[string]string, len(grants[i].Creds.Extra)+1)
+		for k, v := range grants[i].Creds.Extra {
+			extra[k] = v
+		}
+		extra[SharedToken] = "true"
+		grants[i].Creds.Extra = extra
+	}
+}

@@ -411,10 +411,11 @@ func (a *Adapter) Refresh(ctx context.Context, c platforms.Credentials) (platfor
 
 // Revoke removes the app's permissions with DELETE /me/permissions using the long-lived user token
 // kept at connect time. Without one (credentials not made by Exchange) there is nothing Herald can
-// revoke at Facebook and it answers nil.
+// revoke at Facebook and it answers nil; nor when the consent granted several Pages
+// (platforms.SharedToken), since removing the user's permissions cuts off every Page's token.
 func (a *Adapter) Revoke(ctx context.Context, c platforms.Credentials) error {
 	tok := c.Extra["user_token"]
-	if tok == "" {
+	if tok == "" || c.Extra[platforms.SharedToken] == "true" {
 		return nil
 	}
 	_, err := a.client.Do(ctx, graph.Call{Method: http.MethodDelete, URL: a.api("/me/permissions"), Token: tok}, nil)
@@ -529,6 +530,7 @@ func (a *Adapter) ExchangeGrants(ctx context.Context, code, redirectURI, codeVer
 		}})
 	}
 	if len(out) > 0 {
+		platforms.MarkShared(out)
 		return out, nil
 	}
 	return nil, platforms.Errorf(platforms.Facebook, platforms.Permanent, 200, "the Facebook user manages no Page Herald can publish to")

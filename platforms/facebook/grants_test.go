@@ -33,6 +33,14 @@ func TestPageGrants(t *testing.T) {
 	require.Len(t, pubs, 1)
 	require.Equal(t, sim.PageBakery.ID, pubs[0].Account)
 
+	// Disconnecting one Page leaves the other's token working: the user's authorisation behind
+	// both is not withdrawn.
+	require.Equal(t, "true", g[0].Creds.Extra[platforms.SharedToken])
+	require.NoError(t, e.a.Revoke(ctx, g[0].Creds))
+	_, err = e.a.Publish(ctx, g[1].Creds, platforms.Post{Text: "still baking"})
+	require.NoError(t, err)
+
 	one := connect(t, e, "bistro")
 	require.Equal(t, "bistro", one.Handle)
+	require.Empty(t, one.Extra[platforms.SharedToken], "a single Page's token is its own")
 }

@@ -354,9 +354,10 @@ func (a *Adapter) Refresh(ctx context.Context, c platforms.Credentials) (platfor
 	return a.token(ctx, c, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {c.RefreshToken}})
 }
 
-// Revoke revokes the access token at /oauth/v2/revoke.
+// Revoke revokes the access token at /oauth/v2/revoke, unless the member's token is shared with
+// their organisations' accounts (platforms.SharedToken): revoking it would cut them all off.
 func (a *Adapter) Revoke(ctx context.Context, c platforms.Credentials) error {
-	if c.AccessToken == "" {
+	if c.AccessToken == "" || c.Extra[platforms.SharedToken] == "true" {
 		return nil
 	}
 	form := url.Values{"token": {c.AccessToken}, "client_id": {a.clientID}, "client_secret": {a.clientSecret}}

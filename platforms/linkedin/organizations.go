@@ -60,6 +60,7 @@ func (a *Adapter) ExchangeGrants(ctx context.Context, code, redirectURI, codeVer
 		c.Extra = map[string]string{extraKind: platforms.KindOrganization, extraMember: member.UserID}
 		out = append(out, platforms.Grant{Kind: platforms.KindOrganization, Name: o.name, Creds: c})
 	}
+	platforms.MarkShared(out)
 	return out, nil
 }
 

@@ -70,10 +70,19 @@ func TestOrganizationGrants(t *testing.T) {
 	require.Equal(t, member.Creds.UserID, pubs[1].Account)
 	require.NotContains(t, pubs[1].Options, "author")
 
+	// Disconnecting the organisation leaves the member's token, which it shares, working.
+	require.Equal(t, "true", acme.Extra[platforms.SharedToken])
+	require.NoError(t, b.a.Revoke(ctx, acme))
+	_, err = b.a.Publish(ctx, member.Creds, platforms.Post{Text: "still me"})
+	require.NoError(t, err)
+	require.NoError(t, b.a.Revoke(ctx, alone[0].Creds))
+	_, err = b.a.Publish(ctx, alone[0].Creds, platforms.Post{Text: "revoked"})
+	require.Equal(t, platforms.AuthExpired, kindOf(t, err), "a token of its own is revoked")
+
 	// An organisation the member does not administer is refused by LinkedIn.
 	forged := acme
 	forged.UserID = "1"
 	_, err = b.a.Publish(ctx, forged, platforms.Post{Text: "not mine"})
 	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	require.Len(t, b.sim.Publications(platforms.LinkedIn), 2)
+	require.Len(t, b.sim.Publications(platforms.LinkedIn), 3)
 }
