@@ -4,6 +4,7 @@ import (
 	"html/template"
 	"net/http"
 	"sort"
+	"strings"
 
 	"github.com/heraldhq/herald/platforms"
 )
@@ -16,8 +17,9 @@ import (
 // select submits), its login_hint, the member set for the network's next consent
 // (POST /_sim/consent {"platform","member"}, SetMember), or else DefaultMember, at once. When the
 // simulator asks (Options.AskMember, SetAskMember: the sandbox does), a consent page with no
-// member named shows a select of the network's members instead, DefaultMember first, and an Allow
-// button, so that a person can choose.
+// member named, opened by a browser (its Accept names text/html), shows a select of the network's
+// members instead, DefaultMember first, and an Allow button, so that a person can choose; a
+// program (curl -L, Go's HTTP client) still gets DefaultMember at once.
 
 // DefaultMember is the member a consent page signs in when none is named: a person who manages
 // nothing but their own profile (and, on Facebook, the one Page named after them).
@@ -135,7 +137,7 @@ func (n *Network) consentMember(w http.ResponseWriter, r *http.Request) (handle 
 	if pending != "" {
 		return pending, false
 	}
-	if !ask || len(members[n.Platform]) < 2 {
+	if !ask || len(members[n.Platform]) < 2 || !strings.Contains(r.Header.Get("Accept"), "text/html") {
 		return DefaultMember, false
 	}
 	keys := make([]string, 0, len(q))

@@ -29,6 +29,8 @@ func TestConsentMembers(t *testing.T) {
 
 		e.sim.SetAskMember(true)
 		r = e.do(t, "GET", path, "", "", nil)
+		require.Equal(t, 302, r.status, "a program that does not ask for HTML is signed in at once")
+		r = e.do(t, "GET", path, "", "", nil, "Accept", "text/html,application/xhtml+xml")
 		require.Equal(t, 200, r.status)
 		page := string(r.body)
 		require.Contains(t, page, `<select id="sim_member" name="sim_member">`)
@@ -41,9 +43,9 @@ func TestConsentMembers(t *testing.T) {
 		r = e.do(t, "GET", path+"&sim_member="+sim.Members(p)[1].Handle, "", "", nil)
 		require.Equal(t, 302, r.status)
 		e.sim.SetMember(p, sim.Members(p)[1].Handle)
-		r = e.do(t, "GET", path, "", "", nil)
+		r = e.do(t, "GET", path, "", "", nil, "Accept", "text/html")
 		require.Equal(t, 302, r.status, "a member set for the next consent is signed in at once")
-		r = e.do(t, "GET", path, "", "", nil)
+		r = e.do(t, "GET", path, "", "", nil, "Accept", "text/html")
 		require.Equal(t, 200, r.status, "only for the next one")
 	}
 }
