@@ -122,6 +122,28 @@ func TestPickerListsWhatTheConsentGranted(t *testing.T) {
 	require.Nil(t, st.ChosenAt)
 }
 
+// Reloading the picker's page (the callback, whose state is used) shows the picker again while
+// the choice is open, and says the link was used once it is made.
+func TestPickerReload(t *testing.T) {
+	t.Parallel()
+	h := apptest.Start(t, apptest.Options{Sandbox: true})
+	h.App.Sim.SetMember(platforms.LinkedIn, sim.MemberOrgAdmin)
+	r, chain := h.Browse(h.ConnectURL("linkedin"))
+	apptest.RequirePage(t, r, 200, `action="`+accountlink.PickPath+`"`)
+	callback := chain[len(chain)-1].String()
+	r, _ = h.Browse(callback)
+	apptest.RequirePage(t, r, 200, `action="`+accountlink.PickPath+`"`)
+	pk := picker{state: chain[len(chain)-1].Query().Get("state"), csrf: h.SignedIn().CSRF}
+	for _, m := range hiddenInput.FindAllStringSubmatch(string(r.Body), -1) {
+		if m[1] == "csrf_token" {
+			pk.csrf = html.UnescapeString(m[2])
+		}
+	}
+	apptest.RequirePage(t, pk.submit(h, pk.csrf, sim.OrgAcme.ID), 200, "is now connected")
+	r, _ = h.Browse(callback)
+	apptest.RequirePage(t, r, 410, "already used")
+}
+
 // Ticking one organisation connects it alone, as an organisation account named after it; its
 // network user is the organisation.
 func TestPickOne(t *testing.T) {

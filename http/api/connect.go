@@ -128,6 +128,12 @@ func (h *handlers) connectCallback(c *echo.Context) error {
 	p, res, err := h.Connect.Complete(ctx, accountlink.Callback{
 		State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error"), ErrorDescription: q.Get("error_description"),
 	}, user, h.Now())
+	if errors.Is(err, accountlink.ErrUsed) {
+		// A reload of the picker's page: while its choice is open, show it again.
+		if _, choices, cerr := h.Connect.Choices(q.Get("state"), user, h.Now()); cerr == nil {
+			return h.pickPage(c, p, q.Get("state"), choices, http.StatusOK, "")
+		}
+	}
 	if err != nil {
 		return h.failure(c, p, err)
 	}
