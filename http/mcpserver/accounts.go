@@ -130,7 +130,7 @@ func (t *Tools) connectAccount(ctx context.Context, in connectIn) (Authorization
 	if _, err := t.call(ctx, Request{Method: http.MethodPost, Path: "/v1/accounts/connect", Body: map[string]string{"platform": name}}, &out); err != nil {
 		return Authorization{}, err
 	}
-	out.Next = "ask the user to open authorization_url in a browser and approve; then list_accounts shows the account"
+	out.Next = "ask the user to open authorization_url in a browser and approve (where the network grants several accounts, such as a LinkedIn member's organisations or a user's Facebook Pages, they tick the ones to connect); then list_accounts shows each account with its kind"
 	return out, nil
 }
 
