@@ -4,9 +4,10 @@
 // Page access token, and Handle the Page name. Connecting runs Facebook Login (GET /dialog/oauth on
 // www.facebook.com, then GET /oauth/access_token for a short-lived user token), exchanges the user
 // token for a long-lived one (grant_type=fb_exchange_token) and reads GET /me/accounts: every Page
-// the user manages is offered (ExchangeGrants), and each one picked becomes its own account. A Page token obtained from a long-lived user token does not expire, so
-// the credentials carry no ExpiresAt and Refresh cannot do anything: it answers a Permanent error
-// asking to reconnect the account. The long-lived user token is kept in Extra["user_token"] (with
+// the user manages is offered (ExchangeGrants), and each one picked becomes its own account. A
+// Page token obtained from a long-lived user token does not expire, so the credentials carry no
+// ExpiresAt and Refresh cannot do anything: it answers a Permanent error asking to reconnect the
+// account. The long-lived user token is kept in Extra["user_token"] (with
 // Extra["user_id"]) only so that Revoke can remove the app's permissions (DELETE /me/permissions).
 //
 // Text posts go to POST /{page-id}/feed; one photo to POST /{page-id}/photos (multipart source);
@@ -469,13 +470,16 @@ func (a *Adapter) AuthorizeURL(state, redirectURI, codeChallenge string) string 
 	return a.cfg.AuthURL + "/" + Version + "/dialog/oauth?" + q.Encode()
 }
 
-// Exchange trades the code as ExchangeGrants does and connects the first Page the user manages.
+// Exchange trades the code as ExchangeGrants does and connects the first Page the user manages,
+// alone: its token is not shared with another account of Herald's.
 func (a *Adapter) Exchange(ctx context.Context, code, redirectURI, codeVerifier string) (platforms.Credentials, error) {
 	grants, err := a.ExchangeGrants(ctx, code, redirectURI, codeVerifier)
 	if err != nil {
 		return platforms.Credentials{}, err
 	}
-	return grants[0].Creds, nil
+	c := grants[0].Creds
+	delete(c.Extra, platforms.SharedToken)
+	return c, nil
 }
 
 // ExchangeGrants trades the code for a user token, makes it long-lived, and returns every Page
