@@ -225,6 +225,13 @@ func TestPickRefusals(t *testing.T) {
 	r = other.Send("POST", accountlink.PickPath, url.Values{"state": {pk.state}, "csrf_token": {other.CSRF}, "choice": {sim.OrgAcme.ID}}, nil)
 	apptest.RequirePage(t, r, 403, "belongs to another Herald user")
 
+	// A state whose consent was not completed has nothing to choose from.
+	fresh := h.ConnectURL("linkedin")
+	u, err := url.Parse(fresh)
+	require.NoError(t, err)
+	unfinished := picker{state: u.Query().Get("state")}
+	apptest.RequirePage(t, unfinished.submit(h, pk.csrf, sim.OrgAcme.ID), 400, "nothing to choose from")
+
 	require.Equal(t, before, accountCount(h), "nothing written")
 	require.Equal(t, stateBefore, stored(h, pk.state), "the state is as it was")
 

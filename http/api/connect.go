@@ -271,6 +271,9 @@ func (h *handlers) failure(c *echo.Context, p platforms.Platform, err error) err
 		status, title, msg = http.StatusForbidden, "This connection link belongs to another Herald user",
 			"You are signed in to Herald as another user than the one who asked for this link, so nothing was connected. "+
 				"If you did not ask for it, someone may have sent it to you to connect your account to theirs: ignore it."
+	case errors.Is(err, accountlink.ErrNoChoices):
+		status, title, msg = http.StatusBadRequest, "This connection link has nothing to choose from",
+			"Its authorization was not completed, or granted one account, which is connected already. Nothing more was connected. "+again
 	case errors.Is(err, accountlink.ErrDenied):
 		status, title, msg = http.StatusForbidden, "Connection cancelled",
 			"Access was refused on "+name+", so nothing was connected. "+again
