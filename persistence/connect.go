@@ -19,6 +19,12 @@ type ConnectState struct {
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt time.Time  `json:"expires_at"`
 	UsedAt    *time.Time `json:"used_at,omitempty"`
+	// Choices are the accounts the consent granted (organisations, Pages) when it granted more
+	// than one, for the person to pick from: sealed by the connect flow (they hold the tokens),
+	// kept only until the pick or the state's expiry. ChosenAt is set by the pick that uses them,
+	// in the same write that finds it unset (single use).
+	Choices  []byte     `json:"choices,omitempty"`
+	ChosenAt *time.Time `json:"chosen_at,omitempty"`
 }
 
 // The connect buckets:

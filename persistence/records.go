@@ -67,8 +67,16 @@ type Account struct {
 	ReconnectAt     *time.Time `json:"reconnect_at,omitempty"`
 	ReconnectReason string     `json:"reconnect_reason,omitempty"`
 	CreatedAt       time.Time  `json:"created_at"`
-	// NetworkUserID is the network's id of the account (one account per user and network user).
+	// NetworkUserID is the network's id of the account (one account per user and network user):
+	// for a LinkedIn organisation the organisation's id, for a Facebook Page the Page's.
 	NetworkUserID string `json:"network_user_id,omitempty"`
+	// Kind is what the account is on its network (AccountProfile, AccountOrganization,
+	// AccountPage, AccountChannel). Records written before accounts had kinds have none: read it
+	// with KindOf, which answers the kind such an account always was.
+	Kind string `json:"kind,omitempty"`
+	// DisplayName is the account's name as its network shows it (a person's, organisation's,
+	// Page's or channel's name); nil when the network named none.
+	DisplayName *string `json:"display_name,omitempty"`
 	// Secret holds the encrypted credentials (AES-GCM, sealed by the caller).
 	Secret []byte `json:"secret,omitempty"`
 	// DefaultOptions are the network options a target of the account gets when it gives none

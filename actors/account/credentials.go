@@ -71,6 +71,12 @@ func (a *Actor) setCredentials(ctx actor.Context, m *SetCredentials) {
 	if m.Username != nil {
 		next.Username = m.Username
 	}
+	if m.Kind != "" {
+		next.Kind = m.Kind
+	}
+	if m.DisplayName != nil {
+		next.DisplayName = m.DisplayName
+	}
 	if err := a.storeCreds(&next, creds); err != nil {
 		actors.ReplyError(ctx, err)
 		return

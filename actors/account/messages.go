@@ -45,6 +45,10 @@ type Create struct {
 type SetCredentials struct {
 	Creds    platforms.Credentials
 	Username *string
+	// Kind and DisplayName, when set, replace the account's (the network may have renamed the
+	// organisation or Page; an account stored before kinds gets its kind).
+	Kind        string
+	DisplayName *string
 }
 
 // SetDefaults replaces the account's default options (compact JSON of its network's options type,

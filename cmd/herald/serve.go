@@ -57,6 +57,8 @@ func cmdServe(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.SimURL, "sim-url", envOr("HERALD_SIM_URL", ""), "sandbox: use the simulator at this URL (herald sim) instead of starting one")
 	fs.DurationVar(&cfg.SimLatency, "sim-latency", 0, "sandbox: latency the simulator adds to every network call")
 	fs.Float64Var(&cfg.SimLimitScale, "sim-limit-scale", 1, "sandbox: multiplier of the simulator's rate limits")
+	askMember, _ := strconv.ParseBool(envOr("HERALD_SIM_ASK_MEMBER", "1"))
+	fs.BoolVar(&cfg.SimAskMember, "sim-ask-member", askMember, "sandbox: the simulator's consent pages ask a browser which simulated member signs in (one who administers LinkedIn organisations, one who manages several Facebook Pages); programs such as curl -L, and every client when false, get the default member at once")
 	budgetScale := fs.Float64("budget-scale", 1, "multiplier of every network's rate budget (to match a scaled simulator)")
 	budgetRules := fs.String("budget-rules", envOr("HERALD_BUDGET_RULES", ""), "override budget rules: platform:rule=LIMIT/WINDOW,... (e.g. twitter_x:tweets=50/5s)")
 	accountConcurrency := fs.String("account-concurrency", envOr("HERALD_ACCOUNT_CONCURRENCY", "1"), "publishing calls each connected account may have in flight (1 keeps an account's posts in publishing order)")

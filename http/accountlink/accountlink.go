@@ -15,6 +15,9 @@
 //  3. Complete (the network's redirect back to the callback, no API key) checks the token and the
 //     signed-in user again, marks the state used in the same write that finds it unused (single
 //     use), and exchanges the code.
+//  4. When the consent granted several accounts (a LinkedIn member and the organisations they
+//     administer, several Facebook Pages), Complete connects none yet and the browser gets a
+//     picker; Pick (POST PickPath) connects each one chosen as its own account (pick.go).
 //
 // The signed-in user is the browser's dashboard session (http/session): without it, a link
 // forwarded to someone signed in to the network would connect that person's network account to
@@ -40,6 +43,7 @@ import (
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/secret"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -92,6 +96,8 @@ type Config struct {
 type Service struct {
 	cfg    Config
 	signer signer
+	// box seals the grants a consent offers for picking (pick.go).
+	box *secret.Box
 	// saving serialises Save's find-then-create, so that two connections of the same network
 	// user at once cannot both create an account. Connections are rare; one lock is enough.
 	saving sync.Mutex
@@ -114,7 +120,11 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Configured == nil {
 		cfg.Configured = func(platforms.Platform) bool { return true }
 	}
-	return &Service{cfg: cfg, signer: signer{key: cfg.Key}}, nil
+	box, err := newGrantsBox(cfg.Key)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{cfg: cfg, signer: signer{key: cfg.Key}, box: box}, nil
 }
 
 // CallbackURL is the redirect URI registered with every network's OAuth client.
@@ -225,6 +235,9 @@ type Result struct {
 	Account *persistence.Account
 	// Created is false when the tokens of an existing account were replaced.
 	Created bool
+	// Choices, when set, are the accounts the consent granted for the person to pick from
+	// (pick.go): nothing is connected yet and Account is nil.
+	Choices []Choice
 }
 
 // Complete finishes a browser connection for userID (the browser's signed-in Herald user): it
@@ -256,12 +269,31 @@ func (s *Service) Complete(ctx context.Context, cb Callback, userID string, now 
 	if err != nil {
 		return p, nil, err
 	}
-	creds, err := c.Exchange(ctx, cb.Code, s.CallbackURL(), st.Verifier)
+	g, ok := c.(platforms.Granter)
+	if !ok {
+		creds, err := c.Exchange(ctx, cb.Code, s.CallbackURL(), st.Verifier)
+		if err != nil {
+			return p, nil, &ExchangeError{Platform: p, Err: err}
+		}
+		res, err := s.Save(ctx, st.UserID, p, creds)
+		return p, res, err
+	}
+	grants, err := g.ExchangeGrants(ctx, cb.Code, s.CallbackURL(), st.Verifier)
 	if err != nil {
 		return p, nil, &ExchangeError{Platform: p, Err: err}
 	}
-	res, err := s.Save(ctx, st.UserID, p, creds)
-	return p, res, err
+	switch grants = usable(grants); len(grants) {
+	case 0:
+		return p, nil, ErrNoIdentity
+	case 1:
+		res, err := s.saveGrant(ctx, st.UserID, p, grants[0])
+		return p, res, err
+	}
+	choices, err := s.offer(ctx, st, grants)
+	if err != nil {
+		return p, nil, err
+	}
+	return p, &Result{Choices: choices}, nil
 }
 
 // take marks a state of userID used, in the same write that finds it unused, and returns it.
@@ -300,14 +332,26 @@ func (s *Service) take(ctx context.Context, id, userID string, now time.Time) (*
 
 // Save stores credentials of a network user for a Herald user: it replaces the tokens of the
 // user's account on platform p that belongs to the same network user (Credentials.UserID), or
-// creates the account when there is none. The account actor seals the tokens.
+// creates the account when there is none. The account actor seals the tokens. The account's kind
+// is the one p's accounts have when a consent grants no choice (persistence.DefaultKind) and its
+// display name the network's handle.
 func (s *Service) Save(ctx context.Context, userID string, p platforms.Platform, creds platforms.Credentials) (*Result, error) {
+	return s.save(ctx, userID, p, creds, persistence.DefaultKind(string(p)), creds.Handle)
+}
+
+// save is Save of an account of this kind and display name. The network user of an organisation
+// or a Page is the organisation or the Page (Credentials.UserID), so that connecting a member and
+// their organisation gives two accounts, and connecting either again renews its tokens.
+func (s *Service) save(ctx context.Context, userID string, p platforms.Platform, creds platforms.Credentials, kind, name string) (*Result, error) {
 	if strings.TrimSpace(creds.UserID) == "" {
 		return nil, ErrNoIdentity
 	}
-	var username *string
+	var username, display *string
 	if h := strings.TrimSpace(creds.Handle); h != "" {
 		username = &h
+	}
+	if n := strings.TrimSpace(name); n != "" {
+		display = &n
 	}
 	s.saving.Lock()
 	defer s.saving.Unlock()
@@ -323,7 +367,7 @@ func (s *Service) Save(ctx context.Context, userID string, p platforms.Platform,
 		return nil, fmt.Errorf("connect: find account: %w", err)
 	}
 	if existing != nil {
-		r, err := actors.Ask[*account.Reply](ctx, s.cfg.Accounts.To(existing.ID), &account.SetCredentials{Creds: creds, Username: username})
+		r, err := actors.Ask[*account.Reply](ctx, s.cfg.Accounts.To(existing.ID), &account.SetCredentials{Creds: creds, Username: username, Kind: kind, DisplayName: display})
 		if err != nil {
 			return nil, fmt.Errorf("connect: update account: %w", err)
 		}
@@ -335,7 +379,7 @@ func (s *Service) Save(ctx context.Context, userID string, p platforms.Platform,
 	}
 	acc := &persistence.Account{
 		UserID: userID, Platform: string(p), Username: username, IsActive: true,
-		CreatedAt: s.cfg.Now().UTC(), NetworkUserID: creds.UserID,
+		CreatedAt: s.cfg.Now().UTC(), NetworkUserID: creds.UserID, Kind: kind, DisplayName: display,
 	}
 	r, err := actors.Ask[*account.Reply](ctx, s.cfg.Accounts.To(id.String()), &account.Create{Account: acc, Creds: creds})
 	if err != nil {

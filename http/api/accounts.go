@@ -16,10 +16,14 @@ import (
 // Account is a connected social account as the API shows it. token_expires_at and
 // token_status tell the user when they must act (account.TokenHorizon, account.TokenStatus);
 // access_token_expires_at is the access token's own expiry, which Herald renews by itself where
-// it holds a refresh token.
+// it holds a refresh token. kind says what the account is on its network (persistence.KindOf:
+// an account stored before kinds reads as the kind its network's accounts always were) and
+// display_name its name there (an organisation's, a Page's).
 type Account struct {
 	ID                   string     `json:"id"`
 	Platform             string     `json:"platform"`
+	Kind                 string     `json:"kind"`
+	DisplayName          *string    `json:"display_name"`
 	Username             *string    `json:"username"`
 	ProfileImageURL      *string    `json:"profile_image_url"`
 	IsActive             bool       `json:"is_active"`
@@ -33,7 +37,7 @@ type Account struct {
 func AccountView(a *persistence.Account, now time.Time) Account {
 	st := account.TokenStatus(a, now)
 	created := a.CreatedAt
-	return Account{ID: a.ID, Platform: a.Platform, Username: a.Username, ProfileImageURL: a.ProfileImageURL,
+	return Account{ID: a.ID, Platform: a.Platform, Kind: a.KindOf(), DisplayName: a.DisplayName, Username: a.Username, ProfileImageURL: a.ProfileImageURL,
 		IsActive: a.IsActive, TokenExpiresAt: account.TokenHorizon(a), TokenStatus: &st,
 		AccessTokenExpiresAt: a.TokenExpiresAt, CreatedAt: &created}
 }

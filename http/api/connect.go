@@ -26,6 +26,7 @@ func (h *handlers) registerConnect(e *echo.Echo) {
 	e.GET(accountlink.AuthorizePath, h.connectAuthorize)
 	e.GET(accountlink.CallbackPath, h.connectCallback)
 	e.POST(accountlink.DefaultsPath, h.connectDefaults)
+	e.POST(accountlink.PickPath, h.connectPick)
 }
 
 // browserPlatforms is the allowed list as validation messages spell it.
@@ -127,8 +128,17 @@ func (h *handlers) connectCallback(c *echo.Context) error {
 	p, res, err := h.Connect.Complete(ctx, accountlink.Callback{
 		State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error"), ErrorDescription: q.Get("error_description"),
 	}, user, h.Now())
+	if errors.Is(err, accountlink.ErrUsed) {
+		// A reload of the picker's page: while its choice is open, show it again.
+		if _, choices, cerr := h.Connect.Choices(q.Get("state"), user, h.Now()); cerr == nil {
+			return h.pickPage(c, p, q.Get("state"), choices, http.StatusOK, "")
+		}
+	}
 	if err != nil {
 		return h.failure(c, p, err)
+	}
+	if len(res.Choices) > 0 {
+		return h.pickPage(c, p, q.Get("state"), res.Choices, http.StatusOK, "")
 	}
 	name := displayName(p)
 	who := name + " account"
@@ -261,6 +271,9 @@ func (h *handlers) failure(c *echo.Context, p platforms.Platform, err error) err
 		status, title, msg = http.StatusForbidden, "This connection link belongs to another Herald user",
 			"You are signed in to Herald as another user than the one who asked for this link, so nothing was connected. "+
 				"If you did not ask for it, someone may have sent it to you to connect your account to theirs: ignore it."
+	case errors.Is(err, accountlink.ErrNoChoices):
+		status, title, msg = http.StatusBadRequest, "This connection link has nothing to choose from",
+			"Its authorization was not completed, or granted one account, which is connected already. Nothing more was connected. "+again
 	case errors.Is(err, accountlink.ErrDenied):
 		status, title, msg = http.StatusForbidden, "Connection cancelled",
 			"Access was refused on "+name+", so nothing was connected. "+again
@@ -318,6 +331,15 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 {{end}}</select>
 <button type="submit">Save</button>
 </form>{{end}}
+{{with .Pick}}<form method="post" action="{{.Action}}" class="stack" id="pick">
+<input type="hidden" name="csrf_token" value="{{.CSRF}}">
+<input type="hidden" name="state" value="{{.State}}">
+<fieldset>
+<legend>Accounts to connect</legend>
+{{range .Choices}}<label class="pick-choice"><input type="checkbox" name="choice" value="{{.ID}}"> {{.Name}} <span class="muted">({{.Label}})</span></label>
+{{end}}</fieldset>
+<button type="submit">Connect the accounts ticked</button>
+</form>{{end}}
 <p><a id="back-to-accounts" href="/accounts">Back to your accounts in Herald</a></p>
 </div>
 </main>
@@ -337,11 +359,20 @@ func (h *handlers) page(c *echo.Context, status int, title, msg string) error {
 
 // render is page with an optional form.
 func (h *handlers) render(c *echo.Context, status int, title, msg string, form *privacyForm) error {
+	return h.write(c, status, pageData{Title: title, Message: msg, Form: form})
+}
+
+// pageData is what the connect flow's page shows: a title, a message, and at most one form.
+type pageData struct {
+	Title, Message string
+	Form           *privacyForm
+	Pick           *pickForm
+}
+
+// write answers with the page.
+func (h *handlers) write(c *echo.Context, status int, d pageData) error {
 	var b bytes.Buffer
-	if err := pageTemplate.Execute(&b, struct {
-		Title, Message string
-		Form           *privacyForm
-	}{title, msg, form}); err != nil {
+	if err := pageTemplate.Execute(&b, d); err != nil {
 		return err
 	}
 	noStore(c)

@@ -39,7 +39,7 @@ func TestDashboardDoorMirrorsV1(t *testing.T) {
 	}
 	// Outside the doors: the document, the signed media URLs, the connect flow's browser routes.
 	for _, own := range []string{"GET /openapi.json", "PUT /media/uploads/:userId/:storageFilename",
-		"GET /media/files/:storageFilename", "GET /accounts/connect/authorize", "GET /accounts/connect/callback", "POST /accounts/connect/defaults"} {
+		"GET /media/files/:storageFilename", "GET /accounts/connect/authorize", "GET /accounts/connect/callback", "POST /accounts/connect/defaults", "POST /accounts/connect/pick"} {
 		require.Contains(t, v1, own)
 		delete(v1, own)
 	}

@@ -66,8 +66,13 @@ type Me struct {
 
 // Account is a connected account as the tools answer it.
 type Account struct {
-	AccountID   string  `json:"account_id"`
-	Platform    string  `json:"platform"`
+	AccountID string `json:"account_id"`
+	Platform  string `json:"platform"`
+	// Kind is what the account is on its network (profile, organization, page, channel) and
+	// DisplayName its name there: a member and the organisations they administer are separate
+	// accounts on one platform.
+	Kind        string  `json:"kind"`
+	DisplayName *string `json:"display_name,omitempty"`
 	Username    *string `json:"username,omitempty"`
 	Active      bool    `json:"active"`
 	TokenStatus *string `json:"token_status,omitempty"`
@@ -110,7 +115,7 @@ func (t *Tools) listAccounts(ctx context.Context, in listAccountsIn) (AccountLis
 	out := AccountList{Accounts: []Account{}}
 	for _, a := range list {
 		if name == "" || a.Platform == name {
-			out.Accounts = append(out.Accounts, Account{AccountID: a.ID, Platform: a.Platform, Username: a.Username, Active: a.IsActive, TokenStatus: a.TokenStatus})
+			out.Accounts = append(out.Accounts, Account{AccountID: a.ID, Platform: a.Platform, Kind: a.Kind, DisplayName: a.DisplayName, Username: a.Username, Active: a.IsActive, TokenStatus: a.TokenStatus})
 		}
 	}
 	return out, nil
@@ -125,7 +130,7 @@ func (t *Tools) connectAccount(ctx context.Context, in connectIn) (Authorization
 	if _, err := t.call(ctx, Request{Method: http.MethodPost, Path: "/v1/accounts/connect", Body: map[string]string{"platform": name}}, &out); err != nil {
 		return Authorization{}, err
 	}
-	out.Next = "ask the user to open authorization_url in a browser and approve; then list_accounts shows the account"
+	out.Next = "ask the user to open authorization_url in a browser and approve (where the network grants several accounts, such as a LinkedIn member's organisations or a user's Facebook Pages, they tick the ones to connect); then list_accounts shows each account with its kind"
 	return out, nil
 }
 

@@ -199,6 +199,8 @@ func platform(param, name string) (string, error) {
 type account struct {
 	ID          string  `json:"id"`
 	Platform    string  `json:"platform"`
+	Kind        string  `json:"kind"`
+	DisplayName *string `json:"display_name"`
 	Username    *string `json:"username"`
 	IsActive    bool    `json:"is_active"`
 	TokenStatus *string `json:"token_status"`
@@ -255,6 +257,9 @@ func (t *Tools) resolveAccounts(ctx context.Context, param string, refs []string
 				u := "(no username)"
 				if a.Username != nil {
 					u = "@" + *a.Username
+				}
+				if a.Kind != "" && a.Kind != "profile" {
+					u += " (" + a.Kind + ")"
 				}
 				c[i] = a.ID + " " + u
 			}

@@ -74,7 +74,19 @@ var funcs = template.FuncMap{
 		return *s
 	},
 	"join": strings.Join,
-	"add":  func(a, b int) int { return a + b },
+	// kindLabel names an account's kind (persistence.AccountKinds) as the accounts list shows it.
+	"kindLabel": func(kind string) string {
+		switch kind {
+		case "organization":
+			return "Organisation"
+		case "page":
+			return "Page"
+		case "channel":
+			return "Channel"
+		}
+		return "Profile"
+	},
+	"add": func(a, b int) int { return a + b },
 	"asset": func(name string) string {
 		return "/static/" + name + "?v=" + strings.Trim(assetTags[name], `"`)
 	},

@@ -157,7 +157,11 @@ func TestBrowserWalkAgainstTheBinary(t *testing.T) {
 	}
 	tb.do(chromedp.Navigate(b.url+"/accounts"), chromedp.WaitVisible(chromedp.CSS(`button.connect-linkedin`)))
 	tb.shoot(dir, "04-accounts")
-	tb.do(chromedp.Click(chromedp.CSS(`button.connect-linkedin`)), chromedp.WaitVisible(chromedp.CSS(`a#back-to-accounts`)))
+	// The sandbox's consent page asks which simulated member signs in; the default one has no
+	// organisation, so the connection ends without a picker.
+	tb.do(chromedp.Click(chromedp.CSS(`button.connect-linkedin`)), chromedp.WaitVisible(chromedp.CSS(`#sim_member`)))
+	tb.shoot(dir, "05-consent")
+	tb.do(chromedp.Click(chromedp.CSS(`#allow`)), chromedp.WaitVisible(chromedp.CSS(`a#back-to-accounts`)))
 	h1 := get(tb, chromedp.Text(chromedp.CSS(`h1`)))
 	require.Contains(t, h1, "LinkedIn is connected")
 	require.True(t, strings.HasPrefix(get(tb, chromedp.Location()), b.url+"/v1/accounts/connect/callback?"), "the consent page came back to Herald")

@@ -3,10 +3,11 @@
 // A connected account is one Page: Credentials.UserID is the Page id, Credentials.AccessToken the
 // Page access token, and Handle the Page name. Connecting runs Facebook Login (GET /dialog/oauth on
 // www.facebook.com, then GET /oauth/access_token for a short-lived user token), exchanges the user
-// token for a long-lived one (grant_type=fb_exchange_token) and reads GET /me/accounts, whose first
-// Page is the one connected. A Page token obtained from a long-lived user token does not expire, so
-// the credentials carry no ExpiresAt and Refresh cannot do anything: it answers a Permanent error
-// asking to reconnect the account. The long-lived user token is kept in Extra["user_token"] (with
+// token for a long-lived one (grant_type=fb_exchange_token) and reads GET /me/accounts: every Page
+// the user manages is offered (ExchangeGrants), and each one picked becomes its own account. A
+// Page token obtained from a long-lived user token does not expire, so the credentials carry no
+// ExpiresAt and Refresh cannot do anything: it answers a Permanent error asking to reconnect the
+// account. The long-lived user token is kept in Extra["user_token"] (with
 // Extra["user_id"]) only so that Revoke can remove the app's permissions (DELETE /me/permissions).
 //
 // Text posts go to POST /{page-id}/feed, with their link card as the post's link (options.link,
@@ -64,6 +65,7 @@ type Adapter struct {
 var (
 	_ platforms.Adapter   = (*Adapter)(nil)
 	_ platforms.Connector = (*Adapter)(nil)
+	_ platforms.Granter   = (*Adapter)(nil)
 )
 
 // New returns an adapter; empty base URLs default to Facebook's production hosts.
@@ -412,10 +414,11 @@ func (a *Adapter) Refresh(ctx context.Context, c platforms.Credentials) (platfor
 
 // Revoke removes the app's permissions with DELETE /me/permissions using the long-lived user token
 // kept at connect time. Without one (credentials not made by Exchange) there is nothing Herald can
-// revoke at Facebook and it answers nil.
+// revoke at Facebook and it answers nil; nor when the consent granted several Pages
+// (platforms.SharedToken), since removing the user's permissions cuts off every Page's token.
 func (a *Adapter) Revoke(ctx context.Context, c platforms.Credentials) error {
 	tok := c.Extra["user_token"]
-	if tok == "" {
+	if tok == "" || c.Extra[platforms.SharedToken] == "true" {
 		return nil
 	}
 	_, err := a.client.Do(ctx, graph.Call{Method: http.MethodDelete, URL: a.api("/me/permissions"), Token: tok}, nil)
@@ -469,34 +472,46 @@ func (a *Adapter) AuthorizeURL(state, redirectURI, codeChallenge string) string 
 	return a.cfg.AuthURL + "/" + Version + "/dialog/oauth?" + q.Encode()
 }
 
-// Exchange trades the code for a user token, makes it long-lived, and connects the first Page the
-// user manages.
+// Exchange trades the code as ExchangeGrants does and connects the first Page the user manages,
+// alone: its token is not shared with another account of Herald's.
 func (a *Adapter) Exchange(ctx context.Context, code, redirectURI, codeVerifier string) (platforms.Credentials, error) {
+	grants, err := a.ExchangeGrants(ctx, code, redirectURI, codeVerifier)
+	if err != nil {
+		return platforms.Credentials{}, err
+	}
+	c := grants[0].Creds
+	delete(c.Extra, platforms.SharedToken)
+	return c, nil
+}
+
+// ExchangeGrants trades the code for a user token, makes it long-lived, and returns every Page
+// the user manages (GET /me/accounts), each with its own Page token.
+func (a *Adapter) ExchangeGrants(ctx context.Context, code, redirectURI, codeVerifier string) ([]platforms.Grant, error) {
 	var short graph.Token
 	_, err := a.client.Do(ctx, graph.Call{Method: http.MethodGet, URL: a.api("/oauth/access_token"), Params: url.Values{
 		"client_id": {a.cfg.ClientID}, "client_secret": {a.cfg.ClientSecret}, "redirect_uri": {redirectURI}, "code": {code},
 	}}, &short)
 	if err != nil {
-		return platforms.Credentials{}, err
+		return nil, err
 	}
 	if short.AccessToken == "" {
-		return platforms.Credentials{}, graph.Garbage(platforms.Facebook, 200, false, "the code exchange answered no access token")
+		return nil, graph.Garbage(platforms.Facebook, 200, false, "the code exchange answered no access token")
 	}
 	var long graph.Token
 	_, err = a.client.Do(ctx, graph.Call{Method: http.MethodGet, URL: a.api("/oauth/access_token"), Params: url.Values{
 		"grant_type": {"fb_exchange_token"}, "client_id": {a.cfg.ClientID}, "client_secret": {a.cfg.ClientSecret}, "fb_exchange_token": {short.AccessToken},
 	}}, &long)
 	if err != nil {
-		return platforms.Credentials{}, err
+		return nil, err
 	}
 	if long.AccessToken == "" {
-		return platforms.Credentials{}, graph.Garbage(platforms.Facebook, 200, false, "the token exchange answered no access token")
+		return nil, graph.Garbage(platforms.Facebook, 200, false, "the token exchange answered no access token")
 	}
 	var me struct {
 		ID graph.ID `json:"id"`
 	}
 	if _, err := a.client.Do(ctx, graph.Call{Method: http.MethodGet, URL: a.api("/me"), Token: long.AccessToken, Params: url.Values{"fields": {"id"}}}, &me); err != nil {
-		return platforms.Credentials{}, err
+		return nil, err
 	}
 	var pages struct {
 		Data []struct {
@@ -505,19 +520,24 @@ func (a *Adapter) Exchange(ctx context.Context, code, redirectURI, codeVerifier 
 			AccessToken string   `json:"access_token"`
 		} `json:"data"`
 	}
-	if _, err := a.client.Do(ctx, graph.Call{Method: http.MethodGet, URL: a.api("/me/accounts"), Token: long.AccessToken, Params: url.Values{"fields": {"id,name,access_token"}}}, &pages); err != nil {
-		return platforms.Credentials{}, err
+	if _, err := a.client.Do(ctx, graph.Call{Method: http.MethodGet, URL: a.api("/me/accounts"), Token: long.AccessToken, Params: url.Values{"fields": {"id,name,access_token"}, "limit": {"100"}}}, &pages); err != nil {
+		return nil, err
 	}
+	var out []platforms.Grant
 	for _, pg := range pages.Data {
 		if pg.ID == "" || pg.AccessToken == "" {
 			continue
 		}
-		return platforms.Credentials{
+		out = append(out, platforms.Grant{Kind: platforms.KindPage, Name: pg.Name, Creds: platforms.Credentials{
 			AccessToken: pg.AccessToken,
 			UserID:      string(pg.ID),
 			Handle:      pg.Name,
 			Extra:       map[string]string{"user_token": long.AccessToken, "user_id": string(me.ID)},
-		}, nil
+		}})
 	}
-	return platforms.Credentials{}, platforms.Errorf(platforms.Facebook, platforms.Permanent, 200, "the Facebook user manages no Page Herald can publish to")
+	if len(out) > 0 {
+		platforms.MarkShared(out)
+		return out, nil
+	}
+	return nil, platforms.Errorf(platforms.Facebook, platforms.Permanent, 200, "the Facebook user manages no Page Herald can publish to")
 }

@@ -72,7 +72,7 @@ func (a *Adapter) PublishComment(ctx context.Context, c platforms.Credentials, o
 	if err := a.checkComment(c, on, text); err != nil {
 		return platforms.Result{}, err
 	}
-	raw, _ := json.Marshal(map[string]any{"actor": personURN(c), "object": on.ID, "message": map[string]string{"text": text}})
+	raw, _ := json.Marshal(map[string]any{"actor": authorURN(c), "object": on.ID, "message": map[string]string{"text": text}})
 	r, err := platforms.Send(ctx, a.hc, platforms.LinkedIn, platforms.Call{Method: http.MethodPost, URL: a.base + "/rest/socialActions/" + encodeURN(on.ID) + "/comments",
 		Body: raw, ContentType: "application/json", Bearer: c.AccessToken, Header: a.restHeader(), Create: true})
 	if err != nil {
@@ -122,7 +122,7 @@ func (a *Adapter) LookupComment(ctx context.Context, c platforms.Credentials, on
 			return platforms.Publication{}, false, platforms.Garbled(platforms.LinkedIn, r, false, errors.New("no elements in the answer"))
 		}
 		for _, el := range out.Elements {
-			if el.Actor == personURN(c) && el.Message.Text == text && el.Created.Time >= sinceMs {
+			if el.Actor == authorURN(c) && el.Message.Text == text && el.Created.Time >= sinceMs {
 				return commentOf(on, el.urn(on.ID)), true, nil
 			}
 		}

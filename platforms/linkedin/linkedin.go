@@ -34,8 +34,10 @@ const (
 	DefaultAuthURL = "https://www.linkedin.com"
 )
 
-// Scopes asks for the member's identity (OpenID Connect) and the right to post as the member.
-const Scopes = "openid profile email w_member_social"
+// Scopes asks for the member's identity (OpenID Connect), the right to post as the member, and
+// the right to list and post as the organisations the member administers (the Community
+// Management API's w_organization_social and r_organization_admin).
+const Scopes = "openid profile email w_member_social w_organization_social r_organization_admin"
 
 // Content limits (networks.md §3.2; community-reported where LinkedIn does not publish them).
 const (
@@ -182,7 +184,7 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 		visibility = o.Visibility
 	}
 	body := map[string]any{
-		"author":     personURN(c),
+		"author":     authorURN(c),
 		"commentary": escapeCommentary(p.Text),
 		"visibility": visibility,
 		"distribution": map[string]any{
@@ -366,9 +368,10 @@ func (a *Adapter) Refresh(ctx context.Context, c platforms.Credentials) (platfor
 	return a.token(ctx, c, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {c.RefreshToken}})
 }
 
-// Revoke revokes the access token at /oauth/v2/revoke.
+// Revoke revokes the access token at /oauth/v2/revoke, unless the member's token is shared with
+// their organisations' accounts (platforms.SharedToken): revoking it would cut them all off.
 func (a *Adapter) Revoke(ctx context.Context, c platforms.Credentials) error {
-	if c.AccessToken == "" {
+	if c.AccessToken == "" || c.Extra[platforms.SharedToken] == "true" {
 		return nil
 	}
 	form := url.Values{"token": {c.AccessToken}, "client_id": {a.clientID}, "client_secret": {a.clientSecret}}
@@ -393,7 +396,7 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 	sinceMs := since.UnixMilli()
 	escaped := escapeCommentary(p.Text)
 	for page := 0; page < lookupPages; page++ {
-		q := fmt.Sprintf("q=author&author=%s&sortBy=CREATED&count=%d&start=%d", encodeURN(personURN(c)), lookupPageSize, page*lookupPageSize)
+		q := fmt.Sprintf("q=author&author=%s&sortBy=CREATED&count=%d&start=%d", encodeURN(authorURN(c)), lookupPageSize, page*lookupPageSize)
 		var out struct {
 			Elements []struct {
 				ID         string `json:"id"`

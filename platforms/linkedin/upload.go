@@ -31,7 +31,7 @@ func open(ctx context.Context, m platforms.Media) (io.ReadCloser, error) {
 // uploadImage registers an image (POST /rest/images?action=initializeUpload) and PUTs its bytes
 // to the upload URL LinkedIn returned; it returns the image URN.
 func (a *Adapter) uploadImage(ctx context.Context, c platforms.Credentials, m platforms.Media) (string, error) {
-	raw, _ := json.Marshal(map[string]any{"initializeUploadRequest": map[string]any{"owner": personURN(c)}})
+	raw, _ := json.Marshal(map[string]any{"initializeUploadRequest": map[string]any{"owner": authorURN(c)}})
 	var init struct {
 		Value struct {
 			UploadURL string `json:"uploadUrl"`
@@ -89,7 +89,7 @@ func (a *Adapter) uploadVideo(ctx context.Context, c platforms.Credentials, m pl
 	}
 
 	raw, _ := json.Marshal(map[string]any{"initializeUploadRequest": map[string]any{
-		"owner": personURN(c), "fileSizeBytes": size, "uploadCaptions": false, "uploadThumbnail": false,
+		"owner": authorURN(c), "fileSizeBytes": size, "uploadCaptions": false, "uploadThumbnail": false,
 	}})
 	var init struct {
 		Value struct {

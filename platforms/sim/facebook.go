@@ -19,7 +19,7 @@ import (
 //	GET    /dialog/oauth               consent page (www.facebook.com)
 //	GET    /oauth/access_token         code → short-lived user token; grant_type=fb_exchange_token → 60-day user token
 //	GET    /me                         the token's user or Page
-//	GET    /{user-id|me}/accounts      the user's Page (id, name, access_token: a Page token that does not expire)
+//	GET    /{user-id|me}/accounts      the user's Pages (id, name, access_token: a Page token that does not expire)
 //	DELETE /{user-id|me}/permissions   de-authorizes the app: revokes the user token and its Page tokens
 //	POST   /{page-id}/feed             message, attached_media[i]={"media_fbid":…} → {"id":"{page}_{post}"}
 //	GET    /{page-id}/feed             since, until, limit, after → {data:[{id,message,created_time}],paging}
@@ -30,7 +30,9 @@ import (
 //	GET    /{post-id}/comments         id, message, created_time, from (graph_comment.go)
 //
 // The simulated user "h" (login_hint) manages one Page named "h" whose id is UserID(h), so that
-// NewAccount(facebook, h) gives that Page's token. Page tokens do not expire (the expire_tokens fault
+// NewAccount(facebook, h) gives that Page's token; the simulated member MemberPages manages two
+// Pages (members.go), and GET /{page-id}?fields=instagram_business_account names each one's
+// linked Instagram professional account. Page tokens do not expire (the expire_tokens fault
 // still expires them); a post whose text repeats the Page's previous text-only post within ten
 // minutes is refused with code 506. Calls spend a Pages business-use-case budget (4,800 per 24 h
 // per Page) answered with code 80001.
@@ -147,23 +149,48 @@ func (f *fbSim) accounts(w http.ResponseWriter, r *http.Request, who graphCaller
 		graphError(w, http.StatusBadRequest, 100, 33, "Unsupported get request. Object with ID '"+id+"' does not exist, cannot be loaded due to missing permissions, or does not support this operation.", false)
 		return
 	}
-	pageID := f.n.UserID(who.Handle)
-	c := f.n.Tokens.Issue(pageID, who.Handle)
-	f.n.Store.With(func(objects map[string]any) {
-		pages, _ := objects["fbpages:"+who.User].(map[string]string)
-		if pages == nil {
-			pages = map[string]string{}
-			objects["fbpages:"+who.User] = pages
-		}
-		pages[pageID] = c.AccessToken
-	})
-	WriteJSON(w, http.StatusOK, map[string]any{
-		"data": []any{map[string]any{
-			"id": pageID, "name": who.Handle, "access_token": c.AccessToken, "category": "Brand",
+	managed := f.pagesOf(who.Handle)
+	data := make([]any, 0, len(managed))
+	for _, pg := range managed {
+		c := f.n.Tokens.Issue(pg.ID, pg.Name)
+		f.n.Store.With(func(objects map[string]any) {
+			pages, _ := objects["fbpages:"+who.User].(map[string]string)
+			if pages == nil {
+				pages = map[string]string{}
+				objects["fbpages:"+who.User] = pages
+			}
+			pages[pg.ID] = c.AccessToken
+		})
+		data = append(data, map[string]any{
+			"id": pg.ID, "name": pg.Name, "access_token": c.AccessToken, "category": "Brand",
 			"tasks": []string{"ADVERTISE", "ANALYZE", "CREATE_CONTENT", "MESSAGING", "MODERATE", "MANAGE"},
-		}},
+		})
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{
+		"data":   data,
 		"paging": map[string]any{"cursors": map[string]string{"before": "MAZDZD", "after": "MAZDZD"}},
 	})
+}
+
+// pagesOf are the Pages the user with this handle manages: a simulated member's own (members.go),
+// or else the one Page named after the user, whose id is UserID(handle).
+func (f *fbSim) pagesOf(handle string) []Managed {
+	if m := memberOf(platforms.Facebook, handle); m != nil && len(m.Pages) > 0 {
+		return m.Pages
+	}
+	return []Managed{{ID: f.n.UserID(handle), Name: handle}}
+}
+
+// managedPage is the Page id when the caller is that Page or a user who manages it.
+func (f *fbSim) managedPage(id string, who graphCaller) (Managed, bool) {
+	for _, m := range members[platforms.Facebook] {
+		for _, pg := range m.Pages {
+			if pg.ID == id && ((!who.UserToken && who.User == id) || (who.UserToken && who.Handle == m.Handle)) {
+				return pg, true
+			}
+		}
+	}
+	return Managed{}, false
 }
 
 // deletePermissions de-authorizes the app for the user: the user token and the Page tokens it
@@ -432,6 +459,14 @@ func (f *fbSim) object(w http.ResponseWriter, r *http.Request, who graphCaller) 
 			status, progress = "processing", 50
 		}
 		WriteJSON(w, http.StatusOK, map[string]any{"id": id, "status": map[string]any{"video_status": status, "processing_progress": progress}})
+		return
+	}
+	if pg, ok := f.managedPage(id, who); ok {
+		out := map[string]any{"id": pg.ID, "name": pg.Name}
+		if pg.Instagram != nil {
+			out["instagram_business_account"] = map[string]any{"id": pg.Instagram.ID}
+		}
+		WriteJSON(w, http.StatusOK, out)
 		return
 	}
 	if id == who.User {

@@ -327,15 +327,19 @@ func (g *graphAPI) consent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := target.Query()
-	if g.n.TakeDenial() {
+	denied := g.n.TakeDenial()
+	handle := ""
+	if !denied {
+		var shown bool
+		if handle, shown = g.n.consentMember(w, r); shown {
+			return
+		}
+	}
+	if denied {
 		v.Set("error", "access_denied")
 		v.Set("error_reason", "user_denied")
 		v.Set("error_description", "Permissions error")
 	} else {
-		handle := q.Get("login_hint")
-		if handle == "" {
-			handle = "sim-user"
-		}
 		code := "AQ" + RandomID(24)
 		g.n.Store.Put("code:"+code, &graphCode{Handle: handle, Redirect: target.String(), Expires: g.n.Sim.Now().Add(10 * time.Minute)})
 		v.Set("code", code)

@@ -20,9 +20,14 @@ package sim
 // rate-limit header; commentary over 3,000 characters answers 422; a post may carry one image,
 // one video, or 2-20 images (multiImage), never a video still processing, or alone an article
 // (content.article: an http(s) source and a title, a description, a thumbnail image of the author
-// that is AVAILABLE; kept in Record.Options["article"] with the thumbnail's SHA-256). The consent page
-// approves at once (login_hint names the member, default "sim-user") or redirects with
-// error=access_denied after Sim.Deny. Commentary is "little text": the simulator records and
+// that is AVAILABLE; kept in Record.Options["article"] with the thumbnail's SHA-256). The consent
+// page signs in a simulated member (members.go: DefaultMember, or MemberOrgAdmin who administers
+// two organisations; login_hint names the member) or redirects with error=access_denied after
+// Sim.Deny. GET /rest/organizationAcls?q=roleAssignee lists the organisations the member
+// administers, GET /rest/organizations/{id} names one; a post, upload or finder's author is the
+// member or one of those organisations (else 403 ACCESS_DENIED), and an organisation's post is
+// recorded as the organisation's, with its author among the record's options. Commentary is
+// "little text": the simulator records and
 // measures it with its backslash escapes removed.
 
 import (
@@ -100,6 +105,8 @@ func registerLinkedIn(n *Network) {
 	n.Mux.HandleFunc("POST /oauth/v2/accessToken", li.accessToken)
 	n.Mux.HandleFunc("POST /oauth/v2/revoke", li.revoke)
 	n.Mux.HandleFunc("GET /v2/userinfo", li.authed(li.userinfo))
+	n.Mux.HandleFunc("GET /rest/organizationAcls", li.rest(li.organizationAcls))
+	n.Mux.HandleFunc("GET /rest/organizations/{id}", li.rest(li.organization))
 	n.Mux.HandleFunc("POST /rest/posts", li.rest(li.createPost))
 	n.Mux.HandleFunc("GET /rest/posts", li.rest(li.findPosts))
 	n.Mux.HandleFunc("GET /rest/posts/{urn}", li.rest(li.getPost))
@@ -146,6 +153,16 @@ func (li *liSim) take(bucket, user string, def Limit) bool {
 type liMember struct{ id, name string }
 
 func (m liMember) urn() string { return "urn:li:person:" + m.id }
+
+// may reports whether the member may post, upload and read as urn: themselves, or an
+// organisation they administer (members.go).
+func (m liMember) may(urn string) bool {
+	if urn == m.urn() {
+		return true
+	}
+	id, ok := strings.CutPrefix(urn, "urn:li:organization:")
+	return ok && administers(m.name, id)
+}
 
 // authed checks the access token: 401 serviceErrorCode 65600 for expired or unknown tokens,
 // 65601 for revoked ones.
@@ -241,9 +258,9 @@ func (li *liSim) authorize(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, redirect.String(), http.StatusFound)
 		return
 	}
-	handle := q.Get("login_hint")
-	if handle == "" {
-		handle = "sim-user"
+	handle, shown := li.n.consentMember(w, r)
+	if shown {
+		return
 	}
 	code := RandomID(24)
 	li.n.Store.Put("li-code:"+code, &liCode{redirectURI: q.Get("redirect_uri"), challenge: q.Get("code_challenge"), method: method,
@@ -444,7 +461,7 @@ func (li *liSim) createPost(w http.ResponseWriter, r *http.Request, m liMember) 
 		liError(w, http.StatusBadRequest, 100, "", "Unable to parse the request body: "+err.Error())
 		return
 	}
-	if req.Author != m.urn() {
+	if !m.may(req.Author) {
 		liError(w, http.StatusForbidden, 100, "ACCESS_DENIED", "Not enough permissions to access: partnerApiPostsExternal.CREATE.NO_VERSION for author "+req.Author)
 		return
 	}
@@ -488,11 +505,15 @@ func (li *liSim) createPost(w http.ResponseWriter, r *http.Request, m liMember) 
 	urn := "urn:li:share:" + liPostID()
 	li.n.Store.Put("li-post:"+urn, &liPost{urn: urn, author: req.Author, commentary: commentary, visibility: req.Visibility,
 		lifecycle: req.LifecycleState, content: append(json.RawMessage(nil), req.Content...), created: li.n.Sim.Now()})
-	opts := map[string]any{"visibility": req.Visibility}
-	if article != nil {
-		opts["article"] = article
+	account, options := m.id, map[string]any{"visibility": req.Visibility}
+	if org, ok := strings.CutPrefix(req.Author, "urn:li:organization:"); ok {
+		// An organisation's post is the organisation's: its record names it, and its author.
+		account, options["author"] = org, req.Author
 	}
-	li.n.PublishWith(urn, m.id, text, shas, opts, liAltTexts(req.Content))
+	if article != nil {
+		options["article"] = article
+	}
+	li.n.PublishWith(urn, account, text, shas, options, liAltTexts(req.Content))
 	if li.n.TakeFault(FaultPostThenError) != "" {
 		liError(w, http.StatusInternalServerError, 0, "", "Internal Server Error")
 		return
@@ -547,7 +568,7 @@ func (li *liSim) contentMedia(m liMember, raw json.RawMessage) ([]string, int, s
 			kind = "video"
 		}
 		a := li.asset(kind, id)
-		if a == nil || a.owner != m.urn() {
+		if a == nil || !m.may(a.owner) {
 			return nil, http.StatusBadRequest, "/content/media/id :: " + id + " does not exist or is not owned by the author"
 		}
 		if st := li.assetStatus(a); st != "AVAILABLE" {
@@ -583,7 +604,7 @@ func (li *liSim) findPosts(w http.ResponseWriter, r *http.Request, m liMember) {
 		return
 	}
 	author := q.Get("author")
-	if author != m.urn() {
+	if !m.may(author) {
 		liError(w, http.StatusForbidden, 100, "ACCESS_DENIED", "Not enough permissions to access: partnerApiPostsExternal.FINDER-author")
 		return
 	}
@@ -646,7 +667,7 @@ func (li *liSim) initOwner(w http.ResponseWriter, r *http.Request, m liMember) (
 		liError(w, http.StatusBadRequest, 0, "", "/initializeUploadRequest :: field is required")
 		return "", 0, false
 	}
-	if req.InitializeUploadRequest.Owner != m.urn() {
+	if !m.may(req.InitializeUploadRequest.Owner) {
 		liError(w, http.StatusForbidden, 100, "ACCESS_DENIED", "Not enough permissions to upload as "+req.InitializeUploadRequest.Owner)
 		return "", 0, false
 	}
@@ -682,7 +703,7 @@ func (li *liSim) putImage(w http.ResponseWriter, r *http.Request, m liMember) {
 		return
 	}
 	a := li.asset("image", v.(string))
-	if a == nil || a.owner != m.urn() {
+	if a == nil || !m.may(a.owner) {
 		liError(w, http.StatusForbidden, 0, "", "not the owner of this upload")
 		return
 	}
@@ -777,7 +798,7 @@ func (li *liSim) finalizeVideo(w http.ResponseWriter, r *http.Request, m liMembe
 	}
 	f := req.FinalizeUploadRequest
 	a := li.asset("video", f.Video)
-	if a == nil || a.owner != m.urn() {
+	if a == nil || !m.may(a.owner) {
 		liError(w, http.StatusBadRequest, 0, "", "/finalizeUploadRequest/video :: "+f.Video+" does not exist or is not owned by the member")
 		return
 	}
@@ -818,10 +839,46 @@ func (li *liSim) finalizeVideo(w http.ResponseWriter, r *http.Request, m liMembe
 func (li *liSim) getAsset(kind string) func(w http.ResponseWriter, r *http.Request, m liMember) {
 	return func(w http.ResponseWriter, r *http.Request, m liMember) {
 		a := li.asset(kind, r.PathValue("urn"))
-		if a == nil || a.owner != m.urn() {
+		if a == nil || !m.may(a.owner) {
 			liError(w, http.StatusNotFound, 0, "", "Not Found")
 			return
 		}
 		WriteJSON(w, http.StatusOK, map[string]any{"id": a.urn, "owner": a.owner, "status": li.assetStatus(a)})
 	}
+}
+
+// organizationAcls is GET /rest/organizationAcls?q=roleAssignee: the organisations the member
+// holds a role in, filtered by role and state when given.
+func (li *liSim) organizationAcls(w http.ResponseWriter, r *http.Request, m liMember) {
+	q := r.URL.Query()
+	if q.Get("q") != "roleAssignee" {
+		liError(w, http.StatusBadRequest, 0, "", "q must be roleAssignee")
+		return
+	}
+	elements := []any{}
+	if mem := memberOf(platforms.LinkedIn, m.name); mem != nil {
+		for _, o := range mem.Organizations {
+			if (q.Get("role") != "" && q.Get("role") != "ADMINISTRATOR") || (q.Get("state") != "" && q.Get("state") != "APPROVED") {
+				continue
+			}
+			elements = append(elements, map[string]any{
+				"organization": "urn:li:organization:" + o.ID, "roleAssignee": m.urn(), "role": "ADMINISTRATOR", "state": "APPROVED",
+			})
+		}
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"elements": elements, "paging": map[string]any{"count": len(elements), "start": 0, "total": len(elements)}})
+}
+
+// organization is GET /rest/organizations/{id}: an organisation's name.
+func (li *liSim) organization(w http.ResponseWriter, r *http.Request, m liMember) {
+	id := r.PathValue("id")
+	for _, mem := range members[platforms.LinkedIn] {
+		for _, o := range mem.Organizations {
+			if o.ID == id {
+				WriteJSON(w, http.StatusOK, map[string]any{"id": json.Number(o.ID), "localizedName": o.Name, "vanityName": strings.ToLower(strings.Fields(o.Name)[0])})
+				return
+			}
+		}
+	}
+	liError(w, http.StatusNotFound, 0, "", "Organization "+id+" not found")
 }

@@ -16,7 +16,8 @@ import (
 //
 //	POST /rest/socialActions/{post urn}/comments {"actor","object","message":{"text"}}
 //	     → 201, the comment ({id, commentUrn, actor, object, message, created}) and its id in
-//	     x-restli-id. The actor must be the member, the object the post of the path.
+//	     x-restli-id. The actor must be the member or an organisation they administer, the object
+//	     the post of the path.
 //	GET  /rest/socialActions/{post urn}/comments?start&count → {"elements":[comment], "paging"}
 //	     newest first.
 //
@@ -65,7 +66,7 @@ func (li *liSim) createComment(w http.ResponseWriter, r *http.Request, m liMembe
 		return
 	}
 	switch {
-	case req.Actor != m.urn():
+	case !m.may(req.Actor):
 		liError(w, http.StatusForbidden, 100, "ACCESS_DENIED", "Not enough permissions to comment as "+req.Actor)
 		return
 	case req.Object != post:

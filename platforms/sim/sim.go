@@ -17,7 +17,8 @@
 //	POST /_sim/reset                    clears publications, faults and counters
 //	POST /_sim/accounts                 {"platform","handle"}: a network user with fresh tokens (credentials JSON)
 //	GET  /_sim/revocations              tokens revoked through the networks' revoke endpoints
-//	POST /_sim/consent                  {"platform","deny":true}: the next consent page refuses
+//	POST /_sim/consent                  {"platform","deny":true}: the next consent page refuses;
+//	                                    {"platform","member"}: it signs in that member (members.go)
 //	POST /_sim/limits                   {"platform","bucket","limit","window"}: overrides one rate limit
 //	GET  /_sim/requests?platform=P      the API calls received (method, path, selected headers)
 //
@@ -105,6 +106,9 @@ type Options struct {
 	// HTTPClient fetches media by URL for the networks that pull it (Instagram, Threads,
 	// TikTok PULL_FROM_URL, Pinterest image_url).
 	HTTPClient *http.Client
+	// AskMember makes a consent page that names no member show a select of the network's
+	// simulated members (members.go) instead of signing in DefaultMember at once.
+	AskMember bool
 }
 
 // Record is one post the simulator created.
@@ -772,6 +776,7 @@ func (s *Sim) adminRoutes() {
 		var req struct {
 			Platform string `json:"platform"`
 			Deny     bool   `json:"deny"`
+			Member   string `json:"member"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			WriteJSON(w, 400, map[string]string{"error": "invalid JSON"})
@@ -779,6 +784,9 @@ func (s *Sim) adminRoutes() {
 		}
 		if req.Deny {
 			s.Deny(platforms.Platform(req.Platform))
+		}
+		if req.Member != "" {
+			s.SetMember(platforms.Platform(req.Platform), req.Member)
 		}
 		WriteJSON(w, 200, map[string]any{"ok": true})
 	})

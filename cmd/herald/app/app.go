@@ -76,7 +76,11 @@ type Config struct {
 	// SimLatency and SimLimitScale configure the sandbox's own simulator.
 	SimLatency    time.Duration
 	SimLimitScale float64
-	Log           *slog.Logger
+	// SimAskMember makes the sandbox simulator's consent pages ask which simulated member signs
+	// in (a member with organisations, a user with several Pages: platforms/sim members.go),
+	// so that a person can walk Herald's picker; off, they sign in the default member at once.
+	SimAskMember bool
+	Log          *slog.Logger
 	// PostIdleTimeout passivates idle post and job actors (default 30s: a post is rarely touched
 	// again soon after its last change, and reactivating one costs one bbolt read).
 	PostIdleTimeout time.Duration

@@ -32,7 +32,7 @@ const SandboxEmail = "demo@herald.local"
 func (a *App) startSandbox(ctx context.Context) error {
 	base := strings.TrimRight(a.Cfg.SimURL, "/")
 	if base == "" {
-		s, err := sim.Start(a.Cfg.SimAddr, sim.Options{Latency: a.Cfg.SimLatency, LimitScale: a.Cfg.SimLimitScale})
+		s, err := sim.Start(a.Cfg.SimAddr, sim.Options{Latency: a.Cfg.SimLatency, LimitScale: a.Cfg.SimLimitScale, AskMember: a.Cfg.SimAskMember})
 		if err != nil {
 			return fmt.Errorf("sandbox simulator: %w", err)
 		}

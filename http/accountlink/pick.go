@@ -1,0 +1,267 @@
+package accountlink
+
+import (
+	"context"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/secret"
+	"github.com/heraldhq/herald/platforms"
+)
+
+// Picking what a consent granted.
+//
+// A consent can grant several accounts: a LinkedIn member and the organisations they administer,
+// the Facebook Pages a user manages (platforms.Granter). When it grants one, Complete connects it
+// as before. When it grants more, Complete connects nothing yet: it seals the grants (their
+// tokens included) into the connect state, in the same store as the state and never in a page or
+// a URL, and returns the choices (Result.Choices) for the browser's picker. The picker's form
+// (POST PickPath, with the session's CSRF token and the state token) names the choices by their
+// network ids; Pick checks them against the sealed grants and connects each one chosen as its own
+// account. A submission naming anything the consent did not grant, or nothing, is refused and
+// changes nothing; the first accepted one uses the choices up (ChosenAt, set in the same write
+// that finds it unset) and drops the sealed tokens. The choices expire with the state.
+
+// PickPath is the picker form's route.
+const PickPath = "/v1/accounts/connect/pick"
+
+// grantsKeyInfo separates the key that seals the grants from every other use of the state key.
+const grantsKeyInfo = "herald connect grants v1"
+
+// Errors of the picker.
+var (
+	// ErrNoChoice means the picker was submitted with nothing ticked.
+	ErrNoChoice = errors.New("connect: no account was chosen")
+	// ErrNotGranted means the picker named an account the consent did not grant.
+	ErrNotGranted = errors.New("connect: the choice names an account the consent did not grant")
+	// ErrNoChoices means the state has no choices to pick from (its consent granted one account,
+	// or was not completed).
+	ErrNoChoices = errors.New("connect: the connection link has nothing to choose from")
+)
+
+// Choice is one account a consent granted, as the picker lists it.
+type Choice struct {
+	// ID is the account's network id (member, organisation, Page), what the form submits.
+	ID   string
+	Kind string
+	Name string
+}
+
+// sealedGrants is what a state's Choices hold once opened.
+type sealedGrants struct {
+	State  string            `json:"state"`
+	Grants []platforms.Grant `json:"grants"`
+}
+
+func newGrantsBox(stateKey []byte) (*secret.Box, error) {
+	k, err := hkdf.Key(sha256.New, stateKey, nil, grantsKeyInfo, 32)
+	if err != nil {
+		return nil, err
+	}
+	return secret.NewBox(k)
+}
+
+func (s *Service) sealGrants(stateID string, grants []platforms.Grant) ([]byte, error) {
+	raw, err := json.Marshal(sealedGrants{State: stateID, Grants: grants})
+	if err != nil {
+		return nil, err
+	}
+	return s.box.Seal(raw), nil
+}
+
+func (s *Service) openGrants(st *persistence.ConnectState) ([]platforms.Grant, error) {
+	raw, err := s.box.Open(st.Choices)
+	if err != nil {
+		return nil, err
+	}
+	var g sealedGrants
+	if err := json.Unmarshal(raw, &g); err != nil {
+		return nil, err
+	}
+	if g.State != st.ID {
+		return nil, secret.ErrOpen
+	}
+	return g.Grants, nil
+}
+
+// choicesOf lists grants for the picker.
+func choicesOf(grants []platforms.Grant) []Choice {
+	out := make([]Choice, 0, len(grants))
+	for _, g := range grants {
+		out = append(out, Choice{ID: g.Creds.UserID, Kind: g.Kind, Name: g.Name})
+	}
+	return out
+}
+
+// usable drops grants without a network id, and a second grant of one id; what is left are the
+// accounts a consent can connect.
+func usable(grants []platforms.Grant) []platforms.Grant {
+	seen := map[string]bool{}
+	out := grants[:0:0]
+	for _, g := range grants {
+		id := strings.TrimSpace(g.Creds.UserID)
+		if id == "" || seen[id] {
+			continue
+		}
+		seen[id] = true
+		out = append(out, g)
+	}
+	return out
+}
+
+// offer keeps a consent's grants for the picker in the state (already used by the callback) and
+// returns the choices.
+func (s *Service) offer(ctx context.Context, st *persistence.ConnectState, grants []platforms.Grant) ([]Choice, error) {
+	sealed, err := s.sealGrants(st.ID, grants)
+	if err != nil {
+		return nil, fmt.Errorf("connect: seal choices: %w", err)
+	}
+	if err := s.cfg.Store.Update(ctx, func(tx *persistence.Tx) error {
+		got, err := tx.ConnectState(st.ID)
+		if err != nil {
+			return err
+		}
+		got.Choices = sealed
+		return tx.PutConnectState(got)
+	}); err != nil {
+		return nil, fmt.Errorf("connect: store choices: %w", err)
+	}
+	return choicesOf(grants), nil
+}
+
+// Choices returns what the state's consent granted, for showing the picker again (a reload of
+// the picker's page is the callback's, which is used; this serves a refused submission's page).
+// Errors as Pick's, before anything is chosen.
+func (s *Service) Choices(token, userID string, now time.Time) (platforms.Platform, []Choice, error) {
+	id, err := s.check(token, now)
+	if err != nil {
+		return "", nil, err
+	}
+	var st *persistence.ConnectState
+	if err := s.cfg.Store.View(func(tx *persistence.Tx) (err error) {
+		st, err = tx.ConnectState(id)
+		return err
+	}); err != nil {
+		if errors.Is(err, persistence.ErrNotFound) {
+			return "", nil, ErrBadState
+		}
+		return "", nil, err
+	}
+	p := platforms.Platform(st.Platform)
+	if err := pickable(st, userID, now); err != nil {
+		return p, nil, err
+	}
+	grants, err := s.openGrants(st)
+	if err != nil {
+		return p, nil, ErrBadState
+	}
+	return p, choicesOf(grants), nil
+}
+
+// pickable is nil when st's choices can be picked by userID at now.
+func pickable(st *persistence.ConnectState, userID string, now time.Time) error {
+	switch {
+	case st.UserID != userID:
+		return ErrOtherUser
+	case !now.Before(st.ExpiresAt):
+		return ErrExpired
+	case st.ChosenAt != nil:
+		return ErrUsed
+	case len(st.Choices) == 0:
+		return ErrNoChoices
+	}
+	return nil
+}
+
+// Pick connects the accounts chosen (by their network ids) among those the state's consent
+// granted, for userID (the browser's signed-in Herald user): each one becomes its own account,
+// or renews the tokens of the account the user already has for it. Nothing is written when the
+// state is not userID's, expired, already picked from, or when ids is empty (ErrNoChoice) or
+// names anything the consent did not grant (ErrNotGranted). The results follow the order of the
+// grants.
+func (s *Service) Pick(ctx context.Context, token, userID string, ids []string, now time.Time) (platforms.Platform, []*Result, error) {
+	id, err := s.check(token, now)
+	if err != nil {
+		return "", nil, err
+	}
+	var p platforms.Platform
+	var chosen []platforms.Grant
+	var outcome error
+	err = s.cfg.Store.Update(ctx, func(tx *persistence.Tx) error {
+		p, chosen, outcome = "", nil, nil // the function may run twice
+		st, err := tx.ConnectState(id)
+		if errors.Is(err, persistence.ErrNotFound) {
+			outcome = ErrBadState
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		p = platforms.Platform(st.Platform)
+		if outcome = pickable(st, userID, now); outcome != nil {
+			return nil
+		}
+		grants, err := s.openGrants(st)
+		if err != nil {
+			outcome = ErrBadState
+			return nil
+		}
+		if chosen, outcome = choose(grants, ids); outcome != nil {
+			return nil
+		}
+		at := now.UTC()
+		st.ChosenAt, st.Choices = &at, nil
+		return tx.PutConnectState(st)
+	})
+	if err != nil {
+		return p, nil, fmt.Errorf("connect: use choices: %w", err)
+	}
+	if outcome != nil {
+		return p, nil, outcome
+	}
+	var out []*Result
+	for _, g := range chosen {
+		res, err := s.saveGrant(ctx, userID, p, g)
+		if err != nil {
+			return p, out, err
+		}
+		out = append(out, res)
+	}
+	return p, out, nil
+}
+
+// choose returns the grants named by ids, in the grants' order; ErrNoChoice when ids names none,
+// ErrNotGranted when it names one the grants do not hold.
+func choose(grants []platforms.Grant, ids []string) ([]platforms.Grant, error) {
+	want := map[string]bool{}
+	for _, id := range ids {
+		if id = strings.TrimSpace(id); id != "" {
+			want[id] = true
+		}
+	}
+	if len(want) == 0 {
+		return nil, ErrNoChoice
+	}
+	var out []platforms.Grant
+	for _, g := range grants {
+		if want[g.Creds.UserID] {
+			out = append(out, g)
+			delete(want, g.Creds.UserID)
+		}
+	}
+	if len(want) > 0 {
+		return nil, ErrNotGranted
+	}
+	return out, nil
+}
+
+// saveGrant saves one granted account with its kind and name.
+func (s *Service) saveGrant(ctx context.Context, userID string, p platforms.Platform, g platforms.Grant) (*Result, error) {
+	return s.save(ctx, userID, p, g.Creds, g.Kind, g.Name)
+}

@@ -1,0 +1,134 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/heraldhq/herald/http/accountlink"
+	"github.com/heraldhq/herald/http/server"
+	"github.com/heraldhq/herald/platforms"
+)
+
+// pickForm is the picker of what a consent granted: the accounts, each with a checkbox, posted
+// back with the session's CSRF token and the connect state's token (the grants themselves stay
+// sealed in the state; the form names them by their network ids).
+type pickForm struct {
+	Action, CSRF, State string
+	Choices             []pickChoice
+}
+
+type pickChoice struct {
+	ID, Name, Label string
+}
+
+// kindLabels name the kinds of accounts as the picker shows them.
+var kindLabels = map[string]string{
+	platforms.KindProfile:      "your profile",
+	platforms.KindOrganization: "organisation",
+	platforms.KindPage:         "Page",
+	platforms.KindChannel:      "channel",
+}
+
+// pickPage shows the picker of the state's choices; problem, when set, says why the last
+// submission was refused.
+func (h *handlers) pickPage(c *echo.Context, p platforms.Platform, state string, choices []accountlink.Choice, status int, problem string) error {
+	s, err := h.Server.SessionFromCookie(c)
+	if err != nil || s == nil {
+		return h.page(c, http.StatusInternalServerError, "The account could not be connected",
+			"Herald could not check who is signed in (request "+server.RequestID(c)+"). Start again from the dashboard's Accounts page.")
+	}
+	name := displayName(p)
+	form := &pickForm{Action: accountlink.PickPath, CSRF: s.Record.CSRFToken, State: state}
+	for _, ch := range choices {
+		label := kindLabels[ch.Kind]
+		if label == "" {
+			label = ch.Kind
+		}
+		n := ch.Name
+		if n == "" {
+			n = name + " account " + ch.ID
+		}
+		form.Choices = append(form.Choices, pickChoice{ID: ch.ID, Name: n, Label: label})
+	}
+	msg := "You can publish to several " + name + " accounts. Tick the ones to connect to Herald: each becomes its own account. " +
+		"This choice is valid for 10 minutes."
+	if problem != "" {
+		msg = problem + " " + msg
+	}
+	return h.write(c, status, pageData{Title: "Choose the " + name + " accounts to connect", Message: msg, Pick: form})
+}
+
+// connectPick is POST /v1/accounts/connect/pick (the picker's form, of the signed-in user, with
+// the session's CSRF token): connects each account ticked among those the consent granted. A
+// submission naming nothing, or anything the consent did not grant, changes nothing: the picker
+// is shown again with 400 and what was wrong.
+func (h *handlers) connectPick(c *echo.Context) error {
+	if h.Connect == nil {
+		return h.page(c, http.StatusServiceUnavailable, "Connecting accounts is not available", "This Herald server cannot connect accounts.")
+	}
+	s, err := h.Server.SessionFromCookie(c)
+	if err != nil {
+		return h.page(c, http.StatusInternalServerError, "The account could not be connected", "Herald could not check who is signed in (request "+server.RequestID(c)+"). Try again.")
+	}
+	if s == nil {
+		noStore(c)
+		return c.Redirect(http.StatusFound, SignInPath)
+	}
+	if !s.CheckCSRF(c.FormValue("csrf_token")) {
+		return h.page(c, http.StatusForbidden, "Nothing was connected",
+			"The form expired or did not come from Herald. Start again from the dashboard's Accounts page.")
+	}
+	values, err := c.FormValues()
+	if err != nil {
+		return h.page(c, http.StatusBadRequest, "Nothing was connected", "The form could not be read. Start again from the dashboard's Accounts page.")
+	}
+	state := values.Get("state")
+	ctx, cancel := h.askContext(c)
+	defer cancel()
+	p, results, err := h.Connect.Pick(ctx, state, s.User.ID, values["choice"], h.Now())
+	switch {
+	case errors.Is(err, accountlink.ErrNoChoice), errors.Is(err, accountlink.ErrNotGranted):
+		problem := "Tick at least one account."
+		if errors.Is(err, accountlink.ErrNotGranted) {
+			problem = "The form named an account this authorization did not grant, so nothing was connected."
+		}
+		h.Log.Info("connect: pick refused", "request_id", server.RequestID(c), "platform", string(p), "error", err)
+		_, choices, cerr := h.Connect.Choices(state, s.User.ID, h.Now())
+		if cerr != nil {
+			return h.failure(c, p, cerr)
+		}
+		return h.pickPage(c, p, state, choices, http.StatusBadRequest, problem)
+	case err != nil && len(results) == 0:
+		return h.failure(c, p, err)
+	}
+	name := displayName(p)
+	created, renewed := 0, 0
+	msg := ""
+	for _, r := range results {
+		if r.Created {
+			created++
+		} else {
+			renewed++
+		}
+		who := name + " account"
+		if d := r.Account.DisplayName; d != nil && *d != "" {
+			who += " " + *d
+		} else if u := r.Account.Username; u != nil && *u != "" {
+			who += " " + *u
+		}
+		if r.Created {
+			msg += "Your " + who + " is now connected to Herald. "
+		} else {
+			msg += "Your " + who + " was already connected; its access was renewed. "
+		}
+	}
+	h.Log.Info("connect: accounts picked", "request_id", server.RequestID(c), "platform", string(p), "created", created, "renewed", renewed)
+	if err != nil {
+		h.Log.Warn("connect: pick partly failed", "request_id", server.RequestID(c), "platform", string(p), "error", err)
+		msg += "Herald could not connect the other accounts ticked (request " + server.RequestID(c) + "). Start again from the dashboard's Accounts page to connect them."
+		return h.page(c, http.StatusServiceUnavailable, name+" is partly connected", msg)
+	}
+	return h.page(c, http.StatusOK, name+" is connected", msg)
+}
