@@ -62,12 +62,22 @@ func TestOrganizationGrants(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, found)
 	require.Equal(t, res.Publication.ID, pub.ID)
+	// Its first comment is the organisation's too, and found again as its own.
+	com, err := b.a.PublishComment(ctx, acme, res.Publication, "the company comments")
+	require.NoError(t, err)
+	pubs = b.sim.Publications(platforms.LinkedIn)
+	require.Equal(t, res.Publication.ID, pubs[1].CommentOn)
+	require.Equal(t, sim.OrgAcme.ID, pubs[1].Account)
+	found2, ok, err := b.a.LookupComment(ctx, acme, res.Publication, "the company comments", time.Now().Add(-time.Minute))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, com.Publication.ID, found2.ID)
 
 	// The member's own profile still posts as the member.
 	_, err = b.a.Publish(ctx, member.Creds, platforms.Post{Text: "from me"})
 	require.NoError(t, err)
 	pubs = b.sim.Publications(platforms.LinkedIn)
-	require.Equal(t, member.Creds.UserID, pubs[1].Account)
+	require.Equal(t, member.Creds.UserID, pubs[2].Account)
 	require.NotContains(t, pubs[1].Options, "author")
 
 	// Disconnecting the organisation leaves the member's token, which it shares, working.
@@ -84,5 +94,5 @@ func TestOrganizationGrants(t *testing.T) {
 	forged.UserID = "1"
 	_, err = b.a.Publish(ctx, forged, platforms.Post{Text: "not mine"})
 	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	require.Len(t, b.sim.Publications(platforms.LinkedIn), 3)
+	require.Len(t, b.sim.Publications(platforms.LinkedIn), 4)
 }

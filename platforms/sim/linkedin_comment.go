@@ -89,7 +89,11 @@ func (li *liSim) createComment(w http.ResponseWriter, r *http.Request, m liMembe
 		list, _ := objects["li-comments:"+post].([]*liComment)
 		objects["li-comments:"+post] = append(list, c)
 	})
-	li.n.PublishComment(c.urn, m.id, c.text, post)
+	account := m.id
+	if org, ok := strings.CutPrefix(req.Actor, "urn:li:organization:"); ok {
+		account = org // an organisation's comment is the organisation's
+	}
+	li.n.PublishComment(c.urn, account, c.text, post)
 	if li.n.TakeFault(FaultPostThenError) != "" {
 		liError(w, http.StatusInternalServerError, 0, "", "Internal Server Error")
 		return
