@@ -301,6 +301,7 @@ func TestOAuthNarrowTokenOnEveryRoute(t *testing.T) {
 	open := map[string]bool{ // no API credential at all: public or signed URLs, the browser's connect steps
 		"/v1/openapi.json": true, api.MediaUploadRoute: true, api.MediaFileRoute: true,
 		accountlink.AuthorizePath: true, accountlink.CallbackPath: true, accountlink.DefaultsPath: true,
+		accountlink.PickPath: true,
 	}
 	fill := strings.NewReplacer(":id", uuid.NewString(), ":trackingId", uuid.NewString(), ":postId", uuid.NewString(),
 		":commentId", "c1", ":conversationId", "d1")
