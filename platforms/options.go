@@ -66,6 +66,9 @@ type TikTokOptions struct {
 	BrandedContent bool `json:"branded_content,omitempty"`
 	// IsAIGenerated labels the video as AI-generated content.
 	IsAIGenerated bool `json:"is_ai_generated,omitempty"`
+	// PhotoCoverIndex is the photo of a photo post shown as its cover: 0-based, less than the
+	// number of photos; default 0 (the first).
+	PhotoCoverIndex int `json:"photo_cover_index,omitempty"`
 }
 
 // PinterestOptions are a Pin's.
@@ -100,6 +103,9 @@ type FacebookOptions struct {
 type LinkedInOptions struct {
 	// Visibility is PUBLIC or CONNECTIONS; default PUBLIC.
 	Visibility string `json:"visibility,omitempty"`
+	// DocumentTitle is the title of a document post (a PDF; ≤ 400 characters); LinkedIn requires
+	// one, so without it the title is the file's name without its extension (DocumentTitle).
+	DocumentTitle string `json:"document_title,omitempty"`
 }
 
 // XOptions are a post's on X.
@@ -499,7 +505,7 @@ func CheckOptions(o Options, t Target) (errs, warnings []FieldError) {
 	case *FacebookOptions:
 		c.facebook(o, t)
 	case *LinkedInOptions:
-		c.oneOf("visibility", o.Visibility, LinkedInVisibilities)
+		c.linkedin(o, t)
 	case *XOptions:
 		c.x(o, t)
 	case *BlueskyOptions:
@@ -651,6 +657,52 @@ func (c *checker) tiktok(o *TikTokOptions, t Target) {
 	}
 	if o.BrandedContent && o.PrivacyLevel == "SELF_ONLY" {
 		c.fail("branded_content", "branded content cannot be private (SELF_ONLY); choose another privacy level")
+	}
+	photos := len(t.Media) > 0 && !hasVideo(t.Media)
+	switch {
+	case o.PhotoCoverIndex < 0:
+		c.fail("photo_cover_index", fmt.Sprintf("is %d; the first photo is 0", o.PhotoCoverIndex))
+	case c.defaults || o.PhotoCoverIndex == 0:
+	case !photos:
+		c.fail("photo_cover_index", "applies to photo posts only")
+	case o.PhotoCoverIndex >= len(t.Media):
+		c.fail("photo_cover_index", fmt.Sprintf("is %d; the post has %d photos, numbered from 0 to %d", o.PhotoCoverIndex, len(t.Media), len(t.Media)-1))
+	}
+	if photos && !c.defaults && (o.AllowDuet || o.AllowStitch) {
+		c.warn("allow_duet", "a photo post has no duets or stitches; allow_duet and allow_stitch are not sent")
+	}
+}
+
+// MaxDocumentTitle is the longest title of a LinkedIn document post Herald sends, in characters.
+const MaxDocumentTitle = 400
+
+// DocumentTitle is the title a LinkedIn document post gets: the options' title, else the file's
+// name without its extension (LinkedIn requires a title).
+func DocumentTitle(o *LinkedInOptions, m Media) string {
+	if o != nil && o.DocumentTitle != "" {
+		return o.DocumentTitle
+	}
+	name := m.Filename
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[:i]
+	}
+	if strings.TrimSpace(name) == "" {
+		name = "Document"
+	}
+	return name
+}
+
+func (c *checker) linkedin(o *LinkedInOptions, t Target) {
+	c.oneOf("visibility", o.Visibility, LinkedInVisibilities)
+	if o.DocumentTitle == "" {
+		return
+	}
+	c.maxChars("document_title", o.DocumentTitle, MaxDocumentTitle)
+	if strings.TrimSpace(o.DocumentTitle) == "" {
+		c.fail("document_title", "must not be blank")
+	}
+	if !c.defaults && !slices.ContainsFunc(t.Media, Media.IsDocument) {
+		c.fail("document_title", "applies to a document post (one PDF) only")
 	}
 }
 
@@ -807,6 +859,8 @@ func OptionsSchema(p Platform) map[string]any {
 			"brand_organic":   boolean("Discloses promotional content for the creator's own brand."),
 			"branded_content": boolean("Discloses a paid partnership; not with SELF_ONLY."),
 			"is_ai_generated": boolean("Labels the video as AI-generated."),
+			"photo_cover_index": map[string]any{"type": "integer", "minimum": 0, "maximum": 34,
+				"description": "A photo post's cover: the 0-based index of one of its photos (default 0, the first)."},
 		}
 	case Pinterest:
 		props = map[string]any{
@@ -826,7 +880,11 @@ func OptionsSchema(p Platform) map[string]any {
 			"link": map[string]any{"type": "string", "format": "uri", "maxLength": 2048, "description": "A link attached to a feed post without media."},
 		}
 	case LinkedIn:
-		props = map[string]any{"visibility": enum("Who can see the post; default PUBLIC.", LinkedInVisibilities)}
+		props = map[string]any{
+			"visibility": enum("Who can see the post; default PUBLIC.", LinkedInVisibilities),
+			"document_title": map[string]any{"type": "string", "minLength": 1, "maxLength": MaxDocumentTitle,
+				"description": "A document post's (one PDF) title; default: the file's name without its extension."},
+		}
 	case X:
 		props = map[string]any{
 			"reply_settings": enum("Who can reply; default everyone.", XReplySettings),

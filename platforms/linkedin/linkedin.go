@@ -94,8 +94,9 @@ func invalid(format string, args ...any) *platforms.Error {
 	return platforms.Errorf(platforms.LinkedIn, platforms.Invalid, 0, format, args...)
 }
 
-// Validate checks LinkedIn's rules: at most 3,000 characters; text or media; up to 20 images
-// (JPEG, PNG, GIF) or one MP4 video of at most 500 MB; never both.
+// Validate checks LinkedIn's rules: at most 3,000 characters; text or media; one image or 2 to 20
+// (JPEG, PNG, GIF: a multi-image post), one MP4 video of at most 500 MB, or one PDF document;
+// never two kinds together.
 func (a *Adapter) Validate(p platforms.Post) error {
 	if n := utf8.RuneCountInString(p.Text); n > MaxCommentary {
 		return invalid("text is %d characters; LinkedIn allows %d", n, MaxCommentary)
@@ -103,12 +104,17 @@ func (a *Adapter) Validate(p platforms.Post) error {
 	if strings.TrimSpace(p.Text) == "" && len(p.Media) == 0 {
 		return invalid("a post needs text or media")
 	}
-	videos := 0
+	if err := platforms.CheckMediaShape(platforms.LinkedIn, a.MediaLimits(), p.Media); err != nil {
+		return err
+	}
 	for i, m := range p.Media {
 		switch m.ContentType {
 		case "image/jpeg", "image/png", "image/gif":
+		case platforms.PDF:
+			if m.Size > platforms.MaxDocumentBytes {
+				return invalid("the document is %d bytes; LinkedIn allows %d", m.Size, platforms.MaxDocumentBytes)
+			}
 		case "video/mp4":
-			videos++
 			if m.Size > maxVideoBytes {
 				return invalid("video is %d bytes; LinkedIn allows %d", m.Size, maxVideoBytes)
 			}
@@ -117,14 +123,8 @@ func (a *Adapter) Validate(p platforms.Post) error {
 			if ct == "" {
 				ct = "of unknown type"
 			}
-			return invalid("media %d is %s; LinkedIn takes JPEG, PNG or GIF images and MP4 videos", i+1, ct)
+			return invalid("media %d is %s; LinkedIn takes JPEG, PNG or GIF images, MP4 videos and PDF documents", i+1, ct)
 		}
-	}
-	switch {
-	case videos > 0 && len(p.Media) > 1:
-		return invalid("a post takes one video or up to %d images, not both", maxImages)
-	case len(p.Media) > maxImages:
-		return invalid("%d images; LinkedIn allows %d", len(p.Media), maxImages)
 	}
 	return nil
 }
@@ -210,10 +210,13 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	return platforms.Result{Publication: publication(urn)}, nil
 }
 
-// MediaLimits are LinkedIn's (platforms.MediaLimiter): up to 20 images or one video.
+// MediaLimits are LinkedIn's (platforms.MediaLimiter): one image or 2 to 20 (multiImage), one
+// video, or one PDF document.
 func (a *Adapter) MediaLimits() platforms.MediaLimits {
-	return platforms.MediaLimits{MaxItems: maxImages, Types: []string{"image/jpeg", "image/png", "image/gif", "video/mp4", "video/quicktime"},
-		MaxVideoBytes: maxVideoBytes, VideoAlone: true}
+	return platforms.MediaLimits{MaxItems: maxImages, MinItems: 2, MaxImages: maxImages, MaxVideos: 1,
+		Types:         []string{"image/jpeg", "image/png", "image/gif", "video/mp4", "video/quicktime", platforms.PDF},
+		MaxVideoBytes: maxVideoBytes, VideoAlone: true,
+		Documents: true, MaxDocumentBytes: platforms.MaxDocumentBytes, MaxDocumentPages: platforms.MaxDocumentPages}
 }
 
 func publication(urn string) platforms.Publication {

@@ -79,4 +79,5 @@ func TextLength(p platforms.Platform, s string) int {
 // another type is converted to JPEG before it is sent (platforms.ConformImages).
 var ImageRules = map[platforms.Platform]platforms.ImageRule{
 	platforms.Instagram: instagram.Images,
+	platforms.TikTok:    tiktok.Photos,
 }
