@@ -1,6 +1,7 @@
 // Package linkedin is Herald's adapter for LinkedIn member posts through the versioned REST API:
 // POST /rest/posts (201 with the post's URN in x-restli-id), images through the Images API
-// (initializeUpload, then PUT the bytes), videos through the Videos API (initializeUpload, PUT each
+// (initializeUpload, then PUT the bytes; 2 to 20 make a multiImage post), PDF documents through
+// the Documents API (document.go), videos through the Videos API (initializeUpload, PUT each
 // part and collect its ETag, finalizeUpload, then poll until AVAILABLE), OAuth 2.0 with the
 // authorization code flow at www.linkedin.com, and the member's identity from the OpenID Connect
 // /v2/userinfo. Every REST call sends LinkedIn-Version and X-Restli-Protocol-Version: 2.0.0. See
@@ -172,7 +173,8 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 		return platforms.Result{}, platforms.Errorf(platforms.LinkedIn, platforms.Permanent, 0, "the account has no member id; reconnect it")
 	}
 	visibility := "PUBLIC"
-	if o, _ := p.Options.(*platforms.LinkedInOptions); o != nil && o.Visibility != "" {
+	o, _ := p.Options.(*platforms.LinkedInOptions)
+	if o != nil && o.Visibility != "" {
 		visibility = o.Visibility
 	}
 	body := map[string]any{
@@ -186,7 +188,7 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 		"isReshareDisabledByAuthor": false,
 	}
 	if len(p.Media) > 0 {
-		content, err := a.content(ctx, c, p.Media)
+		content, err := a.content(ctx, c, p.Media, o)
 		if err != nil {
 			return platforms.Result{}, err
 		}
@@ -223,9 +225,12 @@ func publication(urn string) platforms.Publication {
 	return platforms.Publication{ID: urn, URL: "https://www.linkedin.com/feed/update/" + urn + "/"}
 }
 
-// content uploads the media and returns the post's content: media (one image or one video) or
-// multiImage (2 to 20 images).
-func (a *Adapter) content(ctx context.Context, c platforms.Credentials, media []platforms.Media) (map[string]any, error) {
+// content uploads the media and returns the post's content: media (one image, one video or one
+// document) or multiImage (2 to 20 images, in the order given).
+func (a *Adapter) content(ctx context.Context, c platforms.Credentials, media []platforms.Media, o *platforms.LinkedInOptions) (map[string]any, error) {
+	if media[0].IsDocument() {
+		return a.documentContent(ctx, c, media[0], o)
+	}
 	if media[0].IsVideo() {
 		urn, err := a.uploadVideo(ctx, c, media[0])
 		if err != nil {
