@@ -426,7 +426,7 @@ func preview(p platforms.Platform, text string, media []platforms.Media, opts pl
 	rule, converts := registry.ImageRules[p]
 	for _, m := range media {
 		pm := PreviewMedia{ID: m.ID, ContentType: m.ContentType, AltText: m.AltText}
-		if converts && !m.IsVideo() && !rule.Takes(m.ContentType) {
+		if converts && !m.IsVideo() && !m.IsDocument() && !rule.Takes(m.ContentType) {
 			pm.ConvertedTo = "image/jpeg"
 		}
 		if platforms.AltTextMax(p) == 0 {
