@@ -183,3 +183,31 @@ func TestDocumentUpload(t *testing.T) {
 	require.Equal(t, 400, r.Status, string(r.Body))
 	assert.EqualValues(t, platforms.MaxDocumentBytes, r.JSON(t)["error"].(map[string]any)["details"].(map[string]any)["limit_bytes"])
 }
+
+// TikTok's photo posts take JPEG and WebP: PNGs are published as the JPEGs Herald derives, in the
+// order given, with the cover the option chose.
+func TestTikTokPhotoPostConvertsPNGs(t *testing.T) {
+	t.Parallel()
+	h := apptest.Start(t, apptest.Options{Demo: true})
+	tt := h.Account(platforms.TikTok).ID
+	first := h.UploadMedia("red.png", "image/png", encodePNG(t, halves(40, 20, red, blue)))
+	jpegData := encodeJPEG(t, halves(40, 20, blue, red))
+	second := h.UploadMedia("blue.jpg", "image/jpeg", jpegData)
+	r := h.Do("POST", "/v1/posts/publish", map[string]any{"content": "Two colours", "media": []string{first, second}, "platforms": []string{tt},
+		"targets": []map[string]any{{"account_id": tt, "options": map[string]any{"privacy_level": "SELF_ONLY", "photo_cover_index": 1}}}})
+	require.Equal(t, 202, r.Status, string(r.Body))
+	job := h.WaitJob(r.JSON(t)["tracking_id"].(string))
+	require.Equal(t, "completed", job["status"], "%v", job)
+	pubs := h.App.Sim.Publications(platforms.TikTok)
+	require.Len(t, pubs, 1)
+	assert.Equal(t, []string{"image/jpeg", "image/jpeg"}, pubs[0].MediaTypes, "the PNG went out as a JPEG")
+	require.Len(t, pubs[0].MediaSHA256, 2)
+	assert.Equal(t, apptest.SHA256(jpegData), pubs[0].MediaSHA256[1], "the JPEG went as it is, second")
+	assert.EqualValues(t, 1, pubs[0].Options["photo_cover_index"])
+
+	v := h.Do("POST", "/v1/posts/validate", map[string]any{"content": "Two colours", "media": []string{first, second}, "platforms": []string{tt},
+		"targets": []map[string]any{{"account_id": tt, "options": map[string]any{"privacy_level": "SELF_ONLY"}}}}).JSON(t)
+	media := v["targets"].([]any)[0].(map[string]any)["preview"].(map[string]any)["media"].([]any)
+	assert.Equal(t, "image/jpeg", media[0].(map[string]any)["converted_to"], "validate says the PNG is converted")
+	assert.Nil(t, media[1].(map[string]any)["converted_to"])
+}
