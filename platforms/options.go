@@ -643,6 +643,7 @@ func (c *checker) tiktok(o *TikTokOptions, t Target) {
 	case offered != nil && !slices.Contains(offered, o.PrivacyLevel):
 		c.fail("privacy_level", fmt.Sprintf("%s is not offered to this creator now; TikTok offers %s", o.PrivacyLevel, strings.Join(offered, ", ")))
 	}
+	photos := len(t.Media) > 0 && !hasVideo(t.Media)
 	if t.Choices == nil && !c.defaults {
 		c.warn("privacy_level", "the creator's current choices could not be read; TikTok checks them when the post goes out")
 	} else if t.Choices != nil {
@@ -650,7 +651,7 @@ func (c *checker) tiktok(o *TikTokOptions, t Target) {
 			field     string
 			on, unset bool
 		}{{"allow_comment", o.AllowComment, t.Choices.CommentDisabled}, {"allow_duet", o.AllowDuet, t.Choices.DuetDisabled}, {"allow_stitch", o.AllowStitch, t.Choices.StitchDisabled}} {
-			if f.on && f.unset {
+			if f.on && f.unset && !(photos && !c.defaults && f.field != "allow_comment") {
 				c.fail(f.field, "the creator has turned this interaction off in TikTok's settings")
 			}
 		}
@@ -658,7 +659,6 @@ func (c *checker) tiktok(o *TikTokOptions, t Target) {
 	if o.BrandedContent && o.PrivacyLevel == "SELF_ONLY" {
 		c.fail("branded_content", "branded content cannot be private (SELF_ONLY); choose another privacy level")
 	}
-	photos := len(t.Media) > 0 && !hasVideo(t.Media)
 	switch {
 	case o.PhotoCoverIndex < 0:
 		c.fail("photo_cover_index", fmt.Sprintf("is %d; the first photo is 0", o.PhotoCoverIndex))

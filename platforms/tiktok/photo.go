@@ -68,6 +68,12 @@ func PhotoTitle(text string) string {
 // its failure without an answer is an unknown outcome.
 func (a *Adapter) publishPhotos(ctx context.Context, c platforms.Credentials, p platforms.Post, info creatorInfo) (platforms.Result, error) {
 	opts, _ := p.Options.(*platforms.TikTokOptions)
+	if opts != nil && (opts.AllowDuet || opts.AllowStitch) {
+		// A photo post has no duets or stitches: what the options say of them does not apply.
+		o := *opts
+		o.AllowDuet, o.AllowStitch = false, false
+		opts = &o
+	}
 	pi, err := postInfo(p.Text, opts, info)
 	if err != nil {
 		return platforms.Result{}, err

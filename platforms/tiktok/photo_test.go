@@ -92,3 +92,16 @@ func TestPhotoPostRefusals(t *testing.T) {
 	require.ErrorContains(t, err, "no public URL")
 	require.Empty(t, b.srv.Publications(platforms.TikTok))
 }
+
+// A photo post has no duets or stitches: a creator who turned them off may still post photos
+// with options that allow them (they are not sent).
+func TestPhotoPostIgnoresDuetAndStitch(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	b.srv.TikTokInteractions(false, true, true)
+	media, _ := photos(t, 2)
+	_, err := b.a.Publish(context.Background(), b.creds, platforms.Post{Text: "two", Media: media,
+		Options: &platforms.TikTokOptions{PrivacyLevel: "SELF_ONLY", AllowDuet: true, AllowStitch: true}})
+	require.NoError(t, err)
+	require.Len(t, b.srv.Publications(platforms.TikTok), 1)
+}
