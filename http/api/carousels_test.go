@@ -153,11 +153,23 @@ func TestCarouselsBadInput(t *testing.T) {
 	}
 }
 
-// A PDF is taken through the upload's presign, PUT and confirm; one that is not a PDF, or has
-// more than 300 pages, is refused at confirm and never becomes a media.
+// A PDF is taken through the upload's presign, PUT and confirm, on local storage and on S3; one
+// that is not a PDF, or has more than 300 pages, is refused at confirm and never becomes a media.
 func TestDocumentUpload(t *testing.T) {
 	t.Parallel()
-	h := apptest.Start(t, apptest.Options{})
+	for _, backend := range []string{"local", "s3"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			var o apptest.Options
+			if backend == "s3" {
+				o.Media = apptest.S3Media(t)
+			}
+			testDocumentUpload(t, apptest.Start(t, o))
+		})
+	}
+}
+
+func testDocumentUpload(t *testing.T, h *apptest.Herald) {
 	id := h.UploadMedia("deck.pdf", platforms.PDF, pdf.Build(300, true))
 	assert.Equal(t, platforms.PDF, h.Do("GET", "/v1/media/"+id, nil).JSON(t)["content_type"])
 
