@@ -108,7 +108,7 @@ func TestLinkedInDocument(t *testing.T) {
 func TestCarouselsBadInput(t *testing.T) {
 	t.Parallel()
 	h := apptest.Start(t, apptest.Options{Demo: true})
-	ids, _ := photos(h, 11, 2<<10)
+	ids, _ := photos(h, 36, 2<<10)
 	video := h.UploadMedia("clip.mp4", "video/mp4", apptest.MP4File)
 	doc := h.UploadMedia("deck.pdf", platforms.PDF, pdf.Build(3, false))
 	ig, li, x, pin, tt, fb := h.Account(platforms.Instagram).ID, h.Account(platforms.LinkedIn).ID, h.Account(platforms.X).ID,
@@ -121,7 +121,7 @@ func TestCarouselsBadInput(t *testing.T) {
 		options map[string]any
 		want    string
 	}{
-		{"an Instagram carousel of 11", ig, ids, nil, "media: 11 media files; Instagram takes one, or 2 to 10 in one post"},
+		{"an Instagram carousel of 11", ig, ids[:11], nil, "media: 11 media files; Instagram takes one, or 2 to 10 in one post"},
 		{"an X post of 5 photos", x, ids[:5], nil, "media: 5 media files; X takes one, or 2 to 4 in one post"},
 		{"a Pinterest carousel of 6", pin, ids[:6], nil, "media: 6 media files; Pinterest takes one, or 2 to 5 in one post"},
 		{"a TikTok photo post of one", tt, ids[:1], map[string]any{"privacy_level": "SELF_ONLY"}, "media: 1 photo(s); a TikTok photo post takes 2 to 35"},
@@ -147,6 +147,17 @@ func TestCarouselsBadInput(t *testing.T) {
 		require.Equal(t, 200, v.Status, "%s: %s", tc.name, v.Body)
 		assert.Equal(t, false, v.JSON(t)["valid"], tc.name)
 	}
+	// A TikTok photo post takes 35 photos; a post takes no more media than that.
+	body := map[string]any{"content": "hello", "platforms": []string{tt}, "media": ids[:35],
+		"targets": []map[string]any{{"account_id": tt, "options": map[string]any{"privacy_level": "SELF_ONLY", "photo_cover_index": 34}}}}
+	v := h.Do("POST", "/v1/posts/validate", body)
+	require.Equal(t, 200, v.Status, string(v.Body))
+	assert.Equal(t, true, v.JSON(t)["valid"], string(v.Body))
+	body["media"] = ids
+	r := h.Do("POST", "/v1/posts/publish", body)
+	require.Equal(t, 400, r.Status, string(r.Body))
+	assert.Equal(t, "media: at most 35 media per post", r.ErrorMessage(t))
+
 	assert.Equal(t, before, h.CountPosts(), "nothing was written")
 	for _, p := range platforms.All {
 		assert.Empty(t, h.App.Sim.Publications(p), "nothing reached %s", p)
