@@ -233,4 +233,6 @@ func TestTikTokPhotoPostConvertsPNGs(t *testing.T) {
 	media := v["targets"].([]any)[0].(map[string]any)["preview"].(map[string]any)["media"].([]any)
 	assert.Equal(t, "image/jpeg", media[0].(map[string]any)["converted_to"], "validate says the PNG is converted")
 	assert.Nil(t, media[1].(map[string]any)["converted_to"])
+	length := v["targets"].([]any)[0].(map[string]any)["preview"].(map[string]any)["length"].(map[string]any)
+	assert.EqualValues(t, 4000, length["max"], "a photo post's text is its description")
 }

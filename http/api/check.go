@@ -417,7 +417,7 @@ func validateField(msg string) string {
 
 // preview is what a target's network would receive.
 func preview(p platforms.Platform, text string, media []platforms.Media, opts platforms.Options) *TargetPreview {
-	tl := registry.TextLimits[p]
+	tl := registry.TextLimitOf(p, media)
 	pv := &TargetPreview{Content: text, Length: TextLength{Used: registry.TextLength(p, text), Max: tl.Max, Unit: tl.Count},
 		Media: make([]PreviewMedia, 0, len(media)), Options: platforms.EncodeOptions(opts)}
 	if pv.Options == nil {
