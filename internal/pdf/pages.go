@@ -17,7 +17,9 @@
 //   - A /Count given as an indirect reference (5 0 R) is not followed: such a node is skipped.
 //   - A "<<" or ">>" inside a string of a page tree node may mislead the scan of that node.
 //   - Decompression stops at MaxInflated bytes in all, so that a small file cannot expand into an
-//     unbounded amount of memory.
+//     unbounded amount of memory; the scan of dictionaries reads at most a few times the bytes
+//     there are (workFactor), so that a file made of many unclosed dictionaries cannot make the
+//     count take quadratic time: such a file is ErrUnreadable.
 package pdf
 
 import (
@@ -34,6 +36,10 @@ const Magic = "%PDF-"
 
 // MaxInflated bounds the bytes decompressed from a file's object streams, all together.
 const MaxInflated = 256 << 20
+
+// workFactor bounds the bytes the dictionary scans read: this many times the bytes scanned
+// (the file and what was decompressed), plus a megabyte.
+const workFactor = 4
 
 // Errors of Pages.
 var (
@@ -63,21 +69,26 @@ func pages(data []byte, maxInflated int64) (int, error) {
 	}
 	sources := [][]byte{data}
 	budget := maxInflated
+	work := int64(workFactor)*int64(len(data)) + 1<<20
 	for _, loc := range objStm.FindAllIndex(data, -1) {
-		if budget <= 0 {
+		if budget <= 0 || work <= 0 {
 			break
 		}
-		if s := objectStream(data, loc[0], &budget); s != nil {
+		if s := objectStream(data, loc[0], &budget, &work); s != nil {
 			sources = append(sources, s)
+			work += int64(workFactor) * int64(len(s))
 		}
 	}
 	best := -1
 	for _, src := range sources {
 		for _, loc := range pagesType.FindAllIndex(src, -1) {
-			if n, ok := treeCount(src, loc[0]); ok && n > best {
+			if n, ok := treeCount(src, loc[0], &work); ok && n > best {
 				best = n
 			}
 		}
+	}
+	if work <= 0 {
+		return 0, ErrUnreadable
 	}
 	if best >= 0 {
 		return best, nil
@@ -93,8 +104,8 @@ func pages(data []byte, maxInflated int64) (int, error) {
 }
 
 // treeCount reads /Count from the dictionary enclosing position at (a /Type /Pages entry).
-func treeCount(src []byte, at int) (int, bool) {
-	start, end := enclosing(src, at)
+func treeCount(src []byte, at int, work *int64) (int, bool) {
+	start, end := enclosing(src, at, work)
 	if start < 0 {
 		return 0, false
 	}
@@ -113,11 +124,15 @@ func treeCount(src []byte, at int) (int, bool) {
 }
 
 // enclosing finds the "<<" … ">>" dictionary around position at: start is the index of its "<<",
-// end the index after its ">>"; start is -1 when there is none.
-func enclosing(src []byte, at int) (start, end int) {
+// end the index after its ">>"; start is -1 when there is none, or when the scan would read more
+// than work allows (each byte read spends one).
+func enclosing(src []byte, at int, work *int64) (start, end int) {
 	depth := 0
 	start = -1
 	for i := at - 1; i > 0; i-- {
+		if *work--; *work <= 0 {
+			return -1, 0
+		}
 		switch {
 		case src[i-1] == '>' && src[i] == '>':
 			depth++
@@ -139,6 +154,9 @@ func enclosing(src []byte, at int) (start, end int) {
 	}
 	depth = 0
 	for i := start; i+1 < len(src); i++ {
+		if *work--; *work <= 0 {
+			return -1, 0
+		}
 		switch {
 		case src[i] == '<' && src[i+1] == '<':
 			depth++
@@ -188,8 +206,8 @@ func topLevel(dict []byte) []byte {
 // objectStream returns the decompressed content of the object stream whose dictionary holds
 // position at; nil when it cannot be read (another filter, damaged or encrypted data). budget is
 // what may still be decompressed, and is spent.
-func objectStream(data []byte, at int, budget *int64) []byte {
-	start, end := enclosing(data, at)
+func objectStream(data []byte, at int, budget, work *int64) []byte {
+	start, end := enclosing(data, at, work)
 	if start < 0 {
 		return nil
 	}

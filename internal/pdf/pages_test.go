@@ -92,3 +92,12 @@ func TestPagesNeverPanics(t *testing.T) {
 		_, _ = Pages(data)
 	}
 }
+
+// Many page tree entries without a dictionary around them would make each scan read back to the
+// start of the file: the work is bounded, and such a file is unreadable, at once.
+func TestPagesWorkIsBounded(t *testing.T) {
+	t.Parallel()
+	data := append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte("/Type /Pages "), 200000)...)
+	_, err := Pages(data)
+	require.ErrorIs(t, err, ErrUnreadable)
+}
