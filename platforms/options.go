@@ -519,6 +519,8 @@ func CheckOptions(o Options, t Target) (errs, warnings []FieldError) {
 		}
 		field := fmt.Sprintf("media[%d].alt_text", i)
 		switch max := AltTextMax(o.Network()); {
+		case m.IsDocument():
+			c.warnings = append(c.warnings, FieldError{field, "a document takes no alt text; it is not sent"})
 		case max == 0:
 			c.warnings = append(c.warnings, FieldError{field, fmt.Sprintf("%s takes no alt text; it is not sent", o.Network().Name())})
 		case utf8.RuneCountInString(m.AltText) > max:

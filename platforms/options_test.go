@@ -131,3 +131,10 @@ func TestDocumentTitle(t *testing.T) {
 	require.Equal(t, "Deck", platforms.DocumentTitle(&platforms.LinkedInOptions{DocumentTitle: "Deck"}, pdf))
 	require.Equal(t, "Document", platforms.DocumentTitle(nil, platforms.Media{ContentType: platforms.PDF, Filename: ".pdf"}))
 }
+
+func TestDocumentAltTextIsNotSent(t *testing.T) {
+	t.Parallel()
+	errs, warnings := platforms.CheckOptions(&platforms.LinkedInOptions{}, platforms.Target{Media: []platforms.Media{{ContentType: platforms.PDF, AltText: "slides"}}})
+	require.Empty(t, errs)
+	require.Equal(t, []platforms.FieldError{{Field: "media[0].alt_text", Message: "a document takes no alt text; it is not sent"}}, warnings)
+}
