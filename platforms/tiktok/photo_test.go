@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -104,4 +105,25 @@ func TestPhotoPostIgnoresDuetAndStitch(t *testing.T) {
 		Options: &platforms.TikTokOptions{PrivacyLevel: "SELF_ONLY", AllowDuet: true, AllowStitch: true}})
 	require.NoError(t, err)
 	require.Len(t, b.srv.Publications(platforms.TikTok), 1)
+}
+
+// content/init creates a photo post: a failure after TikTok took it is an unknown outcome, which
+// Lookup resolves once the post is listed.
+func TestPhotoPostThenErrorIsUnknownAndFound(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sim.Options{})
+	since := time.Now()
+	media, _ := photos(t, 2)
+	post := platforms.Post{Text: "Two photos, maybe posted", Media: media, Options: selfOnly}
+	require.NoError(t, b.srv.InjectFault(platforms.TikTok, sim.FaultPostThenError, 1))
+	_, err := b.a.Publish(context.Background(), b.creds, post)
+	require.Error(t, err)
+	require.Equal(t, platforms.Unknown, kindOf(t, err))
+	recs := b.srv.Publications(platforms.TikTok)
+	require.Len(t, recs, 1, "TikTok took the post")
+	require.Eventually(t, func() bool {
+		pub, found, err := b.a.Lookup(context.Background(), b.creds, post, since)
+		require.NoError(t, err)
+		return found && pub.ID == recs[0].ID
+	}, 5*time.Second, 5*time.Millisecond)
 }
