@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/cmd/herald/app/apptest"
-	"github.com/heraldhq/herald/internal/pdf"
+	"github.com/heraldhq/herald/internal/pdf/pdftest"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -70,7 +70,7 @@ func TestLinkedInDocument(t *testing.T) {
 	t.Parallel()
 	h := apptest.Start(t, apptest.Options{Demo: true})
 	li := h.Account(platforms.LinkedIn).ID
-	data := pdf.Build(40, true)
+	data := pdftest.Build(40, true)
 	doc := h.UploadMedia("deck.pdf", platforms.PDF, data)
 	m := h.Do("GET", "/v1/media/"+doc, nil).JSON(t)
 	assert.Equal(t, platforms.PDF, m["content_type"])
@@ -110,7 +110,7 @@ func TestCarouselsBadInput(t *testing.T) {
 	h := apptest.Start(t, apptest.Options{Demo: true})
 	ids, _ := photos(h, 36, 2<<10)
 	video := h.UploadMedia("clip.mp4", "video/mp4", apptest.MP4File)
-	doc := h.UploadMedia("deck.pdf", platforms.PDF, pdf.Build(3, false))
+	doc := h.UploadMedia("deck.pdf", platforms.PDF, pdftest.Build(3, false))
 	ig, li, x, pin, tt, fb := h.Account(platforms.Instagram).ID, h.Account(platforms.LinkedIn).ID, h.Account(platforms.X).ID,
 		h.Account(platforms.Pinterest).ID, h.Account(platforms.TikTok).ID, h.Account(platforms.Facebook).ID
 	before := h.CountPosts()
@@ -181,7 +181,7 @@ func TestDocumentUpload(t *testing.T) {
 }
 
 func testDocumentUpload(t *testing.T, h *apptest.Herald) {
-	id := h.UploadMedia("deck.pdf", platforms.PDF, pdf.Build(300, true))
+	id := h.UploadMedia("deck.pdf", platforms.PDF, pdftest.Build(300, true))
 	assert.Equal(t, platforms.PDF, h.Do("GET", "/v1/media/"+id, nil).JSON(t)["content_type"])
 
 	for _, c := range []struct {
@@ -190,7 +190,7 @@ func testDocumentUpload(t *testing.T, h *apptest.Herald) {
 		want string
 	}{
 		{"a JPEG named deck.pdf", apptest.JPEGFile, "the file's bytes are image/jpeg, not application/pdf"},
-		{"301 pages", pdf.Build(301, false), "the PDF has 301 pages; LinkedIn takes documents of at most 300"},
+		{"301 pages", pdftest.Build(301, false), "the PDF has 301 pages; LinkedIn takes documents of at most 300"},
 	} {
 		p := h.Presign(h.Key, "deck.pdf", platforms.PDF, len(c.data))
 		require.Equal(t, 200, h.RawPut(p.UploadURL, platforms.PDF, c.data, int64(len(c.data)), nil).Status, c.name)

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/cmd/herald/app/apptest"
-	"github.com/heraldhq/herald/internal/pdf"
+	"github.com/heraldhq/herald/internal/pdf/pdftest"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -17,7 +17,7 @@ func TestMCPUploadDocument(t *testing.T) {
 	t.Parallel()
 	h := apptest.Start(t, apptest.Options{Demo: true})
 	s := h.MCPSession(h.Key)
-	media := apptest.OKJSON(t, apptest.CallTool(t, s, "upload_media", map[string]any{"data": base64.StdEncoding.EncodeToString(pdf.Build(4, false)), "filename": "deck.pdf"}))
+	media := apptest.OKJSON(t, apptest.CallTool(t, s, "upload_media", map[string]any{"data": base64.StdEncoding.EncodeToString(pdftest.Build(4, false)), "filename": "deck.pdf"}))
 	require.Equal(t, platforms.PDF, media["content_type"])
 	require.NotEmpty(t, media["media_id"])
 

@@ -7,13 +7,15 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/pdf/pdftest"
 )
 
 func TestPages(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{1, 2, 99, 100, 101, 300, 301, 1000} {
 		for _, compressed := range []bool{false, true} {
-			got, err := Pages(Build(n, compressed))
+			got, err := Pages(pdftest.Build(n, compressed))
 			require.NoError(t, err, "n=%d compressed=%v", n, compressed)
 			require.Equal(t, n, got, "n=%d compressed=%v", n, compressed)
 		}
@@ -30,7 +32,7 @@ func TestPagesCountsLeavesWithoutATree(t *testing.T) {
 
 func TestPagesIncrementalUpdateCountsTheLargest(t *testing.T) {
 	t.Parallel()
-	data := append(Build(10, false), []byte("2 0 obj\n<< /Type /Pages /Kids [3 0 R] /Count 4 >>\nendobj\n%%EOF\n")...)
+	data := append(pdftest.Build(10, false), []byte("2 0 obj\n<< /Type /Pages /Kids [3 0 R] /Count 4 >>\nendobj\n%%EOF\n")...)
 	got, err := Pages(data)
 	require.NoError(t, err)
 	require.Equal(t, 10, got)
@@ -82,7 +84,7 @@ func TestPagesDecompressionIsBounded(t *testing.T) {
 func TestPagesNeverPanics(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
-	base := Build(5, true)
+	base := pdftest.Build(5, true)
 	for range 2000 {
 		data := append([]byte(nil), base...)
 		for range 1 + r.IntN(20) {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/pdf"
+	"github.com/heraldhq/herald/internal/pdf/pdftest"
 	"github.com/heraldhq/herald/persistence/blob"
 	"github.com/heraldhq/herald/platforms"
 )
@@ -18,7 +18,7 @@ func TestConfirmDocument(t *testing.T) {
 
 	// A PDF of 300 pages, its page tree in a compressed object stream, is confirmed and resolved
 	// as a document (no image conversion).
-	data := pdf.Build(300, true)
+	data := pdftest.Build(300, true)
 	p := e.upload(t, e.user, platforms.PDF, data)
 	require.Equal(t, ".pdf", p.StorageFilename[len(p.StorageFilename)-4:])
 	m, err := e.confirm(t, e.user, p, platforms.PDF, len(data))
@@ -35,7 +35,7 @@ func TestConfirmDocument(t *testing.T) {
 		data []byte
 		want string
 	}{
-		{pdf.Build(301, false), "the PDF has 301 pages; LinkedIn takes documents of at most 300"},
+		{pdftest.Build(301, false), "the PDF has 301 pages; LinkedIn takes documents of at most 300"},
 		{pngBytes, "the file's bytes are image/png, not application/pdf"},
 		{[]byte("%PDF-1.7\nno page tree at all\n"), "pages could not be counted"},
 	} {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/pdf"
+	"github.com/heraldhq/herald/internal/pdf/pdftest"
 	"github.com/heraldhq/herald/platforms"
 	"github.com/heraldhq/herald/platforms/platformstest"
 	"github.com/heraldhq/herald/platforms/sim"
@@ -16,7 +16,7 @@ func TestPublishDocument(t *testing.T) {
 	t.Parallel()
 	b := setup(t, sim.Options{})
 	ctx := context.Background()
-	data := pdf.Build(12, true)
+	data := pdftest.Build(12, true)
 	doc := platformstest.Media("d", platforms.PDF, "Q3 results.pdf", data, true)
 
 	res, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "Our quarter in twelve slides", Media: []platforms.Media{doc},
@@ -47,7 +47,7 @@ func TestPublishDocumentRefusedByLinkedIn(t *testing.T) {
 	ctx := context.Background()
 	// A file that claims PDF and is not one, or one of 301 pages, is refused by LinkedIn's
 	// upload; nothing is posted.
-	for _, data := range [][]byte{[]byte("GIF89a not a pdf"), pdf.Build(301, false)} {
+	for _, data := range [][]byte{[]byte("GIF89a not a pdf"), pdftest.Build(301, false)} {
 		doc := platformstest.Media("d", platforms.PDF, "deck.pdf", data, true)
 		_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "deck", Media: []platforms.Media{doc}})
 		require.Error(t, err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/pdf"
+	"github.com/heraldhq/herald/internal/pdf/pdftest"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -28,13 +28,13 @@ func TestLinkedInDocuments(t *testing.T) {
 		return v["uploadUrl"].(string), v["document"].(string)
 	}
 
-	for _, bad := range [][]byte{[]byte("GIF89a"), pdf.Build(301, true)} {
+	for _, bad := range [][]byte{[]byte("GIF89a"), pdftest.Build(301, true)} {
 		u, _ := register()
 		r := e.do(t, http.MethodPut, u, c.AccessToken, "application/octet-stream", bad)
 		require.Equal(t, http.StatusBadRequest, r.status, string(r.body))
 	}
 
-	data := pdf.Build(9, false)
+	data := pdftest.Build(9, false)
 	u, urn := register()
 	require.Regexp(t, `^urn:li:document:`, urn)
 	r := e.do(t, http.MethodPut, u, c.AccessToken, "application/octet-stream", data)

@@ -1,4 +1,5 @@
-package pdf
+// Package pdftest writes small valid PDF files for tests.
+package pdftest
 
 import (
 	"bytes"
