@@ -66,6 +66,9 @@ type TikTokOptions struct {
 	BrandedContent bool `json:"branded_content,omitempty"`
 	// IsAIGenerated labels the video as AI-generated content.
 	IsAIGenerated bool `json:"is_ai_generated,omitempty"`
+	// PhotoCoverIndex is the photo of a photo post shown as its cover: 0-based, less than the
+	// number of photos; default 0 (the first).
+	PhotoCoverIndex int `json:"photo_cover_index,omitempty"`
 }
 
 // PinterestOptions are a Pin's.
@@ -108,6 +111,9 @@ type LinkedInOptions struct {
 	Link string `json:"link,omitempty"`
 	// LinkCard false shares no article: the post is its text alone.
 	LinkCard *bool `json:"link_card,omitempty"`
+	// DocumentTitle is the title of a document post (a PDF; ≤ 400 characters); LinkedIn requires
+	// one, so without it the title is the file's name without its extension (DocumentTitle).
+	DocumentTitle string `json:"document_title,omitempty"`
 }
 
 // XOptions are a post's on X.
@@ -518,7 +524,7 @@ func CheckOptions(o Options, t Target) (errs, warnings []FieldError) {
 	case *FacebookOptions:
 		c.facebook(o, t)
 	case *LinkedInOptions:
-		c.oneOf("visibility", o.Visibility, LinkedInVisibilities)
+		c.linkedin(o, t)
 		c.card(o, t)
 	case *XOptions:
 		c.x(o, t)
@@ -535,6 +541,8 @@ func CheckOptions(o Options, t Target) (errs, warnings []FieldError) {
 		}
 		field := fmt.Sprintf("media[%d].alt_text", i)
 		switch max := AltTextMax(o.Network()); {
+		case m.IsDocument():
+			c.warnings = append(c.warnings, FieldError{field, "a document takes no alt text; it is not sent"})
 		case max == 0:
 			c.warnings = append(c.warnings, FieldError{field, fmt.Sprintf("%s takes no alt text; it is not sent", o.Network().Name())})
 		case utf8.RuneCountInString(m.AltText) > max:
@@ -659,6 +667,7 @@ func (c *checker) tiktok(o *TikTokOptions, t Target) {
 	case offered != nil && !slices.Contains(offered, o.PrivacyLevel):
 		c.fail("privacy_level", fmt.Sprintf("%s is not offered to this creator now; TikTok offers %s", o.PrivacyLevel, strings.Join(offered, ", ")))
 	}
+	photos := len(t.Media) > 0 && !hasVideo(t.Media)
 	if t.Choices == nil && !c.defaults {
 		c.warn("privacy_level", "the creator's current choices could not be read; TikTok checks them when the post goes out")
 	} else if t.Choices != nil {
@@ -666,13 +675,58 @@ func (c *checker) tiktok(o *TikTokOptions, t Target) {
 			field     string
 			on, unset bool
 		}{{"allow_comment", o.AllowComment, t.Choices.CommentDisabled}, {"allow_duet", o.AllowDuet, t.Choices.DuetDisabled}, {"allow_stitch", o.AllowStitch, t.Choices.StitchDisabled}} {
-			if f.on && f.unset {
+			if f.on && f.unset && !(photos && !c.defaults && f.field != "allow_comment") {
 				c.fail(f.field, "the creator has turned this interaction off in TikTok's settings")
 			}
 		}
 	}
 	if o.BrandedContent && o.PrivacyLevel == "SELF_ONLY" {
 		c.fail("branded_content", "branded content cannot be private (SELF_ONLY); choose another privacy level")
+	}
+	switch {
+	case o.PhotoCoverIndex < 0:
+		c.fail("photo_cover_index", fmt.Sprintf("is %d; the first photo is 0", o.PhotoCoverIndex))
+	case c.defaults || o.PhotoCoverIndex == 0:
+	case !photos:
+		c.fail("photo_cover_index", "applies to photo posts only")
+	case o.PhotoCoverIndex >= len(t.Media):
+		c.fail("photo_cover_index", fmt.Sprintf("is %d; the post has %d photos, numbered from 0 to %d", o.PhotoCoverIndex, len(t.Media), len(t.Media)-1))
+	}
+	if photos && !c.defaults && (o.AllowDuet || o.AllowStitch) {
+		c.warn("allow_duet", "a photo post has no duets or stitches; allow_duet and allow_stitch are not sent")
+	}
+}
+
+// MaxDocumentTitle is the longest title of a LinkedIn document post Herald sends, in characters.
+const MaxDocumentTitle = 400
+
+// DocumentTitle is the title a LinkedIn document post gets: the options' title, else the file's
+// name without its extension (LinkedIn requires a title).
+func DocumentTitle(o *LinkedInOptions, m Media) string {
+	if o != nil && o.DocumentTitle != "" {
+		return o.DocumentTitle
+	}
+	name := m.Filename
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[:i]
+	}
+	if strings.TrimSpace(name) == "" {
+		name = "Document"
+	}
+	return name
+}
+
+func (c *checker) linkedin(o *LinkedInOptions, t Target) {
+	c.oneOf("visibility", o.Visibility, LinkedInVisibilities)
+	if o.DocumentTitle == "" {
+		return
+	}
+	c.maxChars("document_title", o.DocumentTitle, MaxDocumentTitle)
+	if strings.TrimSpace(o.DocumentTitle) == "" {
+		c.fail("document_title", "must not be blank")
+	}
+	if !c.defaults && !slices.ContainsFunc(t.Media, Media.IsDocument) {
+		c.fail("document_title", "applies to a document post (one PDF) only")
 	}
 }
 
@@ -855,6 +909,8 @@ func OptionsSchema(p Platform) map[string]any {
 			"brand_organic":   boolean("Discloses promotional content for the creator's own brand."),
 			"branded_content": boolean("Discloses a paid partnership; not with SELF_ONLY."),
 			"is_ai_generated": boolean("Labels the video as AI-generated."),
+			"photo_cover_index": map[string]any{"type": "integer", "minimum": 0, "maximum": 34,
+				"description": "A photo post's cover: the 0-based index of one of its photos (default 0, the first)."},
 		}
 	case Pinterest:
 		props = map[string]any{
@@ -879,6 +935,8 @@ func OptionsSchema(p Platform) map[string]any {
 			"visibility": enum("Who can see the post; default PUBLIC.", LinkedInVisibilities),
 			"link":       cardLink("The page a post without media shares as an article (title, description, thumbnail read from the page); default: the text's first link."),
 			"link_card":  boolean("Whether the link is shared as an article (default true); false: the post is its text alone."),
+			"document_title": map[string]any{"type": "string", "minLength": 1, "maxLength": MaxDocumentTitle,
+				"description": "A document post's (one PDF) title; default: the file's name without its extension."},
 		}
 	case X:
 		props = map[string]any{

@@ -102,6 +102,14 @@ func TestCheckOptions(t *testing.T) {
 		{"x poll shape", &platforms.XOptions{Poll: &platforms.XPoll{Options: []string{"a"}, DurationMinutes: 4}}, platforms.Target{}, []string{"options.poll.options: are 1; a poll has 2 to 4", "options.poll.duration_minutes: is 4; 5 to 10080 minutes (seven days)"}},
 		{"bluesky langs", &platforms.BlueskyOptions{Langs: []string{"en", "pt-BR", "not a tag"}, Labels: []string{"gore"}}, platforms.Target{}, []string{`options.langs[2]: "not a tag" is not a BCP 47 language tag`, `options.labels[0]: must be one of sexual, nudity, porn, graphic-media, not "gore"`}},
 		{"threads topic", &platforms.ThreadsOptions{TopicTag: "a.b"}, platforms.Target{}, []string{"options.topic_tag: may not contain a period or an ampersand"}},
+		{"tiktok cover of a photo post", &platforms.TikTokOptions{PrivacyLevel: "SELF_ONLY", PhotoCoverIndex: 1}, platforms.Target{Choices: creator, Media: []platforms.Media{photo, photo}}, nil},
+		{"tiktok cover past the photos", &platforms.TikTokOptions{PrivacyLevel: "SELF_ONLY", PhotoCoverIndex: 2}, platforms.Target{Choices: creator, Media: []platforms.Media{photo, photo}}, []string{"options.photo_cover_index: is 2; the post has 2 photos, numbered from 0 to 1"}},
+		{"tiktok negative cover", &platforms.TikTokOptions{PrivacyLevel: "SELF_ONLY", PhotoCoverIndex: -1}, platforms.Target{Choices: creator, Media: []platforms.Media{photo, photo}}, []string{"options.photo_cover_index: is -1; the first photo is 0"}},
+		{"tiktok duet turned off, on a photo post", &platforms.TikTokOptions{PrivacyLevel: "SELF_ONLY", AllowDuet: true}, platforms.Target{Choices: creator, Media: []platforms.Media{photo, photo}}, nil},
+		{"tiktok cover of a video", &platforms.TikTokOptions{PrivacyLevel: "SELF_ONLY", PhotoCoverIndex: 1}, platforms.Target{Choices: creator, Media: []platforms.Media{video}}, []string{"options.photo_cover_index: applies to photo posts only"}},
+		{"linkedin document title", &platforms.LinkedInOptions{DocumentTitle: "Q3 deck"}, platforms.Target{Media: []platforms.Media{{ContentType: platforms.PDF}}}, nil},
+		{"linkedin document title without a document", &platforms.LinkedInOptions{DocumentTitle: "Q3 deck"}, platforms.Target{Media: []platforms.Media{photo}}, []string{"options.document_title: applies to a document post (one PDF) only"}},
+		{"linkedin document title too long", &platforms.LinkedInOptions{DocumentTitle: strings.Repeat("a", 401)}, platforms.Target{Media: []platforms.Media{{ContentType: platforms.PDF}}}, []string{"options.document_title: is 401 characters; at most 400"}},
 		{"alt text too long", &platforms.XOptions{}, platforms.Target{Media: []platforms.Media{{ContentType: "image/png", AltText: strings.Repeat("a", 1001)}}}, []string{"media[0].alt_text: is 1001 characters; X allows 1000"}},
 	} {
 		errs, _ := platforms.CheckOptions(tc.o, tc.t)
@@ -114,4 +122,19 @@ func TestCheckOptions(t *testing.T) {
 	_, warnings := platforms.CheckOptions(&platforms.YouTubeOptions{}, platforms.Target{Text: "First line\nmore"})
 	require.Len(t, warnings, 1)
 	assert.Equal(t, `options.title: not given; the title is the text's first line: "First line"`, warnings[0].Error())
+}
+
+func TestDocumentTitle(t *testing.T) {
+	t.Parallel()
+	pdf := platforms.Media{ContentType: platforms.PDF, Filename: "Q3 results.final.pdf"}
+	require.Equal(t, "Q3 results.final", platforms.DocumentTitle(nil, pdf), "the file's name without its extension")
+	require.Equal(t, "Deck", platforms.DocumentTitle(&platforms.LinkedInOptions{DocumentTitle: "Deck"}, pdf))
+	require.Equal(t, "Document", platforms.DocumentTitle(nil, platforms.Media{ContentType: platforms.PDF, Filename: ".pdf"}))
+}
+
+func TestDocumentAltTextIsNotSent(t *testing.T) {
+	t.Parallel()
+	errs, warnings := platforms.CheckOptions(&platforms.LinkedInOptions{}, platforms.Target{Media: []platforms.Media{{ContentType: platforms.PDF, AltText: "slides"}}})
+	require.Empty(t, errs)
+	require.Equal(t, []platforms.FieldError{{Field: "media[0].alt_text", Message: "a document takes no alt text; it is not sent"}}, warnings)
 }

@@ -90,7 +90,7 @@ type Credentials struct {
 // Media is one file attached to a post.
 type Media struct {
 	ID          string
-	ContentType string // image/jpeg, image/png, video/mp4, video/quicktime
+	ContentType string // image/jpeg, image/png, video/mp4, video/quicktime, application/pdf
 	Size        int64
 	Filename    string
 	// Open returns the file's bytes; adapters that upload call it once per upload attempt.
@@ -127,6 +127,16 @@ type MediaLimits struct {
 	Required bool `json:"required"`
 	// MaxItems is how many media one post takes.
 	MaxItems int `json:"max_items"`
+	// MinItems is the fewest media of a post with several (a carousel or gallery); one media
+	// alone is a single post. 0 where a post takes one media at most.
+	MinItems int `json:"min_items"`
+	// MaxImages and MaxVideos bound the photos and the videos of one post; MinImages is the
+	// fewest photos of a post with photos (TikTok's photo posts take 2 or more).
+	MaxImages int `json:"max_images"`
+	MinImages int `json:"min_images"`
+	MaxVideos int `json:"max_videos"`
+	// Mixed says photos and videos may share one post (an Instagram or Threads carousel).
+	Mixed bool `json:"mixed"`
 	// Types are the content types taken (after Herald's conversions of images).
 	Types []string `json:"types"`
 	// MaxImageBytes and MaxVideoBytes bound one file (0: Herald knows no bound of the network's
@@ -135,6 +145,11 @@ type MediaLimits struct {
 	MaxVideoBytes int64 `json:"max_video_bytes"`
 	// VideoAlone says a video cannot go with other media in one post.
 	VideoAlone bool `json:"video_alone"`
+	// Documents says the network takes a PDF document (alone in its post), of at most
+	// MaxDocumentBytes and MaxDocumentPages pages (LinkedIn).
+	Documents        bool  `json:"documents"`
+	MaxDocumentBytes int64 `json:"max_document_bytes"`
+	MaxDocumentPages int   `json:"max_document_pages"`
 }
 
 // MediaLimiter is implemented by every adapter: its network's media limits.

@@ -96,7 +96,7 @@ func TestUpdateAppliesTheCreateRules(t *testing.T) {
 		{"too long", text, &post.Update{Content: str(strings.Repeat("a", post.MaxContentLength+1))}, "content: is 63207 characters"},
 		{"no targets", text, &post.Update{Targets: []persistence.Target{}}, "platforms: must contain at least one"},
 		{"too many targets", text, &post.Update{Targets: targets(post.MaxTargets + 1)}, "platforms: at most 50"},
-		{"too many media", text, &post.Update{MediaIDs: make([]string, post.MaxMedia+1)}, "media: at most 20"},
+		{"too many media", text, &post.Update{MediaIDs: make([]string, post.MaxMedia+1)}, "media: at most 35"},
 	}
 	for _, tc := range refused {
 		tc.msg.UserID = user

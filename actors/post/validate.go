@@ -19,8 +19,9 @@ const (
 	MaxContentLength = 63206
 	// MaxTargets caps the connected accounts one post goes to.
 	MaxTargets = 50
-	// MaxMedia caps the media of one post.
-	MaxMedia = 20
+	// MaxMedia caps the media of one post: the most any network takes in one post (a TikTok
+	// photo post's 35). Each network's own count is its adapter's (platforms.MediaLimits).
+	MaxMedia = 35
 )
 
 // InvalidError is a post that breaks a rule of Validate. Field names the request field

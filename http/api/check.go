@@ -495,7 +495,7 @@ func validateField(msg string) string {
 
 // preview is what a target's network would receive.
 func preview(p platforms.Platform, text string, media []platforms.Media, opts platforms.Options) *TargetPreview {
-	tl := registry.TextLimits[p]
+	tl := registry.TextLimitOf(p, media)
 	pv := &TargetPreview{Content: text, Length: TextLength{Used: registry.TextLength(p, text), Max: tl.Max, Unit: tl.Count},
 		Media: make([]PreviewMedia, 0, len(media)), Options: platforms.EncodeOptions(opts)}
 	if pv.Options == nil {
@@ -504,7 +504,7 @@ func preview(p platforms.Platform, text string, media []platforms.Media, opts pl
 	rule, converts := registry.ImageRules[p]
 	for _, m := range media {
 		pm := PreviewMedia{ID: m.ID, ContentType: m.ContentType, AltText: m.AltText}
-		if converts && !m.IsVideo() && !rule.Takes(m.ContentType) {
+		if converts && !m.IsVideo() && !m.IsDocument() && !rule.Takes(m.ContentType) {
 			pm.ConvertedTo = "image/jpeg"
 		}
 		if platforms.AltTextMax(p) == 0 {

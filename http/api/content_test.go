@@ -42,7 +42,7 @@ func TestPatchAppliesTheCreateRules(t *testing.T) {
 		{"too many platforms", id, `{"platforms": ` + mustJSON(t, tooMany) + `}`, "platforms: at most 50"},
 		{"unknown account", id, `{"platforms": ["` + uuid.NewString() + `"]}`, "does not exist or is not yours"},
 		{"unknown media", id, `{"media": ["` + uuid.NewString() + `"]}`, "is not a confirmed media of yours"},
-		{"too many media", id, `{"media": ` + mustJSON(t, tooMany[:21]) + `}`, "media: at most 20"},
+		{"too many media", id, `{"media": ` + mustJSON(t, tooMany[:36]) + `}`, "media: at most 35"},
 		{"scheduledAt", id, `{"scheduledAt": "2030-01-01T10:00:00Z"}`, "scheduledAt: cannot be changed by PATCH; schedule the post again"},
 		{"scheduledAt with content", id, `{"content": "x", "scheduledAt": "2030-01-01T10:00:00Z"}`, "scheduledAt: cannot be changed"},
 		{"timezone", id, `{"timezone": "Europe/Paris"}`, "timezone: cannot be changed"},

@@ -30,7 +30,7 @@ const uploadRequests = 2
 
 func (t *Tools) addMediaTools() {
 	add(t, write("upload_media", "Upload media").params("filename", "filename", "content_type", "content_type", "size_bytes", "size of the file"),
-		"Uploads an image or video for a post from a public URL, base64 data or (local server only) a file path; answers the media_id to pass in media_ids. "+
+		"Uploads an image, a video or a PDF document (LinkedIn only) for a post from a public URL, base64 data or (local server only) a file path; answers the media_id to pass in media_ids. "+
 			"A URL is fetched only when the plan's quota allows the upload, and streamed to storage (at most 64 MiB); a user may run 2 fetches at once.",
 		t.uploadMedia)
 }

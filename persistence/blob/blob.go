@@ -20,6 +20,8 @@ import (
 	"io"
 	"regexp"
 	"time"
+
+	"github.com/heraldhq/herald/platforms"
 )
 
 // Backend errors.
@@ -80,10 +82,11 @@ var extensions = map[string]string{
 	"image/png":       ".png",
 	"video/mp4":       ".mp4",
 	"video/quicktime": ".mov",
+	"application/pdf": ".pdf",
 }
 
-// ContentTypes lists the accepted content types, images first.
-var ContentTypes = []string{"image/jpeg", "image/png", "video/mp4", "video/quicktime"}
+// ContentTypes lists the accepted content types, images first, then videos, then documents.
+var ContentTypes = []string{"image/jpeg", "image/png", "video/mp4", "video/quicktime", "application/pdf"}
 
 // Extension returns the storage extension of an accepted content type ("" when not accepted).
 func Extension(contentType string) string { return extensions[contentType] }
@@ -93,11 +96,14 @@ func IsVideo(contentType string) bool {
 	return contentType == "video/mp4" || contentType == "video/quicktime"
 }
 
+// IsDocument reports whether an accepted content type is a document (a PDF).
+func IsDocument(contentType string) bool { return contentType == platforms.PDF }
+
 const uuidRE = `[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`
 
 var (
-	keyRE             = regexp.MustCompile(`^uploads/` + uuidRE + `/` + uuidRE + `\.(jpg|png|mp4|mov)$`)
-	filenameRE        = regexp.MustCompile(`^(` + uuidRE + `)\.(jpg|png|mp4|mov)$`)
+	keyRE             = regexp.MustCompile(`^uploads/` + uuidRE + `/` + uuidRE + `\.(jpg|png|mp4|mov|pdf)$`)
+	filenameRE        = regexp.MustCompile(`^(` + uuidRE + `)\.(jpg|png|mp4|mov|pdf)$`)
 	derivedKeyRE      = regexp.MustCompile(`^derived/` + uuidRE + `/` + uuidRE + derivedSuffix + `$`)
 	derivedFilenameRE = regexp.MustCompile(`^(` + uuidRE + `)` + derivedSuffix + `$`)
 )

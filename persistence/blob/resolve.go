@@ -59,7 +59,7 @@ func (s *Service) Resolve(ctx context.Context, userID string, ids []string) ([]p
 			},
 			URL: s.URL(m),
 		})
-		if !IsVideo(m.ContentType) {
+		if !IsVideo(m.ContentType) && !IsDocument(m.ContentType) {
 			as := out[i]
 			out[i].Conform = func(ctx context.Context, rule platforms.ImageRule) (platforms.Media, error) {
 				return s.conform(ctx, m, as, rule)

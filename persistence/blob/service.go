@@ -46,12 +46,18 @@ const (
 type Limits struct {
 	MaxImageBytes int64
 	MaxVideoBytes int64
+	// MaxDocumentBytes bounds a PDF: at most (and by default) platforms.MaxDocumentBytes, the
+	// most LinkedIn, the one network that takes documents, accepts.
+	MaxDocumentBytes int64
 }
 
 // For returns the limit of a content type.
 func (l Limits) For(contentType string) int64 {
-	if IsVideo(contentType) {
+	switch {
+	case IsVideo(contentType):
 		return l.MaxVideoBytes
+	case IsDocument(contentType):
+		return l.MaxDocumentBytes
 	}
 	return l.MaxImageBytes
 }
@@ -100,6 +106,8 @@ type Service struct {
 	// flights makes one derivation per media at a time; converting lets one run in the process.
 	flights    singleflight.Group
 	converting chan struct{}
+	// counting lets one PDF's pages be counted at a time in the process (document.go).
+	counting chan struct{}
 
 	// receiving holds the local uploads in progress, key to presigned size: an upload URL takes
 	// one PUT at a time, and the free-space floor counts what they will write.
@@ -117,6 +125,9 @@ func NewService(o Options) (*Service, error) {
 	}
 	if o.Limits.MaxVideoBytes <= 0 {
 		o.Limits.MaxVideoBytes = DefaultMaxVideoBytes
+	}
+	if o.Limits.MaxDocumentBytes <= 0 || o.Limits.MaxDocumentBytes > platforms.MaxDocumentBytes {
+		o.Limits.MaxDocumentBytes = platforms.MaxDocumentBytes
 	}
 	if o.UploadTTL <= 0 {
 		o.UploadTTL = DefaultUploadTTL
@@ -148,7 +159,7 @@ func NewService(o Options) (*Service, error) {
 	if o.FreeSpace == nil {
 		o.FreeSpace = statfsFree
 	}
-	return &Service{o: o, converting: make(chan struct{}, 1), receiving: map[string]int64{}}, nil
+	return &Service{o: o, converting: make(chan struct{}, 1), counting: make(chan struct{}, 1), receiving: map[string]int64{}}, nil
 }
 
 // Blob is the service's storage backend.
@@ -221,8 +232,11 @@ func (s *Service) checkSize(field, contentType string, size int64) error {
 	}
 	if limit := s.o.Limits.For(contentType); size > limit {
 		kind := "images"
-		if IsVideo(contentType) {
+		switch {
+		case IsVideo(contentType):
 			kind = "videos"
+		case IsDocument(contentType):
+			kind = "documents"
 		}
 		e := refuse(Invalid, "%s: %d bytes is over the limit for %s (%d bytes)", field, size, kind, limit)
 		e.Details = map[string]any{"limit_bytes": limit}
@@ -392,6 +406,11 @@ func (s *Service) Confirm(ctx context.Context, userID string, in ConfirmInput) (
 	}
 	if err := Sniff(m.ContentType, head); err != nil {
 		return nil, refuse(Invalid, "%s; upload a real %s file", err.Error(), m.ContentType)
+	}
+	if IsDocument(m.ContentType) {
+		if err := s.checkPages(ctx, m); err != nil {
+			return nil, err
+		}
 	}
 	now := s.o.Now().UTC()
 	var out *persistence.Media

@@ -113,7 +113,9 @@ func (a *Adapter) Validate(p platforms.Post) error {
 	if strings.TrimSpace(p.Text) == "" && len(p.Media) == 0 {
 		return invalid("a post needs text or media")
 	}
-	videos := 0
+	if err := platforms.CheckMediaShape(platforms.Bluesky, a.MediaLimits(), p.Media); err != nil {
+		return err
+	}
 	for i, m := range p.Media {
 		switch m.ContentType {
 		case "image/jpeg", "image/png", "image/gif", "image/webp":
@@ -121,19 +123,12 @@ func (a *Adapter) Validate(p platforms.Post) error {
 				return invalid("image %d is %d bytes; Bluesky allows %d", i+1, m.Size, maxImageBytes)
 			}
 		case "video/mp4", "video/quicktime":
-			videos++
 			if m.Size > maxVideoBytes {
 				return invalid("video is %d bytes; Bluesky allows %d", m.Size, maxVideoBytes)
 			}
 		default:
 			return invalid("media %d is %s; Bluesky takes JPEG, PNG, GIF or WEBP images and MP4 or MOV videos", i+1, orUnknown(m.ContentType))
 		}
-	}
-	switch {
-	case videos > 0 && len(p.Media) > 1:
-		return invalid("a post takes one video or up to %d images, not both", maxImages)
-	case len(p.Media) > maxImages:
-		return invalid("%d images; Bluesky allows %d", len(p.Media), maxImages)
 	}
 	return nil
 }
@@ -185,7 +180,7 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 
 // MediaLimits are Bluesky's (platforms.MediaLimiter): up to 4 images or one video.
 func (a *Adapter) MediaLimits() platforms.MediaLimits {
-	return platforms.MediaLimits{MaxItems: maxImages, Types: []string{"image/jpeg", "image/png", "image/webp", "image/gif", "video/mp4", "video/quicktime", "video/webm"},
+	return platforms.MediaLimits{MaxItems: maxImages, MinItems: 2, MaxImages: maxImages, MaxVideos: 1, Types: []string{"image/jpeg", "image/png", "image/webp", "image/gif", "video/mp4", "video/quicktime", "video/webm"},
 		MaxImageBytes: maxImageBytes, MaxVideoBytes: maxVideoBytes, VideoAlone: true}
 }
 

@@ -117,24 +117,13 @@ func (a *Adapter) Validate(p platforms.Post) error {
 	if strings.TrimSpace(p.Text) == "" && len(p.Media) == 0 {
 		return invalid("a Facebook post needs text or media")
 	}
-	images, videos := 0, 0
+	if err := platforms.CheckMediaShape(platforms.Facebook, a.MediaLimits(), p.Media); err != nil {
+		return err
+	}
 	for i, m := range p.Media {
-		switch {
-		case isImage(m.ContentType):
-			images++
-		case isVideo(m.ContentType):
-			videos++
-		default:
+		if !isImage(m.ContentType) && !isVideo(m.ContentType) {
 			return invalid("media %d has type %q; Facebook takes JPEG, PNG, GIF, BMP, TIFF or WebP photos and MP4 or MOV videos", i+1, m.ContentType)
 		}
-	}
-	switch {
-	case videos > 0 && images > 0:
-		return invalid("a Facebook post takes photos or one video, not both")
-	case videos > 1:
-		return invalid("a Facebook post takes one video; got %d", videos)
-	case images > MaxImages:
-		return invalid("a Facebook post takes up to %d photos; got %d", MaxImages, images)
 	}
 	return nil
 }
@@ -182,9 +171,13 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	}
 }
 
-// MediaLimits are Facebook's (platforms.MediaLimiter): up to 10 photos or one video.
+// MediaLimits are Facebook's (platforms.MediaLimiter): one photo, 2 to 10 photos (a gallery:
+// each uploaded unpublished, then attached to one feed post in the order given) or one video.
+// A video goes alone: the attached_media of a feed post are photos uploaded unpublished, and
+// Herald does not attach videos there (a Page's video is its own post, /videos or a reel).
 func (a *Adapter) MediaLimits() platforms.MediaLimits {
-	return platforms.MediaLimits{MaxItems: MaxImages, Types: []string{"image/jpeg", "image/png", "image/gif", "image/webp", "video/mp4", "video/quicktime"}, VideoAlone: true}
+	return platforms.MediaLimits{MaxItems: MaxImages, MinItems: 2, MaxImages: MaxImages, MaxVideos: 1,
+		Types: []string{"image/jpeg", "image/png", "image/gif", "image/webp", "video/mp4", "video/quicktime"}, VideoAlone: true}
 }
 
 // unpublishedPhoto uploads a photo of the Page without publishing it (for a post with several

@@ -132,7 +132,7 @@ func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) 
 var Images = platforms.ImageRule{Types: []string{"image/jpeg"}, Upright: true, RGB: true}
 
 // Validate checks Instagram's rules: media is required (one photo, one MP4/MOV video published as
-// a reel, or a carousel of 2 to 10); a photo is a JPEG, or a PNG that Herald converts (one whose
+// a reel, or a carousel of 2 to 10 photos and videos, in the order given); a photo is a JPEG, or a PNG that Herald converts (one whose
 // Media.Conform is set); the caption is at most 2,200 characters with at most 30 hashtags and 20
 // @-mentions.
 func (a *Adapter) Validate(p platforms.Post) error {
@@ -145,11 +145,11 @@ func (a *Adapter) Validate(p platforms.Post) error {
 	if n := countTags(p.Text, '@'); n > MaxMentions {
 		return invalid("caption has %d mentions; Instagram allows %d", n, MaxMentions)
 	}
-	switch n := len(p.Media); {
-	case n == 0:
+	if len(p.Media) == 0 {
 		return invalid("an Instagram post needs a photo or a video")
-	case n > MaxCarousel:
-		return invalid("an Instagram carousel takes up to %d items; got %d", MaxCarousel, n)
+	}
+	if err := platforms.CheckMediaShape(platforms.Instagram, a.MediaLimits(), p.Media); err != nil {
+		return err
 	}
 	for i, m := range p.Media {
 		if isVideo(m.ContentType) || Images.Takes(m.ContentType) || (m.ContentType == "image/png" && Images.Convertible(m)) {
@@ -292,10 +292,11 @@ func setCollaborators(form url.Values, o *platforms.InstagramOptions) {
 	form.Set("collaborators", string(b))
 }
 
-// MediaLimits are Instagram's (platforms.MediaLimiter): a photo or a video, or 2 to 10 of them (a
-// carousel); other image types are converted to JPEG.
+// MediaLimits are Instagram's (platforms.MediaLimiter): a photo or a video, or 2 to 10 of them,
+// photos and videos mixed (a carousel); other image types are converted to JPEG.
 func (a *Adapter) MediaLimits() platforms.MediaLimits {
-	return platforms.MediaLimits{Required: true, MaxItems: MaxCarousel, Types: []string{"image/jpeg", "image/png", "video/mp4", "video/quicktime"}}
+	return platforms.MediaLimits{Required: true, MaxItems: MaxCarousel, MinItems: 2, MaxImages: MaxCarousel, MaxVideos: MaxCarousel, Mixed: true,
+		Types: []string{"image/jpeg", "image/png", "video/mp4", "video/quicktime"}}
 }
 
 // create makes a container and returns its id.

@@ -1,6 +1,7 @@
 // Package linkedin is Herald's adapter for LinkedIn member posts through the versioned REST API:
 // POST /rest/posts (201 with the post's URN in x-restli-id), images through the Images API
-// (initializeUpload, then PUT the bytes), videos through the Videos API (initializeUpload, PUT each
+// (initializeUpload, then PUT the bytes; 2 to 20 make a multiImage post), PDF documents through
+// the Documents API (document.go), videos through the Videos API (initializeUpload, PUT each
 // part and collect its ETag, finalizeUpload, then poll until AVAILABLE), OAuth 2.0 with the
 // authorization code flow at www.linkedin.com, and the member's identity from the OpenID Connect
 // /v2/userinfo. Every REST call sends LinkedIn-Version and X-Restli-Protocol-Version: 2.0.0. See
@@ -102,8 +103,9 @@ func invalid(format string, args ...any) *platforms.Error {
 	return platforms.Errorf(platforms.LinkedIn, platforms.Invalid, 0, format, args...)
 }
 
-// Validate checks LinkedIn's rules: at most 3,000 characters; text or media; up to 20 images
-// (JPEG, PNG, GIF) or one MP4 video of at most 500 MB; never both.
+// Validate checks LinkedIn's rules: at most 3,000 characters; text or media; one image or 2 to 20
+// (JPEG, PNG, GIF: a multi-image post), one MP4 video of at most 500 MB, or one PDF document;
+// never two kinds together.
 func (a *Adapter) Validate(p platforms.Post) error {
 	if n := utf8.RuneCountInString(p.Text); n > MaxCommentary {
 		return invalid("text is %d characters; LinkedIn allows %d", n, MaxCommentary)
@@ -111,12 +113,17 @@ func (a *Adapter) Validate(p platforms.Post) error {
 	if strings.TrimSpace(p.Text) == "" && len(p.Media) == 0 {
 		return invalid("a post needs text or media")
 	}
-	videos := 0
+	if err := platforms.CheckMediaShape(platforms.LinkedIn, a.MediaLimits(), p.Media); err != nil {
+		return err
+	}
 	for i, m := range p.Media {
 		switch m.ContentType {
 		case "image/jpeg", "image/png", "image/gif":
+		case platforms.PDF:
+			if m.Size > platforms.MaxDocumentBytes {
+				return invalid("the document is %d bytes; LinkedIn allows %d", m.Size, platforms.MaxDocumentBytes)
+			}
 		case "video/mp4":
-			videos++
 			if m.Size > maxVideoBytes {
 				return invalid("video is %d bytes; LinkedIn allows %d", m.Size, maxVideoBytes)
 			}
@@ -125,14 +132,8 @@ func (a *Adapter) Validate(p platforms.Post) error {
 			if ct == "" {
 				ct = "of unknown type"
 			}
-			return invalid("media %d is %s; LinkedIn takes JPEG, PNG or GIF images and MP4 videos", i+1, ct)
+			return invalid("media %d is %s; LinkedIn takes JPEG, PNG or GIF images, MP4 videos and PDF documents", i+1, ct)
 		}
-	}
-	switch {
-	case videos > 0 && len(p.Media) > 1:
-		return invalid("a post takes one video or up to %d images, not both", maxImages)
-	case len(p.Media) > maxImages:
-		return invalid("%d images; LinkedIn allows %d", len(p.Media), maxImages)
 	}
 	return nil
 }
@@ -180,7 +181,8 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 		return platforms.Result{}, platforms.Errorf(platforms.LinkedIn, platforms.Permanent, 0, "the account has no member id; reconnect it")
 	}
 	visibility := "PUBLIC"
-	if o, _ := p.Options.(*platforms.LinkedInOptions); o != nil && o.Visibility != "" {
+	o, _ := p.Options.(*platforms.LinkedInOptions)
+	if o != nil && o.Visibility != "" {
 		visibility = o.Visibility
 	}
 	body := map[string]any{
@@ -194,7 +196,7 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 		"isReshareDisabledByAuthor": false,
 	}
 	if len(p.Media) > 0 {
-		content, err := a.content(ctx, c, p.Media)
+		content, err := a.content(ctx, c, p.Media, o)
 		if err != nil {
 			return platforms.Result{}, err
 		}
@@ -226,19 +228,25 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	return platforms.Result{Publication: publication(urn)}, nil
 }
 
-// MediaLimits are LinkedIn's (platforms.MediaLimiter): up to 20 images or one video.
+// MediaLimits are LinkedIn's (platforms.MediaLimiter): one image or 2 to 20 (multiImage), one
+// video, or one PDF document.
 func (a *Adapter) MediaLimits() platforms.MediaLimits {
-	return platforms.MediaLimits{MaxItems: maxImages, Types: []string{"image/jpeg", "image/png", "image/gif", "video/mp4", "video/quicktime"},
-		MaxVideoBytes: maxVideoBytes, VideoAlone: true}
+	return platforms.MediaLimits{MaxItems: maxImages, MinItems: 2, MaxImages: maxImages, MaxVideos: 1,
+		Types:         []string{"image/jpeg", "image/png", "image/gif", "video/mp4", "video/quicktime", platforms.PDF},
+		MaxVideoBytes: maxVideoBytes, VideoAlone: true,
+		Documents: true, MaxDocumentBytes: platforms.MaxDocumentBytes, MaxDocumentPages: platforms.MaxDocumentPages}
 }
 
 func publication(urn string) platforms.Publication {
 	return platforms.Publication{ID: urn, URL: "https://www.linkedin.com/feed/update/" + urn + "/"}
 }
 
-// content uploads the media and returns the post's content: media (one image or one video) or
-// multiImage (2 to 20 images).
-func (a *Adapter) content(ctx context.Context, c platforms.Credentials, media []platforms.Media) (map[string]any, error) {
+// content uploads the media and returns the post's content: media (one image, one video or one
+// document) or multiImage (2 to 20 images, in the order given).
+func (a *Adapter) content(ctx context.Context, c platforms.Credentials, media []platforms.Media, o *platforms.LinkedInOptions) (map[string]any, error) {
+	if media[0].IsDocument() {
+		return a.documentContent(ctx, c, media[0], o)
+	}
 	if media[0].IsVideo() {
 		urn, err := a.uploadVideo(ctx, c, media[0])
 		if err != nil {

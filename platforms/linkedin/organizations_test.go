@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/pdf/pdftest"
 	"github.com/heraldhq/herald/platforms"
 	"github.com/heraldhq/herald/platforms/platformstest"
 	"github.com/heraldhq/herald/platforms/sim"
@@ -73,11 +74,19 @@ func TestOrganizationGrants(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, com.Publication.ID, found2.ID)
 
+	// A document and an article share are uploaded and posted as the organisation too.
+	doc := fileMedia("application/pdf", pdftest.Build(3, false), true)
+	_, err = b.a.Publish(ctx, acme, platforms.Post{Text: "the company's deck", Media: []platforms.Media{doc}})
+	require.NoError(t, err)
+	pubs = b.sim.Publications(platforms.LinkedIn)
+	require.Equal(t, sim.OrgAcme.ID, pubs[2].Account)
+	require.Equal(t, "urn:li:organization:"+sim.OrgAcme.ID, pubs[2].Options["author"])
+
 	// The member's own profile still posts as the member.
 	_, err = b.a.Publish(ctx, member.Creds, platforms.Post{Text: "from me"})
 	require.NoError(t, err)
 	pubs = b.sim.Publications(platforms.LinkedIn)
-	require.Equal(t, member.Creds.UserID, pubs[2].Account)
+	require.Equal(t, member.Creds.UserID, pubs[3].Account)
 	require.NotContains(t, pubs[1].Options, "author")
 
 	// Disconnecting the organisation leaves the member's token, which it shares, working.
@@ -94,5 +103,5 @@ func TestOrganizationGrants(t *testing.T) {
 	forged.UserID = "1"
 	_, err = b.a.Publish(ctx, forged, platforms.Post{Text: "not mine"})
 	require.Equal(t, platforms.Permanent, kindOf(t, err))
-	require.Len(t, b.sim.Publications(platforms.LinkedIn), 4)
+	require.Len(t, b.sim.Publications(platforms.LinkedIn), 5)
 }

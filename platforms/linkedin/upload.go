@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/heraldhq/herald/platforms"
@@ -141,11 +142,12 @@ func (a *Adapter) uploadVideo(ctx context.Context, c platforms.Credentials, m pl
 	if _, err := a.call(ctx, platforms.Call{Method: http.MethodPost, URL: a.base + "/rest/videos?action=finalizeUpload", Body: raw, ContentType: "application/json", Bearer: c.AccessToken, Header: a.restHeader()}, nil); err != nil {
 		return "", err
 	}
-	return init.Value.Video, a.waitAvailable(ctx, c, init.Value.Video)
+	return init.Value.Video, a.waitAvailable(ctx, c, "videos", init.Value.Video)
 }
 
-// waitAvailable polls the video until its status is AVAILABLE.
-func (a *Adapter) waitAvailable(ctx context.Context, c platforms.Credentials, urn string) error {
+// waitAvailable polls a video or document (resource "videos" or "documents") until its status is
+// AVAILABLE.
+func (a *Adapter) waitAvailable(ctx context.Context, c platforms.Credentials, resource, urn string) error {
 	wait := a.poll
 	if wait <= 0 {
 		wait = time.Second
@@ -154,17 +156,17 @@ func (a *Adapter) waitAvailable(ctx context.Context, c platforms.Credentials, ur
 		var v struct {
 			Status string `json:"status"`
 		}
-		if _, err := a.call(ctx, platforms.Call{Method: http.MethodGet, URL: a.base + "/rest/videos/" + encodeURN(urn), Bearer: c.AccessToken, Header: a.restHeader()}, &v); err != nil {
+		if _, err := a.call(ctx, platforms.Call{Method: http.MethodGet, URL: a.base + "/rest/" + resource + "/" + encodeURN(urn), Bearer: c.AccessToken, Header: a.restHeader()}, &v); err != nil {
 			return err
 		}
 		switch v.Status {
 		case "AVAILABLE":
 			return nil
 		case "PROCESSING_FAILED":
-			return platforms.Errorf(platforms.LinkedIn, platforms.Permanent, 0, "LinkedIn could not process the video")
+			return platforms.Errorf(platforms.LinkedIn, platforms.Permanent, 0, "LinkedIn could not process the %s", strings.TrimSuffix(resource, "s"))
 		case "PROCESSING", "WAITING_UPLOAD":
 		default:
-			return platforms.Errorf(platforms.LinkedIn, platforms.Transient, 0, "unexpected video status %q", v.Status)
+			return platforms.Errorf(platforms.LinkedIn, platforms.Transient, 0, "unexpected %s status %q", strings.TrimSuffix(resource, "s"), v.Status)
 		}
 		if err := platforms.Sleep(ctx, min(wait, maxPollWait)); err != nil {
 			return platforms.Stopped(platforms.LinkedIn, err)

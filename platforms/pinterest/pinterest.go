@@ -118,16 +118,11 @@ func (a *Adapter) Validate(p platforms.Post) error {
 	if len(p.Media) == 0 {
 		return invalid("Pinterest needs an image or a video; the post has none")
 	}
-	videos := 0
-	for _, m := range p.Media {
-		if m.IsVideo() {
-			videos++
-		}
+	if err := platforms.CheckMediaShape(platforms.Pinterest, a.MediaLimits(), p.Media); err != nil {
+		return err
 	}
 	switch {
-	case videos > 0 && len(p.Media) > 1:
-		return invalid("a Pin has one video or images, not both or several videos (%d media files, %d videos)", len(p.Media), videos)
-	case videos == 1:
+	case p.Media[0].IsVideo():
 		m := p.Media[0]
 		if !videoTypes[m.ContentType] {
 			return invalid("Pinterest takes MP4, MOV or M4V videos; %q is %s", m.Filename, m.ContentType)
@@ -136,8 +131,6 @@ func (a *Adapter) Validate(p platforms.Post) error {
 			return invalid("the video is %d bytes; Pinterest allows 2 GB", m.Size)
 		}
 		return nil
-	case len(p.Media) > MaxImages:
-		return invalid("the post has %d images; a Pinterest carousel takes 2 to %d", len(p.Media), MaxImages)
 	}
 	for _, m := range p.Media {
 		switch {
@@ -416,7 +409,7 @@ func (a *Adapter) Choices(ctx context.Context, c platforms.Credentials) (platfor
 // MediaLimits are Pinterest's (platforms.MediaLimiter): a photo, 2 to 5 photos (a carousel Pin)
 // or a video.
 func (a *Adapter) MediaLimits() platforms.MediaLimits {
-	return platforms.MediaLimits{Required: true, MaxItems: MaxImages, Types: []string{"image/jpeg", "image/png", "video/mp4", "video/quicktime"},
+	return platforms.MediaLimits{Required: true, MaxItems: MaxImages, MinItems: 2, MaxImages: MaxImages, MaxVideos: 1, Types: []string{"image/jpeg", "image/png", "video/mp4", "video/quicktime"},
 		MaxImageBytes: MaxImageBytes, MaxVideoBytes: MaxVideoBytes, VideoAlone: true}
 }
 

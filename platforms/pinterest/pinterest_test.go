@@ -267,7 +267,7 @@ func TestConformance(t *testing.T) {
 			{Name: "no media", Post: platforms.Post{Text: "Hi"}, Contains: "needs an image or a video"},
 			{Name: "long description", Post: platforms.Post{Text: strings.Repeat("é", 801), Media: []platforms.Media{png}}, Contains: "801 characters"},
 			{Name: "six images", Post: platforms.Post{Media: []platforms.Media{png, png, png, png, png, png}}, Contains: "2 to 5"},
-			{Name: "image and video", Post: platforms.Post{Media: []platforms.Media{png, vid}}, Contains: "not both"},
+			{Name: "image and video", Post: platforms.Post{Media: []platforms.Media{png, vid}}, Contains: "a video goes alone"},
 			{Name: "carousel without URLs", Post: platforms.Post{Media: []platforms.Media{png, local}}, Contains: "public URL"},
 			{Name: "webp without URL", Post: platforms.Post{Media: []platforms.Media{webp}}, Contains: "JPEG or PNG"},
 			{Name: "pdf", Post: platforms.Post{Media: []platforms.Media{{ContentType: "application/pdf", Filename: "a.pdf"}}}, Contains: "application/pdf"},

@@ -58,6 +58,15 @@ var TextLimits = map[platforms.Platform]TextLimit{
 	platforms.Facebook:  {facebook.MaxTextRunes, "runes"},
 }
 
+// TextLimitOf is the text limit of a post of network p with these media: a TikTok photo post's
+// text is its description (4,000 UTF-16 code units), not a video's caption.
+func TextLimitOf(p platforms.Platform, media []platforms.Media) TextLimit {
+	if p == platforms.TikTok && len(media) > 0 && !media[0].IsVideo() {
+		return TextLimit{tiktok.MaxPhotoDesc, "utf16"}
+	}
+	return TextLimits[p]
+}
+
 // TextLength is the length of s as network p counts it (TextLimit.Count).
 func TextLength(p platforms.Platform, s string) int {
 	switch TextLimits[p].Count {
@@ -79,4 +88,5 @@ func TextLength(p platforms.Platform, s string) int {
 // another type is converted to JPEG before it is sent (platforms.ConformImages).
 var ImageRules = map[platforms.Platform]platforms.ImageRule{
 	platforms.Instagram: instagram.Images,
+	platforms.TikTok:    tiktok.Photos,
 }

@@ -35,7 +35,9 @@ import (
 // linked Instagram professional account. Page tokens do not expire (the expire_tokens fault
 // still expires them); a post whose text repeats the Page's previous text-only post within ten
 // minutes is refused with code 506. Calls spend a Pages business-use-case budget (4,800 per 24 h
-// per Page) answered with code 80001.
+// per Page) answered with code 80001. attached_media takes the Page's own unpublished photos,
+// each once, in the order given (the record keeps that order); Meta documents no count for it, so
+// the simulator enforces none (Herald sends at most 10).
 func init() { register(platforms.Facebook, registerFacebook) }
 
 // fbMaxText is the longest post message.

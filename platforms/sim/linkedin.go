@@ -9,8 +9,9 @@ package sim
 // /rest/posts/{urn}, POST /rest/images?action=initializeUpload and the PUT to its uploadUrl, GET
 // /rest/images/{urn}, POST /rest/videos?action=initializeUpload, the PUTs of its
 // uploadInstructions (each answers an ETag), POST /rest/videos?action=finalizeUpload, and GET
-// /rest/videos/{urn} (PROCESSING, then AVAILABLE or PROCESSING_FAILED), and a post's comments,
-// POST and GET /rest/socialActions/{urn}/comments (linkedin_comment.go).
+// /rest/videos/{urn} (PROCESSING, then AVAILABLE or PROCESSING_FAILED), a post's comments,
+// POST and GET /rest/socialActions/{urn}/comments (linkedin_comment.go), and the Documents API
+// (linkedin_document.go).
 //
 // Behaviour: every /rest call needs LinkedIn-Version (missing → 400 VERSION_MISSING; not a month
 // among the last twelve of the simulator's clock → 426 NONEXISTENT_VERSION) and
@@ -88,7 +89,7 @@ type liPost struct {
 
 // liAsset is an image or video upload.
 type liAsset struct {
-	urn, id, owner, kind string // kind: "image" or "video"
+	urn, id, owner, kind string // kind: "image", "video" or "document"
 	status               string // WAITING_UPLOAD, PROCESSING, AVAILABLE, PROCESSING_FAILED
 	size                 int64
 	parts                map[int][]byte
@@ -115,6 +116,7 @@ func registerLinkedIn(n *Network) {
 	n.Mux.HandleFunc("POST /rest/videos", li.rest(li.videosAction))
 	n.Mux.HandleFunc("GET /rest/videos/{urn}", li.rest(li.getAsset("video")))
 	n.Mux.HandleFunc("PUT /dms-uploads/images/{id}", li.authed(li.putImage))
+	li.registerDocuments()
 	n.Mux.HandleFunc("PUT /dms-uploads/videos/{id}/parts/{part}", li.putVideoPart)
 	li.registerComments()
 }
@@ -494,6 +496,14 @@ func (li *liSim) createPost(w http.ResponseWriter, r *http.Request, m liMember) 
 		liError(w, status, 0, "", msg)
 		return
 	}
+	options := map[string]any{"visibility": req.Visibility}
+	if title, isDoc := liDocumentTitle(req.Content); isDoc {
+		if title == "" {
+			liError(w, http.StatusUnprocessableEntity, 0, "UNPROCESSABLE_ENTITY", "/content/media/title :: a document post requires a title")
+			return
+		}
+		options["document_title"] = title
+	}
 	if text == "" && len(shas) == 0 && article == nil {
 		liError(w, http.StatusUnprocessableEntity, 0, "UNPROCESSABLE_ENTITY", "/commentary :: a post needs commentary or content")
 		return
@@ -505,7 +515,7 @@ func (li *liSim) createPost(w http.ResponseWriter, r *http.Request, m liMember) 
 	urn := "urn:li:share:" + liPostID()
 	li.n.Store.Put("li-post:"+urn, &liPost{urn: urn, author: req.Author, commentary: commentary, visibility: req.Visibility,
 		lifecycle: req.LifecycleState, content: append(json.RawMessage(nil), req.Content...), created: li.n.Sim.Now()})
-	account, options := m.id, map[string]any{"visibility": req.Visibility}
+	account := m.id
 	if org, ok := strings.CutPrefix(req.Author, "urn:li:organization:"); ok {
 		// An organisation's post is the organisation's: its record names it, and its author.
 		account, options["author"] = org, req.Author
@@ -564,8 +574,11 @@ func (li *liSim) contentMedia(m liMember, raw json.RawMessage) ([]string, int, s
 	var shas []string
 	for _, id := range ids {
 		kind := "image"
-		if strings.HasPrefix(id, "urn:li:video:") {
+		switch {
+		case strings.HasPrefix(id, "urn:li:video:"):
 			kind = "video"
+		case strings.HasPrefix(id, "urn:li:document:"):
+			kind = "document"
 		}
 		a := li.asset(kind, id)
 		if a == nil || !m.may(a.owner) {

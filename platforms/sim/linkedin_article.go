@@ -47,7 +47,7 @@ func (li *liSim) liArticle(m liMember, raw json.RawMessage) (map[string]any, int
 	}
 	if a.Thumbnail != "" {
 		asset := li.asset("image", a.Thumbnail)
-		if !strings.HasPrefix(a.Thumbnail, "urn:li:image:") || asset == nil || asset.owner != m.urn() {
+		if !strings.HasPrefix(a.Thumbnail, "urn:li:image:") || asset == nil || !m.may(asset.owner) {
 			return nil, http.StatusBadRequest, "/content/article/thumbnail :: " + a.Thumbnail + " does not exist or is not owned by the author"
 		}
 		if st := li.assetStatus(asset); st != "AVAILABLE" {

@@ -8,7 +8,8 @@ package sim
 // and retires the old one), POST /v2/oauth/revoke/, GET /v2/user/info/, POST
 // /v2/post/publish/creator_info/query/, POST /v2/post/publish/video/init/ (FILE_UPLOAD answers an
 // absolute upload_url on the simulator; PULL_FROM_URL fetches video_url with Options.HTTPClient),
-// PUT <upload_url> (Content-Range chunks, answering 206 and 201 for the last one), POST
+// POST /v2/post/publish/content/init/ (photo posts: tiktok_photo.go), PUT <upload_url>
+// (Content-Range chunks, answering 206 and 201 for the last one), POST
 // /v2/post/publish/status/fetch/, and POST /v2/video/list/ for looking a post up.
 //
 // Behaviour: every answer is the envelope {"data":…,"error":{"code":"ok","message":"","log_id"}};
@@ -160,6 +161,7 @@ func registerTikTok(n *Network) {
 	n.Mux.HandleFunc("GET /v2/user/info/", t.api("display", ttLimitDisplay, t.userInfo))
 	n.Mux.HandleFunc("POST /v2/post/publish/creator_info/query/", t.api("creator_info", ttLimitCreator, t.creatorInfo))
 	n.Mux.HandleFunc("POST /v2/post/publish/video/init/", t.api("video_init", ttLimitInit, t.initVideo))
+	n.Mux.HandleFunc("POST /v2/post/publish/content/init/", t.api("video_init", ttLimitInit, t.initContent))
 	n.Mux.HandleFunc("PUT /video/", t.upload)
 	n.Mux.HandleFunc("POST /v2/post/publish/status/fetch/", t.api("status_fetch", ttLimitStatus, t.status))
 	n.Mux.HandleFunc("POST /v2/video/list/", t.api("display", ttLimitDisplay, t.listVideos))

@@ -149,8 +149,8 @@ func (a *Adapter) Validate(p platforms.Post) error {
 	if strings.TrimSpace(p.Text) == "" && len(p.Media) == 0 {
 		return invalid("a Threads post needs text or media")
 	}
-	if n := len(p.Media); n > MaxCarousel {
-		return invalid("a Threads post takes up to %d photos and videos; got %d", MaxCarousel, n)
+	if err := platforms.CheckMediaShape(platforms.Threads, a.MediaLimits(), p.Media); err != nil {
+		return err
 	}
 	for i, m := range p.Media {
 		if !isImage(m.ContentType) && !isVideo(m.ContentType) {
@@ -268,7 +268,8 @@ func mediaParams(m platforms.Media, carouselItem bool) url.Values {
 // MediaLimits are Threads' (platforms.MediaLimiter): text alone, a photo or a video, or 2 to 20
 // of them (a carousel).
 func (a *Adapter) MediaLimits() platforms.MediaLimits {
-	return platforms.MediaLimits{MaxItems: MaxCarousel, Types: []string{"image/jpeg", "image/png", "video/mp4", "video/quicktime"}}
+	return platforms.MediaLimits{MaxItems: MaxCarousel, MinItems: 2, MaxImages: MaxCarousel, MaxVideos: MaxCarousel, Mixed: true,
+		Types: []string{"image/jpeg", "image/png", "video/mp4", "video/quicktime"}}
 }
 
 // create makes a container and returns its id.

@@ -1,7 +1,7 @@
-// Package tiktok publishes videos to TikTok through the Content Posting API's Direct Post
-// (networks.md §9).
+// Package tiktok publishes videos and photo posts to TikTok through the Content Posting API's
+// Direct Post (networks.md §9).
 //
-// A post is exactly one video; the post's text is its caption (at most 2,200 UTF-16 code units).
+// A post is exactly one video, or 2 to 35 photos published as a photo post (photo.go); the post's text is its caption (at most 2,200 UTF-16 code units).
 // Publish queries creator_info, posts with the privacy level the target's options chose (the user
 // chooses it: Herald never picks one, as TikTok's Direct Post guidelines ask) when the creator is
 // still offered it, and the interactions and disclosures the options set (each interaction off
@@ -101,15 +101,18 @@ func invalid(format string, args ...any) error {
 func CaptionLength(s string) int { return len(utf16.Encode([]rune(s))) }
 
 // Validate checks TikTok's rules: exactly one MP4, MOV or WebM video of at most 4 GB and a caption
-// of at most 2,200 UTF-16 code units.
+// of at most 2,200 UTF-16 code units, or a photo post of 2 to 35 photos (validatePhotos).
 func (a *Adapter) Validate(p platforms.Post) error {
+	if len(p.Media) == 0 {
+		return invalid("TikTok needs a video or photos; the post has none")
+	}
+	if err := platforms.CheckMediaShape(platforms.TikTok, a.MediaLimits(), p.Media); err != nil {
+		return err
+	}
+	if isPhotoPost(p) {
+		return validatePhotos(p)
+	}
 	switch {
-	case len(p.Media) == 0:
-		return invalid("TikTok needs a video; the post has none")
-	case len(p.Media) > 1:
-		return invalid("TikTok takes exactly one video per post; the post has %d media files", len(p.Media))
-	case !p.Media[0].IsVideo():
-		return invalid("TikTok posts from Herald are videos; %q is %s", p.Media[0].Filename, p.Media[0].ContentType)
 	case !videoTypes[p.Media[0].ContentType]:
 		return invalid("TikTok takes MP4, MOV or WebM videos; %q is %s", p.Media[0].Filename, p.Media[0].ContentType)
 	case p.Media[0].Size > MaxVideoBytes:
@@ -152,9 +155,11 @@ func (a *Adapter) Choices(ctx context.Context, c platforms.Credentials) (platfor
 		CommentDisabled: info.CommentDisabled, DuetDisabled: info.DuetDisabled, StitchDisabled: info.StitchDisabled, Nickname: nick}, nil
 }
 
-// MediaLimits are TikTok's (platforms.MediaLimiter): one video.
+// MediaLimits are TikTok's (platforms.MediaLimiter): one video, or a photo post of 2 to 35 photos
+// (PNG converted to JPEG).
 func (a *Adapter) MediaLimits() platforms.MediaLimits {
-	return platforms.MediaLimits{Required: true, MaxItems: 1, Types: []string{"video/mp4", "video/quicktime", "video/webm"}, MaxVideoBytes: MaxVideoBytes, VideoAlone: true}
+	return platforms.MediaLimits{Required: true, MaxItems: MaxPhotos, MinItems: MinPhotos, MaxImages: MaxPhotos, MinImages: MinPhotos, MaxVideos: 1,
+		Types: []string{"image/jpeg", "image/png", "video/mp4", "video/quicktime", "video/webm"}, MaxImageBytes: MaxPhotoBytes, MaxVideoBytes: MaxVideoBytes, VideoAlone: true}
 }
 
 // postInfo is the Direct Post's post_info for the target's options, as the creator may post now:
@@ -198,6 +203,9 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	info, err := a.creatorInfo(ctx, c)
 	if err != nil {
 		return platforms.Result{}, err
+	}
+	if isPhotoPost(p) {
+		return a.publishPhotos(ctx, c, p, info)
 	}
 	opts, _ := p.Options.(*platforms.TikTokOptions)
 	pi, err := postInfo(p.Text, opts, info)

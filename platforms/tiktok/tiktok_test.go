@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -337,9 +338,13 @@ func TestConformance(t *testing.T) {
 			Old:       platformstest.OldRefreshRefused,
 		},
 		Validate: platformstest.Validate{Cases: []platformstest.ValidateCase{
-			{Name: "no media", Post: platforms.Post{Text: "Hi"}, Contains: "needs a video"},
-			{Name: "two videos", Post: platforms.Post{Media: []platforms.Media{vid, vid}}, Contains: "exactly one video"},
-			{Name: "image", Post: platforms.Post{Media: []platforms.Media{{ContentType: "image/jpeg", Filename: "a.jpg"}}}, Contains: "are videos"},
+			{Name: "no media", Post: platforms.Post{Text: "Hi"}, Contains: "needs a video or photos"},
+			{Name: "two videos", Post: platforms.Post{Media: []platforms.Media{vid, vid}}, Contains: "a video goes alone"},
+			{Name: "one photo", Post: platforms.Post{Media: []platforms.Media{{ContentType: "image/jpeg", Filename: "a.jpg"}}}, Contains: "photo post takes 2 to 35"},
+			{Name: "photos and a video", Post: platforms.Post{Media: []platforms.Media{{ContentType: "image/jpeg", Filename: "a.jpg"}, vid}}, Contains: "a video goes alone"},
+			{Name: "36 photos", Post: platforms.Post{Media: slices.Repeat([]platforms.Media{{ContentType: "image/jpeg", Filename: "a.jpg"}}, 36)}, Contains: "2 to 35"},
+			{Name: "PNG photos not convertible", Post: platforms.Post{Media: []platforms.Media{{ContentType: "image/png", Filename: "a.png"}, {ContentType: "image/png", Filename: "b.png"}}}, Contains: "JPEG or WebP"},
+			{Name: "pdf", Post: platforms.Post{Media: []platforms.Media{{ContentType: "application/pdf", Filename: "a.pdf"}}}, Contains: "LinkedIn only"},
 			{Name: "avi", Post: platforms.Post{Media: []platforms.Media{{ContentType: "video/x-msvideo", Filename: "a.avi"}}}, Contains: "MP4, MOV or WebM"},
 			{Name: "long caption", Post: platforms.Post{Text: strings.Repeat("😀", 1101), Media: []platforms.Media{vid}}, Contains: "2202 characters"},
 			{Name: "huge", Post: platforms.Post{Media: []platforms.Media{{ContentType: "video/mp4", Size: MaxVideoBytes + 1}}}, Contains: "4 GB"},

@@ -86,8 +86,8 @@ func (a *Adapter) Validate(p platforms.Post) error {
 	if n := WeightedLength(p.Text); n > MaxWeightedLength {
 		return invalid("text is %d weighted characters; X allows %d (URLs count 23, most emoji and CJK characters 2)", n, MaxWeightedLength)
 	}
-	if len(p.Media) > maxImages {
-		return invalid("%d media files; X allows up to %d images", len(p.Media), maxImages)
+	if err := platforms.CheckMediaShape(platforms.X, a.MediaLimits(), p.Media); err != nil {
+		return err
 	}
 	for i, m := range p.Media {
 		category, limit, ok := mediaCategory(m.ContentType)
@@ -147,9 +147,10 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	return platforms.Result{Publication: publication(c, id), Rate: rateInfo(r.Header)}, nil
 }
 
-// MediaLimits are X's (platforms.MediaLimiter): up to 4 images, or one GIF or video.
+// MediaLimits are X's (platforms.MediaLimiter): up to 4 images, or one GIF or video (a GIF goes
+// alone too: Validate).
 func (a *Adapter) MediaLimits() platforms.MediaLimits {
-	return platforms.MediaLimits{MaxItems: maxImages, Types: []string{"image/jpeg", "image/png", "image/webp", "image/gif", "video/mp4", "video/quicktime"},
+	return platforms.MediaLimits{MaxItems: maxImages, MinItems: 2, MaxImages: maxImages, MaxVideos: 1, Types: []string{"image/jpeg", "image/png", "image/webp", "image/gif", "video/mp4", "video/quicktime"},
 		MaxImageBytes: maxImageBytes, MaxVideoBytes: maxVideoBytes, VideoAlone: true}
 }
 

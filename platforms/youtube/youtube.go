@@ -108,6 +108,8 @@ func (a *Adapter) Validate(p platforms.Post) error {
 	switch {
 	case len(p.Media) == 0:
 		return invalid("YouTube needs a video; the post has none")
+	case p.Media[0].IsDocument():
+		return platforms.CheckMediaShape(platforms.YouTube, a.MediaLimits(), p.Media)
 	case len(p.Media) > 1:
 		return invalid("YouTube takes exactly one video per post; the post has %d media files", len(p.Media))
 	case !p.Media[0].IsVideo():
@@ -247,7 +249,7 @@ func (a *Adapter) Choices(ctx context.Context, c platforms.Credentials) (platfor
 
 // MediaLimits are YouTube's (platforms.MediaLimiter): one video.
 func (a *Adapter) MediaLimits() platforms.MediaLimits {
-	return platforms.MediaLimits{Required: true, MaxItems: 1, Types: []string{"video/mp4", "video/quicktime", "video/webm"}, MaxVideoBytes: MaxVideoBytes, VideoAlone: true}
+	return platforms.MediaLimits{Required: true, MaxItems: 1, MaxVideos: 1, Types: []string{"video/mp4", "video/quicktime", "video/webm"}, MaxVideoBytes: MaxVideoBytes, VideoAlone: true}
 }
 
 // videoResource is the video resource of videos.insert for the post and its options: the title
