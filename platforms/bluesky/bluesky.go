@@ -535,6 +535,23 @@ const lookupPages = 5
 // createdAt is at or after since (createdAt is the adapter's own clock, like since), with its CID
 // as the publication's Ref. Replies (a thread's parts, first comments) are not the post.
 func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platforms.Post, since time.Time) (platforms.Publication, bool, error) {
+	return a.findRecord(ctx, c, since, func(r repoPost) bool { return r.Text == p.Text && r.Reply == nil })
+}
+
+// repoPost is a post record of the account's repo as findRecord reads it.
+type repoPost struct {
+	Text      string `json:"text"`
+	CreatedAt string `json:"createdAt"`
+	// Reply is the post's place in a thread (nil, or null, for a post that answers nothing).
+	Reply *struct {
+		Parent strongRef `json:"parent"`
+	} `json:"reply"`
+}
+
+// findRecord lists the repo's posts, newest first, up to lookupPages pages or the first older
+// than since, and returns the first created at or after since that match takes, with its CID as
+// the publication's Ref.
+func (a *Adapter) findRecord(ctx context.Context, c platforms.Credentials, since time.Time, match func(repoPost) bool) (platforms.Publication, bool, error) {
 	if c.UserID == "" {
 		return platforms.Publication{}, false, platforms.Errorf(platforms.Bluesky, platforms.Permanent, 0, "the account has no DID; log in again")
 	}
@@ -543,13 +560,9 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 	for page := 0; page < lookupPages; page++ {
 		var out struct {
 			Records []struct {
-				URI   string `json:"uri"`
-				CID   string `json:"cid"`
-				Value struct {
-					Text      string          `json:"text"`
-					CreatedAt string          `json:"createdAt"`
-					Reply     json.RawMessage `json:"reply"`
-				} `json:"value"`
+				URI   string   `json:"uri"`
+				CID   string   `json:"cid"`
+				Value repoPost `json:"value"`
 			} `json:"records"`
 			Cursor string `json:"cursor"`
 		}
@@ -579,7 +592,7 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 				older = true
 				continue
 			}
-			if rec.Value.Text == p.Text && (len(rec.Value.Reply) == 0 || string(rec.Value.Reply) == "null") { // a reply is a thread's part, not the post
+			if match(rec.Value) {
 				pub := publication(c, rec.URI)
 				pub.Ref = rec.CID
 				return pub, true, nil

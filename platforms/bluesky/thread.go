@@ -106,64 +106,9 @@ func (a *Adapter) PublishReply(ctx context.Context, c platforms.Credentials, roo
 // LookupReply lists the repo's posts, newest first, for the reply to parent (reply.parent.uri)
 // with exactly p's text, created at or after since; its Ref is the record's CID.
 func (a *Adapter) LookupReply(ctx context.Context, c platforms.Credentials, root, parent platforms.Publication, p platforms.Post, since time.Time) (platforms.Publication, bool, error) {
-	if c.UserID == "" {
-		return platforms.Publication{}, false, platforms.Errorf(platforms.Bluesky, platforms.Permanent, 0, "the account has no DID; log in again")
-	}
-	since = since.Truncate(time.Millisecond)
-	q := url.Values{"repo": {c.UserID}, "collection": {postNSID}, "limit": {"100"}}
-	for page := 0; page < lookupPages; page++ {
-		var out struct {
-			Records []struct {
-				URI   string `json:"uri"`
-				CID   string `json:"cid"`
-				Value struct {
-					Text      string `json:"text"`
-					CreatedAt string `json:"createdAt"`
-					Reply     *struct {
-						Parent strongRef `json:"parent"`
-					} `json:"reply"`
-				} `json:"value"`
-			} `json:"records"`
-			Cursor string `json:"cursor"`
-		}
-		r, err := platforms.Send(ctx, a.hc, platforms.Bluesky, platforms.Call{Method: http.MethodGet, URL: a.xrpc(c, "com.atproto.repo.listRecords") + "?" + q.Encode(), Bearer: c.AccessToken})
-		if err != nil {
-			return platforms.Publication{}, false, err
-		}
-		if !r.OK() {
-			return platforms.Publication{}, false, classify(r, false)
-		}
-		if err := platforms.Decode(platforms.Bluesky, r, &out, false); err != nil {
-			return platforms.Publication{}, false, err
-		}
-		if out.Records == nil {
-			if e := errorBody(r); e != nil {
-				return platforms.Publication{}, false, e
-			}
-			return platforms.Publication{}, false, platforms.Garbled(platforms.Bluesky, r, false, fmt.Errorf("no records in the answer"))
-		}
-		older := false
-		for _, rec := range out.Records {
-			created, err := time.Parse(time.RFC3339, rec.Value.CreatedAt)
-			if err != nil {
-				continue
-			}
-			if created.Before(since) {
-				older = true
-				continue
-			}
-			if rec.Value.Reply != nil && rec.Value.Reply.Parent.URI == parent.ID && rec.Value.Text == p.Text {
-				pub := publication(c, rec.URI)
-				pub.Ref = rec.CID
-				return pub, true, nil
-			}
-		}
-		if older || out.Cursor == "" {
-			break
-		}
-		q.Set("cursor", out.Cursor)
-	}
-	return platforms.Publication{}, false, nil
+	return a.findRecord(ctx, c, since, func(r repoPost) bool {
+		return r.Reply != nil && r.Reply.Parent.URI == parent.ID && r.Text == p.Text
+	})
 }
 
 // PublishComment comments on the account's post: its reply to it (PublishReply).
