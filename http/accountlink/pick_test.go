@@ -259,6 +259,7 @@ func TestSingleGrantSkipsThePickerAndPagesArePicked(t *testing.T) {
 	require.Contains(t, pk.page, "Corner Café")
 	r = pk.submit(h, pk.csrf, sim.PageCafe.ID, sim.PageBakery.ID)
 	apptest.RequirePage(t, r, 200, "Hill Street Bakery is now connected")
+	apptest.RequirePage(t, r, 200, "<h1>Facebook is connected</h1>")
 	require.Empty(t, listed(h, "instagram"), "the Instagram accounts were not ticked")
 	pages := byNetworkUser(h, "facebook")
 	require.Len(t, pages, 2)
@@ -296,6 +297,7 @@ func TestPickInstagramThroughFacebook(t *testing.T) {
 
 	r := pk.submit(h, pk.csrf, igChoice(sim.PageBakery))
 	apptest.RequirePage(t, r, 200, "Your Instagram account @hillstreetbakery is now connected to Herald.")
+	apptest.RequirePage(t, r, 200, "<h1>Instagram is connected</h1>")
 	require.Equal(t, before+1, accountCount(h), "one account, and nothing else")
 	require.Empty(t, listed(h, "facebook"))
 	igs := byNetworkUser(h, "instagram")

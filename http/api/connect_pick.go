@@ -139,7 +139,18 @@ func (h *handlers) connectPick(c *echo.Context) error {
 	case err != nil && len(results) == 0:
 		return h.failure(c, p, err)
 	}
+	// The page is named after the network of the accounts connected: the consent's, or the one
+	// other network all of them are on (Instagram accounts picked through Facebook).
 	name := displayName(p)
+	if len(results) > 0 {
+		on := results[0].Account.Platform
+		for _, r := range results[1:] {
+			if r.Account.Platform != on {
+				on = string(p)
+			}
+		}
+		name = displayName(platforms.Platform(on))
+	}
 	created, renewed := 0, 0
 	msg := ""
 	for _, r := range results {
