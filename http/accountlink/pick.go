@@ -20,15 +20,15 @@ import (
 // A consent can grant several accounts: a LinkedIn member and the organisations they administer,
 // the Facebook Pages a user manages and the Instagram professional accounts linked to them
 // (platforms.Granter; an account on another network than the consent's is connected on its own
-// network). When it grants one, Complete connects it
-// as before. When it grants more, Complete connects nothing yet: it seals the grants (their
-// tokens included) into the connect state, in the same store as the state and never in a page or
-// a URL, and returns the choices (Result.Choices) for the browser's picker. The picker's form
-// (POST PickPath, with the session's CSRF token and the state token) names the choices by their
-// network ids; Pick checks them against the sealed grants and connects each one chosen as its own
-// account. A submission naming anything the consent did not grant, or nothing, is refused and
-// changes nothing; the first accepted one uses the choices up (ChosenAt, set in the same write
-// that finds it unset) and drops the sealed tokens. The choices expire with the state.
+// network). When it grants one, Complete connects it as before. When it grants more, Complete
+// connects nothing yet: it seals the grants (their tokens included) into the connect state, in the
+// same store as the state and never in a page or a URL, and returns the choices (Result.Choices)
+// for the browser's picker. The picker's form (POST PickPath, with the session's CSRF token and the
+// state token) names the choices by their network ids; Pick checks them against the sealed grants
+// and connects each one chosen as its own account. A submission naming anything the consent did not
+// grant, or nothing, is refused and changes nothing; the first accepted one uses the choices up
+// (ChosenAt, set in the same write that finds it unset) and drops the sealed tokens. The choices
+// expire with the state.
 
 // PickPath is the picker form's route.
 const PickPath = "/v1/accounts/connect/pick"

@@ -73,9 +73,9 @@ type graphCaller struct {
 
 type graphVersionKey struct{}
 
-// graphBaseKey holds the absolute base URL of the network that serves a call, for the links the
-// answer names (paging.next): the Instagram handlers also answer on Facebook's host.
-type graphBaseKey struct{}
+// graphHostKey holds the network that serves a call (its host), for the links the answer names
+// (paging.next): the Instagram handlers also answer on Facebook's host.
+type graphHostKey struct{}
 
 func newGraphAPI(n *Network, usageType string, throttleCode int, throttleMsg string, calls Limit) *graphAPI {
 	g := &graphAPI{n: n, mux: http.NewServeMux(), usageType: usageType, throttleCode: throttleCode, throttleMsg: throttleMsg, calls: calls,
@@ -117,7 +117,7 @@ func (g *graphAPI) serve(w http.ResponseWriter, r *http.Request) {
 	if version == "" {
 		version = "v25.0"
 	}
-	ctx := context.WithValue(context.WithValue(r.Context(), graphVersionKey{}, version), graphBaseKey{}, g.n.BaseURL())
+	ctx := context.WithValue(context.WithValue(r.Context(), graphVersionKey{}, version), graphHostKey{}, g.n)
 	r2 := r.Clone(ctx)
 	u := *r.URL
 	u.Path, u.RawPath = rest, ""
@@ -138,8 +138,8 @@ func graphVersion(r *http.Request) string {
 
 // graphBase is the base URL of the network serving r (n's when r did not come through serve).
 func graphBase(r *http.Request, n *Network) string {
-	if b, ok := r.Context().Value(graphBaseKey{}).(string); ok {
-		return b
+	if host, ok := r.Context().Value(graphHostKey{}).(*Network); ok {
+		return host.BaseURL()
 	}
 	return n.BaseURL()
 }
