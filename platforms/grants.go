@@ -15,13 +15,18 @@ const (
 )
 
 // Grant is one account a consent lets Herald publish as: the member's own profile, an
-// organisation they administer, a Page they manage. Creds are that account's own credentials
-// (a Page's token for a Page; the member's token for a LinkedIn organisation, whose UserID is the
+// organisation they administer, a Page they manage, the Instagram professional account linked to
+// a Page. Creds are that account's own credentials (a Page's token for a Page and for its
+// Instagram account; the member's token for a LinkedIn organisation, whose UserID is the
 // organisation's id): connecting it saves them as they are.
 type Grant struct {
-	Kind  string
-	Name  string
-	Creds Credentials
+	// Platform is the network the account is on, when it is not the consent's own: a Facebook
+	// consent grants the Instagram professional accounts linked to its Pages, which are Instagram
+	// accounts (published through the Graph API on Facebook's host). Empty: the consent's network.
+	Platform Platform
+	Kind     string
+	Name     string
+	Creds    Credentials
 }
 
 // Granter is implemented by connectors whose consent can grant several accounts at once

@@ -228,7 +228,11 @@ type Config struct {
 	// AuthURL is the host of the browser consent page, when it differs from BaseURL.
 	AuthURL string
 	// UploadURL is the media upload host, when it differs from BaseURL.
-	UploadURL    string
+	UploadURL string
+	// GraphURL is the Facebook Graph API host, for the Instagram professional accounts connected
+	// through a Facebook consent (their calls go to graph.facebook.com with the Page's token,
+	// not to graph.instagram.com); empty: Facebook's production host.
+	GraphURL     string
 	ClientID     string
 	ClientSecret string
 	// HTTPClient makes the calls; nil means a client with sensible timeouts.

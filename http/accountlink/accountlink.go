@@ -16,7 +16,7 @@
 //     signed-in user again, marks the state used in the same write that finds it unused (single
 //     use), and exchanges the code.
 //  4. When the consent granted several accounts (a LinkedIn member and the organisations they
-//     administer, several Facebook Pages), Complete connects none yet and the browser gets a
+//     administer, several Facebook Pages or a Page and its Instagram account), Complete connects none yet and the browser gets a
 //     picker; Pick (POST PickPath) connects each one chosen as its own account (pick.go).
 //
 // The signed-in user is the browser's dashboard session (http/session): without it, a link
@@ -282,7 +282,7 @@ func (s *Service) Complete(ctx context.Context, cb Callback, userID string, now 
 	if err != nil {
 		return p, nil, &ExchangeError{Platform: p, Err: err}
 	}
-	switch grants = usable(grants); len(grants) {
+	switch grants = usable(p, grants); len(grants) {
 	case 0:
 		return p, nil, ErrNoIdentity
 	case 1:

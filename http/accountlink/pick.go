@@ -18,15 +18,17 @@ import (
 // Picking what a consent granted.
 //
 // A consent can grant several accounts: a LinkedIn member and the organisations they administer,
-// the Facebook Pages a user manages (platforms.Granter). When it grants one, Complete connects it
-// as before. When it grants more, Complete connects nothing yet: it seals the grants (their
-// tokens included) into the connect state, in the same store as the state and never in a page or
-// a URL, and returns the choices (Result.Choices) for the browser's picker. The picker's form
-// (POST PickPath, with the session's CSRF token and the state token) names the choices by their
-// network ids; Pick checks them against the sealed grants and connects each one chosen as its own
-// account. A submission naming anything the consent did not grant, or nothing, is refused and
-// changes nothing; the first accepted one uses the choices up (ChosenAt, set in the same write
-// that finds it unset) and drops the sealed tokens. The choices expire with the state.
+// the Facebook Pages a user manages and the Instagram professional accounts linked to them
+// (platforms.Granter; an account on another network than the consent's is connected on its own
+// network). When it grants one, Complete connects it as before. When it grants more, Complete
+// connects nothing yet: it seals the grants (their tokens included) into the connect state, in the
+// same store as the state and never in a page or a URL, and returns the choices (Result.Choices)
+// for the browser's picker. The picker's form (POST PickPath, with the session's CSRF token and the
+// state token) names the choices by their network ids; Pick checks them against the sealed grants
+// and connects each one chosen as its own account. A submission naming anything the consent did not
+// grant, or nothing, is refused and changes nothing; the first accepted one uses the choices up
+// (ChosenAt, set in the same write that finds it unset) and drops the sealed tokens. The choices
+// expire with the state.
 
 // PickPath is the picker form's route.
 const PickPath = "/v1/accounts/connect/pick"
@@ -47,10 +49,14 @@ var (
 
 // Choice is one account a consent granted, as the picker lists it.
 type Choice struct {
-	// ID is the account's network id (member, organisation, Page), what the form submits.
-	ID   string
-	Kind string
-	Name string
+	// ID is what the form submits: the account's network id (member, organisation, Page) for an
+	// account on the consent's network, "platform:id" for one on another network (the Instagram
+	// account linked to a Facebook Page), so that ids of two networks never mix.
+	ID string
+	// Platform is the network the account is on.
+	Platform platforms.Platform
+	Kind     string
+	Name     string
 }
 
 // sealedGrants is what a state's Choices hold once opened.
@@ -90,26 +96,44 @@ func (s *Service) openGrants(st *persistence.ConnectState) ([]platforms.Grant, e
 	return g.Grants, nil
 }
 
-// choicesOf lists grants for the picker.
-func choicesOf(grants []platforms.Grant) []Choice {
+// platformOf is the network of a grant of a consent on p.
+func platformOf(p platforms.Platform, g platforms.Grant) platforms.Platform {
+	if g.Platform == "" {
+		return p
+	}
+	return g.Platform
+}
+
+// choiceID is the id the picker's form names a grant of a consent on p by.
+func choiceID(p platforms.Platform, g platforms.Grant) string {
+	if on := platformOf(p, g); on != p {
+		return string(on) + ":" + g.Creds.UserID
+	}
+	return g.Creds.UserID
+}
+
+// choicesOf lists the grants of a consent on p for the picker.
+func choicesOf(p platforms.Platform, grants []platforms.Grant) []Choice {
 	out := make([]Choice, 0, len(grants))
 	for _, g := range grants {
-		out = append(out, Choice{ID: g.Creds.UserID, Kind: g.Kind, Name: g.Name})
+		out = append(out, Choice{ID: choiceID(p, g), Platform: platformOf(p, g), Kind: g.Kind, Name: g.Name})
 	}
 	return out
 }
 
-// usable drops grants without a network id, and a second grant of one id; what is left are the
-// accounts a consent can connect.
-func usable(grants []platforms.Grant) []platforms.Grant {
+// usable drops grants without a network id or on a network Herald does not know, and a second
+// grant of one account (network and id); what is left are the accounts a consent on p can
+// connect.
+func usable(p platforms.Platform, grants []platforms.Grant) []platforms.Grant {
 	seen := map[string]bool{}
 	out := grants[:0:0]
 	for _, g := range grants {
 		id := strings.TrimSpace(g.Creds.UserID)
-		if id == "" || seen[id] {
+		key := choiceID(p, g)
+		if id == "" || !platformOf(p, g).Valid() || seen[key] {
 			continue
 		}
-		seen[id] = true
+		seen[key] = true
 		out = append(out, g)
 	}
 	return out
@@ -132,7 +156,7 @@ func (s *Service) offer(ctx context.Context, st *persistence.ConnectState, grant
 	}); err != nil {
 		return nil, fmt.Errorf("connect: store choices: %w", err)
 	}
-	return choicesOf(grants), nil
+	return choicesOf(platforms.Platform(st.Platform), grants), nil
 }
 
 // Choices returns what the state's consent granted, for showing the picker again (a reload of
@@ -161,7 +185,7 @@ func (s *Service) Choices(token, userID string, now time.Time) (platforms.Platfo
 	if err != nil {
 		return p, nil, ErrBadState
 	}
-	return p, choicesOf(grants), nil
+	return p, choicesOf(p, grants), nil
 }
 
 // pickable is nil when st's choices can be picked by userID at now.
@@ -212,7 +236,7 @@ func (s *Service) Pick(ctx context.Context, token, userID string, ids []string, 
 			outcome = ErrBadState
 			return nil
 		}
-		if chosen, outcome = choose(grants, ids); outcome != nil {
+		if chosen, outcome = choose(p, grants, ids); outcome != nil {
 			return nil
 		}
 		at := now.UTC()
@@ -236,9 +260,9 @@ func (s *Service) Pick(ctx context.Context, token, userID string, ids []string, 
 	return p, out, nil
 }
 
-// choose returns the grants named by ids, in the grants' order; ErrNoChoice when ids names none,
-// ErrNotGranted when it names one the grants do not hold.
-func choose(grants []platforms.Grant, ids []string) ([]platforms.Grant, error) {
+// choose returns the grants of a consent on p named by ids (choiceID), in the grants' order;
+// ErrNoChoice when ids names none, ErrNotGranted when it names one the grants do not hold.
+func choose(p platforms.Platform, grants []platforms.Grant, ids []string) ([]platforms.Grant, error) {
 	want := map[string]bool{}
 	for _, id := range ids {
 		if id = strings.TrimSpace(id); id != "" {
@@ -250,9 +274,9 @@ func choose(grants []platforms.Grant, ids []string) ([]platforms.Grant, error) {
 	}
 	var out []platforms.Grant
 	for _, g := range grants {
-		if want[g.Creds.UserID] {
+		if id := choiceID(p, g); want[id] {
 			out = append(out, g)
-			delete(want, g.Creds.UserID)
+			delete(want, id)
 		}
 	}
 	if len(want) > 0 {
@@ -261,7 +285,9 @@ func choose(grants []platforms.Grant, ids []string) ([]platforms.Grant, error) {
 	return out, nil
 }
 
-// saveGrant saves one granted account with its kind and name.
+// saveGrant saves one account a consent on p granted, on its own network (the Instagram account
+// linked to a Facebook Page is an Instagram account: it renews the one connected through
+// Instagram Login, and the other way round), with its kind and name.
 func (s *Service) saveGrant(ctx context.Context, userID string, p platforms.Platform, g platforms.Grant) (*Result, error) {
-	return s.save(ctx, userID, p, g.Creds, g.Kind, g.Name)
+	return s.save(ctx, userID, platformOf(p, g), g.Creds, g.Kind, g.Name)
 }

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -254,10 +255,12 @@ func TestSingleGrantSkipsThePickerAndPagesArePicked(t *testing.T) {
 	require.Equal(t, "profile", li[0]["kind"])
 
 	pk := openPicker(h, platforms.Facebook, sim.MemberPages)
-	require.Equal(t, []string{sim.PageCafe.ID, sim.PageBakery.ID}, pk.choices)
+	require.Equal(t, []string{sim.PageCafe.ID, igChoice(sim.PageCafe), sim.PageBakery.ID, igChoice(sim.PageBakery)}, pk.choices)
 	require.Contains(t, pk.page, "Corner Café")
-	r = pk.submit(h, pk.csrf, pk.choices...)
+	r = pk.submit(h, pk.csrf, sim.PageCafe.ID, sim.PageBakery.ID)
 	apptest.RequirePage(t, r, 200, "Hill Street Bakery is now connected")
+	apptest.RequirePage(t, r, 200, "<h1>Facebook is connected</h1>")
+	require.Empty(t, listed(h, "instagram"), "the Instagram accounts were not ticked")
 	pages := byNetworkUser(h, "facebook")
 	require.Len(t, pages, 2)
 	secrets := map[string]bool{}
@@ -271,4 +274,108 @@ func TestSingleGrantSkipsThePickerAndPagesArePicked(t *testing.T) {
 		secrets[string(acc.Secret)] = true
 	}
 	require.Len(t, secrets, 2)
+}
+
+// igChoice is how the picker names the Instagram account linked to a Page.
+func igChoice(pg sim.Managed) string { return "instagram:" + pg.Instagram.ID }
+
+// A Facebook user whose two Pages each have a linked Instagram professional account is offered
+// the two Pages and the two Instagram accounts, each labelled with its network; ticking one
+// Instagram account connects it alone, as an Instagram account (kind profile, named after its
+// username) holding its Page's token, and a post published to it through the API lands on the
+// simulator's Instagram record under the Instagram user id, with its first comment.
+func TestPickInstagramThroughFacebook(t *testing.T) {
+	t.Parallel()
+	h := apptest.Start(t, apptest.Options{Sandbox: true})
+	before := accountCount(h)
+	pk := openPicker(h, platforms.Facebook, sim.MemberPages)
+	require.Len(t, pk.choices, 4)
+	require.Contains(t, pk.page, "@hillstreetbakery <span class=\"muted\">(Instagram professional account)</span>")
+	require.Contains(t, pk.page, "Hill Street Bakery <span class=\"muted\">(Facebook Page)</span>")
+	require.NotContains(t, pk.page, "sim_at_", "no token in the page")
+	require.Equal(t, before, accountCount(h), "nothing connected before the pick")
+
+	r := pk.submit(h, pk.csrf, igChoice(sim.PageBakery))
+	apptest.RequirePage(t, r, 200, "Your Instagram account @hillstreetbakery is now connected to Herald.")
+	apptest.RequirePage(t, r, 200, "<h1>Instagram is connected</h1>")
+	require.Equal(t, before+1, accountCount(h), "one account, and nothing else")
+	require.Empty(t, listed(h, "facebook"))
+	igs := byNetworkUser(h, "instagram")
+	require.Len(t, igs, 1)
+	acc := igs[sim.PageBakery.Instagram.ID]
+	require.NotNil(t, acc)
+	require.Equal(t, "profile", acc["kind"])
+	require.Equal(t, "@hillstreetbakery", acc["display_name"])
+	require.Equal(t, "hillstreetbakery", acc["username"])
+
+	var stored *persistence.Account
+	require.NoError(t, h.App.Store.View(func(tx *persistence.Tx) (err error) {
+		stored, err = tx.Account(acc["id"].(string))
+		return err
+	}))
+	photo := h.UploadMedia("bread.jpg", "image/jpeg", apptest.JPEGFile)
+	post := h.Do("POST", "/v1/posts/publish", map[string]any{"content": "fresh loaves", "media": []string{photo}, "platforms": []string{stored.ID},
+		"targets": []map[string]any{{"account_id": stored.ID, "first_comment": map[string]any{"content": "open from 7"}}}})
+	require.Equal(t, 202, post.Status, string(post.Body))
+	j := h.WaitJob(post.JSON(t)["tracking_id"].(string))
+	require.Equal(t, "completed", j["status"], "%v", j)
+	var pubs []sim.Record
+	require.Eventually(t, func() bool {
+		pubs = h.App.Sim.Publications(platforms.Instagram)
+		return len(pubs) == 2
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, sim.PageBakery.Instagram.ID, pubs[0].Account)
+	require.Equal(t, "fresh loaves", pubs[0].Text)
+	require.Len(t, pubs[0].MediaSHA256, 1)
+	require.Equal(t, pubs[0].ID, pubs[1].CommentOn)
+	require.Equal(t, "open from 7", pubs[1].Text)
+	require.Empty(t, h.App.Sim.Publications(platforms.Facebook), "nothing went to the Page")
+}
+
+// The Instagram account is one account whichever way it is connected: connected through
+// Instagram Login first, picking it through a Facebook consent renews that account (its tokens
+// now its Page's) instead of adding another.
+func TestPickInstagramRenewsInstagramLogin(t *testing.T) {
+	t.Parallel()
+	h := apptest.Start(t, apptest.Options{Sandbox: true})
+	h.App.Sim.SetMember(platforms.Instagram, sim.PageCafe.Instagram.Name)
+	r, _ := h.Browse(h.ConnectURL("instagram"))
+	apptest.RequirePage(t, r, 200, "is now connected to Herald")
+	first := byNetworkUser(h, "instagram")
+	require.Len(t, first, 1)
+	require.NotNil(t, first[sim.PageCafe.Instagram.ID])
+	count := accountCount(h)
+
+	pk := openPicker(h, platforms.Facebook, sim.MemberPages)
+	r = pk.submit(h, pk.csrf, igChoice(sim.PageCafe))
+	apptest.RequirePage(t, r, 200, "Your Instagram account @cornercafe was already connected; its access was renewed.")
+	require.Equal(t, count, accountCount(h))
+	after := byNetworkUser(h, "instagram")
+	require.Len(t, after, 1)
+	require.Equal(t, first[sim.PageCafe.Instagram.ID]["id"], after[sim.PageCafe.Instagram.ID]["id"])
+	require.Equal(t, "@cornercafe", after[sim.PageCafe.Instagram.ID]["display_name"])
+}
+
+// A picker submission naming an Instagram account the consent did not grant (another id, or a
+// granted Instagram id under another network's name) is refused and writes nothing.
+func TestPickInstagramForged(t *testing.T) {
+	t.Parallel()
+	h := apptest.Start(t, apptest.Options{Sandbox: true})
+	before := accountCount(h)
+	pk := openPicker(h, platforms.Facebook, sim.MemberPages)
+	stateBefore := stored(h, pk.state)
+	for _, forged := range [][]string{
+		{"instagram:17841499999999999"},
+		{igChoice(sim.PageCafe), "instagram:17841499999999999"},
+		{sim.PageCafe.Instagram.ID},
+		{"threads:" + sim.PageCafe.Instagram.ID},
+		{"instagram:" + sim.PageCafe.ID},
+	} {
+		r := pk.submit(h, pk.csrf, forged...)
+		apptest.RequirePage(t, r, 400, "did not grant")
+	}
+	require.Equal(t, before, accountCount(h), "nothing written")
+	require.Equal(t, stateBefore, stored(h, pk.state), "the state is as it was")
+	apptest.RequirePage(t, pk.submit(h, pk.csrf, igChoice(sim.PageCafe)), 200, "is now connected")
+	require.Equal(t, before+1, accountCount(h))
 }

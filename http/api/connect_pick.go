@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v5"
 
@@ -31,6 +32,37 @@ var kindLabels = map[string]string{
 	platforms.KindChannel:      "channel",
 }
 
+// choiceLabel says what a choice is: its kind, and, when the picker of a consent on p offers
+// accounts of several networks, its network ("Facebook Page", "Instagram professional account").
+func choiceLabel(p, on platforms.Platform, kind string, mixed bool) string {
+	if on != p {
+		if on == platforms.Instagram {
+			return "Instagram professional account"
+		}
+		return displayName(on) + " account"
+	}
+	label := kindLabels[kind]
+	if label == "" {
+		label = kind
+	}
+	if mixed {
+		label = displayName(p) + " " + label
+	}
+	return label
+}
+
+// choiceName is a choice's name, or a name made of its network and id when it has none.
+func choiceName(ch accountlink.Choice, on platforms.Platform) string {
+	if ch.Name != "" {
+		return ch.Name
+	}
+	id := ch.ID
+	if i := strings.IndexByte(id, ':'); i >= 0 {
+		id = id[i+1:]
+	}
+	return displayName(on) + " account " + id
+}
+
 // pickPage shows the picker of the state's choices; problem, when set, says why the last
 // submission was refused.
 func (h *handlers) pickPage(c *echo.Context, p platforms.Platform, state string, choices []accountlink.Choice, status int, problem string) error {
@@ -41,19 +73,23 @@ func (h *handlers) pickPage(c *echo.Context, p platforms.Platform, state string,
 	}
 	name := displayName(p)
 	form := &pickForm{Action: accountlink.PickPath, CSRF: s.Record.CSRFToken, State: state}
+	mixed := false
 	for _, ch := range choices {
-		label := kindLabels[ch.Kind]
-		if label == "" {
-			label = ch.Kind
+		mixed = mixed || (ch.Platform != "" && ch.Platform != p)
+	}
+	for _, ch := range choices {
+		on := ch.Platform
+		if on == "" {
+			on = p
 		}
-		n := ch.Name
-		if n == "" {
-			n = name + " account " + ch.ID
-		}
-		form.Choices = append(form.Choices, pickChoice{ID: ch.ID, Name: n, Label: label})
+		form.Choices = append(form.Choices, pickChoice{ID: ch.ID, Name: choiceName(ch, on), Label: choiceLabel(p, on, ch.Kind, mixed)})
 	}
 	msg := "You can publish to several " + name + " accounts. Tick the ones to connect to Herald: each becomes its own account. " +
 		"This choice is valid for 10 minutes."
+	if mixed {
+		msg = "This " + name + " authorization lets Herald publish to several accounts. Tick the ones to connect to Herald: each becomes its own account, on its network. " +
+			"This choice is valid for 10 minutes."
+	}
 	if problem != "" {
 		msg = problem + " " + msg
 	}
@@ -103,7 +139,18 @@ func (h *handlers) connectPick(c *echo.Context) error {
 	case err != nil && len(results) == 0:
 		return h.failure(c, p, err)
 	}
+	// The page is named after the network of the accounts connected: the consent's, or the one
+	// other network all of them are on (Instagram accounts picked through Facebook).
 	name := displayName(p)
+	if len(results) > 0 {
+		on := results[0].Account.Platform
+		for _, r := range results[1:] {
+			if r.Account.Platform != on {
+				on = string(p)
+			}
+		}
+		name = displayName(platforms.Platform(on))
+	}
 	created, renewed := 0, 0
 	msg := ""
 	for _, r := range results {
@@ -112,7 +159,7 @@ func (h *handlers) connectPick(c *echo.Context) error {
 		} else {
 			renewed++
 		}
-		who := name + " account"
+		who := displayName(platforms.Platform(r.Account.Platform)) + " account"
 		if d := r.Account.DisplayName; d != nil && *d != "" {
 			who += " " + *d
 		} else if u := r.Account.Username; u != nil && *u != "" {

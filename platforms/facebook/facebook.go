@@ -4,7 +4,9 @@
 // Page access token, and Handle the Page name. Connecting runs Facebook Login (GET /dialog/oauth on
 // www.facebook.com, then GET /oauth/access_token for a short-lived user token), exchanges the user
 // token for a long-lived one (grant_type=fb_exchange_token) and reads GET /me/accounts: every Page
-// the user manages is offered (ExchangeGrants), and each one picked becomes its own account. A
+// the user manages is offered (ExchangeGrants), with the Instagram professional account linked to
+// each (an Instagram account publishing with the Page's token: platforms/instagram), and each one
+// picked becomes its own account. A
 // Page token obtained from a long-lived user token does not expire, so the credentials carry no
 // ExpiresAt and Refresh cannot do anything: it answers a Permanent error asking to reconnect the
 // account. The long-lived user token is kept in Extra["user_token"] (with
@@ -32,6 +34,7 @@ import (
 
 	"github.com/heraldhq/herald/platforms"
 	"github.com/heraldhq/herald/platforms/graph"
+	"github.com/heraldhq/herald/platforms/instagram"
 )
 
 // Version is the Graph API version the adapter calls.
@@ -53,8 +56,11 @@ const (
 )
 
 // Scope is the permissions Herald asks for: publishing, and commenting on the account's own posts
-// (a first comment) and reading those comments back.
-const Scope = "pages_show_list,pages_read_engagement,pages_manage_posts,pages_manage_engagement,publish_video"
+// (a first comment) and reading those comments back, on the Pages and on the Instagram
+// professional accounts linked to them (business_management lets /me/accounts name those of Pages
+// managed through a business portfolio).
+const Scope = "pages_show_list,pages_read_engagement,pages_manage_posts,pages_manage_engagement,publish_video," +
+	"instagram_basic,instagram_content_publish,instagram_manage_comments,business_management"
 
 // Adapter publishes to Facebook Pages.
 type Adapter struct {
@@ -466,7 +472,8 @@ func (a *Adapter) AuthorizeURL(state, redirectURI, codeChallenge string) string 
 }
 
 // Exchange trades the code as ExchangeGrants does and connects the first Page the user manages,
-// alone: its token is not shared with another account of Herald's.
+// alone: its token is not shared with another account of Herald's (its Instagram account, if
+// any, is left out).
 func (a *Adapter) Exchange(ctx context.Context, code, redirectURI, codeVerifier string) (platforms.Credentials, error) {
 	grants, err := a.ExchangeGrants(ctx, code, redirectURI, codeVerifier)
 	if err != nil {
@@ -477,8 +484,31 @@ func (a *Adapter) Exchange(ctx context.Context, code, redirectURI, codeVerifier 
 	return c, nil
 }
 
+// pageFields are what GET /me/accounts reads of each Page: its id, name and Page token, and the
+// Instagram professional account linked to it (field expansion), if any.
+const pageFields = "id,name,access_token,instagram_business_account{id,username}"
+
+// instagramGrant is the Instagram professional account linked to a Page, as an Instagram account
+// that publishes through the Instagram API with Facebook Login: the Page's token, the Instagram
+// user id, and Extra login=facebook, which sends the Instagram adapter's calls to the Facebook
+// Graph host (platforms/instagram). It keeps no user token: removing the Instagram account
+// revokes nothing at Facebook.
+func instagramGrant(pageToken, id, username string) platforms.Grant {
+	name := username
+	if name != "" {
+		name = "@" + name
+	}
+	return platforms.Grant{Platform: platforms.Instagram, Kind: platforms.KindProfile, Name: name, Creds: platforms.Credentials{
+		AccessToken: pageToken,
+		UserID:      id,
+		Handle:      username,
+		Extra:       map[string]string{instagram.Login: instagram.LoginFacebook},
+	}}
+}
+
 // ExchangeGrants trades the code for a user token, makes it long-lived, and returns every Page
-// the user manages (GET /me/accounts), each with its own Page token.
+// the user manages (GET /me/accounts), each with its own Page token, each followed by the
+// Instagram professional account linked to it (a Grant on Instagram, with the Page's token).
 func (a *Adapter) ExchangeGrants(ctx context.Context, code, redirectURI, codeVerifier string) ([]platforms.Grant, error) {
 	var short graph.Token
 	_, err := a.client.Do(ctx, graph.Call{Method: http.MethodGet, URL: a.api("/oauth/access_token"), Params: url.Values{
@@ -511,9 +541,13 @@ func (a *Adapter) ExchangeGrants(ctx context.Context, code, redirectURI, codeVer
 			ID          graph.ID `json:"id"`
 			Name        string   `json:"name"`
 			AccessToken string   `json:"access_token"`
+			Instagram   *struct {
+				ID       graph.ID `json:"id"`
+				Username string   `json:"username"`
+			} `json:"instagram_business_account"`
 		} `json:"data"`
 	}
-	if _, err := a.client.Do(ctx, graph.Call{Method: http.MethodGet, URL: a.api("/me/accounts"), Token: long.AccessToken, Params: url.Values{"fields": {"id,name,access_token"}, "limit": {"100"}}}, &pages); err != nil {
+	if _, err := a.client.Do(ctx, graph.Call{Method: http.MethodGet, URL: a.api("/me/accounts"), Token: long.AccessToken, Params: url.Values{"fields": {pageFields}, "limit": {"100"}}}, &pages); err != nil {
 		return nil, err
 	}
 	var out []platforms.Grant
@@ -527,6 +561,9 @@ func (a *Adapter) ExchangeGrants(ctx context.Context, code, redirectURI, codeVer
 			Handle:      pg.Name,
 			Extra:       map[string]string{"user_token": long.AccessToken, "user_id": string(me.ID)},
 		}})
+		if ig := pg.Instagram; ig != nil && ig.ID != "" {
+			out = append(out, instagramGrant(pg.AccessToken, string(ig.ID), ig.Username))
+		}
 	}
 	if len(out) > 0 {
 		platforms.MarkShared(out)

@@ -36,7 +36,7 @@ func (a *Adapter) PublishComment(ctx context.Context, c platforms.Credentials, o
 	if err := checkComment(on, text); err != nil {
 		return platforms.Result{}, err
 	}
-	id, resp, err := a.client.Comment(ctx, a.api("/"+url.PathEscape(on.ID)+"/comments"), c.AccessToken, text)
+	id, resp, err := a.client.Comment(ctx, a.api(c, "/"+url.PathEscape(on.ID)+"/comments"), c.AccessToken, text)
 	if err != nil {
 		return platforms.Result{}, err
 	}
@@ -49,7 +49,7 @@ func (a *Adapter) LookupComment(ctx context.Context, c platforms.Credentials, on
 	if err := checkComment(on, text); err != nil {
 		return platforms.Publication{}, false, err
 	}
-	id, found, err := a.client.FindComment(ctx, a.api("/"+url.PathEscape(on.ID)+"/comments"), c.AccessToken, graph.CommentFields{Text: "text", Time: "timestamp", Username: true}, c.UserID, c.Handle, text, since)
+	id, found, err := a.client.FindComment(ctx, a.api(c, "/"+url.PathEscape(on.ID)+"/comments"), c.AccessToken, graph.CommentFields{Text: "text", Time: "timestamp", Username: true}, c.UserID, c.Handle, text, since)
 	if err != nil || !found {
 		return platforms.Publication{}, false, err
 	}

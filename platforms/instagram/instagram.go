@@ -16,6 +16,14 @@
 // token itself (GET /refresh_access_token?grant_type=ig_refresh_token), which Instagram allows once
 // the token is 24 hours old and before it expires. Instagram Login has no revoke endpoint, so
 // Revoke does nothing.
+//
+// An Instagram professional account linked to a Facebook Page can also be connected through a
+// Facebook consent (platforms/facebook ExchangeGrants: the Instagram API with Facebook Login).
+// Its credentials are the Page's token, the Instagram user id, the username and
+// Extra["login"]="facebook"; the same calls then go to the Facebook Graph host
+// (graph.facebook.com, Config.GraphURL) instead of graph.instagram.com. A Page token does not
+// expire and is not Instagram's to renew: Refresh asks to reconnect when it stops working, as the
+// Facebook adapter does.
 package instagram
 
 import (
@@ -37,11 +45,21 @@ import (
 const Version = "v25.0"
 
 // Production hosts. The code exchange goes to DefaultTokenURL in production and to BaseURL when a
-// BaseURL is configured (the simulator serves both on one host).
+// BaseURL is configured (the simulator serves both on one host). DefaultGraphURL serves the
+// accounts connected through Facebook Login.
 const (
 	DefaultBaseURL  = "https://graph.instagram.com"
 	DefaultAuthURL  = "https://www.instagram.com"
 	DefaultTokenURL = "https://api.instagram.com"
+	DefaultGraphURL = "https://graph.facebook.com"
+)
+
+// Login is the Credentials.Extra key naming how the account was connected: LoginFacebook for an
+// account granted by a Facebook consent (the Page's token, the Facebook Graph host); absent for
+// Instagram Login.
+const (
+	Login         = "login"
+	LoginFacebook = "facebook"
 )
 
 // Content rules.
@@ -85,8 +103,12 @@ func New(cfg platforms.Config) *Adapter {
 	if cfg.AuthURL == "" {
 		cfg.AuthURL = DefaultAuthURL
 	}
+	if cfg.GraphURL == "" {
+		cfg.GraphURL = DefaultGraphURL
+	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	cfg.AuthURL = strings.TrimRight(cfg.AuthURL, "/")
+	cfg.GraphURL = strings.TrimRight(cfg.GraphURL, "/")
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = graph.DefaultHTTPClient()
 	}
@@ -99,7 +121,18 @@ func New(cfg platforms.Config) *Adapter {
 // Platform names the network.
 func (a *Adapter) Platform() platforms.Platform { return platforms.Instagram }
 
-func (a *Adapter) api(path string) string { return a.cfg.BaseURL + "/" + Version + path }
+// api is the URL of an API path for the account: on the Facebook Graph host for an account
+// connected through Facebook Login, else on Instagram's.
+func (a *Adapter) api(c platforms.Credentials, path string) string {
+	if ViaFacebook(c) {
+		return a.cfg.GraphURL + "/" + Version + path
+	}
+	return a.cfg.BaseURL + "/" + Version + path
+}
+
+// ViaFacebook reports whether the credentials are an Instagram account's connected through a
+// Facebook consent (a Page's token).
+func ViaFacebook(c platforms.Credentials) bool { return c.Extra[Login] == LoginFacebook }
 
 func invalid(format string, args ...any) error {
 	return platforms.Errorf(platforms.Instagram, platforms.Invalid, 0, format, args...)
@@ -177,7 +210,7 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	}
 	user := url.PathEscape(c.UserID)
 	var quota graph.Quota
-	resp, err := a.client.Do(ctx, graph.Call{Method: http.MethodGet, URL: a.api("/" + user + "/content_publishing_limit"), Token: c.AccessToken, Params: url.Values{"fields": {"quota_usage,config"}}}, &quota)
+	resp, err := a.client.Do(ctx, graph.Call{Method: http.MethodGet, URL: a.api(c, "/"+user+"/content_publishing_limit"), Token: c.AccessToken, Params: url.Values{"fields": {"quota_usage,config"}}}, &quota)
 	if err != nil {
 		return platforms.Result{}, err
 	}
@@ -233,7 +266,7 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	var out struct {
 		ID graph.ID `json:"id"`
 	}
-	resp, err = a.client.Do(ctx, graph.Call{Method: http.MethodPost, URL: a.api("/" + user + "/media_publish"), Token: c.AccessToken, Params: url.Values{"creation_id": {container}}, Create: true}, &out)
+	resp, err = a.client.Do(ctx, graph.Call{Method: http.MethodPost, URL: a.api(c, "/"+user+"/media_publish"), Token: c.AccessToken, Params: url.Values{"creation_id": {container}}, Create: true}, &out)
 	if err != nil {
 		return platforms.Result{}, err
 	}
@@ -301,32 +334,39 @@ func (a *Adapter) MediaLimits() platforms.MediaLimits {
 
 // create makes a container and returns its id.
 func (a *Adapter) create(ctx context.Context, c platforms.Credentials, form url.Values) (string, error) {
-	return a.client.CreateContainer(ctx, a.api("/"+url.PathEscape(c.UserID)+"/media"), c.AccessToken, form)
+	return a.client.CreateContainer(ctx, a.api(c, "/"+url.PathEscape(c.UserID)+"/media"), c.AccessToken, form)
 }
 
 func (a *Adapter) wait(ctx context.Context, c platforms.Credentials, id string) error {
-	return a.client.Wait(ctx, graph.Container{StatusField: "status_code", MessageField: "status"}, a.api("/"+url.PathEscape(id)), c.AccessToken, a.cfg.PollInterval, processingLimit)
+	return a.client.Wait(ctx, graph.Container{StatusField: "status_code", MessageField: "status"}, a.api(c, "/"+url.PathEscape(id)), c.AccessToken, a.cfg.PollInterval, processingLimit)
 }
 
 // permalink reads the post's link; a failure only leaves the URL empty.
 func (a *Adapter) permalink(ctx context.Context, c platforms.Credentials, id string) string {
-	return a.client.Permalink(ctx, a.api("/"+url.PathEscape(id)), c.AccessToken)
+	return a.client.Permalink(ctx, a.api(c, "/"+url.PathEscape(id)), c.AccessToken)
 }
 
 // Refresh renews the 60-day token itself; the account keeps its id and handle. A token that can no
-// longer be refreshed is a Permanent error asking to reconnect.
+// longer be refreshed is a Permanent error asking to reconnect. An account connected through
+// Facebook holds a Page token, which does not expire (Herald never refreshes it ahead) and which
+// nothing but a new Facebook login replaces: one that stopped working is a Permanent error asking
+// to reconnect, and Instagram is not called.
 func (a *Adapter) Refresh(ctx context.Context, c platforms.Credentials) (platforms.Credentials, error) {
+	if ViaFacebook(c) {
+		return c, platforms.Errorf(platforms.Instagram, platforms.Permanent, 0, "an Instagram account connected through Facebook uses its Page's token, which cannot be refreshed; reconnect the account")
+	}
 	return a.client.RefreshLongLived(ctx, a.cfg.BaseURL, "ig_refresh_token", c)
 }
 
 // Revoke does nothing: Instagram Login offers no token revocation (the user removes the app in
-// Instagram's settings).
+// Instagram's settings), and the Page token of an account connected through Facebook is the
+// Page's too (its consent is withdrawn in Facebook's settings).
 func (a *Adapter) Revoke(ctx context.Context, c platforms.Credentials) error { return nil }
 
 // Lookup looks through GET /{user-id}/media for a post with exactly this caption published at
 // or after since (up to three pages of 100).
 func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platforms.Post, since time.Time) (platforms.Publication, bool, error) {
-	return a.client.FindPost(ctx, a.api("/"+url.PathEscape(c.UserID)+"/media"), c.AccessToken, "caption", p.Text, since)
+	return a.client.FindPost(ctx, a.api(c, "/"+url.PathEscape(c.UserID)+"/media"), c.AccessToken, "caption", p.Text, since)
 }
 
 // UsesPKCE reports false: Instagram Login authenticates with the app secret.
@@ -378,7 +418,7 @@ func (a *Adapter) Exchange(ctx context.Context, code, redirectURI, codeVerifier 
 		UserID   graph.ID `json:"user_id"`
 		Username string   `json:"username"`
 	}
-	if _, err := a.client.Do(ctx, graph.Call{Method: http.MethodGet, URL: a.api("/me"), Token: long.AccessToken, Params: url.Values{"fields": {"user_id,username"}}}, &me); err != nil {
+	if _, err := a.client.Do(ctx, graph.Call{Method: http.MethodGet, URL: a.cfg.BaseURL + "/" + Version + "/me", Token: long.AccessToken, Params: url.Values{"fields": {"user_id,username"}}}, &me); err != nil {
 		return platforms.Credentials{}, err
 	}
 	id := string(me.UserID)

@@ -31,8 +31,10 @@ import (
 //
 // The simulated user "h" (login_hint) manages one Page named "h" whose id is UserID(h), so that
 // NewAccount(facebook, h) gives that Page's token; the simulated member MemberPages manages two
-// Pages (members.go), and GET /{page-id}?fields=instagram_business_account names each one's
-// linked Instagram professional account. Page tokens do not expire (the expire_tokens fault
+// Pages (members.go), and the field instagram_business_account (of GET /{page-id}, and of each
+// Page of /me/accounts when fields names it; instagram_business_account{id,username} adds the
+// username) names each one's linked Instagram professional account, which publishes on this host
+// with the Page's token (facebook_instagram.go). Page tokens do not expire (the expire_tokens fault
 // still expires them); a post whose text repeats the Page's previous text-only post within ten
 // minutes is refused with code 506. Calls spend a Pages business-use-case budget (4,800 per 24 h
 // per Page) answered with code 80001. attached_media takes the Page's own unpublished photos,
@@ -95,6 +97,7 @@ func registerFacebook(n *Network) {
 	g.api("POST /{id}/photo_stories", f.photoStory)
 	g.comments(false, "message", "created_time", 8000)
 	g.api("POST /video-upload/{version}/{video_id}", f.rupload)
+	f.serveInstagram()
 }
 
 func (f *fbSim) userID(handle string) string { return f.n.UserID("user:" + handle) }
@@ -163,10 +166,14 @@ func (f *fbSim) accounts(w http.ResponseWriter, r *http.Request, who graphCaller
 			}
 			pages[pg.ID] = c.AccessToken
 		})
-		data = append(data, map[string]any{
+		item := map[string]any{
 			"id": pg.ID, "name": pg.Name, "access_token": c.AccessToken, "category": "Brand",
 			"tasks": []string{"ADVERTISE", "ANALYZE", "CREATE_CONTENT", "MESSAGING", "MODERATE", "MANAGE"},
-		})
+		}
+		if ig, ok := linkedAccount(pg, r.URL.Query().Get("fields"), false); ok {
+			item["instagram_business_account"] = ig
+		}
+		data = append(data, item)
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{
 		"data":   data,
@@ -181,6 +188,36 @@ func (f *fbSim) pagesOf(handle string) []Managed {
 		return m.Pages
 	}
 	return []Managed{{ID: f.n.UserID(handle), Name: handle}}
+}
+
+// linkedAccount is a Page's instagram_business_account as the fields parameter asks for it:
+// named in fields (or, when byDefault, with no fields asked), as {id}, with its username too when
+// the field expansion instagram_business_account{id,username} names it. ok is false when the
+// Page has no linked account or the field was not asked for.
+func linkedAccount(pg Managed, fields string, byDefault bool) (map[string]any, bool) {
+	const field = "instagram_business_account"
+	if pg.Instagram == nil {
+		return nil, false
+	}
+	i := strings.Index(fields, field)
+	if i < 0 && !(byDefault && fields == "") {
+		return nil, false
+	}
+	out := map[string]any{"id": pg.Instagram.ID}
+	if i < 0 {
+		return out, true
+	}
+	rest := fields[i+len(field):]
+	if strings.HasPrefix(rest, "{") {
+		if end := strings.IndexByte(rest, '}'); end > 0 {
+			for _, sub := range strings.Split(rest[1:end], ",") {
+				if strings.TrimSpace(sub) == "username" {
+					out["username"] = pg.Instagram.Name
+				}
+			}
+		}
+	}
+	return out, true
 }
 
 // managedPage is the Page id when the caller is that Page or a user who manages it.
@@ -465,8 +502,8 @@ func (f *fbSim) object(w http.ResponseWriter, r *http.Request, who graphCaller) 
 	}
 	if pg, ok := f.managedPage(id, who); ok {
 		out := map[string]any{"id": pg.ID, "name": pg.Name}
-		if pg.Instagram != nil {
-			out["instagram_business_account"] = map[string]any{"id": pg.Instagram.ID}
+		if ig, ok := linkedAccount(pg, r.URL.Query().Get("fields"), true); ok {
+			out["instagram_business_account"] = ig
 		}
 		WriteJSON(w, http.StatusOK, out)
 		return

@@ -50,7 +50,15 @@ type graphAPI struct {
 	// checkImage, when set, judges the file an IMAGE container fetched; its error fails the
 	// container (Instagram takes only JPEG).
 	checkImage func(File) error
+	// handlers are the API routes' handlers by pattern. A route reads its handler here at each
+	// call, so that a network can wrap one registered by shared code (Facebook's object and
+	// comments routes also serve the Instagram accounts linked to its Pages), and another network
+	// can call it (facebook_instagram.go). Written only while the simulator is built.
+	handlers map[string]graphHandler
 }
+
+// graphHandler serves an API call of the caller who.
+type graphHandler func(w http.ResponseWriter, r *http.Request, who graphCaller)
 
 // appCalls is the app-level hourly budget reported in X-App-Usage (200 calls per hour per daily
 // active user; the simulator assumes 100 users).
@@ -65,8 +73,14 @@ type graphCaller struct {
 
 type graphVersionKey struct{}
 
+// graphHostKey holds the network that serves a call (its host), for the links the answer names
+// (paging.next): the Instagram handlers also answer on Facebook's host.
+type graphHostKey struct{}
+
 func newGraphAPI(n *Network, usageType string, throttleCode int, throttleMsg string, calls Limit) *graphAPI {
-	g := &graphAPI{n: n, mux: http.NewServeMux(), usageType: usageType, throttleCode: throttleCode, throttleMsg: throttleMsg, calls: calls}
+	g := &graphAPI{n: n, mux: http.NewServeMux(), usageType: usageType, throttleCode: throttleCode, throttleMsg: throttleMsg, calls: calls,
+		handlers: map[string]graphHandler{}}
+	n.graph = g
 	n.Mux.HandleFunc("/", g.serve)
 	n.RateLimited = g.rateLimited
 	return g
@@ -103,7 +117,8 @@ func (g *graphAPI) serve(w http.ResponseWriter, r *http.Request) {
 	if version == "" {
 		version = "v25.0"
 	}
-	r2 := r.Clone(context.WithValue(r.Context(), graphVersionKey{}, version))
+	ctx := context.WithValue(context.WithValue(r.Context(), graphVersionKey{}, version), graphHostKey{}, g.n)
+	r2 := r.Clone(ctx)
 	u := *r.URL
 	u.Path, u.RawPath = rest, ""
 	r2.URL = &u
@@ -121,11 +136,20 @@ func graphVersion(r *http.Request) string {
 	return "v25.0"
 }
 
+// graphBase is the base URL of the network serving r (n's when r did not come through serve).
+func graphBase(r *http.Request, n *Network) string {
+	if host, ok := r.Context().Value(graphHostKey{}).(*Network); ok {
+		return host.BaseURL()
+	}
+	return n.BaseURL()
+}
+
 // handle registers a route without token checks (consent pages, token endpoints).
 func (g *graphAPI) handle(pattern string, h http.HandlerFunc) { g.mux.HandleFunc(pattern, h) }
 
 // api registers a route that needs a valid access token and spends the caller's call budget.
-func (g *graphAPI) api(pattern string, h func(w http.ResponseWriter, r *http.Request, who graphCaller)) {
+func (g *graphAPI) api(pattern string, h graphHandler) {
+	g.handlers[pattern] = h
 	g.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		tok := graphToken(r)
 		if tok == "" {
@@ -147,7 +171,7 @@ func (g *graphAPI) api(pattern string, h func(w http.ResponseWriter, r *http.Req
 		if !g.spend(w, r, who.User) {
 			return
 		}
-		h(w, r, who)
+		g.handlers[pattern](w, r, who)
 	})
 }
 
@@ -727,7 +751,7 @@ func (g *graphAPI) page(w http.ResponseWriter, r *http.Request, account string, 
 		next.Set("after", cursor)
 		body["paging"] = map[string]any{
 			"cursors": map[string]string{"after": cursor},
-			"next":    g.n.BaseURL() + "/" + graphVersion(r) + r.URL.Path + "?" + next.Encode(),
+			"next":    graphBase(r, g.n) + "/" + graphVersion(r) + r.URL.Path + "?" + next.Encode(),
 		}
 	}
 	WriteJSON(w, http.StatusOK, body)

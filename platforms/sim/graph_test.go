@@ -232,3 +232,104 @@ func TestThreadsLimits(t *testing.T) {
 		t.Fatalf("status %v", out)
 	}
 }
+
+// The Facebook host serves the Instagram account linked to a Page with that Page's token: the
+// Page names it (instagram_business_account{id,username}); its containers, quota, posts and
+// listing are the Instagram network's, shared with the same account signed in through Instagram
+// Login, and the listing's next page stays on Facebook's host. Another Page's token and a Page
+// without a linked account are refused, and a Facebook object is still Facebook's.
+func TestFacebookServesLinkedInstagram(t *testing.T) {
+	t.Parallel()
+	srv := graphStartSim(t, sim.Options{ProcessingDelay: time.Millisecond})
+	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("\xff\xd8\xffimage")) }))
+	defer files.Close()
+	fb := srv.BaseURL() + "/facebook/v25.0/"
+	cafe := srv.Tokens(platforms.Facebook).Issue(sim.PageCafe.ID, sim.PageCafe.Name)
+	bakery := srv.Tokens(platforms.Facebook).Issue(sim.PageBakery.ID, sim.PageBakery.Name)
+	ig := sim.PageCafe.Instagram.ID
+
+	_, _, out := graphCall(t, http.MethodGet, fb+sim.PageCafe.ID+"?fields=instagram_business_account{id,username}", cafe.AccessToken, nil)
+	if linked, _ := out["instagram_business_account"].(map[string]any); linked["id"] != ig || linked["username"] != sim.PageCafe.Instagram.Name {
+		t.Fatalf("linked account: %v", out)
+	}
+	_, _, out = graphCall(t, http.MethodGet, fb+sim.PageCafe.ID+"?fields=name", cafe.AccessToken, nil)
+	if _, ok := out["instagram_business_account"]; ok {
+		t.Fatalf("a field not asked for: %v", out)
+	}
+
+	publish := func(base, token, caption string) string {
+		t.Helper()
+		status, _, out := graphCall(t, http.MethodPost, base+"/media", token, url.Values{"image_url": {files.URL + "/a.jpg"}, "caption": {caption}})
+		id, _ := out["id"].(string)
+		if status != 200 || id == "" {
+			t.Fatalf("container: %d %v", status, out)
+		}
+		for range 100 {
+			_, _, out = graphCall(t, http.MethodGet, strings.TrimSuffix(base, ig)+id+"?fields=status_code", token, nil)
+			if out["status_code"] == "FINISHED" {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		status, _, out = graphCall(t, http.MethodPost, base+"/media_publish", token, url.Values{"creation_id": {id}})
+		if status != 200 {
+			t.Fatalf("publish: %d %v", status, out)
+		}
+		return out["id"].(string)
+	}
+	first := publish(fb+ig, cafe.AccessToken, "through Facebook")
+	login, err := srv.NewAccount(platforms.Instagram, sim.PageCafe.Instagram.Name)
+	if err != nil || login.UserID != ig {
+		t.Fatalf("Instagram Login names the account %q (%v)", login.UserID, err)
+	}
+	publish(srv.BaseURL()+"/instagram/v25.0/"+ig, login.AccessToken, "through Instagram Login")
+
+	pubs := srv.Publications(platforms.Instagram)
+	if len(pubs) != 2 || pubs[0].ID != first || pubs[0].Account != ig || pubs[1].Account != ig {
+		t.Fatalf("publications %+v", pubs)
+	}
+	if n := len(srv.Publications(platforms.Facebook)); n != 0 {
+		t.Fatalf("%d Facebook publications", n)
+	}
+	_, _, out = graphCall(t, http.MethodGet, fb+ig+"/content_publishing_limit", cafe.AccessToken, nil)
+	if data := out["data"].([]any)[0].(map[string]any); data["quota_usage"].(float64) != 2 {
+		t.Fatalf("one quota for both logins: %v", out)
+	}
+	_, _, out = graphCall(t, http.MethodGet, fb+ig+"/media?fields=id,caption&limit=1", cafe.AccessToken, nil)
+	next, _ := out["paging"].(map[string]any)["next"].(string)
+	if !strings.HasPrefix(next, fb+ig+"/media?") {
+		t.Fatalf("next page %q", next)
+	}
+	_, _, out = graphCall(t, http.MethodGet, next, cafe.AccessToken, nil)
+	if data := out["data"].([]any); len(data) != 1 || data[0].(map[string]any)["id"] != first {
+		t.Fatalf("second page %v", out)
+	}
+	if status, _, out := graphCall(t, http.MethodPost, fb+first+"/comments", cafe.AccessToken, url.Values{"message": {"hello"}}); status != 200 {
+		t.Fatalf("comment: %d %v", status, out)
+	}
+	if c := srv.Publications(platforms.Instagram)[2]; c.CommentOn != first || c.Account != ig {
+		t.Fatalf("comment %+v", c)
+	}
+
+	bistro, _ := srv.NewAccount(platforms.Facebook, "bistro")
+	for name, token := range map[string]string{"another Page's token": bakery.AccessToken, "a Page without a linked account": bistro.AccessToken} {
+		status, _, out := graphCall(t, http.MethodPost, fb+ig+"/media", token, url.Values{"image_url": {files.URL + "/a.jpg"}})
+		if code, _ := graphErrCode(out); status != 400 || code != 100 {
+			t.Fatalf("%s: %d %v", name, status, out)
+		}
+		status, _, out = graphCall(t, http.MethodGet, fb+first, token, nil)
+		if code, _ := graphErrCode(out); status != 400 || code != 100 {
+			t.Fatalf("%s reads the media: %d %v", name, status, out)
+		}
+	}
+	if n := len(srv.Publications(platforms.Instagram)); n != 3 {
+		t.Fatalf("%d Instagram publications", n)
+	}
+	// A Facebook post of the Page is still Facebook's.
+	_, _, out = graphCall(t, http.MethodPost, fb+sim.PageCafe.ID+"/feed", cafe.AccessToken, url.Values{"message": {"on the Page"}})
+	post, _ := out["id"].(string)
+	_, _, out = graphCall(t, http.MethodGet, fb+post, cafe.AccessToken, nil)
+	if out["message"] != "on the Page" {
+		t.Fatalf("Facebook post %v", out)
+	}
+}

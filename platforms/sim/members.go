@@ -86,6 +86,19 @@ func memberOf(p platforms.Platform, handle string) *Member {
 	return nil
 }
 
+// linkedInstagram is the Instagram professional account linked to a simulated Page with this
+// username.
+func linkedInstagram(username string) (Managed, bool) {
+	for _, m := range members[platforms.Facebook] {
+		for _, pg := range m.Pages {
+			if pg.Instagram != nil && pg.Instagram.Name == username {
+				return *pg.Instagram, true
+			}
+		}
+	}
+	return Managed{}, false
+}
+
 // administers reports whether the LinkedIn member with this handle administers organisation id.
 func administers(handle, id string) bool {
 	if m := memberOf(platforms.LinkedIn, handle); m != nil {

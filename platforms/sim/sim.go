@@ -204,6 +204,8 @@ type Network struct {
 	RateLimited func(w http.ResponseWriter, r *http.Request, reset time.Time)
 	// Live connects the network to the simulator's live data (see live.go).
 	Live LiveHooks
+	// graph is the network's Graph API dialect (Facebook, Instagram, Threads), nil elsewhere.
+	graph *graphAPI
 }
 
 // registrations are filled by each network's file in init.
@@ -295,10 +297,15 @@ func (s *Sim) BaseURL() string {
 func (s *Sim) AdapterConfig(p platforms.Platform) platforms.Config { return ConfigFor(s.BaseURL(), p) }
 
 // ConfigFor is the adapter configuration that points platform p at a simulator listening at
-// baseURL (for example one started by `herald sim`).
+// baseURL (for example one started by `herald sim`). Instagram's GraphURL is the simulated
+// Facebook, which serves the Instagram accounts linked to its Pages (facebook_instagram.go).
 func ConfigFor(baseURL string, p platforms.Platform) platforms.Config {
 	base := strings.TrimRight(baseURL, "/") + Prefix(p)
-	return platforms.Config{BaseURL: base, AuthURL: base, UploadURL: base, ClientID: ClientID, ClientSecret: ClientSecret, PollInterval: 10 * time.Millisecond}
+	cfg := platforms.Config{BaseURL: base, AuthURL: base, UploadURL: base, ClientID: ClientID, ClientSecret: ClientSecret, PollInterval: 10 * time.Millisecond}
+	if p == platforms.Instagram {
+		cfg.GraphURL = strings.TrimRight(baseURL, "/") + Prefix(platforms.Facebook)
+	}
+	return cfg
 }
 
 // Server is a simulator listening on a TCP address.
@@ -687,8 +694,16 @@ func (s *Sim) NewAccount(p platforms.Platform, handle string) (platforms.Credent
 	return n.Tokens.Issue(n.UserID(handle), handle), nil
 }
 
-// UserID derives the network's stable id of a handle (the same handle is the same user).
+// UserID derives the network's stable id of a handle (the same handle is the same user). The
+// Instagram professional accounts linked to the simulated Pages keep their ids (members.go), so
+// that signing in to Instagram as one of them and picking it through a Facebook consent name the
+// same account.
 func (n *Network) UserID(handle string) string {
+	if n.Platform == platforms.Instagram {
+		if ig, ok := linkedInstagram(handle); ok {
+			return ig.ID
+		}
+	}
 	sum := sha256.Sum256([]byte(string(n.Platform) + "/" + handle))
 	return strings.TrimLeft(fmt.Sprint(uint64(sum[0])<<40|uint64(sum[1])<<32|uint64(sum[2])<<24|uint64(sum[3])<<16|uint64(sum[4])<<8|uint64(sum[5])), "0")
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -169,9 +168,7 @@ func (t *AccountTools) Close() error {
 func SimNetworks(baseURL string) map[platforms.Platform]platforms.Config {
 	out := map[platforms.Platform]platforms.Config{}
 	for _, p := range platforms.All {
-		base := strings.TrimRight(baseURL, "/") + sim.Prefix(p)
-		out[p] = platforms.Config{BaseURL: base, AuthURL: base, UploadURL: base, ClientID: sim.ClientID, ClientSecret: sim.ClientSecret,
-			PollInterval: 10 * time.Millisecond}
+		out[p] = sim.ConfigFor(baseURL, p)
 	}
 	return out
 }
