@@ -3,9 +3,14 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/heraldhq/herald/platforms"
 )
 
 // What Instagram and Facebook share for a first comment: the account comments on its post with
@@ -83,4 +88,54 @@ func (c *Client) FindComment(ctx context.Context, edgeURL, token string, f Comme
 		next, params = out.Paging.Next, nil
 	}
 	return "", false, nil
+}
+
+// FirstComments is an account's first comment on its own object through the object's comments
+// edge (a Facebook Page's post, an Instagram media): what both adapters' FirstCommenter does,
+// with each network's field names. A comment has no link of its own: its URL is the object's.
+type FirstComments struct {
+	Platform platforms.Platform
+	Client   *Client
+	// Noun names the object in refusals ("post", "media").
+	Noun   string
+	Fields CommentFields
+}
+
+// check refuses a comment the network would refuse, and an object id that is not one.
+func (f FirstComments) check(on platforms.Publication, text string) error {
+	switch n := utf8.RuneCountInString(text); {
+	case strings.TrimSpace(text) == "":
+		return platforms.Errorf(f.Platform, platforms.Invalid, 0, "a comment needs text")
+	case n > platforms.CommentMax(f.Platform):
+		return platforms.Errorf(f.Platform, platforms.Invalid, 0, "the comment is %d characters; %s allows %d", n, f.Platform.Name(), platforms.CommentMax(f.Platform))
+	case on.ID == "" || strings.ContainsAny(on.ID, "/?#"):
+		return &platforms.Error{Platform: f.Platform, Kind: platforms.Permanent, Message: fmt.Sprintf("%q is not a valid %s %s id", on.ID, f.Platform.Name(), f.Noun), Err: platforms.ErrNotFound}
+	}
+	return nil
+}
+
+// Publish comments text on on through its comments edge at api (the edge's URL for an object
+// path). A 5xx or a lost answer is Unknown (Lookup resolves it).
+func (f FirstComments) Publish(ctx context.Context, api func(path string) string, c platforms.Credentials, on platforms.Publication, text string) (platforms.Result, error) {
+	if err := f.check(on, text); err != nil {
+		return platforms.Result{}, err
+	}
+	id, resp, err := f.Client.Comment(ctx, api("/"+url.PathEscape(on.ID)+"/comments"), c.AccessToken, text)
+	if err != nil {
+		return platforms.Result{}, err
+	}
+	return platforms.Result{Publication: platforms.Publication{ID: id, URL: on.URL}, Rate: resp.Rate}, nil
+}
+
+// Lookup reads on's comments for the account's with exactly this text, created at or after
+// since.
+func (f FirstComments) Lookup(ctx context.Context, api func(path string) string, c platforms.Credentials, on platforms.Publication, text string, since time.Time) (platforms.Publication, bool, error) {
+	if err := f.check(on, text); err != nil {
+		return platforms.Publication{}, false, err
+	}
+	id, found, err := f.Client.FindComment(ctx, api("/"+url.PathEscape(on.ID)+"/comments"), c.AccessToken, f.Fields, c.UserID, c.Handle, text, since)
+	if err != nil || !found {
+		return platforms.Publication{}, false, err
+	}
+	return platforms.Publication{ID: id, URL: on.URL}, true, nil
 }
