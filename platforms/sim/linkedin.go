@@ -690,6 +690,13 @@ func (li *liSim) initOwner(w http.ResponseWriter, r *http.Request, m liMember) (
 func liAssetID() string { return "D4E10AQ" + strings.ToUpper(RandomID(8)) }
 
 func (li *liSim) imagesAction(w http.ResponseWriter, r *http.Request, m liMember) {
+	li.initializeUpload(w, r, m, "image", "images")
+}
+
+// initializeUpload answers an initializeUpload action of the Images or Documents API (kind
+// "image" or "document", path their upload URLs' folder): an asset of the owner, waiting for its
+// bytes at the upload URL it returns.
+func (li *liSim) initializeUpload(w http.ResponseWriter, r *http.Request, m liMember, kind, path string) {
 	if r.URL.Query().Get("action") != "initializeUpload" {
 		liError(w, http.StatusBadRequest, 0, "", "action must be initializeUpload")
 		return
@@ -699,30 +706,40 @@ func (li *liSim) imagesAction(w http.ResponseWriter, r *http.Request, m liMember
 		return
 	}
 	id := liAssetID()
-	urn := "urn:li:image:" + id
-	li.n.Store.Put("li-asset:"+urn, &liAsset{urn: urn, id: id, owner: owner, kind: "image", status: "WAITING_UPLOAD"})
-	li.n.Store.Put("li-upload:"+id, urn)
+	urn := "urn:li:" + kind + ":" + id
+	li.n.Store.Put("li-asset:"+urn, &liAsset{urn: urn, id: id, owner: owner, kind: kind, status: "WAITING_UPLOAD"})
+	li.n.Store.Put("li-upload-"+kind+":"+id, urn)
 	WriteJSON(w, http.StatusOK, map[string]any{"value": map[string]any{
 		"uploadUrlExpiresAt": li.n.Sim.Now().Add(24 * time.Hour).UnixMilli(),
-		"uploadUrl":          li.n.BaseURL() + "/dms-uploads/images/" + id,
-		"image":              urn,
+		"uploadUrl":          li.n.BaseURL() + "/dms-uploads/" + path + "/" + id,
+		kind:                 urn,
 	}})
 }
 
-func (li *liSim) putImage(w http.ResponseWriter, r *http.Request, m liMember) {
-	v, ok := li.n.Store.Get("li-upload:" + r.PathValue("id"))
+// upload reads the bytes PUT to an upload URL of kind: the asset they are for, and at most max
+// of them; false when it answered a refusal.
+func (li *liSim) upload(w http.ResponseWriter, r *http.Request, m liMember, kind string, max int) (*liAsset, []byte, bool) {
+	v, ok := li.n.Store.Get("li-upload-" + kind + ":" + r.PathValue("id"))
 	if !ok {
 		liError(w, http.StatusNotFound, 0, "", "upload not found")
-		return
+		return nil, nil, false
 	}
-	a := li.asset("image", v.(string))
+	a := li.asset(kind, v.(string))
 	if a == nil || !m.may(a.owner) {
 		liError(w, http.StatusForbidden, 0, "", "not the owner of this upload")
-		return
+		return nil, nil, false
 	}
-	data, err := io.ReadAll(io.LimitReader(r.Body, liMaxImageBytes+1))
-	if err != nil || len(data) == 0 || len(data) > liMaxImageBytes {
-		liError(w, http.StatusBadRequest, 0, "", fmt.Sprintf("an image must have 1 to %d bytes", liMaxImageBytes))
+	data, err := io.ReadAll(io.LimitReader(r.Body, int64(max)+1))
+	if err != nil || len(data) == 0 || len(data) > max {
+		liError(w, http.StatusBadRequest, 0, "", fmt.Sprintf("the %s must have 1 to %d bytes", kind, max))
+		return nil, nil, false
+	}
+	return a, data, true
+}
+
+func (li *liSim) putImage(w http.ResponseWriter, r *http.Request, m liMember) {
+	a, data, ok := li.upload(w, r, m, "image", liMaxImageBytes)
+	if !ok {
 		return
 	}
 	li.n.Store.PutBlob(&Blob{ID: "li-asset:" + a.urn, ContentType: r.Header.Get("Content-Type"), Data: data, Ready: true, Owner: a.owner})
@@ -754,7 +771,7 @@ func (li *liSim) initVideo(w http.ResponseWriter, r *http.Request, m liMember) {
 	urn := "urn:li:video:" + id
 	li.n.Store.Put("li-asset:"+urn, &liAsset{urn: urn, id: id, owner: owner, kind: "video", status: "WAITING_UPLOAD", size: size,
 		parts: map[int][]byte{}, etags: map[int]string{}})
-	li.n.Store.Put("li-upload:"+id, urn)
+	li.n.Store.Put("li-upload-video:"+id, urn)
 	var instructions []map[string]any
 	for i, first := 0, int64(0); first < size; i, first = i+1, first+liPartSize {
 		last := min(first+liPartSize, size) - 1
@@ -771,7 +788,7 @@ func (li *liSim) initVideo(w http.ResponseWriter, r *http.Request, m liMember) {
 
 // putVideoPart takes one part; the upload URL itself authorizes it, as LinkedIn's signed URLs do.
 func (li *liSim) putVideoPart(w http.ResponseWriter, r *http.Request) {
-	v, ok := li.n.Store.Get("li-upload:" + r.PathValue("id"))
+	v, ok := li.n.Store.Get("li-upload-video:" + r.PathValue("id"))
 	if !ok {
 		liError(w, http.StatusNotFound, 0, "", "upload not found")
 		return

@@ -3,9 +3,7 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"time"
 
 	"github.com/heraldhq/herald/internal/pdf"
 )
@@ -30,39 +28,12 @@ func (li *liSim) registerDocuments() {
 }
 
 func (li *liSim) documentsAction(w http.ResponseWriter, r *http.Request, m liMember) {
-	if r.URL.Query().Get("action") != "initializeUpload" {
-		liError(w, http.StatusBadRequest, 0, "", "action must be initializeUpload")
-		return
-	}
-	owner, _, ok := li.initOwner(w, r, m)
-	if !ok {
-		return
-	}
-	id := liAssetID()
-	urn := "urn:li:document:" + id
-	li.n.Store.Put("li-asset:"+urn, &liAsset{urn: urn, id: id, owner: owner, kind: "document", status: "WAITING_UPLOAD"})
-	li.n.Store.Put("li-upload-doc:"+id, urn)
-	WriteJSON(w, http.StatusOK, map[string]any{"value": map[string]any{
-		"uploadUrlExpiresAt": li.n.Sim.Now().Add(24 * time.Hour).UnixMilli(),
-		"uploadUrl":          li.n.BaseURL() + "/dms-uploads/documents/" + id,
-		"document":           urn,
-	}})
+	li.initializeUpload(w, r, m, "document", "documents")
 }
 
 func (li *liSim) putDocument(w http.ResponseWriter, r *http.Request, m liMember) {
-	v, ok := li.n.Store.Get("li-upload-doc:" + r.PathValue("id"))
+	a, data, ok := li.upload(w, r, m, "document", liMaxDocumentBytes)
 	if !ok {
-		liError(w, http.StatusNotFound, 0, "", "upload not found")
-		return
-	}
-	a := li.asset("document", v.(string))
-	if a == nil || !m.may(a.owner) {
-		liError(w, http.StatusForbidden, 0, "", "not the owner of this upload")
-		return
-	}
-	data, err := io.ReadAll(io.LimitReader(r.Body, liMaxDocumentBytes+1))
-	if err != nil || len(data) == 0 || len(data) > liMaxDocumentBytes {
-		liError(w, http.StatusBadRequest, 0, "", fmt.Sprintf("a document must have 1 to %d bytes", liMaxDocumentBytes))
 		return
 	}
 	pages, err := pdf.Pages(data)
