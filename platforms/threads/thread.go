@@ -68,62 +68,14 @@ func (a *Adapter) PublishReply(ctx context.Context, c platforms.Credentials, roo
 	if parent.ID == "" || strings.ContainsAny(parent.ID, "/?#") {
 		return platforms.Result{}, platforms.Errorf(platforms.Threads, platforms.Permanent, 0, "%q is not a Threads post id", parent.ID)
 	}
-	for i, m := range p.Media {
-		if m.URL == "" {
-			return platforms.Result{}, platforms.Errorf(platforms.Threads, platforms.Permanent, 0, "media %d has no public URL; Threads fetches media by URL", i+1)
-		}
+	if err := mediaURLs(p); err != nil {
+		return platforms.Result{}, err
 	}
 	rate, err := a.replyQuota(ctx, c)
 	if err != nil {
 		return platforms.Result{}, err
 	}
-	var form url.Values
-	switch len(p.Media) {
-	case 0:
-		form = url.Values{"media_type": {"TEXT"}}
-	case 1:
-		form = mediaParams(p.Media[0], false)
-	default:
-		children := make([]string, 0, len(p.Media))
-		for _, m := range p.Media {
-			id, err := a.create(ctx, c, mediaParams(m, true))
-			if err != nil {
-				return platforms.Result{}, err
-			}
-			children = append(children, id)
-		}
-		for _, id := range children {
-			if err := a.wait(ctx, c, id); err != nil {
-				return platforms.Result{}, err
-			}
-		}
-		form = url.Values{"media_type": {"CAROUSEL"}, "children": {strings.Join(children, ",")}}
-	}
-	if p.Text != "" {
-		form.Set("text", p.Text)
-	}
-	form.Set("reply_to_id", parent.ID)
-	container, err := a.create(ctx, c, form)
-	if err != nil {
-		return platforms.Result{}, err
-	}
-	if err := a.wait(ctx, c, container); err != nil {
-		return platforms.Result{}, err
-	}
-	var out struct {
-		ID graph.ID `json:"id"`
-	}
-	resp, err := a.client.Do(ctx, graph.Call{Method: http.MethodPost, URL: a.api("/" + url.PathEscape(c.UserID) + "/threads_publish"), Token: c.AccessToken, Params: url.Values{"creation_id": {container}}, Create: true}, &out)
-	if err != nil {
-		return platforms.Result{}, err
-	}
-	if out.ID == "" {
-		return platforms.Result{}, graph.Garbage(platforms.Threads, resp.Status, true, "threads_publish answered no id")
-	}
-	if rate.Known && rate.Limit > 0 && rate.Remaining > 0 {
-		rate.Remaining--
-	}
-	return platforms.Result{Publication: platforms.Publication{ID: string(out.ID), URL: a.permalink(ctx, c, string(out.ID))}, Rate: rate}, nil
+	return a.publish(ctx, c, p, rate, func(form url.Values) { form.Set("reply_to_id", parent.ID) })
 }
 
 // replyPages bounds how many pages of a post's replies LookupReply reads.

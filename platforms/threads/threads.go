@@ -165,14 +165,11 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	if err := a.Validate(p); err != nil {
 		return platforms.Result{}, err
 	}
-	for i, m := range p.Media {
-		if m.URL == "" {
-			return platforms.Result{}, platforms.Errorf(platforms.Threads, platforms.Permanent, 0, "media %d has no public URL; Threads fetches media by URL", i+1)
-		}
+	if err := mediaURLs(p); err != nil {
+		return platforms.Result{}, err
 	}
-	user := url.PathEscape(c.UserID)
 	var quota graph.Quota
-	resp, err := a.client.Do(ctx, graph.Call{Method: http.MethodGet, URL: a.api("/" + user + "/threads_publishing_limit"), Token: c.AccessToken, Params: url.Values{"fields": {"quota_usage,config"}}}, &quota)
+	resp, err := a.client.Do(ctx, graph.Call{Method: http.MethodGet, URL: a.api("/" + url.PathEscape(c.UserID) + "/threads_publishing_limit"), Token: c.AccessToken, Params: url.Values{"fields": {"quota_usage,config"}}}, &quota)
 	if err != nil {
 		return platforms.Result{}, err
 	}
@@ -183,7 +180,39 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	if !rate.Known {
 		rate = resp.Rate
 	}
+	return a.publish(ctx, c, p, rate, func(form url.Values) {
+		if o, _ := p.Options.(*platforms.ThreadsOptions); o != nil {
+			switch o.ReplyControl {
+			case "accounts_you_follow", "mentioned_only":
+				form.Set("reply_control", o.ReplyControl)
+			}
+			if o.TopicTag != "" {
+				form.Set("topic_tag", o.TopicTag)
+			}
+		}
+		if len(p.Media) == 0 {
+			// A text post's link card: Threads reads the page itself (link_attachment).
+			if link := platforms.CardLink(p.Options, p.Text); link != "" {
+				form.Set("link_attachment", link)
+			}
+		}
+	})
+}
 
+// mediaURLs refuses a post whose media have no public URL: Threads fetches media by URL.
+func mediaURLs(p platforms.Post) error {
+	for i, m := range p.Media {
+		if m.URL == "" {
+			return platforms.Errorf(platforms.Threads, platforms.Permanent, 0, "media %d has no public URL; Threads fetches media by URL", i+1)
+		}
+	}
+	return nil
+}
+
+// publish makes p's container (its carousel's children first, each waited for), with the
+// fields set adds, waits for it and publishes it with threads_publish, the only call that
+// creates the post (a 5xx or a lost answer there is Unknown). rate is the quota read before.
+func (a *Adapter) publish(ctx context.Context, c platforms.Credentials, p platforms.Post, rate platforms.RateInfo, set func(url.Values)) (platforms.Result, error) {
 	var form url.Values
 	switch len(p.Media) {
 	case 0:
@@ -209,21 +238,7 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	if p.Text != "" {
 		form.Set("text", p.Text)
 	}
-	if o, _ := p.Options.(*platforms.ThreadsOptions); o != nil {
-		switch o.ReplyControl {
-		case "accounts_you_follow", "mentioned_only":
-			form.Set("reply_control", o.ReplyControl)
-		}
-		if o.TopicTag != "" {
-			form.Set("topic_tag", o.TopicTag)
-		}
-	}
-	if len(p.Media) == 0 {
-		// A text post's link card: Threads reads the page itself (link_attachment).
-		if link := platforms.CardLink(p.Options, p.Text); link != "" {
-			form.Set("link_attachment", link)
-		}
-	}
+	set(form)
 	container, err := a.create(ctx, c, form)
 	if err != nil {
 		return platforms.Result{}, err
@@ -234,7 +249,7 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	var out struct {
 		ID graph.ID `json:"id"`
 	}
-	resp, err = a.client.Do(ctx, graph.Call{Method: http.MethodPost, URL: a.api("/" + user + "/threads_publish"), Token: c.AccessToken, Params: url.Values{"creation_id": {container}}, Create: true}, &out)
+	resp, err := a.client.Do(ctx, graph.Call{Method: http.MethodPost, URL: a.api("/" + url.PathEscape(c.UserID) + "/threads_publish"), Token: c.AccessToken, Params: url.Values{"creation_id": {container}}, Create: true}, &out)
 	if err != nil {
 		return platforms.Result{}, err
 	}
