@@ -7,9 +7,7 @@ package x
 
 import (
 	"context"
-	"fmt"
 	"html"
-	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -44,72 +42,23 @@ func (a *Adapter) PublishReply(ctx context.Context, c platforms.Credentials, roo
 // with p's text: a post whose referenced_tweets has replied_to parent. Texts are compared as
 // Lookup compares them, after the @mentions X may put before a reply's text.
 func (a *Adapter) LookupReply(ctx context.Context, c platforms.Credentials, root, parent platforms.Publication, p platforms.Post, since time.Time) (platforms.Publication, bool, error) {
-	if c.UserID == "" {
-		var err error
-		if c, err = a.Identify(ctx, c); err != nil {
-			return platforms.Publication{}, false, err
-		}
-	}
-	q := url.Values{
-		"max_results":  {"100"},
-		"tweet.fields": {"created_at,conversation_id,referenced_tweets"},
-		"exclude":      {"retweets"},
-		"start_time":   {since.UTC().Truncate(time.Second).Format(time.RFC3339)},
-	}
 	want := maskURLs(p.Text)
-	for page := 0; page < lookupPages; page++ {
-		var out struct {
-			Data []struct {
-				ID               string `json:"id"`
-				Text             string `json:"text"`
-				ReferencedTweets []struct {
-					Type string `json:"type"`
-					ID   string `json:"id"`
-				} `json:"referenced_tweets"`
-			} `json:"data"`
-			Meta *struct {
-				NextToken string `json:"next_token"`
-			} `json:"meta"`
+	return a.findTweet(ctx, c, since, url.Values{"tweet.fields": {"created_at,conversation_id,referenced_tweets"}, "exclude": {"retweets"}}, func(t timelineTweet) bool {
+		answers := false
+		for _, ref := range t.ReferencedTweets {
+			answers = answers || (ref.Type == "replied_to" && ref.ID == parent.ID)
 		}
-		r, err := platforms.Send(ctx, a.hc, platforms.X, platforms.Call{Method: http.MethodGet, URL: a.base + "/2/users/" + url.PathEscape(c.UserID) + "/tweets?" + q.Encode(), Bearer: c.AccessToken})
-		if err != nil {
-			return platforms.Publication{}, false, err
+		if !answers {
+			return false
 		}
-		if !r.OK() {
-			return platforms.Publication{}, false, classify(r, false)
-		}
-		if err := platforms.Decode(platforms.X, r, &out, false); err != nil {
-			return platforms.Publication{}, false, err
-		}
-		if out.Meta == nil && out.Data == nil {
-			if e := errorBody(r); e != nil {
-				return platforms.Publication{}, false, e
-			}
-			return platforms.Publication{}, false, platforms.Garbled(platforms.X, r, false, fmt.Errorf("neither data nor meta in the answer"))
-		}
-		for _, t := range out.Data {
-			answers := false
-			for _, ref := range t.ReferencedTweets {
-				if ref.Type == "replied_to" && ref.ID == parent.ID {
-					answers = true
-				}
-			}
-			if !answers {
-				continue
-			}
-			got := maskURLs(html.UnescapeString(t.Text))
-			for _, g := range []string{got, withoutMentions(got)} {
-				if g == want || (len(p.Media) > 0 && strings.TrimSpace(strings.TrimSuffix(g, urlMask)) == want) {
-					return publication(c, t.ID), true, nil
-				}
+		got := maskURLs(html.UnescapeString(t.Text))
+		for _, g := range []string{got, withoutMentions(got)} {
+			if g == want || (len(p.Media) > 0 && strings.TrimSpace(strings.TrimSuffix(g, urlMask)) == want) {
+				return true
 			}
 		}
-		if out.Meta == nil || out.Meta.NextToken == "" {
-			break
-		}
-		q.Set("pagination_token", out.Meta.NextToken)
-	}
-	return platforms.Publication{}, false, nil
+		return false
+	})
 }
 
 // withoutMentions drops the @mentions that begin a reply's text.

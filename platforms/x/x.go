@@ -371,32 +371,46 @@ const lookupPages = 5
 // excluded) and returns the one with this text. X rewrites URLs to t.co links, HTML-escapes &, < and >, and
 // appends a t.co link for attached media, so texts are compared with every URL masked.
 func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platforms.Post, since time.Time) (platforms.Publication, bool, error) {
+	want := maskURLs(p.Text)
+	// A thread's parts and first comments are not the post.
+	return a.findTweet(ctx, c, since, url.Values{"tweet.fields": {"created_at"}, "exclude": {"retweets,replies"}}, func(t timelineTweet) bool {
+		got := maskURLs(html.UnescapeString(t.Text))
+		return got == want || (len(p.Media) > 0 && strings.TrimSpace(strings.TrimSuffix(got, urlMask)) == want)
+	})
+}
+
+// timelineTweet is a post of the account's timeline as findTweet reads it.
+type timelineTweet struct {
+	ID               string `json:"id"`
+	Text             string `json:"text"`
+	ReferencedTweets []struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+	} `json:"referenced_tweets"`
+}
+
+// findTweet reads the account's timeline since then (GET /2/users/{id}/tweets with start_time and
+// the fields and exclusions of q), up to lookupPages pages, and returns the first post match
+// takes.
+func (a *Adapter) findTweet(ctx context.Context, c platforms.Credentials, since time.Time, q url.Values, match func(timelineTweet) bool) (platforms.Publication, bool, error) {
 	if c.UserID == "" {
 		var err error
 		if c, err = a.Identify(ctx, c); err != nil {
 			return platforms.Publication{}, false, err
 		}
 	}
-	q := url.Values{
-		"max_results":  {"100"},
-		"tweet.fields": {"created_at"},
-		"exclude":      {"retweets,replies"}, // a thread's parts and first comments are not the post
-		"start_time":   {since.UTC().Truncate(time.Second).Format(time.RFC3339)},
-	}
-	want := maskURLs(p.Text)
+	q.Set("max_results", "100")
+	q.Set("start_time", since.UTC().Truncate(time.Second).Format(time.RFC3339))
 	for page := 0; page < lookupPages; page++ {
 		r, err := platforms.Send(ctx, a.hc, platforms.X, platforms.Call{Method: http.MethodGet, URL: a.base + "/2/users/" + url.PathEscape(c.UserID) + "/tweets?" + q.Encode(), Bearer: c.AccessToken})
 		if err != nil {
 			return platforms.Publication{}, false, err
 		}
-		if r.Status < 200 || r.Status > 299 {
+		if !r.OK() {
 			return platforms.Publication{}, false, classify(r, false)
 		}
 		var out struct {
-			Data []struct {
-				ID   string `json:"id"`
-				Text string `json:"text"`
-			} `json:"data"`
+			Data []timelineTweet `json:"data"`
 			Meta *struct {
 				NextToken string `json:"next_token"`
 			} `json:"meta"`
@@ -411,8 +425,7 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 			return platforms.Publication{}, false, platforms.Garbled(platforms.X, r, false, fmt.Errorf("neither data nor meta in the answer"))
 		}
 		for _, t := range out.Data {
-			got := maskURLs(html.UnescapeString(t.Text))
-			if got == want || (len(p.Media) > 0 && strings.TrimSpace(strings.TrimSuffix(got, urlMask)) == want) {
+			if match(t) {
 				return publication(c, t.ID), true, nil
 			}
 		}
