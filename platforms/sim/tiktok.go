@@ -393,6 +393,26 @@ func (t *ttSim) userInfo(w http.ResponseWriter, r *http.Request, u ttUser) {
 }
 
 // privacyOptions are the privacy levels the creator may choose under the current audit mode.
+// privacyRefused answers the refusal of a post's privacy level, when content/init refuses it
+// (none given, an unaudited client's other than SELF_ONLY, none of the creator's options, branded
+// content kept private), and reports whether it did.
+func (t *ttSim) privacyRefused(w http.ResponseWriter, level string, branded bool) bool {
+	options, audited := t.privacyOptions()
+	switch {
+	case level == "":
+		t.invalidParams(w, "post_info.privacy_level is required.")
+	case !audited && level != "SELF_ONLY":
+		t.reply(w, http.StatusForbidden, nil, "unaudited_client_can_only_post_to_private_accounts", "Unaudited clients can only post with SELF_ONLY privacy.")
+	case !slices.Contains(options, level):
+		t.invalidParams(w, "privacy_level_option_mismatch: "+level+" is not among the creator's privacy_level_options.")
+	case branded && level == "SELF_ONLY":
+		t.invalidParams(w, "Branded content cannot be posted with SELF_ONLY privacy.")
+	default:
+		return false
+	}
+	return true
+}
+
 func (t *ttSim) privacyOptions() (options []string, audited bool) {
 	if l, ok := t.n.Sim.ttOverride(ttBucketUnaudited); ok && l.Count > 0 {
 		return []string{"SELF_ONLY"}, false
@@ -455,22 +475,11 @@ func (t *ttSim) initVideo(w http.ResponseWriter, r *http.Request, u ttUser) {
 		return
 	}
 	pi, si := req.PostInfo, req.SourceInfo
-	options, audited := t.privacyOptions()
-	switch {
-	case len(utf16.Encode([]rune(pi.Title))) > ttMaxCaption:
+	if len(utf16.Encode([]rune(pi.Title))) > ttMaxCaption {
 		t.invalidParams(w, fmt.Sprintf("The title is longer than %d characters.", ttMaxCaption))
 		return
-	case pi.PrivacyLevel == "":
-		t.invalidParams(w, "post_info.privacy_level is required.")
-		return
-	case !audited && pi.PrivacyLevel != "SELF_ONLY":
-		t.reply(w, http.StatusForbidden, nil, "unaudited_client_can_only_post_to_private_accounts", "Unaudited clients can only post with SELF_ONLY privacy.")
-		return
-	case !slices.Contains(options, pi.PrivacyLevel):
-		t.invalidParams(w, "privacy_level_option_mismatch: "+pi.PrivacyLevel+" is not among the creator's privacy_level_options.")
-		return
-	case pi.BrandContentToggle && pi.PrivacyLevel == "SELF_ONLY":
-		t.invalidParams(w, "Branded content cannot be posted with SELF_ONLY privacy.")
+	}
+	if t.privacyRefused(w, pi.PrivacyLevel, pi.BrandContentToggle) {
 		return
 	}
 	if off := t.n.Sim.ttInteractionsOff(); (off[0] && !pi.DisableComment) || (off[1] && !pi.DisableDuet) || (off[2] && !pi.DisableStitch) {

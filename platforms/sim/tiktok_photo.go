@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -56,7 +55,6 @@ func (t *ttSim) initContent(w http.ResponseWriter, r *http.Request, u ttUser) {
 		return
 	}
 	pi, si := req.PostInfo, req.SourceInfo
-	options, audited := t.privacyOptions()
 	n := len(si.PhotoImages)
 	switch {
 	case req.MediaType != "PHOTO":
@@ -80,17 +78,8 @@ func (t *ttSim) initContent(w http.ResponseWriter, r *http.Request, u ttUser) {
 	case len(utf16.Encode([]rune(pi.Description))) > ttMaxPhotoDesc:
 		t.invalidParams(w, fmt.Sprintf("The description is longer than %d characters.", ttMaxPhotoDesc))
 		return
-	case pi.PrivacyLevel == "":
-		t.invalidParams(w, "post_info.privacy_level is required.")
-		return
-	case !audited && pi.PrivacyLevel != "SELF_ONLY":
-		t.reply(w, http.StatusForbidden, nil, "unaudited_client_can_only_post_to_private_accounts", "Unaudited clients can only post with SELF_ONLY privacy.")
-		return
-	case !slices.Contains(options, pi.PrivacyLevel):
-		t.invalidParams(w, "privacy_level_option_mismatch: "+pi.PrivacyLevel+" is not among the creator's privacy_level_options.")
-		return
-	case pi.BrandContentToggle && pi.PrivacyLevel == "SELF_ONLY":
-		t.invalidParams(w, "Branded content cannot be posted with SELF_ONLY privacy.")
+	}
+	if t.privacyRefused(w, pi.PrivacyLevel, pi.BrandContentToggle) {
 		return
 	}
 	if off := t.n.Sim.ttInteractionsOff(); off[0] && !pi.DisableComment {
