@@ -1,6 +1,8 @@
 package web_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/platforms"
 )
@@ -308,4 +311,32 @@ func TestBrowserComposeThreadAndFirstComment(t *testing.T) {
 	require.Contains(t, row, "First comment: published")
 	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#targets tr[data-platform=linkedin]`))), "First comment: published")
 	tb.shoot(dir, "thread-02-post")
+}
+
+// The compose page's live check shows the link card a Bluesky post would carry, read by the server
+// from the page the text links to.
+func TestBrowserComposeShowsTheLinkCard(t *testing.T) {
+	t.Parallel()
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(`<html><head><meta property="og:title" content="Spring menu &amp; more">` +
+			`<meta property="og:description" content="Twelve new dishes"></head><body></body></html>`))
+	}))
+	t.Cleanup(page.Close)
+	a := apptest.Start(t, apptest.Options{Demo: true, Config: func(c *app.Config) { c.WebhookAllowPrivate = true }})
+	h := &herald{app: a.App, url: a.URL, key: a.Key, password: a.Password, user: a.User}
+	tb := newTab(t)
+	dir := screenshots(t)
+	bsky := accountOf(t, h, platforms.Bluesky)
+	tb.signIn(h.url, h.user.Email, h.password, "/compose")
+	tb.do(
+		chromedp.WaitVisible(chromedp.CSS(`#content`)),
+		chromedp.SendKeys(chromedp.CSS(`#content`), "Our new menu: "+page.URL+"/menu"),
+		chromedp.Click(chromedp.CSS(`input[name=platforms][value="`+bsky+`"]`)),
+	)
+	tb.checked()
+	tb.do(chromedp.WaitVisible(chromedp.CSS(section(bsky) + ` .preview-card`)))
+	require.Equal(t, "Spring menu & more", get(tb, chromedp.Text(chromedp.CSS(section(bsky)+` .preview-card-title`))))
+	require.Equal(t, "Twelve new dishes", get(tb, chromedp.Text(chromedp.CSS(section(bsky)+` .preview-card-text`))))
+	tb.shoot(dir, "link-card")
 }

@@ -701,6 +701,15 @@
           if (m.alt_text) { line += ', alt text “' + m.alt_text + '”'; }
           fig.appendChild(el('p', 'preview-media muted', line));
         });
+        if (pv.link_card) {
+          // The card as read from the page; its image is not loaded here (an address the post
+          // names is read by the server's egress rules, never by the dashboard's browser).
+          var card = el('div', 'preview-card');
+          card.appendChild(el('p', 'preview-card-title', pv.link_card.title || pv.link_card.url));
+          if (pv.link_card.description) { card.appendChild(el('p', 'preview-card-text muted', pv.link_card.description)); }
+          card.appendChild(el('p', 'preview-card-url muted', pv.link_card.url + (pv.link_card.image_url ? ' · with an image' : '')));
+          fig.appendChild(card);
+        }
         box.appendChild(fig);
       }
     }
