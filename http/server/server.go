@@ -204,6 +204,11 @@ func (s *Server) Authenticated(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			msg := err.Error()
 			if !isAuthFailure(err) {
+				// The key could not be checked: a database that cannot be reached is 503 (the
+				// client retries), as on every route; anything else is Herald's fault.
+				if e := StoreFailure(c, s.cfg.Log, err); e != nil {
+					return e
+				}
 				s.cfg.Log.Error("authentication failed", "request_id", RequestID(c), "error", err)
 				return apierr.Internal()
 			}
