@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"io/fs"
@@ -21,6 +23,7 @@ import (
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/pgtest"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -62,7 +65,7 @@ func TestWriteStoreFixture(t *testing.T) {
 
 	// The answers are read from the store as it is committed, by a second start on it.
 	exp := fixtureExpected{Session: session}
-	t.Run("read", func(t *testing.T) { exp.Answers = readFixture(t, dir, session) })
+	t.Run("read", func(t *testing.T) { exp.Answers = readFixture(t, dir, "", session) })
 	if t.Failed() {
 		return
 	}
@@ -171,9 +174,9 @@ func writeFixture(t *testing.T, dir string) (scheduled, session string) {
 
 // readFixture starts Herald on the stopped store in dir and reads every object, the dashboard's
 // with the session cookie.
-func readFixture(t *testing.T, dir, session string) map[string]any {
+func readFixture(t *testing.T, dir, store, session string) map[string]any {
 	h := apptest.Start(t, apptest.Options{Demo: true, Config: func(c *app.Config) {
-		c.DataDir, c.Store = dir, ""
+		c.DataDir, c.Store = dir, store
 		c.SessionIdle, c.SessionMaxAge = fixtureSessionIdle, fixtureSessionIdle
 	}})
 	h.Key = fixtureKey(t, dir)
@@ -187,6 +190,46 @@ func readFixture(t *testing.T, dir, session string) map[string]any {
 // requires every object the API shows to be as that build showed it, and the store sound.
 func TestStoreFixture(t *testing.T) {
 	t.Parallel()
+	exp, dir := openFixture(t)
+	r, err := persistence.CheckFile(filepath.Join(dir, persistence.FileName), 2*time.Second)
+	require.NoError(t, err)
+	require.True(t, r.Sound(), "herald check finds problems: %v", r.Problems)
+
+	var got map[string]any
+	t.Run("open", func(t *testing.T) { got = readFixture(t, dir, "", exp.Session) })
+	requireFixtureAnswers(t, exp, got)
+
+	// The store is still sound once this build has run on it.
+	r, err = persistence.CheckFile(filepath.Join(dir, persistence.FileName), 2*time.Second)
+	require.NoError(t, err)
+	require.True(t, r.Sound(), "herald check finds problems after a start: %v", r.Problems)
+}
+
+// TestStoreFixturePostgres copies the fixture's bbolt file into PostgreSQL as herald migrate does
+// (the rows as the previous build wrote them, brought up to date when the store opens there) and
+// requires the same answers. It runs where PostgreSQL is available (pgtest).
+func TestStoreFixturePostgres(t *testing.T) {
+	t.Parallel()
+	exp, dir := openFixture(t)
+	url := pgtest.URL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rows, err := persistence.MigrateToPostgres(ctx, filepath.Join(dir, persistence.FileName), url)
+	require.NoError(t, err)
+	for _, r := range rows {
+		require.True(t, r.Match(), "bucket %s copied otherwise", r.Bucket)
+	}
+	// Herald on PostgreSQL keeps only the secret key, media and sandbox files in its directory.
+	require.NoError(t, os.Remove(filepath.Join(dir, persistence.FileName)))
+
+	var got map[string]any
+	t.Run("open", func(t *testing.T) { got = readFixture(t, dir, url, exp.Session) })
+	requireFixtureAnswers(t, exp, got)
+}
+
+// openFixture reads expected.json and copies the fixture's data directory to a temporary one.
+func openFixture(t *testing.T) (fixtureExpected, string) {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(fixtureDir, "expected.json"))
 	require.NoError(t, err)
 	var exp fixtureExpected
@@ -194,17 +237,16 @@ func TestStoreFixture(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, copyTree(filepath.Join(fixtureDir, "data"), dir))
 	require.NoError(t, gunzipFile(filepath.Join(dir, persistence.FileName)))
+	return exp, dir
+}
 
-	r, err := persistence.CheckFile(filepath.Join(dir, persistence.FileName), 2*time.Second)
-	require.NoError(t, err)
-	require.True(t, r.Sound(), "herald check finds problems: %v", r.Problems)
-
-	var got map[string]any
-	t.Run("open", func(t *testing.T) { got = readFixture(t, dir, exp.Session) })
-	require.NotNil(t, got)
-	for req, want := range exp.Answers {
+// requireFixtureAnswers requires got to hold every answer of exp, each the same, and no other.
+func requireFixtureAnswers(t *testing.T, exp fixtureExpected, got map[string]any) {
+	t.Helper()
+	require.NotNil(t, got, "the fixture could not be read")
+	for _, req := range sortedKeys(exp.Answers) {
 		require.Contains(t, got, req, "%s is no longer answered", req)
-		wj, _ := json.MarshalIndent(want, "", "  ")
+		wj, _ := json.MarshalIndent(exp.Answers[req], "", "  ")
 		gj, _ := json.MarshalIndent(got[req], "", "  ")
 		require.JSONEq(t, string(wj), string(gj), "%s answers otherwise than the build that wrote the store", req)
 	}
@@ -215,11 +257,6 @@ func TestStoreFixture(t *testing.T) {
 		}
 	}
 	require.Empty(t, extra, "objects the build that wrote the store did not have")
-
-	// The store is still sound once this build has run on it.
-	r, err = persistence.CheckFile(filepath.Join(dir, persistence.FileName), 2*time.Second)
-	require.NoError(t, err)
-	require.True(t, r.Sound(), "herald check finds problems after a start: %v", r.Problems)
 }
 
 // fixtureAnswers reads every object of the demo user through the API (and the dashboard's /api
@@ -231,16 +268,18 @@ func fixtureAnswers(t *testing.T, h *apptest.Herald, br *apptest.Browser) map[st
 	get := func(path string, keep ...string) map[string]any {
 		r := h.Do("GET", path, nil)
 		require.Equal(t, 200, r.Status, "GET %s: %s", path, r.Body)
-		var m map[string]any
+		// m is returned as answered; n, normalised (in place), is kept.
+		var m, n map[string]any
 		require.NoError(t, json.Unmarshal(r.Body, &m), "GET %s", path)
+		require.NoError(t, json.Unmarshal(r.Body, &n), "GET %s", path)
 		if keep != nil {
 			kept := map[string]any{}
 			for _, k := range keep {
-				kept[k] = m[k]
+				kept[k] = n[k]
 			}
-			m = kept
+			n = kept
 		}
-		out["GET "+path] = normaliseFixture(m, h.URL)
+		out["GET "+path] = normaliseFixture(n, h.URL)
 		return m
 	}
 	data := func(m map[string]any) []map[string]any {
@@ -269,7 +308,17 @@ func fixtureAnswers(t *testing.T, h *apptest.Herald, br *apptest.Browser) map[st
 		get("/v1/jobs/" + id)
 	}
 	for _, id := range sortedKeys(media) {
-		get("/v1/media/" + id)
+		// The file itself is served, whole, at its signed URL (the media signing key and the
+		// file kept).
+		m := get("/v1/media/" + id)
+		resp, err := h.Client.Get(m["url"].(string))
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, 200, resp.StatusCode, "media file %s: %s", id, body)
+		sum := sha256.Sum256(body)
+		out["file "+id] = map[string]any{"size_bytes": len(body), "sha256": hex.EncodeToString(sum[:])}
 	}
 	for _, c := range data(get("/v1/campaigns")) {
 		get("/v1/campaigns/" + c["id"].(string))
@@ -339,7 +388,7 @@ func reschedule(t *testing.T, dir, id string, at time.Time) {
 	}))
 }
 
-func sortedKeys(m map[string]bool) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
