@@ -183,7 +183,22 @@ func readFixture(t *testing.T, dir, store, session string) map[string]any {
 	require.NotEmpty(t, h.Accounts, "the demo user's accounts")
 	br := h.NewBrowser()
 	br.SetSessionCookie(session)
-	return fixtureAnswers(t, h, br)
+	out := fixtureAnswers(t, h, br)
+	// Each account's sealed credentials open with the directory's secret key; only their hash is
+	// kept (Herald's secrets are never written in the clear, a fixture's included).
+	for _, a := range h.Accounts {
+		var acc *persistence.Account
+		require.NoError(t, h.App.Store.View(func(tx *persistence.Tx) error {
+			var err error
+			acc, err = tx.Account(a.ID)
+			return err
+		}))
+		creds, err := h.App.Box.Open(acc.Secret)
+		require.NoError(t, err, "the credentials of %s no longer open", a.ID)
+		sum := sha256.Sum256(creds)
+		out["credentials "+a.ID] = hex.EncodeToString(sum[:])
+	}
+	return out
 }
 
 // TestStoreFixture opens a copy of the store a previous build wrote (testdata/store-v5) and
