@@ -102,6 +102,11 @@ func writeFixture(t *testing.T, dir string) (scheduled, session string) {
 	r = br.Send("DELETE", "/api/keys/"+r.JSON(t)["id"].(string), nil, br.CSRFHeader())
 	require.Equal(t, 204, r.Status, string(r.Body))
 
+	// An OAuth client (a connector host) and its grant: a connector key and its tokens.
+	o := &apptest.OAuth{Herald: h, Clock: apptest.NewClock(time.Now()), Redirect: "http://127.0.0.1:7777/callback"}
+	o.ClientID = o.Register("Claude") // the name apptest.OAuth.Consent expects
+	o.Grant(h.URL, "")
+
 	// Media: an image with alt text, a video, a document.
 	img := h.UploadMedia("photo.png", "image/png", apptest.TestFile("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR", 2<<10))
 	r = h.Do("PATCH", "/v1/media/"+img, map[string]any{"alt_text": "A test pattern"})
