@@ -214,6 +214,20 @@ func readFixture(t *testing.T, dir, store, session string) map[string]any {
 		sum := sha256.Sum256(creds)
 		out["credentials "+a.ID] = hex.EncodeToString(sum[:])
 	}
+	// So do the webhooks' signing secrets.
+	var hooks []*persistence.Webhook
+	require.NoError(t, h.App.Store.View(func(tx *persistence.Tx) error {
+		var err error
+		hooks, err = tx.WebhooksOfUser(h.User.ID)
+		return err
+	}))
+	require.NotEmpty(t, hooks)
+	for _, w := range hooks {
+		secret, err := h.App.Box.Open(w.Secret)
+		require.NoError(t, err, "the signing secret of webhook %s no longer opens", w.ID)
+		sum := sha256.Sum256(secret)
+		out["webhook secret "+w.ID] = hex.EncodeToString(sum[:])
+	}
 	return out
 }
 
