@@ -44,12 +44,13 @@ const fixtureSessionIdle = 100 * 365 * 24 * time.Hour
 // fixtureTokenLife is how long the fixture's account tokens last.
 const fixtureTokenLife = 50 * 365 * 24 * time.Hour
 
-// fixtureExpected is expected.json: the requests made, in order, and the answers normalised.
+// fixtureExpected is expected.json: the dashboard session and every answer, normalised.
 type fixtureExpected struct {
 	// Session is the dashboard session cookie the fixture's session was made with.
 	Session string `json:"session"`
-	// Answers map "METHOD path" (the door: "api" for the dashboard's /api with the session) to
-	// the normalised JSON body.
+	// Answers map "GET path" (the API, with the sandbox key; "api GET path" for the dashboard's
+	// /api, with the session) to the normalised JSON body, and "file", "credentials" and
+	// "webhook secret" with an id to what the media file and the sealed secrets hold.
 	Answers map[string]any `json:"answers"`
 }
 
