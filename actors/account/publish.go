@@ -476,6 +476,10 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 				a.final(r, "", true, fmt.Sprintf("published to %s (the connected account was disconnected afterwards)", m.platform))
 				return
 			}
+			if m.err != nil && platforms.KindOf(m.err) == platforms.Unknown {
+				a.fail(r, fmt.Sprintf("outcome unknown: %s; the connected account was disconnected before Herald could check whether %s exists on %s", errorMessage(m.err), r.stepName(), m.platform))
+				return
+			}
 			a.fail(r, "the connected account was disconnected before "+r.stepName()+" could be published")
 			return
 		}
