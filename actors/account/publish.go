@@ -24,12 +24,17 @@ func (a *Actor) report(r *request, final, success bool, msg string, pub platform
 // the outcome the request leaves the account's hands; its entry stays in the store until the job
 // stores the outcome, and is not taken again meanwhile.
 func (a *Actor) reportStep(r *request, event string, final, success bool, msg string, pub platforms.Publication) {
-	if final && r.key != "" {
+	a.send(r, &Report{JobID: r.JobID, Target: r.Target, AccountID: a.id, Final: final, Success: success, Message: msg, Publication: pub, Event: event})
+}
+
+// send hands a report to the job; a final one takes the request out of the account's hands.
+func (a *Actor) send(r *request, rep *Report) {
+	if rep.Final && r.key != "" {
 		a.count(r, false)
 		delete(a.held, r.key)
 		a.reported[r.key] = true
 	}
-	a.deps.Jobs.Report(&Report{JobID: r.JobID, Target: r.Target, AccountID: a.id, Final: final, Success: success, Message: msg, Publication: pub, Event: event})
+	a.deps.Jobs.Report(rep)
 }
 
 // holdBack tells the backlog whether the account's budget holds back what waits for it.
@@ -158,9 +163,9 @@ func (a *Actor) take(ctx actor.Context, n int) {
 			if comment != nil {
 				r.comment = &persistence.FirstComment{Content: comment.Content, Status: persistence.CommentPending}
 			}
-			r.parts = make([]platforms.Post, len(thread))
-			if t.att != nil && !r.resume(t.att) {
-				r.parts, r.comment = nil, nil
+			r.parts = make([]platforms.Post, len(thread)) // counted by resume; filled by prepareSteps
+			if t.att != nil {
+				r.resume(t.att)
 			}
 		}
 		switch {
@@ -185,17 +190,9 @@ func (a *Actor) take(ctx actor.Context, n int) {
 		}
 		r.Post = platforms.Post{Text: text, Options: opts}
 		if len(mediaIDs) > 0 {
-			var media []platforms.Media
-			err := ErrNoMediaStorage
-			if a.deps.Media != nil {
-				media, err = a.deps.Media(context.Background(), t.post.UserID, mediaIDs)
-			}
-			if errors.Is(err, ErrNoMediaStorage) {
-				a.fail(r, err.Error())
-				continue
-			}
+			media, err := a.media(t.post.UserID, mediaIDs, "the post's media")
 			if err != nil {
-				a.fail(r, "the post's media could not be read: "+err.Error())
+				a.fail(r, err.Error())
 				continue
 			}
 			r.Post.Media = media
@@ -221,6 +218,19 @@ func (a *Actor) take(ctx actor.Context, n int) {
 	if !a.more {
 		a.failing = "" // every entry that waited when the account failed is failed
 	}
+}
+
+// media resolves a post's (or a thread part's, what) media; ErrNoMediaStorage on a Herald that
+// stores none.
+func (a *Actor) media(userID string, ids []string, what string) ([]platforms.Media, error) {
+	if a.deps.Media == nil {
+		return nil, ErrNoMediaStorage
+	}
+	media, err := a.deps.Media(context.Background(), userID, ids)
+	if err != nil && !errors.Is(err, ErrNoMediaStorage) {
+		return nil, fmt.Errorf("%s could not be read: %w", what, err)
+	}
+	return media, err
 }
 
 // options are a target's network options as the network receives them: its own laid over the

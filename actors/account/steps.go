@@ -2,7 +2,6 @@ package account
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -101,15 +100,9 @@ func (a *Actor) prepareSteps(r *request, userID string, thread []persistence.Thr
 	for i, part := range thread {
 		p := platforms.Post{Text: part.Content}
 		if len(part.MediaIDs) > 0 {
-			err := ErrNoMediaStorage
-			if a.deps.Media != nil {
-				p.Media, err = a.deps.Media(context.Background(), userID, part.MediaIDs)
-			}
-			if errors.Is(err, ErrNoMediaStorage) {
+			var err error
+			if p.Media, err = a.media(userID, part.MediaIDs, fmt.Sprintf("the media of part %d of the thread", i+2)); err != nil {
 				return err
-			}
-			if err != nil {
-				return fmt.Errorf("the media of part %d of the thread could not be read: %w", i+2, err)
 			}
 		}
 		if err := a.adapter.Validate(p); err != nil {
@@ -123,14 +116,13 @@ func (a *Actor) prepareSteps(r *request, userID string, thread []persistence.Thr
 	return nil
 }
 
-// resume takes a multi-step request's progress from its attempt record; false when the record
-// does not fit the target's steps (then the record is of the post alone).
-func (r *request) resume(att *persistence.Attempt) bool {
+// resume takes a multi-step request's progress from its attempt record, unless the record does
+// not fit the target's steps (then it is of the post alone).
+func (r *request) resume(att *persistence.Attempt) {
 	if att.Step <= 0 || att.Step >= r.steps() || len(att.Done) < min(att.Step, 1+len(r.parts)) {
-		return false
+		return
 	}
 	r.step, r.done = att.Step, append([]persistence.Step(nil), att.Done...)
-	return true
 }
 
 // stepDone takes a step's success (its call's, or its lookup's: event EventResolved): the
@@ -206,19 +198,15 @@ func (a *Actor) platformName() string {
 }
 
 // progress reports a multi-step request's progress: what was published so far.
-func (a *Actor) progress(r *request, event, msg string) {
-	a.deps.Jobs.Report(&Report{JobID: r.JobID, Target: r.Target, AccountID: a.id, Message: msg, Publication: r.main(),
-		Event: event, Parts: r.parts0(), Comment: r.commentCopy()})
-}
+func (a *Actor) progress(r *request, event, msg string) { a.stepReport(r, event, false, false, msg) }
 
 // final reports a multi-step request's outcome with what it published.
 func (a *Actor) final(r *request, event string, success bool, msg string) {
-	if r.key != "" {
-		a.count(r, false)
-		delete(a.held, r.key)
-		a.reported[r.key] = true
-	}
-	a.deps.Jobs.Report(&Report{JobID: r.JobID, Target: r.Target, AccountID: a.id, Final: true, Success: success, Message: msg,
+	a.stepReport(r, event, true, success, msg)
+}
+
+func (a *Actor) stepReport(r *request, event string, final, success bool, msg string) {
+	a.send(r, &Report{JobID: r.JobID, Target: r.Target, AccountID: a.id, Final: final, Success: success, Message: msg,
 		Publication: r.main(), Event: event, Parts: r.parts0(), Comment: r.commentCopy()})
 }
 
