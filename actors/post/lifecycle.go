@@ -235,8 +235,8 @@ func ResumeAttempts(p *persistence.Post, j *persistence.Job) []*persistence.Atte
 			continue
 		}
 		t := &p.Targets[jt.Target]
-		if t.PublicationID == "" {
-			continue
+		if !t.Missing() {
+			continue // not published yet, or nothing missing: selected for another reason
 		}
 		done := []persistence.Step{{ID: t.PublicationID, URL: t.URL}}
 		for _, part := range t.Thread {
@@ -244,9 +244,6 @@ func ResumeAttempts(p *persistence.Post, j *persistence.Job) []*persistence.Atte
 				break
 			}
 			done = append(done, persistence.Step{ID: part.PublicationID, URL: part.URL, Ref: part.Ref})
-		}
-		if len(done) == 1+len(t.Thread) && (t.FirstComment == nil || t.FirstComment.Status == persistence.CommentPublished) {
-			continue // nothing is missing: the target was selected for another reason
 		}
 		out = append(out, &persistence.Attempt{JobID: j.TrackingID, Target: jt.Target, AccountID: t.AccountID, StartedAt: j.CreatedAt,
 			Step: len(done), Done: done, Pending: true})
