@@ -227,18 +227,7 @@ func TestBackupUnderLoadRestores(t *testing.T) {
 	flags := []string{"--sandbox", "--sim-url", simURL, "--budget-scale", "100", "--plan-limits", "pro=1000000"}
 	p := startServer(t, dir, flags...)
 	key := sandboxKey(t, dir)
-	status, body := p.request(key, "GET", "/v1/accounts", "")
-	require.Equal(t, 200, status)
-	var accts struct {
-		Data []struct{ ID, Platform string }
-	}
-	require.NoError(t, json.Unmarshal(body, &accts))
-	var targets []string
-	for _, a := range accts.Data {
-		if a.Platform == "bluesky" || a.Platform == "linkedin" {
-			targets = append(targets, `"`+a.ID+`"`)
-		}
-	}
+	targets := quotedIDs(accountsByPlatform(t, p, key), "bluesky", "linkedin")
 	require.Len(t, targets, 2)
 
 	type write struct {

@@ -163,6 +163,33 @@ func firstAccount(t *testing.T, p *proc, key string) string {
 	return accts.Data[0].ID
 }
 
+// accountsByPlatform lists the sandbox user's accounts: platform → account id.
+func accountsByPlatform(t *testing.T, p *proc, key string) map[string]string {
+	t.Helper()
+	status, body := p.request(key, "GET", "/v1/accounts", "")
+	require.Equal(t, 200, status)
+	var accts struct {
+		Data []struct{ ID, Platform string }
+	}
+	require.NoError(t, json.Unmarshal(body, &accts))
+	ids := map[string]string{}
+	for _, a := range accts.Data {
+		ids[a.Platform] = a.ID
+	}
+	return ids
+}
+
+// quotedIDs are the accounts of these platforms, each quoted for a JSON array.
+func quotedIDs(ids map[string]string, platforms ...string) []string {
+	out := make([]string, 0, len(platforms))
+	for _, pl := range platforms {
+		if id, ok := ids[pl]; ok {
+			out = append(out, `"`+id+`"`)
+		}
+	}
+	return out
+}
+
 // eachBackend runs test on a server storing in bbolt, then on one storing in PostgreSQL: store is
 // the --store flag to start it with (none for bbolt).
 func eachBackend(t *testing.T, test func(t *testing.T, store []string)) {

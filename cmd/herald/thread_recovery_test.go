@@ -58,22 +58,13 @@ func threadSurvivesSIGKILL(t *testing.T, store []string) {
 		t.Run(fmt.Sprintf("after %d parts and %s", killAfter, kp.wait), func(t *testing.T) {
 			p := startServer(t, dir, flags...)
 			key := sandboxKey(t, dir)
-			status, body := p.request(key, "GET", "/v1/accounts", "")
-			require.Equal(t, 200, status)
-			var accts struct {
-				Data []struct{ ID, Platform string }
-			}
-			require.NoError(t, json.Unmarshal(body, &accts))
-			ids := map[string]string{}
-			for _, a := range accts.Data {
-				ids[a.Platform] = a.ID
-			}
+			ids := accountsByPlatform(t, p, key)
 			prefix := fmt.Sprintf("kill-%d-%d", killAfter, kp.wait.Milliseconds())
 			part := func(i int) string { return fmt.Sprintf("%s part %d", prefix, i) }
 			thread := fmt.Sprintf(`[{"content":%q},{"content":%q},{"content":%q},{"content":%q}]`, part(2), part(3), part(4), part(5))
 			req := fmt.Sprintf(`{"content":%q,"platforms":[%q,%q],"targets":[{"account_id":%q,"thread":%s},{"account_id":%q,"thread":%s}]}`,
 				part(1), ids["twitter_x"], ids["bluesky"], ids["twitter_x"], thread, ids["bluesky"], thread)
-			status, body = p.request(key, "POST", "/v1/posts/publish", req)
+			status, body := p.request(key, "POST", "/v1/posts/publish", req)
 			require.Equal(t, 202, status, string(body))
 			var ack struct {
 				PostID     string `json:"post_id"`
