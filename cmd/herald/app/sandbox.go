@@ -123,20 +123,31 @@ func (a *App) startSandbox(ctx context.Context) error {
 
 // sandboxBoard gives the demo Pinterest account its first board as its default board, as a person
 // would choose one, so that a first publish to all nine networks needs no option.
+// A simulator that injects faults fails some listings, so a failed one is tried again, for up to
+// ten seconds in all.
 func (a *App) sandboxBoard(ctx context.Context, id string) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	r, err := actors.Ask[*account.ReadReply](ctx, a.Accounts.To(id), &account.Read{Op: account.OpChoices, Deadline: time.Now().Add(4 * time.Second)})
-	if errors.Is(err, account.ErrReadUnsupported) {
-		return nil
-	}
-	if err != nil {
-		return err
+	var r *account.ReadReply
+	for {
+		var err error
+		r, err = actors.Ask[*account.ReadReply](ctx, a.Accounts.To(id), &account.Read{Op: account.OpChoices, Deadline: time.Now().Add(4 * time.Second)})
+		if errors.Is(err, account.ErrReadUnsupported) {
+			return nil
+		}
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
 	if len(r.Choices.Boards) == 0 {
 		return nil
 	}
-	_, err = actors.Ask[*account.Reply](ctx, a.Accounts.To(id), &account.SetDefaults{
+	_, err := actors.Ask[*account.Reply](ctx, a.Accounts.To(id), &account.SetDefaults{
 		Options: platforms.EncodeOptions(&platforms.PinterestOptions{BoardID: r.Choices.Boards[0].ID})})
 	return err
 }
