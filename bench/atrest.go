@@ -117,7 +117,7 @@ func sandboxUser(s *persistence.Store) (*persistence.User, []*persistence.Accoun
 		if user, err = tx.SandboxUser(); err != nil {
 			return err
 		}
-		accounts, err = tx.AccountsOfUser(user.ID)
+		accounts, err = tx.AccountsIn(user.ID)
 		return err
 	}); err != nil {
 		return nil, nil, fmt.Errorf("the sandbox user: %w", err)

@@ -200,7 +200,7 @@ func seedDashboardStore(log io.Writer, dir string, n int) (string, error) {
 		if user, err = tx.SandboxUser(); err != nil {
 			return err
 		}
-		accounts, err = tx.AccountsOfUser(user.ID)
+		accounts, err = tx.AccountsIn(user.ID)
 		return err
 	}); err != nil {
 		return "", fmt.Errorf("the sandbox user: %w", err)

@@ -37,7 +37,7 @@ func TestSeedPostsWritesTheMix(t *testing.T) {
 				t.Errorf("%s: counted %d, want %d", status, got, k)
 			}
 		}
-		page, total, err := tx.ListPosts(persistence.PostFilter{UserID: user, Search: dashboardNeedle, Limit: 20})
+		page, total, err := tx.ListPosts(persistence.PostFilter{Scope: user, Search: dashboardNeedle, Limit: 20})
 		if err != nil || total != n/50 || len(page) != 20 {
 			t.Errorf("search: %d of %d, %v", len(page), total, err)
 		}
@@ -47,7 +47,7 @@ func TestSeedPostsWritesTheMix(t *testing.T) {
 		if active := tx.ActiveJobs(); len(active) != 0 {
 			t.Errorf("%d jobs left to resume", len(active))
 		}
-		newest, _, err := tx.ListPosts(persistence.PostFilter{UserID: user, Status: persistence.PostFailed, Limit: 1})
+		newest, _, err := tx.ListPosts(persistence.PostFilter{Scope: user, Status: persistence.PostFailed, Limit: 1})
 		if err != nil || len(newest) != 1 || newest[0].TrackingID == nil {
 			t.Fatalf("the newest failed post: %v %v", newest, err)
 		}

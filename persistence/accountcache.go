@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 )
 
-// accountCache remembers which connected accounts belong to which user, and their platform, so
+// accountCache remembers which connected accounts belong to which workspace, and their platform, so
 // that validating a post's targets (on every create and publish) needs no read transaction.
 // Entries are learnt from reads and forgotten once a deletion has committed. A generation,
 // bumped by every forget, keeps a read that raced a deletion from storing what it saw before
@@ -31,32 +31,32 @@ type accountEntry struct {
 // maxCachedAccounts bounds the cache; past it the cache starts over.
 const maxCachedAccounts = 1 << 20
 
-func accountKey(userID, accountID string) (k [32]byte) {
-	copy(k[:16], mustID(userID))
+func accountKey(scope, accountID string) (k [32]byte) {
+	copy(k[:16], mustID(scope))
 	copy(k[16:], mustID(accountID))
 	return k
 }
 
-// AccountPlatform returns the platform of the user's connected account; ok is false when the
+// AccountPlatform returns the platform of the workspace's connected account; ok is false when the
 // user has no such account. It reads the index once per account and then answers from memory.
-func (s *Store) AccountPlatform(userID, accountID string) (platform string, ok bool, err error) {
-	e, ok, err := s.accountEntry(userID, accountID)
+func (s *Store) AccountPlatform(scope, accountID string) (platform string, ok bool, err error) {
+	e, ok, err := s.accountEntry(scope, accountID)
 	return e.platform, ok, err
 }
 
-// AccountHasDefaults reports whether the user's account has default options (ok is false when
-// the user has no such account), from memory once the account was read.
-func (s *Store) AccountHasDefaults(userID, accountID string) (defaults, ok bool, err error) {
-	e, ok, err := s.accountEntry(userID, accountID)
+// AccountHasDefaults reports whether the workspace's account has default options (ok is false when
+// the workspace has no such account), from memory once the account was read.
+func (s *Store) AccountHasDefaults(scope, accountID string) (defaults, ok bool, err error) {
+	e, ok, err := s.accountEntry(scope, accountID)
 	return e.defaults, ok, err
 }
 
-func (s *Store) accountEntry(userID, accountID string) (e accountEntry, ok bool, err error) {
+func (s *Store) accountEntry(scope, accountID string) (e accountEntry, ok bool, err error) {
 	c := &s.accounts
-	k := accountKey(userID, accountID)
+	k := accountKey(scope, accountID)
 	read := func() error {
 		return s.View(func(tx *Tx) error {
-			e.platform, e.defaults, ok = tx.accountIndex(userID, accountID)
+			e.platform, e.defaults, ok = tx.accountIndex(scope, accountID)
 			return nil
 		})
 	}
@@ -87,8 +87,8 @@ func (s *Store) accountEntry(userID, accountID string) (e accountEntry, ok bool,
 
 // ForgetAccount drops an account from the cache. Call it after its deletion, or a change of its
 // default options, committed.
-func (s *Store) ForgetAccount(userID, accountID string) {
-	s.accounts.forget(accountKey(userID, accountID))
+func (s *Store) ForgetAccount(scope, accountID string) {
+	s.accounts.forget(accountKey(scope, accountID))
 }
 
 func (c *accountCache) forget(k [32]byte) {

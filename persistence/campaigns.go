@@ -20,7 +20,9 @@ const (
 type Campaign struct {
 	ID     string `json:"id"`
 	UserID string `json:"user_id"`
-	Name   string `json:"name,omitempty"`
+	// WorkspaceID is the workspace it belongs to ("" for its user's main workspace; Scope).
+	WorkspaceID string `json:"workspace_id,omitempty"`
+	Name        string `json:"name,omitempty"`
 	// Publish is the mode it was created with: CampaignNow, CampaignSchedule or CampaignDraft.
 	Publish string `json:"publish"`
 	// Posts is how many posts it was created with.
@@ -146,7 +148,7 @@ func (t *Tx) moveCampaignPost(campaignID, postID []byte, old, new byte) error {
 // PutCampaign stores a campaign and its entry in the user's index.
 func (t *Tx) PutCampaign(c *Campaign) error {
 	id := mustID(c.ID)
-	if err := t.kv.Bucket(bCampaignsUser).Put(join(mustID(c.UserID), id), nil); err != nil {
+	if err := t.kv.Bucket(bCampaignsUser).Put(join(mustID(c.Scope()), id), nil); err != nil {
 		return err
 	}
 	return t.put(bCampaigns, id, c)
@@ -195,9 +197,9 @@ func (t *Tx) CampaignPosts(id string) []CampaignPost {
 	return out
 }
 
-// ListCampaigns returns one page of a user's campaigns, newest first, and how many there are.
-func (t *Tx) ListCampaigns(userID string, offset, limit int) ([]*Campaign, int, error) {
-	user := mustID(userID)
+// ListCampaigns returns one page of a workspace's campaigns (scope: Scope), newest first, and how many there are.
+func (t *Tx) ListCampaigns(scope string, offset, limit int) ([]*Campaign, int, error) {
+	user := mustID(scope)
 	c := t.kv.Bucket(bCampaignsUser).Cursor()
 	end := append(append([]byte(nil), user...), bytes.Repeat([]byte{0xff}, 16)...)
 	k, _ := c.Seek(end)
@@ -303,7 +305,7 @@ func (t *Tx) DeleteCampaign(c *Campaign) error {
 	if err := t.kv.Bucket(bCampaignCounts).Delete(id); err != nil {
 		return err
 	}
-	if err := t.kv.Bucket(bCampaignsUser).Delete(join(mustID(c.UserID), id)); err != nil {
+	if err := t.kv.Bucket(bCampaignsUser).Delete(join(mustID(c.Scope()), id)); err != nil {
 		return err
 	}
 	return t.kv.Bucket(bCampaigns).Delete(id)

@@ -31,6 +31,9 @@ func TestCampaignIndexCountsAndTimeline(t *testing.T) {
 	alone := &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user, Content: "alone", Status: persistence.PostDraft, CreatedAt: time.Now().UTC()}
 	require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error {
 		require.False(t, tx.HasCampaign(c.ID))
+		if err := tx.CreateUser(&persistence.User{ID: user, Email: "campaigns@example.com", Plan: "pro", CreatedAt: time.Now().UTC()}); err != nil {
+			return err
+		}
 		if err := tx.PutCampaign(c); err != nil {
 			return err
 		}

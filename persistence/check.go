@@ -3,6 +3,7 @@ package persistence
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -173,7 +174,7 @@ func wholeKey(n int) func(k, _ []byte) []byte {
 // tree). Indexes that may outlive their records by design (schedule entries of deleted posts,
 // jobs_post, sessions_user after an unreadable session was swept) are not among them.
 var indexChecks = []indexCheck{
-	{bPostsUser, bPosts, "user id | post id", suffixOf(32)},
+	{bPostsUser, bPosts, "workspace | post id", suffixOf(32)},
 	{bPublications, bPosts, "→ post id | target", func(_, v []byte) []byte {
 		if len(v) != 18 {
 			return nil
@@ -183,7 +184,7 @@ var indexChecks = []indexCheck{
 	{bAPIKeysHash, bAPIKeys, "→ key id", valueID},
 	{bAPIKeysUser, bAPIKeys, "user id | key id", suffixOf(32)},
 	{bUsersEmail, bUsers, "→ user id", valueID},
-	{bAccountsUser, bAccounts, "user id | account id", suffixOf(32)},
+	{bAccountsUser, bAccounts, "workspace | account id", suffixOf(32)},
 	{bJobsActive, bJobs, "tracking id", wholeKey(16)},
 	{bJobsWaiting, bJobs, "account id | tracking id | target", func(k, _ []byte) []byte {
 		if len(k) != 34 {
@@ -191,12 +192,13 @@ var indexChecks = []indexCheck{
 		}
 		return k[16:32]
 	}},
-	{bWebhooksUser, bWebhooks, "user id | webhook id", suffixOf(32)},
+	{bWebhooksUser, bWebhooks, "workspace | webhook id", suffixOf(32)},
 	{bDeliveriesPending, bDeliveries, "webhook id | delivery id", wholeKey(32)},
-	{bMediaUser, bMedia, "user id | media id", suffixOf(32)},
+	{bMediaUser, bMedia, "workspace | media id", suffixOf(32)},
 	{bMediaKey, bMedia, "→ media id", valueID},
 	{bMediaPending, bMedia, "time | media id", suffixOf(24)},
-	{bCampaignsUser, bCampaigns, "user id | campaign id", suffixOf(32)},
+	{bCampaignsUser, bCampaigns, "workspace | campaign id", suffixOf(32)},
+	{bWorkspacesUser, bWorkspaces, "user id | workspace id", suffixOf(32)},
 	{bCampaignPosts, bPosts, "campaign id | post id", suffixOf(32)},
 }
 
@@ -235,6 +237,7 @@ func crossCheck(tx *bolt.Tx, r *Report) {
 	r.Checks = append(r.Checks, fmt.Sprintf("Herald's cross-checks: %d indexes name records that exist", len(indexChecks)))
 	checkPostIndex(tx, r)
 	checkActiveJobCount(tx, r)
+	checkScopes(tx, r)
 	for _, name := range bucketNames {
 		if tx.Bucket(name) == nil {
 			r.problem("bucket %s is missing", name)
@@ -251,6 +254,59 @@ func singular(bucket []byte) string {
 		return "API key"
 	}
 	return s
+}
+
+// scopedIndexes are the indexes keyed by a workspace's scope (workspaces.go).
+var scopedIndexes = [][]byte{bAccountsUser, bPostsUser, bPostsCount, bCampaignsUser, bMediaUser, bWebhooksUser}
+
+// checkScopes checks that every entry of the indexes keyed by a workspace names a workspace that
+// exists: a user (its main workspace) or a workspace in workspaces whose user exists.
+func checkScopes(tx *bolt.Tx, r *Report) {
+	users, workspaces := tx.Bucket(bUsers), tx.Bucket(bWorkspaces)
+	if users == nil {
+		return
+	}
+	known := map[[16]byte]bool{}
+	exists := func(scope []byte) bool {
+		var k [16]byte
+		copy(k[:], scope)
+		if ok, seen := known[k]; seen {
+			return ok
+		}
+		ok := users.Get(scope) != nil
+		if !ok && workspaces != nil {
+			var w struct {
+				UserID string `json:"user_id"`
+			}
+			if v := workspaces.Get(scope); v != nil && json.Unmarshal(v, &w) == nil {
+				if id, err := ID(w.UserID); err == nil {
+					ok = users.Get(id) != nil
+				}
+			}
+		}
+		known[k] = ok
+		return ok
+	}
+	for _, name := range scopedIndexes {
+		index := tx.Bucket(name)
+		if index == nil {
+			continue
+		}
+		bad := 0
+		_ = index.ForEach(func(k, _ []byte) error {
+			if len(k) < 16 || exists(k[:16]) {
+				return nil
+			}
+			if bad++; bad <= crossCheckListed {
+				r.problem("%s: entry %x names workspace %s, which is neither a user nor a user's workspace", name, k, idString(k[:16]))
+			}
+			return nil
+		})
+		if bad > crossCheckListed {
+			r.problem("%s: %d more entries like these", name, bad-crossCheckListed)
+		}
+	}
+	r.Checks = append(r.Checks, fmt.Sprintf("Herald's cross-checks: the entries of %d indexes name workspaces that exist", len(scopedIndexes)))
 }
 
 // checkActiveJobCount checks that the count of active jobs kept in meta (layout 5) is the number

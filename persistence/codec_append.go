@@ -20,6 +20,10 @@ func appendPost(b []byte, p *Post) []byte {
 	b = appendString(b, p.ID)
 	b = append(b, `,"user_id":`...)
 	b = appendString(b, p.UserID)
+	if p.WorkspaceID != "" {
+		b = append(b, `,"workspace_id":`...)
+		b = appendString(b, p.WorkspaceID)
+	}
 	b = append(b, `,"content":`...)
 	b = appendString(b, p.Content)
 	b = append(b, `,"status":`...)
@@ -145,6 +149,10 @@ func appendJob(b []byte, j *Job) []byte {
 	b = appendString(b, j.PostID)
 	b = append(b, `,"user_id":`...)
 	b = appendString(b, j.UserID)
+	if j.WorkspaceID != "" {
+		b = append(b, `,"workspace_id":`...)
+		b = appendString(b, j.WorkspaceID)
+	}
 	b = append(b, `,"status":`...)
 	b = appendString(b, j.Status)
 	b = append(b, `,"targets":`...)

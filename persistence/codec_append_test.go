@@ -40,6 +40,7 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 		msg := s
 		posts := []*Post{
 			{ID: s, UserID: s, Content: s, Status: s, CreatedAt: tm, UpdatedAt: tm},
+			{ID: "p", UserID: "u", WorkspaceID: s, Content: s, CreatedAt: tm, UpdatedAt: tm},
 			{ID: "p", Content: s, ScheduledAt: &tm, CreatedAt: tm, UpdatedAt: tm, MediaIDs: []string{}, Targets: []Target{},
 				Version: 7, TrackingID: &msg, FinishedJob: s, QuotaCounted: true, CampaignID: s},
 			{ID: "p", Content: s, CreatedAt: tm, UpdatedAt: tm, MediaIDs: []string{s, "m2"}, Version: 1 << 63,
@@ -64,6 +65,7 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 		}
 		jobs := []*Job{
 			{TrackingID: s, PostID: s, UserID: s, Status: s, CreatedAt: tm},
+			{TrackingID: "j", UserID: "u", WorkspaceID: s, CreatedAt: tm},
 			{TrackingID: "j", Targets: []JobTarget{}, CreatedAt: tm, CompletedAt: &tm, Seq: 42, PostSynced: true, CampaignID: s},
 			{TrackingID: "j", CreatedAt: tm, Targets: []JobTarget{{Target: 0, Platform: s, AccountID: s, Phase: s, Message: s},
 				{Target: -3, Platform: "x", Phase: PhaseSuccess, Message: "ok", PublicationID: s, URL: "https://x.com/a?b=1&c=<2>"}}},

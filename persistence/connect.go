@@ -10,8 +10,13 @@ import (
 // what the signed state token carries; the record makes the token single-use (UsedAt is set by
 // the first callback that presents it).
 type ConnectState struct {
-	ID       string `json:"id"`
-	UserID   string `json:"user_id"`
+	ID     string `json:"id"`
+	UserID string `json:"user_id"`
+	// WorkspaceID is the workspace the account lands in ("" for the user's main workspace).
+	WorkspaceID string `json:"workspace_id,omitempty"`
+	// LinkID is the connect link the flow was started from ("" for a signed-in user's own
+	// connect): such a flow is bound to the link's browser, not to a Herald session.
+	LinkID   string `json:"link_id,omitempty"`
 	Platform string `json:"platform"`
 	// Verifier is the PKCE code verifier ("" when the network takes no PKCE). It is useless
 	// without the authorization code, which only the network and the browser see.
@@ -77,24 +82,32 @@ func (t *Tx) PurgeConnectStates(now time.Time, max int) (int, error) {
 }
 
 // AccountOfNetworkUser returns the user's account on platform that belongs to the network user
-// networkUserID, or ErrNotFound. Only the user's accounts on that platform are decoded.
+// networkUserID, in any of the user's workspaces, or ErrNotFound: a network account is
+// connected once per user, so that one actor holds its rate limits. Only the user's accounts on
+// that platform are decoded.
 func (t *Tx) AccountOfNetworkUser(userID, platform, networkUserID string) (*Account, error) {
 	code, ok := platformCodes[platform]
 	if !ok || networkUserID == "" {
 		return nil, ErrNotFound
 	}
-	prefix := mustID(userID)
-	c := t.kv.Bucket(bAccountsUser).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if len(v) < 1 || v[0] != code {
-			continue
-		}
-		var a Account
-		if err := t.get(bAccounts, k[16:], &a); err != nil {
-			return nil, err
-		}
-		if a.NetworkUserID == networkUserID {
-			return &a, nil
+	scopes := [][]byte{mustID(userID)}
+	wc := t.kv.Bucket(bWorkspacesUser).Cursor()
+	for k, _ := wc.Seek(scopes[0]); k != nil && bytes.HasPrefix(k, scopes[0]); k, _ = wc.Next() {
+		scopes = append(scopes, append([]byte(nil), k[16:]...))
+	}
+	for _, prefix := range scopes {
+		c := t.kv.Bucket(bAccountsUser).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if len(v) < 1 || v[0] != code {
+				continue
+			}
+			var a Account
+			if err := t.get(bAccounts, k[16:], &a); err != nil {
+				return nil, err
+			}
+			if a.NetworkUserID == networkUserID {
+				return &a, nil
+			}
 		}
 	}
 	return nil, ErrNotFound

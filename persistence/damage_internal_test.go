@@ -237,7 +237,7 @@ func TestCheckFileOfASoundStore(t *testing.T) {
 	require.Equal(t, 1000, keys["publications"])
 	require.Equal(t, 1, keys["apikeys"])
 	require.Greater(t, r.Pages, uint64(100))
-	require.Len(t, r.Checks, 5)
+	require.Len(t, r.Checks, 6)
 }
 
 // An index entry whose record is gone, a post missing from its index and counts that disagree

@@ -15,20 +15,22 @@
 //	                refused as revoked), replaced when it is regenerated
 //	apikeys_user    user id | key id → empty
 //	accounts        account id → Account (JSON, tokens encrypted by the caller)
-//	accounts_user   user id | account id → platform code (1 byte)
+//	accounts_user   workspace | account id → platform code (1 byte), then 1 when the account has
+//	                default options; "workspace" in these indexes is the workspace's scope
+//	                (workspaces.go): the user's id for the main workspace, else the workspace's id
 //	posts           post id → Post (JSON)
-//	posts_user      user id | post id → summary: status code (1 byte) | platform bit set (2 bytes)
-//	posts_count     user id → posts per status and platform (8 × 16 uint32 cells; postcounts.go)
+//	posts_user      workspace | post id → summary: status code (1 byte) | platform bit set (2 bytes)
+//	posts_count     workspace → posts per status and platform (8 × 16 uint32 cells; postcounts.go)
 //	publications    publication id → post id | target index (2): the publications of published
 //	                targets (publication ids are derived from post id and target: publications.go)
 //	webhooks        webhook id → Webhook (JSON; the signing secret sealed when a sealer is set)
-//	webhooks_user   user id | webhook id → flags (1 byte): event bits, 0x80 = active
+//	webhooks_user   workspace | webhook id → flags (1 byte): event bits, 0x80 = active
 //	deliveries      webhook id | delivery id → Delivery (JSON)
 //	deliveries_pending webhook id | delivery id → next attempt (8 bytes, Unix ns)
 //	attempts        job id | target (2 bytes) → Attempt (JSON): a network call in flight
 //	media           media id → Media (JSON): pending after presign, confirmed after confirm
 //	media_key       storage key "uploads/{user id}/{storage filename}" (string) → media id
-//	media_user      user id | media id → empty
+//	media_user      workspace | media id → empty
 //	media_pending   presign time (8, Unix ns) | media id → empty; unconfirmed media only
 //	media_orphans   storage key (string) → empty: bytes of a deleted record (its upload, its
 //	                derived JPEG) still to delete
@@ -61,19 +63,22 @@
 //	idempotency     SHA-256 of user | route | Idempotency-Key → IdempotencyRecord (JSON)
 //	quota           user id | "YYYY-MM" → posts counted (8 bytes)
 //	campaigns       campaign id → Campaign (JSON): posts submitted together (campaigns.go)
-//	campaigns_user  user id | campaign id → empty
+//	campaigns_user  workspace | campaign id → empty
 //	campaign_posts  campaign id | post id → the post's status code (1 byte), kept by PutPost
 //	campaign_counts campaign id → its posts per status (7 × uint32), kept by PutPost
 //	campaign_events campaign id | seq (8) → CampaignEvent (JSON): every target's steps, in order
 //	events          event id → Event (JSON): the outbox of post lifecycle events
 //	event_cursors   consumer name → id of the last event it took
+//	workspaces      workspace (16) → Workspace (JSON); main's under the user's id, once changed
+//	workspaces_user user id | workspace id → empty: a user's workspaces besides main
 //
 // Status codes are 1 + the index in PostStatuses; platform codes 1..9 as in platformCodes. A list
 // walks posts_user backwards and filters on the summaries, so only the page itself (or, with a
 // search, the candidates) is decoded; its total comes from posts_count, kept in the same
 // transactions, so that only a search walks the whole index. meta's "schema" is the layout
 // version (2: posts_count, 3: revoked keys kept in apikeys_hash, 4: publications, 5: jobs_waiting and
-// the finished flag of jobs_active); a store of an earlier layout is brought up to date when opened. Buckets that
+// the finished flag of jobs_active, 6: workspaces, which rewrites nothing: the indexes once keyed by user id
+// are keyed by workspace, and a user's id is the key of the main workspace that holds all earlier data); a store of an earlier layout is brought up to date when opened. Buckets that
 // start empty (user_passwords, sessions, sessions_user, the oauth_ buckets) are created when the store opens and need
 // no new layout version.
 //

@@ -13,11 +13,13 @@ import (
 // change that caused it, so that no event is lost at a crash and none exists for a change that
 // did not commit.
 type Event struct {
-	ID        string          `json:"id"` // UUIDv7 taken at commit (AppendEvent): outbox order is commit order
-	Type      string          `json:"type"`
-	UserID    string          `json:"user_id"`
-	CreatedAt time.Time       `json:"created_at"`
-	Data      json.RawMessage `json:"data"`
+	ID     string `json:"id"` // UUIDv7 taken at commit (AppendEvent): outbox order is commit order
+	Type   string `json:"type"`
+	UserID string `json:"user_id"`
+	// WorkspaceID is the workspace it belongs to ("" for its user's main workspace; Scope).
+	WorkspaceID string          `json:"workspace_id,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+	Data        json.RawMessage `json:"data"`
 }
 
 // The outbox buckets:

@@ -140,7 +140,7 @@ func TestFailedCommitFailsEveryWriterOfItsBatch(t *testing.T) {
 	require.Equal(t, []commit{{1, true}, {n, true}}, log.shape(t), "two failed commits: the held write, then the batch of %d", n)
 	require.Equal(t, 2, f.Injected())
 	require.NoError(t, s.View(func(tx *Tx) error {
-		_, total, err := tx.ListPosts(PostFilter{UserID: user, Limit: 1})
+		_, total, err := tx.ListPosts(PostFilter{Scope: user, Limit: 1})
 		require.Zero(t, total, "nothing of the failed batch is visible")
 		for _, p := range posts {
 			require.False(t, tx.HasPost(p.ID))
@@ -154,7 +154,7 @@ func TestFailedCommitFailsEveryWriterOfItsBatch(t *testing.T) {
 		require.NoError(t, s.Update(context.Background(), func(tx *Tx) error { return tx.PutPost(p, nil) }))
 	}
 	require.NoError(t, s.View(func(tx *Tx) error {
-		_, total, err := tx.ListPosts(PostFilter{UserID: user, Limit: 1})
+		_, total, err := tx.ListPosts(PostFilter{Scope: user, Limit: 1})
 		require.Equal(t, n, total)
 		return err
 	}))
@@ -238,7 +238,7 @@ func TestRefusedWriteIsNotAStoreFailure(t *testing.T) {
 	require.Equal(t, []commit{{1, false}, {1, false}, {1, false}, {1, true}, {1, true}, {1, false}}, log.shape(t))
 	require.Equal(t, 2, f.Injected())
 	require.NoError(t, s.View(func(tx *Tx) error {
-		_, total, err := tx.ListPosts(PostFilter{UserID: user, Limit: 1})
+		_, total, err := tx.ListPosts(PostFilter{Scope: user, Limit: 1})
 		require.Equal(t, 3, total, "the first round's two and the third write of the second")
 		return err
 	}))

@@ -43,9 +43,11 @@ func (t JobTarget) Final() bool { return t.Phase == PhaseSuccess || t.Phase == P
 
 // Job is a publish job: one post to some of its targets.
 type Job struct {
-	TrackingID  string      `json:"tracking_id"`
-	PostID      string      `json:"post_id"`
-	UserID      string      `json:"user_id"`
+	TrackingID string `json:"tracking_id"`
+	PostID     string `json:"post_id"`
+	UserID     string `json:"user_id"`
+	// WorkspaceID is the workspace it belongs to ("" for its user's main workspace; Scope).
+	WorkspaceID string      `json:"workspace_id,omitempty"`
 	Status      string      `json:"status"`
 	Targets     []JobTarget `json:"targets"`
 	CreatedAt   time.Time   `json:"created_at"`

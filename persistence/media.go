@@ -12,6 +12,8 @@ import (
 type Media struct {
 	ID     string `json:"id"`
 	UserID string `json:"user_id"`
+	// WorkspaceID is the workspace it belongs to ("" for its user's main workspace; Scope).
+	WorkspaceID string `json:"workspace_id,omitempty"`
 	// Key is where the bytes live in blob storage: uploads/{user id}/{storage filename}.
 	Key              string `json:"key"`
 	StorageFilename  string `json:"storage_filename"`
@@ -81,7 +83,7 @@ func (t *Tx) PutMedia(m *Media) error {
 	if err := keys.Put([]byte(m.Key), id); err != nil {
 		return err
 	}
-	if err := t.kv.Bucket(bMediaUser).Put(join(mustID(m.UserID), id), nil); err != nil {
+	if err := t.kv.Bucket(bMediaUser).Put(join(mustID(m.Scope()), id), nil); err != nil {
 		return err
 	}
 	pending := t.kv.Bucket(bMediaPending)
@@ -117,14 +119,15 @@ func (t *Tx) MediaByKey(key string) (*Media, error) {
 	return &m, nil
 }
 
-// ConfirmedMedia returns the user's confirmed media with this id: ErrNotFound when there is no
-// such media or it belongs to another user, ErrMediaUnconfirmed when it was never confirmed.
-func (t *Tx) ConfirmedMedia(userID, id string) (*Media, error) {
+// ConfirmedMedia returns the workspace's confirmed media with this id (scope: Scope):
+// ErrNotFound when there is no such media or it belongs to another workspace,
+// ErrMediaUnconfirmed when it was never confirmed.
+func (t *Tx) ConfirmedMedia(scope, id string) (*Media, error) {
 	m, err := t.Media(id)
 	if err != nil {
 		return nil, err
 	}
-	if m.UserID != userID {
+	if m.Scope() != scope {
 		return nil, ErrNotFound
 	}
 	if !m.Confirmed() {
@@ -140,7 +143,7 @@ func (t *Tx) DeleteMedia(m *Media) error {
 	if err := t.kv.Bucket(bMediaKey).Delete([]byte(m.Key)); err != nil {
 		return err
 	}
-	if err := t.kv.Bucket(bMediaUser).Delete(join(mustID(m.UserID), id)); err != nil {
+	if err := t.kv.Bucket(bMediaUser).Delete(join(mustID(m.Scope()), id)); err != nil {
 		return err
 	}
 	if err := t.kv.Bucket(bMediaPending).Delete(pendingKey(m)); err != nil {
@@ -191,10 +194,10 @@ func (t *Tx) ForgetOrphan(key string) error {
 	return t.kv.Bucket(bMediaOrphans).Delete([]byte(key))
 }
 
-// MediaInUse reports whether a post of the user that is not final (draft, scheduled or
-// publishing) references the media.
-func (t *Tx) MediaInUse(userID, mediaID string) (bool, error) {
-	user := mustID(userID)
+// MediaInUse reports whether a post of the workspace (scope: Scope) that is not final (draft,
+// scheduled or publishing) references the media.
+func (t *Tx) MediaInUse(scope, mediaID string) (bool, error) {
+	user := mustID(scope)
 	final := map[byte]bool{statusCode(PostPublished): true, statusCode(PostPartial): true, statusCode(PostFailed): true}
 	posts := t.kv.Bucket(bPosts)
 	c := t.kv.Bucket(bPostsUser).Cursor()

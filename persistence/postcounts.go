@@ -65,9 +65,9 @@ func (t *Tx) countPostChange(user, old, new []byte) error {
 	return b.Put(user, c)
 }
 
-// PostCount returns how many posts the user has of the status ("" for any) on the platform (""
+// PostCount returns how many posts the workspace (scope: Scope) has of the status ("" for any) on the platform (""
 // for any), from the counts alone.
-func (t *Tx) PostCount(userID, status, platform string) int {
+func (t *Tx) PostCount(scope, status, platform string) int {
 	var s, p byte
 	if status != "" {
 		if s = statusCode(status); s == 0 {
@@ -80,7 +80,7 @@ func (t *Tx) PostCount(userID, status, platform string) int {
 			return 0
 		}
 	}
-	return postCounts(t.kv.Bucket(bPostsCount).Get(mustID(userID))).get(s, p)
+	return postCounts(t.kv.Bucket(bPostsCount).Get(mustID(scope))).get(s, p)
 }
 
 // rebuildPostCounts recounts every user's posts from posts_user: once, when a store written

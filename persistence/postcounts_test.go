@@ -27,7 +27,7 @@ func checkCounts(t *testing.T, s *Store, users []string) {
 		for _, u := range users {
 			for _, status := range append([]string{""}, PostStatuses...) {
 				for _, platform := range append([]string{""}, countPlatformNames...) {
-					f := PostFilter{UserID: u, Status: status, Platform: platform, Limit: 3}
+					f := PostFilter{Scope: u, Status: status, Platform: platform, Limit: 3}
 					_, counted, err := tx.ListPosts(f)
 					if err != nil {
 						return err

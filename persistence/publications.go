@@ -28,9 +28,9 @@ type Publication struct {
 	TrackingID string
 }
 
-// PublicationFilter selects a user's publications.
+// PublicationFilter selects a workspace's publications.
 type PublicationFilter struct {
-	UserID string
+	Scope string // the workspace (Scope)
 	// Platforms keeps only these platforms (nil: all).
 	Platforms []string
 	// AccountID keeps only this connected account ("" for all).
@@ -57,7 +57,7 @@ type publicationRecord struct {
 // post id, then target). Only posts whose index summary says published or partial, on one of
 // the wanted platforms, are decoded, and only the fields a publication needs.
 func (t *Tx) Publications(f PublicationFilter) ([]Publication, error) {
-	user := mustID(f.UserID)
+	user := mustID(f.Scope)
 	published, partial := statusCode(PostPublished), statusCode(PostPartial)
 	var mask uint16
 	for _, p := range f.Platforms {
@@ -255,8 +255,8 @@ func indexStoredPublications(tx kvTx) error {
 // PublicationOf resolves a publication_id sent by a client: a publication id (PublicationUUID)
 // gives its post and target; a post id, as the inbox handed out before publication ids existed,
 // gives the post and target -1 (any of its publications). ErrNotFound when neither names a post
-// of the user.
-func (t *Tx) PublicationOf(userID, id string) (*Post, int, error) {
+// of the workspace (scope: Scope).
+func (t *Tx) PublicationOf(scope, id string) (*Post, int, error) {
 	key, err := ID(id)
 	if err != nil {
 		return nil, 0, ErrNotFound
@@ -269,7 +269,7 @@ func (t *Tx) PublicationOf(userID, id string) (*Post, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	if p.UserID != userID || target >= len(p.Targets) {
+	if p.Scope() != scope || target >= len(p.Targets) {
 		return nil, 0, ErrNotFound
 	}
 	return p, target, nil

@@ -45,7 +45,7 @@ func publicationsNewestFirst(t *testing.T, s *persistence.Store) {
 	published(other, base, "twitter_x")
 
 	list := func(f persistence.PublicationFilter) []persistence.Publication {
-		f.UserID = user
+		f.Scope = user
 		var out []persistence.Publication
 		require.NoError(t, s.View(func(tx *persistence.Tx) error {
 			var err error
@@ -116,7 +116,7 @@ func BenchmarkPublications(b *testing.B) {
 	for b.Loop() {
 		var n int
 		_ = s.View(func(tx *persistence.Tx) error {
-			pubs, err := tx.Publications(persistence.PublicationFilter{UserID: user, Platforms: []string{"twitter_x", "bluesky"}, Since: at.Add(-7 * 24 * time.Hour)})
+			pubs, err := tx.Publications(persistence.PublicationFilter{Scope: user, Platforms: []string{"twitter_x", "bluesky"}, Since: at.Add(-7 * 24 * time.Hour)})
 			n = len(pubs)
 			return err
 		})
@@ -189,7 +189,7 @@ func publicationIDsResolveToTheirTarget(t *testing.T, s *persistence.Store) {
 
 	all, err := func() (out []persistence.Publication, err error) {
 		err = s.View(func(tx *persistence.Tx) error {
-			out, err = tx.Publications(persistence.PublicationFilter{UserID: user})
+			out, err = tx.Publications(persistence.PublicationFilter{Scope: user})
 			return err
 		})
 		return

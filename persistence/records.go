@@ -37,6 +37,13 @@ type APIKey struct {
 	Kind string `json:"kind,omitempty"`
 	// ClientID is the OAuth client of a connector key.
 	ClientID string `json:"client_id,omitempty"`
+	// WorkspaceID binds the key to one workspace (MainWorkspace or a workspace's id): every
+	// request it makes acts there, and naming another is refused. "" is a key of every workspace,
+	// acting in main unless the request names one.
+	WorkspaceID string `json:"workspace_id,omitempty"`
+	// Scopes limit a standard key to these scopes (http/auth: the OAuth scope names and
+	// posts:approve); none is full access.
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 // API key kinds.
@@ -47,8 +54,10 @@ const (
 
 // Account is a connected social account.
 type Account struct {
-	ID              string  `json:"id"`
-	UserID          string  `json:"user_id"`
+	ID     string `json:"id"`
+	UserID string `json:"user_id"`
+	// WorkspaceID is the workspace it belongs to ("" for its user's main workspace; Scope).
+	WorkspaceID     string  `json:"workspace_id,omitempty"`
 	Platform        string  `json:"platform"`
 	Username        *string `json:"username"`
 	ProfileImageURL *string `json:"profile_image_url"`
@@ -211,8 +220,10 @@ func effective(ownText *string, ownMedia *[]string, text string, media []string)
 
 // Post is a post's record.
 type Post struct {
-	ID          string     `json:"id"`
-	UserID      string     `json:"user_id"`
+	ID     string `json:"id"`
+	UserID string `json:"user_id"`
+	// WorkspaceID is the workspace it belongs to ("" for its user's main workspace; Scope).
+	WorkspaceID string     `json:"workspace_id,omitempty"`
 	Content     string     `json:"content"`
 	Status      string     `json:"status"`
 	ScheduledAt *time.Time `json:"scheduled_at"`

@@ -75,7 +75,7 @@ func searchMatchesLowerCasedContent(t *testing.T, s *Store) {
 			want = 1
 		}
 		require.NoError(t, s.View(func(tx *Tx) error {
-			page, total, err := tx.ListPosts(PostFilter{UserID: user, Search: q, Limit: 100})
+			page, total, err := tx.ListPosts(PostFilter{Scope: user, Search: q, Limit: 100})
 			require.NoError(t, err)
 			require.Equal(t, want, total, "%q", q)
 			require.Len(t, page, want, "%q", q)

@@ -16,6 +16,8 @@ type Session struct {
 	LastSeenAt time.Time `json:"last_seen_at"`
 	// CSRFToken is the token every state-changing dashboard request must echo.
 	CSRFToken string `json:"csrf_token"`
+	// WorkspaceID is the workspace the dashboard shows (its switcher's choice; "" for main).
+	WorkspaceID string `json:"workspace_id,omitempty"`
 }
 
 // The password and session buckets:

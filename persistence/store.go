@@ -56,8 +56,9 @@ var (
 )
 
 // schemaVersion is the layout this code writes: 2 added posts_count; 3 keeps revoked keys in
-// apikeys_hash; 4 added publications; 5 added jobs_waiting and the finished flag of jobs_active.
-const schemaVersion = 5
+// apikeys_hash; 4 added publications; 5 added jobs_waiting and the finished flag of jobs_active; 6 added workspaces (workspaces.go),
+// with nothing to rewrite.
+const schemaVersion = 6
 
 // Options configure the store.
 type Options struct {

@@ -88,9 +88,9 @@ func BenchmarkStoreListPosts(b *testing.B) {
 		name   string
 		filter persistence.PostFilter
 	}{
-		{"all", persistence.PostFilter{UserID: user, Limit: 20}},
-		{"status", persistence.PostFilter{UserID: user, Status: persistence.PostFailed, Limit: 20}},
-		{"search", persistence.PostFilter{UserID: user, Search: "Autumn", Limit: 20}},
+		{"all", persistence.PostFilter{Scope: user, Limit: 20}},
+		{"status", persistence.PostFilter{Scope: user, Status: persistence.PostFailed, Limit: 20}},
+		{"search", persistence.PostFilter{Scope: user, Search: "Autumn", Limit: 20}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -61,7 +61,7 @@ func groupCommitIsolatesAFailingWrite(t *testing.T, s *persistence.Store) {
 		}
 	}
 	require.NoError(t, s.View(func(tx *persistence.Tx) error {
-		_, total, err := tx.ListPosts(persistence.PostFilter{UserID: user, Limit: 10})
+		_, total, err := tx.ListPosts(persistence.PostFilter{Scope: user, Limit: 10})
 		require.Equal(t, 200-failed, total)
 		return err
 	}))
@@ -98,19 +98,19 @@ func listFiltersAndPages(t *testing.T, s *persistence.Store) {
 		}))
 		return out, n
 	}
-	page, n := list(persistence.PostFilter{UserID: user, Limit: 7, Offset: 7})
+	page, n := list(persistence.PostFilter{Scope: user, Limit: 7, Offset: 7})
 	require.Equal(t, 30, n)
 	require.Len(t, page, 7)
 	require.Equal(t, ids[22], page[0].ID, "newest first, second page")
-	_, n = list(persistence.PostFilter{UserID: user, Status: persistence.PostScheduled, Limit: 100})
+	_, n = list(persistence.PostFilter{Scope: user, Status: persistence.PostScheduled, Limit: 100})
 	require.Equal(t, 10, n)
-	_, n = list(persistence.PostFilter{UserID: user, Platform: "bluesky", Limit: 100})
+	_, n = list(persistence.PostFilter{Scope: user, Platform: "bluesky", Limit: 100})
 	require.Equal(t, 15, n)
-	_, n = list(persistence.PostFilter{UserID: user, Platform: "bluesky", Status: persistence.PostScheduled, Limit: 100})
+	_, n = list(persistence.PostFilter{Scope: user, Platform: "bluesky", Status: persistence.PostScheduled, Limit: 100})
 	require.Equal(t, 5, n)
-	_, n = list(persistence.PostFilter{UserID: user, Search: "LAUNCH", Limit: 100})
+	_, n = list(persistence.PostFilter{Scope: user, Search: "LAUNCH", Limit: 100})
 	require.Equal(t, 6, n)
-	_, n = list(persistence.PostFilter{UserID: user, Platform: "tiktok", Limit: 100})
+	_, n = list(persistence.PostFilter{Scope: user, Platform: "tiktok", Limit: 100})
 	require.Equal(t, 0, n)
 
 	// Status changes move the post between filters; deletion removes it.
@@ -120,14 +120,14 @@ func listFiltersAndPages(t *testing.T, s *persistence.Store) {
 		p.Status = persistence.PostPublished
 		return tx.PutPost(p, nil)
 	}))
-	_, n = list(persistence.PostFilter{UserID: user, Status: persistence.PostPublished, Limit: 100})
+	_, n = list(persistence.PostFilter{Scope: user, Status: persistence.PostPublished, Limit: 100})
 	require.Equal(t, 1, n)
 	require.NoError(t, s.Update(context.Background(), func(tx *persistence.Tx) error {
 		p, err := tx.Post(ids[0])
 		require.NoError(t, err)
 		return tx.DeletePost(p)
 	}))
-	_, n = list(persistence.PostFilter{UserID: user, Limit: 100})
+	_, n = list(persistence.PostFilter{Scope: user, Limit: 100})
 	require.Equal(t, 29, n)
 }
 
@@ -281,7 +281,7 @@ func tryUpdateRefusesWhenTheQueueIsFull(t *testing.T, s *persistence.Store) {
 	require.NoError(t, s.View(func(tx *persistence.Tx) error {
 		require.False(t, tx.HasPost(refused.ID), "a refused write was written")
 		require.True(t, tx.HasPost(accepted.ID))
-		_, total, err := tx.ListPosts(persistence.PostFilter{UserID: user, Limit: 1})
+		_, total, err := tx.ListPosts(persistence.PostFilter{Scope: user, Limit: 1})
 		require.Equal(t, queued+2, total)
 		return err
 	}))

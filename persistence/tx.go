@@ -167,7 +167,7 @@ func (t *Tx) PutAccount(a *Account) error {
 	if len(a.DefaultOptions) > 0 {
 		v = append(v, 1)
 	}
-	if err := t.kv.Bucket(bAccountsUser).Put(join(mustID(a.UserID), id), v); err != nil {
+	if err := t.kv.Bucket(bAccountsUser).Put(join(mustID(a.Scope()), id), v); err != nil {
 		return err
 	}
 	return t.put(bAccounts, id, a)
@@ -182,17 +182,17 @@ func (t *Tx) Account(id string) (*Account, error) {
 	return &a, nil
 }
 
-// AccountPlatform returns the platform of the user's account, from the index alone; ok is false
-// when the user has no such account.
-func (t *Tx) AccountPlatform(userID, accountID string) (platform string, ok bool) {
-	platform, _, ok = t.accountIndex(userID, accountID)
+// AccountPlatform returns the platform of the workspace's account, from the index alone; ok is false
+// when the workspace has no such account.
+func (t *Tx) AccountPlatform(scope, accountID string) (platform string, ok bool) {
+	platform, _, ok = t.accountIndex(scope, accountID)
 	return platform, ok
 }
 
-// accountIndex reads the user index of an account: its platform and whether it has default
+// accountIndex reads the workspace index of an account: its platform and whether it has default
 // options.
-func (t *Tx) accountIndex(userID, accountID string) (platform string, defaults, ok bool) {
-	v := t.kv.Bucket(bAccountsUser).Get(join(mustID(userID), mustID(accountID)))
+func (t *Tx) accountIndex(scope, accountID string) (platform string, defaults, ok bool) {
+	v := t.kv.Bucket(bAccountsUser).Get(join(mustID(scope), mustID(accountID)))
 	if len(v) < 1 {
 		return "", false, false
 	}
@@ -200,11 +200,11 @@ func (t *Tx) accountIndex(userID, accountID string) (platform string, defaults, 
 	return platform, len(v) > 1 && v[1] == 1, ok
 }
 
-// AccountDefaults returns the default options of the user's account (nil when it has none),
+// AccountDefaults returns the default options of the workspace's account (nil when it has none),
 // reading the account's record only when its index says it has some; ok is false when the user
 // has no such account.
-func (t *Tx) AccountDefaults(userID, accountID string) (defaults json.RawMessage, ok bool, err error) {
-	v := t.kv.Bucket(bAccountsUser).Get(join(mustID(userID), mustID(accountID)))
+func (t *Tx) AccountDefaults(scope, accountID string) (defaults json.RawMessage, ok bool, err error) {
+	v := t.kv.Bucket(bAccountsUser).Get(join(mustID(scope), mustID(accountID)))
 	if len(v) < 1 {
 		return nil, false, nil
 	}
@@ -218,9 +218,9 @@ func (t *Tx) AccountDefaults(userID, accountID string) (defaults json.RawMessage
 	return a.DefaultOptions, true, nil
 }
 
-// AccountsOfUser lists a user's connected accounts, oldest first.
-func (t *Tx) AccountsOfUser(userID string) ([]*Account, error) {
-	prefix := mustID(userID)
+// AccountsIn lists the connected accounts of a workspace (scope: Scope), oldest first.
+func (t *Tx) AccountsIn(scope string) ([]*Account, error) {
+	prefix := mustID(scope)
 	var out []*Account
 	c := t.kv.Bucket(bAccountsUser).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
@@ -236,7 +236,7 @@ func (t *Tx) AccountsOfUser(userID string) ([]*Account, error) {
 // DeleteAccount removes an account.
 func (t *Tx) DeleteAccount(a *Account) error {
 	id := mustID(a.ID)
-	if err := t.kv.Bucket(bAccountsUser).Delete(join(mustID(a.UserID), id)); err != nil {
+	if err := t.kv.Bucket(bAccountsUser).Delete(join(mustID(a.Scope()), id)); err != nil {
 		return err
 	}
 	return t.kv.Bucket(bAccounts).Delete(id)
@@ -293,7 +293,7 @@ func (t *Tx) PutPost(p *Post, raw []byte) error {
 	id := mustID(p.ID)
 	// The list index holds the post's status and platforms; a change that keeps them (most
 	// of a post's changes) leaves the index page untouched.
-	user := mustID(p.UserID)
+	user := mustID(p.Scope())
 	index, key, sum := t.kv.Bucket(bPostsUser), join(user, id), summary(p)
 	if old := index.Get(key); !bytes.Equal(old, sum) {
 		if err := t.countPostChange(user, old, sum); err != nil {
@@ -337,9 +337,11 @@ func (t *Tx) Post(id string) (*Post, error) {
 // PostContent is what a network call needs of a post: its owner, text and media. Once a post has
 // been published these never change.
 type PostContent struct {
-	UserID   string   `json:"user_id"`
-	Content  string   `json:"content"`
-	MediaIDs []string `json:"media_ids"`
+	UserID string `json:"user_id"`
+	// WorkspaceID is the post's workspace ("" for main): its media are that workspace's.
+	WorkspaceID string   `json:"workspace_id,omitempty"`
+	Content     string   `json:"content"`
+	MediaIDs    []string `json:"media_ids"`
 	// Targets are the targets' own content, media and options, in the post's order.
 	Targets []TargetContent `json:"targets"`
 }
@@ -355,7 +357,7 @@ type TargetContent struct {
 
 // ContentOf is a post's PostContent.
 func ContentOf(p *Post) *PostContent {
-	c := &PostContent{UserID: p.UserID, Content: p.Content, MediaIDs: p.MediaIDs}
+	c := &PostContent{UserID: p.UserID, WorkspaceID: p.WorkspaceID, Content: p.Content, MediaIDs: p.MediaIDs}
 	for _, t := range p.Targets {
 		if t.Content != nil || t.MediaIDs != nil || len(t.Options) > 0 || t.Thread != nil || t.FirstComment != nil {
 			c.Targets = make([]TargetContent, len(p.Targets))
@@ -399,7 +401,7 @@ func (t *Tx) PostContent(id string) (*PostContent, error) {
 
 // DeletePost removes a post and its index entries (its campaign's included).
 func (t *Tx) DeletePost(p *Post) error {
-	id, user := mustID(p.ID), mustID(p.UserID)
+	id, user := mustID(p.ID), mustID(p.Scope())
 	index, key := t.kv.Bucket(bPostsUser), join(user, id)
 	if old := index.Get(key); old != nil {
 		if err := t.countPostChange(user, old, nil); err != nil {
@@ -426,9 +428,9 @@ func (t *Tx) DeletePost(p *Post) error {
 	return t.kv.Bucket(bPosts).Delete(id)
 }
 
-// PostFilter selects a user's posts for a list page.
+// PostFilter selects a workspace's posts for a list page.
 type PostFilter struct {
-	UserID   string
+	Scope    string // the workspace (Scope)
 	Status   string // "" for any
 	Platform string // "" for any
 	Search   string // case-insensitive substring of the content; "" for any
@@ -446,7 +448,7 @@ type PostFilter struct {
 // the index's summaries; only a search reads posts beyond the page, and of those only the
 // content (storedContent).
 func (t *Tx) ListPosts(f PostFilter) ([]*Post, int, error) {
-	user := mustID(f.UserID)
+	user := mustID(f.Scope)
 	var wantStatus byte
 	if f.Status != "" {
 		wantStatus = statusCode(f.Status)
@@ -473,7 +475,7 @@ func (t *Tx) ListPosts(f PostFilter) ([]*Post, int, error) {
 	// Without a search or an account the counts give the total, and the walk stops with the page.
 	counted := needle == "" && f.AccountID == "" && schemaOf(t.kv) >= 2
 	if counted {
-		total = t.PostCount(f.UserID, f.Status, f.Platform)
+		total = t.PostCount(f.Scope, f.Status, f.Platform)
 	}
 	matched := 0
 	c := t.kv.Bucket(bPostsUser).Cursor()

@@ -25,13 +25,15 @@ var WebhookEvents = []string{PostEventPublished, PostEventFailed, PostEventSched
 
 // Webhook is a webhook subscription.
 type Webhook struct {
-	ID        string    `json:"id"`
-	UserID    string    `json:"user_id"`
-	URL       string    `json:"url"`
-	Events    []string  `json:"events"`
-	Active    bool      `json:"active"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ID     string `json:"id"`
+	UserID string `json:"user_id"`
+	// WorkspaceID is the workspace it belongs to ("" for its user's main workspace; Scope).
+	WorkspaceID string    `json:"workspace_id,omitempty"`
+	URL         string    `json:"url"`
+	Events      []string  `json:"events"`
+	Active      bool      `json:"active"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 	// Secret is the signing secret (whsec_…), sealed by the caller when a sealer is configured.
 	Secret []byte `json:"secret"`
 	// PreviousSecret is the secret replaced by the last rotation; deliveries are signed with it
@@ -139,7 +141,7 @@ func eventBit(typ string) byte {
 // PutWebhook stores a subscription and its index entry.
 func (t *Tx) PutWebhook(w *Webhook) error {
 	id := mustID(w.ID)
-	if err := t.kv.Bucket(bWebhooksUser).Put(join(mustID(w.UserID), id), []byte{webhookFlags(w)}); err != nil {
+	if err := t.kv.Bucket(bWebhooksUser).Put(join(mustID(w.Scope()), id), []byte{webhookFlags(w)}); err != nil {
 		return err
 	}
 	return t.put(bWebhooks, id, w)
@@ -154,9 +156,9 @@ func (t *Tx) Webhook(id string) (*Webhook, error) {
 	return &w, nil
 }
 
-// CountWebhooks counts a user's subscriptions.
-func (t *Tx) CountWebhooks(userID string) int {
-	prefix := mustID(userID)
+// CountWebhooks counts a workspace's subscriptions (scope: Scope).
+func (t *Tx) CountWebhooks(scope string) int {
+	prefix := mustID(scope)
 	n := 0
 	c := t.kv.Bucket(bWebhooksUser).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
@@ -165,9 +167,9 @@ func (t *Tx) CountWebhooks(userID string) int {
 	return n
 }
 
-// WebhooksOfUser lists a user's subscriptions, oldest first.
-func (t *Tx) WebhooksOfUser(userID string) ([]*Webhook, error) {
-	prefix := mustID(userID)
+// WebhooksIn lists a workspace's subscriptions (scope: Scope), oldest first.
+func (t *Tx) WebhooksIn(scope string) ([]*Webhook, error) {
+	prefix := mustID(scope)
 	var out []*Webhook
 	c := t.kv.Bucket(bWebhooksUser).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
@@ -180,14 +182,14 @@ func (t *Tx) WebhooksOfUser(userID string) ([]*Webhook, error) {
 	return out, nil
 }
 
-// SubscribersOf returns the ids of the user's active subscriptions that want events of type typ,
+// SubscribersOf returns the ids of the workspace's active subscriptions that want events of type typ,
 // from the index alone.
-func (t *Tx) SubscribersOf(userID, typ string) []string {
+func (t *Tx) SubscribersOf(scope, typ string) []string {
 	bit := eventBit(typ)
 	if bit == 0 {
 		return nil
 	}
-	prefix := mustID(userID)
+	prefix := mustID(scope)
 	var out []string
 	c := t.kv.Bucket(bWebhooksUser).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
@@ -201,7 +203,7 @@ func (t *Tx) SubscribersOf(userID, typ string) []string {
 // DeleteWebhook removes a subscription with every delivery record of it.
 func (t *Tx) DeleteWebhook(w *Webhook) error {
 	id := mustID(w.ID)
-	if err := t.kv.Bucket(bWebhooksUser).Delete(join(mustID(w.UserID), id)); err != nil {
+	if err := t.kv.Bucket(bWebhooksUser).Delete(join(mustID(w.Scope()), id)); err != nil {
 		return err
 	}
 	if err := t.kv.Bucket(bWebhooks).Delete(id); err != nil {

@@ -442,9 +442,9 @@ func TestDeleteWhileWaitingForBudget(t *testing.T) {
 		}
 		waiting = waiting || (!r.Final && r.Target == 1 && strings.HasPrefix(r.Message, "waiting for rate budget"))
 	}
-	_, err := actors.Ask[*account.Reply](context.Background(), b.dir.To(acct), &account.Delete{UserID: "someone else"})
+	_, err := actors.Ask[*account.Reply](context.Background(), b.dir.To(acct), &account.Delete{Scope: "someone else"})
 	require.ErrorIs(t, err, account.ErrForbidden)
-	_, err = actors.Ask[*account.Reply](context.Background(), b.dir.To(acct), &account.Delete{UserID: b.userID})
+	_, err = actors.Ask[*account.Reply](context.Background(), b.dir.To(acct), &account.Delete{Scope: b.userID})
 	require.NoError(t, err)
 	for k, v := range b.finals(job, 2-len(out)) {
 		out[k] = v
@@ -492,7 +492,7 @@ func TestCallAnsweredAfterDeleteKeepsItsOutcome(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the publish never reached the network")
 	}
-	_, err := actors.Ask[*account.Reply](context.Background(), b.dir.To(acct), &account.Delete{UserID: b.userID})
+	_, err := actors.Ask[*account.Reply](context.Background(), b.dir.To(acct), &account.Delete{Scope: b.userID})
 	require.NoError(t, err)
 	close(late.release)
 	r := b.finals(job, 1)[0]
@@ -752,7 +752,7 @@ func TestFailingTheBacklogKeepsPaceWithTheJobs(t *testing.T) {
 		b.enqueue(x, job, i, fmt.Sprintf("never sent %d", i))
 	}
 	keep.Store(true) // the jobs are slow to store the outcomes
-	_, err := actors.Ask[*account.Reply](context.Background(), b.dir.To(x), &account.Delete{UserID: b.userID})
+	_, err := actors.Ask[*account.Reply](context.Background(), b.dir.To(x), &account.Delete{Scope: b.userID})
 	require.NoError(t, err)
 	failed := map[int]bool{}
 	collect := func(until time.Duration) {

@@ -27,7 +27,7 @@ func (a *Actor) save(next *persistence.Account) error {
 		return err
 	}
 	if a.acc != nil && string(a.acc.DefaultOptions) != string(next.DefaultOptions) {
-		a.deps.Store.ForgetAccount(next.UserID, next.ID) // what the store's cache knows of its defaults
+		a.deps.Store.ForgetAccount(next.Scope(), next.ID) // what the store's cache knows of its defaults
 	}
 	return nil
 }
@@ -86,13 +86,13 @@ func (a *Actor) setCredentials(ctx actor.Context, m *SetCredentials) {
 	a.pump(ctx)
 }
 
-// owned is nil when the account exists (and is not being deleted) and, when userID is set,
-// belongs to that user; else ErrNotFound or ErrForbidden.
-func (a *Actor) owned(userID string) error {
+// owned is nil when the account exists (and is not being deleted) and, when scope is set, is in
+// that workspace (persistence.Scope); else ErrNotFound or ErrForbidden.
+func (a *Actor) owned(scope string) error {
 	switch {
 	case a.acc == nil || a.deleting != nil:
 		return ErrNotFound
-	case userID != "" && a.acc.UserID != userID:
+	case scope != "" && a.acc.Scope() != scope:
 		return ErrForbidden
 	}
 	return nil
@@ -100,7 +100,7 @@ func (a *Actor) owned(userID string) error {
 
 // setDefaults stores the account's default options; publishes taken from now on go out with them.
 func (a *Actor) setDefaults(ctx actor.Context, m *SetDefaults) {
-	if err := a.owned(m.UserID); err != nil {
+	if err := a.owned(m.Scope); err != nil {
 		actors.ReplyError(ctx, err)
 		return
 	}

@@ -16,7 +16,7 @@ func (a *Actor) delete(ctx actor.Context, m *Delete) {
 	case a.acc == nil:
 		actors.ReplyError(ctx, ErrNotFound)
 		return
-	case a.acc.UserID != m.UserID:
+	case a.acc.Scope() != m.Scope:
 		actors.ReplyError(ctx, ErrForbidden)
 		return
 	case a.deleting != nil:
@@ -48,7 +48,7 @@ func (a *Actor) finishDelete(ctx actor.Context) {
 		ctx.Send(sender, &actors.ErrorReply{Err: err})
 		return
 	}
-	a.deps.Store.ForgetAccount(gone.UserID, gone.ID)
+	a.deps.Store.ForgetAccount(gone.Scope(), gone.ID)
 	a.acc, a.creds, a.adapter = nil, platforms.Credentials{}, nil
 	a.lane.setCredentials(nil, a.creds)
 	ctx.Send(sender, &Reply{Account: gone})

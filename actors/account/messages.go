@@ -54,14 +54,14 @@ type SetCredentials struct {
 // SetDefaults replaces the account's default options (compact JSON of its network's options type,
 // already checked; nil clears them). Reply: *Reply. Errors: ErrNotFound, ErrForbidden.
 type SetDefaults struct {
-	UserID  string
+	Scope   string // the workspace the request acts in (persistence.Scope); the object must be in it
 	Options json.RawMessage
 }
 
 // Delete revokes the account's token at the network (best effort) and deletes it; publishes
 // waiting in its queue fail. Reply: *Reply with the deleted account.
 type Delete struct {
-	UserID string
+	Scope string // the workspace the request acts in (persistence.Scope); the object must be in it
 }
 
 // Get reads the account, without a network call. Reply: *Reply.

@@ -190,7 +190,7 @@ func (a *Actor) take(ctx actor.Context, n int) {
 		}
 		r.Post = platforms.Post{Text: text, Options: opts}
 		if len(mediaIDs) > 0 {
-			media, err := a.media(t.post.UserID, mediaIDs, "the post's media")
+			media, err := a.media(persistence.Scope(t.post.UserID, t.post.WorkspaceID), mediaIDs, "the post's media")
 			if err != nil {
 				a.fail(r, err.Error())
 				continue
@@ -202,7 +202,7 @@ func (a *Actor) take(ctx actor.Context, n int) {
 			continue
 		}
 		if len(thread) > 0 || comment != nil {
-			if err := a.prepareSteps(r, t.post.UserID, thread, comment); err != nil {
+			if err := a.prepareSteps(r, persistence.Scope(t.post.UserID, t.post.WorkspaceID), thread, comment); err != nil {
 				a.fail(r, err.Error())
 				continue
 			}

@@ -72,8 +72,9 @@ func MetricsPerCall(p platforms.Platform) int { return max(metricsPerCall[p], 1)
 // network's classified *platforms.Error.
 type Read struct {
 	Op ReadOp
-	// UserID, when set, must own the account (else ErrForbidden).
-	UserID        string
+	// Scope, when set, is the workspace the account must be in (persistence.Scope; else
+	// ErrForbidden).
+	Scope         string
 	PublicationID string
 	// PublicationIDs, with OpMetrics, reads many publications' metrics in batch calls
 	// (ReadReply.Batch); ErrReadUnsupported when the adapter has no batch read. Each call of
@@ -179,7 +180,7 @@ func (a *Actor) receiveRead(ctx actor.Context, m readMessage) {
 }
 
 func (a *Actor) read(ctx actor.Context, m *Read) {
-	if err := a.owned(m.UserID); err != nil {
+	if err := a.owned(m.Scope); err != nil {
 		actors.ReplyError(ctx, err)
 		return
 	}

@@ -210,8 +210,8 @@ func (b *readBundle) connect(p platforms.Platform, creds platforms.Credentials) 
 func (b *readBundle) read(acct string, m *account.Read) (*account.ReadReply, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if m.UserID == "" {
-		m.UserID = b.userID
+	if m.Scope == "" {
+		m.Scope = b.userID
 	}
 	return actors.Ask[*account.ReadReply](ctx, b.dir.To(acct), m)
 }
@@ -243,7 +243,7 @@ func TestReadsAnswerThroughTheActor(t *testing.T) {
 	require.Equal(t, "hello", r.Message.Text)
 
 	// Another user's account, an unknown account, a network without the call.
-	_, err = b.read(acct, &account.Read{Op: account.OpMetrics, PublicationID: "1", UserID: uuid.NewString()})
+	_, err = b.read(acct, &account.Read{Op: account.OpMetrics, PublicationID: "1", Scope: uuid.NewString()})
 	require.ErrorIs(t, err, account.ErrForbidden)
 	_, err = b.read(uuid.NewString(), &account.Read{Op: account.OpMetrics, PublicationID: "1"})
 	require.ErrorIs(t, err, account.ErrNotFound)
@@ -477,7 +477,7 @@ func TestReadDeadlineWhileWaitingForASlot(t *testing.T) {
 	defer cancel()
 	second := make(chan error, 1)
 	go func() {
-		_, err := actors.Ask[*account.ReadReply](ctx, b.dir.To(acct), &account.Read{Op: account.OpMetrics, PublicationID: "2", UserID: b.userID, Deadline: time.Now().Add(-time.Millisecond)})
+		_, err := actors.Ask[*account.ReadReply](ctx, b.dir.To(acct), &account.Read{Op: account.OpMetrics, PublicationID: "2", Scope: b.userID, Deadline: time.Now().Add(-time.Millisecond)})
 		second <- err
 	}()
 	require.ErrorIs(t, <-second, account.ErrReadDeadline)

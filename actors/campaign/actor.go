@@ -123,7 +123,7 @@ func commit(d Deps, id string, m *Create) (*persistence.Campaign, error) {
 	rows := make([]staged, len(m.Posts))
 	var first time.Time
 	for i, p := range m.Posts {
-		p.CampaignID, p.UserID, p.Status, p.Version = id, camp.UserID, persistence.PostDraft, 1
+		p.CampaignID, p.UserID, p.WorkspaceID, p.Status, p.Version = id, camp.UserID, camp.WorkspaceID, persistence.PostDraft, 1
 		p.CreatedAt, p.UpdatedAt = now, now
 		if err := post.Validate(p); err != nil {
 			return nil, err
@@ -318,11 +318,11 @@ func (a *Actor) next(ctx actor.Context) {
 		user := ""
 		switch m := r.msg.(type) {
 		case *Retry:
-			user = m.UserID
+			user = m.Scope
 		case *Cancel:
-			user = m.UserID
+			user = m.Scope
 		}
-		if a.state == nil || a.state.UserID != user {
+		if a.state == nil || a.state.Scope() != user {
 			a.reply(ctx, r.sender, &actors.ErrorReply{Err: ErrNotFound})
 			continue
 		}
@@ -407,7 +407,7 @@ func (a *Actor) retry(ctx context.Context, c *persistence.Campaign, m *Retry) *R
 		jobID := uuid.Must(uuid.NewV7()).String()
 		only := m.Only
 		r, err := actors.AskWithin[*post.PublishReply](ctx, a.deps.AskTimeout, a.deps.Posts.To(id),
-			&post.Publish{UserID: m.UserID, JobID: jobID, Only: &only, Quota: m.Quota})
+			&post.Publish{Scope: m.Scope, JobID: jobID, Only: &only, Quota: m.Quota})
 		if err != nil {
 			skipped[i] = &Skipped{PostID: id, Reason: reason(err)}
 			return
@@ -458,7 +458,7 @@ func (a *Actor) cancel(ctx context.Context, c *persistence.Campaign, m *Cancel) 
 	deleted := make([]bool, len(open))
 	a.each(ctx, open, func(i int, id string) {
 		// A post that moved on meanwhile (the scheduler fired it) is refused, and kept.
-		_, err := actors.AskWithin[*post.Reply](ctx, a.deps.AskTimeout, a.deps.Posts.To(id), &post.Delete{UserID: m.UserID})
+		_, err := actors.AskWithin[*post.Reply](ctx, a.deps.AskTimeout, a.deps.Posts.To(id), &post.Delete{Scope: m.Scope})
 		deleted[i] = err == nil
 		if err != nil && !post.IsNotEditable(err) && !errors.Is(err, post.ErrNotFound) {
 			a.deps.Log.Warn("cancelling a campaign's post failed", "campaign_id", c.ID, "post_id", id, "error", err)

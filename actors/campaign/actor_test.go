@@ -178,7 +178,7 @@ func TestConcurrentRetriesPublishEachTargetOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			r, err := actors.Ask[*campaign.RetryReply](context.Background(), b.campaigns.To(id),
-				&campaign.Retry{UserID: b.user, Only: post.Only{AccountID: b.accounts[0]}})
+				&campaign.Retry{Scope: b.user, Only: post.Only{AccountID: b.accounts[0]}})
 			assert.NoError(t, err)
 			replies[i] = r
 		}()
@@ -206,9 +206,9 @@ func TestConcurrentRetriesPublishEachTargetOnce(t *testing.T) {
 	}
 
 	// Another user's campaign is not found.
-	_, err := actors.Ask[*campaign.RetryReply](context.Background(), b.campaigns.To(id), &campaign.Retry{UserID: uuid.NewString()})
+	_, err := actors.Ask[*campaign.RetryReply](context.Background(), b.campaigns.To(id), &campaign.Retry{Scope: uuid.NewString()})
 	require.ErrorIs(t, err, campaign.ErrNotFound)
-	_, err = actors.Ask[*campaign.CancelReply](context.Background(), b.campaigns.To(uuid.NewString()), &campaign.Cancel{UserID: b.user})
+	_, err = actors.Ask[*campaign.CancelReply](context.Background(), b.campaigns.To(uuid.NewString()), &campaign.Cancel{Scope: b.user})
 	require.ErrorIs(t, err, campaign.ErrNotFound)
 }
 
@@ -220,7 +220,7 @@ func TestCancel(t *testing.T) {
 	at := time.Now().Add(time.Hour).UTC()
 	id, ids := b.create(persistence.CampaignSchedule, 6, at)
 	b.fail(ids[0], 0, persistence.PostFailed)
-	r, err := actors.Ask[*campaign.CancelReply](context.Background(), b.campaigns.To(id), &campaign.Cancel{UserID: b.user})
+	r, err := actors.Ask[*campaign.CancelReply](context.Background(), b.campaigns.To(id), &campaign.Cancel{Scope: b.user})
 	require.NoError(t, err)
 	require.Equal(t, ids[1:], r.Cancelled)
 	require.Equal(t, []campaign.Kept{{PostID: ids[0], Status: persistence.PostFailed}}, r.Kept)
@@ -239,7 +239,7 @@ func TestCancel(t *testing.T) {
 	}))
 
 	id2, _ := b.create(persistence.CampaignDraft, 3, time.Time{})
-	r, err = actors.Ask[*campaign.CancelReply](context.Background(), b.campaigns.To(id2), &campaign.Cancel{UserID: b.user})
+	r, err = actors.Ask[*campaign.CancelReply](context.Background(), b.campaigns.To(id2), &campaign.Cancel{Scope: b.user})
 	require.NoError(t, err)
 	require.Len(t, r.Cancelled, 3)
 	require.Empty(t, r.Kept)
@@ -248,6 +248,6 @@ func TestCancel(t *testing.T) {
 		require.False(t, tx.HasCampaign(id2))
 		return nil
 	}))
-	_, err = actors.Ask[*campaign.CancelReply](context.Background(), b.campaigns.To(id2), &campaign.Cancel{UserID: b.user})
+	_, err = actors.Ask[*campaign.CancelReply](context.Background(), b.campaigns.To(id2), &campaign.Cancel{Scope: b.user})
 	require.ErrorIs(t, err, campaign.ErrNotFound)
 }

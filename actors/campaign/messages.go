@@ -40,9 +40,9 @@ type CreateReply struct {
 // Only selects), one new job per post. Retries and cancels of one campaign run one at a time, in
 // the order they arrive. Reply: *RetryReply.
 type Retry struct {
-	UserID string
-	Only   post.Only
-	Quota  *post.Quota
+	Scope string // the workspace the request acts in (persistence.Scope); the object must be in it
+	Only  post.Only
+	Quota *post.Quota
 }
 
 // Retried is a post published again.
@@ -71,7 +71,7 @@ type RetryReply struct {
 // final, stays and is reported. A campaign left without posts is removed; one that keeps posts
 // is marked cancelled. Reply: *CancelReply.
 type Cancel struct {
-	UserID string
+	Scope string // the workspace the request acts in (persistence.Scope); the object must be in it
 }
 
 // Kept is a post a cancel left, with its status.

@@ -143,7 +143,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *account.Report:
 		a.report(ctx, m)
 	case *Get:
-		if j, err := a.owned(m.UserID); err != nil {
+		if j, err := a.owned(m.Scope); err != nil {
 			actors.ReplyError(ctx, err)
 		} else {
 			actors.Reply(ctx, &Reply{Job: j.Clone()})
@@ -178,11 +178,11 @@ func (a *Actor) load() {
 	})
 }
 
-func (a *Actor) owned(userID string) (*persistence.Job, error) {
+func (a *Actor) owned(scope string) (*persistence.Job, error) {
 	if a.state == nil {
 		return nil, ErrNotFound
 	}
-	if a.state.UserID != userID {
+	if a.state.Scope() != scope {
 		return nil, ErrForbidden
 	}
 	return a.state, nil
@@ -446,7 +446,7 @@ func (a *Actor) postSynced(ctx actor.Context, stored bool) {
 }
 
 func (a *Actor) subscribe(ctx actor.Context, m *Subscribe) {
-	j, err := a.owned(m.UserID)
+	j, err := a.owned(m.Scope)
 	if err != nil {
 		actors.ReplyError(ctx, err)
 		return

@@ -80,7 +80,7 @@ func TestReportsTheStoreCouldNotTakeAreRecordedInOrder(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "the job retries its reports")
 		time.Sleep(5 * time.Millisecond)
 	}
-	r, err := actors.Ask[*job.Reply](ctx, dir.To(j.TrackingID), &job.Get{UserID: user})
+	r, err := actors.Ask[*job.Reply](ctx, dir.To(j.TrackingID), &job.Get{Scope: user})
 	require.NoError(t, err)
 	require.Equal(t, persistence.JobQueued, r.Job.Status, "nothing recorded, nothing applied")
 	require.Empty(t, finished)
@@ -122,7 +122,7 @@ func TestReportsTheStoreCouldNotTakeAreRecordedInOrder(t *testing.T) {
 
 	// An outcome reported again (an account that took the target again) changes nothing.
 	dir.Send(j.TrackingID, &account.Report{JobID: j.TrackingID, Target: 1, AccountID: li, Final: true, Success: true, Message: "published"})
-	r, err = actors.Ask[*job.Reply](ctx, dir.To(j.TrackingID), &job.Get{UserID: user})
+	r, err = actors.Ask[*job.Reply](ctx, dir.To(j.TrackingID), &job.Get{Scope: user})
 	require.NoError(t, err)
 	require.Equal(t, persistence.PhaseFailed, r.Job.Targets[1].Phase)
 }

@@ -13,7 +13,9 @@ import (
 type Start struct{}
 
 // Get reads the job on behalf of a user. Reply: *Reply.
-type Get struct{ UserID string }
+type Get struct {
+	Scope string // the workspace the request acts in (persistence.Scope); the object must be in it
+}
 
 // Reply carries a snapshot of the job.
 type Reply struct{ Job *persistence.Job }
@@ -21,8 +23,8 @@ type Reply struct{ Job *persistence.Job }
 // Subscribe registers a stream subscriber. Reply: *SubscribeReply. A subscriber of a finished
 // job is not registered: it gets the snapshot and Done=true.
 type Subscribe struct {
-	UserID string
-	Sub    *Subscriber
+	Scope string // the workspace the request acts in (persistence.Scope); the job must be in it
+	Sub   *Subscriber
 }
 
 // SubscribeReply is the job as the subscriber first sees it.

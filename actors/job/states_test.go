@@ -71,7 +71,7 @@ func TestJobStateMachine(t *testing.T) { //nolint:tparallel // the cases share o
 				dir.Send(j.TrackingID, &account.Report{JobID: j.TrackingID, Target: r.target, AccountID: j.Targets[r.target].AccountID,
 					Final: r.final, Success: r.success, Message: "m", Publication: platforms.Publication{ID: "net-1"}})
 			}
-			got, err := actors.Ask[*job.Reply](context.Background(), dir.To(j.TrackingID), &job.Get{UserID: user})
+			got, err := actors.Ask[*job.Reply](context.Background(), dir.To(j.TrackingID), &job.Get{Scope: user})
 			require.NoError(t, err)
 			require.Equal(t, c.status, got.Job.Status)
 			for i, want := range c.phases {
@@ -101,7 +101,7 @@ func TestJobStateMachine(t *testing.T) { //nolint:tparallel // the cases share o
 			case <-time.After(20 * time.Millisecond):
 			}
 			// Someone else's read is refused.
-			_, err = actors.Ask[*job.Reply](context.Background(), dir.To(j.TrackingID), &job.Get{UserID: uuid.NewString()})
+			_, err = actors.Ask[*job.Reply](context.Background(), dir.To(j.TrackingID), &job.Get{Scope: uuid.NewString()})
 			require.Error(t, err)
 		})
 	}

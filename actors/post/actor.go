@@ -188,7 +188,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *Create:
 		a.create(ctx, m)
 	case *Get:
-		if p, err := a.owned(m.UserID); err != nil {
+		if p, err := a.owned(m.Scope); err != nil {
 			actors.ReplyError(ctx, err)
 		} else {
 			actors.Reply(ctx, &Reply{Post: p.Clone()})
@@ -214,11 +214,11 @@ func (a *Actor) load() {
 	})
 }
 
-func (a *Actor) owned(userID string) (*persistence.Post, error) {
+func (a *Actor) owned(scope string) (*persistence.Post, error) {
 	if a.state == nil {
 		return nil, ErrNotFound
 	}
-	if a.state.UserID != userID {
+	if a.state.Scope() != scope {
 		return nil, ErrForbidden
 	}
 	return a.state, nil
@@ -289,7 +289,7 @@ func editable(op string, p *persistence.Post) error {
 }
 
 func (a *Actor) update(ctx actor.Context, m *Update) {
-	cur, err := a.owned(m.UserID)
+	cur, err := a.owned(m.Scope)
 	if err == nil {
 		err = editable("updated", cur)
 	}
@@ -323,7 +323,7 @@ func (a *Actor) update(ctx actor.Context, m *Update) {
 }
 
 func (a *Actor) delete(ctx actor.Context, m *Delete) {
-	cur, err := a.owned(m.UserID)
+	cur, err := a.owned(m.Scope)
 	if err == nil {
 		err = editable("deleted", cur)
 	}

@@ -39,12 +39,12 @@ func TestCreateRefusesAnExistingPostAfterPassivation(t *testing.T) {
 	p2.Content = "second"
 	_, err = actors.Ask[*post.Reply](ctx, dir.To(id), &post.Create{Post: p2})
 	require.ErrorIs(t, err, post.ErrExists)
-	r, err := actors.Ask[*post.Reply](ctx, dir.To(id), &post.Get{UserID: user})
+	r, err := actors.Ask[*post.Reply](ctx, dir.To(id), &post.Get{Scope: user})
 	require.NoError(t, err)
 	require.Equal(t, "first", r.Post.Content)
-	_, err = actors.Ask[*post.Reply](ctx, dir.To(id), &post.Get{UserID: "someone else"})
+	_, err = actors.Ask[*post.Reply](ctx, dir.To(id), &post.Get{Scope: "someone else"})
 	require.ErrorIs(t, err, post.ErrForbidden)
-	_, err = actors.Ask[*post.Reply](ctx, dir.To(uuid.NewString()), &post.Get{UserID: user})
+	_, err = actors.Ask[*post.Reply](ctx, dir.To(uuid.NewString()), &post.Get{Scope: user})
 	require.ErrorIs(t, err, post.ErrNotFound)
 }
 
@@ -99,14 +99,14 @@ func TestUpdateAppliesTheCreateRules(t *testing.T) {
 		{"too many media", text, &post.Update{MediaIDs: make([]string, post.MaxMedia+1)}, "media: at most 35"},
 	}
 	for _, tc := range refused {
-		tc.msg.UserID = user
+		tc.msg.Scope = user
 		_, err := actors.Ask[*post.Reply](ctx, dir.To(tc.id), tc.msg)
 		var ie *post.InvalidError
 		require.ErrorAs(t, err, &ie, tc.name)
 		require.Contains(t, ie.Error(), tc.want, tc.name)
 	}
 	for id, content := range map[string]string{text: "text only", withMedia: ""} {
-		r, err := actors.Ask[*post.Reply](ctx, dir.To(id), &post.Get{UserID: user})
+		r, err := actors.Ask[*post.Reply](ctx, dir.To(id), &post.Get{Scope: user})
 		require.NoError(t, err)
 		require.Equal(t, content, r.Post.Content, "refused updates changed nothing")
 		require.EqualValues(t, 1, r.Post.Version)
@@ -114,9 +114,9 @@ func TestUpdateAppliesTheCreateRules(t *testing.T) {
 
 	// What a create allows, an update allows: empty content on a post with media, text with tabs
 	// and line breaks.
-	_, err = actors.Ask[*post.Reply](ctx, dir.To(withMedia), &post.Update{UserID: user, Content: str("  ")})
+	_, err = actors.Ask[*post.Reply](ctx, dir.To(withMedia), &post.Update{Scope: user, Content: str("  ")})
 	require.NoError(t, err)
-	r, err := actors.Ask[*post.Reply](ctx, dir.To(text), &post.Update{UserID: user, Content: str("line\r\n\tindented")})
+	r, err := actors.Ask[*post.Reply](ctx, dir.To(text), &post.Update{Scope: user, Content: str("line\r\n\tindented")})
 	require.NoError(t, err)
 	require.Equal(t, "line\r\n\tindented", r.Post.Content)
 
@@ -149,20 +149,20 @@ func TestAFailedCommitLeavesThePostAsItWas(t *testing.T) {
 	require.NoError(t, err)
 	get := func() *persistence.Post {
 		t.Helper()
-		r, err := actors.Ask[*post.Reply](ctx, dir.To(id), &post.Get{UserID: user})
+		r, err := actors.Ask[*post.Reply](ctx, dir.To(id), &post.Get{Scope: user})
 		require.NoError(t, err)
 		return r.Post
 	}
 
 	faults.FailCommits(syscall.ENOSPC)
 	changed := "changed"
-	_, err = actors.Ask[*post.Reply](ctx, dir.To(id), &post.Update{UserID: user, Content: &changed})
+	_, err = actors.Ask[*post.Reply](ctx, dir.To(id), &post.Update{Scope: user, Content: &changed})
 	require.ErrorIs(t, err, persistence.ErrWriteFailed)
-	_, err = actors.Ask[*post.Reply](ctx, dir.To(id), &post.Schedule{UserID: user, At: time.Now().Add(time.Hour)})
+	_, err = actors.Ask[*post.Reply](ctx, dir.To(id), &post.Schedule{Scope: user, At: time.Now().Add(time.Hour)})
 	require.ErrorIs(t, err, persistence.ErrWriteFailed)
-	_, err = actors.Ask[*post.PublishReply](ctx, dir.To(id), &post.Publish{UserID: user, JobID: uuid.Must(uuid.NewV7()).String()})
+	_, err = actors.Ask[*post.PublishReply](ctx, dir.To(id), &post.Publish{Scope: user, JobID: uuid.Must(uuid.NewV7()).String()})
 	require.ErrorIs(t, err, persistence.ErrWriteFailed)
-	_, err = actors.Ask[*post.Reply](ctx, dir.To(id), &post.Delete{UserID: user})
+	_, err = actors.Ask[*post.Reply](ctx, dir.To(id), &post.Delete{Scope: user})
 	require.ErrorIs(t, err, persistence.ErrWriteFailed)
 	_, err = actors.Ask[*post.Reply](ctx, dir.To(uuid.Must(uuid.NewV7()).String()), &post.Create{Post: p.Clone()})
 	require.ErrorIs(t, err, persistence.ErrWriteFailed)
@@ -174,7 +174,7 @@ func TestAFailedCommitLeavesThePostAsItWas(t *testing.T) {
 	require.Empty(t, started, "no job started")
 
 	faults.ClearCommits()
-	r, err := actors.Ask[*post.PublishReply](ctx, dir.To(id), &post.Publish{UserID: user, JobID: uuid.Must(uuid.NewV7()).String()})
+	r, err := actors.Ask[*post.PublishReply](ctx, dir.To(id), &post.Publish{Scope: user, JobID: uuid.Must(uuid.NewV7()).String()})
 	require.NoError(t, err)
 	j := (<-started).Clone()
 	require.Equal(t, r.Job.TrackingID, j.TrackingID)

@@ -18,7 +18,7 @@ import (
 // scheduled posts publish every target; failed and partial posts publish again only the targets
 // that failed. Reply: *PublishReply.
 type Publish struct {
-	UserID string
+	Scope string // the workspace the request acts in (persistence.Scope); the object must be in it
 	// JobID is the new job's tracking id (UUIDv7), chosen by the caller.
 	JobID  string
 	Create *persistence.Post
@@ -63,7 +63,7 @@ type PublishReply struct {
 // Schedule schedules the post at At (creating it first when Create is set); a scheduled post is
 // moved to the new time. Each one records a post.scheduled event with the post. Reply: *Reply.
 type Schedule struct {
-	UserID string
+	Scope  string // the workspace the request acts in (persistence.Scope); the object must be in it
 	At     time.Time
 	Create *persistence.Post
 	Quota  *Quota
@@ -153,7 +153,7 @@ func NewEvent(typ string, p *persistence.Post, now time.Time) (*persistence.Even
 	if err != nil {
 		return nil, err
 	}
-	return &persistence.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: typ, UserID: p.UserID, CreatedAt: now.UTC(), Data: raw}, nil
+	return &persistence.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: typ, UserID: p.UserID, WorkspaceID: p.WorkspaceID, CreatedAt: now.UTC(), Data: raw}, nil
 }
 
 // receiveLifecycle handles the publishing and scheduling messages.
@@ -207,7 +207,7 @@ func NewJob(next *persistence.Post, jobID string, now time.Time, only *Only) (*p
 	default:
 		return nil, &NotPublishableError{Status: next.Status}
 	}
-	j := &persistence.Job{TrackingID: jobID, PostID: next.ID, UserID: next.UserID, Status: persistence.JobQueued, CreatedAt: now, CampaignID: next.CampaignID}
+	j := &persistence.Job{TrackingID: jobID, PostID: next.ID, UserID: next.UserID, WorkspaceID: next.WorkspaceID, Status: persistence.JobQueued, CreatedAt: now, CampaignID: next.CampaignID}
 	for i := range next.Targets {
 		t := &next.Targets[i]
 		if republish && ((t.Status != persistence.TargetFailed && !t.Missing()) || !only.Matches(*t)) {
@@ -265,7 +265,7 @@ func (a *Actor) publish(ctx actor.Context, m *Publish) {
 			return
 		}
 	} else {
-		owned, err := a.owned(m.UserID)
+		owned, err := a.owned(m.Scope)
 		if err != nil {
 			actors.ReplyError(ctx, err)
 			return
@@ -408,7 +408,7 @@ func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
 			return
 		}
 	} else {
-		owned, err := a.owned(m.UserID)
+		owned, err := a.owned(m.Scope)
 		if err != nil {
 			actors.ReplyError(ctx, err)
 			return
@@ -648,7 +648,7 @@ func campaignCompleted(tx *persistence.Tx, campaignID string, now time.Time) err
 	if err != nil {
 		return err
 	}
-	return tx.AppendEvent(&persistence.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: persistence.CampaignEventCompleted, UserID: c.UserID, CreatedAt: now.UTC(), Data: raw})
+	return tx.AppendEvent(&persistence.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: persistence.CampaignEventCompleted, UserID: c.UserID, WorkspaceID: c.WorkspaceID, CreatedAt: now.UTC(), Data: raw})
 }
 
 // campaignChanged tells the campaign's followers that one of its posts changed.

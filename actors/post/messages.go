@@ -12,13 +12,13 @@ type Create struct {
 
 // Get reads the post on behalf of a user. Reply: *Reply.
 type Get struct {
-	UserID string
+	Scope string // the workspace the request acts in (persistence.Scope); the object must be in it
 }
 
 // Update changes a draft or scheduled post; nil fields stay as they are. The post as changed must
 // pass Validate, else the reply is its *InvalidError and nothing changes. Reply: *Reply.
 type Update struct {
-	UserID   string
+	Scope    string // the workspace the request acts in (persistence.Scope); the object must be in it
 	Content  *string
 	Targets  []persistence.Target // nil: unchanged
 	MediaIDs []string             // nil: unchanged
@@ -26,7 +26,7 @@ type Update struct {
 
 // Delete deletes a draft or scheduled post. Reply: *Reply with the deleted post.
 type Delete struct {
-	UserID string
+	Scope string // the workspace the request acts in (persistence.Scope); the object must be in it
 }
 
 // Reply carries the post as committed.

@@ -61,7 +61,7 @@ func (s *states) ask(id string, m any) (*persistence.Post, error) {
 
 func (s *states) get(id string) *persistence.Post {
 	s.t.Helper()
-	p, err := s.ask(id, &post.Get{UserID: s.user})
+	p, err := s.ask(id, &post.Get{Scope: s.user})
 	if err != nil {
 		return nil
 	}
@@ -82,11 +82,11 @@ func (s *states) in(status string) (id string, at time.Time) {
 	case persistence.PostDraft:
 		return id, at
 	case persistence.PostScheduled:
-		_, err = s.ask(id, &post.Schedule{UserID: s.user, At: at})
+		_, err = s.ask(id, &post.Schedule{Scope: s.user, At: at})
 		require.NoError(s.t, err)
 		return id, at
 	}
-	_, err = s.ask(id, &post.Publish{UserID: s.user, JobID: uuid.Must(uuid.NewV7()).String()})
+	_, err = s.ask(id, &post.Publish{Scope: s.user, JobID: uuid.Must(uuid.NewV7()).String()})
 	require.NoError(s.t, err)
 	j := <-s.started
 	if status == persistence.PostPublishing {
@@ -174,13 +174,13 @@ func TestPostStateMachine(t *testing.T) { //nolint:tparallel // the cases share 
 				var m any
 				switch change {
 				case updated:
-					m = &post.Update{UserID: s.user, Content: str("changed")}
+					m = &post.Update{Scope: s.user, Content: str("changed")}
 				case deleted:
-					m = &post.Delete{UserID: s.user}
+					m = &post.Delete{Scope: s.user}
 				case "scheduled":
-					m = &post.Schedule{UserID: s.user, At: at.Add(time.Hour)}
+					m = &post.Schedule{Scope: s.user, At: at.Add(time.Hour)}
 				case "published":
-					m = &post.Publish{UserID: s.user, JobID: uuid.Must(uuid.NewV7()).String()}
+					m = &post.Publish{Scope: s.user, JobID: uuid.Must(uuid.NewV7()).String()}
 				case "fired":
 					m = &post.Fire{At: at, JobID: uuid.Must(uuid.NewV7()).String()}
 				}

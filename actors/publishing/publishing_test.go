@@ -135,7 +135,7 @@ func TestAPublishGoesThroughEveryHandoff(t *testing.T) {
 	x, bsky := b.connect(p, platforms.X, "ann"), b.connect(p, platforms.Bluesky, "ann.bsky.social")
 	draft := b.draft("Hello through the hand-off", x, bsky)
 	jobID := uuid.Must(uuid.NewV7()).String()
-	r, err := actors.Ask[*post.PublishReply](context.Background(), p.Posts.To(draft.ID), &post.Publish{UserID: b.user, JobID: jobID, Create: draft})
+	r, err := actors.Ask[*post.PublishReply](context.Background(), p.Posts.To(draft.ID), &post.Publish{Scope: b.user, JobID: jobID, Create: draft})
 	require.NoError(t, err)
 	require.Equal(t, persistence.PostPublishing, r.Post.Status)
 	b.published(draft.ID, jobID)

@@ -225,11 +225,11 @@ func (a *Actor) seal(s string) []byte {
 	return a.d.sealer.Seal([]byte(s))
 }
 
-func (a *Actor) owned(userID string) (*persistence.Webhook, error) {
+func (a *Actor) owned(scope string) (*persistence.Webhook, error) {
 	if a.hook == nil {
 		return nil, ErrNotFound
 	}
-	if a.hook.UserID != userID {
+	if a.hook.Scope() != scope {
 		return nil, ErrForbidden
 	}
 	return a.hook, nil
@@ -243,12 +243,12 @@ func (a *Actor) create(ctx actor.Context, m *Create) {
 	now := a.d.clock.Now().UTC()
 	secret := NewSecret()
 	next := &persistence.Webhook{
-		ID: a.id, UserID: m.UserID, URL: m.URL, Events: append([]string(nil), m.Events...), Active: true,
+		ID: a.id, UserID: m.UserID, WorkspaceID: m.WorkspaceID, URL: m.URL, Events: append([]string(nil), m.Events...), Active: true,
 		CreatedAt: now, UpdatedAt: now, Secret: a.seal(secret), Version: 1,
 	}
 	max := a.d.maxPerUser
 	if err := a.d.store.Update(context.Background(), func(tx *persistence.Tx) error {
-		if tx.CountWebhooks(m.UserID) >= max {
+		if tx.CountWebhooks(persistence.Scope(m.UserID, m.WorkspaceID)) >= max {
 			return &LimitError{Max: max}
 		}
 		return tx.PutWebhook(next)
@@ -262,7 +262,7 @@ func (a *Actor) create(ctx actor.Context, m *Create) {
 }
 
 func (a *Actor) update(ctx actor.Context, m *Update) {
-	cur, err := a.owned(m.UserID)
+	cur, err := a.owned(m.Scope)
 	if err != nil {
 		actors.ReplyError(ctx, err)
 		return
@@ -309,7 +309,7 @@ func (a *Actor) update(ctx actor.Context, m *Update) {
 }
 
 func (a *Actor) delete(ctx actor.Context, m *Delete) {
-	cur, err := a.owned(m.UserID)
+	cur, err := a.owned(m.Scope)
 	if err != nil {
 		actors.ReplyError(ctx, err)
 		return
@@ -332,7 +332,7 @@ func (a *Actor) delete(ctx actor.Context, m *Delete) {
 }
 
 func (a *Actor) rotate(ctx actor.Context, m *RotateSecret) {
-	cur, err := a.owned(m.UserID)
+	cur, err := a.owned(m.Scope)
 	if err != nil {
 		actors.ReplyError(ctx, err)
 		return

@@ -324,6 +324,6 @@ func (b *bundle) webhook(id string) *persistence.Webhook {
 // attempt runs.
 func (b *bundle) quiesce(id string) {
 	b.t.Helper()
-	_, _ = actors.Ask[*Reply](context.Background(), b.svc.Dir.To(id), &RotateSecret{UserID: "barrier-not-an-owner"})
+	_, _ = actors.Ask[*Reply](context.Background(), b.svc.Dir.To(id), &RotateSecret{Scope: "barrier-not-an-owner"})
 	b.svc.d.workers.Wait()
 }

@@ -84,7 +84,7 @@ func TestDeliversEveryEventSignedToTheSubscriptionsThatWantIt(t *testing.T) {
 	strangers := b.subscribe(stranger, other.URL)
 	off := b.subscribe(user, other.URL+"?sub=off")
 	active := false
-	_, err := actors.Ask[*Reply](context.Background(), b.svc.Dir.To(off.Webhook.ID), &Update{UserID: user, Active: &active})
+	_, err := actors.Ask[*Reply](context.Background(), b.svc.Dir.To(off.Webhook.ID), &Update{Scope: user, Active: &active})
 	require.NoError(t, err)
 
 	events := map[string]*persistence.Event{}
@@ -358,7 +358,7 @@ func TestSlowSilentAndHugeReceivers(t *testing.T) {
 			require.NotNil(t, d.NextAttemptAt, tc.name)
 		}
 		// Delete it so that the next event reaches only the next receiver.
-		_, err := actors.Ask[*Reply](context.Background(), b.svc.Dir.To(sub.Webhook.ID), &Delete{UserID: user})
+		_, err := actors.Ask[*Reply](context.Background(), b.svc.Dir.To(sub.Webhook.ID), &Delete{Scope: user})
 		require.NoError(t, err)
 	}
 	for i := 0; i < 2; i++ {
@@ -379,9 +379,9 @@ func TestSecretRotation(t *testing.T) {
 	sub := b.subscribe(user, rcv.URL)
 	old := sub.Secret
 
-	_, err := actors.Ask[*Reply](context.Background(), b.svc.Dir.To(sub.Webhook.ID), &RotateSecret{UserID: uuid.NewString()})
+	_, err := actors.Ask[*Reply](context.Background(), b.svc.Dir.To(sub.Webhook.ID), &RotateSecret{Scope: uuid.NewString()})
 	require.ErrorIs(t, err, ErrForbidden)
-	r, err := actors.Ask[*Reply](context.Background(), b.svc.Dir.To(sub.Webhook.ID), &RotateSecret{UserID: user})
+	r, err := actors.Ask[*Reply](context.Background(), b.svc.Dir.To(sub.Webhook.ID), &RotateSecret{Scope: user})
 	require.NoError(t, err)
 	require.NotEqual(t, old, r.Secret)
 	require.True(t, strings.HasPrefix(r.Secret, "whsec_"))
@@ -478,9 +478,9 @@ func TestDeleteAndDeactivateStopPendingDeliveries(t *testing.T) {
 	del := b.subscribe(user, rcv.URL+"?sub=del")
 	b.emit(user, persistence.PostEventPublished)
 	b.nextDone()
-	_, err := actors.Ask[*Reply](context.Background(), b.svc.Dir.To(del.Webhook.ID), &Delete{UserID: uuid.NewString()})
+	_, err := actors.Ask[*Reply](context.Background(), b.svc.Dir.To(del.Webhook.ID), &Delete{Scope: uuid.NewString()})
 	require.ErrorIs(t, err, ErrForbidden)
-	_, err = actors.Ask[*Reply](context.Background(), b.svc.Dir.To(del.Webhook.ID), &Delete{UserID: user})
+	_, err = actors.Ask[*Reply](context.Background(), b.svc.Dir.To(del.Webhook.ID), &Delete{Scope: user})
 	require.NoError(t, err)
 	require.Empty(t, b.deliveries(del.Webhook.ID), "the log goes with the subscription")
 	var pending []string
@@ -489,14 +489,14 @@ func TestDeleteAndDeactivateStopPendingDeliveries(t *testing.T) {
 	clock.Advance(48 * time.Hour)
 	b.quiesce(del.Webhook.ID)
 	require.Equal(t, 1, rcv.Count(), "no attempt after the deletion")
-	_, err = actors.Ask[*Reply](context.Background(), b.svc.Dir.To(del.Webhook.ID), &Delete{UserID: user})
+	_, err = actors.Ask[*Reply](context.Background(), b.svc.Dir.To(del.Webhook.ID), &Delete{Scope: user})
 	require.ErrorIs(t, err, ErrNotFound)
 
 	off := b.subscribe(user, rcv.URL+"?sub=off")
 	b.emit(user, persistence.PostEventPublished)
 	o := b.nextDone()
 	active := false
-	r, err := actors.Ask[*Reply](context.Background(), b.svc.Dir.To(off.Webhook.ID), &Update{UserID: user, Active: &active})
+	r, err := actors.Ask[*Reply](context.Background(), b.svc.Dir.To(off.Webhook.ID), &Update{Scope: user, Active: &active})
 	require.NoError(t, err)
 	require.False(t, r.Webhook.Active)
 	d := b.delivery(off.Webhook.ID, o.id)
@@ -510,7 +510,7 @@ func TestDeleteAndDeactivateStopPendingDeliveries(t *testing.T) {
 
 	// Turned on again, it receives new events (not the cancelled ones).
 	active = true
-	_, err = actors.Ask[*Reply](context.Background(), b.svc.Dir.To(off.Webhook.ID), &Update{UserID: user, Active: &active})
+	_, err = actors.Ask[*Reply](context.Background(), b.svc.Dir.To(off.Webhook.ID), &Update{Scope: user, Active: &active})
 	require.NoError(t, err)
 	rcv.SetAnswer(webhooktest.Always(200))
 	b.emit(user, persistence.PostEventScheduled)

@@ -9,15 +9,16 @@ import (
 // Create creates the subscription; the actor must not exist yet. The actor generates the signing
 // secret. Reply: *Reply with Secret.
 type Create struct {
-	UserID string
-	URL    string
-	Events []string
+	UserID      string
+	WorkspaceID string // "" for the user's main workspace
+	URL         string
+	Events      []string
 }
 
 // Update changes a subscription; nil fields stay as they are. Turning a subscription off cancels
 // its pending deliveries. Reply: *Reply.
 type Update struct {
-	UserID string
+	Scope  string // the workspace the request acts in (persistence.Scope); the object must be in it
 	URL    *string
 	Events []string // nil: unchanged
 	Active *bool
@@ -26,13 +27,13 @@ type Update struct {
 // Delete deletes the subscription, its pending deliveries and its delivery log. Reply: *Reply
 // with the deleted subscription.
 type Delete struct {
-	UserID string
+	Scope string // the workspace the request acts in (persistence.Scope); the object must be in it
 }
 
 // RotateSecret replaces the signing secret; the previous one keeps signing deliveries (as a second
 // v1 signature) for RotationOverlap. Reply: *Reply with Secret.
 type RotateSecret struct {
-	UserID string
+	Scope string // the workspace the request acts in (persistence.Scope); the object must be in it
 }
 
 // Reply carries the subscription as committed and, after Create or RotateSecret, the new secret.

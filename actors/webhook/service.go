@@ -221,7 +221,7 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 		}
 		n = len(evs)
 		for _, ev := range evs {
-			subs := tx.SubscribersOf(ev.UserID, ev.Type)
+			subs := tx.SubscribersOf(ev.Scope(), ev.Type)
 			if len(subs) == 0 {
 				continue
 			}

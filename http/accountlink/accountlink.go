@@ -141,9 +141,10 @@ func (s *Service) connector(p platforms.Platform) (platforms.Connector, error) {
 	return c, nil
 }
 
-// Begin starts a browser connection of platform p for the user at now and returns the
-// authorization_url: a Herald URL that carries the signed state and is valid for StateTTL.
-func (s *Service) Begin(ctx context.Context, userID string, p platforms.Platform, now time.Time) (string, error) {
+// Begin starts a browser connection of platform p for the user at now, whose account lands in
+// the user's workspace workspaceID ("" for main), and returns the authorization_url: a Herald URL
+// that carries the signed state and is valid for StateTTL.
+func (s *Service) Begin(ctx context.Context, userID, workspaceID string, p platforms.Platform, now time.Time) (string, error) {
 	c, err := s.connector(p)
 	if err != nil {
 		return "", err
@@ -153,7 +154,7 @@ func (s *Service) Begin(ctx context.Context, userID string, p platforms.Platform
 		return "", err
 	}
 	st := &persistence.ConnectState{
-		ID: id.String(), UserID: userID, Platform: string(p),
+		ID: id.String(), UserID: userID, WorkspaceID: workspaceID, Platform: string(p),
 		CreatedAt: now.UTC(), ExpiresAt: now.Add(StateTTL).UTC(),
 	}
 	if c.UsesPKCE() {
@@ -275,7 +276,7 @@ func (s *Service) Complete(ctx context.Context, cb Callback, userID string, now 
 		if err != nil {
 			return p, nil, &ExchangeError{Platform: p, Err: err}
 		}
-		res, err := s.Save(ctx, st.UserID, p, creds)
+		res, err := s.Save(ctx, st.UserID, st.WorkspaceID, p, creds)
 		return p, res, err
 	}
 	grants, err := g.ExchangeGrants(ctx, cb.Code, s.CallbackURL(), st.Verifier)
@@ -286,7 +287,7 @@ func (s *Service) Complete(ctx context.Context, cb Callback, userID string, now 
 	case 0:
 		return p, nil, ErrNoIdentity
 	case 1:
-		res, err := s.saveGrant(ctx, st.UserID, p, grants[0])
+		res, err := s.saveGrant(ctx, st.UserID, st.WorkspaceID, p, grants[0])
 		return p, res, err
 	}
 	choices, err := s.offer(ctx, st, grants)
@@ -334,15 +335,17 @@ func (s *Service) take(ctx context.Context, id, userID string, now time.Time) (*
 // user's account on platform p that belongs to the same network user (Credentials.UserID), or
 // creates the account when there is none. The account actor seals the tokens. The account's kind
 // is the one p's accounts have when a consent grants no choice (persistence.DefaultKind) and its
-// display name the network's handle.
-func (s *Service) Save(ctx context.Context, userID string, p platforms.Platform, creds platforms.Credentials) (*Result, error) {
-	return s.save(ctx, userID, p, creds, persistence.DefaultKind(string(p)), creds.Handle)
+// display name the network's handle. A new account lands in the user's workspace workspaceID (""
+// for main); a network account is connected once per user, so connecting it again from another
+// workspace renews its tokens where it is.
+func (s *Service) Save(ctx context.Context, userID, workspaceID string, p platforms.Platform, creds platforms.Credentials) (*Result, error) {
+	return s.save(ctx, userID, workspaceID, p, creds, persistence.DefaultKind(string(p)), creds.Handle)
 }
 
 // save is Save of an account of this kind and display name. The network user of an organisation
 // or a Page is the organisation or the Page (Credentials.UserID), so that connecting a member and
 // their organisation gives two accounts, and connecting either again renews its tokens.
-func (s *Service) save(ctx context.Context, userID string, p platforms.Platform, creds platforms.Credentials, kind, name string) (*Result, error) {
+func (s *Service) save(ctx context.Context, userID, workspaceID string, p platforms.Platform, creds platforms.Credentials, kind, name string) (*Result, error) {
 	if strings.TrimSpace(creds.UserID) == "" {
 		return nil, ErrNoIdentity
 	}
@@ -359,11 +362,14 @@ func (s *Service) save(ctx context.Context, userID string, p platforms.Platform,
 	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
 		a, err := tx.AccountOfNetworkUser(userID, string(p), creds.UserID)
 		if errors.Is(err, persistence.ErrNotFound) {
-			return nil
+			return workspaceRoom(tx, userID, workspaceID)
 		}
 		existing = a
 		return err
 	}); err != nil {
+		if errors.Is(err, ErrWorkspaceFull) || errors.Is(err, ErrNoWorkspace) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("connect: find account: %w", err)
 	}
 	if existing != nil {
@@ -378,7 +384,7 @@ func (s *Service) save(ctx context.Context, userID string, p platforms.Platform,
 		return nil, err
 	}
 	acc := &persistence.Account{
-		UserID: userID, Platform: string(p), Username: username, IsActive: true,
+		UserID: userID, WorkspaceID: workspaceID, Platform: string(p), Username: username, IsActive: true,
 		CreatedAt: s.cfg.Now().UTC(), NetworkUserID: creds.UserID, Kind: kind, DisplayName: display,
 	}
 	r, err := actors.Ask[*account.Reply](ctx, s.cfg.Accounts.To(id.String()), &account.Create{Account: acc, Creds: creds})
@@ -386,4 +392,27 @@ func (s *Service) save(ctx context.Context, userID string, p platforms.Platform,
 		return nil, fmt.Errorf("connect: create account: %w", err)
 	}
 	return &Result{Account: r.Account, Created: true}, nil
+}
+
+// ErrWorkspaceFull means the workspace holds as many accounts as its limits allow.
+var ErrWorkspaceFull = errors.New("the workspace holds as many connected accounts as its limit allows")
+
+// ErrNoWorkspace means the workspace an account was to land in no longer exists.
+var ErrNoWorkspace = errors.New("the workspace this connection was for no longer exists")
+
+// workspaceRoom checks that the user's workspace workspaceID exists and has room for one more
+// account under its limits. The connect flow's saves run one at a time (Service.saving), so the
+// count cannot move between this check and the account's creation in this process.
+func workspaceRoom(tx *persistence.Tx, userID, workspaceID string) error {
+	w, err := tx.Workspace(userID, persistence.WorkspaceOf(workspaceID))
+	if errors.Is(err, persistence.ErrNotFound) {
+		return ErrNoWorkspace
+	}
+	if err != nil {
+		return err
+	}
+	if w.Limits.Accounts != nil && tx.CountAccounts(w.Scope()) >= *w.Limits.Accounts {
+		return ErrWorkspaceFull
+	}
+	return nil
 }

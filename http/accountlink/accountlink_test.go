@@ -141,7 +141,7 @@ func (f *fixture) accounts(t *testing.T) []*persistence.Account {
 	t.Helper()
 	var out []*persistence.Account
 	require.NoError(t, f.store.View(func(tx *persistence.Tx) (err error) {
-		out, err = tx.AccountsOfUser(f.user)
+		out, err = tx.AccountsIn(f.user)
 		return err
 	}))
 	return out
@@ -154,7 +154,7 @@ func TestStateLifetime(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	start := time.Now()
-	u, err := f.svc.Begin(ctx, f.user, platforms.YouTube, start)
+	u, err := f.svc.Begin(ctx, f.user, "", platforms.YouTube, start)
 	require.NoError(t, err)
 	state := stateOf(t, u)
 
@@ -187,7 +187,7 @@ func TestStateLifetime(t *testing.T) {
 	require.Len(t, f.accounts(t), 1)
 
 	// Starting a connection purges expired states.
-	_, err = f.svc.Begin(ctx, f.user, platforms.LinkedIn, start.Add(StateTTL+time.Second))
+	_, err = f.svc.Begin(ctx, f.user, "", platforms.LinkedIn, start.Add(StateTTL+time.Second))
 	require.NoError(t, err)
 	id, _, err := f.svc.signer.verify(state)
 	require.NoError(t, err)
@@ -205,7 +205,7 @@ func TestConcurrentConnectionsOfOneNetworkUser(t *testing.T) {
 	ctx := context.Background()
 	var cbs []Callback
 	for range 8 {
-		u, err := f.svc.Begin(ctx, f.user, platforms.Threads, time.Now())
+		u, err := f.svc.Begin(ctx, f.user, "", platforms.Threads, time.Now())
 		require.NoError(t, err)
 		_, target, err := f.svc.Authorize(stateOf(t, u), f.user, time.Now())
 		require.NoError(t, err)
@@ -236,13 +236,13 @@ func TestBeginRefusesWhatIsNotABrowserNetwork(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	for _, p := range []platforms.Platform{platforms.X, platforms.Bluesky, "myspace"} {
-		_, err := f.svc.Begin(context.Background(), f.user, p, time.Now())
+		_, err := f.svc.Begin(context.Background(), f.user, "", p, time.Now())
 		require.ErrorIs(t, err, ErrNotBrowser)
 	}
 	svc, err := New(Config{Store: f.store, Adapters: f.svc.cfg.Adapters, Key: testKey(t, 0),
 		Configured: func(p platforms.Platform) bool { return p != platforms.LinkedIn }})
 	require.NoError(t, err)
-	_, err = svc.Begin(context.Background(), f.user, platforms.LinkedIn, time.Now())
+	_, err = svc.Begin(context.Background(), f.user, "", platforms.LinkedIn, time.Now())
 	require.ErrorIs(t, err, ErrNotConfigured)
 	_, err = New(Config{Key: []byte("short")})
 	require.Error(t, err)

@@ -51,12 +51,12 @@ func (s *Service) Add(ctx context.Context, in Add) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.AddFor(ctx, user.ID, in)
+	return s.AddFor(ctx, user.ID, "", in)
 }
 
-// AddFor is Add for the user with this id (the dashboard's POST /api/accounts/x and /bluesky);
-// in.Email is not read.
-func (s *Service) AddFor(ctx context.Context, userID string, in Add) (*Result, error) {
+// AddFor is Add for the user with this id, into the user's workspace workspaceID ("" for main)
+// (the dashboard's POST /api/accounts/x and /bluesky); in.Email is not read.
+func (s *Service) AddFor(ctx context.Context, userID, workspaceID string, in Add) (*Result, error) {
 	var err error
 	p := platforms.Platform(in.Platform)
 	var creds platforms.Credentials
@@ -105,7 +105,7 @@ func (s *Service) AddFor(ctx context.Context, userID string, in Add) (*Result, e
 		}
 		return nil, invalid("unknown platform %q (bluesky or twitter_x)", in.Platform)
 	}
-	return s.Save(ctx, userID, p, creds)
+	return s.Save(ctx, userID, workspaceID, p, creds)
 }
 
 // List returns the accounts of the user with this e-mail, oldest first.
@@ -117,7 +117,7 @@ func (s *Service) List(email string) ([]*persistence.Account, error) {
 	var out []*persistence.Account
 	err = s.cfg.Store.View(func(tx *persistence.Tx) error {
 		var err error
-		out, err = tx.AccountsOfUser(user.ID)
+		out, err = tx.AccountsIn(user.ID)
 		return err
 	})
 	return out, err

@@ -44,7 +44,7 @@ func accountCount(h *apptest.Herald) int {
 	n := 0
 	for _, u := range []string{h.User.ID} {
 		require.NoError(h.T, h.App.Store.View(func(tx *persistence.Tx) error {
-			l, err := tx.AccountsOfUser(u)
+			l, err := tx.AccountsIn(u)
 			n += len(l)
 			return err
 		}))
@@ -193,7 +193,7 @@ func TestConnectFailuresCreateNothing(t *testing.T) { //nolint:tparallel // each
 	})
 
 	t.Run("expired state", func(t *testing.T) {
-		u, err := h.App.Connect.Begin(context.Background(), h.User.ID, platforms.LinkedIn, time.Now().Add(-accountlink.StateTTL-time.Second))
+		u, err := h.App.Connect.Begin(context.Background(), h.User.ID, "", platforms.LinkedIn, time.Now().Add(-accountlink.StateTTL-time.Second))
 		require.NoError(t, err)
 		apptest.RequirePage(t, h.Get(u), 410, "has expired")
 		state := strings.TrimPrefix(u, h.URL+accountlink.AuthorizePath+"?state=")

@@ -27,7 +27,7 @@ func TestConnectLinkForwardingFails(t *testing.T) {
 	countOf := func(userID string) int {
 		var n int
 		require.NoError(t, h.App.Store.View(func(tx *persistence.Tx) error {
-			l, err := tx.AccountsOfUser(userID)
+			l, err := tx.AccountsIn(userID)
 			n = len(l)
 			return err
 		}))

@@ -217,6 +217,7 @@ func (s *Service) Pick(ctx context.Context, token, userID string, ids []string, 
 	var p platforms.Platform
 	var chosen []platforms.Grant
 	var outcome error
+	var workspaceID string
 	err = s.cfg.Store.Update(ctx, func(tx *persistence.Tx) error {
 		p, chosen, outcome = "", nil, nil // the function may run twice
 		st, err := tx.ConnectState(id)
@@ -227,7 +228,7 @@ func (s *Service) Pick(ctx context.Context, token, userID string, ids []string, 
 		if err != nil {
 			return err
 		}
-		p = platforms.Platform(st.Platform)
+		p, workspaceID = platforms.Platform(st.Platform), st.WorkspaceID
 		if outcome = pickable(st, userID, now); outcome != nil {
 			return nil
 		}
@@ -251,7 +252,7 @@ func (s *Service) Pick(ctx context.Context, token, userID string, ids []string, 
 	}
 	var out []*Result
 	for _, g := range chosen {
-		res, err := s.saveGrant(ctx, userID, p, g)
+		res, err := s.saveGrant(ctx, userID, workspaceID, p, g)
 		if err != nil {
 			return p, out, err
 		}
@@ -288,6 +289,6 @@ func choose(p platforms.Platform, grants []platforms.Grant, ids []string) ([]pla
 // saveGrant saves one account a consent on p granted, on its own network (the Instagram account
 // linked to a Facebook Page is an Instagram account: it renews the one connected through
 // Instagram Login, and the other way round), with its kind and name.
-func (s *Service) saveGrant(ctx context.Context, userID string, p platforms.Platform, g platforms.Grant) (*Result, error) {
-	return s.save(ctx, userID, platformOf(p, g), g.Creds, g.Kind, g.Name)
+func (s *Service) saveGrant(ctx context.Context, userID, workspaceID string, p platforms.Platform, g platforms.Grant) (*Result, error) {
+	return s.save(ctx, userID, workspaceID, platformOf(p, g), g.Creds, g.Kind, g.Name)
 }

@@ -47,7 +47,7 @@ func (h *handlers) listAccounts(c *echo.Context) error {
 	var list []*persistence.Account
 	if err := h.Store.View(func(tx *persistence.Tx) error {
 		var err error
-		list, err = tx.AccountsOfUser(p.User.ID)
+		list, err = tx.AccountsIn(p.Scope())
 		return err
 	}); err != nil {
 		return h.storeError(c, err)
@@ -67,7 +67,7 @@ func (h *handlers) deleteAccount(c *echo.Context) error {
 	}
 	// The account actor revokes the token at the network (best effort) and deletes the account;
 	// publishes waiting for it fail with a clear error.
-	_, err = ask[*account.Reply](h, c, h.Accounts.To(id), &account.Delete{UserID: server.Principal(c).User.ID})
+	_, err = ask[*account.Reply](h, c, h.Accounts.To(id), &account.Delete{Scope: server.Principal(c).Scope()})
 	switch {
 	case errors.Is(err, account.ErrNotFound):
 		return apierr.NotFound("account")

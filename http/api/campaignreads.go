@@ -80,10 +80,11 @@ func campaignDetail(tx *persistence.Tx, c *persistence.Campaign, stream string) 
 	return d, nil
 }
 
-// ownCampaign reads the caller's campaign; another user's is not found, like a missing one.
-func ownCampaign(tx *persistence.Tx, id, userID string) (*persistence.Campaign, error) {
+// ownCampaign reads a campaign of the request's workspace (scope: persistence.Scope); another
+// workspace's is not found, like a missing one.
+func ownCampaign(tx *persistence.Tx, id, scope string) (*persistence.Campaign, error) {
 	c, err := tx.Campaign(id)
-	if errors.Is(err, persistence.ErrNotFound) || (err == nil && c.UserID != userID) {
+	if errors.Is(err, persistence.ErrNotFound) || (err == nil && c.Scope() != scope) {
 		return nil, apierr.NotFound("campaign")
 	}
 	return c, err
@@ -96,7 +97,7 @@ func (h *handlers) getCampaign(c *echo.Context) error {
 	}
 	var d *CampaignDetail
 	if err := h.Store.View(func(tx *persistence.Tx) error {
-		camp, err := ownCampaign(tx, id, server.Principal(c).User.ID)
+		camp, err := ownCampaign(tx, id, server.Principal(c).Scope())
 		if err != nil {
 			return err
 		}
@@ -130,7 +131,7 @@ func (h *handlers) listCampaigns(c *echo.Context) error {
 	items := []CampaignListItem{}
 	total := 0
 	if err := h.Store.View(func(tx *persistence.Tx) error {
-		list, n, err := tx.ListCampaigns(server.Principal(c).User.ID, (page-1)*limit, limit)
+		list, n, err := tx.ListCampaigns(server.Principal(c).Scope(), (page-1)*limit, limit)
 		if err != nil {
 			return err
 		}

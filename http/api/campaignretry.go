@@ -36,7 +36,7 @@ func (h *handlers) retryCampaign(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	user := server.Principal(c).User.ID
+	user := server.Principal(c).Scope()
 	var only post.Only
 	if len(bytes.TrimSpace(raw)) > 0 {
 		o, err := parseObject(raw)
@@ -73,7 +73,7 @@ func (h *handlers) retryCampaign(c *echo.Context) error {
 		return err
 	}
 	r, err := actors.AskWithin[*campaign.RetryReply](c.Request().Context(), h.campaignOpTimeout(), h.Campaigns.To(id),
-		&campaign.Retry{UserID: user, Only: only, Quota: h.quota(c)})
+		&campaign.Retry{Scope: user, Only: only, Quota: h.quota(c)})
 	if err != nil {
 		return h.campaignError(c, err)
 	}
@@ -111,7 +111,7 @@ func (h *handlers) deleteCampaign(c *echo.Context) error {
 		return err
 	}
 	r, err := actors.AskWithin[*campaign.CancelReply](c.Request().Context(), h.campaignOpTimeout(), h.Campaigns.To(id),
-		&campaign.Cancel{UserID: server.Principal(c).User.ID})
+		&campaign.Cancel{Scope: server.Principal(c).Scope()})
 	if err != nil {
 		return h.campaignError(c, err)
 	}

@@ -93,8 +93,8 @@ func (h *handlers) createCampaign(c *echo.Context) error {
 			return err
 		}
 		id := uuid.Must(uuid.NewV7()).String()
-		user := server.Principal(c).User.ID
-		m := &campaign.Create{Campaign: &persistence.Campaign{UserID: user, Name: req.name, Publish: req.mode, CreatedAt: h.Now().UTC()},
+		p := server.Principal(c)
+		m := &campaign.Create{Campaign: &persistence.Campaign{UserID: p.User.ID, WorkspaceID: p.ObjectWorkspace(), Name: req.name, Publish: req.mode, CreatedAt: h.Now().UTC()},
 			Posts: posts, Idempotency: idem}
 		if req.mode != persistence.CampaignDraft {
 			m.Quota = h.quota(c)
@@ -199,14 +199,14 @@ func (h *handlers) checkCampaignRow(c *echo.Context, user *persistence.User, mod
 	if row.hasPlatforms {
 		s.accounts = row.platforms
 	}
-	res, err := h.checkPost(c, user.ID, s, cache)
+	res, err := h.checkPost(c, server.Principal(c).Scope(), s, cache)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(res.errs) > 0 {
 		return nil, res.errs, nil
 	}
-	return &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user.ID, Content: content, Status: persistence.PostDraft,
+	return &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: user.ID, WorkspaceID: server.Principal(c).ObjectWorkspace(), Content: content, Status: persistence.PostDraft,
 		MediaIDs: append([]string{}, row.media...), Targets: res.post.targets, ScheduledAt: at}, nil, nil
 }
 

@@ -45,7 +45,7 @@ func (h *handlers) campaignStream(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	user := server.Principal(c).User.ID
+	user := server.Principal(c).Scope()
 	if err := h.Store.View(func(tx *persistence.Tx) error {
 		_, err := ownCampaign(tx, id, user)
 		return err

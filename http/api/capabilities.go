@@ -98,7 +98,7 @@ func (h *handlers) getCapabilities(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	caps, err := h.Live.Capabilities(c.Request().Context(), server.Principal(c).User.ID, id, fresh)
+	caps, err := h.Live.Capabilities(c.Request().Context(), server.Principal(c).Scope(), id, fresh)
 	if err != nil {
 		return h.liveError(c, err)
 	}
@@ -128,7 +128,7 @@ func (h *handlers) updateAccount(c *echo.Context) error {
 	if t := jsonType(raw); t != "object" && t != "null" {
 		return typeError("default_options", "object", raw)
 	}
-	userID := server.Principal(c).User.ID
+	userID := server.Principal(c).Scope()
 	var a *persistence.Account
 	err = h.Store.View(func(tx *persistence.Tx) error {
 		var err error
@@ -140,7 +140,7 @@ func (h *handlers) updateAccount(c *echo.Context) error {
 		return apierr.NotFound("account")
 	case err != nil:
 		return h.storeError(c, err)
-	case a.UserID != userID:
+	case a.Scope() != userID:
 		return apierr.Forbidden("account")
 	}
 	platform := platforms.Platform(a.Platform)
@@ -156,7 +156,7 @@ func (h *handlers) updateAccount(c *echo.Context) error {
 		return apierr.Validation("default_options.%s: %s", strings.TrimPrefix(errs[0].Field, "options."), errs[0].Message).
 			WithDetails(map[string]any{"errors": errs})
 	}
-	r, err := ask[*account.Reply](h, c, h.Accounts.To(id), &account.SetDefaults{UserID: userID, Options: platforms.EncodeOptions(opts)})
+	r, err := ask[*account.Reply](h, c, h.Accounts.To(id), &account.SetDefaults{Scope: userID, Options: platforms.EncodeOptions(opts)})
 	switch {
 	case errors.Is(err, account.ErrNotFound):
 		return apierr.NotFound("account")
@@ -206,7 +206,7 @@ func (h *handlers) updateMedia(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := h.Media.SetAltText(c.Request().Context(), server.Principal(c).User.ID, id, *alt)
+	m, err := h.Media.SetAltText(c.Request().Context(), server.Principal(c).Scope(), id, *alt)
 	if err != nil {
 		return h.mediaError(c, err)
 	}

@@ -152,7 +152,7 @@ func (r *checkResult) refusal() error {
 type mediaCache map[string]*platforms.Media
 
 // checkPost checks a submission of the user; err is a failure to read the store.
-func (h *handlers) checkPost(c *echo.Context, userID string, s *submission, cache mediaCache) (*checkResult, error) {
+func (h *handlers) checkPost(c *echo.Context, scope string, s *submission, cache mediaCache) (*checkResult, error) {
 	res := &checkResult{errs: append([]string(nil), s.prior...)}
 	refuse := func(err error) {
 		var ae *apierr.Error
@@ -174,7 +174,7 @@ func (h *handlers) checkPost(c *echo.Context, userID string, s *submission, cach
 		}
 		out.targets = make([]persistence.Target, 0, len(s.accounts))
 		for _, id := range s.accounts {
-			platform, ok, err := h.Store.AccountPlatform(userID, id)
+			platform, ok, err := h.Store.AccountPlatform(scope, id)
 			if err != nil {
 				return nil, h.storeError(c, err)
 			}
@@ -194,11 +194,11 @@ func (h *handlers) checkPost(c *echo.Context, userID string, s *submission, cach
 			refuse(err)
 		}
 		var err error
-		if out.files, err = h.resolveMedia(c, userID, "media", s.media, cache, refuse); err != nil {
+		if out.files, err = h.resolveMedia(c, scope, "media", s.media, cache, refuse); err != nil {
 			return nil, err
 		}
 	}
-	if err := h.applySpecs(c, userID, s, out, cache, refuse); err != nil {
+	if err := h.applySpecs(c, scope, s, out, cache, refuse); err != nil {
 		return nil, err
 	}
 	res.errs = append(res.errs, s.later...)
@@ -223,7 +223,7 @@ func (h *handlers) checkPost(c *echo.Context, userID string, s *submission, cach
 			p.Content = *s.content
 		}
 		var err error
-		if res.targets, err = h.checkTargets(c, userID, p, out.files, cache, s.publish, s.preview); err != nil {
+		if res.targets, err = h.checkTargets(c, scope, p, out.files, cache, s.publish, s.preview); err != nil {
 			return nil, err
 		}
 		res.fields = len(res.errs)
@@ -236,7 +236,7 @@ func (h *handlers) checkPost(c *echo.Context, userID string, s *submission, cach
 }
 
 // applySpecs checks the request's targets entries and lays each over its target.
-func (h *handlers) applySpecs(c *echo.Context, userID string, s *submission, out *checkedPost, cache mediaCache, refuse func(error)) error {
+func (h *handlers) applySpecs(c *echo.Context, scope string, s *submission, out *checkedPost, cache mediaCache, refuse func(error)) error {
 	seen := map[string]bool{}
 	for i, spec := range s.specs {
 		field := fmt.Sprintf("targets.%d", i)
@@ -268,7 +268,7 @@ func (h *handlers) applySpecs(c *echo.Context, userID string, s *submission, out
 			if err := post.CheckMedia(len(*spec.Media)); err != nil {
 				refuse(apierr.Validation("%s.%s", field, err.Error()))
 			}
-			if _, err := h.resolveMedia(c, userID, field+".media", *spec.Media, cache, refuse); err != nil {
+			if _, err := h.resolveMedia(c, scope, field+".media", *spec.Media, cache, refuse); err != nil {
 				return err
 			}
 			t.MediaIDs = spec.Media
@@ -286,7 +286,7 @@ func (h *handlers) applySpecs(c *echo.Context, userID string, s *submission, out
 				if err := post.CheckMedia(len(part.MediaIDs)); err != nil {
 					refuse(apierr.Validation("%s.%s", name, err.Error()))
 				}
-				if _, err := h.resolveMedia(c, userID, name+".media", part.MediaIDs, cache, refuse); err != nil {
+				if _, err := h.resolveMedia(c, scope, name+".media", part.MediaIDs, cache, refuse); err != nil {
 					return err
 				}
 			}
@@ -304,7 +304,7 @@ func (h *handlers) applySpecs(c *echo.Context, userID string, s *submission, out
 // checkTargets checks each target of a post by its options and, when the post is submitted for
 // publication, its network's rules, on what the network would receive; files are the post's own
 // media, resolved.
-func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.Post, files []platforms.Media, cache mediaCache, publish, withPreview bool) ([]TargetCheck, error) {
+func (h *handlers) checkTargets(c *echo.Context, scope string, p *persistence.Post, files []platforms.Media, cache mediaCache, publish, withPreview bool) ([]TargetCheck, error) {
 	// defaults are the default options of the targets' accounts that are the caller's (an
 	// account absent was disconnected since the post was written).
 	var defaults map[string]json.RawMessage
@@ -312,7 +312,7 @@ func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.P
 		defaults = map[string]json.RawMessage{}
 		var read []string // the accounts whose defaults are read from their records
 		for _, t := range p.Targets {
-			has, ok, err := h.Store.AccountHasDefaults(userID, t.AccountID)
+			has, ok, err := h.Store.AccountHasDefaults(scope, t.AccountID)
 			switch {
 			case err != nil:
 				return nil, h.storeError(c, err)
@@ -326,7 +326,7 @@ func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.P
 		if len(read) > 0 {
 			if err := h.Store.View(func(tx *persistence.Tx) error {
 				for _, id := range read {
-					d, ok, err := tx.AccountDefaults(userID, id)
+					d, ok, err := tx.AccountDefaults(scope, id)
 					if err != nil && !errors.Is(err, persistence.ErrNotFound) {
 						return err
 					}
@@ -362,7 +362,7 @@ func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.P
 		media := files
 		if t.MediaIDs != nil {
 			var err error
-			if media, err = h.resolveMedia(c, userID, "media", *t.MediaIDs, cache, func(error) {}); err != nil {
+			if media, err = h.resolveMedia(c, scope, "media", *t.MediaIDs, cache, func(error) {}); err != nil {
 				return nil, err
 			}
 		}
@@ -388,7 +388,7 @@ func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.P
 		if publish && fe == nil {
 			var choices *platforms.Choices
 			if h.Live != nil {
-				choices = h.Live.Choices(c.Request().Context(), userID, t.AccountID, platform)
+				choices = h.Live.Choices(c.Request().Context(), scope, t.AccountID, platform)
 			}
 			errs, warnings := platforms.CheckOptions(opts, platforms.Target{Text: text, Media: media, Choices: choices})
 			tc.Errors = append(tc.Errors, errs...)
@@ -400,7 +400,7 @@ func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.P
 				}
 			}
 		}
-		stepErrs, err := h.checkSteps(c, userID, platform, t, publish, cache)
+		stepErrs, err := h.checkSteps(c, scope, platform, t, publish, cache)
 		if err != nil {
 			return nil, err
 		}
@@ -422,7 +422,7 @@ func (h *handlers) checkTargets(c *echo.Context, userID string, p *persistence.P
 // the post is submitted for publication, each part by the network's rules for a post (text as it
 // counts it, media) and the comment's length (CommentMax; on X, Bluesky and Threads a reply,
 // held to the network's rules for a post).
-func (h *handlers) checkSteps(c *echo.Context, userID string, p platforms.Platform, t *persistence.Target, publish bool, cache mediaCache) ([]platforms.FieldError, error) {
+func (h *handlers) checkSteps(c *echo.Context, scope string, p platforms.Platform, t *persistence.Target, publish bool, cache mediaCache) ([]platforms.FieldError, error) {
 	var out []platforms.FieldError
 	if len(t.Thread) > 0 && !p.HasThreads() {
 		out = append(out, platforms.FieldError{Field: "thread", Message: fmt.Sprintf("%s has no threads; threads are published on X, Bluesky and Threads", p.Name())})
@@ -435,7 +435,7 @@ func (h *handlers) checkSteps(c *echo.Context, userID string, p platforms.Platfo
 		return out, nil
 	}
 	for i, part := range t.Thread {
-		media, err := h.resolveMedia(c, userID, "media", part.MediaIDs, cache, func(error) {})
+		media, err := h.resolveMedia(c, scope, "media", part.MediaIDs, cache, func(error) {})
 		if err != nil {
 			return nil, err
 		}
@@ -527,13 +527,13 @@ func networkReason(err error) string {
 // resolveMedia resolves media ids of the user as the adapters see them (type, size, name, and
 // the conversion an image allows); an id that is not a confirmed media of the user is refused
 // through refuse and left out.
-func (h *handlers) resolveMedia(c *echo.Context, userID, field string, ids []string, cache mediaCache, refuse func(error)) ([]platforms.Media, error) {
+func (h *handlers) resolveMedia(c *echo.Context, scope, field string, ids []string, cache mediaCache, refuse func(error)) ([]platforms.Media, error) {
 	files := make([]platforms.Media, 0, len(ids))
 	for _, id := range ids {
 		m, ok := cache[id]
 		if !ok {
 			var err error
-			if m, err = h.oneMedia(c, userID, id); err != nil {
+			if m, err = h.oneMedia(c, scope, id); err != nil {
 				return nil, err
 			}
 			cache[id] = m
@@ -549,12 +549,12 @@ func (h *handlers) resolveMedia(c *echo.Context, userID, field string, ids []str
 
 // oneMedia resolves one media id of the user; nil when it is not a confirmed media of the user.
 // Without the media flow (a server built without storage) the stored record stands for it.
-func (h *handlers) oneMedia(c *echo.Context, userID, id string) (*platforms.Media, error) {
+func (h *handlers) oneMedia(c *echo.Context, scope, id string) (*platforms.Media, error) {
 	if h.Media == nil {
 		var m *persistence.Media
 		err := h.Store.View(func(tx *persistence.Tx) error {
 			var err error
-			m, err = tx.ConfirmedMedia(userID, id)
+			m, err = tx.ConfirmedMedia(scope, id)
 			return err
 		})
 		switch {
@@ -565,7 +565,7 @@ func (h *handlers) oneMedia(c *echo.Context, userID, id string) (*platforms.Medi
 		}
 		return &platforms.Media{ID: m.ID, ContentType: m.ContentType, Size: m.Size, Filename: m.OriginalFilename, AltText: m.AltText}, nil
 	}
-	ms, err := h.Media.Resolve(c.Request().Context(), userID, []string{id})
+	ms, err := h.Media.Resolve(c.Request().Context(), scope, []string{id})
 	var ue *blob.UnusableError
 	switch {
 	case errors.As(err, &ue):
@@ -580,8 +580,8 @@ func (h *handlers) oneMedia(c *echo.Context, userID, id string) (*platforms.Medi
 // /v1/posts/:id/publish and /schedule, and a PATCH of a scheduled post, on the post as changed)
 // by its networks' rules, for the targets that will be published: every target but those already
 // published. A post that is not the user's is left to the post's actor, which answers 404.
-func (h *handlers) checkStored(c *echo.Context, userID string, p *persistence.Post) error {
-	if p == nil || p.UserID != userID {
+func (h *handlers) checkStored(c *echo.Context, scope string, p *persistence.Post) error {
+	if p == nil || p.Scope() != scope {
 		return nil
 	}
 	q := *p
@@ -596,7 +596,7 @@ func (h *handlers) checkStored(c *echo.Context, userID string, p *persistence.Po
 	}
 	res := &checkResult{}
 	cache := mediaCache{}
-	files, err := h.resolveMedia(c, userID, "media", p.MediaIDs, cache, func(err error) {
+	files, err := h.resolveMedia(c, scope, "media", p.MediaIDs, cache, func(err error) {
 		var ae *apierr.Error
 		if errors.As(err, &ae) {
 			res.errs = append(res.errs, ae.Message)
@@ -606,7 +606,7 @@ func (h *handlers) checkStored(c *echo.Context, userID string, p *persistence.Po
 		return err
 	}
 	if len(res.errs) == 0 {
-		if res.targets, err = h.checkTargets(c, userID, &q, files, cache, true, false); err != nil {
+		if res.targets, err = h.checkTargets(c, scope, &q, files, cache, true, false); err != nil {
 			return err
 		}
 		res.errs = append(res.errs, targetMessages(res.targets)...)

@@ -64,7 +64,7 @@ func (h *handlers) connectAccount(c *echo.Context) error {
 	}
 	ctx, cancel := h.askContext(c)
 	defer cancel()
-	u, err := h.Connect.Begin(ctx, server.Principal(c).User.ID, p, h.Now())
+	u, err := h.Connect.Begin(ctx, server.Principal(c).User.ID, server.Principal(c).ObjectWorkspace(), p, h.Now())
 	if errors.Is(err, accountlink.ErrNotConfigured) {
 		return apierr.Validation("platform: %s is not configured on this server (it has no OAuth client for %s)", p, displayName(p))
 	}
@@ -240,7 +240,7 @@ func (h *handlers) connectDefaults(c *echo.Context) error {
 	if errs, _ := platforms.CheckOptions(opts, platforms.Target{Choices: choices, Defaults: true}); len(errs) > 0 {
 		return h.page(c, http.StatusBadRequest, "The default was not saved", "TikTok does not offer this creator that choice: "+errs[0].Message+".")
 	}
-	if _, err := ask[*account.Reply](h, c, h.Accounts.To(id), &account.SetDefaults{UserID: s.User.ID, Options: platforms.EncodeOptions(opts)}); err != nil {
+	if _, err := ask[*account.Reply](h, c, h.Accounts.To(id), &account.SetDefaults{Scope: s.User.ID, Options: platforms.EncodeOptions(opts)}); err != nil {
 		return h.page(c, http.StatusServiceUnavailable, "The default was not saved", "Herald could not save it (request "+server.RequestID(c)+"). Try again on the dashboard's Accounts page.")
 	}
 	if opts.PrivacyLevel == "" {

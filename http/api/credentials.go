@@ -121,7 +121,7 @@ func (h *handlers) addBlueskyAccount(c *echo.Context) error {
 func (h *handlers) addAccount(c *echo.Context, in accountlink.Add) error {
 	ctx, cancel := h.askContext(c)
 	defer cancel()
-	res, err := h.Connect.AddFor(ctx, server.Principal(c).User.ID, in)
+	res, err := h.Connect.AddFor(ctx, server.Principal(c).User.ID, server.Principal(c).ObjectWorkspace(), in)
 	var xe *accountlink.ExchangeError
 	switch {
 	case err == nil:

@@ -40,14 +40,14 @@ func (h *handlers) postEvents(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	userID := server.Principal(c).User.ID
+	scope := server.Principal(c).Scope()
 	out := PostEvents{PostID: id, Events: []PostEvent{}}
 	if err := h.Store.View(func(tx *persistence.Tx) error {
 		p, err := tx.Post(id)
 		if err != nil {
 			return err
 		}
-		if p.UserID != userID {
+		if p.Scope() != scope {
 			return apierr.Forbidden("post")
 		}
 		jobs, err := tx.JobsOfPost(id)

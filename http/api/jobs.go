@@ -75,7 +75,7 @@ func (h *handlers) getJob(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := ask[*job.Reply](h, c, h.Jobs.To(id), &job.Get{UserID: server.Principal(c).User.ID})
+	r, err := ask[*job.Reply](h, c, h.Jobs.To(id), &job.Get{Scope: server.Principal(c).Scope()})
 	if err != nil {
 		return h.jobError(c, err)
 	}

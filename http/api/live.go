@@ -75,11 +75,11 @@ func (h *handlers) analyticsOverview(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	acct, _, err := h.liveAccount(c, p.User.ID, "account_id", live.AnalyticsPlatforms, "analytics")
+	acct, _, err := h.liveAccount(c, p.Scope(), "account_id", live.AnalyticsPlatforms, "analytics")
 	if err != nil {
 		return err
 	}
-	body, err := h.Live.Overview(c.Request().Context(), p.User.ID, live.OverviewQuery{Window: w, AccountID: acct, Fresh: fresh})
+	body, err := h.Live.Overview(c.Request().Context(), p.Scope(), live.OverviewQuery{Window: w, AccountID: acct, Fresh: fresh})
 	if err != nil {
 		return h.liveError(c, err)
 	}
@@ -89,7 +89,7 @@ func (h *handlers) analyticsOverview(c *echo.Context) error {
 // liveAccounts answers GET /v1/analytics/accounts and GET /v1/inbox/accounts: every connected
 // account of the caller and whether the feature reads it live.
 func (h *handlers) liveAccounts(c *echo.Context, f live.Feature) error {
-	list, err := h.Live.Accounts(c.Request().Context(), server.Principal(c).User.ID, f)
+	list, err := h.Live.Accounts(c.Request().Context(), server.Principal(c).Scope(), f)
 	if err != nil {
 		return h.liveError(c, err)
 	}
@@ -122,8 +122,8 @@ func (h *handlers) analyticsPost(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	userID := server.Principal(c).User.ID
-	r, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Get{UserID: userID})
+	userID := server.Principal(c).Scope()
+	r, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Get{Scope: userID})
 	if err != nil {
 		return h.actorError(c, "post", err)
 	}
@@ -140,15 +140,15 @@ func (h *handlers) inboxComments(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sc, err := h.inboxScope(c, p.User.ID, live.CommentsPlatforms, "comments inbox")
+	sc, err := h.inboxScope(c, p.Scope(), live.CommentsPlatforms, "comments inbox")
 	if err != nil {
 		return err
 	}
 	q := live.InboxQuery{Window: w, AccountID: sc.account, Platform: sc.platform, Before: sc.before, Limit: sc.limit, Fresh: sc.fresh}
-	if err := h.Live.ParseCursor(p.User.ID, &q); err != nil {
+	if err := h.Live.ParseCursor(p.Scope(), &q); err != nil {
 		return err
 	}
-	body, err := h.Live.Inbox(c.Request().Context(), p.User.ID, q)
+	body, err := h.Live.Inbox(c.Request().Context(), p.Scope(), q)
 	if err != nil {
 		return h.liveError(c, err)
 	}
@@ -267,7 +267,7 @@ func (h *handlers) replyToComment(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sent, err := h.Live.ReplyToComment(c.Request().Context(), server.Principal(c).User.ID, live.CommentReply{
+	sent, err := h.Live.ReplyToComment(c.Request().Context(), server.Principal(c).Scope(), live.CommentReply{
 		CommentID: commentID, PublicationID: postID, Text: text, MediaID: mediaID,
 	})
 	if err != nil {
@@ -303,7 +303,7 @@ func (h *handlers) likeComment(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	done, err := h.Live.LikeComment(c.Request().Context(), server.Principal(c).User.ID, a)
+	done, err := h.Live.LikeComment(c.Request().Context(), server.Principal(c).Scope(), a)
 	if err != nil {
 		return h.liveError(c, err)
 	}
@@ -315,7 +315,7 @@ func (h *handlers) hideComment(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	done, err := h.Live.HideComment(c.Request().Context(), server.Principal(c).User.ID, a)
+	done, err := h.Live.HideComment(c.Request().Context(), server.Principal(c).Scope(), a)
 	if err != nil {
 		return h.liveError(c, err)
 	}
@@ -324,15 +324,15 @@ func (h *handlers) hideComment(c *echo.Context) error {
 
 func (h *handlers) inboxDMs(c *echo.Context) error {
 	p := server.Principal(c)
-	sc, err := h.inboxScope(c, p.User.ID, live.MessagePlatforms, "direct messages")
+	sc, err := h.inboxScope(c, p.Scope(), live.MessagePlatforms, "direct messages")
 	if err != nil {
 		return err
 	}
 	q := live.DMQuery{AccountID: sc.account, Platform: sc.platform, Before: sc.before, Limit: sc.limit, Fresh: sc.fresh}
-	if err := h.Live.ParseDMCursor(p.User.ID, &q); err != nil {
+	if err := h.Live.ParseDMCursor(p.Scope(), &q); err != nil {
 		return err
 	}
-	body, err := h.Live.DMs(c.Request().Context(), p.User.ID, q)
+	body, err := h.Live.DMs(c.Request().Context(), p.Scope(), q)
 	if err != nil {
 		return h.liveError(c, err)
 	}
@@ -363,7 +363,7 @@ func (h *handlers) inboxDMThread(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := h.Live.DMThread(c.Request().Context(), p.User.ID, live.DMThreadQuery{
+	body, err := h.Live.DMThread(c.Request().Context(), p.Scope(), live.DMThreadQuery{
 		ConversationID: conversationID, AccountID: accountID, PeerID: peer, Fresh: fresh,
 	})
 	if err != nil {
@@ -403,7 +403,7 @@ func (h *handlers) replyToConversation(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sent, err := h.Live.ReplyToConversation(c.Request().Context(), server.Principal(c).User.ID, live.MessageReply{
+	sent, err := h.Live.ReplyToConversation(c.Request().Context(), server.Principal(c).Scope(), live.MessageReply{
 		ConversationID: conversationID, AccountID: accountID, Text: text, PeerID: peer, MediaID: mediaID,
 	})
 	if err != nil {

@@ -149,7 +149,7 @@ func (h *handlers) presignMedia(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := h.Media.Presign(c.Request().Context(), server.Principal(c).User.ID, *filename, *contentType, size)
+	p, err := h.Media.Presign(c.Request().Context(), server.Principal(c).User.ID, server.Principal(c).ObjectWorkspace(), *filename, *contentType, size)
 	if err != nil {
 		return h.mediaError(c, err)
 	}
@@ -178,7 +178,7 @@ func (h *handlers) confirmMedia(c *echo.Context) error {
 	if in.AltText, err = o.str("alt_text", false); err != nil {
 		return err
 	}
-	m, err := h.Media.Confirm(c.Request().Context(), server.Principal(c).User.ID, in)
+	m, err := h.Media.Confirm(c.Request().Context(), server.Principal(c).Scope(), in)
 	if err != nil {
 		return h.mediaError(c, err)
 	}
@@ -190,7 +190,7 @@ func (h *handlers) getMedia(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := h.Media.Get(server.Principal(c).User.ID, id)
+	m, err := h.Media.Get(server.Principal(c).Scope(), id)
 	if err != nil {
 		return h.mediaError(c, err)
 	}

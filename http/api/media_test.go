@@ -64,7 +64,7 @@ func pngOf(n int) []byte {
 
 func (b *uploadBundle) presign(t *testing.T, size int) *blob.Presigned {
 	t.Helper()
-	p, err := b.svc.Presign(context.Background(), b.user, "a.png", "image/png", int64(size))
+	p, err := b.svc.Presign(context.Background(), b.user, "", "a.png", "image/png", int64(size))
 	require.NoError(t, err)
 	return p
 }

@@ -336,7 +336,7 @@ func (h *handlers) postInputCheck(c *echo.Context, raw []byte, s *submission, st
 	}
 	// The one check of a post (check.go); the networks' rules apply when the post is submitted
 	// for publication, and a PATCH is checked whole by the post's actor (post.Validate).
-	res, err := h.checkPost(c, server.Principal(c).User.ID, s, mediaCache{})
+	res, err := h.checkPost(c, server.Principal(c).Scope(), s, mediaCache{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -349,8 +349,9 @@ func (h *handlers) postInputCheck(c *echo.Context, raw []byte, s *submission, st
 // newPost builds a new draft from validated input.
 func (h *handlers) newPost(c *echo.Context, in *postInput) *persistence.Post {
 	now := h.Now().UTC()
+	p := server.Principal(c)
 	rec := &persistence.Post{
-		ID: uuid.Must(uuid.NewV7()).String(), UserID: server.Principal(c).User.ID, Content: *in.content, Status: persistence.PostDraft,
+		ID: uuid.Must(uuid.NewV7()).String(), UserID: p.User.ID, WorkspaceID: p.ObjectWorkspace(), Content: *in.content, Status: persistence.PostDraft,
 		CreatedAt: now, UpdatedAt: now, MediaIDs: in.mediaIDs, Targets: in.targets,
 	}
 	if rec.MediaIDs == nil {
@@ -377,7 +378,7 @@ func (h *handlers) getPost(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Get{UserID: server.Principal(c).User.ID})
+	r, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Get{Scope: server.Principal(c).Scope()})
 	if err != nil {
 		return h.actorError(c, "post", err)
 	}
@@ -396,7 +397,7 @@ func (h *handlers) updatePost(c *echo.Context) error {
 	switch {
 	case stored == nil:
 		return h.actorError(c, "post", post.ErrNotFound)
-	case stored.UserID != server.Principal(c).User.ID:
+	case stored.UserID != server.Principal(c).Scope():
 		return h.actorError(c, "post", post.ErrForbidden)
 	}
 	in, err := h.readPostInput(c, false, stored)
@@ -407,7 +408,7 @@ func (h *handlers) updatePost(c *echo.Context) error {
 		return err
 	}
 	r, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Update{
-		UserID: server.Principal(c).User.ID, Content: in.content, Targets: in.targets, MediaIDs: in.mediaIDs,
+		Scope: server.Principal(c).Scope(), Content: in.content, Targets: in.targets, MediaIDs: in.mediaIDs,
 	})
 	if err != nil {
 		return h.actorError(c, "post", err)
@@ -432,7 +433,7 @@ func (h *handlers) checkScheduledEdit(c *echo.Context, p *persistence.Post, in *
 	if in.mediaIDs != nil {
 		changed.MediaIDs = in.mediaIDs
 	}
-	return h.checkStored(c, server.Principal(c).User.ID, &changed)
+	return h.checkStored(c, server.Principal(c).Scope(), &changed)
 }
 
 func (h *handlers) deletePost(c *echo.Context) error {
@@ -440,7 +441,7 @@ func (h *handlers) deletePost(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Delete{UserID: server.Principal(c).User.ID}); err != nil {
+	if _, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Delete{Scope: server.Principal(c).Scope()}); err != nil {
 		return h.actorError(c, "post", err)
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -487,7 +488,7 @@ func (h *handlers) listPosts(c *echo.Context) error {
 		return apierr.Validation("search: at most 500 characters")
 	}
 	p := server.Principal(c)
-	accountID, accountPlatform, err := h.postsAccount(c, p.User.ID)
+	accountID, accountPlatform, err := h.postsAccount(c, p.Scope())
 	if err != nil {
 		return err
 	}
@@ -496,7 +497,7 @@ func (h *handlers) listPosts(c *echo.Context) error {
 	if err := h.Store.View(func(tx *persistence.Tx) error {
 		var err error
 		posts, total, err = tx.ListPosts(persistence.PostFilter{
-			UserID: p.User.ID, Status: status, Platform: platform, Search: search,
+			Scope: p.Scope(), Status: status, Platform: platform, Search: search,
 			AccountID: accountID, AccountPlatform: accountPlatform,
 			Offset: (page - 1) * limit, Limit: limit,
 		})

@@ -87,7 +87,7 @@ func (h *handlers) publishFlow(c *echo.Context, body []byte, run func(idem *post
 	if !has {
 		return run(nil, nil)
 	}
-	user := server.Principal(c).User.ID
+	user := server.Principal(c).Scope()
 	// Scope and fingerprint name the operation as /v1 does, whichever the door, so that records
 	// stored before the dashboard's door existed still match.
 	d := door(c)
@@ -254,7 +254,7 @@ func (h *handlers) publishNew(c *echo.Context) error {
 			return err
 		}
 		if _, err := ask[*post.PublishReply](h, c, h.Posts.To(rec.ID), &post.Publish{
-			UserID: rec.UserID, JobID: jobID, Create: rec, Idempotency: idem, Quota: h.quota(c),
+			Scope: rec.Scope(), JobID: jobID, Create: rec, Idempotency: idem, Quota: h.quota(c),
 		}); err != nil {
 			return h.lifecycleError(c, err)
 		}
@@ -281,7 +281,7 @@ func (h *handlers) publishExisting(c *echo.Context) error {
 			return err
 		}
 		if _, err := ask[*post.PublishReply](h, c, h.Posts.To(id), &post.Publish{
-			UserID: server.Principal(c).User.ID, JobID: jobID, Quota: h.quota(c), Idempotency: idem,
+			Scope: server.Principal(c).Scope(), JobID: jobID, Quota: h.quota(c), Idempotency: idem,
 		}); err != nil {
 			return h.lifecycleError(c, err)
 		}
@@ -331,7 +331,7 @@ func (h *handlers) scheduleNew(c *echo.Context) error {
 		return err
 	}
 	rec := h.newPost(c, in)
-	r, err := ask[*post.Reply](h, c, h.Posts.To(rec.ID), &post.Schedule{UserID: rec.UserID, At: at, Create: rec, Quota: h.quota(c)})
+	r, err := ask[*post.Reply](h, c, h.Posts.To(rec.ID), &post.Schedule{Scope: rec.Scope(), At: at, Create: rec, Quota: h.quota(c)})
 	if err != nil {
 		return h.lifecycleError(c, err)
 	}
@@ -363,7 +363,7 @@ func (h *handlers) scheduleExisting(c *echo.Context) error {
 	if err := h.checkExisting(c, id); err != nil {
 		return err
 	}
-	r, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Schedule{UserID: server.Principal(c).User.ID, At: at, Quota: h.quota(c)})
+	r, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Schedule{Scope: server.Principal(c).Scope(), At: at, Quota: h.quota(c)})
 	if err != nil {
 		return h.lifecycleError(c, err)
 	}
@@ -382,5 +382,5 @@ func (h *handlers) checkExisting(c *echo.Context, id string) error {
 	if p.Status == persistence.PostPublishing || p.Status == persistence.PostPublished {
 		return nil
 	}
-	return h.checkStored(c, server.Principal(c).User.ID, p)
+	return h.checkStored(c, server.Principal(c).Scope(), p)
 }

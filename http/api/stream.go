@@ -69,9 +69,9 @@ func (h *handlers) stream(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	user := server.Principal(c).User.ID
+	user := server.Principal(c).Scope()
 	sub := job.NewSubscriber(32)
-	r, err := ask[*job.SubscribeReply](h, c, h.Jobs.To(id), &job.Subscribe{UserID: user, Sub: sub})
+	r, err := ask[*job.SubscribeReply](h, c, h.Jobs.To(id), &job.Subscribe{Scope: user, Sub: sub})
 	if err != nil {
 		// Nothing of the stream has been written: a plain error response.
 		return h.jobError(c, err)

@@ -155,7 +155,7 @@ func (h *handlers) listWebhooks(c *echo.Context) error {
 	var hooks []*persistence.Webhook
 	if err := h.Store.View(func(tx *persistence.Tx) error {
 		var err error
-		hooks, err = tx.WebhooksOfUser(p.User.ID)
+		hooks, err = tx.WebhooksIn(p.Scope())
 		return err
 	}); err != nil {
 		return h.storeError(c, err)
@@ -185,7 +185,7 @@ func (h *handlers) createWebhook(c *echo.Context) error {
 		return err
 	}
 	id := uuid.Must(uuid.NewV7()).String()
-	r, err := ask[*webhook.Reply](h, c, h.Webhooks.Dir.To(id), &webhook.Create{UserID: server.Principal(c).User.ID, URL: u, Events: events})
+	r, err := ask[*webhook.Reply](h, c, h.Webhooks.Dir.To(id), &webhook.Create{UserID: server.Principal(c).User.ID, WorkspaceID: server.Principal(c).ObjectWorkspace(), URL: u, Events: events})
 	if err != nil {
 		return h.webhookError(c, err)
 	}
@@ -201,7 +201,7 @@ func (h *handlers) updateWebhook(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	msg := &webhook.Update{UserID: server.Principal(c).User.ID}
+	msg := &webhook.Update{Scope: server.Principal(c).Scope()}
 	rawURL, err := o.str("url", false)
 	if err != nil {
 		return err
@@ -234,7 +234,7 @@ func (h *handlers) deleteWebhook(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := ask[*webhook.Reply](h, c, h.Webhooks.Dir.To(id), &webhook.Delete{UserID: server.Principal(c).User.ID}); err != nil {
+	if _, err := ask[*webhook.Reply](h, c, h.Webhooks.Dir.To(id), &webhook.Delete{Scope: server.Principal(c).Scope()}); err != nil {
 		return h.webhookError(c, err)
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -245,7 +245,7 @@ func (h *handlers) rotateWebhookSecret(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := ask[*webhook.Reply](h, c, h.Webhooks.Dir.To(id), &webhook.RotateSecret{UserID: server.Principal(c).User.ID})
+	r, err := ask[*webhook.Reply](h, c, h.Webhooks.Dir.To(id), &webhook.RotateSecret{Scope: server.Principal(c).Scope()})
 	if err != nil {
 		return h.webhookError(c, err)
 	}
@@ -269,7 +269,7 @@ func (h *handlers) listDeliveries(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	user := server.Principal(c).User.ID
+	user := server.Principal(c).Scope()
 	var list []*persistence.Delivery
 	total := 0
 	err = h.Store.View(func(tx *persistence.Tx) error {
@@ -280,7 +280,7 @@ func (h *handlers) listDeliveries(c *echo.Context) error {
 		if err != nil {
 			return err
 		}
-		if w.UserID != user {
+		if w.Scope() != user {
 			return apierr.Forbidden("webhook")
 		}
 		list, total, err = tx.ListDeliveries(id, (page-1)*limit, limit)

@@ -47,6 +47,12 @@ type Principal struct {
 	Scopes         []string
 	TokenExpiresAt time.Time
 
+	// WorkspaceID is the API id of the workspace the request acts in (persistence.MainWorkspace
+	// or a workspace's id), set by the door that admitted it (http/server: the Herald-Workspace
+	// header, else the key's own workspace, else the dashboard's choice, else main). Principals
+	// are shared between requests until then: the door sets it on its own copy.
+	WorkspaceID string
+
 	// cred is the credential the principal was authenticated with (the hash of the key or the
 	// access token), for Hold; set when held is true.
 	cred  [32]byte

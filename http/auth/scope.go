@@ -66,17 +66,17 @@ func ParseScopes(s string) (scopes []string, ok bool) {
 }
 
 // Allows reports whether the principal may call a route that needs scope (its own scope, "" for
-// routes only the umbrella covers) in the class write or read. An API key (no scopes) may call
-// everything.
+// routes only the umbrella covers) in the class write or read. An API key without scopes may call
+// everything; a key limited to scopes is held to them as an OAuth token is.
 func (p *Principal) Allows(scope string, write bool) bool {
-	if !p.OAuth() {
+	if !p.limited() {
 		return true
 	}
 	umbrella := ScopeServiceRead
 	if write {
 		umbrella = ScopeServiceWrite
 	}
-	for _, s := range p.Scopes {
+	for _, s := range p.scopes() {
 		if s == umbrella || (scope != "" && s == scope) {
 			return true
 		}

@@ -48,7 +48,7 @@ func (s *Service) Accounts(ctx context.Context, userID string, f Feature) ([]Liv
 	var list []*persistence.Account
 	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
 		var err error
-		list, err = tx.AccountsOfUser(userID)
+		list, err = tx.AccountsIn(userID)
 		return err
 	}); err != nil {
 		return nil, err

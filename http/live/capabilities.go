@@ -117,7 +117,7 @@ func (s *Service) choices(ctx context.Context, userID string, a *persistence.Acc
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.Deadline)
 		defer cancel()
 		reply, err := actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(a.ID), &account.Read{
-			Op: account.OpChoices, UserID: userID, Deadline: deadlineOf(ctx),
+			Op: account.OpChoices, Scope: userID, Deadline: deadlineOf(ctx),
 		})
 		if err != nil {
 			_, out := s.accountError(platforms.Platform(a.Platform), doReadChoices, err)
@@ -136,7 +136,7 @@ func (s *Service) ownedAccount(userID, id string) (*persistence.Account, error) 
 		return err
 	})
 	switch {
-	case errors.Is(err, persistence.ErrNotFound) || (err == nil && a.UserID != userID):
+	case errors.Is(err, persistence.ErrNotFound) || (err == nil && a.Scope() != userID):
 		return nil, apierr.NotFound("connected account")
 	case err != nil:
 		return nil, err

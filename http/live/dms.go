@@ -154,7 +154,7 @@ func (s *Service) DMs(ctx context.Context, userID string, q DMQuery) ([]byte, er
 func (s *Service) fillDMs(ctx context.Context, userID string, q DMQuery) ([]byte, error) {
 	var accts []*persistence.Account
 	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
-		all, err := tx.AccountsOfUser(userID)
+		all, err := tx.AccountsIn(userID)
 		for _, a := range all {
 			if slices.Contains(MessagePlatforms, platforms.Platform(a.Platform)) &&
 				(q.AccountID == "" || a.ID == q.AccountID) && (q.Platform == "" || a.Platform == q.Platform) {
@@ -177,7 +177,7 @@ func (s *Service) fillDMs(ctx context.Context, userID string, q DMQuery) ([]byte
 		}
 		wg.Go(func() {
 			reply, err := actors.Ask[*account.ReadReply](fctx, s.cfg.Accounts.To(a.ID), &account.Read{
-				Op: account.OpConversations, UserID: userID, Deadline: deadline,
+				Op: account.OpConversations, Scope: userID, Deadline: deadline,
 			})
 			outcomes[i] = classify(reply, err)
 		})
@@ -298,7 +298,7 @@ func (s *Service) fillDMThread(ctx context.Context, userID string, platform plat
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteWait)
 	defer cancel()
 	reply, err := actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(q.AccountID), &account.Read{
-		Op: account.OpConversation, UserID: userID, ConversationID: q.ConversationID, Deadline: deadlineOf(ctx),
+		Op: account.OpConversation, Scope: userID, ConversationID: q.ConversationID, Deadline: deadlineOf(ctx),
 	})
 	if errors.Is(err, platforms.ErrNotFound) {
 		return nil, apierr.Validation("conversationId: conversation %s does not belong to account %s", truncate(q.ConversationID, 128), q.AccountID)

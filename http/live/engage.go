@@ -72,7 +72,7 @@ func (s *Service) engage(ctx context.Context, userID string, a CommentAction, op
 	for _, t := range usable {
 		platform := platforms.Platform(t.t.Platform)
 		_, err := actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(t.t.AccountID), &account.Read{
-			Op: op, UserID: userID, PublicationID: t.t.PublicationID, CommentID: a.CommentID, Undo: a.Undo, Deadline: deadlineOf(ctx),
+			Op: op, Scope: userID, PublicationID: t.t.PublicationID, CommentID: a.CommentID, Undo: a.Undo, Deadline: deadlineOf(ctx),
 		})
 		switch {
 		case err == nil:

@@ -149,7 +149,7 @@ func (f *fan) run(a *fanAccount, task []int) {
 			ids[k] = f.pubs[i].NetworkID
 		}
 		reply, err := actors.Ask[*account.ReadReply](f.ctx, f.s.cfg.Accounts.To(a.id), &account.Read{
-			Op: f.op, UserID: f.userID, PublicationIDs: ids, Deadline: f.deadline,
+			Op: f.op, Scope: f.userID, PublicationIDs: ids, Deadline: f.deadline,
 		})
 		if errors.Is(err, account.ErrReadUnsupported) {
 			// No batch read on this network after all: the call was not made.
@@ -186,7 +186,7 @@ func (f *fan) run(a *fanAccount, task []int) {
 			continue
 		}
 		reply, err := actors.Ask[*account.ReadReply](f.ctx, f.s.cfg.Accounts.To(a.id), &account.Read{
-			Op: f.op, UserID: f.userID, PublicationID: f.pubs[i].NetworkID, Deadline: f.deadline,
+			Op: f.op, Scope: f.userID, PublicationID: f.pubs[i].NetworkID, Deadline: f.deadline,
 		})
 		o := classify(reply, err)
 		f.out[i] = o

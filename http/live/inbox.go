@@ -212,7 +212,7 @@ func (s *Service) fillInbox(ctx context.Context, userID string, q InboxQuery) ([
 	var all []persistence.Publication
 	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
 		var err error
-		all, err = tx.Publications(persistence.PublicationFilter{UserID: userID, Platforms: names, AccountID: q.AccountID, Since: w.Since, Until: w.Until})
+		all, err = tx.Publications(persistence.PublicationFilter{Scope: userID, Platforms: names, AccountID: q.AccountID, Since: w.Since, Until: w.Until})
 		return err
 	}); err != nil {
 		return nil, err

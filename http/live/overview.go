@@ -128,7 +128,7 @@ func (s *Service) fillOverview(ctx context.Context, userID string, q OverviewQue
 	var pubs []persistence.Publication
 	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
 		var err error
-		pubs, err = tx.Publications(persistence.PublicationFilter{UserID: userID, Platforms: names, AccountID: q.AccountID, Since: w.Since, Until: w.Until})
+		pubs, err = tx.Publications(persistence.PublicationFilter{Scope: userID, Platforms: names, AccountID: q.AccountID, Since: w.Since, Until: w.Until})
 		return err
 	}); err != nil {
 		return nil, err
@@ -237,7 +237,7 @@ func (s *Service) fillOverview(ctx context.Context, userID string, q OverviewQue
 // the rule of GET /v1/accounts (account.TokenStatus: a refresh refused for good, or the horizon
 // past), and the accounts the fan-out found refused (ids), in id order.
 func reconnectList(tx *persistence.Tx, userID string, networks []string, accountID string, ids map[string]bool, now time.Time) ([]Reconnect, error) {
-	accounts, err := tx.AccountsOfUser(userID)
+	accounts, err := tx.AccountsIn(userID)
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func (s *Service) ReplyToComment(ctx context.Context, userID string, r CommentRe
 	}
 	for _, t := range targets {
 		reply, err := actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(t.t.AccountID), &account.Read{
-			Op: account.OpComments, UserID: userID, PublicationID: t.t.PublicationID, Deadline: deadlineOf(ctx),
+			Op: account.OpComments, Scope: userID, PublicationID: t.t.PublicationID, Deadline: deadlineOf(ctx),
 		})
 		if errors.Is(err, platforms.ErrNotFound) || errors.Is(err, account.ErrNotFound) {
 			continue // the publication (or its account) is gone: the comment cannot be there
@@ -86,7 +86,7 @@ func (s *Service) ReplyToComment(ctx context.Context, userID string, r CommentRe
 			return Sent{}, apierr.Validation("media_id: %s takes no attachment on a comment reply (only %s do)", platform, platformList(AttachmentPlatforms))
 		}
 		sent, err := actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(t.t.AccountID), &account.Read{
-			Op: account.OpReply, UserID: userID, PublicationID: t.t.PublicationID, CommentID: r.CommentID, Text: r.Text, Media: media, Deadline: deadlineOf(ctx),
+			Op: account.OpReply, Scope: userID, PublicationID: t.t.PublicationID, CommentID: r.CommentID, Text: r.Text, Media: media, Deadline: deadlineOf(ctx),
 		})
 		if err != nil {
 			return Sent{}, s.writeError("comment_reply", platform, doPost, err)
@@ -160,7 +160,7 @@ func (s *Service) ReplyToConversation(ctx context.Context, userID string, r Mess
 		return Sent{}, err
 	}
 	_, err = actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(r.AccountID), &account.Read{
-		Op: account.OpConversation, UserID: userID, ConversationID: r.ConversationID, Deadline: deadlineOf(ctx),
+		Op: account.OpConversation, Scope: userID, ConversationID: r.ConversationID, Deadline: deadlineOf(ctx),
 	})
 	if errors.Is(err, platforms.ErrNotFound) {
 		s.metrics.writes.WithLabelValues("dm_reply", "refused").Inc()
@@ -170,7 +170,7 @@ func (s *Service) ReplyToConversation(ctx context.Context, userID string, r Mess
 		return Sent{}, s.writeError("dm_reply", platform, doReadConversation, err)
 	}
 	sent, err := actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(r.AccountID), &account.Read{
-		Op: account.OpSendMessage, UserID: userID, ConversationID: r.ConversationID, PeerID: r.PeerID, Text: r.Text, Media: media, Deadline: deadlineOf(ctx),
+		Op: account.OpSendMessage, Scope: userID, ConversationID: r.ConversationID, PeerID: r.PeerID, Text: r.Text, Media: media, Deadline: deadlineOf(ctx),
 	})
 	if err != nil {
 		return Sent{}, s.writeError("dm_reply", platform, doSend, err)

@@ -219,6 +219,10 @@ func (s *Server) Authenticated(next echo.HandlerFunc) echo.HandlerFunc {
 		if fromHeader && p.OAuth() && p.Resource != s.base() {
 			return s.unauthorizedV1("this access token was issued for " + p.Resource + ", not for this API (" + s.base() + ")")
 		}
+		p, err = s.inWorkspace(c, p, "")
+		if err != nil {
+			return err
+		}
 		c.Set(KeyPrincipal, p)
 		limit, ok := s.cfg.PlanLimits[p.User.Plan]
 		if !ok {
@@ -284,8 +288,12 @@ func RequireScope(scope string, write bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c *echo.Context) error {
 			if p := Principal(c); p != nil && !p.Allows(scope, write) {
+				what := "this access token"
+				if !p.OAuth() {
+					what = "this API key"
+				}
 				return apierr.New(http.StatusForbidden, apierr.CodeForbidden,
-					"this access token lacks the scope this operation needs: one of %s", need).
+					"%s lacks the scope this operation needs: one of %s", what, need).
 					WithHeader("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+need+`"`)
 			}
 			return next(c)

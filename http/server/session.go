@@ -126,7 +126,11 @@ func (s *Server) SessionAuth(next echo.HandlerFunc) echo.HandlerFunc {
 			return apierr.Internal()
 		}
 		c.Set(KeySession, sess)
-		c.Set(KeyPrincipal, &auth.Principal{User: sess.User})
+		p, err := s.inWorkspace(c, &auth.Principal{User: sess.User}, sess.Record.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		c.Set(KeyPrincipal, p)
 		switch c.Request().Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 		default:

@@ -30,7 +30,7 @@ func accountOf(t *testing.T, h *herald, p platforms.Platform) string {
 	t.Helper()
 	var id string
 	require.NoError(t, h.app.Store.View(func(tx *persistence.Tx) error {
-		acc, err := tx.AccountsOfUser(h.user.ID)
+		acc, err := tx.AccountsIn(h.user.ID)
 		for _, a := range acc {
 			if a.Platform == string(p) && id == "" {
 				id = a.ID

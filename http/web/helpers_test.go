@@ -22,7 +22,7 @@ func accountIDs(t *testing.T, h *herald, n int) []string {
 	needMedia := map[string]bool{"instagram": true, "tiktok": true, "youtube": true, "pinterest": true}
 	var ids []string
 	require.NoError(t, h.app.Store.View(func(tx *persistence.Tx) error {
-		acc, err := tx.AccountsOfUser(h.user.ID)
+		acc, err := tx.AccountsIn(h.user.ID)
 		for _, a := range acc {
 			if len(ids) < n && !needMedia[a.Platform] {
 				ids = append(ids, a.ID)

@@ -39,7 +39,7 @@ func seededDashboard(b *testing.B) (string, *http.Client) {
 		if user, err = tx.SandboxUser(); err != nil {
 			return err
 		}
-		accounts, err = tx.AccountsOfUser(user.ID)
+		accounts, err = tx.AccountsIn(user.ID)
 		return err
 	}); err != nil {
 		b.Fatal(err)

@@ -135,7 +135,7 @@ func TestBrowserEscapesWhatUsersWrote(t *testing.T) {
 	// A network account whose username is markup.
 	name := "eve" + evil
 	require.NoError(t, h.app.Store.Update(context.Background(), func(tx *persistence.Tx) error {
-		acc, err := tx.AccountsOfUser(h.user.ID)
+		acc, err := tx.AccountsIn(h.user.ID)
 		if err != nil {
 			return err
 		}

@@ -50,10 +50,10 @@ func TestConfirmDocument(t *testing.T) {
 func TestPresignDocumentLimit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, newLocal(t))
-	_, err := e.svc.Presign(context.Background(), e.user, "deck.pdf", platforms.PDF, platforms.MaxDocumentBytes+1)
+	_, err := e.svc.Presign(context.Background(), e.user, "", "deck.pdf", platforms.PDF, platforms.MaxDocumentBytes+1)
 	require.Equal(t, blob.Invalid, kindOf(t, err))
 	require.Contains(t, err.Error(), "over the limit for documents (104857600 bytes)")
-	_, err = e.svc.Presign(context.Background(), e.user, "deck.pdf", platforms.PDF, platforms.MaxDocumentBytes)
+	_, err = e.svc.Presign(context.Background(), e.user, "", "deck.pdf", platforms.PDF, platforms.MaxDocumentBytes)
 	require.NoError(t, err)
 	require.EqualValues(t, platforms.MaxDocumentBytes, e.svc.Limits().For(platforms.PDF))
 }

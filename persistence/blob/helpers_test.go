@@ -78,7 +78,7 @@ func newEnv(t *testing.T, store blob.Store) *env {
 // presigned URL for S3.
 func (e *env) upload(t *testing.T, user, ctype string, data []byte) *blob.Presigned {
 	t.Helper()
-	p, err := e.svc.Presign(context.Background(), user, "file", ctype, int64(len(data)))
+	p, err := e.svc.Presign(context.Background(), user, "", "file", ctype, int64(len(data)))
 	require.NoError(t, err)
 	if _, ok := e.blob.(*blob.Local); ok {
 		u, err := url.Parse(p.UploadURL)

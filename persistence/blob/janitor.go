@@ -43,7 +43,7 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 				if cur.Confirmed() {
 					continue
 				}
-				inUse, err := tx.MediaInUse(cur.UserID, cur.ID)
+				inUse, err := tx.MediaInUse(cur.Scope(), cur.ID)
 				if err != nil {
 					return err
 				}

@@ -38,7 +38,7 @@ func TestJanitorDeletesUnconfirmedUploadsAfter24Hours(t *testing.T) {
 	ctx := context.Background()
 
 	old := e.upload(t, e.user, "image/jpeg", jpegBytes)
-	neverUploaded, err := e.svc.Presign(ctx, e.user, "n.png", "image/png", 10)
+	neverUploaded, err := e.svc.Presign(ctx, e.user, "", "n.png", "image/png", 10)
 	require.NoError(t, err)
 	confirmed, err := e.confirm(t, e.user, e.upload(t, e.user, "image/png", pngBytes), "image/png", len(pngBytes))
 	require.NoError(t, err)
@@ -122,7 +122,7 @@ func TestJanitorRetriesFailedDeletions(t *testing.T) {
 	flaky := &flakyDelete{Store: l}
 	e := newEnv(t, flaky)
 	ctx := context.Background()
-	p, err := e.svc.Presign(ctx, e.user, "a.jpg", "image/jpeg", int64(len(jpegBytes)))
+	p, err := e.svc.Presign(ctx, e.user, "", "a.jpg", "image/jpeg", int64(len(jpegBytes)))
 	require.NoError(t, err)
 	_, err = e.svc.Receive(ctx, p.Key, query(t, p.UploadURL), "image/jpeg", -1, readerOf(jpegBytes))
 	require.Equal(t, blob.NotFound, kindOf(t, err), "Receive needs the Local backend itself")

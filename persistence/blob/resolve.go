@@ -23,11 +23,11 @@ func (e *UnusableError) Error() string {
 // streams the bytes from storage (once per call, so an adapter may retry an upload), and URL is a
 // signed, expiring Herald URL of the file for the networks that fetch media themselves. An
 // image's Conform converts it for a network that takes no other form (derive.go).
-func (s *Service) Resolve(ctx context.Context, userID string, ids []string) ([]platforms.Media, error) {
+func (s *Service) Resolve(ctx context.Context, scope string, ids []string) ([]platforms.Media, error) {
 	records := make([]*persistence.Media, 0, len(ids))
 	if err := s.o.Store.View(func(tx *persistence.Tx) error {
 		for _, id := range ids {
-			m, err := tx.ConfirmedMedia(userID, id)
+			m, err := tx.ConfirmedMedia(scope, id)
 			if errors.Is(err, persistence.ErrNotFound) || errors.Is(err, persistence.ErrMediaUnconfirmed) {
 				return &UnusableError{ID: id}
 			}

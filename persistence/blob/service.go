@@ -260,8 +260,9 @@ type Presigned struct {
 	ExpiresAt       time.Time
 }
 
-// Presign validates a planned upload, issues its key and upload URL, and records it pending.
-func (s *Service) Presign(ctx context.Context, userID, filename, contentType string, size int64) (*Presigned, error) {
+// Presign validates a planned upload, issues its key and upload URL, and records it pending, in
+// the user's workspace workspaceID ("" for main).
+func (s *Service) Presign(ctx context.Context, userID, workspaceID, filename, contentType string, size int64) (*Presigned, error) {
 	if err := CheckFilename("filename", filename); err != nil {
 		return nil, err
 	}
@@ -281,7 +282,7 @@ func (s *Service) Presign(ctx context.Context, userID, filename, contentType str
 		return nil, err
 	}
 	m := &persistence.Media{
-		ID: id, UserID: userID, Key: key, StorageFilename: storage, OriginalFilename: filename,
+		ID: id, UserID: userID, WorkspaceID: workspaceID, Key: key, StorageFilename: storage, OriginalFilename: filename,
 		ContentType: contentType, Size: size, CreatedAt: now, UploadExpiresAt: expires,
 	}
 	if err := s.o.Store.Update(ctx, func(tx *persistence.Tx) error { return tx.PutMedia(m) }); err != nil {
@@ -319,13 +320,13 @@ func CheckAltText(field, s string) error {
 }
 
 // SetAltText replaces the alt text of a confirmed media of the user ("" removes it).
-func (s *Service) SetAltText(ctx context.Context, userID, id, alt string) (*persistence.Media, error) {
+func (s *Service) SetAltText(ctx context.Context, scope, id, alt string) (*persistence.Media, error) {
 	if err := CheckAltText("alt_text", alt); err != nil {
 		return nil, err
 	}
 	var out *persistence.Media
 	err := s.o.Store.Update(ctx, func(tx *persistence.Tx) error {
-		m, err := tx.ConfirmedMedia(userID, id)
+		m, err := tx.ConfirmedMedia(scope, id)
 		if err != nil {
 			return err
 		}
@@ -341,8 +342,8 @@ func (s *Service) SetAltText(ctx context.Context, userID, id, alt string) (*pers
 
 // Confirm checks an upload against its presign and what was actually stored — owner, key, type,
 // size, and the file's first bytes — and makes it a confirmed media. Confirming again returns the
-// same media.
-func (s *Service) Confirm(ctx context.Context, userID string, in ConfirmInput) (*persistence.Media, error) {
+// same media. scope is the request's workspace (persistence.Scope): the upload must be its.
+func (s *Service) Confirm(ctx context.Context, scope string, in ConfirmInput) (*persistence.Media, error) {
 	if err := CheckFilename("original_filename", in.OriginalFilename); err != nil {
 		return nil, err
 	}
@@ -367,8 +368,8 @@ func (s *Service) Confirm(ctx context.Context, userID string, in ConfirmInput) (
 	} else if err != nil {
 		return nil, err
 	}
-	if m.UserID != userID {
-		return nil, refuse(Forbidden, "key: the upload belongs to another user")
+	if m.Scope() != scope {
+		return nil, refuse(Forbidden, "key: the upload belongs to another user or workspace")
 	}
 	if in.StorageFilename != m.StorageFilename {
 		return nil, refuse(Invalid, "storage_filename: does not match the key; send the storage_filename presign returned")
@@ -381,7 +382,7 @@ func (s *Service) Confirm(ctx context.Context, userID string, in ConfirmInput) (
 	}
 	if m.Confirmed() {
 		if in.AltText != nil && *in.AltText != m.AltText {
-			return s.SetAltText(ctx, userID, m.ID, *in.AltText)
+			return s.SetAltText(ctx, scope, m.ID, *in.AltText)
 		}
 		return m, nil
 	}
@@ -462,11 +463,11 @@ func sameMediaType(a, b string) bool {
 
 // Get returns the user's confirmed media; NotFound for anything else, another user's media
 // included.
-func (s *Service) Get(userID, id string) (*persistence.Media, error) {
+func (s *Service) Get(scope, id string) (*persistence.Media, error) {
 	var m *persistence.Media
 	err := s.o.Store.View(func(tx *persistence.Tx) error {
 		var err error
-		m, err = tx.ConfirmedMedia(userID, id)
+		m, err = tx.ConfirmedMedia(scope, id)
 		return err
 	})
 	if errors.Is(err, persistence.ErrNotFound) || errors.Is(err, persistence.ErrMediaUnconfirmed) {

@@ -51,7 +51,7 @@ func TestPresignValidates(t *testing.T) {
 		{"control character", "a\nb.png", "image/png", 10, "control characters"},
 	}
 	for _, c := range cases {
-		_, err := e.svc.Presign(ctx, e.user, c.filename, c.ctype, c.size)
+		_, err := e.svc.Presign(ctx, e.user, "", c.filename, c.ctype, c.size)
 		require.Error(t, err, c.name)
 		require.Equal(t, blob.Invalid, kindOf(t, err), c.name)
 		require.Contains(t, err.Error(), c.want, c.name)
@@ -65,7 +65,7 @@ func TestPresignValidates(t *testing.T) {
 	require.Zero(t, n, "refused presigns record nothing")
 
 	// The largest allowed sizes pass.
-	p, err := e.svc.Presign(ctx, e.user, "big.mp4", "video/mp4", blob.DefaultMaxVideoBytes)
+	p, err := e.svc.Presign(ctx, e.user, "", "big.mp4", "video/mp4", blob.DefaultMaxVideoBytes)
 	require.NoError(t, err)
 	require.Equal(t, blob.Key(e.user, p.StorageFilename), p.Key)
 	require.True(t, strings.HasSuffix(p.StorageFilename, ".mp4"))
@@ -80,7 +80,7 @@ func TestReceiveRefusals(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, newLocal(t))
 	ctx := context.Background()
-	p, err := e.svc.Presign(ctx, e.user, "a.png", "image/png", int64(len(pngBytes)))
+	p, err := e.svc.Presign(ctx, e.user, "", "a.png", "image/png", int64(len(pngBytes)))
 	require.NoError(t, err)
 	q := query(t, p.UploadURL)
 	recv := func(q url.Values, key, ctype string, length int64, body []byte) error {
@@ -104,7 +104,7 @@ func TestReceiveRefusals(t *testing.T) {
 	require.Equal(t, blob.Conflict, kindOf(t, recv(q, p.Key, "image/png", n, pngBytes)), "twice")
 
 	// After 15 minutes the URL is dead.
-	p2, err := e.svc.Presign(ctx, e.user, "b.png", "image/png", n)
+	p2, err := e.svc.Presign(ctx, e.user, "", "b.png", "image/png", n)
 	require.NoError(t, err)
 	e.clock.Advance(15 * time.Minute)
 	require.Equal(t, blob.Forbidden, kindOf(t, recv(query(t, p2.UploadURL), p2.Key, "image/png", n, pngBytes)))
@@ -171,7 +171,7 @@ func TestConfirmChecksWhatWasStored(t *testing.T) {
 	ctx := context.Background()
 
 	// Nothing uploaded yet.
-	p, err := e.svc.Presign(ctx, e.user, "a.jpg", "image/jpeg", int64(len(jpegBytes)))
+	p, err := e.svc.Presign(ctx, e.user, "", "a.jpg", "image/jpeg", int64(len(jpegBytes)))
 	require.NoError(t, err)
 	_, err = e.confirm(t, e.user, p, "image/jpeg", len(jpegBytes))
 	require.Equal(t, blob.Invalid, kindOf(t, err))
@@ -265,7 +265,7 @@ func TestReceiveFloorCountsUploadsInProgress(t *testing.T) {
 	user := uuid.NewString()
 	presign := func(size int) (*blob.Presigned, []byte) {
 		data := append(append([]byte(nil), pngBytes[:16]...), bytes.Repeat([]byte{1}, size-16)...)
-		p, err := svc.Presign(ctx, user, "a.png", "image/png", int64(size))
+		p, err := svc.Presign(ctx, user, "", "a.png", "image/png", int64(size))
 		require.NoError(t, err)
 		return p, data
 	}

@@ -115,7 +115,7 @@ func (r *run) accountTokens(t *testing.T) {
 	var sealed [][]byte
 	require.NoError(t, a.Store.View(func(tx *persistence.Tx) error {
 		for _, u := range []string{r.b.user.ID} {
-			list, err := tx.AccountsOfUser(u)
+			list, err := tx.AccountsIn(u)
 			if err != nil {
 				return err
 			}

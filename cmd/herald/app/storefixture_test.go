@@ -219,7 +219,7 @@ func readFixture(t *testing.T, dir, store, session string) map[string]any {
 	var hooks []*persistence.Webhook
 	require.NoError(t, h.App.Store.View(func(tx *persistence.Tx) error {
 		var err error
-		hooks, err = tx.WebhooksOfUser(h.User.ID)
+		hooks, err = tx.WebhooksIn(h.User.ID)
 		return err
 	}))
 	require.NotEmpty(t, hooks)

@@ -126,7 +126,7 @@ func Start(t testing.TB, o Options) *Herald {
 			if h.User, err = tx.SandboxUser(); err != nil {
 				return err
 			}
-			h.Accounts, err = tx.AccountsOfUser(h.User.ID)
+			h.Accounts, err = tx.AccountsIn(h.User.ID)
 			return err
 		}))
 	} else {
@@ -303,7 +303,7 @@ func (h *Herald) CountPosts() int {
 	h.T.Helper()
 	var total int
 	require.NoError(h.T, h.App.Store.View(func(tx *persistence.Tx) error {
-		_, n, err := tx.ListPosts(persistence.PostFilter{UserID: h.User.ID, Limit: 1})
+		_, n, err := tx.ListPosts(persistence.PostFilter{Scope: h.User.ID, Limit: 1})
 		total = n
 		return err
 	}))
