@@ -238,8 +238,9 @@ func crossCheck(tx *bolt.Tx, r *Report) {
 	checkPostIndex(tx, r)
 	checkActiveJobCount(tx, r)
 	checkScopes(tx, r)
+	schema := schemaOf(boltTx{tx})
 	for _, name := range bucketNames {
-		if tx.Bucket(name) == nil {
+		if tx.Bucket(name) == nil && schema >= bucketSince[string(name)] {
 			r.problem("bucket %s is missing", name)
 		}
 	}
@@ -255,6 +256,10 @@ func singular(bucket []byte) string {
 	}
 	return s
 }
+
+// bucketSince names the buckets a layout version added: a store last written by an earlier
+// layout has none of them until this code opens it for writing, which creates them.
+var bucketSince = map[string]uint64{string(bWorkspaces): 6, string(bWorkspacesUser): 6}
 
 // scopedIndexes are the indexes keyed by a workspace's scope (workspaces.go).
 var scopedIndexes = [][]byte{bAccountsUser, bPostsUser, bPostsCount, bCampaignsUser, bMediaUser, bWebhooksUser}

@@ -126,7 +126,7 @@ func (s *Server) SessionAuth(next echo.HandlerFunc) echo.HandlerFunc {
 			return apierr.Internal()
 		}
 		c.Set(KeySession, sess)
-		p, err := s.inWorkspace(c, &auth.Principal{User: sess.User}, sess.Record.WorkspaceID)
+		p, err := s.SessionPrincipal(c, sess)
 		if err != nil {
 			return err
 		}
@@ -141,6 +141,13 @@ func (s *Server) SessionAuth(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// SessionPrincipal is who a dashboard session's request acts for, in the workspace it names (the
+// Herald-Workspace header, else the session's choice, else main): the /api door and the
+// dashboard's pages both use it.
+func (s *Server) SessionPrincipal(c *echo.Context, sess *session.Session) (*auth.Principal, error) {
+	return s.inWorkspace(c, &auth.Principal{User: sess.User}, sess.Record.WorkspaceID)
 }
 
 // CSRFToken is the CSRF token a request carries: its X-CSRF-Token header, or for an HTML form

@@ -24,7 +24,7 @@ func (p *pages) accounts(c *echo.Context) error {
 	v := p.newView(c, "Accounts", "accounts", nil)
 	var d accountsData
 	err := p.Store.View(func(tx *persistence.Tx) error {
-		list, err := tx.AccountsIn(v.User.ID)
+		list, err := tx.AccountsIn(v.Scope)
 		if err != nil {
 			return err
 		}

@@ -72,7 +72,7 @@ func (p *pages) calendar(c *echo.Context) error {
 	var posts []calPost
 	err := p.Store.View(func(tx *persistence.Tx) error {
 		for _, st := range []string{persistence.PostScheduled, persistence.PostPublished, persistence.PostPartial, persistence.PostPublishing} {
-			list, _, err := tx.ListPosts(persistence.PostFilter{Scope: v.User.ID, Status: st, Limit: calendarScan})
+			list, _, err := tx.ListPosts(persistence.PostFilter{Scope: v.Scope, Status: st, Limit: calendarScan})
 			if err != nil {
 				return err
 			}

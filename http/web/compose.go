@@ -29,7 +29,7 @@ func (p *pages) compose(c *echo.Context) error {
 	v := p.newView(c, "Compose", "compose", nil)
 	var d composeData
 	err := p.Store.View(func(tx *persistence.Tx) error {
-		list, err := tx.AccountsIn(v.User.ID)
+		list, err := tx.AccountsIn(v.Scope)
 		if err != nil {
 			return err
 		}

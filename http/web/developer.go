@@ -54,7 +54,7 @@ func (p *pages) developer(c *echo.Context) error {
 			}
 			d.Keys = append(d.Keys, keyRow{APIKey: k, State: st})
 		}
-		hooks, err := tx.WebhooksIn(v.User.ID)
+		hooks, err := tx.WebhooksIn(v.Scope)
 		if err != nil {
 			return err
 		}

@@ -93,12 +93,12 @@ func (p *pages) overview(c *echo.Context) error {
 	d := overviewData{}
 	now := p.Now()
 	err := p.Store.View(func(tx *persistence.Tx) error {
-		list, err := tx.AccountsIn(u.ID)
+		list, err := tx.AccountsIn(v.Scope)
 		if err != nil {
 			return err
 		}
 		d.Accounts = accountRows(list, now, v.Zone)
-		posts, _, err := tx.ListPosts(persistence.PostFilter{Scope: u.ID, Limit: recentJobs})
+		posts, _, err := tx.ListPosts(persistence.PostFilter{Scope: v.Scope, Limit: recentJobs})
 		if err != nil {
 			return err
 		}

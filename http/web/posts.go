@@ -44,7 +44,7 @@ func (p *pages) posts(c *echo.Context) error {
 	}
 	err := p.Store.View(func(tx *persistence.Tx) error {
 		var err error
-		d.Posts, d.Total, err = tx.ListPosts(persistence.PostFilter{Scope: v.User.ID, Status: d.Status, Platform: d.Platform,
+		d.Posts, d.Total, err = tx.ListPosts(persistence.PostFilter{Scope: v.Scope, Status: d.Status, Platform: d.Platform,
 			Search: d.Search, Offset: (d.Page - 1) * postsPerPage, Limit: postsPerPage})
 		return err
 	})
@@ -112,7 +112,7 @@ func (p *pages) post(c *echo.Context) error {
 		if err != nil {
 			return err
 		}
-		if po.UserID != v.User.ID {
+		if po.Scope() != v.Scope {
 			return persistence.ErrNotFound
 		}
 		d.Post = po

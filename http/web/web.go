@@ -38,6 +38,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/http/session"
 	"github.com/heraldhq/herald/persistence"
@@ -122,6 +123,16 @@ func (p *pages) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 			return c.Redirect(http.StatusSeeOther, SignInPath+"?next="+url.QueryEscape(c.Request().URL.RequestURI()))
 		}
 		c.Set(server.KeySession, s)
+		pr, err := p.Server.SessionPrincipal(c, s)
+		if err != nil {
+			var ae *apierr.Error
+			if errors.As(err, &ae) {
+				return p.fail(c, ae.Status, ae.Message)
+			}
+			p.Log.Error("web: workspace lookup failed", append(server.LogAttrs(c), "error", err)...)
+			return p.fail(c, http.StatusInternalServerError, "Herald could not read your workspace. Try again shortly.")
+		}
+		c.Set(server.KeyPrincipal, pr)
 		return next(c)
 	}
 }
@@ -132,7 +143,9 @@ type view struct {
 	// Nav is the navigation entry of the page (aria-current).
 	Nav  string
 	User *persistence.User
-	CSRF string
+	// Scope is the index key of the workspace the page shows (persistence.Scope).
+	Scope string
+	CSRF  string
 	// Zone is the user's time zone, in which every time is shown.
 	Zone *time.Location
 	Now  time.Time
@@ -176,8 +189,8 @@ func (v view) ISO(t any) string {
 func (v view) ZoneName() string { return v.Zone.String() }
 
 func (p *pages) newView(c *echo.Context, title, nav string, data any) view {
-	s := server.Session(c)
-	return view{Title: title, Nav: nav, User: s.User, CSRF: s.Record.CSRFToken, Zone: userZone(s.User), Now: p.Now(), Data: data}
+	s, pr := server.Session(c), server.Principal(c)
+	return view{Title: title, Nav: nav, User: pr.User, Scope: pr.Scope(), CSRF: s.Record.CSRFToken, Zone: userZone(pr.User), Now: p.Now(), Data: data}
 }
 
 func userZone(u *persistence.User) *time.Location {
