@@ -232,3 +232,70 @@ func (t *Tx) PostIDsIn(scope string) []string {
 	}
 	return out
 }
+
+// OpenPosts counts a workspace's posts that are not drafts and not final: scheduled, publishing
+// or waiting for approval (scope: Scope), from the counts alone.
+func (t *Tx) OpenPosts(scope string) int {
+	n := 0
+	for _, s := range PostStatuses {
+		switch s {
+		case PostDraft, PostPublished, PostPartial, PostFailed:
+		default:
+			n += t.PostCount(scope, s, "")
+		}
+	}
+	return n
+}
+
+// ClearWorkspace deletes up to max of a workspace's drafts, finished posts, campaigns and media
+// records (their bytes recorded as orphans, for the media janitor) and its usage, and reports
+// whether nothing of it is left; the caller deletes its webhooks through their actors first, and
+// has checked it holds no accounts and no open posts. A workspace with more than max objects is
+// cleared over several transactions.
+func (t *Tx) ClearWorkspace(scope string, max int) (done bool, err error) {
+	prefix := mustID(scope)
+	n := 0
+	keys := func(bucket []byte) [][]byte {
+		var out [][]byte
+		c := t.kv.Bucket(bucket).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && n < max; k, _ = c.Next() {
+			out = append(out, append([]byte(nil), k[16:]...))
+			n++
+		}
+		return out
+	}
+	for _, id := range keys(bPostsUser) {
+		p, err := t.Post(idString(id))
+		if err != nil {
+			return false, err
+		}
+		if err := t.DeletePost(p); err != nil {
+			return false, err
+		}
+	}
+	for _, id := range keys(bCampaignsUser) {
+		c, err := t.Campaign(idString(id))
+		if err != nil {
+			return false, err
+		}
+		if err := t.DeleteCampaign(c); err != nil {
+			return false, err
+		}
+	}
+	for _, id := range keys(bMediaUser) {
+		m, err := t.Media(idString(id))
+		if err != nil {
+			return false, err
+		}
+		if err := t.DeleteMedia(m); err != nil {
+			return false, err
+		}
+	}
+	if n >= max {
+		return false, nil
+	}
+	if err := deletePrefix(t.kv.Bucket(bUsage).Cursor(), prefix); err != nil {
+		return false, err
+	}
+	return true, nil
+}

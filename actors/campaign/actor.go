@@ -176,11 +176,20 @@ func commit(d Deps, id string, m *Create) (*persistence.Campaign, error) {
 			return ErrExists
 		}
 		if counted {
-			used := tx.QuotaUsed(camp.UserID, m.Quota.Month)
-			if used+len(rows) > m.Quota.Limit {
-				return &post.QuotaExceededError{Limit: m.Quota.Limit, Used: used, Month: m.Quota.Month, Requested: len(rows)}
+			if m.Quota.Limit > 0 {
+				used := tx.QuotaUsed(camp.UserID, m.Quota.Month)
+				if used+len(rows) > m.Quota.Limit {
+					return &post.QuotaExceededError{Limit: m.Quota.Limit, Used: used, Month: m.Quota.Month, Requested: len(rows)}
+				}
+				if err := tx.AddQuota(camp.UserID, m.Quota.Month, len(rows)); err != nil {
+					return err
+				}
 			}
-			if err := tx.AddQuota(camp.UserID, m.Quota.Month, len(rows)); err != nil {
+			used := tx.Usage(camp.Scope(), m.Quota.Month).Get(persistence.UsagePostsAccepted, "")
+			if m.Quota.Workspace != nil && used+len(rows) > *m.Quota.Workspace {
+				return &post.QuotaExceededError{Limit: *m.Quota.Workspace, Used: used, Month: m.Quota.Month, Requested: len(rows), OfWorkspace: true}
+			}
+			if err := tx.AddUsage(camp.Scope(), m.Quota.Month, persistence.UsagePostsAccepted, "", len(rows)); err != nil {
 				return err
 			}
 		}

@@ -50,8 +50,11 @@ type Idempotency struct {
 
 // Quota is a monthly post quota.
 type Quota struct {
-	Limit int
+	Limit int    // the free plan's posts per month; 0: no plan quota
 	Month string // "2006-01"
+	// Workspace is the post's workspace's limits.posts_per_month; nil: none. Every accepted post
+	// is counted in its workspace's usage (persistence.UsagePostsAccepted) either way.
+	Workspace *int
 }
 
 // PublishReply carries the post and its new job as committed.
@@ -113,10 +116,15 @@ type QuotaExceededError struct {
 	Month       string
 	// Requested is how many posts the refused request needed, when more than one (a campaign).
 	Requested int
+	// OfWorkspace says the limit is the workspace's posts_per_month, not the plan's.
+	OfWorkspace bool
 }
 
 func (e *QuotaExceededError) Error() string {
 	msg := fmt.Sprintf("the free plan allows %d published or scheduled posts per calendar month (UTC); %d used in %s", e.Limit, e.Used, e.Month)
+	if e.OfWorkspace {
+		msg = fmt.Sprintf("the workspace's limits allow %d published or scheduled posts per calendar month (UTC); %d used in %s", e.Limit, e.Used, e.Month)
+	}
 	if e.Requested > 1 {
 		msg += fmt.Sprintf(", and the campaign has %d posts", e.Requested)
 	}
@@ -178,16 +186,31 @@ func (a *Actor) receiveLifecycle(ctx actor.Context) bool {
 	return true
 }
 
-// countQuota counts the post against a quota in tx, once per post.
+// countQuota counts the post against its quotas in tx, once per post: the free plan's (q.Limit)
+// and its workspace's posts_per_month (q.Workspace).
 func countQuota(tx *persistence.Tx, p *persistence.Post, q *Quota) error {
 	if q == nil || p.QuotaCounted {
 		return nil
 	}
-	used := tx.QuotaUsed(p.UserID, q.Month)
-	if used >= q.Limit {
-		return &QuotaExceededError{Limit: q.Limit, Used: used, Month: q.Month}
+	if q.Limit > 0 {
+		used := tx.QuotaUsed(p.UserID, q.Month)
+		if used >= q.Limit {
+			return &QuotaExceededError{Limit: q.Limit, Used: used, Month: q.Month}
+		}
+	}
+	if q.Workspace != nil {
+		used := tx.Usage(p.Scope(), q.Month).Get(persistence.UsagePostsAccepted, "")
+		if used >= *q.Workspace {
+			return &QuotaExceededError{Limit: *q.Workspace, Used: used, Month: q.Month, OfWorkspace: true}
+		}
 	}
 	p.QuotaCounted = true
+	if err := tx.AddUsage(p.Scope(), q.Month, persistence.UsagePostsAccepted, "", 1); err != nil {
+		return err
+	}
+	if q.Limit <= 0 {
+		return nil
+	}
 	return tx.AddQuota(p.UserID, q.Month, 1)
 }
 
@@ -526,10 +549,12 @@ func (a *Actor) finishJob(ctx actor.Context, m *Finish) {
 	}
 	now := a.deps.Now().UTC()
 	next := cur.Clone()
+	settled := make([]int, 0, len(j.Targets))
 	for _, t := range j.Targets {
 		if t.Target >= len(next.Targets) {
 			continue
 		}
+		settled = append(settled, t.Target)
 		pt := &next.Targets[t.Target]
 		syncSteps(pt, t)
 		switch t.Phase {
@@ -582,6 +607,9 @@ func (a *Actor) finishJob(ctx actor.Context, m *Finish) {
 			return err
 		}
 		if err := tx.PutPost(next, raw); err != nil {
+			return err
+		}
+		if err := tx.CountOutcome(next, now.Format("2006-01"), settled); err != nil {
 			return err
 		}
 		return campaignCompleted(tx, next.CampaignID, now)

@@ -213,16 +213,20 @@ func (h *handlers) checkCampaignRow(c *echo.Context, user *persistence.User, mod
 // checkCampaignQuota answers a dry run as the free plan's quota would answer the campaign.
 func (h *handlers) checkCampaignQuota(c *echo.Context, mode string, n int) error {
 	q := h.quota(c)
-	if q == nil || mode == persistence.CampaignDraft {
+	if mode == persistence.CampaignDraft {
 		return nil
 	}
-	used := 0
+	used, wsUsed := 0, 0
 	_ = h.Store.View(func(tx *persistence.Tx) error {
 		used = tx.QuotaUsed(server.Principal(c).User.ID, q.Month)
+		wsUsed = tx.Usage(server.Principal(c).Scope(), q.Month).Get(persistence.UsagePostsAccepted, "")
 		return nil
 	})
-	if used+n > q.Limit {
+	if q.Limit > 0 && used+n > q.Limit {
 		return h.lifecycleError(c, &post.QuotaExceededError{Limit: q.Limit, Used: used, Month: q.Month, Requested: n})
+	}
+	if q.Workspace != nil && wsUsed+n > *q.Workspace {
+		return h.lifecycleError(c, &post.QuotaExceededError{Limit: *q.Workspace, Used: wsUsed, Month: q.Month, Requested: n, OfWorkspace: true})
 	}
 	return nil
 }

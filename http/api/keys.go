@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/server"
+	"github.com/heraldhq/herald/persistence"
 )
 
 // The dashboard's API keys (the spec's "Developer, API keys"): a person lists, creates, renames,
@@ -21,12 +23,15 @@ import (
 // forbidden, as another user's account or webhook is on /v1, and an unknown id 404 not_found.
 //
 //	GET    /api/keys                  → 200 {data: [{id, name, prefix, created_at, expires_at, last_used_at, revoked_at}]}
-//	POST   /api/keys                  {name, expires_in_days?} → 201 {id, name, prefix, key, created_at, expires_at}
+//	POST   /api/keys                  {name, expires_in_days?, workspace_id?, scopes?} → 201 {id, name, prefix, key, created_at, expires_at, scopes, workspace_id}
 //	PATCH  /api/keys/:id              {name} → 200 the key as listed
 //	POST   /api/keys/:id/regenerate   → 200 {id, name, prefix, key, created_at, expires_at}; the old secret is refused at once
 //	DELETE /api/keys/:id              → 204; the key is refused at once (it stays listed, revoked)
 //
-// The raw key is in the answer of create and regenerate only; Herald keeps its SHA-256.
+// The raw key is in the answer of create and regenerate only; Herald keeps its SHA-256. A key may
+// be bound to one workspace (workspace_id: "main" or a workspace's id) and limited to scopes
+// (auth.KeyScopes: the OAuth scope names and posts:approve); without them it has full access to
+// every workspace, as the spec's keys do.
 
 // MaxKeyExpiryDays is the longest expiry a key can be given, in days.
 const MaxKeyExpiryDays = 3650
@@ -86,6 +91,48 @@ func keyNameField(o object) (string, error) {
 	return name, nil
 }
 
+// keyLimitFields reads a new key's workspace_id and scopes.
+func keyLimitFields(o object) (auth.KeyLimits, error) {
+	var l auth.KeyLimits
+	ws, err := o.str("workspace_id", false)
+	if raw, ok := o["workspace_id"]; ok && jsonType(raw) == "null" {
+		ws, err = nil, nil
+	}
+	if err != nil {
+		return l, err
+	}
+	if ws != nil {
+		id := strings.TrimSpace(*ws)
+		if id != persistence.MainWorkspace {
+			if id, err = parseUUID("workspace_id", id); err != nil {
+				return l, apierr.Validation("workspace_id: Expected \"main\" or a workspace's id")
+			}
+		}
+		l.WorkspaceID = id
+	}
+	raw, ok := o["scopes"]
+	if !ok || jsonType(raw) == "null" {
+		return l, nil
+	}
+	if jsonType(raw) != "array" {
+		return l, typeError("scopes", "array", raw)
+	}
+	for i, it := range splitArray(raw) {
+		if jsonType(it) != "string" {
+			return l, apierr.Validation("scopes.%d: Expected string, received %s", i, jsonType(it))
+		}
+		sc, _ := unquote(it)
+		if !slices.Contains(auth.KeyScopes, sc) {
+			return l, apierr.Validation("scopes.%d: Invalid enum value. Expected %s, received '%s'", i, strings.Join(auth.KeyScopes, " | "), truncate(sc, 64))
+		}
+		l.Scopes = append(l.Scopes, sc)
+	}
+	if len(l.Scopes) == 0 {
+		return l, apierr.Validation("scopes: Array must contain at least 1 element(s); omit it for a key with full access")
+	}
+	return l, nil
+}
+
 // createKey is POST /api/keys {name, expires_in_days?}.
 func (h *handlers) createKey(c *echo.Context) error {
 	o, err := readObject(c.Request())
@@ -107,9 +154,13 @@ func (h *handlers) createKey(c *echo.Context) error {
 		}
 		expiresIn = time.Duration(days) * 24 * time.Hour
 	}
+	limits, err := keyLimitFields(o)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := h.askContext(c)
 	defer cancel()
-	k, err := auth.CreateUserKey(ctx, h.Store, server.Principal(c).User.ID, name, expiresIn, h.Now())
+	k, err := auth.CreateLimitedKey(ctx, h.Store, server.Principal(c).User.ID, name, expiresIn, limits, h.Now())
 	if err != nil {
 		return h.keyError(c, err)
 	}

@@ -22,13 +22,18 @@ type User struct {
 	Timezone  string     `json:"timezone"`
 	CreatedAt *time.Time `json:"created_at"`
 	APIKey    *KeyRef    `json:"api_key"`
+	// WorkspaceID is the workspace the request acted in (GET /v1/me and /api/me only).
+	WorkspaceID string `json:"workspace_id,omitempty"`
 }
 
-// KeyRef names the API key of the request.
+// KeyRef names the API key of the request, with its limits: the scopes it is limited to (null:
+// full access) and the workspace it is bound to (null: every workspace).
 type KeyRef struct {
-	ID     string `json:"id"`
-	Name   string `json:"name"`
-	Prefix string `json:"prefix"`
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Prefix      string   `json:"prefix"`
+	Scopes      []string `json:"scopes"`
+	WorkspaceID *string  `json:"workspace_id"`
 }
 
 func (h *handlers) me(c *echo.Context) error {
@@ -46,8 +51,16 @@ func (h *handlers) me(c *echo.Context) error {
 		return h.storeError(c, err)
 	}
 	out := userView(u)
+	out.WorkspaceID = p.WorkspaceID
 	if p.Key != nil { // nil on the dashboard's GET /api/me: a session, not a key
-		out.APIKey = &KeyRef{ID: p.Key.ID, Name: p.Key.Name, Prefix: p.Key.Prefix}
+		out.APIKey = &KeyRef{ID: p.Key.ID, Name: p.Key.Name, Prefix: p.Key.Prefix, Scopes: p.Key.Scopes}
+		if p.Key.WorkspaceID != "" {
+			ws := p.Key.WorkspaceID
+			out.APIKey.WorkspaceID = &ws
+		}
+		if p.OAuth() {
+			out.APIKey.Scopes = p.Scopes // a token's scopes are its grant's
+		}
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -148,12 +148,19 @@ type PublishAccepted struct {
 	StreamURL  string `json:"stream_url"`
 }
 
+// quota is what a publish or schedule counts against: the free plan's monthly posts and the
+// workspace's limits.posts_per_month (either 0 when there is none). Every accepted post is
+// counted in its workspace's usage.
 func (h *handlers) quota(c *echo.Context) *post.Quota {
 	p := server.Principal(c)
-	if p.User.Plan != "free" || h.FreePostQuota <= 0 {
-		return nil
+	q := &post.Quota{Month: h.Now().UTC().Format("2006-01")}
+	if p.User.Plan == "free" && h.FreePostQuota > 0 {
+		q.Limit = h.FreePostQuota
 	}
-	return &post.Quota{Limit: h.FreePostQuota, Month: h.Now().UTC().Format("2006-01")}
+	if w := h.workspace(c); w != nil {
+		q.Workspace = w.Limits.PostsPerMonth
+	}
+	return q
 }
 
 func readBody(c *echo.Context) ([]byte, error) { return readRaw(c.Request()) }

@@ -154,6 +154,8 @@ type Authenticator struct {
 	epoch   atomic.Uint64
 	mu      sync.RWMutex
 	cache   map[[32]byte]cached
+	wsMu    sync.RWMutex
+	ws      map[string]cachedWorkspace // by user id | API id (workspace.go)
 	use     keyUse                                            // uses noted for last_used_at (keyuse.go)
 	streams holds.Registry[heldCred, context.CancelCauseFunc] // open streams by credential (hold.go)
 }
@@ -171,7 +173,7 @@ func NewAuthenticator(store *persistence.Store, now func() time.Time) *Authentic
 	if now == nil {
 		now = time.Now
 	}
-	return &Authenticator{store: store, now: now, ttl: 5 * time.Minute, cache: map[[32]byte]cached{}}
+	return &Authenticator{store: store, now: now, ttl: 5 * time.Minute, cache: map[[32]byte]cached{}, ws: map[string]cachedWorkspace{}}
 }
 
 // Authenticate resolves the value of an Authorization header.
@@ -290,5 +292,8 @@ func (a *Authenticator) Invalidate() {
 	a.mu.Lock()
 	a.cache = map[[32]byte]cached{}
 	a.mu.Unlock()
+	a.wsMu.Lock()
+	a.ws = map[string]cachedWorkspace{}
+	a.wsMu.Unlock()
 	a.recheck()
 }

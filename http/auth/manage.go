@@ -102,6 +102,23 @@ type CreatedKey struct {
 	Key       string     `json:"key"`
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt *time.Time `json:"expires_at"`
+	// Scopes and WorkspaceID are the key's limits (KeyLimits); null: none.
+	Scopes      []string `json:"scopes"`
+	WorkspaceID *string  `json:"workspace_id"`
+}
+
+// KeyLimits limit a key: to one workspace of its owner (MainWorkspace or a workspace's id; "" for
+// every workspace) and to scopes (KeyScopes; none for full access).
+type KeyLimits struct {
+	WorkspaceID string
+	Scopes      []string
+}
+
+func workspacePtr(id string) *string {
+	if id == "" {
+		return nil
+	}
+	return &id
 }
 
 // KeyInfo is a key as listed (never the secret nor its hash).
@@ -116,6 +133,9 @@ type KeyInfo struct {
 	// Kind is "standard" (made by its owner) or "connector" (made by approving an OAuth
 	// connector; revoking it ends the connector's tokens).
 	Kind string `json:"kind"`
+	// Scopes and WorkspaceID are the key's limits; null: none.
+	Scopes      []string `json:"scopes"`
+	WorkspaceID *string  `json:"workspace_id"`
 }
 
 // Key kinds as listed.
@@ -130,7 +150,7 @@ func keyInfo(k *persistence.APIKey) KeyInfo {
 		kind = KindConnector
 	}
 	return KeyInfo{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt,
-		LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt, Kind: kind}
+		LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt, Kind: kind, Scopes: k.Scopes, WorkspaceID: workspacePtr(k.WorkspaceID)}
 }
 
 // ConnectorKeyName is the name of the connector key made for an OAuth client.
@@ -199,7 +219,7 @@ func KeyExpiry(d time.Duration) error {
 // CreateKey creates a key for the user with this e-mail. expiresIn 0 means no expiry (the caller
 // had none); a negative one is refused.
 func CreateKey(ctx context.Context, s *persistence.Store, email, name string, expiresIn time.Duration, now time.Time) (*CreatedKey, error) {
-	k, err := createKey(ctx, s, func(tx *persistence.Tx) (*persistence.User, error) { return tx.UserByEmail(email) }, name, expiresIn, now)
+	k, err := createKey(ctx, s, func(tx *persistence.Tx) (*persistence.User, error) { return tx.UserByEmail(email) }, name, expiresIn, KeyLimits{}, now)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, fmt.Errorf("%w: no user with e-mail %s", ErrInvalid, email)
 	}
@@ -208,14 +228,20 @@ func CreateKey(ctx context.Context, s *persistence.Store, email, name string, ex
 
 // CreateUserKey creates a key for the user with this id (the dashboard's POST /api/keys).
 func CreateUserKey(ctx context.Context, s *persistence.Store, userID, name string, expiresIn time.Duration, now time.Time) (*CreatedKey, error) {
-	k, err := createKey(ctx, s, func(tx *persistence.Tx) (*persistence.User, error) { return tx.User(userID) }, name, expiresIn, now)
+	return CreateLimitedKey(ctx, s, userID, name, expiresIn, KeyLimits{}, now)
+}
+
+// CreateLimitedKey is CreateUserKey of a key with limits: a workspace that is not the user's is
+// ErrInvalid, as is an unknown scope.
+func CreateLimitedKey(ctx context.Context, s *persistence.Store, userID, name string, expiresIn time.Duration, limits KeyLimits, now time.Time) (*CreatedKey, error) {
+	k, err := createKey(ctx, s, func(tx *persistence.Tx) (*persistence.User, error) { return tx.User(userID) }, name, expiresIn, limits, now)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %w %s", ErrInvalid, errNoUserWithID, userID)
 	}
 	return k, err
 }
 
-func createKey(ctx context.Context, s *persistence.Store, user func(*persistence.Tx) (*persistence.User, error), name string, expiresIn time.Duration, now time.Time) (*CreatedKey, error) {
+func createKey(ctx context.Context, s *persistence.Store, user func(*persistence.Tx) (*persistence.User, error), name string, expiresIn time.Duration, limits KeyLimits, now time.Time) (*CreatedKey, error) {
 	name, err := KeyName(name)
 	if err != nil {
 		return nil, err
@@ -226,7 +252,11 @@ func createKey(ctx context.Context, s *persistence.Store, user func(*persistence
 		}
 	}
 	raw, prefix, hash := GenerateKey()
-	k := &persistence.APIKey{ID: uuid.Must(uuid.NewV7()).String(), Name: name, Prefix: prefix, Hash: hash, CreatedAt: now.UTC()}
+	scopes, ok := ParseKeyScopes(limits.Scopes)
+	if !ok {
+		return nil, fmt.Errorf("%w: scopes: unknown scope; a key's scopes are %s", ErrInvalid, strings.Join(KeyScopes, ", "))
+	}
+	k := &persistence.APIKey{ID: uuid.Must(uuid.NewV7()).String(), Name: name, Prefix: prefix, Hash: hash, CreatedAt: now.UTC(), Scopes: scopes}
 	if expiresIn > 0 {
 		t := now.Add(expiresIn).UTC()
 		k.ExpiresAt = &t
@@ -237,12 +267,23 @@ func createKey(ctx context.Context, s *persistence.Store, user func(*persistence
 			return err
 		}
 		k.UserID = u.ID
+		if limits.WorkspaceID != "" {
+			w, err := tx.Workspace(u.ID, limits.WorkspaceID)
+			if errors.Is(err, persistence.ErrNotFound) {
+				return fmt.Errorf("%w: workspace_id: no workspace %s of this user", ErrInvalid, limits.WorkspaceID)
+			}
+			if err != nil {
+				return err
+			}
+			k.WorkspaceID = w.ID
+		}
 		return tx.PutAPIKey(k, nil)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &CreatedKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Key: raw, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt}, nil
+	return &CreatedKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Key: raw, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt,
+		Scopes: k.Scopes, WorkspaceID: workspacePtr(k.WorkspaceID)}, nil
 }
 
 // ListKeys lists the keys of the user with this e-mail.

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"slices"
+	"time"
 
 	"github.com/heraldhq/herald/persistence"
 )
@@ -66,14 +67,42 @@ func (p *Principal) CanApprove() bool {
 	return true
 }
 
+type cachedWorkspace struct {
+	w      *persistence.Workspace
+	epoch  uint64
+	loaded time.Time
+}
+
 // Workspace returns the user's workspace of API id id (persistence.MainWorkspace or a
-// workspace's id); persistence.ErrNotFound when the user has none of that id.
+// workspace's id); persistence.ErrNotFound when the user has none of that id. Workspaces are
+// read on every request that names one and on every publish (their limits), so they are
+// remembered as keys are: for the cache's time to live, until Invalidate, which every change of
+// a workspace calls after its write commits. The record returned is shared: read it, never change
+// it.
 func (a *Authenticator) Workspace(userID, id string) (*persistence.Workspace, error) {
+	k := userID + "|" + id
+	now := a.now()
+	epoch := a.epoch.Load()
+	a.wsMu.RLock()
+	c, hit := a.ws[k]
+	a.wsMu.RUnlock()
+	if hit && c.epoch == epoch && now.Sub(c.loaded) <= a.ttl {
+		return c.w, nil
+	}
 	var w *persistence.Workspace
 	err := a.store.View(func(tx *persistence.Tx) error {
 		var err error
 		w, err = tx.Workspace(userID, id)
 		return err
 	})
-	return w, err
+	if err != nil {
+		return nil, err
+	}
+	a.wsMu.Lock()
+	if len(a.ws) >= maxCached {
+		a.ws = map[string]cachedWorkspace{}
+	}
+	a.ws[k] = cachedWorkspace{w: w, epoch: epoch, loaded: now}
+	a.wsMu.Unlock()
+	return w, nil
 }

@@ -74,6 +74,8 @@ type Config struct {
 	MetricsPublic bool
 	// Overload bounds the write requests served at once (overload.go).
 	Overload Overload
+	// Requests counts each workspace's /v1 requests for its usage (nil: not counted).
+	Requests *RequestCounts
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For is believed: ClientAddress is
 	// the last address in the chain that is not one of them (none: the connection's peer).
 	TrustedProxies []netip.Prefix
@@ -224,6 +226,7 @@ func (s *Server) Authenticated(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		c.Set(KeyPrincipal, p)
+		s.cfg.Requests.note(p.Scope(), time.Now())
 		limit, ok := s.cfg.PlanLimits[p.User.Plan]
 		if !ok {
 			limit = s.cfg.PlanLimits["free"]
@@ -631,3 +634,6 @@ func RefuseWhile(draining func() bool, spare func(method, route string) bool) ec
 		}
 	}
 }
+
+// Requests is the server's count of each workspace's /v1 requests (nil when not counted).
+func (s *Server) Requests() *RequestCounts { return s.cfg.Requests }

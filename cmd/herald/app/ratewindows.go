@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/http/ratelimit"
+	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
 )
 
@@ -15,17 +16,19 @@ import (
 // last interval; a restart never refills a quota.
 type quotas struct {
 	limiter *ratelimit.Limiter
-	store   *persistence.Store
-	every   time.Duration
-	stop    chan struct{}
-	done    chan struct{}
+	// requests are the workspaces' /v1 requests for their usage, stored with each snapshot.
+	requests *server.RequestCounts
+	store    *persistence.Store
+	every    time.Duration
+	stop     chan struct{}
+	done     chan struct{}
 	// failed makes the next snapshot store every open window: the windows of a failed one were
 	// no longer marked as changed.
 	failed bool
 }
 
 func newQuotas(store *persistence.Store, every time.Duration) (*quotas, error) {
-	q := &quotas{limiter: ratelimit.New(nil), store: store, every: every, stop: make(chan struct{}), done: make(chan struct{})}
+	q := &quotas{limiter: ratelimit.New(nil), requests: server.NewRequestCounts(), store: store, every: every, stop: make(chan struct{}), done: make(chan struct{})}
 	var stored []persistence.RateWindow
 	if err := store.View(func(tx *persistence.Tx) error {
 		stored = tx.RateWindows()
@@ -81,6 +84,9 @@ func (q *quotas) close() error {
 }
 
 func (q *quotas) save(all bool) error {
+	if err := q.requests.Flush(context.Background(), q.store); err != nil {
+		return err
+	}
 	entries := q.limiter.Snapshot(all)
 	if len(entries) == 0 {
 		return nil
