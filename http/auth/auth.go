@@ -155,7 +155,7 @@ type Authenticator struct {
 	mu      sync.RWMutex
 	cache   map[[32]byte]cached
 	wsMu    sync.RWMutex
-	ws      map[string]cachedWorkspace // by user id | API id (workspace.go)
+	ws      map[string]cachedWorkspace                        // by user id | API id (workspace.go)
 	use     keyUse                                            // uses noted for last_used_at (keyuse.go)
 	streams holds.Registry[heldCred, context.CancelCauseFunc] // open streams by credential (hold.go)
 }
