@@ -259,7 +259,7 @@ func singular(bucket []byte) string {
 
 // bucketSince names the buckets a layout version added: a store last written by an earlier
 // layout has none of them until this code opens it for writing, which creates them.
-var bucketSince = map[string]uint64{string(bWorkspaces): 6, string(bWorkspacesUser): 6}
+var bucketSince = map[string]uint64{string(bWorkspaces): 6, string(bWorkspacesUser): 6, string(bUsage): 6}
 
 // scopedIndexes are the indexes keyed by a workspace's scope (workspaces.go).
 var scopedIndexes = [][]byte{bAccountsUser, bPostsUser, bPostsCount, bCampaignsUser, bMediaUser, bWebhooksUser}

@@ -201,6 +201,15 @@ func readFixture(t *testing.T, dir, store, session string) map[string]any {
 	br := h.NewBrowser()
 	br.SetSessionCookie(session)
 	out := fixtureAnswers(t, h, br)
+	requireAddedFields(t, out)
+	// Everything the store held is in the main workspace, the only one.
+	r := h.Do("GET", "/v1/workspaces", nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.Len(t, r.JSON(t)["data"], 1)
+	require.Equal(t, "main", r.JSON(t)["data"].([]any)[0].(map[string]any)["id"])
+	inMain := fixtureAnswers(t, h.WithHeader("Herald-Workspace", "main"), br)
+	requireAddedFields(t, inMain)
+	require.Equal(t, out, inMain, "every object is in the main workspace")
 	// Each account's sealed credentials open with the directory's secret key; only their hash is
 	// kept (Herald's secrets are never written in the clear, a fixture's included).
 	for _, a := range h.Accounts {
@@ -283,6 +292,44 @@ func openFixture(t *testing.T) (fixtureExpected, string) {
 	require.NoError(t, copyTree(filepath.Join(fixtureDir, "data"), dir))
 	require.NoError(t, gunzipFile(filepath.Join(dir, persistence.FileName)))
 	return exp, dir
+}
+
+// addedFields are the fields answers gained after the fixture was written, with the value each
+// has for what a previous build stored: requireAddedFields checks and removes them, so that the
+// rest is compared with what that build answered.
+var addedFields = map[string]map[string]any{
+	"GET /v1/me": {"workspace_id": "main", "api_key.scopes": nil, "api_key.workspace_id": nil},
+}
+
+// addedKeyFields are the fields every key of the dashboard's key list gained (scopes and a bound
+// workspace: a previous build's keys have none).
+var addedKeyFields = map[string]any{"scopes": nil, "workspace_id": nil}
+
+func requireAddedFields(t *testing.T, got map[string]any) {
+	t.Helper()
+	for req, fields := range addedFields {
+		m, ok := got[req].(map[string]any)
+		require.True(t, ok, "%s is answered", req)
+		for path, want := range fields {
+			obj, key := m, path
+			if parent, child, nested := strings.Cut(path, "."); nested {
+				obj, _ = m[parent].(map[string]any)
+				key = child
+			}
+			require.Contains(t, obj, key, "%s answers %s", req, path)
+			require.Equal(t, want, obj[key], "%s: %s", req, path)
+			delete(obj, key)
+		}
+	}
+	if keys, ok := got["api GET /api/keys"].(map[string]any); ok {
+		for _, k := range keys["data"].([]any) {
+			km := k.(map[string]any)
+			for f, want := range addedKeyFields {
+				require.Equal(t, want, km[f], "a stored key's %s", f)
+				delete(km, f)
+			}
+		}
+	}
 }
 
 // requireFixtureAnswers requires got to hold every answer of exp, each the same, and no other.

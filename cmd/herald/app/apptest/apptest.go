@@ -88,9 +88,23 @@ type Herald struct {
 	User     *persistence.User
 	Accounts []*persistence.Account
 	Client   *http.Client
+	// Header is sent with every request of Do and DoKey (WithHeader).
+	Header   http.Header
 	router   routers.Router
 	Doc      *openapi3.T
 	signedIn *signedIn
+}
+
+// WithHeader is the same Herald sending the header name: value with every request (a workspace
+// with Herald-Workspace, for example).
+func (h *Herald) WithHeader(name, value string) *Herald {
+	c := *h
+	c.Header = h.Header.Clone()
+	if c.Header == nil {
+		c.Header = http.Header{}
+	}
+	c.Header.Set(name, value)
+	return &c
 }
 
 // In is the same Herald seen from another test (a subtest): its helpers fail that test. It shares

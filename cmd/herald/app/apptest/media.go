@@ -111,6 +111,9 @@ func SHA256(b []byte) string {
 // send sends req with the extra headers hdr through the client and reads the whole answer.
 func (h *Herald) send(req *http.Request, hdr http.Header) *Response {
 	h.T.Helper()
+	for k, v := range h.Header {
+		req.Header[k] = v
+	}
 	for k, v := range hdr {
 		req.Header[k] = v
 	}
