@@ -44,11 +44,11 @@ type LiveAccount struct {
 // be connected again. The last is the account actor's own rule (account.Get's Reconnect, the
 // reason a read answers *account.ReconnectError with, as in accounts_needing_reconnect): it is
 // asked, but no network is called, and nothing is cached.
-func (s *Service) Accounts(ctx context.Context, userID string, f Feature) ([]LiveAccount, error) {
+func (s *Service) Accounts(ctx context.Context, scope string, f Feature) ([]LiveAccount, error) {
 	var list []*persistence.Account
 	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
 		var err error
-		list, err = tx.AccountsIn(userID)
+		list, err = tx.AccountsIn(scope)
 		return err
 	}); err != nil {
 		return nil, err

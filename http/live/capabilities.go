@@ -68,8 +68,8 @@ func LimitsOf(p platforms.Platform, adapter platforms.Adapter) Limits {
 
 // Capabilities answers what the user's account allows; fresh reads the choices again unless
 // they are younger than the floor.
-func (s *Service) Capabilities(ctx context.Context, userID, accountID string, fresh bool) (*Capabilities, error) {
-	a, err := s.ownedAccount(userID, accountID)
+func (s *Service) Capabilities(ctx context.Context, scope, accountID string, fresh bool) (*Capabilities, error) {
+	a, err := s.ownedAccount(scope, accountID)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func (s *Service) Capabilities(ctx context.Context, userID, accountID string, fr
 	if _, ok := s.cfg.Adapters[p].(platforms.ChoiceReader); !ok {
 		return out, nil
 	}
-	e, err := s.choices(ctx, userID, a, fresh)
+	e, err := s.choices(ctx, scope, a, fresh)
 	if err != nil {
 		return nil, err
 	}
@@ -99,11 +99,11 @@ func (s *Service) Capabilities(ctx context.Context, userID, accountID string, fr
 // Choices are an account's live choices for the check of a post: nil (and no error) when its
 // network's options do not depend on the account, or when they could not be read now (the
 // check then leaves the network to judge them when the post goes out, and says so).
-func (s *Service) Choices(ctx context.Context, userID, accountID string, p platforms.Platform) *platforms.Choices {
+func (s *Service) Choices(ctx context.Context, scope, accountID string, p platforms.Platform) *platforms.Choices {
 	if _, ok := s.cfg.Adapters[p].(platforms.ChoiceReader); !ok {
 		return nil
 	}
-	e, err := s.choices(ctx, userID, &persistence.Account{ID: accountID, Platform: string(p)}, false)
+	e, err := s.choices(ctx, scope, &persistence.Account{ID: accountID, Platform: string(p)}, false)
 	if err != nil {
 		s.cfg.Log.Debug("live: choices unread for a check", "platform", p, "error", err)
 		return nil
@@ -111,13 +111,13 @@ func (s *Service) Choices(ctx context.Context, userID, accountID string, p platf
 	return &e.Value
 }
 
-func (s *Service) choices(ctx context.Context, userID string, a *persistence.Account, fresh bool) (cache.Entry[platforms.Choices], error) {
-	key := cache.Key(userID, "choices;a="+a.ID)
+func (s *Service) choices(ctx context.Context, scope string, a *persistence.Account, fresh bool) (cache.Entry[platforms.Choices], error) {
+	key := cache.Key(scope, "choices;a="+a.ID)
 	return s.choiceCache.Get(ctx, key, fresh, func(ctx context.Context) (platforms.Choices, error) {
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.Deadline)
 		defer cancel()
 		reply, err := actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(a.ID), &account.Read{
-			Op: account.OpChoices, Scope: userID, Deadline: deadlineOf(ctx),
+			Op: account.OpChoices, Scope: scope, Deadline: deadlineOf(ctx),
 		})
 		if err != nil {
 			_, out := s.accountError(platforms.Platform(a.Platform), doReadChoices, err)
@@ -128,7 +128,7 @@ func (s *Service) choices(ctx context.Context, userID string, a *persistence.Acc
 }
 
 // ownedAccount reads an account of the user: 404 when there is none or it is another user's.
-func (s *Service) ownedAccount(userID, id string) (*persistence.Account, error) {
+func (s *Service) ownedAccount(scope, id string) (*persistence.Account, error) {
 	var a *persistence.Account
 	err := s.cfg.Store.View(func(tx *persistence.Tx) error {
 		var err error
@@ -136,7 +136,7 @@ func (s *Service) ownedAccount(userID, id string) (*persistence.Account, error) 
 		return err
 	})
 	switch {
-	case errors.Is(err, persistence.ErrNotFound) || (err == nil && a.Scope() != userID):
+	case errors.Is(err, persistence.ErrNotFound) || (err == nil && a.Scope() != scope):
 		return nil, apierr.NotFound("connected account")
 	case err != nil:
 		return nil, err
@@ -146,6 +146,6 @@ func (s *Service) ownedAccount(userID, id string) (*persistence.Account, error) 
 
 // ForgetChoices drops an account's cached choices (its credentials changed, or it was
 // disconnected).
-func (s *Service) ForgetChoices(userID, accountID string) {
-	s.choiceCache.Forget(cache.Key(userID, "choices;a="+accountID))
+func (s *Service) ForgetChoices(scope, accountID string) {
+	s.choiceCache.Forget(cache.Key(scope, "choices;a="+accountID))
 }

@@ -87,8 +87,8 @@ type DMQuery struct {
 	cur       *dmCursor
 }
 
-func (q DMQuery) key(userID string, gen uint64) string {
-	return cache.Key(userID, "dms;"+strconv.FormatUint(gen, 36)+";a="+q.AccountID+";p="+q.Platform+";n="+strconv.Itoa(q.Limit)+";b="+q.Before)
+func (q DMQuery) key(scope string, gen uint64) string {
+	return cache.Key(scope, "dms;"+strconv.FormatUint(gen, 36)+";a="+q.AccountID+";p="+q.Platform+";n="+strconv.Itoa(q.Limit)+";b="+q.Before)
 }
 
 // dmCursor is the position after the last conversation of a page: newest message first, then
@@ -120,13 +120,13 @@ func (c *dmCursor) after(d DMConversation) bool {
 
 // ParseDMCursor checks the before cursor of q against the user and the query. A DM cursor is
 // signed like the comments inbox's (and cannot stand for one).
-func (s *Service) ParseDMCursor(userID string, q *DMQuery) error {
+func (s *Service) ParseDMCursor(scope string, q *DMQuery) error {
 	if q.Before == "" {
 		return nil
 	}
 	bad := apierr.Validation("before: invalid cursor; use next_before of the previous page as it was returned")
 	var c dmCursor
-	if !s.openCursor(userID, q.Before, &c) || c.Kind != dmCursorKind {
+	if !s.openCursor(scope, q.Before, &c) || c.Kind != dmCursorKind {
 		return bad
 	}
 	if c.AccountID != q.AccountID || c.Platform != q.Platform {
@@ -136,25 +136,25 @@ func (s *Service) ParseDMCursor(userID string, q *DMQuery) error {
 	return nil
 }
 
-func (s *Service) signDMCursor(userID string, c dmCursor) string {
+func (s *Service) signDMCursor(scope string, c dmCursor) string {
 	c.Kind = dmCursorKind
-	return s.signCursor(userID, c)
+	return s.signCursor(scope, c)
 }
 
 // DMs answers GET /v1/inbox/dms (q validated, its cursor parsed): the cached body when the cache's
 // rules allow (as the comments inbox: the 90-second floor, fresh=true), else one listing call per
 // account, in parallel, within the request's live budget.
-func (s *Service) DMs(ctx context.Context, userID string, q DMQuery) ([]byte, error) {
-	e, err := s.inboxes.Get(ctx, q.key(userID, s.generation(userID)), q.Fresh, func(ctx context.Context) ([]byte, error) {
-		return s.fillDMs(ctx, userID, q)
+func (s *Service) DMs(ctx context.Context, scope string, q DMQuery) ([]byte, error) {
+	e, err := s.inboxes.Get(ctx, q.key(scope, s.generation(scope)), q.Fresh, func(ctx context.Context) ([]byte, error) {
+		return s.fillDMs(ctx, scope, q)
 	})
 	return e.Value, err
 }
 
-func (s *Service) fillDMs(ctx context.Context, userID string, q DMQuery) ([]byte, error) {
+func (s *Service) fillDMs(ctx context.Context, scope string, q DMQuery) ([]byte, error) {
 	var accts []*persistence.Account
 	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
-		all, err := tx.AccountsIn(userID)
+		all, err := tx.AccountsIn(scope)
 		for _, a := range all {
 			if slices.Contains(MessagePlatforms, platforms.Platform(a.Platform)) &&
 				(q.AccountID == "" || a.ID == q.AccountID) && (q.Platform == "" || a.Platform == q.Platform) {
@@ -177,7 +177,7 @@ func (s *Service) fillDMs(ctx context.Context, userID string, q DMQuery) ([]byte
 		}
 		wg.Go(func() {
 			reply, err := actors.Ask[*account.ReadReply](fctx, s.cfg.Accounts.To(a.ID), &account.Read{
-				Op: account.OpConversations, Scope: userID, Deadline: deadline,
+				Op: account.OpConversations, Scope: scope, Deadline: deadline,
 			})
 			outcomes[i] = classify(reply, err)
 		})
@@ -217,7 +217,7 @@ func (s *Service) fillDMs(ctx context.Context, userID string, q DMQuery) ([]byte
 	page.Conversations = append(page.Conversations, rest[:min(q.Limit, len(rest))]...)
 	if len(rest) > q.Limit {
 		last := page.Conversations[len(page.Conversations)-1]
-		c := s.signDMCursor(userID, dmCursor{AccountID: q.AccountID, Platform: q.Platform, At: last.LastMessage.CreatedAt.UnixNano(), Account: last.AccountID, ID: last.ID})
+		c := s.signDMCursor(scope, dmCursor{AccountID: q.AccountID, Platform: q.Platform, At: last.LastMessage.CreatedAt.UnixNano(), Account: last.AccountID, ID: last.ID})
 		page.HasMore, page.NextBefore = true, c
 	}
 	networks := []string{q.Platform}
@@ -229,7 +229,7 @@ func (s *Service) fillDMs(ctx context.Context, userID string, q DMQuery) ([]byte
 	}
 	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
 		var err error
-		page.AccountsNeedingReconnect, err = reconnectList(tx, userID, networks, q.AccountID, reconnectIDs, s.cfg.Now())
+		page.AccountsNeedingReconnect, err = reconnectList(tx, scope, networks, q.AccountID, reconnectIDs, s.cfg.Now())
 		return err
 	}); err != nil {
 		return nil, err
@@ -267,8 +267,8 @@ type DMThreadQuery struct {
 // DMThread answers GET /v1/inbox/dms/:conversationId: the conversation is read through the
 // account (the same read that verifies a DM reply), so a conversation the account is not in is a
 // 400, as for a reply. Cached like the listing.
-func (s *Service) DMThread(ctx context.Context, userID string, q DMThreadQuery) ([]byte, error) {
-	name, ok, err := s.cfg.Store.AccountPlatform(userID, q.AccountID)
+func (s *Service) DMThread(ctx context.Context, scope string, q DMThreadQuery) ([]byte, error) {
+	name, ok, err := s.cfg.Store.AccountPlatform(scope, q.AccountID)
 	if err != nil {
 		return nil, err
 	}
@@ -279,14 +279,14 @@ func (s *Service) DMThread(ctx context.Context, userID string, q DMThreadQuery) 
 	if !slices.Contains(MessagePlatforms, platform) {
 		return nil, apierr.Validation("account_id: direct messages are live only on %s, not on %s", platformList(MessagePlatforms), platform)
 	}
-	key := cache.Key(userID, "dm;"+strconv.FormatUint(s.generation(userID), 36)+";a="+q.AccountID+";c="+q.ConversationID+";peer="+q.PeerID)
+	key := cache.Key(scope, "dm;"+strconv.FormatUint(s.generation(scope), 36)+";a="+q.AccountID+";c="+q.ConversationID+";peer="+q.PeerID)
 	e, err := s.inboxes.Get(ctx, key, q.Fresh, func(ctx context.Context) ([]byte, error) {
-		return s.fillDMThread(ctx, userID, platform, q)
+		return s.fillDMThread(ctx, scope, platform, q)
 	})
 	return e.Value, err
 }
 
-func (s *Service) fillDMThread(ctx context.Context, userID string, platform platforms.Platform, q DMThreadQuery) ([]byte, error) {
+func (s *Service) fillDMThread(ctx context.Context, scope string, platform platforms.Platform, q DMThreadQuery) ([]byte, error) {
 	var a *persistence.Account
 	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
 		var err error
@@ -298,7 +298,7 @@ func (s *Service) fillDMThread(ctx context.Context, userID string, platform plat
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteWait)
 	defer cancel()
 	reply, err := actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(q.AccountID), &account.Read{
-		Op: account.OpConversation, Scope: userID, ConversationID: q.ConversationID, Deadline: deadlineOf(ctx),
+		Op: account.OpConversation, Scope: scope, ConversationID: q.ConversationID, Deadline: deadlineOf(ctx),
 	})
 	if errors.Is(err, platforms.ErrNotFound) {
 		return nil, apierr.Validation("conversationId: conversation %s does not belong to account %s", truncate(q.ConversationID, 128), q.AccountID)

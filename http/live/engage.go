@@ -34,13 +34,13 @@ type Engaged struct {
 }
 
 // LikeComment likes (or, with Undo, unlikes) a comment of one of the user's publications.
-func (s *Service) LikeComment(ctx context.Context, userID string, a CommentAction) (Engaged, error) {
-	return s.engage(ctx, userID, a, account.OpLike, LikePlatforms, "comment_like", doLike)
+func (s *Service) LikeComment(ctx context.Context, scope string, a CommentAction) (Engaged, error) {
+	return s.engage(ctx, scope, a, account.OpLike, LikePlatforms, "comment_like", doLike)
 }
 
 // HideComment hides (or, with Undo, shows again) a comment of one of the user's publications.
-func (s *Service) HideComment(ctx context.Context, userID string, a CommentAction) (Engaged, error) {
-	return s.engage(ctx, userID, a, account.OpHide, HidePlatforms, "comment_hide", doHide)
+func (s *Service) HideComment(ctx context.Context, scope string, a CommentAction) (Engaged, error) {
+	return s.engage(ctx, scope, a, account.OpHide, HidePlatforms, "comment_hide", doHide)
 }
 
 // engage runs a like or a hide on the publications publication_id names that are on a network
@@ -48,10 +48,10 @@ func (s *Service) HideComment(ctx context.Context, userID string, a CommentActio
 // root or video must be the publication): a comment of another publication, or none, is refused
 // (400) and nothing is sent. It reads the comment itself rather than the publication's thread so
 // that a hidden comment, which networks leave out of threads, can be shown again.
-func (s *Service) engage(ctx context.Context, userID string, a CommentAction, op account.ReadOp, allowed []platforms.Platform, kind, doing string) (Engaged, error) {
+func (s *Service) engage(ctx context.Context, scope string, a CommentAction, op account.ReadOp, allowed []platforms.Platform, kind, doing string) (Engaged, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteWait)
 	defer cancel()
-	targets, err := s.commentTargets(userID, a.PublicationID)
+	targets, err := s.commentTargets(scope, a.PublicationID)
 	if err != nil {
 		return Engaged{}, err
 	}
@@ -72,12 +72,12 @@ func (s *Service) engage(ctx context.Context, userID string, a CommentAction, op
 	for _, t := range usable {
 		platform := platforms.Platform(t.t.Platform)
 		_, err := actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(t.t.AccountID), &account.Read{
-			Op: op, Scope: userID, PublicationID: t.t.PublicationID, CommentID: a.CommentID, Undo: a.Undo, Deadline: deadlineOf(ctx),
+			Op: op, Scope: scope, PublicationID: t.t.PublicationID, CommentID: a.CommentID, Undo: a.Undo, Deadline: deadlineOf(ctx),
 		})
 		switch {
 		case err == nil:
 			s.metrics.writes.WithLabelValues(kind, "sent").Inc()
-			s.bumpGeneration(userID)
+			s.bumpGeneration(scope)
 			return Engaged{Platform: string(platform), On: !a.Undo}, nil
 		case errors.Is(err, platforms.ErrNotLiked):
 			s.metrics.writes.WithLabelValues(kind, "refused").Inc()

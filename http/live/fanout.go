@@ -40,10 +40,10 @@ type outcome struct {
 // outcomes are aligned with pubs. Metrics are read in batches where the network has a batch
 // read (one call for up to account.MetricsPerCall publications). Once an account answers that it
 // needs reconnecting or that its budget is spent, its other publications are not asked for.
-func (s *Service) fanOut(ctx context.Context, kind, userID string, op account.ReadOp, pubs []persistence.Publication, calls int) []outcome {
+func (s *Service) fanOut(ctx context.Context, kind, scope string, op account.ReadOp, pubs []persistence.Publication, calls int) []outcome {
 	start := time.Now()
 	out := make([]outcome, len(pubs))
-	f := &fan{s: s, ctx: ctx, userID: userID, op: op, pubs: pubs, out: out}
+	f := &fan{s: s, ctx: ctx, scope: scope, op: op, pubs: pubs, out: out}
 	f.deadline, _ = ctx.Deadline()
 	f.left.Store(int64(calls))
 	byAccount := map[string][]int{}
@@ -94,7 +94,7 @@ type fan struct {
 	s        *Service
 	ctx      context.Context
 	deadline time.Time
-	userID   string
+	scope   string
 	op       account.ReadOp
 	pubs     []persistence.Publication
 	out      []outcome
@@ -149,7 +149,7 @@ func (f *fan) run(a *fanAccount, task []int) {
 			ids[k] = f.pubs[i].NetworkID
 		}
 		reply, err := actors.Ask[*account.ReadReply](f.ctx, f.s.cfg.Accounts.To(a.id), &account.Read{
-			Op: f.op, Scope: f.userID, PublicationIDs: ids, Deadline: f.deadline,
+			Op: f.op, Scope: f.scope, PublicationIDs: ids, Deadline: f.deadline,
 		})
 		if errors.Is(err, account.ErrReadUnsupported) {
 			// No batch read on this network after all: the call was not made.
@@ -186,7 +186,7 @@ func (f *fan) run(a *fanAccount, task []int) {
 			continue
 		}
 		reply, err := actors.Ask[*account.ReadReply](f.ctx, f.s.cfg.Accounts.To(a.id), &account.Read{
-			Op: f.op, Scope: f.userID, PublicationID: f.pubs[i].NetworkID, Deadline: f.deadline,
+			Op: f.op, Scope: f.scope, PublicationID: f.pubs[i].NetworkID, Deadline: f.deadline,
 		})
 		o := classify(reply, err)
 		f.out[i] = o

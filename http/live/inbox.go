@@ -97,8 +97,8 @@ type InboxQuery struct {
 	cur *cursor
 }
 
-func (q InboxQuery) key(userID string, gen uint64) string {
-	return cache.Key(userID, "inbox;"+strconv.FormatUint(gen, 36)+";"+q.Window.key()+";a="+q.AccountID+";p="+q.Platform+
+func (q InboxQuery) key(scope string, gen uint64) string {
+	return cache.Key(scope, "inbox;"+strconv.FormatUint(gen, 36)+";"+q.Window.key()+";a="+q.AccountID+";p="+q.Platform+
 		";n="+strconv.Itoa(q.Limit)+";b="+q.Before)
 }
 
@@ -121,20 +121,20 @@ const cursorKeyInfo = "herald inbox cursor v1"
 
 // A cursor is base64url (no padding) of its JSON followed by HMAC-SHA256(key, user id | JSON):
 // a cursor changed in any way, or another user's, is refused.
-func (s *Service) signCursor(userID string, c any) string {
+func (s *Service) signCursor(scope string, c any) string {
 	payload, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(append(payload, s.cursorMAC(userID, payload)...))
+	return base64.RawURLEncoding.EncodeToString(append(payload, s.cursorMAC(scope, payload)...))
 }
 
 // openCursor checks a cursor's signature (signCursor) and decodes its JSON into v, refusing
 // unknown fields; false when either fails.
-func (s *Service) openCursor(userID, before string, v any) bool {
+func (s *Service) openCursor(scope, before string, v any) bool {
 	raw, err := base64.RawURLEncoding.DecodeString(before)
 	if err != nil || len(raw) <= sha256.Size {
 		return false
 	}
 	payload, mac := raw[:len(raw)-sha256.Size], raw[len(raw)-sha256.Size:]
-	if !hmac.Equal(mac, s.cursorMAC(userID, payload)) {
+	if !hmac.Equal(mac, s.cursorMAC(scope, payload)) {
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(payload))
@@ -142,9 +142,9 @@ func (s *Service) openCursor(userID, before string, v any) bool {
 	return dec.Decode(v) == nil
 }
 
-func (s *Service) cursorMAC(userID string, payload []byte) []byte {
+func (s *Service) cursorMAC(scope string, payload []byte) []byte {
 	m := hmac.New(sha256.New, s.cursorKey)
-	m.Write([]byte(userID))
+	m.Write([]byte(scope))
 	m.Write([]byte{0})
 	m.Write(payload)
 	return m.Sum(nil)
@@ -152,13 +152,13 @@ func (s *Service) cursorMAC(userID string, payload []byte) []byte {
 
 // ParseCursor checks the before cursor of q against the user and the query, and fixes q's window
 // to the cursor's.
-func (s *Service) ParseCursor(userID string, q *InboxQuery) error {
+func (s *Service) ParseCursor(scope string, q *InboxQuery) error {
 	if q.Before == "" {
 		return nil
 	}
 	bad := apierr.Validation("before: invalid cursor; use next_before of the previous page as it was returned")
 	var c cursor
-	if !s.openCursor(userID, q.Before, &c) {
+	if !s.openCursor(scope, q.Before, &c) {
 		return bad
 	}
 	if c.Range != q.Window.Range || c.AccountID != q.AccountID || c.Platform != q.Platform {
@@ -190,14 +190,14 @@ func (c *cursor) after(p persistence.Publication) bool {
 // Inbox answers an inbox request (q validated, its cursor parsed): the cached body when the
 // cache's rules allow, else a fan-out over the page's publications. The body is the JSON of
 // InboxPage.
-func (s *Service) Inbox(ctx context.Context, userID string, q InboxQuery) ([]byte, error) {
-	e, err := s.inboxes.Get(ctx, q.key(userID, s.generation(userID)), q.Fresh, func(ctx context.Context) ([]byte, error) {
-		return s.fillInbox(ctx, userID, q)
+func (s *Service) Inbox(ctx context.Context, scope string, q InboxQuery) ([]byte, error) {
+	e, err := s.inboxes.Get(ctx, q.key(scope, s.generation(scope)), q.Fresh, func(ctx context.Context) ([]byte, error) {
+		return s.fillInbox(ctx, scope, q)
 	})
 	return e.Value, err
 }
 
-func (s *Service) fillInbox(ctx context.Context, userID string, q InboxQuery) ([]byte, error) {
+func (s *Service) fillInbox(ctx context.Context, scope string, q InboxQuery) ([]byte, error) {
 	w := q.Window
 	if q.cur == nil && w.Range != "custom" {
 		w, _ = ParseWindow(w.Range, "", "", s.cfg.Now())
@@ -212,7 +212,7 @@ func (s *Service) fillInbox(ctx context.Context, userID string, q InboxQuery) ([
 	var all []persistence.Publication
 	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
 		var err error
-		all, err = tx.Publications(persistence.PublicationFilter{Scope: userID, Platforms: names, AccountID: q.AccountID, Since: w.Since, Until: w.Until})
+		all, err = tx.Publications(persistence.PublicationFilter{Scope: scope, Platforms: names, AccountID: q.AccountID, Since: w.Since, Until: w.Until})
 		return err
 	}); err != nil {
 		return nil, err
@@ -228,7 +228,7 @@ func (s *Service) fillInbox(ctx context.Context, userID string, q InboxQuery) ([
 	}
 	pubs := rest[:min(q.Limit, len(rest))]
 	fctx, cancel := context.WithTimeout(ctx, s.cfg.Deadline)
-	outcomes := s.fanOut(fctx, "inbox", userID, account.OpComments, pubs, s.cfg.Calls)
+	outcomes := s.fanOut(fctx, "inbox", scope, account.OpComments, pubs, s.cfg.Calls)
 	cancel()
 
 	next := cursor{Range: w.Range, Since: w.Since.UnixNano(), Until: w.Until.UnixNano(), AccountID: q.AccountID, Platform: q.Platform}
@@ -271,12 +271,12 @@ func (s *Service) fillInbox(ctx context.Context, userID string, q InboxQuery) ([
 	}
 	if passed < len(rest) {
 		page.HasMore = true
-		c := s.signCursor(userID, next)
+		c := s.signCursor(scope, next)
 		page.NextBefore = c
 	}
 	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
 		var err error
-		page.AccountsNeedingReconnect, err = reconnectList(tx, userID, names, q.AccountID, reconnectIDs, s.cfg.Now())
+		page.AccountsNeedingReconnect, err = reconnectList(tx, scope, names, q.AccountID, reconnectIDs, s.cfg.Now())
 		return err
 	}); err != nil {
 		return nil, err

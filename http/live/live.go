@@ -25,6 +25,10 @@
 // Replies, likes, hides and direct messages are never cached and never coalesced; each one
 // invalidates the user's cached inbox pages (comments and DMs). The DM listing and one
 // conversation are cached like the comments inbox (dms.go).
+//
+// Every read acts in one workspace: the scope its functions take is the workspace's index key
+// (persistence.Scope), so that a workspace reads only its own accounts and publications, and its
+// cached answers are its own ("per user" above is per workspace).
 package live
 
 import (
@@ -75,7 +79,7 @@ var AttachmentPlatforms = []platforms.Platform{platforms.X, platforms.Bluesky}
 var MessageMediaPlatforms = []platforms.Platform{platforms.X}
 
 // MediaResolver turns a user's media ids into what adapters upload.
-type MediaResolver func(ctx context.Context, userID string, ids []string) ([]platforms.Media, error)
+type MediaResolver func(ctx context.Context, scope string, ids []string) ([]platforms.Media, error)
 
 // Config configures the service.
 type Config struct {
@@ -183,16 +187,16 @@ func (s *Service) Close() {
 // Config returns the service's configuration with its defaults.
 func (s *Service) Config() Config { return s.cfg }
 
-func (s *Service) generation(userID string) uint64 {
-	v, ok := s.generations.Load(userID)
+func (s *Service) generation(scope string) uint64 {
+	v, ok := s.generations.Load(scope)
 	if !ok {
 		return 0
 	}
 	return v.(*atomic.Uint64).Load()
 }
 
-func (s *Service) bumpGeneration(userID string) {
-	v, _ := s.generations.LoadOrStore(userID, new(atomic.Uint64))
+func (s *Service) bumpGeneration(scope string) {
+	v, _ := s.generations.LoadOrStore(scope, new(atomic.Uint64))
 	v.(*atomic.Uint64).Add(1)
 }
 

@@ -101,20 +101,20 @@ type OverviewQuery struct {
 	Fresh     bool
 }
 
-func (q OverviewQuery) key(userID string) string {
-	return cache.Key(userID, "overview;"+q.Window.key()+";a="+q.AccountID)
+func (q OverviewQuery) key(scope string) string {
+	return cache.Key(scope, "overview;"+q.Window.key()+";a="+q.AccountID)
 }
 
 // Overview answers an overview request: the cached body when the cache's rules allow, else a
 // fan-out. The body is the JSON of Overview.
-func (s *Service) Overview(ctx context.Context, userID string, q OverviewQuery) ([]byte, error) {
-	e, err := s.overviews.Get(ctx, q.key(userID), q.Fresh, func(ctx context.Context) ([]byte, error) {
-		return s.fillOverview(ctx, userID, q)
+func (s *Service) Overview(ctx context.Context, scope string, q OverviewQuery) ([]byte, error) {
+	e, err := s.overviews.Get(ctx, q.key(scope), q.Fresh, func(ctx context.Context) ([]byte, error) {
+		return s.fillOverview(ctx, scope, q)
 	})
 	return e.Value, err
 }
 
-func (s *Service) fillOverview(ctx context.Context, userID string, q OverviewQuery) ([]byte, error) {
+func (s *Service) fillOverview(ctx context.Context, scope string, q OverviewQuery) ([]byte, error) {
 	now := s.cfg.Now().UTC()
 	w := q.Window
 	if w.Range != "custom" {
@@ -128,7 +128,7 @@ func (s *Service) fillOverview(ctx context.Context, userID string, q OverviewQue
 	var pubs []persistence.Publication
 	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
 		var err error
-		pubs, err = tx.Publications(persistence.PublicationFilter{Scope: userID, Platforms: names, AccountID: q.AccountID, Since: w.Since, Until: w.Until})
+		pubs, err = tx.Publications(persistence.PublicationFilter{Scope: scope, Platforms: names, AccountID: q.AccountID, Since: w.Since, Until: w.Until})
 		return err
 	}); err != nil {
 		return nil, err
@@ -139,7 +139,7 @@ func (s *Service) fillOverview(ctx context.Context, userID string, q OverviewQue
 		pubs = pubs[:s.cfg.SampleLimit]
 	}
 	fctx, cancel := context.WithTimeout(ctx, s.cfg.Deadline)
-	outcomes := s.fanOut(fctx, "analytics", userID, account.OpMetrics, pubs, s.cfg.Calls)
+	outcomes := s.fanOut(fctx, "analytics", scope, account.OpMetrics, pubs, s.cfg.Calls)
 	cancel()
 
 	days := map[string]*Day{}
@@ -212,7 +212,7 @@ func (s *Service) fillOverview(ctx context.Context, userID string, q OverviewQue
 			}
 		}
 		var err error
-		reconnects, err = reconnectList(tx, userID, names, q.AccountID, reconnectIDs, now)
+		reconnects, err = reconnectList(tx, scope, names, q.AccountID, reconnectIDs, now)
 		return err
 	}); err != nil {
 		return nil, err
@@ -236,8 +236,8 @@ func (s *Service) fillOverview(ctx context.Context, userID string, q OverviewQue
 // one of the networks, the one account when accountID is set) whose token_status is expired by
 // the rule of GET /v1/accounts (account.TokenStatus: a refresh refused for good, or the horizon
 // past), and the accounts the fan-out found refused (ids), in id order.
-func reconnectList(tx *persistence.Tx, userID string, networks []string, accountID string, ids map[string]bool, now time.Time) ([]Reconnect, error) {
-	accounts, err := tx.AccountsIn(userID)
+func reconnectList(tx *persistence.Tx, scope string, networks []string, accountID string, ids map[string]bool, now time.Time) ([]Reconnect, error) {
+	accounts, err := tx.AccountsIn(scope)
 	if err != nil {
 		return nil, err
 	}

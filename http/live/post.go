@@ -57,21 +57,21 @@ type PostQuery struct {
 }
 
 // key is per post and version: a post that publishes more targets is another entry.
-func (q PostQuery) key(userID string) string {
-	return cache.Key(userID, "post;"+q.Post.ID+";v="+strconv.FormatUint(q.Post.Version, 36))
+func (q PostQuery) key(scope string) string {
+	return cache.Key(scope, "post;"+q.Post.ID+";v="+strconv.FormatUint(q.Post.Version, 36))
 }
 
 // PostAnalytics answers a per-post request with the overview's rules: the cached body when the
 // cache's rules allow (the analytics cache: 90-second floor, fresh, singleflight), else a
 // fan-out over the post's publications on live networks, within the live request budget. A
 // post with no publication is answered at once, without the cache (there is nothing to read).
-func (s *Service) PostAnalytics(ctx context.Context, userID string, q PostQuery) ([]byte, error) {
+func (s *Service) PostAnalytics(ctx context.Context, scope string, q PostQuery) ([]byte, error) {
 	if len(postPublications(q.Post)) == 0 {
 		return json.Marshal(&PostAnalytics{PostID: q.Post.ID, FetchedAt: s.cfg.Now().UTC(), Publications: []PostPublication{},
 			AccountsNeedingReconnect: []Reconnect{}})
 	}
-	e, err := s.overviews.Get(ctx, q.key(userID), q.Fresh, func(ctx context.Context) ([]byte, error) {
-		return s.fillPost(ctx, userID, q.Post)
+	e, err := s.overviews.Get(ctx, q.key(scope), q.Fresh, func(ctx context.Context) ([]byte, error) {
+		return s.fillPost(ctx, scope, q.Post)
 	})
 	return e.Value, err
 }
@@ -97,7 +97,7 @@ func postPublications(p *persistence.Post) []persistence.Publication {
 	return out
 }
 
-func (s *Service) fillPost(ctx context.Context, userID string, p *persistence.Post) ([]byte, error) {
+func (s *Service) fillPost(ctx context.Context, scope string, p *persistence.Post) ([]byte, error) {
 	all := postPublications(p)
 	var wanted []persistence.Publication
 	for _, pub := range all {
@@ -106,7 +106,7 @@ func (s *Service) fillPost(ctx context.Context, userID string, p *persistence.Po
 		}
 	}
 	fctx, cancel := context.WithTimeout(ctx, s.cfg.Deadline)
-	outcomes := s.fanOut(fctx, "analytics", userID, account.OpMetrics, wanted, s.cfg.Calls)
+	outcomes := s.fanOut(fctx, "analytics", scope, account.OpMetrics, wanted, s.cfg.Calls)
 	cancel()
 
 	pa := &PostAnalytics{PostID: p.ID, Publications: make([]PostPublication, 0, len(all))}
@@ -150,7 +150,7 @@ func (s *Service) fillPost(ctx context.Context, userID string, p *persistence.Po
 		// The accounts whose reads answered that they must be connected again (the rule of
 		// reconnectReason, which reads the durable mark first).
 		var err error
-		pa.AccountsNeedingReconnect, err = reconnectList(tx, userID, nil, "", reconnectIDs, s.cfg.Now())
+		pa.AccountsNeedingReconnect, err = reconnectList(tx, scope, nil, "", reconnectIDs, s.cfg.Now())
 		return err
 	})
 	if err != nil {

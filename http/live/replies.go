@@ -47,10 +47,10 @@ type Sent struct {
 // in the publication's live threads first, on each network the post was published to that has
 // a comments inbox: a comment that is not there is refused (400) and nothing is posted. Media
 // only where the network takes an attachment on a reply.
-func (s *Service) ReplyToComment(ctx context.Context, userID string, r CommentReply) (Sent, error) {
+func (s *Service) ReplyToComment(ctx context.Context, scope string, r CommentReply) (Sent, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteWait)
 	defer cancel()
-	targets, err := s.commentTargets(userID, r.PublicationID)
+	targets, err := s.commentTargets(scope, r.PublicationID)
 	if err != nil {
 		return Sent{}, err
 	}
@@ -63,13 +63,13 @@ func (s *Service) ReplyToComment(ctx context.Context, userID string, r CommentRe
 			return Sent{}, apierr.Validation("media_id: only %s take an attachment on a comment reply", platformList(AttachmentPlatforms))
 		}
 	}
-	media, err := s.resolve(ctx, userID, r.MediaID)
+	media, err := s.resolve(ctx, scope, r.MediaID)
 	if err != nil {
 		return Sent{}, err
 	}
 	for _, t := range targets {
 		reply, err := actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(t.t.AccountID), &account.Read{
-			Op: account.OpComments, Scope: userID, PublicationID: t.t.PublicationID, Deadline: deadlineOf(ctx),
+			Op: account.OpComments, Scope: scope, PublicationID: t.t.PublicationID, Deadline: deadlineOf(ctx),
 		})
 		if errors.Is(err, platforms.ErrNotFound) || errors.Is(err, account.ErrNotFound) {
 			continue // the publication (or its account) is gone: the comment cannot be there
@@ -86,13 +86,13 @@ func (s *Service) ReplyToComment(ctx context.Context, userID string, r CommentRe
 			return Sent{}, apierr.Validation("media_id: %s takes no attachment on a comment reply (only %s do)", platform, platformList(AttachmentPlatforms))
 		}
 		sent, err := actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(t.t.AccountID), &account.Read{
-			Op: account.OpReply, Scope: userID, PublicationID: t.t.PublicationID, CommentID: r.CommentID, Text: r.Text, Media: media, Deadline: deadlineOf(ctx),
+			Op: account.OpReply, Scope: scope, PublicationID: t.t.PublicationID, CommentID: r.CommentID, Text: r.Text, Media: media, Deadline: deadlineOf(ctx),
 		})
 		if err != nil {
 			return Sent{}, s.writeError("comment_reply", platform, doPost, err)
 		}
 		s.metrics.writes.WithLabelValues("comment_reply", "sent").Inc()
-		s.bumpGeneration(userID)
+		s.bumpGeneration(scope)
 		return Sent{ID: sent.Comment.ID, Platform: string(platform)}, nil
 	}
 	s.metrics.writes.WithLabelValues("comment_reply", "refused").Inc()
@@ -107,12 +107,12 @@ type commentTarget struct {
 
 // commentTargets resolves a publication_id (persistence.Tx.PublicationOf) to the publications on
 // networks with a live comments inbox that it names: the one publication, or every one of a post.
-func (s *Service) commentTargets(userID, publicationID string) ([]commentTarget, error) {
+func (s *Service) commentTargets(scope, publicationID string) ([]commentTarget, error) {
 	var post *persistence.Post
 	target := -1
 	if err := s.cfg.Store.View(func(tx *persistence.Tx) error {
 		var err error
-		post, target, err = tx.PublicationOf(userID, publicationID)
+		post, target, err = tx.PublicationOf(scope, publicationID)
 		if errors.Is(err, persistence.ErrNotFound) {
 			post, err = nil, nil
 		}
@@ -138,10 +138,10 @@ func (s *Service) commentTargets(userID, publicationID string) ([]commentTarget,
 
 // ReplyToConversation sends a direct message in a conversation of one of the user's accounts,
 // after checking on the network that the conversation is the account's.
-func (s *Service) ReplyToConversation(ctx context.Context, userID string, r MessageReply) (Sent, error) {
+func (s *Service) ReplyToConversation(ctx context.Context, scope string, r MessageReply) (Sent, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteWait)
 	defer cancel()
-	name, ok, err := s.cfg.Store.AccountPlatform(userID, r.AccountID)
+	name, ok, err := s.cfg.Store.AccountPlatform(scope, r.AccountID)
 	if err != nil {
 		return Sent{}, err
 	}
@@ -155,12 +155,12 @@ func (s *Service) ReplyToConversation(ctx context.Context, userID string, r Mess
 	if r.MediaID != "" && !slices.Contains(MessageMediaPlatforms, platform) {
 		return Sent{}, apierr.Validation("media_id: %s direct messages are text only (media only on %s)", platform, platformList(MessageMediaPlatforms))
 	}
-	media, err := s.resolve(ctx, userID, r.MediaID)
+	media, err := s.resolve(ctx, scope, r.MediaID)
 	if err != nil {
 		return Sent{}, err
 	}
 	_, err = actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(r.AccountID), &account.Read{
-		Op: account.OpConversation, Scope: userID, ConversationID: r.ConversationID, Deadline: deadlineOf(ctx),
+		Op: account.OpConversation, Scope: scope, ConversationID: r.ConversationID, Deadline: deadlineOf(ctx),
 	})
 	if errors.Is(err, platforms.ErrNotFound) {
 		s.metrics.writes.WithLabelValues("dm_reply", "refused").Inc()
@@ -170,24 +170,24 @@ func (s *Service) ReplyToConversation(ctx context.Context, userID string, r Mess
 		return Sent{}, s.writeError("dm_reply", platform, doReadConversation, err)
 	}
 	sent, err := actors.Ask[*account.ReadReply](ctx, s.cfg.Accounts.To(r.AccountID), &account.Read{
-		Op: account.OpSendMessage, Scope: userID, ConversationID: r.ConversationID, PeerID: r.PeerID, Text: r.Text, Media: media, Deadline: deadlineOf(ctx),
+		Op: account.OpSendMessage, Scope: scope, ConversationID: r.ConversationID, PeerID: r.PeerID, Text: r.Text, Media: media, Deadline: deadlineOf(ctx),
 	})
 	if err != nil {
 		return Sent{}, s.writeError("dm_reply", platform, doSend, err)
 	}
 	s.metrics.writes.WithLabelValues("dm_reply", "sent").Inc()
-	s.bumpGeneration(userID) // the conversation listings show the message at once
+	s.bumpGeneration(scope) // the conversation listings show the message at once
 	return Sent{ID: sent.Message.ID, Platform: string(platform)}, nil
 }
 
-func (s *Service) resolve(ctx context.Context, userID, mediaID string) ([]platforms.Media, error) {
+func (s *Service) resolve(ctx context.Context, scope, mediaID string) ([]platforms.Media, error) {
 	if mediaID == "" {
 		return nil, nil
 	}
 	if s.cfg.Media == nil {
 		return nil, apierr.Validation("media_id: this server has no media storage")
 	}
-	media, err := s.cfg.Media(ctx, userID, []string{mediaID})
+	media, err := s.cfg.Media(ctx, scope, []string{mediaID})
 	var ue *blob.UnusableError
 	if errors.As(err, &ue) {
 		return nil, apierr.MediaNotYours("media_id", mediaID)
