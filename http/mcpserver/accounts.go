@@ -113,7 +113,7 @@ func (t *Tools) whoami(ctx context.Context, _ struct{}) (Me, error) {
 			// /v1/me answered, so the workspace existed a moment ago; a failure here leaves
 			// the name out rather than failing whoami.
 			if w, err := t.cfg.Workspace(v1.ID, id); err == nil {
-				me.WorkspaceName = w.Name
+				me.WorkspaceID, me.WorkspaceName = w.ID, w.Name
 			}
 		}
 	}

@@ -187,6 +187,9 @@ func add[In, Out any](t *Tools, d toolDef, description string, fn func(ctx conte
 		if g := grantOf(req); g != nil {
 			ctx = withPrincipal(ctx, g.Principal)
 		}
+		if req != nil {
+			ctx = withWorkspaceOf(ctx, req.Extra)
+		}
 		out, err := fn(ctx, in)
 		if err != nil {
 			t.calls.WithLabelValues(d.Name, "error").Inc()

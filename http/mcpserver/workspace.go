@@ -4,26 +4,54 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
 )
 
-// Workspaces. The tools act in one workspace of the user: the one the credential is bound to
-// (a connector's key is bound to the workspace chosen on the OAuth consent page), else main.
-// They need nothing of their own for it: every tool calls /v1 with the caller's principal, and
-// /v1 resolves the workspace of every request (http/server's inWorkspace), so a tool sees and
-// changes that workspace's objects only, and an id of another workspace's object is not found,
-// as on /v1. What is here is what the tools say about it.
+// Workspaces. The tools act in one workspace of the user, chosen as /v1 chooses it: the
+// Herald-Workspace header of the /mcp request (handed on to every /v1 call the tools make), else
+// the workspace the credential is bound to (a connector's key is bound to the workspace chosen on
+// the OAuth consent page), else main. They need nothing of their own for it: every tool calls
+// /v1 with the caller's principal, and /v1 resolves the workspace of every request (http/server's
+// inWorkspace), so a tool sees and changes that workspace's objects only, an id of another
+// workspace's object fails as on /v1, and a bound key naming another workspace is refused (403).
+// What is here is what carries the header and what the tools say about the workspace.
 
-// actingIn is the API id of the workspace the tools act in for ctx's principal: the workspace
-// its key is bound to, else main (the tools name no workspace in their requests); "" over
-// stdio, where there is no principal.
+type workspaceKey struct{}
+
+// withWorkspaceOf is ctx with the workspace the /mcp request names (its Herald-Workspace
+// header), when it names one; over stdio there is no header.
+func withWorkspaceOf(ctx context.Context, extra *mcp.RequestExtra) context.Context {
+	if extra == nil || extra.Header == nil {
+		return ctx
+	}
+	if w := strings.TrimSpace(extra.Header.Get(server.WorkspaceHeader)); w != "" {
+		return context.WithValue(ctx, workspaceKey{}, w)
+	}
+	return ctx
+}
+
+// askedWorkspace is the workspace the /mcp request named, "" when none.
+func askedWorkspace(ctx context.Context) string {
+	w, _ := ctx.Value(workspaceKey{}).(string)
+	return w
+}
+
+// actingIn is the API id of the workspace the tools act in for ctx's principal: the one the
+// request names, else the one its key is bound to, else main; "" over stdio, where there is no
+// principal (there /v1/me says it).
 func actingIn(ctx context.Context) string {
 	p := principalOf(ctx)
-	if p == nil {
+	switch {
+	case p == nil:
 		return ""
-	}
-	if p.Key != nil && p.Key.WorkspaceID != "" {
+	case askedWorkspace(ctx) != "":
+		return askedWorkspace(ctx)
+	case p.Key != nil && p.Key.WorkspaceID != "":
 		return p.Key.WorkspaceID
 	}
 	return persistence.MainWorkspace

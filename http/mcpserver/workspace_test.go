@@ -180,9 +180,10 @@ func TestMCPConnectorActsInItsWorkspace(t *testing.T) {
 	require.Equal(t, "main's draft", apptest.OKJSON(t, apptest.CallTool(t, mainS, "get_post", map[string]any{"post_id": mainPost}))["content"], "main is untouched")
 }
 
-// A connector bound to main (the consent page's default) names it, and cannot reach another
-// workspace's objects either.
-func TestMCPConnectorInMain(t *testing.T) {
+// A connector bound to main (the consent page's default) names it, cannot reach another
+// workspace's objects, and cannot name another workspace; a key of every workspace names one
+// with the Herald-Workspace header on /mcp.
+func TestMCPConnectorInMainAndTheWorkspaceHeader(t *testing.T) {
 	t.Parallel()
 	h := apptest.StartOAuth(t, apptest.Options{})
 	ws := &persistence.Workspace{ID: uuid.Must(uuid.NewV7()).String(), UserID: h.User.ID, Name: "Client B", CreatedAt: time.Now().UTC()}
@@ -203,4 +204,48 @@ func TestMCPConnectorInMain(t *testing.T) {
 	require.Len(t, accts, len(h.Accounts))
 	require.NotContains(t, apptest.ResultText(apptest.CallTool(t, s, "list_accounts", nil)), acct.ID)
 	refused(t, apptest.CallTool(t, s, "get_account_capabilities", map[string]any{"account": acct.ID}))
+
+	// The connector is bound to main: naming B on /mcp is refused as /v1 refuses it.
+	bound := workspaceSession(t, h.Herald, h.Grant(h.URL+"/mcp", "service:read service:write")["access_token"].(string), ws.ID)
+	msg := apptest.ToolError(t, apptest.CallTool(t, bound, "list_accounts", nil))
+	require.Contains(t, msg, "bound to workspace main and cannot act in "+ws.ID)
+	require.Contains(t, msg, "(forbidden, HTTP 403)")
+
+	// A key of every workspace picks B with Herald-Workspace on /mcp, as on /v1: the tools and
+	// resources act there.
+	inB := workspaceSession(t, h.Herald, h.Key, ws.ID)
+	me = apptest.OKJSON(t, apptest.CallTool(t, inB, "whoami", nil))
+	require.Equal(t, ws.ID, me["workspace_id"])
+	require.Equal(t, "Client B", me["workspace_name"])
+	accts = apptest.OKJSON(t, apptest.CallTool(t, inB, "list_accounts", nil))["accounts"].([]any)
+	require.Len(t, accts, 1)
+	require.Equal(t, acct.ID, accts[0].(map[string]any)["account_id"])
+	res, err := inB.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "herald://accounts"})
+	require.NoError(t, err)
+	require.Contains(t, res.Contents[0].Text, acct.ID)
+	require.NotContains(t, res.Contents[0].Text, h.Accounts[0].ID)
+	// A workspace the user does not have is not found.
+	nowhere := workspaceSession(t, h.Herald, h.Key, uuid.Must(uuid.NewV7()).String())
+	require.Contains(t, apptest.ToolError(t, apptest.CallTool(t, nowhere, "list_accounts", nil)), "(not_found, HTTP 404)")
+}
+
+// workspaceSession is an MCP session with key whose every request names workspace.
+func workspaceSession(t *testing.T, h *apptest.Herald, key, workspace string) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "herald-test", Version: "1"}, nil)
+	s, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: h.URL + "/mcp", HTTPClient: &http.Client{Transport: workspaceTransport{key: key, workspace: workspace}}, DisableStandaloneSSE: true,
+	}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+type workspaceTransport struct{ key, workspace string }
+
+func (w workspaceTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+w.key)
+	r.Header.Set("Herald-Workspace", w.workspace)
+	return http.DefaultTransport.RoundTrip(r)
 }
