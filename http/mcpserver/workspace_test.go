@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -20,13 +21,13 @@ import (
 	"github.com/heraldhq/herald/persistence"
 )
 
-// grantIn runs the OAuth flow for the MCP resource as the signed-in user, choosing workspace
-// on the consent page, and returns the access token.
-func grantIn(t *testing.T, h *apptest.OAuth, workspace string) string {
+// grantIn runs the OAuth flow for resource as the signed-in user, choosing workspace on the
+// consent page, and returns the access token.
+func grantIn(t *testing.T, h *apptest.OAuth, resource, workspace string) string {
 	t.Helper()
 	verifier, challenge := apptest.PKCEPair("w")
 	br := h.SignedIn()
-	page := br.Send("GET", "/oauth/authorize?"+h.AuthRequest(challenge, h.URL+"/mcp", "service:read service:write").Encode(), nil, nil)
+	page := br.Send("GET", "/oauth/authorize?"+h.AuthRequest(challenge, resource, "service:read service:write").Encode(), nil, nil)
 	require.Equal(t, 200, page.Status, string(page.Body))
 	form := url.Values{}
 	for _, m := range apptest.HiddenField.FindAllStringSubmatch(string(page.Body), -1) {
@@ -39,7 +40,7 @@ func grantIn(t *testing.T, h *apptest.OAuth, workspace string) string {
 	loc, err := url.Parse(r.Header.Get("Location"))
 	require.NoError(t, err)
 	tok := h.Token(url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")}, "code_verifier": {verifier},
-		"redirect_uri": {h.Redirect}, "client_id": {h.ClientID}, "resource": {h.URL + "/mcp"}})
+		"redirect_uri": {h.Redirect}, "client_id": {h.ClientID}, "resource": {resource}})
 	require.Equal(t, 200, tok.Status, string(tok.Body))
 	return tok.JSON(t)["access_token"].(string)
 }
@@ -86,7 +87,7 @@ func TestMCPConnectorActsInItsWorkspace(t *testing.T) {
 		return tx.PutAccount(acct)
 	}))
 
-	s := h.MCPSession(grantIn(t, h, ws.ID))
+	s := h.MCPSession(grantIn(t, h, h.URL+"/mcp", ws.ID))
 	me := apptest.OKJSON(t, apptest.CallTool(t, s, "whoami", nil))
 	require.Equal(t, ws.ID, me["workspace_id"])
 	require.Equal(t, "Client B", me["workspace_name"])
@@ -165,7 +166,21 @@ func TestMCPConnectorActsInItsWorkspace(t *testing.T) {
 	require.Contains(t, res.Contents[0].Text, post)
 	require.NotContains(t, res.Contents[0].Text, mainPost)
 
-	// B is deleted: every call is refused (403 on /v1, as the core answers a key bound to a
+	// A token for the REST API approved for B (another application: approving the same one
+	// again would replace the connector's key) acts in B on /v1, and cannot name main.
+	other := *h
+	other.ClientID = h.Register("REST app")
+	rest := grantIn(t, &other, h.URL, ws.ID)
+	r := restGet(t, h, rest, "/v1/accounts", "")
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.Contains(t, string(r.Body), acct.ID)
+	require.NotContains(t, string(r.Body), h.Accounts[0].ID)
+	r = restGet(t, h, rest, "/v1/accounts", persistence.MainWorkspace)
+	require.Equal(t, 403, r.Status, string(r.Body))
+	require.Equal(t, "forbidden", r.ErrorCode(t))
+	require.Contains(t, r.Header.Get("WWW-Authenticate"), `error="insufficient_scope"`)
+
+	// B is deleted: the REST token's requests answer 403, and every tool call is refused (403 on /v1, as the core answers a key bound to a
 	// deleted workspace), and the error says what happened and what to do.
 	require.NoError(t, h.App.Store.Update(ctx, func(tx *persistence.Tx) error { return tx.DeleteWorkspace(ws) }))
 	for _, call := range []struct {
@@ -177,6 +192,9 @@ func TestMCPConnectorActsInItsWorkspace(t *testing.T) {
 		require.Contains(t, msg, "connect Herald again", call.tool)
 		require.Contains(t, msg, "HTTP 403", call.tool)
 	}
+	r = restGet(t, h, rest, "/v1/accounts", "")
+	require.Equal(t, 403, r.Status, string(r.Body))
+	require.Equal(t, "forbidden", r.ErrorCode(t))
 	require.Equal(t, "main's draft", apptest.OKJSON(t, apptest.CallTool(t, mainS, "get_post", map[string]any{"post_id": mainPost}))["content"], "main is untouched")
 }
 
@@ -227,6 +245,23 @@ func TestMCPConnectorInMainAndTheWorkspaceHeader(t *testing.T) {
 	// A workspace the user does not have is not found.
 	nowhere := workspaceSession(t, h.Herald, h.Key, uuid.Must(uuid.NewV7()).String())
 	require.Contains(t, apptest.ToolError(t, apptest.CallTool(t, nowhere, "list_accounts", nil)), "(not_found, HTTP 404)")
+}
+
+// restGet sends GET path with an OAuth access token, naming workspace when not "".
+func restGet(t *testing.T, h *apptest.OAuth, token, path, workspace string) *apptest.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, h.URL+path, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if workspace != "" {
+		req.Header.Set("Herald-Workspace", workspace)
+	}
+	resp, err := h.Client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return &apptest.Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
 
 // workspaceSession is an MCP session with key whose every request names workspace.
