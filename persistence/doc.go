@@ -47,8 +47,9 @@
 //	oauth_clients_meta SHA-256 of a client's name and redirect URIs (32) → client id: an identical
 //	                registration is handed the client it made before
 //	oauth_codes     SHA-256 of the authorization code (32) → OAuthCode (JSON): single use, 60 s
-//	oauth_grants    key id (16) → OAuthGrant (JSON: user, client, resource, scopes): an approval,
-//	                backed by the connector API key of the same id (apikeys, kind "connector")
+//	oauth_grants    key id (16) → OAuthGrant (JSON: user, client, resource, scopes, workspace): an
+//	                approval, backed by the connector API key of the same id (apikeys, kind
+//	                "connector"), which is bound to the grant's workspace
 //	oauth_tokens    SHA-256 of the token (32) → OAuthToken (JSON: access or refresh, key id,
 //	                expiry, rotated, the rotation's successor pair sealed): the token itself is
 //	                never stored

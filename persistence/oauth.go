@@ -70,14 +70,19 @@ type OAuthCode struct {
 	UsedAt *time.Time `json:"used_at,omitempty"`
 }
 
-// OAuthGrant is what a user approved: a client, a resource and scopes.
+// OAuthGrant is what a user approved: a client, a resource, scopes and a workspace.
 type OAuthGrant struct {
-	KeyID     string    `json:"key_id"`
-	UserID    string    `json:"user_id"`
-	ClientID  string    `json:"client_id"`
-	Resource  string    `json:"resource"`
-	Scopes    []string  `json:"scopes"`
-	CreatedAt time.Time `json:"created_at"`
+	KeyID    string   `json:"key_id"`
+	UserID   string   `json:"user_id"`
+	ClientID string   `json:"client_id"`
+	Resource string   `json:"resource"`
+	Scopes   []string `json:"scopes"`
+	// WorkspaceID is the workspace the user chose on the consent page (MainWorkspace or a
+	// workspace's id), to which the grant's connector key is bound (APIKey.WorkspaceID, which is
+	// what requests are held to); "" for a grant made before workspaces, whose key is bound to
+	// none.
+	WorkspaceID string    `json:"workspace_id,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
 }
 
 // OAuth token kinds.

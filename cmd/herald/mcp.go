@@ -20,7 +20,7 @@ import (
 	"github.com/heraldhq/herald/http/mcpserver"
 )
 
-const mcpUsage = "usage: herald mcp [--api-url URL] [--allow-private] [--log-level debug|info|warn|error]\n" +
+const mcpUsage = "usage: herald mcp [--api-url URL] [--workspace ID] [--allow-private] [--log-level debug|info|warn|error]\n" +
 	"       (HERALD_API_KEY is required; HERALD_API_URL defaults to http://127.0.0.1:8080)"
 
 // usageError is a mistake in how the command was invoked: exit status 2.
@@ -34,6 +34,7 @@ func (e *usageError) Error() string { return e.msg }
 func cmdMCP(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	apiURL := fs.String("api-url", envOr("HERALD_API_URL", "http://127.0.0.1:8080"), "base URL of the Herald server")
+	workspace := fs.String("workspace", os.Getenv("HERALD_WORKSPACE"), "the workspace the tools act in (main or a workspace's id; default: the key's own workspace, else main)")
 	allowPrivate := fs.Bool("allow-private", false, "let upload_media fetch URLs on loopback and private addresses, over http and any port (development)")
 	logLevel := fs.String("log-level", envOr("HERALD_LOG_LEVEL", "info"), "debug, info, warn or error")
 	rest, err := parseFlags(fs, args)
@@ -57,7 +58,7 @@ func cmdMCP(args []string, stderr io.Writer) error {
 	}
 
 	tools := mcpserver.NewTools(mcpserver.ToolsConfig{
-		API:        &mcpserver.Remote{BaseURL: base, Key: key, Client: &http.Client{Timeout: 5 * time.Minute}},
+		API:        &mcpserver.Remote{BaseURL: base, Key: key, Workspace: strings.TrimSpace(*workspace), Client: &http.Client{Timeout: 5 * time.Minute}},
 		Egress:     webhook.NewGuard(webhook.EgressOptions{AllowPrivate: *allowPrivate, AttemptTimeout: time.Minute}),
 		LocalFiles: true,
 		Log:        log,
@@ -65,7 +66,7 @@ func cmdMCP(args []string, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log.Info("herald mcp: serving the connector's tools over stdio", "api_url", base, "allow_private", *allowPrivate)
+	log.Info("herald mcp: serving the connector's tools over stdio", "api_url", base, "workspace", strings.TrimSpace(*workspace), "allow_private", *allowPrivate)
 	err = tools.Server().Run(ctx, &mcp.StdioTransport{})
 	switch {
 	case err == nil, errors.Is(err, io.EOF), errors.Is(err, context.Canceled), errors.Is(err, mcp.ErrConnectionClosed):

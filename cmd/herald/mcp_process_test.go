@@ -184,3 +184,20 @@ func TestMCPStdioWrongKey(t *testing.T) {
 	require.NoError(t, s.Close())
 	require.NotContains(t, stderr.String(), wrong)
 }
+
+// --workspace (HERALD_WORKSPACE) names the workspace every request acts in: main acts as without
+// it, and a workspace the user does not have answers /v1's 404 as a tool error.
+func TestMCPStdioWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	p := startServer(t, dir, "--sandbox")
+	key := sandboxKey(t, dir)
+	s, _ := mcpStdio(t, "HERALD_API_URL="+p.url, "HERALD_API_KEY="+key, "HERALD_WORKSPACE=main")
+	require.Len(t, stdioJSON(t, stdioCall(t, s, "list_accounts", nil))["accounts"], 9)
+
+	missing := "01900000-0000-7000-8000-000000000000"
+	s, _ = mcpStdio(t, "HERALD_API_URL="+p.url, "HERALD_API_KEY="+key, "HERALD_WORKSPACE="+missing)
+	res := stdioCall(t, s, "list_accounts", nil)
+	require.True(t, res.IsError, stdioText(res))
+	require.Contains(t, stdioText(res), missing)
+	require.Contains(t, stdioText(res), "(not_found, HTTP 404)")
+}

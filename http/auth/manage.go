@@ -168,11 +168,14 @@ func ConnectorKeyName(clientName string) string {
 }
 
 // NewConnectorKey stores, in the caller's transaction, the connector key behind a new OAuth
-// grant of the user to the client, and revokes the user's earlier connector keys for the same
-// client (reconnecting replaces the connector's key). Its secret is never shown: the key is the
-// grant's handle, listed and revoked like any key. The caller invalidates the Authenticator's
-// cache once the transaction commits.
-func NewConnectorKey(tx *persistence.Tx, userID string, client *persistence.OAuthClient, now time.Time) (*persistence.APIKey, error) {
+// grant of the user to the client, bound to the user's workspace workspaceID (the API id the
+// consent page's choice names: persistence.MainWorkspace or a workspace's id, which the caller
+// has checked is the user's), and revokes the user's earlier connector keys for the same client
+// (reconnecting replaces the connector's key, whichever workspace it was bound to: a host holds
+// one connection to Herald). Its secret is never shown: the key is the grant's handle, listed and
+// revoked like any key. The caller invalidates the Authenticator's cache once the transaction
+// commits.
+func NewConnectorKey(tx *persistence.Tx, userID, workspaceID string, client *persistence.OAuthClient, now time.Time) (*persistence.APIKey, error) {
 	keys, err := tx.APIKeysOfUser(userID)
 	if err != nil {
 		return nil, err
@@ -189,7 +192,7 @@ func NewConnectorKey(tx *persistence.Tx, userID string, client *persistence.OAut
 	}
 	_, prefix, hash := GenerateKey()
 	k := &persistence.APIKey{ID: uuid.Must(uuid.NewV7()).String(), UserID: userID, Name: ConnectorKeyName(client.Name),
-		Prefix: prefix, Hash: hash, CreatedAt: now, Kind: persistence.KeyKindConnector, ClientID: client.ID}
+		Prefix: prefix, Hash: hash, CreatedAt: now, Kind: persistence.KeyKindConnector, ClientID: client.ID, WorkspaceID: workspaceID}
 	return k, tx.PutAPIKey(k, nil)
 }
 

@@ -12,7 +12,7 @@ import (
 var connectPlatforms = []string{"linkedin", "instagram", "threads", "facebook", "youtube", "pinterest", "tiktok"}
 
 func (t *Tools) addAccountTools() {
-	add(t, read("whoami", "Who am I"), "The signed-in Herald user: e-mail, plan, time zone.", t.whoami)
+	add(t, read("whoami", "Who am I"), "The signed-in Herald user (e-mail, plan, time zone) and the workspace the tools act in: every account, post, media item, campaign and webhook the tools see or make is that workspace's.", t.whoami)
 	add(t, read("list_accounts", "List connected accounts").enum("platform", platformNames()...),
 		"The connected social accounts (account_id, platform, username, token status). Wherever a tool takes an account, give its account_id, or its platform when the user has exactly one account there.",
 		t.listAccounts)
@@ -62,6 +62,10 @@ type Me struct {
 	Name     *string `json:"name,omitempty"`
 	Plan     string  `json:"plan"`
 	Timezone string  `json:"timezone"`
+	// WorkspaceID is the workspace the tools act in ("main" or a workspace's id) and
+	// WorkspaceName its name, where known.
+	WorkspaceID   string `json:"workspace_id,omitempty"`
+	WorkspaceName string `json:"workspace_name,omitempty"`
 }
 
 // Account is a connected account as the tools answer it.
@@ -96,11 +100,24 @@ func (t *Tools) whoami(ctx context.Context, _ struct{}) (Me, error) {
 		Name     *string `json:"name"`
 		Plan     string  `json:"plan"`
 		Timezone string  `json:"timezone"`
+		// WorkspaceID is /v1/me's workspace of the request, where the server says it.
+		WorkspaceID string `json:"workspace_id"`
 	}
 	if _, err := t.call(ctx, get("/v1/me", nil), &v1); err != nil {
 		return Me{}, err
 	}
-	return Me{UserID: v1.ID, Email: v1.Email, Name: v1.Name, Plan: v1.Plan, Timezone: v1.Timezone}, nil
+	me := Me{UserID: v1.ID, Email: v1.Email, Name: v1.Name, Plan: v1.Plan, Timezone: v1.Timezone, WorkspaceID: v1.WorkspaceID}
+	if id := actingIn(ctx); id != "" {
+		me.WorkspaceID = id
+		if t.cfg.Workspace != nil {
+			// /v1/me answered, so the workspace existed a moment ago; a failure here leaves
+			// the name out rather than failing whoami.
+			if w, err := t.cfg.Workspace(v1.ID, id); err == nil {
+				me.WorkspaceID, me.WorkspaceName = w.ID, w.Name
+			}
+		}
+	}
+	return me, nil
 }
 
 func (t *Tools) listAccounts(ctx context.Context, in listAccountsIn) (AccountList, error) {

@@ -80,6 +80,9 @@ func (a *InProcess) Do(ctx context.Context, r Request) (*Response, error) {
 	}
 	req.RemoteAddr = "127.0.0.1:0"
 	copyHeader(req, r)
+	if w := askedWorkspace(ctx); w != "" && req.Header.Get(server.WorkspaceHeader) == "" {
+		req.Header.Set(server.WorkspaceHeader, w)
+	}
 	return a.serve(req), nil
 }
 
@@ -113,7 +116,10 @@ func (a *InProcess) serve(req *http.Request) *Response {
 type Remote struct {
 	BaseURL string // e.g. http://127.0.0.1:8080
 	Key     string
-	Client  *http.Client
+	// Workspace, when set, names the workspace every request acts in (the Herald-Workspace
+	// header); else the key's own workspace, else main.
+	Workspace string
+	Client    *http.Client
 }
 
 var _ API = (*Remote)(nil)
@@ -129,6 +135,9 @@ func (a *Remote) Do(ctx context.Context, r Request) (*Response, error) {
 		return nil, err
 	}
 	copyHeader(req, r)
+	if a.Workspace != "" && req.Header.Get(server.WorkspaceHeader) == "" {
+		req.Header.Set(server.WorkspaceHeader, a.Workspace)
+	}
 	req.Header.Set("Authorization", "Bearer "+a.Key)
 	req.Header.Set("User-Agent", "herald-mcp")
 	return send(a.client(), req)

@@ -23,7 +23,7 @@ var LoopbackOrigins = []string{"http://localhost:*", "http://127.0.0.1:*", "http
 // the answer's headers it may read (WWW-Authenticate: the 401's and 403's challenge).
 const (
 	corsMethods       = "GET, POST, DELETE, OPTIONS"
-	corsAllowHeaders  = "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name"
+	corsAllowHeaders  = "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name, Herald-Workspace"
 	corsExposeHeaders = "WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version"
 	corsMaxAge        = "7200" // Chromium's ceiling
 )

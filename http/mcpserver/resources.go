@@ -36,6 +36,9 @@ func (t *Tools) addResource(r *mcp.Resource, read func(ctx context.Context) (any
 				ctx = withPrincipal(ctx, g.Principal)
 			}
 		}
+		if req != nil {
+			ctx = withWorkspaceOf(ctx, req.Extra)
+		}
 		v, err := read(ctx)
 		if err != nil {
 			return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldhq/herald/actors/webhook"
+	"github.com/heraldhq/herald/persistence"
 )
 
 // The tools, one file per group, one method per tool: posts.go (posts, drafts, publishing and
@@ -47,6 +48,10 @@ type ToolsConfig struct {
 	Log      *slog.Logger
 	// Version is the server's version in the MCP handshake.
 	Version string
+	// Workspace looks up a user's workspace by API id (auth.Authenticator.Workspace), in the
+	// server only: whoami names the workspace the tools act in, and a refusal because a bound
+	// key's workspace was deleted says so. nil over stdio, where /v1 says what it knows.
+	Workspace func(userID, id string) (*persistence.Workspace, error)
 }
 
 // Tools is the connector's tool set.
@@ -182,12 +187,15 @@ func add[In, Out any](t *Tools, d toolDef, description string, fn func(ctx conte
 		if g := grantOf(req); g != nil {
 			ctx = withPrincipal(ctx, g.Principal)
 		}
+		if req != nil {
+			ctx = withWorkspaceOf(ctx, req.Extra)
+		}
 		out, err := fn(ctx, in)
 		if err != nil {
 			t.calls.WithLabelValues(d.Name, "error").Inc()
 			var ae *apiError
 			if errors.As(err, &ae) {
-				return nil, zero, ae.renamed(d.Params)
+				return nil, zero, t.workspaceGone(ctx, ae).renamed(d.Params)
 			}
 			if !errors.As(err, new(*toolError)) {
 				t.cfg.Log.Warn("mcp tool failed", "tool", d.Name, "error", err)

@@ -159,7 +159,36 @@ func (s *Service) authorizePage(c *echo.Context) error {
 	for _, sc := range readOnly(r.Scopes) {
 		v.ReadOnly = append(v.ReadOnly, scopeLine{Name: sc, Text: auth.ScopeDescriptions[sc]})
 	}
+	err = s.cfg.Store.View(func(tx *persistence.Tx) error {
+		ws, err := tx.Workspaces(sess.User.ID)
+		for _, w := range ws {
+			v.Workspaces = append(v.Workspaces, workspaceOption{ID: w.ID, Name: w.Name})
+		}
+		return err
+	})
+	if err != nil {
+		s.cfg.Log.Error("oauth: workspaces not read", append(server.LogAttrs(c), "error", err)...)
+		return s.page(c, http.StatusInternalServerError, consentView{Message: "Herald could not read your workspaces. Try again shortly."})
+	}
 	return s.page(c, http.StatusOK, v)
+}
+
+// errNoWorkspace is a consent naming a workspace the user does not have (another user's, a
+// deleted one, a made-up id).
+var errNoWorkspace = errors.New("oauth: no such workspace of the user")
+
+// chosenWorkspace is the workspace the consent form names (its workspace field; main when it
+// names none), read in the approval's transaction: errNoWorkspace when it is not the user's.
+func chosenWorkspace(tx *persistence.Tx, userID, field string) (*persistence.Workspace, error) {
+	id := strings.TrimSpace(field)
+	if id == "" {
+		id = persistence.MainWorkspace
+	}
+	w, err := tx.Workspace(userID, id)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, errNoWorkspace
+	}
+	return w, err
 }
 
 // authorizeDecision is POST /oauth/authorize: the consent form's answer, approve or deny.
@@ -202,26 +231,35 @@ func (s *Service) authorizeDecision(c *echo.Context) error {
 	now := s.cfg.Now().UTC()
 	code, codeHash := auth.GenerateToken(auth.CodePrefix)
 	var key *persistence.APIKey
+	var ws *persistence.Workspace
 	err = s.cfg.Store.Update(req.Context(), func(tx *persistence.Tx) error {
 		var err error
-		if key, err = auth.NewConnectorKey(tx, sess.User.ID, r.Client, now); err != nil {
+		// The workspace is checked in the transaction that binds the key to it: a workspace
+		// deleted meanwhile binds nothing.
+		if ws, err = chosenWorkspace(tx, sess.User.ID, f.Get("workspace")); err != nil {
+			return err
+		}
+		if key, err = auth.NewConnectorKey(tx, sess.User.ID, ws.ID, r.Client, now); err != nil {
 			return err
 		}
 		g := &persistence.OAuthGrant{KeyID: key.ID, UserID: sess.User.ID, ClientID: r.Client.ID, Resource: r.Resource,
-			Scopes: r.Scopes, CreatedAt: now}
+			Scopes: r.Scopes, WorkspaceID: ws.ID, CreatedAt: now}
 		if err := tx.PutOAuthGrant(g); err != nil {
 			return err
 		}
 		return tx.PutOAuthCode(codeHash, &persistence.OAuthCode{KeyID: key.ID, ClientID: r.Client.ID, RedirectURI: r.RedirectURI,
 			CodeChallenge: r.CodeChallenge, ExpiresAt: now.Add(CodeTTL)})
 	})
+	if errors.Is(err, errNoWorkspace) {
+		return s.page(c, http.StatusBadRequest, consentView{Message: "The workspace chosen is not one of yours (it may have been deleted meanwhile). Nothing was shared: go back, reload the page and choose again."})
+	}
 	if err != nil {
 		s.cfg.Log.Error("oauth: approval not stored", append(server.LogAttrs(c), "error", err)...)
 		return s.page(c, http.StatusInternalServerError, consentView{Message: "Herald could not record your approval. Try again shortly."})
 	}
 	s.cfg.Auth.Invalidate() // the client's earlier connector key, revoked, is refused from now on
 	s.cfg.Log.Info("oauth: consent given", append(server.LogAttrs(c), "user_id", sess.User.ID, "client_id", r.Client.ID, "key_id", key.ID,
-		"scopes", strings.Join(r.Scopes, " "))...)
+		"workspace_id", ws.ID, "scopes", strings.Join(r.Scopes, " "))...)
 	answer.Set("code", code)
 	return c.Redirect(http.StatusSeeOther, redirectWith(r.RedirectURI, answer))
 }
@@ -254,6 +292,9 @@ func readOnly(scopes []string) []string {
 
 type scopeLine struct{ Name, Text string }
 
+// workspaceOption is one of the user's workspaces on the consent page.
+type workspaceOption struct{ ID, Name string }
+
 type consentView struct {
 	Message            string
 	Client, Host, User string
@@ -265,6 +306,9 @@ type consentView struct {
 	Scopes    []scopeLine
 	// ReadOnly is the read-only approval's scopes; empty when none is offered.
 	ReadOnly []scopeLine
+	// Workspaces are the user's workspaces, main first (the default): the connector acts in the
+	// one chosen and in no other.
+	Workspaces []workspaceOption
 }
 
 // consentTemplate is the consent page, in the dashboard's sign-in layout and stylesheet.
@@ -288,7 +332,12 @@ var consentTemplate = template.Must(template.New("consent").Parse(`<!doctype htm
 {{end}}<p>Approving creates a connector key on your Developer page, one per application; revoke it there at any time to disconnect the application. Approving the same application again replaces its key.</p>
 <form method="post" action="/oauth/authorize">
 <input type="hidden" name="csrf_token" value="{{.CSRF}}">
-{{range $k, $vs := .Params}}{{range $vs}}<input type="hidden" name="{{$k}}" value="{{.}}">
+{{if eq (len .Workspaces) 1}}{{with index .Workspaces 0}}<p>It will act only in your workspace <strong>{{.Name}}</strong>: its accounts, posts, media, campaigns and webhooks.</p>
+<input type="hidden" name="workspace" value="{{.ID}}">
+{{end}}{{else}}<p><label for="workspace">It will act only in the workspace</label>
+<select id="workspace" name="workspace">{{range .Workspaces}}<option value="{{.ID}}">{{.Name}}</option>{{end}}</select></p>
+<p class="muted">Its accounts, posts, media, campaigns and webhooks, and those of no other workspace. To act in another, connect the application again and choose it.</p>
+{{end}}{{range $k, $vs := .Params}}{{range $vs}}<input type="hidden" name="{{$k}}" value="{{.}}">
 {{end}}{{end}}<p class="actions"><button type="submit" name="decision" value="approve">Approve full access</button>{{if .ReadOnly}} <button type="submit" name="decision" value="approve_read" class="secondary">Approve read-only</button>{{end}} <button type="submit" name="decision" value="deny" class="secondary">Deny</button></p>
 </form>{{end}}
 </div>

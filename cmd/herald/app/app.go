@@ -629,10 +629,11 @@ func (a *App) registerConnector() error {
 		return fmt.Errorf("--cors-origins: %w", err)
 	}
 	a.MCPTools = mcpserver.NewTools(mcpserver.ToolsConfig{
-		API:      &mcpserver.InProcess{Handler: a.Server.Echo, BaseURL: baseURL},
-		Egress:   a.Webhooks.Guard,
-		Registry: a.Registry,
-		Log:      a.Log,
+		API:       &mcpserver.InProcess{Handler: a.Server.Echo, BaseURL: baseURL},
+		Egress:    a.Webhooks.Guard,
+		Registry:  a.Registry,
+		Log:       a.Log,
+		Workspace: a.Auth.Workspace,
 	})
 	a.Server.Mount(mcpserver.Path, mcpserver.Handler(mcpserver.HandlerConfig{Tools: a.MCPTools,
 		Verifier: mcpserver.APIKeys{Auth: a.Auth, Resource: a.OAuth.MCPResource}, BaseURL: baseURL,
