@@ -17,7 +17,19 @@ type RequestCounts struct {
 	m  map[requestKey]int
 }
 
-type requestKey struct{ scope, month string }
+// requestKey is a workspace and a month (year × 12 + month - 1: no formatting on each request).
+type requestKey struct {
+	scope string
+	month int
+}
+
+func monthOf(t time.Time) int {
+	t = t.UTC()
+	return t.Year()*12 + int(t.Month()) - 1
+}
+
+// monthName is a requestKey's month as "2006-01".
+func monthName(m int) string { return time.Date(m/12, time.Month(m%12+1), 1, 0, 0, 0, 0, time.UTC).Format("2006-01") }
 
 // NewRequestCounts returns an empty counter.
 func NewRequestCounts() *RequestCounts { return &RequestCounts{m: map[requestKey]int{}} }
@@ -27,7 +39,7 @@ func (r *RequestCounts) note(scope string, now time.Time) {
 	if r == nil {
 		return
 	}
-	k := requestKey{scope, now.UTC().Format("2006-01")}
+	k := requestKey{scope, monthOf(now)}
 	r.mu.Lock()
 	r.m[k]++
 	r.mu.Unlock()
@@ -38,8 +50,12 @@ func (r *RequestCounts) Pending(scope, month string, u persistence.Usage) persis
 	if r == nil {
 		return u
 	}
+	t, err := time.Parse("2006-01", month)
+	if err != nil {
+		return u
+	}
 	r.mu.Lock()
-	n := r.m[requestKey{scope, month}]
+	n := r.m[requestKey{scope, monthOf(t)}]
 	r.mu.Unlock()
 	if n == 0 {
 		return u
@@ -62,7 +78,7 @@ func (r *RequestCounts) Flush(ctx context.Context, store *persistence.Store) err
 	}
 	err := store.Update(ctx, func(tx *persistence.Tx) error {
 		for k, n := range taken {
-			if err := tx.AddUsage(k.scope, k.month, persistence.UsageAPIRequests, "", n); err != nil {
+			if err := tx.AddUsage(k.scope, monthName(k.month), persistence.UsageAPIRequests, "", n); err != nil {
 				return err
 			}
 		}
