@@ -121,6 +121,14 @@ func TestWorkspacesCRUD(t *testing.T) {
 		a.WorkspaceID = id
 		return tx.PutAccount(a)
 	}))
+	// A draft and a webhook of the workspace: deleted with it.
+	wr := h.DoKey(h.Key, "POST", "/v1/posts", map[string]any{"content": "a draft of A", "platforms": []string{acct.ID}}, ws(id))
+	require.Equal(t, 201, wr.Status, string(wr.Body))
+	draftID := wr.JSON(t)["id"].(string)
+	wr = h.DoKey(h.Key, "POST", "/v1/webhooks", map[string]any{"url": "https://hooks.example.com/a", "events": []string{"post.published"}}, ws(id))
+	require.Equal(t, 201, wr.Status, string(wr.Body))
+	hookID := wr.JSON(t)["id"].(string)
+	require.Empty(t, h.Do("GET", "/v1/webhooks", nil).JSON(t)["data"], "main has no webhook")
 	r = h.Do("DELETE", "/v1/workspaces/"+id, nil)
 	require.Equal(t, 409, r.Status, string(r.Body))
 	require.Contains(t, r.ErrorMessage(t), "holds 1 connected accounts")
@@ -135,6 +143,13 @@ func TestWorkspacesCRUD(t *testing.T) {
 	r = h.Do("DELETE", "/v1/workspaces/"+id, nil)
 	require.Equal(t, 204, r.Status, string(r.Body))
 	require.Equal(t, 404, h.Do("GET", "/v1/workspaces/"+id, nil).Status)
+	require.NoError(t, h.App.Store.View(func(tx *persistence.Tx) error {
+		require.False(t, tx.HasPost(draftID), "the workspace's draft is deleted with it")
+		_, err := tx.Webhook(hookID)
+		require.ErrorIs(t, err, persistence.ErrNotFound, "so is its webhook")
+		require.Zero(t, tx.PostCount(id, "", ""))
+		return nil
+	}))
 	r = h.DoKey(h.Key, "GET", "/v1/posts", nil, ws(id))
 	require.Equal(t, 404, r.Status, "a deleted workspace is not found")
 	r = h.Do("GET", "/v1/workspaces", nil)
