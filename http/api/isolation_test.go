@@ -81,8 +81,9 @@ type door struct {
 	br   *apptest.Browser
 	ws   string
 	// br with key: the key sent from a browser without a session.
-	// own is an account of the door's workspace.
-	own string
+	// own is an account of the door's workspace; pubs, how many publications it has.
+	own  string
+	pubs float64
 }
 
 func (d door) do(h *apptest.Herald, method, path string, body any) *apptest.Response {
@@ -118,6 +119,10 @@ type isolationFixture struct {
 	postB                 string
 	markA, markB          string
 	v                     *persistence.User
+	// mediaKey and mediaFile are the storage key and file name of A's media (confirm's input).
+	mediaKey, mediaFile string
+	// elsewhere receives the events of the webhooks of B, of the user's main and of V.
+	elsewhere *webhooktest.Receiver
 }
 
 func (f *isolationFixture) inA() http.Header { return http.Header{server.WorkspaceHeader: {f.wsA}} }
@@ -146,9 +151,19 @@ func newIsolationFixture(t *testing.T) *isolationFixture {
 	f.bskyA = simAccount(t, h, u.ID, f.wsA, platforms.Bluesky, "client-a-bsky")
 	f.bskyB = simAccount(t, h, u.ID, f.wsB, platforms.Bluesky, "client-b-bsky")
 
+	// Webhooks elsewhere, subscribed before anything happens in A.
+	f.elsewhere = webhooktest.NewReceiver(t, ca, webhooktest.Always(200))
+	for _, w := range []struct {
+		key string
+		hdr http.Header
+	}{{h.Key, http.Header{server.WorkspaceHeader: {f.wsB}}}, {h.Key, nil}, {f.vKey, nil}} {
+		r := h.DoKey(w.key, "POST", "/v1/webhooks", map[string]any{"url": f.elsewhere.URL, "events": persistence.WebhookEvents}, w.hdr)
+		require.Equal(t, 201, r.Status, string(r.Body))
+	}
 	f.webhookA = f.doA(201, "POST", "/webhooks", map[string]any{"url": rcv.URL, "events": persistence.WebhookEvents})["id"].(string)
 	p := f.doA(200, "POST", "/media/presign", map[string]any{"filename": "a.png", "content_type": "image/png", "size_bytes": len(apptest.PNGFile)})
 	require.Equal(t, 200, h.RawPut(p["upload_url"].(string), "image/png", apptest.PNGFile, int64(len(apptest.PNGFile)), nil).Status)
+	f.mediaKey, f.mediaFile = p["key"].(string), p["storage_filename"].(string)
 	f.mediaA = f.doA(201, "POST", "/media/confirm", map[string]any{"key": p["key"], "storage_filename": p["storage_filename"],
 		"original_filename": "a.png", "content_type": "image/png", "size_bytes": len(apptest.PNGFile)})["id"].(string)
 	f.draftA = f.doA(201, "POST", "/posts", map[string]any{"content": f.markA + " draft", "platforms": []string{f.xA.ID}, "media": []string{f.mediaA}})["id"].(string)
@@ -180,6 +195,11 @@ func newIsolationFixture(t *testing.T) *isolationFixture {
 	// Workspace B holds a draft of its own.
 	f.postB = h.DoKey(h.Key, "POST", "/v1/posts", map[string]any{"content": f.markB + " draft", "platforms": []string{f.bskyB.ID}},
 		http.Header{server.WorkspaceHeader: {f.wsB}}).JSON(t)["id"].(string)
+
+	// A publish in main reaches main's webhook: the receiver elsewhere hears what is not A's.
+	r := h.Do("POST", "/v1/posts/publish", map[string]any{"content": "in main", "platforms": []string{h.Account(platforms.Bluesky).ID}})
+	require.Equal(t, 202, r.Status, string(r.Body))
+	require.Eventually(t, func() bool { return f.elsewhere.Count() > 0 }, 30*time.Second, 20*time.Millisecond)
 
 	// Every object of A is within reach from A: the checks below ask for objects that exist.
 	require.Contains(t, string(f.doA(200, "GET", "/inbox/comments?fresh=true&account_id="+f.xA.ID, nil)["threads"].([]any)[0].(map[string]any)["comment"].(map[string]any)["id"].(string)), f.commentA)
@@ -277,7 +297,7 @@ func TestWorkspaceIsolation(t *testing.T) {
 	require.NoError(t, h.App.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutAccount(vWs) }))
 	doors := []door{
 		{name: "key in B", key: h.Key, ws: f.wsB, own: f.bskyB.ID},
-		{name: "key in main", key: h.Key, own: h.Account(platforms.Bluesky).ID},
+		{name: "key in main", key: h.Key, own: h.Account(platforms.Bluesky).ID, pubs: 1},
 		{name: "key bound to B", key: boundKey(t, h, h.User.ID, f.wsB), own: f.bskyB.ID},
 		{name: "V's key", key: f.vKey, own: vMain.ID},
 		{name: "V's key in V's workspace", key: f.vKey, ws: f.wsV, own: vWs.ID},
@@ -293,6 +313,8 @@ func TestWorkspaceIsolation(t *testing.T) {
 	conv := url.PathEscape(f.convA)
 	lists := []string{"/accounts", "/posts", "/posts?status=published", "/campaigns", "/webhooks", "/analytics/overview",
 		"/analytics/accounts", "/inbox/accounts", "/inbox/comments?fresh=true", "/inbox/dms?fresh=true"}
+	confirmA := map[string]any{"key": f.mediaKey, "storage_filename": f.mediaFile, "original_filename": "a.png",
+		"content_type": "image/png", "size_bytes": len(apptest.PNGFile)}
 	onA := map[string]any{"content": "on A's account", "platforms": []string{f.xA.ID}}
 	scheduled := map[string]any{"content": "on A's account", "platforms": []string{f.xA.ID}, "scheduledAt": future}
 	byID := []isolationCheck{
@@ -313,6 +335,8 @@ func TestWorkspaceIsolation(t *testing.T) {
 		{"GET", "/inbox/comments?account_id=" + f.xA.ID, nil, 400},
 		{"GET", "/inbox/dms?account_id=" + f.xA.ID, nil, 400},
 		{"GET", "/inbox/dms/" + conv + "?account_id=" + f.xA.ID, nil, 400},
+		{"GET", "/posts?account_id=" + f.xA.ID, nil, 400},
+		{"GET", "/posts?connected_account_id=" + f.xA.ID, nil, 400},
 		// Changes.
 		{"PATCH", "/posts/" + f.draftA, map[string]any{"content": "taken"}, 403},
 		{"POST", "/posts/" + f.draftA + "/publish", nil, 403},
@@ -327,6 +351,7 @@ func TestWorkspaceIsolation(t *testing.T) {
 		{"POST", "/campaigns/" + f.campaignA + "/retry", nil, 404},
 		{"DELETE", "/campaigns/" + f.campaignA, nil, 404},
 		{"PATCH", "/media/" + f.mediaA, map[string]any{"alt_text": "taken"}, 404},
+		{"POST", "/media/confirm", confirmA, 403},
 		{"PATCH", "/webhooks/" + f.webhookA, map[string]any{"active": false}, 403},
 		{"POST", "/webhooks/" + f.webhookA + "/rotate-secret", nil, 403},
 		{"DELETE", "/webhooks/" + f.webhookA, nil, 403},
@@ -351,6 +376,11 @@ func TestWorkspaceIsolation(t *testing.T) {
 				}
 				checks += 2
 			}
+			// The door's own account is listed: the lists above read its workspace.
+			require.Contains(t, string(d.do(h, "GET", "/accounts", nil).Body), d.own)
+			// None of A's publications is counted (main has one of its own).
+			require.Equal(t, d.pubs, d.do(h, "GET", "/analytics/overview", nil).JSON(t)["publications"])
+			checks += 2
 			// A's media in a post on the door's own account.
 			own := append(byID, isolationCheck{"POST", "/posts", map[string]any{"content": "with A's media", "platforms": []string{d.own}, "media": []string{f.mediaA}}, 400})
 			for _, c := range own {
@@ -366,6 +396,34 @@ func TestWorkspaceIsolation(t *testing.T) {
 	}
 	require.Equal(t, before, f.snapshot(t), "nothing of A changed")
 	checks++
+	// The webhooks of B, of main and of V were sent nothing of A.
+	for _, r := range f.elsewhere.Requests() {
+		for _, s := range secrets {
+			require.NotContains(t, string(r.Body), s, "a webhook outside A was sent A's event")
+		}
+	}
+	checks++
+
+	t.Run("idempotency keys", func(t *testing.T) {
+		h := h.In(t)
+		// The same Idempotency-Key in A and in B names two operations: B's is not a replay of A's.
+		key := http.Header{"Idempotency-Key": {"per-workspace-1"}}
+		body := map[string]any{"content": f.markA + " idempotent", "platforms": []string{f.bskyA.ID}}
+		key.Set(server.WorkspaceHeader, f.wsA)
+		r := h.DoKey(h.Key, "POST", "/v1/posts", body, key)
+		require.Equal(t, 201, r.Status, string(r.Body))
+		idA := r.JSON(t)["id"].(string)
+		key.Set(server.WorkspaceHeader, f.wsB)
+		for _, b := range []map[string]any{body, {"content": f.markB + " idempotent", "platforms": []string{f.bskyB.ID}}} {
+			r = h.DoKey(h.Key, "POST", "/v1/posts", b, key)
+			require.Empty(t, r.Header.Get("Idempotent-Replayed"))
+			require.NotContains(t, string(r.Body), idA)
+			require.NotContains(t, string(r.Body), f.markA)
+			checks += 3
+		}
+		require.Equal(t, 400, h.DoKey(h.Key, "POST", "/v1/posts", body, http.Header{"Idempotency-Key": {"per-workspace-1"}}).Status, "nor main's")
+		checks++
+	})
 
 	t.Run("bound keys", func(t *testing.T) {
 		h := h.In(t)
