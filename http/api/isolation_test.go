@@ -289,6 +289,13 @@ func TestWorkspaceIsolation(t *testing.T) {
 	brChoseB := h.NewBrowser()
 	require.Equal(t, 200, brChoseB.SignIn(h.User.Email, h.Password).Status)
 	chooseWorkspace(t, h, brChoseB, f.wsB)
+	// A session that chose A sees A's posts on its pages, and the header names A too.
+	brA := h.NewBrowser()
+	require.Equal(t, 200, brA.SignIn(h.User.Email, h.Password).Status)
+	chooseWorkspace(t, h, brA, f.wsA)
+	require.Contains(t, string(brA.Send("GET", "/posts/"+f.draftA, nil, nil).Body), f.markA)
+	require.Contains(t, string(brA.Send("GET", "/posts", nil, nil).Body), f.markA)
+	require.Contains(t, string(h.SignedIn().Send("GET", "/api/posts", nil, f.inA()).Body), f.markA)
 	brV := h.NewBrowser()
 	require.Equal(t, 200, brV.SignIn(f.v.Email, apptest.PasswordOf(f.v.Email)).Status)
 	vMain := h.NewAccount(f.v.ID, "bluesky")
@@ -381,6 +388,27 @@ func TestWorkspaceIsolation(t *testing.T) {
 			// None of A's publications is counted (main has one of its own).
 			require.Equal(t, d.pubs, d.do(h, "GET", "/analytics/overview", nil).JSON(t)["publications"])
 			checks += 2
+			if d.br != nil && d.key == "" {
+				// The dashboard's pages, in the session's workspace.
+				hdr := http.Header{}
+				if d.ws != "" {
+					hdr.Set(server.WorkspaceHeader, d.ws)
+				}
+				for _, page := range []string{"/", "/posts", "/calendar", "/accounts", "/compose", "/developer", "/settings"} {
+					r := d.br.Send("GET", page, nil, hdr)
+					require.Equal(t, 200, r.Status, "page %s", page)
+					for _, s := range secrets {
+						require.NotContains(t, string(r.Body), s, "page %s shows A's objects", page)
+					}
+					checks += 2
+				}
+				for _, id := range []string{f.draftA, f.pubA, f.campaignPo} {
+					r := d.br.Send("GET", "/posts/"+id, nil, hdr)
+					require.Equal(t, 404, r.Status, "page /posts/%s", id)
+					require.NotContains(t, string(r.Body), f.markA)
+					checks += 2
+				}
+			}
 			// A's media in a post on the door's own account.
 			own := append(byID, isolationCheck{"POST", "/posts", map[string]any{"content": "with A's media", "platforms": []string{d.own}, "media": []string{f.mediaA}}, 400})
 			for _, c := range own {
