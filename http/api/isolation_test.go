@@ -206,6 +206,7 @@ func newIsolationFixture(t *testing.T) *isolationFixture {
 	dms, _ := json.Marshal(f.doA(200, "GET", "/inbox/dms?fresh=true&account_id="+f.xA.ID, nil))
 	require.Contains(t, string(dms), f.convA)
 	f.doA(200, "GET", "/inbox/dms/"+url.PathEscape(f.convA)+"?account_id="+f.xA.ID, nil)
+	require.Equal(t, 1.0, f.doA(200, "GET", "/posts?search="+f.markA+"+draft", nil)["pagination"].(map[string]any)["total"])
 	f.doA(200, "GET", "/analytics/posts/"+f.pubA, nil)
 	f.doA(200, "GET", "/accounts/"+f.xA.ID+"/capabilities", nil)
 	f.doA(200, "GET", "/media/"+f.mediaA, nil)
@@ -318,7 +319,8 @@ func TestWorkspaceIsolation(t *testing.T) {
 		f.commentA, f.convA, f.pubTargetX, *f.xA.Username, *f.bskyA.Username}
 	future := time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339)
 	conv := url.PathEscape(f.convA)
-	lists := []string{"/accounts", "/posts", "/posts?status=published", "/campaigns", "/webhooks", "/analytics/overview",
+	lists := []string{"/accounts", "/posts", "/posts?status=published", "/posts?status=draft", "/posts?platform=twitter_x",
+		"/posts?search=" + f.markA, "/inbox/comments?fresh=true&platform=twitter_x", "/campaigns", "/webhooks", "/analytics/overview",
 		"/analytics/accounts", "/inbox/accounts", "/inbox/comments?fresh=true", "/inbox/dms?fresh=true"}
 	confirmA := map[string]any{"key": f.mediaKey, "storage_filename": f.mediaFile, "original_filename": "a.png",
 		"content_type": "image/png", "size_bytes": len(apptest.PNGFile)}
