@@ -417,6 +417,9 @@ func TestWorkspaceIsolation(t *testing.T) {
 				r := d.do(h, c.method, c.path, c.body)
 				require.Equal(t, c.status, r.Status, "%s %s: %s", c.method, c.path, r.Body)
 				require.NotContains(t, string(r.Body), f.markA, "%s %s shows A's content", c.method, c.path)
+				if r.Status == 403 { // the same words for another user's object and another workspace's
+					require.Contains(t, r.ErrorMessage(t), "belongs to another user or workspace", "%s %s", c.method, c.path)
+				}
 				if r.Status == 200 {
 					require.Equal(t, false, r.JSON(t)["valid"], "%s %s: %s", c.method, c.path, r.Body)
 				}
