@@ -279,7 +279,7 @@ type isolationCheck struct {
 // of them, every read and change by id is refused with the cross-user answer, and nothing of A
 // changes. Keys bound to a workspace, keys limited to scopes and the MCP connector are held to
 // theirs.
-func TestWorkspaceIsolation(t *testing.T) {
+func TestWorkspaceIsolation(t *testing.T) { //nolint:tparallel // the subtests run in turn: each compares the store with what the last left
 	t.Parallel()
 	f := newIsolationFixture(t)
 	h := f.h
@@ -330,6 +330,7 @@ func TestWorkspaceIsolation(t *testing.T) {
 		// Reads.
 		{"GET", "/posts/" + f.draftA, nil, 403},
 		{"GET", "/posts/" + f.pubA, nil, 403},
+		{"GET", "/posts/" + f.campaignPo, nil, 403},
 		{"GET", "/posts/" + f.pubA + "/events", nil, 403},
 		{"GET", "/jobs/" + f.jobA, nil, 403},
 		{"GET", "/jobs/" + f.jobA + "/stream", nil, 403},
@@ -611,22 +612,35 @@ func TestWorkspaceIsolation(t *testing.T) {
 		for _, c := range []struct {
 			name string
 			args map[string]any
+			want string
 		}{
-			{"get_post", map[string]any{"post_id": f.draftA}},
-			{"get_publish_status", map[string]any{"tracking_id": f.jobA}},
-			{"get_campaign", map[string]any{"campaign_id": f.campaignA}},
-			{"get_post_analytics", map[string]any{"post_id": f.pubA}},
-			{"get_account_capabilities", map[string]any{"account": f.xA.ID}},
-			{"update_draft", map[string]any{"post_id": f.draftA, "content": "taken"}},
-			{"delete_draft", map[string]any{"post_id": f.draftA}},
-			{"publish_post", map[string]any{"post_id": f.draftA}},
+			{"get_post", map[string]any{"post_id": f.draftA}, "HTTP 403"},
+			{"get_publish_status", map[string]any{"tracking_id": f.jobA}, "HTTP 403"},
+			{"get_campaign", map[string]any{"campaign_id": f.campaignA}, "HTTP 404"},
+			{"get_post_analytics", map[string]any{"post_id": f.pubA}, "HTTP 403"},
+			{"get_account_capabilities", map[string]any{"account": f.xA.ID}, "HTTP 404"},
+			{"update_draft", map[string]any{"post_id": f.draftA, "content": "taken"}, "HTTP 403"},
+			{"delete_draft", map[string]any{"post_id": f.draftA}, "HTTP 403"},
+			{"publish_post", map[string]any{"post_id": f.draftA}, "HTTP 403"},
+			{"schedule_post", map[string]any{"post_id": f.draftA, "scheduled_at": future}, "HTTP 403"},
+			{"create_draft", map[string]any{"content": "on A's account", "accounts": []string{f.xA.ID}}, "HTTP 400"},
+			{"retry_campaign", map[string]any{"campaign_id": f.campaignA}, "HTTP 404"},
+			{"set_account_defaults", map[string]any{"account": f.xA.ID, "default_options": map[string]any{}}, "HTTP 403"},
+			{"disconnect_account", map[string]any{"account": f.xA.ID}, "HTTP 403"},
+			{"delete_webhook", map[string]any{"webhook_id": f.webhookA}, "HTTP 403"},
+			{"reply_to_comment", map[string]any{"comment_id": f.commentA, "publication_id": f.pubTargetX, "text": "taken"}, "HTTP 400"},
+			{"like_comment", map[string]any{"comment_id": f.commentA, "publication_id": f.pubTargetX}, "HTTP 400"},
+			{"hide_comment", map[string]any{"comment_id": f.commentA, "publication_id": f.pubTargetX}, "HTTP 400"},
+			{"reply_to_dm", map[string]any{"conversation_id": f.convA, "account": f.xA.ID, "text": "taken"}, "HTTP 400"},
+			{"list_inbox_comments", map[string]any{"account": f.xA.ID}, "HTTP 400"},
+			{"list_inbox_dms", map[string]any{"account": f.xA.ID}, "HTTP 400"},
+			{"get_analytics", map[string]any{"account": f.xA.ID}, "HTTP 400"},
 		} {
 			res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: c.name, Arguments: c.args})
-			if err == nil {
-				require.True(t, res.IsError, "%s answered: %s", c.name, apptest.ResultText(res))
-				require.NotContains(t, apptest.ResultText(res), f.markA)
-			}
-			checks++
+			require.NoError(t, err, c.name)
+			require.Contains(t, apptest.ToolError(t, res), c.want, c.name)
+			require.NotContains(t, apptest.ResultText(res), f.markA)
+			checks += 2
 		}
 		require.Equal(t, before, f.snapshot(t), "nothing of A changed")
 		checks++
