@@ -5,7 +5,7 @@ import "errors"
 // ErrNotFound means there is no account with this id.
 var ErrNotFound = errors.New("account not found")
 
-// ErrForbidden means the account belongs to another user or workspace.
+// ErrForbidden means the account belongs to another user, or to another workspace of its user.
 var ErrForbidden = errors.New("account belongs to another user or workspace")
 
 // ErrNoMediaStorage fails a post with media on a Herald that stores none (Deps.Media).

@@ -30,7 +30,7 @@ const KindName = "job"
 // ErrNotFound means there is no job with this id.
 var ErrNotFound = errors.New("job not found")
 
-// ErrForbidden means the job belongs to another user or workspace.
+// ErrForbidden means the job belongs to another user, or to another workspace of its user.
 var ErrForbidden = errors.New("job belongs to another user or workspace")
 
 // Deps are what job actors need.

@@ -8,7 +8,7 @@ import (
 // ErrNotFound means there is no post with this id.
 var ErrNotFound = errors.New("post not found")
 
-// ErrForbidden means the post belongs to another user or workspace.
+// ErrForbidden means the post belongs to another user, or to another workspace of its user.
 var ErrForbidden = errors.New("post belongs to another user or workspace")
 
 // ErrExists means a Create reached a post that already exists.

@@ -8,7 +8,7 @@ import (
 // ErrNotFound means there is no subscription with this id.
 var ErrNotFound = errors.New("webhook not found")
 
-// ErrForbidden means the subscription belongs to another user or workspace.
+// ErrForbidden means the subscription belongs to another user, or to another workspace of its user.
 var ErrForbidden = errors.New("webhook belongs to another user or workspace")
 
 // ErrExists means a Create reached a subscription that already exists.

@@ -60,7 +60,9 @@ func (h *handlers) validatePost(c *echo.Context) error {
 		for _, msg := range res.errs[:res.fields] {
 			out.Errors = append(out.Errors, splitField(msg))
 		}
-		out.Targets = res.targets
+		if res.targets != nil { // none when a field refused the post: still a list
+			out.Targets = res.targets
+		}
 	}
 	out.Valid = len(out.Errors) == 0
 	for _, t := range out.Targets {

@@ -49,7 +49,7 @@ func (h *handlers) registerKeys(g *echo.Group) {
 func (h *handlers) keyError(c *echo.Context, err error) error {
 	switch {
 	case errors.Is(err, auth.ErrForeignKey):
-		return apierr.Forbidden("key")
+		return apierr.New(http.StatusForbidden, apierr.CodeForbidden, "the key belongs to another user") // keys are the user's, not a workspace's
 	case errors.Is(err, auth.ErrNoKey):
 		return apierr.NotFound("key")
 	case errors.Is(err, auth.ErrInvalid):

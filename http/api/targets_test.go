@@ -263,6 +263,11 @@ func TestAccountDefaultOptions(t *testing.T) {
 	_, otherKey := h.NewUser("other@example.com", "pro")
 	assert.Equal(t, 403, h.DoKey(otherKey, "PATCH", "/v1/accounts/"+bsky, map[string]any{"default_options": nil}, nil).Status)
 	assert.Equal(t, 404, h.DoKey(otherKey, "GET", "/v1/accounts/"+bsky+"/capabilities", nil, nil).Status)
+	// Validating a post on it says so, with an empty list of targets (the document's shape).
+	r = h.DoKey(otherKey, "POST", "/v1/posts/validate", map[string]any{"content": "Hello", "platforms": []string{bsky}}, nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
+	assert.Equal(t, false, r.JSON(t)["valid"])
+	assert.Equal(t, []any{}, r.JSON(t)["targets"])
 
 	// Clearing them.
 	r = h.Do("PATCH", "/v1/accounts/"+bsky, map[string]any{"default_options": nil})

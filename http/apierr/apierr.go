@@ -68,10 +68,10 @@ func NotFound(what string) *Error {
 	return New(http.StatusNotFound, CodeNotFound, "%s not found", what)
 }
 
-// Forbidden is a 403 forbidden: the object is of another user, or of another of the user's
-// workspaces than the one the request acts in.
+// Forbidden is a 403 forbidden: an object of another user, or of another workspace of the
+// user (the same answer, so that it tells neither apart).
 func Forbidden(what string) *Error {
-	return New(http.StatusForbidden, CodeForbidden, "%s belongs to another user or another workspace", what)
+	return New(http.StatusForbidden, CodeForbidden, "%s belongs to another user or workspace", what)
 }
 
 // Internal is a 500 internal_error with no detail of the cause.
