@@ -337,7 +337,7 @@ func (s *Service) take(ctx context.Context, id, userID string, now time.Time) (*
 // is the one p's accounts have when a consent grants no choice (persistence.DefaultKind) and its
 // display name the network's handle. A new account lands in the user's workspace workspaceID (""
 // for main); a network account is connected once per user, so connecting it again from another
-// workspace renews its tokens where it is.
+// workspace is refused (ErrElsewhere).
 func (s *Service) Save(ctx context.Context, userID, workspaceID string, p platforms.Platform, creds platforms.Credentials) (*Result, error) {
 	return s.save(ctx, userID, workspaceID, p, creds, persistence.DefaultKind(string(p)), creds.Handle)
 }
@@ -372,6 +372,9 @@ func (s *Service) save(ctx context.Context, userID, workspaceID string, p platfo
 		}
 		return nil, fmt.Errorf("connect: find account: %w", err)
 	}
+	if existing != nil && existing.Scope() != persistence.Scope(userID, workspaceID) {
+		return nil, ErrElsewhere
+	}
 	if existing != nil {
 		r, err := actors.Ask[*account.Reply](ctx, s.cfg.Accounts.To(existing.ID), &account.SetCredentials{Creds: creds, Username: username, Kind: kind, DisplayName: display})
 		if err != nil {
@@ -396,6 +399,12 @@ func (s *Service) save(ctx context.Context, userID, workspaceID string, p platfo
 
 // ErrWorkspaceFull means the workspace holds as many accounts as its limits allow.
 var ErrWorkspaceFull = errors.New("the workspace holds as many connected accounts as its limit allows")
+
+// ErrElsewhere means the network account is connected already, in another workspace of the same
+// user: it is renewed only from the workspace it is in (a network account is connected once per
+// user, so that its rate limits are counted in one place), and a connection from elsewhere
+// changes nothing and names nothing of that workspace.
+var ErrElsewhere = errors.New("this account is already connected in another workspace; disconnect it there first, or renew it from that workspace")
 
 // ErrNoWorkspace means the workspace an account was to land in no longer exists.
 var ErrNoWorkspace = errors.New("the workspace this connection was for no longer exists")

@@ -133,6 +133,12 @@ func (h *handlers) addAccount(c *echo.Context, in accountlink.Add) error {
 		return apierr.Unavailable(displayName(platforms.Platform(in.Platform)) + " did not answer the credential check; retry shortly")
 	case errors.Is(err, accountlink.ErrNotConfigured):
 		return apierr.Validation("%s is not configured on this server", displayName(platforms.Platform(in.Platform)))
+	case errors.Is(err, accountlink.ErrElsewhere):
+		return apierr.New(http.StatusConflict, apierr.CodeValidation, "%s", accountlink.ErrElsewhere.Error())
+	case errors.Is(err, accountlink.ErrWorkspaceFull):
+		return apierr.New(http.StatusForbidden, apierr.CodeLimitExceeded, "%s", accountlink.ErrWorkspaceFull.Error())
+	case errors.Is(err, accountlink.ErrNoWorkspace):
+		return apierr.NotFound("workspace")
 	case errors.Is(err, accountlink.ErrInvalid):
 		return apierr.Validation("%s", strings.TrimPrefix(err.Error(), accountlink.ErrInvalid.Error()+": "))
 	case errors.Is(err, actors.ErrTimeout):

@@ -342,6 +342,15 @@ func TestDashboardCredentialForms(t *testing.T) {
 	r = br.Send("POST", "/api/accounts/bluesky", bsky, br.CSRFHeader())
 	require.Equal(t, 200, r.Status, "the same network user again: its credentials replaced, %s", r.Body)
 	require.Equal(t, acc["id"], r.JSON(t)["id"])
+	// From another workspace the same network user is refused, and nothing of main is named.
+	ws := h.Do("POST", "/v1/workspaces", map[string]any{"name": "Elsewhere"}).JSON(t)["id"].(string)
+	hdr := br.CSRFHeader()
+	hdr.Set("Herald-Workspace", ws)
+	r = br.Send("POST", "/api/accounts/bluesky", bsky, hdr)
+	require.Equal(t, 409, r.Status, string(r.Body))
+	require.Contains(t, r.ErrorMessage(t), "already connected in another workspace")
+	require.NotContains(t, string(r.Body), acc["id"].(string))
+	require.Empty(t, h.DoKey(h.Key, "GET", "/v1/accounts", nil, http.Header{"Herald-Workspace": {ws}}).JSON(t)["data"])
 
 	xc, err := h.App.Sim.NewAccount(platforms.X, "dashwriter")
 	require.NoError(t, err)
