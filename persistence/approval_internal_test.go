@@ -15,7 +15,7 @@ func TestCampaignCountsOfOlderRecord(t *testing.T) {
 	EachStore(t, func(t *testing.T, s *Store) {
 		campaign, postID := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
 		old := make([]byte, oldCampaignCells*4)
-		binary.BigEndian.PutUint32(old[0:], 3)                                 // every post
+		binary.BigEndian.PutUint32(old[0:], 3)                                // every post
 		binary.BigEndian.PutUint32(old[int(statusCode(PostScheduled))*4:], 2) // scheduled
 		binary.BigEndian.PutUint32(old[int(statusCode(PostFailed))*4:], 1)    // failed
 		require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
