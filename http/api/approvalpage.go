@@ -39,9 +39,8 @@ func (h *handlers) registerApprovalPage(e *echo.Echo) {
 // noReferrer keeps the page's URL, token included, out of the Referer of anything it links to.
 func noReferrer(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
-		err := next(c)
 		c.Response().Header().Set("Referrer-Policy", "no-referrer")
-		return err
+		return next(c)
 	}
 }
 

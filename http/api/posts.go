@@ -402,7 +402,7 @@ func (h *handlers) updatePost(c *echo.Context) error {
 	switch {
 	case stored == nil:
 		return h.actorError(c, "post", post.ErrNotFound)
-	case stored.UserID != server.Principal(c).Scope():
+	case stored.Scope() != server.Principal(c).Scope():
 		return h.actorError(c, "post", post.ErrForbidden)
 	}
 	in, err := h.readPostInput(c, false, stored)
