@@ -344,3 +344,34 @@ func TestApprovalLinkRevokedExpiredAndForged(t *testing.T) {
 	r := a.DoKey(a.editor, "POST", "/v1/posts/"+id+"/approval-link", nil, nil)
 	require.Equal(t, 400, r.Status, "a draft takes no link: %s", r.Body)
 }
+
+// A campaign that publishes at once, created by a key that cannot approve in a workspace that
+// requires approval, holds every post (no job); the campaign reads pending_approval, each post
+// is approved alone, and cancelling deletes those still pending.
+func TestHeldCampaign(t *testing.T) {
+	t.Parallel()
+	a := newApprovals(t)
+	posts := []any{
+		map[string]any{"content": "one", "platforms": a.accounts[:1]},
+		map[string]any{"content": "two", "platforms": a.accounts[1:]},
+	}
+	r := a.DoKey(a.editor, "POST", "/v1/campaigns", map[string]any{"name": "Spring", "publish": "now", "posts": posts}, nil)
+	require.Equal(t, 202, r.Status, string(r.Body))
+	acc := r.JSON(t)
+	id := acc["campaign_id"].(string)
+	var ids []string
+	for _, p := range acc["posts"].([]any) {
+		require.Nil(t, p.(map[string]any)["tracking_id"], "held: no job")
+		ids = append(ids, p.(map[string]any)["post_id"].(string))
+	}
+	camp := a.DoKey(a.Key, "GET", "/v1/campaigns/"+id, nil, in(a.ws)).JSON(t)
+	require.Equal(t, "pending_approval", camp["status"])
+	require.Equal(t, 2.0, camp["totals"].(map[string]any)["pending_approval"])
+	require.Equal(t, "publish", a.detail(t, ids[0])["approval"].(map[string]any)["requested_action"])
+
+	r = a.DoKey(a.Key, "POST", "/v1/posts/"+ids[0]+"/approve", nil, in(a.ws))
+	require.Equal(t, 202, r.Status, string(r.Body))
+	r = a.DoKey(a.Key, "DELETE", "/v1/campaigns/"+id, nil, in(a.ws))
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.Equal(t, []any{ids[1]}, r.JSON(t)["cancelled"])
+}
