@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldhq/herald/actors/post"
 	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/platforms"
 )
 
 // The approval page: GET /approve/:postId/:token shows a pending post and each network's preview
@@ -58,7 +59,8 @@ type approvalView struct {
 }
 
 var approvalTmpl = template.Must(template.New("approval").Funcs(template.FuncMap{
-	"utc": func(t *time.Time) string { return t.UTC().Format("Mon 2 Jan 2006, 15:04 UTC") },
+	"utc":     func(t *time.Time) string { return t.UTC().Format("Mon 2 Jan 2006, 15:04 UTC") },
+	"network": func(p string) string { return platforms.Platform(p).Name() },
 }).Parse(`<!doctype html>
 <html lang="en">
 <head>
@@ -78,10 +80,10 @@ var approvalTmpl = template.Must(template.New("approval").Funcs(template.FuncMap
 <p>{{if eq .Action "schedule"}}This post is to be published at <strong>{{utc .At}}</strong>{{if .Late}} — that time has passed: approving publishes it now{{end}}.{{else}}This post is to be published as soon as it is approved.{{end}}</p>
 {{- range .Targets}}
 <section class="card">
-<h2>{{.Platform}}</h2>
+<h2>{{network .Platform}}</h2>
 {{- with .Preview}}
 <figure class="preview">
-<p class="preview-length{{if gt .Length.Used .Length.Max}} over{{end}}">{{.Length.Used}} / {{.Length.Max}} {{.Length.Unit}}</p>
+<p class="preview-length{{if gt .Length.Used .Length.Max}} over{{end}}">{{.Length.Used}} of {{.Length.Max}} characters</p>
 <p class="preview-text">{{.Content}}</p>
 {{- if .Media}}<p class="preview-media">{{len .Media}} media: {{range $i, $m := .Media}}{{if $i}}, {{end}}{{$m.ContentType}}{{if $m.AltText}} ({{$m.AltText}}){{end}}{{end}}</p>{{end}}
 </figure>

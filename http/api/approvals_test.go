@@ -268,8 +268,8 @@ func TestApprovalLinkApprovesOnce(t *testing.T) {
 		status, html := page(t, "GET", link, nil)
 		require.Equal(t, 200, status, html)
 		require.Contains(t, html, "Our spring menu is out")
-		require.Contains(t, html, "linkedin")
-		require.Contains(t, html, "bluesky")
+		require.Contains(t, html, "LinkedIn")
+		require.Contains(t, html, "Bluesky")
 		require.Contains(t, html, "Approve")
 		require.Contains(t, html, "Request changes")
 	}
