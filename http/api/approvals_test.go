@@ -222,7 +222,7 @@ func (a *approvals) approvalLink(t *testing.T, id string, body any) string {
 	l := r.JSON(t)
 	exp, err := time.Parse(time.RFC3339, l["expires_at"].(string))
 	require.NoError(t, err)
-	require.WithinDuration(t, time.Now().Add(72*time.Hour), exp, time.Minute)
+	require.WithinDuration(t, exp, time.Now().Add(72*time.Hour), time.Minute)
 	return l["url"].(string)
 }
 
