@@ -236,7 +236,8 @@ func (h *handlers) approvalLink(c *echo.Context) error {
 func approvalEvents(p *persistence.Post) []PostEvent {
 	var out []PostEvent
 	for n, s := range p.ApprovalLog {
-		msg := s.Kind + " by " + s.By
+		msg := map[string]string{persistence.ApprovalRequested: "submitted for approval", persistence.ApprovalApproved: "approved",
+			persistence.ApprovalRejected: "changes requested"}[s.Kind] + " by " + s.By
 		if s.Reason != "" {
 			msg += ": " + s.Reason
 		}

@@ -77,6 +77,12 @@ func TestBrowserApprovals(t *testing.T) {
 	require.NoError(t, h.app.Store.View(func(tx *persistence.Tx) error { p, err = tx.Post(lateID); return err }))
 	require.Equal(t, persistence.PostDraft, p.Status)
 	require.Equal(t, "Brunch starts in May", *p.RejectionReason)
+	tb.do(chromedp.Navigate(h.url+"/posts/"+lateID), chromedp.WaitVisible(chromedp.CSS(`#rejection`)))
+	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#rejection`))), "Brunch starts in May", "the post's page says why it came back")
+	tb.do(chromedp.Navigate(h.url+"/posts/"+now["id"].(string)), chromedp.WaitVisible(chromedp.CSS(`#approval`)))
+	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#approval`))), "Waiting for approval")
+	tb.shoot(dir, "post-pending")
+	tb.do(chromedp.Navigate(h.url + "/approvals"))
 
 	// The client's page for the other one, then the owner approves it here.
 	id := now["id"].(string)
