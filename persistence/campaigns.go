@@ -55,8 +55,9 @@ type CampaignEvent struct {
 //	campaigns        campaign id → Campaign (JSON)
 //	campaigns_user   user id | campaign id → empty
 //	campaign_posts   campaign id | post id → the post's status code (1 byte)
-//	campaign_counts  campaign id → its posts per status: 7 uint32 cells, big-endian (0: every
-//	                 post, 1..6: the status codes)
+//	campaign_counts  campaign id → its posts per status: 8 uint32 cells, big-endian (0: every
+//	                 post, 1..7: the status codes); a record written before pending_approval
+//	                 has 7 cells, read with the 8th as 0
 //	campaign_events  campaign id | seq (8) → CampaignEvent (JSON)
 //
 // campaign_posts and campaign_counts are kept by PutPost and DeletePost, in the transactions that
@@ -75,7 +76,10 @@ func init() {
 	registerBuckets(bCampaigns, bCampaignsUser, bCampaignPosts, bCampaignCounts, bCampaignEvents)
 }
 
-const campaignCells = 1 + 6 // every post, then each status code 1..6
+const campaignCells = 1 + 7 // every post, then each status code 1..7
+
+// oldCampaignCells is the length of a counts record written before pending_approval existed.
+const oldCampaignCells = 1 + 6
 
 // CampaignCounts are a campaign's posts per status.
 type CampaignCounts struct {
@@ -94,15 +98,18 @@ func (c CampaignCounts) Of(status string) int {
 	return c.cells[s]
 }
 
-// Open is how many of its posts are still to be decided: scheduled or publishing.
-func (c CampaignCounts) Open() int { return c.Of(PostScheduled) + c.Of(PostPublishing) }
+// Open is how many of its posts are still to be decided: scheduled, publishing or waiting for
+// approval.
+func (c CampaignCounts) Open() int {
+	return c.Of(PostScheduled) + c.Of(PostPublishing) + c.Of(PostPendingApproval)
+}
 
 func decodeCampaignCounts(v []byte) CampaignCounts {
 	var c CampaignCounts
-	if len(v) != campaignCells*4 {
+	if len(v) != campaignCells*4 && len(v) != oldCampaignCells*4 {
 		return c
 	}
-	for i := range c.cells {
+	for i := range len(v) / 4 {
 		c.cells[i] = int(binary.BigEndian.Uint32(v[i*4:]))
 	}
 	return c

@@ -111,6 +111,22 @@ func appendPost(b []byte, p *Post) []byte {
 		b = append(b, `,"campaign_id":`...)
 		b = appendString(b, p.CampaignID)
 	}
+	if p.Approval != nil {
+		b = append(b, `,"approval":`...)
+		b = appendMarshal(b, p.Approval)
+	}
+	if p.RejectionReason != nil {
+		b = append(b, `,"rejection_reason":`...)
+		b = appendString(b, *p.RejectionReason)
+	}
+	if p.ApprovalLink != nil {
+		b = append(b, `,"approval_link":`...)
+		b = appendMarshal(b, p.ApprovalLink)
+	}
+	if len(p.ApprovalLog) > 0 {
+		b = append(b, `,"approval_log":`...)
+		b = appendMarshal(b, p.ApprovalLog)
+	}
 	return append(b, '}')
 }
 

@@ -53,6 +53,10 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 				{AccountID: "a", Platform: "twitter_x", Thread: []ThreadPart{{Content: s}, {Content: "b", MediaIDs: []string{s}, PublicationID: s, URL: s, Ref: s}},
 					FirstComment: &FirstComment{Content: s, Status: CommentFailed, Error: s}},
 				{AccountID: "b", Platform: "linkedin", Thread: []ThreadPart{}, FirstComment: &FirstComment{Content: "c", Status: CommentPublished, PublicationID: s, URL: s}}}},
+			{ID: "p", Content: s, Status: PostPendingApproval, CreatedAt: tm, UpdatedAt: tm, RejectionReason: &msg,
+				Approval:     &Approval{Action: ApprovalSchedule, ScheduledAt: &tm, RequestedAt: tm, RequestedBy: s},
+				ApprovalLink: &ApprovalLink{Hash: []byte(s), ExpiresAt: tm, UsedAt: &tm},
+				ApprovalLog:  []ApprovalStep{{Kind: ApprovalRequested, At: tm, By: s}, {Kind: ApprovalRejected, At: tm, By: "u", Reason: s}}},
 		}
 		for _, p := range posts {
 			want, err := json.Marshal(p)

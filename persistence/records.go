@@ -101,10 +101,14 @@ const (
 	PostPublished  = "published"
 	PostPartial    = "partial"
 	PostFailed     = "failed"
+	// PostPendingApproval is a post whose publish or schedule waits for someone who may approve
+	// it (Post.Approval keeps what was asked); nothing publishes it until then.
+	PostPendingApproval = "pending_approval"
 )
 
-// PostStatuses lists every post status.
-var PostStatuses = []string{PostDraft, PostScheduled, PostPublishing, PostPublished, PostPartial, PostFailed}
+// PostStatuses lists every post status, in the order of their codes (a new status is appended:
+// the codes are stored in posts_user, posts_count and campaign_posts).
+var PostStatuses = []string{PostDraft, PostScheduled, PostPublishing, PostPublished, PostPartial, PostFailed, PostPendingApproval}
 
 // Target statuses: where one post stands on one connected account.
 const (
@@ -241,6 +245,60 @@ type Post struct {
 	QuotaCounted bool `json:"quota_counted,omitempty"`
 	// CampaignID is the campaign the post was created in ("" for a post created alone).
 	CampaignID string `json:"campaign_id,omitempty"`
+	// Approval is the publish or schedule a pending_approval post waits to carry out (nil in
+	// every other status).
+	Approval *Approval `json:"approval,omitempty"`
+	// RejectionReason is why the post's last request was rejected; cleared when it is submitted
+	// again.
+	RejectionReason *string `json:"rejection_reason,omitempty"`
+	// ApprovalLink is the post's latest approval link (only its token's SHA-256); a new link
+	// replaces it, which revokes the one before.
+	ApprovalLink *ApprovalLink `json:"approval_link,omitempty"`
+	// ApprovalLog is the post's approval history (requested, approved, rejected), oldest first,
+	// at most MaxApprovalLog steps.
+	ApprovalLog []ApprovalStep `json:"approval_log,omitempty"`
+}
+
+// Approval actions: what a post held for approval asked for.
+const (
+	ApprovalPublish  = "publish"
+	ApprovalSchedule = "schedule"
+)
+
+// Approval is the request a pending_approval post keeps until it is approved or rejected.
+type Approval struct {
+	// Action is ApprovalPublish (publish now) or ApprovalSchedule (at ScheduledAt).
+	Action      string     `json:"action"`
+	ScheduledAt *time.Time `json:"scheduled_at,omitempty"`
+	RequestedAt time.Time  `json:"requested_at"`
+	// RequestedBy names who asked: "key:<id>", "oauth:<client>", "user:<id>".
+	RequestedBy string `json:"requested_by"`
+}
+
+// ApprovalLink is a post's signed approval link: the SHA-256 of its random token, when it
+// expires, and when it was used (a link works once).
+type ApprovalLink struct {
+	Hash      []byte     `json:"hash"`
+	ExpiresAt time.Time  `json:"expires_at"`
+	UsedAt    *time.Time `json:"used_at,omitempty"`
+}
+
+// Approval log kinds (the same names as the webhook events, without "post.").
+const (
+	ApprovalRequested = "approval_requested"
+	ApprovalApproved  = "approved"
+	ApprovalRejected  = "rejected"
+)
+
+// MaxApprovalLog is how many approval steps a post keeps (the oldest are dropped).
+const MaxApprovalLog = 50
+
+// ApprovalStep is one step of a post's approval history.
+type ApprovalStep struct {
+	Kind   string    `json:"kind"`
+	At     time.Time `json:"at"`
+	By     string    `json:"by"`
+	Reason string    `json:"reason,omitempty"`
 }
 
 // Clone returns a deep copy, for building a post's next state before it is written.
@@ -248,6 +306,15 @@ func (p *Post) Clone() *Post {
 	c := *p
 	c.MediaIDs = append([]string(nil), p.MediaIDs...)
 	c.Targets = append([]Target(nil), p.Targets...)
+	if p.Approval != nil {
+		a := *p.Approval
+		c.Approval = &a
+	}
+	if p.ApprovalLink != nil {
+		l := *p.ApprovalLink
+		c.ApprovalLink = &l
+	}
+	c.ApprovalLog = append([]ApprovalStep(nil), p.ApprovalLog...)
 	for i := range c.Targets {
 		t := &c.Targets[i]
 		if t.Thread != nil {

@@ -15,13 +15,22 @@ const (
 	PostEventDeleted   = "post.deleted"
 )
 
+// The approval events of Herald's own: a post held for approval, approved, rejected.
+const (
+	PostEventApprovalRequested = "post.approval_requested"
+	PostEventApproved          = "post.approved"
+	PostEventRejected          = "post.rejected"
+)
+
 // CampaignEventCompleted is sent when the last open post of a campaign (scheduled or publishing)
 // takes its outcome: an event of Herald's own, beside the spec's four.
 const CampaignEventCompleted = "campaign.completed"
 
 // WebhookEvents lists the event names a subscription can ask for, in their bit order (the flags
-// byte of webhooks_user holds up to seven).
-var WebhookEvents = []string{PostEventPublished, PostEventFailed, PostEventScheduled, PostEventDeleted, CampaignEventCompleted}
+// of webhooks_user: the first byte holds the first seven and the active bit, a second byte the
+// next eight). A new event is appended.
+var WebhookEvents = []string{PostEventPublished, PostEventFailed, PostEventScheduled, PostEventDeleted, CampaignEventCompleted,
+	PostEventApprovalRequested, PostEventApproved, PostEventRejected}
 
 // Webhook is a webhook subscription.
 type Webhook struct {
@@ -99,7 +108,10 @@ type Delivery struct {
 // The webhook buckets:
 //
 //	webhooks            webhook id → Webhook (JSON)
-//	webhooks_user       user id | webhook id → flags (1 byte): bit i = WebhookEvents[i], 0x80 = active
+//	webhooks_user       user id | webhook id → flags (1 or 2 bytes): bit i of the first =
+//	                    WebhookEvents[i] for i < 7, 0x80 = active; bit i-7 of the second =
+//	                    WebhookEvents[i] for i >= 7 (absent in records written before there were
+//	                    more than seven events)
 //	deliveries          webhook id | delivery id → Delivery (JSON)
 //	deliveries_pending  webhook id | delivery id → next attempt (8 bytes, Unix nanoseconds)
 //
@@ -116,32 +128,34 @@ func init() { registerBuckets(bWebhooks, bWebhooksUser, bDeliveries, bDeliveries
 
 const webhookActive = 0x80
 
-func webhookFlags(w *Webhook) byte {
-	var f byte
+func webhookFlags(w *Webhook) []byte {
+	f := make([]byte, 2)
 	for i, name := range WebhookEvents {
 		if w.Wants(name) {
-			f |= 1 << i
+			f[i/7] |= 1 << (i % 7)
 		}
 	}
 	if w.Active {
-		f |= webhookActive
+		f[0] |= webhookActive
 	}
 	return f
 }
 
-func eventBit(typ string) byte {
+// eventBit is the byte of the flags (0 or 1) and the bit in it of an event type; bit 0 for an
+// event no subscription can ask for.
+func eventBit(typ string) (int, byte) {
 	for i, name := range WebhookEvents {
 		if name == typ {
-			return 1 << i
+			return i / 7, 1 << (i % 7)
 		}
 	}
-	return 0
+	return 0, 0
 }
 
 // PutWebhook stores a subscription and its index entry.
 func (t *Tx) PutWebhook(w *Webhook) error {
 	id := mustID(w.ID)
-	if err := t.kv.Bucket(bWebhooksUser).Put(join(mustID(w.Scope()), id), []byte{webhookFlags(w)}); err != nil {
+	if err := t.kv.Bucket(bWebhooksUser).Put(join(mustID(w.Scope()), id), webhookFlags(w)); err != nil {
 		return err
 	}
 	return t.put(bWebhooks, id, w)
@@ -185,7 +199,7 @@ func (t *Tx) WebhooksIn(scope string) ([]*Webhook, error) {
 // SubscribersOf returns the ids of the workspace's active subscriptions that want events of type typ,
 // from the index alone.
 func (t *Tx) SubscribersOf(scope, typ string) []string {
-	bit := eventBit(typ)
+	at, bit := eventBit(typ)
 	if bit == 0 {
 		return nil
 	}
@@ -193,7 +207,7 @@ func (t *Tx) SubscribersOf(scope, typ string) []string {
 	var out []string
 	c := t.kv.Bucket(bWebhooksUser).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if len(v) == 1 && v[0]&webhookActive != 0 && v[0]&bit != 0 {
+		if len(v) >= 1 && len(v) > at && v[0]&webhookActive != 0 && v[at]&bit != 0 {
 			out = append(out, idString(k[16:]))
 		}
 	}

@@ -119,7 +119,8 @@ func commit(d Deps, id string, m *Create) (*persistence.Campaign, error) {
 	now := d.Now().UTC()
 	camp := *m.Campaign
 	camp.ID, camp.Posts, camp.Version = id, len(m.Posts), 1
-	counted := m.Quota != nil && camp.Publish != persistence.CampaignDraft
+	held := m.Hold != nil && camp.Publish != persistence.CampaignDraft
+	counted := m.Quota != nil && camp.Publish != persistence.CampaignDraft && !held
 	rows := make([]staged, len(m.Posts))
 	var first time.Time
 	for i, p := range m.Posts {
@@ -129,8 +130,12 @@ func commit(d Deps, id string, m *Create) (*persistence.Campaign, error) {
 			return nil, err
 		}
 		s := staged{post: p}
-		switch camp.Publish {
-		case persistence.CampaignNow:
+		switch {
+		case held:
+			if err := holdPost(&s, camp.Publish, m.Hold.By, now); err != nil {
+				return nil, err
+			}
+		case camp.Publish == persistence.CampaignNow:
 			if i >= len(m.JobIDs) {
 				return nil, errors.New("campaign: a job id is missing")
 			}
@@ -140,7 +145,7 @@ func commit(d Deps, id string, m *Create) (*persistence.Campaign, error) {
 				return nil, err
 			}
 			s.job = j
-		case persistence.CampaignSchedule:
+		case camp.Publish == persistence.CampaignSchedule:
 			if p.ScheduledAt == nil {
 				return nil, errors.New("campaign: a scheduled post has no time")
 			}
@@ -154,7 +159,7 @@ func commit(d Deps, id string, m *Create) (*persistence.Campaign, error) {
 				return nil, err
 			}
 			s.event = ev
-		case persistence.CampaignDraft:
+		case camp.Publish == persistence.CampaignDraft:
 			p.ScheduledAt = nil
 		default:
 			return nil, errors.New("campaign: unknown publish mode " + camp.Publish)
@@ -236,6 +241,34 @@ func commit(d Deps, id string, m *Create) (*persistence.Campaign, error) {
 		d.Handoff.Scheduled(first)
 	}
 	return &camp, nil
+}
+
+// holdPost makes a staged post of a held campaign wait for approval of its request (publish
+// now, or schedule at its time), with its post.approval_requested event.
+func holdPost(s *staged, mode, by string, now time.Time) error {
+	p := s.post
+	req := &persistence.Approval{Action: persistence.ApprovalPublish, RequestedAt: now, RequestedBy: by}
+	switch mode {
+	case persistence.CampaignNow:
+		p.ScheduledAt = nil
+	case persistence.CampaignSchedule:
+		if p.ScheduledAt == nil {
+			return errors.New("campaign: a scheduled post has no time")
+		}
+		at := p.ScheduledAt.UTC()
+		p.ScheduledAt = &at
+		req.Action, req.ScheduledAt = persistence.ApprovalSchedule, &at
+	default:
+		return errors.New("campaign: unknown publish mode " + mode)
+	}
+	p.Status, p.Approval = persistence.PostPendingApproval, req
+	p.ApprovalLog = []persistence.ApprovalStep{{Kind: persistence.ApprovalRequested, At: now, By: by}}
+	ev, err := post.NewEvent(persistence.PostEventApprovalRequested, p, now)
+	if err != nil {
+		return err
+	}
+	s.event = ev
+	return nil
 }
 
 // Actor is one campaign.
@@ -458,7 +491,7 @@ func (a *Actor) cancel(ctx context.Context, c *persistence.Campaign, m *Cancel) 
 	var open []string
 	_ = a.deps.Store.View(func(tx *persistence.Tx) error {
 		for _, cp := range tx.CampaignPosts(c.ID) {
-			if cp.Status == persistence.PostDraft || cp.Status == persistence.PostScheduled {
+			if cp.Status == persistence.PostDraft || cp.Status == persistence.PostScheduled || cp.Status == persistence.PostPendingApproval {
 				open = append(open, cp.PostID)
 			}
 		}

@@ -29,6 +29,10 @@ type Create struct {
 	// Quota, when set, is the free plan's monthly post quota: a campaign that publishes or
 	// schedules counts as its posts, all or none.
 	Quota *post.Quota
+	// Hold, when set, holds a campaign that publishes or schedules for approval: each post waits
+	// in pending_approval with its request (publish now, or schedule at its time), with no job,
+	// no schedule entry and no quota counted until it is approved (actors/post, approval.go).
+	Hold *post.Hold
 }
 
 // CreateReply carries the campaign as committed.

@@ -145,7 +145,8 @@ func (a *Actor) Settled() bool {
 		return false
 	}
 	switch a.state.Status {
-	case persistence.PostScheduled, persistence.PostPublishing, persistence.PostPublished, persistence.PostPartial, persistence.PostFailed:
+	case persistence.PostScheduled, persistence.PostPublishing, persistence.PostPublished, persistence.PostPartial, persistence.PostFailed,
+		persistence.PostPendingApproval:
 		return true
 	}
 	return false
@@ -324,7 +325,8 @@ func (a *Actor) update(ctx actor.Context, m *Update) {
 
 func (a *Actor) delete(ctx actor.Context, m *Delete) {
 	cur, err := a.owned(m.Scope)
-	if err == nil {
+	if err == nil && cur.Status != persistence.PostPendingApproval {
+		// A post waiting for approval is deleted as a draft is.
 		err = editable("deleted", cur)
 	}
 	if err != nil {

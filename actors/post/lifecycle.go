@@ -29,6 +29,9 @@ type Publish struct {
 	// Only, when set, publishes again only the failed targets it matches, and only a failed or
 	// partial post (a campaign's retry); other posts are refused as not publishable.
 	Only *Only
+	// Hold, when set, holds a draft or scheduled post for approval instead of publishing it
+	// (approval.go); the reply's Job is nil.
+	Hold *Hold
 }
 
 // Only selects targets by connected account and platform; an empty field matches any.
@@ -70,6 +73,8 @@ type Schedule struct {
 	At     time.Time
 	Create *persistence.Post
 	Quota  *Quota
+	// Hold, when set, holds the post for approval of this schedule instead (approval.go).
+	Hold *Hold
 }
 
 // Fire is the scheduler's signal that the post's time At has come. JobID, when set, is the
@@ -175,6 +180,12 @@ func (a *Actor) receiveLifecycle(ctx actor.Context) bool {
 		a.fire(ctx, m)
 	case *Finish:
 		a.finishJob(ctx, m)
+	case *Approve:
+		a.approve(ctx, m)
+	case *Reject:
+		a.reject(ctx, m)
+	case *SetApprovalLink:
+		a.setLink(ctx, m)
 	case *retryFinish:
 		if m := a.unfinished; m != nil {
 			a.unfinished = nil
@@ -295,6 +306,10 @@ func (a *Actor) publish(ctx actor.Context, m *Publish) {
 		}
 		cur = owned
 	}
+	if m.Hold != nil && m.Only == nil && cur.Status != persistence.PostFailed && cur.Status != persistence.PostPartial && cur.Status != persistence.PostPublished {
+		a.hold(ctx, cur, m.Create != nil, nil, m.Hold.By, true)
+		return
+	}
 	j, sj, err := a.startJob(jobCommit{cur: cur, jobID: m.JobID, quota: m.Quota, idem: m.Idempotency, creating: m.Create != nil, request: true, only: m.Only})
 	if err != nil {
 		actors.ReplyError(ctx, err)
@@ -320,6 +335,9 @@ func (a *Actor) startJob(c jobCommit) (*persistence.Job, *persistence.Post, erro
 // later (Finish). A publishing post has nothing to do until then, and an incarnation kept for it
 // would hold memory for every job in hand.
 func createAndPublish(d Deps, id string, m *Publish) any {
+	if m.Hold != nil {
+		return createHeld(d, id, m)
+	}
 	cur := m.Create.Clone()
 	cur.ID = id
 	j, sj, err := commitJob(d, jobCommit{cur: cur, jobID: m.JobID, quota: m.Quota, idem: m.Idempotency, creating: true, request: true, only: m.Only})
@@ -343,6 +361,8 @@ type jobCommit struct {
 	// request: a client waits, and a full commit queue refuses it (persistence.ErrBusy); a
 	// scheduled post's time (false) waits for room.
 	request bool
+	// events are appended in the same transaction (an approval's post.approved).
+	events []*persistence.Event
 }
 
 // commitJob commits the post's move to publishing with its new job (and the quota, the schedule
@@ -398,6 +418,11 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 				return err
 			}
 		}
+		for _, ev := range c.events {
+			if err := tx.AppendEvent(ev); err != nil {
+				return err
+			}
+		}
 		for _, att := range ResumeAttempts(cur, j) {
 			if err := tx.PutAttempt(att); err != nil {
 				return err
@@ -437,6 +462,10 @@ func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
 			return
 		}
 		cur = owned
+	}
+	if m.Hold != nil {
+		a.hold(ctx, cur, m.Create != nil, &m.At, m.Hold.By, false)
+		return
 	}
 	if cur.Status != persistence.PostDraft && cur.Status != persistence.PostScheduled {
 		actors.ReplyError(ctx, &NotSchedulableError{Status: cur.Status})

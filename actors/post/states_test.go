@@ -46,6 +46,12 @@ func (s *states) ask(id string, m any) (*persistence.Post, error) {
 			return nil, err
 		}
 		return r.Post, nil
+	case *post.Approve:
+		r, err := actors.Ask[*post.ApproveReply](context.Background(), s.dir.To(id), m)
+		if err != nil {
+			return nil, err
+		}
+		return r.Post, nil
 	case *post.Fire:
 		if _, err := actors.Ask[*post.FireReply](context.Background(), s.dir.To(id), m); err != nil {
 			return nil, err
@@ -83,6 +89,10 @@ func (s *states) in(status string) (id string, at time.Time) {
 		return id, at
 	case persistence.PostScheduled:
 		_, err = s.ask(id, &post.Schedule{Scope: s.user, At: at})
+		require.NoError(s.t, err)
+		return id, at
+	case persistence.PostPendingApproval:
+		_, err = s.ask(id, &post.Schedule{Scope: s.user, At: at, Hold: &post.Hold{By: "key:editor"}})
 		require.NoError(s.t, err)
 		return id, at
 	}
@@ -134,16 +144,17 @@ func TestPostStateMachine(t *testing.T) { //nolint:tparallel // the cases share 
 		started int    // the targets of the job it started (0: none)
 	}
 	all := []string{persistence.PostDraft, persistence.PostScheduled, persistence.PostPublishing, persistence.PostPublished,
-		persistence.PostPartial, persistence.PostFailed}
+		persistence.PostPartial, persistence.PostFailed, persistence.PostPendingApproval}
 	notEditable, notPublishable, notSchedulable := &post.NotEditableError{}, &post.NotPublishableError{}, &post.NotSchedulableError{}
 	cases := map[string]map[string]want{
 		updated: {
 			persistence.PostDraft: {status: persistence.PostDraft}, persistence.PostScheduled: {status: persistence.PostScheduled},
 			persistence.PostPublishing: {err: notEditable}, persistence.PostPublished: {err: notEditable},
 			persistence.PostPartial: {err: notEditable}, persistence.PostFailed: {err: notEditable},
+			persistence.PostPendingApproval: {err: notEditable},
 		},
 		deleted: {
-			persistence.PostDraft: {}, persistence.PostScheduled: {},
+			persistence.PostDraft: {}, persistence.PostScheduled: {}, persistence.PostPendingApproval: {},
 			persistence.PostPublishing: {err: notEditable}, persistence.PostPublished: {err: notEditable},
 			persistence.PostPartial: {err: notEditable}, persistence.PostFailed: {err: notEditable},
 		},
@@ -151,18 +162,22 @@ func TestPostStateMachine(t *testing.T) { //nolint:tparallel // the cases share 
 			persistence.PostDraft: {status: persistence.PostScheduled}, persistence.PostScheduled: {status: persistence.PostScheduled},
 			persistence.PostPublishing: {err: notSchedulable}, persistence.PostPublished: {err: notSchedulable},
 			persistence.PostPartial: {err: notSchedulable}, persistence.PostFailed: {err: notSchedulable},
+			persistence.PostPendingApproval: {err: notSchedulable},
 		},
 		"published": {
 			persistence.PostDraft:      {status: persistence.PostPublishing, started: 2},
 			persistence.PostScheduled:  {status: persistence.PostPublishing, started: 2},
 			persistence.PostPublishing: {err: notPublishable}, persistence.PostPublished: {err: notPublishable},
-			persistence.PostPartial: {status: persistence.PostPublishing, started: 1},
-			persistence.PostFailed:  {status: persistence.PostPublishing, started: 2},
+			persistence.PostPartial:         {status: persistence.PostPublishing, started: 1},
+			persistence.PostFailed:          {status: persistence.PostPublishing, started: 2},
+			persistence.PostPendingApproval: {err: notPublishable},
 		},
 		"fired": {
 			persistence.PostDraft: {status: persistence.PostDraft}, persistence.PostScheduled: {status: persistence.PostPublishing, started: 2},
 			persistence.PostPublishing: {status: persistence.PostPublishing}, persistence.PostPublished: {status: persistence.PostPublished},
 			persistence.PostPartial: {status: persistence.PostPartial}, persistence.PostFailed: {status: persistence.PostFailed},
+			// Nothing publishes a post waiting for approval, its time come or not.
+			persistence.PostPendingApproval: {status: persistence.PostPendingApproval},
 		},
 	}
 	for change, byStatus := range cases {

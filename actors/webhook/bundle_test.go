@@ -245,12 +245,13 @@ func (b *bundle) emitTogether(user string, types ...string) {
 // newEvent builds a post event the way the post lifecycle does.
 func newEvent(user, typ string, at time.Time) *persistence.Event {
 	if typ == persistence.CampaignEventCompleted {
-		data := fmt.Sprintf(`{"campaign_id":%q,"name":"launch","posts":2,"totals":{"draft":0,"scheduled":0,"publishing":0,"published":1,"partial":0,"failed":1}}`, uuid.NewString())
+		data := fmt.Sprintf(`{"campaign_id":%q,"name":"launch","posts":2,"totals":{"draft":0,"scheduled":0,"publishing":0,"published":1,"partial":0,"failed":1,"pending_approval":0}}`, uuid.NewString())
 		return &persistence.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: typ, UserID: user, CreatedAt: at.UTC(), Data: json.RawMessage(data)}
 	}
 	status := map[string]string{
 		persistence.PostEventPublished: "published", persistence.PostEventFailed: "failed",
 		persistence.PostEventScheduled: "scheduled", persistence.PostEventDeleted: "draft",
+		persistence.PostEventApprovalRequested: "pending_approval", persistence.PostEventApproved: "draft", persistence.PostEventRejected: "draft",
 	}[typ]
 	platformStatus := map[string]string{"published": "published", "failed": "failed"}[status]
 	if platformStatus == "" {

@@ -103,6 +103,7 @@ func Register(d Deps) error {
 	mount(e.Group(V1Prefix, d.Server.Authenticated), d.Server, h.routes(), true)
 	h.registerConnect(e)
 	h.registerMedia(e)
+	h.registerApprovalPage(e)
 	if d.Server.Sessions() != nil {
 		dash := e.Group(DashboardPrefix, d.Server.SecurityHeaders, d.Server.SessionAuth)
 		mount(dash, d.Server, h.routes(), false)

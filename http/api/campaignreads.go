@@ -20,6 +20,8 @@ func campaignStatus(c *persistence.Campaign, counts persistence.CampaignCounts) 
 		return "publishing"
 	case counts.Of(persistence.PostScheduled) > 0:
 		return "scheduled"
+	case counts.Of(persistence.PostPendingApproval) > 0:
+		return "pending_approval"
 	case c.CancelledAt != nil:
 		return "cancelled"
 	case counts.Total() > 0 && counts.Total() == counts.Of(persistence.PostDraft):

@@ -98,11 +98,14 @@ func (h *handlers) createCampaign(c *echo.Context) error {
 			Posts: posts, Idempotency: idem}
 		if req.mode != persistence.CampaignDraft {
 			m.Quota = h.quota(c)
+			if m.Hold, err = h.approvalHold(c); err != nil {
+				return err
+			}
 		}
 		acc := &CampaignAccepted{CampaignID: id, Posts: make([]CampaignPostID, len(posts)), StreamURL: campaignStreamURL(c, id)}
 		for i, p := range posts {
 			acc.Posts[i].PostID = p.ID
-			if req.mode == persistence.CampaignNow {
+			if req.mode == persistence.CampaignNow && m.Hold == nil {
 				jobID := uuid.Must(uuid.NewV7()).String()
 				m.JobIDs = append(m.JobIDs, jobID)
 				acc.Posts[i].TrackingID = jobID

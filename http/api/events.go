@@ -17,8 +17,9 @@ import (
 type PostEvent struct {
 	// ID is "{tracking_id}.{seq}.{n}": the job, its change and the event's place in it
 	// (seq 0 is the job's creation). Unique, and in timeline order within a job.
-	ID                 string    `json:"id"`
-	TrackingID         string    `json:"tracking_id"`
+	ID string `json:"id"`
+	// TrackingID is the job of the step; null for an approval step (approvals.go).
+	TrackingID         *string   `json:"tracking_id"`
 	Phase              string    `json:"phase"`
 	Platform           string    `json:"platform"`
 	ConnectedAccountID string    `json:"connected_account_id"`
@@ -61,6 +62,7 @@ func (h *handlers) postEvents(c *echo.Context) error {
 			}
 			out.Events = appendJobEvents(out.Events, j, evs)
 		}
+		out.Events = mergeEvents(out.Events, approvalEvents(p))
 		return nil
 	}); err != nil {
 		var ae *apierr.Error
@@ -84,13 +86,13 @@ func appendJobEvents(out []PostEvent, j *persistence.Job, stored []persistence.J
 		return j.TrackingID + "." + strconv.FormatUint(seq, 10) + "." + strconv.Itoa(n)
 	}
 	for n, t := range j.Targets {
-		out = append(out, PostEvent{ID: id(0, n), TrackingID: j.TrackingID, Phase: persistence.EventQueued, Platform: t.Platform,
+		out = append(out, PostEvent{ID: id(0, n), TrackingID: &j.TrackingID, Phase: persistence.EventQueued, Platform: t.Platform,
 			ConnectedAccountID: t.AccountID, Message: "queued for " + t.Platform, CreatedAt: j.CreatedAt})
 	}
 	for _, s := range stored {
 		for n, e := range s.Events {
 			t := targets[e.Target]
-			out = append(out, PostEvent{ID: id(s.Seq, n), TrackingID: j.TrackingID, Phase: e.Phase, Platform: t.Platform,
+			out = append(out, PostEvent{ID: id(s.Seq, n), TrackingID: &j.TrackingID, Phase: e.Phase, Platform: t.Platform,
 				ConnectedAccountID: t.AccountID, Message: e.Message, CreatedAt: e.At})
 		}
 	}

@@ -111,6 +111,10 @@ type PostDetail struct {
 	TrackingID *string `json:"tracking_id"`
 	// FailureReason sums up in one line why a failed or partial post failed (null otherwise).
 	FailureReason *string `json:"failure_reason"`
+	// Approval is the request a pending_approval post waits to carry out (absent otherwise);
+	// RejectionReason why its last request was rejected, until it is submitted again.
+	Approval        *ApprovalDetail `json:"approval,omitempty"`
+	RejectionReason *string         `json:"rejection_reason,omitempty"`
 }
 
 func listItem(p *persistence.Post) PostListItem {
@@ -125,7 +129,8 @@ func listItem(p *persistence.Post) PostListItem {
 // detail renders a post. The link of a target published before Herald kept links on the post
 // is read from the job that published it.
 func (h *handlers) detail(p *persistence.Post) PostDetail {
-	out := PostDetail{PostListItem: listItem(p), Platforms: make([]PostPlatform, 0, len(p.Targets)), TrackingID: p.TrackingID}
+	out := PostDetail{PostListItem: listItem(p), Platforms: make([]PostPlatform, 0, len(p.Targets)), TrackingID: p.TrackingID,
+		Approval: approvalDetail(p, h.Now()), RejectionReason: p.RejectionReason}
 	defaults := h.defaultOptions(p)
 	var failed []failure
 	for i, t := range p.Targets {
@@ -397,7 +402,7 @@ func (h *handlers) updatePost(c *echo.Context) error {
 	switch {
 	case stored == nil:
 		return h.actorError(c, "post", post.ErrNotFound)
-	case stored.UserID != server.Principal(c).Scope():
+	case stored.Scope() != server.Principal(c).Scope():
 		return h.actorError(c, "post", post.ErrForbidden)
 	}
 	in, err := h.readPostInput(c, false, stored)

@@ -255,6 +255,17 @@ func (h *handlers) publishNew(c *echo.Context) error {
 			return err
 		}
 		rec := h.newPost(c, in)
+		held, err := h.approvalHold(c)
+		if err != nil {
+			return err
+		}
+		if held != nil {
+			r, err := ask[*post.PublishReply](h, c, h.Posts.To(rec.ID), &post.Publish{Scope: rec.Scope(), Create: rec, Hold: held})
+			if err != nil {
+				return h.lifecycleError(c, err)
+			}
+			return h.respondHeld(c, r.Post, idem, fp)
+		}
 		jobID := uuid.Must(uuid.NewV7()).String()
 		body, err := h.accepted(c, jobID, &PublishAccepted{PostID: rec.ID, TrackingID: jobID, Status: "queued", StreamURL: streamURL(c, jobID)}, idem, fp)
 		if err != nil {
@@ -281,6 +292,25 @@ func (h *handlers) publishExisting(c *echo.Context) error {
 		}
 		if err := h.checkExisting(c, id); err != nil {
 			return err
+		}
+		held, err := h.approvalHold(c)
+		if err != nil {
+			return err
+		}
+		if held != nil {
+			jobID := uuid.Must(uuid.NewV7()).String()
+			r, err := ask[*post.PublishReply](h, c, h.Posts.To(id), &post.Publish{Scope: server.Principal(c).Scope(), JobID: jobID, Quota: h.quota(c), Hold: held})
+			if err != nil {
+				return h.lifecycleError(c, err)
+			}
+			if r.Job != nil { // a retry of what failed: approved already, not held
+				body, err := h.accepted(c, r.Job.TrackingID, &PublishAccepted{TrackingID: r.Job.TrackingID, Status: "queued", StreamURL: streamURL(c, r.Job.TrackingID)}, nil, nil)
+				if err != nil {
+					return err
+				}
+				return h.respondAccepted(c, r.Job.TrackingID, body)
+			}
+			return h.respondHeld(c, r.Post, idem, fp)
 		}
 		jobID := uuid.Must(uuid.NewV7()).String()
 		body, err := h.accepted(c, jobID, &PublishAccepted{TrackingID: jobID, Status: "queued", StreamURL: streamURL(c, jobID)}, idem, fp)
@@ -338,7 +368,11 @@ func (h *handlers) scheduleNew(c *echo.Context) error {
 		return err
 	}
 	rec := h.newPost(c, in)
-	r, err := ask[*post.Reply](h, c, h.Posts.To(rec.ID), &post.Schedule{Scope: rec.Scope(), At: at, Create: rec, Quota: h.quota(c)})
+	held, err := h.approvalHold(c)
+	if err != nil {
+		return err
+	}
+	r, err := ask[*post.Reply](h, c, h.Posts.To(rec.ID), &post.Schedule{Scope: rec.Scope(), At: at, Create: rec, Quota: h.quota(c), Hold: held})
 	if err != nil {
 		return h.lifecycleError(c, err)
 	}
@@ -370,7 +404,11 @@ func (h *handlers) scheduleExisting(c *echo.Context) error {
 	if err := h.checkExisting(c, id); err != nil {
 		return err
 	}
-	r, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Schedule{Scope: server.Principal(c).Scope(), At: at, Quota: h.quota(c)})
+	held, err := h.approvalHold(c)
+	if err != nil {
+		return err
+	}
+	r, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Schedule{Scope: server.Principal(c).Scope(), At: at, Quota: h.quota(c), Hold: held})
 	if err != nil {
 		return h.lifecycleError(c, err)
 	}

@@ -200,8 +200,9 @@ type Deleted struct {
 
 // PublishAccepted answers publish_post.
 type PublishAccepted struct {
-	PostID     string `json:"post_id"`
-	TrackingID string `json:"tracking_id"`
+	PostID string `json:"post_id"`
+	// TrackingID is the job's (absent for a post held for approval: Status pending_approval).
+	TrackingID string `json:"tracking_id,omitempty"`
 	Status     string `json:"status"`
 	Next       string `json:"next"`
 }
@@ -361,6 +362,12 @@ func (t *Tools) publishPost(ctx context.Context, in publishIn) (PublishAccepted,
 	}
 	if v1.PostID == "" {
 		v1.PostID = in.PostID
+	}
+	if v1.Status == "pending_approval" {
+		// The workspace requires approval and a connector never approves: the post waits for a
+		// person (docs/workspaces.md, Approvals).
+		return PublishAccepted{PostID: v1.PostID, Status: v1.Status,
+			Next: "the workspace requires approval: a person approves the post in Herald's Approvals page or through an approval link; get_post shows when it is published"}, nil
 	}
 	return PublishAccepted{PostID: v1.PostID, TrackingID: v1.TrackingID, Status: "publishing",
 		Next: "call get_publish_status with this tracking_id (wait_seconds up to 30) for each target's result and link"}, nil

@@ -261,6 +261,10 @@ func WithPrincipal(ctx context.Context, p *auth.Principal) context.Context {
 // named by every 401 on /v1.
 const ResourceMetadataPath = "/.well-known/oauth-protected-resource"
 
+// BaseURL is the server's public base URL without a trailing slash ("" when none is
+// configured): the links Herald hands out (an approval link) start with it.
+func (s *Server) BaseURL() string { return s.base() }
+
 func (s *Server) base() string {
 	if s.cfg.BaseURL == nil {
 		return ""

@@ -59,7 +59,7 @@ type navItem struct{ Key, Path, Label string }
 
 var nav = []navItem{
 	{"overview", "/", "Overview"}, {"compose", "/compose", "Compose"}, {"posts", "/posts", "Posts"},
-	{"calendar", "/calendar", "Calendar"}, {"accounts", "/accounts", "Accounts"},
+	{"calendar", "/calendar", "Calendar"}, {"approvals", "/approvals", "Approvals"}, {"accounts", "/accounts", "Accounts"},
 	{"developer", "/developer", "Developer"}, {"settings", "/settings", "Settings"},
 }
 

@@ -10,6 +10,7 @@
 //	GET /posts            Posts: filters and pages
 //	GET /posts/:id        one post: per-network status, errors, links, the events timeline
 //	GET /calendar         scheduled and published posts by week or month, in the user's zone
+//	GET /approvals        the workspace's posts waiting for approval: previews, approve, reject
 //	GET /accounts         connect (browser networks, X and Bluesky credentials), disconnect
 //	GET /developer        API keys and webhooks (with their deliveries)
 //	GET /settings         name, time zone, password
@@ -69,11 +70,11 @@ type pages struct {
 }
 
 // pageNames are the templates, one per page, each executed inside layout.html.
-var pageNames = []string{"overview", "compose", "posts", "post", "calendar", "accounts", "developer", "settings", "error"}
+var pageNames = []string{"overview", "compose", "posts", "post", "calendar", "approvals", "accounts", "developer", "settings", "error"}
 
 // Paths are the pages' routes (Echo paths) and the static files' route: the dashboard's, not
 // the public API's, so they are not in the OpenAPI document.
-var Paths = []string{"/", "/compose", "/posts", "/posts/:id", "/calendar", "/accounts", "/developer", "/settings", StaticPath, "/favicon.ico"}
+var Paths = []string{"/", "/compose", "/posts", "/posts/:id", "/calendar", "/approvals", "/accounts", "/developer", "/settings", StaticPath, "/favicon.ico"}
 
 // StaticPath is the route of the embedded assets.
 const StaticPath = "/static/:name"
@@ -104,6 +105,7 @@ func Register(d Deps) error {
 	g.GET("/posts", p.posts)
 	g.GET("/posts/:id", p.post)
 	g.GET("/calendar", p.calendar)
+	g.GET("/approvals", p.approvals)
 	g.GET("/accounts", p.accounts)
 	g.GET("/developer", p.developer)
 	g.GET("/settings", p.settings)

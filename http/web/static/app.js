@@ -979,6 +979,12 @@
       }
       var chosen = selected();
       api('POST', '/api/posts/publish', body).then(function (acc) {
+        // Held for approval (a workspace that requires it): no job to follow; the post's page
+        // says it waits.
+        if (acc && acc.status === 'pending_approval') {
+          location.assign('/posts/' + encodeURIComponent(acc.id));
+          return;
+        }
         // Accepted: the form is cleared for the next post (the accounts stay chosen, each
         // network's options are asked again) and opens again once the job is done; the progress
         // below tells what became of this one.
