@@ -39,6 +39,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/heraldhq/herald/http/apierr"
+	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/http/session"
 	"github.com/heraldhq/herald/persistence"
@@ -69,7 +70,7 @@ type pages struct {
 }
 
 // pageNames are the templates, one per page, each executed inside layout.html.
-var pageNames = []string{"overview", "compose", "posts", "post", "calendar", "accounts", "developer", "settings", "error"}
+var pageNames = []string{"overview", "compose", "posts", "post", "calendar", "accounts", "developer", "settings", "members", "error"}
 
 // Paths are the pages' routes (Echo paths) and the static files' route: the dashboard's, not
 // the public API's, so they are not in the OpenAPI document.
@@ -107,6 +108,7 @@ func Register(d Deps) error {
 	g.GET("/accounts", p.accounts)
 	g.GET("/developer", p.developer)
 	g.GET("/settings", p.settings)
+	g.GET("/members", p.members)
 	return nil
 }
 
@@ -143,6 +145,10 @@ type view struct {
 	// Nav is the navigation entry of the page (aria-current).
 	Nav  string
 	User *persistence.User
+	// Me is the person signed in: User itself, or for a member of User's team their own user.
+	Me *persistence.User
+	// Owner says whether the person manages the team's members (the Members entry).
+	Owner bool
 	// Scope is the index key of the workspace the page shows (persistence.Scope).
 	Scope string
 	CSRF  string
@@ -190,7 +196,8 @@ func (v view) ZoneName() string { return v.Zone.String() }
 
 func (p *pages) newView(c *echo.Context, title, nav string, data any) view {
 	s, pr := server.Session(c), server.Principal(c)
-	return view{Title: title, Nav: nav, User: pr.User, Scope: pr.Scope(), CSRF: s.Record.CSRFToken, Zone: userZone(pr.User), Now: p.Now(), Data: data}
+	return view{Title: title, Nav: nav, User: pr.User, Me: s.User, Owner: pr.HasRole(auth.RoleOwner), Scope: pr.Scope(), CSRF: s.Record.CSRFToken,
+		Zone: userZone(pr.User), Now: p.Now(), Data: data}
 }
 
 func userZone(u *persistence.User) *time.Location {
@@ -218,7 +225,7 @@ func (p *pages) fail(c *echo.Context, status int, msg string) error {
 	if s == nil {
 		s = &session.Session{User: &persistence.User{}, Record: &persistence.Session{}}
 	}
-	v := view{Title: http.StatusText(status), User: s.User, CSRF: s.Record.CSRFToken, Zone: userZone(s.User), Now: p.Now(), Data: msg}
+	v := view{Title: http.StatusText(status), User: s.User, Me: s.User, CSRF: s.Record.CSRFToken, Zone: userZone(s.User), Now: p.Now(), Data: msg}
 	return p.render(c, status, "error", v)
 }
 
