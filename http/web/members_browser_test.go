@@ -80,7 +80,7 @@ func TestMembersInviteAnEditor(t *testing.T) {
 	require.Equal(t, 200, status, "the draft was not deleted")
 	editor.noErrorsBut("status of 403 (Forbidden)")
 
-	editor.do(chromedp.Navigate(h.url + "/members"), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
+	editor.do(chromedp.Navigate(h.url+"/members"), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
 	require.Contains(t, get(editor, chromedp.Text(chromedp.CSS(`main`))), "needs the owner role")
 
 	owner.do(chromedp.Navigate(h.url+"/members"), chromedp.WaitVisible(chromedp.CSS(`#members`)))
