@@ -55,6 +55,10 @@ func TestMembersInviteAnEditor(t *testing.T) {
 	require.Equal(t, "Eve", get(editor, chromedp.Text(chromedp.CSS(`header .who`))))
 	require.False(t, eval[bool](editor, `!!document.querySelector('header nav a[href="/members"]')`), "no Members entry for an editor")
 
+	editor.do(chromedp.Navigate(h.url+"/settings"), chromedp.WaitVisible(chromedp.CSS(`#name`)))
+	require.Equal(t, "eve.editor@example.com", get(editor, chromedp.Text(chromedp.CSS(`main .email`))), "the member's own profile")
+	require.Equal(t, "Eve", eval[string](editor, `document.getElementById('name').value`))
+
 	ids := accountIDs(t, h, 1)
 	editor.do(
 		chromedp.Navigate(h.url+"/compose"),
