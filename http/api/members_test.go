@@ -352,3 +352,29 @@ func TestMemberRemovalEndsSessions(t *testing.T) {
 	require.Equal(t, 404, r.Status)
 	require.Equal(t, 200, adm.Send("GET", "/api/members", nil, nil).Status)
 }
+
+// The browser connect flow, for members: an admin member connects an account, which lands in the
+// owner's data; an editor cannot start one, nor finish one an admin started.
+func TestMembersConnectAccounts(t *testing.T) {
+	t.Parallel()
+	h := apptest.Start(t, apptest.Options{Sandbox: true})
+	adm := h.Member("adm@example.com", "admin")
+	ed := h.Member("ed@example.com", "editor")
+
+	r := ed.Send("POST", "/api/accounts/connect", map[string]any{"platform": "linkedin"}, ed.CSRFHeader())
+	require.Equal(t, 403, r.Status)
+	require.Contains(t, r.ErrorMessage(t), "admin")
+	r = adm.Send("POST", "/api/accounts/connect", map[string]any{"platform": "linkedin"}, adm.CSRFHeader())
+	require.Equal(t, 200, r.Status, string(r.Body))
+	authURL := r.JSON(t)["authorization_url"].(string)
+
+	page, _ := h.BrowseWith(ed.Client.Jar, authURL)
+	require.Equal(t, 403, page.Status, "an editor's browser cannot finish it")
+	require.Contains(t, string(page.Body), "admin role")
+
+	before := len(h.Do("GET", "/v1/accounts", nil).JSON(t)["data"].([]any))
+	r = adm.Send("POST", "/api/accounts/connect", map[string]any{"platform": "linkedin"}, adm.CSRFHeader())
+	page, _ = h.BrowseWith(adm.Client.Jar, r.JSON(t)["authorization_url"].(string))
+	apptest.RequirePage(t, page, 200, "is now connected")
+	require.Len(t, h.Do("GET", "/v1/accounts", nil).JSON(t)["data"], before+1, "the account is the owner's")
+}

@@ -125,6 +125,10 @@ func (s *Service) session(c *echo.Context, back url.Values) (*session.Session, e
 		next := AuthorizePath + "?" + back.Encode()
 		return nil, c.Redirect(http.StatusSeeOther, signInPath+"?next="+url.QueryEscape(next))
 	}
+	if !sess.HasRole(auth.RoleAdmin) {
+		// A grant is a key of the team's owner: a member approves one only as an admin.
+		return nil, s.page(c, http.StatusForbidden, consentView{Message: "Connecting an application gives it a key to your team's data: it needs the admin role in the team. Ask its owner."})
+	}
 	return sess, nil
 }
 
@@ -204,10 +208,10 @@ func (s *Service) authorizeDecision(c *echo.Context) error {
 	var key *persistence.APIKey
 	err = s.cfg.Store.Update(req.Context(), func(tx *persistence.Tx) error {
 		var err error
-		if key, err = auth.NewConnectorKey(tx, sess.User.ID, r.Client, now); err != nil {
+		if key, err = auth.NewConnectorKey(tx, sess.ActsFor(), r.Client, now); err != nil {
 			return err
 		}
-		g := &persistence.OAuthGrant{KeyID: key.ID, UserID: sess.User.ID, ClientID: r.Client.ID, Resource: r.Resource,
+		g := &persistence.OAuthGrant{KeyID: key.ID, UserID: sess.ActsFor(), ClientID: r.Client.ID, Resource: r.Resource,
 			Scopes: r.Scopes, CreatedAt: now}
 		if err := tx.PutOAuthGrant(g); err != nil {
 			return err
