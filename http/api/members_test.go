@@ -378,3 +378,30 @@ func TestMembersConnectAccounts(t *testing.T) {
 	apptest.RequirePage(t, page, 200, "is now connected")
 	require.Len(t, h.Do("GET", "/v1/accounts", nil).JSON(t)["data"], before+1, "the account is the owner's")
 }
+
+// Concurrent posts of one invitation create one member: the transaction that writes checks the
+// invitation again.
+func TestMemberInvitationRacedOnce(t *testing.T) {
+	t.Parallel()
+	h := apptest.Start(t, apptest.Options{})
+	path := invite(t, h.SignedIn(), "race@example.com", "viewer")
+	const n = 6
+	statuses := make(chan int, n)
+	for i := range n {
+		go func() {
+			br := h.NewBrowser()
+			r := br.Send("POST", path, url.Values{"name": {"Racer"}, "password": {"racer's password " + strings.Repeat("x", i)}}, nil)
+			statuses <- r.Status
+		}()
+	}
+	joined := 0
+	for range n {
+		s := <-statuses
+		require.Contains(t, []int{303, 410}, s)
+		if s == 303 {
+			joined++
+		}
+	}
+	require.Equal(t, 1, joined)
+	require.Equal(t, 1, countMembers(t, h))
+}
