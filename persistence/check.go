@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"time"
@@ -199,6 +200,9 @@ var indexChecks = []indexCheck{
 	{bMediaPending, bMedia, "time | media id", suffixOf(24)},
 	{bCampaignsUser, bCampaigns, "workspace | campaign id", suffixOf(32)},
 	{bWorkspacesUser, bWorkspaces, "user id | workspace id", suffixOf(32)},
+	{bMembersOwner, bMembers, "owner id | member id", suffixOf(32)},
+	{bInvitationsHash, bInvitations, "→ invitation id", valueID},
+	{bInvitationsOwner, bInvitations, "owner id | invitation id", suffixOf(32)},
 	{bCampaignPosts, bPosts, "campaign id | post id", suffixOf(32)},
 }
 
@@ -259,7 +263,11 @@ func singular(bucket []byte) string {
 
 // bucketSince names the buckets a layout version added: a store last written by an earlier
 // layout has none of them until this code opens it for writing, which creates them.
-var bucketSince = map[string]uint64{string(bWorkspaces): 6, string(bWorkspacesUser): 6, string(bUsage): 6}
+// The member buckets (members.go) start empty and came with no layout version: a store this
+// code has not yet opened for writing may lack them, whatever its layout.
+var bucketSince = map[string]uint64{string(bWorkspaces): 6, string(bWorkspacesUser): 6, string(bUsage): 6,
+	string(bMembers): math.MaxUint64, string(bMembersOwner): math.MaxUint64, string(bInvitations): math.MaxUint64,
+	string(bInvitationsHash): math.MaxUint64, string(bInvitationsOwner): math.MaxUint64}
 
 // scopedIndexes are the indexes keyed by a workspace's scope (workspaces.go).
 var scopedIndexes = [][]byte{bAccountsUser, bPostsUser, bPostsCount, bCampaignsUser, bMediaUser, bWebhooksUser}

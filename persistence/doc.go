@@ -72,6 +72,13 @@
 //	event_cursors   consumer name → id of the last event it took
 //	workspaces      workspace (16) → Workspace (JSON); main's under the user's id, once changed
 //	workspaces_user user id | workspace id → empty: a user's workspaces besides main
+//	members         member's user id → Member (JSON: owner, role, workspaces): a person of an
+//	                owner's team, a user of their own whose session acts for the owner (members.go)
+//	members_owner   owner's user id | member's user id → empty
+//	invitations     invitation id → Invitation (JSON): single use, expiring; the token is never
+//	                stored
+//	invitations_hash SHA-256 of the invitation token (32) → invitation id
+//	invitations_owner owner's user id | invitation id → empty
 //
 // Status codes are 1 + the index in PostStatuses; platform codes 1..9 as in platformCodes. A list
 // walks posts_user backwards and filters on the summaries, so only the page itself (or, with a

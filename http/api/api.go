@@ -105,10 +105,11 @@ func Register(d Deps) error {
 	h.registerMedia(e)
 	h.registerApprovalPage(e)
 	if d.Server.Sessions() != nil {
-		dash := e.Group(DashboardPrefix, d.Server.SecurityHeaders, d.Server.SessionAuth)
+		dash := e.Group(DashboardPrefix, d.Server.SecurityHeaders, d.Server.SessionAuth, requireRole)
 		mount(dash, d.Server, h.routes(), false)
 		h.registerKeys(dash)
 		h.registerCredentials(dash)
+		h.registerMembers(dash, e)
 		h.registerDashboard(e)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/apierr"
+	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
@@ -109,7 +110,11 @@ func (h *handlers) browserUser(c *echo.Context) (string, error) {
 		noStore(c)
 		return "", c.Redirect(http.StatusFound, SignInPath+"?"+url.Values{"next": {c.Request().URL.RequestURI()}}.Encode())
 	}
-	return s.User.ID, nil
+	if !s.HasRole(auth.RoleAdmin) {
+		return "", h.page(c, http.StatusForbidden, "The account could not be connected",
+			"Connecting accounts needs the admin role in this team; ask its owner.")
+	}
+	return s.ActsFor(), nil
 }
 
 // connectCallback is GET /v1/accounts/connect/callback?code=…&state=… (or error=…): the
@@ -228,7 +233,7 @@ func (h *handlers) connectDefaults(c *echo.Context) error {
 		a, err = tx.Account(id)
 		return err
 	})
-	if err != nil || a.UserID != s.User.ID || a.Platform != string(platforms.TikTok) {
+	if err != nil || a.UserID != s.ActsFor() || !s.HasRole(auth.RoleAdmin) || a.Platform != string(platforms.TikTok) {
 		return h.page(c, http.StatusNotFound, "The default was not saved", "No such TikTok account of yours is connected.")
 	}
 	opts := &platforms.TikTokOptions{}
@@ -236,11 +241,11 @@ func (h *handlers) connectDefaults(c *echo.Context) error {
 		opts = o.(*platforms.TikTokOptions)
 	}
 	opts.PrivacyLevel = c.FormValue("privacy_level")
-	choices := h.Live.Choices(c.Request().Context(), s.User.ID, a.ID, platforms.TikTok)
+	choices := h.Live.Choices(c.Request().Context(), s.ActsFor(), a.ID, platforms.TikTok)
 	if errs, _ := platforms.CheckOptions(opts, platforms.Target{Choices: choices, Defaults: true}); len(errs) > 0 {
 		return h.page(c, http.StatusBadRequest, "The default was not saved", "TikTok does not offer this creator that choice: "+errs[0].Message+".")
 	}
-	if _, err := ask[*account.Reply](h, c, h.Accounts.To(id), &account.SetDefaults{Scope: s.User.ID, Options: platforms.EncodeOptions(opts)}); err != nil {
+	if _, err := ask[*account.Reply](h, c, h.Accounts.To(id), &account.SetDefaults{Scope: s.ActsFor(), Options: platforms.EncodeOptions(opts)}); err != nil {
 		return h.page(c, http.StatusServiceUnavailable, "The default was not saved", "Herald could not save it (request "+server.RequestID(c)+"). Try again on the dashboard's Accounts page.")
 	}
 	if opts.PrivacyLevel == "" {

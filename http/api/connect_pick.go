@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/heraldhq/herald/http/accountlink"
+	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/platforms"
 )
@@ -116,6 +117,9 @@ func (h *handlers) connectPick(c *echo.Context) error {
 		return h.page(c, http.StatusForbidden, "Nothing was connected",
 			"The form expired or did not come from Herald. Start again from the dashboard's Accounts page.")
 	}
+	if !s.HasRole(auth.RoleAdmin) {
+		return h.page(c, http.StatusForbidden, "Nothing was connected", "Connecting accounts needs the admin role in this team; ask its owner.")
+	}
 	values, err := c.FormValues()
 	if err != nil {
 		return h.page(c, http.StatusBadRequest, "Nothing was connected", "The form could not be read. Start again from the dashboard's Accounts page.")
@@ -123,7 +127,7 @@ func (h *handlers) connectPick(c *echo.Context) error {
 	state := values.Get("state")
 	ctx, cancel := h.askContext(c)
 	defer cancel()
-	p, results, err := h.Connect.Pick(ctx, state, s.User.ID, values["choice"], h.Now())
+	p, results, err := h.Connect.Pick(ctx, state, s.ActsFor(), values["choice"], h.Now())
 	switch {
 	case errors.Is(err, accountlink.ErrNoChoice), errors.Is(err, accountlink.ErrNotGranted):
 		problem := "Tick at least one account."
@@ -131,7 +135,7 @@ func (h *handlers) connectPick(c *echo.Context) error {
 			problem = "The form named an account this authorization did not grant, so nothing was connected."
 		}
 		h.Log.Info("connect: pick refused", "request_id", server.RequestID(c), "platform", string(p), "error", err)
-		_, choices, cerr := h.Connect.Choices(state, s.User.ID, h.Now())
+		_, choices, cerr := h.Connect.Choices(state, s.ActsFor(), h.Now())
 		if cerr != nil {
 			return h.failure(c, p, cerr)
 		}

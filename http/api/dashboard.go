@@ -193,7 +193,7 @@ func (h *handlers) updateProfile(c *echo.Context) error {
 			return apierr.Validation("timezone: %q is not an IANA time zone (e.g. Europe/Paris)", truncate(*tz, 64))
 		}
 	}
-	uid := server.Principal(c).User.ID
+	uid := server.Session(c).User.ID // a member's own profile, not the owner's they act for
 	var u *persistence.User
 	err = h.Store.Update(c.Request().Context(), func(tx *persistence.Tx) error {
 		var err error

@@ -48,7 +48,8 @@ func TestDashboardDoorMirrorsV1(t *testing.T) {
 	}
 	for _, own := range []string{"POST /session", "GET /session", "DELETE /session", "PATCH /profile", "POST /profile/password",
 		"GET /keys", "POST /keys", "PATCH /keys/:id", "POST /keys/:id/regenerate", "DELETE /keys/:id",
-		"POST /accounts/x", "POST /accounts/bluesky"} {
+		"POST /accounts/x", "POST /accounts/bluesky",
+		"GET /members", "POST /members/invitations", "DELETE /members/invitations/:id", "PATCH /members/:id", "DELETE /members/:id"} {
 		require.Contains(t, dash, own)
 		delete(dash, own)
 	}

@@ -53,6 +53,13 @@ type Principal struct {
 	// are shared between requests until then: the door sets it on its own copy.
 	WorkspaceID string
 
+	// Member is set when a member of User's team (persistence.Member) makes the request on the
+	// dashboard: User is then the owner the member acts for (whose plan and data the request
+	// uses), Member the member's own user, and Role their role (roles.go). nil for the owner
+	// themselves and for keys.
+	Member *persistence.User
+	Role   string
+
 	// cred is the credential the principal was authenticated with (the hash of the key or the
 	// access token), for Hold; set when held is true.
 	cred  [32]byte

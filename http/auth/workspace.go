@@ -56,8 +56,12 @@ func (p *Principal) scopes() []string {
 }
 
 // CanApprove reports whether the principal may approve posts, and publish or schedule without
-// being held for approval: a key with full access or with posts:approve. An OAuth token never can.
+// being held for approval: a key with full access or with posts:approve, the team's owner, or a
+// member who is an admin or an owner. An OAuth token never can.
 func (p *Principal) CanApprove() bool {
+	if p.Member != nil {
+		return p.HasRole(RoleAdmin)
+	}
 	if p.OAuth() {
 		return false
 	}

@@ -125,6 +125,10 @@ func (s *Service) session(c *echo.Context, back url.Values) (*session.Session, e
 		next := AuthorizePath + "?" + back.Encode()
 		return nil, c.Redirect(http.StatusSeeOther, signInPath+"?next="+url.QueryEscape(next))
 	}
+	if !sess.HasRole(auth.RoleAdmin) {
+		// A grant is a key of the team's owner: a member approves one only as an admin.
+		return nil, s.page(c, http.StatusForbidden, consentView{Message: "Connecting an application gives it a key to your team's data: it needs the admin role in the team. Ask its owner."})
+	}
 	return sess, nil
 }
 
@@ -160,8 +164,11 @@ func (s *Service) authorizePage(c *echo.Context) error {
 		v.ReadOnly = append(v.ReadOnly, scopeLine{Name: sc, Text: auth.ScopeDescriptions[sc]})
 	}
 	err = s.cfg.Store.View(func(tx *persistence.Tx) error {
-		ws, err := tx.Workspaces(sess.User.ID)
+		ws, err := tx.Workspaces(sess.ActsFor())
 		for _, w := range ws {
+			if sess.Member != nil && !sess.Member.Allows(w.ID) {
+				continue // a member chooses among the workspaces they may act in
+			}
 			v.Workspaces = append(v.Workspaces, workspaceOption{ID: w.ID, Name: w.Name})
 		}
 		return err
@@ -235,14 +242,17 @@ func (s *Service) authorizeDecision(c *echo.Context) error {
 	err = s.cfg.Store.Update(req.Context(), func(tx *persistence.Tx) error {
 		var err error
 		// The workspace is checked in the transaction that binds the key to it: a workspace
-		// deleted meanwhile binds nothing.
-		if ws, err = chosenWorkspace(tx, sess.User.ID, f.Get("workspace")); err != nil {
+		// deleted meanwhile, or one a member may not act in, binds nothing.
+		if ws, err = chosenWorkspace(tx, sess.ActsFor(), f.Get("workspace")); err != nil {
 			return err
 		}
-		if key, err = auth.NewConnectorKey(tx, sess.User.ID, ws.ID, r.Client, now); err != nil {
+		if sess.Member != nil && !sess.Member.Allows(ws.ID) {
+			return errNoWorkspace
+		}
+		if key, err = auth.NewConnectorKey(tx, sess.ActsFor(), ws.ID, r.Client, now); err != nil {
 			return err
 		}
-		g := &persistence.OAuthGrant{KeyID: key.ID, UserID: sess.User.ID, ClientID: r.Client.ID, Resource: r.Resource,
+		g := &persistence.OAuthGrant{KeyID: key.ID, UserID: sess.ActsFor(), ClientID: r.Client.ID, Resource: r.Resource,
 			Scopes: r.Scopes, WorkspaceID: ws.ID, CreatedAt: now}
 		if err := tx.PutOAuthGrant(g); err != nil {
 			return err

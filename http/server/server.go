@@ -358,6 +358,9 @@ func LogAttrs(c *echo.Context) []any {
 	attrs := []any{"request_id", RequestID(c)}
 	if p := Principal(c); p != nil && p.User != nil {
 		attrs = append(attrs, "user_id", p.User.ID)
+		if p.Member != nil {
+			attrs = append(attrs, "member_id", p.Member.ID) // who of the user's team asked
+		}
 	}
 	return attrs
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/session"
+	"github.com/heraldhq/herald/persistence"
 )
 
 // KeySession is the context key of the request's dashboard session.
@@ -47,6 +48,10 @@ func (s *Server) ContentSecurityPolicy() string { return s.csp }
 func (s *Server) Secure() bool {
 	return s.cfg.BaseURL != nil && strings.HasPrefix(strings.ToLower(s.cfg.BaseURL()), "https://")
 }
+
+// PublicURL is path on the server's public base URL (path alone when none is configured): the
+// address of a link Herald hands someone to open elsewhere (an invitation).
+func (s *Server) PublicURL(path string) string { return s.base() + path }
 
 // Sessions is the session manager (nil when the dashboard is off).
 func (s *Server) Sessions() *session.Manager { return s.cfg.Sessions }
@@ -146,8 +151,30 @@ func (s *Server) SessionAuth(next echo.HandlerFunc) echo.HandlerFunc {
 // SessionPrincipal is who a dashboard session's request acts for, in the workspace it names (the
 // Herald-Workspace header, else the session's choice, else main): the /api door and the
 // dashboard's pages both use it.
+//
+// A member of a team acts for its owner (auth.MemberOf): the principal's User is the owner, so
+// that every handler uses the owner's plan and data unchanged, and Member and Role say who asks.
+// A member limited to some of the owner's workspaces opens only those: any other is 403
+// forbidden, whether the header or the session's choice names it; with neither, they start in
+// the first one allowed (main when allowed).
 func (s *Server) SessionPrincipal(c *echo.Context, sess *session.Session) (*auth.Principal, error) {
-	return s.inWorkspace(c, &auth.Principal{User: sess.User}, sess.Record.WorkspaceID)
+	if sess.Member == nil {
+		return s.inWorkspace(c, &auth.Principal{User: sess.User}, sess.Record.WorkspaceID)
+	}
+	m := sess.Member
+	chosen := sess.Record.WorkspaceID
+	if chosen == "" && !m.Allows(persistence.MainWorkspace) && len(m.Workspaces) > 0 {
+		chosen = m.Workspaces[0]
+	}
+	p, err := s.inWorkspace(c, auth.MemberOf(sess.Owner, sess.User, m), chosen)
+	if err != nil {
+		return nil, err
+	}
+	if !m.Allows(p.WorkspaceID) {
+		return nil, apierr.New(http.StatusForbidden, apierr.CodeForbidden,
+			"your membership of this team does not include workspace %s", p.WorkspaceID)
+	}
+	return p, nil
 }
 
 // CSRFToken is the CSRF token a request carries: its X-CSRF-Token header, or for an HTML form

@@ -94,11 +94,15 @@ type Manager struct {
 	held holds.Registry[string, *heldStream]
 }
 
-// Session is a resolved session: its user, its record and the hash it is stored under.
+// Session is a resolved session: its user, its record and the hash it is stored under. When the
+// user is a member of a team (persistence.Member), Member is their record and Owner the user
+// they act for (read in the same transaction as the session).
 type Session struct {
 	User   *persistence.User
 	Record *persistence.Session
 	Hash   []byte
+	Member *persistence.Member
+	Owner  *persistence.User
 }
 
 // Issued is a new session: the token for the cookie (shown once, never stored) and the session.
@@ -281,7 +285,8 @@ func (m *Manager) Lookup(ctx context.Context, token string) (*Session, error) {
 			return err
 		}
 		s = Session{User: u, Record: rec, Hash: h}
-		return nil
+		s.Member, s.Owner, err = teamOf(tx, u.ID)
+		return err
 	})
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, ErrNoSession
@@ -502,4 +507,21 @@ func newMetrics(reg prometheus.Registerer, store *persistence.Store) *metrics {
 		reg.MustRegister(m.signins, m.created, m.ended, active)
 	}
 	return m
+}
+
+// teamOf reads the member record of a user and the owner they act for: nil, nil for a user who
+// is no one's member. A member whose owner is gone is ErrNotFound: the session opens nothing.
+func teamOf(tx *persistence.Tx, userID string) (*persistence.Member, *persistence.User, error) {
+	m, err := tx.Member(userID)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	owner, err := tx.User(m.OwnerID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, owner, nil
 }

@@ -3,6 +3,8 @@ package web
 import (
 	"github.com/labstack/echo/v5"
 
+	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
 )
 
@@ -28,6 +30,8 @@ type webhookRow struct {
 }
 
 type developerData struct {
+	// ShowKeys is false for a member below admin: the team's keys are an admin's to see.
+	ShowKeys bool
 	Keys     []keyRow
 	Webhooks []webhookRow
 	Events   []string
@@ -36,12 +40,15 @@ type developerData struct {
 // developer is GET /developer: the user's API keys and webhooks with their latest deliveries.
 func (p *pages) developer(c *echo.Context) error {
 	v := p.newView(c, "Developer", "developer", nil)
-	d := developerData{Events: webhookEvents}
+	d := developerData{Events: webhookEvents, ShowKeys: server.Principal(c).HasRole(auth.RoleAdmin)}
 	now := p.Now()
 	err := p.Store.View(func(tx *persistence.Tx) error {
-		keys, err := tx.APIKeysOfUser(v.User.ID)
-		if err != nil {
-			return err
+		var keys []*persistence.APIKey
+		if d.ShowKeys {
+			var err error
+			if keys, err = tx.APIKeysOfUser(v.User.ID); err != nil {
+				return err
+			}
 		}
 		for i := len(keys) - 1; i >= 0; i-- { // newest first
 			k := keys[i]

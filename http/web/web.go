@@ -40,6 +40,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/heraldhq/herald/http/apierr"
+	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/http/session"
 	"github.com/heraldhq/herald/persistence"
@@ -70,11 +71,11 @@ type pages struct {
 }
 
 // pageNames are the templates, one per page, each executed inside layout.html.
-var pageNames = []string{"overview", "compose", "posts", "post", "calendar", "approvals", "accounts", "developer", "settings", "error"}
+var pageNames = []string{"overview", "compose", "posts", "post", "calendar", "approvals", "accounts", "developer", "settings", "members", "error"}
 
 // Paths are the pages' routes (Echo paths) and the static files' route: the dashboard's, not
 // the public API's, so they are not in the OpenAPI document.
-var Paths = []string{"/", "/compose", "/posts", "/posts/:id", "/calendar", "/approvals", "/accounts", "/developer", "/settings", StaticPath, "/favicon.ico"}
+var Paths = []string{"/", "/compose", "/posts", "/posts/:id", "/calendar", "/approvals", "/accounts", "/developer", "/settings", "/members", StaticPath, "/favicon.ico"}
 
 // StaticPath is the route of the embedded assets.
 const StaticPath = "/static/:name"
@@ -109,6 +110,7 @@ func Register(d Deps) error {
 	g.GET("/accounts", p.accounts)
 	g.GET("/developer", p.developer)
 	g.GET("/settings", p.settings)
+	g.GET("/members", p.members)
 	return nil
 }
 
@@ -145,6 +147,10 @@ type view struct {
 	// Nav is the navigation entry of the page (aria-current).
 	Nav  string
 	User *persistence.User
+	// Me is the person signed in: User itself, or for a member of User's team their own user.
+	Me *persistence.User
+	// Owner says whether the person manages the team's members (the Members entry).
+	Owner bool
 	// Scope is the index key of the workspace the page shows (persistence.Scope).
 	Scope string
 	CSRF  string
@@ -192,7 +198,8 @@ func (v view) ZoneName() string { return v.Zone.String() }
 
 func (p *pages) newView(c *echo.Context, title, nav string, data any) view {
 	s, pr := server.Session(c), server.Principal(c)
-	return view{Title: title, Nav: nav, User: pr.User, Scope: pr.Scope(), CSRF: s.Record.CSRFToken, Zone: userZone(pr.User), Now: p.Now(), Data: data}
+	return view{Title: title, Nav: nav, User: pr.User, Me: s.User, Owner: pr.HasRole(auth.RoleOwner), Scope: pr.Scope(), CSRF: s.Record.CSRFToken,
+		Zone: userZone(pr.User), Now: p.Now(), Data: data}
 }
 
 func userZone(u *persistence.User) *time.Location {
@@ -220,7 +227,7 @@ func (p *pages) fail(c *echo.Context, status int, msg string) error {
 	if s == nil {
 		s = &session.Session{User: &persistence.User{}, Record: &persistence.Session{}}
 	}
-	v := view{Title: http.StatusText(status), User: s.User, CSRF: s.Record.CSRFToken, Zone: userZone(s.User), Now: p.Now(), Data: msg}
+	v := view{Title: http.StatusText(status), User: s.User, Me: s.User, CSRF: s.Record.CSRFToken, Zone: userZone(s.User), Now: p.Now(), Data: msg}
 	return p.render(c, status, "error", v)
 }
 

@@ -745,9 +745,9 @@ func Scrape(t testing.TB, base string) string {
 }
 
 // DashboardPath reports whether a path is the dashboard's (not in the OpenAPI document): the
-// OAuth consent page is a browser's page too.
+// OAuth consent page and the invitation page (/join/) are a browser's pages too.
 func DashboardPath(p string) bool {
-	return strings.HasPrefix(p, "/api/") || p == "/signin" || p == "/signout" || p == "/oauth/authorize" || slices.Contains(web.Paths, p)
+	return strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/join/") || p == "/signin" || p == "/signout" || p == "/oauth/authorize" || slices.Contains(web.Paths, p)
 }
 
 // RequireSecurityHeaders checks the headers every dashboard answer carries: a strict content

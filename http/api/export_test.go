@@ -1,0 +1,4 @@
+package api
+
+// LeastRole is leastRole, for the external tests of the role table.
+var LeastRole = leastRole
