@@ -94,7 +94,7 @@ type fan struct {
 	s        *Service
 	ctx      context.Context
 	deadline time.Time
-	scope   string
+	scope    string
 	op       account.ReadOp
 	pubs     []persistence.Publication
 	out      []outcome

@@ -29,7 +29,9 @@ func monthOf(t time.Time) int {
 }
 
 // monthName is a requestKey's month as "2006-01".
-func monthName(m int) string { return time.Date(m/12, time.Month(m%12+1), 1, 0, 0, 0, 0, time.UTC).Format("2006-01") }
+func monthName(m int) string {
+	return time.Date(m/12, time.Month(m%12+1), 1, 0, 0, 0, 0, time.UTC).Format("2006-01")
+}
 
 // NewRequestCounts returns an empty counter.
 func NewRequestCounts() *RequestCounts { return &RequestCounts{m: map[requestKey]int{}} }
