@@ -91,6 +91,7 @@ func (h *handlers) routes() []route {
 		{"POST", campaignsPath + "/:id/retry", h.retryCampaign, auth.ScopePostsWrite},
 		{"DELETE", campaignsPath + "/:id", h.deleteCampaign, auth.ScopePostsWrite},
 	}
+	rs = append(rs, h.connectLinkRoutes()...)
 	if h.Media != nil {
 		rs = append(rs,
 			route{"POST", "/media/presign", h.presignMedia, auth.ScopeMediaWrite},
