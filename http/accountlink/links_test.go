@@ -197,7 +197,9 @@ func TestConnectLinkForwardedCallbackAttachesNothing(t *testing.T) {
 	ws := linkWorkspace(h, "Acme", nil)
 	link := newLink(h, ws.ID, nil)["url"].(string)
 	mallory, _ := h.NewUser("mallory@example.com", "pro")
-	count := func() int { return len(accountsIn(h, ws.ID)) + len(accountsIn(h, h.User.ID)) + len(accountsIn(h, mallory.ID)) }
+	count := func() int {
+		return len(accountsIn(h, ws.ID)) + len(accountsIn(h, h.User.ID)) + len(accountsIn(h, mallory.ID))
+	}
 	before := count()
 
 	victim := newClient(h)
