@@ -29,10 +29,10 @@ type accountsData struct {
 // linkRow is a connect link as the Accounts page lists it.
 type linkRow struct {
 	ID, Prefix, Networks, Note, Status string
-	ExpiresAt, CreatedAt                time.Time
-	LastUsedAt                          *time.Time
-	Uses                                int
-	Active                              bool
+	ExpiresAt, CreatedAt               time.Time
+	LastUsedAt                         *time.Time
+	Uses                               int
+	Active                             bool
 }
 
 // linkRows lists a workspace's connect links, newest first, with what each is now.
