@@ -200,6 +200,8 @@ var indexChecks = []indexCheck{
 	{bCampaignsUser, bCampaigns, "workspace | campaign id", suffixOf(32)},
 	{bWorkspacesUser, bWorkspaces, "user id | workspace id", suffixOf(32)},
 	{bCampaignPosts, bPosts, "campaign id | post id", suffixOf(32)},
+	{bConnectLinksHash, bConnectLinks, "→ link id", valueID},
+	{bConnectLinksScope, bConnectLinks, "workspace | link id", suffixOf(32)},
 }
 
 // crossChecks lists at most this many problems of one cross-check, then counts the others.
@@ -253,16 +255,19 @@ func singular(bucket []byte) string {
 		return s[:len(s)-1]
 	case "apikeys":
 		return "API key"
+	case "connect_links":
+		return "connect link"
 	}
 	return s
 }
 
 // bucketSince names the buckets a layout version added: a store last written by an earlier
 // layout has none of them until this code opens it for writing, which creates them.
-var bucketSince = map[string]uint64{string(bWorkspaces): 6, string(bWorkspacesUser): 6}
+var bucketSince = map[string]uint64{string(bWorkspaces): 6, string(bWorkspacesUser): 6,
+	string(bConnectLinks): 6, string(bConnectLinksHash): 6, string(bConnectLinksScope): 6}
 
 // scopedIndexes are the indexes keyed by a workspace's scope (workspaces.go).
-var scopedIndexes = [][]byte{bAccountsUser, bPostsUser, bPostsCount, bCampaignsUser, bMediaUser, bWebhooksUser}
+var scopedIndexes = [][]byte{bAccountsUser, bPostsUser, bPostsCount, bCampaignsUser, bMediaUser, bWebhooksUser, bConnectLinksScope}
 
 // checkScopes checks that every entry of the indexes keyed by a workspace names a workspace that
 // exists: a user (its main workspace) or a workspace in workspaces whose user exists.
