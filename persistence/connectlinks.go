@@ -140,3 +140,30 @@ func (t *Tx) ConnectLinks(scope string) ([]*ConnectLink, error) {
 	}
 	return out, nil
 }
+
+// deleteConnectLinks removes every link of a workspace (scope: its 16-byte key), with their
+// index entries: a deleted workspace's links open nothing, and keep nothing behind.
+func (t *Tx) deleteConnectLinks(scope []byte) error {
+	var ids [][]byte
+	c := t.kv.Bucket(bConnectLinksScope).Cursor()
+	for k, _ := c.Seek(scope); k != nil && bytes.HasPrefix(k, scope); k, _ = c.Next() {
+		ids = append(ids, append([]byte(nil), k[16:]...))
+	}
+	for _, id := range ids {
+		// An unreadable record is deleted all the same; its hash entry, which only the record
+		// names, is left for herald check to report.
+		var l ConnectLink
+		if t.get(bConnectLinks, id, &l) == nil && len(l.Hash) == SessionHashLen {
+			if err := t.kv.Bucket(bConnectLinksHash).Delete(l.Hash); err != nil {
+				return err
+			}
+		}
+		if err := t.kv.Bucket(bConnectLinks).Delete(id); err != nil {
+			return err
+		}
+		if err := t.kv.Bucket(bConnectLinksScope).Delete(join(scope, id)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

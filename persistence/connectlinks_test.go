@@ -83,3 +83,44 @@ func connectLinks(t *testing.T, s *persistence.Store) {
 	require.NotNil(t, got.RevokedAt)
 	require.True(t, revoked.Equal(*got.RevokedAt))
 }
+
+func TestConnectLinksGoWithTheirWorkspace(t *testing.T) {
+	persistence.EachStore(t, connectLinksGoWithTheirWorkspace)
+}
+
+// Deleting a workspace deletes its connect links and their index entries; the links of the
+// user's other workspaces stay.
+func connectLinksGoWithTheirWorkspace(t *testing.T, s *persistence.Store) {
+	ctx := context.Background()
+	now := time.Now().UTC()
+	user := uuid.Must(uuid.NewV7()).String()
+	w := &persistence.Workspace{ID: uuid.Must(uuid.NewV7()).String(), UserID: user, Name: "Acme", CreatedAt: now}
+	put := func(secret, workspace string) {
+		h := sha256.Sum256([]byte(secret))
+		l := &persistence.ConnectLink{ID: uuid.Must(uuid.NewV7()).String(), UserID: user, WorkspaceID: workspace, Hash: h[:],
+			Prefix: secret[:4], CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+		require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error { return tx.PutConnectLink(l) }))
+	}
+	require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error { return tx.PutWorkspace(w) }))
+	put("gone-1", w.ID)
+	put("gone-2", w.ID)
+	put("kept-1", "")
+	require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error { return tx.DeleteWorkspace(w) }))
+	require.NoError(t, s.View(func(tx *persistence.Tx) error {
+		l, err := tx.ConnectLinks(w.ID)
+		require.NoError(t, err)
+		require.Empty(t, l)
+		for _, secret := range []string{"gone-1", "gone-2"} {
+			h := sha256.Sum256([]byte(secret))
+			_, err := tx.ConnectLinkByHash(h[:])
+			require.ErrorIs(t, err, persistence.ErrNotFound, secret)
+		}
+		h := sha256.Sum256([]byte("kept-1"))
+		_, err = tx.ConnectLinkByHash(h[:])
+		require.NoError(t, err)
+		l, err = tx.ConnectLinks(user)
+		require.NoError(t, err)
+		require.Len(t, l, 1)
+		return nil
+	}))
+}
