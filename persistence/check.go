@@ -204,6 +204,8 @@ var indexChecks = []indexCheck{
 	{bInvitationsHash, bInvitations, "→ invitation id", valueID},
 	{bInvitationsOwner, bInvitations, "owner id | invitation id", suffixOf(32)},
 	{bCampaignPosts, bPosts, "campaign id | post id", suffixOf(32)},
+	{bConnectLinksHash, bConnectLinks, "→ link id", valueID},
+	{bConnectLinksScope, bConnectLinks, "workspace | link id", suffixOf(32)},
 }
 
 // crossChecks lists at most this many problems of one cross-check, then counts the others.
@@ -257,20 +259,23 @@ func singular(bucket []byte) string {
 		return s[:len(s)-1]
 	case "apikeys":
 		return "API key"
+	case "connect_links":
+		return "connect link"
 	}
 	return s
 }
 
 // bucketSince names the buckets a layout version added: a store last written by an earlier
 // layout has none of them until this code opens it for writing, which creates them.
-// The member buckets (members.go) start empty and came with no layout version: a store this
-// code has not yet opened for writing may lack them, whatever its layout.
+// The member and connect-link buckets start empty and came with no layout version of their
+// own: a store this code has not yet opened for writing may lack them, whatever its layout.
 var bucketSince = map[string]uint64{string(bWorkspaces): 6, string(bWorkspacesUser): 6, string(bUsage): 6,
 	string(bMembers): math.MaxUint64, string(bMembersOwner): math.MaxUint64, string(bInvitations): math.MaxUint64,
-	string(bInvitationsHash): math.MaxUint64, string(bInvitationsOwner): math.MaxUint64}
+	string(bInvitationsHash): math.MaxUint64, string(bInvitationsOwner): math.MaxUint64,
+	string(bConnectLinks): math.MaxUint64, string(bConnectLinksHash): math.MaxUint64, string(bConnectLinksScope): math.MaxUint64}
 
 // scopedIndexes are the indexes keyed by a workspace's scope (workspaces.go).
-var scopedIndexes = [][]byte{bAccountsUser, bPostsUser, bPostsCount, bCampaignsUser, bMediaUser, bWebhooksUser}
+var scopedIndexes = [][]byte{bAccountsUser, bPostsUser, bPostsCount, bCampaignsUser, bMediaUser, bWebhooksUser, bConnectLinksScope}
 
 // checkScopes checks that every entry of the indexes keyed by a workspace names a workspace that
 // exists: a user (its main workspace) or a workspace in workspaces whose user exists.

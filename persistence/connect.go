@@ -16,7 +16,10 @@ type ConnectState struct {
 	WorkspaceID string `json:"workspace_id,omitempty"`
 	// LinkID is the connect link the flow was started from ("" for a signed-in user's own
 	// connect): such a flow is bound to the link's browser, not to a Herald session.
-	LinkID   string `json:"link_id,omitempty"`
+	LinkID string `json:"link_id,omitempty"`
+	// Browser is, for a flow started from a connect link, the SHA-256 (hex) of the cookie that
+	// link's page set in the browser: the callback and the picker act only for that browser.
+	Browser  string `json:"browser,omitempty"`
 	Platform string `json:"platform"`
 	// Verifier is the PKCE code verifier ("" when the network takes no PKCE). It is useless
 	// without the authorization code, which only the network and the browser see.

@@ -36,6 +36,10 @@
 //	                derived JPEG) still to delete
 //	connect_states  state id → ConnectState (JSON): a browser connect flow in progress, marked
 //	                used by its callback, purged once expired
+//	connect_links   link id → ConnectLink (JSON): a link a client connects an account to a
+//	                workspace with; connect_links_hash (SHA-256 of its secret → link id) finds
+//	                it, connect_links_scope (workspace | link id → empty) lists a workspace's;
+//	                herald check checks both name links that exist
 //	user_passwords  user id → the password's argon2id hash, PHC string form
 //	                ("$argon2id$v=19$m=…,t=…,p=…$salt$hash"); apart from users, so that no user
 //	                record printed or served can carry it

@@ -195,7 +195,7 @@ func (t *Tx) PutWorkspace(w *Workspace) error {
 
 // DeleteWorkspace removes a workspace other than main. The caller has checked that it holds no
 // accounts and no open posts (WorkspaceHolds); its remaining objects (drafts, finished posts,
-// media, webhooks) are the caller's to remove first.
+// media, webhooks) are the caller's to remove first. Its connect links go with it.
 func (t *Tx) DeleteWorkspace(w *Workspace) error {
 	if w.Main() {
 		return ErrNotFound
@@ -205,6 +205,9 @@ func (t *Tx) DeleteWorkspace(w *Workspace) error {
 		return err
 	}
 	if err := t.kv.Bucket(bPostsCount).Delete(key); err != nil {
+		return err
+	}
+	if err := t.deleteConnectLinks(key); err != nil {
 		return err
 	}
 	return t.kv.Bucket(bWorkspaces).Delete(key)

@@ -204,8 +204,8 @@ func (s *Service) Authorize(token, userID string, now time.Time) (platforms.Plat
 		return "", "", err
 	}
 	p := platforms.Platform(st.Platform)
-	if st.UserID != userID {
-		return p, "", ErrOtherUser
+	if err := notHeld(st, userID); err != nil {
+		return p, "", err
 	}
 	if st.UsedAt != nil {
 		return p, "", ErrUsed
@@ -241,10 +241,12 @@ type Result struct {
 	Choices []Choice
 }
 
-// Complete finishes a browser connection for userID (the browser's signed-in Herald user): it
+// Complete finishes a browser connection for userID (the browser's signed-in Herald user, or for
+// a connect link's flow the browser holding it: BrowserHolder): it
 // checks the state and that it was issued to userID, uses it up, then trades the code for
 // credentials and saves the account. A state of another user is left as it is and nothing is
-// connected (ErrOtherUser). Platform is set whenever the state was valid.
+// connected (ErrOtherUser; ErrOtherBrowser for a link's flow). The outcome of a link's flow is
+// recorded on its link. Platform is set whenever the state was valid.
 func (s *Service) Complete(ctx context.Context, cb Callback, userID string, now time.Time) (platforms.Platform, *Result, error) {
 	id, err := s.check(cb.State, now)
 	if err != nil {
@@ -258,43 +260,54 @@ func (s *Service) Complete(ctx context.Context, cb Callback, userID string, now 
 		return "", nil, err
 	}
 	p := platforms.Platform(st.Platform)
+	res, err := s.complete(ctx, cb, st, p)
+	var results []*Result
+	if res != nil && res.Account != nil {
+		results = []*Result{res}
+	}
+	s.linkOutcome(ctx, st, p, results, err, now)
+	return p, res, err
+}
+
+// complete trades the code of a callback whose state st was taken, and saves what it grants.
+func (s *Service) complete(ctx context.Context, cb Callback, st *persistence.ConnectState, p platforms.Platform) (*Result, error) {
 	switch {
 	case cb.Error == "access_denied":
-		return p, nil, ErrDenied
+		return nil, ErrDenied
 	case cb.Error != "":
-		return p, nil, &NetworkError{Platform: p, Code: cb.Error, Description: cb.ErrorDescription}
+		return nil, &NetworkError{Platform: p, Code: cb.Error, Description: cb.ErrorDescription}
 	case cb.Code == "":
-		return p, nil, ErrNoCode
+		return nil, ErrNoCode
 	}
 	c, err := s.connector(p)
 	if err != nil {
-		return p, nil, err
+		return nil, err
 	}
 	g, ok := c.(platforms.Granter)
 	if !ok {
 		creds, err := c.Exchange(ctx, cb.Code, s.CallbackURL(), st.Verifier)
 		if err != nil {
-			return p, nil, &ExchangeError{Platform: p, Err: err}
+			return nil, &ExchangeError{Platform: p, Err: err}
 		}
 		res, err := s.Save(ctx, st.UserID, st.WorkspaceID, p, creds)
-		return p, res, err
+		return res, err
 	}
 	grants, err := g.ExchangeGrants(ctx, cb.Code, s.CallbackURL(), st.Verifier)
 	if err != nil {
-		return p, nil, &ExchangeError{Platform: p, Err: err}
+		return nil, &ExchangeError{Platform: p, Err: err}
 	}
 	switch grants = usable(p, grants); len(grants) {
 	case 0:
-		return p, nil, ErrNoIdentity
+		return nil, ErrNoIdentity
 	case 1:
 		res, err := s.saveGrant(ctx, st.UserID, st.WorkspaceID, p, grants[0])
-		return p, res, err
+		return res, err
 	}
 	choices, err := s.offer(ctx, st, grants)
 	if err != nil {
-		return p, nil, err
+		return nil, err
 	}
-	return p, &Result{Choices: choices}, nil
+	return &Result{Choices: choices}, nil
 }
 
 // take marks a state of userID used, in the same write that finds it unused, and returns it.
@@ -310,8 +323,8 @@ func (s *Service) take(ctx context.Context, id, userID string, now time.Time) (*
 			return nil
 		case err != nil:
 			return err
-		case got.UserID != userID:
-			st, outcome = got, ErrOtherUser
+		case notHeld(got, userID) != nil:
+			st, outcome = got, notHeld(got, userID)
 			return nil
 		case got.UsedAt != nil:
 			outcome = ErrUsed

@@ -190,9 +190,10 @@ func (s *Service) Choices(token, userID string, now time.Time) (platforms.Platfo
 
 // pickable is nil when st's choices can be picked by userID at now.
 func pickable(st *persistence.ConnectState, userID string, now time.Time) error {
+	if err := notHeld(st, userID); err != nil {
+		return err
+	}
 	switch {
-	case st.UserID != userID:
-		return ErrOtherUser
 	case !now.Before(st.ExpiresAt):
 		return ErrExpired
 	case st.ChosenAt != nil:
@@ -204,7 +205,8 @@ func pickable(st *persistence.ConnectState, userID string, now time.Time) error 
 }
 
 // Pick connects the accounts chosen (by their network ids) among those the state's consent
-// granted, for userID (the browser's signed-in Herald user): each one becomes its own account,
+// granted, for userID (the browser's signed-in Herald user, or for a connect link's flow the
+// browser holding it: BrowserHolder): each one becomes its own account,
 // or renews the tokens of the account the user already has for it. Nothing is written when the
 // state is not userID's, expired, already picked from, or when ids is empty (ErrNoChoice) or
 // names anything the consent did not grant (ErrNotGranted). The results follow the order of the
@@ -217,9 +219,9 @@ func (s *Service) Pick(ctx context.Context, token, userID string, ids []string, 
 	var p platforms.Platform
 	var chosen []platforms.Grant
 	var outcome error
-	var workspaceID string
+	var taken *persistence.ConnectState
 	err = s.cfg.Store.Update(ctx, func(tx *persistence.Tx) error {
-		p, chosen, outcome = "", nil, nil // the function may run twice
+		p, chosen, outcome, taken = "", nil, nil, nil // the function may run twice
 		st, err := tx.ConnectState(id)
 		if errors.Is(err, persistence.ErrNotFound) {
 			outcome = ErrBadState
@@ -228,7 +230,7 @@ func (s *Service) Pick(ctx context.Context, token, userID string, ids []string, 
 		if err != nil {
 			return err
 		}
-		p, workspaceID = platforms.Platform(st.Platform), st.WorkspaceID
+		p = platforms.Platform(st.Platform)
 		if outcome = pickable(st, userID, now); outcome != nil {
 			return nil
 		}
@@ -242,6 +244,7 @@ func (s *Service) Pick(ctx context.Context, token, userID string, ids []string, 
 		}
 		at := now.UTC()
 		st.ChosenAt, st.Choices = &at, nil
+		taken = st
 		return tx.PutConnectState(st)
 	})
 	if err != nil {
@@ -250,14 +253,17 @@ func (s *Service) Pick(ctx context.Context, token, userID string, ids []string, 
 	if outcome != nil {
 		return p, nil, outcome
 	}
+	// The accounts go to the state's user and workspace: the holder may be a link's browser.
 	var out []*Result
 	for _, g := range chosen {
-		res, err := s.saveGrant(ctx, userID, workspaceID, p, g)
+		res, err := s.saveGrant(ctx, taken.UserID, taken.WorkspaceID, p, g)
 		if err != nil {
+			s.linkOutcome(ctx, taken, p, nil, err, now)
 			return p, out, err
 		}
 		out = append(out, res)
 	}
+	s.linkOutcome(ctx, taken, p, out, nil, now)
 	return p, out, nil
 }
 

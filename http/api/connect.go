@@ -28,6 +28,8 @@ func (h *handlers) registerConnect(e *echo.Echo) {
 	e.GET(accountlink.CallbackPath, h.connectCallback)
 	e.POST(accountlink.DefaultsPath, h.connectDefaults)
 	e.POST(accountlink.PickPath, h.connectPick)
+	e.GET(accountlink.LinkPath+":token", h.linkPage)
+	e.POST(accountlink.LinkPath+":token", h.linkStart)
 }
 
 // browserPlatforms is the allowed list as validation messages spell it.
@@ -123,11 +125,14 @@ func (h *handlers) connectCallback(c *echo.Context) error {
 	if h.Connect == nil {
 		return h.page(c, http.StatusServiceUnavailable, "Connecting accounts is not available", "This Herald server cannot connect accounts.")
 	}
+	q := c.QueryParams()
+	if h.Connect.LinkFlow(q.Get("state"), h.Now()) {
+		return h.linkCallback(c) // bound to the link's browser, not to a session
+	}
 	user, err := h.browserUser(c)
 	if user == "" || err != nil {
 		return err
 	}
-	q := c.QueryParams()
 	ctx, cancel := h.askContext(c)
 	defer cancel()
 	p, res, err := h.Connect.Complete(ctx, accountlink.Callback{
@@ -256,10 +261,19 @@ func (h *handlers) connectDefaults(c *echo.Context) error {
 
 // failure ends the browser flow on a page that says what happened. Nothing was created.
 func (h *handlers) failure(c *echo.Context, p platforms.Platform, err error) error {
+	return h.failureFor(c, p, err, false)
+}
+
+// failureFor is failure for a signed-in user's flow, or for a client's flow started from a
+// connect link (client), whose page neither sends them to the dashboard nor speaks of it.
+func (h *handlers) failureFor(c *echo.Context, p platforms.Platform, err error, client bool) error {
 	name := displayName(p)
 	var ne *accountlink.NetworkError
 	var xe *accountlink.ExchangeError
 	again := "Start again from the dashboard's Accounts page, or from your application: it asks Herald for a new link."
+	if client {
+		again = "Open the link you were sent again to start over."
+	}
 	status, title, msg := http.StatusInternalServerError, "The account could not be connected",
 		"Herald could not finish connecting the account (request "+server.RequestID(c)+"). "+again
 	switch {
@@ -313,6 +327,17 @@ func (h *handlers) failure(c *echo.Context, p platforms.Platform, err error) err
 	case errors.Is(err, accountlink.ErrNotConfigured), errors.Is(err, accountlink.ErrNotBrowser):
 		status, title, msg = http.StatusBadRequest, name+" cannot be connected here",
 			"This Herald server has no OAuth client for "+name+". Nothing was connected."
+	case errors.Is(err, accountlink.ErrOtherBrowser):
+		status, title, msg = http.StatusForbidden, "This connection was started in another browser",
+			"This page belongs to a connection started in another browser, so nothing was connected. "+
+				"If someone sent you this address, ignore it; to connect your own account, open the link you were sent."
+	case errors.Is(err, accountlink.ErrWorkspaceFull):
+		status, title, msg = http.StatusConflict, "No more accounts can be connected here",
+			"The workspace this account was to join already holds as many connected accounts as its limit allows, so nothing was connected. "+
+				"Ask whoever sent you the link to make room."
+	case errors.Is(err, accountlink.ErrNoWorkspace):
+		status, title, msg = http.StatusGone, "This workspace no longer exists",
+			"The workspace this account was to join was deleted, so nothing was connected."
 	case errors.Is(err, actors.ErrTimeout):
 		status = http.StatusServiceUnavailable
 	}
@@ -322,7 +347,7 @@ func (h *handlers) failure(c *echo.Context, p platforms.Platform, err error) err
 	}
 	// The state and the code are never logged.
 	level("connect: browser flow failed", "request_id", server.RequestID(c), "platform", string(p), "status", status, "error", err)
-	return h.page(c, status, title, msg)
+	return h.write(c, status, pageData{Title: title, Message: msg, Client: client})
 }
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
@@ -354,7 +379,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 {{end}}</fieldset>
 <button type="submit">Connect the accounts ticked</button>
 </form>{{end}}
-<p><a id="back-to-accounts" href="/accounts">Back to your accounts in Herald</a></p>
+{{if .Client}}<p class="muted">You can close this window.</p>{{else}}<p><a id="back-to-accounts" href="/accounts">Back to your accounts in Herald</a></p>{{end}}
 </div>
 </main>
 </body>
@@ -381,6 +406,9 @@ type pageData struct {
 	Title, Message string
 	Form           *privacyForm
 	Pick           *pickForm
+	// Client marks a page of a connect link's flow: the person is a client of the link's user,
+	// with no Herald login, so the page does not point to the dashboard.
+	Client bool
 }
 
 // write answers with the page.

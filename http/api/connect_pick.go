@@ -72,8 +72,14 @@ func (h *handlers) pickPage(c *echo.Context, p platforms.Platform, state string,
 		return h.page(c, http.StatusInternalServerError, "The account could not be connected",
 			"Herald could not check who is signed in (request "+server.RequestID(c)+"). Start again from the dashboard's Accounts page.")
 	}
+	return h.pickPageWith(c, p, state, s.Record.CSRFToken, false, choices, status, problem)
+}
+
+// pickPageWith is pickPage with the form's CSRF token given: the session's, or for a connect
+// link's flow (client) the one of the link's browser (accountlink.LinkCSRF).
+func (h *handlers) pickPageWith(c *echo.Context, p platforms.Platform, state, csrf string, client bool, choices []accountlink.Choice, status int, problem string) error {
 	name := displayName(p)
-	form := &pickForm{Action: accountlink.PickPath, CSRF: s.Record.CSRFToken, State: state}
+	form := &pickForm{Action: accountlink.PickPath, CSRF: csrf, State: state}
 	mixed := false
 	for _, ch := range choices {
 		mixed = mixed || (ch.Platform != "" && ch.Platform != p)
@@ -94,7 +100,7 @@ func (h *handlers) pickPage(c *echo.Context, p platforms.Platform, state string,
 	if problem != "" {
 		msg = problem + " " + msg
 	}
-	return h.write(c, status, pageData{Title: "Choose the " + name + " accounts to connect", Message: msg, Pick: form})
+	return h.write(c, status, pageData{Title: "Choose the " + name + " accounts to connect", Message: msg, Pick: form, Client: client})
 }
 
 // connectPick is POST /v1/accounts/connect/pick (the picker's form, of the signed-in user, with
@@ -104,6 +110,9 @@ func (h *handlers) pickPage(c *echo.Context, p platforms.Platform, state string,
 func (h *handlers) connectPick(c *echo.Context) error {
 	if h.Connect == nil {
 		return h.page(c, http.StatusServiceUnavailable, "Connecting accounts is not available", "This Herald server cannot connect accounts.")
+	}
+	if h.Connect.LinkFlow(c.FormValue("state"), h.Now()) {
+		return h.linkPick(c) // bound to the link's browser, not to a session
 	}
 	s, err := h.Server.SessionFromCookie(c)
 	if err != nil {
@@ -120,14 +129,24 @@ func (h *handlers) connectPick(c *echo.Context) error {
 	if !s.HasRole(auth.RoleAdmin) {
 		return h.page(c, http.StatusForbidden, "Nothing was connected", "Connecting accounts needs the admin role in this team; ask its owner.")
 	}
+	return h.pickFor(c, s.ActsFor(), s.Record.CSRFToken, false)
+}
+
+// pickFor connects the accounts ticked for holder (the signed-in user, or a connect link's
+// browser: client), whose form carries csrf (checked by the caller).
+func (h *handlers) pickFor(c *echo.Context, holder, csrf string, client bool) error {
+	again := "Start again from the dashboard's Accounts page."
+	if client {
+		again = "Open the link you were sent again to start over."
+	}
 	values, err := c.FormValues()
 	if err != nil {
-		return h.page(c, http.StatusBadRequest, "Nothing was connected", "The form could not be read. Start again from the dashboard's Accounts page.")
+		return h.write(c, http.StatusBadRequest, pageData{Title: "Nothing was connected", Message: "The form could not be read. " + again, Client: client})
 	}
 	state := values.Get("state")
 	ctx, cancel := h.askContext(c)
 	defer cancel()
-	p, results, err := h.Connect.Pick(ctx, state, s.ActsFor(), values["choice"], h.Now())
+	p, results, err := h.Connect.Pick(ctx, state, holder, values["choice"], h.Now())
 	switch {
 	case errors.Is(err, accountlink.ErrNoChoice), errors.Is(err, accountlink.ErrNotGranted):
 		problem := "Tick at least one account."
@@ -135,13 +154,13 @@ func (h *handlers) connectPick(c *echo.Context) error {
 			problem = "The form named an account this authorization did not grant, so nothing was connected."
 		}
 		h.Log.Info("connect: pick refused", "request_id", server.RequestID(c), "platform", string(p), "error", err)
-		_, choices, cerr := h.Connect.Choices(state, s.ActsFor(), h.Now())
+		_, choices, cerr := h.Connect.Choices(state, holder, h.Now())
 		if cerr != nil {
-			return h.failure(c, p, cerr)
+			return h.failureFor(c, p, cerr, client)
 		}
-		return h.pickPage(c, p, state, choices, http.StatusBadRequest, problem)
+		return h.pickPageWith(c, p, state, csrf, client, choices, http.StatusBadRequest, problem)
 	case err != nil && len(results) == 0:
-		return h.failure(c, p, err)
+		return h.failureFor(c, p, err, client)
 	}
 	// The page is named after the network of the accounts connected: the consent's, or the one
 	// other network all of them are on (Instagram accounts picked through Facebook).
@@ -178,8 +197,8 @@ func (h *handlers) connectPick(c *echo.Context) error {
 	h.Log.Info("connect: accounts picked", "request_id", server.RequestID(c), "platform", string(p), "created", created, "renewed", renewed)
 	if err != nil {
 		h.Log.Warn("connect: pick partly failed", "request_id", server.RequestID(c), "platform", string(p), "error", err)
-		msg += "Herald could not connect the other accounts ticked (request " + server.RequestID(c) + "). Start again from the dashboard's Accounts page to connect them."
-		return h.page(c, http.StatusServiceUnavailable, name+" is partly connected", msg)
+		msg += "Herald could not connect the other accounts ticked (request " + server.RequestID(c) + "). " + again
+		return h.write(c, http.StatusServiceUnavailable, pageData{Title: name + " is partly connected", Message: msg, Client: client})
 	}
-	return h.page(c, http.StatusOK, name+" is connected", msg)
+	return h.write(c, http.StatusOK, pageData{Title: name + " is connected", Message: msg, Client: client})
 }

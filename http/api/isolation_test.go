@@ -28,14 +28,6 @@ import (
 // The isolation of workspaces: every kind of object made in workspace A of a user is out of
 // reach of the user's other workspaces and of another user, through both doors and MCP.
 
-// putWorkspace stores a workspace of userID and returns its id.
-func putWorkspace(t *testing.T, h *apptest.Herald, userID, name string) string {
-	t.Helper()
-	w := &persistence.Workspace{ID: uuid.Must(uuid.NewV7()).String(), UserID: userID, Name: name, CreatedAt: time.Now().UTC()}
-	require.NoError(t, h.App.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutWorkspace(w) }))
-	return w.ID
-}
-
 // boundKey creates a key of userID bound to workspace (none when "") and limited to scopes
 // (full access when none).
 func boundKey(t *testing.T, h *apptest.Herald, userID, workspace string, scopes ...string) string {
@@ -144,9 +136,9 @@ func newIsolationFixture(t *testing.T) *isolationFixture {
 	rcv := webhooktest.NewReceiver(t, ca, webhooktest.Always(200))
 	f := &isolationFixture{h: h, markA: "only-in-A-" + uuid.NewString()[:8], markB: "only-in-B-" + uuid.NewString()[:8]}
 	u := h.User
-	f.wsA, f.wsB = putWorkspace(t, h, u.ID, "Client A"), putWorkspace(t, h, u.ID, "Client B")
+	f.wsA, f.wsB = putWorkspace(t, h, u.ID, "Client A").ID, putWorkspace(t, h, u.ID, "Client B").ID
 	f.v, f.vKey = h.NewUser("v@example.com", "pro")
-	f.wsV = putWorkspace(t, h, f.v.ID, "V's client")
+	f.wsV = putWorkspace(t, h, f.v.ID, "V's client").ID
 	f.xA = simAccount(t, h, u.ID, f.wsA, platforms.X, "client-a-x")
 	f.bskyA = simAccount(t, h, u.ID, f.wsA, platforms.Bluesky, "client-a-bsky")
 	f.bskyB = simAccount(t, h, u.ID, f.wsB, platforms.Bluesky, "client-b-bsky")

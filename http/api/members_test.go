@@ -232,20 +232,13 @@ func TestMemberActsInTheOwnersData(t *testing.T) {
 	require.Equal(t, 204, h.SignedIn().Send("DELETE", "/api/posts/"+id, nil, h.SignedIn().CSRFHeader()).Status, "the owner can")
 }
 
-func putWorkspace(t *testing.T, h *apptest.Herald, name string) string {
-	t.Helper()
-	w := &persistence.Workspace{ID: uuid.Must(uuid.NewV7()).String(), UserID: h.User.ID, Name: name, CreatedAt: time.Now().UTC()}
-	require.NoError(t, h.App.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutWorkspace(w) }))
-	return w.ID
-}
-
 // A member limited to workspace A opens A (their default, main not being theirs) and nothing
 // else: B and main are 403 forbidden whether the header or the session's choice names them; the
 // pages refuse as well. The owner's choice of limits can be changed, and takes effect at once.
 func TestMemberLimitedToAWorkspace(t *testing.T) {
 	t.Parallel()
 	h := apptest.Start(t, apptest.Options{})
-	a, b := putWorkspace(t, h, "Client A"), putWorkspace(t, h, "Client B")
+	a, b := putWorkspace(t, h, h.User.ID, "Client A").ID, putWorkspace(t, h, h.User.ID, "Client B").ID
 	path := invite(t, h.SignedIn(), "ana@example.com", "editor", a)
 	r := h.NewBrowser().Send("GET", path, nil, nil)
 	require.Contains(t, string(r.Body), "the workspace Client A")

@@ -1,9 +1,13 @@
 package web
 
 import (
+	"strings"
+	"time"
+
 	"github.com/labstack/echo/v5"
 
 	"github.com/heraldhq/herald/http/accountlink"
+	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
 )
 
@@ -16,19 +20,65 @@ type connectButton struct {
 type accountsData struct {
 	Accounts []accountRow
 	Browser  []connectButton
+	// Workspace is the API id of the workspace shown; Links its connect links, newest first.
+	Workspace    string
+	Links        []linkRow
+	LinkMaxHours int
+}
+
+// linkRow is a connect link as the Accounts page lists it.
+type linkRow struct {
+	ID, Prefix, Networks, Note, Status string
+	ExpiresAt, CreatedAt               time.Time
+	LastUsedAt                         *time.Time
+	Uses                               int
+	Active                             bool
+}
+
+// linkRows lists a workspace's connect links, newest first, with what each is now.
+func linkRows(ls []*persistence.ConnectLink, now time.Time) []linkRow {
+	out := make([]linkRow, 0, len(ls))
+	for i := len(ls) - 1; i >= 0; i-- {
+		l := ls[i]
+		r := linkRow{ID: l.ID, Prefix: l.Prefix, Note: l.Note, ExpiresAt: l.ExpiresAt, CreatedAt: l.CreatedAt, LastUsedAt: l.LastUsedAt, Uses: l.Uses}
+		names := make([]string, 0, len(l.Platforms))
+		for _, p := range l.Platforms {
+			names = append(names, networkName(p))
+		}
+		r.Networks = strings.Join(names, ", ")
+		if r.Networks == "" {
+			r.Networks = "Every network"
+		}
+		switch {
+		case l.RevokedAt != nil:
+			r.Status = "revoked"
+		case !now.Before(l.ExpiresAt):
+			r.Status = "expired"
+		default:
+			r.Status, r.Active = "active", true
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // accounts is GET /accounts: the connected accounts with their health and a disconnect button,
-// a connect button per browser network, and the credential forms of X and Bluesky.
+// a connect button per browser network, the credential forms of X and Bluesky, and the
+// workspace's connect links (docs/workspaces.md) with the form that makes one.
 func (p *pages) accounts(c *echo.Context) error {
 	v := p.newView(c, "Accounts", "accounts", nil)
-	var d accountsData
+	d := accountsData{Workspace: server.Principal(c).WorkspaceID, LinkMaxHours: accountlink.LinkMaxHours}
 	err := p.Store.View(func(tx *persistence.Tx) error {
 		list, err := tx.AccountsIn(v.Scope)
 		if err != nil {
 			return err
 		}
 		d.Accounts = accountRows(list, p.Now(), v.Zone)
+		links, err := tx.ConnectLinks(v.Scope)
+		if err != nil {
+			return err
+		}
+		d.Links = linkRows(links, p.Now())
 		return nil
 	})
 	if err != nil {
