@@ -11,9 +11,15 @@
 //	GET /posts/:id        one post: per-network status, errors, links, the events timeline
 //	GET /calendar         scheduled and published posts by week or month, in the user's zone
 //	GET /accounts         connect (browser networks, X and Bluesky credentials), disconnect
-//	GET /developer        API keys and webhooks (with their deliveries)
+//	GET /developer        API keys (bound to a workspace, limited to scopes) and webhooks
+//	GET /workspaces       the user's workspaces: approval, limits, this month's usage; create,
+//	                      change, delete, the usage as CSV
 //	GET /settings         name, time zone, password
 //	GET /static/:name     the embedded stylesheet and script
+//
+// Every page's header has the workspace switcher: the page shows the session's workspace
+// (persistence.Session.WorkspaceID, set by POST /api/session/workspace), and so do the /api calls
+// its script makes, with no header.
 //
 // A page without a session redirects to /signin?next=<the page>. Every page carries the
 // dashboard's security headers (http/server SecurityHeaders: a strict CSP with no inline script
@@ -69,11 +75,11 @@ type pages struct {
 }
 
 // pageNames are the templates, one per page, each executed inside layout.html.
-var pageNames = []string{"overview", "compose", "posts", "post", "calendar", "accounts", "developer", "settings", "error"}
+var pageNames = []string{"overview", "compose", "posts", "post", "calendar", "accounts", "developer", "settings", "error", "workspaces"}
 
 // Paths are the pages' routes (Echo paths) and the static files' route: the dashboard's, not
 // the public API's, so they are not in the OpenAPI document.
-var Paths = []string{"/", "/compose", "/posts", "/posts/:id", "/calendar", "/accounts", "/developer", "/settings", StaticPath, "/favicon.ico"}
+var Paths = []string{"/", "/compose", "/posts", "/posts/:id", "/calendar", "/accounts", "/developer", "/settings", "/workspaces", StaticPath, "/favicon.ico"}
 
 // StaticPath is the route of the embedded assets.
 const StaticPath = "/static/:name"
@@ -107,6 +113,7 @@ func Register(d Deps) error {
 	g.GET("/accounts", p.accounts)
 	g.GET("/developer", p.developer)
 	g.GET("/settings", p.settings)
+	g.GET("/workspaces", p.workspaces)
 	return nil
 }
 
@@ -145,6 +152,10 @@ type view struct {
 	User *persistence.User
 	// Scope is the index key of the workspace the page shows (persistence.Scope).
 	Scope string
+	// Workspace is the workspace the page shows and Workspaces all of the user's, main first
+	// (the layout's switcher); nil on the error page.
+	Workspace  *persistence.Workspace
+	Workspaces []*persistence.Workspace
 	CSRF  string
 	// Zone is the user's time zone, in which every time is shown.
 	Zone *time.Location
@@ -190,7 +201,25 @@ func (v view) ZoneName() string { return v.Zone.String() }
 
 func (p *pages) newView(c *echo.Context, title, nav string, data any) view {
 	s, pr := server.Session(c), server.Principal(c)
-	return view{Title: title, Nav: nav, User: pr.User, Scope: pr.Scope(), CSRF: s.Record.CSRFToken, Zone: userZone(pr.User), Now: p.Now(), Data: data}
+	v := view{Title: title, Nav: nav, User: pr.User, Scope: pr.Scope(), CSRF: s.Record.CSRFToken, Zone: userZone(pr.User), Now: p.Now(), Data: data}
+	// The switcher's list; a page whose list cannot be read still shows, without it.
+	err := p.Store.View(func(tx *persistence.Tx) error {
+		list, err := tx.Workspaces(pr.User.ID)
+		if err != nil {
+			return err
+		}
+		v.Workspaces = list
+		for _, w := range list {
+			if w.ID == pr.WorkspaceID {
+				v.Workspace = w
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		p.Log.Error("web: workspaces read failed", append(server.LogAttrs(c), "error", err)...)
+	}
+	return v
 }
 
 func userZone(u *persistence.User) *time.Location {
