@@ -156,7 +156,7 @@ type view struct {
 	// (the layout's switcher); nil on the error page.
 	Workspace  *persistence.Workspace
 	Workspaces []*persistence.Workspace
-	CSRF  string
+	CSRF       string
 	// Zone is the user's time zone, in which every time is shown.
 	Zone *time.Location
 	Now  time.Time

@@ -13,7 +13,7 @@ type workspaceRow struct {
 	// Current says the page's session is in this workspace.
 	Current bool
 	// Accounts is how many accounts it holds (its accounts limit counts them).
-	Accounts int
+	Accounts                        int
 	PostsPublished, PostsFailed     int
 	TargetsPublished, TargetsFailed int
 	PostsAccepted, APIRequests      int
