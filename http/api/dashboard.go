@@ -27,6 +27,8 @@ import (
 //	POST   /api/session           {email, password} → 200 {user, csrf_token} and the cookie
 //	GET    /api/session           → 200 {user, csrf_token}, or 401 unauthorized
 //	DELETE /api/session           → 204, the session ended server-side
+//	POST   /api/session/workspace {workspace_id} → 200 Workspace: the workspace the dashboard
+//	                              shows from now on ("main" or a workspace's id; 404 for none of the user's)
 //	PATCH  /api/profile           {name?, timezone?} → the body of GET /api/me
 //	POST   /api/profile/password  {current_password, new_password} → 204; other sessions end
 //	GET    /signin?next=PATH      the sign-in form (HTML)
@@ -46,6 +48,7 @@ func (h *handlers) registerDashboard(e *echo.Echo) {
 	g.POST("/session", h.signIn)
 	g.GET("/session", h.sessionInfo, s.SessionAuth)
 	g.DELETE("/session", h.signOut, s.SessionAuth)
+	g.POST("/session/workspace", h.switchWorkspace, s.SessionAuth)
 	g.PATCH("/profile", h.updateProfile, s.SessionAuth)
 	g.POST("/profile/password", h.changePassword, s.SessionAuth)
 	e.GET(SignInPath, h.signInPage, s.SecurityHeaders)
@@ -156,6 +159,69 @@ func (h *handlers) endSession(c *echo.Context) error {
 	h.Server.ClearSessionCookie(c)
 	h.Log.Info("signed out", server.LogAttrs(c)...)
 	return nil
+}
+
+// switchWorkspace is POST /api/session/workspace {workspace_id}: the dashboard's workspace
+// switcher. The choice is kept in the session record, so every page and every /api call of this
+// session acts in that workspace until it is switched again (or deleted: then main). It changes
+// what the session shows, never what a key or another session sees.
+func (h *handlers) switchWorkspace(c *echo.Context) error {
+	o, err := readObject(c.Request())
+	if err != nil {
+		return err
+	}
+	for k := range o {
+		if k != "workspace_id" {
+			return apierr.Validation("%s: Unrecognized key; send workspace_id", truncate(k, 64))
+		}
+	}
+	id, err := o.str("workspace_id", true)
+	if err != nil {
+		return err
+	}
+	p := server.Principal(c)
+	want := strings.TrimSpace(*id)
+	if want == p.User.ID {
+		want = persistence.MainWorkspace
+	}
+	if want != persistence.MainWorkspace {
+		if want, err = parseUUID("workspace_id", want); err != nil {
+			return apierr.NotFound("workspace")
+		}
+	}
+	var w *persistence.Workspace
+	err = h.Store.View(func(tx *persistence.Tx) error {
+		var err error
+		w, err = tx.Workspace(p.User.ID, want)
+		return err
+	})
+	if errors.Is(err, persistence.ErrNotFound) {
+		return apierr.NotFound("workspace")
+	}
+	if err != nil {
+		return h.storeError(c, err)
+	}
+	if m := server.Session(c).Member; m != nil && !m.Allows(w.ID) {
+		return apierr.New(http.StatusForbidden, apierr.CodeForbidden, "your role in this team does not open workspace %s", w.ID)
+	}
+	stored := w.ID
+	if w.Main() {
+		stored = ""
+	}
+	ctx, cancel := h.askContext(c)
+	defer cancel()
+	err = h.Server.Sessions().SetWorkspace(ctx, server.Session(c), stored)
+	if errors.Is(err, session.ErrNoSession) {
+		return unauthorizedSession()
+	}
+	if err != nil {
+		return h.storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, workspaceView(w))
+}
+
+func unauthorizedSession() *apierr.Error {
+	return apierr.New(http.StatusUnauthorized, apierr.CodeUnauthorized, "the session is not valid (signed out, or ended by a password change); sign in again")
 }
 
 // updateProfile is PATCH /api/profile {name?, timezone?}.

@@ -46,7 +46,7 @@ func TestDashboardDoorMirrorsV1(t *testing.T) {
 	for op := range v1 {
 		require.Contains(t, dash, op, "the /api door serves %s", op)
 	}
-	for _, own := range []string{"POST /session", "GET /session", "DELETE /session", "PATCH /profile", "POST /profile/password",
+	for _, own := range []string{"POST /session", "GET /session", "DELETE /session", "POST /session/workspace", "PATCH /profile", "POST /profile/password",
 		"GET /keys", "POST /keys", "PATCH /keys/:id", "POST /keys/:id/regenerate", "DELETE /keys/:id",
 		"POST /accounts/x", "POST /accounts/bluesky",
 		"GET /members", "POST /members/invitations", "DELETE /members/invitations/:id", "PATCH /members/:id", "DELETE /members/:id"} {

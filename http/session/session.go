@@ -525,3 +525,22 @@ func teamOf(tx *persistence.Tx, userID string) (*persistence.Member, *persistenc
 	}
 	return m, owner, nil
 }
+
+// SetWorkspace stores the workspace the dashboard shows for this session (the switcher's choice:
+// "" for main, else a workspace's id the caller has checked is the user's). ErrNoSession when the
+// session ended meanwhile (a sign-out, a password change).
+func (m *Manager) SetWorkspace(ctx context.Context, s *Session, workspaceID string) error {
+	err := m.cfg.Store.Update(ctx, func(tx *persistence.Tx) error {
+		rec, err := tx.Session(s.Hash)
+		if err != nil {
+			return err
+		}
+		next := *rec
+		next.WorkspaceID = workspaceID
+		return tx.PutSession(s.Hash, &next)
+	})
+	if errors.Is(err, persistence.ErrNotFound) {
+		return ErrNoSession
+	}
+	return err
+}

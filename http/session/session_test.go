@@ -236,3 +236,39 @@ func TestHoldEndsAtTheSessionsMaxAge(t *testing.T) {
 		t.Fatal("the stream outlived its session")
 	}
 }
+
+// SetWorkspace keeps the switcher's choice in the session's record: the next lookup of that
+// session has it, another session of the user does not, and an ended session is ErrNoSession
+// with nothing written back.
+func TestSetWorkspaceIsTheSessionsOwn(t *testing.T) {
+	t.Parallel()
+	m, s, _ := newManager(t, Config{}, 0)
+	ctx := context.Background()
+	a, err := m.SignIn(ctx, email, password, "198.51.100.7")
+	require.NoError(t, err)
+	b, err := m.SignIn(ctx, email, password, "198.51.100.7")
+	require.NoError(t, err)
+	ws := "0190f000-0000-7000-8000-000000000002"
+
+	require.NoError(t, m.SetWorkspace(ctx, a.Session, ws))
+	got, err := m.Lookup(ctx, a.Token)
+	require.NoError(t, err)
+	require.Equal(t, ws, got.Record.WorkspaceID)
+	require.Equal(t, a.Record.CSRFToken, got.Record.CSRFToken, "the rest of the record is kept")
+	other, err := m.Lookup(ctx, b.Token)
+	require.NoError(t, err)
+	require.Empty(t, other.Record.WorkspaceID)
+
+	require.NoError(t, m.SetWorkspace(ctx, a.Session, ""))
+	got, err = m.Lookup(ctx, a.Token)
+	require.NoError(t, err)
+	require.Empty(t, got.Record.WorkspaceID, "back to main")
+
+	require.NoError(t, m.SignOut(ctx, b.Session))
+	require.ErrorIs(t, m.SetWorkspace(ctx, b.Session, ws), ErrNoSession)
+	require.NoError(t, s.View(func(tx *persistence.Tx) error {
+		_, err := tx.Session(b.Hash)
+		require.ErrorIs(t, err, persistence.ErrNotFound, "an ended session is not written back")
+		return nil
+	}))
+}

@@ -19,6 +19,8 @@ type keyRow struct {
 	*persistence.APIKey
 	// State is active, expired or revoked.
 	State string
+	// Workspace names the workspace the key is bound to ("" for a key of every workspace).
+	Workspace string
 }
 
 type webhookRow struct {
@@ -35,12 +37,19 @@ type developerData struct {
 	Keys     []keyRow
 	Webhooks []webhookRow
 	Events   []string
+	// Scopes are what a new key may be limited to (auth.KeyScopes).
+	Scopes []string
 }
 
-// developer is GET /developer: the user's API keys and webhooks with their latest deliveries.
+// developer is GET /developer: the user's API keys (each with the workspace it is bound to and
+// the scopes it is limited to) and the workspace's webhooks with their latest deliveries.
 func (p *pages) developer(c *echo.Context) error {
 	v := p.newView(c, "Developer", "developer", nil)
-	d := developerData{Events: webhookEvents, ShowKeys: server.Principal(c).HasRole(auth.RoleAdmin)}
+	d := developerData{Events: webhookEvents, ShowKeys: server.Principal(c).HasRole(auth.RoleAdmin), Scopes: auth.KeyScopes}
+	names := map[string]string{}
+	for _, w := range v.Workspaces {
+		names[w.ID] = w.Name
+	}
 	now := p.Now()
 	err := p.Store.View(func(tx *persistence.Tx) error {
 		var keys []*persistence.APIKey
@@ -59,7 +68,14 @@ func (p *pages) developer(c *echo.Context) error {
 			case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
 				st = "expired"
 			}
-			d.Keys = append(d.Keys, keyRow{APIKey: k, State: st})
+			row := keyRow{APIKey: k, State: st}
+			if k.WorkspaceID != "" {
+				row.Workspace = names[k.WorkspaceID]
+				if row.Workspace == "" {
+					row.Workspace = "a deleted workspace"
+				}
+			}
+			d.Keys = append(d.Keys, row)
 		}
 		hooks, err := tx.WebhooksIn(v.Scope)
 		if err != nil {

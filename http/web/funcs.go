@@ -73,6 +73,12 @@ var funcs = template.FuncMap{
 		}
 		return *s
 	},
+	"derefInt": func(n *int) int {
+		if n == nil {
+			return 0
+		}
+		return *n
+	},
 	"join": strings.Join,
 	// kindLabel names an account's kind (persistence.AccountKinds) as the accounts list shows it.
 	"kindLabel": func(kind string) string {

@@ -114,8 +114,8 @@ func (p *pages) overview(c *echo.Context) error {
 			d.Jobs = append(d.Jobs, jobRow{Job: j, Post: po, Done: done, Failed: failed, Total: len(j.Targets),
 				Pending: len(j.Targets) - done - failed})
 		}
-		d.Drafts = tx.PostCount(u.ID, persistence.PostDraft, "")
-		d.Sched = tx.PostCount(u.ID, persistence.PostScheduled, "")
+		d.Drafts = tx.PostCount(v.Scope, persistence.PostDraft, "")
+		d.Sched = tx.PostCount(v.Scope, persistence.PostScheduled, "")
 		if u.Plan == "free" && p.FreePostQuota > 0 {
 			month := now.UTC().Format("2006-01")
 			used := tx.QuotaUsed(u.ID, month)

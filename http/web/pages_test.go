@@ -19,7 +19,7 @@ import (
 	"github.com/heraldhq/herald/persistence"
 )
 
-var pagePaths = []string{"/", "/compose", "/posts", "/calendar", "/approvals", "/accounts", "/developer", "/settings"}
+var pagePaths = []string{"/", "/compose", "/posts", "/calendar", "/approvals", "/accounts", "/developer", "/settings", "/workspaces"}
 
 // A page without a session sends the browser to the sign-in page, which comes back to it.
 func TestSignedOutPagesRedirectToSignIn(t *testing.T) {
@@ -101,10 +101,16 @@ func TestBrowserEveryPage(t *testing.T) {
 	loc := get(tb, chromedp.Location())
 	require.Equal(t, h.url+"/", loc, "signing in lands on the overview")
 	titles := map[string]string{"/": "Overview", "/compose": "Compose", "/posts": "Posts", "/calendar": "Calendar",
-		"/accounts": "Accounts", "/developer": "Developer", "/settings": "Settings", "/approvals": "Approvals"}
+		"/accounts": "Accounts", "/developer": "Developer", "/settings": "Settings", "/approvals": "Approvals", "/workspaces": "Workspaces"}
 	for _, p := range pagePaths {
 		tb.do(chromedp.Navigate(h.url+p), chromedp.WaitReady(chromedp.CSS("body")))
 		h1 := get(tb, chromedp.Text(chromedp.CSS("main h1")))
+		if p == "/workspaces" { // reached from the workspace switcher, not the navigation
+			require.Equal(t, "Workspaces", h1)
+			require.Equal(t, "/workspaces", get(tb, chromedp.AttributeValue(chromedp.CSS(`#ws-switch a[aria-current=page]`), "href")).Value)
+			tb.shoot(dir, "workspaces")
+			continue
+		}
 		current := get(tb, chromedp.Text(chromedp.CSS(`nav[aria-label=Main] a[aria-current=page]`)))
 		require.Equal(t, titles[p], h1, p)
 		require.Equal(t, titles[p], current, p)

@@ -12,9 +12,15 @@
 //	GET /calendar         scheduled and published posts by week or month, in the user's zone
 //	GET /approvals        the workspace's posts waiting for approval: previews, approve, reject
 //	GET /accounts         connect (browser networks, X and Bluesky credentials), disconnect
-//	GET /developer        API keys and webhooks (with their deliveries)
+//	GET /developer        API keys (bound to a workspace, limited to scopes) and webhooks
+//	GET /workspaces       the user's workspaces: approval, limits, this month's usage; create,
+//	                      change, delete, the usage as CSV
 //	GET /settings         name, time zone, password
 //	GET /static/:name     the embedded stylesheet and script
+//
+// Every page's header has the workspace switcher: the page shows the session's workspace
+// (persistence.Session.WorkspaceID, set by POST /api/session/workspace), and so do the /api calls
+// its script makes, with no header.
 //
 // A page without a session redirects to /signin?next=<the page>. Every page carries the
 // dashboard's security headers (http/server SecurityHeaders: a strict CSP with no inline script
@@ -71,11 +77,11 @@ type pages struct {
 }
 
 // pageNames are the templates, one per page, each executed inside layout.html.
-var pageNames = []string{"overview", "compose", "posts", "post", "calendar", "approvals", "accounts", "developer", "settings", "members", "error"}
+var pageNames = []string{"overview", "compose", "posts", "post", "calendar", "approvals", "accounts", "developer", "settings", "members", "workspaces", "error"}
 
 // Paths are the pages' routes (Echo paths) and the static files' route: the dashboard's, not
 // the public API's, so they are not in the OpenAPI document.
-var Paths = []string{"/", "/compose", "/posts", "/posts/:id", "/calendar", "/approvals", "/accounts", "/developer", "/settings", "/members", StaticPath, "/favicon.ico"}
+var Paths = []string{"/", "/compose", "/posts", "/posts/:id", "/calendar", "/approvals", "/accounts", "/developer", "/settings", "/members", "/workspaces", StaticPath, "/favicon.ico"}
 
 // StaticPath is the route of the embedded assets.
 const StaticPath = "/static/:name"
@@ -111,6 +117,7 @@ func Register(d Deps) error {
 	g.GET("/developer", p.developer)
 	g.GET("/settings", p.settings)
 	g.GET("/members", p.members)
+	g.GET("/workspaces", p.workspaces)
 	return nil
 }
 
@@ -153,7 +160,11 @@ type view struct {
 	Owner bool
 	// Scope is the index key of the workspace the page shows (persistence.Scope).
 	Scope string
-	CSRF  string
+	// Workspace is the workspace the page shows and Workspaces all of the user's, main first
+	// (the layout's switcher); nil on the error page.
+	Workspace  *persistence.Workspace
+	Workspaces []*persistence.Workspace
+	CSRF       string
 	// Zone is the user's time zone, in which every time is shown.
 	Zone *time.Location
 	Now  time.Time
@@ -198,8 +209,30 @@ func (v view) ZoneName() string { return v.Zone.String() }
 
 func (p *pages) newView(c *echo.Context, title, nav string, data any) view {
 	s, pr := server.Session(c), server.Principal(c)
-	return view{Title: title, Nav: nav, User: pr.User, Me: s.User, Owner: pr.HasRole(auth.RoleOwner), Scope: pr.Scope(), CSRF: s.Record.CSRFToken,
+	v := view{Title: title, Nav: nav, User: pr.User, Me: s.User, Owner: pr.HasRole(auth.RoleOwner), Scope: pr.Scope(), CSRF: s.Record.CSRFToken,
 		Zone: userZone(pr.User), Now: p.Now(), Data: data}
+	// The switcher's list (a member's: the workspaces they may act in); a page whose list cannot
+	// be read still shows, without it.
+	err := p.Store.View(func(tx *persistence.Tx) error {
+		list, err := tx.Workspaces(pr.User.ID)
+		if err != nil {
+			return err
+		}
+		for _, w := range list {
+			if s.Member != nil && !s.Member.Allows(w.ID) {
+				continue
+			}
+			v.Workspaces = append(v.Workspaces, w)
+			if w.ID == pr.WorkspaceID {
+				v.Workspace = w
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		p.Log.Error("web: workspaces read failed", append(server.LogAttrs(c), "error", err)...)
+	}
+	return v
 }
 
 func userZone(u *persistence.User) *time.Location {

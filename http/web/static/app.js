@@ -89,22 +89,41 @@
   // formBody turns a form's fields into the JSON body: data-array checkboxes into arrays,
   // data-bool checkboxes into booleans, numbers into numbers; data-optional fields are left out
   // when empty, data-null-empty fields become null.
+  // A name with a dot (limits.accounts) is a field of a nested object; data-array checkboxes
+  // that are also data-optional are left out when none is checked.
   function formBody(form) {
     var body = {};
+    var optionalArrays = {};
+    function slot(name) {
+      var parts = name.split('.');
+      var o = body;
+      for (var i = 0; i < parts.length - 1; i++) {
+        if (typeof o[parts[i]] !== 'object' || o[parts[i]] === null) { o[parts[i]] = {}; }
+        o = o[parts[i]];
+      }
+      return { obj: o, key: parts[parts.length - 1] };
+    }
+    function set(name, v) { var s = slot(name); s.obj[s.key] = v; }
     Array.prototype.forEach.call(form.elements, function (f) {
       if (!f.name || f.disabled || f.hasAttribute('data-skip')) { return; }
       if (f.type === 'checkbox' && f.hasAttribute('data-array')) {
-        if (!body[f.name]) { body[f.name] = []; }
-        if (f.checked) { body[f.name].push(f.value); }
+        var s = slot(f.name);
+        if (!s.obj[s.key]) { s.obj[s.key] = []; }
+        if (f.checked) { s.obj[s.key].push(f.value); }
+        if (f.hasAttribute('data-optional')) { optionalArrays[f.name] = true; }
         return;
       }
-      if (f.type === 'checkbox') { body[f.name] = f.checked; return; }
+      if (f.type === 'checkbox') { set(f.name, f.checked); return; }
       if (f.type === 'radio' && !f.checked) { return; }
       var v = f.value;
       if (v === '' && f.hasAttribute('data-optional')) { return; }
-      if (v.trim() === '' && f.hasAttribute('data-null-empty')) { body[f.name] = null; return; }
+      if (v.trim() === '' && f.hasAttribute('data-null-empty')) { set(f.name, null); return; }
       if (f.type === 'number' && v !== '') { v = Number(v); }
-      body[f.name] = v;
+      set(f.name, v);
+    });
+    Object.keys(optionalArrays).forEach(function (name) {
+      var s = slot(name);
+      if (!s.obj[s.key].length) { delete s.obj[s.key]; }
     });
     return body;
   }
@@ -123,6 +142,17 @@
   var then = {
     reload: function (form) { reloadWith(form.getAttribute('data-success') || 'Done.'); },
     reset: function (form) { form.reset(); flash(form.getAttribute('data-success') || 'Done.', 'ok'); },
+    // switched: the workspace switcher's choice is stored; the page is shown again in it, but a
+    // post's page goes to the list (the post stays in the workspace left).
+    switched: function (form) {
+      var msg = form.getAttribute('data-success') || 'Done.';
+      if (/^\/posts\/./.test(location.pathname)) {
+        try { sessionStorage.setItem('herald.flash', msg); } catch (e) { /* storage off */ }
+        location.assign('/posts');
+        return;
+      }
+      reloadWith(msg);
+    },
     authorize: function (form, data) {
       var u = data && safeURL(data.authorization_url);
       if (!u) { flash('The server did not give an authorization address.'); return; }
@@ -139,6 +169,8 @@
       if (!ok) { return; }
       var method = form.getAttribute('data-method') || 'POST';
       var body = form.getAttribute('data-body') === 'none' ? undefined : formBody(form);
+      var errBox = form.querySelector('[data-error]');
+      if (errBox) { errBox.hidden = true; errBox.textContent = ''; }
       var buttons = form.querySelectorAll('button');
       buttons.forEach(function (b) { b.disabled = true; });
       form.setAttribute('aria-busy', 'true');
@@ -153,7 +185,15 @@
           then[next](form, data);
         }
       }).catch(function (err) {
-        flash(err.message);
+        // A form with its own error box shows the refusal beside its fields.
+        var box = form.querySelector('[data-error]');
+        if (box) {
+          box.textContent = err.message;
+          box.hidden = false;
+          box.scrollIntoView({ block: 'nearest' });
+        } else {
+          flash(err.message);
+        }
       }).finally(function () {
         buttons.forEach(function (b) { b.disabled = false; });
         form.removeAttribute('aria-busy');
@@ -181,6 +221,29 @@
     s.removeAllRanges();
     s.addRange(r);
   }
+
+  // A workspace's usage as CSV: the route answers CSV to Accept: text/csv, which a plain link
+  // cannot send, so the script fetches it on the session and saves it as a file.
+  document.addEventListener('click', function (ev) {
+    var a = ev.target.closest('a[data-usage-csv]');
+    if (!a) { return; }
+    ev.preventDefault();
+    fetch(a.getAttribute('href'), { credentials: 'same-origin', headers: { 'Accept': 'text/csv' } }).then(function (r) {
+      if (!r.ok) {
+        return r.json().catch(function () { return null; }).then(function (data) {
+          throw new Error((data && data.error && data.error.message) || ('the server answered ' + r.status));
+        });
+      }
+      return r.blob();
+    }).then(function (blob) {
+      var link = el('a');
+      link.href = URL.createObjectURL(blob);
+      link.download = a.getAttribute('data-usage-csv');
+      document.body.appendChild(link);
+      link.click();
+      setTimeout(function () { URL.revokeObjectURL(link.href); link.remove(); }, 1000);
+    }).catch(function (err) { flash('The usage could not be downloaded: ' + err.message); });
+  });
 
   // Time zone selects list the browser's IANA zones, the current one kept.
   document.querySelectorAll('select[data-timezones]').forEach(function (sel) {
