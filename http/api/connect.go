@@ -238,7 +238,8 @@ func (h *handlers) connectDefaults(c *echo.Context) error {
 		a, err = tx.Account(id)
 		return err
 	})
-	if err != nil || a.UserID != s.ActsFor() || !s.HasRole(auth.RoleAdmin) || a.Platform != string(platforms.TikTok) {
+	if err != nil || a.UserID != s.ActsFor() || !s.HasRole(auth.RoleAdmin) || a.Platform != string(platforms.TikTok) ||
+		(s.Member != nil && !s.Member.Allows(persistence.WorkspaceOf(a.WorkspaceID))) {
 		return h.page(c, http.StatusNotFound, "The default was not saved", "No such TikTok account of yours is connected.")
 	}
 	opts := &platforms.TikTokOptions{}
@@ -246,11 +247,11 @@ func (h *handlers) connectDefaults(c *echo.Context) error {
 		opts = o.(*platforms.TikTokOptions)
 	}
 	opts.PrivacyLevel = c.FormValue("privacy_level")
-	choices := h.Live.Choices(c.Request().Context(), s.ActsFor(), a.ID, platforms.TikTok)
+	choices := h.Live.Choices(c.Request().Context(), a.Scope(), a.ID, platforms.TikTok)
 	if errs, _ := platforms.CheckOptions(opts, platforms.Target{Choices: choices, Defaults: true}); len(errs) > 0 {
 		return h.page(c, http.StatusBadRequest, "The default was not saved", "TikTok does not offer this creator that choice: "+errs[0].Message+".")
 	}
-	if _, err := ask[*account.Reply](h, c, h.Accounts.To(id), &account.SetDefaults{Scope: s.ActsFor(), Options: platforms.EncodeOptions(opts)}); err != nil {
+	if _, err := ask[*account.Reply](h, c, h.Accounts.To(id), &account.SetDefaults{Scope: a.Scope(), Options: platforms.EncodeOptions(opts)}); err != nil {
 		return h.page(c, http.StatusServiceUnavailable, "The default was not saved", "Herald could not save it (request "+server.RequestID(c)+"). Try again on the dashboard's Accounts page.")
 	}
 	if opts.PrivacyLevel == "" {
