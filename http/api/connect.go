@@ -316,12 +316,6 @@ func (h *handlers) failureFor(c *echo.Context, p platforms.Platform, err error, 
 	case errors.Is(err, accountlink.ErrElsewhere):
 		status, title, msg = http.StatusConflict, "This "+name+" account is connected in another workspace",
 			"It stays where it is and nothing was connected here. Disconnect it in the other workspace first, or renew it from there."
-	case errors.Is(err, accountlink.ErrWorkspaceFull):
-		status, title, msg = http.StatusForbidden, "This workspace has no room for another account",
-			"It holds as many connected accounts as its limits allow, so nothing was connected. Disconnect an account or raise the limit first."
-	case errors.Is(err, accountlink.ErrNoWorkspace):
-		status, title, msg = http.StatusGone, "This workspace no longer exists",
-			"The workspace this connection was for was deleted, so nothing was connected."
 	case errors.Is(err, accountlink.ErrNoIdentity):
 		status, title, msg = http.StatusBadGateway, name+" did not name the account",
 			name+" did not say which account was authorized, so it was not connected. "+again

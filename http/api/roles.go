@@ -36,6 +36,8 @@ var leastRoles = map[string]string{
 	"POST /inbox/comments/:commentId/like":  auth.RoleEditor,
 	"POST /inbox/comments/:commentId/hide":  auth.RoleEditor,
 	"POST /inbox/dms/:conversationId/reply": auth.RoleEditor,
+	// Anyone may choose the workspace their dashboard shows (among those their role opens).
+	"POST /session/workspace": auth.RoleViewer,
 	// The team's keys are an admin's to see as well as to manage.
 	"GET /keys": auth.RoleAdmin,
 	// The owner manages the team.

@@ -18,6 +18,12 @@ import (
 // members. A route added to either list without an entry here fails the test until its role is
 // chosen.
 var wantRoles = map[string]string{
+	"GET /workspaces": "viewer", "POST /workspaces": "admin", "GET /workspaces/:id": "viewer", "PATCH /workspaces/:id": "admin",
+	"DELETE /workspaces/:id": "admin", "GET /workspaces/:id/usage": "viewer",
+	"POST /workspaces/:id/connect-links": "admin", "GET /workspaces/:id/connect-links": "viewer",
+	"DELETE /workspaces/:id/connect-links/:linkId": "admin",
+	"POST /posts/:id/approve": "admin", "POST /posts/:id/reject": "admin", "POST /posts/:id/approval-link": "admin",
+	"POST /session/workspace": "viewer",
 	"GET /me": "viewer", "GET /accounts": "viewer", "POST /accounts/connect": "admin", "DELETE /accounts/:id": "admin",
 	"PATCH /accounts/:id": "admin", "POST /posts": "editor", "GET /posts": "viewer", "GET /posts/:id": "viewer",
 	"GET /posts/:id/events": "viewer", "PATCH /posts/:id": "editor", "DELETE /posts/:id": "admin",
@@ -41,7 +47,7 @@ var wantRoles = map[string]string{
 }
 
 // dashboardOwn are the routes the dashboard's group adds besides the operations of both doors.
-var dashboardOwn = []string{"GET /keys", "POST /keys", "PATCH /keys/:id", "POST /keys/:id/regenerate", "DELETE /keys/:id",
+var dashboardOwn = []string{"POST /session/workspace", "GET /keys", "POST /keys", "PATCH /keys/:id", "POST /keys/:id/regenerate", "DELETE /keys/:id",
 	"POST /accounts/x", "POST /accounts/bluesky", "GET /members", "POST /members/invitations",
 	"DELETE /members/invitations/:id", "PATCH /members/:id", "DELETE /members/:id"}
 

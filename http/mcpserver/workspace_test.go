@@ -183,6 +183,7 @@ func TestMCPConnectorActsInItsWorkspace(t *testing.T) {
 	// B is deleted: the REST token's requests answer 403, and every tool call is refused (403 on /v1, as the core answers a key bound to a
 	// deleted workspace), and the error says what happened and what to do.
 	require.NoError(t, h.App.Store.Update(ctx, func(tx *persistence.Tx) error { return tx.DeleteWorkspace(ws) }))
+	h.App.Auth.Invalidate() // as DELETE /v1/workspaces/:id does after its write
 	for _, call := range []struct {
 		tool string
 		args map[string]any
