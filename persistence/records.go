@@ -271,7 +271,8 @@ type Approval struct {
 	Action      string     `json:"action"`
 	ScheduledAt *time.Time `json:"scheduled_at,omitempty"`
 	RequestedAt time.Time  `json:"requested_at"`
-	// RequestedBy names who asked: "key:<id>", "oauth:<client>", "user:<id>".
+	// RequestedBy names who asked: "key:<id>", "oauth:<client>", "user:<e-mail>" (a person on the
+	// dashboard).
 	RequestedBy string `json:"requested_by"`
 }
 

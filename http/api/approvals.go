@@ -56,15 +56,30 @@ func approvalDetail(p *persistence.Post, now time.Time) *ApprovalDetail {
 }
 
 // requester names the principal in a post's approval request and log: its key, its OAuth
-// client's connector key, or the signed-in user.
+// client's connector key, or the person signed in (a member of the team, or its owner) by
+// e-mail.
 func requester(p *auth.Principal) string {
 	switch {
 	case p.OAuth() && p.Key != nil:
 		return "oauth:" + p.Key.ClientID
 	case p.Key != nil:
 		return "key:" + p.Key.ID
+	case p.Member != nil:
+		return "user:" + p.Member.Email
 	}
-	return "user:" + p.User.ID
+	return "user:" + p.User.Email
+}
+
+// requesterWords are a requester's name in a sentence: "API key <id>", "AI connector <client>",
+// or the person's e-mail.
+func requesterWords(by string) string {
+	if id, ok := strings.CutPrefix(by, "key:"); ok {
+		return "API key " + id
+	}
+	if id, ok := strings.CutPrefix(by, "oauth:"); ok {
+		return "AI connector " + id
+	}
+	return strings.TrimPrefix(by, "user:")
 }
 
 // approvalHold is the Hold of a publish or schedule by the request's principal: nil when it may approve
@@ -237,7 +252,7 @@ func approvalEvents(p *persistence.Post) []PostEvent {
 	var out []PostEvent
 	for n, s := range p.ApprovalLog {
 		msg := map[string]string{persistence.ApprovalRequested: "submitted for approval", persistence.ApprovalApproved: "approved",
-			persistence.ApprovalRejected: "changes requested"}[s.Kind] + " by " + s.By
+			persistence.ApprovalRejected: "changes requested"}[s.Kind] + " by " + requesterWords(s.By)
 		if s.Reason != "" {
 			msg += ": " + s.Reason
 		}

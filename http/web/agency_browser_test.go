@@ -127,6 +127,7 @@ func TestBrowserAgencyClientFlow(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#approval`)),
 	)
 	require.Contains(t, get(editor, chromedp.Text(chromedp.CSS(`#approval`))), "Waiting for approval")
+	require.Contains(t, get(editor, chromedp.Text(chromedp.CSS(`main`))), "submitted for approval by ed@agency.example", "the timeline names the editor")
 	postID := strings.TrimPrefix(get(editor, chromedp.Location()), h.url+"/posts/")
 	editor.shoot(dir, "agency-held")
 	editor.noErrors()

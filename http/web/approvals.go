@@ -90,5 +90,5 @@ func requestedBy(tx *persistence.Tx, by string) string {
 	if id, ok := strings.CutPrefix(by, "oauth:"); ok {
 		return "AI connector " + id
 	}
-	return by
+	return strings.TrimPrefix(by, "user:")
 }
