@@ -31,6 +31,22 @@ func snapshot(t *testing.T, h *apptest.Herald) []persistence.Workspace {
 	return out
 }
 
+// moveAccount puts a stored account in the workspace id (as if it had been connected there).
+func moveAccount(t *testing.T, h *apptest.Herald, accountID, id string) {
+	t.Helper()
+	require.NoError(t, h.App.Store.Update(t.Context(), func(tx *persistence.Tx) error {
+		a, err := tx.Account(accountID)
+		if err != nil {
+			return err
+		}
+		if err := tx.DeleteAccount(a); err != nil {
+			return err
+		}
+		a.WorkspaceID = id
+		return tx.PutAccount(a)
+	}))
+}
+
 // The workspaces routes: main is always there; create, read, rename, limits, delete; and what
 // each bad request gets, with nothing changed.
 func TestWorkspacesCRUD(t *testing.T) {
@@ -110,17 +126,7 @@ func TestWorkspacesCRUD(t *testing.T) {
 
 	// A workspace that holds an account is not deleted (409); once empty it is, and is gone.
 	acct := h.NewAccount(h.User.ID, "bluesky")
-	require.NoError(t, h.App.Store.Update(t.Context(), func(tx *persistence.Tx) error {
-		a, err := tx.Account(acct.ID)
-		if err != nil {
-			return err
-		}
-		if err := tx.DeleteAccount(a); err != nil {
-			return err
-		}
-		a.WorkspaceID = id
-		return tx.PutAccount(a)
-	}))
+	moveAccount(t, h, acct.ID, id)
 	// A draft and a webhook of the workspace: deleted with it.
 	wr := h.DoKey(h.Key, "POST", "/v1/posts", map[string]any{"content": "a draft of A", "platforms": []string{acct.ID}}, ws(id))
 	require.Equal(t, 201, wr.Status, string(wr.Body))
@@ -166,17 +172,7 @@ func TestWorkspaceHeaderKeepsObjectsApart(t *testing.T) {
 
 	// An account of workspace B, and a draft there.
 	acct := h.NewAccount(h.User.ID, "linkedin")
-	require.NoError(t, h.App.Store.Update(t.Context(), func(tx *persistence.Tx) error {
-		a, err := tx.Account(acct.ID)
-		if err != nil {
-			return err
-		}
-		if err := tx.DeleteAccount(a); err != nil {
-			return err
-		}
-		a.WorkspaceID = id
-		return tx.PutAccount(a)
-	}))
+	moveAccount(t, h, acct.ID, id)
 	r := h.DoKey(h.Key, "POST", "/v1/posts", map[string]any{"content": "in B", "platforms": []string{acct.ID}}, ws(id))
 	require.Equal(t, 201, r.Status, string(r.Body))
 	inB := r.JSON(t)["id"].(string)
