@@ -16,6 +16,8 @@
 //	GET /workspaces       the user's workspaces: approval, limits, this month's usage; create,
 //	                      change, delete, the usage as CSV
 //	GET /settings         name, time zone, password
+//	GET /campaigns        a CSV campaign checked by a dry run and submitted; the campaigns list
+//	GET /campaigns/:id    a campaign's posts followed on its one stream; the failed retried
 //	GET /static/:name     the embedded stylesheet and script
 //
 // Every page's header has the workspace switcher: the page shows the session's workspace
@@ -77,11 +79,11 @@ type pages struct {
 }
 
 // pageNames are the templates, one per page, each executed inside layout.html.
-var pageNames = []string{"overview", "compose", "posts", "post", "calendar", "approvals", "accounts", "developer", "settings", "members", "workspaces", "error"}
+var pageNames = []string{"overview", "compose", "posts", "post", "calendar", "approvals", "accounts", "developer", "settings", "members", "workspaces", "campaigns", "campaign", "error"}
 
 // Paths are the pages' routes (Echo paths) and the static files' route: the dashboard's, not
 // the public API's, so they are not in the OpenAPI document.
-var Paths = []string{"/", "/compose", "/posts", "/posts/:id", "/calendar", "/approvals", "/accounts", "/developer", "/settings", "/members", "/workspaces", StaticPath, "/favicon.ico"}
+var Paths = []string{"/", "/compose", "/posts", "/posts/:id", "/calendar", "/approvals", "/accounts", "/developer", "/settings", "/members", "/workspaces", "/campaigns", "/campaigns/:id", StaticPath, "/favicon.ico"}
 
 // StaticPath is the route of the embedded assets.
 const StaticPath = "/static/:name"
@@ -118,6 +120,8 @@ func Register(d Deps) error {
 	g.GET("/settings", p.settings)
 	g.GET("/members", p.members)
 	g.GET("/workspaces", p.workspaces)
+	g.GET("/campaigns", p.campaigns)
+	g.GET("/campaigns/:id", p.campaign)
 	return nil
 }
 
