@@ -54,6 +54,7 @@ func TestBrowserCampaignFromCSV(t *testing.T) {
 	)
 	rows := eval[[]string](tb, `Array.from(document.querySelectorAll('#dry-rows tbody tr')).map(r => r.getAttribute('data-row'))`)
 	require.Equal(t, []string{"2"}, rows, "only the second data row is wrong")
+	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#dry-bad`))), "1 row has errors")
 	errText := get(tb, chromedp.Text(chromedp.CSS(`#dry-rows tbody tr td[data-label=Errors]`)))
 	require.Contains(t, errText, "X: ", "the target's error names its network")
 	require.Contains(t, errText, "280")

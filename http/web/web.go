@@ -1,5 +1,6 @@
 // Package web is the dashboard's pages: server-rendered HTML (html/template) with one stylesheet
-// and one script embedded in the binary, no build step. Each page has one handler, reads
+// and one script embedded in the binary (the Campaigns pages add their own, campaigns.js), no
+// build step. Each page has one handler, reads
 // committed state from the store directly for display, and changes nothing itself: the page's
 // script calls the dashboard's JSON routes (/api/*, http/api) with the session's CSRF token in
 // the X-CSRF-Token header, read from the page's <meta name="csrf-token">. So every change goes

@@ -186,11 +186,15 @@
           return;
         }
         var err = (res.data && res.data.error) || {};
+        var det = err.details || {};
         var msg = err.message || ('The server answered ' + res.status + '.');
+        if (det.rows && det.rows.length) {
+          msg = det.rows.length + ' row' + (det.rows.length === 1 ? ' has' : 's have') +
+            ' errors, listed below by data row (the header is not counted). Nothing was created: fix them and check again.';
+        }
         var bad = el('p', 'check-summary bad', msg);
         bad.id = 'dry-bad';
         out.appendChild(bad);
-        var det = err.details || {};
         if (det.header && det.header.length) {
           var ul = el('ul', 'dry-errors');
           ul.id = 'dry-header';
