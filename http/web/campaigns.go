@@ -78,9 +78,15 @@ type campaignData struct {
 	// Open: some post is scheduled, publishing or waiting for approval, so the page follows the
 	// campaign's stream until its done event.
 	Open bool
-	// Failed counts the failed targets; CanWrite says whether the person may retry them.
-	Failed   int
-	CanWrite bool
+	// Failed counts the failed targets, FailedNetworks their networks (to retry one only);
+	// CanWrite says whether the person may retry them.
+	Failed         int
+	FailedNetworks []string
+	CanWrite       bool
+	// Cancellable counts the drafts and scheduled posts DELETE would cancel; CanCancel says
+	// whether the person may (an admin or above, as DELETE /api/campaigns/:id asks).
+	Cancellable int
+	CanCancel   bool
 }
 
 // campaign is GET /campaigns/:id: the campaign's totals and every post with each target's state,
@@ -92,7 +98,8 @@ func (p *pages) campaign(c *echo.Context) error {
 	if _, err := persistence.ID(id); err != nil {
 		return p.fail(c, http.StatusNotFound, "There is no such campaign.")
 	}
-	d := campaignData{CanWrite: server.Principal(c).HasRole(auth.RoleEditor)}
+	pr := server.Principal(c)
+	d := campaignData{CanWrite: pr.HasRole(auth.RoleEditor), CanCancel: pr.HasRole(auth.RoleAdmin)}
 	err := p.Store.View(func(tx *persistence.Tx) error {
 		camp, err := tx.Campaign(id)
 		if err != nil {
@@ -105,6 +112,9 @@ func (p *pages) campaign(c *echo.Context) error {
 		counts := tx.CampaignCounts(id)
 		d.Campaign = api.CampaignItem(camp, counts)
 		d.Open = counts.Open() > 0
+		d.Cancellable = counts.Of(persistence.PostDraft) + counts.Of(persistence.PostScheduled)
+		// A campaign's posts often share their accounts: each is read once.
+		usernames := map[string]string{}
 		for _, s := range persistence.PostStatuses {
 			if n := counts.Of(s); n > 0 {
 				d.Totals = append(d.Totals, statusCount{s, n})
@@ -121,11 +131,19 @@ func (p *pages) campaign(c *echo.Context) error {
 			row := campaignPostRow{Post: po}
 			for _, t := range po.Targets {
 				r := targetRow{Target: t, Name: networkName(t.Platform)}
-				if a, err := tx.Account(t.AccountID); err == nil && a.Username != nil {
-					r.Username = *a.Username
+				name, seen := usernames[t.AccountID]
+				if !seen {
+					if a, err := tx.Account(t.AccountID); err == nil && a.Username != nil {
+						name = *a.Username
+					}
+					usernames[t.AccountID] = name
 				}
+				r.Username = name
 				if t.Status == persistence.TargetFailed {
 					d.Failed++
+					if !contains(d.FailedNetworks, t.Platform) {
+						d.FailedNetworks = append(d.FailedNetworks, t.Platform)
+					}
 				}
 				row.Targets = append(row.Targets, r)
 			}

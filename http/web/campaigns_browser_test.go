@@ -89,7 +89,7 @@ func TestBrowserCampaignFromCSV(t *testing.T) {
 	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#camp-live`))), "Every post has its outcome")
 	states := eval[[]string](tb, `Array.from(document.querySelectorAll('#camp-posts [data-state]')).map(s => s.textContent)`)
 	require.Equal(t, []string{"published", "published", "published", "failed"}, states, "each target in request order")
-	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#camp-retry`))), "Retry the 1 failed network")
+	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#camp-retry`))), "Retry the 1 failed network post")
 	tb.shootWide(dir, "campaign-done")
 
 	campID := eval[string](tb, `document.getElementById('campaign').getAttribute('data-campaign-id')`)

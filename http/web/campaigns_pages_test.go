@@ -41,6 +41,7 @@ func TestCampaignPages(t *testing.T) {
 	require.Contains(t, body, `<a href="/posts/`+postID+`" class="post-text">First draft of the spring</a>`)
 	require.NotContains(t, body, `data-follow`, "a campaign of drafts has nothing to follow")
 	require.NotContains(t, body, `id="camp-retry"`, "nothing failed")
+	require.Contains(t, body, `id="camp-cancel"`, "the owner may cancel the draft")
 
 	r = own.Send("GET", "/posts", nil, nil)
 	require.Contains(t, string(r.Body), `<a href="/campaigns/`+id+`" class="muted campaign-name">Campaign: Spring &lt;b&gt;</a>`)
@@ -56,6 +57,9 @@ func TestCampaignPages(t *testing.T) {
 	require.Equal(t, 200, r.Status)
 	require.Contains(t, string(r.Body), `href="/campaigns/`+id+`"`)
 	require.NotContains(t, string(r.Body), `id="campaign-form"`, "a viewer cannot submit")
+	r = viewer.Send("GET", "/campaigns/"+id, nil, nil)
+	require.Equal(t, 200, r.Status)
+	require.NotContains(t, string(r.Body), `id="camp-cancel"`, "nor cancel")
 
 	ws := h.Do("POST", "/v1/workspaces", map[string]any{"name": "Other"})
 	require.Equal(t, 201, ws.Status, string(ws.Body))
