@@ -129,3 +129,33 @@ func TestBrowserCampaignFromCSV(t *testing.T) {
 	require.Equal(t, "/campaigns/"+campID, eval[string](tb, `document.querySelector('#post-campaign a').getAttribute('href')`))
 	tb.noErrorsBut("status of 400 (Bad Request)")
 }
+
+// A campaign refused when submitted, after its dry run passed (an account disconnected
+// meanwhile), shows its rows' errors as the dry run does and creates nothing; the submit waits
+// for a new dry run.
+func TestBrowserCampaignRefusedAtSubmit(t *testing.T) {
+	t.Parallel()
+	h := startHerald(t)
+	x, bsky := accountOf(t, h, platforms.X), accountOf(t, h, platforms.Bluesky)
+	tb := newTab(t)
+	tb.signIn(h.url, h.user.Email, h.password, "/campaigns")
+	tb.do(
+		chromedp.SetValue(chromedp.CSS(`#camp-csv`), "platforms,content\n"+x+",First\n"+bsky+",Second\n"),
+		chromedp.Click(chromedp.CSS(`#camp-check`)),
+		chromedp.WaitVisible(chromedp.CSS(`#dry-ok`)),
+	)
+	resp := apiCall(t, "DELETE", h.url+"/v1/accounts/"+bsky, h.key, nil)
+	_ = resp.Body.Close()
+	require.Less(t, resp.StatusCode, 300)
+	tb.do(chromedp.Click(chromedp.CSS(`#camp-submit`)), chromedp.WaitVisible(chromedp.CSS(`#dry-rows`)))
+	require.Equal(t, []string{"2"}, eval[[]string](tb, `Array.from(document.querySelectorAll('#dry-rows tbody tr')).map(r => r.getAttribute('data-row'))`))
+	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#dry-rows td[data-label=Errors]`))), bsky)
+	require.True(t, eval[bool](tb, `document.getElementById('camp-submit').disabled`), "a new dry run first")
+	var n int
+	require.NoError(t, h.app.Store.View(func(tx *persistence.Tx) error {
+		_, n, _ = tx.ListCampaigns(persistence.Scope(h.user.ID, ""), 0, 10)
+		return nil
+	}))
+	require.Zero(t, n)
+	tb.noErrorsBut("status of 400 (Bad Request)")
+}

@@ -156,6 +156,30 @@
       return t.table;
     };
 
+    // showRefusal shows a refused campaign, dry run or not: every invalid row with its errors, or
+    // the header's, or the API's message.
+    var showRefusal = function (res, csv) {
+      out.textContent = '';
+      var err = (res.data && res.data.error) || {};
+      var det = err.details || {};
+      var msg = err.message || ('The server answered ' + res.status + '.');
+      if (det.rows && det.rows.length) {
+        msg = det.rows.length + ' row' + (det.rows.length === 1 ? ' has' : 's have') +
+          ' errors, listed below by data row (the header is not counted). Nothing was created: fix them and check again.';
+      }
+      var bad = el('p', 'check-summary bad', msg);
+      bad.id = 'dry-bad';
+      out.appendChild(bad);
+      if (det.header && det.header.length) {
+        var ul = el('ul', 'dry-errors');
+        ul.id = 'dry-header';
+        det.header.forEach(function (m) { ul.appendChild(el('li', '', m)); });
+        out.appendChild(ul);
+      }
+      if (det.rows && det.rows.length) { out.appendChild(showRows(det.rows, csv)); }
+      out.scrollIntoView({ block: 'nearest' });
+    };
+
     form.addEventListener('submit', function (ev) {
       ev.preventDefault();
       clearFlash();
@@ -185,23 +209,7 @@
           submit.focus();
           return;
         }
-        var err = (res.data && res.data.error) || {};
-        var det = err.details || {};
-        var msg = err.message || ('The server answered ' + res.status + '.');
-        if (det.rows && det.rows.length) {
-          msg = det.rows.length + ' row' + (det.rows.length === 1 ? ' has' : 's have') +
-            ' errors, listed below by data row (the header is not counted). Nothing was created: fix them and check again.';
-        }
-        var bad = el('p', 'check-summary bad', msg);
-        bad.id = 'dry-bad';
-        out.appendChild(bad);
-        if (det.header && det.header.length) {
-          var ul = el('ul', 'dry-errors');
-          ul.id = 'dry-header';
-          det.header.forEach(function (m) { ul.appendChild(el('li', '', m)); });
-          out.appendChild(ul);
-        }
-        if (det.rows && det.rows.length) { out.appendChild(showRows(det.rows, csv)); }
+        showRefusal(res, csv);
       }, function () {
         flash('Herald could not be reached. Try again.');
       }).finally(function () { out.removeAttribute('aria-busy'); });
@@ -215,6 +223,12 @@
       send(c.query, c.csv, c.key).then(function (res) {
         if (res.ok && res.data && res.data.campaign_id) {
           location.assign('/campaigns/' + encodeURIComponent(res.data.campaign_id));
+          return;
+        }
+        if (res.status === 400) {
+          // Something changed since the dry run (an account disconnected, say): the rows again.
+          showRefusal(res, c.csv);
+          checked = null;
           return;
         }
         var err = (res.data && res.data.error) || {};
