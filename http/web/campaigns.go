@@ -18,6 +18,8 @@ const campaignsPerPage = 20
 
 type campaignsData struct {
 	Campaigns []api.CampaignListItem
+	// Accounts are the workspace's connected accounts, whose ids a CSV's platforms column names.
+	Accounts []*persistence.Account
 	// CanWrite: the person may submit and retry campaigns (an editor or above); a viewer sees the
 	// list without the form.
 	CanWrite    bool
@@ -41,6 +43,9 @@ func (p *pages) campaigns(c *echo.Context) error {
 			return err
 		}
 		d.Total = n
+		if d.Accounts, err = tx.AccountsIn(v.Scope); err != nil {
+			return err
+		}
 		for _, camp := range list {
 			d.Campaigns = append(d.Campaigns, api.CampaignItem(camp, tx.CampaignCounts(camp.ID)))
 		}

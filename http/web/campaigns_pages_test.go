@@ -32,6 +32,7 @@ func TestCampaignPages(t *testing.T) {
 	require.Contains(t, body, `<a href="/campaigns/`+id+`">Spring &lt;b&gt;</a>`)
 	require.Contains(t, body, `<span class="badge badge-draft">draft</span>`)
 	require.Contains(t, body, `id="campaign-form"`)
+	require.Contains(t, body, `<code>`+x.ID+`</code>`, "the ids a CSV names")
 	require.Contains(t, body, `src="/static/campaigns.js?v=`)
 
 	r = own.Send("GET", "/campaigns/"+id, nil, nil)
