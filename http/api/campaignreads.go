@@ -30,6 +30,12 @@ func campaignStatus(c *persistence.Campaign, counts persistence.CampaignCounts) 
 	return "completed"
 }
 
+// CampaignItem is a campaign as GET /v1/campaigns lists it: the dashboard's Campaigns page shows
+// the same status and totals.
+func CampaignItem(c *persistence.Campaign, counts persistence.CampaignCounts) CampaignListItem {
+	return campaignItem(c, counts)
+}
+
 func campaignItem(c *persistence.Campaign, counts persistence.CampaignCounts) CampaignListItem {
 	it := CampaignListItem{ID: c.ID, Publish: c.Publish, Status: campaignStatus(c, counts), Posts: counts.Total(),
 		Totals: post.CampaignTotals(counts), CreatedAt: c.CreatedAt, CancelledAt: c.CancelledAt}

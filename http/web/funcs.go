@@ -59,6 +59,7 @@ type navItem struct{ Key, Path, Label string }
 
 var nav = []navItem{
 	{"overview", "/", "Overview"}, {"compose", "/compose", "Compose"}, {"posts", "/posts", "Posts"},
+	{"campaigns", "/campaigns", "Campaigns"},
 	{"calendar", "/calendar", "Calendar"}, {"approvals", "/approvals", "Approvals"}, {"accounts", "/accounts", "Accounts"},
 	{"developer", "/developer", "Developer"}, {"settings", "/settings", "Settings"}, {"members", "/members", "Members"},
 }

@@ -17,7 +17,9 @@ const postsPerPage = 20
 var postStatuses = persistence.PostStatuses
 
 type postsData struct {
-	Posts                    []*persistence.Post
+	Posts []*persistence.Post
+	// Campaigns names the posts' campaigns (campaignNames).
+	Campaigns                map[string]string
 	Status, Platform, Search string
 	Statuses, Networks       []string
 	Page, Pages, Total       int
@@ -46,7 +48,11 @@ func (p *pages) posts(c *echo.Context) error {
 		var err error
 		d.Posts, d.Total, err = tx.ListPosts(persistence.PostFilter{Scope: v.Scope, Status: d.Status, Platform: d.Platform,
 			Search: d.Search, Offset: (d.Page - 1) * postsPerPage, Limit: postsPerPage})
-		return err
+		if err != nil {
+			return err
+		}
+		d.Campaigns = campaignNames(tx, d.Posts...)
+		return nil
 	})
 	if err != nil {
 		return p.storeError(c, err)
@@ -90,9 +96,11 @@ type targetRow struct {
 }
 
 type postData struct {
-	Post     *persistence.Post
-	Targets  []targetRow
-	Job      *persistence.Job
+	Post    *persistence.Post
+	Targets []targetRow
+	Job     *persistence.Job
+	// Campaign is the name of the post's campaign ("" for a post created alone).
+	Campaign string
 	Editable bool
 	// Retry is true when some targets failed: publishing again sends to those only.
 	Retry bool
@@ -116,6 +124,7 @@ func (p *pages) post(c *echo.Context) error {
 			return persistence.ErrNotFound
 		}
 		d.Post = po
+		d.Campaign = campaignNames(tx, po)[po.CampaignID]
 		if po.TrackingID != nil {
 			if j, err := tx.Job(*po.TrackingID); err == nil {
 				d.Job = j

@@ -1,5 +1,6 @@
 // Package web is the dashboard's pages: server-rendered HTML (html/template) with one stylesheet
-// and one script embedded in the binary, no build step. Each page has one handler, reads
+// and one script embedded in the binary (the Campaigns pages add their own, campaigns.js), no
+// build step. Each page has one handler, reads
 // committed state from the store directly for display, and changes nothing itself: the page's
 // script calls the dashboard's JSON routes (/api/*, http/api) with the session's CSRF token in
 // the X-CSRF-Token header, read from the page's <meta name="csrf-token">. So every change goes
@@ -16,6 +17,8 @@
 //	GET /workspaces       the user's workspaces: approval, limits, this month's usage; create,
 //	                      change, delete, the usage as CSV
 //	GET /settings         name, time zone, password
+//	GET /campaigns        a CSV campaign checked by a dry run and submitted; the campaigns list
+//	GET /campaigns/:id    a campaign's posts followed on its one stream; the failed retried
 //	GET /static/:name     the embedded stylesheet and script
 //
 // Every page's header has the workspace switcher: the page shows the session's workspace
@@ -77,11 +80,11 @@ type pages struct {
 }
 
 // pageNames are the templates, one per page, each executed inside layout.html.
-var pageNames = []string{"overview", "compose", "posts", "post", "calendar", "approvals", "accounts", "developer", "settings", "members", "workspaces", "error"}
+var pageNames = []string{"overview", "compose", "posts", "post", "calendar", "approvals", "accounts", "developer", "settings", "members", "workspaces", "campaigns", "campaign", "error"}
 
 // Paths are the pages' routes (Echo paths) and the static files' route: the dashboard's, not
 // the public API's, so they are not in the OpenAPI document.
-var Paths = []string{"/", "/compose", "/posts", "/posts/:id", "/calendar", "/approvals", "/accounts", "/developer", "/settings", "/members", "/workspaces", StaticPath, "/favicon.ico"}
+var Paths = []string{"/", "/compose", "/posts", "/posts/:id", "/calendar", "/approvals", "/accounts", "/developer", "/settings", "/members", "/workspaces", "/campaigns", "/campaigns/:id", StaticPath, "/favicon.ico"}
 
 // StaticPath is the route of the embedded assets.
 const StaticPath = "/static/:name"
@@ -118,6 +121,8 @@ func Register(d Deps) error {
 	g.GET("/settings", p.settings)
 	g.GET("/members", p.members)
 	g.GET("/workspaces", p.workspaces)
+	g.GET("/campaigns", p.campaigns)
+	g.GET("/campaigns/:id", p.campaign)
 	return nil
 }
 
