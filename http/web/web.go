@@ -74,7 +74,7 @@ type Deps struct {
 	// Live serves the analytics and inbox pages (nil: those pages say they are not available).
 	Live *live.Service
 	Log  *slog.Logger
-	Now           func() time.Time
+	Now  func() time.Time
 }
 
 type pages struct {
