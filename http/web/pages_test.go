@@ -19,7 +19,7 @@ import (
 	"github.com/heraldhq/herald/persistence"
 )
 
-var pagePaths = []string{"/", "/compose", "/posts", "/calendar", "/approvals", "/accounts", "/developer", "/settings", "/workspaces"}
+var pagePaths = []string{"/", "/compose", "/posts", "/calendar", "/approvals", "/accounts", "/developer", "/settings", "/workspaces", "/analytics", "/inbox"}
 
 // A page without a session sends the browser to the sign-in page, which comes back to it.
 func TestSignedOutPagesRedirectToSignIn(t *testing.T) {
