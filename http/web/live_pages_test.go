@@ -1,15 +1,22 @@
 package web_test
 
 import (
+	"context"
 	"html"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/cmd/herald/app/apptest"
+	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 	"github.com/heraldhq/herald/platforms/sim"
 )
@@ -64,6 +71,16 @@ func TestInboxPageEscapesAndPages(t *testing.T) {
 	// The reply form names the comment's publication, as the API's reply needs.
 	require.Contains(t, body, `value="`+apptest.PublicationID(oldest, platforms.X)+`"`)
 
+	// A viewer reads the threads but is offered no reply, like or hide (the /api routes need an
+	// editor); an editor is.
+	r := h.Member("viewer@example.com", "viewer").Send("GET", older, nil, nil)
+	require.Equal(t, 200, r.Status)
+	require.Contains(t, string(r.Body), html.EscapeString("Old comment "+markup))
+	require.NotContains(t, string(r.Body), "/api/inbox/")
+	r = h.Member("editor@example.com", "editor").Send("GET", older, nil, nil)
+	require.Contains(t, string(r.Body), `/reply"`)
+	require.Contains(t, string(r.Body), `/like"`)
+
 	// A cursor changed by hand is refused in the API's words, changing nothing.
 	status, body = page(h, "/inbox?before="+url.QueryEscape(next[:len(next)-2]+"AA"))
 	require.Equal(t, 400, status)
@@ -81,6 +98,14 @@ func TestAnalyticsPageShowsTheOverview(t *testing.T) {
 	require.NoError(t, s.SetMetrics(platforms.X, apptest.Target(p, platforms.X), sim.Counters{Views: 4321, Likes: 17, Comments: 3, Shares: 2}))
 	require.NoError(t, s.SetMetrics(platforms.Bluesky, apptest.Target(p, platforms.Bluesky), sim.Counters{Likes: 5}))
 
+	// An X account whose token ran out and cannot be refreshed: listed to reconnect.
+	handle := "lapsed <x>"
+	_, err := actors.Ask[*account.Reply](context.Background(), h.App.Accounts.To(uuid.Must(uuid.NewV7()).String()), &account.Create{
+		Account: &persistence.Account{UserID: h.User.ID, Platform: string(platforms.X), Username: &handle, IsActive: true, CreatedAt: time.Now().UTC()},
+		Creds:   platforms.Credentials{AccessToken: "t", ExpiresAt: time.Now().Add(-time.Hour)},
+	})
+	require.NoError(t, err)
+
 	status, body := page(h, "/analytics?range=7d")
 	require.Equal(t, 200, status, body)
 	api := h.Do("GET", "/v1/analytics/overview?range=7d", nil)
@@ -97,6 +122,8 @@ func TestAnalyticsPageShowsTheOverview(t *testing.T) {
 	require.Contains(t, body, `<tr data-platform="bluesky"><td data-label="Network">Bluesky</td><td data-label="Publications">1</td><td data-label="Views">–</td>`)
 	// The top post links to its page, its text escaped.
 	require.Contains(t, body, `<a href="/posts/`+p.ID+`" class="post-text">Counted &lt;i&gt;post&lt;/i&gt;</a>`)
+	require.Len(t, api.JSON(t)["accounts_needing_reconnect"], 1)
+	require.Contains(t, body, `<ul id="an-reconnect"><li>X <span class="username">lapsed &lt;x&gt;</span> <a href="/accounts">Reconnect</a></li></ul>`)
 	require.NotContains(t, body, "an-partial")
 	require.NotContains(t, body, "an-sampled")
 
