@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/labstack/echo/v5"
 
@@ -29,6 +30,12 @@ type inboxData struct {
 	CanAct bool
 	// Names are the names of the workspace's accounts, by id.
 	Names map[string]string
+	// Conversation is the conversation opened (?conversation=&account_id=&peer_id=), its
+	// messages oldest first; nil when none is.
+	Conversation *live.DMThread
+	// PeerName names the conversation's peer: their username, from the listing when the
+	// conversation's read does not name them (Bluesky names members by DID only), else their id.
+	PeerName string
 	// Likeable and Hideable are the networks whose comments the page offers to like and to hide
 	// (live.LikePlatforms, live.HidePlatforms).
 	Likeable, Hideable map[string]bool
@@ -84,6 +91,35 @@ func (p *pages) inbox(c *echo.Context) error {
 	}
 	if err != nil {
 		return p.liveFail(c, err)
+	}
+	if conv := c.QueryParam("conversation"); conv != "" {
+		acct, peer := c.QueryParam("account_id"), c.QueryParam("peer_id")
+		if len(conv) > 512 || strings.ContainsAny(conv, "\x00\r\n") || len(peer) > 512 || strings.ContainsAny(peer, "\x00\r\n") {
+			return p.fail(c, http.StatusBadRequest, "conversation: must be the id the inbox listed")
+		}
+		if _, err := persistence.ID(acct); err != nil {
+			return p.fail(c, http.StatusBadRequest, "account_id: must be the id of one of your accounts")
+		}
+		body, err := p.Live.DMThread(ctx, v.Scope, live.DMThreadQuery{ConversationID: conv, AccountID: acct, PeerID: peer})
+		var th live.DMThread
+		if err == nil {
+			err = json.Unmarshal(body, &th)
+		}
+		if err != nil {
+			return p.liveFail(c, err)
+		}
+		slices.Reverse(th.Messages)
+		d.Conversation = &th
+		d.PeerName = th.Conversation.Peer.ID
+		if u := th.Conversation.Peer.Username; u != nil {
+			d.PeerName = *u
+		} else {
+			for _, lc := range d.DMs.Conversations {
+				if lc.ID == th.Conversation.ID && lc.AccountID == th.Conversation.AccountID && lc.Peer.Username != nil {
+					d.PeerName = *lc.Peer.Username
+				}
+			}
+		}
 	}
 	link := func(before, dmBefore string) string {
 		u := url.Values{}

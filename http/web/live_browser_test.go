@@ -45,6 +45,8 @@ func TestBrowserInboxReplyAndAnalytics(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.AddDM(platforms.X, x.NetworkUserID, "eve", "Can we talk <b>business</b>?")
 	require.NoError(t, err)
+	conv, err := s.AddDM(platforms.Bluesky, bsky.NetworkUserID, "bob.bsky.social", "Are you open on Sunday?")
+	require.NoError(t, err)
 	dir := screenshots(t)
 
 	tb := newTab(t)
@@ -74,6 +76,27 @@ func TestBrowserInboxReplyAndAnalytics(t *testing.T) {
 	// A like, through the /api route.
 	require.Equal(t, "Liked.", tb.flashAfter(chromedp.Click(chromedp.CSS(thread+` form[data-api$="/like"] button`))))
 	require.Len(t, s.Likes(platforms.X), 1)
+
+	// A direct message on Bluesky: the conversation opened, then answered from the page.
+	item := `#conversations .thread[data-conversation-id="` + conv + `"]`
+	tb.do(chromedp.Click(chromedp.CSS(item+` a.open-conversation`)), chromedp.WaitVisible(chromedp.CSS(`#conversation-messages`)))
+	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#conversation-messages`))), "bob.bsky.social: Are you open on Sunday?")
+	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#conversation-h`))), "with bob.bsky.social", "named as the listing names them")
+	msg = tb.flashAfter(
+		chromedp.Click(chromedp.CSS(item+` summary`)),
+		chromedp.WaitVisible(chromedp.CSS(item+` textarea[name=text]`)),
+		chromedp.SendKeys(chromedp.CSS(item+` textarea[name=text]`), "Yes, from ten"),
+		chromedp.Click(chromedp.CSS(item+` .reply-form button[type=submit]`)),
+	)
+	require.Equal(t, "Message sent.", msg)
+	dms := s.DMs(platforms.Bluesky)
+	require.Len(t, dms, 1)
+	require.Equal(t, "Yes, from ten", dms[0].Text)
+	require.Equal(t, conv, dms[0].ConversationID)
+	// The page read again (the same address) shows the answer in the conversation.
+	tb.do(chromedp.WaitVisible(chromedp.CSS(`#conversation-messages li.own`)))
+	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#conversation-messages li.own`))), "Yes, from ten")
+	tb.shootWide(dir, "inbox-conversation")
 
 	// The analytics page: three charts, the totals the simulator reports.
 	tb.do(chromedp.Navigate(h.URL+"/analytics?range=7d"), chromedp.WaitVisible(chromedp.CSS(`#chart-engagement`)))

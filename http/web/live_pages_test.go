@@ -81,6 +81,24 @@ func TestInboxPageEscapesAndPages(t *testing.T) {
 	require.Contains(t, string(r.Body), `/reply"`)
 	require.Contains(t, string(r.Body), `/like"`)
 
+	// A conversation opened by its listing's link shows its messages, escaped; one named with
+	// an account that is not the user's is refused as GET /v1/inbox/dms/:id refuses it.
+	dms := h.Do("GET", "/v1/inbox/dms", nil).JSON(t)["conversations"].([]any)
+	require.Len(t, dms, 1)
+	conv := dms[0].(map[string]any)
+	status, body = page(h, "/inbox?conversation="+url.QueryEscape(conv["id"].(string))+"&account_id="+x.ID+"&peer_id="+url.QueryEscape(conv["peer"].(map[string]any)["id"].(string)))
+	require.Equal(t, 200, status, body)
+	require.Contains(t, body, `id="conversation-messages"`)
+	require.Contains(t, body, html.EscapeString("Hello "+markup))
+	require.NotContains(t, body, "<b onmouseover")
+	stranger := uuid.NewString()
+	apiRefusal := h.Do("GET", "/v1/inbox/dms/"+url.PathEscape(conv["id"].(string))+"?account_id="+stranger, nil)
+	status, body = page(h, "/inbox?conversation="+url.QueryEscape(conv["id"].(string))+"&account_id="+stranger)
+	require.Equal(t, apiRefusal.Status, status)
+	require.Contains(t, body, html.EscapeString(apiRefusal.ErrorMessage(t)))
+	status, _ = page(h, "/inbox?conversation=c&account_id=not-an-id")
+	require.Equal(t, 400, status)
+
 	// A cursor changed by hand is refused in the API's words, changing nothing.
 	status, body = page(h, "/inbox?before="+url.QueryEscape(next[:len(next)-2]+"AA"))
 	require.Equal(t, 400, status)
