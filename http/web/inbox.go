@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v5"
 
@@ -74,20 +75,27 @@ func (p *pages) inbox(c *echo.Context) error {
 	if err := p.Live.ParseCursor(v.Scope, &q); err != nil {
 		return p.liveFail(c, err)
 	}
-	body, err := p.Live.Inbox(ctx, v.Scope, q)
-	if err == nil {
-		err = json.Unmarshal(body, &d.Comments)
-	}
-	if err != nil {
-		return p.liveFail(c, err)
-	}
 	dq := live.DMQuery{Before: dmBefore, Limit: live.DefaultInboxLimit}
 	if err := p.Live.ParseDMCursor(v.Scope, &dq); err != nil {
 		return p.liveFail(c, err)
 	}
-	body, err = p.Live.DMs(ctx, v.Scope, dq)
+	// The two lists are read at once, so that the page waits for the slower, not for both.
+	var dmErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		body, err := p.Live.DMs(ctx, v.Scope, dq)
+		if err == nil {
+			err = json.Unmarshal(body, &d.DMs)
+		}
+		dmErr = err
+	})
+	body, err := p.Live.Inbox(ctx, v.Scope, q)
 	if err == nil {
-		err = json.Unmarshal(body, &d.DMs)
+		err = json.Unmarshal(body, &d.Comments)
+	}
+	wg.Wait()
+	if err == nil {
+		err = dmErr
 	}
 	if err != nil {
 		return p.liveFail(c, err)
