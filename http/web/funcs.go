@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"html/template"
 	"io/fs"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/heraldhq/herald/platforms"
@@ -60,7 +62,8 @@ type navItem struct{ Key, Path, Label string }
 var nav = []navItem{
 	{"overview", "/", "Overview"}, {"compose", "/compose", "Compose"}, {"posts", "/posts", "Posts"},
 	{"campaigns", "/campaigns", "Campaigns"},
-	{"calendar", "/calendar", "Calendar"}, {"approvals", "/approvals", "Approvals"}, {"accounts", "/accounts", "Accounts"},
+	{"calendar", "/calendar", "Calendar"}, {"approvals", "/approvals", "Approvals"}, {"analytics", "/analytics", "Analytics"}, {"inbox", "/inbox", "Inbox"},
+	{"accounts", "/accounts", "Accounts"},
 	{"developer", "/developer", "Developer"}, {"settings", "/settings", "Settings"}, {"members", "/members", "Members"},
 }
 
@@ -98,4 +101,13 @@ var funcs = template.FuncMap{
 		return "/static/" + name + "?v=" + strings.Trim(assetTags[name], `"`)
 	},
 	"statusLabel": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+	// pathEscape makes a network's id (a Bluesky at:// URI, for one) one segment of a path.
+	"pathEscape": url.PathEscape,
+	// count is a counter the network may not report: "–" when it does not.
+	"count": func(n *int64) string {
+		if n == nil {
+			return "–"
+		}
+		return strconv.FormatInt(*n, 10)
+	},
 }

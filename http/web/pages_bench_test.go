@@ -96,3 +96,10 @@ func BenchmarkPostsPage(b *testing.B) {
 		"search":   "/posts?search=giveaway",
 	})
 }
+
+// BenchmarkLivePages measures GET /analytics and GET /inbox over 100,000 posts: after the first
+// request of each, the live answers come from the cache (90-second floor), so this is the pages'
+// own cost: the cache, the decoding of its body, the charts and the template.
+func BenchmarkLivePages(b *testing.B) {
+	benchPages(b, map[string]string{"analytics": "/analytics", "inbox": "/inbox"})
+}

@@ -19,7 +19,7 @@ import (
 	"github.com/heraldhq/herald/persistence"
 )
 
-var pagePaths = []string{"/", "/compose", "/posts", "/calendar", "/approvals", "/accounts", "/developer", "/settings", "/workspaces", "/campaigns"}
+var pagePaths = []string{"/", "/compose", "/posts", "/calendar", "/approvals", "/accounts", "/developer", "/settings", "/workspaces", "/campaigns", "/analytics", "/inbox"}
 
 // A page without a session sends the browser to the sign-in page, which comes back to it.
 func TestSignedOutPagesRedirectToSignIn(t *testing.T) {
@@ -101,7 +101,8 @@ func TestBrowserEveryPage(t *testing.T) {
 	loc := get(tb, chromedp.Location())
 	require.Equal(t, h.url+"/", loc, "signing in lands on the overview")
 	titles := map[string]string{"/": "Overview", "/compose": "Compose", "/posts": "Posts", "/calendar": "Calendar",
-		"/accounts": "Accounts", "/developer": "Developer", "/settings": "Settings", "/approvals": "Approvals", "/workspaces": "Workspaces", "/campaigns": "Campaigns"}
+		"/accounts": "Accounts", "/developer": "Developer", "/settings": "Settings", "/approvals": "Approvals", "/workspaces": "Workspaces", "/campaigns": "Campaigns",
+		"/analytics": "Analytics", "/inbox": "Inbox"}
 	for _, p := range pagePaths {
 		tb.do(chromedp.Navigate(h.url+p), chromedp.WaitReady(chromedp.CSS("body")))
 		h1 := get(tb, chromedp.Text(chromedp.CSS("main h1")))

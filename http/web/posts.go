@@ -104,6 +104,9 @@ type postData struct {
 	Editable bool
 	// Retry is true when some targets failed: publishing again sends to those only.
 	Retry bool
+	// Analytics is true when a target is published: the page's script reads its live counters
+	// (GET /api/analytics/posts/:id) once the page shows, so that the page waits for no network.
+	Analytics bool
 }
 
 // post is GET /posts/:id: per-network status, errors and links, the events timeline (read by
@@ -142,6 +145,7 @@ func (p *pages) post(c *echo.Context) error {
 					}
 				}
 			}
+			d.Analytics = d.Analytics || (t.Status == persistence.TargetPublished && t.PublicationID != "")
 			if t.Status == persistence.TargetFailed || t.Missing() {
 				d.Retry = true
 			}

@@ -12,6 +12,9 @@
 //	GET /posts/:id        one post: per-network status, errors, links, the events timeline
 //	GET /calendar         scheduled and published posts by week or month, in the user's zone
 //	GET /approvals        the workspace's posts waiting for approval: previews, approve, reject
+//	GET /analytics        live analytics: charts of the overview's series, totals by network,
+//	                      top posts, accounts to reconnect (analytics.go)
+//	GET /inbox            live comment threads (reply, like, hide) and direct messages (reply)
 //	GET /accounts         connect (browser networks, X and Bluesky credentials), disconnect
 //	GET /developer        API keys (bound to a workspace, limited to scopes) and webhooks
 //	GET /workspaces       the user's workspaces: approval, limits, this month's usage; create,
@@ -50,6 +53,7 @@ import (
 
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/auth"
+	"github.com/heraldhq/herald/http/live"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/http/session"
 	"github.com/heraldhq/herald/persistence"
@@ -70,8 +74,10 @@ type Deps struct {
 	Store  *persistence.Store
 	// FreePostQuota is the free plan's posts per calendar month (0: unlimited).
 	FreePostQuota int
-	Log           *slog.Logger
-	Now           func() time.Time
+	// Live serves the analytics and inbox pages (nil: those pages say they are not available).
+	Live *live.Service
+	Log  *slog.Logger
+	Now  func() time.Time
 }
 
 type pages struct {
@@ -80,11 +86,11 @@ type pages struct {
 }
 
 // pageNames are the templates, one per page, each executed inside layout.html.
-var pageNames = []string{"overview", "compose", "posts", "post", "calendar", "approvals", "accounts", "developer", "settings", "members", "workspaces", "campaigns", "campaign", "error"}
+var pageNames = []string{"overview", "compose", "posts", "post", "calendar", "approvals", "accounts", "developer", "settings", "members", "workspaces", "campaigns", "campaign", "analytics", "inbox", "error"}
 
 // Paths are the pages' routes (Echo paths) and the static files' route: the dashboard's, not
 // the public API's, so they are not in the OpenAPI document.
-var Paths = []string{"/", "/compose", "/posts", "/posts/:id", "/calendar", "/approvals", "/accounts", "/developer", "/settings", "/members", "/workspaces", "/campaigns", "/campaigns/:id", StaticPath, "/favicon.ico"}
+var Paths = []string{"/", "/compose", "/posts", "/posts/:id", "/calendar", "/approvals", "/accounts", "/developer", "/settings", "/members", "/workspaces", "/campaigns", "/campaigns/:id", "/analytics", "/inbox", StaticPath, "/favicon.ico"}
 
 // StaticPath is the route of the embedded assets.
 const StaticPath = "/static/:name"
@@ -123,6 +129,8 @@ func Register(d Deps) error {
 	g.GET("/workspaces", p.workspaces)
 	g.GET("/campaigns", p.campaigns)
 	g.GET("/campaigns/:id", p.campaign)
+	g.GET("/analytics", p.analytics)
+	g.GET("/inbox", p.inbox)
 	return nil
 }
 

@@ -288,6 +288,40 @@
     } catch (e) { return iso; }
   }
 
+  // ---- a post's live analytics (GET /api/analytics/posts/:id), read after the page shows ----
+  var postStats = document.getElementById('post-analytics');
+  if (postStats) {
+    var statsBody = postStats.querySelector('tbody');
+    var statsNote = postStats.querySelector('[data-note]');
+    var num = function (n) { return n === null || n === undefined ? '–' : String(n); };
+    api('GET', postStats.getAttribute('data-analytics')).then(function (data) {
+      statsBody.textContent = '';
+      (data.publications || []).forEach(function (pub) {
+        var tr = el('tr');
+        tr.setAttribute('data-platform', pub.platform);
+        [['Network', networkName(pub.platform)], ['Views', num(pub.views)], ['Likes', num(pub.likes)], ['Comments', num(pub.comments)],
+          ['Shares', num(pub.shares)], ['Engagement', num(pub.engagement)]].forEach(function (c) {
+          var td = el('td', null, c[1]);
+          td.setAttribute('data-label', c[0]);
+          tr.appendChild(td);
+        });
+        if (pub.reason) {
+          var why = el('td', 'muted', pub.reason);
+          why.setAttribute('data-label', 'Note');
+          tr.appendChild(why);
+        }
+        statsBody.appendChild(tr);
+      });
+      var words = 'Read live ' + fmtTime(data.fetched_at) + '; a dash: the network does not report that counter, or the publication was not read.';
+      if (data.partial) { words += ' Partial: some publications could not be read this time; reload to try again.'; }
+      if ((data.accounts_needing_reconnect || []).length) { words += ' Some accounts must be connected again (Accounts) before their counters can be read.'; }
+      statsNote.textContent = words;
+    }).catch(function (err) {
+      statsBody.textContent = '';
+      statsNote.textContent = 'The analytics could not be read: ' + err.message;
+    }).finally(function () { postStats.removeAttribute('aria-busy'); });
+  }
+
   var names = { linkedin: 'LinkedIn', instagram: 'Instagram', youtube: 'YouTube', pinterest: 'Pinterest', tiktok: 'TikTok',
     threads: 'Threads', facebook: 'Facebook', twitter_x: 'X', bluesky: 'Bluesky' };
   function networkName(p) { return names[p] || p; }
