@@ -10,6 +10,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/platforms"
 )
 
 // setZone sets the signed-in person's time zone through the Settings page's route.
@@ -81,7 +83,26 @@ func TestBrowserCalendarMovesAPost(t *testing.T) {
 	want := time.Date(dst.Year(), dst.Month(), dst.Day(), 10, 30, 0, 0, zone)
 	require.True(t, want.Equal(scheduledAt(t, h, id)), "moved to %s, /v1 says %s", want, scheduledAt(t, h, id))
 	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#flash`))), "at 10:30")
+
+	// For the screenshots: a partial, a failed and a published post today, and a crowded day.
+	ig, th := accountOf(t, h, platforms.Instagram), accountOf(t, h, platforms.Threads)
+	broken := unconvertiblePhoto(t, h)
+	for _, p := range []struct {
+		text     string
+		accounts []string
+	}{{"Half of it went out", []string{ig, th}}, {"None of it went out", []string{ig}}, {"All of it went out", []string{th}}} {
+		out := postJSON(t, h, "/v1/posts/publish", map[string]any{"content": p.text, "platforms": p.accounts, "media": []string{broken}}, 202)
+		waitJob(t, h, out["tracking_id"].(string))
+	}
+	for i := range 8 {
+		at := time.Date(dst.Year(), dst.Month(), dst.Day(), 13+i, 15, 0, 0, zone)
+		postJSON(t, h, "/v1/posts/schedule", map[string]any{"content": fmt.Sprintf("Launch note %d", i+1), "platforms": accountIDs(t, h, 1+i%3),
+			"scheduledAt": at.UTC().Format(time.RFC3339)}, 201)
+	}
+	tb.do(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(day(dst)+` details.cal-more summary`)))
 	tb.shootAt(dir, "month", 1440, 390)
+	// "+N more" opens in place.
+	tb.do(chromedp.Click(chromedp.CSS(day(dst)+` details.cal-more summary`)), chromedp.WaitVisible(chromedp.CSS(chip)))
 
 	// The keyboard's way, in the week: two hours later and a day over.
 	over, side := kb.ArrowRight, 1
