@@ -1189,8 +1189,10 @@
       moving = true;
       li.setAttribute('aria-busy', 'true');
       return api('POST', '/api/posts/' + encodeURIComponent(li.getAttribute('data-post')) + '/schedule',
-        { scheduledAt: t.date + 'T' + t.clock + ':00', timezone: userZone }).then(function () {
-        reloadWith('Moved to ' + cell.getAttribute('data-label').replace(/, \d\d:00$/, '') + ' at ' + t.clock + '.');
+        { scheduledAt: t.date + 'T' + t.clock + ':00', timezone: userZone }).then(function (post) {
+        var where = cell.getAttribute('data-label').replace(/, \d\d:00$/, '') + ' at ' + t.clock;
+        // In a workspace that requires approval the new time waits for it, as the API says.
+        reloadWith(post && post.status === 'pending_approval' ? 'Moved to ' + where + ': it waits for approval.' : 'Moved to ' + where + '.');
         return true;
       }).catch(function (err) {
         moving = false;
