@@ -142,5 +142,16 @@ func TestBrowserCalendarMovesAPost(t *testing.T) {
 		chromedp.WaitNotPresent(chromedp.CSS(`#calendar .drop-target`)),
 	)
 	require.True(t, want.Equal(scheduledAt(t, h, id)))
+
+	// A click on an empty hour opens Compose scheduling at that hour, in the person's zone.
+	tb.do(
+		chromedp.Click(chromedp.CSS(day(to)+`[data-hour="16"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#sched-date`)),
+	)
+	require.Equal(t, to.Format("2006-01-02"), get(tb, chromedp.Value(chromedp.CSS(`#sched-date`))))
+	require.Equal(t, "16:00", get(tb, chromedp.Value(chromedp.CSS(`#sched-time`))))
+	require.Equal(t, "Asia/Kolkata", get(tb, chromedp.Value(chromedp.CSS(`#sched-zone`))))
+	require.True(t, eval[bool](tb, `document.querySelector('input[name=when][value=later]').checked`))
+	require.Equal(t, "Schedule", get(tb, chromedp.Text(chromedp.CSS(`#submit-post`))))
 	tb.noErrors()
 }
