@@ -19,8 +19,10 @@ type composeAccount struct {
 
 type composeData struct {
 	Accounts []composeAccount
-	// Date and Time prefill the schedule fields: the next full hour in the user's zone.
+	// Date and Time prefill the schedule fields: the next full hour in the user's zone, or the
+	// day and hour the calendar was clicked at (?date=YYYY-MM-DD&time=HH:MM, Later set).
 	Date, Time string
+	Later      bool
 }
 
 // compose is GET /compose: the text (counted live against each chosen network's limit), the
@@ -44,6 +46,11 @@ func (p *pages) compose(c *echo.Context) error {
 	}
 	next := v.Now.In(v.Zone).Truncate(time.Hour).Add(time.Hour)
 	d.Date, d.Time = next.Format("2006-01-02"), next.Format("15:04")
+	// From the calendar: that wall time in the user's zone; anything else is ignored (the
+	// schedule itself is the API's to check).
+	if at, err := time.ParseInLocation("2006-01-02 15:04", c.QueryParam("date")+" "+c.QueryParam("time"), v.Zone); err == nil {
+		d.Date, d.Time, d.Later = at.Format("2006-01-02"), at.Format("15:04"), true
+	}
 	v.Data = d
 	return p.render(c, 200, "compose", v)
 }

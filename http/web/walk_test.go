@@ -239,7 +239,7 @@ func TestBrowserWalkAgainstTheBinary(t *testing.T) {
 	tb.shoot(dir, "10-scheduled")
 	utcDay := at.UTC().Format("2006-01-02")
 	tb.do(chromedp.Navigate(b.url+"/calendar?view=week&date="+utcDay), chromedp.WaitVisible(chromedp.CSS(`.calendar`)))
-	cell := `.cal-day[data-date="` + utcDay + `"] a[href="` + postPath + `"]`
+	cell := `#calendar [data-date="` + utcDay + `"] a[href="` + postPath + `"]`
 	require.Equal(t, "23:00", get(tb, chromedp.Text(chromedp.CSS(cell+` time`))), "23:00 UTC the day before")
 	tb.shoot(dir, "11-calendar-week")
 	tb.do(chromedp.Navigate(b.url+"/calendar?view=month&date="+utcDay), chromedp.WaitVisible(chromedp.CSS(cell)))

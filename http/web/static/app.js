@@ -1195,4 +1195,171 @@
       }
     };
   }
+  // ---- the calendar: move a scheduled post by dragging it or with the keyboard ----
+  // Both ways end in moveTo, which asks POST /api/posts/:id/schedule (the same operation and
+  // check as POST /v1/posts/:id/schedule) for the wall time in the user's zone: on a month's
+  // day the post keeps its time of day; on a week's hour it keeps its minutes.
+  var cal = document.getElementById('calendar');
+  if (cal) { setupCalendar(cal); }
+
+  function setupCalendar(cal) {
+    var week = cal.getAttribute('data-view') === 'week';
+    var live = document.getElementById('cal-live');
+    var cells = Array.prototype.slice.call(cal.querySelectorAll('[data-drop]'));
+    function say(msg) { if (live) { live.textContent = msg; } }
+    function cellOf(li) { return li.closest('[data-drop]'); }
+
+    // newTime is where a post (its clock HH:MM) lands in a cell.
+    function newTime(li, cell) {
+      var clock = li.getAttribute('data-clock');
+      var hh = clock.slice(0, 2), mm = clock.slice(3, 5);
+      if (week) { hh = ('0' + cell.getAttribute('data-hour')).slice(-2); }
+      return { date: cell.getAttribute('data-date'), clock: hh + ':' + mm };
+    }
+    var moving = false;
+    function moveTo(li, cell) {
+      if (!cell || cell === cellOf(li) || moving) { return Promise.resolve(false); }
+      var t = newTime(li, cell);
+      moving = true;
+      li.setAttribute('aria-busy', 'true');
+      return api('POST', '/api/posts/' + encodeURIComponent(li.getAttribute('data-post')) + '/schedule',
+        { scheduledAt: t.date + 'T' + t.clock + ':00', timezone: userZone }).then(function (post) {
+        var where = cell.getAttribute('data-label').replace(/, \d\d:00$/, '') + ' at ' + t.clock;
+        // In a workspace that requires approval the new time waits for it, as the API says.
+        reloadWith(post && post.status === 'pending_approval' ? 'Moved to ' + where + ': it waits for approval.' : 'Moved to ' + where + '.');
+        return true;
+      }).catch(function (err) {
+        moving = false;
+        li.removeAttribute('aria-busy');
+        flash('The post was not moved: ' + err.message);
+        return false;
+      });
+    }
+
+    // Dragging with a mouse or a pen (a finger scrolls the page: it moves a post with its Move
+    // button, then a tap on the day). The post follows the pointer as a copy; the cell under it
+    // is marked; letting go there moves it.
+    var drag = null;
+    cal.addEventListener('dragstart', function (ev) { if (ev.target.closest && ev.target.closest('.cal-post')) { ev.preventDefault(); } });
+    cal.addEventListener('pointerdown', function (ev) {
+      var li = ev.target.closest('li[data-movable]');
+      if (!li || ev.button !== 0 || ev.pointerType === 'touch' || ev.target.closest('.cal-move')) { return; }
+      drag = { li: li, x: ev.clientX, y: ev.clientY, ghost: null, over: null, id: ev.pointerId };
+    });
+    document.addEventListener('pointermove', function (ev) {
+      if (!drag || ev.pointerId !== drag.id) { return; }
+      if (!drag.ghost) {
+        if (Math.abs(ev.clientX - drag.x) + Math.abs(ev.clientY - drag.y) < 6) { return; }
+        drag.ghost = drag.li.cloneNode(true);
+        drag.ghost.removeAttribute('data-movable');
+        drag.ghost.className += ' cal-ghost';
+        drag.ghost.setAttribute('aria-hidden', 'true');
+        document.body.appendChild(drag.ghost);
+        drag.li.classList.add('dragging');
+        cal.classList.add('is-dragging');
+      }
+      ev.preventDefault();
+      drag.ghost.style.left = (ev.clientX + 8) + 'px';
+      drag.ghost.style.top = (ev.clientY + 8) + 'px';
+      var under = document.elementFromPoint(ev.clientX, ev.clientY);
+      var cell = under && under.closest('#calendar [data-drop]');
+      if (cell !== drag.over) {
+        if (drag.over) { drag.over.classList.remove('drop-target'); }
+        drag.over = cell;
+        if (cell) { cell.classList.add('drop-target'); }
+      }
+    });
+    function endDrag(ev, drop) {
+      if (!drag || ev.pointerId !== drag.id) { return; }
+      var d = drag;
+      drag = null;
+      if (!d.ghost) { return; }
+      d.ghost.remove();
+      d.li.classList.remove('dragging');
+      cal.classList.remove('is-dragging');
+      if (d.over) { d.over.classList.remove('drop-target'); }
+      // The click that follows a drag is not a click on the post's link.
+      var swallow = function (e) { e.preventDefault(); e.stopPropagation(); };
+      document.addEventListener('click', swallow, true);
+      setTimeout(function () { document.removeEventListener('click', swallow, true); }, 0);
+      if (drop && d.over) { moveTo(d.li, d.over); }
+    }
+    document.addEventListener('pointerup', function (ev) { endDrag(ev, true); });
+    document.addEventListener('pointercancel', function (ev) { endDrag(ev, false); });
+
+    // The keyboard's way: Move picks the post up; the arrow keys choose the day (up and down: a
+    // week in the month, an hour in the week), Enter moves it there, Escape puts it back. A tap
+    // or click on a day or hour while a post is picked up moves it there too.
+    var held = null;
+    function mark(cell) {
+      if (held.target) { held.target.classList.remove('drop-target'); }
+      held.target = cell;
+      cell.classList.add('drop-target');
+      cell.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+      var t = newTime(held.li, cell);
+      say(cell === cellOf(held.li) ? 'Where it is now: ' + cell.getAttribute('data-label') + '.' :
+        'To ' + cell.getAttribute('data-label').replace(/, \d\d:00$/, '') + ' at ' + t.clock + '. Enter to move it there.');
+    }
+    function release() {
+      if (!held) { return; }
+      if (held.target) { held.target.classList.remove('drop-target'); }
+      held.li.classList.remove('picked');
+      held.button.setAttribute('aria-pressed', 'false');
+      held = null;
+    }
+    cal.addEventListener('click', function (ev) {
+      var b = ev.target.closest('.cal-move');
+      if (b) {
+        ev.preventDefault();
+        var li = b.closest('li[data-movable]');
+        if (held && held.li === li) { release(); say('Not moved.'); return; }
+        release();
+        held = { li: li, button: b, target: null };
+        li.classList.add('picked');
+        b.setAttribute('aria-pressed', 'true');
+        b.focus();
+        mark(cellOf(li));
+        return;
+      }
+      var cell = ev.target.closest('[data-drop]');
+      if (!cell || ev.target.closest('a, button, summary, details, .cal-post')) { return; }
+      if (held) {
+        var h = held;
+        release();
+        moveTo(h.li, cell);
+        return;
+      }
+      // A click on the empty part of a day or an hour writes a post for it.
+      var to = cell.getAttribute('data-compose');
+      if (to) { location.assign(to); }
+    });
+    document.addEventListener('keydown', function (ev) {
+      if (!held) { return; }
+      var i = cells.indexOf(held.target), step = 0;
+      var perDay = week ? 24 : 1;
+      // The week's cells are in day order, each day's hours in order; the month's by day.
+      switch (ev.key) {
+        case 'ArrowLeft': step = -perDay; break;
+        case 'ArrowRight': step = perDay; break;
+        case 'ArrowUp': step = week ? -1 : -7; break;
+        case 'ArrowDown': step = week ? 1 : 7; break;
+        case 'Escape':
+          ev.preventDefault();
+          release();
+          say('Not moved.');
+          return;
+        case 'Enter': case ' ':
+          ev.preventDefault();
+          var h = held, target = held.target;
+          release();
+          moveTo(h.li, target).then(function (ok) { if (!ok) { h.button.focus(); } });
+          return;
+        default: return;
+      }
+      ev.preventDefault();
+      var j = i + step;
+      if (week && (step === 1 || step === -1) && Math.floor(j / 24) !== Math.floor(i / 24)) { return; }
+      if (j >= 0 && j < cells.length) { mark(cells[j]); }
+    });
+  }
 })();
