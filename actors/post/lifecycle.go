@@ -69,8 +69,10 @@ type PublishReply struct {
 // Schedule schedules the post at At (creating it first when Create is set); a scheduled post is
 // moved to the new time. Each one records a post.scheduled event with the post. Reply: *Reply.
 type Schedule struct {
-	Scope  string // the workspace the request acts in (persistence.Scope); the object must be in it
-	At     time.Time
+	Scope string // the workspace the request acts in (persistence.Scope); the object must be in it
+	At    time.Time
+	// Zone is the IANA zone the time was given in, kept with the post ("" for none).
+	Zone   string
 	Create *persistence.Post
 	Quota  *Quota
 	// Hold, when set, holds the post for approval of this schedule instead (approval.go).
@@ -464,6 +466,8 @@ func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
 		cur = owned
 	}
 	if m.Hold != nil {
+		cur = cur.Clone()
+		cur.ScheduledZone = m.Zone
 		a.hold(ctx, cur, m.Create != nil, &m.At, m.Hold.By, false)
 		return
 	}
@@ -474,7 +478,7 @@ func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
 	now := a.deps.Now().UTC()
 	next := cur.Clone()
 	at := m.At.UTC()
-	next.Status, next.ScheduledAt = persistence.PostScheduled, &at
+	next.Status, next.ScheduledAt, next.ScheduledZone = persistence.PostScheduled, &at, m.Zone
 	next.UpdatedAt = now
 	next.Version++
 	// Every schedule through the API is a post.scheduled (the spec's event table), a new time

@@ -31,9 +31,11 @@ type PostListItem struct {
 	Content     string     `json:"content"`
 	Status      string     `json:"status"`
 	ScheduledAt *time.Time `json:"scheduled_at"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-	MediaIDs    []string   `json:"media_ids"`
+	// ScheduledZone is the IANA zone the schedule was given in (null when none was).
+	ScheduledZone *string   `json:"scheduled_zone"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+	MediaIDs      []string  `json:"media_ids"`
 }
 
 // PostPlatform is where a post stands on one connected account, and where it went once
@@ -122,8 +124,12 @@ func listItem(p *persistence.Post) PostListItem {
 	if media == nil {
 		media = []string{}
 	}
-	return PostListItem{ID: p.ID, Content: p.Content, Status: p.Status, ScheduledAt: p.ScheduledAt, CreatedAt: p.CreatedAt,
-		UpdatedAt: p.UpdatedAt, MediaIDs: media}
+	var zone *string
+	if p.ScheduledZone != "" && p.ScheduledAt != nil {
+		zone = &p.ScheduledZone
+	}
+	return PostListItem{ID: p.ID, Content: p.Content, Status: p.Status, ScheduledAt: p.ScheduledAt, ScheduledZone: zone,
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, MediaIDs: media}
 }
 
 // detail renders a post. The link of a target published before Herald kept links on the post
