@@ -246,7 +246,8 @@ func NewJob(next *persistence.Post, jobID string, now time.Time, only *Only) (*p
 	j := &persistence.Job{TrackingID: jobID, PostID: next.ID, UserID: next.UserID, WorkspaceID: next.WorkspaceID, Status: persistence.JobQueued, CreatedAt: now, CampaignID: next.CampaignID}
 	for i := range next.Targets {
 		t := &next.Targets[i]
-		if republish && ((t.Status != persistence.TargetFailed && !t.Missing()) || !only.Matches(*t)) {
+		// A pending target of a failed or partial post is an account added by an edit (Edit).
+		if republish && ((t.Status != persistence.TargetFailed && t.Status != persistence.TargetPending && !t.Missing()) || !only.Matches(*t)) {
 			continue
 		}
 		t.Status, t.Error = persistence.TargetPublishing, nil

@@ -431,20 +431,16 @@ func (h *handlers) updatePost(c *echo.Context) error {
 // would be after the change: a scheduled post is submitted for publication, as a schedule is. A
 // draft is not (docs/decisions.md, Posts).
 func (h *handlers) checkScheduledEdit(c *echo.Context, p *persistence.Post, in *postInput) error {
-	if p == nil || p.Status != persistence.PostScheduled {
+	if p == nil || (p.Status != persistence.PostScheduled && p.Status != persistence.PostFailed && p.Status != persistence.PostPartial) {
 		return nil
 	}
-	changed := *p
-	if in.content != nil {
-		changed.Content = *in.content
+	// The post as the actor will leave it (post.Edit): a failed or partial post's published
+	// targets as they went out, so that only what is published again is held to its networks.
+	changed, err := post.Edit(p, in.content, in.targets, in.mediaIDs)
+	if err != nil {
+		return h.actorError(c, "post", err)
 	}
-	if in.targets != nil {
-		changed.Targets = in.targets
-	}
-	if in.mediaIDs != nil {
-		changed.MediaIDs = in.mediaIDs
-	}
-	return h.checkStored(c, server.Principal(c).Scope(), &changed)
+	return h.checkStored(c, server.Principal(c).Scope(), changed)
 }
 
 func (h *handlers) deletePost(c *echo.Context) error {
