@@ -30,6 +30,10 @@ func appendPost(b []byte, p *Post) []byte {
 	b = appendString(b, p.Status)
 	b = append(b, `,"scheduled_at":`...)
 	b = appendTimePtr(b, p.ScheduledAt)
+	if p.ScheduledZone != "" {
+		b = append(b, `,"scheduled_zone":`...)
+		b = appendString(b, p.ScheduledZone)
+	}
 	b = append(b, `,"created_at":`...)
 	b = appendTime(b, p.CreatedAt)
 	b = append(b, `,"updated_at":`...)

@@ -41,7 +41,7 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 		posts := []*Post{
 			{ID: s, UserID: s, Content: s, Status: s, CreatedAt: tm, UpdatedAt: tm},
 			{ID: "p", UserID: "u", WorkspaceID: s, Content: s, CreatedAt: tm, UpdatedAt: tm},
-			{ID: "p", Content: s, ScheduledAt: &tm, CreatedAt: tm, UpdatedAt: tm, MediaIDs: []string{}, Targets: []Target{},
+			{ID: "p", Content: s, ScheduledAt: &tm, ScheduledZone: s, CreatedAt: tm, UpdatedAt: tm, MediaIDs: []string{}, Targets: []Target{},
 				Version: 7, TrackingID: &msg, FinishedJob: s, QuotaCounted: true, CampaignID: s},
 			{ID: "p", Content: s, CreatedAt: tm, UpdatedAt: tm, MediaIDs: []string{s, "m2"}, Version: 1 << 63,
 				Targets: []Target{{AccountID: "a", Platform: "linkedin", Status: s}, {AccountID: s, Platform: s, Status: "failed", Error: &msg, PublicationID: s},

@@ -231,10 +231,14 @@ type Post struct {
 	Content     string     `json:"content"`
 	Status      string     `json:"status"`
 	ScheduledAt *time.Time `json:"scheduled_at"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-	MediaIDs    []string   `json:"media_ids"`
-	Targets     []Target   `json:"targets"`
+	// ScheduledZone is the IANA time zone the post was scheduled in ("" when none was given): the
+	// instant is ScheduledAt, the zone only says how its author reads it, so that the dashboard
+	// shows the time as it was written beside UTC.
+	ScheduledZone string    `json:"scheduled_zone,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+	MediaIDs      []string  `json:"media_ids"`
+	Targets       []Target  `json:"targets"`
 	// Version counts the post's committed changes.
 	Version uint64 `json:"version"`
 	// TrackingID is the post's latest publish job.

@@ -6,6 +6,7 @@ package post
 import (
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -286,27 +287,109 @@ func editable(op string, p *persistence.Post) error {
 	if p.Status == persistence.PostDraft || p.Status == persistence.PostScheduled {
 		return nil
 	}
+	if op == "updated" && (p.Status == persistence.PostFailed || p.Status == persistence.PostPartial) {
+		return nil // what failed is fixed before it is published again (Edit)
+	}
 	return &NotEditableError{Op: op, Status: p.Status}
+}
+
+// Edit is the post cur as an update leaves it (nil fields unchanged), before the rules of a
+// create (Validate). A failed or partial post may be edited so that what failed can be published
+// again, but what went out stays as it went out: an account published on keeps its target as it
+// is (its status, its link, and the text and media it was published with, pinned on the target
+// when the post's own change), and cannot be removed; a changed target of such an account is
+// refused. The other targets keep their failed status, and an account added is pending: a
+// publish of the post sends to both (NewJob).
+func Edit(cur *persistence.Post, content *string, targets []persistence.Target, media []string) (*persistence.Post, error) {
+	if err := editable("updated", cur); err != nil {
+		return nil, err
+	}
+	next := cur.Clone()
+	if content != nil {
+		next.Content = *content
+	}
+	if targets != nil {
+		next.Targets = append([]persistence.Target(nil), targets...)
+	}
+	if media != nil {
+		next.MediaIDs = append([]string(nil), media...)
+	}
+	if cur.Status != persistence.PostFailed && cur.Status != persistence.PostPartial {
+		return next, nil
+	}
+	sent := map[string]persistence.Target{}
+	for _, t := range cur.Targets {
+		if t.Status != persistence.TargetFailed && t.Status != persistence.TargetPending {
+			went := t
+			if went.Content == nil {
+				c := cur.Content
+				went.Content = &c
+			}
+			if went.MediaIDs == nil {
+				m := append([]string{}, cur.MediaIDs...)
+				went.MediaIDs = &m
+			}
+			sent[t.AccountID] = went
+		}
+	}
+	seen := map[string]bool{}
+	for i, t := range next.Targets {
+		went, ok := sent[t.AccountID]
+		if !ok {
+			if old := targetOf(cur, t.AccountID); old != nil {
+				next.Targets[i].Status, next.Targets[i].Error = old.Status, old.Error
+			} else {
+				next.Targets[i].Status, next.Targets[i].Error = persistence.TargetPending, nil
+			}
+			continue
+		}
+		seen[t.AccountID] = true
+		if targets != nil && !sameTarget(t, targetOf(cur, t.AccountID), cur) {
+			return nil, &InvalidError{Field: "targets", Reason: "the " + t.Platform + " target was published already and cannot be changed; edit only what failed"}
+		}
+		next.Targets[i] = went
+	}
+	for acc, went := range sent {
+		if !seen[acc] {
+			return nil, &InvalidError{Field: "platforms", Reason: "the " + went.Platform + " account " + acc + " was published on already and cannot be removed; edit only what failed"}
+		}
+	}
+	return next, nil
+}
+
+func targetOf(p *persistence.Post, account string) *persistence.Target {
+	for i := range p.Targets {
+		if p.Targets[i].AccountID == account {
+			return &p.Targets[i]
+		}
+	}
+	return nil
+}
+
+// sameTarget reports whether an edit's target t of a published account asks for what the stored
+// target old already is: its own text and media (the post's counting as its own), its options.
+func sameTarget(t persistence.Target, old *persistence.Target, cur *persistence.Post) bool {
+	if old == nil {
+		return false
+	}
+	if t.Content != nil && *t.Content != old.EffectiveContent(cur) {
+		return false
+	}
+	if t.MediaIDs != nil && !slices.Equal(*t.MediaIDs, old.EffectiveMedia(cur)) {
+		return false
+	}
+	return len(t.Options) == 0 || string(t.Options) == string(old.Options) || old.Options == nil && string(t.Options) == "{}"
 }
 
 func (a *Actor) update(ctx actor.Context, m *Update) {
 	cur, err := a.owned(m.Scope)
+	var next *persistence.Post
 	if err == nil {
-		err = editable("updated", cur)
+		next, err = Edit(cur, m.Content, m.Targets, m.MediaIDs)
 	}
 	if err != nil {
 		actors.ReplyError(ctx, err)
 		return
-	}
-	next := cur.Clone()
-	if m.Content != nil {
-		next.Content = *m.Content
-	}
-	if m.Targets != nil {
-		next.Targets = append([]persistence.Target(nil), m.Targets...)
-	}
-	if m.MediaIDs != nil {
-		next.MediaIDs = append([]string(nil), m.MediaIDs...)
 	}
 	// The post as changed must pass the rules of a create: an edit that empties the content of a
 	// post without media, or removes the media of a post without content, is refused.

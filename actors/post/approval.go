@@ -231,7 +231,7 @@ func (a *Actor) pending(scope string, link []byte) (*persistence.Post, error) {
 func settle(cur *persistence.Post, kind, by, reason string, link bool, now time.Time) *persistence.Post {
 	next := cur.Clone()
 	next.Approval = nil
-	next.Status, next.ScheduledAt = persistence.PostDraft, nil
+	next.Status, next.ScheduledAt, next.ScheduledZone = persistence.PostDraft, nil, ""
 	logStep(next, persistence.ApprovalStep{Kind: kind, At: now, By: by, Reason: reason})
 	if link && next.ApprovalLink != nil {
 		next.ApprovalLink.UsedAt = &now
@@ -254,6 +254,7 @@ func (a *Actor) approve(ctx actor.Context, m *Approve) {
 		return
 	}
 	if req.Action == persistence.ApprovalSchedule && req.ScheduledAt != nil && req.ScheduledAt.After(now) {
+		draft.ScheduledZone = cur.ScheduledZone // the zone the schedule was asked in
 		a.approveSchedule(ctx, draft, *req.ScheduledAt, m.Quota, ev)
 		return
 	}

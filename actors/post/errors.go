@@ -21,5 +21,8 @@ type NotEditableError struct {
 }
 
 func (e *NotEditableError) Error() string {
+	if e.Op == "updated" {
+		return fmt.Sprintf("a %s post cannot be %s; only draft, scheduled, failed and partial posts can", e.Status, e.Op)
+	}
 	return fmt.Sprintf("a %s post cannot be %s; only draft and scheduled posts can", e.Status, e.Op)
 }

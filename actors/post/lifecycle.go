@@ -69,8 +69,10 @@ type PublishReply struct {
 // Schedule schedules the post at At (creating it first when Create is set); a scheduled post is
 // moved to the new time. Each one records a post.scheduled event with the post. Reply: *Reply.
 type Schedule struct {
-	Scope  string // the workspace the request acts in (persistence.Scope); the object must be in it
-	At     time.Time
+	Scope string // the workspace the request acts in (persistence.Scope); the object must be in it
+	At    time.Time
+	// Zone is the IANA zone the time was given in, kept with the post ("" for none).
+	Zone   string
 	Create *persistence.Post
 	Quota  *Quota
 	// Hold, when set, holds the post for approval of this schedule instead (approval.go).
@@ -244,7 +246,8 @@ func NewJob(next *persistence.Post, jobID string, now time.Time, only *Only) (*p
 	j := &persistence.Job{TrackingID: jobID, PostID: next.ID, UserID: next.UserID, WorkspaceID: next.WorkspaceID, Status: persistence.JobQueued, CreatedAt: now, CampaignID: next.CampaignID}
 	for i := range next.Targets {
 		t := &next.Targets[i]
-		if republish && ((t.Status != persistence.TargetFailed && !t.Missing()) || !only.Matches(*t)) {
+		// A pending target of a failed or partial post is an account added by an edit (Edit).
+		if republish && ((t.Status != persistence.TargetFailed && t.Status != persistence.TargetPending && !t.Missing()) || !only.Matches(*t)) {
 			continue
 		}
 		t.Status, t.Error = persistence.TargetPublishing, nil
@@ -464,6 +467,8 @@ func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
 		cur = owned
 	}
 	if m.Hold != nil {
+		cur = cur.Clone()
+		cur.ScheduledZone = m.Zone
 		a.hold(ctx, cur, m.Create != nil, &m.At, m.Hold.By, false)
 		return
 	}
@@ -474,7 +479,7 @@ func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
 	now := a.deps.Now().UTC()
 	next := cur.Clone()
 	at := m.At.UTC()
-	next.Status, next.ScheduledAt = persistence.PostScheduled, &at
+	next.Status, next.ScheduledAt, next.ScheduledZone = persistence.PostScheduled, &at, m.Zone
 	next.UpdatedAt = now
 	next.Version++
 	// Every schedule through the API is a post.scheduled (the spec's event table), a new time

@@ -129,8 +129,8 @@ func (s *states) in(status string) (id string, at time.Time) {
 
 // The post's state machine, every status against every change: what each answers, the status it
 // leaves, and whether a job started (the spec's table of states and transitions; only draft and
-// scheduled posts are updated, deleted or scheduled; a failed or partial post publishes its failed
-// targets again; a Fire moves only a scheduled post whose time it names).
+// scheduled posts are deleted or scheduled, and those and failed or partial ones updated; a failed
+// or partial post publishes its failed targets again; a Fire moves only a scheduled post whose time it names).
 func TestPostStateMachine(t *testing.T) { //nolint:tparallel // the cases share one post directory and read the jobs it starts, in turn
 	t.Parallel()
 	s := newStates(t)
@@ -150,7 +150,8 @@ func TestPostStateMachine(t *testing.T) { //nolint:tparallel // the cases share 
 		updated: {
 			persistence.PostDraft: {status: persistence.PostDraft}, persistence.PostScheduled: {status: persistence.PostScheduled},
 			persistence.PostPublishing: {err: notEditable}, persistence.PostPublished: {err: notEditable},
-			persistence.PostPartial: {err: notEditable}, persistence.PostFailed: {err: notEditable},
+			// A failed or partial post is edited to fix what failed (post.Edit).
+			persistence.PostPartial: {status: persistence.PostPartial}, persistence.PostFailed: {status: persistence.PostFailed},
 			persistence.PostPendingApproval: {err: notEditable},
 		},
 		deleted: {

@@ -45,7 +45,7 @@ func (h *handlers) validatePost(c *echo.Context) error {
 	}
 	out := Validation{Errors: []platforms.FieldError{}, Targets: []TargetCheck{}}
 	if o.has("scheduledAt") || o.has("timezone") {
-		if _, err := h.scheduleInput(c, o); err != nil {
+		if _, _, err := h.scheduleInput(c, o); err != nil {
 			out.Errors = append(out.Errors, fieldError(err))
 		}
 	}

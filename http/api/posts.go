@@ -31,9 +31,11 @@ type PostListItem struct {
 	Content     string     `json:"content"`
 	Status      string     `json:"status"`
 	ScheduledAt *time.Time `json:"scheduled_at"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-	MediaIDs    []string   `json:"media_ids"`
+	// ScheduledZone is the IANA zone the schedule was given in (null when none was).
+	ScheduledZone *string   `json:"scheduled_zone"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+	MediaIDs      []string  `json:"media_ids"`
 }
 
 // PostPlatform is where a post stands on one connected account, and where it went once
@@ -122,8 +124,12 @@ func listItem(p *persistence.Post) PostListItem {
 	if media == nil {
 		media = []string{}
 	}
-	return PostListItem{ID: p.ID, Content: p.Content, Status: p.Status, ScheduledAt: p.ScheduledAt, CreatedAt: p.CreatedAt,
-		UpdatedAt: p.UpdatedAt, MediaIDs: media}
+	var zone *string
+	if p.ScheduledZone != "" && p.ScheduledAt != nil {
+		zone = &p.ScheduledZone
+	}
+	return PostListItem{ID: p.ID, Content: p.Content, Status: p.Status, ScheduledAt: p.ScheduledAt, ScheduledZone: zone,
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, MediaIDs: media}
 }
 
 // detail renders a post. The link of a target published before Herald kept links on the post
@@ -425,20 +431,16 @@ func (h *handlers) updatePost(c *echo.Context) error {
 // would be after the change: a scheduled post is submitted for publication, as a schedule is. A
 // draft is not (docs/decisions.md, Posts).
 func (h *handlers) checkScheduledEdit(c *echo.Context, p *persistence.Post, in *postInput) error {
-	if p == nil || p.Status != persistence.PostScheduled {
+	if p == nil || (p.Status != persistence.PostScheduled && p.Status != persistence.PostFailed && p.Status != persistence.PostPartial) {
 		return nil
 	}
-	changed := *p
-	if in.content != nil {
-		changed.Content = *in.content
+	// The post as the actor will leave it (post.Edit): a failed or partial post's published
+	// targets as they went out, so that only what is published again is held to its networks.
+	changed, err := post.Edit(p, in.content, in.targets, in.mediaIDs)
+	if err != nil {
+		return h.actorError(c, "post", err)
 	}
-	if in.targets != nil {
-		changed.Targets = in.targets
-	}
-	if in.mediaIDs != nil {
-		changed.MediaIDs = in.mediaIDs
-	}
-	return h.checkStored(c, server.Principal(c).Scope(), &changed)
+	return h.checkStored(c, server.Principal(c).Scope(), changed)
 }
 
 func (h *handlers) deletePost(c *echo.Context) error {

@@ -326,24 +326,49 @@ func (h *handlers) publishExisting(c *echo.Context) error {
 	})
 }
 
-// scheduleInput reads scheduledAt and timezone and resolves them in the user's zone.
-func (h *handlers) scheduleInput(c *echo.Context, o object) (time.Time, error) {
-	at, err := o.str("scheduledAt", true)
+// scheduleInput reads scheduledAt and timezone and resolves them in the user's zone. zone is the
+// IANA zone the time was written in, kept with the post to show it as written: the timezone
+// named (even beside an offset, where it does not move the instant), the user's zone for
+// +default or "default" (UTC when none is set), and "" for an offset alone.
+func (h *handlers) scheduleInput(c *echo.Context, o object) (at time.Time, zone string, err error) {
+	raw, err := o.str("scheduledAt", true)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, "", err
 	}
 	tz, err := o.str("timezone", false)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, "", err
 	}
-	t, err := ParseScheduledAt(*at, tz, server.Principal(c).User.Timezone)
+	userZone := server.Principal(c).User.Timezone
+	t, err := ParseScheduledAt(*raw, tz, userZone)
 	if err != nil {
-		return time.Time{}, apierr.Validation("%s", err.Error())
+		return time.Time{}, "", apierr.Validation("%s", err.Error())
 	}
 	if err := checkScheduleWindow(t, h.Now()); err != nil {
-		return time.Time{}, apierr.Validation("%s", err.Error())
+		return time.Time{}, "", apierr.Validation("%s", err.Error())
 	}
-	return t, nil
+	return t, scheduleZone(*raw, tz, userZone), nil
+}
+
+// scheduleZone is the zone a valid scheduledAt was written in (scheduleInput).
+func scheduleZone(raw string, tz *string, userZone string) string {
+	name := ""
+	if tz != nil {
+		name = strings.TrimSpace(*tz)
+	}
+	if strings.HasSuffix(strings.TrimSpace(raw), "+default") || name == "default" {
+		name = userZone
+		if name == "" {
+			name = "UTC"
+		}
+	}
+	if name == "" || name == "Local" {
+		return ""
+	}
+	if _, err := time.LoadLocation(name); err != nil {
+		return "" // beside an offset, a timezone is ignored (the spec), a bad one too
+	}
+	return name
 }
 
 // scheduleNew serves POST /v1/posts/schedule.
@@ -356,7 +381,7 @@ func (h *handlers) scheduleNew(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	at, err := h.scheduleInput(c, o)
+	at, zone, err := h.scheduleInput(c, o)
 	if err != nil {
 		return err
 	}
@@ -372,7 +397,7 @@ func (h *handlers) scheduleNew(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := ask[*post.Reply](h, c, h.Posts.To(rec.ID), &post.Schedule{Scope: rec.Scope(), At: at, Create: rec, Quota: h.quota(c), Hold: held})
+	r, err := ask[*post.Reply](h, c, h.Posts.To(rec.ID), &post.Schedule{Scope: rec.Scope(), At: at, Zone: zone, Create: rec, Quota: h.quota(c), Hold: held})
 	if err != nil {
 		return h.lifecycleError(c, err)
 	}
@@ -397,7 +422,7 @@ func (h *handlers) scheduleExisting(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	at, err := h.scheduleInput(c, o)
+	at, zone, err := h.scheduleInput(c, o)
 	if err != nil {
 		return err
 	}
@@ -408,7 +433,7 @@ func (h *handlers) scheduleExisting(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Schedule{Scope: server.Principal(c).Scope(), At: at, Quota: h.quota(c), Hold: held})
+	r, err := ask[*post.Reply](h, c, h.Posts.To(id), &post.Schedule{Scope: server.Principal(c).Scope(), At: at, Zone: zone, Quota: h.quota(c), Hold: held})
 	if err != nil {
 		return h.lifecycleError(c, err)
 	}

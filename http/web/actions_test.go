@@ -215,10 +215,10 @@ func TestBrowserPostActions(t *testing.T) {
 	tb.signIn(h.url, h.user.Email, h.password, "/posts/"+id)
 
 	msg := tb.flashAfter(
-		chromedp.Click(chromedp.CSS(`#post details summary`)),
+		chromedp.Click(chromedp.CSS(`#edit summary`)),
 		chromedp.WaitVisible(chromedp.CSS(`#edit-content`)),
 		chromedp.SetValue(chromedp.CSS(`#edit-content`), "A second thought"),
-		chromedp.Click(chromedp.CSS(`#post details button`)),
+		chromedp.Click(chromedp.CSS(`#edit button`)),
 	)
 	require.Equal(t, "Saved.", msg)
 	require.Equal(t, "A second thought", get(tb, chromedp.Text(chromedp.CSS(`#post-content`))))

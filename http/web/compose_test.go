@@ -201,8 +201,17 @@ func TestBrowserComposeRefusalKeepsForm(t *testing.T) {
 	require.False(t, eval[bool](tb, `document.getElementById('submit-post').disabled`))
 	tb.noErrorsBut("status of 400 (Bad Request)")
 
-	// A draft with TikTok's options incomplete and its own text.
+	// What was written is kept in the browser: Compose opened again restores it.
 	tb.do(
+		chromedp.Navigate(h.url+"/compose"),
+		chromedp.WaitVisible(chromedp.CSS(`#compose[data-restored]`)),
+	)
+	require.Equal(t, "Short and shared", eval[string](tb, `document.getElementById('content').value`))
+	require.True(t, eval[bool](tb, `document.querySelector('input[name=platforms][value="`+x+`"]').checked`))
+
+	// A draft with TikTok's options incomplete and its own text, in a form started afresh.
+	tb.do(
+		chromedp.Evaluate[chromedp.Void](`localStorage.clear()`),
 		chromedp.Navigate(h.url+"/compose"),
 		chromedp.WaitVisible(chromedp.CSS(`#content`)),
 		chromedp.SendKeys(chromedp.CSS(`#content`), "A draft for later"),

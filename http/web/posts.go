@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v5"
 
@@ -102,6 +103,11 @@ type postData struct {
 	// Campaign is the name of the post's campaign ("" for a post created alone).
 	Campaign string
 	Editable bool
+	// Draft is true for a draft (published now or scheduled from its page), Reschedule for a
+	// scheduled post (its time and zone changed there); Date, Time and ZoneName prefill the
+	// schedule form: the post's own time and zone, else the next full hour in the user's zone.
+	Draft, Reschedule    bool
+	Date, Time, ZoneName string
 	// Retry is true when some targets failed: publishing again sends to those only.
 	Retry bool
 	// Analytics is true when a target is published: the page's script reads its live counters
@@ -156,7 +162,23 @@ func (p *pages) post(c *echo.Context) error {
 	if err != nil {
 		return p.storeError(c, err)
 	}
-	d.Editable = d.Post.Status == persistence.PostDraft || d.Post.Status == persistence.PostScheduled
+	// A failed or partial post is edited to fix what failed before it is sent again (post.Edit).
+	switch d.Post.Status {
+	case persistence.PostDraft, persistence.PostScheduled, persistence.PostFailed, persistence.PostPartial:
+		d.Editable = true
+	}
+	d.Draft, d.Reschedule = d.Post.Status == persistence.PostDraft, d.Post.Status == persistence.PostScheduled
+	loc := v.Zone
+	if z := d.Post.ScheduledZone; z != "" {
+		if l, err := time.LoadLocation(z); err == nil {
+			loc = l
+		}
+	}
+	at := v.Now.In(loc).Truncate(time.Hour).Add(time.Hour)
+	if d.Reschedule && d.Post.ScheduledAt != nil {
+		at = d.Post.ScheduledAt.In(loc)
+	}
+	d.Date, d.Time, d.ZoneName = at.Format("2006-01-02"), at.Format("15:04"), loc.String()
 	d.Retry = d.Retry && (d.Post.Status == persistence.PostFailed || d.Post.Status == persistence.PostPartial || d.Post.Status == persistence.PostPublished)
 	v.Data = d
 	return p.render(c, http.StatusOK, "post", v)

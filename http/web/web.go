@@ -217,6 +217,30 @@ func (v view) ISO(t any) string {
 	return ""
 }
 
+// Scheduled formats a post's time in the zone it was scheduled in (the user's when it has none),
+// with the zone's name and the time in UTC beside it: "Tue 1 Dec 2026, 09:30 IST (Asia/Kolkata);
+// 04:00 UTC". "" for no time.
+func (v view) Scheduled(at *time.Time, zone string) string {
+	if at == nil || at.IsZero() {
+		return ""
+	}
+	loc := v.Zone
+	if zone != "" {
+		if l, err := time.LoadLocation(zone); err == nil {
+			loc = l
+		}
+	}
+	s := at.In(loc).Format("Mon 2 Jan 2006, 15:04 MST") + " (" + loc.String() + ")"
+	if loc.String() == "UTC" {
+		return s
+	}
+	u := at.UTC()
+	if u.YearDay() != at.In(loc).YearDay() {
+		return s + "; " + u.Format("Mon 2 Jan, 15:04") + " UTC"
+	}
+	return s + "; " + u.Format("15:04") + " UTC"
+}
+
 // ZoneName is the user's IANA zone.
 func (v view) ZoneName() string { return v.Zone.String() }
 

@@ -20,6 +20,7 @@
         var data = null;
         if (text) { try { data = JSON.parse(text); } catch (e) { data = null; } }
         if (!r.ok) {
+          if (r.status === 401) { signinNeeded(); }
           var msg = (data && data.error && data.error.message) || ('the server answered ' + r.status);
           var err = new Error(msg);
           err.status = r.status;
@@ -46,12 +47,29 @@
   }
 
   var flashBox = document.getElementById('flash');
+  var signinShown = false;
   function flash(msg, kind) {
-    if (!flashBox) { return; }
+    if (!flashBox || (signinShown && kind !== 'ok')) { return; } // the way back in stays in view
     flashBox.textContent = msg;
     flashBox.className = 'flash ' + (kind || 'error');
     flashBox.hidden = false;
     if (kind !== 'ok') { flashBox.scrollIntoView({ block: 'nearest' }); }
+  }
+
+  // signinNeeded says the session has ended, with a link to sign in that comes back to this page
+  // (Compose restores what was written: its autosave).
+  function signinNeeded() {
+    if (!flashBox) { return; }
+    flashBox.textContent = '';
+    flashBox.appendChild(document.createTextNode('Your session has ended. '));
+    var a = el('a', 'signin-link', 'Sign in again');
+    a.href = '/signin?next=' + encodeURIComponent(location.pathname + location.search);
+    flashBox.appendChild(a);
+    flashBox.appendChild(document.createTextNode(' to carry on' + (document.getElementById('compose') ? ': what you wrote is kept in this browser.' : '.')));
+    flashBox.className = 'flash error';
+    flashBox.hidden = false;
+    flashBox.scrollIntoView({ block: 'nearest' });
+    signinShown = true;
   }
 
   // After a reload, a message left by the previous page.
@@ -169,6 +187,11 @@
       if (!ok) { return; }
       var method = form.getAttribute('data-method') || 'POST';
       var body = form.getAttribute('data-body') === 'none' ? undefined : formBody(form);
+      if (form.hasAttribute('data-schedule')) {
+        // A schedule form's date and time are one naive scheduledAt, read in its zone.
+        body.scheduledAt = form.querySelector('[data-sched-date]').value + 'T' + form.querySelector('[data-sched-time]').value;
+      }
+      if (form.hasAttribute('data-target-errors')) { targetErrors(null); }
       var errBox = form.querySelector('[data-error]');
       if (errBox) { errBox.hidden = true; errBox.textContent = ''; }
       var buttons = form.querySelectorAll('button');
@@ -185,6 +208,8 @@
           then[next](form, data);
         }
       }).catch(function (err) {
+        // A refusal naming networks is written beside each network of the post's page.
+        if (form.hasAttribute('data-target-errors') && err.details && err.details.targets) { targetErrors(err.details.targets); }
         // A form with its own error box shows the refusal beside its fields.
         var box = form.querySelector('[data-error]');
         if (box) {
@@ -200,6 +225,19 @@
       });
     });
   });
+
+  // targetErrors writes a check's refusal of each network beside its row of the post's page, in
+  // the words the compose page uses; null clears them.
+  function targetErrors(list) {
+    document.querySelectorAll('#targets .check-error').forEach(function (p) { p.hidden = true; p.textContent = ''; });
+    (list || []).forEach(function (tc) {
+      var row = document.querySelector('#targets tr[data-account="' + tc.account_id + '"]');
+      var p = row && row.querySelector('.check-error');
+      if (!p || !(tc.errors || []).length) { return; }
+      p.textContent = (tc.errors || []).map(labelled).join('; ');
+      p.hidden = false;
+    });
+  }
 
   document.addEventListener('click', function (ev) {
     var t = ev.target.closest('[data-copy], [data-reload]');
@@ -245,19 +283,61 @@
     }).catch(function (err) { flash('The usage could not be downloaded: ' + err.message); });
   });
 
-  // Time zone selects list the browser's IANA zones, the current one kept.
-  document.querySelectorAll('select[data-timezones]').forEach(function (sel) {
+  // Time zone selects (every select[data-timezones]: Compose, a post's schedule, Settings) list
+  // the browser's IANA zones, the current one kept, each with its offset from UTC now, in order
+  // of offset; a search field before the select finds a zone by city or region ("kolkata",
+  // "new york", "+05:30") and selects the first match.
+  function zoneOffset(z) {
+    try {
+      var part = new Intl.DateTimeFormat('en-US', { timeZone: z, timeZoneName: 'longOffset' }).formatToParts(new Date())
+        .filter(function (p) { return p.type === 'timeZoneName'; })[0];
+      var v = part ? part.value.replace('GMT', 'UTC') : 'UTC';
+      return v === 'UTC' ? 'UTC+00:00' : v;
+    } catch (e) { return ''; }
+  }
+  function offsetMinutes(o) {
+    var m = /^UTC([+-])(\d{2}):(\d{2})$/.exec(o);
+    return m ? (m[1] === '-' ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3])) : 0;
+  }
+  var renamedZones = { 'Asia/Calcutta': 'Asia/Kolkata', 'Asia/Saigon': 'Asia/Ho_Chi_Minh', 'Asia/Katmandu': 'Asia/Kathmandu',
+    'Asia/Rangoon': 'Asia/Yangon', 'Europe/Kiev': 'Europe/Kyiv', 'America/Godthab': 'America/Nuuk', 'Atlantic/Faeroe': 'Atlantic/Faroe' };
+  function zoneLabel(z, off) { return z.replace(/_/g, ' ') + (off ? ' (' + off + ')' : ''); }
+  function setupZonePicker(sel) {
     var zones = [];
     try { zones = Intl.supportedValuesOf('timeZone'); } catch (e) { zones = []; }
     if (zones.indexOf('UTC') < 0) { zones = ['UTC'].concat(zones); }
+    // Some browsers still list a few zones under their old names: the current names are shown.
+    zones = zones.map(function (z) { return renamedZones[z] || z; });
     var current = sel.value;
-    zones.forEach(function (z) {
-      if (z === current) { return; }
-      var o = el('option', null, z);
-      o.value = z;
+    if (current && zones.indexOf(current) < 0) { zones.push(current); }
+    var list = zones.map(function (z) { var off = zoneOffset(z); return { z: z, off: off, min: offsetMinutes(off) }; });
+    list.sort(function (a, b) { return a.min - b.min || (a.z < b.z ? -1 : 1); });
+    sel.textContent = '';
+    list.forEach(function (x) {
+      var o = el('option', null, zoneLabel(x.z, x.off));
+      o.value = x.z;
+      if (x.z === current) { o.selected = true; }
       sel.appendChild(o);
     });
-  });
+    var find = el('input', 'zone-find');
+    find.type = 'search';
+    find.id = sel.id ? sel.id + '-find' : '';
+    find.setAttribute('aria-label', 'Find a time zone by city');
+    find.setAttribute('placeholder', 'Find by city, e.g. Kolkata');
+    find.setAttribute('data-skip', '');
+    find.setAttribute('autocomplete', 'off');
+    sel.parentNode.insertBefore(find, sel);
+    find.addEventListener('input', function () {
+      var q = find.value.trim().toLowerCase().replace(/[_\s]+/g, ' ');
+      if (!q) { return; }
+      var hit = Array.prototype.filter.call(sel.options, function (o) { return o.textContent.toLowerCase().indexOf(q) >= 0; })[0];
+      if (hit && sel.value !== hit.value) {
+        sel.value = hit.value;
+        sel.dispatchEvent(new Event('change', { bubbles: true }));
+      }
+    });
+  }
+  document.querySelectorAll('select[data-timezones]').forEach(setupZonePicker);
 
   // ---- the post page's timeline ----
   var timeline = document.getElementById('events');
@@ -926,6 +1006,48 @@
 
     text.addEventListener('input', recount);
     boxes.forEach(function (b) { b.addEventListener('change', recount); });
+
+    // Autosave: the text, the accounts and the time are kept in this browser (per person and
+    // workspace) as they are written, restored when Compose opens again, and forgotten once the
+    // post is published, scheduled or saved as a draft; so a session that ends loses nothing.
+    var saveKey = form.getAttribute('data-autosave');
+    function autosave() {
+      if (!saveKey) { return; }
+      var st = { content: text.value, platforms: selected().map(function (b) { return b.value; }), when: later() ? 'later' : 'now',
+        date: document.getElementById('sched-date').value, time: document.getElementById('sched-time').value,
+        zone: document.getElementById('sched-zone').value };
+      try {
+        if (!st.content && !st.platforms.length) { localStorage.removeItem(saveKey); } else { localStorage.setItem(saveKey, JSON.stringify(st)); }
+      } catch (e) { /* storage off */ }
+    }
+    function forget() { try { localStorage.removeItem(saveKey); } catch (e) { /* storage off */ } }
+    form.addEventListener('input', autosave);
+    form.addEventListener('change', autosave);
+    (function restore() {
+      var st = null;
+      try { st = JSON.parse(localStorage.getItem(saveKey) || 'null'); } catch (e) { st = null; }
+      if (!st || (!st.content && !(st.platforms || []).length)) { return; }
+      text.value = st.content || '';
+      boxes.forEach(function (b) {
+        if (!b.disabled && (st.platforms || []).indexOf(b.value) >= 0 && !b.checked) {
+          b.checked = true;
+          b.dispatchEvent(new Event('change', { bubbles: true }));
+        }
+      });
+      if (st.when === 'later') {
+        var r = form.querySelector('input[name="when"][value="later"]');
+        r.checked = true;
+        r.dispatchEvent(new Event('change', { bubbles: true }));
+        if (st.date) { document.getElementById('sched-date').value = st.date; }
+        if (st.time) { document.getElementById('sched-time').value = st.time; }
+        var z = document.getElementById('sched-zone');
+        if (st.zone && Array.prototype.some.call(z.options, function (o) { return o.value === st.zone; })) { z.value = st.zone; }
+      }
+      recount();
+      soon();
+      form.setAttribute('data-restored', 'true');
+      flash('What you were writing was restored.', 'ok');
+    })();
     form.querySelectorAll('input[name="when"]').forEach(function (r) {
       r.addEventListener('change', function () {
         schedFields.hidden = !later();
@@ -1046,6 +1168,7 @@
       busy(true);
       // A draft is kept as it is: its options need not be complete until it is published.
       api('POST', '/api/posts', buildBody(false)).then(function (post) {
+        forget();
         location.assign('/posts/' + encodeURIComponent(post.id));
       }).catch(function (err) { showRefusal(err); busy(false); });
     });
@@ -1070,12 +1193,14 @@
         body.scheduledAt = d + 'T' + t + ':00';
         body.timezone = document.getElementById('sched-zone').value;
         api('POST', '/api/posts/schedule', body).then(function (post) {
+          forget();
           location.assign('/posts/' + encodeURIComponent(post.id));
         }).catch(function (err) { showRefusal(err); busy(false); });
         return;
       }
       var chosen = selected();
       api('POST', '/api/posts/publish', body).then(function (acc) {
+        forget();
         // Held for approval (a workspace that requires it): no job to follow; the post's page
         // says it waits.
         if (acc && acc.status === 'pending_approval') {
