@@ -110,3 +110,41 @@ func TestQueue(t *testing.T) {
 	// Nothing of the refused queues was stored.
 	require.Equal(t, q, h.Do("GET", "/v1/queue", nil).JSON(t))
 }
+
+// In a workspace that requires approval, a draft an editor's key adds to the queue is held as a
+// schedule is, its slot kept in its request; the slot is then taken for its accounts, and
+// approved, the post is scheduled at it.
+func TestQueuedDraftHeldForApproval(t *testing.T) {
+	t.Parallel()
+	a := newApprovals(t)
+	r := a.DoKey(a.Key, "PUT", "/v1/queue", everyDay(), in(a.ws))
+	require.Equal(t, 200, r.Status, string(r.Body))
+
+	queue := func() map[string]any {
+		t.Helper()
+		r := a.DoKey(a.editor, "POST", "/v1/posts", a.post(t), nil)
+		require.Equal(t, 201, r.Status, string(r.Body))
+		r = a.DoKey(a.editor, "POST", "/v1/posts/"+r.JSON(t)["id"].(string)+"/queue", nil, nil)
+		require.Equal(t, 200, r.Status, string(r.Body))
+		return r.JSON(t)
+	}
+	held := queue()
+	require.Equal(t, "pending_approval", held["status"])
+	approval := held["approval"].(map[string]any)
+	require.Equal(t, "schedule", approval["requested_action"])
+	slot := approval["scheduled_at"].(string)
+
+	next := queue()
+	require.Equal(t, "pending_approval", next["status"])
+	require.NotEqual(t, slot, next["approval"].(map[string]any)["scheduled_at"], "the held post's slot is taken")
+
+	r = a.DoKey(a.Key, "POST", "/v1/posts/"+held["id"].(string)+"/approve", nil, in(a.ws))
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.Equal(t, "scheduled", r.JSON(t)["status"])
+	require.Equal(t, slot, r.JSON(t)["scheduled_at"])
+
+	// The queue is the workspace's: the main workspace has none.
+	r = a.Do("GET", "/v1/queue", nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.Empty(t, r.JSON(t)["slots"])
+}
