@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"hash/fnv"
 	"net/http"
 	"slices"
 	"strconv"
@@ -269,9 +270,16 @@ func (h *handlers) putQueue(c *echo.Context) error {
 	return c.JSON(http.StatusOK, queueView(next.Queue, p.User.Timezone))
 }
 
-// queueMu serialises the choice of a slot and the schedule that takes it within this process,
-// so that two drafts added at once do not land in one slot.
-var queueMu sync.Mutex
+// queueLocks serialise the choice of a slot and the schedule that takes it within this process,
+// per workspace (a workspace's scope picks one of them), so that two drafts added at once do not
+// land in one slot while other workspaces' additions go on.
+var queueLocks [64]sync.Mutex
+
+func queueLock(scope string) *sync.Mutex {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(scope))
+	return &queueLocks[h.Sum32()%uint32(len(queueLocks))]
+}
 
 // queuePost is POST /v1/posts/:id/queue: the draft is scheduled, through the post's own
 // schedule (held for approval where a schedule would be), in its workspace queue's earliest slot
@@ -307,8 +315,9 @@ func (h *handlers) queuePost(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	queueMu.Lock()
-	defer queueMu.Unlock()
+	mu := queueLock(scope)
+	mu.Lock()
+	defer mu.Unlock()
 	taken, err := h.takenSlots(c, scope, p)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -147,4 +148,36 @@ func TestQueuedDraftHeldForApproval(t *testing.T) {
 	r = a.Do("GET", "/v1/queue", nil)
 	require.Equal(t, 200, r.Status, string(r.Body))
 	require.Empty(t, r.JSON(t)["slots"])
+}
+
+// Drafts of one account added at once each take their own slot.
+func TestQueueConcurrentAdditions(t *testing.T) {
+	t.Parallel()
+	h := apptest.Start(t, apptest.Options{})
+	r := h.Do("PUT", "/v1/queue", everyDay())
+	require.Equal(t, 200, r.Status, string(r.Body))
+	const n = 6
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = h.CreatePost("at once", h.Accounts[0])
+	}
+	times := make([]string, n)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := h.Do("POST", "/v1/posts/"+id+"/queue", nil)
+			if r.Status == 200 {
+				times[i], _ = r.JSON(t)["scheduled_at"].(string)
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for _, at := range times {
+		require.NotEmpty(t, at, "every addition was scheduled")
+		require.False(t, seen[at], "two drafts in the slot %s", at)
+		seen[at] = true
+	}
 }
