@@ -38,6 +38,7 @@ func TestNextFreeSlot(t *testing.T) {
 			"2026-11-27T11:00:00Z", fridays("2026-12-04T10:00:00Z", 53), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			taken := map[int64]bool{}
 			for _, s := range tc.taken {
 				taken[utc(s).Unix()] = true
