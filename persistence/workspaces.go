@@ -44,7 +44,9 @@ type Workspace struct {
 	// for approval (status pending_approval).
 	ApprovalRequired bool            `json:"approval_required"`
 	Limits           WorkspaceLimits `json:"limits"`
-	CreatedAt        time.Time       `json:"created_at"`
+	// Queue is the workspace's posting queue (nil until its slots are first set).
+	Queue     *Queue    `json:"queue,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 	// Version counts the workspace's committed changes.
 	Version uint64 `json:"version"`
 }
@@ -56,6 +58,21 @@ type WorkspaceLimits struct {
 	PostsPerMonth *int `json:"posts_per_month"`
 	// Accounts caps the workspace's connected accounts.
 	Accounts *int `json:"accounts"`
+}
+
+// Queue is a workspace's posting queue: a weekly list of time slots, read in one zone, that a
+// post added to the queue is scheduled in (the earliest one free for its accounts).
+type Queue struct {
+	// Timezone is the IANA zone the slots' times are read in.
+	Timezone string `json:"timezone"`
+	// Slots are in weekday then time order, none twice.
+	Slots []QueueSlot `json:"slots"`
+}
+
+// QueueSlot is one weekly time: Weekday is "monday" … "sunday", Time is "HH:MM" (24-hour).
+type QueueSlot struct {
+	Weekday string `json:"weekday"`
+	Time    string `json:"time"`
 }
 
 // Main reports whether w is its user's main workspace.

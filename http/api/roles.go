@@ -27,6 +27,7 @@ var leastRoles = map[string]string{
 	"POST /posts/:id/publish":               auth.RoleEditor,
 	"POST /posts/schedule":                  auth.RoleEditor,
 	"POST /posts/:id/schedule":              auth.RoleEditor,
+	"POST /posts/:id/queue":                 auth.RoleEditor,
 	"POST /media/presign":                   auth.RoleEditor,
 	"POST /media/confirm":                   auth.RoleEditor,
 	"PATCH /media/:id":                      auth.RoleEditor,

@@ -95,6 +95,7 @@ func (h *handlers) routes() []route {
 		{"DELETE", campaignsPath + "/:id", h.deleteCampaign, auth.ScopePostsWrite},
 	}
 	rs = append(rs, h.workspaceRoutes()...)
+	rs = append(rs, h.queueRoutes()...)
 	rs = append(rs, h.connectLinkRoutes()...)
 	if h.Media != nil {
 		rs = append(rs,

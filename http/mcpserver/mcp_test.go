@@ -26,7 +26,7 @@ import (
 )
 
 var mcpTools = []string{"whoami", "list_accounts", "connect_account", "disconnect_account", "list_posts", "get_post", "create_draft", "update_draft",
-	"delete_draft", "publish_post", "schedule_post", "validate_post", "get_publish_status", "get_account_capabilities", "set_account_defaults", "upload_media", "get_analytics", "get_post_analytics",
+	"delete_draft", "publish_post", "schedule_post", "add_to_queue", "validate_post", "get_publish_status", "get_account_capabilities", "set_account_defaults", "upload_media", "get_analytics", "get_post_analytics",
 	"list_inbox_comments", "reply_to_comment", "like_comment", "hide_comment", "list_inbox_dms", "reply_to_dm",
 	"create_campaign", "list_campaigns", "get_campaign", "retry_campaign", "list_webhooks", "create_webhook", "delete_webhook"}
 

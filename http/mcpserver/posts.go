@@ -48,6 +48,10 @@ func (t *Tools) addPostTools() {
 	add(t, write("schedule_post", "Schedule a post").params(postParams...),
 		"Schedules a post for later: a draft by post_id, or a new post from content and accounts. Every target is checked by its network's rules first, as validate_post checks it."+targetsNote,
 		t.schedulePost)
+	add(t, write("add_to_queue", "Add a draft to the queue"),
+		"Schedules a draft in the earliest free slot of its workspace's posting queue (the weekly slots set with PUT /v1/queue): the first slot after now at which none of its accounts has another post scheduled. "+
+			"The draft is checked by its networks' rules first, as schedule_post checks it. Answers the post with its scheduled_at.",
+		t.addToQueue)
 	add(t, read("validate_post", "Validate a post").params(postParams...),
 		"Checks a post as publish_post (or schedule_post, with scheduled_at) would, by every rule of every target's network, and publishes nothing: "+
 			"valid, the post's own errors, and for each target its errors, warnings and a preview of what its network would receive (text and its length as the network counts it, media, options). "+
@@ -392,6 +396,10 @@ func (t *Tools) schedulePost(ctx context.Context, in scheduleIn) (Post, error) {
 		body[k] = v
 	}
 	return t.post(ctx, Request{Method: http.MethodPost, Path: "/v1/posts/schedule", Body: body})
+}
+
+func (t *Tools) addToQueue(ctx context.Context, in postIDIn) (Post, error) {
+	return t.post(ctx, Request{Method: http.MethodPost, Path: "/v1/posts/" + esc(in.PostID) + "/queue"})
 }
 
 // postBody is a new post's body: PostInput with the accounts resolved to ids.

@@ -1173,6 +1173,28 @@
       }).catch(function (err) { showRefusal(err); busy(false); });
     });
 
+    // Add to queue: the post is kept as a draft, then scheduled in the queue's first free slot
+    // (POST /api/posts/:id/queue); a draft the queue refuses stays a draft, opened on its page
+    // with the reason.
+    var queueBtn = document.getElementById('add-queue');
+    if (queueBtn) {
+      queueBtn.addEventListener('click', function () {
+        if (uploading) { flash('Wait for the uploads to finish.'); return; }
+        busy(true);
+        queueBtn.disabled = true;
+        api('POST', '/api/posts', buildBody(false)).then(function (post) {
+          var page = '/posts/' + encodeURIComponent(post.id);
+          return api('POST', page.replace('/posts/', '/api/posts/') + '/queue').then(function () {
+            try { sessionStorage.setItem('herald.flash', 'Added to the queue: scheduled in its first free slot.'); } catch (e) { /* storage off */ }
+            location.assign(page);
+          }, function (err) {
+            try { sessionStorage.setItem('herald.flash', 'Saved as a draft, not added to the queue: ' + err.message); } catch (e) { /* storage off */ }
+            location.assign(page);
+          });
+        }).catch(function (err) { showRefusal(err); busy(false); queueBtn.disabled = false; });
+      });
+    }
+
     form.addEventListener('submit', function (ev) {
       ev.preventDefault();
       if (uploading) { flash('Wait for the uploads to finish.'); return; }
@@ -1485,6 +1507,38 @@
       var j = i + step;
       if (week && (step === 1 || step === -1) && Math.floor(j / 24) !== Math.floor(i / 24)) { return; }
       if (j >= 0 && j < cells.length) { mark(cells[j]); }
+
+  // The posting queue's form (Settings): rows of a weekday and a time, added and removed here,
+  // sent whole as PUT /api/queue; a refusal is shown beside the form.
+  var queueForm = document.querySelector('form[data-queue]');
+  if (queueForm) {
+    var slotRows = queueForm.querySelector('[data-slots]');
+    var slotTpl = document.getElementById('queue-slot-row');
+    queueForm.addEventListener('click', function (ev) {
+      if (ev.target.closest('[data-slot-add]')) {
+        slotRows.appendChild(slotTpl.content.cloneNode(true));
+        var added = slotRows.lastElementChild && slotRows.lastElementChild.querySelector('select');
+        if (added) { added.focus(); }
+        return;
+      }
+      var rm = ev.target.closest('[data-slot-remove]');
+      if (rm) { rm.closest('li').remove(); }
+    });
+    queueForm.addEventListener('submit', function (ev) {
+      ev.preventDefault();
+      var box = queueForm.querySelector('[data-error]');
+      box.hidden = true;
+      box.textContent = '';
+      var slots = Array.prototype.map.call(slotRows.querySelectorAll('li'), function (li) {
+        return { weekday: li.querySelector('[data-slot-day]').value, time: li.querySelector('[data-slot-time]').value.slice(0, 5) };
+      });
+      queueForm.setAttribute('aria-busy', 'true');
+      api('PUT', '/api/queue', { timezone: queueForm.querySelector('[name="timezone"]').value, slots: slots }).then(function () {
+        reloadWith('Queue saved.');
+      }).catch(function (err) {
+        box.textContent = err.message;
+        box.hidden = false;
+      }).finally(function () { queueForm.removeAttribute('aria-busy'); });
     });
   }
 })();
