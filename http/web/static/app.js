@@ -1507,6 +1507,8 @@
       var j = i + step;
       if (week && (step === 1 || step === -1) && Math.floor(j / 24) !== Math.floor(i / 24)) { return; }
       if (j >= 0 && j < cells.length) { mark(cells[j]); }
+    });
+  }
 
   // The posting queue's form (Settings): rows of a weekday and a time, added and removed here,
   // sent whole as PUT /api/queue; a refusal is shown beside the form.
