@@ -2,9 +2,6 @@ package web_test
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,17 +12,6 @@ import (
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 )
-
-// shootWide writes a full-page screenshot at a wide screen's width (1440) and a phone's (390).
-func (tb *tab) shootWide(dir, name string) {
-	tb.t.Helper()
-	for _, w := range []int64{1440, 390} {
-		tb.do(chromedp.EmulateViewport(w, 900))
-		png := get(tb, chromedp.FullScreenshot(100))
-		require.NoError(tb.t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.png", name, w)), png, 0o644))
-	}
-	tb.do(chromedp.EmulateViewport(1280, 900))
-}
 
 // A CSV campaign through the Campaigns page: the dry run shows the row X refuses with its
 // network named, the fixed CSV passes, is submitted and followed on the campaign's one stream to
