@@ -97,4 +97,14 @@ var funcs = template.FuncMap{
 		return "/static/" + name + "?v=" + strings.Trim(assetTags[name], `"`)
 	},
 	"statusLabel": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+	// initial is the first letter of a name, upper-cased: an account's avatar. Herald draws it
+	// rather than loading the network's picture, which the dashboard's policy (img-src 'self')
+	// refuses and which would tell the network who looks at the page.
+	"initial": func(name string) string {
+		name = strings.TrimLeft(name, "@ ")
+		for _, r := range name {
+			return strings.ToUpper(string(r))
+		}
+		return "?"
+	},
 }

@@ -245,6 +245,19 @@
     }).catch(function (err) { flash('The usage could not be downloaded: ' + err.message); });
   });
 
+  // On a phone the navigation folds behind its Menu button (app.css); without the script the
+  // links stay shown.
+  (function () {
+    var nav = document.querySelector('header.top nav');
+    var toggle = nav && nav.querySelector('.nav-toggle');
+    if (!toggle) { return; }
+    nav.classList.add('collapsible');
+    toggle.addEventListener('click', function () {
+      var open = nav.classList.toggle('open');
+      toggle.setAttribute('aria-expanded', open ? 'true' : 'false');
+    });
+  })();
+
   // Time zone selects list the browser's IANA zones, the current one kept.
   document.querySelectorAll('select[data-timezones]').forEach(function (sel) {
     var zones = [];

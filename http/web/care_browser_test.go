@@ -1,0 +1,87 @@
+package web_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/platforms"
+)
+
+// The overview leads with a "Create post" button, then what needs attention (a partly failed
+// post, an account to reconnect) and the next scheduled posts, soonest first; a job that
+// completed with a failed target reads "partial". The account is reconnected from the Accounts
+// page through the network's consent, and publishes again.
+func TestBrowserOverviewNeedsAttention(t *testing.T) {
+	t.Parallel()
+	h := startHerald(t)
+	ig, th := accountOf(t, h, platforms.Instagram), accountOf(t, h, platforms.Threads)
+	out := postJSON(t, h, "/v1/posts/publish", map[string]any{"content": "A broken photo", "platforms": []string{ig, th},
+		"media": []string{unconvertiblePhoto(t, h)}}, 202)
+	partial := out["post_id"].(string)
+	waitJob(t, h, out["tracking_id"].(string))
+	later := schedule(t, h, "Later in the week", time.Now().Add(96*time.Hour))
+	sooner := schedule(t, h, "Tomorrow's post", time.Now().Add(24*time.Hour))
+	tb := newTab(t)
+	dir := screenshots(t)
+	// A LinkedIn account connected through the browser, which then stops publishing.
+	tb.signIn(h.url, h.user.Email, h.password, "/accounts")
+	tb.do(chromedp.Click(chromedp.CSS(`button.connect-linkedin`)), chromedp.WaitVisible(chromedp.CSS(`#back-to-accounts`)))
+	li := listedAccount(t, h, platforms.LinkedIn, "sim-user")["id"].(string)
+	require.NoError(t, h.app.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+		a, err := tx.Account(li)
+		if err != nil {
+			return err
+		}
+		a.IsActive, a.ReconnectReason = false, "the network revoked the token"
+		return tx.PutAccount(a)
+	}))
+
+	tb.do(chromedp.Navigate(h.url+"/"), chromedp.WaitVisible(chromedp.CSS(`#attention`)))
+	require.Equal(t, "/compose", get(tb, chromedp.AttributeValue(chromedp.CSS(`#create-post`), "href")).Value)
+	require.Equal(t, []string{"/posts/" + partial},
+		eval[[]string](tb, `Array.from(document.querySelectorAll('#attention a.post-text')).map(a => a.getAttribute('href'))`))
+	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#attention`))), "Some networks failed")
+	require.Equal(t, []string{"/accounts#acc-" + li},
+		eval[[]string](tb, `Array.from(document.querySelectorAll('#attention a[href^="/accounts"]')).map(a => a.getAttribute('href'))`))
+	require.Equal(t, []string{"/posts/" + sooner, "/posts/" + later},
+		eval[[]string](tb, `Array.from(document.querySelectorAll('#upcoming a.post-text')).map(a => a.getAttribute('href'))`))
+	require.Equal(t, "partial", get(tb, chromedp.Text(chromedp.CSS(`#jobs-h ~ table .badge`))), "a job with a failed target is partial")
+	tb.shoot(dir, "overview")
+
+	// On a phone the navigation folds behind its Menu button.
+	tb.do(chromedp.EmulateViewport(390, 844))
+	require.False(t, eval[bool](tb, `document.querySelector('#nav-links').checkVisibility()`))
+	tb.do(chromedp.Click(chromedp.CSS(`.nav-toggle`)), chromedp.WaitVisible(chromedp.CSS(`#nav-links`)))
+	require.Equal(t, "true", get(tb, chromedp.AttributeValue(chromedp.CSS(`.nav-toggle`), "aria-expanded")).Value)
+	small := eval[[]string](tb, `Array.from(document.querySelectorAll('#nav-links a, main a.button, main button'))
+		.filter(e => e.checkVisibility() && e.getBoundingClientRect().height < 44).map(e => e.outerHTML)`)
+	require.Empty(t, small, "touch targets of at least 44 px")
+	tb.do(chromedp.EmulateViewport(1280, 900))
+
+	// Reconnect, from the account's row, through the network's consent.
+	tb.do(chromedp.Click(chromedp.CSS(`#attention a[href^="/accounts"]`)), chromedp.WaitVisible(chromedp.CSS(`#accounts`)))
+	tb.do(chromedp.WaitVisible(chromedp.CSS(`#acc-` + li + ` form.reconnect button`)))
+	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#acc-`+li))), "the network revoked the token")
+	require.Zero(t, eval[int](tb, `document.querySelectorAll('#accounts form.reconnect').length - 1`), "only the account that needs it")
+	tb.shoot(dir, "accounts")
+	tb.do(chromedp.Click(chromedp.CSS(`#acc-`+li+` form.reconnect button`)), chromedp.WaitVisible(chromedp.CSS(`#back-to-accounts`)))
+	_, list := getJSON(t, h, "/v1/accounts")
+	var linked []map[string]any
+	for _, a := range list["data"].([]any) {
+		if acc := a.(map[string]any); acc["platform"] == "linkedin" && acc["username"] == "sim-user" {
+			linked = append(linked, acc)
+		}
+	}
+	require.Len(t, linked, 1, "the same account, reconnected")
+	require.Equal(t, li, linked[0]["id"])
+	require.Equal(t, true, linked[0]["is_active"])
+	tb.do(chromedp.Navigate(h.url+"/"), chromedp.WaitVisible(chromedp.CSS(`#attention`)))
+	require.False(t, strings.Contains(get(tb, chromedp.Text(chromedp.CSS(`#attention`))), "LinkedIn"), "nothing to reconnect")
+	tb.noErrors()
+}
