@@ -9,6 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/actors/webhook/webhooktest"
+	"github.com/heraldhq/herald/cmd/herald/app/apptest"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 )
@@ -83,5 +85,42 @@ func TestBrowserOverviewNeedsAttention(t *testing.T) {
 	require.Equal(t, true, linked[0]["is_active"])
 	tb.do(chromedp.Navigate(h.url+"/"), chromedp.WaitVisible(chromedp.CSS(`#attention`)))
 	require.False(t, strings.Contains(get(tb, chromedp.Text(chromedp.CSS(`#attention`))), "LinkedIn"), "nothing to reconnect")
+	tb.noErrors()
+}
+
+// Developer, webhooks: a test event is sent from the page and reaches the receiver; its delivery
+// shows the body sent and the answer, and is sent again from its row.
+func TestBrowserWebhookTestEventAndRedeliver(t *testing.T) {
+	t.Parallel()
+	ca := webhooktest.NewCA(t)
+	a := apptest.Start(t, apptest.Options{Demo: true, Config: apptest.WithReceivers(ca)})
+	rcv := webhooktest.NewReceiver(t, ca, webhooktest.Always(200))
+	id, _ := a.CreateWebhook(rcv.URL)
+	tb := newTab(t)
+	dir := screenshots(t)
+	tb.signIn(a.URL, a.User.Email, a.Password, "/developer")
+
+	msg := tb.flashAfter(chromedp.Click(chromedp.CSS(`article.webhook form.send-test button`)))
+	require.Equal(t, "Test event sent: its delivery is listed below.", msg)
+	first := rcv.Next(t)
+	require.Equal(t, "webhook.test", first.Header.Get("X-Service-Event"))
+	// The page shows the delivery once its answer is recorded.
+	require.Eventually(t, func() bool {
+		tb.do(chromedp.Navigate(a.URL+"/developer"), chromedp.WaitVisible(chromedp.CSS(`article.webhook`)))
+		return eval[bool](tb, `!!document.querySelector('table.deliveries .badge-succeeded')`)
+	}, 10*time.Second, 100*time.Millisecond)
+	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`table.deliveries td[data-label="Last answer"]`))), "HTTP 200")
+	tb.do(chromedp.Click(chromedp.CSS(`table.deliveries details.payload summary`)), chromedp.WaitVisible(chromedp.CSS(`table.deliveries pre.payload-body`)))
+	body := get(tb, chromedp.TextContent(chromedp.CSS(`table.deliveries pre.payload-body`)))
+	require.Contains(t, body, `"webhook_id": "`+id+`"`)
+	require.Contains(t, body, `"id": "`+first.Header.Get("X-Service-Delivery-Id")+`"`)
+	tb.shoot(dir, "delivery")
+
+	msg = tb.flashAfter(chromedp.Click(chromedp.CSS(`table.deliveries form.redeliver button`)))
+	require.Equal(t, "Sent again as a new delivery.", msg)
+	again := rcv.Next(t)
+	require.Equal(t, "webhook.test", again.Header.Get("X-Service-Event"))
+	require.NotEqual(t, first.Header.Get("X-Service-Delivery-Id"), again.Header.Get("X-Service-Delivery-Id"))
+	tb.do(chromedp.WaitVisible(chromedp.CSS(`table.deliveries tbody tr:nth-child(2)`)))
 	tb.noErrors()
 }

@@ -1,7 +1,9 @@
 package web
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"encoding/hex"
 	"html/template"
 	"io/fs"
@@ -97,6 +99,15 @@ var funcs = template.FuncMap{
 		return "/static/" + name + "?v=" + strings.Trim(assetTags[name], `"`)
 	},
 	"statusLabel": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+	// prettyJSON indents a JSON body for reading (a webhook delivery's payload); a body that is
+	// not JSON is shown as it is.
+	"prettyJSON": func(b []byte) string {
+		var out bytes.Buffer
+		if err := json.Indent(&out, b, "", "  "); err != nil {
+			return string(b)
+		}
+		return out.String()
+	},
 	// initial is the first letter of a name, upper-cased: an account's avatar. Herald draws it
 	// rather than loading the network's picture, which the dashboard's policy (img-src 'self')
 	// refuses and which would tell the network who looks at the page.
