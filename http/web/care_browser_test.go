@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +124,63 @@ func TestBrowserWebhookTestEventAndRedeliver(t *testing.T) {
 	require.Equal(t, "webhook.test", again.Header.Get("X-Service-Event"))
 	require.NotEqual(t, first.Header.Get("X-Service-Delivery-Id"), again.Header.Get("X-Service-Delivery-Id"))
 	tb.do(chromedp.WaitVisible(chromedp.CSS(`table.deliveries tbody tr:nth-child(2)`)))
+	tb.noErrors()
+}
+
+// Compose sends an Idempotency-Key with each publish: the same key and body again (a retry after
+// a lost answer) is answered with the first post, never published twice; the next submission
+// has a key of its own.
+func TestBrowserComposeIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	h := startHerald(t)
+	bsky := accountOf(t, h, platforms.Bluesky)
+	tb := newTab(t)
+	tb.signIn(h.url, h.user.Email, h.password, "/compose")
+	// The page's own fetch, watched: each publish's key and body.
+	tb.do(chromedp.Evaluate[chromedp.Void](`window.__sent = []; const f = window.fetch; window.fetch = (u, o) => {
+		if (String(u).endsWith('/api/posts/publish')) { window.__sent.push({key: o.headers['Idempotency-Key'] || '', body: o.body}); }
+		return f(u, o); }`))
+	sent := func() []map[string]string { return eval[[]map[string]string](tb, `window.__sent`) }
+	for _, text := range []string{"First of two", "Second of two"} {
+		tb.do(
+			chromedp.WaitVisible(chromedp.CSS(`#content`)),
+			chromedp.SendKeys(chromedp.CSS(`#content`), text),
+		)
+		if text == "First of two" {
+			tb.do(chromedp.Click(chromedp.CSS(`input[name=platforms][value="` + bsky + `"]`)))
+		}
+		tb.do(chromedp.Click(chromedp.CSS(`#submit-post`)), chromedp.WaitVisible(chromedp.CSS(`#progress[data-done] #progress-links a`)))
+	}
+	s := sent()
+	require.Len(t, s, 2)
+	require.NotEmpty(t, s[0]["key"])
+	require.NotEqual(t, s[0]["key"], s[1]["key"], "a key per submission")
+
+	// The first submission sent again with its key (the key is the user's, whichever the door):
+	// the first post, not a new one.
+	status, list := getJSON(t, h, "/v1/posts")
+	require.Equal(t, 200, status)
+	before := len(list["data"].([]any))
+	var firstID string
+	for _, p := range list["data"].([]any) {
+		if po := p.(map[string]any); po["content"] == "First of two" {
+			firstID = po["id"].(string)
+		}
+	}
+	require.NotEmpty(t, firstID)
+	req, err := http.NewRequest("POST", h.url+"/v1/posts/publish", strings.NewReader(s[0]["body"]))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+h.key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", s[0]["key"])
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	var out map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.Equal(t, 202, resp.StatusCode, "%v", out)
+	require.Equal(t, firstID, out["post_id"], "the first submission's post")
+	_, list = getJSON(t, h, "/v1/posts")
+	require.Len(t, list["data"], before, "nothing new was published")
 	tb.noErrors()
 }

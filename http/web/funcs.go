@@ -3,8 +3,8 @@ package web
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/json"
 	"encoding/hex"
+	"encoding/json"
 	"html/template"
 	"io/fs"
 	"strings"

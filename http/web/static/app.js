@@ -9,8 +9,9 @@
 
   // api calls a dashboard route; it resolves with the parsed body and rejects with an Error
   // carrying the API's message.
-  function api(method, path, body) {
+  function api(method, path, body, headers) {
     var opt = { method: method, credentials: 'same-origin', headers: { 'Accept': 'application/json', 'X-CSRF-Token': csrf } };
+    Object.keys(headers || {}).forEach(function (k) { opt.headers[k] = headers[k]; });
     if (body !== undefined) {
       opt.headers['Content-Type'] = 'application/json';
       opt.body = JSON.stringify(body);
@@ -29,6 +30,14 @@
         return data;
       });
     });
+  }
+
+  // newKey is a random Idempotency-Key.
+  function newKey() {
+    if (window.crypto && crypto.randomUUID) { return crypto.randomUUID(); }
+    var b = new Uint8Array(16);
+    crypto.getRandomValues(b);
+    return Array.prototype.map.call(b, function (x) { return ('0' + x.toString(16)).slice(-2); }).join('');
   }
 
   function el(tag, cls, text) {
@@ -900,6 +909,9 @@
         if (mine === checkSeq) { form.removeAttribute('data-checking'); }
       });
     }
+    var idemKey = null;
+    form.addEventListener('input', function () { idemKey = null; });
+    form.addEventListener('change', function () { idemKey = null; });
     form.addEventListener('input', function (ev) { if (ev.target.type !== 'file') { soon(); } });
     form.addEventListener('change', function (ev) { if (ev.target.type !== 'file') { soon(); } });
 
@@ -1054,7 +1066,12 @@
         return;
       }
       var chosen = selected();
-      api('POST', '/api/posts/publish', body).then(function (acc) {
+      // One Idempotency-Key per submission: a click again after the answer was lost (the network
+      // failed) sends the same key, and the server answers what it answered the first time
+      // instead of publishing twice. Any answer, or any change to the form, ends the submission.
+      if (!idemKey) { idemKey = newKey(); }
+      api('POST', '/api/posts/publish', body, { 'Idempotency-Key': idemKey }).then(function (acc) {
+        idemKey = null;
         // Held for approval (a workspace that requires it): no job to follow; the post's page
         // says it waits.
         if (acc && acc.status === 'pending_approval') {
@@ -1076,7 +1093,11 @@
         form.removeAttribute('data-checking');
         form.removeAttribute('data-valid');
         recount();
-      }).catch(function (err) { showRefusal(err); busy(false); });
+      }).catch(function (err) {
+        if (err.status) { idemKey = null; }
+        showRefusal(err);
+        busy(false);
+      });
     });
   }
 
