@@ -1,9 +1,14 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"image"
+	"image/png"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -183,4 +188,34 @@ func TestBrowserComposeIdempotencyKey(t *testing.T) {
 	_, list = getJSON(t, h, "/v1/posts")
 	require.Len(t, list["data"], before, "nothing new was published")
 	tb.noErrors()
+}
+
+// Compose shows an uploaded image's thumbnail, and a failed upload with the reason and a Remove
+// button that takes its row away; nothing of it is sent with the post.
+func TestBrowserComposeThumbnailsAndFailedUploads(t *testing.T) {
+	t.Parallel()
+	h := startHerald(t)
+	tb := newTab(t)
+	dir := screenshots(t)
+	var buf bytes.Buffer
+	require.NoError(t, png.Encode(&buf, image.NewNRGBA(image.Rect(0, 0, 64, 48))))
+	photo, notes := filepath.Join(t.TempDir(), "photo.png"), filepath.Join(t.TempDir(), "notes.txt")
+	require.NoError(t, os.WriteFile(photo, buf.Bytes(), 0o644))
+	require.NoError(t, os.WriteFile(notes, []byte("not a picture"), 0o644))
+	tb.signIn(h.url, h.user.Email, h.password, "/compose")
+	tb.do(
+		chromedp.WaitVisible(chromedp.CSS(`#content`)),
+		chromedp.SetUploadFiles(chromedp.CSS(`#media-file`), []string{photo}),
+		chromedp.WaitVisible(chromedp.CSS(`#media-list li[data-media-id]`)),
+		chromedp.SetUploadFiles(chromedp.CSS(`#media-file`), []string{notes}),
+		chromedp.WaitVisible(chromedp.CSS(`#media-list li[data-failed] button`)),
+	)
+	require.Eventually(t, func() bool {
+		return eval[bool](tb, `(i => i.src.startsWith('data:image/png') && i.complete && i.naturalWidth === 64)(document.querySelector('#media-list li[data-media-id] img.thumb'))`)
+	}, 10*time.Second, 20*time.Millisecond, "the image's thumbnail")
+	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#media-list li[data-failed] .media-state`))), "failed")
+	tb.shoot(dir, "uploads")
+	tb.do(chromedp.Click(chromedp.CSS(`#media-list li[data-failed] button`)), chromedp.WaitNotPresent(chromedp.CSS(`#media-list li[data-failed]`)))
+	require.Equal(t, 1, eval[int](tb, `document.querySelectorAll('#media-list li').length`), "the image stays")
+	tb.noErrorsBut("status of 400 (Bad Request)")
 }

@@ -304,9 +304,16 @@
     }).finally(function () { timeline.removeAttribute('aria-busy'); });
   }
 
+  // fmtTime writes a time as the server's pages do (view.When): "Mon 2 Jan 2006, 15:04 MST",
+  // 24-hour, in the user's zone, whatever the browser's language.
   function fmtTime(iso) {
     try {
-      return new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium', timeZone: userZone }).format(new Date(iso));
+      var parts = {};
+      new Intl.DateTimeFormat('en-GB', { weekday: 'short', day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit',
+        minute: '2-digit', hourCycle: 'h23', timeZoneName: 'short', timeZone: userZone }).formatToParts(new Date(iso)).forEach(function (p) {
+        parts[p.type] = p.value;
+      });
+      return parts.weekday + ' ' + parts.day + ' ' + parts.month + ' ' + parts.year + ', ' + parts.hour + ':' + parts.minute + ' ' + parts.timeZoneName;
     } catch (e) { return iso; }
   }
 
@@ -941,6 +948,15 @@
       bar.max = 1; bar.value = 0;
       bar.setAttribute('aria-label', 'Upload of ' + file.name);
       var state = el('span', 'media-state muted', 'uploading…');
+      // An image's thumbnail, read from the file itself (a data: URL: the policy allows no blob:).
+      if (/^image\//.test(file.type) && window.FileReader) {
+        var thumb = el('img', 'thumb');
+        thumb.alt = '';
+        var reader = new FileReader();
+        reader.onload = function () { if (/^data:image\//.test(reader.result)) { thumb.src = reader.result; } };
+        reader.readAsDataURL(file);
+        li.appendChild(thumb);
+      }
       li.appendChild(name); li.appendChild(state); li.appendChild(bar);
       list.appendChild(li);
       uploading++;
@@ -985,6 +1001,14 @@
       }).catch(function (err) {
         state.textContent = 'failed: ' + err.message;
         state.className = 'media-state target-error';
+        bar.remove();
+        // A failed upload is not part of the post: its row goes when the user has read it.
+        var rm = el('button', 'secondary', 'Remove');
+        rm.type = 'button';
+        rm.setAttribute('aria-label', 'Remove the failed upload of ' + file.name);
+        rm.addEventListener('click', function () { li.remove(); });
+        li.setAttribute('data-failed', '');
+        li.appendChild(rm);
       }).finally(function () { uploading--; });
     }
     // altField is a media's alt text, saved (PATCH /api/media/:id) when it changes; the networks
