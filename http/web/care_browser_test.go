@@ -91,7 +91,7 @@ func TestBrowserOverviewNeedsAttention(t *testing.T) {
 	require.Equal(t, li, linked[0]["id"])
 	require.Equal(t, true, linked[0]["is_active"])
 	tb.do(chromedp.Navigate(h.url+"/"), chromedp.WaitVisible(chromedp.CSS(`#attention`)))
-	require.False(t, strings.Contains(get(tb, chromedp.Text(chromedp.CSS(`#attention`))), "LinkedIn"), "nothing to reconnect")
+	require.NotContains(t, get(tb, chromedp.Text(chromedp.CSS(`#attention`))), "LinkedIn", "nothing to reconnect")
 	tb.noErrors()
 }
 
