@@ -26,6 +26,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -36,6 +37,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/persistence"
@@ -134,6 +136,10 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.delete(ctx, m)
 	case *RotateSecret:
 		a.rotate(ctx, m)
+	case *SendTest:
+		a.sendTest(ctx, m)
+	case *Redeliver:
+		a.redeliver(ctx, m)
 	case *enqueue:
 		if a.hook == nil || !a.hook.Active {
 			return
@@ -356,6 +362,80 @@ func (a *Actor) rotate(ctx actor.Context, m *RotateSecret) {
 	a.prevSecret, a.prevUntil = a.secret, until
 	a.secret = secret
 	actors.Reply(ctx, &Reply{Webhook: next.Clone(), Secret: secret})
+}
+
+// sendTest writes a pending delivery of a test event and starts it.
+func (a *Actor) sendTest(ctx actor.Context, m *SendTest) {
+	cur, err := a.owned(m.Scope)
+	if err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
+	data, err := json.Marshal(map[string]any{"webhook_id": cur.ID, "message": "A test event sent from Herald: no post changed."})
+	if err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
+	now := a.d.clock.Now().UTC()
+	a.deliverNew(ctx, cur, TestEventType, "", now, data)
+}
+
+// redeliver writes a new pending delivery of a past delivery's event and starts it.
+func (a *Actor) redeliver(ctx actor.Context, m *Redeliver) {
+	cur, err := a.owned(m.Scope)
+	if err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
+	var old *persistence.Delivery
+	if err := a.d.store.View(func(tx *persistence.Tx) error {
+		old, err = tx.Delivery(cur.ID, m.DeliveryID)
+		return err
+	}); err != nil {
+		if errors.Is(err, persistence.ErrNotFound) {
+			err = ErrDeliveryNotFound
+		}
+		actors.ReplyError(ctx, err)
+		return
+	}
+	var env envelope
+	if err := json.Unmarshal(old.Body, &env); err != nil || len(env.Data) == 0 {
+		env.Data = json.RawMessage("null")
+	}
+	a.deliverNew(ctx, cur, old.Type, old.EventID, old.EventCreatedAt, env.Data)
+}
+
+// deliverNew commits a pending delivery of an event to the active subscription, replies it, and
+// queues it.
+func (a *Actor) deliverNew(ctx actor.Context, cur *persistence.Webhook, typ, eventID string, eventAt time.Time, data json.RawMessage) {
+	if !cur.Active {
+		actors.ReplyError(ctx, ErrInactive)
+		return
+	}
+	did, err := uuid.NewV7()
+	if err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
+	if eventID == "" {
+		eventID = did.String()
+	}
+	now := a.d.clock.Now().UTC()
+	body, err := json.Marshal(envelope{ID: did.String(), Type: typ, CreatedAt: eventAt.UTC(), Data: data})
+	if err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
+	d := &persistence.Delivery{ID: did.String(), WebhookID: cur.ID, EventID: eventID, Type: typ, EventCreatedAt: eventAt,
+		CreatedAt: now, Body: body, Status: persistence.DeliveryPending, NextAttemptAt: &now}
+	if err := a.d.store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutDelivery(d) }); err != nil {
+		actors.ReplyError(ctx, err)
+		return
+	}
+	cp := *d
+	actors.Reply(ctx, &DeliveryReply{Delivery: &cp})
+	a.push(persistence.PendingDelivery{ID: d.ID, Next: now})
+	a.pump()
 }
 
 // deactivate turns the subscription off after a 410 Gone and cancels its pending deliveries.

@@ -20,3 +20,9 @@ type LimitError struct{ Max int }
 func (e *LimitError) Error() string {
 	return fmt.Sprintf("a user can have at most %d webhook subscriptions; delete one first", e.Max)
 }
+
+// ErrInactive means the subscription is turned off: nothing is sent to it until it is turned on.
+var ErrInactive = errors.New("webhook is turned off")
+
+// ErrDeliveryNotFound means the subscription has no delivery with this id (or it was pruned).
+var ErrDeliveryNotFound = errors.New("delivery not found")

@@ -72,3 +72,26 @@ type attemptResult struct {
 	// next is when to try again (when neither final, skipped nor aborted).
 	next time.Time
 }
+
+// TestEventType is the type of the event SendTest delivers: no change caused it, so a receiver
+// can tell it from the others and answer it without acting.
+const TestEventType = "webhook.test"
+
+// SendTest delivers a test event to the subscription at once, signed like any other, through
+// its delivery log (with its retries). Reply: *DeliveryReply.
+type SendTest struct {
+	Scope string // the workspace the request acts in (persistence.Scope); the object must be in it
+}
+
+// Redeliver sends one of the subscription's past deliveries again, as a new delivery of the same
+// event: the body's data, type and created_at are the first delivery's, its id the new
+// delivery's. Reply: *DeliveryReply.
+type Redeliver struct {
+	Scope      string // the workspace the request acts in (persistence.Scope); the object must be in it
+	DeliveryID string
+}
+
+// DeliveryReply carries the delivery as committed (pending).
+type DeliveryReply struct {
+	Delivery *persistence.Delivery
+}

@@ -113,6 +113,9 @@ func (h *handlers) routes() []route {
 			route{"DELETE", "/webhooks/:id", h.deleteWebhook, auth.ScopeWebhooksWrite},
 			route{"GET", "/webhooks/:id/deliveries", h.listDeliveries, auth.ScopeWebhooksRead},
 			route{"POST", "/webhooks/:id/rotate-secret", h.rotateWebhookSecret, auth.ScopeWebhooksWrite},
+			route{"POST", "/webhooks/:id/test", h.sendTestEvent, auth.ScopeWebhooksWrite},
+			route{"GET", "/webhooks/:id/deliveries/:deliveryId", h.getDelivery, auth.ScopeWebhooksRead},
+			route{"POST", "/webhooks/:id/deliveries/:deliveryId/redeliver", h.redeliver, auth.ScopeWebhooksWrite},
 		)
 	}
 	if h.Live != nil {

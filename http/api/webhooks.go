@@ -64,6 +64,13 @@ func webhookView(w *persistence.Webhook) Webhook {
 	return out
 }
 
+// WebhookDeliveryDetail is one delivery with the exact body sent (GET
+// /webhooks/:id/deliveries/:deliveryId); the answer is LastResponseCode and LastError.
+type WebhookDeliveryDetail struct {
+	WebhookDelivery
+	Payload json.RawMessage `json:"payload"`
+}
+
 func deliveryView(d *persistence.Delivery) WebhookDelivery {
 	return WebhookDelivery{
 		ID: d.ID, EventID: d.EventID, Event: d.Type, Status: d.Status, Attempts: d.Attempts,
@@ -144,6 +151,10 @@ func (h *handlers) webhookError(c *echo.Context, err error) error {
 		return apierr.NotFound("webhook")
 	case errors.Is(err, webhook.ErrForbidden):
 		return apierr.Forbidden("webhook")
+	case errors.Is(err, webhook.ErrDeliveryNotFound):
+		return apierr.NotFound("delivery")
+	case errors.Is(err, webhook.ErrInactive):
+		return apierr.Validation("the webhook is turned off: turn it on to send to it")
 	case errors.As(err, &le):
 		return apierr.New(http.StatusBadRequest, apierr.CodeLimitExceeded, "%s", le.Error()).WithDetails(map[string]any{"limit": le.Max})
 	}
@@ -301,4 +312,75 @@ func (h *handlers) listDeliveries(c *echo.Context) error {
 		"data":       items,
 		"pagination": map[string]int{"page": page, "limit": limit, "total": total},
 	})
+}
+
+// sendTestEvent is POST /webhooks/:id/test: a test event (webhook.TestEventType) delivered at once
+// through the delivery log. 202 with the pending delivery.
+func (h *handlers) sendTestEvent(c *echo.Context) error {
+	id, err := parseUUID("id", c.Param("id"))
+	if err != nil {
+		return err
+	}
+	r, err := ask[*webhook.DeliveryReply](h, c, h.Webhooks.Dir.To(id), &webhook.SendTest{Scope: server.Principal(c).Scope()})
+	if err != nil {
+		return h.webhookError(c, err)
+	}
+	return c.JSON(http.StatusAccepted, deliveryView(r.Delivery))
+}
+
+// redeliver is POST /webhooks/:id/deliveries/:deliveryId/redeliver: the delivery's event sent
+// again as a new delivery. 202 with the new pending delivery.
+func (h *handlers) redeliver(c *echo.Context) error {
+	id, err := parseUUID("id", c.Param("id"))
+	if err != nil {
+		return err
+	}
+	did, err := parseUUID("deliveryId", c.Param("deliveryId"))
+	if err != nil {
+		return err
+	}
+	r, err := ask[*webhook.DeliveryReply](h, c, h.Webhooks.Dir.To(id), &webhook.Redeliver{Scope: server.Principal(c).Scope(), DeliveryID: did})
+	if err != nil {
+		return h.webhookError(c, err)
+	}
+	return c.JSON(http.StatusAccepted, deliveryView(r.Delivery))
+}
+
+// getDelivery is GET /webhooks/:id/deliveries/:deliveryId: one delivery with the body sent.
+func (h *handlers) getDelivery(c *echo.Context) error {
+	id, err := parseUUID("id", c.Param("id"))
+	if err != nil {
+		return err
+	}
+	did, err := parseUUID("deliveryId", c.Param("deliveryId"))
+	if err != nil {
+		return err
+	}
+	scope := server.Principal(c).Scope()
+	var d *persistence.Delivery
+	err = h.Store.View(func(tx *persistence.Tx) error {
+		w, err := tx.Webhook(id)
+		if errors.Is(err, persistence.ErrNotFound) {
+			return apierr.NotFound("webhook")
+		}
+		if err != nil {
+			return err
+		}
+		if w.Scope() != scope {
+			return apierr.Forbidden("webhook")
+		}
+		d, err = tx.Delivery(id, did)
+		if errors.Is(err, persistence.ErrNotFound) {
+			return apierr.NotFound("delivery")
+		}
+		return err
+	})
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	if err != nil {
+		return h.storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, WebhookDeliveryDetail{WebhookDelivery: deliveryView(d), Payload: d.Body})
 }

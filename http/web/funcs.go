@@ -1,8 +1,10 @@
 package web
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"html/template"
 	"io/fs"
 	"net/url"
@@ -109,5 +111,24 @@ var funcs = template.FuncMap{
 			return "–"
 		}
 		return strconv.FormatInt(*n, 10)
+	},
+	// prettyJSON indents a JSON body for reading (a webhook delivery's payload); a body that is
+	// not JSON is shown as it is.
+	"prettyJSON": func(b []byte) string {
+		var out bytes.Buffer
+		if err := json.Indent(&out, b, "", "  "); err != nil {
+			return string(b)
+		}
+		return out.String()
+	},
+	// initial is the first letter of a name, upper-cased: an account's avatar. Herald draws it
+	// rather than loading the network's picture, which the dashboard's policy (img-src 'self')
+	// refuses and which would tell the network who looks at the page.
+	"initial": func(name string) string {
+		name = strings.TrimLeft(name, "@ ")
+		for _, r := range name {
+			return strings.ToUpper(string(r))
+		}
+		return "?"
 	},
 }

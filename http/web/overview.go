@@ -1,6 +1,7 @@
 package web
 
 import (
+	"sort"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -58,6 +59,15 @@ type jobRow struct {
 	Pending int
 }
 
+// Status is the job's status as a person reads it: a job that completed with some of its
+// targets failed is "partial", not a green "completed".
+func (r jobRow) Status() string {
+	if r.Job.Status == persistence.JobCompleted && r.Failed > 0 {
+		return persistence.PostPartial
+	}
+	return r.Job.Status
+}
+
 // usage is the hour's API requests against the plan's quota.
 type usage struct {
 	Plan         string
@@ -80,12 +90,27 @@ type overviewData struct {
 	Quota    *postQuota
 	Drafts   int
 	Sched    int
+	// Attention is what needs the user: posts that failed on some or all of their networks
+	// (newest first) and the accounts to reconnect (Accounts' Advice).
+	Attention []*persistence.Post
+	Reconnect []accountRow
+	// Upcoming are the next scheduled posts, soonest first.
+	Upcoming []*persistence.Post
 }
+
+// overviewList bounds the failed posts and the upcoming posts the overview lists; upcomingScan
+// bounds the scheduled posts it reads to find the soonest.
+const (
+	overviewList = 5
+	upcomingScan = 500
+)
 
 // recentJobs is how many of the latest posts the overview looks at for their jobs.
 const recentJobs = 8
 
-// overview is GET /: accounts and their token health, the latest jobs, the hour's API usage and
+// overview is GET /: a "Create post" button, what needs attention (failed and partly failed
+// posts, accounts to reconnect), the next scheduled posts, accounts and their token health, the
+// latest jobs, the hour's API usage and
 // the free plan's post quota.
 func (p *pages) overview(c *echo.Context) error {
 	v := p.newView(c, "Overview", "overview", nil)
@@ -114,6 +139,27 @@ func (p *pages) overview(c *echo.Context) error {
 			d.Jobs = append(d.Jobs, jobRow{Job: j, Post: po, Done: done, Failed: failed, Total: len(j.Targets),
 				Pending: len(j.Targets) - done - failed})
 		}
+		for _, a := range d.Accounts {
+			if a.Advice != "" {
+				d.Reconnect = append(d.Reconnect, a)
+			}
+		}
+		for _, st := range []string{persistence.PostFailed, persistence.PostPartial} {
+			list, _, err := tx.ListPosts(persistence.PostFilter{Scope: v.Scope, Status: st, Limit: overviewList})
+			if err != nil {
+				return err
+			}
+			d.Attention = append(d.Attention, list...)
+		}
+		sort.SliceStable(d.Attention, func(i, j int) bool { return d.Attention[i].UpdatedAt.After(d.Attention[j].UpdatedAt) })
+		if len(d.Attention) > overviewList {
+			d.Attention = d.Attention[:overviewList]
+		}
+		sched, _, err := tx.ListPosts(persistence.PostFilter{Scope: v.Scope, Status: persistence.PostScheduled, Limit: upcomingScan})
+		if err != nil {
+			return err
+		}
+		d.Upcoming = upcoming(sched, overviewList)
 		d.Drafts = tx.PostCount(v.Scope, persistence.PostDraft, "")
 		d.Sched = tx.PostCount(v.Scope, persistence.PostScheduled, "")
 		if u.Plan == "free" && p.FreePostQuota > 0 {
@@ -131,6 +177,21 @@ func (p *pages) overview(c *echo.Context) error {
 	d.Usage = usage{Plan: u.Plan, Used: used, Limit: limit, Percent: percent(used, limit), ResetMinutes: int((reset + time.Minute - 1) / time.Minute)}
 	v.Data = d
 	return p.render(c, 200, "overview", v)
+}
+
+// upcoming is the n scheduled posts of list due soonest.
+func upcoming(list []*persistence.Post, n int) []*persistence.Post {
+	out := make([]*persistence.Post, 0, len(list))
+	for _, po := range list {
+		if po.ScheduledAt != nil {
+			out = append(out, po)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ScheduledAt.Before(*out[j].ScheduledAt) })
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
 }
 
 func percent(used, limit int) int {

@@ -9,8 +9,9 @@
 
   // api calls a dashboard route; it resolves with the parsed body and rejects with an Error
   // carrying the API's message.
-  function api(method, path, body) {
+  function api(method, path, body, headers) {
     var opt = { method: method, credentials: 'same-origin', headers: { 'Accept': 'application/json', 'X-CSRF-Token': csrf } };
+    Object.keys(headers || {}).forEach(function (k) { opt.headers[k] = headers[k]; });
     if (body !== undefined) {
       opt.headers['Content-Type'] = 'application/json';
       opt.body = JSON.stringify(body);
@@ -30,6 +31,14 @@
         return data;
       });
     });
+  }
+
+  // newKey is a random Idempotency-Key.
+  function newKey() {
+    if (window.crypto && crypto.randomUUID) { return crypto.randomUUID(); }
+    var b = new Uint8Array(16);
+    crypto.getRandomValues(b);
+    return Array.prototype.map.call(b, function (x) { return ('0' + x.toString(16)).slice(-2); }).join('');
   }
 
   function el(tag, cls, text) {
@@ -283,6 +292,19 @@
     }).catch(function (err) { flash('The usage could not be downloaded: ' + err.message); });
   });
 
+  // On a phone the navigation folds behind its Menu button (app.css); without the script the
+  // links stay shown.
+  (function () {
+    var nav = document.querySelector('header.top nav');
+    var toggle = nav && nav.querySelector('.nav-toggle');
+    if (!toggle) { return; }
+    nav.classList.add('collapsible');
+    toggle.addEventListener('click', function () {
+      var open = nav.classList.toggle('open');
+      toggle.setAttribute('aria-expanded', open ? 'true' : 'false');
+    });
+  })();
+
   // Time zone selects (every select[data-timezones]: Compose, a post's schedule, Settings) list
   // the browser's IANA zones, the current one kept, each with its offset from UTC now, in order
   // of offset; a search field before the select finds a zone by city or region ("kolkata",
@@ -362,9 +384,16 @@
     }).finally(function () { timeline.removeAttribute('aria-busy'); });
   }
 
+  // fmtTime writes a time as the server's pages do (view.When): "Mon 2 Jan 2006, 15:04 MST",
+  // 24-hour, in the user's zone, whatever the browser's language.
   function fmtTime(iso) {
     try {
-      return new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium', timeZone: userZone }).format(new Date(iso));
+      var parts = {};
+      new Intl.DateTimeFormat('en-GB', { weekday: 'short', day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit',
+        minute: '2-digit', hourCycle: 'h23', timeZoneName: 'short', timeZone: userZone }).formatToParts(new Date(iso)).forEach(function (p) {
+        parts[p.type] = p.value;
+      });
+      return parts.weekday + ' ' + parts.day + ' ' + parts.month + ' ' + parts.year + ', ' + parts.hour + ':' + parts.minute + ' ' + parts.timeZoneName;
     } catch (e) { return iso; }
   }
 
@@ -1001,6 +1030,9 @@
         if (mine === checkSeq) { form.removeAttribute('data-checking'); }
       });
     }
+    var idemKey = null;
+    form.addEventListener('input', function () { idemKey = null; });
+    form.addEventListener('change', function () { idemKey = null; });
     form.addEventListener('input', function (ev) { if (ev.target.type !== 'file') { soon(); } });
     form.addEventListener('change', function (ev) { if (ev.target.type !== 'file') { soon(); } });
 
@@ -1072,6 +1104,15 @@
       bar.max = 1; bar.value = 0;
       bar.setAttribute('aria-label', 'Upload of ' + file.name);
       var state = el('span', 'media-state muted', 'uploading…');
+      // An image's thumbnail, read from the file itself (a data: URL: the policy allows no blob:).
+      if (/^image\//.test(file.type) && window.FileReader) {
+        var thumb = el('img', 'thumb');
+        thumb.alt = '';
+        var reader = new FileReader();
+        reader.onload = function () { if (/^data:image\//.test(reader.result)) { thumb.src = reader.result; } };
+        reader.readAsDataURL(file);
+        li.appendChild(thumb);
+      }
       li.appendChild(name); li.appendChild(state); li.appendChild(bar);
       list.appendChild(li);
       uploading++;
@@ -1116,6 +1157,14 @@
       }).catch(function (err) {
         state.textContent = 'failed: ' + err.message;
         state.className = 'media-state target-error';
+        bar.remove();
+        // A failed upload is not part of the post: its row goes when the user has read it.
+        var rm = el('button', 'secondary', 'Remove');
+        rm.type = 'button';
+        rm.setAttribute('aria-label', 'Remove the failed upload of ' + file.name);
+        rm.addEventListener('click', function () { li.remove(); });
+        li.setAttribute('data-failed', '');
+        li.appendChild(rm);
       }).finally(function () { uploading--; });
     }
     // altField is a media's alt text, saved (PATCH /api/media/:id) when it changes; the networks
@@ -1221,7 +1270,12 @@
         return;
       }
       var chosen = selected();
-      api('POST', '/api/posts/publish', body).then(function (acc) {
+      // One Idempotency-Key per submission: a click again after the answer was lost (the network
+      // failed) sends the same key, and the server answers what it answered the first time
+      // instead of publishing twice. Any answer, or any change to the form, ends the submission.
+      if (!idemKey) { idemKey = newKey(); }
+      api('POST', '/api/posts/publish', body, { 'Idempotency-Key': idemKey }).then(function (acc) {
+        idemKey = null;
         forget();
         // Held for approval (a workspace that requires it): no job to follow; the post's page
         // says it waits.
@@ -1244,7 +1298,11 @@
         form.removeAttribute('data-checking');
         form.removeAttribute('data-valid');
         recount();
-      }).catch(function (err) { showRefusal(err); busy(false); });
+      }).catch(function (err) {
+        if (err.status) { idemKey = null; }
+        showRefusal(err);
+        busy(false);
+      });
     });
   }
 
