@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -141,6 +142,7 @@ func TestChaos(t *testing.T) {
 			hookID, hookSecret = hook.ID, hook.Secret
 			for _, kind := range []string{"photo", "video"} {
 				r := run.upload(c, kind, 0)
+				require.NotNil(t, r, "first %s upload got no answer", kind)
 				require.Equal(t, acked, r.res.outcome, "first %s upload: %s", kind, r.res)
 			}
 		} else {
@@ -378,9 +380,10 @@ func (run *chaosRun) upload(c *loadClient, kind string, round int) *chaosRec {
 	if err != nil {
 		return nil // the server went away
 	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	resp.Body.Close()
 	if resp.StatusCode >= 300 {
-		run.t.Errorf("PUT of a %s upload: %d", kind, resp.StatusCode)
+		run.t.Errorf("PUT of a %s upload: %d %s", kind, resp.StatusCode, body)
 		return nil
 	}
 	r.res = c.do("POST", "/v1/media/confirm", fmt.Sprintf(`{"key":%q,"storage_filename":%q,"original_filename":%q,"content_type":%q,"size_bytes":%d}`,

@@ -73,7 +73,9 @@ func startServer(t *testing.T, dir string, extra ...string) *proc {
 // serveArgs are the arguments of `herald serve` on dir with every listener on a free loopback
 // port, and extra.
 func serveArgs(dir string, extra ...string) []string {
-	return append([]string{"serve", "--data", dir, "--addr", "127.0.0.1:0", "--sim-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-format", "json"}, extra...)
+	return append([]string{"serve", "--data", dir, "--addr", "127.0.0.1:0", "--sim-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
+		// Tests upload kilobytes; the deployment's 1 GiB floor would refuse them on a nearly full disk.
+		"--media-min-free-bytes", "16777216"}, extra...)
 }
 
 // startCommand starts cmd, a `herald serve` (possibly wrapped), and waits until it listens.

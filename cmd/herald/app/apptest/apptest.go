@@ -115,6 +115,9 @@ func (h *Herald) In(t testing.TB) *Herald {
 	return &c
 }
 
+// testMinFreeBytes is the media free-space floor of the servers tests start.
+const testMinFreeBytes = 16 << 20
+
 // Start builds and starts Herald on a temporary data directory; it shuts down when the test ends.
 func Start(t testing.TB, o Options) *Herald {
 	t.Helper()
@@ -125,6 +128,11 @@ func Start(t testing.TB, o Options) *Herald {
 		PostIdleTimeout: o.PostIdle, PasswordParams: CheapPasswords, PlanLimits: o.PlanLimits, NoAdminSocket: !o.AdminSocket,
 		Media: o.Media, Sandbox: o.Sandbox || o.Demo, SimAddr: "127.0.0.1:0", SimLatency: o.SimLatency, FreePostQuota: o.FreeQuota,
 		Budgets: o.Budgets, MetricsAddr: "127.0.0.1:0"}
+	if cfg.Media.MinFreeBytes == 0 {
+		// Tests upload kilobytes: a 16 MiB floor keeps the free-space check in the path without
+		// refusing uploads on a build machine whose disk has less than the deployment's 1 GiB.
+		cfg.Media.MinFreeBytes = testMinFreeBytes
+	}
 	if o.Config != nil {
 		o.Config(&cfg)
 	}
