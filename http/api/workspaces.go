@@ -95,7 +95,7 @@ func (h *handlers) pathWorkspace(c *echo.Context) (*persistence.Workspace, error
 		}
 	}
 	if p.Key != nil && p.Key.WorkspaceID != "" && p.Key.WorkspaceID != id {
-		return nil, boundElsewhere(p.Key.WorkspaceID, id)
+		return nil, server.BoundElsewhere(p.Key.WorkspaceID, id)
 	}
 	var w *persistence.Workspace
 	err := h.Store.View(func(tx *persistence.Tx) error {
@@ -110,11 +110,6 @@ func (h *handlers) pathWorkspace(c *echo.Context) (*persistence.Workspace, error
 		return nil, h.storeError(c, err)
 	}
 	return w, nil
-}
-
-func boundElsewhere(bound, id string) *apierr.Error {
-	return apierr.New(http.StatusForbidden, apierr.CodeForbidden, "this API key is bound to workspace %s and cannot act in %s", bound, id).
-		WithHeader("WWW-Authenticate", `Bearer error="insufficient_scope", error_description="the key is bound to another workspace"`)
 }
 
 // listWorkspaces is GET /v1/workspaces.

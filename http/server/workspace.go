@@ -22,7 +22,12 @@ const WorkspaceHeader = "Herald-Workspace"
 // not_found; one a bound key is not bound to is 403 forbidden with an insufficient_scope
 // challenge; a bound key whose workspace was deleted is 403 as well.
 func (s *Server) inWorkspace(c *echo.Context, p *auth.Principal, chosen string) (*auth.Principal, error) {
-	asked := strings.TrimSpace(c.Request().Header.Get(WorkspaceHeader))
+	return s.resolveWorkspace(c, p, strings.TrimSpace(c.Request().Header.Get(WorkspaceHeader)), chosen)
+}
+
+// resolveWorkspace is inWorkspace with the workspace asked for given (a route's path names one,
+// a request its header): the one rule of which workspace a principal may act in.
+func (s *Server) resolveWorkspace(c *echo.Context, p *auth.Principal, asked, chosen string) (*auth.Principal, error) {
 	bound := ""
 	if p.Key != nil {
 		bound = p.Key.WorkspaceID
@@ -40,9 +45,7 @@ func (s *Server) inWorkspace(c *echo.Context, p *auth.Principal, chosen string) 
 		id = persistence.MainWorkspace // the main workspace's scope names it too
 	}
 	if bound != "" && id != bound {
-		return nil, apierr.New(http.StatusForbidden, apierr.CodeForbidden,
-			"this API key is bound to workspace %s and cannot act in %s", bound, id).
-			WithHeader("WWW-Authenticate", `Bearer error="insufficient_scope", error_description="the key is bound to another workspace"`)
+		return nil, BoundElsewhere(bound, id)
 	}
 	if id != persistence.MainWorkspace {
 		if s.cfg.Auth == nil {
@@ -71,4 +74,10 @@ func (s *Server) inWorkspace(c *echo.Context, p *auth.Principal, chosen string) 
 	cp := *p
 	cp.WorkspaceID = id
 	return &cp, nil
+}
+
+// BoundElsewhere is the 403 of a key bound to workspace bound that asks for workspace id.
+func BoundElsewhere(bound, id string) *apierr.Error {
+	return apierr.New(http.StatusForbidden, apierr.CodeForbidden, "this API key is bound to workspace %s and cannot act in %s", bound, id).
+		WithHeader("WWW-Authenticate", `Bearer error="insufficient_scope", error_description="the key is bound to another workspace"`)
 }

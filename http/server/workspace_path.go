@@ -12,15 +12,5 @@ import (
 // bound to is 403 forbidden with an insufficient_scope challenge. The path's id takes the place of
 // the Herald-Workspace header for this route.
 func (s *Server) InWorkspace(c *echo.Context, id string) (*auth.Principal, error) {
-	h := c.Request().Header
-	saved, had := h[WorkspaceHeader]
-	h.Set(WorkspaceHeader, id)
-	defer func() {
-		if had {
-			h[WorkspaceHeader] = saved
-		} else {
-			h.Del(WorkspaceHeader)
-		}
-	}()
-	return s.inWorkspace(c, Principal(c), "")
+	return s.resolveWorkspace(c, Principal(c), id, "")
 }
