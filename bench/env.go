@@ -248,7 +248,7 @@ func (e *Env) PeakSplitMB() (anon, file float64) {
 	return float64(e.peak.anon) / 1024, float64(e.peak.file) / 1024
 }
 
-// MemoryTarget is the peak RSS the publishing scenarios are held to (issue 20).
+// MemoryTarget is the peak RSS the publishing scenarios are held to.
 const MemoryTarget = 512
 
 // memoryNote says the server's peak RSS against MemoryTarget, with its split.
