@@ -313,6 +313,29 @@ func (t *Tx) DueBefore(until time.Time, after Due, limit int) []Due {
 	return out
 }
 
+// ScheduledIn lists up to limit of a workspace's (scope: Scope) scheduled posts due at or after
+// from, soonest first. It walks the schedule, which holds every workspace's posts, and looks
+// each entry up in the workspace's index without reading the post; it stops after scan entries,
+// so that a store whose other workspaces schedule far more bounds the walk (what was found by
+// then is returned).
+func (t *Tx) ScheduledIn(scope string, from time.Time, limit, scan int) []Due {
+	user := mustID(scope)
+	index := t.kv.Bucket(bPostsUser)
+	c := t.kv.Bucket(bSchedule).Cursor()
+	start := make([]byte, 8)
+	binary.BigEndian.PutUint64(start, uint64(max(from.UnixNano(), 0)))
+	var out []Due
+	n := 0
+	for k, _ := c.Seek(start); k != nil && len(out) < limit && n < scan; k, _ = c.Next() {
+		n++
+		if len(k) != 24 || index.Get(join(user, k[8:])) == nil {
+			continue
+		}
+		out = append(out, Due{PostID: idString(k[8:]), At: time.Unix(0, int64(binary.BigEndian.Uint64(k[:8]))).UTC()})
+	}
+	return out
+}
+
 // NextDue returns the earliest scheduled entry, if any.
 func (t *Tx) NextDue() (Due, bool) {
 	k, _ := t.kv.Bucket(bSchedule).Cursor().First()
