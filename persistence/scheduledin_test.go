@@ -57,3 +57,55 @@ func scheduledInListsAWorkspacesSoonest(t *testing.T, s *persistence.Store) {
 		return nil
 	}))
 }
+
+func TestCalendarPostsReadsOnlyWhatARangeMayShow(t *testing.T) {
+	persistence.EachStore(t, calendarPostsReadsOnlyWhatARangeMayShow)
+}
+
+// calendarPostsReadsOnlyWhatARangeMayShow: a range gets its scheduled posts from the schedule and
+// its published, failed and waiting posts from the index, but no draft, no post of another user,
+// no scheduled post due outside it and no post made after it.
+func calendarPostsReadsOnlyWhatARangeMayShow(t *testing.T, s *persistence.Store) {
+	ctx := context.Background()
+	user, other := uuid.NewString(), uuid.NewString()
+	now := time.Now().UTC().Truncate(time.Second)
+	from, to := now.Add(-time.Hour), now.Add(time.Hour)
+	put := func(owner, status string, at *time.Time) string {
+		p := &persistence.Post{ID: uuid.Must(uuid.NewV7()).String(), UserID: owner, Content: status, Status: status,
+			ScheduledAt: at, CreatedAt: now, UpdatedAt: now, MediaIDs: []string{}}
+		require.NoError(t, s.Update(ctx, func(tx *persistence.Tx) error {
+			if err := tx.PutPost(p, nil); err != nil {
+				return err
+			}
+			if status == persistence.PostScheduled {
+				return tx.Schedule(p.ID, *at)
+			}
+			return nil
+		}))
+		return p.ID
+	}
+	in, out := now.Add(30*time.Minute), now.Add(3*time.Hour)
+	want := []string{
+		put(user, persistence.PostPublished, nil),
+		put(user, persistence.PostFailed, nil),
+		put(user, persistence.PostScheduled, &in),
+	}
+	put(user, persistence.PostDraft, nil)
+	put(user, persistence.PostScheduled, &out)
+	put(other, persistence.PostPublished, nil)
+	var got []string
+	require.NoError(t, s.View(func(tx *persistence.Tx) error {
+		list, err := tx.CalendarPosts(user, from, to, 100)
+		for _, p := range list {
+			got = append(got, p.ID)
+		}
+		return err
+	}))
+	require.ElementsMatch(t, want, got)
+	// A range that ended before the posts were made reads none of them.
+	require.NoError(t, s.View(func(tx *persistence.Tx) error {
+		list, err := tx.CalendarPosts(user, now.Add(-3*time.Hour), now.Add(-2*time.Hour), 100)
+		require.Empty(t, list)
+		return err
+	}))
+}
