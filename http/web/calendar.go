@@ -70,10 +70,26 @@ type calDay struct {
 	Slots []calSlot
 }
 
+// calWeek is a row of the month view.
+type calWeek []calDay
+
+// Folded reports a week that a phone shows no day of (each is past and empty, or empty and
+// outside the month): the row folds away with its days, so that no table row is left without
+// cells.
+func (w calWeek) Folded() bool {
+	for _, d := range w {
+		empty := len(d.Posts.Shown) == 0
+		if !(empty && (!d.InRange || (d.Past && !d.Today))) {
+			return false
+		}
+	}
+	return true
+}
+
 type calendarData struct {
 	View        string // week or month
 	Title       string
-	Weeks       [][]calDay
+	Weeks       []calWeek
 	Prev, Next  string
 	Today       string
 	WeekdayHead []string
