@@ -57,6 +57,8 @@ import (
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/http/session"
 	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/sim"
 )
 
 //go:embed templates/*.html
@@ -78,6 +80,10 @@ type Deps struct {
 	Live *live.Service
 	Log  *slog.Logger
 	Now  func() time.Time
+	// SimURL is the network simulator's base URL in sandbox mode (nil, or "": not in sandbox
+	// mode). A published post's links then lead to the simulator's page of that publication
+	// (view.Link), since the ids in the networks' URLs are the simulator's.
+	SimURL func() string
 }
 
 type pages struct {
@@ -180,6 +186,8 @@ type view struct {
 	CSRF       string
 	// Zone is the user's time zone, in which every time is shown.
 	Zone *time.Location
+	// Sim is the network simulator's base URL in sandbox mode ("" otherwise).
+	Sim  string
 	Now  time.Time
 	Data any
 }
@@ -241,6 +249,16 @@ func (v view) Scheduled(at *time.Time, zone string) string {
 	return s + "; " + u.Format("15:04") + " UTC"
 }
 
+// Link is where a published post's "View on …" leads: the network's URL, or in sandbox mode the
+// simulator's page of the publication (the network's URL there has the simulator's id in a real
+// site's address). The API's platform_post_url keeps the network's shape in both modes.
+func (v view) Link(platform, publicationID, networkURL string) string {
+	if v.Sim == "" || publicationID == "" {
+		return networkURL
+	}
+	return v.Sim + sim.PublicationPath(platforms.Platform(platform), publicationID)
+}
+
 // ZoneName is the user's IANA zone.
 func (v view) ZoneName() string { return v.Zone.String() }
 
@@ -248,6 +266,9 @@ func (p *pages) newView(c *echo.Context, title, nav string, data any) view {
 	s, pr := server.Session(c), server.Principal(c)
 	v := view{Title: title, Nav: nav, User: pr.User, Me: s.User, Owner: pr.HasRole(auth.RoleOwner), Scope: pr.Scope(), CSRF: s.Record.CSRFToken,
 		Zone: userZone(pr.User), Now: p.Now(), Data: data}
+	if p.SimURL != nil {
+		v.Sim = strings.TrimRight(p.SimURL(), "/")
+	}
 	// The switcher's list (a member's: the workspaces they may act in); a page whose list cannot
 	// be read still shows, without it.
 	err := p.Store.View(func(tx *persistence.Tx) error {

@@ -55,6 +55,16 @@
     } catch (e) { return null; }
   }
 
+  // publishedURL is where a published target's link leads: the network's URL, or in sandbox mode
+  // (the layout's sim-url) the simulator's page of the publication, as the post page's links.
+  function publishedURL(pl) {
+    var sim = document.querySelector('meta[name="sim-url"]');
+    if (sim && sim.content && pl.platform_post_id) {
+      return safeURL(sim.content + '/_sim/publication?id=' + encodeURIComponent(pl.platform_post_id) + '&platform=' + encodeURIComponent(pl.platform));
+    }
+    return pl.platform_post_url ? safeURL(pl.platform_post_url) : null;
+  }
+
   var flashBox = document.getElementById('flash');
   var signinShown = false;
   function flash(msg, kind) {
@@ -1373,7 +1383,7 @@
       api('GET', '/api/posts/' + encodeURIComponent(acc.post_id)).then(function (post) {
         (post.platforms || []).forEach(function (pl) {
           var r = rows.filter(function (x) { return x.account === pl.connected_account_id; })[0];
-          var u = pl.platform_post_url && safeURL(pl.platform_post_url);
+          var u = publishedURL(pl);
           if (!r || !u) { return; }
           var a = el('a', 'published-link', 'View on ' + networkName(pl.platform));
           a.href = u;
