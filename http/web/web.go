@@ -192,7 +192,8 @@ type view struct {
 	Data any
 }
 
-// When formats a time (time.Time or *time.Time) in the user's zone; "" for none.
+// When formats a time (time.Time or *time.Time) in the user's zone, the dashboard's one format
+// (formatWhen); "" for none.
 func (v view) When(t any) string {
 	var tt time.Time
 	switch x := t.(type) {
@@ -209,7 +210,7 @@ func (v view) When(t any) string {
 	if tt.IsZero() {
 		return ""
 	}
-	return tt.In(v.Zone).Format("Mon 2 Jan 2006, 15:04 MST")
+	return formatWhen(tt, v.Zone)
 }
 
 // ISO is a time in RFC 3339 for <time datetime>.
@@ -226,8 +227,8 @@ func (v view) ISO(t any) string {
 }
 
 // Scheduled formats a post's time in the zone it was scheduled in (the user's when it has none),
-// with the zone's name and the time in UTC beside it: "Tue 1 Dec 2026, 09:30 IST (Asia/Kolkata);
-// 04:00 UTC". "" for no time.
+// with the zone's name and the time in UTC beside it: "Tue 1 Dec 2026, 09:30 UTC+05:30
+// (Asia/Kolkata); 04:00 UTC". "" for no time.
 func (v view) Scheduled(at *time.Time, zone string) string {
 	if at == nil || at.IsZero() {
 		return ""
@@ -238,7 +239,7 @@ func (v view) Scheduled(at *time.Time, zone string) string {
 			loc = l
 		}
 	}
-	s := at.In(loc).Format("Mon 2 Jan 2006, 15:04 MST") + " (" + loc.String() + ")"
+	s := formatWhen(*at, loc) + " (" + loc.String() + ")"
 	if loc.String() == "UTC" {
 		return s
 	}

@@ -394,16 +394,18 @@
     }).finally(function () { timeline.removeAttribute('aria-busy'); });
   }
 
-  // fmtTime writes a time as the server's pages do (view.When): "Mon 2 Jan 2006, 15:04 MST",
-  // 24-hour, in the user's zone, whatever the browser's language.
+  // fmtTime writes a time as the server's pages do (http/web timefmt.go, formatWhen):
+  // "Tue 1 Dec 2026, 09:30 UTC+05:30", 24-hour, in the user's zone, the zone as its offset
+  // ("UTC" at offset zero), whatever the browser's language.
   function fmtTime(iso) {
     try {
       var parts = {};
       new Intl.DateTimeFormat('en-GB', { weekday: 'short', day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit',
-        minute: '2-digit', hourCycle: 'h23', timeZoneName: 'short', timeZone: userZone }).formatToParts(new Date(iso)).forEach(function (p) {
+        minute: '2-digit', hourCycle: 'h23', timeZoneName: 'longOffset', timeZone: userZone }).formatToParts(new Date(iso)).forEach(function (p) {
         parts[p.type] = p.value;
       });
-      return parts.weekday + ' ' + parts.day + ' ' + parts.month + ' ' + parts.year + ', ' + parts.hour + ':' + parts.minute + ' ' + parts.timeZoneName;
+      var zone = (parts.timeZoneName || 'GMT').replace('GMT', 'UTC').replace('\u2212', '-');
+      return parts.weekday + ' ' + parts.day + ' ' + parts.month + ' ' + parts.year + ', ' + parts.hour + ':' + parts.minute + ' ' + zone;
     } catch (e) { return iso; }
   }
 
