@@ -28,7 +28,15 @@ func TestBrowserOneDateFormat(t *testing.T) {
 
 	tb := newTab(t)
 	dir := screenshots(t)
-	tb.signIn(h.url, h.user.Email, h.password, "/settings")
+	// In UTC (the user's zone until one is chosen), the zone is said "UTC", by the script too.
+	tb.signIn(h.url, h.user.Email, h.password, "/posts/"+id)
+	tb.do(chromedp.WaitVisible(chromedp.CSS(`#events time`)))
+	for _, tm := range eval[[]map[string]string](tb, `Array.from(document.querySelectorAll('#events time')).map(t => ({iso: t.dateTime, text: t.textContent}))`) {
+		ts, err := time.Parse(time.RFC3339Nano, tm["iso"])
+		require.NoError(t, err, tm["iso"])
+		require.Equal(t, whenIn(ts, time.UTC, "UTC"), tm["text"])
+	}
+	tb.do(chromedp.Navigate(h.url+"/settings"), chromedp.WaitVisible(chromedp.CSS(`#timezone`)))
 	require.Equal(t, "Saved.", tb.flashAfter(
 		chromedp.SetValue(chromedp.CSS(`#timezone`), "Asia/Kolkata"),
 		chromedp.Click(chromedp.CSS(`form[data-api="/api/profile"] button`)),
