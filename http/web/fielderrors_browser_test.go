@@ -73,7 +73,7 @@ func TestBrowserComposeErrorsBesideTheirFields(t *testing.T) {
 	tb.setText(`#content`, strings.Repeat("b", 290))
 	tb.do(chromedp.Click(chromedp.CSS(`input[name=when][value=now]`)),
 		chromedp.Click(chromedp.CSS(`#submit-post`)), chromedp.WaitVisible(chromedp.CSS(`#content-error`)))
-	tb.do(chromedp.Click(chromedp.CSS(`input[name=platforms][value="`+bsky+`"]`))) // not the text: its error stays
+	tb.do(chromedp.Click(chromedp.CSS(`input[name=platforms][value="` + bsky + `"]`))) // not the text: its error stays
 	require.True(t, invalid(`#content`))
 	tb.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('content').value = 'Fits everywhere'`),
 		chromedp.Click(chromedp.CSS(`#submit-post`)), chromedp.WaitVisible(chromedp.CSS(`#progress[data-done]`)))

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -59,7 +58,7 @@ func TestPublicationPage(t *testing.T) {
 	// Another network's id, an unknown id, a bad query.
 	status, _, body = get(PublicationPath(platforms.X, "at://did:plc:demo/app.bsky.feed.post/3k"), "")
 	require.Equal(t, http.StatusNotFound, status)
-	require.True(t, strings.Contains(body, "no record of this publication"), body)
+	require.Contains(t, body, "no record of this publication")
 	status, _, _ = get("/_sim/publication?platform=nowhere&id=1", "")
 	require.Equal(t, http.StatusBadRequest, status)
 	status, _, _ = get("/_sim/publication?platform=x", "")
