@@ -1,6 +1,8 @@
 package web_test
 
 import (
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -51,6 +53,7 @@ func TestBrowserComposeErrorsBesideTheirFields(t *testing.T) {
 	require.Equal(t, "counts content-error", describedBy(`#content`))
 	require.Equal(t, "Not published: 2 problems, each shown beside what it concerns.", get(tb, chromedp.Text(chromedp.CSS(`#flash`))))
 	tb.shootWide(dir, "compose-field-errors")
+	axeCurrentPage(t, tb, "/compose with errors")
 	tb.setText(`#content`, "Short enough")
 	require.False(t, invalid(`#content`), "a change of the text clears it")
 	require.Equal(t, "counts", describedBy(`#content`))
@@ -83,4 +86,29 @@ func TestBrowserComposeErrorsBesideTheirFields(t *testing.T) {
 	require.True(t, eval[bool](tb, `document.getElementById('flash').hidden`))
 	tb.shoot(dir, "compose-published-clean")
 	tb.noErrorsBut("status of 400 (Bad Request)")
+}
+
+// axeCurrentPage runs axe-core (HERALD_AXE; skipped without it, as TestBrowserAccessibility) on
+// the page as it is now, in light and dark, and fails on a serious or critical violation.
+func axeCurrentPage(t *testing.T, tb *tab, what string) {
+	t.Helper()
+	path := os.Getenv("HERALD_AXE")
+	if path == "" {
+		return
+	}
+	axe, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for _, scheme := range []string{"light", "dark"} {
+		tb.do(colorScheme(scheme), chromedp.Evaluate[chromedp.Void](string(axe)))
+		raw := get(tb, chromedp.Evaluate[string](`axe.run(document, {resultTypes: ['violations']}).then(r => JSON.stringify(
+			r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical').map(v => ({
+				ID: v.id, Impact: v.impact, Help: v.help, Nodes: v.nodes.slice(0, 5).map(n => n.target.join(' ') + ' ' + n.html.slice(0, 160))}))))`,
+			chromedp.EvalAwaitPromise))
+		var found []axeViolation
+		require.NoError(t, json.Unmarshal([]byte(raw), &found))
+		for _, v := range found {
+			t.Errorf("%s %s: %s (%s): %s", what, scheme, v.ID, v.Impact, v.Help+"\n\t"+strings.Join(v.Nodes, "\n\t"))
+		}
+	}
+	tb.do(colorScheme("light"))
 }
