@@ -37,7 +37,7 @@ func accountRows(list []*persistence.Account, now time.Time, zone *time.Location
 		case account.TokenExpiringSoon:
 			when := "soon"
 			if v.TokenExpiresAt != nil {
-				when = "before " + v.TokenExpiresAt.In(zone).Format("Mon 2 Jan 2006, 15:04 MST")
+				when = "before " + formatWhen(*v.TokenExpiresAt, zone)
 			}
 			r.Advice = "Reconnect " + when + " to keep publishing."
 		}
