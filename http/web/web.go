@@ -51,6 +51,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/live"
@@ -76,6 +77,9 @@ type Deps struct {
 	FreePostQuota int
 	// Live serves the analytics and inbox pages (nil: those pages say they are not available).
 	Live *live.Service
+	// Connect says which networks' consent the server runs (the Accounts page offers X's when
+	// the server has an X app; nil: the browser networks only, and X's credential form).
+	Connect *accountlink.Service
 	Log  *slog.Logger
 	Now  func() time.Time
 }
