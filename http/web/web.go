@@ -80,8 +80,8 @@ type Deps struct {
 	// Connect says which networks' consent the server runs (the Accounts page offers X's when
 	// the server has an X app; nil: the browser networks only, and X's credential form).
 	Connect *accountlink.Service
-	Log  *slog.Logger
-	Now  func() time.Time
+	Log     *slog.Logger
+	Now     func() time.Time
 }
 
 type pages struct {

@@ -105,6 +105,7 @@ func TestConsentExchangeRefused(t *testing.T) {
 		"wrong secret": func(code, v string) error { _, err := New(wrong).Exchange(ctx, code, redirect, v); return err },
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			verifier, _ := platformstest.PKCE(t)
 			err := try(consentCode(t, a, verifier, "refused"), verifier)
 			require.Error(t, err)
