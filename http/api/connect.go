@@ -73,6 +73,7 @@ func (h *handlers) connectAccount(c *echo.Context) error {
 	p := platforms.Platform(*raw)
 	switch {
 	case h.dashboardConsent(c, p):
+		// X's consent, begun below like a browser network's.
 	case p == platforms.X || p == platforms.Bluesky:
 		form := "/api/accounts/bluesky"
 		if p == platforms.X {

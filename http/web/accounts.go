@@ -69,8 +69,8 @@ func linkRows(ls []*persistence.ConnectLink, now time.Time) []linkRow {
 
 // accounts is GET /accounts: the connected accounts with their health and a disconnect button,
 // a connect button per browser network (X's too when the server has an X app), the credential
-// forms of X and Bluesky, and the
-// workspace's connect links (docs/workspaces.md) with the form that makes one.
+// forms of X and Bluesky, and the workspace's connect links (docs/workspaces.md) with the form
+// that makes one.
 func (p *pages) accounts(c *echo.Context) error {
 	v := p.newView(c, "Accounts", "accounts", nil)
 	d := accountsData{Workspace: server.Principal(c).WorkspaceID, LinkMaxHours: accountlink.LinkMaxHours}
