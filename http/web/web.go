@@ -51,6 +51,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/live"
@@ -78,8 +79,11 @@ type Deps struct {
 	FreePostQuota int
 	// Live serves the analytics and inbox pages (nil: those pages say they are not available).
 	Live *live.Service
-	Log  *slog.Logger
-	Now  func() time.Time
+	// Connect says which networks' consent the server runs (the Accounts page offers X's when
+	// the server has an X app; nil: the browser networks only, and X's credential form).
+	Connect *accountlink.Service
+	Log     *slog.Logger
+	Now     func() time.Time
 	// SimURL is the network simulator's base URL in sandbox mode (nil, or "": not in sandbox
 	// mode). A published post's links then lead to the simulator's page of that publication
 	// (view.Link), since the ids in the networks' URLs are the simulator's.

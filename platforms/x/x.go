@@ -3,11 +3,13 @@
 // process), OAuth 2.0 refresh and revoke at /2/oauth2/token and /2/oauth2/revoke, and lookups with
 // GET /2/users/{id}/tweets. See networks.md §1.
 //
-// Herald connects X with the user's own OAuth 2.0 client and tokens rather than a browser redirect
-// through Herald's client, so the adapter is not a platforms.Connector: the credentials carry the
-// client in Extra["client_id"] (and Extra["client_secret"] for a confidential client), and Refresh
-// and Revoke authenticate with it. Identify fills in the account's id and username from the
-// tokens alone.
+// X connects in one of two ways. With Herald's own X app configured (Config.ClientID, and
+// Config.ClientSecret for a confidential client), through X's consent in the browser like the
+// other networks (oauth.go: the adapter is a platforms.Connector). Without one, with the tokens
+// the user's own OAuth 2.0 client issued (`herald accounts add`, the dashboard's form). Either
+// way the credentials carry the client in Extra["client_id"] (and Extra["client_secret"] for a
+// user's own confidential client), and Refresh and Revoke authenticate with it. Identify fills in
+// the account's id and username from the tokens alone.
 package x
 
 import (
@@ -249,10 +251,16 @@ func publication(c platforms.Credentials, id string) platforms.Publication {
 	return platforms.Publication{ID: id, URL: "https://x.com/" + handle + "/status/" + id}
 }
 
-// client returns the OAuth client of the account: the user's own (Extra) or Herald's (Config).
+// client returns the OAuth client of the account: the one named in Extra, else Herald's
+// (Config). An account connected through Herald's app names its client id and stores no secret:
+// the configured secret is used while the id is still Herald's, so that a secret the operator
+// rotates applies to every such account at once.
 func (a *Adapter) client(c platforms.Credentials) (id, secret string) {
 	if id := c.Extra["client_id"]; id != "" {
-		return id, c.Extra["client_secret"]
+		if sec := c.Extra["client_secret"]; sec != "" || id != a.clientID {
+			return id, sec
+		}
+		return id, a.clientSecret
 	}
 	return a.clientID, a.clientSecret
 }
