@@ -366,7 +366,7 @@ func (a *Actor) build() (*batch, error) {
 			b.final = true
 		}
 		next.Seq++
-		raw, err := persistence.Encode(events)
+		raw, err := persistence.EncodeJobEvents(events)
 		if err != nil {
 			return nil, err
 		}

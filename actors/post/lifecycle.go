@@ -635,7 +635,7 @@ type Outcome struct {
 // none: no post, one whose latest job is another, or one that took this job's outcome already.
 func NewOutcome(cur *persistence.Post, j *persistence.Job, now time.Time) (*Outcome, error) {
 	if cur == nil || cur.FinishedJob == j.TrackingID || cur.TrackingID == nil || *cur.TrackingID != j.TrackingID {
-		return nil, nil //nolint:nilnil // no outcome to take is no error
+		return nil, nil // no outcome to take is no error
 	}
 	now = now.UTC()
 	next := cur.Clone()
