@@ -165,18 +165,20 @@ func containsID(e *persistence.Event, id string) bool {
 	return strings.Contains(string(e.Data), `"post_id":"`+id+`"`)
 }
 
-// holdCommits keeps the store's committer busy until the returned release is called: writes
-// queue behind it, as behind a slow commit.
+// holdCommits keeps the store's committer busy, from its return until release is called:
+// writes queue behind it, as behind a slow commit.
 func (w *world) holdCommits() (release func()) {
 	w.t.Helper()
-	held, done := make(chan struct{}), make(chan struct{})
+	held, done, entered := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = w.store.Update(context.Background(), func(*persistence.Tx) error {
+			close(entered)
 			<-held
 			return nil
 		})
 	}()
+	<-entered
 	return func() {
 		close(held)
 		<-done
@@ -205,7 +207,6 @@ func TestReportsThatQueueBehindAWriteAreStoredInOne(t *testing.T) {
 
 	before := w.writes.Load()
 	release := w.holdCommits()
-	w.queued(0)
 	w.report(j, 0, true, true, "first")
 	w.queued(1) // the job's write of the first report waits for the committer
 	w.report(j, 1, true, false, "second")
@@ -320,4 +321,32 @@ func TestAJobsFinalTransactionHoldsItsPostsOutcomeAcrossACrash(t *testing.T) {
 	require.Equal(t, persistence.PostPublished, s.post.Status)
 	require.Equal(t, 1, s.published, "the outcome announced once")
 	require.Equal(t, 1, s.counted)
+}
+
+// Reports a job has taken when it is stopped (a shutdown) are stored before it stops, even when
+// the stop reached its mailbox before the job's own flush: a clean stop loses no outcome.
+func TestReportsPendingAtAStopAreStored(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p, j := w.publishing(2)
+	release := w.holdCommits()
+	w.report(j, 0, false, false, "uploading")
+	w.queued(1)
+	w.report(j, 0, true, true, "first")
+	w.report(j, 1, true, true, "second")
+	// The stop waits in the job's mailbox behind the two reports, while the job's write of the
+	// first waits for the committer.
+	depth := func() float64 {
+		return testkit.Gathered(t, w.reg, "herald_actor_mailbox_depth", "actor_kind", job.KindName)
+	}
+	before := depth()
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.pub.Jobs.Stop(context.Background()) }()
+	require.Eventually(t, func() bool { return depth() > before }, 10*time.Second, time.Millisecond)
+	release()
+	require.NoError(t, <-stopped)
+	s := w.read(p, j)
+	require.Equal(t, []string{"uploading", "first", "second"}, s.timeline)
+	require.Equal(t, persistence.JobCompleted, s.job.Status)
+	require.Equal(t, persistence.PostPublished, s.post.Status)
 }
