@@ -94,7 +94,8 @@ type FireReply struct {
 }
 
 // Finish gives the post the outcome of one of its jobs. The post answers through
-// Deps.Synced once the outcome is durable.
+// Deps.Synced once the outcome is durable. A job whose final transaction wrote the outcome
+// (Outcome) sends none.
 type Finish struct{ Job *persistence.Job }
 
 // NotPublishableError refuses to publish a post in its status.
