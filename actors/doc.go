@@ -17,8 +17,11 @@
 //	HTTP handlers ──Ask──▶ campaign (actors/campaign) ──Publish, Delete──▶ post (a retry, a cancel)
 //	                         └─ created in one transaction with its posts and jobs, no actor activated
 //
-// A job of a campaign's post also appends its steps to the campaign's timeline, and jobs and
-// posts wake the campaign's streams (campaign.Hub), which read the timeline from bbolt.
+// A job's final transaction writes its post's outcome and event too (the Finish arrow: the
+// post's actor takes it only when that could not be done, as for a job a stop left finished), so
+// that a job's last report costs one commit and no post activation. A job of a campaign's post
+// also appends its steps to the campaign's timeline, and jobs and posts wake the campaign's
+// streams (campaign.Hub), which read the timeline from bbolt.
 //
 // The arrows between kinds are one package's, actors/publishing: it owns the post, job, account
 // and campaign directories, the scheduler and the job backlog, and implements the small interface
