@@ -39,6 +39,9 @@ func targetTimesEncodable(ts []Target) bool {
 // Decode decodes a stored record into v. The input may be a transaction's memory: Decode copies
 // what it keeps.
 func Decode(b []byte, v any) error {
+	if decodeFast(b, v) {
+		return nil
+	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("persistence: decode %T: %w", v, err)
 	}

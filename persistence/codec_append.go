@@ -12,7 +12,7 @@ import (
 // encoded by hand-written appenders that produce exactly the bytes encoding/json produces for
 // them (TestAppendersMatchEncodingJSON holds them to it), without reflection: encoding/json's
 // reflective walk costs about ten times more, and its depth grows the stacks of the short-lived
-// goroutines that actors run on. Decoding stays with encoding/json.
+// goroutines that actors run on. They are decoded by hand too (codec_decode.go).
 
 // appendPost appends p's JSON encoding.
 func appendPost(b []byte, p *Post) []byte {

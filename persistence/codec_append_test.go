@@ -23,42 +23,65 @@ func optionsOf(s string) json.RawMessage {
 	return b
 }
 
-func TestAppendersMatchEncodingJSON(t *testing.T) {
+// sampleTimes are times of every form the records hold: UTC, a named zone, a fixed offset, the
+// zero time, and now (monotonic reading and all).
+func sampleTimes(t testing.TB) []time.Time {
 	paris, err := time.LoadLocation("Europe/Paris")
 	if err != nil {
 		t.Fatal(err)
 	}
-	times := []time.Time{
+	return []time.Time{
 		time.Date(2026, 11, 22, 2, 30, 0, 0, time.UTC),
 		time.Date(2026, 3, 29, 2, 30, 0, 123456789, paris),
 		time.Date(2026, 1, 2, 3, 4, 5, 100, time.FixedZone("", -(9*3600+30*60))),
 		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Now(),
 	}
+}
+
+// samplePosts are posts with s in every string field, and every optional field set or not.
+func samplePosts(s string, tm time.Time) []*Post {
+	msg := s
+	return []*Post{
+		{ID: s, UserID: s, Content: s, Status: s, CreatedAt: tm, UpdatedAt: tm},
+		{ID: "p", UserID: "u", WorkspaceID: s, Content: s, CreatedAt: tm, UpdatedAt: tm},
+		{ID: "p", Content: s, ScheduledAt: &tm, ScheduledZone: s, CreatedAt: tm, UpdatedAt: tm, MediaIDs: []string{}, Targets: []Target{},
+			Version: 7, TrackingID: &msg, FinishedJob: s, QuotaCounted: true, CampaignID: s},
+		{ID: "p", Content: s, CreatedAt: tm, UpdatedAt: tm, MediaIDs: []string{s, "m2"}, Version: 1 << 63,
+			Targets: []Target{{AccountID: "a", Platform: "linkedin", Status: s}, {AccountID: s, Platform: s, Status: "failed", Error: &msg, PublicationID: s},
+				{AccountID: "b", Platform: "twitter_x", Status: "published", PublicationID: "1", URL: s, PublishedAt: &tm}}},
+		{ID: "p", Content: s, CreatedAt: tm, UpdatedAt: tm, Targets: []Target{
+			{AccountID: "a", Platform: "youtube", Content: &msg, MediaIDs: &[]string{}, Options: optionsOf(s)},
+			{AccountID: "b", Platform: "tiktok", MediaIDs: &[]string{s}, Options: json.RawMessage(` { "privacy_level" : "SELF_ONLY" , "t":"<&>\u2028" } `)}}},
+		{ID: "p", Content: s, CreatedAt: tm, UpdatedAt: tm, Targets: []Target{
+			{AccountID: "a", Platform: "twitter_x", Thread: []ThreadPart{{Content: s}, {Content: "b", MediaIDs: []string{s}, PublicationID: s, URL: s, Ref: s}},
+				FirstComment: &FirstComment{Content: s, Status: CommentFailed, Error: s}},
+			{AccountID: "b", Platform: "linkedin", Thread: []ThreadPart{}, FirstComment: &FirstComment{Content: "c", Status: CommentPublished, PublicationID: s, URL: s}}}},
+		{ID: "p", Content: s, Status: PostPendingApproval, CreatedAt: tm, UpdatedAt: tm, RejectionReason: &msg,
+			Approval:     &Approval{Action: ApprovalSchedule, ScheduledAt: &tm, RequestedAt: tm, RequestedBy: s},
+			ApprovalLink: &ApprovalLink{Hash: []byte(s), ExpiresAt: tm, UsedAt: &tm},
+			ApprovalLog:  []ApprovalStep{{Kind: ApprovalRequested, At: tm, By: s}, {Kind: ApprovalRejected, At: tm, By: "u", Reason: s}}},
+	}
+}
+
+// sampleJobs are jobs with s in every string field, and every optional field set or not.
+func sampleJobs(s string, tm time.Time) []*Job {
+	return []*Job{
+		{TrackingID: s, PostID: s, UserID: s, Status: s, CreatedAt: tm},
+		{TrackingID: "j", UserID: "u", WorkspaceID: s, CreatedAt: tm},
+		{TrackingID: "j", Targets: []JobTarget{}, CreatedAt: tm, CompletedAt: &tm, Seq: 42, PostSynced: true, CampaignID: s},
+		{TrackingID: "j", CreatedAt: tm, Targets: []JobTarget{{Target: 0, Platform: s, AccountID: s, Phase: s, Message: s},
+			{Target: -3, Platform: "x", Phase: PhaseSuccess, Message: "ok", PublicationID: s, URL: "https://x.com/a?b=1&c=<2>"}}},
+		{TrackingID: "j", CreatedAt: tm, Targets: []JobTarget{{Target: 0, Platform: "bluesky", Phase: PhaseFailed, Message: s, PublicationID: s,
+			Parts: []Step{{ID: s, URL: s, Ref: s}, {ID: "2"}}, Comment: &FirstComment{Content: s, Status: CommentPending}}, {Target: 1, Parts: []Step{}}}},
+	}
+}
+
+func TestAppendersMatchEncodingJSON(t *testing.T) {
+	times := sampleTimes(t)
 	for i, s := range awkward {
 		tm := times[i%len(times)]
-		msg := s
-		posts := []*Post{
-			{ID: s, UserID: s, Content: s, Status: s, CreatedAt: tm, UpdatedAt: tm},
-			{ID: "p", UserID: "u", WorkspaceID: s, Content: s, CreatedAt: tm, UpdatedAt: tm},
-			{ID: "p", Content: s, ScheduledAt: &tm, ScheduledZone: s, CreatedAt: tm, UpdatedAt: tm, MediaIDs: []string{}, Targets: []Target{},
-				Version: 7, TrackingID: &msg, FinishedJob: s, QuotaCounted: true, CampaignID: s},
-			{ID: "p", Content: s, CreatedAt: tm, UpdatedAt: tm, MediaIDs: []string{s, "m2"}, Version: 1 << 63,
-				Targets: []Target{{AccountID: "a", Platform: "linkedin", Status: s}, {AccountID: s, Platform: s, Status: "failed", Error: &msg, PublicationID: s},
-					{AccountID: "b", Platform: "twitter_x", Status: "published", PublicationID: "1", URL: s, PublishedAt: &tm}}},
-			{ID: "p", Content: s, CreatedAt: tm, UpdatedAt: tm, Targets: []Target{
-				{AccountID: "a", Platform: "youtube", Content: &msg, MediaIDs: &[]string{}, Options: optionsOf(s)},
-				{AccountID: "b", Platform: "tiktok", MediaIDs: &[]string{s}, Options: json.RawMessage(` { "privacy_level" : "SELF_ONLY" , "t":"<&>\u2028" } `)}}},
-			{ID: "p", Content: s, CreatedAt: tm, UpdatedAt: tm, Targets: []Target{
-				{AccountID: "a", Platform: "twitter_x", Thread: []ThreadPart{{Content: s}, {Content: "b", MediaIDs: []string{s}, PublicationID: s, URL: s, Ref: s}},
-					FirstComment: &FirstComment{Content: s, Status: CommentFailed, Error: s}},
-				{AccountID: "b", Platform: "linkedin", Thread: []ThreadPart{}, FirstComment: &FirstComment{Content: "c", Status: CommentPublished, PublicationID: s, URL: s}}}},
-			{ID: "p", Content: s, Status: PostPendingApproval, CreatedAt: tm, UpdatedAt: tm, RejectionReason: &msg,
-				Approval:     &Approval{Action: ApprovalSchedule, ScheduledAt: &tm, RequestedAt: tm, RequestedBy: s},
-				ApprovalLink: &ApprovalLink{Hash: []byte(s), ExpiresAt: tm, UsedAt: &tm},
-				ApprovalLog:  []ApprovalStep{{Kind: ApprovalRequested, At: tm, By: s}, {Kind: ApprovalRejected, At: tm, By: "u", Reason: s}}},
-		}
-		for _, p := range posts {
+		for _, p := range samplePosts(s, tm) {
 			want, err := json.Marshal(p)
 			if err != nil {
 				t.Fatal(err)
@@ -67,16 +90,7 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 				t.Errorf("post with %q:\n got %s\nwant %s", s, got, want)
 			}
 		}
-		jobs := []*Job{
-			{TrackingID: s, PostID: s, UserID: s, Status: s, CreatedAt: tm},
-			{TrackingID: "j", UserID: "u", WorkspaceID: s, CreatedAt: tm},
-			{TrackingID: "j", Targets: []JobTarget{}, CreatedAt: tm, CompletedAt: &tm, Seq: 42, PostSynced: true, CampaignID: s},
-			{TrackingID: "j", CreatedAt: tm, Targets: []JobTarget{{Target: 0, Platform: s, AccountID: s, Phase: s, Message: s},
-				{Target: -3, Platform: "x", Phase: PhaseSuccess, Message: "ok", PublicationID: s, URL: "https://x.com/a?b=1&c=<2>"}}},
-			{TrackingID: "j", CreatedAt: tm, Targets: []JobTarget{{Target: 0, Platform: "bluesky", Phase: PhaseFailed, Message: s, PublicationID: s,
-				Parts: []Step{{ID: s, URL: s, Ref: s}, {ID: "2"}}, Comment: &FirstComment{Content: s, Status: CommentPending}}, {Target: 1, Parts: []Step{}}}},
-		}
-		for _, j := range jobs {
+		for _, j := range sampleJobs(s, tm) {
 			want, err := json.Marshal(j)
 			if err != nil {
 				t.Fatal(err)
