@@ -99,6 +99,41 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 				t.Errorf("job with %q:\n got %s\nwant %s", s, got, want)
 			}
 		}
+		for _, v := range []any{
+			[]JobEvent(nil), []JobEvent{},
+			[]JobEvent{{Target: 0, Phase: s, Message: s, At: tm}, {Target: -2, Phase: PhaseSuccess, Message: "published", At: tm}},
+			&Attempt{JobID: s, Target: 1, AccountID: s, StartedAt: tm},
+			&Attempt{JobID: "j", Target: -1, AccountID: "a", StartedAt: tm, Step: 2, Done: []Step{{ID: s}, {ID: "2", URL: s, Ref: s}}, Pending: true},
+			&Attempt{JobID: "j", StartedAt: tm, Done: []Step{}},
+			&Event{ID: s, Type: s, UserID: s, CreatedAt: tm, Data: optionsOf(s)},
+			&Event{ID: "e", Type: "post.published", UserID: "u", WorkspaceID: s, CreatedAt: tm},
+			&Event{ID: "e", CreatedAt: tm, Data: json.RawMessage(" [1, {\"a\" : \"<\u2028>\"}, \"\xff\", 2.5e-3] ")},
+			&Event{ID: "e", CreatedAt: tm, Data: json.RawMessage("\"" + s + "\"")},
+		} {
+			want, wantErr := json.Marshal(v)
+			got, err := Encode(v)
+			if (err == nil) != (wantErr == nil) || !bytes.Equal(got, want) {
+				t.Errorf("%T with %q:\n got %s, %v\nwant %s, %v", v, s, got, err, want, wantErr)
+			}
+		}
+	}
+}
+
+// What encoding/json refuses in an event's data (nothing, or not one JSON value) Encode refuses
+// too: the appender leaves it to encoding/json.
+func TestEncodeRefusesInvalidEventData(t *testing.T) {
+	for _, data := range []string{"", "{", `{"a":1} x`, `[1,]`, "\"a\x01\"", "01"} {
+		e := &Event{ID: "e", CreatedAt: time.Now(), Data: json.RawMessage(data)}
+		if _, err := Encode(e); err == nil {
+			t.Errorf("data %q was encoded", data)
+		}
+	}
+	for _, data := range []string{"null", " 1 ", `{"a":[true,false,null,-0.5E+2]}`} {
+		e := &Event{ID: "e", CreatedAt: time.Now(), Data: json.RawMessage(data)}
+		want, _ := json.Marshal(e)
+		if got, err := Encode(e); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("data %q: %s, %v; want %s", data, got, err, want)
+		}
 	}
 }
 
@@ -122,6 +157,20 @@ func FuzzAppendString(f *testing.F) {
 		want, _ := json.Marshal(s)
 		if got := appendString(nil, s); !bytes.Equal(got, want) {
 			t.Fatalf("%q:\n got %s\nwant %s", s, got, want)
+		}
+	})
+}
+
+func FuzzEncodeEventData(f *testing.F) {
+	for _, s := range []string{"null", `{"post_id":"p","targets":[{"url":"https://x.com/a?b=1&c=<2>"}]}`, " [1, 2.5e-3] ", "\"\xff\u2028\"", "{", ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e := &Event{ID: "e", Type: "post.published", UserID: "u", CreatedAt: time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC), Data: data}
+		want, wantErr := json.Marshal(e)
+		got, err := Encode(e)
+		if (err == nil) != (wantErr == nil) || !bytes.Equal(got, want) {
+			t.Fatalf("data %q:\n got %s, %v\nwant %s, %v", data, got, err, want, wantErr)
 		}
 	})
 }
