@@ -174,3 +174,36 @@ func FuzzEncodeEventData(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkEncodeRecords compares the appenders of the records every job writes besides its
+// post and job (its events, an attempt per call, an outbox event) with encoding/json.
+func BenchmarkEncodeRecords(b *testing.B) {
+	tm := time.Now()
+	records := []struct {
+		name string
+		v    any
+	}{
+		{"job-events", []JobEvent{{Target: 1, Phase: PhaseUploading, Message: "publishing to X", At: tm}, {Target: 1, Phase: PhaseSuccess, Message: "published", At: tm}}},
+		{"attempt", &Attempt{JobID: "019ac3a4-6b1e-7cc2-9a43-5f0e2d7c1b12", Target: 2, AccountID: "019ac3a4-6b1e-7cc2-9a43-5f0e2d7c1b20", StartedAt: tm}},
+		{"event", &Event{ID: "019ac3a4-6b1e-7cc2-9a43-5f0e2d7c1b30", Type: "post.published", UserID: "019ac3a4-6b1e-7cc2-9a43-5f0e2d7c1b11", CreatedAt: tm,
+			Data: json.RawMessage(`{"post_id":"019ac3a4-6b1e-7cc2-9a43-5f0e2d7c1b10","status":"published","targets":[{"platform":"twitter_x","status":"published","url":"https://x.com/i/web/status/1861234567890123456"}]}`)}},
+	}
+	for _, r := range records {
+		b.Run(r.name+"/fast", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Encode(r.v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(r.name+"/json", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := json.Marshal(r.v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
