@@ -21,7 +21,7 @@ import (
 // by encoding/json.
 
 // decodeFast decodes b into v when v is a zero *Post, *PostContent or *Job and b is within
-// what the hand-written decoder recognises; false leaves v untouched, for encoding/json.
+// what the hand-written decoder recognises; false leaves v as it was (zero), for encoding/json.
 // (encoding/json merges into a value that is not zero; the hand-written decoder is used only
 // where that cannot make a difference.)
 func decodeFast(b []byte, v any) bool {
@@ -30,12 +30,11 @@ func decodeFast(b []byte, v any) bool {
 		if !reflect.ValueOf(r).Elem().IsZero() {
 			return false
 		}
-		var p Post
 		d := decoder{b: b, ok: true}
-		if !d.document(func() { d.post(&p) }) {
+		if !d.document(func() { d.post(r) }) {
+			*r = Post{} // as it was, for encoding/json
 			return false
 		}
-		*r = p
 		return true
 	case *PostContent:
 		if !reflect.ValueOf(r).Elem().IsZero() {
@@ -52,12 +51,11 @@ func decodeFast(b []byte, v any) bool {
 		if !reflect.ValueOf(r).Elem().IsZero() {
 			return false
 		}
-		var j Job
 		d := decoder{b: b, ok: true}
-		if !d.document(func() { d.job(&j) }) {
+		if !d.document(func() { d.job(r) }) {
+			*r = Job{}
 			return false
 		}
-		*r = j
 		return true
 	}
 	return false
