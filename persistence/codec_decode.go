@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strconv"
@@ -330,6 +331,38 @@ func hex4(b []byte) (rune, bool) {
 
 func utf16Surrogate(r rune) bool { return r >= 0xD800 && r < 0xE000 }
 
+// words are the strings a record repeats (statuses, phases, platforms): word returns them
+// without allocating.
+var words = func() map[string]string {
+	m := map[string]string{}
+	for _, w := range PostStatuses {
+		m[w] = w
+	}
+	for w := range platformCodes {
+		m[w] = w
+	}
+	for _, w := range []string{TargetPending, TargetPublishing, TargetPublished, TargetFailed, JobQueued, JobProcessing,
+		JobCompleted, JobFailed, PhaseUploading, PhaseSuccess, PhaseFailed} {
+		m[w] = w
+	}
+	return m
+}()
+
+// word reads a string that is most often one of words.
+func (d *decoder) word() string {
+	if d.peek() == '"' {
+		rest := d.b[d.i+1:]
+		// A word has no escape, so a match runs to the string's closing quote.
+		if j := bytes.IndexByte(rest, '"'); j >= 0 {
+			if w, ok := words[string(rest[:j])]; ok {
+				d.i += j + 2
+				return w
+			}
+		}
+	}
+	return d.str()
+}
+
 // strPtr reads a string or null.
 func (d *decoder) strPtr() *string {
 	if d.null() {
@@ -650,7 +683,7 @@ func (d *decoder) post(p *Post) {
 			if d.passed() {
 				return
 			}
-			p.Status = d.str()
+			p.Status = d.word()
 		case "scheduled_at":
 			d.seen(&mask, 5)
 			if d.passed() {
@@ -778,13 +811,13 @@ func (d *decoder) target(t *Target) {
 			if d.passed() {
 				return
 			}
-			t.Platform = d.str()
+			t.Platform = d.word()
 		case "status":
 			d.seen(&mask, 2)
 			if d.passed() {
 				return
 			}
-			t.Status = d.str()
+			t.Status = d.word()
 		case "error":
 			d.seen(&mask, 3)
 			if d.passed() {
@@ -852,7 +885,7 @@ func (d *decoder) job(j *Job) {
 			j.WorkspaceID = d.str()
 		case "status":
 			d.seen(&mask, 4)
-			j.Status = d.str()
+			j.Status = d.word()
 		case "targets":
 			d.seen(&mask, 5)
 			j.Targets = d.jobTargets()
@@ -907,13 +940,13 @@ func (d *decoder) jobTarget(t *JobTarget) {
 			t.Target = d.int()
 		case "platform":
 			d.seen(&mask, 1)
-			t.Platform = d.str()
+			t.Platform = d.word()
 		case "connected_account_id":
 			d.seen(&mask, 2)
 			t.AccountID = d.str()
 		case "phase":
 			d.seen(&mask, 3)
-			t.Phase = d.str()
+			t.Phase = d.word()
 		case "message":
 			d.seen(&mask, 4)
 			t.Message = d.str()
