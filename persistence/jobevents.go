@@ -3,7 +3,6 @@ package persistence
 import (
 	"bytes"
 	"encoding/binary"
-	"strconv"
 	"time"
 )
 
@@ -52,42 +51,8 @@ type JobEventSeq struct {
 	Events []JobEvent
 }
 
-// EncodeJobEvents encodes one change's events as Encode would (the same JSON), without
-// encoding/json's reflection: a job encodes its reports' events on every report.
-func EncodeJobEvents(evs []JobEvent) ([]byte, error) {
-	for _, e := range evs {
-		if !timeEncodable(e.At) {
-			return Encode(evs)
-		}
-	}
-	if evs == nil {
-		return []byte("null"), nil
-	}
-	b := make([]byte, 0, 128*len(evs))
-	b = append(b, '[')
-	for i := range evs {
-		e := &evs[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"target":`...)
-		b = strconv.AppendInt(b, int64(e.Target), 10)
-		b = append(b, `,"phase":`...)
-		b = appendString(b, e.Phase)
-		b = append(b, `,"message":`...)
-		b = appendString(b, e.Message)
-		b = append(b, `,"at":`...)
-		b = appendTime(b, e.At)
-		b = append(b, '}')
-	}
-	return append(b, ']'), nil
-}
-
 func jobEventKey(trackingID string, seq uint64) []byte {
-	k := make([]byte, 24)
-	copy(k, mustID(trackingID))
-	binary.BigEndian.PutUint64(k[16:], seq)
-	return k
+	return binary.BigEndian.AppendUint64(appendID(make([]byte, 0, 24), trackingID), seq)
 }
 
 // PutJobEvents stores the events of the job's change seq, encoded by the caller with Encode

@@ -452,7 +452,9 @@ func (t *Tx) ExpireIdempotency(cutoff time.Time, limit int) (int, error) {
 
 // ---- free-plan quota ----
 
-func quotaKey(userID, month string) []byte { return join(mustID(userID), []byte(month)) }
+func quotaKey(userID, month string) []byte {
+	return append(appendID(make([]byte, 0, 16+len(month)), userID), month...)
+}
 
 // QuotaUsed returns how many posts the user published or scheduled in month ("2006-01").
 func (t *Tx) QuotaUsed(userID, month string) int {

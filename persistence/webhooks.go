@@ -256,7 +256,7 @@ func deletePrefix(c deleter, prefix []byte) error {
 }
 
 func deliveryKey(webhookID, deliveryID string) []byte {
-	return join(mustID(webhookID), mustID(deliveryID))
+	return appendID(appendID(make([]byte, 0, 32), webhookID), deliveryID)
 }
 
 func nanos(t time.Time) []byte {

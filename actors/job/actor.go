@@ -366,7 +366,7 @@ func (a *Actor) build() (*batch, error) {
 			b.final = true
 		}
 		next.Seq++
-		raw, err := persistence.EncodeJobEvents(events)
+		raw, err := persistence.Encode(events)
 		if err != nil {
 			return nil, err
 		}
