@@ -89,7 +89,7 @@ const purgeBatch = 64
 // Config is what the service needs.
 type Config struct {
 	Store    *persistence.Store
-	Accounts *actors.Directory
+	Accounts actors.Router
 	// Adapters are read at each call, so that a map filled later (sandbox mode points the
 	// adapters at its simulator once it listens) is seen.
 	Adapters map[platforms.Platform]platforms.Adapter
