@@ -220,3 +220,45 @@ func TestDispatcherGoroutinesBoundedAtRest(t *testing.T) {
 		t.Fatalf("workers left at rest: %d, goroutines %d before, %d after:\n%s", sys.workers.live(), before, runtime.NumGoroutine(), all[:runtime.Stack(all, true)])
 	}
 }
+
+// deep uses about n kB of stack, as an actor's pass into JSON, the store or the network client
+// does.
+//
+//go:noinline
+func deep(n int) byte {
+	var buf [1024]byte
+	buf[n%len(buf)] = byte(n)
+	if n == 0 {
+		return buf[0]
+	}
+	return deep(n-1) + buf[n%len(buf)]
+}
+
+// A pass that wakes an idle mailbox, on a pooled worker against a new goroutine (Proto.Actor's
+// default dispatcher): 64 passes in flight at a time, each using 16 kB of stack.
+func BenchmarkDispatcher(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		d    actor.Dispatcher
+	}{
+		{"pool", newWorkerPool(dispatcherThroughput, workerIdleTimeout)},
+		{"goroutine", actor.NewDefaultDispatcher(dispatcherThroughput)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var wg sync.WaitGroup
+			sem := make(chan struct{}, 64)
+			pass := func() {
+				deep(16)
+				<-sem
+				wg.Done()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				sem <- struct{}{}
+				wg.Add(1)
+				c.d.Schedule(pass)
+			}
+			wg.Wait()
+		})
+	}
+}
