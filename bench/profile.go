@@ -193,6 +193,7 @@ type threadCPU struct {
 	tid        int
 	name       string
 	user, syst int64
+	runs       int64 // times the thread was put on a CPU (/proc/…/schedstat): its wake-ups
 }
 
 // readThreads reads the CPU of each thread of a process (Linux; nil elsewhere).
@@ -221,12 +222,35 @@ func readThreads(pid int) map[int]threadCPU {
 		}
 		u, _ := strconv.ParseInt(f[11], 10, 64)
 		s, _ := strconv.ParseInt(f[12], 10, 64)
-		out[tid] = threadCPU{tid: tid, name: string(b[open+1 : closing]), user: u, syst: s}
+		t := threadCPU{tid: tid, name: string(b[open+1 : closing]), user: u, syst: s}
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, tid)); err == nil {
+			if f := strings.Fields(string(st)); len(f) == 3 {
+				t.runs, _ = strconv.ParseInt(f[2], 10, 64)
+			}
+		}
+		out[tid] = t
 	}
 	return out
 }
 
-// threadReport lists each thread's CPU during the phase, most first. Go names no thread: the
+// sysmonCPU is the CPU used so far by a Go process's sysmon thread: the first thread the
+// runtime starts after the main one (Linux; 0 elsewhere).
+func sysmonCPU(pid int) time.Duration {
+	tid := 0
+	threads := readThreads(pid)
+	for t := range threads {
+		if t != pid && (tid == 0 || t < tid) {
+			tid = t
+		}
+	}
+	if tid == 0 {
+		return 0
+	}
+	return time.Duration(threads[tid].user+threads[tid].syst) * 10 * time.Millisecond
+}
+
+// threadReport lists each thread's CPU during the phase, most first, and how often it was
+// woken (put on a CPU) per second. Go names no thread: the
 // main thread's id is the process's, and the first thread the runtime starts after it (the
 // lowest other id) is sysmon, its monitor, which runs without a P and so never shows in a CPU
 // profile.
@@ -246,7 +270,7 @@ func threadReport(pid int, before, after map[int]threadCPU, elapsed time.Duratio
 	}
 	for tid, a := range after {
 		b := before[tid] // zero for a thread started during the phase
-		r := row{threadCPU: threadCPU{tid: tid, name: a.name, user: a.user - b.user, syst: a.syst - b.syst}}
+		r := row{threadCPU: threadCPU{tid: tid, name: a.name, user: a.user - b.user, syst: a.syst - b.syst, runs: a.runs - b.runs}}
 		r.total = time.Duration(r.user+r.syst) * tick
 		sum += r.total
 		if r.total > 0 || tid == sysmon {
@@ -262,7 +286,7 @@ func threadReport(pid int, before, after map[int]threadCPU, elapsed time.Duratio
 	var w strings.Builder
 	fmt.Fprintf(&w, "threads' CPU over %.1fs: %.2fs in all (%.0f%% of one core), %d threads of %d with CPU\n",
 		elapsed.Seconds(), sum.Seconds(), 100*sum.Seconds()/elapsed.Seconds(), len(rows), len(after))
-	fmt.Fprintf(&w, "%8s  %8s  %8s  %8s  %6s  %s\n", "tid", "user s", "sys s", "total s", "share", "thread")
+	fmt.Fprintf(&w, "%8s  %8s  %8s  %8s  %6s  %9s  %s\n", "tid", "user s", "sys s", "total s", "share", "wakeups/s", "thread")
 	for _, r := range rows {
 		what := r.name
 		switch r.tid {
@@ -275,7 +299,7 @@ func threadReport(pid int, before, after map[int]threadCPU, elapsed time.Duratio
 		if sum > 0 {
 			share = 100 * r.total.Seconds() / sum.Seconds()
 		}
-		fmt.Fprintf(&w, "%8d  %8.2f  %8.2f  %8.2f  %5.1f%%  %s\n", r.tid, (time.Duration(r.user) * tick).Seconds(), (time.Duration(r.syst) * tick).Seconds(), r.total.Seconds(), share, what)
+		fmt.Fprintf(&w, "%8d  %8.2f  %8.2f  %8.2f  %5.1f%%  %9.0f  %s\n", r.tid, (time.Duration(r.user) * tick).Seconds(), (time.Duration(r.syst) * tick).Seconds(), r.total.Seconds(), share, float64(r.runs)/elapsed.Seconds(), what)
 	}
 	return w.String()
 }

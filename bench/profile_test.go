@@ -30,21 +30,22 @@ func TestThreadReport(t *testing.T) {
 		require.GreaterOrEqual(t, a.user+a.syst, b.user+b.syst, "thread %d", tid)
 	}
 
-	before = map[int]threadCPU{pid: {tid: pid, name: "herald", user: 10, syst: 5}, pid + 1: {tid: pid + 1, name: "herald", user: 1}}
+	before = map[int]threadCPU{pid: {tid: pid, name: "herald", user: 10, syst: 5}, pid + 1: {tid: pid + 1, name: "herald", user: 1, runs: 1000}}
 	after = map[int]threadCPU{
 		pid:     {tid: pid, name: "herald", user: 30, syst: 5},
-		pid + 1: {tid: pid + 1, name: "herald", user: 3, syst: 2},
+		pid + 1: {tid: pid + 1, name: "herald", user: 3, syst: 2, runs: 13500},
 		pid + 7: {tid: pid + 7, name: "herald", user: 50, syst: 25}, // started during the phase
 	}
 	r := threadReport(pid, before, after, time.Second)
 	lines := strings.Split(strings.TrimSpace(r), "\n")
 	require.Len(t, lines, 5, r)
 	require.Contains(t, lines[0], "0.99s in all (99% of one core), 3 threads of 3 with CPU")
-	require.Regexp(t, `^\s+\d+\s+0\.50\s+0\.25\s+0\.75\s+75\.8%\s+herald$`, lines[2], "the new thread, most first")
+	require.Regexp(t, `^\s+\d+\s+0\.50\s+0\.25\s+0\.75\s+75\.8%\s+0\s+herald$`, lines[2], "the new thread, most first")
 	require.Contains(t, lines[3], "0.20  ")
 	require.Contains(t, lines[3], "(main thread)")
 	require.Contains(t, lines[4], "0.04  ")
 	require.Contains(t, lines[4], "(sysmon")
+	require.Contains(t, lines[4], " 12500  ", "its wake-ups per second")
 }
 
 // --profile finds the server's pprof address among its flags, in either form.
