@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -82,7 +83,7 @@ func TestDispatcherKeepsOrderPerActor(t *testing.T) {
 			}
 			// The last one is a request: once answered, everything before it was received.
 			_, err := Ask[int](context.Background(), d.To(id), &seqMsg{n: perActor})
-			require.NoError(t, err)
+			assert.NoError(t, err)
 		}()
 	}
 	wg.Wait()
@@ -206,7 +207,7 @@ func TestDispatcherGoroutinesBoundedAtRest(t *testing.T) {
 			defer wg.Done()
 			for n := range 20 {
 				_, err := Ask[int](context.Background(), d.To(fmt.Sprintf("rest%d", i%50)), &seqMsg{n: n})
-				require.NoError(t, err)
+				assert.NoError(t, err)
 			}
 		}()
 	}

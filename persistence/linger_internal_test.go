@@ -151,6 +151,7 @@ func TestLingerEndsOnItsTimeAndOnClose(t *testing.T) {
 		close bool
 	}{{"time", 5 * time.Millisecond, false}, {"close", time.Hour, true}} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			s, g, sizes := lingerStore(t, lingerParams{writes: 1000, max: c.max})
 			first := update(s)
 			require.Equal(t, 1, enter(t, g))
