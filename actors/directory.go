@@ -177,6 +177,7 @@ func NewDirectory(sys *System, k Kind) *Directory {
 	d.props = actor.PropsFromProducer(func() actor.Actor { return nil },
 		actor.WithGuardian(supervisor),
 		actor.WithReceiverMiddleware(d.instrument),
+		actor.WithDispatcher(sys.workers),
 	)
 	return d
 }

@@ -41,6 +41,11 @@
 // waits in the store, not in mailboxes or goroutines, and each directory caps its live actors
 // (Kind.MaxLive), passivating idle ones first: memory follows the work in hand, not the backlog.
 //
+// Every mailbox runs on the system's pool of worker goroutines (dispatcher.go): a message that
+// wakes an idle actor takes an idle worker, the most recently idle first, instead of a new
+// goroutine; the pool grows whenever every worker is busy (an actor waiting for its commit keeps
+// its worker, and the others still run) and idle workers exit after five seconds.
+//
 // Actors address each other by id through the directories, never by PID, so an actor may
 // passivate or restart between two messages; this is also what lets a cluster's grains replace the
 // directories when Herald runs on several nodes.
