@@ -358,14 +358,19 @@ func (h *handlers) sendTestEvent(c *echo.Context) error {
 	return c.JSON(http.StatusAccepted, deliveryView(r.Delivery))
 }
 
+// deliveryIDs are a delivery route's webhook and delivery ids.
+func deliveryIDs(c *echo.Context) (id, deliveryID string, err error) {
+	if id, err = parseUUID("id", c.Param("id")); err != nil {
+		return "", "", err
+	}
+	deliveryID, err = parseUUID("deliveryId", c.Param("deliveryId"))
+	return id, deliveryID, err
+}
+
 // redeliver is POST /webhooks/:id/deliveries/:deliveryId/redeliver: the delivery's event sent
 // again as a new delivery. 202 with the new pending delivery.
 func (h *handlers) redeliver(c *echo.Context) error {
-	id, err := parseUUID("id", c.Param("id"))
-	if err != nil {
-		return err
-	}
-	did, err := parseUUID("deliveryId", c.Param("deliveryId"))
+	id, did, err := deliveryIDs(c)
 	if err != nil {
 		return err
 	}
@@ -378,11 +383,7 @@ func (h *handlers) redeliver(c *echo.Context) error {
 
 // getDelivery is GET /webhooks/:id/deliveries/:deliveryId: one delivery with the body sent.
 func (h *handlers) getDelivery(c *echo.Context) error {
-	id, err := parseUUID("id", c.Param("id"))
-	if err != nil {
-		return err
-	}
-	did, err := parseUUID("deliveryId", c.Param("deliveryId"))
+	id, did, err := deliveryIDs(c)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package x
 
 import (
 	"context"
-	"fmt"
 	"net/url"
 	"time"
 
@@ -64,19 +63,9 @@ func (a *Adapter) Exchange(ctx context.Context, code, redirectURI, codeVerifier 
 		}
 		return c, e
 	}
-	var tok struct {
-		AccessToken  string `json:"access_token"`
-		RefreshToken string `json:"refresh_token"`
-		ExpiresIn    int64  `json:"expires_in"`
-	}
-	if err := platforms.Decode(platforms.X, r, &tok, false); err != nil {
+	tok, err := tokenAnswer(r)
+	if err != nil {
 		return c, err
-	}
-	if tok.AccessToken == "" {
-		if e := errorBody(r); e != nil {
-			return c, e
-		}
-		return c, platforms.Garbled(platforms.X, r, false, fmt.Errorf("no access_token in the answer"))
 	}
 	c.AccessToken, c.RefreshToken = tok.AccessToken, tok.RefreshToken
 	if tok.ExpiresIn > 0 {

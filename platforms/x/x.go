@@ -277,6 +277,29 @@ func (a *Adapter) oauthRequest(c platforms.Credentials, path string, form url.Va
 	return rq
 }
 
+// tokenGrant is what /2/oauth2/token answers a code or a refresh token with.
+type tokenGrant struct {
+	AccessToken  string `json:"access_token"`
+	RefreshToken string `json:"refresh_token"`
+	ExpiresIn    int64  `json:"expires_in"`
+}
+
+// tokenAnswer reads a successful answer of /2/oauth2/token: one without an access token is X's
+// error body, or garbled.
+func tokenAnswer(r *platforms.Answer) (tokenGrant, error) {
+	var tok tokenGrant
+	if err := platforms.Decode(platforms.X, r, &tok, false); err != nil {
+		return tok, err
+	}
+	if tok.AccessToken == "" {
+		if e := errorBody(r); e != nil {
+			return tok, e
+		}
+		return tok, platforms.Garbled(platforms.X, r, false, fmt.Errorf("no access_token in the answer"))
+	}
+	return tok, nil
+}
+
 // Refresh uses the refresh token (single use: X returns a new one) with the account's OAuth
 // client. A refused refresh token is Permanent: the account must be connected again.
 func (a *Adapter) Refresh(ctx context.Context, c platforms.Credentials) (platforms.Credentials, error) {
@@ -299,19 +322,9 @@ func (a *Adapter) Refresh(ctx context.Context, c platforms.Credentials) (platfor
 		}
 		return c, e
 	}
-	var tok struct {
-		AccessToken  string `json:"access_token"`
-		RefreshToken string `json:"refresh_token"`
-		ExpiresIn    int64  `json:"expires_in"`
-	}
-	if err := platforms.Decode(platforms.X, r, &tok, false); err != nil {
+	tok, err := tokenAnswer(r)
+	if err != nil {
 		return c, err
-	}
-	if tok.AccessToken == "" {
-		if e := errorBody(r); e != nil {
-			return c, e
-		}
-		return c, platforms.Garbled(platforms.X, r, false, fmt.Errorf("no access_token in the answer"))
 	}
 	out := c
 	out.AccessToken = tok.AccessToken
