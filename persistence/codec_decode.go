@@ -774,19 +774,20 @@ func (d *decoder) post(p *Post) {
 	})
 }
 
-// targets decodes a post's targets: null, or an array of target objects.
-func (d *decoder) targets() []Target {
+// decodeArray decodes null (nil), or an array whose elements elem decodes in place.
+func decodeArray[T any](d *decoder, elem func(*T)) []T {
 	if d.null() {
 		return nil
 	}
 	d.expect('[')
-	out := make([]Target, 0, 4)
+	out := make([]T, 0, 4)
 	if !d.ok || d.consume(']') {
 		return out
 	}
 	for d.ok {
-		out = append(out, Target{})
-		d.target(&out[len(out)-1])
+		var zero T
+		out = append(out, zero)
+		elem(&out[len(out)-1])
 		if d.consume(',') {
 			continue
 		}
@@ -794,6 +795,11 @@ func (d *decoder) targets() []Target {
 		break
 	}
 	return out
+}
+
+// targets decodes a post's targets: null, or an array of target objects.
+func (d *decoder) targets() []Target {
+	return decodeArray(d, d.target)
 }
 
 func (d *decoder) target(t *Target) {
@@ -911,24 +917,7 @@ func (d *decoder) job(j *Job) {
 }
 
 func (d *decoder) jobTargets() []JobTarget {
-	if d.null() {
-		return nil
-	}
-	d.expect('[')
-	out := make([]JobTarget, 0, 4)
-	if !d.ok || d.consume(']') {
-		return out
-	}
-	for d.ok {
-		out = append(out, JobTarget{})
-		d.jobTarget(&out[len(out)-1])
-		if d.consume(',') {
-			continue
-		}
-		d.expect(']')
-		break
-	}
-	return out
+	return decodeArray(d, d.jobTarget)
 }
 
 func (d *decoder) jobTarget(t *JobTarget) {
