@@ -369,7 +369,7 @@ func (t *Tx) CalendarPosts(scope string, from, to time.Time, scan int) ([]*Post,
 	c := t.kv.Bucket(bPostsUser).Cursor()
 	end := append(append([]byte(nil), user...), bytes.Repeat([]byte{0xff}, 16)...)
 	var k, v []byte
-	if k, v = c.Seek(end); k == nil {
+	if k, _ = c.Seek(end); k == nil {
 		k, v = c.Last()
 	} else {
 		k, v = c.Prev()
