@@ -49,6 +49,11 @@ func (o *Only) Matches(t persistence.Target) bool {
 type Idempotency struct {
 	Key    []byte
 	Record *persistence.IdempotencyRecord
+	// Held, when set, builds the answer of a publish that the post is held for approval by, from
+	// the post as held (its answer names what the hold made): it is stored in the hold's own
+	// transaction and becomes Record, so that a crash can never keep the post without the answer
+	// a retry with the same key must get.
+	Held func(*persistence.Post) (*persistence.IdempotencyRecord, error)
 }
 
 // Quota is a monthly post quota.
@@ -313,7 +318,7 @@ func (a *Actor) publish(ctx actor.Context, m *Publish) {
 		cur = owned
 	}
 	if m.Hold != nil && m.Only == nil && cur.Status != persistence.PostFailed && cur.Status != persistence.PostPartial && cur.Status != persistence.PostPublished {
-		a.hold(ctx, cur, m.Create != nil, nil, m.Hold.By, true)
+		a.hold(ctx, cur, m.Create != nil, nil, m.Hold.By, m.Idempotency)
 		return
 	}
 	j, sj, err := a.startJob(jobCommit{cur: cur, jobID: m.JobID, quota: m.Quota, idem: m.Idempotency, creating: m.Create != nil, request: true, only: m.Only})
@@ -419,7 +424,7 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 				return err
 			}
 		}
-		if idem != nil {
+		if idem != nil && idem.Record != nil {
 			if err := tx.PutIdempotency(idem.Key, idem.Record); err != nil {
 				return err
 			}
@@ -472,7 +477,7 @@ func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
 	if m.Hold != nil {
 		cur = cur.Clone()
 		cur.ScheduledZone = m.Zone
-		a.hold(ctx, cur, m.Create != nil, &m.At, m.Hold.By, false)
+		a.hold(ctx, cur, m.Create != nil, &m.At, m.Hold.By, nil)
 		return
 	}
 	if cur.Status != persistence.PostDraft && cur.Status != persistence.PostScheduled {
