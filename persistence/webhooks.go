@@ -446,11 +446,5 @@ func (t *Tx) EventsPending(consumer string, max int) int {
 
 // WebhooksInKeys lists the ids of a workspace's subscriptions (scope: Scope), from the index.
 func (t *Tx) WebhooksInKeys(scope string) []string {
-	prefix := mustID(scope)
-	var out []string
-	c := t.kv.Bucket(bWebhooksUser).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		out = append(out, idString(k[16:]))
-	}
-	return out
+	return t.idsUnder(bWebhooksUser, scope)
 }
