@@ -64,8 +64,14 @@ func Listen(dir string, ops Ops) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin: listen on %s: %w", path, err)
 	}
+	// The socket file is removed by Close alone, never by the listener's own close: a server
+	// closed before its Serve goroutine ran closes the listener again when that goroutine ends,
+	// and a listener that unlinks its path on close would then remove the socket of the server
+	// that listens there next.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	if err := os.Chmod(path, 0o600); err != nil {
 		_ = ln.Close()
+		_ = os.Remove(path)
 		return nil, fmt.Errorf("admin: chmod %s: %w", path, err)
 	}
 	if ops.Now == nil {
@@ -83,6 +89,7 @@ func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)
+	_ = s.ln.Close() // Shutdown closes only a listener Serve has begun with
 	_ = os.Remove(s.path)
 	return err
 }

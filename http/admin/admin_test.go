@@ -191,3 +191,27 @@ func TestBackupThroughTheSocket(t *testing.T) {
 		return err
 	}))
 }
+
+// A server closed at once, before its serving goroutine ran, leaves the socket of the server
+// that listens on the same directory next in place.
+func TestAServerClosedAtOnceLeavesTheNextOnesSocket(t *testing.T) {
+	t.Parallel()
+	dir, err := os.MkdirTemp("", "adm")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	for range 50 {
+		srv, err := admin.Listen(dir, admin.Ops{Store: store})
+		require.NoError(t, err)
+		require.NoError(t, srv.Close())
+		next, err := admin.Listen(dir, admin.Ops{Store: store})
+		require.NoError(t, err)
+		time.Sleep(2 * time.Millisecond) // the first server's goroutine, if it was late, has ended
+		_, err = os.Stat(filepath.Join(dir, admin.SocketName))
+		require.NoError(t, err, "the next server's socket is in place")
+		require.NotNil(t, admin.Dial(dir), "the next server answers")
+		require.NoError(t, next.Close())
+	}
+}
