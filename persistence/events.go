@@ -48,19 +48,24 @@ func (t *Tx) AppendEvent(e *Event) error {
 	return t.put(bEvents, mustID(e.ID), e)
 }
 
-// EventsAfter returns up to limit events after the consumer's cursor, oldest first.
-func (t *Tx) EventsAfter(consumer string, limit int) ([]*Event, error) {
+// eventsFrom places a cursor of the outbox on the first event after the consumer's cursor.
+func (t *Tx) eventsFrom(consumer string) (c kvCursor, k, v []byte) {
 	cur := t.kv.Bucket(bEventCursors).Get([]byte(consumer))
-	c := t.kv.Bucket(bEvents).Cursor()
-	var k, v []byte
+	c = t.kv.Bucket(bEvents).Cursor()
 	if cur == nil {
 		k, v = c.First()
-	} else {
-		k, v = c.Seek(cur)
-		if k != nil && bytes.Equal(k, cur) {
-			k, v = c.Next()
-		}
+		return c, k, v
 	}
+	k, v = c.Seek(cur)
+	if k != nil && bytes.Equal(k, cur) {
+		k, v = c.Next()
+	}
+	return c, k, v
+}
+
+// EventsAfter returns up to limit events after the consumer's cursor, oldest first.
+func (t *Tx) EventsAfter(consumer string, limit int) ([]*Event, error) {
+	c, k, v := t.eventsFrom(consumer)
 	var out []*Event
 	for ; k != nil && len(out) < limit; k, v = c.Next() {
 		var e Event
@@ -79,17 +84,7 @@ func (t *Tx) EventsAfter(consumer string, limit int) ([]*Event, error) {
 // and type: its other fields are checked, not decoded. A record the scan does not recognise
 // is decoded whole, and one that cannot be decoded is an error, as in EventsAfter.
 func (t *Tx) EventsWanted(consumer string, limit int, wanted func(scope, typ string) bool) (out []*Event, read int, last string, err error) {
-	cur := t.kv.Bucket(bEventCursors).Get([]byte(consumer))
-	c := t.kv.Bucket(bEvents).Cursor()
-	var k, v []byte
-	if cur == nil {
-		k, v = c.First()
-	} else {
-		k, v = c.Seek(cur)
-		if k != nil && bytes.Equal(k, cur) {
-			k, v = c.Next()
-		}
-	}
+	c, k, v := t.eventsFrom(consumer)
 	var lastKey []byte
 	for ; k != nil && read < limit; k, v = c.Next() {
 		read++

@@ -217,19 +217,7 @@ func (h *handlers) getQueue(c *echo.Context) error {
 // queueWorkspace reads the request's workspace fresh from the store.
 func (h *handlers) queueWorkspace(c *echo.Context) (*persistence.Workspace, error) {
 	p := server.Principal(c)
-	var w *persistence.Workspace
-	err := h.Store.View(func(tx *persistence.Tx) error {
-		var err error
-		w, err = tx.Workspace(p.User.ID, persistence.WorkspaceOf(p.WorkspaceID))
-		return err
-	})
-	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, apierr.NotFound("workspace")
-	}
-	if err != nil {
-		return nil, h.storeError(c, err)
-	}
-	return w, nil
+	return h.readWorkspace(c, p.User.ID, persistence.WorkspaceOf(p.WorkspaceID))
 }
 
 // putQueue is PUT /v1/queue: replaces the request's workspace's slots and zone. Posts already

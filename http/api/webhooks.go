@@ -314,15 +314,8 @@ func (h *handlers) listDeliveries(c *echo.Context) error {
 	var list []*persistence.Delivery
 	total := 0
 	err = h.Store.View(func(tx *persistence.Tx) error {
-		w, err := tx.Webhook(id)
-		if errors.Is(err, persistence.ErrNotFound) {
-			return apierr.NotFound("webhook")
-		}
-		if err != nil {
+		if err := ownedWebhook(tx, id, user); err != nil {
 			return err
-		}
-		if w.Scope() != user {
-			return apierr.Forbidden("webhook")
 		}
 		list, total, err = tx.ListDeliveries(id, (page-1)*limit, limit)
 		return err
@@ -390,15 +383,8 @@ func (h *handlers) getDelivery(c *echo.Context) error {
 	scope := server.Principal(c).Scope()
 	var d *persistence.Delivery
 	err = h.Store.View(func(tx *persistence.Tx) error {
-		w, err := tx.Webhook(id)
-		if errors.Is(err, persistence.ErrNotFound) {
-			return apierr.NotFound("webhook")
-		}
-		if err != nil {
+		if err := ownedWebhook(tx, id, scope); err != nil {
 			return err
-		}
-		if w.Scope() != scope {
-			return apierr.Forbidden("webhook")
 		}
 		d, err = tx.Delivery(id, did)
 		if errors.Is(err, persistence.ErrNotFound) {
@@ -418,4 +404,19 @@ func (h *handlers) getDelivery(c *echo.Context) error {
 		out.ResponseBody = &text
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// ownedWebhook refuses a webhook that does not exist (404) or is another workspace's (403).
+func ownedWebhook(tx *persistence.Tx, id, scope string) error {
+	w, err := tx.Webhook(id)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return apierr.NotFound("webhook")
+	}
+	if err != nil {
+		return err
+	}
+	if w.Scope() != scope {
+		return apierr.Forbidden("webhook")
+	}
+	return nil
 }

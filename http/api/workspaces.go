@@ -97,10 +97,15 @@ func (h *handlers) pathWorkspace(c *echo.Context) (*persistence.Workspace, error
 	if p.Key != nil && p.Key.WorkspaceID != "" && p.Key.WorkspaceID != id {
 		return nil, server.BoundElsewhere(p.Key.WorkspaceID, id)
 	}
+	return h.readWorkspace(c, p.User.ID, id)
+}
+
+// readWorkspace reads a user's workspace fresh from the store: 404 when there is none.
+func (h *handlers) readWorkspace(c *echo.Context, userID, id string) (*persistence.Workspace, error) {
 	var w *persistence.Workspace
 	err := h.Store.View(func(tx *persistence.Tx) error {
 		var err error
-		w, err = tx.Workspace(p.User.ID, id)
+		w, err = tx.Workspace(userID, id)
 		return err
 	})
 	if errors.Is(err, persistence.ErrNotFound) {
