@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin/herald
 DATA ?= ./data
 
-.PHONY: help run build test test-short test-postgres chaos bench bench-micro profile mcp-e2e lint tidy clean
+.PHONY: help run build test test-short test-postgres test-nodes chaos bench bench-micro profile mcp-e2e lint tidy clean
 
 help: ## Show the targets.
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -23,6 +23,9 @@ PG_TEST_PKGS := ./actors/... ./cmd/herald/app/ ./http/api/ ./http/live/ ./http/o
 
 test-postgres: ## Run the actor and API tests on PostgreSQL (HERALD_TEST_STORE=postgres; initdb and pg_ctl from Debian's postgresql package).
 	HERALD_TEST_STORE=postgres $(GO) test -race -count=1 -timeout 20m $(PG_TEST_PKGS)
+
+test-nodes: ## The multi-process suite of several nodes: PostgreSQL, herald sim and three herald serve --node-addr over one schema, each behind a proxy the tests cut (cmd/herald/nodes_process_test.go).
+	HERALD_NODES=1 $(GO) test -count=1 -run '^TestNodes' -v -timeout 15m ./cmd/herald/
 
 test-short: ## Run the tests without the race detector.
 	$(GO) test -count=1 ./...

@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/cluster"
+	"github.com/heraldhq/herald/cluster/clustertest"
+	"github.com/heraldhq/herald/persistence/pgtest"
+)
+
+// The multi-process suite of several nodes (make test-nodes): PostgreSQL, `herald sim` in its own
+// process, and three `herald serve --node-addr` over one schema, each reaching PostgreSQL through
+// a proxy the test can cut. Every test checks the simulator's publication log.
+
+// nodesLease is the lease lifetime the suite's nodes run with: short, so that a takeover happens
+// within seconds.
+const nodesLease = 2 * time.Second
+
+type nodes struct {
+	t     *testing.T
+	pgURL string
+	sim   string
+	key   string
+	nodes []*node
+}
+
+type node struct {
+	dir, addr string
+	pg        *clustertest.Proxy
+	p         *proc
+}
+
+func needNodes(t *testing.T) {
+	t.Helper()
+	if os.Getenv("HERALD_NODES") != "1" {
+		t.Skip("the multi-process suite of several nodes runs with HERALD_NODES=1 (make test-nodes)")
+	}
+}
+
+// startNodes starts PostgreSQL (a fresh schema), the simulator and n nodes; the first node makes
+// the sandbox's demo user, key and accounts, the others find them in the store.
+func startNodes(t *testing.T, n int, extra ...string) *nodes {
+	t.Helper()
+	ns := &nodes{t: t, pgURL: pgtest.URL(t), sim: startSim(t, "--limit-scale", "100", "--latency", "2ms")}
+	for i := range n {
+		ns.add(extra...)
+		if i == 0 {
+			ns.key = sandboxKey(t, ns.nodes[0].dir)
+		}
+	}
+	return ns
+}
+
+// add starts one more node, with a data directory and a PostgreSQL proxy of its own.
+func (ns *nodes) add(extra ...string) *node {
+	t := ns.t
+	t.Helper()
+	u, err := url.Parse(ns.pgURL)
+	require.NoError(t, err)
+	nd := &node{dir: t.TempDir(), addr: freeAddr(t), pg: clustertest.NewProxy(t, u.Host)}
+	u.Host = nd.pg.Addr()
+	nd.p = startNode(t, nd, u.String(), ns.sim, extra...)
+	ns.nodes = append(ns.nodes, nd)
+	ns.waitReady(nd)
+	return nd
+}
+
+func startNode(t *testing.T, nd *node, store, sim string, extra ...string) *proc {
+	args := append([]string{"--store", store, "--node-addr", nd.addr, "--lease-ttl", nodesLease.String(),
+		"--sandbox", "--sim-url", sim, "--budget-scale", "100", "--plan-limits", "pro=1000000"}, extra...)
+	return startServer(t, nd.dir, args...)
+}
+
+// restart starts a node that was stopped again, under the same address and directory.
+func (ns *nodes) restart(nd *node, extra ...string) {
+	u, err := url.Parse(ns.pgURL)
+	require.NoError(ns.t, err)
+	u.Host = nd.pg.Addr()
+	nd.p = startNode(ns.t, nd, u.String(), ns.sim, extra...)
+	ns.waitReady(nd)
+}
+
+func (ns *nodes) waitReady(nd *node) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(nd.p.url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			ns.t.Fatalf("node %s is not ready: %s", nd.addr, nd.p.logText())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// owner is the node that holds a lease now, by the lease table (nil when none holds it).
+func (ns *nodes) owner(lease string) *node {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, ns.pgURL)
+	require.NoError(ns.t, err)
+	defer conn.Close(context.Background())
+	var addr string
+	err = conn.QueryRow(ctx, `SELECT n.addr FROM cluster_leases l JOIN cluster_nodes n ON n.id = l.owner
+		WHERE l.name = $1 AND l.expires_at > now()`, lease).Scan(&addr)
+	if err == pgx.ErrNoRows {
+		return nil
+	}
+	require.NoError(ns.t, err)
+	for _, nd := range ns.nodes {
+		if nd.addr == addr {
+			return nd
+		}
+	}
+	return nil
+}
+
+// live are the nodes whose process runs.
+func (ns *nodes) live() []*node {
+	var out []*node
+	for _, nd := range ns.nodes {
+		select {
+		case <-nd.p.done:
+		default:
+			out = append(out, nd)
+		}
+	}
+	return out
+}
+
+// publish asks node nd to publish text to targets; the post's id when accepted.
+func (ns *nodes) publish(client *http.Client, nd *node, text string, targets []string, extra string) (string, int, error) {
+	req, _ := http.NewRequest("POST", nd.p.url+"/v1/posts/publish", strings.NewReader(`{"content":"`+text+`","platforms":[`+strings.Join(targets, ",")+`]`+extra+`}`))
+	req.Header.Set("Authorization", "Bearer "+ns.key)
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		PostID     string `json:"post_id"`
+		TrackingID string `json:"tracking_id"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&r)
+	return r.PostID, resp.StatusCode, nil
+}
+
+// waitFinal waits until every post is final, asking any live node; it fails the test on a post
+// lost or still open after the deadline.
+func (ns *nodes) waitFinal(posts map[string]string, within time.Duration) {
+	deadline := time.Now().Add(within)
+	for id := range posts {
+		for {
+			live := ns.live()
+			require.NotEmpty(ns.t, live)
+			status, body := live[0].p.request(ns.key, "GET", "/v1/posts/"+id, "")
+			if status == 200 {
+				var post struct{ Status string }
+				require.NoError(ns.t, json.Unmarshal(body, &post))
+				if post.Status == "published" || post.Status == "partial" || post.Status == "failed" {
+					break
+				}
+			} else {
+				require.Contains(ns.t, []int{503}, status, "post %s: %s", id, body)
+			}
+			if time.Now().After(deadline) {
+				ns.t.Fatalf("post %s is not final: %d %s", id, status, body)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// noneTwice checks that no text was published twice on one network, and that each of texts was
+// published once on each of platforms.
+func (ns *nodes) noneTwice(texts []string, platforms ...string) {
+	seen := map[string]int{}
+	for _, r := range simPublications(ns.t, ns.sim) {
+		seen[r.Platform+"|"+r.Text]++
+	}
+	for k, c := range seen {
+		require.LessOrEqual(ns.t, c, 1, "%s published %d times", k, c)
+	}
+	for _, text := range texts {
+		for _, pl := range platforms {
+			require.Equal(ns.t, 1, seen[pl+"|"+text], "%s on %s", text, pl)
+		}
+	}
+}
+
+// A shard owner SIGKILLed in the middle of a bulk publish sent to every node: every accepted post
+// is finished by the others, and no target is published twice.
+func TestNodesSIGKILLAShardOwnerDuringABulkPublish(t *testing.T) {
+	needNodes(t)
+	ns := startNodes(t, 3)
+	targets := quotedIDs(accountsByPlatform(t, ns.nodes[0].p, ns.key), "twitter_x", "bluesky", "linkedin")
+	require.Len(t, targets, 3)
+	// The victim owns the shard of the X account, so that its calls move.
+	var xID string
+	require.NoError(t, json.Unmarshal([]byte(targets[0]), &xID))
+	victim := ns.owner(cluster.ShardName(cluster.ShardOf(xID, 256)))
+	require.NotNil(t, victim, "the X account's shard has an owner")
+
+	const total = 300
+	var mu sync.Mutex
+	accepted := map[string]string{}
+	var n atomic.Int64
+	killed := make(chan struct{})
+	var once sync.Once
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 10 * time.Second}
+	for w := range 9 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < total; i += 9 {
+				text := fmt.Sprintf("nodes bulk %04d", i)
+				live := ns.live()
+				nd := live[i%len(live)]
+				id, status, err := ns.publish(client, nd, text, targets, "")
+				if err != nil || status == 503 {
+					continue // the node died under the request, or it answered retry later
+				}
+				require.Equal(t, 202, status, "publish %s", text)
+				mu.Lock()
+				accepted[id] = text
+				mu.Unlock()
+				if n.Add(1) == total/3 {
+					once.Do(func() { close(killed) })
+				}
+			}
+		}()
+	}
+	<-killed
+	victim.p.kill9()
+	wg.Wait()
+	t.Logf("%d posts accepted, node %s killed after %d", len(accepted), victim.addr, total/3)
+	ns.waitFinal(accepted, 60*time.Second)
+	var texts []string
+	for _, text := range accepted {
+		texts = append(texts, text)
+	}
+	ns.noneTwice(texts, "twitter_x", "bluesky", "linkedin")
+}
+
+// A key revoked through one node is refused by the others within a second.
+func TestNodesARevokedKeyIsRefusedEverywhere(t *testing.T) {
+	needNodes(t)
+	ns := startNodes(t, 3)
+	out, err := herald(t, "keys", "create", "--data", ns.nodes[0].dir, "--email", "demo@herald.local", "--name", "short-lived")
+	require.NoError(t, err, out)
+	var k struct{ ID, Key string }
+	require.NoError(t, json.Unmarshal([]byte(out), &k), out)
+	for _, nd := range ns.nodes {
+		status, body := nd.p.request(k.Key, "GET", "/v1/accounts", "")
+		require.Equal(t, 200, status, "%s: %s", nd.addr, body)
+	}
+	out, err = herald(t, "keys", "revoke", "--data", ns.nodes[0].dir, k.ID)
+	require.NoError(t, err, out)
+	revoked := time.Now()
+	for _, nd := range ns.nodes {
+		for {
+			status, _ := nd.p.request(k.Key, "GET", "/v1/accounts", "")
+			if status == 401 {
+				break
+			}
+			require.Equal(t, 200, status)
+			require.Less(t, time.Since(revoked), time.Second, "node %s still takes the revoked key", nd.addr)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// Posts scheduled on one node fire once each while the node that runs the scheduler is killed
+// as they fall due: another node takes the scheduler's lease and fires what is left.
+func TestNodesAScheduledPostFiresOnceAcrossASchedulerTakeover(t *testing.T) {
+	needNodes(t)
+	ns := startNodes(t, 3)
+	targets := quotedIDs(accountsByPlatform(t, ns.nodes[0].p, ns.key), "bluesky")
+	due := time.Now().Add(4 * time.Second).UTC()
+	posts := map[string]string{}
+	var texts []string
+	client := &http.Client{Timeout: 10 * time.Second}
+	for i := range 60 {
+		text := fmt.Sprintf("nodes scheduled %03d", i)
+		at := due.Add(time.Duration(i) * 50 * time.Millisecond).Format(time.RFC3339Nano)
+		nd := ns.nodes[i%len(ns.nodes)]
+		req, _ := http.NewRequest("POST", nd.p.url+"/v1/posts", strings.NewReader(`{"content":"`+text+`","platforms":[`+strings.Join(targets, ",")+`],"scheduled_for":"`+at+`"}`))
+		req.Header.Set("Authorization", "Bearer "+ns.key)
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		var p struct {
+			ID string `json:"id"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&p))
+		resp.Body.Close()
+		require.Contains(t, []int{200, 201}, resp.StatusCode)
+		posts[p.ID] = text
+		texts = append(texts, text)
+	}
+	sched := ns.owner(cluster.SingletonName("scheduler"))
+	require.NotNil(t, sched, "a node runs the scheduler")
+	time.Sleep(time.Until(due.Add(1500 * time.Millisecond)))
+	sched.p.kill9()
+	ns.waitFinal(posts, 60*time.Second)
+	ns.noneTwice(texts, "bluesky")
+}
+
