@@ -65,8 +65,9 @@ type Adapter struct {
 var _ platforms.Adapter = (*Adapter)(nil)
 
 // New returns an adapter for cfg. BaseURL is the entryway/PDS (default https://bsky.social);
-// UploadURL is the video service (default https://video.bsky.app). A nil HTTP client means one with
-// a 60-second timeout.
+// UploadURL is the video service (default https://video.bsky.app). A nil HTTP client means
+// platforms.DefaultHTTPClient (bounded connecting and waiting for an answer; the caller's context
+// bounds the whole call).
 func New(cfg platforms.Config) *Adapter {
 	a := &Adapter{base: strings.TrimRight(cfg.BaseURL, "/"), video: strings.TrimRight(cfg.UploadURL, "/"), hc: cfg.HTTPClient, poll: cfg.PollInterval, cards: cfg.Cards}
 	if a.base == "" {
@@ -76,7 +77,7 @@ func New(cfg platforms.Config) *Adapter {
 		a.video = DefaultVideoURL
 	}
 	if a.hc == nil {
-		a.hc = &http.Client{Timeout: 60 * time.Second}
+		a.hc = platforms.DefaultHTTPClient()
 	}
 	return a
 }
