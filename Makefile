@@ -44,7 +44,7 @@ profile: build ## Profile one bench scenario (SCENARIO=publish; ARGS=--quick): C
 	rm -rf $(PROFILE_DIR)
 	$(BIN) bench --scenario $(SCENARIO) --profile $(PROFILE_DIR) $(ARGS)
 
-BENCH_MICRO := ^Benchmark(GroupCommit|Codec|Store|Ask|Dispatcher|Directory|Budgets|Scheduler|SendLoopback|PublishX)
+BENCH_MICRO := ^Benchmark(GroupCommit|Codec|Store|Ask|Dispatcher|Directory|Budgets|Scheduler|SendLoopback|PublishX|PublishCanned)
 BENCH_MICRO_PKGS := ./persistence/ ./actors/ ./actors/account/ ./actors/scheduler/ ./platforms/
 
 bench-micro: ## Run the Go micro-benchmarks: store, codec, directory, Ask, rate budget, scheduler, one network call (benchstat-comparable; save two runs and `benchstat old.txt new.txt`).

@@ -93,12 +93,27 @@ func Send(ctx context.Context, hc *http.Client, p Platform, c Call) (*Answer, er
 		return nil, NoAnswer(p, err, wrote.Load(), c.Create)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer))
+	b, err := readAnswer(resp)
 	if err != nil {
 		// The answer started but was cut off: the request certainly arrived.
 		return nil, NoAnswer(p, err, true, c.Create)
 	}
 	return &Answer{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// readAnswer reads an answer's body, up to MaxAnswer. A body of a declared length (most answers
+// of the networks' APIs) is read into one buffer of that length rather than grown from 512
+// bytes, as io.ReadAll would.
+func readAnswer(resp *http.Response) ([]byte, error) {
+	n := resp.ContentLength
+	if n < 0 || n > MaxAnswer {
+		return io.ReadAll(io.LimitReader(resp.Body, MaxAnswer))
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(resp.Body, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // NoAnswer classifies a call that got no (complete) answer: Transient when the request was not

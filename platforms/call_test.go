@@ -5,7 +5,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -73,4 +75,52 @@ func TestSendRefusedConnectionIsTransient(t *testing.T) {
 	require.NoError(t, ln.Close())
 	_, err = platforms.Send(context.Background(), &http.Client{}, platforms.X, platforms.Call{Method: http.MethodPost, URL: "http://" + addr, Create: true})
 	require.Equal(t, platforms.Transient, platforms.KindOf(err))
+}
+
+// An answer of a declared length is read whole, over one connection kept for the next call; one
+// declared longer than MaxAnswer is cut at MaxAnswer; one cut off before its declared length is a
+// call without an answer (Unknown for the call that creates the post).
+func TestSendReadsDeclaredLengths(t *testing.T) {
+	t.Parallel()
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/long":
+			w.Header().Set("Content-Length", strconv.Itoa(platforms.MaxAnswer+10))
+			_, _ = w.Write([]byte(strings.Repeat("b", platforms.MaxAnswer+10)))
+		case "/cut":
+			conn, bw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				panic(err)
+			}
+			_, _ = bw.WriteString("HTTP/1.1 201 Created\r\nContent-Length: 100\r\n\r\n{\"data\":")
+			_ = bw.Flush()
+			_ = conn.Close()
+		default:
+			body := `{"data":{"id":"` + r.URL.Path + `"}}`
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			_, _ = w.Write([]byte(body))
+		}
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	hc := platforms.DefaultHTTPClient()
+	for _, path := range []string{"/1", "/2", "/3"} {
+		ans, err := platforms.Send(context.Background(), hc, platforms.X, platforms.Call{Method: http.MethodPost, URL: srv.URL + path, Body: []byte(`{}`), Create: true})
+		require.NoError(t, err)
+		require.JSONEq(t, `{"data":{"id":"`+path+`"}}`, string(ans.Body))
+	}
+	require.Equal(t, int32(1), conns.Load(), "the three calls share one connection")
+
+	ans, err := platforms.Send(context.Background(), hc, platforms.X, platforms.Call{Method: http.MethodGet, URL: srv.URL + "/long"})
+	require.NoError(t, err)
+	require.Len(t, ans.Body, platforms.MaxAnswer)
+
+	_, err = platforms.Send(context.Background(), hc, platforms.X, platforms.Call{Method: http.MethodPost, URL: srv.URL + "/cut", Body: []byte(`{}`), Create: true})
+	require.Equal(t, platforms.Unknown, platforms.KindOf(err), "%v", err)
 }

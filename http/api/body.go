@@ -198,7 +198,10 @@ func (o object) uuids(field string, required bool) ([]string, error) {
 		if err != nil || len(s) != 36 {
 			return nil, apierr.Validation("%s: Invalid uuid (item %d is %q)", field, i, truncate(s, 64))
 		}
-		id := u.String()
+		id := s
+		if hasUpper(s) {
+			id = u.String()
+		}
 		if (seen == nil && slices.Contains(out, id)) || seen[id] {
 			return nil, apierr.Validation("%s: duplicate id %s", field, id)
 		}
@@ -208,6 +211,17 @@ func (o object) uuids(field string, required bool) ([]string, error) {
 		out = append(out, id)
 	}
 	return out, nil
+}
+
+// hasUpper reports whether s has an upper-case letter: a parsed id without one is already in
+// the canonical form uuid.UUID.String would write, and is kept without a copy.
+func hasUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
 }
 
 func truncate(s string, n int) string {

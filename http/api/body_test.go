@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -199,5 +201,25 @@ func TestReadRawLimit(t *testing.T) {
 		require.NoError(t, err, c.name)
 		require.Len(t, got, len(c.body), c.name)
 		require.True(t, bytes.Equal(c.body, got), c.name)
+	}
+}
+
+// A list's ids come back in the canonical lower-case form, whatever case the client wrote, so that
+// an id written in two cases is one id.
+func TestUUIDListsAreCanonical(t *testing.T) {
+	o, err := parseObject([]byte(`{"platforms":["0190D5A0-0000-7000-8000-00000000000A","0190d5a0-0000-7000-8000-00000000000b"],` +
+		`"media":["0190d5a0-0000-7000-8000-00000000000c","0190d5a0-0000-7000-8000-00000000000C"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := o.uuids("platforms", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"0190d5a0-0000-7000-8000-00000000000a", "0190d5a0-0000-7000-8000-00000000000b"}; !slices.Equal(ids, want) {
+		t.Fatalf("ids %q, want %q", ids, want)
+	}
+	if _, err := o.uuids("media", true); err == nil || !strings.Contains(err.Error(), "duplicate id 0190d5a0-0000-7000-8000-00000000000c") {
+		t.Fatalf("an id in two cases: %v", err)
 	}
 }

@@ -65,8 +65,9 @@ type Adapter struct {
 var _ platforms.Adapter = (*Adapter)(nil)
 
 // New returns an adapter for cfg. BaseURL is the entryway/PDS (default https://bsky.social);
-// UploadURL is the video service (default https://video.bsky.app). A nil HTTP client means one with
-// a 60-second timeout.
+// UploadURL is the video service (default https://video.bsky.app). A nil HTTP client means
+// platforms.DefaultHTTPClient (bounded connecting and waiting for an answer; the caller's context
+// bounds the whole call).
 func New(cfg platforms.Config) *Adapter {
 	a := &Adapter{base: strings.TrimRight(cfg.BaseURL, "/"), video: strings.TrimRight(cfg.UploadURL, "/"), hc: cfg.HTTPClient, poll: cfg.PollInterval, cards: cfg.Cards}
 	if a.base == "" {
@@ -76,7 +77,7 @@ func New(cfg platforms.Config) *Adapter {
 		a.video = DefaultVideoURL
 	}
 	if a.hc == nil {
-		a.hc = &http.Client{Timeout: 60 * time.Second}
+		a.hc = platforms.DefaultHTTPClient()
 	}
 	return a
 }
@@ -169,12 +170,12 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	if o == nil {
 		o = &platforms.BlueskyOptions{} // a post's options ask for its link card
 	}
-	uri, r, err := a.createPostWith(ctx, c, p.Text, p.Media, nil, o)
+	uri, cid, r, err := a.createPostWith(ctx, c, p.Text, p.Media, nil, o)
 	if err != nil {
 		return platforms.Result{}, err
 	}
 	pub := publication(c, uri)
-	pub.Ref = cidOf(r)
+	pub.Ref = cid
 	return platforms.Result{Publication: pub, Rate: rateInfo(r.Header)}, nil
 }
 
@@ -187,12 +188,13 @@ func (a *Adapter) MediaLimits() platforms.MediaLimits {
 // createPost uploads the media and creates a post record (with its facets; a reply when reply is
 // set) with createRecord, and returns the record's at:// URI and Bluesky's answer.
 func (a *Adapter) createPost(ctx context.Context, c platforms.Credentials, text string, media []platforms.Media, reply map[string]strongRef) (string, *platforms.Answer, error) {
-	return a.createPostWith(ctx, c, text, media, reply, nil)
+	uri, _, r, err := a.createPostWith(ctx, c, text, media, reply, nil)
+	return uri, r, err
 }
 
 // createPostWith is createPost with a post's options: its languages, self-labels and, for a post
 // without media, its link card (linkcard.go).
-func (a *Adapter) createPostWith(ctx context.Context, c platforms.Credentials, text string, media []platforms.Media, reply map[string]strongRef, o *platforms.BlueskyOptions) (string, *platforms.Answer, error) {
+func (a *Adapter) createPostWith(ctx context.Context, c platforms.Credentials, text string, media []platforms.Media, reply map[string]strongRef, o *platforms.BlueskyOptions) (uri, cid string, r *platforms.Answer, err error) {
 	in := createRecordInput{Repo: c.UserID, Collection: postNSID, Record: postRecord{
 		Type:      postNSID,
 		Text:      text,
@@ -213,37 +215,41 @@ func (a *Adapter) createPostWith(ctx context.Context, c platforms.Credentials, t
 	if len(media) > 0 {
 		embed, err := a.embed(ctx, c, media)
 		if err != nil {
-			return "", nil, err
+			return "", "", nil, err
 		}
 		in.Record.Embed = embed
 	} else if o != nil {
 		embed, err := a.linkCard(ctx, c, text, o)
 		if err != nil {
-			return "", nil, err
+			return "", "", nil, err
 		}
 		in.Record.Embed = embed
 	}
 	raw, _ := json.Marshal(in)
-	r, err := platforms.Send(ctx, a.hc, platforms.Bluesky, platforms.Call{Method: http.MethodPost, URL: a.xrpc(c, "com.atproto.repo.createRecord"), Body: raw, ContentType: "application/json", Bearer: c.AccessToken, Create: true})
+	r, err = platforms.Send(ctx, a.hc, platforms.Bluesky, platforms.Call{Method: http.MethodPost, URL: a.xrpc(c, "com.atproto.repo.createRecord"), Body: raw, ContentType: "application/json", Bearer: c.AccessToken, Create: true})
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
 	if !r.OK() {
-		return "", nil, classify(r, true)
+		return "", "", nil, classify(r, true)
 	}
 	var out struct {
 		URI string `json:"uri"`
+		// CID is read with the URI rather than in a second pass; an answer whose cid is not a
+		// string still gives its post, without the cid, as that pass gave it.
+		CID any `json:"cid"`
 	}
 	if err := platforms.Decode(platforms.Bluesky, r, &out, true); err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
 	if !strings.HasPrefix(out.URI, "at://") {
 		if e := errorBody(r); e != nil {
-			return "", nil, e
+			return "", "", nil, e
 		}
-		return "", nil, platforms.Garbled(platforms.Bluesky, r, true, fmt.Errorf("no uri in the answer"))
+		return "", "", nil, platforms.Garbled(platforms.Bluesky, r, true, fmt.Errorf("no uri in the answer"))
 	}
-	return out.URI, r, nil
+	cid, _ = out.CID.(string)
+	return out.URI, cid, r, nil
 }
 
 // publication builds the post's bsky.app URL from its at:// URI.

@@ -8,7 +8,6 @@ package bluesky
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -22,15 +21,6 @@ var (
 	_ platforms.Threader       = (*Adapter)(nil)
 	_ platforms.FirstCommenter = (*Adapter)(nil)
 )
-
-// cidOf reads the cid of a createRecord answer ("" when it has none).
-func cidOf(r *platforms.Answer) string {
-	var out struct {
-		CID string `json:"cid"`
-	}
-	_ = json.Unmarshal(r.Body, &out)
-	return out.CID
-}
 
 // ref is the strong reference of a publication: its URI and its CID (Ref, else read with
 // com.atproto.repo.getRecord). A record the PDS does not have is Permanent and wraps
@@ -94,12 +84,12 @@ func (a *Adapter) PublishReply(ctx context.Context, c platforms.Credentials, roo
 		}
 	}
 	o, _ := p.Options.(*platforms.BlueskyOptions)
-	uri, r, err := a.createPostWith(ctx, c, p.Text, p.Media, map[string]strongRef{"root": rootRef, "parent": parentRef}, o)
+	uri, cid, r, err := a.createPostWith(ctx, c, p.Text, p.Media, map[string]strongRef{"root": rootRef, "parent": parentRef}, o)
 	if err != nil {
 		return platforms.Result{}, err
 	}
 	pub := publication(c, uri)
-	pub.Ref = cidOf(r)
+	pub.Ref = cid
 	return platforms.Result{Publication: pub, Rate: rateInfo(r.Header)}, nil
 }
 

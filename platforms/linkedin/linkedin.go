@@ -68,7 +68,8 @@ var (
 
 // New returns an adapter for cfg. Empty base URLs mean LinkedIn's production hosts (BaseURL is the
 // API host, AuthURL the host of the consent page and the token endpoint); a nil HTTP client means
-// one with a 60-second timeout.
+// platforms.DefaultHTTPClient (bounded connecting and waiting for an answer; the caller's context
+// bounds the whole call).
 func New(cfg platforms.Config) *Adapter {
 	a := &Adapter{
 		base: strings.TrimRight(cfg.BaseURL, "/"), auth: strings.TrimRight(cfg.AuthURL, "/"),
@@ -82,7 +83,7 @@ func New(cfg platforms.Config) *Adapter {
 		a.auth = DefaultAuthURL
 	}
 	if a.hc == nil {
-		a.hc = &http.Client{Timeout: 60 * time.Second}
+		a.hc = platforms.DefaultHTTPClient()
 	}
 	return a
 }
@@ -185,32 +186,23 @@ func (a *Adapter) Publish(ctx context.Context, c platforms.Credentials, p platfo
 	if o != nil && o.Visibility != "" {
 		visibility = o.Visibility
 	}
-	body := map[string]any{
-		"author":     authorURN(c),
-		"commentary": escapeCommentary(p.Text),
-		"visibility": visibility,
-		"distribution": map[string]any{
-			"feedDistribution": "MAIN_FEED", "targetEntities": []any{}, "thirdPartyDistributionChannels": []any{},
-		},
-		"lifecycleState":            "PUBLISHED",
-		"isReshareDisabledByAuthor": false,
-	}
+	body := postBody{Author: authorURN(c), Commentary: escapeCommentary(p.Text), Distribution: mainFeed, LifecycleState: "PUBLISHED", Visibility: visibility}
 	if len(p.Media) > 0 {
 		content, err := a.content(ctx, c, p.Media, o)
 		if err != nil {
 			return platforms.Result{}, err
 		}
-		body["content"] = content
+		body.Content = content
 	} else {
 		content, err := a.article(ctx, c, p)
 		if err != nil {
 			return platforms.Result{}, err
 		}
 		if content != nil {
-			body["content"] = content
+			body.Content = content
 		}
 	}
-	raw, _ := json.Marshal(body)
+	raw, _ := json.Marshal(&body)
 	r, err := platforms.Send(ctx, a.hc, platforms.LinkedIn, platforms.Call{Method: http.MethodPost, URL: a.base + "/rest/posts", Body: raw, ContentType: "application/json", Bearer: c.AccessToken, Header: a.restHeader(), Create: true})
 	if err != nil {
 		return platforms.Result{}, err
@@ -236,6 +228,28 @@ func (a *Adapter) MediaLimits() platforms.MediaLimits {
 		MaxVideoBytes: maxVideoBytes, VideoAlone: true,
 		Documents: true, MaxDocumentBytes: platforms.MaxDocumentBytes, MaxDocumentPages: platforms.MaxDocumentPages}
 }
+
+// postBody is the body of POST /rest/posts. Its fields are in the order of their names, as
+// json.Marshal wrote the map it replaces: the same bytes, without a map and its sorting per post.
+type postBody struct {
+	Author     string `json:"author"`
+	Commentary string `json:"commentary"`
+	// Content is the media or the article, when the post has one.
+	Content                   any          `json:"content,omitempty"`
+	Distribution              distribution `json:"distribution"`
+	IsReshareDisabledByAuthor bool         `json:"isReshareDisabledByAuthor"`
+	LifecycleState            string       `json:"lifecycleState"`
+	Visibility                string       `json:"visibility"`
+}
+
+type distribution struct {
+	FeedDistribution               string   `json:"feedDistribution"`
+	TargetEntities                 []string `json:"targetEntities"`
+	ThirdPartyDistributionChannels []string `json:"thirdPartyDistributionChannels"`
+}
+
+// mainFeed is every post's distribution: the main feed, no targeting.
+var mainFeed = distribution{FeedDistribution: "MAIN_FEED", TargetEntities: []string{}, ThirdPartyDistributionChannels: []string{}}
 
 func publication(urn string) platforms.Publication {
 	return platforms.Publication{ID: urn, URL: "https://www.linkedin.com/feed/update/" + urn + "/"}

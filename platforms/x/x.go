@@ -50,7 +50,8 @@ type Adapter struct {
 var _ platforms.Adapter = (*Adapter)(nil)
 
 // New returns an adapter for cfg. Empty base URLs mean X's production hosts (the upload host
-// defaults to the API host); a nil HTTP client means one with a 60-second timeout.
+// defaults to the API host); a nil HTTP client means platforms.DefaultHTTPClient (bounded
+// connecting and waiting for an answer; the caller's context bounds the whole call).
 func New(cfg platforms.Config) *Adapter {
 	a := &Adapter{
 		base:         strings.TrimRight(cfg.BaseURL, "/"),
@@ -71,9 +72,32 @@ func New(cfg platforms.Config) *Adapter {
 		a.upload = a.base
 	}
 	if a.hc == nil {
-		a.hc = &http.Client{Timeout: 60 * time.Second}
+		a.hc = platforms.DefaultHTTPClient()
 	}
 	return a
+}
+
+// tweetBody is the body of POST /2/tweets. Its fields are in the order of their names, as
+// json.Marshal wrote the map it replaces: the same bytes, without a map and its sorting per post.
+type tweetBody struct {
+	Media         *tweetMedia `json:"media,omitempty"`
+	Poll          *tweetPoll  `json:"poll,omitempty"`
+	Reply         *tweetReply `json:"reply,omitempty"`
+	ReplySettings string      `json:"reply_settings,omitempty"`
+	Text          string      `json:"text,omitempty"`
+}
+
+type tweetMedia struct {
+	MediaIDs []string `json:"media_ids"`
+}
+
+type tweetPoll struct {
+	DurationMinutes int      `json:"duration_minutes"`
+	Options         []string `json:"options"`
+}
+
+type tweetReply struct {
+	InReplyToTweetID string `json:"in_reply_to_tweet_id"`
 }
 
 // Platform names the network.
@@ -179,27 +203,25 @@ func (a *Adapter) createTweetWith(ctx context.Context, c platforms.Credentials, 
 		}
 		ids = append(ids, id)
 	}
-	body := map[string]any{}
+	var body tweetBody
 	switch {
 	case o == nil:
 	case o.ReplySettings == "following":
-		body["reply_settings"] = "following"
+		body.ReplySettings = "following"
 	case o.ReplySettings == "mentioned_users":
-		body["reply_settings"] = "mentionedUsers" // X's name for it
+		body.ReplySettings = "mentionedUsers" // X's name for it
 	}
 	if o != nil && o.Poll != nil {
-		body["poll"] = map[string]any{"options": o.Poll.Options, "duration_minutes": o.Poll.DurationMinutes}
+		body.Poll = &tweetPoll{DurationMinutes: o.Poll.DurationMinutes, Options: o.Poll.Options}
 	}
 	if replyTo != "" {
-		body["reply"] = map[string]string{"in_reply_to_tweet_id": replyTo}
+		body.Reply = &tweetReply{InReplyToTweetID: replyTo}
 	}
-	if text != "" {
-		body["text"] = text
-	}
+	body.Text = text
 	if len(ids) > 0 {
-		body["media"] = map[string]any{"media_ids": ids}
+		body.Media = &tweetMedia{MediaIDs: ids}
 	}
-	raw, _ := json.Marshal(body)
+	raw, _ := json.Marshal(&body)
 	r, err := platforms.Send(ctx, a.hc, platforms.X, platforms.Call{Method: http.MethodPost, URL: a.base + "/2/tweets", Body: raw, ContentType: "application/json", Bearer: c.AccessToken, Create: true})
 	if err != nil {
 		return "", nil, err
