@@ -144,6 +144,12 @@ func RedactURL(s string) string {
 // when another process holds it past opts.LockTimeout). Options.ReadOnly and Options.Check are
 // bbolt's and ignored here.
 func OpenPostgres(ctx context.Context, url string, opts Options) (*Store, error) {
+	return openPostgres(ctx, url, opts, nil)
+}
+
+// openPostgres is OpenPostgres with configure, when not nil, adjusting the pool's configuration
+// (tests: a tracer that counts the statements sent).
+func openPostgres(ctx context.Context, url string, opts Options, configure func(*pgxpool.Config)) (*Store, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = 2 * time.Second
 	}
@@ -156,6 +162,9 @@ func OpenPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 	}
 	if pcfg.MaxConns < 8 {
 		pcfg.MaxConns = 8
+	}
+	if configure != nil {
+		configure(pcfg)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
@@ -291,14 +300,14 @@ func (p *pgStore) migrate(ctx context.Context) error {
 			return fmt.Errorf("persistence: PostgreSQL: create table for %s: %w", name, err)
 		}
 	}
-	t := p.newTx(ctx, tx, true)
+	t := p.newTx(ctx, tx, "", true)
 	if err := upgrade(t); err != nil {
 		return fmt.Errorf("persistence: PostgreSQL: upgrade the layout: %w", err)
 	}
 	if t.err != nil {
 		return fmt.Errorf("persistence: PostgreSQL: upgrade the layout: %w", t.err)
 	}
-	if err := t.flush(); err != nil {
+	if err := t.flush(false); err != nil {
 		return fmt.Errorf("persistence: PostgreSQL: upgrade the layout: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -340,12 +349,12 @@ func (p *pgStore) updateOnce(fn func(*Tx) error) error {
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, pgTxTimeout)
 	defer cancel()
-	tx, err := p.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	c, err := p.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	t := p.newTx(ctx, tx, true)
+	defer p.release(c)
+	t := p.newTx(ctx, c.Conn(), pgBeginSerializable, true)
 	ferr := fn(&Tx{kv: t})
 	if t.err != nil {
 		if retryable(t.err) {
@@ -356,21 +365,30 @@ func (p *pgStore) updateOnce(fn func(*Tx) error) error {
 	if ferr != nil {
 		return ferr
 	}
-	if err := t.flush(); err != nil {
-		return err
+	return t.flush(true)
+}
+
+// release gives a transaction's connection back to the pool, rolled back first when a
+// transaction is still open on it (the function refused, or a statement failed): the pool
+// would close a connection handed back inside a transaction.
+func (p *pgStore) release(c *pgxpool.Conn) {
+	if pc := c.Conn().PgConn(); !pc.IsClosed() && pc.TxStatus() != 'I' {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = c.Exec(ctx, "ROLLBACK")
+		cancel()
 	}
-	return tx.Commit(ctx)
+	c.Release()
 }
 
 func (p *pgStore) view(fn func(*Tx) error) error {
 	ctx, cancel := context.WithTimeout(p.ctx, pgTxTimeout)
 	defer cancel()
-	tx, err := p.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	c, err := p.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	t := p.newTx(ctx, tx, false)
+	defer p.release(c)
+	t := p.newTx(ctx, c.Conn(), pgBeginSnapshot, false)
 	ferr := fn(&Tx{kv: t})
 	if t.err != nil {
 		return fmt.Errorf("%w: read: %w", ErrUnavailable, t.err)
@@ -378,19 +396,45 @@ func (p *pgStore) view(fn func(*Tx) error) error {
 	return ferr
 }
 
-// pgTx is one transaction behind the seam.
+// The statements that open a transaction. Neither goes to the server on its own: a transaction
+// sends its BEGIN in the pipeline of its first statements (its first reads, or its writes and
+// COMMIT), and a transaction that reads and writes nothing never goes to the server at all.
+const (
+	pgBeginSerializable = "BEGIN ISOLATION LEVEL SERIALIZABLE"
+	pgBeginSnapshot     = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+)
+
+// pgSender is where a transaction sends its statements: its connection, on which it opens the
+// transaction itself, or a pgx.Tx already open (migrate).
+type pgSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// pgTx is one transaction behind the seam. Every statement it sends goes in a pgx.Batch, which
+// pgx sends as one pipeline of prepared statements (its statement cache prepares each SQL text
+// once per connection): one round trip, however many statements the batch holds.
 type pgTx struct {
 	p        *pgStore
 	ctx      context.Context
-	q        pgx.Tx
+	q        pgSender
 	writable bool
-	buckets  map[string]*pgBucket
+	// begin is the statement that opens the transaction, sent ahead of its first statements;
+	// "" once sent (or when q is a transaction already open).
+	begin   string
+	buckets map[string]*pgBucket
+	// reads holds what the transaction read of the tables (rows and cursor pages), shared with
+	// the probes that read ahead for a batch of writes (postgres_prefetch.go).
+	reads *pgReads
+	// probe is set on a probe: its reads of rows not yet read suspend it instead of going to the
+	// server.
+	probe *pgProbe
 	// err is the first read that failed; the transaction fails with it.
 	err error
 }
 
-func (p *pgStore) newTx(ctx context.Context, q pgx.Tx, writable bool) *pgTx {
-	return &pgTx{p: p, ctx: ctx, q: q, writable: writable, buckets: map[string]*pgBucket{}}
+func (p *pgStore) newTx(ctx context.Context, q pgSender, begin string, writable bool) *pgTx {
+	return &pgTx{p: p, ctx: ctx, q: q, begin: begin, writable: writable, buckets: map[string]*pgBucket{},
+		reads: &pgReads{rows: map[pgRowKey]pgRead{}, pages: map[pgReq][]pgRow{}}}
 }
 
 func (t *pgTx) Bucket(name []byte) kvBucket {
@@ -412,9 +456,15 @@ func (t *pgTx) fail(err error) {
 	}
 }
 
-// flush sends the transaction's writes in one batch.
-func (t *pgTx) flush() error {
+// flush sends the transaction's writes in one pipeline, with COMMIT when commit is set (and the
+// BEGIN still unsent): the writes and the commit of a transaction whose reads were all made
+// take one round trip. A transaction that neither read nor wrote sends nothing.
+func (t *pgTx) flush(commit bool) error {
 	batch := &pgx.Batch{}
+	if t.begin != "" {
+		batch.Queue(t.begin)
+	}
+	writes := 0
 	for _, b := range t.buckets {
 		if len(b.keys) == 0 {
 			continue
@@ -442,15 +492,166 @@ func (t *pgTx) flush() error {
 		}
 		if len(delK) > 0 {
 			batch.Queue(b.tbl.del, delK)
+			writes++
 		}
 		if len(putK) > 0 {
 			batch.Queue(b.tbl.upsert, putK, putV)
+			writes++
 		}
+	}
+	if writes == 0 && t.begin != "" {
+		// Nothing read, nothing written: no transaction to open, none to commit.
+		return nil
+	}
+	if commit {
+		batch.Queue("COMMIT")
 	}
 	if batch.Len() == 0 {
 		return nil
 	}
+	t.begin = ""
 	return t.q.SendBatch(t.ctx, batch).Close()
+}
+
+// pgReads is what a transaction read of its tables, each row and page read once.
+type pgReads struct {
+	rows  map[pgRowKey]pgRead
+	pages map[pgReq][]pgRow
+}
+
+// pgRowKey names a row of a table.
+type pgRowKey struct {
+	tbl *pgTable
+	key string
+}
+
+// pgReq is a read of a table: a row by its key, or (page set) a cursor's page: the rows from x
+// (key; none when hasX is false) by sql, at most n of them.
+type pgReq struct {
+	tbl  *pgTable
+	page bool
+	sql  string
+	key  string
+	hasX bool
+	n    int
+}
+
+// row returns the row of key in tbl (not the pending writes), reading it when this transaction
+// has not yet.
+func (t *pgTx) row(tbl *pgTable, key []byte) pgRead {
+	k := pgRowKey{tbl, string(key)}
+	if r, ok := t.reads.rows[k]; ok {
+		return r
+	}
+	if t.err != nil {
+		return pgRead{}
+	}
+	t.await(pgReq{tbl: tbl, key: k.key})
+	return t.reads.rows[k]
+}
+
+// page returns a cursor's page, reading it when this transaction has not yet; ok is false when
+// the read failed.
+func (t *pgTx) page(req pgReq) ([]pgRow, bool) {
+	if rows, ok := t.reads.pages[req]; ok {
+		return rows, true
+	}
+	if t.err != nil {
+		return nil, false
+	}
+	t.await(req)
+	rows, ok := t.reads.pages[req]
+	return rows, ok
+}
+
+// await makes a read: a probe suspends until its scheduler has read it with the other probes'
+// reads; the transaction itself reads it now.
+func (t *pgTx) await(req pgReq) {
+	if t.probe != nil {
+		t.probe.await(req)
+		return
+	}
+	t.read([]pgReq{req})
+}
+
+// read sends reqs (and the BEGIN when still unsent) in one pipeline and keeps what they read.
+// A failure fails the transaction.
+func (t *pgTx) read(reqs []pgReq) bool {
+	batch := &pgx.Batch{}
+	begin := t.begin != ""
+	if begin {
+		batch.Queue(t.begin)
+		t.begin = ""
+	}
+	for _, r := range reqs {
+		switch {
+		case !r.page:
+			batch.Queue(r.tbl.get, []byte(r.key))
+		case r.hasX:
+			batch.Queue(r.sql, r.n, []byte(r.key))
+		default:
+			batch.Queue(r.sql, r.n)
+		}
+	}
+	br := t.q.SendBatch(t.ctx, batch)
+	err := t.readResults(br, begin, reqs)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.fail(err)
+		return false
+	}
+	return true
+}
+
+func (t *pgTx) readResults(br pgx.BatchResults, begin bool, reqs []pgReq) error {
+	if begin {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	for _, r := range reqs {
+		if !r.page {
+			var v []byte
+			err := br.QueryRow().Scan(&v)
+			var got pgRead
+			switch {
+			case err == nil:
+				if v == nil {
+					v = []byte{}
+				}
+				got = pgRead{v: v, found: true}
+			case errors.Is(err, pgx.ErrNoRows):
+			default:
+				return err
+			}
+			t.reads.rows[pgRowKey{r.tbl, r.key}] = got
+			continue
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		out := []pgRow{}
+		for rows.Next() {
+			var row pgRow
+			if err := rows.Scan(&row.k, &row.v); err != nil {
+				rows.Close()
+				return err
+			}
+			if row.v == nil {
+				row.v = []byte{}
+			}
+			out = append(out, row)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		t.reads.pages[r] = out
+	}
+	return nil
 }
 
 // pgWrite is a pending write: a value, or a deletion.
@@ -465,44 +666,17 @@ type pgRead struct {
 	found bool
 }
 
-// pgBucket is a bucket of a transaction: the table, the reads made of it and the writes pending.
+// pgBucket is a bucket of a transaction: the table and the writes pending.
 type pgBucket struct {
 	tx  *pgTx
 	tbl *pgTable
 	// pend holds the pending writes; keys holds their keys in order.
-	pend  map[string]pgWrite
-	keys  []string
-	reads map[string]pgRead
+	pend map[string]pgWrite
+	keys []string
 }
 
 // row reads key from the table (not the pending writes).
-func (b *pgBucket) row(key []byte) pgRead {
-	if r, ok := b.reads[string(key)]; ok {
-		return r
-	}
-	if b.tx.err != nil {
-		return pgRead{}
-	}
-	var v []byte
-	err := b.tx.q.QueryRow(b.tx.ctx, b.tbl.get, key).Scan(&v)
-	var r pgRead
-	switch {
-	case err == nil:
-		if v == nil {
-			v = []byte{}
-		}
-		r = pgRead{v: v, found: true}
-	case errors.Is(err, pgx.ErrNoRows):
-	default:
-		b.tx.fail(err)
-		return pgRead{}
-	}
-	if b.reads == nil {
-		b.reads = map[string]pgRead{}
-	}
-	b.reads[string(key)] = r
-	return r
-}
+func (b *pgBucket) row(key []byte) pgRead { return b.tx.row(b.tbl, key) }
 
 func (b *pgBucket) Get(key []byte) []byte {
 	if w, ok := b.pend[string(key)]; ok {
@@ -664,7 +838,6 @@ func (c *pgCursor) fetch(x []byte, incl bool, dir int, seek bool) bool {
 	n := c.limit(seek)
 	c.fetches++
 	var sql string
-	args := []any{n}
 	switch {
 	case x == nil && dir > 0:
 		sql = c.b.tbl.first
@@ -679,32 +852,9 @@ func (c *pgCursor) fetch(x []byte, incl bool, dir int, seek bool) bool {
 	default:
 		sql = c.b.tbl.lt
 	}
-	if x != nil {
-		args = append(args, x)
-	}
-	rows, err := t.q.Query(t.ctx, sql, args...)
-	if err != nil {
-		t.fail(err)
-		c.valid = false
-		return false
-	}
-	var out []pgRow
-	for rows.Next() {
-		var r pgRow
-		if err := rows.Scan(&r.k, &r.v); err != nil {
-			rows.Close()
-			t.fail(err)
-			c.valid = false
-			return false
-		}
-		if r.v == nil {
-			r.v = []byte{}
-		}
-		out = append(out, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		t.fail(err)
+	req := pgReq{tbl: c.b.tbl, page: true, sql: sql, key: string(x), hasX: x != nil, n: n}
+	out, ok := t.page(req)
+	if !ok {
 		c.valid = false
 		return false
 	}
@@ -717,6 +867,8 @@ func (c *pgCursor) fetch(x []byte, incl bool, dir int, seek bool) bool {
 			c.hi, c.hiIncl = out[len(out)-1].k, true
 		}
 	} else {
+		// The page is the transaction's (a later cursor may read it again): reversed in a copy.
+		out = slices.Clone(out)
 		slices.Reverse(out)
 		c.hi, c.hiInf, c.hiIncl = x, x == nil, incl
 		c.loInf = !full

@@ -359,6 +359,8 @@ func (s *Store) commit(batch []*write) {
 	failed := -1
 	err := s.c.update(func(t *Tx) error {
 		failed = -1
+		// On PostgreSQL, the rows the batch reads are read ahead together (postgres_prefetch.go).
+		t.prefetch(batch)
 		for i, w := range batch {
 			if err := w.fn(t); err != nil {
 				w.err = err

@@ -1,0 +1,143 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/persistence/pgtest"
+)
+
+// pgTrips counts the round trips a store's connections make: every query and every batch (a
+// pipeline with one Sync) is one.
+type pgTrips struct{ n atomic.Int64 }
+
+func (c *pgTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *pgTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *pgTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *pgTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (c *pgTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// openTracedPostgres opens a PostgreSQL store whose connections count their round trips.
+func openTracedPostgres(t *testing.T) (*Store, *pgTrips) {
+	t.Helper()
+	url := pgtest.URL(t)
+	trips := &pgTrips{}
+	s, err := openPostgres(context.Background(), url, Options{}, func(c *pgxpool.Config) { c.ConnConfig.Tracer = trips })
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s, trips
+}
+
+// commitBatch runs fns as one batch of the group committer and returns each write's error.
+func commitBatch(s *Store, fns []func(*Tx) error) []error {
+	batch := make([]*write, len(fns))
+	for i, fn := range fns {
+		batch[i] = &write{fn: fn, ok: make(chan struct{})}
+	}
+	s.commit(batch)
+	errs := make([]error, len(batch))
+	for i, w := range batch {
+		<-w.ok
+		errs[i] = w.err
+	}
+	return errs
+}
+
+// A batch of writes on PostgreSQL reads ahead: sixteen writes that each read a row through an
+// index (two reads, the second found by the first) and a cursor's page, then write, commit in
+// a handful of round trips (BEGIN with the first reads, the reads that depend on them, the
+// writes with COMMIT) instead of one per read; and what they read and wrote is what running
+// them one by one gives, each seeing the writes before it.
+func TestPostgresBatchReadsAheadInFewRoundTrips(t *testing.T) {
+	t.Parallel()
+	s, trips := openTracedPostgres(t)
+	const n = 16
+	idx := func(i int) []byte { return []byte(fmt.Sprintf("idx%02d", i)) }
+	rec := func(i int) []byte { return []byte(fmt.Sprintf("rec%02d", i)) }
+	seed := func(s *Store) {
+		require.NoError(t, kvUpdate(t, s, func(b kvBucket) error {
+			for i := range n {
+				if err := b.Put(idx(i), rec(i)); err != nil {
+					return err
+				}
+				if err := b.Put(rec(i), []byte{byte(i)}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}
+	seed(s)
+	// Each write: follow idx(i) to its record, add the record's value and the count of "out"
+	// keys so far (a cursor walk that sees the earlier writes of the batch), write out(i).
+	run := func(s *Store) []error {
+		fns := make([]func(*Tx) error, n)
+		for i := range n {
+			fns[i] = func(tx *Tx) error {
+				b := tx.kv.Bucket(bKVTest)
+				r := b.Get(idx(i))
+				if r == nil {
+					return errors.New("no index row")
+				}
+				v := b.Get(r)
+				if len(v) != 1 {
+					return errors.New("no record")
+				}
+				seen := 0
+				c := b.Cursor()
+				for k, _ := c.Seek([]byte("out")); k != nil && string(k[:3]) == "out"; k, _ = c.Next() {
+					seen++
+				}
+				return b.Put([]byte(fmt.Sprintf("out%02d", i)), []byte{v[0], byte(seen)})
+			}
+		}
+		return commitBatch(s, fns)
+	}
+	// The first run prepares the statements on the connection; the second is counted.
+	for _, err := range run(s) {
+		require.NoError(t, err)
+	}
+	before := trips.n.Load()
+	for _, err := range run(s) {
+		require.NoError(t, err)
+	}
+	got := trips.n.Load() - before
+	// BEGIN and the index rows and cursor pages; the records; the writes and COMMIT. A few more
+	// are allowed for the pool's own checks, not one per row read (32, and the cursor's page).
+	require.LessOrEqual(t, got, int64(6), "round trips of a batch of %d writes", n)
+
+	kvView(t, s, func(b kvBucket) {
+		for i := range n {
+			// The second run saw all n "out" keys of the first.
+			require.Equal(t, []byte{byte(i), n}, b.Get([]byte(fmt.Sprintf("out%02d", i))), "out%02d", i)
+		}
+	})
+	// The first run's writes saw the earlier writes of their batch: out(i) counted i.
+	s2, _ := openTracedPostgres(t)
+	seed(s2)
+	for _, err := range run(s2) {
+		require.NoError(t, err)
+	}
+	kvView(t, s2, func(b kvBucket) {
+		for i := range n {
+			require.Equal(t, []byte{byte(i), byte(i)}, b.Get([]byte(fmt.Sprintf("out%02d", i))), "out%02d", i)
+		}
+	})
+}
