@@ -86,7 +86,7 @@ type pgStore struct {
 // pgTable is one bucket's table and its statements.
 type pgTable struct {
 	name                                  string
-	get, upsert, del                      string
+	get, getMany, upsert, del             string
 	first, last, ge, gt, le, lt, countSQL string
 }
 
@@ -96,6 +96,7 @@ func newPgTable(bucket string) *pgTable {
 	return &pgTable{
 		name:     bucket,
 		get:      "SELECT v FROM " + t + " WHERE k = $1",
+		getMany:  "SELECT k, v FROM " + t + " WHERE k = ANY($1::bytea[])",
 		upsert:   "INSERT INTO " + t + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
 		del:      "DELETE FROM " + t + " WHERE k = ANY($1::bytea[])",
 		first:    sel + " ORDER BY k LIMIT $1",
@@ -574,8 +575,9 @@ func (t *pgTx) await(req pgReq) {
 	t.read([]pgReq{req})
 }
 
-// read sends reqs (and the BEGIN when still unsent) in one pipeline and keeps what they read.
-// A failure fails the transaction.
+// read sends reqs (and the BEGIN when still unsent) in one pipeline and keeps what they read:
+// the rows of a table in one statement (k = ANY), each page in one. A failure fails the
+// transaction.
 func (t *pgTx) read(reqs []pgReq) bool {
 	batch := &pgx.Batch{}
 	begin := t.begin != ""
@@ -583,18 +585,34 @@ func (t *pgTx) read(reqs []pgReq) bool {
 		batch.Queue(t.begin)
 		t.begin = ""
 	}
+	// The statements in the order they are queued: a table's rows, or a page.
+	var sent []pgSent
 	for _, r := range reqs {
+		if r.page {
+			sent = append(sent, pgSent{tbl: r.tbl, page: r})
+			continue
+		}
+		i := slices.IndexFunc(sent, func(s pgSent) bool { return !s.page.page && s.tbl == r.tbl })
+		if i < 0 {
+			sent = append(sent, pgSent{tbl: r.tbl})
+			i = len(sent) - 1
+		}
+		sent[i].keys = append(sent[i].keys, []byte(r.key))
+	}
+	for _, s := range sent {
 		switch {
-		case !r.page:
-			batch.Queue(r.tbl.get, []byte(r.key))
-		case r.hasX:
-			batch.Queue(r.sql, r.n, []byte(r.key))
+		case s.page.page && s.page.hasX:
+			batch.Queue(s.page.sql, s.page.n, []byte(s.page.key))
+		case s.page.page:
+			batch.Queue(s.page.sql, s.page.n)
+		case len(s.keys) == 1:
+			batch.Queue(s.tbl.get, s.keys[0])
 		default:
-			batch.Queue(r.sql, r.n)
+			batch.Queue(s.tbl.getMany, s.keys)
 		}
 	}
 	br := t.q.SendBatch(t.ctx, batch)
-	err := t.readResults(br, begin, reqs)
+	err := t.readResults(br, begin, sent)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -605,14 +623,21 @@ func (t *pgTx) read(reqs []pgReq) bool {
 	return true
 }
 
-func (t *pgTx) readResults(br pgx.BatchResults, begin bool, reqs []pgReq) error {
+// pgSent is a statement of a read: the rows of keys in tbl, or a page.
+type pgSent struct {
+	tbl  *pgTable
+	keys [][]byte
+	page pgReq
+}
+
+func (t *pgTx) readResults(br pgx.BatchResults, begin bool, sent []pgSent) error {
 	if begin {
 		if _, err := br.Exec(); err != nil {
 			return err
 		}
 	}
-	for _, r := range reqs {
-		if !r.page {
+	for _, s := range sent {
+		if len(s.keys) == 1 {
 			var v []byte
 			err := br.QueryRow().Scan(&v)
 			var got pgRead
@@ -626,7 +651,7 @@ func (t *pgTx) readResults(br pgx.BatchResults, begin bool, reqs []pgReq) error 
 			default:
 				return err
 			}
-			t.reads.rows[pgRowKey{r.tbl, r.key}] = got
+			t.reads.rows[pgRowKey{s.tbl, string(s.keys[0])}] = got
 			continue
 		}
 		rows, err := br.Query()
@@ -649,7 +674,17 @@ func (t *pgTx) readResults(br pgx.BatchResults, begin bool, reqs []pgReq) error 
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		t.reads.pages[r] = out
+		if s.page.page {
+			t.reads.pages[s.page] = out
+			continue
+		}
+		// The keys asked for and not found are missing rows.
+		for _, k := range s.keys {
+			t.reads.rows[pgRowKey{s.tbl, string(k)}] = pgRead{}
+		}
+		for _, row := range out {
+			t.reads.rows[pgRowKey{s.tbl, string(row.k)}] = pgRead{v: row.v, found: true}
+		}
 	}
 	return nil
 }
