@@ -164,6 +164,13 @@ func openPostgres(ctx context.Context, url string, opts Options, configure func(
 	if pcfg.MaxConns < 8 {
 		pcfg.MaxConns = 8
 	}
+	// Every statement of the store reads by key, or a range of keys in order: the primary key's
+	// index is always the way. A store's tables grow from empty within seconds, and a prepared
+	// statement's generic plan made while a table was small scanned it whole for every read
+	// afterwards (k = ANY over a few thousand rows: 2.4 ms a read instead of 0.1).
+	if _, set := pcfg.ConnConfig.RuntimeParams["enable_seqscan"]; !set {
+		pcfg.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
+	}
 	if configure != nil {
 		configure(pcfg)
 	}
