@@ -433,8 +433,8 @@ type pgTx struct {
 	// reads holds what the transaction read of the tables (rows and cursor pages), shared with
 	// the probes that read ahead for a batch of writes (postgres_prefetch.go).
 	reads *pgReads
-	// probe is set on a probe: its reads of rows not yet read suspend it instead of going to the
-	// server.
+	// probe is set on a probe: it notes the rows it reads that the transaction has not read,
+	// instead of reading them.
 	probe *pgProbe
 	// err is the first read that failed; the transaction fails with it.
 	err error
@@ -545,7 +545,7 @@ type pgReq struct {
 }
 
 // row returns the row of key in tbl (not the pending writes), reading it when this transaction
-// has not yet.
+// has not yet. A probe reads nothing: it notes the row and takes it as missing.
 func (t *pgTx) row(tbl *pgTable, key []byte) pgRead {
 	k := pgRowKey{tbl, string(key)}
 	if r, ok := t.reads.rows[k]; ok {
@@ -554,12 +554,16 @@ func (t *pgTx) row(tbl *pgTable, key []byte) pgRead {
 	if t.err != nil {
 		return pgRead{}
 	}
-	t.await(pgReq{tbl: tbl, key: k.key})
+	if t.probe != nil {
+		t.probe.miss(pgReq{tbl: tbl, key: k.key})
+		return pgRead{}
+	}
+	t.read([]pgReq{{tbl: tbl, key: k.key}})
 	return t.reads.rows[k]
 }
 
 // page returns a cursor's page, reading it when this transaction has not yet; ok is false when
-// the read failed.
+// the read failed. A probe reads nothing: it notes the page and takes it as empty.
 func (t *pgTx) page(req pgReq) ([]pgRow, bool) {
 	if rows, ok := t.reads.pages[req]; ok {
 		return rows, true
@@ -567,19 +571,13 @@ func (t *pgTx) page(req pgReq) ([]pgRow, bool) {
 	if t.err != nil {
 		return nil, false
 	}
-	t.await(req)
-	rows, ok := t.reads.pages[req]
-	return rows, ok
-}
-
-// await makes a read: a probe suspends until its scheduler has read it with the other probes'
-// reads; the transaction itself reads it now.
-func (t *pgTx) await(req pgReq) {
 	if t.probe != nil {
-		t.probe.await(req)
-		return
+		t.probe.miss(req)
+		return nil, true
 	}
 	t.read([]pgReq{req})
+	rows, ok := t.reads.pages[req]
+	return rows, ok
 }
 
 // read sends reqs (and the BEGIN when still unsent) in one pipeline and keeps what they read:

@@ -1,44 +1,44 @@
 package persistence
 
-import (
-	"iter"
-)
-
 // Reading ahead for a batch of writes on PostgreSQL.
 //
 // The group committer runs the writes of a batch one after another in one transaction, and each
 // read of a row is a round trip to the server: with ten or more writes per commit, each reading
 // a few rows, the committer spent most of a commit waiting for answers one at a time, and the
 // server on PostgreSQL published at half bbolt's rate. Before the batch runs, its functions are
-// run once more as probes: each in a coroutine of the committer's goroutine (never two at once),
-// against the rows of the transaction's snapshot, with writes of its own that nobody sees. A
-// probe that reads a row not yet read is suspended; once every probe is suspended or finished,
-// the rows they wait for go to the server in one pipeline (the transaction's BEGIN with the
-// first), and the probes go on. So a batch's reads take as many round trips as its longest chain
-// of reads that depend on one another (a row found through an index), not one each.
+// run as probes, against the rows the transaction has read so far and with writes of their own
+// that nobody sees. A probe does not wait for a row it has no answer for: it notes it, takes it
+// as missing (a cursor's page as empty) and goes on, so that one run notes every row the
+// function reads whatever the answers (most of a write's reads: the record, its index entries,
+// the counters, are known from its arguments alone). The rows all probes noted go to the server
+// in one pipeline (with the transaction's BEGIN the first time), and the probes that noted any
+// run again with the answers, to note the rows found through them, up to pgProbeRounds times.
+// So a batch's reads take as many round trips as its longest chain of reads that depend on one
+// another (a record found through an index), not one each.
 //
 // The probes only read ahead: what they wrote and returned is dropped, and the batch then runs
-// for real in order, as before, each write seeing the ones before it; a row a probe did not
-// read (a write changed the way a later one went) is read then. Running a function more than
-// once is what Store.Update's contract allows (fn must only touch its transaction), and a
-// probe's panic ends only that probe. Probes stop after pgProbeRounds round trips, so that a
-// probe walking a long range does not read it all ahead.
+// for real in order, as before, each write seeing the ones before it; a row no probe read (a
+// write changed the way a later one went) is read then. Running a function more than once is
+// what Store.Update's contract allows (fn must only touch its transaction), and a probe's panic
+// (an answer taken as missing that could not be) ends only that probe.
 
-// pgProbeRounds bounds the round trips of the read-ahead of one batch.
-const pgProbeRounds = 8
+// pgProbeRounds bounds the round trips of the read-ahead of one batch: a probe walking a long
+// range reads a page more each round, and the rest of the walk is read when the batch runs.
+const pgProbeRounds = 4
 
-// pgProbe is the suspension point of a probe.
+// pgProbe collects the reads a probe had no answer for.
 type pgProbe struct {
-	yield func(pgReq) bool
+	seen map[pgReq]bool
+	want *[]pgReq
+	// misses counts the reads without an answer, noted by another probe before or not.
+	misses int
 }
 
-// pgProbeStopped unwinds a probe that its scheduler stopped.
-type pgProbeStopped struct{}
-
-// await suspends the probe until its scheduler has read req.
-func (p *pgProbe) await(req pgReq) {
-	if !p.yield(req) {
-		panic(pgProbeStopped{})
+func (p *pgProbe) miss(req pgReq) {
+	p.misses++
+	if !p.seen[req] {
+		p.seen[req] = true
+		*p.want = append(*p.want, req)
 	}
 }
 
@@ -53,55 +53,33 @@ func (t *Tx) prefetch(batch []*write) {
 }
 
 func (t *pgTx) prefetch(batch []*write) {
-	type running struct {
-		next func() (pgReq, bool)
-		stop func()
-	}
-	var live []running
 	var want []pgReq
-	seen := map[pgReq]bool{}
-	add := func(r pgReq) {
-		if !seen[r] {
-			seen[r] = true
-			want = append(want, r)
-		}
+	probe := &pgProbe{seen: map[pgReq]bool{}, want: &want}
+	open := make([]func(*Tx) error, len(batch))
+	for i, w := range batch {
+		open[i] = w.fn
 	}
-	for _, w := range batch {
-		probe := &pgTx{p: t.p, ctx: t.ctx, writable: true, buckets: map[string]*pgBucket{}, reads: t.reads, probe: &pgProbe{}}
-		fn := w.fn
-		next, stop := iter.Pull(func(yield func(pgReq) bool) {
-			defer func() { _ = recover() }()
-			probe.probe.yield = yield
-			_ = fn(&Tx{kv: probe})
-		})
-		if r, ok := next(); ok {
-			live = append(live, running{next, stop})
-			add(r)
-		} else {
-			stop()
-		}
-	}
-	stopAll := func() {
-		for _, r := range live {
-			r.stop()
-		}
-	}
-	for round := 0; len(live) > 0; round++ {
-		if round == pgProbeRounds || !t.read(want) {
-			stopAll()
-			return
-		}
+	for range pgProbeRounds {
 		want = want[:0]
-		clear(seen)
-		still := live[:0]
-		for _, r := range live {
-			if req, ok := r.next(); ok {
-				still = append(still, r)
-				add(req)
-			} else {
-				r.stop()
+		clear(probe.seen)
+		still := open[:0]
+		for _, fn := range open {
+			n := probe.misses
+			t.runProbe(probe, fn)
+			if probe.misses > n {
+				still = append(still, fn)
 			}
 		}
-		live = still
+		open = still
+		if len(want) == 0 || !t.read(want) {
+			return
+		}
 	}
+}
+
+// runProbe runs fn once as a probe.
+func (t *pgTx) runProbe(probe *pgProbe, fn func(*Tx) error) {
+	defer func() { _ = recover() }()
+	pt := &pgTx{p: t.p, ctx: t.ctx, writable: true, buckets: map[string]*pgBucket{}, reads: t.reads, probe: probe}
+	_ = fn(&Tx{kv: pt})
 }
