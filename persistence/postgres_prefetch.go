@@ -1,5 +1,7 @@
 package persistence
 
+import "slices"
+
 // Reading ahead for a batch of writes on PostgreSQL.
 //
 // The group committer runs the writes of a batch one after another in one transaction, and each
@@ -30,51 +32,80 @@ const pgProbeRounds = 4
 type pgProbe struct {
 	seen map[pgReq]bool
 	want *[]pgReq
-	// misses counts the reads without an answer, noted by another probe before or not.
-	misses int
+	// mine is what the running probe had no answer for, noted by another probe before or not.
+	mine []pgReq
 }
 
 func (p *pgProbe) miss(req pgReq) {
-	p.misses++
+	p.mine = append(p.mine, req)
 	if !p.seen[req] {
 		p.seen[req] = true
 		*p.want = append(*p.want, req)
 	}
 }
 
-// prefetch reads ahead for a batch of writes when the transaction is PostgreSQL's and the batch
-// has more than one write (a single write's reads depend on one another as they come).
+// prefetch reads ahead for a batch of writes when the transaction is PostgreSQL's. A write alone
+// runs as it comes: its function runs once per attempt, as on bbolt.
 func (t *Tx) prefetch(batch []*write) {
 	pt, ok := t.kv.(*pgTx)
 	if !ok || len(batch) < 2 || pt.probe != nil || pt.err != nil {
 		return
 	}
-	pt.prefetch(batch)
+	fns := make([]func(*Tx) error, len(batch))
+	for i, w := range batch {
+		fns[i] = w.fn
+	}
+	pt.prefetch(fns)
 }
 
-func (t *pgTx) prefetch(batch []*write) {
+// prefetch probes fns and reads what they read, round after round, until no probe could go
+// further with the answers.
+func (t *pgTx) prefetch(fns []func(*Tx) error) {
 	var want []pgReq
 	probe := &pgProbe{seen: map[pgReq]bool{}, want: &want}
-	open := make([]func(*Tx) error, len(batch))
-	for i, w := range batch {
-		open[i] = w.fn
+	type open struct {
+		fn     func(*Tx) error
+		missed []pgReq
+	}
+	var still []open
+	for _, fn := range fns {
+		still = append(still, open{fn: fn})
 	}
 	for range pgProbeRounds {
 		want = want[:0]
 		clear(probe.seen)
-		still := open[:0]
-		for _, fn := range open {
-			n := probe.misses
-			t.runProbe(probe, fn)
-			if probe.misses > n {
-				still = append(still, fn)
+		next := still[:0]
+		for _, o := range still {
+			if o.missed != nil && !t.surprised(o.missed) {
+				// Every answer it waited for is what it took it for: a run with them goes the
+				// same way and notes nothing new.
+				continue
+			}
+			probe.mine = probe.mine[:0]
+			t.runProbe(probe, o.fn)
+			if len(probe.mine) > 0 {
+				next = append(next, open{fn: o.fn, missed: slices.Clone(probe.mine)})
 			}
 		}
-		open = still
+		still = next
 		if len(want) == 0 || !t.read(want) {
 			return
 		}
 	}
+}
+
+// surprised reports whether a read a probe took as missing (a page as empty) found something.
+func (t *pgTx) surprised(missed []pgReq) bool {
+	for _, r := range missed {
+		if r.page {
+			if len(t.reads.pages[r]) > 0 {
+				return true
+			}
+		} else if t.reads.rows[pgRowKey{r.tbl, r.key}].found {
+			return true
+		}
+	}
+	return false
 }
 
 // runProbe runs fn once as a probe.

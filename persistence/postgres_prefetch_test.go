@@ -141,3 +141,24 @@ func TestPostgresBatchReadsAheadInFewRoundTrips(t *testing.T) {
 		}
 	})
 }
+
+// A probe takes a row it has no answer for as missing; a function that cannot run on that (it
+// indexes the row's value) panics in its probe, which ends only the probe: the batch then runs
+// for real with the row read, and commits.
+func TestPostgresProbePanicEndsOnlyTheProbe(t *testing.T) {
+	t.Parallel()
+	s, _ := openTracedPostgres(t)
+	require.NoError(t, kvUpdate(t, s, func(b kvBucket) error { return b.Put([]byte("n"), []byte{41}) }))
+	fns := make([]func(*Tx) error, 2)
+	for i := range fns {
+		fns[i] = func(tx *Tx) error {
+			b := tx.kv.Bucket(bKVTest)
+			v := b.Get([]byte("n"))
+			return b.Put([]byte("n"), []byte{v[0] + 1})
+		}
+	}
+	for _, err := range commitBatch(s, fns) {
+		require.NoError(t, err)
+	}
+	kvView(t, s, func(b kvBucket) { require.Equal(t, []byte{43}, b.Get([]byte("n"))) })
+}
