@@ -30,7 +30,9 @@ import (
 //     function may so run more than once, which the Store.Update contract allows. A
 //     transaction's Puts and Deletes are kept in memory (an overlay that its own reads and cursors
 //     see over the table's rows) and sent at commit as one statement per bucket and kind, in one
-//     pipelined batch. Reads go to the server as they come; a key read twice is read once.
+//     pipelined batch with COMMIT (and the BEGIN, when nothing was read before). A batch's reads
+//     are read ahead in a few pipelined round trips (postgres_prefetch.go); other reads go to
+//     the server as they come, the first with the BEGIN; a key read twice is read once.
 //   - View is a REPEATABLE READ READ ONLY transaction: one snapshot, as bbolt's read
 //     transactions, and no part in the serializable writers' conflicts.
 //   - Cursors read keyset pages: k > $1 ORDER BY k (k < $1 ORDER BY k DESC backwards), LIMIT
