@@ -78,8 +78,11 @@ type pgStore struct {
 	channel string
 	lockKey string
 	// held is true while the session advisory lock is held.
-	held   atomic.Bool
-	cache  *accountCache
+	held  atomic.Bool
+	cache *accountCache
+	// cc is the committer's connection (committerConn), cmu orders its transactions.
+	cmu    sync.Mutex
+	cc     *pgxpool.Conn
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -291,6 +294,12 @@ func (p *pgStore) listen(conn *pgx.Conn) {
 func (p *pgStore) close() error {
 	p.cancel()
 	p.wg.Wait()
+	p.cmu.Lock()
+	if p.cc != nil {
+		p.cc.Release()
+		p.cc = nil
+	}
+	p.cmu.Unlock()
 	p.pool.Close()
 	return nil
 }
@@ -359,11 +368,13 @@ func (p *pgStore) updateOnce(fn func(*Tx) error) error {
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, pgTxTimeout)
 	defer cancel()
-	c, err := p.pool.Acquire(ctx)
+	p.cmu.Lock()
+	defer p.cmu.Unlock()
+	c, err := p.committerConn(ctx)
 	if err != nil {
 		return err
 	}
-	defer p.release(c)
+	defer p.rollback(c)
 	t := p.newTx(ctx, c.Conn(), pgBeginSerializable, true)
 	ferr := fn(&Tx{kv: t})
 	if t.err != nil {
@@ -378,15 +389,39 @@ func (p *pgStore) updateOnce(fn func(*Tx) error) error {
 	return t.flush(true)
 }
 
-// release gives a transaction's connection back to the pool, rolled back first when a
-// transaction is still open on it (the function refused, or a statement failed): the pool
-// would close a connection handed back inside a transaction.
-func (p *pgStore) release(c *pgxpool.Conn) {
+// committerConn returns the connection the writes go through, taken from the pool once and
+// kept (again when it was lost), so that a commit never waits for a connection behind the reads.
+// p.cmu is held.
+func (p *pgStore) committerConn(ctx context.Context) (*pgxpool.Conn, error) {
+	if p.cc != nil && !p.cc.Conn().IsClosed() {
+		return p.cc, nil
+	}
+	if p.cc != nil {
+		p.cc.Release()
+		p.cc = nil
+	}
+	c, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.cc = c
+	return c, nil
+}
+
+// rollback ends the transaction still open on a connection (the function refused, or a
+// statement failed), so that the connection is ready for the next one.
+func (p *pgStore) rollback(c *pgxpool.Conn) {
 	if pc := c.Conn().PgConn(); !pc.IsClosed() && pc.TxStatus() != 'I' {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_, _ = c.Exec(ctx, "ROLLBACK")
 		cancel()
 	}
+}
+
+// release gives a read's connection back to the pool, rolled back first: the pool would close a
+// connection handed back inside a transaction.
+func (p *pgStore) release(c *pgxpool.Conn) {
+	p.rollback(c)
 	c.Release()
 }
 
