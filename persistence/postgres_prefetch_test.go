@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -161,4 +162,32 @@ func TestPostgresProbePanicEndsOnlyTheProbe(t *testing.T) {
 		require.NoError(t, err)
 	}
 	kvView(t, s, func(b kvBucket) { require.Equal(t, []byte{43}, b.Get([]byte("n"))) })
+}
+
+// The committer keeps its own connection: with every other connection of the pool taken (reads
+// in flight), a write still commits at once instead of waiting for one to come back.
+func TestPostgresCommitsDoNotWaitForThePool(t *testing.T) {
+	t.Parallel()
+	s, _ := openTracedPostgres(t)
+	ctx := context.Background()
+	require.NoError(t, s.Probe(ctx))
+	var held []*pgxpool.Conn
+	for s.pg.pool.Stat().AcquiredConns() < s.pg.pool.Config().MaxConns {
+		c, err := s.pg.pool.Acquire(ctx)
+		require.NoError(t, err)
+		held = append(held, c)
+	}
+	defer func() {
+		for _, c := range held {
+			c.Release()
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- s.Probe(ctx) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a commit waited for a pooled connection")
+	}
 }
