@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin/herald
 DATA ?= ./data
 
-.PHONY: help run build test test-short test-postgres chaos bench bench-micro mcp-e2e lint tidy clean
+.PHONY: help run build test test-short test-postgres chaos bench bench-micro profile mcp-e2e lint tidy clean
 
 help: ## Show the targets.
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -34,7 +34,14 @@ bench: build ## Run the bench suite against a real server process, then create-d
 	$(BIN) bench --out bench/out/latest.json $(ARGS)
 	bench/postgres.sh $(BIN) --out bench/out/postgres.json $(ARGS)
 
-BENCH_MICRO := ^Benchmark(GroupCommit|Codec|Store|Ask|Directory|Budgets|Scheduler|SendLoopback|PublishX)
+SCENARIO ?= publish
+PROFILE_DIR ?= bench/out/profile
+
+profile: build ## Profile one bench scenario (SCENARIO=publish; ARGS=--quick): CPU and allocation profiles and each thread's CPU (/proc) of its measured phase into bench/out/profile/<phase>/ (PROFILE_DIR), top buckets printed.
+	rm -rf $(PROFILE_DIR)
+	$(BIN) bench --scenario $(SCENARIO) --profile $(PROFILE_DIR) $(ARGS)
+
+BENCH_MICRO := ^Benchmark(GroupCommit|Codec|Store|Ask|Dispatcher|Directory|Budgets|Scheduler|SendLoopback|PublishX)
 BENCH_MICRO_PKGS := ./persistence/ ./actors/ ./actors/account/ ./actors/scheduler/ ./platforms/
 
 bench-micro: ## Run the Go micro-benchmarks: store, codec, directory, Ask, rate budget, scheduler, one network call (benchstat-comparable; save two runs and `benchstat old.txt new.txt`).

@@ -177,6 +177,7 @@ func NewDirectory(sys *System, k Kind) *Directory {
 	d.props = actor.PropsFromProducer(func() actor.Actor { return nil },
 		actor.WithGuardian(supervisor),
 		actor.WithReceiverMiddleware(d.instrument),
+		actor.WithDispatcher(sys.workers),
 	)
 	return d
 }
@@ -190,6 +191,24 @@ func (d *Directory) shardOf(id string) *shard {
 
 // Send delivers msg to the actor id, activating it if needed.
 func (d *Directory) Send(id string, msg any) { d.deliver(id, msg, nil) }
+
+// SendLive delivers msg to the actor id only if it has a live incarnation (not stopping), and
+// reports whether it did; it never activates one. It tells an incarnation of a change another
+// actor committed to its state (a job's final transaction writes its post's outcome): an actor
+// that is not live reads the change from the store when a later message activates it, and one
+// that is stopping hands its held messages to an incarnation that reads it likewise.
+func (d *Directory) SendLive(id string, msg any) bool {
+	s := d.shardOf(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[id]
+	if e == nil || e.stopping || e.pid == nil {
+		return false
+	}
+	s.idle.remove(e) // it has work now
+	d.sys.Root.Send(e.pid, msg)
+	return true
+}
 
 // Request delivers msg with a reply address.
 func (d *Directory) Request(id string, msg any, sender *actor.PID) { d.deliver(id, msg, sender) }

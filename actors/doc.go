@@ -17,8 +17,11 @@
 //	HTTP handlers ──Ask──▶ campaign (actors/campaign) ──Publish, Delete──▶ post (a retry, a cancel)
 //	                         └─ created in one transaction with its posts and jobs, no actor activated
 //
-// A job of a campaign's post also appends its steps to the campaign's timeline, and jobs and
-// posts wake the campaign's streams (campaign.Hub), which read the timeline from bbolt.
+// A job's final transaction writes its post's outcome and event too (the Finish arrow: the
+// post's actor takes it only when that could not be done, as for a job a stop left finished), so
+// that a job's last report costs one commit and no post activation. A job of a campaign's post
+// also appends its steps to the campaign's timeline, and jobs and posts wake the campaign's
+// streams (campaign.Hub), which read the timeline from bbolt.
 //
 // The arrows between kinds are one package's, actors/publishing: it owns the post, job, account
 // and campaign directories, the scheduler and the job backlog, and implements the small interface
@@ -37,6 +40,11 @@
 // What waits (a job's targets for their account's turn or budget, a scheduled post for its time)
 // waits in the store, not in mailboxes or goroutines, and each directory caps its live actors
 // (Kind.MaxLive), passivating idle ones first: memory follows the work in hand, not the backlog.
+//
+// Every mailbox runs on the system's pool of worker goroutines (dispatcher.go): a message that
+// wakes an idle actor takes an idle worker, the most recently idle first, instead of a new
+// goroutine; the pool grows whenever every worker is busy (an actor waiting for its commit keeps
+// its worker, and the others still run) and idle workers exit after five seconds.
 //
 // Actors address each other by id through the directories, never by PID, so an actor may
 // passivate or restart between two messages; this is also what lets a cluster's grains replace the

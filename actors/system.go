@@ -16,6 +16,8 @@ type System struct {
 	Log     *slog.Logger
 
 	replies *replyRouter // the reply address of every Ask (ask.go)
+	// workers run the actors' mailboxes (dispatcher.go); every kind's props use them.
+	workers *workerPool
 }
 
 // NewSystem starts an actor system. reg may be nil (metrics then go nowhere).
@@ -32,11 +34,15 @@ func NewSystem(reg prometheus.Registerer, log *slog.Logger) *System {
 		actor.WithDeadLetterThrottleInterval(time.Minute),
 	)
 	as := actor.NewActorSystemWithConfig(cfg)
-	return &System{AS: as, Root: as.Root, Metrics: NewMetrics(reg), Log: log, replies: newReplyRouter(as)}
+	return &System{AS: as, Root: as.Root, Metrics: NewMetrics(reg), Log: log, replies: newReplyRouter(as),
+		workers: newWorkerPool(dispatcherThroughput, workerIdleTimeout)}
 }
 
-// Shutdown stops the actor system.
-func (s *System) Shutdown() { s.AS.Shutdown() }
+// Shutdown stops the actor system and retires its idle workers.
+func (s *System) Shutdown() {
+	s.AS.Shutdown()
+	s.workers.Close()
+}
 
 // supervisor restarts a failing actor (up to 10 times in 10 seconds, then stops it). A restart
 // runs *actor.Started again, where every Herald actor reloads its state from bbolt.

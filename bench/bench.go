@@ -98,8 +98,24 @@ func Main(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&storeBase, "store", "", "run the servers and the ceilings on this PostgreSQL database (postgres://…), each in a new schema of it, instead of bbolt")
 	fs.StringVar(&serverBin, "server-bin", "", "run the scenarios' servers with this herald binary (another build, for an A/B comparison) instead of this one")
 	fs.StringVar(&debugAddr, "debug-addr", "", "serve Go's pprof profiles of each scenario's own server on this address (one at a time: each scenario stops its server before the next starts)")
+	fs.StringVar(&profileDir, "profile", "", "write the CPU profile, the allocations and each thread's CPU (from /proc) of every measured phase's server to a folder per phase in this directory, and print their top buckets (implies --debug-addr, on a free port when not given)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var baseExtra []string
+	if profileDir != "" {
+		// The scenarios' own servers get --debug-addr; the base server one of its own.
+		var err error
+		if debugAddr == "" {
+			if debugAddr, err = freeAddr(); err != nil {
+				return err
+			}
+		}
+		addr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		baseExtra = []string{"--debug-addr", addr}
 	}
 	if storeBase != "" && !persistence.IsPostgresURL(storeBase) {
 		return fmt.Errorf("--store %q is not a postgres:// URL", storeBase)
@@ -117,7 +133,7 @@ func Main(args []string, stdout, stderr io.Writer) error {
 	if len(selected) == 0 {
 		return fmt.Errorf("unknown scenario %q", *only)
 	}
-	env, err := StartEnv(stderr)
+	env, err := StartEnv(stderr, baseExtra...)
 	if err != nil {
 		return err
 	}

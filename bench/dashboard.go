@@ -23,7 +23,7 @@ type dashboardPage struct {
 	target bool
 }
 
-// dashboardTarget is the p99 the dashboard's pages must stay under on two cores (issue 17).
+// dashboardTarget is the p99 the dashboard's pages must stay under on two cores.
 const dashboardTarget = 50 // ms
 
 // dashboardClients is how many signed-in browsers read the pages at once.

@@ -59,6 +59,7 @@ type Env struct {
 	StartedAt, ListeningAt, ReadyAt time.Time
 
 	extra    []string // the extra serve flags, for Restart
+	debug    string   // the server's --debug-addr (pprof), if any
 	waitOnce sync.Once
 	exited   chan struct{}
 }
@@ -95,7 +96,7 @@ func startIn(dir string, log io.Writer, addr string, extra []string) (*Env, erro
 	if serverBin != "" {
 		exe = serverBin
 	}
-	e := &Env{Dir: dir, log: log, extra: extra}
+	e := &Env{Dir: dir, log: log, extra: extra, debug: debugAddrOf(extra)}
 	e.cmd = exec.Command(exe, "serve", "--sandbox", "--data", filepath.Join(dir, "data"),
 		"--addr", "127.0.0.1:0", "--sim-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
 		"--plan-limits", "pro=2000000000",
@@ -175,6 +176,7 @@ func startIn(dir string, log io.Writer, addr string, extra []string) (*Env, erro
 		e.Accounts = append(e.Accounts, a.ID)
 	}
 	go e.watchRSS()
+	setCurrent(e)
 	return e, nil
 }
 
@@ -248,7 +250,7 @@ func (e *Env) PeakSplitMB() (anon, file float64) {
 	return float64(e.peak.anon) / 1024, float64(e.peak.file) / 1024
 }
 
-// MemoryTarget is the peak RSS the publishing scenarios are held to (issue 20).
+// MemoryTarget is the peak RSS the publishing scenarios are held to.
 const MemoryTarget = 512
 
 // memoryNote says the server's peak RSS against MemoryTarget, with its split.
@@ -304,6 +306,7 @@ func (e *Env) Close() {
 		e.parent.childPeakMB = e.PeakRSSMB()
 	}
 	e.Stop()
+	closeCurrent(e)
 	_ = os.RemoveAll(e.Dir)
 }
 

@@ -78,6 +78,7 @@ func drive(log io.Writer, name string, conns int, d time.Duration, fn func(worke
 	deadline := time.Now().Add(d)
 	done := make(chan struct{})
 	go progress(log, name, d, done)
+	prof := beginProfile(log, name, d)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := 0; w < conns; w++ {
@@ -105,6 +106,7 @@ func drive(log io.Writer, name string, conns int, d time.Duration, fn func(worke
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
 	close(done)
+	prof.end()
 	r := Result{Ops: int(ops.Load()), Seconds: elapsed, Throughput: float64(ops.Load()) / elapsed, Errors: int(errs.Load()),
 		P50ms: lat.pct(0.5), P99ms: lat.pct(0.99), P999ms: lat.pct(0.999)}
 	if e, ok := firstErr.Load().(error); ok {

@@ -17,7 +17,7 @@ import (
 	"github.com/heraldhq/herald/persistence"
 )
 
-// Targets of issue 19 for a server driven at twice its sustainable rate.
+// Targets for a server driven at twice its sustainable rate.
 const (
 	overloadGoodputTarget = 0.9 // goodput over the sustainable rate, at least
 	overloadP99Target     = 100 // ms, p99 of the accepted requests, below

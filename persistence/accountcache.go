@@ -32,8 +32,8 @@ type accountEntry struct {
 const maxCachedAccounts = 1 << 20
 
 func accountKey(scope, accountID string) (k [32]byte) {
-	copy(k[:16], mustID(scope))
-	copy(k[16:], mustID(accountID))
+	appendID(k[:0], scope)
+	appendID(k[16:16], accountID)
 	return k
 }
 

@@ -38,10 +38,7 @@ var bAttempts = []byte("attempts")
 func init() { registerBuckets(bAttempts) }
 
 func attemptKey(jobID string, target int) []byte {
-	k := make([]byte, 18)
-	copy(k, mustID(jobID))
-	binary.BigEndian.PutUint16(k[16:], uint16(target))
-	return k
+	return binary.BigEndian.AppendUint16(appendID(make([]byte, 0, 18), jobID), uint16(target))
 }
 
 // PutAttempt records an attempt.

@@ -12,7 +12,7 @@ import (
 // encoded by hand-written appenders that produce exactly the bytes encoding/json produces for
 // them (TestAppendersMatchEncodingJSON holds them to it), without reflection: encoding/json's
 // reflective walk costs about ten times more, and its depth grows the stacks of the short-lived
-// goroutines that actors run on. Decoding stays with encoding/json.
+// goroutines that actors run on. They are decoded by hand too (codec_decode.go).
 
 // appendPost appends p's JSON encoding.
 func appendPost(b []byte, p *Post) []byte {
@@ -231,6 +231,89 @@ func appendJob(b []byte, j *Job) []byte {
 		b = appendString(b, j.CampaignID)
 	}
 	return append(b, '}')
+}
+
+// appendJobEvents appends the JSON encoding of a job change's events (job_events).
+func appendJobEvents(b []byte, evs []JobEvent) []byte {
+	if evs == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range evs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		e := &evs[i]
+		b = append(b, `{"target":`...)
+		b = strconv.AppendInt(b, int64(e.Target), 10)
+		b = append(b, `,"phase":`...)
+		b = appendString(b, e.Phase)
+		b = append(b, `,"message":`...)
+		b = appendString(b, e.Message)
+		b = append(b, `,"at":`...)
+		b = appendTime(b, e.At)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendAttempt appends a's JSON encoding.
+func appendAttempt(b []byte, a *Attempt) []byte {
+	b = append(b, `{"job_id":`...)
+	b = appendString(b, a.JobID)
+	b = append(b, `,"target":`...)
+	b = strconv.AppendInt(b, int64(a.Target), 10)
+	b = append(b, `,"account_id":`...)
+	b = appendString(b, a.AccountID)
+	b = append(b, `,"started_at":`...)
+	b = appendTime(b, a.StartedAt)
+	if a.Step != 0 {
+		b = append(b, `,"step":`...)
+		b = strconv.AppendInt(b, int64(a.Step), 10)
+	}
+	if len(a.Done) > 0 {
+		b = append(b, `,"done":`...)
+		b = appendMarshal(b, a.Done)
+	}
+	if a.Pending {
+		b = append(b, `,"pending":true`...)
+	}
+	return append(b, '}')
+}
+
+// appendEvent appends e's JSON encoding; its data must be rawEncodable.
+func appendEvent(b []byte, e *Event) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, e.ID)
+	b = append(b, `,"type":`...)
+	b = appendString(b, e.Type)
+	b = append(b, `,"user_id":`...)
+	b = appendString(b, e.UserID)
+	if e.WorkspaceID != "" {
+		b = append(b, `,"workspace_id":`...)
+		b = appendString(b, e.WorkspaceID)
+	}
+	b = append(b, `,"created_at":`...)
+	b = appendTime(b, e.CreatedAt)
+	b = append(b, `,"data":`...)
+	if e.Data == nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendRaw(b, e.Data)
+	}
+	return append(b, '}')
+}
+
+// rawEncodable reports whether encoding/json encodes raw without an error: nil (null) or one
+// valid JSON value. What it refuses is left to it, so that Encode returns its error.
+func rawEncodable(raw []byte) bool {
+	if raw == nil {
+		return true
+	}
+	d := decoder{b: raw, ok: true}
+	d.skip()
+	d.ws()
+	return d.ok && d.i == len(raw)
 }
 
 // appendMarshal appends v as encoding/json encodes it: the fields only some records carry (a

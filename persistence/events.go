@@ -72,6 +72,87 @@ func (t *Tx) EventsAfter(consumer string, limit int) ([]*Event, error) {
 	return out, nil
 }
 
+// EventsWanted is EventsAfter for a consumer that takes only some events: it reads up to limit
+// events after the consumer's cursor, oldest first, and returns, decoded, those that wanted
+// accepts (given the event's scope and type), with how many it read and the id of the last one
+// read ("" when none), for AdvanceEvents. An event nobody wants is read only as far as its scope
+// and type: its other fields are checked, not decoded. A record the scan does not recognise
+// is decoded whole, and one that cannot be decoded is an error, as in EventsAfter.
+func (t *Tx) EventsWanted(consumer string, limit int, wanted func(scope, typ string) bool) (out []*Event, read int, last string, err error) {
+	cur := t.kv.Bucket(bEventCursors).Get([]byte(consumer))
+	c := t.kv.Bucket(bEvents).Cursor()
+	var k, v []byte
+	if cur == nil {
+		k, v = c.First()
+	} else {
+		k, v = c.Seek(cur)
+		if k != nil && bytes.Equal(k, cur) {
+			k, v = c.Next()
+		}
+	}
+	var lastKey []byte
+	for ; k != nil && read < limit; k, v = c.Next() {
+		read++
+		lastKey = k
+		h, scanned := eventHeaderOf(v)
+		if scanned && !wanted(Scope(h.UserID, h.WorkspaceID), h.Type) {
+			continue
+		}
+		var e Event
+		if err := Decode(v, &e); err != nil {
+			return nil, 0, "", err
+		}
+		if scanned || wanted(e.Scope(), e.Type) { // wanted is asked once an event
+			out = append(out, &e)
+		}
+	}
+	if lastKey != nil {
+		last = idString(lastKey)
+	}
+	return out, read, last, nil
+}
+
+// eventHeader is what a consumer filters events on.
+type eventHeader struct{ Type, UserID, WorkspaceID string }
+
+// eventHeaderOf reads an event's type and scope, passing over (and checking) its other fields;
+// false when the record has a field or form the scan does not recognise (see codec_decode.go).
+func eventHeaderOf(b []byte) (eventHeader, bool) {
+	var h eventHeader
+	var mask uint32
+	d := decoder{b: b, ok: true}
+	ok := d.document(func() {
+		d.fields(func(key []byte) {
+			switch string(key) {
+			case "type":
+				d.seen(&mask, 0)
+				h.Type = d.str()
+			case "user_id":
+				d.seen(&mask, 1)
+				h.UserID = d.str()
+			case "workspace_id":
+				d.seen(&mask, 2)
+				h.WorkspaceID = d.str()
+			case "id":
+				d.seen(&mask, 3)
+				if d.peek() != '"' {
+					d.fail()
+				}
+				d.skipString()
+			case "created_at":
+				d.seen(&mask, 4)
+				d.time()
+			case "data":
+				d.seen(&mask, 5)
+				d.skip()
+			default:
+				d.fail()
+			}
+		})
+	})
+	return h, ok
+}
+
 // AdvanceEvents moves the consumer's cursor to the event id (it has taken every event up to it).
 func (t *Tx) AdvanceEvents(consumer, eventID string) error {
 	return t.kv.Bucket(bEventCursors).Put([]byte(consumer), mustID(eventID))

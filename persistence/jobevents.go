@@ -52,10 +52,7 @@ type JobEventSeq struct {
 }
 
 func jobEventKey(trackingID string, seq uint64) []byte {
-	k := make([]byte, 24)
-	copy(k, mustID(trackingID))
-	binary.BigEndian.PutUint64(k[16:], seq)
-	return k
+	return binary.BigEndian.AppendUint64(appendID(make([]byte, 0, 24), trackingID), seq)
 }
 
 // PutJobEvents stores the events of the job's change seq, encoded by the caller with Encode

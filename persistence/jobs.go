@@ -3,6 +3,8 @@ package persistence
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
+	"slices"
 	"time"
 )
 
@@ -313,6 +315,88 @@ func (t *Tx) DueBefore(until time.Time, after Due, limit int) []Due {
 	return out
 }
 
+// ScheduledIn lists up to limit of a workspace's (scope: Scope) scheduled posts due at or after
+// from, soonest first. It walks the schedule, which holds every workspace's posts, and looks
+// each entry up in the workspace's index without reading the post; it stops after scan entries,
+// so that a store whose other workspaces schedule far more bounds the walk (what was found by
+// then is returned).
+func (t *Tx) ScheduledIn(scope string, from time.Time, limit, scan int) []Due {
+	return t.scheduledBetween(mustID(scope), from, math.MaxInt64, limit, scan)
+}
+
+// scheduledBetween is ScheduledIn for entries due before until (Unix nanoseconds).
+func (t *Tx) scheduledBetween(user []byte, from time.Time, until int64, limit, scan int) []Due {
+	index := t.kv.Bucket(bPostsUser)
+	c := t.kv.Bucket(bSchedule).Cursor()
+	start := make([]byte, 8)
+	binary.BigEndian.PutUint64(start, uint64(max(from.UnixNano(), 0)))
+	var out []Due
+	n := 0
+	for k, _ := c.Seek(start); k != nil && len(out) < limit && n < scan; k, _ = c.Next() {
+		n++
+		at := binary.BigEndian.Uint64(k[:8])
+		if at >= uint64(until) {
+			break
+		}
+		if len(k) != 24 || index.Get(join(user, k[8:])) == nil {
+			continue
+		}
+		out = append(out, Due{PostID: idString(k[8:]), At: time.Unix(0, int64(at)).UTC()})
+	}
+	return out
+}
+
+// CalendarPosts returns a workspace's posts (scope: Scope) that a calendar of [from, to) may
+// show: the scheduled posts due in it, from the schedule; and, from the list index newest
+// first, the posts waiting for approval, publishing, published, partly published or failed.
+// A post goes out after it is made and its id holds when it was made (UUIDv7), so posts made at
+// or after to are passed over unread, as are drafts and scheduled posts (by the index's
+// status); at most scan posts are read. The caller places each post by its own time.
+func (t *Tx) CalendarPosts(scope string, from, to time.Time, scan int) ([]*Post, error) {
+	user := mustID(scope)
+	var out []*Post
+	for _, d := range t.scheduledBetween(user, from, to.UnixNano(), scan, math.MaxInt) {
+		p, err := t.Post(d.PostID)
+		if err != nil {
+			continue // deleted since it was scheduled
+		}
+		out = append(out, p)
+	}
+	want := [...]byte{statusCode(PostPendingApproval), statusCode(PostPublishing), statusCode(PostPublished),
+		statusCode(PostPartial), statusCode(PostFailed)}
+	toMs := uint64(to.UnixMilli())
+	posts := t.kv.Bucket(bPosts)
+	c := t.kv.Bucket(bPostsUser).Cursor()
+	end := append(append([]byte(nil), user...), bytes.Repeat([]byte{0xff}, 16)...)
+	var k, v []byte
+	if k, _ = c.Seek(end); k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	read := 0
+	for ; k != nil && bytes.HasPrefix(k, user) && read < scan; k, v = c.Prev() {
+		if len(k) != 32 || len(v) != 3 || !slices.Contains(want[:], v[0]) {
+			continue
+		}
+		id := k[16:]
+		if id[6]>>4 == 7 && uint64(id[0])<<40|uint64(id[1])<<32|uint64(id[2])<<24|uint64(id[3])<<16|uint64(id[4])<<8|uint64(id[5]) >= toMs {
+			continue // made after the range: it went out after it too
+		}
+		raw := posts.Get(id)
+		if raw == nil {
+			continue
+		}
+		read++
+		var p Post
+		if err := Decode(raw, &p); err != nil {
+			return nil, err
+		}
+		out = append(out, &p)
+	}
+	return out, nil
+}
+
 // NextDue returns the earliest scheduled entry, if any.
 func (t *Tx) NextDue() (Due, bool) {
 	k, _ := t.kv.Bucket(bSchedule).Cursor().First()
@@ -368,7 +452,9 @@ func (t *Tx) ExpireIdempotency(cutoff time.Time, limit int) (int, error) {
 
 // ---- free-plan quota ----
 
-func quotaKey(userID, month string) []byte { return join(mustID(userID), []byte(month)) }
+func quotaKey(userID, month string) []byte {
+	return append(appendID(make([]byte, 0, 16+len(month)), userID), month...)
+}
 
 // QuotaUsed returns how many posts the user published or scheduled in month ("2006-01").
 func (t *Tx) QuotaUsed(userID, month string) int {

@@ -17,14 +17,19 @@ func ID(s string) ([]byte, error) {
 	return append([]byte(nil), b...), nil
 }
 
-func mustID(s string) []byte {
-	b, err := ID(s)
+func mustID(s string) []byte { return appendID(make([]byte, 0, 16), s) }
+
+// appendID appends the 16-byte key form of s, so that a key of several parts is built in one
+// allocation (parsing an id allocates nothing of its own). Ids reach the store only after
+// validation at the edge; a bad one is a programming error caught in tests, so the zero key
+// (which matches nothing) is used rather than a panic.
+func appendID(b []byte, s string) []byte {
+	u, err := uuid.Parse(s)
 	if err != nil {
-		// Ids reach the store only after validation at the edge; a bad one is a programming error
-		// caught in tests, so the zero key (which matches nothing) is used rather than a panic.
-		return make([]byte, 16)
+		var zero uuid.UUID
+		return append(b, zero[:]...)
 	}
-	return b
+	return append(b, u[:]...)
 }
 
 func idString(b []byte) string {

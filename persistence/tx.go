@@ -192,7 +192,7 @@ func (t *Tx) AccountPlatform(scope, accountID string) (platform string, ok bool)
 // accountIndex reads the workspace index of an account: its platform and whether it has default
 // options.
 func (t *Tx) accountIndex(scope, accountID string) (platform string, defaults, ok bool) {
-	v := t.kv.Bucket(bAccountsUser).Get(join(mustID(scope), mustID(accountID)))
+	v := t.kv.Bucket(bAccountsUser).Get(appendID(appendID(make([]byte, 0, 32), scope), accountID))
 	if len(v) < 1 {
 		return "", false, false
 	}
@@ -204,7 +204,7 @@ func (t *Tx) accountIndex(scope, accountID string) (platform string, defaults, o
 // reading the account's record only when its index says it has some; ok is false when the user
 // has no such account.
 func (t *Tx) AccountDefaults(scope, accountID string) (defaults json.RawMessage, ok bool, err error) {
-	v := t.kv.Bucket(bAccountsUser).Get(join(mustID(scope), mustID(accountID)))
+	v := t.kv.Bucket(bAccountsUser).Get(appendID(appendID(make([]byte, 0, 32), scope), accountID))
 	if len(v) < 1 {
 		return nil, false, nil
 	}

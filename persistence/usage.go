@@ -83,7 +83,9 @@ func (u Usage) Platforms() []string {
 	return out
 }
 
-func usageKey(scope, month string) []byte { return join(mustID(scope), []byte(month)) }
+func usageKey(scope, month string) []byte {
+	return append(appendID(make([]byte, 0, 16+len(month)), scope), month...)
+}
 
 // Usage returns a workspace's usage in month ("2006-01"; scope: Scope): zeros when nothing was
 // counted.

@@ -33,11 +33,8 @@ type Waiting struct {
 func (w Waiting) Key() string { return string(waitingKey(w.AccountID, w.JobID, w.Target)) }
 
 func waitingKey(accountID, jobID string, target int) []byte {
-	k := make([]byte, 34)
-	copy(k, mustID(accountID))
-	copy(k[16:], mustID(jobID))
-	binary.BigEndian.PutUint16(k[32:], uint16(target))
-	return k
+	k := appendID(appendID(make([]byte, 0, 34), accountID), jobID)
+	return binary.BigEndian.AppendUint16(k, uint16(target))
 }
 
 func waitingOf(k, v []byte) Waiting {

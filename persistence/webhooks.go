@@ -83,6 +83,9 @@ const (
 	DeliveryCancelled = "cancelled"
 )
 
+// KeptResponseBody is how much of a receiver's answer a delivery keeps (Delivery.LastResponseBody).
+const KeptResponseBody = 4 << 10
+
 // Delivery is one event sent to one subscription: its body (signed anew on every attempt) and its
 // attempts so far. Its id is the X-Service-Delivery-Id and the body's id, the same on every
 // attempt.
@@ -100,9 +103,15 @@ type Delivery struct {
 	Attempts       int             `json:"attempts"`
 	LastStatusCode *int            `json:"last_status_code,omitempty"`
 	LastError      *string         `json:"last_error,omitempty"`
-	LastAttemptAt  *time.Time      `json:"last_attempt_at,omitempty"`
-	NextAttemptAt  *time.Time      `json:"next_attempt_at,omitempty"`
-	CompletedAt    *time.Time      `json:"completed_at,omitempty"`
+	// LastResponseBody is the first KeptResponseBody bytes of the last answer's body as received
+	// (nil: no answer, or an empty one) and LastResponseSize how many bytes that body had, as far
+	// as the sender read it. Only the receiver's answer is kept, never the request's headers (its
+	// signature among them); a signing secret a receiver echoes is blanked before it is kept.
+	LastResponseBody []byte     `json:"last_response_body,omitempty"`
+	LastResponseSize int64      `json:"last_response_size,omitempty"`
+	LastAttemptAt    *time.Time `json:"last_attempt_at,omitempty"`
+	NextAttemptAt    *time.Time `json:"next_attempt_at,omitempty"`
+	CompletedAt      *time.Time `json:"completed_at,omitempty"`
 }
 
 // The webhook buckets:
@@ -247,7 +256,7 @@ func deletePrefix(c deleter, prefix []byte) error {
 }
 
 func deliveryKey(webhookID, deliveryID string) []byte {
-	return join(mustID(webhookID), mustID(deliveryID))
+	return appendID(appendID(make([]byte, 0, 32), webhookID), deliveryID)
 }
 
 func nanos(t time.Time) []byte {
@@ -437,11 +446,5 @@ func (t *Tx) EventsPending(consumer string, max int) int {
 
 // WebhooksInKeys lists the ids of a workspace's subscriptions (scope: Scope), from the index.
 func (t *Tx) WebhooksInKeys(scope string) []string {
-	prefix := mustID(scope)
-	var out []string
-	c := t.kv.Bucket(bWebhooksUser).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		out = append(out, idString(k[16:]))
-	}
-	return out
+	return t.idsUnder(bWebhooksUser, scope)
 }

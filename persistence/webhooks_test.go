@@ -141,3 +141,34 @@ func eventsPending(t *testing.T, s *persistence.Store) {
 		return nil
 	}))
 }
+
+// A delivery keeps the receiver's answer, text or binary bytes alike, on both backends.
+func TestDeliveryKeepsTheAnswer(t *testing.T) { persistence.EachStore(t, deliveryKeepsTheAnswer) }
+
+func deliveryKeepsTheAnswer(t *testing.T, s *persistence.Store) {
+	hook := uuid.Must(uuid.NewV7()).String()
+	text := newDelivery(hook, time.Now().UTC(), persistence.DeliveryFailed)
+	code := 422
+	text.LastStatusCode = &code
+	text.LastResponseBody, text.LastResponseSize = []byte(`{"error":"<unknown post>"}`), 9000
+	binary := newDelivery(hook, time.Now().UTC(), persistence.DeliverySucceeded)
+	binary.LastResponseBody, binary.LastResponseSize = []byte{0x89, 'P', 'N', 'G', 0, 0xff}, 6
+	require.NoError(t, s.Update(context.Background(), func(tx *persistence.Tx) error {
+		if err := tx.PutDelivery(text); err != nil {
+			return err
+		}
+		return tx.PutDelivery(binary)
+	}))
+	require.NoError(t, s.View(func(tx *persistence.Tx) error {
+		got, err := tx.Delivery(hook, text.ID)
+		require.NoError(t, err)
+		require.Equal(t, text.LastResponseBody, got.LastResponseBody)
+		require.Equal(t, int64(9000), got.LastResponseSize)
+		require.Equal(t, 422, *got.LastStatusCode)
+		got, err = tx.Delivery(hook, binary.ID)
+		require.NoError(t, err)
+		require.Equal(t, binary.LastResponseBody, got.LastResponseBody)
+		require.Equal(t, int64(6), got.LastResponseSize)
+		return nil
+	}))
+}

@@ -190,13 +190,7 @@ func (t *Tx) Workspaces(userID string) ([]*Workspace, error) {
 
 // CountWorkspaces is how many workspaces the user has besides main.
 func (t *Tx) CountWorkspaces(userID string) int {
-	prefix := mustID(userID)
-	n := 0
-	c := t.kv.Bucket(bWorkspacesUser).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		n++
-	}
-	return n
+	return len(t.idsUnder(bWorkspacesUser, userID))
 }
 
 // PutWorkspace stores a workspace (the main one under its user's id).
@@ -232,25 +226,26 @@ func (t *Tx) DeleteWorkspace(w *Workspace) error {
 
 // CountAccounts is how many connected accounts a workspace holds (scope: Scope).
 func (t *Tx) CountAccounts(scope string) int {
-	prefix := mustID(scope)
-	n := 0
-	c := t.kv.Bucket(bAccountsUser).Cursor()
+	return len(t.idsUnder(bAccountsUser, scope))
+}
+
+// idsUnder lists the ids an index of (owner | id) keys holds under owner, in key order.
+func (t *Tx) idsUnder(index []byte, owner string) []string {
+	prefix := mustID(owner)
+	var out []string
+	c := t.kv.Bucket(index).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		n++
+		if len(k) == 32 {
+			out = append(out, idString(k[16:]))
+		}
 	}
-	return n
+	return out
 }
 
 // PostIDsIn lists the ids of every post of a workspace (scope: Scope), oldest first, from the
 // index alone.
 func (t *Tx) PostIDsIn(scope string) []string {
-	prefix := mustID(scope)
-	var out []string
-	c := t.kv.Bucket(bPostsUser).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		out = append(out, idString(k[16:]))
-	}
-	return out
+	return t.idsUnder(bPostsUser, scope)
 }
 
 // OpenPosts counts a workspace's posts that are not drafts and not final: scheduled, publishing

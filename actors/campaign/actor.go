@@ -37,7 +37,7 @@ const MaxPosts = 1000
 type Deps struct {
 	Store *persistence.Store
 	// Posts is the post directory: retries and cancels ask each post's actor.
-	Posts *actors.Directory
+	Posts actors.Router
 	// Handoff starts committed jobs, as the post actor's does after a publish, and tells the
 	// scheduler of newly scheduled times (nil: nobody hears).
 	Handoff Handoff

@@ -199,6 +199,8 @@ func TestConcurrentRetriesPublishEachTargetOnce(t *testing.T) {
 		}
 	}
 	require.True(t, len(replies[0].Retried) == 0 || len(replies[1].Retried) == 0, "the second retry ran after the first")
+	// A post actor hands its job off just after it answers: the last start may follow the reply.
+	require.Eventually(t, func() bool { return len(b.jobsStarted()) >= 10 }, 10*time.Second, time.Millisecond)
 	started := b.jobsStarted()
 	require.Len(t, started, 10)
 	for _, n := range started {

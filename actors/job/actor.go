@@ -1,9 +1,13 @@
 // Package job is the publish job actor: one virtual actor per job. Its targets wait for their
 // connected accounts in the store (persistence jobs_waiting, written with the job), and each
 // account takes them in order as its budget allows; the job actor records each phase change its
-// accounts report durably before it announces it to stream subscribers, and when every target
-// is final hands the outcome to the post. A job waiting for its accounts has no live actor: a
-// report, a read or a stream activates it from the store.
+// accounts report durably before it announces it to stream subscribers, and the transaction
+// that makes every target final writes the post's outcome too (Handoff.Settle). A job waiting
+// for its accounts has no live actor: a report, a read or a stream activates it from the store.
+//
+// The reports that reach a job while its previous write commits wait in its mailbox; the job
+// stores them together, in order, in one write that encodes the job once (each keeps its own
+// seq and timeline entry), and announces them only once it is durable.
 //
 // Job status: queued (created) → processing (the first account report) → completed (every
 // target final and at least one succeeded) or failed (every target failed). A job whose targets
@@ -49,10 +53,24 @@ type Deps struct {
 
 // Handoff takes a final job (actors/publishing in Herald).
 type Handoff interface {
+	// Settle prepares the post's part of the transaction that makes j final, at now: the
+	// post's outcome is then written with the job's, in one commit, and the post actor is not
+	// activated for it. nil when the post cannot take it there (its record could not be read,
+	// it is another job's): the job is stored alone and Finish hands it on after the commit.
+	Settle(j *persistence.Job, now time.Time) Settlement
 	// Finish hands a final job to its post actor; the post answers with PostSynced.
 	Finish(j *persistence.Job)
 	// Finished observes every finished job, once, with the time from its creation (metrics).
 	Finished(j *persistence.Job, duration time.Duration)
+}
+
+// Settlement is a post's part of its job's final transaction (Handoff.Settle).
+type Settlement interface {
+	// Write stores the post's outcome in the job's transaction; it may run more than once (a
+	// group commit replays a write whose batch failed), so it only touches tx.
+	Write(tx *persistence.Tx) error
+	// Stored announces the outcome once the transaction is durable.
+	Stored()
 }
 
 // Followers are the followers of campaigns (campaign.Hub).
@@ -62,8 +80,9 @@ type Followers interface {
 
 type noHandoff struct{}
 
-func (noHandoff) Finish(*persistence.Job)                  {}
-func (noHandoff) Finished(*persistence.Job, time.Duration) {}
+func (noHandoff) Settle(*persistence.Job, time.Time) Settlement { return nil }
+func (noHandoff) Finish(*persistence.Job)                       {}
+func (noHandoff) Finished(*persistence.Job, time.Duration)      {}
 
 // Kind returns the job actor kind.
 func Kind(d Deps) actors.Kind {
@@ -90,11 +109,14 @@ type Actor struct {
 	// loaded tells whether state reflects bbolt (read on the first message after a start,
 	// unless that message carries the job).
 	loaded bool
-	// unstored are the reports whose commit failed because the store could not write, in the
-	// order they came: what they tell happened (a network call's outcome among them), so they are
-	// recorded again, in order and ahead of any later report, until the store takes them
-	// (retryStore). syncUnstored is a post's sync the job could not record.
-	unstored     []*account.Report
+	// pending are the reports received and not yet stored, in the order they came: what they
+	// tell happened (a network call's outcome among them). They are stored together, in one
+	// write, once the job has read the reports its mailbox held (flushArmed: a flushReports is
+	// on its way behind them), or before any other message. A write the store could not commit
+	// leaves them pending, ahead of any later report, until a retryStore stores them.
+	// syncUnstored is a post's sync the job could not record.
+	pending      []*account.Report
+	flushArmed   bool
 	syncUnstored bool
 	// storeFailures counts the failed commits in a row; retryArmed says a retryStore is coming.
 	storeFailures int
@@ -104,17 +126,22 @@ type Actor struct {
 // retryStore makes a job record again what its store could not commit.
 type retryStore struct{}
 
+// flushReports is sent by a job to itself on the first of a run of reports: it reaches the job
+// after the reports that were in its mailbox (they queue there while the job's previous write
+// commits), and they are stored with it in one write.
+type flushReports struct{}
+
 // Busy keeps a job with subscribers, one whose post is taking its outcome, or one with reports
 // still to store, from passivating. A job waiting for its accounts' reports is not busy: they
 // activate it again from the store.
 func (a *Actor) Busy() bool {
-	return len(a.subs) > 0 || a.finishing || len(a.unstored) > 0 || a.syncUnstored || a.retryArmed
+	return len(a.subs) > 0 || a.finishing || len(a.pending) > 0 || a.flushArmed || a.syncUnstored || a.retryArmed
 }
 
 // Settled passivates a job as soon as its post has taken the outcome and no stream follows it:
 // nothing more happens to it, and a read activates it again from bbolt.
 func (a *Actor) Settled() bool {
-	return len(a.subs) == 0 && len(a.unstored) == 0 && !a.syncUnstored && !a.retryArmed &&
+	return len(a.subs) == 0 && len(a.pending) == 0 && !a.flushArmed && !a.syncUnstored && !a.retryArmed &&
 		a.state != nil && finished(a.state) && a.state.PostSynced
 }
 
@@ -132,16 +159,36 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		// The state is read lazily, on the first message.
 		a.loaded = false
-	case *actor.Stopped:
-		for s := range a.subs {
-			close(s.C)
+		return
+	case *account.Report:
+		a.pending = append(a.pending, m)
+		if !a.flushArmed && !a.retryArmed {
+			a.flushArmed = true
+			ctx.Send(ctx.Self(), &flushReports{})
 		}
-		a.subs = nil
-		a.loaded = false
+		return
+	case *flushReports:
+		a.flushArmed = false
+		a.flush(ctx)
+		return
+	case *retryStore:
+		a.retryArmed = false
+		a.flush(ctx)
+		if a.syncUnstored && len(a.pending) == 0 && !a.retryArmed {
+			a.postSynced(ctx, false)
+		}
+		return
+	case *actor.Stopped:
+		a.stopped()
+		return
+	case actor.SystemMessage, actor.AutoReceiveMessage:
+		return
+	}
+	// Every other message sees the reports that came before it, stored.
+	a.flush(ctx)
+	switch m := ctx.Message().(type) {
 	case *Start:
 		a.start()
-	case *account.Report:
-		a.report(ctx, m)
 	case *Get:
 		if j, err := a.owned(m.Scope); err != nil {
 			actors.ReplyError(ctx, err)
@@ -157,13 +204,24 @@ func (a *Actor) Receive(ctx actor.Context) {
 		}
 	case *PostSynced:
 		a.postSynced(ctx, m.Stored)
-	case *retryStore:
-		a.retryArmed = false
-		a.drain(ctx)
-		if a.syncUnstored && len(a.unstored) == 0 {
-			a.postSynced(ctx, false)
+	}
+}
+
+// stopped ends an incarnation: reports still pending (a stop that came before the job's
+// flushReports) are stored first, once; what the store cannot take then is recovered at the
+// next start (their targets still wait for their accounts, and an account resolves a target
+// whose call it started before sending it again).
+func (a *Actor) stopped() {
+	if len(a.pending) > 0 && !a.retryArmed && a.loaded {
+		if err := a.record(); err != nil {
+			a.deps.Log.Warn("storing a job's progress failed as it stopped; its accounts report it again after a restart", "job_id", a.id, "error", err)
 		}
 	}
+	for s := range a.subs {
+		close(s.C)
+	}
+	a.subs = nil
+	a.loaded = false
 }
 
 func (a *Actor) load() {
@@ -201,56 +259,16 @@ func (a *Actor) start() {
 	}
 }
 
-func (a *Actor) report(ctx actor.Context, r *account.Report) {
-	if a.state == nil || finished(a.state) {
-		a.stale(r)
+// flush stores the pending reports, unless a retry of a write the store could not commit is on
+// its way (it stores them, in order).
+func (a *Actor) flush(ctx actor.Context) {
+	if len(a.pending) == 0 || a.retryArmed {
 		return
 	}
-	a.record(ctx, r)
-}
-
-// stale takes the outcome of a target whose job is gone or already final (a report that came
-// twice, a store with a damaged job): it is not recorded, but its entry leaves jobs_waiting so
-// that the account does not take the target again.
-func (a *Actor) stale(r *account.Report) {
-	if !r.Final || r.AccountID == "" {
-		return
-	}
-	w := persistence.Waiting{AccountID: r.AccountID, JobID: r.JobID, Target: r.Target}
-	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.StopWaiting(w) }); err != nil {
-		a.deps.Log.Warn("removing a stale waiting publish failed; its account takes it again later", "job_id", r.JobID, "error", err)
-	}
-}
-
-// record applies a report, after those still waiting for the store: a report whose commit fails
-// because the store cannot write waits with them, to be recorded again (drain).
-func (a *Actor) record(ctx actor.Context, r *account.Report) {
-	if len(a.unstored) > 0 {
-		a.unstored = append(a.unstored, r)
-		return
-	}
-	if err := a.apply(r); err != nil {
-		a.unstored = append(a.unstored, r)
+	if err := a.record(); err != nil {
 		a.storeFailed(ctx, err)
 		return
 	}
-	a.storeFailures = 0
-}
-
-// drain records the reports waiting for the store, in order, until one fails again.
-func (a *Actor) drain(ctx actor.Context) {
-	for len(a.unstored) > 0 {
-		if a.state == nil || finished(a.state) {
-			a.unstored = nil // what came after the last target's outcome changes nothing
-			break
-		}
-		if err := a.apply(a.unstored[0]); err != nil {
-			a.storeFailed(ctx, err)
-			return
-		}
-		a.unstored = a.unstored[1:]
-	}
-	a.unstored = nil
 	a.storeFailures = 0
 }
 
@@ -267,22 +285,108 @@ func (a *Actor) storeFailed(ctx actor.Context, err error) {
 	}
 }
 
-// apply records one report durably, then announces it. It fails only when the report could not
-// be stored, and then changes nothing.
-func (a *Actor) apply(r *account.Report) error {
+// batch is what one write of a job stores: the pending reports applied in order.
+type batch struct {
+	now time.Time
+	// next is the job as the reports leave it (nil: none of them changes it), raw its encoding.
+	next *persistence.Job
+	raw  []byte
+	// events are the timeline of each report that changed the job, under its seq.
+	events []seqEvents
+	// steps are the same events in the job's campaign's timeline (a campaign's job only).
+	steps []persistence.CampaignEvent
+	// done are the targets whose outcome the write stores: their attempt records go.
+	done []int
+	// stale are the waiting entries of outcomes that change nothing (a job gone or final, a
+	// target reported twice): they go, so that their accounts do not take them again.
+	stale []persistence.Waiting
+	// changes are the job as each report left it, for the stream's progress events.
+	changes []change
+	// final says the write makes the job final; settle is then its post's part (nil: the post
+	// takes the outcome through Finish after the commit).
+	final  bool
+	settle Settlement
+}
+
+type seqEvents struct {
+	seq uint64
+	raw []byte
+}
+
+type change struct {
+	job    *persistence.Job
+	target int
+}
+
+// build applies the pending reports, in order, to a copy of the job, and encodes what the write
+// stores: the job once, whatever the number of reports.
+func (a *Actor) build() (*batch, error) {
+	b := &batch{now: a.deps.Now().UTC()}
+	watched := len(a.subs) > 0
 	cur := a.state
-	idx := -1
-	for i, t := range cur.Targets {
-		if t.Target == r.Target {
-			idx = i
+	for _, r := range a.pending {
+		if b.next != nil {
+			cur = b.next
 		}
+		idx := -1
+		if cur != nil && !finished(cur) {
+			for i, t := range cur.Targets {
+				if t.Target == r.Target {
+					idx = i
+				}
+			}
+		}
+		if idx < 0 || cur.Targets[idx].Final() {
+			if r.Final && r.AccountID != "" {
+				b.stale = append(b.stale, persistence.Waiting{AccountID: r.AccountID, JobID: r.JobID, Target: r.Target})
+			}
+			continue
+		}
+		if b.next == nil {
+			b.next = cur.Clone()
+		}
+		next := b.next
+		t := applyReport(&next.Targets[idx], r)
+		if next.Status == persistence.JobQueued {
+			next.Status = persistence.JobProcessing
+		}
+		allFinal := true
+		for _, t := range next.Targets {
+			allFinal = allFinal && t.Final()
+		}
+		events := timeline(r, t.Phase, b.now)
+		if allFinal {
+			completed, _ := next.Counts()
+			next.Status = persistence.JobFailed
+			if completed > 0 {
+				next.Status = persistence.JobCompleted
+			}
+			now := b.now
+			next.CompletedAt = &now
+			b.final = true
+		}
+		next.Seq++
+		raw, err := persistence.Encode(events)
+		if err != nil {
+			return nil, err
+		}
+		b.events = append(b.events, seqEvents{seq: next.Seq, raw: raw})
+		b.steps = append(b.steps, campaignSteps(next, t, events)...)
+		if r.Final {
+			b.done = append(b.done, r.Target)
+		}
+		snapshot := next
+		if watched {
+			// Later reports of the batch change next in place; a stream sees each step.
+			snapshot = next.Clone()
+		}
+		b.changes = append(b.changes, change{job: snapshot, target: r.Target})
 	}
-	if idx < 0 || cur.Targets[idx].Final() {
-		a.stale(r)
-		return nil
-	}
-	next := cur.Clone()
-	t := &next.Targets[idx]
+	return b, nil
+}
+
+// applyReport sets a target as a report tells it, and returns it.
+func applyReport(t *persistence.JobTarget, r *account.Report) *persistence.JobTarget {
 	switch {
 	case r.Final && r.Success:
 		t.Phase, t.PublicationID, t.URL = persistence.PhaseSuccess, r.Publication.ID, r.Publication.URL
@@ -303,67 +407,114 @@ func (a *Actor) apply(r *account.Report) error {
 	if r.Comment != nil {
 		t.Comment = r.Comment
 	}
-	if next.Status == persistence.JobQueued {
-		next.Status = persistence.JobProcessing
+	return t
+}
+
+// encode encodes the job as the batch leaves it; a final job its post settles in the same
+// transaction is stored synced.
+func (b *batch) encode() error {
+	if b.next == nil {
+		return nil
 	}
-	allFinal := true
-	for _, t := range next.Targets {
-		allFinal = allFinal && t.Final()
-	}
-	now := a.deps.Now().UTC()
-	events := timeline(r, t.Phase, now)
-	if allFinal {
-		completed, _ := next.Counts()
-		next.Status = persistence.JobFailed
-		if completed > 0 {
-			next.Status = persistence.JobCompleted
+	b.next.PostSynced = b.settle != nil
+	var err error
+	b.raw, err = persistence.Encode(b.next)
+	return err
+}
+
+// write is the batch's transaction.
+func (b *batch) write(tx *persistence.Tx, id string) error {
+	for _, target := range b.done {
+		// The outcome is stored: the account's attempt record is no longer needed.
+		if err := tx.DeleteAttempt(id, target); err != nil {
+			return err
 		}
-		next.CompletedAt = &now
 	}
-	next.Seq++
-	// Encoded outside the transaction that many actors share.
-	raw, err := persistence.Encode(next)
-	var rawEvents []byte
-	if err == nil {
-		rawEvents, err = persistence.Encode(events)
+	for _, w := range b.stale {
+		if err := tx.StopWaiting(w); err != nil {
+			return err
+		}
 	}
-	steps := campaignSteps(next, t, events)
-	if err == nil {
-		err = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
-			if r.Final {
-				// The outcome is stored: the account's attempt record is no longer needed.
-				if err := tx.DeleteAttempt(a.id, r.Target); err != nil {
-					return err
-				}
-			}
-			if err := tx.PutJobEvents(a.id, next.Seq, rawEvents); err != nil {
-				return err
-			}
-			if steps != nil {
-				if err := tx.AppendCampaignEvents(next.CampaignID, steps); err != nil {
-					return err
-				}
-			}
-			return tx.PutJobEncoded(next, raw)
-		})
+	if b.next == nil {
+		return nil
+	}
+	for _, e := range b.events {
+		if err := tx.PutJobEvents(id, e.seq, e.raw); err != nil {
+			return err
+		}
+	}
+	if len(b.steps) > 0 {
+		if err := tx.AppendCampaignEvents(b.next.CampaignID, b.steps); err != nil {
+			return err
+		}
+	}
+	if err := tx.PutJobEncoded(b.next, b.raw); err != nil {
+		return err
+	}
+	if b.settle != nil {
+		return b.settle.Write(tx)
+	}
+	return nil
+}
+
+// record stores the pending reports durably in one write, then applies and announces them. It
+// fails only when the store could not take them, and then changes nothing: they stay pending.
+func (a *Actor) record() error {
+	b, err := a.build()
+	if err != nil {
+		return err
+	}
+	if b.next == nil && len(b.stale) == 0 {
+		a.pending = nil
+		return nil
+	}
+	if b.final {
+		b.settle = a.deps.Handoff.Settle(b.next, b.now)
+	}
+	if err := b.encode(); err != nil {
+		return err
+	}
+	err = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return b.write(tx, a.id) })
+	if err != nil && b.settle != nil && !errors.Is(err, persistence.ErrWriteFailed) && !errors.Is(err, persistence.ErrClosed) {
+		// The post's part was refused (a record it reads is damaged): the job is stored alone,
+		// and its post takes the outcome through Finish, as after a restart.
+		a.deps.Log.Warn("storing a job's outcome with its post's failed; the post takes it on its own", "job_id", a.id, "error", err)
+		b.settle = nil
+		if err := b.encode(); err != nil {
+			return err
+		}
+		err = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return b.write(tx, a.id) })
 	}
 	if err != nil {
 		return err
 	}
-	if steps != nil && a.deps.Campaigns != nil {
+	a.pending = nil
+	next := b.next
+	if next == nil {
+		return nil
+	}
+	if b.settle != nil {
+		b.settle.Stored()
+	}
+	if len(b.steps) > 0 && a.deps.Campaigns != nil {
 		a.deps.Campaigns.Notify(next.CampaignID)
 	}
-	// States are never changed in place (every change builds a new one), so events share them.
+	// States are never changed in place once applied (every change builds a new one), so
+	// events share them.
 	a.state = next
-	a.broadcast(&Event{Name: "progress", ID: next.Seq, Job: next, Target: r.Target})
-	if allFinal {
-		a.deps.Handoff.Finished(next, now.Sub(next.CreatedAt))
+	for _, c := range b.changes {
+		a.broadcast(&Event{Name: "progress", ID: c.job.Seq, Job: c.job, Target: c.target})
+	}
+	if b.final {
+		a.deps.Handoff.Finished(next, b.now.Sub(next.CreatedAt))
 		a.broadcast(&Event{Name: "done", ID: next.Seq, Job: next, Target: -1})
 		for s := range a.subs {
 			close(s.C)
 		}
 		a.subs = nil
-		a.finish()
+		if b.settle == nil {
+			a.finish()
+		}
 	}
 	return nil
 }

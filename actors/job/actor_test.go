@@ -175,5 +175,6 @@ func TestStartHandsAFinishedJobToItsPost(t *testing.T) {
 // finishing is a job directory's hand-off in these tests: the final jobs, on a channel.
 type finishing chan *persistence.Job
 
-func (f finishing) Finish(j *persistence.Job)              { f <- j }
-func (finishing) Finished(*persistence.Job, time.Duration) {}
+func (finishing) Settle(*persistence.Job, time.Time) job.Settlement { return nil }
+func (f finishing) Finish(j *persistence.Job)                       { f <- j }
+func (finishing) Finished(*persistence.Job, time.Duration)          {}

@@ -111,7 +111,7 @@ func holdable(p *persistence.Post, schedule bool) error {
 // commitHold moves cur to pending_approval with the request (a publish, or a schedule at *at),
 // with its post.approval_requested event, and returns the post as committed. A scheduled post
 // leaves the schedule index; a pending one's earlier request is replaced.
-func commitHold(d Deps, cur *persistence.Post, creating bool, at *time.Time, by string) (*persistence.Post, error) {
+func commitHold(d Deps, cur *persistence.Post, creating bool, at *time.Time, by string, idem *Idempotency) (*persistence.Post, error) {
 	now := d.Now().UTC()
 	next := cur.Clone()
 	action := persistence.ApprovalPublish
@@ -134,9 +134,20 @@ func commitHold(d Deps, cur *persistence.Post, creating bool, at *time.Time, by 
 	if err != nil {
 		return nil, err
 	}
+	var answer *persistence.IdempotencyRecord
+	if idem != nil && idem.Held != nil {
+		if answer, err = idem.Held(next); err != nil {
+			return nil, err
+		}
+	}
 	if err := d.Store.TryUpdate(func(tx *persistence.Tx) error {
 		if creating && tx.HasPost(cur.ID) {
 			return ErrExists
+		}
+		if answer != nil {
+			if err := tx.PutIdempotency(idem.Key, answer); err != nil {
+				return err
+			}
 		}
 		if !creating && cur.Status == persistence.PostScheduled && cur.ScheduledAt != nil {
 			if err := tx.Unschedule(cur.ID, *cur.ScheduledAt); err != nil {
@@ -149,6 +160,9 @@ func commitHold(d Deps, cur *persistence.Post, creating bool, at *time.Time, by 
 		return tx.PutPost(next, raw)
 	}); err != nil {
 		return nil, err
+	}
+	if answer != nil {
+		idem.Record = answer
 	}
 	if d.Events != nil {
 		d.Events.Notify()
@@ -164,7 +178,7 @@ func createHeld(d Deps, id string, m *Publish) any {
 	if err := Validate(cur); err != nil {
 		return &actors.ErrorReply{Err: err}
 	}
-	p, err := commitHold(d, cur, true, nil, m.Hold.By)
+	p, err := commitHold(d, cur, true, nil, m.Hold.By, m.Idempotency)
 	if err != nil {
 		return &actors.ErrorReply{Err: err}
 	}
@@ -173,12 +187,13 @@ func createHeld(d Deps, id string, m *Publish) any {
 
 // hold is a Publish or Schedule with Hold, for a post the actor holds (or creates, for a
 // Schedule with Create).
-func (a *Actor) hold(ctx actor.Context, cur *persistence.Post, creating bool, at *time.Time, by string, publish bool) {
+func (a *Actor) hold(ctx actor.Context, cur *persistence.Post, creating bool, at *time.Time, by string, publishIdem *Idempotency) {
+	publish := at == nil
 	if err := holdable(cur, at != nil); err != nil {
 		actors.ReplyError(ctx, err)
 		return
 	}
-	next, err := commitHold(a.deps, cur, creating, at, by)
+	next, err := commitHold(a.deps, cur, creating, at, by, publishIdem)
 	if err != nil {
 		if errors.Is(err, ErrExists) {
 			a.load()

@@ -2,6 +2,7 @@ package post_test
 
 import (
 	"crypto/sha256"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -168,4 +169,46 @@ func TestApprovalLinkRules(t *testing.T) {
 	var np *post.NotPendingError
 	_, err = s.ask(s.draft(), &post.SetApprovalLink{Scope: s.user, Hash: hash("x"), ExpiresAt: time.Now().Add(time.Hour)})
 	require.ErrorAs(t, err, &np, "a draft takes no approval link")
+}
+
+// A held publish with an idempotency answer stores the answer, built from the post as held, in
+// the hold's own transaction; an answer that cannot be built holds nothing.
+func TestHeldPublishStoresItsIdempotencyAnswerWithTheHold(t *testing.T) {
+	t.Parallel()
+	s := newStates(t)
+	id := s.draft()
+	key := []byte("idem-" + uuid.NewString())
+	idem := &post.Idempotency{Key: key, Held: func(p *persistence.Post) (*persistence.IdempotencyRecord, error) {
+		return &persistence.IdempotencyRecord{Status: 202, Body: []byte(`{"status":"` + p.Status + `","id":"` + p.ID + `"}`),
+			Location: "/v1/posts/" + p.ID, CreatedAt: time.Now().UTC()}, nil
+	}}
+	p, err := s.ask(id, &post.Publish{Scope: s.user, JobID: uuid.Must(uuid.NewV7()).String(), Hold: &post.Hold{By: "key:k1"}, Idempotency: idem})
+	require.NoError(t, err)
+	require.Equal(t, persistence.PostPendingApproval, p.Status)
+	require.NotNil(t, idem.Record, "the answer the request gives")
+	require.NoError(t, s.store.View(func(tx *persistence.Tx) error {
+		rec, err := tx.Idempotency(key)
+		require.NoError(t, err)
+		require.NotNil(t, rec)
+		require.JSONEq(t, `{"status":"pending_approval","id":"`+id+`"}`, string(rec.Body), "built from the post as held")
+		return nil
+	}))
+	s.noJob()
+
+	other := s.draft()
+	key2 := []byte("idem-" + uuid.NewString())
+	_, err = s.ask(other, &post.Publish{Scope: s.user, JobID: uuid.Must(uuid.NewV7()).String(), Hold: &post.Hold{By: "key:k1"},
+		Idempotency: &post.Idempotency{Key: key2, Held: func(*persistence.Post) (*persistence.IdempotencyRecord, error) {
+			return nil, errors.New("no answer")
+		}}})
+	require.Error(t, err)
+	require.Equal(t, persistence.PostDraft, s.get(other).Status, "nothing held")
+	require.NoError(t, s.store.View(func(tx *persistence.Tx) error {
+		rec, err := tx.Idempotency(key2)
+		require.Nil(t, rec)
+		if errors.Is(err, persistence.ErrNotFound) {
+			return nil
+		}
+		return err
+	}))
 }

@@ -49,6 +49,11 @@ func (o *Only) Matches(t persistence.Target) bool {
 type Idempotency struct {
 	Key    []byte
 	Record *persistence.IdempotencyRecord
+	// Held, when set, builds the answer of a publish that the post is held for approval by, from
+	// the post as held (its answer names what the hold made): it is stored in the hold's own
+	// transaction and becomes Record, so that a crash can never keep the post without the answer
+	// a retry with the same key must get.
+	Held func(*persistence.Post) (*persistence.IdempotencyRecord, error)
 }
 
 // Quota is a monthly post quota.
@@ -94,7 +99,8 @@ type FireReply struct {
 }
 
 // Finish gives the post the outcome of one of its jobs. The post answers through
-// Deps.Synced once the outcome is durable.
+// Deps.Synced once the outcome is durable. A job whose final transaction wrote the outcome
+// (Outcome) sends none.
 type Finish struct{ Job *persistence.Job }
 
 // NotPublishableError refuses to publish a post in its status.
@@ -182,6 +188,8 @@ func (a *Actor) receiveLifecycle(ctx actor.Context) bool {
 		a.fire(ctx, m)
 	case *Finish:
 		a.finishJob(ctx, m)
+	case *Took:
+		a.took(m)
 	case *Approve:
 		a.approve(ctx, m)
 	case *Reject:
@@ -310,7 +318,7 @@ func (a *Actor) publish(ctx actor.Context, m *Publish) {
 		cur = owned
 	}
 	if m.Hold != nil && m.Only == nil && cur.Status != persistence.PostFailed && cur.Status != persistence.PostPartial && cur.Status != persistence.PostPublished {
-		a.hold(ctx, cur, m.Create != nil, nil, m.Hold.By, true)
+		a.hold(ctx, cur, m.Create != nil, nil, m.Hold.By, m.Idempotency)
 		return
 	}
 	j, sj, err := a.startJob(jobCommit{cur: cur, jobID: m.JobID, quota: m.Quota, idem: m.Idempotency, creating: m.Create != nil, request: true, only: m.Only})
@@ -416,7 +424,7 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 				return err
 			}
 		}
-		if idem != nil {
+		if idem != nil && idem.Record != nil {
 			if err := tx.PutIdempotency(idem.Key, idem.Record); err != nil {
 				return err
 			}
@@ -469,7 +477,7 @@ func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
 	if m.Hold != nil {
 		cur = cur.Clone()
 		cur.ScheduledZone = m.Zone
-		a.hold(ctx, cur, m.Create != nil, &m.At, m.Hold.By, false)
+		a.hold(ctx, cur, m.Create != nil, &m.At, m.Hold.By, nil)
 		return
 	}
 	if cur.Status != persistence.PostDraft && cur.Status != persistence.PostScheduled {
@@ -573,15 +581,69 @@ func syncSteps(pt *persistence.Target, t persistence.JobTarget) {
 
 // finishJob takes a job's outcome: target statuses and errors, the post's status, and the
 // post.published or post.failed event, in one transaction. A repeated Finish changes nothing. An
-// outcome the store could not commit is taken again after a wait, until it can.
+// outcome the store could not commit is taken again after a wait, until it can. A job usually
+// writes its outcome with its post's in its own final transaction (Outcome); Finish is for the
+// jobs that could not (a start-up hands on those a stop left finished but not taken).
 func (a *Actor) finishJob(ctx actor.Context, m *Finish) {
 	j := m.Job
-	cur := a.state
-	if cur == nil || cur.FinishedJob == j.TrackingID || cur.TrackingID == nil || *cur.TrackingID != j.TrackingID {
+	o, err := NewOutcome(a.state, j, a.deps.Now())
+	if err != nil {
+		a.deps.Log.Error("building a post's outcome failed", "post_id", a.id, "job_id", j.TrackingID, "error", err)
+		return
+	}
+	if o == nil {
 		a.deps.Handoff.Synced(j.TrackingID, false)
 		return
 	}
-	now := a.deps.Now().UTC()
+	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+		if err := tx.SettleJob(j.TrackingID); err != nil {
+			return err
+		}
+		return o.Write(tx)
+	}); err != nil {
+		a.storeFailures++
+		if a.storeFailures == 1 {
+			a.deps.Log.Warn("storing a post's outcome failed; it is retried until the store takes it", "post_id", a.id, "job_id", j.TrackingID, "error", err)
+		}
+		a.unfinished = m
+		actors.SendSelfAfter(ctx, actors.StoreRetryDelay(a.storeFailures), &retryFinish{})
+		return
+	}
+	a.storeFailures = 0
+	a.state = o.Post
+	if a.deps.Events != nil {
+		a.deps.Events.Notify()
+	}
+	a.campaignChanged(o.Post.CampaignID)
+	a.deps.Handoff.Synced(j.TrackingID, true)
+}
+
+// Outcome is a final job's outcome as its post takes it: the post with its targets' statuses,
+// errors and links and its own status, its post.published or post.failed event, and its usage
+// counts, written in one transaction (Write): the post actor's (Finish), or the job's own final
+// one, which saves the post's activation and a commit.
+//
+// A job's final transaction may write its post without the post's actor because nothing else
+// writes a post that is publishing: every request that would change it (an edit, a delete, a
+// schedule, a publish, a hold) is refused in that status, so the post the job read before its
+// commit is the post as stored when it commits.
+type Outcome struct {
+	// Post is the post as it takes the outcome.
+	Post  *persistence.Post
+	raw   []byte
+	event *persistence.Event
+	// settled are the targets the job decided.
+	settled []int
+	now     time.Time
+}
+
+// NewOutcome builds the outcome post cur takes from its final job j at now; nil when it takes
+// none: no post, one whose latest job is another, or one that took this job's outcome already.
+func NewOutcome(cur *persistence.Post, j *persistence.Job, now time.Time) (*Outcome, error) {
+	if cur == nil || cur.FinishedJob == j.TrackingID || cur.TrackingID == nil || *cur.TrackingID != j.TrackingID {
+		return nil, nil // no outcome to take is no error
+	}
+	now = now.UTC()
 	next := cur.Clone()
 	settled := make([]int, 0, len(j.Targets))
 	for _, t := range j.Targets {
@@ -625,44 +687,60 @@ func (a *Actor) finishJob(ctx actor.Context, m *Finish) {
 	next.Version++
 	ev, err := NewEvent(typ, next, now)
 	if err != nil {
-		a.deps.Log.Error("building a post event failed", "post_id", a.id, "job_id", j.TrackingID, "error", err)
-		return
+		return nil, err
 	}
+	// Encoded here, outside the transaction that many writers share.
 	raw, err := persistence.Encode(next)
 	if err != nil {
-		a.deps.Log.Error("encoding a post failed", "post_id", next.ID, "error", err)
-		return
+		return nil, err
 	}
-	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
-		if err := tx.AppendEvent(ev); err != nil {
-			return err
-		}
-		if err := tx.SettleJob(j.TrackingID); err != nil {
-			return err
-		}
-		if err := tx.PutPost(next, raw); err != nil {
-			return err
-		}
-		if err := tx.CountOutcome(next, now.Format("2006-01"), settled); err != nil {
-			return err
-		}
-		return campaignCompleted(tx, next.CampaignID, now)
+	return &Outcome{Post: next, raw: raw, event: ev, settled: settled, now: now}, nil
+}
+
+// ReadOutcome reads the post of the final job j and builds the outcome it takes at now, for the
+// job's final transaction; nil when it takes none or its record could not be read (the job then
+// hands the outcome to the post's actor, Finish, which decides).
+func ReadOutcome(store *persistence.Store, j *persistence.Job, now time.Time) *Outcome {
+	var cur *persistence.Post
+	if err := store.View(func(tx *persistence.Tx) error {
+		var err error
+		cur, err = tx.Post(j.PostID)
+		return err
 	}); err != nil {
-		a.storeFailures++
-		if a.storeFailures == 1 {
-			a.deps.Log.Warn("storing a post's outcome failed; it is retried until the store takes it", "post_id", a.id, "job_id", j.TrackingID, "error", err)
-		}
-		a.unfinished = m
-		actors.SendSelfAfter(ctx, actors.StoreRetryDelay(a.storeFailures), &retryFinish{})
-		return
+		return nil
 	}
-	a.storeFailures = 0
-	a.state = next
-	if a.deps.Events != nil {
-		a.deps.Events.Notify()
+	o, err := NewOutcome(cur, j, now)
+	if err != nil {
+		return nil
 	}
-	a.campaignChanged(next.CampaignID)
-	a.deps.Handoff.Synced(j.TrackingID, true)
+	return o
+}
+
+// Write stores the outcome in tx: the outbox event, the post, its usage counts, and the
+// campaign's campaign.completed when the post was its last open one. The job's settlement
+// (persistence.Tx.SettleJob, or the job stored synced) is the caller's.
+func (o *Outcome) Write(tx *persistence.Tx) error {
+	if err := tx.AppendEvent(o.event); err != nil {
+		return err
+	}
+	if err := tx.PutPost(o.Post, o.raw); err != nil {
+		return err
+	}
+	if err := tx.CountOutcome(o.Post, o.now.Format("2006-01"), o.settled); err != nil {
+		return err
+	}
+	return campaignCompleted(tx, o.Post.CampaignID, o.now)
+}
+
+// Took tells a live post actor that its job's final transaction stored the post as Post
+// (Outcome): the actor's state becomes it. An actor that is not live reads it when activated.
+type Took struct{ Post *persistence.Post }
+
+// took makes a committed outcome the actor's state, unless its state is newer.
+func (a *Actor) took(m *Took) {
+	if a.state == nil || a.state.Version < m.Post.Version {
+		a.state = m.Post
+	}
 }
 
 // CampaignData is the data of a campaign.completed event.

@@ -4,7 +4,8 @@
 //
 //	post, campaign ──StartJob──▶ the accounts of the job's open targets are told to Take them
 //	account        ──Report────▶ the job's actor
-//	job            ──Finish────▶ the post's actor ──Synced──▶ the job's actor
+//	job            ──Settle────▶ the post's outcome, written in the job's final transaction
+//	job            ──Finish────▶ the post's actor ──Synced──▶ the job's actor (when Settle could not)
 //	post, campaign ──Scheduled─▶ the scheduler
 //
 // Each actor package declares the small interface it needs (post.Handoff, campaign.Handoff,
@@ -68,6 +69,9 @@ type Publishing struct {
 
 	store *persistence.Store
 	log   *slog.Logger
+	// events and hub are woken when a job's final transaction stores its post's outcome.
+	events *actors.Notifier
+	hub    *campaign.Hub
 	// started are the posts whose jobs started last, for their accounts.
 	started *actors.Recent[string, *persistence.PostContent]
 	// outcomes and durations observe every finished job.
@@ -93,7 +97,7 @@ func New(cfg Config) *Publishing {
 	if cfg.Hub == nil {
 		cfg.Hub = campaign.NewHub()
 	}
-	p := &Publishing{Backlog: cfg.Backlog, store: cfg.Store, log: cfg.Log,
+	p := &Publishing{Backlog: cfg.Backlog, store: cfg.Store, log: cfg.Log, events: cfg.Events, hub: cfg.Hub,
 		started: actors.NewRecent[string, *persistence.PostContent](StartedPosts)}
 	p.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "herald_jobs_finished_total", Help: "Publish jobs finished, by status (completed, failed).",
@@ -163,6 +167,37 @@ func (p *Publishing) Scheduled(at time.Time) { p.Scheduler.Scheduled(at) }
 
 // Report hands an account's report to its job (account.Jobs).
 func (p *Publishing) Report(r *account.Report) { p.Jobs.Send(r.JobID, r) }
+
+// Settle prepares the post's part of its job's final transaction (job.Handoff): the outcome is
+// read from the post as stored and written with the job, so that the post's actor is neither
+// activated nor written for it.
+func (p *Publishing) Settle(j *persistence.Job, now time.Time) job.Settlement {
+	o := post.ReadOutcome(p.store, j, now)
+	if o == nil {
+		return nil
+	}
+	return &settlement{p: p, o: o}
+}
+
+// settlement is a post's outcome written in its job's final transaction.
+type settlement struct {
+	p *Publishing
+	o *post.Outcome
+}
+
+func (s *settlement) Write(tx *persistence.Tx) error { return s.o.Write(tx) }
+
+// Stored announces the outcome as the post actor would have: a live incarnation of the post
+// takes it as its state, the outbox's consumers and the campaign's streams are woken.
+func (s *settlement) Stored() {
+	s.p.Posts.SendLive(s.o.Post.ID, &post.Took{Post: s.o.Post})
+	if s.p.events != nil {
+		s.p.events.Notify()
+	}
+	if id := s.o.Post.CampaignID; id != "" {
+		s.p.hub.Notify(id)
+	}
+}
 
 // Finish hands a final job to its post (job.Handoff).
 func (p *Publishing) Finish(j *persistence.Job) { p.Posts.Send(j.PostID, &post.Finish{Job: j}) }

@@ -28,7 +28,7 @@ import (
 // Scheduler watches the schedule index.
 type Scheduler struct {
 	store *persistence.Store
-	posts *actors.Directory
+	posts actors.Router
 	now   func() time.Time
 	log   *slog.Logger
 	wake  chan struct{}
@@ -53,7 +53,7 @@ type Options struct {
 }
 
 // New builds a scheduler.
-func New(store *persistence.Store, posts *actors.Directory, o Options) *Scheduler {
+func New(store *persistence.Store, posts actors.Router, o Options) *Scheduler {
 	if o.Now == nil {
 		o.Now = time.Now
 	}

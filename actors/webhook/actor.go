@@ -655,6 +655,7 @@ func (w worker) run(ctx context.Context) attemptResult {
 		cur.Attempts++
 		cur.LastAttemptAt = &at
 		cur.LastStatusCode = o.status
+		cur.LastResponseBody, cur.LastResponseSize = o.body, o.size
 		cur.LastError = o.errMsg
 		cur.NextAttemptAt = nil
 		switch {
@@ -698,11 +699,33 @@ func (w worker) run(ctx context.Context) attemptResult {
 
 // postOutcome is what one HTTP attempt gave.
 type postOutcome struct {
-	outcome    string
-	status     *int
+	outcome string
+	status  *int
+	// body is the answer's first persistence.KeptResponseBody bytes, size how many were read.
+	body       []byte
+	size       int64
 	errMsg     *string
 	retryAfter time.Duration
 	aborted    bool
+}
+
+// keptAnswer is what a delivery keeps of a receiver's answer: its first
+// persistence.KeptResponseBody bytes, with any signing secret of the subscription a receiver
+// echoed blanked first (in the whole answer read, so that none is cut in two at the limit and
+// half kept). nil for an empty answer.
+func keptAnswer(answer []byte, secrets []string) []byte {
+	if len(answer) == 0 {
+		return nil
+	}
+	for _, s := range secrets {
+		if s != "" {
+			answer = bytes.ReplaceAll(answer, []byte(s), []byte("[signing secret]"))
+		}
+	}
+	if len(answer) > persistence.KeptResponseBody {
+		answer = answer[:persistence.KeptResponseBody]
+	}
+	return bytes.Clone(answer)
 }
 
 func (w worker) post(ctx context.Context, typ string, body []byte, at time.Time) postOutcome {
@@ -724,10 +747,11 @@ func (w worker) post(ctx context.Context, typ string, body []byte, at time.Time)
 		}
 		return classifyError(err, req.URL.Hostname())
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBody))
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody))
 	_ = resp.Body.Close()
 	code := resp.StatusCode
-	o := postOutcome{status: &code}
+	o := postOutcome{status: &code, size: int64(len(answer))}
+	o.body = keptAnswer(answer, w.secrets)
 	switch {
 	case code >= 200 && code < 300:
 		o.outcome = outcomeSuccess

@@ -215,16 +215,22 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 	now := s.d.clock.Now().UTC()
 	err := s.opts.Store.Update(ctx, func(tx *persistence.Tx) error {
 		out = map[string][]persistence.PendingDelivery{}
-		evs, err := tx.EventsAfter(Consumer, s.opts.Batch)
+		// The subscriptions are looked up first, so that only the events someone listens to
+		// are decoded (most have no subscriber); subsOf[i] are the subscribers of evs[i].
+		var subsOf [][]string
+		evs, read, last, err := tx.EventsWanted(Consumer, s.opts.Batch, func(scope, typ string) bool {
+			subs := tx.SubscribersOf(scope, typ)
+			if len(subs) > 0 {
+				subsOf = append(subsOf, subs)
+			}
+			return len(subs) > 0
+		})
 		if err != nil {
 			return err
 		}
-		n = len(evs)
-		for _, ev := range evs {
-			subs := tx.SubscribersOf(ev.Scope(), ev.Type)
-			if len(subs) == 0 {
-				continue
-			}
+		n = read
+		for i, ev := range evs {
+			subs := subsOf[i]
 			data := ev.Data
 			if !json.Valid(data) {
 				data = json.RawMessage("null")
@@ -249,7 +255,7 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 			}
 		}
 		if n > 0 {
-			return tx.AdvanceEvents(Consumer, evs[n-1].ID)
+			return tx.AdvanceEvents(Consumer, last)
 		}
 		return nil
 	})

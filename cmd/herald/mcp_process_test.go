@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/http/mcpserver"
 	"github.com/heraldhq/herald/internal/testkit"
 )
 
@@ -96,7 +97,7 @@ func TestMCPStdio(t *testing.T) {
 	for _, tool := range list.Tools {
 		names = append(names, tool.Name)
 	}
-	require.Len(t, names, 31)
+	require.Len(t, names, len(mcpserver.NewTools(mcpserver.ToolsConfig{}).Scopes()), "every tool of the connector")
 	for _, name := range []string{"upload_media", "validate_post", "get_account_capabilities", "set_account_defaults"} {
 		require.Contains(t, names, name)
 	}

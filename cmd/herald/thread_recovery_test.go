@@ -42,18 +42,19 @@ func TestThreadSurvivesSIGKILL(t *testing.T) { eachBackend(t, threadSurvivesSIGK
 
 func threadSurvivesSIGKILL(t *testing.T, store []string) {
 	// Each call takes a while, so that the kills land between a part's attempt and its answer as
-	// well as between parts.
-	simURL := startSim(t, "--latency", "30ms")
+	// well as between parts, and the test's polling of the simulator sees four parts on each
+	// network before the fifth is made even on a busy machine.
+	simURL := startSim(t, "--latency", "150ms")
 	// One data directory (and store) for every kill point: each starts the server again on it.
 	dir := t.TempDir()
 	flags := append(append([]string(nil), store...), "--sandbox", "--sim-url", simURL)
 	// Kill points: right after the publish is acknowledged; as soon as two parts are on each
 	// network (the network has made them, Herald may not have heard); during the call of a
-	// fourth part (the sim answers 30 ms after a call arrives); once four are.
+	// fourth part (the sim answers 150 ms after a call arrives); once four are.
 	for _, kp := range []struct {
 		parts int
 		wait  time.Duration
-	}{{0, 0}, {2, 0}, {3, 15 * time.Millisecond}, {4, 0}} {
+	}{{0, 0}, {2, 0}, {3, 75 * time.Millisecond}, {4, 0}} {
 		killAfter := kp.parts
 		t.Run(fmt.Sprintf("after %d parts and %s", killAfter, kp.wait), func(t *testing.T) {
 			p := startServer(t, dir, flags...)

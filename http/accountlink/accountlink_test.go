@@ -235,7 +235,7 @@ func TestConcurrentConnectionsOfOneNetworkUser(t *testing.T) {
 func TestBeginRefusesWhatIsNotABrowserNetwork(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	for _, p := range []platforms.Platform{platforms.X, platforms.Bluesky, "myspace"} {
+	for _, p := range []platforms.Platform{platforms.Bluesky, "myspace"} {
 		_, err := f.svc.Begin(context.Background(), f.user, "", p, time.Now())
 		require.ErrorIs(t, err, ErrNotBrowser)
 	}

@@ -28,8 +28,9 @@ var (
 
 // Errors of starting a connection or adding an account.
 var (
-	// ErrNotBrowser means the platform does not connect through a browser redirect (X and
-	// Bluesky connect with credentials the user brings: herald accounts add).
+	// ErrNotBrowser means the platform does not connect through a browser redirect (Bluesky
+	// connects with credentials the user brings, and so does X on a server without an X app:
+	// herald accounts add).
 	ErrNotBrowser = errors.New("connect: the platform does not connect through the browser")
 	// ErrNotConfigured means this server has no OAuth client for the platform.
 	ErrNotConfigured = errors.New("connect: no OAuth client is configured for the platform")

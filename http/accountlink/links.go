@@ -269,11 +269,11 @@ func (s *Service) OpenLink(token string, now time.Time) (*LinkView, error) {
 	return v, err
 }
 
-// Offerable lists the networks a link can offer on this server: those that connect in the
-// browser and have an OAuth client here.
+// Offerable lists the networks a link can offer on this server: those whose consent runs in
+// the browser and that have an OAuth client here (X among them when the server has an X app).
 func (s *Service) Offerable() []platforms.Platform {
 	var out []platforms.Platform
-	for _, p := range Browser {
+	for _, p := range Consent {
 		if _, err := s.connector(p); err == nil {
 			out = append(out, p)
 		}

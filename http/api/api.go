@@ -33,13 +33,13 @@ import (
 type Deps struct {
 	Server *server.Server
 	Store  *persistence.Store
-	Posts  *actors.Directory
+	Posts  actors.Router
 	// Accounts is the connected-account directory.
-	Accounts *actors.Directory
+	Accounts actors.Router
 	// Connect runs the account connect flow (POST /v1/accounts/connect and its browser routes).
 	Connect *accountlink.Service
 	// Jobs is the publish job directory.
-	Jobs *actors.Directory
+	Jobs actors.Router
 	// Auth is the API-key authenticator: the dashboard's key routes (keys.go) drop its cache
 	// after a change and read the keys' noted uses.
 	Auth *auth.Authenticator
@@ -58,7 +58,7 @@ type Deps struct {
 	// Live serves analytics and the inbox (live.go).
 	Live *live.Service
 	// Campaigns is the campaign directory; CampaignHub wakes the campaign streams.
-	Campaigns   *actors.Directory
+	Campaigns   actors.Router
 	CampaignHub *campaign.Hub
 	// Adapters check each network's own rules on a campaign's posts before anything is stored
 	// (nil: only Herald's own rules are checked).

@@ -107,9 +107,9 @@ func (h *handlers) approvalHold(c *echo.Context) (*post.Hold, error) {
 }
 
 // heldAnswer is the answer of a held publish: the post (status pending_approval), at Location.
-func (h *handlers) heldAnswer(c *echo.Context, p *persistence.Post) ([]byte, string, error) {
+func (h *handlers) heldAnswer(door string, p *persistence.Post) ([]byte, string, error) {
 	body, err := json.Marshal(scheduledPost{h.detail(p), p.ID})
-	return body, door(c) + "/posts/" + p.ID, err
+	return body, door + "/posts/" + p.ID, err
 }
 
 // requireApprover refuses a principal that may not approve: 403 forbidden with the challenge a
@@ -278,17 +278,33 @@ func mergeEvents(jobs, approvals []PostEvent) []PostEvent {
 // respondHeld answers a held publish: 202 with the post (status pending_approval) and its
 // Location. Its Idempotency-Key answer is stored after the post (a retry with the key replays it;
 // a crash between the two lets a retry hold a second post, which nothing publishes unapproved).
-func (h *handlers) respondHeld(c *echo.Context, p *persistence.Post, idem *post.Idempotency, fp []byte) error {
-	body, location, err := h.heldAnswer(c, p)
+func (h *handlers) respondHeld(c *echo.Context, p *persistence.Post, idem *post.Idempotency) error {
+	if idem != nil && idem.Record != nil {
+		// The answer stored with the hold, so that this answer and a retry's are the same.
+		c.Response().Header().Set("Location", idem.Record.Location)
+		return c.JSONBlob(http.StatusAccepted, idem.Record.Body)
+	}
+	body, location, err := h.heldAnswer(door(c), p)
 	if err != nil {
 		return err
 	}
-	if idem != nil {
-		rec := &persistence.IdempotencyRecord{Fingerprint: fp, Status: http.StatusAccepted, Body: body, Location: location, CreatedAt: h.Now().UTC()}
-		if err := h.Store.TryUpdate(func(tx *persistence.Tx) error { return tx.PutIdempotency(idem.Key, rec) }); err != nil {
-			h.Log.Warn("storing a held publish's idempotency answer failed", append(server.LogAttrs(c), "error", err)...)
-		}
-	}
 	c.Response().Header().Set("Location", location)
 	return c.JSONBlob(http.StatusAccepted, body)
+}
+
+// heldIdempotency is the Idempotency-Key answer of a publish held for approval, built by the post
+// actor from the post as held and stored in the hold's transaction (nil without a key). It keeps
+// nothing of the request's context, which the actor may outlive.
+func (h *handlers) heldIdempotency(c *echo.Context, idem *post.Idempotency, fp []byte) *post.Idempotency {
+	if idem == nil {
+		return nil
+	}
+	prefix := door(c)
+	return &post.Idempotency{Key: idem.Key, Held: func(p *persistence.Post) (*persistence.IdempotencyRecord, error) {
+		body, location, err := h.heldAnswer(prefix, p)
+		if err != nil {
+			return nil, err
+		}
+		return &persistence.IdempotencyRecord{Fingerprint: fp, Status: http.StatusAccepted, Body: body, Location: location, CreatedAt: h.Now().UTC()}, nil
+	}}
 }

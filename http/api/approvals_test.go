@@ -375,3 +375,37 @@ func TestHeldCampaign(t *testing.T) {
 	require.Equal(t, 200, r.Status, string(r.Body))
 	require.Equal(t, []any{ids[1]}, r.JSON(t)["cancelled"])
 }
+
+// A held publish with an Idempotency-Key: its answer is stored with the hold, in the same
+// transaction, so the same key answers the same bytes and holds no second post; another body with
+// that key is a conflict. The same for a held publish of an existing draft.
+func TestHeldPublishIsIdempotent(t *testing.T) {
+	t.Parallel()
+	a := newApprovals(t)
+	key := http.Header{"Idempotency-Key": {"held-" + uuid.NewString()}}
+	first := a.DoKey(a.editor, "POST", "/v1/posts/publish", a.post(t), key)
+	require.Equal(t, 202, first.Status, string(first.Body))
+	require.Equal(t, "pending_approval", first.JSON(t)["status"])
+	again := a.DoKey(a.editor, "POST", "/v1/posts/publish", a.post(t), key)
+	require.Equal(t, 202, again.Status, string(again.Body))
+	require.Equal(t, string(first.Body), string(again.Body), "the stored answer")
+	require.Equal(t, first.Header.Get("Location"), again.Header.Get("Location"))
+	list := a.DoKey(a.Key, "GET", "/v1/posts?status=pending_approval", nil, in(a.ws)).JSON(t)
+	require.Len(t, list["data"], 1, "one post held")
+	other := a.post(t)
+	other["content"] = "Another text"
+	conflict := a.DoKey(a.editor, "POST", "/v1/posts/publish", other, key)
+	require.Equal(t, 422, conflict.Status, string(conflict.Body))
+	require.Equal(t, "idempotency_conflict", conflict.ErrorCode(t))
+
+	draft := a.DoKey(a.editor, "POST", "/v1/posts", a.post(t), nil)
+	require.Equal(t, 201, draft.Status, string(draft.Body))
+	id := draft.JSON(t)["id"].(string)
+	key2 := http.Header{"Idempotency-Key": {"held-" + uuid.NewString()}}
+	first = a.DoKey(a.editor, "POST", "/v1/posts/"+id+"/publish", nil, key2)
+	require.Equal(t, 202, first.Status, string(first.Body))
+	again = a.DoKey(a.editor, "POST", "/v1/posts/"+id+"/publish", nil, key2)
+	require.Equal(t, 202, again.Status, string(again.Body))
+	require.Equal(t, string(first.Body), string(again.Body))
+	require.Equal(t, "pending_approval", a.detail(t, id)["status"])
+}

@@ -41,7 +41,26 @@ var browserPlatforms = func() string {
 	return strings.Join(q, " | ")
 }()
 
-// connectAccount is POST /v1/accounts/connect {platform}: 200 {authorization_url}.
+// consentPlatforms is the list connect links take, as validation messages spell it: the browser
+// networks and X (accountlink.Consent), each when this server has an OAuth client for it.
+var consentPlatforms = func() string {
+	q := make([]string, 0, len(accountlink.Consent))
+	for _, p := range accountlink.Consent {
+		q = append(q, "'"+string(p)+"'")
+	}
+	return strings.Join(q, " | ")
+}()
+
+// dashboardConsent reports whether the request asks, through the dashboard's door, for X's
+// consent on a server with an X app: the spec's POST /v1/accounts/connect answers 400 for
+// twitter_x ("dashboard only"), so only the dashboard's POST /api/accounts/connect starts it
+// (docs/accounts.md).
+func (h *handlers) dashboardConsent(c *echo.Context, p platforms.Platform) bool {
+	return p == platforms.X && door(c) == DashboardPrefix && h.Connect != nil && h.Connect.Connects(p)
+}
+
+// connectAccount is POST /v1/accounts/connect {platform}: 200 {authorization_url}. On the
+// dashboard's door it also starts X's consent when the server has an X app.
 func (h *handlers) connectAccount(c *echo.Context) error {
 	o, err := readObject(c.Request())
 	if err != nil {
@@ -53,6 +72,8 @@ func (h *handlers) connectAccount(c *echo.Context) error {
 	}
 	p := platforms.Platform(*raw)
 	switch {
+	case h.dashboardConsent(c, p):
+		// X's consent, begun below like a browser network's.
 	case p == platforms.X || p == platforms.Bluesky:
 		form := "/api/accounts/bluesky"
 		if p == platforms.X {

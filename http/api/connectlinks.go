@@ -147,8 +147,9 @@ func (h *handlers) createConnectLink(c *echo.Context) error {
 	return c.JSON(http.StatusCreated, out)
 }
 
-// linkPlatforms reads the platforms a new link offers: distinct networks that connect in the
-// browser and have an OAuth client on this server. Absent or empty: every such network.
+// linkPlatforms reads the platforms a new link offers: distinct networks whose consent runs in
+// the browser (X's too, with an X app) and that have an OAuth client on this server. Absent or
+// empty: every such network.
 func (h *handlers) linkPlatforms(o object) ([]platforms.Platform, error) {
 	if !o.has("platforms") {
 		return nil, nil
@@ -171,9 +172,9 @@ func (h *handlers) linkPlatforms(o object) ([]platforms.Platform, error) {
 		p := platforms.Platform(s)
 		switch {
 		case !p.Valid():
-			return nil, apierr.Validation("platforms: Invalid enum value. Expected %s, received '%s' (item %d)", browserPlatforms, truncate(s, 64), i)
-		case !accountlink.IsBrowser(p):
-			return nil, apierr.Validation("platforms: %s connects with credentials the user brings, not through a link (item %d); allowed: %s", p, i, browserPlatforms)
+			return nil, apierr.Validation("platforms: Invalid enum value. Expected %s, received '%s' (item %d)", consentPlatforms, truncate(s, 64), i)
+		case !accountlink.IsConsent(p):
+			return nil, apierr.Validation("platforms: %s connects with credentials the user brings, not through a link (item %d); allowed: %s", p, i, consentPlatforms)
 		case !platformIn(p, offerable):
 			return nil, apierr.Validation("platforms: %s is not configured on this server (it has no OAuth client for %s)", p, displayName(p))
 		case platformIn(p, out):

@@ -58,14 +58,15 @@ func TestConnectLinksCreateListRevoke(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 24*time.Hour, expires.Sub(created).Round(time.Second))
 
-	// Defaults: 72 hours, every browser network this server connects.
+	// Defaults: 72 hours, every network whose consent this server runs (the sandbox has an X app).
 	r = h.Do("POST", base, nil)
 	require.Equal(t, 201, r.Status, string(r.Body))
 	def := r.JSON(t)
 	created, _ = time.Parse(time.RFC3339, def["created_at"].(string))
 	expires, _ = time.Parse(time.RFC3339, def["expires_at"].(string))
 	require.Equal(t, 72*time.Hour, expires.Sub(created).Round(time.Second))
-	require.Len(t, def["platforms"], 7)
+	require.Len(t, def["platforms"], 8)
+	require.Contains(t, def["platforms"], "twitter_x")
 	require.Nil(t, def["note"])
 
 	r = h.Do("GET", base, nil)

@@ -260,11 +260,12 @@ func (h *handlers) publishNew(c *echo.Context) error {
 			return err
 		}
 		if held != nil {
-			r, err := ask[*post.PublishReply](h, c, h.Posts.To(rec.ID), &post.Publish{Scope: rec.Scope(), Create: rec, Hold: held})
+			hi := h.heldIdempotency(c, idem, fp)
+			r, err := ask[*post.PublishReply](h, c, h.Posts.To(rec.ID), &post.Publish{Scope: rec.Scope(), Create: rec, Hold: held, Idempotency: hi})
 			if err != nil {
 				return h.lifecycleError(c, err)
 			}
-			return h.respondHeld(c, r.Post, idem, fp)
+			return h.respondHeld(c, r.Post, hi)
 		}
 		jobID := uuid.Must(uuid.NewV7()).String()
 		body, err := h.accepted(c, jobID, &PublishAccepted{PostID: rec.ID, TrackingID: jobID, Status: "queued", StreamURL: streamURL(c, jobID)}, idem, fp)
@@ -299,7 +300,8 @@ func (h *handlers) publishExisting(c *echo.Context) error {
 		}
 		if held != nil {
 			jobID := uuid.Must(uuid.NewV7()).String()
-			r, err := ask[*post.PublishReply](h, c, h.Posts.To(id), &post.Publish{Scope: server.Principal(c).Scope(), JobID: jobID, Quota: h.quota(c), Hold: held})
+			hi := h.heldIdempotency(c, idem, fp)
+			r, err := ask[*post.PublishReply](h, c, h.Posts.To(id), &post.Publish{Scope: server.Principal(c).Scope(), JobID: jobID, Quota: h.quota(c), Hold: held, Idempotency: hi})
 			if err != nil {
 				return h.lifecycleError(c, err)
 			}
@@ -310,7 +312,7 @@ func (h *handlers) publishExisting(c *echo.Context) error {
 				}
 				return h.respondAccepted(c, r.Job.TrackingID, body)
 			}
-			return h.respondHeld(c, r.Post, idem, fp)
+			return h.respondHeld(c, r.Post, hi)
 		}
 		jobID := uuid.Must(uuid.NewV7()).String()
 		body, err := h.accepted(c, jobID, &PublishAccepted{TrackingID: jobID, Status: "queued", StreamURL: streamURL(c, jobID)}, idem, fp)

@@ -60,6 +60,13 @@ func leastRole(method, path string) string {
 	return auth.RoleAdmin
 }
 
+// MayDo reports whether the principal's role lets it call the dashboard's operation method route
+// (the route below the door's prefix, as the router names it: "/posts/:id"): the pages offer an
+// action only to whom the operation would not refuse, by the same table.
+func MayDo(p *auth.Principal, method, route string) bool {
+	return p != nil && p.HasRole(leastRole(method, route))
+}
+
 // requireRole is the dashboard group's middleware that holds a member to the least role of the
 // route the request matched. A request that matched no route passes on to its 404.
 func requireRole(next echo.HandlerFunc) echo.HandlerFunc {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
@@ -65,10 +66,39 @@ func webhookView(w *persistence.Webhook) Webhook {
 }
 
 // WebhookDeliveryDetail is one delivery with the exact body sent (GET
-// /webhooks/:id/deliveries/:deliveryId); the answer is LastResponseCode and LastError.
+// /webhooks/:id/deliveries/:deliveryId) and the receiver's last answer: LastResponseCode,
+// LastError, and its body: ResponseBody the first 4 KiB as text (null for none, or for bytes
+// that are not text), ResponseBodyBytes how many bytes it had (as far as they were read).
 type WebhookDeliveryDetail struct {
 	WebhookDelivery
-	Payload json.RawMessage `json:"payload"`
+	Payload           json.RawMessage `json:"payload"`
+	ResponseBody      *string         `json:"response_body"`
+	ResponseBodyBytes int64           `json:"response_body_bytes"`
+}
+
+// AnswerText is a delivery's kept answer as text, for showing: false when there is none or its
+// bytes are not text (invalid UTF-8, or control characters other than tab, line feed, carriage
+// return and form feed). A last character cut in two by the 4 KiB limit is dropped.
+func AnswerText(d *persistence.Delivery) (string, bool) {
+	b := d.LastResponseBody
+	if len(b) == 0 {
+		return "", false
+	}
+	if d.LastResponseSize > int64(len(b)) {
+		// Cut at the limit: drop a last rune cut in two (at most utf8.UTFMax-1 bytes).
+		for i := 0; i < utf8.UTFMax-1 && len(b) > 0 && !utf8.Valid(b); i++ {
+			b = b[:len(b)-1]
+		}
+	}
+	if !utf8.Valid(b) {
+		return "", false
+	}
+	for _, r := range string(b) {
+		if (r < 0x20 && r != '\t' && r != '\n' && r != '\r' && r != '\f') || r == 0x7f {
+			return "", false
+		}
+	}
+	return string(b), true
 }
 
 func deliveryView(d *persistence.Delivery) WebhookDelivery {
@@ -328,14 +358,19 @@ func (h *handlers) sendTestEvent(c *echo.Context) error {
 	return c.JSON(http.StatusAccepted, deliveryView(r.Delivery))
 }
 
+// deliveryIDs are a delivery route's webhook and delivery ids.
+func deliveryIDs(c *echo.Context) (id, deliveryID string, err error) {
+	if id, err = parseUUID("id", c.Param("id")); err != nil {
+		return "", "", err
+	}
+	deliveryID, err = parseUUID("deliveryId", c.Param("deliveryId"))
+	return id, deliveryID, err
+}
+
 // redeliver is POST /webhooks/:id/deliveries/:deliveryId/redeliver: the delivery's event sent
 // again as a new delivery. 202 with the new pending delivery.
 func (h *handlers) redeliver(c *echo.Context) error {
-	id, err := parseUUID("id", c.Param("id"))
-	if err != nil {
-		return err
-	}
-	did, err := parseUUID("deliveryId", c.Param("deliveryId"))
+	id, did, err := deliveryIDs(c)
 	if err != nil {
 		return err
 	}
@@ -348,11 +383,7 @@ func (h *handlers) redeliver(c *echo.Context) error {
 
 // getDelivery is GET /webhooks/:id/deliveries/:deliveryId: one delivery with the body sent.
 func (h *handlers) getDelivery(c *echo.Context) error {
-	id, err := parseUUID("id", c.Param("id"))
-	if err != nil {
-		return err
-	}
-	did, err := parseUUID("deliveryId", c.Param("deliveryId"))
+	id, did, err := deliveryIDs(c)
 	if err != nil {
 		return err
 	}
@@ -382,5 +413,9 @@ func (h *handlers) getDelivery(c *echo.Context) error {
 	if err != nil {
 		return h.storeError(c, err)
 	}
-	return c.JSON(http.StatusOK, WebhookDeliveryDetail{WebhookDelivery: deliveryView(d), Payload: d.Body})
+	out := WebhookDeliveryDetail{WebhookDelivery: deliveryView(d), Payload: d.Body, ResponseBodyBytes: d.LastResponseSize}
+	if text, ok := AnswerText(d); ok {
+		out.ResponseBody = &text
+	}
+	return c.JSON(http.StatusOK, out)
 }

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -103,4 +104,59 @@ func TestWebhookTestEventAndRedeliver(t *testing.T) {
 	r = h.Do("GET", "/v1/webhooks/"+id+"/deliveries", nil)
 	require.Len(t, r.JSON(t)["data"], 2, "nothing was added")
 	require.Equal(t, 2, rcv.Count())
+}
+
+// A delivery keeps the receiver's answer: its status and the first 4 KiB of its body, as text
+// (a character cut at the limit dropped, a signing secret echoed blanked) or, for bytes that are
+// not text, only their count.
+func TestWebhookDeliveryKeepsTheAnswer(t *testing.T) {
+	t.Parallel()
+	ca := webhooktest.NewCA(t)
+	h := apptest.Start(t, apptest.Options{Config: apptest.WithReceivers(ca)})
+	var secret string
+	long := strings.Repeat("a", 4095) + "é and more after the limit"
+	rcv := webhooktest.NewReceiver(t, ca, func(n int, w http.ResponseWriter, _ *http.Request) int {
+		switch n {
+		case 1:
+			w.Header().Set("Content-Type", "text/plain")
+			w.Header().Set("Retry-After", "3600") // no second attempt during the test
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_, _ = w.Write([]byte("<b>refused</b> " + secret + " " + long))
+		default:
+			w.Header().Set("Content-Type", "image/png")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte{0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 0})
+		}
+		return 0
+	})
+	var id string
+	id, secret = h.CreateWebhook(rcv.URL)
+
+	deliveryOf := func(want func(map[string]any) bool) map[string]any {
+		t.Helper()
+		r := h.Do("POST", "/v1/webhooks/"+id+"/test", nil)
+		require.Equal(t, 202, r.Status, string(r.Body))
+		path := "/v1/webhooks/" + id + "/deliveries/" + r.JSON(t)["id"].(string)
+		var d map[string]any
+		require.Eventually(t, func() bool {
+			r = h.Do("GET", path, nil)
+			d = r.JSON(t)
+			return r.Status == 200 && want(d)
+		}, 10*time.Second, 20*time.Millisecond)
+		return d
+	}
+
+	d := deliveryOf(func(d map[string]any) bool { return d["attempts"] == 1.0 })
+	require.InDelta(t, 422, d["last_response_code"], 0)
+	body := d["response_body"].(string)
+	require.True(t, strings.HasPrefix(body, "<b>refused</b> [signing secret] aaa"), body[:40])
+	require.NotContains(t, body, secret)
+	require.NotContains(t, body, "more after the limit")
+	require.True(t, strings.HasSuffix(body, "a"), "the é cut in two by the limit is dropped")
+	require.Less(t, len(body), 4096+1)
+	require.InDelta(t, len("<b>refused</b> "+secret+" "+long), d["response_body_bytes"], 0)
+
+	d = deliveryOf(func(d map[string]any) bool { return d["status"] == "succeeded" })
+	require.Nil(t, d["response_body"], "bytes that are not text are not given as text")
+	require.InDelta(t, 12, d["response_body_bytes"], 0)
 }

@@ -84,7 +84,7 @@ type MediaResolver func(ctx context.Context, scope string, ids []string) ([]plat
 // Config configures the service.
 type Config struct {
 	Store    *persistence.Store
-	Accounts *actors.Directory
+	Accounts actors.Router
 	// Adapters are the networks' adapters, for what each offers (capabilities.go).
 	Adapters map[platforms.Platform]platforms.Adapter
 	// Media resolves media_id of replies (nil: replies take no media).

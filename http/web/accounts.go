@@ -9,6 +9,7 @@ import (
 	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/platforms"
 )
 
 type connectButton struct {
@@ -24,6 +25,10 @@ type accountsData struct {
 	Workspace    string
 	Links        []linkRow
 	LinkMaxHours int
+	// XConsent is true when the server has an X app: X connects through its consent (a button
+	// among the browser networks', Reconnect, connect links) and the token form is folded away
+	// for teams with an X app of their own.
+	XConsent bool
 }
 
 // linkRow is a connect link as the Accounts page lists it.
@@ -63,8 +68,9 @@ func linkRows(ls []*persistence.ConnectLink, now time.Time) []linkRow {
 }
 
 // accounts is GET /accounts: the connected accounts with their health and a disconnect button,
-// a connect button per browser network, the credential forms of X and Bluesky, and the
-// workspace's connect links (docs/workspaces.md) with the form that makes one.
+// a connect button per browser network (X's too when the server has an X app), the credential
+// forms of X and Bluesky, and the workspace's connect links (docs/workspaces.md) with the form
+// that makes one.
 func (p *pages) accounts(c *echo.Context) error {
 	v := p.newView(c, "Accounts", "accounts", nil)
 	d := accountsData{Workspace: server.Principal(c).WorkspaceID, LinkMaxHours: accountlink.LinkMaxHours}
@@ -84,7 +90,16 @@ func (p *pages) accounts(c *echo.Context) error {
 	if err != nil {
 		return p.storeError(c, err)
 	}
-	for _, b := range accountlink.Browser {
+	consent := accountlink.Browser
+	if p.Connect != nil && p.Connect.Connects(platforms.X) {
+		d.XConsent, consent = true, accountlink.Consent
+		for i := range d.Accounts {
+			if d.Accounts[i].Platform == string(platforms.X) {
+				d.Accounts[i].Browser = true // Reconnect through X's consent
+			}
+		}
+	}
+	for _, b := range consent {
 		n := 0
 		for _, a := range d.Accounts {
 			if a.Platform == string(b) {

@@ -104,9 +104,11 @@ func TestBrowserCredentialForms(t *testing.T) {
 	require.Equal(t, 1, rows)
 	tb.shoot(dir, "bluesky-connected")
 
-	// X with the tokens of an X app, and their lifetime.
+	// X with the tokens of a team's own X app, and their lifetime: the sandbox has an X app of
+	// its own, so the form is folded under the consent's button.
 	xc, err := h.app.Sim.NewAccount(platforms.X, "formwriter")
 	require.NoError(t, err)
+	tb.do(chromedp.Click(chromedp.CSS(`#x-tokens summary`)), chromedp.WaitVisible(chromedp.CSS(`#x-client`)))
 	msg = tb.flashAfter(
 		chromedp.SendKeys(chromedp.CSS(`#x-client`), sim.ClientID),
 		chromedp.SendKeys(chromedp.CSS(`#x-secret`), sim.ClientSecret),

@@ -13,7 +13,6 @@ import (
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/live"
 	"github.com/heraldhq/herald/http/server"
-	"github.com/heraldhq/herald/persistence"
 )
 
 // analyticsRanges are the windows the analytics page offers (live.Ranges but custom).
@@ -117,15 +116,7 @@ func (p *pages) analytics(c *echo.Context) error {
 		newChart("chart-views", "Views per day", ov.Series, func(d live.Day) int64 { return d.Views }),
 		newChart("chart-publications", "Publications per day", ov.Series, func(d live.Day) int64 { return int64(d.Publications) }),
 	}
-	if err := p.Store.View(func(tx *persistence.Tx) error {
-		list, err := tx.AccountsIn(v.Scope)
-		for _, a := range list {
-			if a.Username != nil {
-				d.Names[a.ID] = *a.Username
-			}
-		}
-		return err
-	}); err != nil {
+	if d.Names, err = p.accountNames(v.Scope); err != nil {
 		return p.storeError(c, err)
 	}
 	v.Data = d

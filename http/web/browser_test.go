@@ -178,10 +178,10 @@ func screenshots(t *testing.T) string {
 }
 
 // shoot writes a full-page screenshot of the current page at a phone's width (390) and a wide
-// screen's (1280).
+// screen's (1440).
 func (tb *tab) shoot(dir, name string) {
 	tb.t.Helper()
-	for _, w := range []int64{390, 1280} {
+	for _, w := range []int64{390, 1440} {
 		tb.do(chromedp.EmulateViewport(w, 844), chromedp.Sleep(50*time.Millisecond))
 		png := get(tb, chromedp.FullScreenshot(100))
 		require.NoError(tb.t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.png", name, w)), png, 0o644))

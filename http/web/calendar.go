@@ -12,7 +12,8 @@ import (
 	"github.com/heraldhq/herald/persistence"
 )
 
-// calendarScan bounds the posts of each status the calendar reads (newest first).
+// calendarScan bounds the scheduled posts the calendar reads from the schedule, and the others
+// it reads from the list index (persistence.Tx.CalendarPosts).
 const calendarScan = 2000
 
 // A month's day shows monthShown posts and a week's hour hourShown; the rest are behind a
@@ -21,10 +22,6 @@ const (
 	monthShown = 3
 	hourShown  = 2
 )
-
-// calStatuses are the statuses the calendar shows: a draft has no time, so is not on it.
-var calStatuses = []string{persistence.PostScheduled, persistence.PostPendingApproval, persistence.PostPublishing,
-	persistence.PostPublished, persistence.PostPartial, persistence.PostFailed}
 
 type calPost struct {
 	ID, Status, Text string
@@ -73,10 +70,26 @@ type calDay struct {
 	Slots []calSlot
 }
 
+// calWeek is a row of the month view.
+type calWeek []calDay
+
+// Folded reports a week that a phone shows no day of (each is past and empty, or empty and
+// outside the month): the row folds away with its days, so that no table row is left without
+// cells.
+func (w calWeek) Folded() bool {
+	for _, d := range w {
+		empty := len(d.Posts.Shown) == 0
+		if !(empty && (!d.InRange || (d.Past && !d.Today))) {
+			return false
+		}
+	}
+	return true
+}
+
 type calendarData struct {
 	View        string // week or month
 	Title       string
-	Weeks       [][]calDay
+	Weeks       []calWeek
 	Prev, Next  string
 	Today       string
 	WeekdayHead []string
@@ -128,20 +141,18 @@ func (p *pages) calendar(c *echo.Context) error {
 	}
 	var posts []calPost
 	err := p.Store.View(func(tx *persistence.Tx) error {
-		for _, st := range calStatuses {
-			list, _, err := tx.ListPosts(persistence.PostFilter{Scope: v.Scope, Status: st, Limit: calendarScan})
-			if err != nil {
-				return err
+		list, err := tx.CalendarPosts(v.Scope, from, to, calendarScan)
+		if err != nil {
+			return err
+		}
+		for _, po := range list {
+			at := postTime(po)
+			if at.IsZero() || at.Before(from) || !at.Before(to) {
+				continue
 			}
-			for _, po := range list {
-				at := postTime(po)
-				if at.IsZero() || at.Before(from) || !at.Before(to) {
-					continue
-				}
-				posts = append(posts, calPost{ID: po.ID, Status: po.Status, Text: excerpt(po.Content, 60), At: at,
-					Clock: at.In(zone).Format("15:04"), Networks: postNetworks(po),
-					Movable: d.CanMove && po.Status == persistence.PostScheduled})
-			}
+			posts = append(posts, calPost{ID: po.ID, Status: po.Status, Text: excerpt(po.Content, 60), At: at,
+				Clock: at.In(zone).Format("15:04"), Networks: postNetworks(po),
+				Movable: d.CanMove && po.Status == persistence.PostScheduled})
 		}
 		return nil
 	})

@@ -101,7 +101,17 @@ func TestBrowserWebhookTestEventAndRedeliver(t *testing.T) {
 	t.Parallel()
 	ca := webhooktest.NewCA(t)
 	a := apptest.Start(t, apptest.Options{Demo: true, Config: apptest.WithReceivers(ca)})
-	rcv := webhooktest.NewReceiver(t, ca, webhooktest.Always(200))
+	// The first answer is text a stranger wrote (escaped on the page), the second bytes that are
+	// not text.
+	rcv := webhooktest.NewReceiver(t, ca, func(n int, w http.ResponseWriter, _ *http.Request) int {
+		w.WriteHeader(http.StatusOK)
+		if n == 1 {
+			_, _ = w.Write([]byte(`{"received":true,"note":"<img src=x onerror=alert(1)>"}`))
+		} else {
+			_, _ = w.Write([]byte{0x89, 'P', 'N', 'G', 0, 0, 0, 0})
+		}
+		return 0
+	})
 	id, _ := a.CreateWebhook(rcv.URL)
 	tb := newTab(t)
 	dir := screenshots(t)
@@ -121,7 +131,13 @@ func TestBrowserWebhookTestEventAndRedeliver(t *testing.T) {
 	body := get(tb, chromedp.TextContent(chromedp.CSS(`table.deliveries pre.payload-body`)))
 	require.Contains(t, body, `"webhook_id": "`+id+`"`)
 	require.Contains(t, body, `"id": "`+first.Header.Get("X-Service-Delivery-Id")+`"`)
+	tb.do(chromedp.Click(chromedp.CSS(`table.deliveries details.answer summary`)), chromedp.WaitVisible(chromedp.CSS(`table.deliveries pre.answer-body`)))
+	shown := get(tb, chromedp.TextContent(chromedp.CSS(`table.deliveries pre.answer-body`)))
+	require.Contains(t, shown, `"note":"<img src=x onerror=alert(1)>"`, "the bytes as received, as text")
+	require.JSONEq(t, `{"received":true,"note":"<img src=x onerror=alert(1)>"}`, shown)
+	require.False(t, eval[bool](tb, `!!document.querySelector('table.deliveries img')`), "the answer is printed as text")
 	tb.shoot(dir, "delivery")
+	tb.shootWide(dir, "delivery")
 
 	msg = tb.flashAfter(chromedp.Click(chromedp.CSS(`table.deliveries form.redeliver button`)))
 	require.Equal(t, "Sent again as a new delivery.", msg)
@@ -129,6 +145,12 @@ func TestBrowserWebhookTestEventAndRedeliver(t *testing.T) {
 	require.Equal(t, "webhook.test", again.Header.Get("X-Service-Event"))
 	require.NotEqual(t, first.Header.Get("X-Service-Delivery-Id"), again.Header.Get("X-Service-Delivery-Id"))
 	tb.do(chromedp.WaitVisible(chromedp.CSS(`table.deliveries tbody tr:nth-child(2)`)))
+	require.Eventually(t, func() bool {
+		tb.do(chromedp.Navigate(a.URL+"/developer"), chromedp.WaitVisible(chromedp.CSS(`article.webhook`)))
+		return eval[int](tb, `document.querySelectorAll('table.deliveries .badge-succeeded').length`) == 2
+	}, 10*time.Second, 100*time.Millisecond)
+	require.Equal(t, "Answer: 8 bytes, not text", get(tb, chromedp.Text(chromedp.CSS(`table.deliveries tbody tr:first-child .answer-binary`))))
+	tb.shootWide(dir, "delivery-binary")
 	tb.noErrors()
 }
 

@@ -178,7 +178,7 @@ func TestBrowserComposeRefusalKeepsForm(t *testing.T) {
 	tb.do(chromedp.Click(chromedp.CSS(`#submit-post`)), chromedp.WaitVisible(chromedp.CSS(`#compose[data-refused]`)))
 	tb.do(chromedp.WaitVisible(chromedp.CSS(`#flash`)), chromedp.WaitVisible(chromedp.CSS(section(x)+` .net-errors`)))
 	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#flash`))), "280")
-	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(section(x)+` .net-errors`))), "300 weighted characters")
+	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(section(x)+` .net-errors`))), "X allows 280 characters; this text has 300 (20 too many).")
 	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#check-summary`))), "Not published")
 	require.Equal(t, "false", get(tb, chromedp.AttributeValue(chromedp.CSS(section(x)), "data-valid")).Value)
 	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#blockers`))), "X:")

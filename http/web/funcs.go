@@ -11,8 +11,19 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/heraldhq/herald/http/api"
+	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 )
+
+// deliveryAnswer is a delivery's last answer body as the log shows it: Text when IsText, else
+// only its size; Cut when only its first 4 KiB were kept.
+type deliveryAnswer struct {
+	Text   string
+	IsText bool
+	Bytes  int64
+	Cut    bool
+}
 
 // assetTags are the ETags of the embedded assets (a hash of their bytes), so that a browser
 // revalidates them cheaply and never keeps an old script after an upgrade.
@@ -120,6 +131,13 @@ var funcs = template.FuncMap{
 			return string(b)
 		}
 		return out.String()
+	},
+	// answer is what a webhook delivery's log shows of the receiver's last answer: its body as
+	// text (the API's rule, api.AnswerText: escaped by the template), else how many bytes it had.
+	"answer": func(d *persistence.Delivery) deliveryAnswer {
+		a := deliveryAnswer{Bytes: d.LastResponseSize, Cut: d.LastResponseSize > int64(len(d.LastResponseBody))}
+		a.Text, a.IsText = api.AnswerText(d)
+		return a
 	},
 	// initial is the first letter of a name, upper-cased: an account's avatar. Herald draws it
 	// rather than loading the network's picture, which the dashboard's policy (img-src 'self')

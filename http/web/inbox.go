@@ -157,17 +157,25 @@ func (p *pages) inbox(c *echo.Context) error {
 	if dmBefore != "" {
 		d.NewestDMs = link(before, "") + "#dms-h"
 	}
-	if err := p.Store.View(func(tx *persistence.Tx) error {
-		list, err := tx.AccountsIn(v.Scope)
-		for _, a := range list {
-			if a.Username != nil {
-				d.Names[a.ID] = *a.Username
-			}
-		}
-		return err
-	}); err != nil {
+	if d.Names, err = p.accountNames(v.Scope); err != nil {
 		return p.storeError(c, err)
 	}
 	v.Data = d
 	return p.render(c, http.StatusOK, "inbox", v)
+}
+
+// accountNames are the names of a workspace's accounts, by id (for the pages that name the
+// accounts of what they list).
+func (p *pages) accountNames(scope string) (map[string]string, error) {
+	names := map[string]string{}
+	err := p.Store.View(func(tx *persistence.Tx) error {
+		list, err := tx.AccountsIn(scope)
+		for _, a := range list {
+			if a.Username != nil {
+				names[a.ID] = *a.Username
+			}
+		}
+		return err
+	})
+	return names, err
 }

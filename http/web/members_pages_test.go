@@ -42,3 +42,32 @@ func TestPagesForMembers(t *testing.T) {
 	r = own.Send("GET", "/members", nil, nil)
 	require.Contains(t, string(r.Body), "(you)", "a member does not change or remove themselves")
 }
+
+// A post's page offers each action only to whom its operation's role allows: a viewer gets none,
+// an editor publishes, schedules, queues and edits but does not delete (an admin's), an admin and
+// the owner delete.
+func TestPostPageActionsFollowTheRole(t *testing.T) {
+	t.Parallel()
+	h := apptest.Start(t, apptest.Options{Demo: true})
+	r := h.Do("POST", "/v1/posts", map[string]any{"content": "A draft for the team", "platforms": []string{h.Accounts[0].ID}})
+	require.Equal(t, 201, r.Status, string(r.Body))
+	id := r.JSON(t)["id"].(string)
+	page := func(br *apptest.Browser) string {
+		r := br.Send("GET", "/posts/"+id, nil, nil)
+		require.Equal(t, 200, r.Status)
+		return string(r.Body)
+	}
+	const del, publish, queue, edit = `data-method="DELETE"`, `id="publish-draft"`, `id="add-to-queue"`, `data-method="PATCH"`
+	viewer := page(h.Member("vi@example.com", "viewer"))
+	for _, s := range []string{del, publish, queue, edit} {
+		require.NotContains(t, viewer, s, "a viewer")
+	}
+	editor := page(h.Member("ed@example.com", "editor"))
+	for _, s := range []string{publish, queue, edit} {
+		require.Contains(t, editor, s, "an editor")
+	}
+	require.NotContains(t, editor, del, "an editor does not delete")
+	for _, br := range []*apptest.Browser{h.Member("adm@example.com", "admin"), h.SignedIn()} {
+		require.Contains(t, page(br), del)
+	}
+}

@@ -37,7 +37,7 @@ func accountRows(list []*persistence.Account, now time.Time, zone *time.Location
 		case account.TokenExpiringSoon:
 			when := "soon"
 			if v.TokenExpiresAt != nil {
-				when = "before " + v.TokenExpiresAt.In(zone).Format("Mon 2 Jan 2006, 15:04 MST")
+				when = "before " + formatWhen(*v.TokenExpiresAt, zone)
 			}
 			r.Advice = "Reconnect " + when + " to keep publishing."
 		}
@@ -99,10 +99,10 @@ type overviewData struct {
 }
 
 // overviewList bounds the failed posts and the upcoming posts the overview lists; upcomingScan
-// bounds the scheduled posts it reads to find the soonest.
+// bounds the schedule entries (every workspace's) it walks to find the soonest of its workspace.
 const (
 	overviewList = 5
-	upcomingScan = 500
+	upcomingScan = 20000
 )
 
 // recentJobs is how many of the latest posts the overview looks at for their jobs.
@@ -155,11 +155,11 @@ func (p *pages) overview(c *echo.Context) error {
 		if len(d.Attention) > overviewList {
 			d.Attention = d.Attention[:overviewList]
 		}
-		sched, _, err := tx.ListPosts(persistence.PostFilter{Scope: v.Scope, Status: persistence.PostScheduled, Limit: upcomingScan})
-		if err != nil {
-			return err
+		for _, due := range tx.ScheduledIn(v.Scope, time.Time{}, overviewList, upcomingScan) {
+			if po, err := tx.Post(due.PostID); err == nil && po.Status == persistence.PostScheduled {
+				d.Upcoming = append(d.Upcoming, po)
+			}
 		}
-		d.Upcoming = upcoming(sched, overviewList)
 		d.Drafts = tx.PostCount(v.Scope, persistence.PostDraft, "")
 		d.Sched = tx.PostCount(v.Scope, persistence.PostScheduled, "")
 		if u.Plan == "free" && p.FreePostQuota > 0 {
@@ -177,21 +177,6 @@ func (p *pages) overview(c *echo.Context) error {
 	d.Usage = usage{Plan: u.Plan, Used: used, Limit: limit, Percent: percent(used, limit), ResetMinutes: int((reset + time.Minute - 1) / time.Minute)}
 	v.Data = d
 	return p.render(c, 200, "overview", v)
-}
-
-// upcoming is the n scheduled posts of list due soonest.
-func upcoming(list []*persistence.Post, n int) []*persistence.Post {
-	out := make([]*persistence.Post, 0, len(list))
-	for _, po := range list {
-		if po.ScheduledAt != nil {
-			out = append(out, po)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].ScheduledAt.Before(*out[j].ScheduledAt) })
-	if len(out) > n {
-		out = out[:n]
-	}
-	return out
 }
 
 func percent(used, limit int) int {

@@ -103,3 +103,8 @@ func BenchmarkPostsPage(b *testing.B) {
 func BenchmarkLivePages(b *testing.B) {
 	benchPages(b, map[string]string{"analytics": "/analytics", "inbox": "/inbox"})
 }
+
+// BenchmarkCalendarPage measures GET /calendar over 100,000 posts: this month, and a week.
+func BenchmarkCalendarPage(b *testing.B) {
+	benchPages(b, map[string]string{"month": "/calendar", "week": "/calendar?view=week"})
+}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/heraldhq/herald/http/api"
+	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
 )
 
@@ -103,6 +105,9 @@ type postData struct {
 	// Campaign is the name of the post's campaign ("" for a post created alone).
 	Campaign string
 	Editable bool
+	// CanDelete: the post may be deleted (a draft, scheduled, failed, partial or held post) by
+	// this person (an admin or above, or a key's or the owner's session).
+	CanDelete bool
 	// Draft is true for a draft (published now or scheduled from its page), Reschedule for a
 	// scheduled post (its time and zone changed there); Date, Time and ZoneName prefill the
 	// schedule form: the post's own time and zone, else the next full hour in the user's zone.
@@ -163,11 +168,16 @@ func (p *pages) post(c *echo.Context) error {
 		return p.storeError(c, err)
 	}
 	// A failed or partial post is edited to fix what failed before it is sent again (post.Edit).
+	// Each action is offered only to whom its operation's role lets call it (api.MayDo).
+	pr := server.Principal(c)
 	switch d.Post.Status {
 	case persistence.PostDraft, persistence.PostScheduled, persistence.PostFailed, persistence.PostPartial:
-		d.Editable = true
+		d.Editable = api.MayDo(pr, http.MethodPatch, "/posts/:id")
 	}
-	d.Draft, d.Reschedule = d.Post.Status == persistence.PostDraft, d.Post.Status == persistence.PostScheduled
+	d.CanDelete = api.MayDo(pr, http.MethodDelete, "/posts/:id") && (d.Editable || d.Post.Status == persistence.PostPendingApproval)
+	mayPublish := api.MayDo(pr, http.MethodPost, "/posts/:id/publish")
+	d.Draft = d.Post.Status == persistence.PostDraft && mayPublish
+	d.Reschedule = d.Post.Status == persistence.PostScheduled && api.MayDo(pr, http.MethodPost, "/posts/:id/schedule")
 	loc := v.Zone
 	if z := d.Post.ScheduledZone; z != "" {
 		if l, err := time.LoadLocation(z); err == nil {
@@ -179,7 +189,7 @@ func (p *pages) post(c *echo.Context) error {
 		at = d.Post.ScheduledAt.In(loc)
 	}
 	d.Date, d.Time, d.ZoneName = at.Format("2006-01-02"), at.Format("15:04"), loc.String()
-	d.Retry = d.Retry && (d.Post.Status == persistence.PostFailed || d.Post.Status == persistence.PostPartial || d.Post.Status == persistence.PostPublished)
+	d.Retry = d.Retry && mayPublish && (d.Post.Status == persistence.PostFailed || d.Post.Status == persistence.PostPartial || d.Post.Status == persistence.PostPublished)
 	v.Data = d
 	return p.render(c, http.StatusOK, "post", v)
 }

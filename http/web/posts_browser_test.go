@@ -75,10 +75,13 @@ func TestBrowserDraftScheduledAndMoved(t *testing.T) {
 	check(day+"T11:15", "America/New_York")
 	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#scheduled-at`))), "11:15")
 
-	// A time in the past is refused beside the form; nothing changes.
+	// A time in the past is refused beside the date and time, in words; nothing changes.
 	tb.do(chromedp.SetValue(chromedp.CSS(`#post-sched-date`), "2020-01-01"), chromedp.Click(chromedp.CSS(`#schedule-submit`)),
-		chromedp.WaitVisible(chromedp.CSS(`#schedule [data-error]`)))
-	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#schedule [data-error]`))), "in the past")
+		chromedp.WaitVisible(chromedp.CSS(`#post-sched-date-error`)))
+	require.Equal(t, "This time has passed: choose a later one.", get(tb, chromedp.Text(chromedp.CSS(`#post-sched-date-error`))))
+	require.Equal(t, "true", get(tb, chromedp.AttributeValue(chromedp.CSS(`#post-sched-time`), "aria-invalid")).Value)
+	require.Equal(t, "post-sched-date-error", get(tb, chromedp.AttributeValue(chromedp.CSS(`#post-sched-date`), "aria-describedby")).Value)
+	tb.shoot(dir, "schedule-refused")
 	check(day+"T11:15", "America/New_York")
 
 	// A draft too long for X: Publish now is refused, the reason beside X, the draft kept.
@@ -125,11 +128,12 @@ func TestBrowserFailedPostFixedAndRetried(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#edit-content`)),
 		chromedp.SetValue(chromedp.CSS(`#edit-content`), strings.Repeat("a", 310)),
 		chromedp.Click(chromedp.CSS(`#edit button`)),
-		chromedp.WaitVisible(chromedp.CSS(`#edit [data-error]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#edit-content-error`)),
 	)
-	refusal := get(tb, chromedp.Text(chromedp.CSS(`#edit [data-error]`)))
-	require.Contains(t, refusal, "Bluesky")
-	require.Contains(t, refusal, "10", "by how much: %s", refusal)
+	// Beside the text, in words, naming the network and by how much.
+	refusal := get(tb, chromedp.Text(chromedp.CSS(`#edit-content-error`)))
+	require.Equal(t, "Bluesky allows 300 characters; this text has 310 (10 too many).", refusal)
+	require.Equal(t, "true", get(tb, chromedp.AttributeValue(chromedp.CSS(`#edit-content`), "aria-invalid")).Value)
 	_, p := getJSON(t, h, "/v1/posts/"+id)
 	require.Equal(t, "First try", p["content"], "refused: nothing changed")
 	tb.shoot(dir, "fix-refused")

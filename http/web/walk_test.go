@@ -18,6 +18,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/sim"
 )
 
 // binary is a `herald serve --sandbox` process built from cmd/herald, as `make run` starts it.
@@ -206,11 +209,18 @@ func TestBrowserWalkAgainstTheBinary(t *testing.T) {
 	require.Equal(t, 200, status)
 	require.Equal(t, "published", post["status"])
 	require.Len(t, post["media_ids"], 1, "%v", post)
+	// In sandbox mode the links lead to the simulator's page of each publication; the API's
+	// platform_post_url keeps the network's shape.
 	var want []string
 	for _, pl := range post["platforms"].([]any) {
-		want = append(want, pl.(map[string]any)["platform_post_url"].(string))
+		m := pl.(map[string]any)
+		want = append(want, b.simURL+sim.PublicationPath(platforms.Platform(m["platform"].(string)), m["platform_post_id"].(string)))
+		require.False(t, strings.HasPrefix(m["platform_post_url"].(string), b.simURL), "%v", m)
 	}
-	require.ElementsMatch(t, want, links, "the links are the post's platform_post_url")
+	require.ElementsMatch(t, want, links, "the links are the simulator's pages of the publications")
+	tb.do(chromedp.Navigate(links[0]), chromedp.WaitVisible(chromedp.CSS(`h1`)))
+	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`pre`))), "Hello from the walk, with a picture")
+	tb.shoot(dir, "08-sim-record")
 
 	// Scheduled at 08:00 in Tokyo, three days on: the day before in the user's zone (UTC).
 	tokyo, err := time.LoadLocation("Asia/Tokyo")

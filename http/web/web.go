@@ -51,12 +51,15 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/live"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/http/session"
 	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/sim"
 )
 
 //go:embed templates/*.html
@@ -76,8 +79,15 @@ type Deps struct {
 	FreePostQuota int
 	// Live serves the analytics and inbox pages (nil: those pages say they are not available).
 	Live *live.Service
-	Log  *slog.Logger
-	Now  func() time.Time
+	// Connect says which networks' consent the server runs (the Accounts page offers X's when
+	// the server has an X app; nil: the browser networks only, and X's credential form).
+	Connect *accountlink.Service
+	Log     *slog.Logger
+	Now     func() time.Time
+	// SimURL is the network simulator's base URL in sandbox mode (nil, or "": not in sandbox
+	// mode). A published post's links then lead to the simulator's page of that publication
+	// (view.Link), since the ids in the networks' URLs are the simulator's.
+	SimURL func() string
 }
 
 type pages struct {
@@ -180,11 +190,14 @@ type view struct {
 	CSRF       string
 	// Zone is the user's time zone, in which every time is shown.
 	Zone *time.Location
+	// Sim is the network simulator's base URL in sandbox mode ("" otherwise).
+	Sim  string
 	Now  time.Time
 	Data any
 }
 
-// When formats a time (time.Time or *time.Time) in the user's zone; "" for none.
+// When formats a time (time.Time or *time.Time) in the user's zone, the dashboard's one format
+// (formatWhen); "" for none.
 func (v view) When(t any) string {
 	var tt time.Time
 	switch x := t.(type) {
@@ -201,7 +214,7 @@ func (v view) When(t any) string {
 	if tt.IsZero() {
 		return ""
 	}
-	return tt.In(v.Zone).Format("Mon 2 Jan 2006, 15:04 MST")
+	return formatWhen(tt, v.Zone)
 }
 
 // ISO is a time in RFC 3339 for <time datetime>.
@@ -218,8 +231,8 @@ func (v view) ISO(t any) string {
 }
 
 // Scheduled formats a post's time in the zone it was scheduled in (the user's when it has none),
-// with the zone's name and the time in UTC beside it: "Tue 1 Dec 2026, 09:30 IST (Asia/Kolkata);
-// 04:00 UTC". "" for no time.
+// with the zone's name and the time in UTC beside it: "Tue 1 Dec 2026, 09:30 UTC+05:30
+// (Asia/Kolkata); 04:00 UTC". "" for no time.
 func (v view) Scheduled(at *time.Time, zone string) string {
 	if at == nil || at.IsZero() {
 		return ""
@@ -230,7 +243,7 @@ func (v view) Scheduled(at *time.Time, zone string) string {
 			loc = l
 		}
 	}
-	s := at.In(loc).Format("Mon 2 Jan 2006, 15:04 MST") + " (" + loc.String() + ")"
+	s := formatWhen(*at, loc) + " (" + loc.String() + ")"
 	if loc.String() == "UTC" {
 		return s
 	}
@@ -241,6 +254,16 @@ func (v view) Scheduled(at *time.Time, zone string) string {
 	return s + "; " + u.Format("15:04") + " UTC"
 }
 
+// Link is where a published post's "View on …" leads: the network's URL, or in sandbox mode the
+// simulator's page of the publication (the network's URL there has the simulator's id in a real
+// site's address). The API's platform_post_url keeps the network's shape in both modes.
+func (v view) Link(platform, publicationID, networkURL string) string {
+	if v.Sim == "" || publicationID == "" {
+		return networkURL
+	}
+	return v.Sim + sim.PublicationPath(platforms.Platform(platform), publicationID)
+}
+
 // ZoneName is the user's IANA zone.
 func (v view) ZoneName() string { return v.Zone.String() }
 
@@ -248,6 +271,9 @@ func (p *pages) newView(c *echo.Context, title, nav string, data any) view {
 	s, pr := server.Session(c), server.Principal(c)
 	v := view{Title: title, Nav: nav, User: pr.User, Me: s.User, Owner: pr.HasRole(auth.RoleOwner), Scope: pr.Scope(), CSRF: s.Record.CSRFToken,
 		Zone: userZone(pr.User), Now: p.Now(), Data: data}
+	if p.SimURL != nil {
+		v.Sim = strings.TrimRight(p.SimURL(), "/")
+	}
 	// The switcher's list (a member's: the workspaces they may act in); a page whose list cannot
 	// be read still shows, without it.
 	err := p.Store.View(func(tx *persistence.Tx) error {

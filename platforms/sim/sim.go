@@ -21,6 +21,7 @@
 //	                                    {"platform","member"}: it signs in that member (members.go)
 //	POST /_sim/limits                   {"platform","bucket","limit","window"}: overrides one rate limit
 //	GET  /_sim/requests?platform=P      the API calls received (method, path, selected headers)
+//	GET  /_sim/publication?platform=P&id=ID  one publication's page, for a person (view.go)
 //
 // The live-data admin routes (comments, direct messages, metrics, and the replies and messages
 // sent) are described in live.go.
@@ -265,6 +266,7 @@ func New(opts Options) *Sim {
 		s.mux.Handle(prefix+"/", http.StripPrefix(prefix, s.apiMiddleware(n)))
 	}
 	s.adminRoutes()
+	s.viewRoutes()
 	s.liveRoutes()
 	return s
 }

@@ -3,11 +3,13 @@
 // process), OAuth 2.0 refresh and revoke at /2/oauth2/token and /2/oauth2/revoke, and lookups with
 // GET /2/users/{id}/tweets. See networks.md §1.
 //
-// Herald connects X with the user's own OAuth 2.0 client and tokens rather than a browser redirect
-// through Herald's client, so the adapter is not a platforms.Connector: the credentials carry the
-// client in Extra["client_id"] (and Extra["client_secret"] for a confidential client), and Refresh
-// and Revoke authenticate with it. Identify fills in the account's id and username from the
-// tokens alone.
+// X connects in one of two ways. With Herald's own X app configured (Config.ClientID, and
+// Config.ClientSecret for a confidential client), through X's consent in the browser like the
+// other networks (oauth.go: the adapter is a platforms.Connector). Without one, with the tokens
+// the user's own OAuth 2.0 client issued (`herald accounts add`, the dashboard's form). Either
+// way the credentials carry the client in Extra["client_id"] (and Extra["client_secret"] for a
+// user's own confidential client), and Refresh and Revoke authenticate with it. Identify fills in
+// the account's id and username from the tokens alone.
 package x
 
 import (
@@ -249,10 +251,16 @@ func publication(c platforms.Credentials, id string) platforms.Publication {
 	return platforms.Publication{ID: id, URL: "https://x.com/" + handle + "/status/" + id}
 }
 
-// client returns the OAuth client of the account: the user's own (Extra) or Herald's (Config).
+// client returns the OAuth client of the account: the one named in Extra, else Herald's
+// (Config). An account connected through Herald's app names its client id and stores no secret:
+// the configured secret is used while the id is still Herald's, so that a secret the operator
+// rotates applies to every such account at once.
 func (a *Adapter) client(c platforms.Credentials) (id, secret string) {
 	if id := c.Extra["client_id"]; id != "" {
-		return id, c.Extra["client_secret"]
+		if sec := c.Extra["client_secret"]; sec != "" || id != a.clientID {
+			return id, sec
+		}
+		return id, a.clientSecret
 	}
 	return a.clientID, a.clientSecret
 }
@@ -267,6 +275,29 @@ func (a *Adapter) oauthRequest(c platforms.Credentials, path string, form url.Va
 		rq.BasicUser, rq.BasicPass = id, secret
 	}
 	return rq
+}
+
+// tokenGrant is what /2/oauth2/token answers a code or a refresh token with.
+type tokenGrant struct {
+	AccessToken  string `json:"access_token"`
+	RefreshToken string `json:"refresh_token"`
+	ExpiresIn    int64  `json:"expires_in"`
+}
+
+// tokenAnswer reads a successful answer of /2/oauth2/token: one without an access token is X's
+// error body, or garbled.
+func tokenAnswer(r *platforms.Answer) (tokenGrant, error) {
+	var tok tokenGrant
+	if err := platforms.Decode(platforms.X, r, &tok, false); err != nil {
+		return tok, err
+	}
+	if tok.AccessToken == "" {
+		if e := errorBody(r); e != nil {
+			return tok, e
+		}
+		return tok, platforms.Garbled(platforms.X, r, false, fmt.Errorf("no access_token in the answer"))
+	}
+	return tok, nil
 }
 
 // Refresh uses the refresh token (single use: X returns a new one) with the account's OAuth
@@ -291,19 +322,9 @@ func (a *Adapter) Refresh(ctx context.Context, c platforms.Credentials) (platfor
 		}
 		return c, e
 	}
-	var tok struct {
-		AccessToken  string `json:"access_token"`
-		RefreshToken string `json:"refresh_token"`
-		ExpiresIn    int64  `json:"expires_in"`
-	}
-	if err := platforms.Decode(platforms.X, r, &tok, false); err != nil {
+	tok, err := tokenAnswer(r)
+	if err != nil {
 		return c, err
-	}
-	if tok.AccessToken == "" {
-		if e := errorBody(r); e != nil {
-			return c, e
-		}
-		return c, platforms.Garbled(platforms.X, r, false, fmt.Errorf("no access_token in the answer"))
 	}
 	out := c
 	out.AccessToken = tok.AccessToken

@@ -396,7 +396,8 @@ func New(cfg Config) (*App, error) {
 		a.closeStore()
 		return nil, err
 	}
-	if err := web.Register(web.Deps{Server: a.Server, Store: store, FreePostQuota: freeQuota(cfg.FreePostQuota), Live: a.Live, Log: cfg.Log}); err != nil {
+	if err := web.Register(web.Deps{Server: a.Server, Store: store, FreePostQuota: freeQuota(cfg.FreePostQuota), Live: a.Live, Connect: a.Connect, Log: cfg.Log,
+		SimURL: a.sandboxSimURL}); err != nil {
 		a.closeStore()
 		return nil, err
 	}

@@ -22,6 +22,21 @@ import (
 	"github.com/heraldhq/herald/platforms/sim"
 )
 
+// sandboxSimURL is the base URL of the simulator the sandbox publishes to ("" when not in sandbox
+// mode): the dashboard links published posts to its page of each publication. Start sets a.Sim
+// before the listener serves, so the pages read it without a lock.
+func (a *App) sandboxSimURL() string {
+	switch {
+	case !a.Cfg.Sandbox:
+		return ""
+	case a.Cfg.SimURL != "":
+		return strings.TrimRight(a.Cfg.SimURL, "/")
+	case a.Sim != nil:
+		return a.Sim.BaseURL()
+	}
+	return ""
+}
+
 // SandboxEmail is the demo user of sandbox mode.
 const SandboxEmail = "demo@herald.local"
 

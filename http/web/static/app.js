@@ -55,6 +55,16 @@
     } catch (e) { return null; }
   }
 
+  // publishedURL is where a published target's link leads: the network's URL, or in sandbox mode
+  // (the layout's sim-url) the simulator's page of the publication, as the post page's links.
+  function publishedURL(pl) {
+    var sim = document.querySelector('meta[name="sim-url"]');
+    if (sim && sim.content && pl.platform_post_id) {
+      return safeURL(sim.content + '/_sim/publication?id=' + encodeURIComponent(pl.platform_post_id) + '&platform=' + encodeURIComponent(pl.platform));
+    }
+    return pl.platform_post_url ? safeURL(pl.platform_post_url) : null;
+  }
+
   var flashBox = document.getElementById('flash');
   var signinShown = false;
   function flash(msg, kind) {
@@ -200,7 +210,7 @@
         // A schedule form's date and time are one naive scheduledAt, read in its zone.
         body.scheduledAt = form.querySelector('[data-sched-date]').value + 'T' + form.querySelector('[data-sched-time]').value;
       }
-      if (form.hasAttribute('data-target-errors')) { targetErrors(null); }
+      if (form.hasAttribute('data-target-errors')) { targetErrors(null); clearFieldErrors(null); }
       var errBox = form.querySelector('[data-error]');
       if (errBox) { errBox.hidden = true; errBox.textContent = ''; }
       var buttons = form.querySelectorAll('button');
@@ -219,14 +229,25 @@
       }).catch(function (err) {
         // A refusal naming networks is written beside each network of the post's page.
         if (form.hasAttribute('data-target-errors') && err.details && err.details.targets) { targetErrors(err.details.targets); }
+        // A form of a post (its text, its time) words the refusal and shows each error beside the
+        // field it concerns.
+        var worded = form.hasAttribute('data-target-errors') && placeRefusal(err, function (field) {
+          var f = String(field || '').replace(/\[\d+\].*$/, '');
+          var when = [form.querySelector('[data-sched-date]'), form.querySelector('[data-sched-time]'), form.querySelector('[name=timezone]')];
+          if (f === 'content' && form.querySelector('[name=content]')) { return { fields: [form.querySelector('[name=content]')] }; }
+          if (f === 'scheduledAt' && when[0]) { return { fields: when.slice(0, 2), clearOn: when }; }
+          if (f === 'timezone' && when[2]) { return { fields: [when[2]], clearOn: when }; }
+          return null;
+        });
+        if (worded && worded.placed) { return; }
         // A form with its own error box shows the refusal beside its fields.
         var box = form.querySelector('[data-error]');
         if (box) {
-          box.textContent = err.message;
+          box.textContent = worded ? worded.words : err.message;
           box.hidden = false;
           box.scrollIntoView({ block: 'nearest' });
         } else {
-          flash(err.message);
+          flash(worded ? worded.words : err.message);
         }
       }).finally(function () {
         buttons.forEach(function (b) { b.disabled = false; });
@@ -243,7 +264,7 @@
       var row = document.querySelector('#targets tr[data-account="' + tc.account_id + '"]');
       var p = row && row.querySelector('.check-error');
       if (!p || !(tc.errors || []).length) { return; }
-      p.textContent = (tc.errors || []).map(labelled).join('; ');
+      p.textContent = (tc.errors || []).map(function (e) { return humanError(e.field, e.message, null); }).join(' ');
       p.hidden = false;
     });
   }
@@ -384,16 +405,18 @@
     }).finally(function () { timeline.removeAttribute('aria-busy'); });
   }
 
-  // fmtTime writes a time as the server's pages do (view.When): "Mon 2 Jan 2006, 15:04 MST",
-  // 24-hour, in the user's zone, whatever the browser's language.
+  // fmtTime writes a time as the server's pages do (http/web timefmt.go, formatWhen):
+  // "Tue 1 Dec 2026, 09:30 UTC+05:30", 24-hour, in the user's zone, the zone as its offset
+  // ("UTC" at offset zero), whatever the browser's language.
   function fmtTime(iso) {
     try {
       var parts = {};
       new Intl.DateTimeFormat('en-GB', { weekday: 'short', day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit',
-        minute: '2-digit', hourCycle: 'h23', timeZoneName: 'short', timeZone: userZone }).formatToParts(new Date(iso)).forEach(function (p) {
+        minute: '2-digit', hourCycle: 'h23', timeZoneName: 'longOffset', timeZone: userZone }).formatToParts(new Date(iso)).forEach(function (p) {
         parts[p.type] = p.value;
       });
-      return parts.weekday + ' ' + parts.day + ' ' + parts.month + ' ' + parts.year + ', ' + parts.hour + ':' + parts.minute + ' ' + parts.timeZoneName;
+      var zone = (parts.timeZoneName || 'GMT').replace('GMT', 'UTC').replace('\u2212', '-').replace(/^UTC[+-]00:00$/, 'UTC');
+      return parts.weekday + ' ' + parts.day + ' ' + parts.month + ' ' + parts.year + ', ' + parts.hour + ':' + parts.minute + ' ' + zone;
     } catch (e) { return iso; }
   }
 
@@ -512,11 +535,125 @@
   // labelled is a check's error or warning as a line: its field's name, then its message (the
   // name left out when the message starts with it).
   function labelled(e) {
+    // A text over its network's limit is said as a person counts it (humanError).
+    if (/^text is \d+ [^;]*; .+? allows \d+/.test(e.message || '')) { return humanError(e.field, e.message, null); }
     var label = fieldLabel(e.field);
     if (!label || String(e.message).toLowerCase().indexOf(label.toLowerCase()) === 0) { return e.message; }
     return label + ': ' + e.message;
   }
   var units = { x: 'characters as X counts them', utf16: 'characters', graphemes: 'characters', code_points: 'characters' };
+
+  // ---- a refusal worded for people, beside the field it concerns ----
+  // The API's check is the one check (http/api, check.go): the pages only word what it answered
+  // and place each error beside the field it names (the message's "field: reason", or a
+  // target's errors in details.targets): the field gets aria-invalid and a .field-error its
+  // aria-describedby names; each goes when one of its fields changes, and all of them when the
+  // submission succeeds.
+  function sentence(s) {
+    s = String(s || '').trim();
+    if (!s) { return s; }
+    s = s.charAt(0).toUpperCase() + s.slice(1);
+    return /[.!?)]$/.test(s) ? s : s + '.';
+  }
+  // humanError words one error: a target's ({field, message}, of platform), or a post's field.
+  function humanError(field, msg, platform) {
+    var m;
+    msg = String(msg || '');
+    if ((m = /^text is (\d+) [^;]*; (.+?) allows (\d+)/.exec(msg))) {
+      var used = Number(m[1]), max = Number(m[3]);
+      return m[2] + ' allows ' + max + ' characters; this text has ' + used + ' (' + (used - max) + ' too many).';
+    }
+    if (field === 'content' && /must not be empty/.test(msg)) { return 'Write some text, or add a photo or a video.'; }
+    if (field === 'platforms' && /at least one/.test(msg)) { return 'Choose at least one account to publish to.'; }
+    if (field === 'media' && /not a confirmed media/.test(msg)) { return 'A file is not uploaded yet, or was removed: upload it again.'; }
+    if (field === 'scheduledAt' && /in the past/.test(msg)) { return 'This time has passed: choose a later one.'; }
+    if (field === 'scheduledAt' && (m = /not an ISO 8601 date-time(?:: ([^(]*))?/.exec(msg))) {
+      return 'Choose a date and a time' + (m[1] ? ' (' + m[1].trim() + ')' : '') + '.';
+    }
+    if (field === 'timezone') { return 'Choose a time zone from the list.'; }
+    var net = platform ? networkName(platform) : '';
+    var words = sentence(msg);
+    return net && words.indexOf(net) < 0 ? net + ': ' + words : words;
+  }
+  var fieldErrors = [];
+  // showFieldError writes text beside field (or the first of fields) and marks each invalid; a
+  // change to any of clearOn (default: fields) clears it.
+  function showFieldError(fields, text, clearOn) {
+    fields = [].concat(fields).filter(Boolean);
+    if (!fields.length) { return false; }
+    var first = fields[0];
+    var host = first.closest('fieldset, p, .opt') || first.parentNode;
+    var id = (first.id || first.name || 'field') + '-error';
+    var box = document.getElementById(id);
+    if (!box) {
+      box = el('span', 'field-error');
+      box.id = id;
+      host.appendChild(box);
+    }
+    box.textContent = box.textContent ? box.textContent + ' ' + text : text;
+    box.hidden = false;
+    fields.forEach(function (f) {
+      f.setAttribute('aria-invalid', 'true');
+      var ids = (f.getAttribute('aria-describedby') || '').split(/\s+/).filter(Boolean);
+      if (ids.indexOf(id) < 0) { ids.push(id); f.setAttribute('aria-describedby', ids.join(' ')); }
+    });
+    fieldErrors.push({ box: box, id: id, fields: fields, clearOn: [].concat(clearOn || fields) });
+    return true;
+  }
+  function dropFieldError(fe) {
+    fe.box.textContent = '';
+    fe.box.hidden = true;
+    fe.fields.forEach(function (f) {
+      f.removeAttribute('aria-invalid');
+      var ids = (f.getAttribute('aria-describedby') || '').split(/\s+/).filter(function (x) { return x && x !== fe.id; });
+      if (ids.length) { f.setAttribute('aria-describedby', ids.join(' ')); } else { f.removeAttribute('aria-describedby'); }
+    });
+  }
+  var refusalShown = false;
+  // clearFieldErrors clears the errors a change of field ends (every one when field is null);
+  // once none is left, the refusal's message at the top goes too.
+  function clearFieldErrors(field) {
+    var left = [];
+    fieldErrors.forEach(function (fe) {
+      if (!field || fe.clearOn.indexOf(field) >= 0) { dropFieldError(fe); } else { left.push(fe); }
+    });
+    fieldErrors = left;
+    if (!left.length && refusalShown && flashBox) { flashBox.hidden = true; refusalShown = false; }
+  }
+  document.addEventListener('input', function (ev) { if (fieldErrors.length) { clearFieldErrors(ev.target); } });
+  document.addEventListener('change', function (ev) { if (fieldErrors.length) { clearFieldErrors(ev.target); } });
+  // placeRefusal words a refusal and places each error with place(field, target check) → the
+  // fields it concerns (or null: not on this form). When one is placed, the page's message says
+  // what is wrong in the same words, or how many problems are shown beside their fields, and
+  // goes once they are all cleared. It answers how many were placed and the words.
+  function placeRefusal(err, place, verb) {
+    clearFieldErrors(null);
+    var said = [], placed = 0;
+    var list = (err.details && err.details.targets) || [];
+    list.forEach(function (tc) {
+      (tc.errors || []).forEach(function (e) {
+        var words = humanError(e.field, e.message, tc.platform);
+        if (/^options\./.test(e.field || '')) { said.push(words); return; } // beside the option (showResult)
+        var at = place(e.field, tc);
+        if (at && showFieldError(at.fields, words, at.clearOn)) { placed++; }
+        said.push(words);
+      });
+    });
+    var m = /^([A-Za-z_][A-Za-z0-9_]*)(?:\[\d+\])?(?:\.[a-z_]+)?: (.*)$/.exec(err.message || '');
+    if (!list.length && m) {
+      var words = humanError(m[1], m[2], null);
+      var at = place(m[1], null);
+      if (at && showFieldError(at.fields, words, at.clearOn)) { placed++; }
+      said.push(words);
+    }
+    var words = !said.length ? err.message : (verb ? verb + ': ' : '') +
+      (said.length === 1 || !placed ? said.join(' ') : said.length + ' problems, each shown beside what it concerns.');
+    if (placed) {
+      flash(words);
+      refusalShown = true;
+    }
+    return { placed: placed, words: words };
+  }
 
   // hint is an option's schema description as a user reads it: without its references to the API.
   function hint(desc) {
@@ -1090,6 +1227,7 @@
     // Media: presign, PUT with progress, confirm; then its alt text.
     var list = document.getElementById('media-list');
     function mediaChanged() {
+      clearFieldErrors(document.getElementById('media-file'));
       form.querySelectorAll('.net-section').forEach(renderNetMedia);
       soon();
     }
@@ -1191,9 +1329,31 @@
       return p;
     }
 
-    // showRefusal writes a refusal's details.targets beside each network; the form stays as it is.
+    // composeField is where a refusal's error is shown on Compose: a target's text beside its own
+    // text when it has one (else the shared text), its media, thread or first comment beside
+    // those; the post's content, media, accounts, time and zone beside theirs.
+    function composeField(field, tc) {
+      var f = String(field || '').replace(/\[\d+\].*$/, ''), s = tc && sectionOf(tc.account_id);
+      var when = [document.getElementById('sched-date'), document.getElementById('sched-time'), document.getElementById('sched-zone')];
+      var picks = Array.prototype.slice.call(boxes);
+      if (s && f === 'content' && s.querySelector('.net-customise').checked) { return { fields: [s.querySelector('.net-content')] }; }
+      if (s && f === 'thread' && s.querySelector('.net-thread')) { return { fields: [s.querySelector('.net-thread')] }; }
+      if (s && f === 'first_comment' && s.querySelector('.net-comment')) { return { fields: [s.querySelector('.net-comment')] }; }
+      switch (f) {
+        case 'content': return { fields: [text] };
+        case 'media': return { fields: [document.getElementById('media-file')] };
+        case 'platforms': case 'targets': return { fields: picks.filter(function (b) { return !b.disabled; }), clearOn: picks };
+        case 'scheduledAt': return { fields: when.slice(0, 2), clearOn: when };
+        case 'timezone': return { fields: [when[2]], clearOn: when };
+      }
+      return null;
+    }
+
+    // showRefusal writes a refusal's details.targets beside each network, and each error worded
+    // for people beside the field it concerns; the form stays as it is.
     function showRefusal(err) {
-      flash(err.message);
+      var worded = placeRefusal(err, composeField, 'Not ' + (later() ? 'scheduled' : 'published'));
+      if (!worded.placed) { flash(worded.words); }
       var list = (err.details && err.details.targets) || [];
       list.forEach(function (tc) {
         var s = sectionOf(tc.account_id);
@@ -1207,7 +1367,7 @@
       summary.textContent = '';
       summary.hidden = false;
       summary.className = 'check-summary bad';
-      summary.appendChild(el('strong', null, 'Not ' + (later() ? 'scheduled' : 'published') + ': ' + err.message));
+      summary.appendChild(el('strong', null, flashBox && !flashBox.hidden ? flashBox.textContent : 'Not ' + (later() ? 'scheduled' : 'published') + ': ' + err.message));
       form.setAttribute('data-refused', 'true');
     }
     function busy(on) { submit.disabled = on; draft.disabled = on; }
@@ -1277,6 +1437,8 @@
       api('POST', '/api/posts/publish', body, { 'Idempotency-Key': idemKey }).then(function (acc) {
         idemKey = null;
         forget();
+        clearFieldErrors(null);
+        if (flashBox && flashBox.classList.contains('error')) { flashBox.hidden = true; }
         // Held for approval (a workspace that requires it): no job to follow; the post's page
         // says it waits.
         if (acc && acc.status === 'pending_approval') {
@@ -1373,7 +1535,7 @@
       api('GET', '/api/posts/' + encodeURIComponent(acc.post_id)).then(function (post) {
         (post.platforms || []).forEach(function (pl) {
           var r = rows.filter(function (x) { return x.account === pl.connected_account_id; })[0];
-          var u = pl.platform_post_url && safeURL(pl.platform_post_url);
+          var u = publishedURL(pl);
           if (!r || !u) { return; }
           var a = el('a', 'published-link', 'View on ' + networkName(pl.platform));
           a.href = u;

@@ -1,0 +1,356 @@
+// Package cluster keeps one node's share of the work when several Herald nodes run over one
+// PostgreSQL store: which account shards and singletons it owns, under which epochs, and
+// whether it may still act for them.
+//
+// Ownership is decided by leases in PostgreSQL (persistence.Leases), never by a node's own view
+// of the others: every lease goes to the live node that rendezvous hashing names for it, a node
+// takes a lease only when it is free or expired, and it gives one up (after draining it) when a
+// node that should own it joins. Two fences keep a node that lost a lease from doing harm:
+//   - its store writes for the lease check the epoch (persistence.Tx.Fence), and
+//   - it stops acting for a lease once its last successful renewal, by its own monotonic clock
+//     and counted from before the renewal was sent, is older than the lease lifetime minus a
+//     margin (Trusted). The database counts the lifetime from when it ran the renewal, later,
+//     so the node's trust ends before anyone else can take the lease.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/heraldhq/herald/persistence"
+)
+
+// ShardName is the lease name of account shard i.
+func ShardName(i int) string { return "shard/" + strconv.Itoa(i) }
+
+// SingletonName is the lease name of a singleton (the scheduler, the outbox dispatcher, …).
+func SingletonName(kind string) string { return "singleton/" + kind }
+
+// ShardOf is the shard of an account id among n: a stable hash, the same on every node and
+// across releases.
+func ShardOf(accountID string, n int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(accountID))
+	return int(h.Sum32() % uint32(n))
+}
+
+// Owner is the node that rendezvous (highest random weight) hashing names for a lease among
+// the live node ids: when a node joins or leaves, only the leases it gains or loses move.
+func Owner(name string, nodes []string) string {
+	best, bestW := "", uint64(0)
+	for _, n := range nodes {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(n))
+		_, _ = h.Write([]byte{0})
+		_, _ = h.Write([]byte(name))
+		if w := mix(h.Sum64()); best == "" || w > bestW || (w == bestW && n < best) {
+			best, bestW = n, w
+		}
+	}
+	return best
+}
+
+// mix spreads FNV's output (splitmix64's finaliser), whose high bits vary little between
+// similar inputs.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// Config is a member's work and what it calls when its share changes.
+type Config struct {
+	Leases *persistence.Leases
+	// Addr is where the other nodes reach this one (its remote address).
+	Addr string
+	// Shards is the number of account shards (256 when 0); Singletons the singleton kinds.
+	Shards     int
+	Singletons []string
+	// Margin is taken off the lease lifetime for the trust window (a fifth of it when 0).
+	Margin time.Duration
+	// Acquired is called when the node takes a lease, before it acts under it. A takeover
+	// (Taken.Released false) means the previous owner may have had calls in flight until its
+	// expiry: work that may have been in flight is looked up only after that.
+	Acquired func(persistence.Taken)
+	// Drain is called before the node gives a lease up (another node should own it, or this
+	// one stops): it returns once the work under the lease is finished or handed back to the
+	// store. It is never called for a lease already lost.
+	Drain func(persistence.Lease)
+	// Lost is called when the node finds it no longer holds a lease it held (expired, maybe
+	// taken): whatever runs under it must stop at once.
+	Lost func(persistence.Lease)
+	Log  *slog.Logger
+	// now is the monotonic clock (time.Now; tests replace it).
+	now func() time.Time
+}
+
+// Member is one node's membership: it joins, renews, takes and gives up leases until stopped.
+type Member struct {
+	cfg  Config
+	mu   sync.Mutex
+	held map[string]persistence.Lease
+	// trustedUntil is when the node stops acting under its leases unless it renews first.
+	trustedUntil time.Time
+	node         string
+	names        []string
+	// pauseReq, when set (tests: a stopped process), parks the loop before its next renewal
+	// until it is closed; parked is closed once the loop is parked.
+	pauseReq, parked chan struct{}
+}
+
+// New makes a member; Run joins and keeps it.
+func New(cfg Config) *Member {
+	if cfg.Shards <= 0 {
+		cfg.Shards = 256
+	}
+	if cfg.Margin <= 0 {
+		cfg.Margin = cfg.Leases.TTL() / 5
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
+	for _, f := range []*func(persistence.Lease){&cfg.Drain, &cfg.Lost} {
+		if *f == nil {
+			*f = func(persistence.Lease) {}
+		}
+	}
+	if cfg.Acquired == nil {
+		cfg.Acquired = func(persistence.Taken) {}
+	}
+	m := &Member{cfg: cfg, held: map[string]persistence.Lease{}}
+	for i := range cfg.Shards {
+		m.names = append(m.names, ShardName(i))
+	}
+	for _, s := range cfg.Singletons {
+		m.names = append(m.names, SingletonName(s))
+	}
+	return m
+}
+
+// Node is the id the member runs under now ("" before it joined).
+func (m *Member) Node() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.node
+}
+
+// Trusted returns the lease name is held under, if the node holds it and may still act for
+// it: its last renewal is recent enough that no other node can have taken it.
+func (m *Member) Trusted(name string) (persistence.Lease, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.held[name]
+	if !ok || !m.cfg.now().Before(m.trustedUntil) {
+		return persistence.Lease{}, false
+	}
+	return l, true
+}
+
+// Held lists the leases the node holds, by name.
+func (m *Member) Held() []persistence.Lease {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]persistence.Lease, 0, len(m.held))
+	for _, l := range m.held {
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Run joins and keeps the membership until ctx ends, then drains and releases every lease and
+// leaves. It renews a few times per lease lifetime.
+func (m *Member) Run(ctx context.Context) error {
+	if err := m.join(ctx); err != nil {
+		return err
+	}
+	tick := time.NewTicker(m.cfg.Leases.TTL() / 4)
+	defer tick.Stop()
+	for {
+		m.step(ctx)
+		select {
+		case <-ctx.Done():
+			m.leave()
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func (m *Member) join(ctx context.Context) error {
+	id, err := m.cfg.Leases.Join(ctx, m.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.node = id
+	m.trustedUntil = time.Time{}
+	m.mu.Unlock()
+	m.cfg.Log.Info("cluster: joined", "node", id, "addr", m.cfg.Addr)
+	return nil
+}
+
+// step renews, drops what was lost, then gives up what another node should own and takes what
+// this one should.
+func (m *Member) step(ctx context.Context) {
+	m.mu.Lock()
+	p := m.pauseReq
+	if p != nil && m.parked != nil {
+		close(m.parked)
+		m.parked = nil
+	}
+	m.mu.Unlock()
+	if p != nil {
+		select {
+		case <-p:
+		case <-ctx.Done():
+			return
+		}
+		m.mu.Lock()
+		m.pauseReq = nil
+		m.mu.Unlock()
+	}
+	sent := m.cfg.now()
+	renewed, err := m.cfg.Leases.Renew(ctx)
+	if errors.Is(err, persistence.ErrStale) {
+		m.stepDown(ctx)
+		return
+	}
+	if err != nil {
+		m.cfg.Log.Warn("cluster: renewal failed", "error", err)
+		return
+	}
+	m.renewed(sent, renewed)
+	live, err := m.cfg.Leases.Live(ctx)
+	if err != nil {
+		m.cfg.Log.Warn("cluster: reading the live nodes failed", "error", err)
+		return
+	}
+	ids := make([]string, len(live))
+	for i, n := range live {
+		ids[i] = n.ID
+	}
+	self := m.Node()
+	for _, name := range m.names {
+		want := Owner(name, ids) == self
+		m.mu.Lock()
+		l, has := m.held[name]
+		m.mu.Unlock()
+		switch {
+		case has && !want && len(ids) > 1:
+			m.giveUp(ctx, l)
+		case !has && want:
+			m.take(ctx, name)
+		}
+	}
+}
+
+// renewed keeps what the renewal returned and reports the leases missing from it as lost.
+func (m *Member) renewed(sent time.Time, renewed []persistence.Lease) {
+	now := make(map[string]persistence.Lease, len(renewed))
+	for _, l := range renewed {
+		now[l.Name] = l
+	}
+	var lost []persistence.Lease
+	m.mu.Lock()
+	for name, l := range m.held {
+		if r, ok := now[name]; !ok || r.Epoch != l.Epoch {
+			lost = append(lost, l)
+			delete(m.held, name)
+		}
+	}
+	m.trustedUntil = sent.Add(m.cfg.Leases.TTL() - m.cfg.Margin)
+	m.mu.Unlock()
+	for _, l := range lost {
+		m.cfg.Log.Warn("cluster: lease lost", "lease", l.Name, "epoch", l.Epoch)
+		m.cfg.Lost(l)
+	}
+}
+
+func (m *Member) take(ctx context.Context, name string) {
+	sent := m.cfg.now()
+	t, ok, err := m.cfg.Leases.Acquire(ctx, name)
+	if err != nil {
+		m.cfg.Log.Warn("cluster: taking a lease failed", "lease", name, "error", err)
+		return
+	}
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	m.held[name] = t.Lease
+	// A lease just taken runs a whole lifetime from the database's now, which is later than sent;
+	// the other leases' trust still follows their last renewal.
+	if until := sent.Add(m.cfg.Leases.TTL() - m.cfg.Margin); len(m.held) == 1 || until.Before(m.trustedUntil) {
+		m.trustedUntil = until
+	}
+	m.mu.Unlock()
+	m.cfg.Log.Info("cluster: lease taken", "lease", name, "epoch", t.Epoch, "takeover", !t.Released)
+	m.cfg.Acquired(t)
+}
+
+func (m *Member) giveUp(ctx context.Context, l persistence.Lease) {
+	m.cfg.Drain(l)
+	m.mu.Lock()
+	delete(m.held, l.Name)
+	m.mu.Unlock()
+	if err := m.cfg.Leases.Release(ctx, l); err != nil {
+		// It expires in its time instead; the new owner waits for that.
+		m.cfg.Log.Warn("cluster: releasing a lease failed", "lease", l.Name, "error", err)
+	}
+}
+
+// stepDown drops every lease (they may have been taken already) and joins under a new id.
+func (m *Member) stepDown(ctx context.Context) {
+	m.mu.Lock()
+	lost := make([]persistence.Lease, 0, len(m.held))
+	for _, l := range m.held {
+		lost = append(lost, l)
+	}
+	m.held = map[string]persistence.Lease{}
+	old := m.node
+	m.mu.Unlock()
+	m.cfg.Log.Warn("cluster: this node's membership expired; stepping down", "node", old)
+	for _, l := range lost {
+		m.cfg.Lost(l)
+	}
+	_ = m.cfg.Leases.Leave(ctx)
+	if err := m.join(ctx); err != nil {
+		m.cfg.Log.Warn("cluster: joining again failed", "error", err)
+	}
+}
+
+// leave drains and releases what the node holds, then removes it, within one lease lifetime.
+func (m *Member) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Leases.TTL())
+	defer cancel()
+	for _, l := range m.Held() {
+		if _, ok := m.Trusted(l.Name); ok {
+			m.cfg.Drain(l)
+		} else {
+			m.cfg.Lost(l)
+		}
+	}
+	m.mu.Lock()
+	m.held = map[string]persistence.Lease{}
+	m.mu.Unlock()
+	if err := m.cfg.Leases.Leave(ctx); err != nil {
+		m.cfg.Log.Warn("cluster: leaving failed; the leases expire instead", "error", err)
+	}
+}
+
+// String names the member for logs.
+func (m *Member) String() string { return fmt.Sprintf("node %s at %s", m.Node(), m.cfg.Addr) }

@@ -1,0 +1,323 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Leases are the membership and ownership records of several Herald nodes over one PostgreSQL
+// database: a row per node process (a fresh id at every start, with a heartbeat) and a row per
+// lease (an account shard or a singleton such as the scheduler), each with its owner, an epoch
+// that goes up at every change of owner, and an expiry judged by the database's clock, so that
+// the nodes' clocks never decide who owns what.
+//
+// The rules (Temporal's shard range id and River's leader row, both read at their sources):
+//   - A node takes a lease only when it is free (released, or never held) or expired, and
+//     taking it bumps the epoch (Acquire).
+//   - A node renews every lease it holds that has not expired, and its heartbeat, in one
+//     statement (Renew); an expired lease is never renewed, only taken again with a new epoch,
+//     so that whoever acts under an epoch knows no one else acted under it.
+//   - Every store write made for a lease checks the epoch it was taken at in the same
+//     transaction (Tx.Fence): after another node took the lease, the old owner's writes fail
+//     with ErrFenced.
+//   - A node that finds its own row expired (others may have counted it dead and taken its
+//     leases) gets ErrStale from Renew: it drops everything and joins again under a new id.
+//
+// Advisory locks are not used: a stopped process keeps them for as long as its connection
+// looks alive, and they carry no token that a write could check.
+type Leases struct {
+	pool *pgxpool.Pool
+	ttl  time.Duration
+	node string
+	addr string
+}
+
+// Lease is a lease as held by a node: its name, the epoch it was taken at and the owner.
+type Lease struct {
+	Name  string
+	Epoch int64
+	Owner string
+}
+
+// Taken is a lease just acquired and what it was before: Released is false when it was taken
+// from a node whose lease expired (a takeover: that node may still have had calls in flight
+// until PrevExpiry), true when it was free.
+type Taken struct {
+	Lease
+	Released   bool
+	PrevExpiry time.Time
+}
+
+// Node is a node as its row holds it.
+type Node struct {
+	ID        string
+	Addr      string
+	StartedAt time.Time
+	Heartbeat time.Time
+}
+
+// ErrFenced fails a write made under a lease that another node has taken since (its epoch or
+// owner changed): the node that made it no longer owns what it wrote for.
+var ErrFenced = errors.New("persistence: fenced: the lease moved to another node")
+
+// ErrStale is Renew's answer to a node whose own row expired before the renewal: the other
+// nodes may have counted it dead. It must drop its leases and Join again under a new id.
+var ErrStale = errors.New("persistence: this node's membership expired; join again")
+
+// ErrNotShared is returned where leases are asked of a store that is not PostgreSQL.
+var ErrNotShared = errors.New("persistence: leases need the PostgreSQL store")
+
+const leasesSchema = `
+CREATE TABLE IF NOT EXISTS cluster_nodes (
+	id uuid PRIMARY KEY,
+	addr text NOT NULL,
+	started_at timestamptz NOT NULL DEFAULT now(),
+	heartbeat_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS cluster_leases (
+	name text PRIMARY KEY,
+	owner uuid,
+	epoch bigint NOT NULL,
+	expires_at timestamptz NOT NULL
+)`
+
+// OpenLeases connects to the PostgreSQL database of url (the same URL, and so the same schema,
+// as the store's) and creates the lease tables if needed. ttl is the lease and heartbeat
+// lifetime; a node renews a few times within it.
+func OpenLeases(ctx context.Context, url string, ttl time.Duration) (*Leases, error) {
+	if ttl < 100*time.Millisecond {
+		return nil, fmt.Errorf("persistence: a lease lifetime of %v is too short", ttl)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: PostgreSQL URL: %w", err)
+	}
+	if cfg.MaxConns > 4 {
+		cfg.MaxConns = 4
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: connect to PostgreSQL: %w", err)
+	}
+	l := &Leases{pool: pool, ttl: ttl}
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		// Two nodes starting at once must not race on CREATE TABLE.
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':cluster'))"); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, leasesSchema)
+		return err
+	})
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("persistence: PostgreSQL: create the lease tables: %w", err)
+	}
+	return l, nil
+}
+
+// Close closes the connections (it releases nothing: Leave does).
+func (l *Leases) Close() { l.pool.Close() }
+
+// TTL is the lifetime of a lease and of a heartbeat.
+func (l *Leases) TTL() time.Duration { return l.ttl }
+
+// NodeID is the id the node joined under ("" before Join).
+func (l *Leases) NodeID() string { return l.node }
+
+func (l *Leases) secs() float64 { return l.ttl.Seconds() }
+
+// Join records this process as a node under a fresh id, reachable at addr, and forgets rows of
+// nodes silent for a hundred lifetimes.
+func (l *Leases) Join(ctx context.Context, addr string) (string, error) {
+	id := uuid.Must(uuid.NewV7()).String()
+	b := &pgx.Batch{}
+	b.Queue("DELETE FROM cluster_nodes WHERE heartbeat_at < now() - make_interval(secs => $1)", 100*l.secs())
+	b.Queue("INSERT INTO cluster_nodes (id, addr) VALUES ($1, $2)", id, addr)
+	if err := l.pool.SendBatch(ctx, b).Close(); err != nil {
+		return "", fmt.Errorf("persistence: join: %w", err)
+	}
+	l.node, l.addr = id, addr
+	return id, nil
+}
+
+// Renew renews the node's heartbeat and every lease it holds that has not expired, in one
+// statement, and returns the leases it still holds. A lease missing from the answer was lost
+// (it expired, and may have been taken). ErrStale: the node's own row had expired.
+func (l *Leases) Renew(ctx context.Context) ([]Lease, error) {
+	rows, err := l.pool.Query(ctx, `
+WITH hb AS (
+	UPDATE cluster_nodes SET heartbeat_at = now()
+	WHERE id = $1 AND heartbeat_at > now() - make_interval(secs => $2)
+	RETURNING id
+), renewed AS (
+	UPDATE cluster_leases SET expires_at = now() + make_interval(secs => $2)
+	WHERE owner = $1 AND expires_at > now() AND EXISTS (SELECT 1 FROM hb)
+	RETURNING name, epoch
+)
+SELECT '' AS name, 0::bigint AS epoch, (SELECT count(*) FROM hb) AS alive
+UNION ALL SELECT name, epoch, 1 FROM renewed`, l.node, l.secs())
+	if err != nil {
+		return nil, fmt.Errorf("persistence: renew: %w", err)
+	}
+	defer rows.Close()
+	var out []Lease
+	alive := false
+	first := true
+	for rows.Next() {
+		var name string
+		var epoch, n int64
+		if err := rows.Scan(&name, &epoch, &n); err != nil {
+			return nil, fmt.Errorf("persistence: renew: %w", err)
+		}
+		if first && name == "" {
+			alive, first = n == 1, false
+			continue
+		}
+		out = append(out, Lease{Name: name, Epoch: epoch, Owner: l.node})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("persistence: renew: %w", err)
+	}
+	if !alive {
+		return nil, ErrStale
+	}
+	return out, nil
+}
+
+// Live lists the nodes whose heartbeat is younger than a lease lifetime, by id.
+func (l *Leases) Live(ctx context.Context) ([]Node, error) {
+	rows, err := l.pool.Query(ctx, `SELECT id::text, addr, started_at, heartbeat_at FROM cluster_nodes
+WHERE heartbeat_at > now() - make_interval(secs => $1) ORDER BY id`, l.secs())
+	if err != nil {
+		return nil, fmt.Errorf("persistence: live nodes: %w", err)
+	}
+	nodes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Node, error) {
+		var n Node
+		err := r.Scan(&n.ID, &n.Addr, &n.StartedAt, &n.Heartbeat)
+		return n, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("persistence: live nodes: %w", err)
+	}
+	return nodes, nil
+}
+
+// Acquire takes the lease name if it is free or expired, with the next epoch. ok is false
+// when another node holds it (or this node already does: Renew says which it holds).
+func (l *Leases) Acquire(ctx context.Context, name string) (Taken, bool, error) {
+	var t Taken
+	ok := false
+	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		var prevOwner *string
+		var prevExpiry time.Time
+		var free bool
+		err := tx.QueryRow(ctx, "SELECT owner::text, expires_at, owner IS NULL OR expires_at <= now() FROM cluster_leases WHERE name = $1 FOR UPDATE",
+			name).Scan(&prevOwner, &prevExpiry, &free)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			t.Released = true
+			err = tx.QueryRow(ctx, `INSERT INTO cluster_leases (name, owner, epoch, expires_at)
+VALUES ($1, $2, 1, now() + make_interval(secs => $3)) ON CONFLICT (name) DO NOTHING RETURNING epoch`, name, l.node, l.secs()).Scan(&t.Epoch)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil // another node created it first
+			}
+		case err != nil:
+			return err
+		case !free:
+			return nil
+		default:
+			t.Released, t.PrevExpiry = prevOwner == nil, prevExpiry
+			err = tx.QueryRow(ctx, `UPDATE cluster_leases SET owner = $2, epoch = epoch + 1, expires_at = now() + make_interval(secs => $3)
+WHERE name = $1 RETURNING epoch`, name, l.node, l.secs()).Scan(&t.Epoch)
+		}
+		if err != nil {
+			return err
+		}
+		ok = true
+		return nil
+	})
+	if err != nil {
+		return Taken{}, false, fmt.Errorf("persistence: acquire %s: %w", name, err)
+	}
+	if !ok {
+		return Taken{}, false, nil
+	}
+	t.Name, t.Owner = name, l.node
+	return t, true, nil
+}
+
+// Release gives the lease up at once (after the node drained its work), if it still holds it
+// at that epoch; the next owner takes it without waiting for its expiry.
+func (l *Leases) Release(ctx context.Context, le Lease) error {
+	_, err := l.pool.Exec(ctx, "UPDATE cluster_leases SET owner = NULL, expires_at = now() WHERE name = $1 AND owner = $2 AND epoch = $3",
+		le.Name, l.node, le.Epoch)
+	if err != nil {
+		return fmt.Errorf("persistence: release %s: %w", le.Name, err)
+	}
+	return nil
+}
+
+// Leave releases every lease the node still holds and removes its row.
+func (l *Leases) Leave(ctx context.Context) error {
+	if l.node == "" {
+		return nil
+	}
+	b := &pgx.Batch{}
+	b.Queue("UPDATE cluster_leases SET owner = NULL, expires_at = now() WHERE owner = $1", l.node)
+	b.Queue("DELETE FROM cluster_nodes WHERE id = $1", l.node)
+	if err := l.pool.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("persistence: leave: %w", err)
+	}
+	l.node = ""
+	return nil
+}
+
+// All lists every lease with its current owner ("" when released) and epoch, by name.
+func (l *Leases) All(ctx context.Context) ([]Lease, error) {
+	rows, err := l.pool.Query(ctx, "SELECT name, coalesce(owner::text, ''), epoch FROM cluster_leases ORDER BY name")
+	if err != nil {
+		return nil, fmt.Errorf("persistence: leases: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Lease, error) {
+		var le Lease
+		err := r.Scan(&le.Name, &le.Owner, &le.Epoch)
+		return le, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("persistence: leases: %w", err)
+	}
+	return out, nil
+}
+
+// Fence fails the transaction with ErrFenced unless le is still the lease's current owner and
+// epoch. On PostgreSQL the lease row is read FOR SHARE inside the transaction: a take of the
+// lease (Acquire locks the row FOR UPDATE) waits until this transaction ends, and this one,
+// when the take locked first, waits for it and then fails to serialize, is run again and finds
+// the new epoch. So the new owner, which reads the store after taking the lease, sees every
+// write the old owner made under it. On bbolt a single process owns everything and Fence
+// checks nothing. Fence is for stores whose nodes run with leases (OpenLeases made the table).
+func (t *Tx) Fence(le Lease) error {
+	pt, ok := t.kv.(*pgTx)
+	if !ok {
+		return nil
+	}
+	var owner *string
+	var epoch int64
+	err := pt.q.QueryRow(pt.ctx, "SELECT owner::text, epoch FROM cluster_leases WHERE name = $1 FOR SHARE", le.Name).Scan(&owner, &epoch)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return ErrFenced
+	case err != nil:
+		pt.fail(err)
+		return err
+	case owner == nil || *owner != le.Owner || epoch != le.Epoch:
+		return ErrFenced
+	}
+	return nil
+}
