@@ -18,11 +18,17 @@ import "slices"
 // So a batch's reads take as many round trips as its longest chain of reads that depend on one
 // another (a record found through an index), not one each.
 //
-// The probes only read ahead: what they wrote and returned is dropped, and the batch then runs
-// for real in order, as before, each write seeing the ones before it; a row no probe read (a
-// write changed the way a later one went) is read then. Running a function more than once is
-// what Store.Update's contract allows (fn must only touch its transaction), and a probe's panic
-// (an answer taken as missing that could not be) ends only that probe.
+// The probes only read ahead: what they wrote to the transaction and returned is dropped, and the
+// batch then runs for real in order, as before, each write seeing the ones before it; a row no
+// probe read (a write changed the way a later one went) is read then. A probe's panic (an answer
+// taken as missing that could not be) ends only that probe.
+//
+// Only the writes that declare it safe are probed (Store.UpdateAhead, TryUpdateAhead). Running a
+// function more than once is what Store.Update's contract allows, but a probe runs it on answers
+// the real run may not get: it takes the "not found" branches, and a function that sets a
+// variable of its caller on such a branch only ("created = true") would leave the probe's value
+// behind when the real run finds the row. The functions marked ahead assign what they set
+// outside on every path, or nothing; the others run once per attempt, reading as they go.
 
 // pgProbeRounds bounds the round trips of the read-ahead of one batch: a probe walking a long
 // range reads a page more each round, and the rest of the walk is read when the batch runs.
@@ -44,18 +50,23 @@ func (p *pgProbe) miss(req pgReq) {
 	}
 }
 
-// prefetch reads ahead for a batch of writes when the transaction is PostgreSQL's. A write alone
-// runs as it comes: its function runs once per attempt, as on bbolt.
+// prefetch reads ahead for a batch of writes when the transaction is PostgreSQL's: the writes
+// that allow it (UpdateAhead) are probed. A write alone runs as it comes, and so does every write
+// that did not allow it: its function runs once per attempt, as on bbolt, reading as it goes.
 func (t *Tx) prefetch(batch []*write) {
 	pt, ok := t.kv.(*pgTx)
 	if !ok || len(batch) < 2 || pt.probe != nil || pt.err != nil {
 		return
 	}
-	fns := make([]func(*Tx) error, len(batch))
-	for i, w := range batch {
-		fns[i] = w.fn
+	var fns []func(*Tx) error
+	for _, w := range batch {
+		if w.ahead {
+			fns = append(fns, w.fn)
+		}
 	}
-	pt.prefetch(fns)
+	if len(fns) > 0 {
+		pt.prefetch(fns)
+	}
 }
 
 // prefetch probes fns and reads what they read, round after round, until no probe could go

@@ -46,11 +46,12 @@ func openTracedPostgres(t *testing.T) (*Store, *pgTrips) {
 	return s, trips
 }
 
-// commitBatch runs fns as one batch of the group committer and returns each write's error.
-func commitBatch(s *Store, fns []func(*Tx) error) []error {
+// commitBatch runs fns as one batch of the group committer, each written with UpdateAhead when
+// ahead is set, and returns each write's error.
+func commitBatch(s *Store, ahead bool, fns []func(*Tx) error) []error {
 	batch := make([]*write, len(fns))
 	for i, fn := range fns {
-		batch[i] = &write{fn: fn, ok: make(chan struct{})}
+		batch[i] = &write{fn: fn, ahead: ahead, ok: make(chan struct{})}
 	}
 	s.commit(batch)
 	errs := make([]error, len(batch))
@@ -61,7 +62,7 @@ func commitBatch(s *Store, fns []func(*Tx) error) []error {
 	return errs
 }
 
-// A batch of writes on PostgreSQL reads ahead: sixteen writes that each read a row through an
+// A batch of UpdateAhead writes on PostgreSQL reads ahead: sixteen writes that each read a row through an
 // index (two reads, the second found by the first) and a cursor's page, then write, commit in
 // a handful of round trips (BEGIN with the first reads, the reads that depend on them, the
 // writes with COMMIT) instead of one per read; and what they read and wrote is what running
@@ -109,7 +110,7 @@ func TestPostgresBatchReadsAheadInFewRoundTrips(t *testing.T) {
 				return b.Put([]byte(fmt.Sprintf("out%02d", i)), []byte{v[0], byte(seen)})
 			}
 		}
-		return commitBatch(s, fns)
+		return commitBatch(s, true, fns)
 	}
 	// The first run prepares the statements on the connection; the second is counted.
 	for _, err := range run(s) {
@@ -158,7 +159,7 @@ func TestPostgresProbePanicEndsOnlyTheProbe(t *testing.T) {
 			return b.Put([]byte("n"), []byte{v[0] + 1})
 		}
 	}
-	for _, err := range commitBatch(s, fns) {
+	for _, err := range commitBatch(s, true, fns) {
 		require.NoError(t, err)
 	}
 	kvView(t, s, func(b kvBucket) { require.Equal(t, []byte{43}, b.Get([]byte("n"))) })
@@ -190,4 +191,45 @@ func TestPostgresCommitsDoNotWaitForThePool(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a commit waited for a pooled connection")
 	}
+}
+
+// Only the writes that allow it are probed. A write that sets a variable of its caller on the
+// branch a probe takes (the row missing) and not on the one the real run takes (the row found)
+// ends, written with Update in a batch, with the real run's value: its function ran once. The
+// same write of a batch marked ahead runs more than once, and reads its row before it runs.
+func TestPostgresProbesOnlyWritesMarkedAhead(t *testing.T) {
+	t.Parallel()
+	s, trips := openTracedPostgres(t)
+	require.NoError(t, kvUpdate(t, s, func(b kvBucket) error { return b.Put([]byte("x"), []byte{1}) }))
+	var created bool
+	runs := 0
+	createIfAbsent := func(tx *Tx) error {
+		runs++
+		b := tx.kv.Bucket(bKVTest)
+		if b.Get([]byte("x")) != nil {
+			return nil
+		}
+		created = true
+		return b.Put([]byte("x"), []byte{2})
+	}
+	other := func(tx *Tx) error { return tx.kv.Bucket(bKVTest).Put([]byte("y"), []byte{3}) }
+	for _, err := range commitBatch(s, false, []func(*Tx) error{createIfAbsent, other}) {
+		require.NoError(t, err)
+	}
+	require.False(t, created, "the real run found x: nothing was created")
+	require.Equal(t, 1, runs, "a write not marked ahead runs once")
+	kvView(t, s, func(b kvBucket) {
+		require.Equal(t, []byte{1}, b.Get([]byte("x")))
+		require.Equal(t, []byte{3}, b.Get([]byte("y")))
+	})
+
+	// Marked ahead, the same function is probed (so it must not be written this way: that is
+	// the promise UpdateAhead asks of it), and its read goes ahead with the BEGIN.
+	runs = 0
+	before := trips.n.Load()
+	for _, err := range commitBatch(s, true, []func(*Tx) error{createIfAbsent, other}) {
+		require.NoError(t, err)
+	}
+	require.Greater(t, runs, 1, "a write marked ahead is probed before it runs")
+	require.LessOrEqual(t, trips.n.Load()-before, int64(3), "BEGIN with the read; the writes with COMMIT")
 }
