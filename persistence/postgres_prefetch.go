@@ -23,12 +23,13 @@ import "slices"
 // probe read (a write changed the way a later one went) is read then. A probe's panic (an answer
 // taken as missing that could not be) ends only that probe.
 //
-// Only the writes that declare it safe are probed (Store.UpdateAhead, TryUpdateAhead). Running a
-// function more than once is what Store.Update's contract allows, but a probe runs it on answers
-// the real run may not get: it takes the "not found" branches, and a function that sets a
-// variable of its caller on such a branch only ("created = true") would leave the probe's value
-// behind when the real run finds the row. The functions marked ahead assign what they set
-// outside on every path, or nothing; the others run once per attempt, reading as they go.
+// Only the writes that declare it safe are probed (Store.UpdateAhead, TryUpdateAhead), and the
+// reads of Store.ViewAhead. Running a function more than once is what Store.Update's contract
+// allows, but a probe runs it on answers the real run may not get: it takes the "not found"
+// branches, and a function that sets a variable of its caller on such a branch only ("created =
+// true") would leave the probe's value behind when the real run finds the row. The functions
+// marked ahead assign what they set outside on every path, or nothing; the others run once per
+// attempt, reading as they go.
 
 // pgProbeRounds bounds the round trips of the read-ahead of one batch: a probe walking a long
 // range reads a page more each round, and the rest of the walk is read when the batch runs.
@@ -66,6 +67,13 @@ func (t *Tx) prefetch(batch []*write) {
 	}
 	if len(fns) > 0 {
 		pt.prefetch(fns)
+	}
+}
+
+// prefetchView reads ahead for a read transaction's function on PostgreSQL (Store.ViewAhead).
+func (t *Tx) prefetchView(fn func(*Tx) error) {
+	if pt, ok := t.kv.(*pgTx); ok && pt.probe == nil && pt.err == nil {
+		pt.prefetch([]func(*Tx) error{fn})
 	}
 }
 
@@ -122,6 +130,6 @@ func (t *pgTx) surprised(missed []pgReq) bool {
 // runProbe runs fn once as a probe.
 func (t *pgTx) runProbe(probe *pgProbe, fn func(*Tx) error) {
 	defer func() { _ = recover() }()
-	pt := &pgTx{p: t.p, ctx: t.ctx, writable: true, buckets: map[string]*pgBucket{}, reads: t.reads, probe: probe}
+	pt := &pgTx{p: t.p, ctx: t.ctx, writable: t.writable, buckets: map[string]*pgBucket{}, reads: t.reads, probe: probe}
 	_ = fn(&Tx{kv: pt})
 }

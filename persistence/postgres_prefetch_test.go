@@ -233,3 +233,62 @@ func TestPostgresProbesOnlyWritesMarkedAhead(t *testing.T) {
 	require.Greater(t, runs, 1, "a write marked ahead is probed before it runs")
 	require.LessOrEqual(t, trips.n.Load()-before, int64(3), "BEGIN with the read; the writes with COMMIT")
 }
+
+// A read transaction marked ahead (ViewAhead) that walks an index and reads the record each entry
+// names reads the walk's page and then every record together, not one record per round trip; a
+// View of the same function reads as it goes. Both read the same.
+func TestPostgresViewAheadReadsAWalksRecordsTogether(t *testing.T) {
+	t.Parallel()
+	s, trips := openTracedPostgres(t)
+	const n = 12
+	require.NoError(t, kvUpdate(t, s, func(b kvBucket) error {
+		for i := range n {
+			if err := b.Put([]byte(fmt.Sprintf("idx%02d", i)), []byte(fmt.Sprintf("rec%02d", i))); err != nil {
+				return err
+			}
+			if err := b.Put([]byte(fmt.Sprintf("rec%02d", i)), []byte{byte(i)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	var got []byte
+	walk := func(tx *Tx) error {
+		got = got[:0]
+		b := tx.kv.Bucket(bKVTest)
+		c := b.Cursor()
+		var err error
+		for k, v := c.Seek([]byte("idx")); k != nil && string(k[:3]) == "idx"; k, v = c.Next() {
+			// A record missing is an error once the walk is done, so that a probe, which takes
+			// every record it has not read as missing, notes them all in one run.
+			if r := b.Get(v); len(r) == 1 {
+				got = append(got, r[0])
+			} else {
+				err = errors.New("no record")
+			}
+		}
+		return err
+	}
+	want := make([]byte, n)
+	for i := range want {
+		want[i] = byte(i)
+	}
+	// The first views prepare the statements on the connections.
+	for range 2 {
+		require.NoError(t, s.View(walk))
+		require.NoError(t, s.ViewAhead(walk))
+	}
+	before := trips.n.Load()
+	require.NoError(t, s.View(walk))
+	plain := trips.n.Load() - before
+	require.Equal(t, want, got)
+
+	before = trips.n.Load()
+	require.NoError(t, s.ViewAhead(walk))
+	ahead := trips.n.Load() - before
+	require.Equal(t, want, got)
+	t.Logf("round trips of a walk of %d entries and their records: View %d, ViewAhead %d", n, plain, ahead)
+	require.GreaterOrEqual(t, plain, int64(n), "View reads each record in a round trip of its own")
+	// The page of the walk (with the BEGIN), the records, the page's end, the ROLLBACK.
+	require.LessOrEqual(t, ahead, int64(5), "ViewAhead reads the records together")
+}

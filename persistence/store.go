@@ -357,6 +357,18 @@ func (s *Store) QueueDepth() int { return len(s.writes) }
 // View runs fn in a read transaction.
 func (s *Store) View(fn func(*Tx) error) error { return s.c.view(fn) }
 
+// ViewAhead is View for a function that may run as a probe first, with the promise UpdateAhead
+// describes (what it assigns outside it is assigned afresh on every run): on PostgreSQL its
+// reads are read ahead in a few pipelined round trips (a walk of an index and the records it
+// names: one round trip for the walk's page, one for all the records) instead of one each.
+// On bbolt it is View.
+func (s *Store) ViewAhead(fn func(*Tx) error) error {
+	return s.c.view(func(t *Tx) error {
+		t.prefetchView(fn)
+		return fn(t)
+	})
+}
+
 func (s *Store) commitLoop() {
 	defer close(s.closed)
 	// The committer keeps an OS thread of its own. Every write waits for its commit, and under
