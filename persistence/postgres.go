@@ -81,8 +81,10 @@ type pgStore struct {
 	held  atomic.Bool
 	cache *accountCache
 	// cc is the committer's connection (committerConn), cmu orders its transactions.
-	cmu    sync.Mutex
-	cc     *pgxpool.Conn
+	cmu sync.Mutex
+	cc  *pgxpool.Conn
+	// views are the connections of the read transactions (postgres_views.go).
+	views  *pgViews
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -210,12 +212,16 @@ func openPostgres(ctx context.Context, url string, opts Options, configure func(
 		pool.Close()
 		return nil, err
 	}
+	// The read transactions keep all of the pool's connections but the committer's and one
+	// for the store's own statements (stats).
+	p.views = newPgViews(max(1, int(pcfg.MaxConns)-2))
 	s := newStore(p, opts)
 	s.pg = p
 	p.cache = &s.accounts
 	p.cache.bypass.Store(true)
-	p.wg.Add(1)
+	p.wg.Add(2)
 	go p.keep(conn)
+	go p.sweepViews()
 	return s, nil
 }
 
@@ -294,6 +300,7 @@ func (p *pgStore) listen(conn *pgx.Conn) {
 func (p *pgStore) close() error {
 	p.cancel()
 	p.wg.Wait()
+	p.closeViews()
 	p.cmu.Lock()
 	if p.cc != nil {
 		p.cc.Release()
@@ -428,13 +435,23 @@ func (p *pgStore) release(c *pgxpool.Conn) {
 func (p *pgStore) view(fn func(*Tx) error) error {
 	ctx, cancel := context.WithTimeout(p.ctx, pgTxTimeout)
 	defer cancel()
-	c, err := p.pool.Acquire(ctx)
+	c, err := p.takeView(ctx)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	defer p.release(c)
+	defer p.giveView(c)
 	t := p.newTx(ctx, c.Conn(), pgBeginSnapshot, false)
+	if c.Conn().PgConn().TxStatus() != 'I' {
+		// The connection is still in the read transaction before this one: it ends with this
+		// one's first read (postgres_views.go).
+		t.end = "ROLLBACK"
+	}
 	ferr := fn(&Tx{kv: t})
+	if t.end != "" {
+		// Nothing read: the transaction before is still open, and is ended now rather than
+		// kept (its snapshot would last as long as reads without a read keep the connection).
+		p.rollback(c)
+	}
 	if t.err != nil {
 		return fmt.Errorf("%w: read: %w", ErrUnavailable, t.err)
 	}
@@ -465,7 +482,10 @@ type pgTx struct {
 	writable bool
 	// begin is the statement that opens the transaction, sent ahead of its first statements;
 	// "" once sent (or when q is a transaction already open).
-	begin   string
+	begin string
+	// end, when set, ends the transaction still open on the connection before begin: it is
+	// sent with begin.
+	end     string
 	buckets map[string]*pgBucket
 	// reads holds what the transaction read of the tables (rows and cursor pages), shared with
 	// the probes that read ahead for a batch of writes (postgres_prefetch.go).
@@ -622,8 +642,12 @@ func (t *pgTx) page(req pgReq) ([]pgRow, bool) {
 // transaction.
 func (t *pgTx) read(reqs []pgReq) bool {
 	batch := &pgx.Batch{}
-	begin := t.begin != ""
+	begin, end := t.begin != "", t.end != ""
 	if begin {
+		if end {
+			batch.Queue(t.end)
+			t.end = ""
+		}
 		batch.Queue(t.begin)
 		t.begin = ""
 	}
@@ -654,7 +678,7 @@ func (t *pgTx) read(reqs []pgReq) bool {
 		}
 	}
 	br := t.q.SendBatch(t.ctx, batch)
-	err := t.readResults(br, begin, sent)
+	err := t.readResults(br, begin, end, sent)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -672,7 +696,12 @@ type pgSent struct {
 	page pgReq
 }
 
-func (t *pgTx) readResults(br pgx.BatchResults, begin bool, sent []pgSent) error {
+func (t *pgTx) readResults(br pgx.BatchResults, begin, end bool, sent []pgSent) error {
+	if end {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
 	if begin {
 		if _, err := br.Exec(); err != nil {
 			return err

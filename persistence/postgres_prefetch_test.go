@@ -292,3 +292,28 @@ func TestPostgresViewAheadReadsAWalksRecordsTogether(t *testing.T) {
 	// The page of the walk (with the BEGIN), the records, the page's end, the ROLLBACK.
 	require.LessOrEqual(t, ahead, int64(5), "ViewAhead reads the records together")
 }
+
+// A read transaction ends with the next one on its connection: a View of one row is one round
+// trip (the previous transaction's ROLLBACK, BEGIN and the read in one pipeline), not a second
+// for its own ROLLBACK. A connection left unused inside its transaction is rolled back and goes
+// back to the pool within about two pgViewIdle, and reads go on after it.
+func TestPostgresViewEndsWithTheNextOne(t *testing.T) {
+	t.Parallel()
+	s, trips := openTracedPostgres(t)
+	require.NoError(t, kvUpdate(t, s, func(b kvBucket) error { return b.Put([]byte("k"), []byte{7}) }))
+	read := func() {
+		kvView(t, s, func(b kvBucket) { require.Equal(t, []byte{7}, b.Get([]byte("k"))) })
+	}
+	for range 3 {
+		read()
+	}
+	before := trips.n.Load()
+	for range 4 {
+		read()
+	}
+	require.Equal(t, int64(4), trips.n.Load()-before, "one round trip per read transaction")
+	require.Eventually(t, func() bool { return len(s.pg.views.idle) == 0 }, 5*pgViewIdle, 50*time.Millisecond,
+		"an idle connection goes back to the pool")
+	require.Zero(t, len(s.pg.views.slots))
+	read()
+}
