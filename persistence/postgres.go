@@ -34,7 +34,9 @@ import (
 //     are read ahead in a few pipelined round trips (postgres_prefetch.go); other reads go to
 //     the server as they come, the first with the BEGIN; a key read twice is read once.
 //   - View is a REPEATABLE READ READ ONLY transaction: one snapshot, as bbolt's read
-//     transactions, and no part in the serializable writers' conflicts.
+//     transactions, and no part in the serializable writers' conflicts. It ends with the next
+//     read transaction on its connection (postgres_views.go); ViewAhead reads ahead as a batch
+//     of writes does.
 //   - Cursors read keyset pages: k > $1 ORDER BY k (k < $1 ORDER BY k DESC backwards), LIMIT
 //     growing from a few rows to 1024 as the cursor goes on.
 //   - One process at a time: the store holds a session advisory lock on a connection of its own
