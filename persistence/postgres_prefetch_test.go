@@ -314,6 +314,6 @@ func TestPostgresViewEndsWithTheNextOne(t *testing.T) {
 	require.Equal(t, int64(4), trips.n.Load()-before, "one round trip per read transaction")
 	require.Eventually(t, func() bool { return len(s.pg.views.idle) == 0 }, 5*pgViewIdle, 50*time.Millisecond,
 		"an idle connection goes back to the pool")
-	require.Zero(t, len(s.pg.views.slots))
+	require.Empty(t, s.pg.views.slots)
 	read()
 }
