@@ -268,7 +268,8 @@ func ceiling(e *Env, store string, conns int, d time.Duration) (float64, commitS
 		if err != nil {
 			return err
 		}
-		return s.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(p, raw) })
+		// Read ahead on PostgreSQL, as the server's own creates (persistence.Store.UpdateAhead).
+		return s.UpdateAhead(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(p, raw) })
 	})
 	if err != nil {
 		return 0, stats, err

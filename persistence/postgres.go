@@ -30,9 +30,13 @@ import (
 //     function may so run more than once, which the Store.Update contract allows. A
 //     transaction's Puts and Deletes are kept in memory (an overlay that its own reads and cursors
 //     see over the table's rows) and sent at commit as one statement per bucket and kind, in one
-//     pipelined batch. Reads go to the server as they come; a key read twice is read once.
+//     pipelined batch with COMMIT (and the BEGIN, when nothing was read before). A batch's reads
+//     are read ahead in a few pipelined round trips (postgres_prefetch.go); other reads go to
+//     the server as they come, the first with the BEGIN; a key read twice is read once.
 //   - View is a REPEATABLE READ READ ONLY transaction: one snapshot, as bbolt's read
-//     transactions, and no part in the serializable writers' conflicts.
+//     transactions, and no part in the serializable writers' conflicts. It ends with the next
+//     read transaction on its connection (postgres_views.go); ViewAhead reads ahead as a batch
+//     of writes does.
 //   - Cursors read keyset pages: k > $1 ORDER BY k (k < $1 ORDER BY k DESC backwards), LIMIT
 //     growing from a few rows to 1024 as the cursor goes on.
 //   - One process at a time: the store holds a session advisory lock on a connection of its own
@@ -76,8 +80,13 @@ type pgStore struct {
 	channel string
 	lockKey string
 	// held is true while the session advisory lock is held.
-	held   atomic.Bool
-	cache  *accountCache
+	held  atomic.Bool
+	cache *accountCache
+	// cc is the committer's connection (committerConn), cmu orders its transactions.
+	cmu sync.Mutex
+	cc  *pgxpool.Conn
+	// views are the connections of the read transactions (postgres_views.go).
+	views  *pgViews
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -86,7 +95,7 @@ type pgStore struct {
 // pgTable is one bucket's table and its statements.
 type pgTable struct {
 	name                                  string
-	get, upsert, del                      string
+	get, getMany, upsert, del             string
 	first, last, ge, gt, le, lt, countSQL string
 }
 
@@ -96,6 +105,7 @@ func newPgTable(bucket string) *pgTable {
 	return &pgTable{
 		name:     bucket,
 		get:      "SELECT v FROM " + t + " WHERE k = $1",
+		getMany:  "SELECT k, v FROM " + t + " WHERE k = ANY($1::bytea[])",
 		upsert:   "INSERT INTO " + t + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
 		del:      "DELETE FROM " + t + " WHERE k = ANY($1::bytea[])",
 		first:    sel + " ORDER BY k LIMIT $1",
@@ -144,6 +154,12 @@ func RedactURL(s string) string {
 // when another process holds it past opts.LockTimeout). Options.ReadOnly and Options.Check are
 // bbolt's and ignored here.
 func OpenPostgres(ctx context.Context, url string, opts Options) (*Store, error) {
+	return openPostgres(ctx, url, opts, nil)
+}
+
+// openPostgres is OpenPostgres with configure, when not nil, adjusting the pool's configuration
+// (tests: a tracer that counts the statements sent).
+func openPostgres(ctx context.Context, url string, opts Options, configure func(*pgxpool.Config)) (*Store, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = 2 * time.Second
 	}
@@ -156,6 +172,16 @@ func OpenPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 	}
 	if pcfg.MaxConns < 8 {
 		pcfg.MaxConns = 8
+	}
+	// Every statement of the store reads by key, or a range of keys in order: the primary key's
+	// index is always the way. A store's tables grow from empty within seconds, and a prepared
+	// statement's generic plan made while a table was small scanned it whole for every read
+	// afterwards (k = ANY over a few thousand rows: 2.4 ms a read instead of 0.1).
+	if _, set := pcfg.ConnConfig.RuntimeParams["enable_seqscan"]; !set {
+		pcfg.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
+	}
+	if configure != nil {
+		configure(pcfg)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
@@ -188,12 +214,16 @@ func OpenPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 		pool.Close()
 		return nil, err
 	}
+	// The read transactions keep all of the pool's connections but the committer's and one
+	// for the store's own statements (stats).
+	p.views = newPgViews(max(1, int(pcfg.MaxConns)-2))
 	s := newStore(p, opts)
 	s.pg = p
 	p.cache = &s.accounts
 	p.cache.bypass.Store(true)
-	p.wg.Add(1)
+	p.wg.Add(2)
 	go p.keep(conn)
+	go p.sweepViews()
 	return s, nil
 }
 
@@ -272,6 +302,13 @@ func (p *pgStore) listen(conn *pgx.Conn) {
 func (p *pgStore) close() error {
 	p.cancel()
 	p.wg.Wait()
+	p.closeViews()
+	p.cmu.Lock()
+	if p.cc != nil {
+		p.cc.Release()
+		p.cc = nil
+	}
+	p.cmu.Unlock()
 	p.pool.Close()
 	return nil
 }
@@ -291,14 +328,14 @@ func (p *pgStore) migrate(ctx context.Context) error {
 			return fmt.Errorf("persistence: PostgreSQL: create table for %s: %w", name, err)
 		}
 	}
-	t := p.newTx(ctx, tx, true)
+	t := p.newTx(ctx, tx, "", true)
 	if err := upgrade(t); err != nil {
 		return fmt.Errorf("persistence: PostgreSQL: upgrade the layout: %w", err)
 	}
 	if t.err != nil {
 		return fmt.Errorf("persistence: PostgreSQL: upgrade the layout: %w", t.err)
 	}
-	if err := t.flush(); err != nil {
+	if err := t.flush(false); err != nil {
 		return fmt.Errorf("persistence: PostgreSQL: upgrade the layout: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -340,12 +377,14 @@ func (p *pgStore) updateOnce(fn func(*Tx) error) error {
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, pgTxTimeout)
 	defer cancel()
-	tx, err := p.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	p.cmu.Lock()
+	defer p.cmu.Unlock()
+	c, err := p.committerConn(ctx)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	t := p.newTx(ctx, tx, true)
+	defer p.rollback(c)
+	t := p.newTx(ctx, c.Conn(), pgBeginSerializable, true)
 	ferr := fn(&Tx{kv: t})
 	if t.err != nil {
 		if retryable(t.err) {
@@ -356,41 +395,113 @@ func (p *pgStore) updateOnce(fn func(*Tx) error) error {
 	if ferr != nil {
 		return ferr
 	}
-	if err := t.flush(); err != nil {
-		return err
+	return t.flush(true)
+}
+
+// committerConn returns the connection the writes go through, taken from the pool once and
+// kept (again when it was lost), so that a commit never waits for a connection behind the reads.
+// p.cmu is held.
+func (p *pgStore) committerConn(ctx context.Context) (*pgxpool.Conn, error) {
+	if p.cc != nil && !p.cc.Conn().IsClosed() {
+		return p.cc, nil
 	}
-	return tx.Commit(ctx)
+	if p.cc != nil {
+		p.cc.Release()
+		p.cc = nil
+	}
+	c, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.cc = c
+	return c, nil
+}
+
+// rollback ends the transaction still open on a connection (the function refused, or a
+// statement failed), so that the connection is ready for the next one.
+func (p *pgStore) rollback(c *pgxpool.Conn) {
+	if pc := c.Conn().PgConn(); !pc.IsClosed() && pc.TxStatus() != 'I' {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = c.Exec(ctx, "ROLLBACK")
+		cancel()
+	}
+}
+
+// release gives a read's connection back to the pool, rolled back first: the pool would close a
+// connection handed back inside a transaction.
+func (p *pgStore) release(c *pgxpool.Conn) {
+	p.rollback(c)
+	c.Release()
 }
 
 func (p *pgStore) view(fn func(*Tx) error) error {
 	ctx, cancel := context.WithTimeout(p.ctx, pgTxTimeout)
 	defer cancel()
-	tx, err := p.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	c, err := p.takeView(ctx)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	t := p.newTx(ctx, tx, false)
+	defer p.giveView(c)
+	t := p.newTx(ctx, c.Conn(), pgBeginSnapshot, false)
+	if c.Conn().PgConn().TxStatus() != 'I' {
+		// The connection is still in the read transaction before this one: it ends with this
+		// one's first read (postgres_views.go).
+		t.end = "ROLLBACK"
+	}
 	ferr := fn(&Tx{kv: t})
+	if t.end != "" {
+		// Nothing read: the transaction before is still open, and is ended now rather than
+		// kept (its snapshot would last as long as reads without a read keep the connection).
+		p.rollback(c)
+	}
 	if t.err != nil {
 		return fmt.Errorf("%w: read: %w", ErrUnavailable, t.err)
 	}
 	return ferr
 }
 
-// pgTx is one transaction behind the seam.
+// The statements that open a transaction. Neither goes to the server on its own: a transaction
+// sends its BEGIN in the pipeline of its first statements (its first reads, or its writes and
+// COMMIT), and a transaction that reads and writes nothing never goes to the server at all.
+const (
+	pgBeginSerializable = "BEGIN ISOLATION LEVEL SERIALIZABLE"
+	pgBeginSnapshot     = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+)
+
+// pgSender is where a transaction sends its statements: its connection, on which it opens the
+// transaction itself, or a pgx.Tx already open (migrate).
+type pgSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// pgTx is one transaction behind the seam. Every statement it sends goes in a pgx.Batch, which
+// pgx sends as one pipeline of prepared statements (its statement cache prepares each SQL text
+// once per connection): one round trip, however many statements the batch holds.
 type pgTx struct {
 	p        *pgStore
 	ctx      context.Context
-	q        pgx.Tx
+	q        pgSender
 	writable bool
-	buckets  map[string]*pgBucket
+	// begin is the statement that opens the transaction, sent ahead of its first statements;
+	// "" once sent (or when q is a transaction already open).
+	begin string
+	// end, when set, ends the transaction still open on the connection before begin: it is
+	// sent with begin.
+	end     string
+	buckets map[string]*pgBucket
+	// reads holds what the transaction read of the tables (rows and cursor pages), shared with
+	// the probes that read ahead for a batch of writes (postgres_prefetch.go).
+	reads *pgReads
+	// probe is set on a probe: it notes the rows it reads that the transaction has not read,
+	// instead of reading them.
+	probe *pgProbe
 	// err is the first read that failed; the transaction fails with it.
 	err error
 }
 
-func (p *pgStore) newTx(ctx context.Context, q pgx.Tx, writable bool) *pgTx {
-	return &pgTx{p: p, ctx: ctx, q: q, writable: writable, buckets: map[string]*pgBucket{}}
+func (p *pgStore) newTx(ctx context.Context, q pgSender, begin string, writable bool) *pgTx {
+	return &pgTx{p: p, ctx: ctx, q: q, begin: begin, writable: writable, buckets: map[string]*pgBucket{},
+		reads: &pgReads{rows: map[pgRowKey]pgRead{}, pages: map[pgReq][]pgRow{}}}
 }
 
 func (t *pgTx) Bucket(name []byte) kvBucket {
@@ -412,9 +523,15 @@ func (t *pgTx) fail(err error) {
 	}
 }
 
-// flush sends the transaction's writes in one batch.
-func (t *pgTx) flush() error {
+// flush sends the transaction's writes in one pipeline, with COMMIT when commit is set (and the
+// BEGIN still unsent): the writes and the commit of a transaction whose reads were all made
+// take one round trip. A transaction that neither read nor wrote sends nothing.
+func (t *pgTx) flush(commit bool) error {
 	batch := &pgx.Batch{}
+	if t.begin != "" {
+		batch.Queue(t.begin)
+	}
+	writes := 0
 	for _, b := range t.buckets {
 		if len(b.keys) == 0 {
 			continue
@@ -442,15 +559,207 @@ func (t *pgTx) flush() error {
 		}
 		if len(delK) > 0 {
 			batch.Queue(b.tbl.del, delK)
+			writes++
 		}
 		if len(putK) > 0 {
 			batch.Queue(b.tbl.upsert, putK, putV)
+			writes++
 		}
+	}
+	if writes == 0 && t.begin != "" {
+		// Nothing read, nothing written: no transaction to open, none to commit.
+		return nil
+	}
+	if commit {
+		batch.Queue("COMMIT")
 	}
 	if batch.Len() == 0 {
 		return nil
 	}
+	t.begin = ""
 	return t.q.SendBatch(t.ctx, batch).Close()
+}
+
+// pgReads is what a transaction read of its tables, each row and page read once.
+type pgReads struct {
+	rows  map[pgRowKey]pgRead
+	pages map[pgReq][]pgRow
+}
+
+// pgRowKey names a row of a table.
+type pgRowKey struct {
+	tbl *pgTable
+	key string
+}
+
+// pgReq is a read of a table: a row by its key, or (page set) a cursor's page: the rows from x
+// (key; none when hasX is false) by sql, at most n of them.
+type pgReq struct {
+	tbl  *pgTable
+	page bool
+	sql  string
+	key  string
+	hasX bool
+	n    int
+}
+
+// row returns the row of key in tbl (not the pending writes), reading it when this transaction
+// has not yet. A probe reads nothing: it notes the row and takes it as missing.
+func (t *pgTx) row(tbl *pgTable, key []byte) pgRead {
+	k := pgRowKey{tbl, string(key)}
+	if r, ok := t.reads.rows[k]; ok {
+		return r
+	}
+	if t.err != nil {
+		return pgRead{}
+	}
+	if t.probe != nil {
+		t.probe.miss(pgReq{tbl: tbl, key: k.key})
+		return pgRead{}
+	}
+	t.read([]pgReq{{tbl: tbl, key: k.key}})
+	return t.reads.rows[k]
+}
+
+// page returns a cursor's page, reading it when this transaction has not yet; ok is false when
+// the read failed. A probe reads nothing: it notes the page and takes it as empty.
+func (t *pgTx) page(req pgReq) ([]pgRow, bool) {
+	if rows, ok := t.reads.pages[req]; ok {
+		return rows, true
+	}
+	if t.err != nil {
+		return nil, false
+	}
+	if t.probe != nil {
+		t.probe.miss(req)
+		return nil, true
+	}
+	t.read([]pgReq{req})
+	rows, ok := t.reads.pages[req]
+	return rows, ok
+}
+
+// read sends reqs (and the BEGIN when still unsent) in one pipeline and keeps what they read:
+// the rows of a table in one statement (k = ANY), each page in one. A failure fails the
+// transaction.
+func (t *pgTx) read(reqs []pgReq) bool {
+	batch := &pgx.Batch{}
+	begin, end := t.begin != "", t.end != ""
+	if begin {
+		if end {
+			batch.Queue(t.end)
+			t.end = ""
+		}
+		batch.Queue(t.begin)
+		t.begin = ""
+	}
+	// The statements in the order they are queued: a table's rows, or a page.
+	var sent []pgSent
+	for _, r := range reqs {
+		if r.page {
+			sent = append(sent, pgSent{tbl: r.tbl, page: r})
+			continue
+		}
+		i := slices.IndexFunc(sent, func(s pgSent) bool { return !s.page.page && s.tbl == r.tbl })
+		if i < 0 {
+			sent = append(sent, pgSent{tbl: r.tbl})
+			i = len(sent) - 1
+		}
+		sent[i].keys = append(sent[i].keys, []byte(r.key))
+	}
+	for _, s := range sent {
+		switch {
+		case s.page.page && s.page.hasX:
+			batch.Queue(s.page.sql, s.page.n, []byte(s.page.key))
+		case s.page.page:
+			batch.Queue(s.page.sql, s.page.n)
+		case len(s.keys) == 1:
+			batch.Queue(s.tbl.get, s.keys[0])
+		default:
+			batch.Queue(s.tbl.getMany, s.keys)
+		}
+	}
+	br := t.q.SendBatch(t.ctx, batch)
+	err := t.readResults(br, begin, end, sent)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.fail(err)
+		return false
+	}
+	return true
+}
+
+// pgSent is a statement of a read: the rows of keys in tbl, or a page.
+type pgSent struct {
+	tbl  *pgTable
+	keys [][]byte
+	page pgReq
+}
+
+func (t *pgTx) readResults(br pgx.BatchResults, begin, end bool, sent []pgSent) error {
+	if end {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	if begin {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	for _, s := range sent {
+		if len(s.keys) == 1 {
+			var v []byte
+			err := br.QueryRow().Scan(&v)
+			var got pgRead
+			switch {
+			case err == nil:
+				if v == nil {
+					v = []byte{}
+				}
+				got = pgRead{v: v, found: true}
+			case errors.Is(err, pgx.ErrNoRows):
+			default:
+				return err
+			}
+			t.reads.rows[pgRowKey{s.tbl, string(s.keys[0])}] = got
+			continue
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		out := []pgRow{}
+		for rows.Next() {
+			var row pgRow
+			if err := rows.Scan(&row.k, &row.v); err != nil {
+				rows.Close()
+				return err
+			}
+			if row.v == nil {
+				row.v = []byte{}
+			}
+			out = append(out, row)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if s.page.page {
+			t.reads.pages[s.page] = out
+			continue
+		}
+		// The keys asked for and not found are missing rows.
+		for _, k := range s.keys {
+			t.reads.rows[pgRowKey{s.tbl, string(k)}] = pgRead{}
+		}
+		for _, row := range out {
+			t.reads.rows[pgRowKey{s.tbl, string(row.k)}] = pgRead{v: row.v, found: true}
+		}
+	}
+	return nil
 }
 
 // pgWrite is a pending write: a value, or a deletion.
@@ -465,44 +774,17 @@ type pgRead struct {
 	found bool
 }
 
-// pgBucket is a bucket of a transaction: the table, the reads made of it and the writes pending.
+// pgBucket is a bucket of a transaction: the table and the writes pending.
 type pgBucket struct {
 	tx  *pgTx
 	tbl *pgTable
 	// pend holds the pending writes; keys holds their keys in order.
-	pend  map[string]pgWrite
-	keys  []string
-	reads map[string]pgRead
+	pend map[string]pgWrite
+	keys []string
 }
 
 // row reads key from the table (not the pending writes).
-func (b *pgBucket) row(key []byte) pgRead {
-	if r, ok := b.reads[string(key)]; ok {
-		return r
-	}
-	if b.tx.err != nil {
-		return pgRead{}
-	}
-	var v []byte
-	err := b.tx.q.QueryRow(b.tx.ctx, b.tbl.get, key).Scan(&v)
-	var r pgRead
-	switch {
-	case err == nil:
-		if v == nil {
-			v = []byte{}
-		}
-		r = pgRead{v: v, found: true}
-	case errors.Is(err, pgx.ErrNoRows):
-	default:
-		b.tx.fail(err)
-		return pgRead{}
-	}
-	if b.reads == nil {
-		b.reads = map[string]pgRead{}
-	}
-	b.reads[string(key)] = r
-	return r
-}
+func (b *pgBucket) row(key []byte) pgRead { return b.tx.row(b.tbl, key) }
 
 func (b *pgBucket) Get(key []byte) []byte {
 	if w, ok := b.pend[string(key)]; ok {
@@ -664,7 +946,6 @@ func (c *pgCursor) fetch(x []byte, incl bool, dir int, seek bool) bool {
 	n := c.limit(seek)
 	c.fetches++
 	var sql string
-	args := []any{n}
 	switch {
 	case x == nil && dir > 0:
 		sql = c.b.tbl.first
@@ -679,32 +960,9 @@ func (c *pgCursor) fetch(x []byte, incl bool, dir int, seek bool) bool {
 	default:
 		sql = c.b.tbl.lt
 	}
-	if x != nil {
-		args = append(args, x)
-	}
-	rows, err := t.q.Query(t.ctx, sql, args...)
-	if err != nil {
-		t.fail(err)
-		c.valid = false
-		return false
-	}
-	var out []pgRow
-	for rows.Next() {
-		var r pgRow
-		if err := rows.Scan(&r.k, &r.v); err != nil {
-			rows.Close()
-			t.fail(err)
-			c.valid = false
-			return false
-		}
-		if r.v == nil {
-			r.v = []byte{}
-		}
-		out = append(out, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		t.fail(err)
+	req := pgReq{tbl: c.b.tbl, page: true, sql: sql, key: string(x), hasX: x != nil, n: n}
+	out, ok := t.page(req)
+	if !ok {
 		c.valid = false
 		return false
 	}
@@ -717,6 +975,8 @@ func (c *pgCursor) fetch(x []byte, incl bool, dir int, seek bool) bool {
 			c.hi, c.hiIncl = out[len(out)-1].k, true
 		}
 	} else {
+		// The page is the transaction's (a later cursor may read it again): reversed in a copy.
+		out = slices.Clone(out)
 		slices.Reverse(out)
 		c.hi, c.hiInf, c.hiIncl = x, x == nil, incl
 		c.loInf = !full

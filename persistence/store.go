@@ -108,9 +108,11 @@ type Store struct {
 }
 
 type write struct {
-	fn  func(*Tx) error
-	err error
-	ok  chan struct{}
+	fn func(*Tx) error
+	// ahead: fn may run as a probe that reads ahead for its batch (UpdateAhead).
+	ahead bool
+	err   error
+	ok    chan struct{}
 }
 
 // Open opens (creating if needed) the database in dir. A damaged file is a *DamagedError
@@ -274,7 +276,29 @@ func (s *Store) Path() string {
 // for the writes of work already accepted (a job's progress, an outcome), which must not be
 // dropped; a write that a request waits on goes through TryUpdate, which refuses instead.
 func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
-	w := &write{fn: fn, ok: make(chan struct{})}
+	return s.update(ctx, &write{fn: fn, ok: make(chan struct{})})
+}
+
+// UpdateAhead is Update for a write whose function may also run as a probe: on PostgreSQL,
+// before a batch of writes runs, the functions of those written with UpdateAhead (or
+// TryUpdateAhead) run once or more against what the transaction has read so far, every row
+// they have no answer for taken as missing, so that the rows they read are read together in a
+// few round trips instead of one each (postgres_prefetch.go). What a probe writes to the
+// transaction is dropped, but what it does outside the transaction stays: a variable outside
+// fn that fn assigns keeps the probe's value when the real run does not assign it again, and a
+// probe takes exactly the "not found" branches (a record to create) that the real run may not.
+//
+// So fn promises, besides Update's rule that it only touches the transaction, that every
+// variable outside it that it assigns is assigned on every path of every run (reset at its
+// top), or that it assigns none: its result is what it wrote, or what the caller reads back
+// from variables the last run set. It must not panic on a row taken as missing in a way that
+// matters (a probe's panic is recovered and ends only that probe). Writes that read nothing
+// gain nothing from it. On bbolt it is Update.
+func (s *Store) UpdateAhead(ctx context.Context, fn func(*Tx) error) error {
+	return s.update(ctx, &write{fn: fn, ahead: true, ok: make(chan struct{})})
+}
+
+func (s *Store) update(ctx context.Context, w *write) error {
 	s.mu.RLock()
 	if s.isClosed {
 		s.mu.RUnlock()
@@ -297,7 +321,16 @@ func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 // its capacity taken, the rest kept for Update), it refuses at once with ErrBusy instead of
 // waiting for room, and nothing is written. Once queued, it waits for its commit as Update does.
 func (s *Store) TryUpdate(fn func(*Tx) error) error {
-	w := &write{fn: fn, ok: make(chan struct{})}
+	return s.tryUpdate(&write{fn: fn, ok: make(chan struct{})})
+}
+
+// TryUpdateAhead is TryUpdate for a write whose function may run as a probe, with the promise
+// UpdateAhead describes.
+func (s *Store) TryUpdateAhead(fn func(*Tx) error) error {
+	return s.tryUpdate(&write{fn: fn, ahead: true, ok: make(chan struct{})})
+}
+
+func (s *Store) tryUpdate(w *write) error {
 	s.mu.RLock()
 	if s.isClosed {
 		s.mu.RUnlock()
@@ -323,6 +356,18 @@ func (s *Store) QueueDepth() int { return len(s.writes) }
 
 // View runs fn in a read transaction.
 func (s *Store) View(fn func(*Tx) error) error { return s.c.view(fn) }
+
+// ViewAhead is View for a function that may run as a probe first, with the promise UpdateAhead
+// describes (what it assigns outside it is assigned afresh on every run): on PostgreSQL its
+// reads are read ahead in a few pipelined round trips (a walk of an index and the records it
+// names: one round trip for the walk's page, one for all the records) instead of one each.
+// On bbolt it is View.
+func (s *Store) ViewAhead(fn func(*Tx) error) error {
+	return s.c.view(func(t *Tx) error {
+		t.prefetchView(fn)
+		return fn(t)
+	})
+}
 
 func (s *Store) commitLoop() {
 	defer close(s.closed)
@@ -447,6 +492,9 @@ func (s *Store) commit(batch []*write) (waiting bool) {
 	failed := -1
 	err := s.c.update(func(t *Tx) error {
 		failed = -1
+		// On PostgreSQL, the rows the batch's UpdateAhead writes read are read ahead together
+		// (postgres_prefetch.go).
+		t.prefetch(batch)
 		for i, w := range batch {
 			if err := w.fn(t); err != nil {
 				w.err = err

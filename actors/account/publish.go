@@ -106,7 +106,9 @@ func (a *Actor) take(ctx actor.Context, n int) {
 	var last string
 	stored := map[string]bool{}
 	mark := a.deps.Backlog.Mark(a.id)
-	err := a.deps.Store.View(func(tx *persistence.Tx) error {
+	// Read ahead on PostgreSQL (persistence.Store.ViewAhead): what the function sets outside it
+	// is set afresh by each run.
+	err := a.deps.Store.ViewAhead(func(tx *persistence.Tx) error {
 		got, last = got[:0], ""
 		clear(stored)
 		ws, more := tx.WaitingFor(a.id, n, func(key string) bool {

@@ -474,7 +474,9 @@ func (a *Actor) record() error {
 	if err := b.encode(); err != nil {
 		return err
 	}
-	err = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return b.write(tx, a.id) })
+	// Read ahead on PostgreSQL (persistence.Store.UpdateAhead): write sets nothing outside the
+	// transaction but the ids and numbers of the events it appends, on every run.
+	err = a.deps.Store.UpdateAhead(context.Background(), func(tx *persistence.Tx) error { return b.write(tx, a.id) })
 	if err != nil && b.settle != nil && !errors.Is(err, persistence.ErrWriteFailed) && !errors.Is(err, persistence.ErrClosed) {
 		// The post's part was refused (a record it reads is damaged): the job is stored alone,
 		// and its post takes the outcome through Finish, as after a restart.
@@ -483,7 +485,7 @@ func (a *Actor) record() error {
 		if err := b.encode(); err != nil {
 			return err
 		}
-		err = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return b.write(tx, a.id) })
+		err = a.deps.Store.UpdateAhead(context.Background(), func(tx *persistence.Tx) error { return b.write(tx, a.id) })
 	}
 	if err != nil {
 		return err

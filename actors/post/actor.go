@@ -272,7 +272,8 @@ func createPost(store *persistence.Store, id string, m *Create) (*persistence.Po
 	if err != nil {
 		return nil, err
 	}
-	if err := store.TryUpdate(func(tx *persistence.Tx) error {
+	// Read ahead on PostgreSQL (persistence.Store.UpdateAhead): the function sets nothing outside.
+	if err := store.TryUpdateAhead(func(tx *persistence.Tx) error {
 		if tx.HasPost(id) {
 			return ErrExists
 		}

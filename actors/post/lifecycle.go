@@ -399,9 +399,11 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	write := d.Store.TryUpdate
+	// Read ahead on PostgreSQL (persistence.Store.UpdateAhead): the function sets nothing outside
+	// (the post's encoding with its quota counted is its own, praw).
+	write := d.Store.TryUpdateAhead
 	if !request {
-		write = func(fn func(*persistence.Tx) error) error { return d.Store.Update(context.Background(), fn) }
+		write = func(fn func(*persistence.Tx) error) error { return d.Store.UpdateAhead(context.Background(), fn) }
 	}
 	if err := write(func(tx *persistence.Tx) error {
 		if creating {
@@ -409,13 +411,13 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 				return ErrExists
 			}
 		}
-		n := next.Clone()
+		n, praw := next.Clone(), raw
 		if err := countQuota(tx, n, q); err != nil {
 			return err
 		}
 		if n.QuotaCounted != next.QuotaCounted {
 			var err error
-			if raw, err = persistence.Encode(n); err != nil {
+			if praw, err = persistence.Encode(n); err != nil {
 				return err
 			}
 		}
@@ -442,7 +444,7 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 		if err := tx.PutJobEncoded(j, jobRaw); err != nil {
 			return err
 		}
-		return tx.PutPost(n, raw)
+		return tx.PutPost(n, praw)
 	}); err != nil {
 		return nil, nil, err
 	}

@@ -213,8 +213,9 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 	var out map[string][]persistence.PendingDelivery
 	n := 0
 	now := s.d.clock.Now().UTC()
-	err := s.opts.Store.Update(ctx, func(tx *persistence.Tx) error {
-		out = map[string][]persistence.PendingDelivery{}
+	// Read ahead on PostgreSQL (persistence.Store.UpdateAhead): out and n are set afresh by each run.
+	err := s.opts.Store.UpdateAhead(ctx, func(tx *persistence.Tx) error {
+		out, n = map[string][]persistence.PendingDelivery{}, 0
 		// The subscriptions are looked up first, so that only the events someone listens to
 		// are decoded (most have no subscriber); subsOf[i] are the subscribers of evs[i].
 		var subsOf [][]string
