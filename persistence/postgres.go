@@ -78,6 +78,7 @@ type pgStore struct {
 	// held is true while the session advisory lock is held.
 	held   atomic.Bool
 	cache  *accountCache
+	notify *pgNotify // the listening connection of a shared store (pgnotify.go); nil otherwise
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -176,14 +177,18 @@ func OpenPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 	}
 	p.channel, p.lockKey = "herald_accounts:"+schema, "herald:"+schema
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	conn, err := p.lock(ctx, opts.LockTimeout)
-	if err != nil {
+	var conn *pgx.Conn
+	if opts.Shared {
+		p.held.Store(true) // no lock: the processes share the database (pgnotify.go)
+	} else if conn, err = p.lock(ctx, opts.LockTimeout); err != nil {
 		p.cancel()
 		pool.Close()
 		return nil, err
 	}
 	if err := p.migrate(ctx); err != nil {
-		_ = conn.Close(context.Background())
+		if conn != nil {
+			_ = conn.Close(context.Background())
+		}
 		p.cancel()
 		pool.Close()
 		return nil, err
@@ -193,7 +198,12 @@ func OpenPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 	p.cache = &s.accounts
 	p.cache.bypass.Store(true)
 	p.wg.Add(1)
-	go p.keep(conn)
+	if opts.Shared {
+		p.notify = newPgNotify(p, schema, &s.signals)
+		go p.notify.run()
+	} else {
+		go p.keep(conn)
+	}
 	return s, nil
 }
 
@@ -346,7 +356,8 @@ func (p *pgStore) updateOnce(fn func(*Tx) error) error {
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
 	t := p.newTx(ctx, tx, true)
-	ferr := fn(&Tx{kv: t})
+	wt := &Tx{kv: t}
+	ferr := fn(wt)
 	if t.err != nil {
 		if retryable(t.err) {
 			return t.err
@@ -356,6 +367,7 @@ func (p *pgStore) updateOnce(fn func(*Tx) error) error {
 	if ferr != nil {
 		return ferr
 	}
+	t.touched = wt.touched
 	if err := t.flush(); err != nil {
 		return err
 	}
@@ -387,6 +399,8 @@ type pgTx struct {
 	buckets  map[string]*pgBucket
 	// err is the first read that failed; the transaction fails with it.
 	err error
+	// touched are the topics the transaction changed: a shared store notifies them at commit.
+	touched []Topic
 }
 
 func (p *pgStore) newTx(ctx context.Context, q pgx.Tx, writable bool) *pgTx {
@@ -447,6 +461,7 @@ func (t *pgTx) flush() error {
 			batch.Queue(b.tbl.upsert, putK, putV)
 		}
 	}
+	t.p.notify.queue(batch, t.touched)
 	if batch.Len() == 0 {
 		return nil
 	}
