@@ -141,3 +141,13 @@ func (n *pgNotify) dispatch(channel, payload string) {
 	}
 	n.sig.call(Signal(payload))
 }
+
+// ListenerPID is the PostgreSQL backend process id of a shared store's listening connection (0
+// when the store is not shared or has not listened yet): what pg_stat_activity shows of it, for
+// an operator who looks for it, and for the tests that end it.
+func (s *Store) ListenerPID() uint32 {
+	if s.pg == nil || s.pg.notify == nil {
+		return 0
+	}
+	return s.pg.notify.pid.Load()
+}
