@@ -137,9 +137,9 @@ func (s *Store) OnSignal(sig Signal, fn func()) (cancel func()) {
 // that made it committed. It does nothing in a store that no other process shares (this
 // process's own caches are the caller's to clear), and it never fails the caller: a broadcast
 // that cannot be sent is lost as one sent while a listener is down is (the caches' time to live
-// bounds how long it matters).
+// bounds how long it matters). A nil store broadcasts nothing.
 func (s *Store) Broadcast(sig Signal) {
-	if s.pg != nil && s.pg.notify != nil {
+	if s != nil && s.pg != nil && s.pg.notify != nil {
 		s.pg.notify.broadcast(sig)
 	}
 }
