@@ -132,7 +132,7 @@ func (n *pgNotify) dispatch(channel, payload string) {
 		}
 		return
 	}
-	if len(payload) == 33 && (payload[0] == topicJob || payload[0] == topicCampaign) {
+	if len(payload) == 33 && (payload[0] == topicJob || payload[0] == topicCampaign || payload[0] == topicOutbox) {
 		t := Topic{kind: payload[0]}
 		if _, err := hex.Decode(t.id[:], []byte(payload[1:])); err == nil {
 			n.sig.wake([]Topic{t})

@@ -31,6 +31,7 @@ type Topic struct {
 const (
 	topicJob      byte = 'j'
 	topicCampaign byte = 'c'
+	topicOutbox   byte = 'o'
 )
 
 // JobTopic is the topic of a job: its record changed (a phase, its end), with its timeline.
@@ -46,6 +47,27 @@ func CampaignTopic(campaignID string) Topic {
 	t := Topic{kind: topicCampaign}
 	appendID(t.id[:0], campaignID)
 	return t
+}
+
+// OutboxTopic is the topic of the outbox: an event was appended (AppendEvent), for its
+// dispatcher, which runs on one node of several (actors.Notifier.Relay).
+func OutboxTopic() Topic { return Topic{kind: topicOutbox} }
+
+// Relay calls fn after every commit that touched t, on any node, until the store closes: for a
+// consumer woken by a notifier of its own rather than a channel per follower.
+func (s *Store) Relay(t Topic, fn func()) {
+	wake, stop := s.Follow(t)
+	go func() {
+		defer stop()
+		for {
+			select {
+			case <-wake:
+				fn()
+			case <-s.done:
+				return
+			}
+		}
+	}()
 }
 
 // Signal is a process-wide change that every process must hear (Broadcast, OnSignal).

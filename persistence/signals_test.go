@@ -111,6 +111,14 @@ func TestSharedStoresNotifyEachOther(t *testing.T) {
 	a.Broadcast(SignalAuth)
 	require.True(t, woken(auth, time.Second), "a signal broadcast by A did not reach B's handler")
 
+	// The outbox's dispatcher on B is woken by an event appended on A.
+	outbox := make(chan struct{}, 8)
+	b.Relay(OutboxTopic(), func() { outbox <- struct{}{} })
+	require.NoError(t, a.Update(context.Background(), func(tx *Tx) error {
+		return tx.AppendEvent(&Event{Type: "post.published", UserID: uuid.NewString(), CreatedAt: time.Now().UTC(), Data: []byte("{}")})
+	}))
+	require.True(t, woken(outbox, time.Second), "an event appended on A did not wake B's outbox relay")
+
 	// B's listening connection is killed; A stores a change at once, whose notification may be
 	// lost. B reconnects and its follower and handler are called all the same.
 	pid := b.pg.notify.pid.Load()
