@@ -81,14 +81,19 @@ func (n *pgNotify) run() {
 	for n.p.ctx.Err() == nil {
 		conn, err := pgx.ConnectConfig(n.p.ctx, n.p.cfg)
 		if err == nil {
-			err = n.listen(conn, &first)
+			var listened bool
+			listened, err = n.listen(conn, &first)
 			_ = conn.Close(context.Background())
-			backoff = 100 * time.Millisecond
+			if listened {
+				backoff = 100 * time.Millisecond
+			}
 		}
 		n.p.cache.forgetAll(true)
 		if n.p.ctx.Err() != nil {
 			return
 		}
+		slog.Warn("the store's listening connection to PostgreSQL is down; connecting again (changes made on other nodes are read once it is back)",
+			"retry_in", backoff, "error", err)
 		select {
 		case <-n.p.ctx.Done():
 			return
@@ -98,11 +103,12 @@ func (n *pgNotify) run() {
 	}
 }
 
-// listen LISTENs on conn and serves its notifications until it fails or the store closes.
-func (n *pgNotify) listen(conn *pgx.Conn, first *bool) error {
+// listen LISTENs on conn and serves its notifications until it fails or the store closes;
+// listened says whether it got as far as listening.
+func (n *pgNotify) listen(conn *pgx.Conn, first *bool) (listened bool, err error) {
 	for _, ch := range []string{n.channel, n.p.channel} {
 		if _, err := conn.Exec(n.p.ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
-			return err
+			return false, err
 		}
 	}
 	n.pid.Store(conn.PgConn().PID())
@@ -118,7 +124,7 @@ func (n *pgNotify) listen(conn *pgx.Conn, first *bool) error {
 	for {
 		msg, err := conn.WaitForNotification(n.p.ctx)
 		if err != nil {
-			return err
+			return true, err
 		}
 		n.dispatch(msg.Channel, msg.Payload)
 	}
