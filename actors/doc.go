@@ -8,7 +8,7 @@
 //	HTTP handlers ──Ask──▶ post (actors/post) ── job and jobs_waiting (bbolt) ──Take──▶ account (actors/account) ──▶ network adapter
 //	      │                  ▲  │                                                  │  takes its next batch from jobs_waiting
 //	      │                  │  └─ event to the outbox ─┐     job (actors/job) ◀── Report ┘
-//	      │                  └────── Finish ────────────┼────────┘ └─ progress to SSE
+//	      │                  └────── Finish ────────────┼────────┘ └─ steps stored, read by SSE
 //	      │                                             ▼
 //	      └──Ask──▶ webhook (actors/webhook) ◀── dispatcher reads the outbox (bbolt)
 //
@@ -20,8 +20,9 @@
 // A job's final transaction writes its post's outcome and event too (the Finish arrow: the
 // post's actor takes it only when that could not be done, as for a job a stop left finished), so
 // that a job's last report costs one commit and no post activation. A job of a campaign's post
-// also appends its steps to the campaign's timeline, and jobs and posts wake the campaign's
-// streams (campaign.Hub), which read the timeline from bbolt.
+// also appends its steps to the campaign's timeline. Job and campaign streams read the store,
+// woken by the commits that touch what they follow (persistence.Store.Follow), on this node or,
+// through PostgreSQL's NOTIFY, on another (docs/cluster.md).
 //
 // The arrows between kinds are one package's, actors/publishing: it owns the post, job, account
 // and campaign directories, the scheduler and the job backlog, and implements the small interface

@@ -129,6 +129,7 @@ func (t *Tx) moveCampaignPost(campaignID, postID []byte, old, new byte) error {
 	if old == new {
 		return nil
 	}
+	t.touch(topicCampaign, campaignID)
 	counts := t.kv.Bucket(bCampaignCounts)
 	c := decodeCampaignCounts(counts.Get(campaignID))
 	if old != 0 {
@@ -260,6 +261,7 @@ func (t *Tx) lastCampaignSeq(campaignID []byte) uint64 {
 // the events' Seq fields are set.
 func (t *Tx) AppendCampaignEvents(campaignID string, evs []CampaignEvent) error {
 	id := mustID(campaignID)
+	t.touch(topicCampaign, id)
 	seq := t.lastCampaignSeq(id)
 	b := t.kv.Bucket(bCampaignEvents)
 	for i := range evs {
@@ -296,6 +298,7 @@ func (t *Tx) CampaignEventsAfter(campaignID string, after uint64, limit int) ([]
 // timeline. Its posts are not touched (the caller deletes a campaign that has none left).
 func (t *Tx) DeleteCampaign(c *Campaign) error {
 	id := mustID(c.ID)
+	t.touch(topicCampaign, id)
 	for _, bucket := range [][]byte{bCampaignPosts, bCampaignEvents} {
 		b := t.kv.Bucket(bucket)
 		var dead [][]byte

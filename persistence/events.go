@@ -33,6 +33,9 @@ var (
 
 func init() { registerBuckets(bEvents, bEventCursors) }
 
+// outboxID is the id of the outbox's topic (OutboxTopic): there is one outbox.
+var outboxID [16]byte
+
 // AppendEvent writes an event to the outbox within the caller's transaction, under an id taken
 // now (it sets e.ID). The group committer runs the transactions' functions one after another, so
 // ids taken inside them (UUIDv7, monotonic in the process) follow the order in which the events
@@ -45,6 +48,7 @@ func (t *Tx) AppendEvent(e *Event) error {
 		return err
 	}
 	e.ID = id.String()
+	t.touch(topicOutbox, outboxID[:])
 	return t.put(bEvents, mustID(e.ID), e)
 }
 

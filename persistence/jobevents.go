@@ -79,6 +79,22 @@ func (t *Tx) JobEvents(trackingID string) ([]JobEventSeq, error) {
 	return out, nil
 }
 
+// JobEventsAfter returns a job's stored events of the changes numbered after seq, oldest first:
+// what a stream that has seen the job at seq has yet to send.
+func (t *Tx) JobEventsAfter(trackingID string, seq uint64) ([]JobEventSeq, error) {
+	prefix := mustID(trackingID)
+	var out []JobEventSeq
+	c := t.kv.Bucket(bJobEvents).Cursor()
+	for k, v := c.Seek(jobEventKey(trackingID, seq+1)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var evs []JobEvent
+		if err := Decode(v, &evs); err != nil {
+			return nil, err
+		}
+		out = append(out, JobEventSeq{Seq: binary.BigEndian.Uint64(k[16:]), Events: evs})
+	}
+	return out, nil
+}
+
 // JobsOfPost returns the post's jobs, oldest first.
 func (t *Tx) JobsOfPost(postID string) ([]*Job, error) {
 	prefix := mustID(postID)

@@ -122,6 +122,7 @@ func (t *Tx) PutJobEncoded(j *Job, raw []byte) error {
 		}
 	}
 	id := mustID(j.TrackingID)
+	t.touch(topicJob, id)
 	// The index entries are written once: a phase change finds them in place, and an index
 	// page left untouched is a page the commit need not write.
 	active := t.kv.Bucket(bJobsActive)

@@ -80,13 +80,14 @@ type pgStore struct {
 	channel string
 	lockKey string
 	// held is true while the session advisory lock is held.
-	held  atomic.Bool
-	cache *accountCache
+	held   atomic.Bool
+	cache  *accountCache
+	notify *pgNotify // the listening connection of a shared store (pgnotify.go); nil otherwise
 	// cc is the committer's connection (committerConn), cmu orders its transactions.
 	cmu sync.Mutex
 	cc  *pgxpool.Conn
 	// views are the connections of the read transactions (postgres_views.go).
-	views  *pgViews
+	views *pgViews
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -202,14 +203,18 @@ func openPostgres(ctx context.Context, url string, opts Options, configure func(
 	}
 	p.channel, p.lockKey = "herald_accounts:"+schema, "herald:"+schema
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	conn, err := p.lock(ctx, opts.LockTimeout)
-	if err != nil {
+	var conn *pgx.Conn
+	if opts.Shared {
+		p.held.Store(true) // no lock: the processes share the database (pgnotify.go)
+	} else if conn, err = p.lock(ctx, opts.LockTimeout); err != nil {
 		p.cancel()
 		pool.Close()
 		return nil, err
 	}
 	if err := p.migrate(ctx); err != nil {
-		_ = conn.Close(context.Background())
+		if conn != nil {
+			_ = conn.Close(context.Background())
+		}
 		p.cancel()
 		pool.Close()
 		return nil, err
@@ -222,8 +227,13 @@ func openPostgres(ctx context.Context, url string, opts Options, configure func(
 	p.cache = &s.accounts
 	p.cache.bypass.Store(true)
 	p.wg.Add(2)
-	go p.keep(conn)
 	go p.sweepViews()
+	if opts.Shared {
+		p.notify = newPgNotify(p, schema, &s.signals)
+		go p.notify.run()
+	} else {
+		go p.keep(conn)
+	}
 	return s, nil
 }
 
@@ -385,7 +395,8 @@ func (p *pgStore) updateOnce(fn func(*Tx) error) error {
 	}
 	defer p.rollback(c)
 	t := p.newTx(ctx, c.Conn(), pgBeginSerializable, true)
-	ferr := fn(&Tx{kv: t})
+	wt := &Tx{kv: t}
+	ferr := fn(wt)
 	if t.err != nil {
 		if retryable(t.err) {
 			return t.err
@@ -395,6 +406,7 @@ func (p *pgStore) updateOnce(fn func(*Tx) error) error {
 	if ferr != nil {
 		return ferr
 	}
+	t.touched = wt.touched
 	return t.flush(true)
 }
 
@@ -497,6 +509,8 @@ type pgTx struct {
 	probe *pgProbe
 	// err is the first read that failed; the transaction fails with it.
 	err error
+	// touched are the topics the transaction changed: a shared store notifies them at commit.
+	touched []Topic
 }
 
 func (p *pgStore) newTx(ctx context.Context, q pgSender, begin string, writable bool) *pgTx {
@@ -570,6 +584,9 @@ func (t *pgTx) flush(commit bool) error {
 		// Nothing read, nothing written: no transaction to open, none to commit.
 		return nil
 	}
+	// The followers of what changed are told at commit: PostgreSQL delivers a notification
+	// only when its transaction commits.
+	t.p.notify.queue(batch, t.touched)
 	if commit {
 		batch.Queue("COMMIT")
 	}

@@ -85,6 +85,10 @@ type Options struct {
 	// the kernel's page cache whenever the process's file-backed resident memory passes it
 	// (checked every second; 0: never). See mapped_linux.go.
 	MaxMappedBytes int64
+	// Shared, on PostgreSQL, opens the database for several processes at once (several nodes,
+	// docs/cluster.md): no advisory lock is taken, and every commit tells the other processes
+	// what it touched with NOTIFY (pgnotify.go). Ignored by bbolt.
+	Shared bool
 }
 
 // Store is the bbolt database with its group committer.
@@ -105,6 +109,7 @@ type Store struct {
 	done     chan struct{}
 	closed   chan struct{}
 	accounts accountCache
+	signals  signals // the followers of what commits touch (signals.go)
 }
 
 type write struct {
@@ -490,8 +495,10 @@ var errBatchFailed = errors.New("persistence: a write in the batch failed")
 func (s *Store) commit(batch []*write) (waiting bool) {
 	start := time.Now()
 	failed := -1
+	var tx *Tx
 	err := s.c.update(func(t *Tx) error {
 		failed = -1
+		tx, t.collect = t, s.collecting()
 		// On PostgreSQL, the rows the batch's UpdateAhead writes read are read ahead together
 		// (postgres_prefetch.go).
 		t.prefetch(batch)
@@ -509,6 +516,8 @@ func (s *Store) commit(batch []*write) (waiting bool) {
 		if err != nil {
 			// The commit itself failed (disk full, I/O error): every write failed.
 			err = writeFailed(err)
+		} else if tx != nil {
+			s.signals.wake(tx.touched)
 		}
 		s.observe(len(batch), time.Since(start), err)
 		for _, w := range batch {
@@ -521,7 +530,9 @@ func (s *Store) commit(batch []*write) (waiting bool) {
 	for _, w := range batch {
 		start := time.Now()
 		var refused error
+		var tx *Tx
 		err := s.c.update(func(t *Tx) error {
+			tx, t.collect = t, s.collecting()
 			refused = w.fn(t)
 			return refused
 		})
@@ -529,6 +540,7 @@ func (s *Store) commit(batch []*write) (waiting bool) {
 			err = writeFailed(err)
 			s.observe(1, time.Since(start), err)
 		} else if err == nil {
+			s.signals.wake(tx.touched)
 			s.observe(1, time.Since(start), nil)
 		}
 		w.err = err
@@ -564,6 +576,10 @@ func (s *Store) Backup(path string) error {
 // behind the key-value seam (kv.go).
 type Tx struct {
 	kv kvTx
+	// collect says the commit tells the followers of the topics it touches (signals.go);
+	// touched are those topics.
+	collect bool
+	touched []Topic
 }
 
 // indexRevokedKeys puts the hashes of revoked keys back into apikeys_hash, which stores written

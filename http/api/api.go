@@ -78,6 +78,7 @@ type handlers struct {
 	Deps
 	idem    *inflight
 	streams *streamMetrics
+	feeds   *jobFeeds // the readers of the jobs streamed (jobfeed.go)
 }
 
 // Register adds every route to the server.
@@ -91,7 +92,7 @@ func Register(d Deps) error {
 	if d.Streams == nil {
 		d.Streams = NewStreams(0)
 	}
-	h := &handlers{Deps: d, idem: &inflight{keys: map[string]bool{}}, streams: newStreamMetrics(d.Registry)}
+	h := &handlers{Deps: d, idem: &inflight{keys: map[string]bool{}}, streams: newStreamMetrics(d.Registry), feeds: newJobFeeds(d.Store, d.Log)}
 	doc, err := Document()
 	if err != nil {
 		return err

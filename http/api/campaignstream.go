@@ -34,12 +34,12 @@ const campaignStreamBatch = 256
 //
 // The campaign's timeline is durable (campaign_events, appended by the jobs in the transactions
 // of the changes they record), so the stream is a reader of it: it sends what is new each time
-// a job or a post of the campaign wakes it (campaign.Hub), from the store, in the timeline's
-// order, and ends with done once none of the campaign's posts is scheduled or publishing. Every
-// event's id is its number in the timeline: a client that reconnects with Last-Event-ID gets
-// what followed, none twice; one without it gets the timeline from the start. Nothing of the
-// stream is held in memory but the batch being written. At shutdown it ends like a job stream,
-// with the farewell (streams.go).
+// a commit touches the campaign (persistence.Store.Follow: a job's step, a post's status, on any
+// node), from the store, in the timeline's order, and ends with done once none of the campaign's
+// posts is scheduled or publishing. Every event's id is its number in the timeline: a client that
+// reconnects with Last-Event-ID gets what followed, none twice; one without it gets the timeline
+// from the start. Nothing of the stream is held in memory but the batch being written. At
+// shutdown it ends like a job stream, with the farewell (streams.go).
 func (h *handlers) campaignStream(c *echo.Context) error {
 	id, err := parseUUID("id", c.Param("id"))
 	if err != nil {
@@ -60,18 +60,10 @@ func (h *handlers) campaignStream(c *echo.Context) error {
 		}
 		after = n
 	}
-	// Followed before the first read: a change committed after it wakes the loop below.
-	var wake <-chan struct{}
-	var poll <-chan time.Time // without a hub (a server built without campaigns' wiring)
-	if h.CampaignHub != nil {
-		var stop func()
-		wake, stop = h.CampaignHub.Subscribe(id)
-		defer stop()
-	} else {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		poll = t.C
-	}
+	// Followed before the first read: a change committed after it wakes the loop below, on
+	// whichever node it was made (persistence.Store.Follow).
+	wake, stop := h.Store.Follow(persistence.CampaignTopic(id))
+	defer stop()
 	held, release := h.hold(c)
 	defer release()
 	if err := h.Streams.add(user, "Herald is shutting down; reconnect with Last-Event-ID to follow the campaign"); err != nil {
@@ -143,13 +135,7 @@ func (h *handlers) campaignStream(c *echo.Context) error {
 		if len(evs) == campaignStreamBatch {
 			continue
 		}
-		var live bool
-		if wake != nil {
-			_, _, live = sseNext(s, wake)
-		} else {
-			_, _, live = sseNext(s, poll)
-		}
-		if !live {
+		if _, _, live := sseNext(s, wake); !live {
 			return nil
 		}
 	}

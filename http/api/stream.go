@@ -70,40 +70,43 @@ func (h *handlers) stream(c *echo.Context) error {
 		return err
 	}
 	user := server.Principal(c).Scope()
-	sub := job.NewSubscriber(32)
-	r, err := ask[*job.SubscribeReply](h, c, h.Jobs.To(id), &job.Subscribe{Scope: user, Sub: sub})
+	j, done, sub, unsubscribe, err := h.feeds.join(id, user)
 	if err != nil {
+		unsubscribe()
 		// Nothing of the stream has been written: a plain error response.
-		return h.jobError(c, err)
+		if err == job.ErrNotFound || err == job.ErrForbidden {
+			return h.jobError(c, err)
+		}
+		return h.storeError(c, err)
 	}
 	// A finished job's single done is no stream: only a running job's counts against the caps.
-	if !r.Done {
+	if !done {
 		if err := h.Streams.add(user, "Herald is shutting down; reconnect to follow the job"); err != nil {
-			h.Jobs.Send(id, &job.Unsubscribe{Sub: sub})
+			unsubscribe()
 			return err
 		}
 	}
 	w := c.Response()
 	sseHeaders(w.Header())
 	var first []byte
-	if r.Done {
-		first, err = eventBytes("done", r.Job.Seq, jobView(r.Job))
+	if done {
+		first, err = eventBytes("done", j.Seq, jobView(j))
 	} else {
-		first, err = eventBytes("progress", r.Job.Seq, progressOf(r.Job, -1))
+		first, err = eventBytes("progress", j.Seq, progressOf(j, -1))
 	}
 	if err != nil {
-		if !r.Done {
-			h.Jobs.Send(id, &job.Unsubscribe{Sub: sub})
+		unsubscribe()
+		if !done {
 			h.Streams.done(user)
 		}
 		return err
 	}
-	if r.Done {
+	if done {
+		unsubscribe()
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(first)
 		return nil
 	}
-	unsubscribe := func() { h.Jobs.Send(id, &job.Unsubscribe{Sub: sub}) }
 	// The stream lives as long as the credential that opened it: revoking, regenerating or the
 	// expiry of the key ends it (auth.Hold), as signing out or a password change ends a
 	// session's (session.Manager.Hold).
@@ -167,10 +170,11 @@ func (h *handlers) streamInPlace(c *echo.Context, sub *job.Subscriber, first []b
 	return nil
 }
 
-// follow writes a job stream's events until done, the client leaves, the job drops it, or the
-// credential that opened it stops working; at shutdown, or when the job drops it, the stream ends
+// follow writes a job stream's events until done, the client leaves, the feed drops it, or the
+// credential that opened it stops working; at shutdown, or when the feed drops it, the stream ends
 // with the farewell (streams.go).
 func (h *handlers) follow(s *sseWriter, sub *job.Subscriber, unsubscribe func()) {
+	defer unsubscribe()
 	for {
 		e, ok, live := sseNext(s, sub.C)
 		if !live {

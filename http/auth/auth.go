@@ -6,7 +6,8 @@
 // issued by Herald's first releases and are still valid until revoked. Only the SHA-256 of a key is
 // stored. A lookup is cached in memory; every revocation or regeneration bumps the cache's epoch
 // before it returns, so the very next request with the old key is refused, and the streams the
-// old key opened end (hold.go). A key's last use is noted in memory and written at most once a
+// old key opened end (hold.go); the other nodes on the same store do the same when its
+// notification reaches them, within a second. A key's last use is noted in memory and written at most once a
 // minute (keyuse.go).
 package auth
 
@@ -180,7 +181,13 @@ func NewAuthenticator(store *persistence.Store, now func() time.Time) *Authentic
 	if now == nil {
 		now = time.Now
 	}
-	return &Authenticator{store: store, now: now, ttl: 5 * time.Minute, cache: map[[32]byte]cached{}, ws: map[string]cachedWorkspace{}}
+	a := &Authenticator{store: store, now: now, ttl: 5 * time.Minute, cache: map[[32]byte]cached{}, ws: map[string]cachedWorkspace{}}
+	if store != nil {
+		// Another node revoked or changed something: this node forgets too, within the
+		// notification's delay (persistence.Store.Broadcast).
+		store.OnSignal(persistence.SignalAuth, a.forget)
+	}
+	return a
 }
 
 // Authenticate resolves the value of an Authorization header.
@@ -292,8 +299,17 @@ func (a *Authenticator) principalIn(read func(tx *persistence.Tx) (Principal, er
 
 // Invalidate drops every cached lookup, and has the streams open with a credential that no
 // longer authenticates ended (hold.go). Callers that revoke or regenerate a key (or change a
-// user) call it after their write commits and before they report success.
+// user) call it after their write commits and before they report success. On a store that
+// several nodes share, it tells the others, which do the same (docs/cluster.md).
 func (a *Authenticator) Invalidate() {
+	a.forget()
+	if a.store != nil {
+		a.store.Broadcast(persistence.SignalAuth)
+	}
+}
+
+// forget is Invalidate within this process.
+func (a *Authenticator) forget() {
 	a.epoch.Add(1)
 	a.mu.Lock()
 	a.cache = map[[32]byte]cached{}

@@ -20,8 +20,9 @@ import (
 //   - at the session's expiry: its absolute limit at that instant, its idle limit when a timer
 //     set for it finds the session still unused then (a request that used it meanwhile moves the
 //     timer on);
-//   - a session ended by another Herald on the same PostgreSQL store is seen at the next sweep
-//     (every SweepEvery), which re-checks too.
+//   - a session ended by another node on the same PostgreSQL store is seen when its notification
+//     arrives (sessionsEnded; docs/cluster.md), within a second, and in any case at the next
+//     sweep (every SweepEvery), which re-checks too.
 
 // ErrSessionEnded is the cause of a held stream whose session no longer exists.
 var ErrSessionEnded = errors.New("the session has ended (signed out, or ended by a password change)")
@@ -73,6 +74,13 @@ func (m *Manager) HeldStreams() int { return m.held.Len() }
 // recheckStreams has the sessions of the open streams read again (holds.Registry.Recheck: one
 // pass at a time, a burst of sign-outs while it runs costs one more pass).
 func (m *Manager) recheckStreams() { m.held.Recheck(m.heldPass) }
+
+// sessionsEnded follows a write that ended sessions: the streams they hold here are checked
+// again, and so are those on the other nodes of a shared store (persistence.Store.Broadcast).
+func (m *Manager) sessionsEnded() {
+	m.recheckStreams()
+	m.cfg.Store.Broadcast(persistence.SignalSessions)
+}
 
 // checkHeld runs a pass now.
 func (m *Manager) checkHeld() { m.held.Check(m.heldPass) }

@@ -39,7 +39,7 @@ func (m *Manager) Open(ctx context.Context, u *persistence.User) (*Issued, error
 
 // EndedSessions has the streams opened on sessions that no longer exist ended (a member removed
 // with every session of theirs).
-func (m *Manager) EndedSessions() { m.recheckStreams() }
+func (m *Manager) EndedSessions() { m.sessionsEnded() }
 
 // ActsFor is the id of the user whose data the session acts on: the team's owner for a member,
 // else the session's own user.

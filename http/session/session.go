@@ -144,6 +144,10 @@ func New(cfg Config) (*Manager, error) {
 	m := &Manager{cfg: cfg, throttle: NewThrottle(cfg.Throttle, cfg.Now), hashing: make(chan struct{}, cfg.HashConcurrency), dummy: dummy,
 		verifyPassword: auth.VerifyPassword}
 	m.m = newMetrics(cfg.Registry, cfg.Store)
+	if cfg.Store != nil {
+		// Sessions ended on another node end the streams they hold here (hold.go).
+		cfg.Store.OnSignal(persistence.SignalSessions, m.recheckStreams)
+	}
 	return m, nil
 }
 
@@ -338,7 +342,7 @@ func (m *Manager) end(ctx context.Context, h []byte, reason string) error {
 	})
 	if ok {
 		m.m.ended.WithLabelValues(reason).Inc()
-		m.recheckStreams()
+		m.sessionsEnded()
 	}
 	return err
 }
@@ -414,7 +418,7 @@ func (m *Manager) ChangePassword(ctx context.Context, s *Session, current, next,
 func (m *Manager) PasswordChanged(ended int) {
 	m.m.ended.WithLabelValues("password_change").Add(float64(ended))
 	if ended > 0 {
-		m.recheckStreams()
+		m.sessionsEnded()
 	}
 }
 

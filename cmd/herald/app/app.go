@@ -53,9 +53,13 @@ type Config struct {
 	// Store is where the data is kept: "" or "bbolt" for the file herald.db in DataDir, or a
 	// PostgreSQL URL (postgres://…; docs/operations.md, Running on PostgreSQL). The secret key
 	// file, media and the admin socket stay in DataDir either way.
-	Store   string
-	Sandbox bool
-	BaseURL string // public URL; default http:// + the listening address
+	Store string
+	// SharedStore opens the PostgreSQL store as one of several nodes on it (serve sets it with
+	// --node-addr): no advisory lock, and every commit notifies the other nodes of the jobs and
+	// campaigns it touched, so that streams and caches are one across nodes (docs/cluster.md).
+	SharedStore bool
+	Sandbox     bool
+	BaseURL     string // public URL; default http:// + the listening address
 	// CORSOrigins are the browser origins allowed to call /mcp besides the base URL's
 	// (--cors-origins: scheme://host[:port], scheme://host:* or *); sandbox mode adds the
 	// loopback origins (mcpserver.LoopbackOrigins). docs/mcp.md, Browsers.
@@ -294,6 +298,7 @@ func New(cfg Config) (*App, error) {
 	a.JobBacklog = job.NewBacklog(jobBacklogLimit(cfg.MaxJobBacklog))
 
 	store, err := persistence.OpenStore(cfg.Store, cfg.DataDir, persistence.Options{
+		Shared:         cfg.SharedStore,
 		LockTimeout:    2 * time.Second,
 		Check:          cfg.CheckOnStart,
 		Faults:         cfg.StoreFaults,
@@ -325,6 +330,10 @@ func New(cfg Config) (*App, error) {
 	a.Registry.MustRegister(newStoreCollector(store, nil))
 	a.Actors = actors.NewSystem(a.Registry, cfg.Log)
 	a.Events = actors.NewNotifier()
+	if store.Shared() {
+		// The outbox's dispatcher runs on one node; events appended on the others wake it too.
+		store.Relay(persistence.OutboxTopic(), a.Events.Notify)
+	}
 	a.CampaignHub = campaign.NewHub()
 	ad, err := a.accountDeps()
 	if err != nil {
