@@ -90,6 +90,8 @@ type Config struct {
 	// taken): whatever runs under it must stop at once.
 	Lost func(persistence.Lease)
 	Log  *slog.Logger
+	// Metrics, when set, counts the member's leases, epochs and hand-offs (NewMetrics).
+	Metrics *Metrics
 	// now is the monotonic clock (time.Now; tests replace it).
 	now func() time.Time
 }
@@ -103,6 +105,14 @@ type Member struct {
 	trustedUntil time.Time
 	node         string
 	names        []string
+	// draining are the leases being drained before their release: still held (their writes
+	// fence on them) but no longer trusted, so that nothing new starts under them.
+	draining map[string]bool
+	// where is each shard's owner's address as the last step read the lease table.
+	where []string
+	// ready is closed once the member joined and ran its first step.
+	ready     chan struct{}
+	readyOnce sync.Once
 	// pauseReq, when set (tests: a stopped process), parks the loop before its next renewal
 	// until it is closed; parked is closed once the loop is parked.
 	pauseReq, parked chan struct{}
@@ -130,7 +140,9 @@ func New(cfg Config) *Member {
 	if cfg.Acquired == nil {
 		cfg.Acquired = func(persistence.Taken) {}
 	}
-	m := &Member{cfg: cfg, held: map[string]persistence.Lease{}}
+	m := &Member{cfg: cfg, held: map[string]persistence.Lease{}, draining: map[string]bool{},
+		where: make([]string, cfg.Shards), ready: make(chan struct{})}
+	cfg.Metrics.heldBy(m)
 	for i := range cfg.Shards {
 		m.names = append(m.names, ShardName(i))
 	}
@@ -153,11 +165,45 @@ func (m *Member) Trusted(name string) (persistence.Lease, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l, ok := m.held[name]
-	if !ok || !m.cfg.now().Before(m.trustedUntil) {
+	if !ok || m.draining[name] || !m.cfg.now().Before(m.trustedUntil) {
 		return persistence.Lease{}, false
 	}
 	return l, true
 }
+
+// Lease returns the lease name is held under, if the node holds it, trusted or not (a lease
+// being drained, one whose renewal is late): writes fence on it, and the store refuses them once
+// another node took it.
+func (m *Member) Lease(name string) (persistence.Lease, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.held[name]
+	return l, ok
+}
+
+// Here reports whether the node holds shard i's lease and may act under it (Placement).
+func (m *Member) Here(i int) bool {
+	_, ok := m.Trusted(ShardName(i))
+	return ok
+}
+
+// Where is the address of the node that held shard i's lease when the member last read the
+// lease table at its step, "" when none did (Placement). It never reads the database itself.
+func (m *Member) Where(i int) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if i < 0 || i >= len(m.where) {
+		return ""
+	}
+	return m.where[i]
+}
+
+// Shards is the number of account shards.
+func (m *Member) Shards() int { return m.cfg.Shards }
+
+// Ready is closed once the member joined and ran its first step: it took the leases it should
+// own that were free, and read where the others are.
+func (m *Member) Ready() <-chan struct{} { return m.ready }
 
 // Held lists the leases the node holds, by name.
 func (m *Member) Held() []persistence.Lease {
@@ -256,6 +302,24 @@ func (m *Member) step(ctx context.Context) {
 			m.take(ctx, name)
 		}
 	}
+	m.readWhere(ctx)
+	m.readyOnce.Do(func() { close(m.ready) })
+}
+
+// readWhere reads where each shard's owner is, once per step (Where answers from it).
+func (m *Member) readWhere(ctx context.Context) {
+	owners, err := m.cfg.Leases.Owners(ctx)
+	if err != nil {
+		m.cfg.Log.Warn("cluster: reading the lease owners failed", "error", err)
+		return
+	}
+	where := make([]string, m.cfg.Shards)
+	for i := range where {
+		where[i] = owners[ShardName(i)]
+	}
+	m.mu.Lock()
+	m.where = where
+	m.mu.Unlock()
 }
 
 // renewed keeps what the renewal returned and reports the leases missing from it as lost.
@@ -299,18 +363,25 @@ func (m *Member) take(ctx context.Context, name string) {
 	}
 	m.mu.Unlock()
 	m.cfg.Log.Info("cluster: lease taken", "lease", name, "epoch", t.Epoch, "takeover", !t.Released)
+	m.cfg.Metrics.taken(t)
 	m.cfg.Acquired(t)
 }
 
 func (m *Member) giveUp(ctx context.Context, l persistence.Lease) {
+	start := time.Now()
+	m.mu.Lock()
+	m.draining[l.Name] = true
+	m.mu.Unlock()
 	m.cfg.Drain(l)
 	m.mu.Lock()
 	delete(m.held, l.Name)
+	delete(m.draining, l.Name)
 	m.mu.Unlock()
 	if err := m.cfg.Leases.Release(ctx, l); err != nil {
 		// It expires in its time instead; the new owner waits for that.
 		m.cfg.Log.Warn("cluster: releasing a lease failed", "lease", l.Name, "error", err)
 	}
+	m.cfg.Metrics.handedOff(time.Since(start))
 }
 
 // stepDown drops every lease (they may have been taken already) and joins under a new id.
@@ -321,6 +392,7 @@ func (m *Member) stepDown(ctx context.Context) {
 		lost = append(lost, l)
 	}
 	m.held = map[string]persistence.Lease{}
+	clear(m.draining)
 	old := m.node
 	m.mu.Unlock()
 	m.cfg.Log.Warn("cluster: this node's membership expired; stepping down", "node", old)
@@ -339,7 +411,12 @@ func (m *Member) leave() {
 	defer cancel()
 	for _, l := range m.Held() {
 		if _, ok := m.Trusted(l.Name); ok {
+			start := time.Now()
+			m.mu.Lock()
+			m.draining[l.Name] = true
+			m.mu.Unlock()
 			m.cfg.Drain(l)
+			m.cfg.Metrics.handedOff(time.Since(start))
 		} else {
 			m.cfg.Lost(l)
 		}
