@@ -113,6 +113,8 @@ type Member struct {
 	// ready is closed once the member joined and ran its first step.
 	ready     chan struct{}
 	readyOnce sync.Once
+	// drains are the hand-offs under way (giveUp).
+	drains sync.WaitGroup
 	// pauseReq, when set (tests: a stopped process), parks the loop before its next renewal
 	// until it is closed; parked is closed once the loop is parked.
 	pauseReq, parked chan struct{}
@@ -294,11 +296,16 @@ func (m *Member) step(ctx context.Context) {
 		want := Owner(name, ids) == self
 		m.mu.Lock()
 		l, has := m.held[name]
+		draining := m.draining[name]
+		if has && !want && len(ids) > 1 && !draining {
+			// Drained beside the loop, which goes on renewing every lease meanwhile (this one
+			// included: it is released only once drained).
+			m.draining[name] = true
+			m.drains.Add(1)
+			go m.giveUp(l)
+		}
 		m.mu.Unlock()
-		switch {
-		case has && !want && len(ids) > 1:
-			m.giveUp(ctx, l)
-		case !has && want:
+		if !has && want {
 			m.take(ctx, name)
 		}
 	}
@@ -367,16 +374,22 @@ func (m *Member) take(ctx context.Context, name string) {
 	m.cfg.Acquired(t)
 }
 
-func (m *Member) giveUp(ctx context.Context, l persistence.Lease) {
+// giveUp drains a lease marked draining and releases it; it runs beside the member's loop.
+func (m *Member) giveUp(l persistence.Lease) {
+	defer m.drains.Done()
 	start := time.Now()
-	m.mu.Lock()
-	m.draining[l.Name] = true
-	m.mu.Unlock()
 	m.cfg.Drain(l)
 	m.mu.Lock()
+	if h, ok := m.held[l.Name]; !ok || h.Epoch != l.Epoch || !m.draining[l.Name] {
+		// Lost meanwhile (a step-down): nothing to release.
+		m.mu.Unlock()
+		return
+	}
 	delete(m.held, l.Name)
 	delete(m.draining, l.Name)
 	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Leases.TTL())
+	defer cancel()
 	if err := m.cfg.Leases.Release(ctx, l); err != nil {
 		// It expires in its time instead; the new owner waits for that.
 		m.cfg.Log.Warn("cluster: releasing a lease failed", "lease", l.Name, "error", err)
@@ -407,6 +420,7 @@ func (m *Member) stepDown(ctx context.Context) {
 
 // leave drains and releases what the node holds, then removes it, within one lease lifetime.
 func (m *Member) leave() {
+	m.drains.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Leases.TTL())
 	defer cancel()
 	for _, l := range m.Held() {

@@ -23,7 +23,7 @@ func (a *Actor) seal(c platforms.Credentials) ([]byte, error) {
 }
 
 func (a *Actor) save(next *persistence.Account) error {
-	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutAccount(next) }); err != nil {
+	if err := a.update(func(tx *persistence.Tx) error { return tx.PutAccount(next) }); err != nil {
 		return err
 	}
 	if a.acc != nil && string(a.acc.DefaultOptions) != string(next.DefaultOptions) {

@@ -209,8 +209,16 @@ func (a *Actor) take(ctx actor.Context, n int) {
 		}
 		a.count(r, true)
 		if t.att != nil && !t.att.Pending {
-			// The call may have reached the network: look, don't resend.
-			a.startLookup(ctx, r, t.att.StartedAt)
+			// The call may have reached the network: look, don't resend. After a takeover of the
+			// account's shard, the old owner's call may still be under way until its lease's
+			// expiry plus the call time-out: the lookup waits until then.
+			var wait time.Duration
+			if a.deps.Fence != nil {
+				if at := a.deps.Fence.NotBefore(a.id); !at.IsZero() {
+					wait = time.Until(at)
+				}
+			}
+			a.startLookupAfter(ctx, r, t.att.StartedAt, wait)
 			continue
 		}
 		a.queue = append(a.queue, r)
@@ -301,7 +309,7 @@ func (a *Actor) observeCallTime(d time.Duration) {
 // pump keeps the lane filled from the queue as far as the budget allows: budget reserved and
 // attempts recorded for a batch in one commit, then the batch handed to the callers, in order.
 func (a *Actor) pump(ctx actor.Context) {
-	if a.deleting != nil || a.storeWait {
+	if a.deleting != nil || a.storeWait || a.draining || a.fenced {
 		return
 	}
 	if a.acc == nil || a.failing != "" {
@@ -373,7 +381,7 @@ func (a *Actor) pump(ctx actor.Context) {
 			a.count(r, true)
 		}
 		a.deps.Metrics.BudgetLeft.WithLabelValues(string(platform)).Set(float64(a.deps.Budgets.Remaining(platform, a.id, now)))
-		err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+		err := a.update(func(tx *persistence.Tx) error {
 			for _, r := range batch {
 				if err := tx.PutAttempt(r.attempt(a.id, now)); err != nil {
 					return err
@@ -381,6 +389,15 @@ func (a *Actor) pump(ctx actor.Context) {
 			}
 			return nil
 		})
+		if errors.Is(err, persistence.ErrFenced) {
+			// The shard moved to another node: nothing was recorded or sent, and the new owner
+			// takes these targets from the store. The actor stops (Receive).
+			for _, r := range batch {
+				a.refund(platform, r)
+			}
+			a.queueFront(batch...)
+			return
+		}
 		if errors.Is(err, persistence.ErrWriteFailed) {
 			// The store cannot write: nothing was sent, so the batch waits at the queue's front,
 			// in order, and is tried again once the store may take it.
@@ -421,7 +438,7 @@ func (a *Actor) unready() {
 	}
 	a.inflight = max(0, a.inflight-len(back))
 	platform := platforms.Platform(a.acc.Platform)
-	_ = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+	_ = a.update(func(tx *persistence.Tx) error {
 		for _, r := range back {
 			if r.step > 0 {
 				continue // its record keeps what the steps before it published (forgetAttempt)
@@ -501,6 +518,12 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 		default:
 			a.fail(r, "the connected account was disconnected while the post was being published: "+errorMessage(m.err))
 		}
+		return
+	}
+	if errors.Is(m.err, errUntrusted) {
+		// Not sent: this node no longer trusts its lease of the account's shard. The attempt
+		// stays recorded; whoever takes the shard looks it up and sends it if it is not there.
+		a.fenced = true
 		return
 	}
 	platform := platforms.Platform(a.acc.Platform)
@@ -591,5 +614,16 @@ func (a *Actor) forgetAttempt(r *request) {
 	if r.step > 0 {
 		return
 	}
-	_ = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.DeleteAttempt(r.JobID, r.Target) })
+	_ = a.update(func(tx *persistence.Tx) error { return tx.DeleteAttempt(r.JobID, r.Target) })
+}
+
+// drain stops new work and answers once nothing is in flight (Receive sends the answer).
+func (a *Actor) drain(ctx actor.Context) {
+	if ctx.Sender() == nil {
+		return
+	}
+	a.drainer, a.draining = ctx.Sender(), true
+	if a.acc != nil {
+		a.unready()
+	}
 }
