@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -49,3 +51,13 @@ func (f *Fence) Delay(i int, at time.Time) { f.notBefore[i].Store(at.UnixNano())
 
 // Fenced counts a write the store refused.
 func (f *Fence) Fenced() { f.metrics.FencedWrite() }
+
+// ShardIndex is the shard a lease name ("shard/i") names, ok false for any other lease.
+func ShardIndex(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "shard/")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(rest)
+	return i, err == nil && i >= 0
+}

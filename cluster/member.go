@@ -203,6 +203,15 @@ func (m *Member) Where(i int) string {
 // Shards is the number of account shards.
 func (m *Member) Shards() int { return m.cfg.Shards }
 
+// Current reports whether the member's membership is current: it joined and its last renewal
+// is recent enough that its leases are trusted (a node cut off from the database, or paused,
+// is not).
+func (m *Member) Current() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.node != "" && m.cfg.now().Before(m.trustedUntil)
+}
+
 // Ready is closed once the member joined and ran its first step: it took the leases it should
 // own that were free, and read where the others are.
 func (m *Member) Ready() <-chan struct{} { return m.ready }

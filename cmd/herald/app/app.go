@@ -180,6 +180,12 @@ type Config struct {
 	// MaxLiveActors caps the live actors of each kind (--max-live-actors; docs/operations.md,
 	// Memory).
 	MaxLiveActors ActorCaps
+	// NodeAddr, when set (--node-addr HOST:PORT), runs Herald as one node of several over one
+	// PostgreSQL store, reachable by the others at that address (nodes.go; docs/operations.md,
+	// Running several nodes); "" runs a single process. LeaseTTL is the lifetime of the node's
+	// leases (default DefaultLeaseTTL).
+	NodeAddr string
+	LeaseTTL time.Duration
 	// MaxMappedFileMB gives the bbolt file's pages mapped by reads back to the kernel's page
 	// cache once the process's file-backed resident memory passes it (--max-mapped-file-mb; 0:
 	// DefaultMaxMappedFileMB; negative: never; persistence.Options.MaxMappedBytes).
@@ -256,6 +262,8 @@ type App struct {
 
 	// JobBacklog counts the publish jobs in hand against Cfg.MaxJobBacklog.
 	JobBacklog *job.Backlog
+	// node is this process's part in a cluster (nil: a single process; nodes.go).
+	node *node
 }
 
 // New builds Herald on cfg.DataDir. Nothing listens until Start.
@@ -274,6 +282,9 @@ func New(cfg Config) (*App, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if err := checkNodeConfig(cfg); err != nil {
+		return nil, err
 	}
 	a := &App{Cfg: cfg, Log: cfg.Log, Registry: prometheus.NewRegistry()}
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -298,6 +309,7 @@ func New(cfg Config) (*App, error) {
 		Check:          cfg.CheckOnStart,
 		Faults:         cfg.StoreFaults,
 		MaxMappedBytes: mappedLimit(cfg.MaxMappedFileMB),
+		Shared:         cfg.NodeAddr != "",
 		OnCommit: func(n int, d time.Duration, err error) {
 			commitSeconds.Observe(d.Seconds())
 			commitBatch.Observe(float64(n))
@@ -323,6 +335,12 @@ func New(cfg Config) (*App, error) {
 	}, func() float64 { return float64(store.QueueDepth()) }))
 	// bbolt file, running jobs and token expiry, read from the store on scrape (opsmetrics.go).
 	a.Registry.MustRegister(newStoreCollector(store, nil))
+	if cfg.NodeAddr != "" {
+		if err := a.openNode(); err != nil {
+			a.closeStore()
+			return nil, err
+		}
+	}
 	a.Actors = actors.NewSystem(a.Registry, cfg.Log)
 	a.Events = actors.NewNotifier()
 	a.CampaignHub = campaign.NewHub()
@@ -379,7 +397,7 @@ func New(cfg Config) (*App, error) {
 		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true, api.DashboardJobStreamRoute: true,
 			api.CampaignStreamRoute: true, api.DashboardCampaignStreamRoute: true},
 		BodyLimits: api.BodyLimits(),
-		Ready:      health.ready,
+		Ready:      a.readyCheck(health),
 	})
 	a.streams = api.NewStreams(cfg.MaxStreamsPerUser)
 	a.Server.Echo.Use(server.RefuseWhile(a.draining.Load, spareWhileDraining))
@@ -407,6 +425,9 @@ func New(cfg Config) (*App, error) {
 func (a *App) closeStore() {
 	if a.Actors != nil {
 		a.Actors.Shutdown()
+	}
+	if a.node != nil {
+		a.node.leases.Close()
 	}
 	_ = a.Store.Close()
 }
@@ -480,8 +501,14 @@ func (a *App) Start(ctx context.Context) error {
 	if err := a.startMetrics(); err != nil {
 		return err
 	}
-	a.Publishing.Start()
-	a.Server.SetReady(true)
+	if a.node != nil {
+		// Each shard's work is resumed as the node takes it; ready after its first step.
+		a.Publishing.StartShared()
+		a.startNode()
+	} else {
+		a.Publishing.Start()
+		a.Server.SetReady(true)
+	}
 	a.Log.Info("listening on http://" + ln.Addr().String())
 	return nil
 }
@@ -565,6 +592,9 @@ func (a *App) Shutdown() error {
 	defer acancel()
 	if err := a.Webhooks.Stop(actx); err != nil {
 		errs = append(errs, fmt.Errorf("webhooks: %w", err))
+	}
+	if a.node != nil {
+		a.stopNode()
 	}
 	if a.Publishing != nil {
 		a.Publishing.Stop()
