@@ -429,6 +429,29 @@ func (m *Member) stepDown(ctx context.Context) {
 
 // leave drains and releases what the node holds, then removes it, within one lease lifetime.
 func (m *Member) leave() {
+	// The leases are renewed while their work drains, so that a long drain (a slow call) does
+	// not let them expire under it.
+	stop := make(chan struct{})
+	renewing := make(chan struct{})
+	go func() {
+		defer close(renewing)
+		tick := time.NewTicker(m.cfg.Leases.TTL() / 4)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Leases.TTL()/4)
+				sent := m.cfg.now()
+				if renewed, err := m.cfg.Leases.Renew(ctx); err == nil {
+					m.renewed(sent, renewed)
+				}
+				cancel()
+			}
+		}
+	}()
+	defer func() { close(stop); <-renewing }()
 	m.drains.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Leases.TTL())
 	defer cancel()

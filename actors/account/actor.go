@@ -238,7 +238,9 @@ type Actor struct {
 	// shard moved to another node: the actor stops after the message in hand.
 	drainer  *actor.PID
 	draining bool
-	fenced   bool
+	// drainJobs are the jobs reported to since the drain began.
+	drainJobs map[string]bool
+	fenced    bool
 }
 
 // Busy keeps the actor from passivating while it has work: its goroutines report to it.
@@ -303,8 +305,12 @@ func (a *Actor) Receive(ctx actor.Context) {
 // drained answers a Drain once nothing is in flight.
 func (a *Actor) drained(ctx actor.Context) {
 	if a.drainer != nil {
-		ctx.Send(a.drainer, &Drained{})
-		a.drainer = nil
+		jobs := make([]string, 0, len(a.drainJobs))
+		for id := range a.drainJobs {
+			jobs = append(jobs, id)
+		}
+		ctx.Send(a.drainer, &Drained{Jobs: jobs})
+		a.drainer, a.drainJobs = nil, nil
 	}
 }
 

@@ -83,5 +83,6 @@ type Reply struct {
 // waits from the store.
 type Drain struct{}
 
-// Drained answers Drain.
-type Drained struct{}
+// Drained answers Drain. Jobs are the jobs the account reported to since the Drain: their
+// actors are asked to store what they were told (job.Flush) before the shard is released.
+type Drained struct{ Jobs []string }

@@ -34,6 +34,9 @@ func (a *Actor) send(r *request, rep *Report) {
 		delete(a.held, r.key)
 		a.reported[r.key] = true
 	}
+	if a.drainJobs != nil {
+		a.drainJobs[rep.JobID] = true
+	}
 	a.deps.Jobs.Report(rep)
 }
 
@@ -623,6 +626,9 @@ func (a *Actor) drain(ctx actor.Context) {
 		return
 	}
 	a.drainer, a.draining = ctx.Sender(), true
+	if a.drainJobs == nil {
+		a.drainJobs = map[string]bool{}
+	}
 	if a.acc != nil {
 		a.unready()
 	}

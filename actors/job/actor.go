@@ -192,6 +192,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *Start:
 		a.start()
+	case *Flush:
+		actors.Reply(ctx, &Flushed{})
 	case *Get:
 		if j, err := a.owned(m.Scope); err != nil {
 			actors.ReplyError(ctx, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/actors/job"
 	"github.com/heraldhq/herald/cluster"
 	"github.com/heraldhq/herald/persistence"
 )
@@ -109,8 +110,16 @@ func (s *Shards) Drain(le persistence.Lease) {
 		go func() {
 			defer wg.Done()
 			// A lookup retries for a few minutes at most; a call is bounded by its time-out.
-			if _, err := actors.AskWithin[*account.Drained](context.Background(), s.callTimeout+5*time.Minute, s.p.Accounts.To(id), &account.Drain{}); err != nil {
+			d, err := actors.AskWithin[*account.Drained](context.Background(), s.callTimeout+5*time.Minute, s.p.Accounts.To(id), &account.Drain{})
+			if err != nil {
 				s.log.Warn("cluster: an account did not drain; its attempts in flight are looked up by the next owner", "error", err)
+				return
+			}
+			// The outcomes it reported are stored while this node still holds the leases.
+			for _, j := range d.Jobs {
+				if _, err := actors.AskWithin[*job.Flushed](context.Background(), 30*time.Second, s.p.Jobs.To(j), &job.Flush{}); err != nil {
+					s.log.Warn("cluster: a job did not store its reports before its account's hand-off; the next owner looks them up", "error", err)
+				}
 			}
 		}()
 	}
