@@ -61,3 +61,6 @@ func ShardIndex(name string) (int, bool) {
 	i, err := strconv.Atoi(rest)
 	return i, err == nil && i >= 0
 }
+
+// A member is the placement of the node it runs on.
+var _ Placement = (*Member)(nil)

@@ -17,4 +17,3 @@ func (Local) Here(int) bool { return true }
 
 // Where reports "": a single node has no remote peer to name.
 func (Local) Where(int) string { return "" }
-var _ Placement = (*Member)(nil)

@@ -69,10 +69,10 @@ type clusterNode struct {
 	sys    *actors.System
 	// shutdown ends the actor system once, as the process's exit does.
 	shutdown func()
-	reg    *prometheus.Registry // the account metrics
-	cm     *cluster.Metrics
-	cancel context.CancelFunc
-	done   chan struct{}
+	reg      *prometheus.Registry // the account metrics
+	cm       *cluster.Metrics
+	cancel   context.CancelFunc
+	done     chan struct{}
 
 	mu    sync.Mutex
 	taken map[string]time.Time // when each lease was acquired
