@@ -1,0 +1,92 @@
+package account_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/pgtest"
+	"github.com/heraldhq/herald/platforms"
+)
+
+// gate is a node's leases as an account sees them: held (its writes pass on bbolt, which fences
+// nothing), trusted while trusted is set.
+type gate struct {
+	trusted atomic.Bool
+	fenced  atomic.Int64
+}
+
+func (g *gate) Lease(string) (persistence.Lease, bool) {
+	return persistence.Lease{Name: "shard/0", Epoch: 1}, true
+}
+func (g *gate) Trusted(string) bool        { return g.trusted.Load() }
+func (g *gate) NotBefore(string) time.Time { return time.Time{} }
+func (g *gate) Fenced()                    { g.fenced.Add(1) }
+func (b *bundle) attempt(job string) (a *persistence.Attempt) {
+	require.NoError(b.t, b.store.View(func(tx *persistence.Tx) error {
+		a, _ = tx.Attempt(job, 0)
+		return nil
+	}))
+	return a
+}
+
+// An account calls its network only while its node trusts the lease of its shard: once the
+// trust ends (a renewal too old: the node was paused or cut off), the call whose attempt was just
+// recorded is not made, nothing is reported, the actor stops, and the attempt stays for the
+// shard's next owner to look up.
+func TestAnAccountCallsOnlyWhileItsShardIsTrusted(t *testing.T) {
+	if pgtest.Enabled() {
+		t.Skip("the stand-in lease has no row in PostgreSQL to fence on")
+	}
+	t.Parallel()
+	g := &gate{}
+	g.trusted.Store(true)
+	b := setupWith(t, options{fence: g})
+	acct := b.connect(platforms.X, "ann")
+	first := newJobID()
+	b.publish(acct, first, 0, "while trusted")
+	require.True(t, b.finals(first, 1)[0].Success)
+
+	g.trusted.Store(false)
+	second := newJobID()
+	b.publish(acct, second, 0, "no longer trusted")
+	require.Eventually(t, func() bool {
+		return len(b.dir.LiveIDs(func(id string) bool { return id == acct })) == 0
+	}, 5*time.Second, 5*time.Millisecond, "the account stops")
+	require.Len(t, b.sim.Publications(platforms.X), 1, "the untrusted call was not made")
+	require.NotNil(t, b.attempt(second), "its attempt stays for the next owner to look up")
+	require.Equal(t, 1, b.waiting(acct))
+	for len(b.reports) > 0 {
+		r := <-b.reports
+		require.False(t, r.JobID == second && r.Final, "nothing is reported for the untrusted call")
+	}
+}
+
+// A drained account starts nothing new and answers once its call in flight came back and was
+// reported, naming the job it reported to.
+func TestADrainedAccountFinishesItsCallInFlightAndStartsNothing(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, options{latency: 300 * time.Millisecond})
+	acct := b.connect(platforms.X, "ann")
+	first := newJobID()
+	b.publish(acct, first, 0, "in flight at the drain")
+	require.Eventually(t, func() bool { return b.attempt(first) != nil }, 5*time.Second, time.Millisecond)
+	d, err := actors.AskWithin[*account.Drained](context.Background(), 10*time.Second, b.dir.To(acct), &account.Drain{})
+	require.NoError(t, err)
+	require.Equal(t, []string{first}, d.Jobs)
+	require.Len(t, b.sim.Publications(platforms.X), 1, "the call in flight ended before the answer")
+	r := <-b.reports
+	require.True(t, r.Final && r.Success && r.JobID == first, "reported before the answer: %+v", r)
+
+	second := newJobID()
+	b.publish(acct, second, 0, "after the drain")
+	time.Sleep(500 * time.Millisecond)
+	require.Len(t, b.sim.Publications(platforms.X), 1, "nothing new starts once drained")
+	require.Equal(t, 1, b.waiting(acct), "it waits in the store for the shard's next owner")
+}
