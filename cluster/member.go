@@ -302,6 +302,19 @@ func (m *Member) step(ctx context.Context) {
 	}
 	self := m.Node()
 	for _, name := range m.names {
+		if m.cfg.now().Sub(sent) > m.cfg.Leases.TTL()/4 {
+			// A long step (a node that starts takes every free lease, one transaction each)
+			// renews on the way, so that the leases it took first do not expire before it ends.
+			sent = m.cfg.now()
+			renewed, err := m.cfg.Leases.Renew(ctx)
+			if errors.Is(err, persistence.ErrStale) {
+				m.stepDown(ctx)
+				return
+			}
+			if err == nil {
+				m.renewed(sent, renewed)
+			}
+		}
 		want := Owner(name, ids) == self
 		m.mu.Lock()
 		l, has := m.held[name]
