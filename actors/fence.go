@@ -53,3 +53,25 @@ func Update(ctx context.Context, store *persistence.Store, f Fence, id string, f
 	}
 	return err
 }
+
+// TryUpdate is store.TryUpdate (a write a request waits on) fenced as Update is.
+func TryUpdate(store *persistence.Store, f Fence, id string, fn func(*persistence.Tx) error) error {
+	if f == nil {
+		return store.TryUpdate(fn)
+	}
+	le, ok := f.Lease(id)
+	if !ok {
+		f.Fenced()
+		return persistence.ErrFenced
+	}
+	err := store.TryUpdate(func(tx *persistence.Tx) error {
+		if err := tx.Fence(le); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+	if errors.Is(err, persistence.ErrFenced) {
+		f.Fenced()
+	}
+	return err
+}

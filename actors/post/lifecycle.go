@@ -1,7 +1,6 @@
 package post
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -399,9 +398,9 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	write := d.Store.TryUpdate
+	write := func(fn func(*persistence.Tx) error) error { return d.tryUpdate(cur.ID, fn) }
 	if !request {
-		write = func(fn func(*persistence.Tx) error) error { return d.Store.Update(context.Background(), fn) }
+		write = func(fn func(*persistence.Tx) error) error { return d.update(cur.ID, fn) }
 	}
 	if err := write(func(tx *persistence.Tx) error {
 		if creating {
@@ -497,7 +496,7 @@ func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
 		actors.ReplyError(ctx, err)
 		return
 	}
-	err = a.deps.Store.TryUpdate(func(tx *persistence.Tx) error {
+	err = a.deps.tryUpdate(a.id, func(tx *persistence.Tx) error {
 		if m.Create != nil {
 			if tx.HasPost(cur.ID) {
 				return ErrExists
@@ -539,7 +538,7 @@ func (a *Actor) fire(ctx actor.Context, m *Fire) {
 	cur := a.state
 	if cur == nil || cur.Status != persistence.PostScheduled || cur.ScheduledAt == nil || !cur.ScheduledAt.Equal(m.At.UTC()) {
 		// A stale entry (the post was rescheduled, deleted or published): drop it.
-		_ = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.Unschedule(a.id, m.At) })
+		_ = a.deps.update(a.id, func(tx *persistence.Tx) error { return tx.Unschedule(a.id, m.At) })
 		actors.Reply(ctx, &FireReply{})
 		return
 	}
@@ -551,7 +550,7 @@ func (a *Actor) fire(ctx actor.Context, m *Fire) {
 	if err != nil {
 		var np *NotPublishableError
 		if errors.As(err, &np) {
-			_ = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.Unschedule(a.id, m.At) })
+			_ = a.deps.update(a.id, func(tx *persistence.Tx) error { return tx.Unschedule(a.id, m.At) })
 			actors.Reply(ctx, &FireReply{})
 			return
 		}
@@ -595,7 +594,7 @@ func (a *Actor) finishJob(ctx actor.Context, m *Finish) {
 		a.deps.Handoff.Synced(j.TrackingID, false)
 		return
 	}
-	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+	if err := a.deps.update(a.id, func(tx *persistence.Tx) error {
 		if err := tx.SettleJob(j.TrackingID); err != nil {
 			return err
 		}

@@ -121,7 +121,7 @@ func New(cfg Config) *Publishing {
 	}
 	p.Posts = actors.NewDirectory(cfg.System, cfg.Capped(post.Kind(post.Deps{
 		Store: cfg.Store, Events: cfg.Events, IdleTimeout: cfg.IdleTimeout, Log: cfg.Log,
-		Handoff: p, Campaigns: cfg.Hub,
+		Handoff: p, Campaigns: cfg.Hub, Fence: cfg.Fence,
 	})))
 	ad := cfg.Account
 	ad.Store, ad.Jobs, ad.Backlog, ad.Posts, ad.Fence = cfg.Store, p, p.Backlog, p.started, cfg.Fence
@@ -137,7 +137,7 @@ func New(cfg Config) *Publishing {
 	p.Scheduler = scheduler.New(cfg.Store, p.Posts, so)
 	p.Campaigns = actors.NewDirectory(cfg.System, cfg.Capped(campaign.Kind(campaign.Deps{
 		Store: cfg.Store, Posts: p.Posts, Handoff: p, Events: cfg.Events, Changed: cfg.Hub.Notify,
-		Log: cfg.Log, IdleTimeout: cfg.IdleTimeout,
+		Log: cfg.Log, IdleTimeout: cfg.IdleTimeout, Fence: cfg.Fence,
 	})))
 	return p
 }

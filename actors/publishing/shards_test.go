@@ -283,3 +283,26 @@ func TestAHandOffDrainsCallsInFlightBeforeReleasing(t *testing.T) {
 	require.InDelta(t, 0, testkit.Gathered(t, b.reg, "herald_network_unknown_outcomes_total"), 0, "nothing was in doubt")
 	require.InDelta(t, 0, counter(t, b.cm.Epochs.WithLabelValues("takeover")), 0, "every shard was handed off")
 }
+
+// A request to a post whose shard moved to another node changes nothing: the post's write is
+// fenced (the HTTP layer answers it with a retriable 503), and the post stays as it was.
+func TestAPostsWriteIsFencedOnceItsShardMoved(t *testing.T) {
+	s := setupShared(t, 0)
+	a := s.node(time.Minute)
+	x := s.connect(a.p, platforms.X, "ann")
+	draft := s.draft("A draft", x)
+	_, err := actors.Ask[*post.Reply](context.Background(), a.p.Posts.To(draft.ID), &post.Create{Post: draft})
+	require.NoError(t, err)
+
+	s.moveLease(cluster.ShardName(cluster.ShardOf(draft.ID, nShards)))
+	text := "Edited after the move"
+	_, err = actors.Ask[*post.Reply](context.Background(), a.p.Posts.To(draft.ID), &post.Update{Scope: s.user, Content: &text})
+	require.ErrorIs(t, err, persistence.ErrFenced)
+	require.NoError(t, s.store.View(func(tx *persistence.Tx) error {
+		p, err := tx.Post(draft.ID)
+		require.NoError(t, err)
+		require.Equal(t, "A draft", p.Content)
+		return nil
+	}))
+	require.GreaterOrEqual(t, counter(t, a.cm.Fenced), 1.0)
+}
