@@ -434,7 +434,10 @@ func (m *Member) stepDown(ctx context.Context) {
 	for _, l := range lost {
 		m.cfg.Lost(l)
 	}
-	_ = m.cfg.Leases.Leave(ctx)
+	// The leases still under the old id are not released: calls this node started before it
+	// went silent may still be under way, so whoever takes them next must take them over (and
+	// wait out the call time-out before looking those calls up), never as a hand-off. They
+	// expire in their time; the old row is forgotten by a later Join.
 	if err := m.join(ctx); err != nil {
 		m.cfg.Log.Warn("cluster: joining again failed", "error", err)
 	}

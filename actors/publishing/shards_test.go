@@ -306,3 +306,38 @@ func TestAPostsWriteIsFencedOnceItsShardMoved(t *testing.T) {
 	}))
 	require.GreaterOrEqual(t, counter(t, a.cm.Fenced), 1.0)
 }
+
+// A node whose membership expired (its heartbeat row gone, as when the others counted it dead)
+// steps down: every shard is lost and its actors stop; it joins again under a new id, takes the
+// shards back once their old leases expire, and resumes them: a post accepted meanwhile is
+// published, once.
+func TestANodeThatLostItsMembershipRejoinsAndResumes(t *testing.T) {
+	s := setupShared(t, 0)
+	a := s.node(300 * time.Millisecond)
+	x := s.connect(a.p, platforms.X, "ann")
+	old := a.member.Node()
+	conn, err := pgx.Connect(context.Background(), s.url)
+	require.NoError(t, err)
+	_, err = conn.Exec(context.Background(), "DELETE FROM cluster_nodes WHERE id = $1", old)
+	require.NoError(t, err)
+	_ = conn.Close(context.Background())
+
+	require.Eventually(t, func() bool { n := a.member.Node(); return n != "" && n != old }, 10*time.Second, 5*time.Millisecond,
+		"joined again under a new id")
+	a.mu.Lock()
+	lost := len(a.lost)
+	a.mu.Unlock()
+	require.Equal(t, nShards, lost, "every shard was lost at the step-down")
+
+	var postID, jobID string
+	require.Eventually(t, func() bool {
+		draft := s.draft("After the step-down", x)
+		jobID = uuid.Must(uuid.NewV7()).String()
+		_, err := actors.Ask[*post.PublishReply](context.Background(), a.p.Posts.To(draft.ID), &post.Publish{Scope: s.user, JobID: jobID, Create: draft})
+		postID = draft.ID
+		return err == nil // refused (fenced) until the post's shard is taken back
+	}, 10*time.Second, 50*time.Millisecond)
+	s.published(postID, jobID)
+	require.Len(t, s.sim.Publications(platforms.X), 1)
+	require.GreaterOrEqual(t, counter(t, a.cm.Epochs.WithLabelValues("takeover")), 1.0, "the old leases were taken over once expired")
+}
