@@ -38,7 +38,7 @@ func TestPlacementFollowsTheLeases(t *testing.T) {
 	for i := range 16 {
 		require.NotEqual(t, a.Here(i), b.Here(i), "shard %d is here on exactly one node", i)
 	}
-	require.Equal(t, "", a.Where(99), "an unknown shard is nowhere")
+	require.Empty(t, a.Where(99), "an unknown shard is nowhere")
 
 	// While a drains a shard it gives up, the shard is no longer here, yet held for fencing.
 	held := a.Held()
