@@ -206,6 +206,12 @@ func (a *Actor) needReconnect(reason string) {
 }
 
 func (a *Actor) startRefresh(ctx actor.Context, forced bool) {
+	if a.deps.Fence != nil && !a.deps.Fence.Trusted(a.id) {
+		// A refresh rotates the account's tokens at the network: only the node that owns the
+		// account may make it. This one no longer does, so the actor stops (Receive).
+		a.fenced = true
+		return
+	}
 	a.refreshing = true
 	adapter, creds := a.adapter, a.creds
 	platform := a.acc.Platform

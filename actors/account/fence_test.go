@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/actors"
@@ -13,6 +14,8 @@ import (
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/pgtest"
 	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/registry"
+	"github.com/heraldhq/herald/platforms/sim"
 )
 
 // gate is a node's leases as an account sees them: held (its writes pass on bbolt, which fences
@@ -72,11 +75,15 @@ func TestAnAccountCallsOnlyWhileItsShardIsTrusted(t *testing.T) {
 // reported, naming the job it reported to.
 func TestADrainedAccountFinishesItsCallInFlightAndStartsNothing(t *testing.T) {
 	t.Parallel()
-	b := setupWith(t, options{latency: 300 * time.Millisecond})
+	c := &counting{}
+	b := setupWith(t, options{latency: 300 * time.Millisecond, edit: func(a registry.Adapters) {
+		c.Adapter = a[platforms.X]
+		a[platforms.X] = c
+	}})
 	acct := b.connect(platforms.X, "ann")
 	first := newJobID()
 	b.publish(acct, first, 0, "in flight at the drain")
-	require.Eventually(t, func() bool { return b.attempt(first) != nil }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return c.now.Load() == 1 }, 5*time.Second, time.Millisecond, "the call is on its way")
 	d, err := actors.AskWithin[*account.Drained](context.Background(), 10*time.Second, b.dir.To(acct), &account.Drain{})
 	require.NoError(t, err)
 	require.Equal(t, []string{first}, d.Jobs)
@@ -89,4 +96,32 @@ func TestADrainedAccountFinishesItsCallInFlightAndStartsNothing(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	require.Len(t, b.sim.Publications(platforms.X), 1, "nothing new starts once drained")
 	require.Equal(t, 1, b.waiting(acct), "it waits in the store for the shard's next owner")
+}
+
+// A token refresh rotates the account's tokens at the network, so it too is made only while the
+// node trusts the account's shard: a call that finds its token expired after the trust ended
+// leads to no refresh, and the actor stops.
+func TestAnAccountRefreshesItsTokenOnlyWhileItsShardIsTrusted(t *testing.T) {
+	if pgtest.Enabled() {
+		t.Skip("the stand-in lease has no row in PostgreSQL to fence on")
+	}
+	t.Parallel()
+	g := &onceTrusted{}
+	b := setupWith(t, options{fence: g})
+	acct := b.connect(platforms.X, "ann")
+	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultExpireTokens, 1))
+	job := newJobID()
+	b.publish(acct, job, 0, "its token expired")
+	require.Eventually(t, func() bool {
+		return len(b.dir.LiveIDs(func(id string) bool { return id == acct })) == 0
+	}, 5*time.Second, 5*time.Millisecond, "the account stops")
+	require.InDelta(t, 0, testutil.ToFloat64(b.metrics.Refreshes.WithLabelValues(string(platforms.X), "ok")), 0, "no refresh was made")
+	require.Empty(t, b.sim.Publications(platforms.X))
+}
+
+// onceTrusted trusts the first check only: the publishing call is made, what follows is not.
+type onceTrusted struct{ gate }
+
+func (g *onceTrusted) Trusted(string) bool {
+	return g.trusted.CompareAndSwap(false, true)
 }

@@ -3,6 +3,7 @@ package publishing_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,7 +37,8 @@ const (
 
 type shared struct {
 	*bundle
-	url string
+	url   string
+	calls *inFlight
 }
 
 func setupShared(t *testing.T, latency time.Duration) *shared {
@@ -56,9 +58,24 @@ func setupShared(t *testing.T, latency time.Duration) *shared {
 	require.NoError(t, err)
 	box, err := secret.NewBox(key)
 	require.NoError(t, err)
-	return &shared{url: url, bundle: &bundle{t: t, store: store, sim: s, user: uuid.NewString(), deps: account.Deps{
-		Box: box, Adapters: registry.New(cfgs), Budgets: account.NewBudgets(account.DefaultRules), Backoff: 10 * time.Millisecond,
+	adapters := registry.New(cfgs)
+	calls := &inFlight{Adapter: adapters[platforms.X]}
+	adapters[platforms.X] = calls
+	return &shared{url: url, calls: calls, bundle: &bundle{t: t, store: store, sim: s, user: uuid.NewString(), deps: account.Deps{
+		Box: box, Adapters: adapters, Budgets: account.NewBudgets(account.DefaultRules), Backoff: 10 * time.Millisecond,
 	}}}
+}
+
+// inFlight counts X's publishing calls on their way.
+type inFlight struct {
+	platforms.Adapter
+	n atomic.Int64
+}
+
+func (c *inFlight) Publish(ctx context.Context, cr platforms.Credentials, p platforms.Post) (platforms.Result, error) {
+	c.n.Add(1)
+	defer c.n.Add(-1)
+	return c.Adapter.Publish(ctx, cr, p)
 }
 
 // clusterNode is one node: a member and the actors of the shards it holds.
@@ -268,7 +285,7 @@ func TestAHandOffDrainsCallsInFlightBeforeReleasing(t *testing.T) {
 	a := s.node(time.Minute)
 	x := s.connect(a.p, platforms.X, "ann")
 	postID, jobID := s.publish(a, "In flight at the hand-off", x)
-	require.Eventually(t, func() bool { return s.attempt(jobID) != nil }, 5*time.Second, time.Millisecond, "the call is under way")
+	require.Eventually(t, func() bool { return s.calls.n.Load() == 1 }, 5*time.Second, time.Millisecond, "the call is on its way")
 
 	a.stop()
 	// The process ends: whatever its actors had not done is lost with it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -57,7 +58,7 @@ func checkNodeConfig(cfg Config) error {
 	if !persistence.IsPostgresURL(cfg.Store) {
 		return errors.New("--node-addr runs Herald as one node of several, which share a PostgreSQL store: set --store postgres://… (a bbolt file belongs to one process)")
 	}
-	if _, port, ok := strings.Cut(cfg.NodeAddr, ":"); !ok || port == "" {
+	if host, port, err := net.SplitHostPort(cfg.NodeAddr); err != nil || host == "" || port == "" {
 		return fmt.Errorf("--node-addr: %q is not HOST:PORT", cfg.NodeAddr)
 	}
 	return nil
