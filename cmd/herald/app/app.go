@@ -443,6 +443,14 @@ func (a *App) Start(ctx context.Context) error {
 		a.Cfg.BaseURL = "http://" + ln.Addr().String()
 	}
 	a.Cfg.BaseURL = strings.TrimRight(a.Cfg.BaseURL, "/")
+	if a.node != nil {
+		// The node joins first: every actor write fences on its shard's lease, so the sandbox's
+		// first start, which connects the demo accounts, needs the shards held.
+		a.joinNode()
+		if a.Cfg.Sandbox {
+			a.awaitNode(30 * time.Second)
+		}
+	}
 	if a.Cfg.Sandbox {
 		if err := a.startSandbox(ctx); err != nil {
 			_ = ln.Close()
@@ -504,7 +512,7 @@ func (a *App) Start(ctx context.Context) error {
 	if a.node != nil {
 		// Each shard's work is resumed as the node takes it; ready after its first step.
 		a.Publishing.StartShared()
-		a.startNode()
+		a.resumeNode()
 	} else {
 		a.Publishing.Start()
 		a.Server.SetReady(true)

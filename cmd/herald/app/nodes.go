@@ -46,8 +46,11 @@ type node struct {
 	// their lease kinds.
 	singletons leaseWork
 	kinds      []string
+	ctx        context.Context
 	stop       context.CancelFunc
 	done       chan struct{}
+	resumed    chan struct{}
+	resuming   bool // resumeNode ran (Start and Shutdown run one after the other)
 }
 
 // checkNodeConfig refuses a node address with a store several processes cannot share.
@@ -111,16 +114,16 @@ func (n *node) work(name string) leaseWork {
 	return nil
 }
 
-// startNode joins the cluster and keeps the membership until stopNode; readiness waits for its
-// first step. It joins again after a failure to (a database not reachable yet).
-func (a *App) startNode() {
+// joinNode joins the cluster and keeps the membership until stopNode, joining again after a
+// failure to (a database not reachable yet). The shards it takes meanwhile are resumed only once
+// resumeNode runs, at the end of Start, when the adapters are what the actors must use.
+func (a *App) joinNode() {
 	n := a.node
 	ctx, cancel := context.WithCancel(context.Background())
-	n.stop, n.done = cancel, make(chan struct{})
+	n.ctx, n.stop, n.done = ctx, cancel, make(chan struct{})
+	n.resumed = make(chan struct{})
 	go func() {
 		defer close(n.done)
-		resumed := make(chan struct{})
-		go func() { defer close(resumed); n.shards.Run(ctx) }()
 		for {
 			err := n.member.Run(ctx)
 			if ctx.Err() != nil {
@@ -132,15 +135,32 @@ func (a *App) startNode() {
 			case <-time.After(time.Second):
 			}
 		}
-		<-resumed
+		<-n.resumed
 	}()
+}
+
+// awaitNode waits until the member ran its first step (its shards are held), at most within.
+func (a *App) awaitNode(within time.Duration) {
+	select {
+	case <-a.node.member.Ready():
+	case <-time.After(within):
+		a.Log.Warn("cluster: this node has not joined its cluster yet; going on")
+	}
+}
+
+// resumeNode resumes the shards the node holds and takes, and turns readiness on once the member
+// ran its first step.
+func (a *App) resumeNode() {
+	n := a.node
+	n.resuming = true
+	go func() { defer close(n.resumed); n.shards.Run(n.ctx) }()
 	go func() {
 		select {
 		case <-n.member.Ready():
 			if !a.draining.Load() {
 				a.Server.SetReady(true)
 			}
-		case <-ctx.Done():
+		case <-n.ctx.Done():
 		}
 	}()
 }
@@ -151,6 +171,9 @@ func (a *App) stopNode() {
 	n := a.node
 	if n.stop != nil {
 		n.stop()
+		if !n.resuming {
+			close(n.resumed) // Start failed before resumeNode
+		}
 		<-n.done
 	}
 	n.leases.Close()
