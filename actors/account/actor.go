@@ -238,6 +238,10 @@ type Actor struct {
 	// shard moved to another node: the actor stops after the message in hand.
 	drainer  *actor.PID
 	draining bool
+	// untrusted says a call or refresh found the node no longer trusting the account's shard:
+	// nothing new starts, and the actor stops once its calls in flight came back (or a drain
+	// that waits for them answers).
+	untrusted bool
 	// drainJobs are the jobs reported to since the drain began.
 	drainJobs map[string]bool
 	fenced    bool
@@ -288,6 +292,10 @@ type (
 // Receive handles the account's messages.
 func (a *Actor) Receive(ctx actor.Context) {
 	a.receive(ctx)
+	if a.untrusted && a.drainer == nil && a.inflight == 0 && a.lookups == 0 {
+		// Nothing of the account is on its way any more: it stops here.
+		a.fenced = true
+	}
 	if a.fenced {
 		// The shard moved: this node may no longer act for the account. Nothing not yet started
 		// starts; the new owner takes what waits from the store.

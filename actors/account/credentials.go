@@ -208,8 +208,8 @@ func (a *Actor) needReconnect(reason string) {
 func (a *Actor) startRefresh(ctx actor.Context, forced bool) {
 	if a.deps.Fence != nil && !a.deps.Fence.Trusted(a.id) {
 		// A refresh rotates the account's tokens at the network: only the node that owns the
-		// account may make it. This one no longer does, so the actor stops (Receive).
-		a.fenced = true
+		// account may make it. This one no longer may, so the actor stops (Receive).
+		a.untrusted = true
 		return
 	}
 	a.refreshing = true

@@ -40,9 +40,9 @@ func (b *bundle) attempt(job string) (a *persistence.Attempt) {
 }
 
 // An account calls its network only while its node trusts the lease of its shard: once the
-// trust ends (a renewal too old: the node was paused or cut off), the call whose attempt was just
-// recorded is not made, nothing is reported, the actor stops, and the attempt stays for the
-// shard's next owner to look up.
+// trust ends (a renewal too old: the node was paused or cut off, or it hands the shard off), the
+// call whose attempt was just recorded is not made, its attempt is forgotten, nothing is
+// reported, the target waits in the store for the shard's next owner, and the actor stops.
 func TestAnAccountCallsOnlyWhileItsShardIsTrusted(t *testing.T) {
 	if pgtest.Enabled() {
 		t.Skip("the stand-in lease has no row in PostgreSQL to fence on")
@@ -63,7 +63,7 @@ func TestAnAccountCallsOnlyWhileItsShardIsTrusted(t *testing.T) {
 		return len(b.dir.LiveIDs(func(id string) bool { return id == acct })) == 0
 	}, 5*time.Second, 5*time.Millisecond, "the account stops")
 	require.Len(t, b.sim.Publications(platforms.X), 1, "the untrusted call was not made")
-	require.NotNil(t, b.attempt(second), "its attempt stays for the next owner to look up")
+	require.Nil(t, b.attempt(second), "the call was not made: its attempt is forgotten, nothing is left in doubt")
 	require.Equal(t, 1, b.waiting(acct))
 	for len(b.reports) > 0 {
 		r := <-b.reports
@@ -124,4 +124,37 @@ type onceTrusted struct{ gate }
 
 func (g *onceTrusted) Trusted(string) bool {
 	return g.trusted.CompareAndSwap(false, true)
+}
+
+// A call found untrusted does not cut short the calls already on their way: with two calls
+// allowed at once, the one in flight when the trust ended comes back and is reported, and only
+// then does the actor stop.
+func TestAnUntrustedAccountReportsItsCallsInFlightBeforeStopping(t *testing.T) {
+	if pgtest.Enabled() {
+		t.Skip("the stand-in lease has no row in PostgreSQL to fence on")
+	}
+	t.Parallel()
+	g := &gate{}
+	g.trusted.Store(true)
+	c := &counting{}
+	b := setupWith(t, options{fence: g, concurrency: 2, latency: 400 * time.Millisecond, edit: func(a registry.Adapters) {
+		c.Adapter = a[platforms.X]
+		a[platforms.X] = c
+	}})
+	acct := b.connect(platforms.X, "ann")
+	first := newJobID()
+	b.publish(acct, first, 0, "on its way when the trust ends")
+	require.Eventually(t, func() bool { return c.now.Load() == 1 }, 5*time.Second, time.Millisecond)
+	g.trusted.Store(false)
+	second := newJobID()
+	b.publish(acct, second, 0, "found untrusted")
+	r := b.finals(first, 1)[0]
+	require.True(t, r.Success, r.Message)
+	require.Eventually(t, func() bool {
+		return len(b.dir.LiveIDs(func(id string) bool { return id == acct })) == 0
+	}, 5*time.Second, 5*time.Millisecond, "the account stops once nothing is on its way")
+	require.Len(t, b.sim.Publications(platforms.X), 1)
+	require.Nil(t, b.attempt(second))
+	require.Eventually(t, func() bool { return b.waiting(acct) == 1 }, 5*time.Second, 5*time.Millisecond,
+		"the untrusted target waits for the shard's next owner")
 }

@@ -312,7 +312,7 @@ func (a *Actor) observeCallTime(d time.Duration) {
 // pump keeps the lane filled from the queue as far as the budget allows: budget reserved and
 // attempts recorded for a batch in one commit, then the batch handed to the callers, in order.
 func (a *Actor) pump(ctx actor.Context) {
-	if a.deleting != nil || a.storeWait || a.draining || a.fenced {
+	if a.deleting != nil || a.storeWait || a.draining || a.fenced || a.untrusted {
 		return
 	}
 	if a.acc == nil || a.failing != "" {
@@ -524,9 +524,14 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 		return
 	}
 	if errors.Is(m.err, errUntrusted) {
-		// Not sent: this node no longer trusts its lease of the account's shard. The attempt
-		// stays recorded; whoever takes the shard looks it up and sends it if it is not there.
-		a.fenced = true
+		// Not sent: this node no longer trusts its lease of the account's shard (it is handing it
+		// off, or lost it). The lane stays held; the request goes back to the queue with its
+		// attempt forgotten (refused by the fence if the shard moved: then the next owner looks
+		// it up and finds nothing). The calls still on their way come back and are reported
+		// before the actor stops (Receive), so that none is left in doubt needlessly.
+		a.untrusted = true
+		a.forgetAttempt(r)
+		a.queueFront(r)
 		return
 	}
 	platform := platforms.Platform(a.acc.Platform)
