@@ -571,3 +571,61 @@ func (a *incarnation) arm(ctx actor.Context, after time.Duration) {
 	self, root := ctx.Self(), a.d.sys.Root
 	a.timer = time.AfterFunc(after, func() { root.Send(self, &idleCheck{}) })
 }
+
+// LiveIDs lists the ids with a live incarnation (not stopping) that match.
+func (d *Directory) LiveIDs(match func(id string) bool) []string {
+	var out []string
+	for _, s := range d.shards {
+		s.mu.Lock()
+		for id, e := range s.entries {
+			if e.pid != nil && !e.stopping && match(id) {
+				out = append(out, id)
+			}
+		}
+		s.mu.Unlock()
+	}
+	return out
+}
+
+// Passivate stops the live incarnations whose id matches, each after the messages already in its
+// mailbox, and waits until they have stopped or ctx ends. Messages that reach them meanwhile are
+// held for a next incarnation, as with any passivation. When several nodes share the store, a
+// node passivates the actors of a shard it hands off or lost.
+func (d *Directory) Passivate(ctx context.Context, match func(id string) bool) error {
+	type stopping struct {
+		id  string
+		pid *actor.PID
+	}
+	var wait []stopping
+	for _, s := range d.shards {
+		s.mu.Lock()
+		for id, e := range s.entries {
+			if e.pid != nil && match(id) {
+				if !e.stopping {
+					d.m.passivations.Inc()
+					d.stop(s, e)
+				}
+				wait = append(wait, stopping{id, e.pid})
+			}
+		}
+		s.mu.Unlock()
+	}
+	for _, w := range wait {
+		for {
+			s := d.shardOf(w.id)
+			s.mu.Lock()
+			e := s.entries[w.id]
+			gone := e == nil || e.pid == nil || !e.pid.Equal(w.pid)
+			s.mu.Unlock()
+			if gone {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}

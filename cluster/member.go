@@ -90,6 +90,8 @@ type Config struct {
 	// taken): whatever runs under it must stop at once.
 	Lost func(persistence.Lease)
 	Log  *slog.Logger
+	// Metrics, when set, counts the member's leases, epochs and hand-offs (NewMetrics).
+	Metrics *Metrics
 	// now is the monotonic clock (time.Now; tests replace it).
 	now func() time.Time
 }
@@ -103,6 +105,16 @@ type Member struct {
 	trustedUntil time.Time
 	node         string
 	names        []string
+	// draining are the leases being drained before their release: still held (their writes
+	// fence on them) but no longer trusted, so that nothing new starts under them.
+	draining map[string]bool
+	// where is each shard's owner's address as the last step read the lease table.
+	where []string
+	// ready is closed once the member joined and ran its first step.
+	ready     chan struct{}
+	readyOnce sync.Once
+	// drains are the hand-offs under way (giveUp).
+	drains sync.WaitGroup
 	// pauseReq, when set (tests: a stopped process), parks the loop before its next renewal
 	// until it is closed; parked is closed once the loop is parked.
 	pauseReq, parked chan struct{}
@@ -130,7 +142,9 @@ func New(cfg Config) *Member {
 	if cfg.Acquired == nil {
 		cfg.Acquired = func(persistence.Taken) {}
 	}
-	m := &Member{cfg: cfg, held: map[string]persistence.Lease{}}
+	m := &Member{cfg: cfg, held: map[string]persistence.Lease{}, draining: map[string]bool{},
+		where: make([]string, cfg.Shards), ready: make(chan struct{})}
+	cfg.Metrics.heldBy(m)
 	for i := range cfg.Shards {
 		m.names = append(m.names, ShardName(i))
 	}
@@ -153,11 +167,54 @@ func (m *Member) Trusted(name string) (persistence.Lease, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l, ok := m.held[name]
-	if !ok || !m.cfg.now().Before(m.trustedUntil) {
+	if !ok || m.draining[name] || !m.cfg.now().Before(m.trustedUntil) {
 		return persistence.Lease{}, false
 	}
 	return l, true
 }
+
+// Lease returns the lease name is held under, if the node holds it, trusted or not (a lease
+// being drained, one whose renewal is late): writes fence on it, and the store refuses them once
+// another node took it.
+func (m *Member) Lease(name string) (persistence.Lease, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.held[name]
+	return l, ok
+}
+
+// Here reports whether the node holds shard i's lease and may act under it (Placement).
+func (m *Member) Here(i int) bool {
+	_, ok := m.Trusted(ShardName(i))
+	return ok
+}
+
+// Where is the address of the node that held shard i's lease when the member last read the
+// lease table at its step, "" when none did (Placement). It never reads the database itself.
+func (m *Member) Where(i int) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if i < 0 || i >= len(m.where) {
+		return ""
+	}
+	return m.where[i]
+}
+
+// Shards is the number of account shards.
+func (m *Member) Shards() int { return m.cfg.Shards }
+
+// Current reports whether the member's membership is current: it joined and its last renewal
+// is recent enough that its leases are trusted (a node cut off from the database, or paused,
+// is not).
+func (m *Member) Current() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.node != "" && m.cfg.now().Before(m.trustedUntil)
+}
+
+// Ready is closed once the member joined and ran its first step: it took the leases it should
+// own that were free, and read where the others are.
+func (m *Member) Ready() <-chan struct{} { return m.ready }
 
 // Held lists the leases the node holds, by name.
 func (m *Member) Held() []persistence.Lease {
@@ -245,17 +302,53 @@ func (m *Member) step(ctx context.Context) {
 	}
 	self := m.Node()
 	for _, name := range m.names {
+		if m.cfg.now().Sub(sent) > m.cfg.Leases.TTL()/4 {
+			// A long step (a node that starts takes every free lease, one transaction each)
+			// renews on the way, so that the leases it took first do not expire before it ends.
+			sent = m.cfg.now()
+			renewed, err := m.cfg.Leases.Renew(ctx)
+			if errors.Is(err, persistence.ErrStale) {
+				m.stepDown(ctx)
+				return
+			}
+			if err == nil {
+				m.renewed(sent, renewed)
+			}
+		}
 		want := Owner(name, ids) == self
 		m.mu.Lock()
 		l, has := m.held[name]
+		draining := m.draining[name]
+		if has && !want && len(ids) > 1 && !draining {
+			// Drained beside the loop, which goes on renewing every lease meanwhile (this one
+			// included: it is released only once drained).
+			m.draining[name] = true
+			m.drains.Add(1)
+			go m.giveUp(l)
+		}
 		m.mu.Unlock()
-		switch {
-		case has && !want && len(ids) > 1:
-			m.giveUp(ctx, l)
-		case !has && want:
+		if !has && want {
 			m.take(ctx, name)
 		}
 	}
+	m.readWhere(ctx)
+	m.readyOnce.Do(func() { close(m.ready) })
+}
+
+// readWhere reads where each shard's owner is, once per step (Where answers from it).
+func (m *Member) readWhere(ctx context.Context) {
+	owners, err := m.cfg.Leases.Owners(ctx)
+	if err != nil {
+		m.cfg.Log.Warn("cluster: reading the lease owners failed", "error", err)
+		return
+	}
+	where := make([]string, m.cfg.Shards)
+	for i := range where {
+		where[i] = owners[ShardName(i)]
+	}
+	m.mu.Lock()
+	m.where = where
+	m.mu.Unlock()
 }
 
 // renewed keeps what the renewal returned and reports the leases missing from it as lost.
@@ -299,18 +392,31 @@ func (m *Member) take(ctx context.Context, name string) {
 	}
 	m.mu.Unlock()
 	m.cfg.Log.Info("cluster: lease taken", "lease", name, "epoch", t.Epoch, "takeover", !t.Released)
+	m.cfg.Metrics.taken(t)
 	m.cfg.Acquired(t)
 }
 
-func (m *Member) giveUp(ctx context.Context, l persistence.Lease) {
+// giveUp drains a lease marked draining and releases it; it runs beside the member's loop.
+func (m *Member) giveUp(l persistence.Lease) {
+	defer m.drains.Done()
+	start := time.Now()
 	m.cfg.Drain(l)
 	m.mu.Lock()
+	if h, ok := m.held[l.Name]; !ok || h.Epoch != l.Epoch || !m.draining[l.Name] {
+		// Lost meanwhile (a step-down): nothing to release.
+		m.mu.Unlock()
+		return
+	}
 	delete(m.held, l.Name)
+	delete(m.draining, l.Name)
 	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Leases.TTL())
+	defer cancel()
 	if err := m.cfg.Leases.Release(ctx, l); err != nil {
 		// It expires in its time instead; the new owner waits for that.
 		m.cfg.Log.Warn("cluster: releasing a lease failed", "lease", l.Name, "error", err)
 	}
+	m.cfg.Metrics.handedOff(time.Since(start))
 }
 
 // stepDown drops every lease (they may have been taken already) and joins under a new id.
@@ -321,13 +427,17 @@ func (m *Member) stepDown(ctx context.Context) {
 		lost = append(lost, l)
 	}
 	m.held = map[string]persistence.Lease{}
+	clear(m.draining)
 	old := m.node
 	m.mu.Unlock()
 	m.cfg.Log.Warn("cluster: this node's membership expired; stepping down", "node", old)
 	for _, l := range lost {
 		m.cfg.Lost(l)
 	}
-	_ = m.cfg.Leases.Leave(ctx)
+	// The leases still under the old id are not released: calls this node started before it
+	// went silent may still be under way, so whoever takes them next must take them over (and
+	// wait out the call time-out before looking those calls up), never as a hand-off. They
+	// expire in their time; the old row is forgotten by a later Join.
 	if err := m.join(ctx); err != nil {
 		m.cfg.Log.Warn("cluster: joining again failed", "error", err)
 	}
@@ -335,11 +445,40 @@ func (m *Member) stepDown(ctx context.Context) {
 
 // leave drains and releases what the node holds, then removes it, within one lease lifetime.
 func (m *Member) leave() {
+	// The leases are renewed while their work drains, so that a long drain (a slow call) does
+	// not let them expire under it.
+	stop := make(chan struct{})
+	renewing := make(chan struct{})
+	go func() {
+		defer close(renewing)
+		tick := time.NewTicker(m.cfg.Leases.TTL() / 4)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Leases.TTL()/4)
+				sent := m.cfg.now()
+				if renewed, err := m.cfg.Leases.Renew(ctx); err == nil {
+					m.renewed(sent, renewed)
+				}
+				cancel()
+			}
+		}
+	}()
+	defer func() { close(stop); <-renewing }()
+	m.drains.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Leases.TTL())
 	defer cancel()
 	for _, l := range m.Held() {
 		if _, ok := m.Trusted(l.Name); ok {
+			start := time.Now()
+			m.mu.Lock()
+			m.draining[l.Name] = true
+			m.mu.Unlock()
 			m.cfg.Drain(l)
+			m.cfg.Metrics.handedOff(time.Since(start))
 		} else {
 			m.cfg.Lost(l)
 		}

@@ -43,11 +43,16 @@ type node struct {
 
 func start(t *testing.T, url string, shards int) *node {
 	t.Helper()
+	return startAt(t, url, shards, "127.0.0.1:0")
+}
+
+func startAt(t *testing.T, url string, shards int, addr string) *node {
+	t.Helper()
 	l, err := persistence.OpenLeases(context.Background(), url, ttl)
 	require.NoError(t, err)
 	t.Cleanup(l.Close)
 	ev := &events{}
-	m := New(Config{Leases: l, Addr: "127.0.0.1:0", Shards: shards, Singletons: []string{"scheduler"},
+	m := New(Config{Leases: l, Addr: addr, Shards: shards, Singletons: []string{"scheduler"},
 		Acquired: func(tk persistence.Taken) {
 			ev.mu.Lock()
 			ev.acquired = append(ev.acquired, tk)

@@ -345,3 +345,23 @@ func (t *Tx) Fence(le Lease) error {
 	}
 	return nil
 }
+
+// Owners maps the name of every lease that a live node holds and that has not expired to that
+// node's address, as the database sees them now: where the work under each lease runs.
+func (l *Leases) Owners(ctx context.Context) (map[string]string, error) {
+	rows, err := l.pool.Query(ctx, `SELECT l.name, n.addr FROM cluster_leases l JOIN cluster_nodes n ON n.id = l.owner
+WHERE l.expires_at > now() AND n.heartbeat_at > now() - make_interval(secs => $1)`, l.secs())
+	if err != nil {
+		return nil, fmt.Errorf("persistence: lease owners: %w", err)
+	}
+	out := map[string]string{}
+	var name, addr string
+	_, err = pgx.ForEachRow(rows, []any{&name, &addr}, func() error {
+		out[name] = addr
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("persistence: lease owners: %w", err)
+	}
+	return out, nil
+}

@@ -85,9 +85,11 @@ type Options struct {
 	// the kernel's page cache whenever the process's file-backed resident memory passes it
 	// (checked every second; 0: never). See mapped_linux.go.
 	MaxMappedBytes int64
-	// Shared, on PostgreSQL, opens the database for several processes at once (several nodes,
-	// docs/cluster.md): no advisory lock is taken, and every commit tells the other processes
-	// what it touched with NOTIFY (pgnotify.go). Ignored by bbolt.
+	// Shared opens a PostgreSQL store that several Herald nodes use at once (herald serve
+	// --node-addr): it takes no session advisory lock, since ownership is decided per shard by
+	// leases and every write of an actor fences on its shard's lease (Tx.Fence), which a lock
+	// could not do; and every commit tells the other processes what it touched with NOTIFY
+	// (pgnotify.go). Ignored by bbolt.
 	Shared bool
 }
 

@@ -17,6 +17,7 @@ package account
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -71,6 +72,9 @@ type Deps struct {
 	Posts *actors.Recent[string, *persistence.PostContent]
 	// Backlog counts the publishes in hand (job.Backlog; nil: not counted).
 	Backlog Backlog
+	// Fence, when several nodes share the store, is the account's shard lease: its writes fence
+	// on it, and it calls a network only while the lease is trusted (nil: a single process).
+	Fence actors.Fence
 }
 
 // Jobs take an account's reports: each goes to its job's actor.
@@ -229,6 +233,18 @@ type Actor struct {
 	storeWait     bool
 	unsavedCreds  bool
 	storeFailures int
+	// drainer, when set, is waiting for the account to finish its calls in flight (Drain):
+	// nothing new starts meanwhile. fenced says a write was refused because the account's
+	// shard moved to another node: the actor stops after the message in hand.
+	drainer  *actor.PID
+	draining bool
+	// untrusted says a call or refresh found the node no longer trusting the account's shard:
+	// nothing new starts, and the actor stops once its calls in flight came back (or a drain
+	// that waits for them answers).
+	untrusted bool
+	// drainJobs are the jobs reported to since the drain began.
+	drainJobs map[string]bool
+	fenced    bool
 }
 
 // Busy keeps the actor from passivating while it has work: its goroutines report to it.
@@ -275,9 +291,51 @@ type (
 
 // Receive handles the account's messages.
 func (a *Actor) Receive(ctx actor.Context) {
+	a.receive(ctx)
+	if a.untrusted && a.drainer == nil && a.inflight == 0 && a.lookups == 0 {
+		// Nothing of the account is on its way any more: it stops here.
+		a.fenced = true
+	}
+	if a.fenced {
+		// The shard moved: this node may no longer act for the account. Nothing not yet started
+		// starts; the new owner takes what waits from the store.
+		a.fenced = false
+		a.lane.take()
+		a.drained(ctx)
+		ctx.Stop(ctx.Self())
+		return
+	}
+	if a.drainer != nil && a.inflight == 0 && a.lookups == 0 {
+		a.drained(ctx)
+	}
+}
+
+// drained answers a Drain once nothing is in flight.
+func (a *Actor) drained(ctx actor.Context) {
+	if a.drainer != nil {
+		jobs := make([]string, 0, len(a.drainJobs))
+		for id := range a.drainJobs {
+			jobs = append(jobs, id)
+		}
+		ctx.Send(a.drainer, &Drained{Jobs: jobs})
+		a.drainer, a.drainJobs = nil, nil
+	}
+}
+
+// update is the account's write, fenced on its shard's lease when several nodes share the
+// store; a fenced write stops the actor (Receive).
+func (a *Actor) update(fn func(*persistence.Tx) error) error {
+	err := actors.Update(context.Background(), a.deps.Store, a.deps.Fence, a.id, fn)
+	if errors.Is(err, persistence.ErrFenced) {
+		a.fenced = true
+	}
+	return err
+}
+
+func (a *Actor) receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.lane = newLane(&a.deps, ctx)
+		a.lane = newLane(&a.deps, ctx, a.id)
 		if a.held == nil {
 			a.held, a.reported = map[string]*request{}, map[string]bool{}
 		}
@@ -297,6 +355,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *Take:
 		a.more = true
 		a.pumpLater(ctx)
+	case *Drain:
+		a.drain(ctx)
 	case *recheck:
 		a.rechecking = false
 		a.pump(ctx)

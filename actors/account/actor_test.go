@@ -64,6 +64,8 @@ type options struct {
 	// keepEntries leaves the waiting entries of reported outcomes in the store, as jobs that
 	// have not stored them yet would.
 	keepEntries *atomic.Bool
+	// fence is the node's leases when several nodes share the store (nil: a single process).
+	fence actors.Fence
 }
 
 func setupWith(t testing.TB, o options) *bundle {
@@ -100,7 +102,7 @@ func setupWith(t testing.TB, o options) *bundle {
 			Store: store, Box: box, Adapters: adapters, Budgets: b.budgets, Metrics: b.metrics,
 			Jobs: b, Backoff: 10 * time.Millisecond,
 			Log: slog.New(slog.DiscardHandler), CallTimeout: time.Second, Concurrency: o.concurrency,
-			Backlog: inHandCounter(o.inHand),
+			Backlog: inHandCounter(o.inHand), Fence: o.fence,
 		}))
 	}
 	b.keep = o.keepEntries

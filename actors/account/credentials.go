@@ -23,7 +23,7 @@ func (a *Actor) seal(c platforms.Credentials) ([]byte, error) {
 }
 
 func (a *Actor) save(next *persistence.Account) error {
-	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutAccount(next) }); err != nil {
+	if err := a.update(func(tx *persistence.Tx) error { return tx.PutAccount(next) }); err != nil {
 		return err
 	}
 	if a.acc != nil && string(a.acc.DefaultOptions) != string(next.DefaultOptions) {
@@ -206,6 +206,12 @@ func (a *Actor) needReconnect(reason string) {
 }
 
 func (a *Actor) startRefresh(ctx actor.Context, forced bool) {
+	if a.deps.Fence != nil && !a.deps.Fence.Trusted(a.id) {
+		// A refresh rotates the account's tokens at the network: only the node that owns the
+		// account may make it. This one no longer may, so the actor stops (Receive).
+		a.untrusted = true
+		return
+	}
 	a.refreshing = true
 	adapter, creds := a.adapter, a.creds
 	platform := a.acc.Platform

@@ -43,7 +43,7 @@ func (a *Actor) finishDelete(ctx actor.Context) {
 	sender := a.deleting
 	a.deleting = nil
 	gone := a.acc
-	err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.DeleteAccount(gone) })
+	err := a.update(func(tx *persistence.Tx) error { return tx.DeleteAccount(gone) })
 	if err != nil {
 		ctx.Send(sender, &actors.ErrorReply{Err: err})
 		return

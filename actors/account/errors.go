@@ -13,3 +13,7 @@ var ErrNoMediaStorage = errors.New("this Herald has no media storage configured"
 
 // ErrExists means a Create reached an account that exists.
 var ErrExists = errors.New("account already exists")
+
+// errUntrusted comes back from a call that was not made: the node no longer trusts its lease of
+// the account's shard (Deps.Fence), so another node may own the account by now.
+var errUntrusted = errors.New("this node no longer trusts its lease of the account's shard")

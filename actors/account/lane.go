@@ -31,6 +31,9 @@ type lane struct {
 	timeout time.Duration
 	send    func(*callDone)
 	now     func() time.Time
+	// trusted reports whether the node may still call for the account (nil: always); a
+	// request found untrusted is not sent and comes back with errUntrusted.
+	trusted func() bool
 	limit   int // callers at most (the account's concurrency)
 }
 
@@ -123,9 +126,15 @@ func (l *lane) run() {
 			return
 		}
 		start := l.now()
-		c, cancel := context.WithTimeout(context.Background(), l.timeout)
-		res, err := r.call(c, adapter, creds)
-		cancel()
+		var res platforms.Result
+		var err error
+		if l.trusted != nil && !l.trusted() {
+			err = errUntrusted
+		} else {
+			c, cancel := context.WithTimeout(context.Background(), l.timeout)
+			res, err = r.call(c, adapter, creds)
+			cancel()
+		}
 		if err != nil {
 			l.hold()
 		}
@@ -133,11 +142,16 @@ func (l *lane) run() {
 	}
 }
 
-// newLane makes the account's lane; its callers report to the actor at self.
-func newLane(d *Deps, ctx actor.Context) *lane {
+// newLane makes the account's lane; its callers report to the actor at self, and call only
+// while the node trusts its lease of the account's shard (Deps.Fence).
+func newLane(d *Deps, ctx actor.Context, id string) *lane {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	return &lane{
+	l := &lane{
 		timeout: d.CallTimeout, now: d.Now, limit: d.Concurrency,
 		send: func(m *callDone) { root.Send(self, m) },
 	}
+	if f := d.Fence; f != nil {
+		l.trusted = func() bool { return f.Trusted(id) }
+	}
+	return l
 }

@@ -13,11 +13,19 @@ import (
 )
 
 func (a *Actor) startLookup(ctx actor.Context, r *request, since time.Time) {
+	a.startLookupAfter(ctx, r, since, 0)
+}
+
+// startLookupAfter looks the request's call up on the network after wait.
+func (a *Actor) startLookupAfter(ctx actor.Context, r *request, since time.Time, wait time.Duration) {
 	a.lookups++
 	adapter, creds, retries, backoff := a.adapter, a.creds, a.deps.MaxRetries, a.deps.Backoff
 	platform := a.acc.Platform
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go func() {
+		if wait > 0 {
+			time.Sleep(wait)
+		}
 		var pub platforms.Publication
 		var found bool
 		var err error

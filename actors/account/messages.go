@@ -75,3 +75,14 @@ type Reply struct {
 	// *ReconnectError now.
 	Reconnect string
 }
+
+// Drain stops the account from starting anything new (its shard is handed to another node):
+// calls not yet started go back to the store's order (their budget returned, their attempts
+// forgotten), and the reply, *Drained, comes once the calls and lookups in flight have come back
+// and their outcomes are reported. The account is then passivated; the new owner takes what
+// waits from the store.
+type Drain struct{}
+
+// Drained answers Drain. Jobs are the jobs the account reported to since the Drain: their
+// actors are asked to store what they were told (job.Flush) before the shard is released.
+type Drained struct{ Jobs []string }

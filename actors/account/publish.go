@@ -34,6 +34,9 @@ func (a *Actor) send(r *request, rep *Report) {
 		delete(a.held, r.key)
 		a.reported[r.key] = true
 	}
+	if a.drainJobs != nil {
+		a.drainJobs[rep.JobID] = true
+	}
 	a.deps.Jobs.Report(rep)
 }
 
@@ -211,8 +214,16 @@ func (a *Actor) take(ctx actor.Context, n int) {
 		}
 		a.count(r, true)
 		if t.att != nil && !t.att.Pending {
-			// The call may have reached the network: look, don't resend.
-			a.startLookup(ctx, r, t.att.StartedAt)
+			// The call may have reached the network: look, don't resend. After a takeover of the
+			// account's shard, the old owner's call may still be under way until its lease's
+			// expiry plus the call time-out: the lookup waits until then.
+			var wait time.Duration
+			if a.deps.Fence != nil {
+				if at := a.deps.Fence.NotBefore(a.id); !at.IsZero() {
+					wait = time.Until(at)
+				}
+			}
+			a.startLookupAfter(ctx, r, t.att.StartedAt, wait)
 			continue
 		}
 		a.queue = append(a.queue, r)
@@ -303,7 +314,7 @@ func (a *Actor) observeCallTime(d time.Duration) {
 // pump keeps the lane filled from the queue as far as the budget allows: budget reserved and
 // attempts recorded for a batch in one commit, then the batch handed to the callers, in order.
 func (a *Actor) pump(ctx actor.Context) {
-	if a.deleting != nil || a.storeWait {
+	if a.deleting != nil || a.storeWait || a.draining || a.fenced || a.untrusted {
 		return
 	}
 	if a.acc == nil || a.failing != "" {
@@ -375,7 +386,7 @@ func (a *Actor) pump(ctx actor.Context) {
 			a.count(r, true)
 		}
 		a.deps.Metrics.BudgetLeft.WithLabelValues(string(platform)).Set(float64(a.deps.Budgets.Remaining(platform, a.id, now)))
-		err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+		err := a.update(func(tx *persistence.Tx) error {
 			for _, r := range batch {
 				if err := tx.PutAttempt(r.attempt(a.id, now)); err != nil {
 					return err
@@ -383,6 +394,15 @@ func (a *Actor) pump(ctx actor.Context) {
 			}
 			return nil
 		})
+		if errors.Is(err, persistence.ErrFenced) {
+			// The shard moved to another node: nothing was recorded or sent, and the new owner
+			// takes these targets from the store. The actor stops (Receive).
+			for _, r := range batch {
+				a.refund(platform, r)
+			}
+			a.queueFront(batch...)
+			return
+		}
 		if errors.Is(err, persistence.ErrWriteFailed) {
 			// The store cannot write: nothing was sent, so the batch waits at the queue's front,
 			// in order, and is tried again once the store may take it.
@@ -423,7 +443,7 @@ func (a *Actor) unready() {
 	}
 	a.inflight = max(0, a.inflight-len(back))
 	platform := platforms.Platform(a.acc.Platform)
-	_ = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+	_ = a.update(func(tx *persistence.Tx) error {
 		for _, r := range back {
 			if r.step > 0 {
 				continue // its record keeps what the steps before it published (forgetAttempt)
@@ -503,6 +523,17 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 		default:
 			a.fail(r, "the connected account was disconnected while the post was being published: "+errorMessage(m.err))
 		}
+		return
+	}
+	if errors.Is(m.err, errUntrusted) {
+		// Not sent: this node no longer trusts its lease of the account's shard (it is handing it
+		// off, or lost it). The lane stays held; the request goes back to the queue with its
+		// attempt forgotten (refused by the fence if the shard moved: then the next owner looks
+		// it up and finds nothing). The calls still on their way come back and are reported
+		// before the actor stops (Receive), so that none is left in doubt needlessly.
+		a.untrusted = true
+		a.forgetAttempt(r)
+		a.queueFront(r)
 		return
 	}
 	platform := platforms.Platform(a.acc.Platform)
@@ -593,5 +624,19 @@ func (a *Actor) forgetAttempt(r *request) {
 	if r.step > 0 {
 		return
 	}
-	_ = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.DeleteAttempt(r.JobID, r.Target) })
+	_ = a.update(func(tx *persistence.Tx) error { return tx.DeleteAttempt(r.JobID, r.Target) })
+}
+
+// drain stops new work and answers once nothing is in flight (Receive sends the answer).
+func (a *Actor) drain(ctx actor.Context) {
+	if ctx.Sender() == nil {
+		return
+	}
+	a.drainer, a.draining = ctx.Sender(), true
+	if a.drainJobs == nil {
+		a.drainJobs = map[string]bool{}
+	}
+	if a.acc != nil {
+		a.unready()
+	}
 }

@@ -53,6 +53,9 @@ type Deps struct {
 	AskTimeout time.Duration
 	// Parallel bounds the posts asked at once during a retry or a cancel (default 16).
 	Parallel int
+	// Fence, when several nodes share the store, is the campaign's shard lease: its writes
+	// fence on it (nil: a single process).
+	Fence actors.Fence
 }
 
 // Handoff is where a campaign hands on what it committed (actors/publishing in Herald): the jobs
@@ -176,7 +179,7 @@ func commit(d Deps, id string, m *Create) (*persistence.Campaign, error) {
 		}
 		rows[i] = s
 	}
-	err := d.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+	err := actors.Update(context.Background(), d.Store, d.Fence, id, func(tx *persistence.Tx) error {
 		if tx.HasCampaign(id) {
 			return ErrExists
 		}
@@ -513,7 +516,7 @@ func (a *Actor) cancel(ctx context.Context, c *persistence.Campaign, m *Cancel) 
 		}
 	}
 	next := *c
-	err := a.deps.Store.Update(ctx, func(tx *persistence.Tx) error {
+	err := actors.Update(ctx, a.deps.Store, a.deps.Fence, c.ID, func(tx *persistence.Tx) error {
 		out.Kept = out.Kept[:0]
 		for _, cp := range tx.CampaignPosts(c.ID) {
 			out.Kept = append(out.Kept, Kept{PostID: cp.PostID, Status: cp.Status})

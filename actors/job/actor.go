@@ -49,6 +49,9 @@ type Deps struct {
 	// Campaigns tells the followers of a campaign (its streams) that a job of one of its posts
 	// recorded steps in the campaign's timeline (nil: nobody follows).
 	Campaigns Followers
+	// Fence, when several nodes share the store, is the job's shard lease: its writes fence on
+	// it (nil: a single process).
+	Fence actors.Fence
 }
 
 // Handoff takes a final job (actors/publishing in Herald).
@@ -189,6 +192,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *Start:
 		a.start()
+	case *Flush:
+		actors.Reply(ctx, &Flushed{})
 	case *Get:
 		if j, err := a.owned(m.Scope); err != nil {
 			actors.ReplyError(ctx, err)
@@ -275,6 +280,15 @@ func (a *Actor) flush(ctx actor.Context) {
 // storeFailed schedules the retry of what the store could not commit. The first failure of a
 // streak is logged; the store's own health is what the operator watches (/readyz, metrics).
 func (a *Actor) storeFailed(ctx actor.Context, err error) {
+	if errors.Is(err, persistence.ErrFenced) {
+		// The job's shard moved to another node: what is pending is not stored here, and is not
+		// lost either (its accounts' attempts and waiting targets stay in the store until the
+		// new owner stores their outcomes). The actor stops without retrying.
+		a.deps.Log.Info("a job's shard moved to another node; its actor stops here", "job_id", a.id)
+		a.pending, a.syncUnstored = nil, false
+		ctx.Stop(ctx.Self())
+		return
+	}
 	a.storeFailures++
 	if a.storeFailures == 1 {
 		a.deps.Log.Warn("storing a job's progress failed; it is retried until the store takes it", "job_id", a.id, "error", err)
@@ -476,8 +490,8 @@ func (a *Actor) record() error {
 	}
 	// Read ahead on PostgreSQL (persistence.Store.UpdateAhead): write sets nothing outside the
 	// transaction but the ids and numbers of the events it appends, on every run.
-	err = a.deps.Store.UpdateAhead(context.Background(), func(tx *persistence.Tx) error { return b.write(tx, a.id) })
-	if err != nil && b.settle != nil && !errors.Is(err, persistence.ErrWriteFailed) && !errors.Is(err, persistence.ErrClosed) {
+	err = actors.UpdateAhead(context.Background(), a.deps.Store, a.deps.Fence, a.id, func(tx *persistence.Tx) error { return b.write(tx, a.id) })
+	if err != nil && b.settle != nil && !errors.Is(err, persistence.ErrWriteFailed) && !errors.Is(err, persistence.ErrClosed) && !errors.Is(err, persistence.ErrFenced) {
 		// The post's part was refused (a record it reads is damaged): the job is stored alone,
 		// and its post takes the outcome through Finish, as after a restart.
 		a.deps.Log.Warn("storing a job's outcome with its post's failed; the post takes it on its own", "job_id", a.id, "error", err)
@@ -485,7 +499,7 @@ func (a *Actor) record() error {
 		if err := b.encode(); err != nil {
 			return err
 		}
-		err = a.deps.Store.UpdateAhead(context.Background(), func(tx *persistence.Tx) error { return b.write(tx, a.id) })
+		err = actors.UpdateAhead(context.Background(), a.deps.Store, a.deps.Fence, a.id, func(tx *persistence.Tx) error { return b.write(tx, a.id) })
 	}
 	if err != nil {
 		return err
@@ -587,7 +601,7 @@ func (a *Actor) postSynced(ctx actor.Context, stored bool) {
 	}
 	raw, err := persistence.Encode(next)
 	if err == nil {
-		err = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutJobEncoded(next, raw) })
+		err = actors.Update(context.Background(), a.deps.Store, a.deps.Fence, a.id, func(tx *persistence.Tx) error { return tx.PutJobEncoded(next, raw) })
 	}
 	if err != nil {
 		a.syncUnstored = true

@@ -136,6 +136,31 @@ func (b *Backlog) Set(waiting map[string]int) {
 	b.ready.Store(ready)
 }
 
+// Replace counts what waits in the store for the accounts that match, from waiting (whose
+// accounts all match), replacing what was counted for them and keeping the others': a node that
+// took or gave up some shards of accounts.
+func (b *Backlog) Replace(match func(account string) bool, waiting map[string]int) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var ready int64
+	for id, w := range b.accounts {
+		if match(id) {
+			ready -= w.ready()
+			delete(b.accounts, id)
+		}
+	}
+	for id, n := range waiting {
+		if n > 0 {
+			b.accounts[id] = &waitingFor{waiting: int64(n)}
+			ready += int64(n)
+		}
+	}
+	b.ready.Add(ready)
+}
+
 // update changes one account's part, keeping ready the sum over the accounts not held back.
 func (b *Backlog) update(account string, change func(*waitingFor)) {
 	if b == nil || account == "" {

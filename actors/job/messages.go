@@ -12,6 +12,14 @@ import (
 // activated by its first report.
 type Start struct{}
 
+// Flush stores the reports the job has received, and answers *Flushed once it tried: a node
+// handing an account's shard off makes sure the outcomes its calls reported are stored while it
+// still holds the leases they are written under.
+type Flush struct{}
+
+// Flushed answers Flush.
+type Flushed struct{}
+
 // Get reads the job on behalf of a user. Reply: *Reply.
 type Get struct {
 	Scope string // the workspace the request acts in (persistence.Scope); the object must be in it

@@ -4,6 +4,7 @@
 package post
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"slices"
@@ -34,6 +35,19 @@ type Deps struct {
 	// Campaigns tells the followers of a campaign (its streams) that the status of one of its
 	// posts changed (nil: nobody follows).
 	Campaigns Followers
+	// Fence, when several nodes share the store, is the post's shard lease: its writes fence on
+	// it, and a request whose write it refuses changes nothing (nil: a single process).
+	Fence actors.Fence
+}
+
+// tryUpdate is the post id's write a request waits on, fenced on its shard's lease.
+func (d *Deps) tryUpdate(id string, fn func(*persistence.Tx) error) error {
+	return actors.TryUpdate(d.Store, d.Fence, id, fn)
+}
+
+// update is the post id's write of work already accepted, fenced on its shard's lease.
+func (d *Deps) update(id string, fn func(*persistence.Tx) error) error {
+	return actors.Update(context.Background(), d.Store, d.Fence, id, fn)
 }
 
 // Followers are the followers of campaigns (campaign.Hub).
@@ -108,7 +122,7 @@ func (c creator) Create(id string, msg any) any {
 	if m, ok := msg.(*Publish); ok {
 		return createAndPublish(c.deps, id, m)
 	}
-	p, err := createPost(c.deps.Store, id, msg.(*Create))
+	p, err := createPost(&c.deps, id, msg.(*Create))
 	if err != nil {
 		return &actors.ErrorReply{Err: err}
 	}
@@ -234,7 +248,7 @@ func (a *Actor) commit(next *persistence.Post) error {
 	if err != nil {
 		return err
 	}
-	if err := a.deps.Store.TryUpdate(func(tx *persistence.Tx) error {
+	if err := a.deps.tryUpdate(a.id, func(tx *persistence.Tx) error {
 		return tx.PutPost(next, raw)
 	}); err != nil {
 		return err
@@ -248,7 +262,7 @@ func (a *Actor) create(ctx actor.Context, m *Create) {
 		actors.ReplyError(ctx, ErrExists)
 		return
 	}
-	next, err := createPost(a.deps.Store, a.id, m)
+	next, err := createPost(&a.deps, a.id, m)
 	if err != nil {
 		if errors.Is(err, ErrExists) {
 			a.load()
@@ -261,7 +275,7 @@ func (a *Actor) create(ctx actor.Context, m *Create) {
 }
 
 // createPost commits the post m creates under id, unless a post id exists already (ErrExists).
-func createPost(store *persistence.Store, id string, m *Create) (*persistence.Post, error) {
+func createPost(d *Deps, id string, m *Create) (*persistence.Post, error) {
 	if err := Validate(m.Post); err != nil {
 		return nil, err
 	}
@@ -273,7 +287,7 @@ func createPost(store *persistence.Store, id string, m *Create) (*persistence.Po
 		return nil, err
 	}
 	// Read ahead on PostgreSQL (persistence.Store.UpdateAhead): the function sets nothing outside.
-	if err := store.TryUpdateAhead(func(tx *persistence.Tx) error {
+	if err := actors.TryUpdateAhead(d.Store, d.Fence, id, func(tx *persistence.Tx) error {
 		if tx.HasPost(id) {
 			return ErrExists
 		}
@@ -424,7 +438,7 @@ func (a *Actor) delete(ctx actor.Context, m *Delete) {
 		actors.ReplyError(ctx, err)
 		return
 	}
-	if err := a.deps.Store.TryUpdate(func(tx *persistence.Tx) error {
+	if err := a.deps.tryUpdate(a.id, func(tx *persistence.Tx) error {
 		if cur.Status == persistence.PostScheduled && cur.ScheduledAt != nil {
 			if err := tx.Unschedule(cur.ID, *cur.ScheduledAt); err != nil {
 				return err

@@ -140,7 +140,7 @@ func commitHold(d Deps, cur *persistence.Post, creating bool, at *time.Time, by 
 			return nil, err
 		}
 	}
-	if err := d.Store.TryUpdate(func(tx *persistence.Tx) error {
+	if err := d.tryUpdate(cur.ID, func(tx *persistence.Tx) error {
 		if creating && tx.HasPost(cur.ID) {
 			return ErrExists
 		}
@@ -300,7 +300,7 @@ func (a *Actor) approveSchedule(ctx actor.Context, draft *persistence.Post, at t
 		actors.ReplyError(ctx, err)
 		return
 	}
-	if err := a.deps.Store.TryUpdate(func(tx *persistence.Tx) error {
+	if err := a.deps.tryUpdate(a.id, func(tx *persistence.Tx) error {
 		n := next.Clone()
 		if err := countQuota(tx, n, q); err != nil {
 			return err
@@ -348,7 +348,7 @@ func (a *Actor) reject(ctx actor.Context, m *Reject) {
 		actors.ReplyError(ctx, err)
 		return
 	}
-	if err := a.deps.Store.TryUpdate(func(tx *persistence.Tx) error {
+	if err := a.deps.tryUpdate(a.id, func(tx *persistence.Tx) error {
 		if err := tx.AppendEvent(ev); err != nil {
 			return err
 		}

@@ -401,9 +401,11 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 	}
 	// Read ahead on PostgreSQL (persistence.Store.UpdateAhead): the function sets nothing outside
 	// (the post's encoding with its quota counted is its own, praw).
-	write := d.Store.TryUpdateAhead
+	write := func(fn func(*persistence.Tx) error) error { return actors.TryUpdateAhead(d.Store, d.Fence, cur.ID, fn) }
 	if !request {
-		write = func(fn func(*persistence.Tx) error) error { return d.Store.UpdateAhead(context.Background(), fn) }
+		write = func(fn func(*persistence.Tx) error) error {
+			return actors.UpdateAhead(context.Background(), d.Store, d.Fence, cur.ID, fn)
+		}
 	}
 	if err := write(func(tx *persistence.Tx) error {
 		if creating {
@@ -499,7 +501,7 @@ func (a *Actor) schedule(ctx actor.Context, m *Schedule) {
 		actors.ReplyError(ctx, err)
 		return
 	}
-	err = a.deps.Store.TryUpdate(func(tx *persistence.Tx) error {
+	err = a.deps.tryUpdate(a.id, func(tx *persistence.Tx) error {
 		if m.Create != nil {
 			if tx.HasPost(cur.ID) {
 				return ErrExists
@@ -541,7 +543,7 @@ func (a *Actor) fire(ctx actor.Context, m *Fire) {
 	cur := a.state
 	if cur == nil || cur.Status != persistence.PostScheduled || cur.ScheduledAt == nil || !cur.ScheduledAt.Equal(m.At.UTC()) {
 		// A stale entry (the post was rescheduled, deleted or published): drop it.
-		_ = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.Unschedule(a.id, m.At) })
+		_ = a.deps.update(a.id, func(tx *persistence.Tx) error { return tx.Unschedule(a.id, m.At) })
 		actors.Reply(ctx, &FireReply{})
 		return
 	}
@@ -553,7 +555,7 @@ func (a *Actor) fire(ctx actor.Context, m *Fire) {
 	if err != nil {
 		var np *NotPublishableError
 		if errors.As(err, &np) {
-			_ = a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.Unschedule(a.id, m.At) })
+			_ = a.deps.update(a.id, func(tx *persistence.Tx) error { return tx.Unschedule(a.id, m.At) })
 			actors.Reply(ctx, &FireReply{})
 			return
 		}
@@ -597,7 +599,7 @@ func (a *Actor) finishJob(ctx actor.Context, m *Finish) {
 		a.deps.Handoff.Synced(j.TrackingID, false)
 		return
 	}
-	if err := a.deps.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+	if err := a.deps.update(a.id, func(tx *persistence.Tx) error {
 		if err := tx.SettleJob(j.TrackingID); err != nil {
 			return err
 		}

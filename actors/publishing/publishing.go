@@ -18,6 +18,7 @@ package publishing
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,6 +57,9 @@ type Config struct {
 	Account account.Deps
 	// Scheduler are the scheduler's options (its log and registry are Log and Registry).
 	Scheduler scheduler.Options
+	// Fence, when several nodes share the store, fences the account and job actors' writes on
+	// their shards' leases and gates the accounts' calls (nil: a single process; Shards).
+	Fence actors.Fence
 }
 
 // Publishing is the publish hand-off and the directories it links.
@@ -117,23 +121,23 @@ func New(cfg Config) *Publishing {
 	}
 	p.Posts = actors.NewDirectory(cfg.System, cfg.Capped(post.Kind(post.Deps{
 		Store: cfg.Store, Events: cfg.Events, IdleTimeout: cfg.IdleTimeout, Log: cfg.Log,
-		Handoff: p, Campaigns: cfg.Hub,
+		Handoff: p, Campaigns: cfg.Hub, Fence: cfg.Fence,
 	})))
 	ad := cfg.Account
-	ad.Store, ad.Jobs, ad.Backlog, ad.Posts = cfg.Store, p, p.Backlog, p.started
+	ad.Store, ad.Jobs, ad.Backlog, ad.Posts, ad.Fence = cfg.Store, p, p.Backlog, p.started, cfg.Fence
 	if ad.Log == nil {
 		ad.Log = cfg.Log
 	}
 	p.Accounts = actors.NewDirectory(cfg.System, cfg.Capped(account.Kind(ad)))
 	p.Jobs = actors.NewDirectory(cfg.System, cfg.Capped(job.Kind(job.Deps{
-		Store: cfg.Store, Log: cfg.Log, IdleTimeout: cfg.IdleTimeout, Handoff: p, Campaigns: cfg.Hub,
+		Store: cfg.Store, Log: cfg.Log, IdleTimeout: cfg.IdleTimeout, Handoff: p, Campaigns: cfg.Hub, Fence: cfg.Fence,
 	})))
 	so := cfg.Scheduler
 	so.Log, so.Registry = cfg.Log, cfg.Registry
 	p.Scheduler = scheduler.New(cfg.Store, p.Posts, so)
 	p.Campaigns = actors.NewDirectory(cfg.System, cfg.Capped(campaign.Kind(campaign.Deps{
 		Store: cfg.Store, Posts: p.Posts, Handoff: p, Events: cfg.Events, Changed: cfg.Hub.Notify,
-		Log: cfg.Log, IdleTimeout: cfg.IdleTimeout,
+		Log: cfg.Log, IdleTimeout: cfg.IdleTimeout, Fence: cfg.Fence,
 	})))
 	return p
 }
@@ -217,6 +221,12 @@ func (p *Publishing) Finished(j *persistence.Job, d time.Duration) {
 // outcome are handed to their posts.
 func (p *Publishing) Start() {
 	p.Resume()
+	p.StartShared()
+}
+
+// StartShared is Start for a node of several that share the store: it resumes nothing, since
+// each node resumes the shards it takes (Shards), and starts the scheduler and the pruning.
+func (p *Publishing) StartShared() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() {
@@ -245,7 +255,11 @@ func (p *Publishing) Stop() {
 
 // Resume counts what waits in the store into the backlog, hands the finished jobs their post had
 // not taken to their posts, and tells every account with waiting targets to take them.
-func (p *Publishing) Resume() {
+func (p *Publishing) Resume() { p.ResumeWhere(nil) }
+
+// ResumeWhere is Resume for the accounts and jobs whose id match (nil: all): a node that took
+// some shards resumes theirs (Shards), and counts only their waiting targets in its backlog.
+func (p *Publishing) ResumeWhere(match func(id string) bool) {
 	var active int
 	var waiting map[string]int
 	_ = p.store.View(func(tx *persistence.Tx) error {
@@ -253,7 +267,13 @@ func (p *Publishing) Resume() {
 		active, _ = tx.ActiveJobStats()
 		return nil
 	})
-	p.Backlog.Set(waiting)
+	if match == nil {
+		p.Backlog.Set(waiting)
+	} else {
+		maps.DeleteFunc(waiting, func(id string, _ int) bool { return !match(id) })
+		p.Backlog.Replace(match, waiting)
+		active = -1 // not counted by shard
+	}
 	for after := ""; ; {
 		var ids []string
 		_ = p.store.View(func(tx *persistence.Tx) error {
@@ -261,7 +281,9 @@ func (p *Publishing) Resume() {
 			return nil
 		})
 		for _, id := range ids {
-			p.Jobs.Send(id, &job.Start{})
+			if match == nil || match(id) {
+				p.Jobs.Send(id, &job.Start{})
+			}
 		}
 		if len(ids) < 1000 {
 			break

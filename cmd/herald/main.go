@@ -40,7 +40,7 @@ Usage:
   herald mcp [--api-url URL] [--allow-private] [--log-level debug|info|warn|error]
              (the MCP tools over stdio for a local AI host; needs HERALD_API_KEY, HERALD_API_URL defaults to http://127.0.0.1:8080)
 
-Environment: HERALD_ADDR, HERALD_DATA_DIR, HERALD_STORE, HERALD_SANDBOX=1, HERALD_BASE_URL, HERALD_LOG_FORMAT, HERALD_LOG_LEVEL;
+Environment: HERALD_ADDR, HERALD_DATA_DIR, HERALD_STORE, HERALD_NODE_ADDR, HERALD_SANDBOX=1, HERALD_BASE_URL, HERALD_LOG_FORMAT, HERALD_LOG_LEVEL;
 for mcp: HERALD_API_URL, HERALD_API_KEY.
 `
 

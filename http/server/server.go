@@ -542,7 +542,7 @@ func (s *Server) handleError(c *echo.Context, err error) {
 	case errors.As(err, &ae):
 	case errors.As(err, &mbe):
 		ae = apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeValidation, "request body is larger than %d bytes", mbe.Limit-1)
-	case errors.Is(err, persistence.ErrWriteFailed), errors.Is(err, persistence.ErrUnavailable):
+	case errors.Is(err, persistence.ErrWriteFailed), errors.Is(err, persistence.ErrUnavailable), errors.Is(err, persistence.ErrFenced):
 		ae = StoreFailure(c, s.cfg.Log, err)
 	default:
 		switch code := echo.StatusCode(err); code {

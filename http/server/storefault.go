@@ -26,6 +26,12 @@ func StoreFailure(c *echo.Context, log *slog.Logger, err error) *apierr.Error {
 		log.Warn("request refused: the store's database cannot be reached", append(LogAttrs(c), "error", err)...)
 		return apierr.Unavailable("Herald cannot reach its database right now; nothing was changed, retry shortly")
 	}
+	if errors.Is(err, persistence.ErrFenced) {
+		// Several nodes: the object's shard moved to another node between the routing and the
+		// write, which the write's fence refused.
+		log.Info("write refused: the object's shard moved to another node", append(LogAttrs(c), "error", err)...)
+		return apierr.Unavailable("the object moved to another Herald node while the request was served; nothing was changed, retry shortly")
+	}
 	if !errors.Is(err, persistence.ErrWriteFailed) {
 		return nil
 	}

@@ -53,13 +53,9 @@ type Config struct {
 	// Store is where the data is kept: "" or "bbolt" for the file herald.db in DataDir, or a
 	// PostgreSQL URL (postgres://…; docs/operations.md, Running on PostgreSQL). The secret key
 	// file, media and the admin socket stay in DataDir either way.
-	Store string
-	// SharedStore opens the PostgreSQL store as one of several nodes on it (serve sets it with
-	// --node-addr): no advisory lock, and every commit notifies the other nodes of the jobs and
-	// campaigns it touched, so that streams and caches are one across nodes (docs/cluster.md).
-	SharedStore bool
-	Sandbox     bool
-	BaseURL     string // public URL; default http:// + the listening address
+	Store   string
+	Sandbox bool
+	BaseURL string // public URL; default http:// + the listening address
 	// CORSOrigins are the browser origins allowed to call /mcp besides the base URL's
 	// (--cors-origins: scheme://host[:port], scheme://host:* or *); sandbox mode adds the
 	// loopback origins (mcpserver.LoopbackOrigins). docs/mcp.md, Browsers.
@@ -184,6 +180,12 @@ type Config struct {
 	// MaxLiveActors caps the live actors of each kind (--max-live-actors; docs/operations.md,
 	// Memory).
 	MaxLiveActors ActorCaps
+	// NodeAddr, when set (--node-addr HOST:PORT), runs Herald as one node of several over one
+	// PostgreSQL store, reachable by the others at that address (nodes.go; docs/operations.md,
+	// Running several nodes); "" runs a single process. LeaseTTL is the lifetime of the node's
+	// leases (default DefaultLeaseTTL).
+	NodeAddr string
+	LeaseTTL time.Duration
 	// MaxMappedFileMB gives the bbolt file's pages mapped by reads back to the kernel's page
 	// cache once the process's file-backed resident memory passes it (--max-mapped-file-mb; 0:
 	// DefaultMaxMappedFileMB; negative: never; persistence.Options.MaxMappedBytes).
@@ -260,6 +262,8 @@ type App struct {
 
 	// JobBacklog counts the publish jobs in hand against Cfg.MaxJobBacklog.
 	JobBacklog *job.Backlog
+	// node is this process's part in a cluster (nil: a single process; nodes.go).
+	node *node
 }
 
 // New builds Herald on cfg.DataDir. Nothing listens until Start.
@@ -278,6 +282,9 @@ func New(cfg Config) (*App, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if err := checkNodeConfig(cfg); err != nil {
+		return nil, err
 	}
 	a := &App{Cfg: cfg, Log: cfg.Log, Registry: prometheus.NewRegistry()}
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -298,11 +305,14 @@ func New(cfg Config) (*App, error) {
 	a.JobBacklog = job.NewBacklog(jobBacklogLimit(cfg.MaxJobBacklog))
 
 	store, err := persistence.OpenStore(cfg.Store, cfg.DataDir, persistence.Options{
-		Shared:         cfg.SharedStore,
 		LockTimeout:    2 * time.Second,
 		Check:          cfg.CheckOnStart,
 		Faults:         cfg.StoreFaults,
 		MaxMappedBytes: mappedLimit(cfg.MaxMappedFileMB),
+		// Several nodes on one PostgreSQL: no advisory lock, and every commit notifies the other
+		// nodes of the jobs and campaigns it touched, so that streams and caches are one across
+		// nodes (docs/cluster.md).
+		Shared: cfg.NodeAddr != "",
 		OnCommit: func(n int, d time.Duration, err error) {
 			commitSeconds.Observe(d.Seconds())
 			commitBatch.Observe(float64(n))
@@ -328,6 +338,12 @@ func New(cfg Config) (*App, error) {
 	}, func() float64 { return float64(store.QueueDepth()) }))
 	// bbolt file, running jobs and token expiry, read from the store on scrape (opsmetrics.go).
 	a.Registry.MustRegister(newStoreCollector(store, nil))
+	if cfg.NodeAddr != "" {
+		if err := a.openNode(); err != nil {
+			a.closeStore()
+			return nil, err
+		}
+	}
 	a.Actors = actors.NewSystem(a.Registry, cfg.Log)
 	a.Events = actors.NewNotifier()
 	if store.Shared() {
@@ -388,7 +404,7 @@ func New(cfg Config) (*App, error) {
 		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true, api.DashboardJobStreamRoute: true,
 			api.CampaignStreamRoute: true, api.DashboardCampaignStreamRoute: true},
 		BodyLimits: api.BodyLimits(),
-		Ready:      health.ready,
+		Ready:      a.readyCheck(health),
 	})
 	a.streams = api.NewStreams(cfg.MaxStreamsPerUser)
 	a.Server.Echo.Use(server.RefuseWhile(a.draining.Load, spareWhileDraining))
@@ -417,6 +433,9 @@ func (a *App) closeStore() {
 	if a.Actors != nil {
 		a.Actors.Shutdown()
 	}
+	if a.node != nil {
+		a.node.leases.Close()
+	}
 	_ = a.Store.Close()
 }
 
@@ -431,6 +450,14 @@ func (a *App) Start(ctx context.Context) error {
 		a.Cfg.BaseURL = "http://" + ln.Addr().String()
 	}
 	a.Cfg.BaseURL = strings.TrimRight(a.Cfg.BaseURL, "/")
+	if a.node != nil {
+		// The node joins first: every actor write fences on its shard's lease, so the sandbox's
+		// first start, which connects the demo accounts, needs the shards held.
+		a.joinNode()
+		if a.Cfg.Sandbox {
+			a.awaitNode(30 * time.Second)
+		}
+	}
 	if a.Cfg.Sandbox {
 		if err := a.startSandbox(ctx); err != nil {
 			_ = ln.Close()
@@ -489,8 +516,14 @@ func (a *App) Start(ctx context.Context) error {
 	if err := a.startMetrics(); err != nil {
 		return err
 	}
-	a.Publishing.Start()
-	a.Server.SetReady(true)
+	if a.node != nil {
+		// Each shard's work is resumed as the node takes it; ready after its first step.
+		a.Publishing.StartShared()
+		a.resumeNode()
+	} else {
+		a.Publishing.Start()
+		a.Server.SetReady(true)
+	}
 	a.Log.Info("listening on http://" + ln.Addr().String())
 	return nil
 }
@@ -574,6 +607,9 @@ func (a *App) Shutdown() error {
 	defer acancel()
 	if err := a.Webhooks.Stop(actx); err != nil {
 		errs = append(errs, fmt.Errorf("webhooks: %w", err))
+	}
+	if a.node != nil {
+		a.stopNode()
 	}
 	if a.Publishing != nil {
 		a.Publishing.Stop()

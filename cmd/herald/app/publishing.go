@@ -21,11 +21,19 @@ func (a *App) buildPublishing(ad account.Deps) {
 	if a.CampaignHub == nil {
 		a.CampaignHub = campaign.NewHub()
 	}
-	a.Publishing = publishing.New(publishing.Config{
+	cfg := publishing.Config{
 		System: a.Actors, Store: a.Store, Events: a.Events, Hub: a.CampaignHub, Backlog: a.JobBacklog,
 		Registry: a.Registry, Log: a.Log, IdleTimeout: orDefault(a.Cfg.PostIdleTimeout, 30*time.Second),
 		Capped: a.capped, Account: ad,
-	})
+	}
+	if a.node != nil {
+		cfg.Fence = a.node.fence
+	}
+	a.Publishing = publishing.New(cfg)
+	if a.node != nil {
+		// The shard manager: the member's callbacks for "shard/…" leases (nodes.go).
+		a.node.shards = publishing.NewShards(a.Publishing, a.node.fence, Shards, orDefault(ad.CallTimeout, 10*time.Minute))
+	}
 	p := a.Publishing
 	a.Posts, a.Accounts, a.Jobs, a.Campaigns, a.Scheduler = p.Posts, p.Accounts, p.Jobs, p.Campaigns, p.Scheduler
 }

@@ -1,0 +1,160 @@
+package account_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/pgtest"
+	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/registry"
+	"github.com/heraldhq/herald/platforms/sim"
+)
+
+// gate is a node's leases as an account sees them: held (its writes pass on bbolt, which fences
+// nothing), trusted while trusted is set.
+type gate struct {
+	trusted atomic.Bool
+	fenced  atomic.Int64
+}
+
+func (g *gate) Lease(string) (persistence.Lease, bool) {
+	return persistence.Lease{Name: "shard/0", Epoch: 1}, true
+}
+func (g *gate) Trusted(string) bool        { return g.trusted.Load() }
+func (g *gate) NotBefore(string) time.Time { return time.Time{} }
+func (g *gate) Fenced()                    { g.fenced.Add(1) }
+func (b *bundle) attempt(job string) (a *persistence.Attempt) {
+	require.NoError(b.t, b.store.View(func(tx *persistence.Tx) error {
+		a, _ = tx.Attempt(job, 0)
+		return nil
+	}))
+	return a
+}
+
+// An account calls its network only while its node trusts the lease of its shard: once the
+// trust ends (a renewal too old: the node was paused or cut off, or it hands the shard off), the
+// call whose attempt was just recorded is not made, its attempt is forgotten, nothing is
+// reported, the target waits in the store for the shard's next owner, and the actor stops.
+func TestAnAccountCallsOnlyWhileItsShardIsTrusted(t *testing.T) {
+	if pgtest.Enabled() {
+		t.Skip("the stand-in lease has no row in PostgreSQL to fence on")
+	}
+	t.Parallel()
+	g := &gate{}
+	g.trusted.Store(true)
+	b := setupWith(t, options{fence: g})
+	acct := b.connect(platforms.X, "ann")
+	first := newJobID()
+	b.publish(acct, first, 0, "while trusted")
+	require.True(t, b.finals(first, 1)[0].Success)
+
+	g.trusted.Store(false)
+	second := newJobID()
+	b.publish(acct, second, 0, "no longer trusted")
+	require.Eventually(t, func() bool {
+		return len(b.dir.LiveIDs(func(id string) bool { return id == acct })) == 0
+	}, 5*time.Second, 5*time.Millisecond, "the account stops")
+	require.Len(t, b.sim.Publications(platforms.X), 1, "the untrusted call was not made")
+	require.Nil(t, b.attempt(second), "the call was not made: its attempt is forgotten, nothing is left in doubt")
+	require.Equal(t, 1, b.waiting(acct))
+	for len(b.reports) > 0 {
+		r := <-b.reports
+		require.False(t, r.JobID == second && r.Final, "nothing is reported for the untrusted call")
+	}
+}
+
+// A drained account starts nothing new and answers once its call in flight came back and was
+// reported, naming the job it reported to.
+func TestADrainedAccountFinishesItsCallInFlightAndStartsNothing(t *testing.T) {
+	t.Parallel()
+	c := &counting{}
+	b := setupWith(t, options{latency: 300 * time.Millisecond, edit: func(a registry.Adapters) {
+		c.Adapter = a[platforms.X]
+		a[platforms.X] = c
+	}})
+	acct := b.connect(platforms.X, "ann")
+	first := newJobID()
+	b.publish(acct, first, 0, "in flight at the drain")
+	require.Eventually(t, func() bool { return c.now.Load() == 1 }, 5*time.Second, time.Millisecond, "the call is on its way")
+	d, err := actors.AskWithin[*account.Drained](context.Background(), 10*time.Second, b.dir.To(acct), &account.Drain{})
+	require.NoError(t, err)
+	require.Equal(t, []string{first}, d.Jobs)
+	require.Len(t, b.sim.Publications(platforms.X), 1, "the call in flight ended before the answer")
+	r := <-b.reports
+	require.True(t, r.Final && r.Success && r.JobID == first, "reported before the answer: %+v", r)
+
+	second := newJobID()
+	b.publish(acct, second, 0, "after the drain")
+	time.Sleep(500 * time.Millisecond)
+	require.Len(t, b.sim.Publications(platforms.X), 1, "nothing new starts once drained")
+	require.Equal(t, 1, b.waiting(acct), "it waits in the store for the shard's next owner")
+}
+
+// A token refresh rotates the account's tokens at the network, so it too is made only while the
+// node trusts the account's shard: a call that finds its token expired after the trust ended
+// leads to no refresh, and the actor stops.
+func TestAnAccountRefreshesItsTokenOnlyWhileItsShardIsTrusted(t *testing.T) {
+	if pgtest.Enabled() {
+		t.Skip("the stand-in lease has no row in PostgreSQL to fence on")
+	}
+	t.Parallel()
+	g := &onceTrusted{}
+	b := setupWith(t, options{fence: g})
+	acct := b.connect(platforms.X, "ann")
+	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultExpireTokens, 1))
+	job := newJobID()
+	b.publish(acct, job, 0, "its token expired")
+	require.Eventually(t, func() bool {
+		return len(b.dir.LiveIDs(func(id string) bool { return id == acct })) == 0
+	}, 5*time.Second, 5*time.Millisecond, "the account stops")
+	require.InDelta(t, 0, testutil.ToFloat64(b.metrics.Refreshes.WithLabelValues(string(platforms.X), "ok")), 0, "no refresh was made")
+	require.Empty(t, b.sim.Publications(platforms.X))
+}
+
+// onceTrusted trusts the first check only: the publishing call is made, what follows is not.
+type onceTrusted struct{ gate }
+
+func (g *onceTrusted) Trusted(string) bool {
+	return g.trusted.CompareAndSwap(false, true)
+}
+
+// A call found untrusted does not cut short the calls already on their way: with two calls
+// allowed at once, the one in flight when the trust ended comes back and is reported, and only
+// then does the actor stop.
+func TestAnUntrustedAccountReportsItsCallsInFlightBeforeStopping(t *testing.T) {
+	if pgtest.Enabled() {
+		t.Skip("the stand-in lease has no row in PostgreSQL to fence on")
+	}
+	t.Parallel()
+	g := &gate{}
+	g.trusted.Store(true)
+	c := &counting{}
+	b := setupWith(t, options{fence: g, concurrency: 2, latency: 400 * time.Millisecond, edit: func(a registry.Adapters) {
+		c.Adapter = a[platforms.X]
+		a[platforms.X] = c
+	}})
+	acct := b.connect(platforms.X, "ann")
+	first := newJobID()
+	b.publish(acct, first, 0, "on its way when the trust ends")
+	require.Eventually(t, func() bool { return c.now.Load() == 1 }, 5*time.Second, time.Millisecond)
+	g.trusted.Store(false)
+	second := newJobID()
+	b.publish(acct, second, 0, "found untrusted")
+	r := b.finals(first, 1)[0]
+	require.True(t, r.Success, r.Message)
+	require.Eventually(t, func() bool {
+		return len(b.dir.LiveIDs(func(id string) bool { return id == acct })) == 0
+	}, 5*time.Second, 5*time.Millisecond, "the account stops once nothing is on its way")
+	require.Len(t, b.sim.Publications(platforms.X), 1)
+	require.Nil(t, b.attempt(second))
+	require.Eventually(t, func() bool { return b.waiting(acct) == 1 }, 5*time.Second, 5*time.Millisecond,
+		"the untrusted target waits for the shard's next owner")
+}

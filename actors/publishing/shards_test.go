@@ -1,0 +1,360 @@
+package publishing_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/actors/job"
+	"github.com/heraldhq/herald/actors/post"
+	"github.com/heraldhq/herald/actors/publishing"
+	"github.com/heraldhq/herald/cluster"
+	"github.com/heraldhq/herald/internal/testkit"
+	"github.com/heraldhq/herald/persistence"
+	"github.com/heraldhq/herald/persistence/pgtest"
+	"github.com/heraldhq/herald/persistence/secret"
+	"github.com/heraldhq/herald/platforms"
+	"github.com/heraldhq/herald/platforms/registry"
+	"github.com/heraldhq/herald/platforms/sim"
+)
+
+// The tests of several nodes share one PostgreSQL schema, a simulator and a secret box; each
+// node is a member with its own actor system, publishing and shard manager, as a process is.
+const (
+	nShards  = 4
+	leaseTTL = 600 * time.Millisecond
+)
+
+type shared struct {
+	*bundle
+	url   string
+	calls *inFlight
+}
+
+func setupShared(t *testing.T, latency time.Duration) *shared {
+	t.Helper()
+	url := pgtest.URL(t)
+	store, err := persistence.OpenPostgres(context.Background(), url, persistence.Options{Shared: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	s, err := sim.Start("127.0.0.1:0", sim.Options{Latency: latency})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	cfgs := map[platforms.Platform]platforms.Config{}
+	for _, p := range platforms.All {
+		cfgs[p] = s.AdapterConfig(p)
+	}
+	key, err := secret.LoadKey(t.TempDir(), "")
+	require.NoError(t, err)
+	box, err := secret.NewBox(key)
+	require.NoError(t, err)
+	adapters := registry.New(cfgs)
+	calls := &inFlight{Adapter: adapters[platforms.X]}
+	adapters[platforms.X] = calls
+	return &shared{url: url, calls: calls, bundle: &bundle{t: t, store: store, sim: s, user: uuid.NewString(), deps: account.Deps{
+		Box: box, Adapters: adapters, Budgets: account.NewBudgets(account.DefaultRules), Backoff: 10 * time.Millisecond,
+	}}}
+}
+
+// inFlight counts X's publishing calls on their way.
+type inFlight struct {
+	platforms.Adapter
+	n atomic.Int64
+}
+
+func (c *inFlight) Publish(ctx context.Context, cr platforms.Credentials, p platforms.Post) (platforms.Result, error) {
+	c.n.Add(1)
+	defer c.n.Add(-1)
+	return c.Adapter.Publish(ctx, cr, p)
+}
+
+// clusterNode is one node: a member and the actors of the shards it holds.
+type clusterNode struct {
+	member *cluster.Member
+	leases *persistence.Leases
+	p      *publishing.Publishing
+	sys    *actors.System
+	// shutdown ends the actor system once, as the process's exit does.
+	shutdown func()
+	reg      *prometheus.Registry // the account metrics
+	cm       *cluster.Metrics
+	cancel   context.CancelFunc
+	done     chan struct{}
+
+	mu    sync.Mutex
+	taken map[string]time.Time // when each lease was acquired
+	lost  map[string]bool
+}
+
+func (s *shared) node(callTimeout time.Duration) *clusterNode {
+	t := s.t
+	t.Helper()
+	leases, err := persistence.OpenLeases(context.Background(), s.url, leaseTTL)
+	require.NoError(t, err)
+	t.Cleanup(leases.Close)
+	n := &clusterNode{leases: leases, reg: prometheus.NewRegistry(), cm: cluster.NewMetrics(nil), taken: map[string]time.Time{}, lost: map[string]bool{}}
+	var sh *publishing.Shards
+	n.member = cluster.New(cluster.Config{Leases: leases, Addr: "127.0.0.1:1", Shards: nShards, Metrics: n.cm,
+		Acquired: func(tk persistence.Taken) {
+			n.mu.Lock()
+			n.taken[tk.Name] = time.Now()
+			n.mu.Unlock()
+			sh.Acquired(tk)
+		},
+		Drain: func(l persistence.Lease) { sh.Drain(l) },
+		Lost: func(l persistence.Lease) {
+			n.mu.Lock()
+			n.lost[l.Name] = true
+			n.mu.Unlock()
+			sh.Lost(l)
+		},
+	})
+	fence := cluster.NewFence(n.member, n.cm)
+	n.sys = actors.NewSystem(prometheus.NewRegistry(), nil)
+	n.shutdown = sync.OnceFunc(n.sys.Shutdown)
+	t.Cleanup(n.shutdown)
+	deps := s.deps
+	deps.CallTimeout = callTimeout
+	deps.Metrics = account.NewMetrics(n.reg)
+	n.p = publishing.New(publishing.Config{System: n.sys, Store: s.store, Backlog: job.NewBacklog(100), Account: deps, Fence: fence})
+	sh = publishing.NewShards(n.p, fence, nShards, callTimeout)
+	n.p.StartShared()
+	t.Cleanup(n.p.Stop)
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel, n.done = cancel, make(chan struct{})
+	go func() {
+		defer close(n.done)
+		go sh.Run(ctx)
+		_ = n.member.Run(ctx)
+	}()
+	t.Cleanup(n.stop)
+	select {
+	case <-n.member.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the node never became ready")
+	}
+	return n
+}
+
+// stop leaves the cluster as a SIGTERM does: every lease drained and released.
+func (n *clusterNode) stop() {
+	n.cancel()
+	<-n.done
+}
+
+func (n *clusterNode) takenAt(name string) (time.Time, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	at, ok := n.taken[name]
+	return at, ok
+}
+
+// publish publishes a new post to the accounts through n's post actors and returns its job id.
+func (s *shared) publish(n *clusterNode, text string, accounts ...string) (postID, jobID string) {
+	s.t.Helper()
+	draft := s.draft(text, accounts...)
+	jobID = uuid.Must(uuid.NewV7()).String()
+	_, err := actors.Ask[*post.PublishReply](context.Background(), n.p.Posts.To(draft.ID), &post.Publish{Scope: s.user, JobID: jobID, Create: draft})
+	require.NoError(s.t, err)
+	return draft.ID, jobID
+}
+
+// moveLease gives a lease to another node behind this one's back, as a takeover by a node that
+// found it expired does: a new owner and the next epoch.
+func (s *shared) moveLease(name string) {
+	s.t.Helper()
+	conn, err := pgx.Connect(context.Background(), s.url)
+	require.NoError(s.t, err)
+	defer conn.Close(context.Background())
+	tag, err := conn.Exec(context.Background(), "UPDATE cluster_leases SET owner = $2, epoch = epoch + 1, expires_at = now() + interval '1 hour' WHERE name = $1",
+		name, uuid.NewString())
+	require.NoError(s.t, err)
+	require.EqualValues(s.t, 1, tag.RowsAffected())
+}
+
+func (s *shared) attempt(jobID string) *persistence.Attempt {
+	var a *persistence.Attempt
+	require.NoError(s.t, s.store.View(func(tx *persistence.Tx) error {
+		a, _ = tx.Attempt(jobID, 0)
+		return nil
+	}))
+	return a
+}
+
+// Once another node took an account's shard, the account's actors on the old node record
+// nothing and call nothing: the attempt's write is fenced, no second post reaches the network,
+// the target waits in the store for the new owner, and the old node stops the shard's actors
+// when it finds the lease lost.
+func TestAShardsActorsAreFencedOnceItsLeaseMoved(t *testing.T) {
+	s := setupShared(t, 0)
+	a := s.node(time.Minute)
+	x := s.connect(a.p, platforms.X, "ann")
+	shard := cluster.ShardOf(x, nShards)
+	postID, jobID := s.publish(a, "Before the move", x)
+	s.published(postID, jobID)
+	require.Len(t, s.sim.Publications(platforms.X), 1)
+
+	s.moveLease(cluster.ShardName(shard))
+	_, second := s.publish(a, "After the move", x)
+	require.Eventually(t, func() bool { return a.cm.Fenced != nil && counter(t, a.cm.Fenced) >= 1 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.lost[cluster.ShardName(shard)]
+	}, 5*time.Second, 5*time.Millisecond, "the node finds the lease lost at its next renewal")
+	require.Eventually(t, func() bool {
+		return len(a.p.Accounts.LiveIDs(func(id string) bool { return id == x })) == 0
+	}, 5*time.Second, 5*time.Millisecond, "the shard's account actor is stopped")
+	time.Sleep(200 * time.Millisecond)
+	require.Len(t, s.sim.Publications(platforms.X), 1, "nothing was sent for the moved shard")
+	require.Nil(t, s.attempt(second), "no attempt was recorded under the old epoch")
+	require.NoError(t, s.store.View(func(tx *persistence.Tx) error {
+		require.True(t, tx.JobActive(second), "the job waits for the shard's new owner")
+		require.Equal(t, 1, tx.WaitingCounts()[x])
+		return nil
+	}))
+}
+
+// A node that takes a shard over from a silent one (a takeover, not a hand-off) looks up an
+// attempt the old owner may still have had in flight only once the call time-out has passed
+// since it took the shard (the old lease had expired by then): the old node's call would have
+// ended. Then the target is resolved as after a crash, and sent once.
+func TestATakeoverDelaysTheLookupOfAttemptsInDoubt(t *testing.T) {
+	s := setupShared(t, 0)
+	const callTimeout = 1500 * time.Millisecond
+	// The account is connected by a node that then goes silent holding every lease.
+	first := s.node(time.Minute)
+	x := s.connect(first.p, platforms.X, "ann")
+	first.p.Stop()
+	require.NoError(t, first.p.Accounts.Passivate(context.Background(), func(string) bool { return true }))
+	draft := s.draft("In flight when its node went silent", x)
+	jobID := uuid.Must(uuid.NewV7()).String()
+	now := time.Now().UTC()
+	require.NoError(t, s.store.Update(context.Background(), func(tx *persistence.Tx) error {
+		j, err := post.NewJob(draft, jobID, now, nil)
+		if err != nil {
+			return err
+		}
+		if err := tx.PutPost(draft, nil); err != nil {
+			return err
+		}
+		if err := tx.PutJob(j); err != nil {
+			return err
+		}
+		return tx.PutAttempt(&persistence.Attempt{JobID: jobID, Target: 0, AccountID: x, StartedAt: now})
+	}))
+	killed := time.Now()
+	first.leases.Close() // cut off from the database: no renewal and no release, its leases expire
+
+	second := s.node(callTimeout)
+	shard := cluster.ShardName(cluster.ShardOf(x, nShards))
+	require.Eventually(t, func() bool { _, ok := second.takenAt(shard); return ok }, 10*time.Second, 10*time.Millisecond)
+	taken, _ := second.takenAt(shard)
+	require.GreaterOrEqual(t, taken.Sub(killed), leaseTTL/2, "taken over only after the lease expired")
+	require.GreaterOrEqual(t, counter(t, second.cm.Epochs.WithLabelValues("takeover")), 1.0)
+
+	s.published(draft.ID, jobID)
+	pubs := s.sim.Publications(platforms.X)
+	require.Len(t, pubs, 1, "sent once, after the lookup found nothing")
+	require.GreaterOrEqual(t, pubs[0].CreatedAt.Sub(taken), callTimeout, "the lookup waited for the call time-out after the takeover")
+	require.InDelta(t, 1, testkit.Gathered(t, second.reg, "herald_network_unknown_outcomes_total", "resolution", "not_found"), 0)
+}
+
+func counter(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	require.NoError(t, c.Write(&m))
+	return m.GetCounter().GetValue()
+}
+
+// A node that hands its shards off (a SIGTERM) first lets the calls in flight come back and
+// their outcomes be stored: the node that takes the shards next finds no attempt in doubt, looks
+// nothing up and sends nothing twice.
+func TestAHandOffDrainsCallsInFlightBeforeReleasing(t *testing.T) {
+	s := setupShared(t, 300*time.Millisecond)
+	a := s.node(time.Minute)
+	x := s.connect(a.p, platforms.X, "ann")
+	postID, jobID := s.publish(a, "In flight at the hand-off", x)
+	require.Eventually(t, func() bool { return s.calls.n.Load() == 1 }, 5*time.Second, time.Millisecond, "the call is on its way")
+
+	a.stop()
+	// The process ends: whatever its actors had not done is lost with it.
+	a.shutdown()
+	require.Len(t, s.sim.Publications(platforms.X), 1, "the call in flight ended before the node left")
+	require.Nil(t, s.attempt(jobID), "its outcome was stored before the leases were released")
+	require.InDelta(t, 0, counter(t, a.cm.Epochs.WithLabelValues("takeover")), 0)
+
+	b := s.node(time.Minute)
+	s.published(postID, jobID)
+	require.Len(t, s.sim.Publications(platforms.X), 1)
+	require.InDelta(t, 0, testkit.Gathered(t, b.reg, "herald_network_unknown_outcomes_total"), 0, "nothing was in doubt")
+	require.InDelta(t, 0, counter(t, b.cm.Epochs.WithLabelValues("takeover")), 0, "every shard was handed off")
+}
+
+// A request to a post whose shard moved to another node changes nothing: the post's write is
+// fenced (the HTTP layer answers it with a retriable 503), and the post stays as it was.
+func TestAPostsWriteIsFencedOnceItsShardMoved(t *testing.T) {
+	s := setupShared(t, 0)
+	a := s.node(time.Minute)
+	x := s.connect(a.p, platforms.X, "ann")
+	draft := s.draft("A draft", x)
+	_, err := actors.Ask[*post.Reply](context.Background(), a.p.Posts.To(draft.ID), &post.Create{Post: draft})
+	require.NoError(t, err)
+
+	s.moveLease(cluster.ShardName(cluster.ShardOf(draft.ID, nShards)))
+	text := "Edited after the move"
+	_, err = actors.Ask[*post.Reply](context.Background(), a.p.Posts.To(draft.ID), &post.Update{Scope: s.user, Content: &text})
+	require.ErrorIs(t, err, persistence.ErrFenced)
+	require.NoError(t, s.store.View(func(tx *persistence.Tx) error {
+		p, err := tx.Post(draft.ID)
+		require.NoError(t, err)
+		require.Equal(t, "A draft", p.Content)
+		return nil
+	}))
+	require.GreaterOrEqual(t, counter(t, a.cm.Fenced), 1.0)
+}
+
+// A node whose membership expired (its heartbeat row gone, as when the others counted it dead)
+// steps down: every shard is lost and its actors stop; it joins again under a new id, takes the
+// shards back once their old leases expire, and resumes them: a post accepted meanwhile is
+// published, once.
+func TestANodeThatLostItsMembershipRejoinsAndResumes(t *testing.T) {
+	s := setupShared(t, 0)
+	a := s.node(300 * time.Millisecond)
+	x := s.connect(a.p, platforms.X, "ann")
+	old := a.member.Node()
+	conn, err := pgx.Connect(context.Background(), s.url)
+	require.NoError(t, err)
+	_, err = conn.Exec(context.Background(), "DELETE FROM cluster_nodes WHERE id = $1", old)
+	require.NoError(t, err)
+	_ = conn.Close(context.Background())
+
+	require.Eventually(t, func() bool { n := a.member.Node(); return n != "" && n != old }, 10*time.Second, 5*time.Millisecond,
+		"joined again under a new id")
+	a.mu.Lock()
+	lost := len(a.lost)
+	a.mu.Unlock()
+	require.Equal(t, nShards, lost, "every shard was lost at the step-down")
+
+	var postID, jobID string
+	require.Eventually(t, func() bool {
+		draft := s.draft("After the step-down", x)
+		jobID = uuid.Must(uuid.NewV7()).String()
+		_, err := actors.Ask[*post.PublishReply](context.Background(), a.p.Posts.To(draft.ID), &post.Publish{Scope: s.user, JobID: jobID, Create: draft})
+		postID = draft.ID
+		return err == nil // refused (fenced) until the post's shard is taken back
+	}, 10*time.Second, 50*time.Millisecond)
+	s.published(postID, jobID)
+	require.Len(t, s.sim.Publications(platforms.X), 1)
+	require.GreaterOrEqual(t, counter(t, a.cm.Epochs.WithLabelValues("takeover")), 1.0, "the old leases were taken over once expired")
+}
