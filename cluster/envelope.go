@@ -92,7 +92,8 @@ func RegisterError(name string, err error) {
 }
 
 // RegisterErrorType lets errors of type *T cross in error replies, encoded as JSON: the
-// receiving node's error matches *T with errors.As, with the same fields.
+// receiving node's error matches *T with errors.As, with the same fields, but for those JSON
+// cannot carry back (an error it wraps stays nil).
 func RegisterErrorType[T any, P interface {
 	*T
 	error
@@ -110,8 +111,13 @@ func RegisterErrorType[T any, P interface {
 		},
 		decode: func(b []byte) (error, error) {
 			p := P(new(T))
+			// A field JSON cannot fill (an error the type wraps, an interface) stays empty;
+			// the others are filled all the same.
 			if err := json.Unmarshal(b, p); err != nil {
-				return nil, err
+				var te *json.UnmarshalTypeError
+				if !errors.As(err, &te) {
+					return nil, err
+				}
 			}
 			return p, nil
 		},
