@@ -28,6 +28,7 @@ import (
 	"github.com/heraldhq/herald/actors/publishing"
 	"github.com/heraldhq/herald/actors/scheduler"
 	"github.com/heraldhq/herald/actors/webhook"
+	"github.com/heraldhq/herald/cluster"
 	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/admin"
 	"github.com/heraldhq/herald/http/api"
@@ -180,6 +181,11 @@ type Config struct {
 	// MaxLiveActors caps the live actors of each kind (--max-live-actors; docs/operations.md,
 	// Memory).
 	MaxLiveActors ActorCaps
+	// NodeAddr runs Herald as one node of several over the PostgreSQL store (--node-addr
+	// HOST:PORT, where the other nodes reach this one; docs/cluster.md); Placement says which
+	// node holds each shard (nil: every shard here). "" runs a single node.
+	NodeAddr  string
+	Placement cluster.Placement
 	// MaxMappedFileMB gives the bbolt file's pages mapped by reads back to the kernel's page
 	// cache once the process's file-backed resident memory passes it (--max-mapped-file-mb; 0:
 	// DefaultMaxMappedFileMB; negative: never; persistence.Options.MaxMappedBytes).
@@ -256,6 +262,8 @@ type App struct {
 
 	// JobBacklog counts the publish jobs in hand against Cfg.MaxJobBacklog.
 	JobBacklog *job.Backlog
+	// Remote carries the messages between nodes (nil on a single node; remote.go).
+	Remote *cluster.Remote
 }
 
 // New builds Herald on cfg.DataDir. Nothing listens until Start.
@@ -324,6 +332,10 @@ func New(cfg Config) (*App, error) {
 	// bbolt file, running jobs and token expiry, read from the store on scrape (opsmetrics.go).
 	a.Registry.MustRegister(newStoreCollector(store, nil))
 	a.Actors = actors.NewSystem(a.Registry, cfg.Log)
+	if err := a.startRemote(); err != nil {
+		a.closeStore()
+		return nil, err
+	}
 	a.Events = actors.NewNotifier()
 	a.CampaignHub = campaign.NewHub()
 	ad, err := a.accountDeps()
@@ -383,8 +395,8 @@ func New(cfg Config) (*App, error) {
 	})
 	a.streams = api.NewStreams(cfg.MaxStreamsPerUser)
 	a.Server.Echo.Use(server.RefuseWhile(a.draining.Load, spareWhileDraining))
-	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, Auth: a.Auth, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live,
-		Campaigns: a.Campaigns, CampaignHub: a.CampaignHub, Adapters: a.Adapters, Streams: a.streams, JobBacklog: a.JobBacklog, Cards: a.Cards}); err != nil {
+	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Publishing.To.Posts, Accounts: a.Publishing.To.Accounts, Connect: a.Connect, Jobs: a.Publishing.To.Jobs, Auth: a.Auth, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live,
+		Campaigns: a.Publishing.To.Campaigns, CampaignHub: a.CampaignHub, Adapters: a.Adapters, Streams: a.streams, JobBacklog: a.JobBacklog, Cards: a.Cards}); err != nil {
 		a.closeStore()
 		return nil, err
 	}
@@ -405,6 +417,9 @@ func New(cfg Config) (*App, error) {
 }
 
 func (a *App) closeStore() {
+	if a.Remote != nil {
+		a.Remote.Stop()
+	}
 	if a.Actors != nil {
 		a.Actors.Shutdown()
 	}
@@ -582,6 +597,9 @@ func (a *App) Shutdown() error {
 	}
 	if err := a.Posts.Stop(actx); err != nil {
 		errs = append(errs, fmt.Errorf("post actors: %w", err))
+	}
+	if a.Remote != nil {
+		a.Remote.Stop()
 	}
 	a.Actors.Shutdown()
 	if a.admin != nil {
