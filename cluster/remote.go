@@ -41,6 +41,8 @@ const (
 const (
 	headerKind = "herald-kind"
 	headerID   = "herald-id"
+	// headerLive marks a message for a live incarnation only (Router.SendLive).
+	headerLive = "herald-live"
 )
 
 // ErrUnavailable means a request could not reach the node that owns its actor's shard: no owner
@@ -191,16 +193,16 @@ func (r *Remote) directory(kind string) *actors.Directory {
 	return r.dirs[kind]
 }
 
-// forward sends msg for the actor id of kind to the node holding its shard. A request that
-// cannot be sent is answered ErrUnavailable; a message without a sender that cannot be sent is
-// counted and logged.
-func (r *Remote) forward(kind, id string, shard int, msg any, sender *actor.PID) {
+// forward sends msg for the actor id of kind to the node holding its shard (for a live
+// incarnation only, when live), and reports whether it sent it. A request that cannot be sent is
+// answered ErrUnavailable; a message without a sender that cannot be sent is counted and logged.
+func (r *Remote) forward(kind, id string, shard int, msg any, sender *actor.PID, live bool) bool {
 	addr := r.cfg.Placement.Where(shard)
 	if addr == "" || addr == r.addr {
 		// No owner known, or the lease table still names this node, which no longer holds the
 		// shard: it is moving.
 		r.undeliverable(kind, id, sender, "no node is known to hold the shard")
-		return
+		return false
 	}
 	env, err := Encode(msg)
 	if err != nil {
@@ -209,7 +211,11 @@ func (r *Remote) forward(kind, id string, shard int, msg any, sender *actor.PID)
 		if sender != nil {
 			r.sys.Root.Send(sender, &actors.ErrorReply{Err: err})
 		}
-		return
+		return false
+	}
+	header := map[string]string{headerKind: kind, headerID: id}
+	if live {
+		header[headerLive] = "1"
 	}
 	var from *actor.PID
 	if sender != nil {
@@ -217,11 +223,8 @@ func (r *Remote) forward(kind, id string, shard int, msg any, sender *actor.PID)
 	} else {
 		r.m.forwards.WithLabelValues(kind, "sent").Inc()
 	}
-	r.sys.Root.Send(actor.NewPID(addr, gatewayID), &actor.MessageEnvelope{
-		Header:  map[string]string{headerKind: kind, headerID: id},
-		Message: env,
-		Sender:  from,
-	})
+	r.sys.Root.Send(actor.NewPID(addr, gatewayID), &actor.MessageEnvelope{Header: header, Message: env, Sender: from})
+	return true
 }
 
 // undeliverable answers a request that could not be forwarded, or counts and logs a message
@@ -308,8 +311,9 @@ func (g *gateway) SendUserMessage(_ *actor.PID, message any) {
 	r := g.r
 	header, msg, sender := actor.UnwrapEnvelope(message)
 	var kind, id string
+	var live bool
 	if header != nil {
-		kind, id = header.Get(headerKind), header.Get(headerID)
+		kind, id, live = header.Get(headerKind), header.Get(headerID), header.Get(headerLive) != ""
 	}
 	dir := r.directory(kind)
 	label := kind
@@ -349,7 +353,11 @@ func (g *gateway) SendUserMessage(_ *actor.PID, message any) {
 		return
 	}
 	r.m.received.WithLabelValues(label, "delivered").Inc()
-	if sender == nil {
+	switch {
+	case sender == nil && live:
+		dir.SendLive(id, m)
+		return
+	case sender == nil:
 		dir.Send(id, m)
 		return
 	}

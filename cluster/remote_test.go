@@ -317,6 +317,28 @@ func TestRemoteForwardReachesOwner(t *testing.T) {
 	require.InDelta(t, answered+1, a.count(false, "test", "answered"), 0)
 }
 
+// SendLive reaches a live incarnation on the owner and never activates one there.
+func TestRemoteSendLiveReachesOnlyALiveActor(t *testing.T) {
+	a, b := local(t), startPeer(t, "b")
+	a.place.set(b.addr)
+	b.own(t, "self")
+
+	require.True(t, a.router.SendLive("post-9", &note{Text: "cold"}))
+	a.router.Send("post-9", &note{Text: "wakes"}) // after the first, on the same connection
+	next := func() string {
+		select {
+		case got := <-b.notes:
+			return got
+		case <-time.After(20 * time.Second):
+			t.Fatal("no note reached the owner's actor")
+		}
+		return ""
+	}
+	require.Equal(t, "post-9 wakes", next(), "the message for a live incarnation activated none")
+	require.True(t, a.router.SendLive("post-9", &note{Text: "warm"}))
+	require.Equal(t, "post-9 warm", next())
+}
+
 func TestRemoteErrorRepliesCross(t *testing.T) {
 	a, b := local(t), startPeer(t, "b")
 	a.place.set(b.addr)

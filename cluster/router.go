@@ -30,11 +30,22 @@ func (rt *Router) Request(id string, msg any, sender *actor.PID) { rt.deliver(id
 // To addresses one actor, for Ask.
 func (rt *Router) To(id string) actors.Requester { return actors.Via(rt.r.sys, rt, id) }
 
+// SendLive delivers msg to the actor id only if it has a live incarnation, on the node holding
+// its shard; it never activates one (actors.Directory.SendLive). It reports whether it delivered
+// here, or forwarded (whether a live incarnation there took it is not known).
+func (rt *Router) SendLive(id string, msg any) bool {
+	shard := ShardOf(id, rt.r.cfg.Shards)
+	if rt.r.cfg.Placement.Here(shard) {
+		return rt.dir.SendLive(id, msg)
+	}
+	return rt.r.forward(rt.kind, id, shard, msg, nil, true)
+}
+
 func (rt *Router) deliver(id string, msg any, sender *actor.PID) {
 	shard := ShardOf(id, rt.r.cfg.Shards)
 	if rt.r.cfg.Placement.Here(shard) {
 		rt.dir.Request(id, msg, sender)
 		return
 	}
-	rt.r.forward(rt.kind, id, shard, msg, sender)
+	rt.r.forward(rt.kind, id, shard, msg, sender, false)
 }

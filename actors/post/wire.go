@@ -3,10 +3,8 @@ package post
 import "github.com/heraldhq/herald/cluster"
 
 // The post's messages, replies and errors that cross between nodes when several run
-// (docs/cluster.md). Took stays on its node (a job's final transaction tells a live incarnation
-// on the same node; one elsewhere reads the outcome from the store when it next loads), and a
-// Publish or campaign whose Idempotency carries Held (a func) cannot cross: it is answered
-// cluster.ErrUnknownType.
+// (docs/cluster.md). A Publish or campaign whose Idempotency carries Held (a func) cannot cross:
+// it is answered cluster.ErrUnknownType.
 func init() {
 	cluster.Register[Create]("post.Create")
 	cluster.Register[Get]("post.Get")
@@ -19,6 +17,7 @@ func init() {
 	cluster.Register[Fire]("post.Fire")
 	cluster.Register[FireReply]("post.FireReply")
 	cluster.Register[Finish]("post.Finish")
+	cluster.Register[Took]("post.Took")
 	cluster.Register[Approve]("post.Approve")
 	cluster.Register[ApproveReply]("post.ApproveReply")
 	cluster.Register[Reject]("post.Reject")

@@ -208,17 +208,31 @@ type settlement struct {
 func (s *settlement) Write(tx *persistence.Tx) error { return s.o.Write(tx) }
 
 // Stored announces the outcome as the post actor would have: a live incarnation of the post
-// takes it as its state, the outbox's consumers and the campaign's streams are woken. Only an
-// incarnation on this node is told: one on another node (its shard is there) has its state
-// from before the outcome until it next loads it from the store.
+// takes it as its state, on whichever node it lives; the outbox's consumers and the campaign's
+// streams are woken.
 func (s *settlement) Stored() {
-	s.p.Posts.SendLive(s.o.Post.ID, &post.Took{Post: s.o.Post})
+	s.p.sendLive(s.o.Post.ID, &post.Took{Post: s.o.Post})
 	if s.p.events != nil {
 		s.p.events.Notify()
 	}
 	if id := s.o.Post.CampaignID; id != "" {
 		s.p.hub.Notify(id)
 	}
+}
+
+// liveSender delivers to a live incarnation only, never activating one (actors.Directory,
+// cluster.Router).
+type liveSender interface {
+	SendLive(id string, msg any) bool
+}
+
+// sendLive tells a post's live incarnation, wherever it lives, of a change committed to its state.
+func (p *Publishing) sendLive(id string, msg any) {
+	if l, ok := p.To.Posts.(liveSender); ok {
+		l.SendLive(id, msg)
+		return
+	}
+	p.Posts.SendLive(id, msg)
 }
 
 // Finish hands a final job to its post (job.Handoff).
