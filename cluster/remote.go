@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,7 +25,9 @@ import (
 //	node A: Router ──envelope (kind, id)──▶ node B: gateway ──▶ B's directory of the kind ──▶ the actor
 //	node A: replies ◀──envelope (the answer)── node B: answer ◀── the actor's reply
 //
-// A forwards a message to the node its Placement names for the id's shard. B's gateway delivers
+// Every message between nodes is sealed with the key the nodes share (RemoteConfig.Sealer): the
+// kind and id of its actor, and its own envelope (envelope.go), sealed together. A forwards a
+// message to the node its Placement names for the id's shard. B's gateway delivers
 // it to B's own directory only if B holds the shard; otherwise it answers ErrUnavailable and
 // never forwards it again, so a message crosses at most once. A request's sender on A waits in
 // A's table of pending forwards under a number that travels as the reply address's request id:
@@ -35,14 +38,6 @@ const (
 	gatewayID = "herald$gateway"
 	repliesID = "herald$replies"
 	answerID  = "herald$answer/"
-)
-
-// Header keys of a forwarded message.
-const (
-	headerKind = "herald-kind"
-	headerID   = "herald-id"
-	// headerLive marks a message for a live incarnation only (Router.SendLive).
-	headerLive = "herald-live"
 )
 
 // ErrUnavailable means a request could not reach the node that owns its actor's shard: no owner
@@ -65,9 +60,21 @@ type RemoteConfig struct {
 	// Shards is the number of shards (256 when 0).
 	Shards int
 	// Timeout bounds the wait for a forwarded request's answer (DefaultForwardTimeout when 0).
-	Timeout  time.Duration
+	Timeout time.Duration
+	// Sealer seals every message this node sends to another and opens every message it
+	// receives (persistence/secret's Box, on the key every node shares to read the account
+	// tokens): a message that does not open is neither delivered nor answered, so only the
+	// nodes that hold the key can send them work, and what crosses (account credentials among
+	// it) is not readable on the wire.
+	Sealer   Sealer
 	Registry prometheus.Registerer
 	Log      *slog.Logger
+}
+
+// Sealer seals and opens bytes with a key (authenticated encryption).
+type Sealer interface {
+	Seal(plaintext []byte) []byte
+	Open(sealed []byte) ([]byte, error)
 }
 
 // Remote is one node's end of the messages between nodes: Proto.Actor's remote on its address,
@@ -104,6 +111,9 @@ func StartRemote(sys *actors.System, cfg RemoteConfig) (*Remote, error) {
 	port, err := strconv.Atoi(portText)
 	if err != nil || port < 0 || port > 65535 {
 		return nil, fmt.Errorf("cluster: node address %q: the port is not a number from 0 to 65535", cfg.Addr)
+	}
+	if cfg.Sealer == nil {
+		return nil, errors.New("cluster: the messages between nodes need a sealer")
 	}
 	if cfg.Placement == nil {
 		cfg.Placement = Local{}
@@ -213,17 +223,18 @@ func (r *Remote) forward(kind, id string, shard int, msg any, sender *actor.PID,
 		}
 		return false
 	}
-	header := map[string]string{headerKind: kind, headerID: id}
+	liveText := ""
 	if live {
-		header[headerLive] = "1"
+		liveText = "1"
 	}
+	env = r.seal(kind, id, liveText, env.GetTypeUrl(), string(env.GetValue()))
 	var from *actor.PID
 	if sender != nil {
 		from = r.open(sender, kind, addr)
 	} else {
 		r.m.forwards.WithLabelValues(kind, "sent").Inc()
 	}
-	r.sys.Root.Send(actor.NewPID(addr, gatewayID), &actor.MessageEnvelope{Header: header, Message: env, Sender: from})
+	r.sys.Root.Send(actor.NewPID(addr, gatewayID), &actor.MessageEnvelope{Message: env, Sender: from})
 	return true
 }
 
@@ -309,12 +320,17 @@ type gateway struct{ r *Remote }
 
 func (g *gateway) SendUserMessage(_ *actor.PID, message any) {
 	r := g.r
-	header, msg, sender := actor.UnwrapEnvelope(message)
-	var kind, id string
-	var live bool
-	if header != nil {
-		kind, id, live = header.Get(headerKind), header.Get(headerID), header.Get(headerLive) != ""
+	_, msg, sender := actor.UnwrapEnvelope(message)
+	sealed, _ := msg.(*anypb.Any)
+	f, err := r.unseal(sealed, 5)
+	if err != nil {
+		// Not from a node that holds the key: neither delivered nor answered.
+		r.m.received.WithLabelValues("unknown", "unsealed").Inc()
+		r.cfg.Log.Warn("cluster: a message that does not open with this node's key was not delivered", "error", err)
+		return
 	}
+	kind, id, live := f[0], f[1], f[2] != ""
+	env := &anypb.Any{TypeUrl: f[3], Value: []byte(f[4])}
 	dir := r.directory(kind)
 	label := kind
 	if dir == nil {
@@ -322,15 +338,12 @@ func (g *gateway) SendUserMessage(_ *actor.PID, message any) {
 	}
 	reply := func(m any) {
 		if sender != nil {
-			env, err := Encode(m)
-			if err != nil {
-				return
+			if env, err := r.encodeReply(m); err == nil {
+				r.sys.Root.Send(sender, env)
 			}
-			r.sys.Root.Send(sender, env)
 		}
 	}
-	env, ok := msg.(*anypb.Any)
-	if dir == nil || !ok {
+	if dir == nil {
 		r.m.received.WithLabelValues(label, "unknown_type").Inc()
 		reply(&actors.ErrorReply{Err: fmt.Errorf("%w: no actor kind %q on this node", ErrUnknownType, kind)})
 		return
@@ -378,10 +391,12 @@ func (a *answer) SendUserMessage(pid *actor.PID, message any) {
 	if _, ok := msg.(*actor.DeadLetterResponse); ok {
 		msg = &actors.ErrorReply{Err: ErrUnavailable}
 	}
-	env, err := Encode(msg)
+	env, err := a.r.encodeReply(msg)
 	if err != nil {
 		a.r.cfg.Log.Error("cluster: a reply that cannot cross between nodes", "error", err)
-		env, _ = Encode(&actors.ErrorReply{Err: err})
+		if env, err = a.r.encodeReply(&actors.ErrorReply{Err: err}); err != nil {
+			return
+		}
 	}
 	a.r.sys.Root.Send(&actor.PID{Address: a.to, Id: repliesID, RequestId: pid.RequestId}, env)
 }
@@ -403,7 +418,13 @@ func (p *replies) SendUserMessage(pid *actor.PID, message any) {
 	var reply any
 	switch m := msg.(type) {
 	case *anypb.Any:
-		v, err := Decode(m)
+		f, err := r.unseal(m, 2)
+		if err != nil {
+			r.cfg.Log.Warn("cluster: an answer that does not open with this node's key was dropped", "error", err)
+			r.fail(w)
+			return
+		}
+		v, err := Decode(&anypb.Any{TypeUrl: f[0], Value: []byte(f[1])})
 		if err != nil {
 			v = &actors.ErrorReply{Err: err}
 		}
@@ -424,6 +445,61 @@ func (p *replies) SendUserMessage(pid *actor.PID, message any) {
 func (p *replies) SendSystemMessage(*actor.PID, any) {}
 func (p *replies) Stop(*actor.PID)                   {}
 
+// sealedType is the type URL of a sealed envelope: its value is the sealed fields of the message
+// (the kind, the id, whether for a live incarnation only, the type URL and value of the message's
+// own envelope; or, for an answer, the last two).
+const sealedType = typePrefix + "sealed"
+
+// encodeReply puts an answer in its envelope, sealed.
+func (r *Remote) encodeReply(m any) (*anypb.Any, error) {
+	env, err := Encode(m)
+	if err != nil {
+		return nil, err
+	}
+	return r.seal(env.GetTypeUrl(), string(env.GetValue())), nil
+}
+
+// seal frames the fields (each its length, then its bytes) and seals them.
+func (r *Remote) seal(fields ...string) *anypb.Any {
+	n := 0
+	for _, f := range fields {
+		n += binary.MaxVarintLen64 + len(f)
+	}
+	b := make([]byte, 0, n)
+	for _, f := range fields {
+		b = binary.AppendUvarint(b, uint64(len(f)))
+		b = append(b, f...)
+	}
+	return &anypb.Any{TypeUrl: sealedType, Value: r.cfg.Sealer.Seal(b)}
+}
+
+// errUnsealed is a message that is not a sealed envelope of n fields opened by this node's key.
+var errUnsealed = errors.New("cluster: the message is not sealed with this node's key")
+
+// unseal opens a sealed envelope of n fields.
+func (r *Remote) unseal(a *anypb.Any, n int) ([]string, error) {
+	if a.GetTypeUrl() != sealedType {
+		return nil, errUnsealed
+	}
+	b, err := r.cfg.Sealer.Open(a.GetValue())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errUnsealed, err)
+	}
+	fields := make([]string, 0, n)
+	for range n {
+		l, k := binary.Uvarint(b)
+		if k <= 0 || l > uint64(len(b)-k) {
+			return nil, errUnsealed
+		}
+		fields = append(fields, string(b[k:k+int(l)]))
+		b = b[k+int(l):]
+	}
+	if len(b) != 0 {
+		return nil, errUnsealed
+	}
+	return fields, nil
+}
+
 type remoteMetrics struct {
 	forwards, received *prometheus.CounterVec
 }
@@ -436,7 +512,7 @@ func newRemoteMetrics(reg prometheus.Registerer) remoteMetrics {
 		}, []string{"kind", "outcome"}),
 		received: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_cluster_forwards_received_total",
-			Help: "Messages other nodes forwarded to this one, by actor kind and outcome: delivered, refused (this node does not hold the shard; answered, never forwarded again), unknown_type.",
+			Help: "Messages other nodes forwarded to this one, by actor kind and outcome: delivered, refused (this node does not hold the shard; answered, never forwarded again), unknown_type, unsealed (not sealed with the nodes' key: dropped unanswered).",
 		}, []string{"kind", "outcome"}),
 	}
 	if reg != nil {

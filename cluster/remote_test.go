@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,10 +22,11 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/persistence/secret"
 )
 
 // The test kind's messages: echo asks for a reply naming the node that answered, note is sent
-// without a reply, secret cannot be encoded (it holds a channel) and unlisted is not registered.
+// without a reply, chanMsg cannot be encoded (it holds a channel) and unlisted is not registered.
 type (
 	echo struct {
 		Text string `json:"text"`
@@ -40,7 +42,7 @@ type (
 	failing struct {
 		Typed bool `json:"typed"`
 	}
-	secret    struct{ C chan int }
+	chanMsg   struct{ C chan int }
 	unlisted  struct{}
 	testError struct {
 		Field string `json:"field"`
@@ -56,7 +58,7 @@ func init() {
 	Register[echoed]("test.echoed")
 	Register[note]("test.note")
 	Register[failing]("test.failing")
-	Register[secret]("test.secret")
+	Register[chanMsg]("test.chan")
 	RegisterError("test.sentinel", errTestSentinel)
 	RegisterErrorType[testError]("test.error")
 }
@@ -101,7 +103,11 @@ type rnode struct {
 
 func newNode(name string, timeout time.Duration) (*rnode, error) {
 	n := &rnode{sys: actors.NewSystem(nil, nil), place: &placement{}, notes: make(chan echoed, 16)}
-	r, err := StartRemote(n.sys, RemoteConfig{Addr: "127.0.0.1:0", Placement: n.place, Timeout: timeout})
+	box, err := secret.NewBox(testKey)
+	if err != nil {
+		return nil, err
+	}
+	r, err := StartRemote(n.sys, RemoteConfig{Addr: "127.0.0.1:0", Placement: n.place, Timeout: timeout, Sealer: box})
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +132,9 @@ func newNode(name string, timeout time.Duration) (*rnode, error) {
 	n.router = r.Route(dir)
 	return n, nil
 }
+
+// testKey is the key every node of the tests shares.
+var testKey = bytes.Repeat([]byte{7}, 32)
 
 // localTimeout is the local node's forward time-out.
 const localTimeout = 500 * time.Millisecond
@@ -364,7 +373,7 @@ func TestRemoteUnknownTypeIsAnswered(t *testing.T) {
 	// answered at once.
 	_, err := ask[*echoed](t, a, "post-1", &unlisted{})
 	require.ErrorIs(t, err, ErrUnknownType)
-	_, err = ask[*echoed](t, a, "post-1", &secret{C: make(chan int)})
+	_, err = ask[*echoed](t, a, "post-1", &chanMsg{C: make(chan int)})
 	require.ErrorIs(t, err, ErrUnknownType)
 
 	// A type the receiving node does not know is answered with an error, not dropped.
@@ -386,12 +395,14 @@ func askVia(t *testing.T, n *rnode, r actors.Router) (*echoed, error) {
 }
 
 // raw is a router that sends a request as an envelope built by hand, to the gateway of the node
-// at to.
+// at to: sealed with the nodes' key, or with another (sealer), or not at all (clear).
 type raw struct {
-	a    *rnode
-	to   string
-	kind string
-	env  *anypb.Any
+	a      *rnode
+	to     string
+	kind   string
+	env    *anypb.Any
+	sealer Sealer
+	clear  bool
 }
 
 func (r raw) Kind() actors.Kind             { return actors.Kind{Name: r.kind} }
@@ -399,9 +410,43 @@ func (r raw) Send(string, any)              {}
 func (r raw) To(id string) actors.Requester { return actors.Via(r.a.sys, r, id) }
 func (r raw) Request(id string, _ any, sender *actor.PID) {
 	from := r.a.remote.open(sender, r.kind, r.to)
-	r.a.sys.Root.Send(actor.NewPID(r.to, gatewayID), &actor.MessageEnvelope{
-		Header: map[string]string{headerKind: r.kind, headerID: id}, Message: r.env, Sender: from,
-	})
+	env := r.env
+	switch {
+	case r.sealer != nil:
+		env = (&Remote{cfg: RemoteConfig{Sealer: r.sealer}}).seal(r.kind, id, "", env.GetTypeUrl(), string(env.GetValue()))
+	case !r.clear:
+		env = r.a.remote.seal(r.kind, id, "", env.GetTypeUrl(), string(env.GetValue()))
+	}
+	r.a.sys.Root.Send(actor.NewPID(r.to, gatewayID), &actor.MessageEnvelope{Message: env, Sender: from})
+}
+
+// A message that is not sealed with the nodes' key is neither delivered nor answered: only a
+// node that holds the key can send another work.
+func TestRemoteUnsealedIsNotDelivered(t *testing.T) {
+	a, b := local(t), startPeer(t, "b")
+	a.place.set(b.addr)
+	b.own(t, "self")
+	other, err := secret.NewBox(bytes.Repeat([]byte{8}, 32))
+	require.NoError(t, err)
+
+	echoEnv, err := Encode(&echo{Text: "forged"})
+	require.NoError(t, err)
+	for _, r := range []raw{
+		{a: a, to: b.addr, kind: "test", env: echoEnv, clear: true},
+		{a: a, to: b.addr, kind: "test", env: echoEnv, sealer: other},
+	} {
+		start := time.Now()
+		_, err := askVia(t, a, r)
+		// No answer came: the forward's own time-out answered.
+		require.ErrorIs(t, err, ErrUnavailable)
+		require.GreaterOrEqual(t, time.Since(start), localTimeout)
+	}
+	require.InDelta(t, 2, b.count(t, true, "unknown", "unsealed"), 0)
+	require.InDelta(t, 0, b.count(t, true, "test", "delivered"), 0)
+	// The same message sealed with the key is delivered and answered.
+	got, err := askVia(t, a, raw{a: a, to: b.addr, kind: "test", env: echoEnv})
+	require.NoError(t, err)
+	require.Equal(t, "forged", got.Text)
 }
 
 func TestRemoteNotOwnerAnswersWithoutForwarding(t *testing.T) {

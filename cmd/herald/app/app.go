@@ -332,13 +332,12 @@ func New(cfg Config) (*App, error) {
 	// bbolt file, running jobs and token expiry, read from the store on scrape (opsmetrics.go).
 	a.Registry.MustRegister(newStoreCollector(store, nil))
 	a.Actors = actors.NewSystem(a.Registry, cfg.Log)
-	if err := a.startRemote(); err != nil {
-		a.closeStore()
-		return nil, err
-	}
 	a.Events = actors.NewNotifier()
 	a.CampaignHub = campaign.NewHub()
 	ad, err := a.accountDeps()
+	if err == nil {
+		err = a.startRemote() // on the box of accountDeps, before anything sends a message
+	}
 	if err != nil {
 		a.closeStore()
 		return nil, err

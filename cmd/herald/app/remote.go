@@ -10,7 +10,8 @@ import (
 
 // startRemote starts the messages between nodes when Herald runs as one of several
 // (Cfg.NodeAddr; docs/cluster.md): Proto.Actor's remote on the node address, before anything
-// sends a message, so that the Ask reply address names this node. Without a node address it
+// sends a message, so that the Ask reply address names this node; what crosses is sealed with
+// the secret key, which every node shares. Without a node address it
 // does nothing and the directories are their own routers, as on a single node.
 func (a *App) startRemote() error {
 	if a.Cfg.NodeAddr == "" {
@@ -23,7 +24,8 @@ func (a *App) startRemote() error {
 	if place == nil {
 		place = cluster.Local{}
 	}
-	r, err := cluster.StartRemote(a.Actors, cluster.RemoteConfig{Addr: a.Cfg.NodeAddr, Placement: place, Registry: a.Registry, Log: a.Log})
+	r, err := cluster.StartRemote(a.Actors, cluster.RemoteConfig{Addr: a.Cfg.NodeAddr, Placement: place, Sealer: a.Box,
+		Registry: a.Registry, Log: a.Log})
 	if err != nil {
 		return err
 	}
