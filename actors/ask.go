@@ -61,8 +61,16 @@ func (r *replyRouter) open(ch chan any) (*actor.PID, uint32) {
 	}
 	r.next = id + 1
 	r.waiting[id] = ch
+	address := r.pid.Address
 	r.mu.Unlock()
-	return &actor.PID{Address: r.pid.Address, Id: r.pid.Id, RequestId: id}, id
+	return &actor.PID{Address: address, Id: r.pid.Id, RequestId: id}, id
+}
+
+// readdress names the reply address under the system's address as it is now.
+func (r *replyRouter) readdress(address string) {
+	r.mu.Lock()
+	r.pid = &actor.PID{Address: address, Id: r.pid.Id}
+	r.mu.Unlock()
 }
 
 // close forgets an Ask that stopped waiting.

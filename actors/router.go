@@ -21,3 +21,16 @@ type Router interface {
 }
 
 var _ Router = (*Directory)(nil)
+
+// Via addresses the actor id through r, for Ask: what a Router other than a Directory returns
+// from To.
+func Via(sys *System, r Router, id string) Requester { return routed{sys, r, id} }
+
+type routed struct {
+	sys *System
+	r   Router
+	id  string
+}
+
+func (t routed) request(msg any, sender *actor.PID) { t.r.Request(t.id, msg, sender) }
+func (t routed) system() *System                    { return t.sys }

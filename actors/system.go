@@ -38,6 +38,12 @@ func NewSystem(reg prometheus.Registerer, log *slog.Logger) *System {
 		workers: newWorkerPool(dispatcherThroughput, workerIdleTimeout)}
 }
 
+// Listening names the reply address of every Ask after the system's address as it is now.
+// Proto.Actor's remote gives the system its network address when it starts; a reply address
+// made before names no node, so a reply from another node would go astray. Whoever starts
+// remote calls Listening at once, before any Ask.
+func (s *System) Listening() { s.replies.readdress(s.AS.ProcessRegistry.Address) }
+
 // Shutdown stops the actor system and retires its idle workers.
 func (s *System) Shutdown() {
 	s.AS.Shutdown()

@@ -14,7 +14,13 @@ import (
 	"github.com/heraldhq/herald/persistence/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(nodeEnv) != "" {
+		runNode() // a node process of the remote tests (remote_test.go)
+		return
+	}
+	os.Exit(pgtest.Main(m))
+}
 
 const ttl = 600 * time.Millisecond
 

@@ -53,7 +53,21 @@ type Idempotency struct {
 	// the post as held (its answer names what the hold made): it is stored in the hold's own
 	// transaction and becomes Record, so that a crash can never keep the post without the answer
 	// a retry with the same key must get.
-	Held func(*persistence.Post) (*persistence.IdempotencyRecord, error)
+	Held func(*persistence.Post) (*persistence.IdempotencyRecord, error) `json:"-"`
+}
+
+// errHeldCannotCross refuses to encode an Idempotency whose Held is set: a func cannot be sent
+// to another node.
+var errHeldCannotCross = errors.New("post: an Idempotency with Held cannot cross between nodes")
+
+// MarshalJSON encodes the Idempotency for another node (cluster.Encode); one whose Held is set
+// cannot be, and is refused rather than sent without it.
+func (i *Idempotency) MarshalJSON() ([]byte, error) {
+	if i.Held != nil {
+		return nil, errHeldCannotCross
+	}
+	type plain Idempotency
+	return json.Marshal((*plain)(i))
 }
 
 // Quota is a monthly post quota.

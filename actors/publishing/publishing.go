@@ -60,10 +60,22 @@ type Config struct {
 	// Fence, when several nodes share the store, fences the account and job actors' writes on
 	// their shards' leases and gates the accounts' calls (nil: a single process; Shards).
 	Fence actors.Fence
+	// Route makes the router of each directory, through which the hand-offs, the scheduler and
+	// everyone outside the actors reach its kind (To): nil on a single node, where a directory
+	// is its own router; a cluster.Remote's when several nodes run.
+	Route func(*actors.Directory) actors.Router
+}
+
+// Routers reach each kind's actors wherever they run.
+type Routers struct {
+	Posts, Jobs, Accounts, Campaigns actors.Router
 }
 
 // Publishing is the publish hand-off and the directories it links.
 type Publishing struct {
+	// Posts, Jobs, Accounts and Campaigns are this node's directories (their owner stops them);
+	// To reaches the kinds' actors on whichever node they live.
+	To        Routers
 	Posts     *actors.Directory
 	Jobs      *actors.Directory
 	Accounts  *actors.Directory
@@ -101,6 +113,10 @@ func New(cfg Config) *Publishing {
 	if cfg.Hub == nil {
 		cfg.Hub = campaign.NewHub()
 	}
+	route := cfg.Route
+	if route == nil {
+		route = func(d *actors.Directory) actors.Router { return d }
+	}
 	p := &Publishing{Backlog: cfg.Backlog, store: cfg.Store, log: cfg.Log, events: cfg.Events, hub: cfg.Hub,
 		started: actors.NewRecent[string, *persistence.PostContent](StartedPosts)}
 	p.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -123,22 +139,26 @@ func New(cfg Config) *Publishing {
 		Store: cfg.Store, Events: cfg.Events, IdleTimeout: cfg.IdleTimeout, Log: cfg.Log,
 		Handoff: p, Campaigns: cfg.Hub, Fence: cfg.Fence,
 	})))
+	p.To.Posts = route(p.Posts)
 	ad := cfg.Account
 	ad.Store, ad.Jobs, ad.Backlog, ad.Posts, ad.Fence = cfg.Store, p, p.Backlog, p.started, cfg.Fence
 	if ad.Log == nil {
 		ad.Log = cfg.Log
 	}
 	p.Accounts = actors.NewDirectory(cfg.System, cfg.Capped(account.Kind(ad)))
+	p.To.Accounts = route(p.Accounts)
 	p.Jobs = actors.NewDirectory(cfg.System, cfg.Capped(job.Kind(job.Deps{
 		Store: cfg.Store, Log: cfg.Log, IdleTimeout: cfg.IdleTimeout, Handoff: p, Campaigns: cfg.Hub, Fence: cfg.Fence,
 	})))
+	p.To.Jobs = route(p.Jobs)
 	so := cfg.Scheduler
 	so.Log, so.Registry = cfg.Log, cfg.Registry
-	p.Scheduler = scheduler.New(cfg.Store, p.Posts, so)
+	p.Scheduler = scheduler.New(cfg.Store, p.To.Posts, so)
 	p.Campaigns = actors.NewDirectory(cfg.System, cfg.Capped(campaign.Kind(campaign.Deps{
-		Store: cfg.Store, Posts: p.Posts, Handoff: p, Events: cfg.Events, Changed: cfg.Hub.Notify,
+		Store: cfg.Store, Posts: p.To.Posts, Handoff: p, Events: cfg.Events, Changed: cfg.Hub.Notify,
 		Log: cfg.Log, IdleTimeout: cfg.IdleTimeout, Fence: cfg.Fence,
 	})))
+	p.To.Campaigns = route(p.Campaigns)
 	return p
 }
 
@@ -157,20 +177,20 @@ func (p *Publishing) StartJob(j *persistence.Job, pst *persistence.Post) {
 	}
 	for id, n := range waiting {
 		p.Backlog.Queued(id, n)
-		p.Accounts.Send(id, &account.Take{})
+		p.To.Accounts.Send(id, &account.Take{})
 	}
 }
 
 // Synced tells a job that its post took its outcome (post.Handoff).
 func (p *Publishing) Synced(jobID string, stored bool) {
-	p.Jobs.Send(jobID, &job.PostSynced{Stored: stored})
+	p.To.Jobs.Send(jobID, &job.PostSynced{Stored: stored})
 }
 
 // Scheduled tells the scheduler of a newly scheduled time (post.Handoff, campaign.Handoff).
 func (p *Publishing) Scheduled(at time.Time) { p.Scheduler.Scheduled(at) }
 
 // Report hands an account's report to its job (account.Jobs).
-func (p *Publishing) Report(r *account.Report) { p.Jobs.Send(r.JobID, r) }
+func (p *Publishing) Report(r *account.Report) { p.To.Jobs.Send(r.JobID, r) }
 
 // Settle prepares the post's part of its job's final transaction (job.Handoff): the outcome is
 // read from the post as stored and written with the job, so that the post's actor is neither
@@ -192,9 +212,10 @@ type settlement struct {
 func (s *settlement) Write(tx *persistence.Tx) error { return s.o.Write(tx) }
 
 // Stored announces the outcome as the post actor would have: a live incarnation of the post
-// takes it as its state, the outbox's consumers and the campaign's streams are woken.
+// takes it as its state, on whichever node it lives; the outbox's consumers and the campaign's
+// streams are woken.
 func (s *settlement) Stored() {
-	s.p.Posts.SendLive(s.o.Post.ID, &post.Took{Post: s.o.Post})
+	s.p.sendLive(s.o.Post.ID, &post.Took{Post: s.o.Post})
 	if s.p.events != nil {
 		s.p.events.Notify()
 	}
@@ -203,8 +224,23 @@ func (s *settlement) Stored() {
 	}
 }
 
+// liveSender delivers to a live incarnation only, never activating one (actors.Directory,
+// cluster.Router).
+type liveSender interface {
+	SendLive(id string, msg any) bool
+}
+
+// sendLive tells a post's live incarnation, wherever it lives, of a change committed to its state.
+func (p *Publishing) sendLive(id string, msg any) {
+	if l, ok := p.To.Posts.(liveSender); ok {
+		l.SendLive(id, msg)
+		return
+	}
+	p.Posts.SendLive(id, msg)
+}
+
 // Finish hands a final job to its post (job.Handoff).
-func (p *Publishing) Finish(j *persistence.Job) { p.Posts.Send(j.PostID, &post.Finish{Job: j}) }
+func (p *Publishing) Finish(j *persistence.Job) { p.To.Posts.Send(j.PostID, &post.Finish{Job: j}) }
 
 // Finished observes a finished job: its metrics and a log line (job.Handoff).
 func (p *Publishing) Finished(j *persistence.Job, d time.Duration) {
@@ -282,7 +318,7 @@ func (p *Publishing) ResumeWhere(match func(id string) bool) {
 		})
 		for _, id := range ids {
 			if match == nil || match(id) {
-				p.Jobs.Send(id, &job.Start{})
+				p.To.Jobs.Send(id, &job.Start{})
 			}
 		}
 		if len(ids) < 1000 {
@@ -291,7 +327,7 @@ func (p *Publishing) ResumeWhere(match func(id string) bool) {
 		after = ids[len(ids)-1]
 	}
 	for id := range waiting {
-		p.Accounts.Send(id, &account.Take{})
+		p.To.Accounts.Send(id, &account.Take{})
 	}
 	if active > 0 {
 		p.log.Info("resumed publish jobs", "count", active, "accounts", len(waiting))

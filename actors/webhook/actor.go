@@ -9,7 +9,7 @@
 //	      ▼
 //	dispatcher: reads the outbox after its cursor; in ONE transaction writes a delivery record
 //	            per (event, active subscription of that user that wants it) and advances the cursor
-//	      │ enqueue (after commit)
+//	      │ Enqueue (after commit)
 //	      ▼
 //	subscription actor: keeps the pending deliveries in time order, starts up to MaxInFlight
 //	            attempts at once on worker goroutines, schedules retries
@@ -140,15 +140,15 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.sendTest(ctx, m)
 	case *Redeliver:
 		a.redeliver(ctx, m)
-	case *enqueue:
+	case *Enqueue:
 		if a.hook == nil || !a.hook.Active {
 			return
 		}
-		for _, it := range m.items {
+		for _, it := range m.Items {
 			a.push(it)
 		}
 		a.pump()
-	case *wake:
+	case *Wake:
 		a.pump()
 	case *tick:
 		if m.gen == a.gen {

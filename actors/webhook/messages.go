@@ -42,13 +42,14 @@ type Reply struct {
 	Secret  string
 }
 
-// enqueue hands new pending deliveries to the subscription's actor (from the dispatcher).
-type enqueue struct {
-	items []persistence.PendingDelivery
+// Enqueue hands new pending deliveries to the subscription's actor (from the dispatcher, which
+// may run on another node than the subscription's).
+type Enqueue struct {
+	Items []persistence.PendingDelivery
 }
 
-// wake activates the actor so that it loads its pending deliveries (after a restart).
-type wake struct{}
+// Wake activates the actor so that it loads its pending deliveries (after a restart).
+type Wake struct{}
 
 // tick is the actor's own timer: a retry is due, or a keep-alive while work is pending.
 type tick struct{ gen uint64 }

@@ -21,6 +21,9 @@ const Consumer = "webhooks"
 // Options configure webhooks.
 type Options struct {
 	Store *persistence.Store
+	// Route makes the router through which the dispatcher and the HTTP layer reach the
+	// subscriptions' actors (To): nil on a single node, where the directory is its own router.
+	Route func(*actors.Directory) actors.Router
 	// Events wakes the dispatcher when an event was committed to the outbox (nil: it only polls).
 	Events   *actors.Notifier
 	Registry prometheus.Registerer
@@ -56,7 +59,10 @@ type Options struct {
 // Service is webhooks in a running Herald: the subscription actors' directory, the URL guard and
 // the dispatcher.
 type Service struct {
+	// Dir is this node's directory of subscription actors (its owner stops it); To reaches a
+	// subscription's actor on whichever node it lives.
 	Dir   *actors.Directory
+	To    actors.Router
 	Guard *Guard
 	d     *deps
 	opts  Options
@@ -116,6 +122,10 @@ func New(sys *actors.System, o Options) *Service {
 		MaxLive:     o.MaxLive,
 		New:         func(id string) actor.Actor { return &Actor{id: id, d: d} },
 	})
+	s.To = s.Dir
+	if o.Route != nil {
+		s.To = o.Route(s.Dir)
+	}
 	return s
 }
 
@@ -133,7 +143,7 @@ func (s *Service) Start() error {
 		return err
 	}
 	for _, id := range ids {
-		s.Dir.Send(id, &wake{})
+		s.To.Send(id, &Wake{})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan struct{})
@@ -265,7 +275,7 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 	}
 	s.d.metrics.Fanout.Add(float64(n))
 	for wid, items := range out {
-		s.Dir.Send(wid, &enqueue{items: items})
+		s.To.Send(wid, &Enqueue{Items: items})
 	}
 	return n, nil
 }

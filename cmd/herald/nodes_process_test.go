@@ -322,4 +322,3 @@ func TestNodesAScheduledPostFiresOnceAcrossASchedulerTakeover(t *testing.T) {
 	ns.waitFinal(posts, 60*time.Second)
 	ns.noneTwice(texts, "bluesky")
 }
-

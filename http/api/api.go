@@ -19,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/actors/job"
 	"github.com/heraldhq/herald/actors/post"
 	"github.com/heraldhq/herald/actors/webhook"
+	"github.com/heraldhq/herald/cluster"
 	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/auth"
@@ -147,6 +148,8 @@ func (h *handlers) actorError(c *echo.Context, what string, err error) error {
 	case errors.Is(err, actors.ErrTimeout):
 		h.Log.Warn("actor did not answer in time", append(server.LogAttrs(c), "what", what)...)
 		return apierr.Unavailable("the server is busy and did not answer in time; retry shortly")
+	case errors.Is(err, cluster.ErrUnavailable):
+		return server.ClusterUnavailable(c, h.Log, what)
 	case errors.Is(err, actors.ErrBusy):
 		return server.Overloaded(server.OverloadActor, "the "+what+" is too busy to take the request; nothing was changed; retry shortly")
 	case errors.Is(err, persistence.ErrBusy):

@@ -226,7 +226,7 @@ func (h *handlers) createWebhook(c *echo.Context) error {
 		return err
 	}
 	id := uuid.Must(uuid.NewV7()).String()
-	r, err := ask[*webhook.Reply](h, c, h.Webhooks.Dir.To(id), &webhook.Create{UserID: server.Principal(c).User.ID, WorkspaceID: server.Principal(c).ObjectWorkspace(), URL: u, Events: events})
+	r, err := ask[*webhook.Reply](h, c, h.Webhooks.To.To(id), &webhook.Create{UserID: server.Principal(c).User.ID, WorkspaceID: server.Principal(c).ObjectWorkspace(), URL: u, Events: events})
 	if err != nil {
 		return h.webhookError(c, err)
 	}
@@ -263,7 +263,7 @@ func (h *handlers) updateWebhook(c *echo.Context) error {
 		}
 		msg.URL = &u
 	}
-	r, err := ask[*webhook.Reply](h, c, h.Webhooks.Dir.To(id), msg)
+	r, err := ask[*webhook.Reply](h, c, h.Webhooks.To.To(id), msg)
 	if err != nil {
 		return h.webhookError(c, err)
 	}
@@ -275,7 +275,7 @@ func (h *handlers) deleteWebhook(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := ask[*webhook.Reply](h, c, h.Webhooks.Dir.To(id), &webhook.Delete{Scope: server.Principal(c).Scope()}); err != nil {
+	if _, err := ask[*webhook.Reply](h, c, h.Webhooks.To.To(id), &webhook.Delete{Scope: server.Principal(c).Scope()}); err != nil {
 		return h.webhookError(c, err)
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -286,7 +286,7 @@ func (h *handlers) rotateWebhookSecret(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := ask[*webhook.Reply](h, c, h.Webhooks.Dir.To(id), &webhook.RotateSecret{Scope: server.Principal(c).Scope()})
+	r, err := ask[*webhook.Reply](h, c, h.Webhooks.To.To(id), &webhook.RotateSecret{Scope: server.Principal(c).Scope()})
 	if err != nil {
 		return h.webhookError(c, err)
 	}
@@ -344,7 +344,7 @@ func (h *handlers) sendTestEvent(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := ask[*webhook.DeliveryReply](h, c, h.Webhooks.Dir.To(id), &webhook.SendTest{Scope: server.Principal(c).Scope()})
+	r, err := ask[*webhook.DeliveryReply](h, c, h.Webhooks.To.To(id), &webhook.SendTest{Scope: server.Principal(c).Scope()})
 	if err != nil {
 		return h.webhookError(c, err)
 	}
@@ -367,7 +367,7 @@ func (h *handlers) redeliver(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := ask[*webhook.DeliveryReply](h, c, h.Webhooks.Dir.To(id), &webhook.Redeliver{Scope: server.Principal(c).Scope(), DeliveryID: did})
+	r, err := ask[*webhook.DeliveryReply](h, c, h.Webhooks.To.To(id), &webhook.Redeliver{Scope: server.Principal(c).Scope(), DeliveryID: did})
 	if err != nil {
 		return h.webhookError(c, err)
 	}

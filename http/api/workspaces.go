@@ -415,7 +415,7 @@ func (h *handlers) deleteWorkspaceWebhooks(ctx context.Context, c *echo.Context,
 		return apierr.Unavailable("webhooks cannot be deleted on this server")
 	}
 	for _, id := range ids {
-		_, err := actors.Ask[*webhook.Reply](ctx, h.Webhooks.Dir.To(id), &webhook.Delete{Scope: scope})
+		_, err := actors.Ask[*webhook.Reply](ctx, h.Webhooks.To.To(id), &webhook.Delete{Scope: scope})
 		if err != nil && !errors.Is(err, webhook.ErrNotFound) {
 			return h.webhookError(c, err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/cluster"
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
@@ -93,7 +94,7 @@ func (s *Service) Accounts(ctx context.Context, scope string, f Feature) ([]Live
 	}
 	wg.Wait()
 	for _, err := range errs {
-		if errors.Is(err, actors.ErrTimeout) || errors.Is(err, actors.ErrBusy) || errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, actors.ErrTimeout) || errors.Is(err, actors.ErrBusy) || errors.Is(err, cluster.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, apierr.Unavailable("the connected accounts did not answer in time; retry shortly")
 		}
 		if err != nil {

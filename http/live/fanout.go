@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/account"
+	"github.com/heraldhq/herald/cluster"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/platforms"
 )
@@ -218,7 +219,8 @@ func classify(reply *account.ReadReply, err error) outcome {
 		return outcome{reason: "rate_budget"}
 	case errors.Is(err, platforms.ErrNotFound), accountGone(err):
 		return outcome{state: gone}
-	case errors.Is(err, actors.ErrTimeout), errors.Is(err, actors.ErrBusy), errors.Is(err, account.ErrReadDeadline), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, actors.ErrTimeout), errors.Is(err, actors.ErrBusy), errors.Is(err, account.ErrReadDeadline), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, cluster.ErrUnavailable):
 		return outcome{reason: "deadline"}
 	}
 	return outcome{reason: "network"}

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/heraldhq/herald/cluster"
 	"github.com/heraldhq/herald/http/apierr"
 	"github.com/heraldhq/herald/http/auth"
 	"github.com/heraldhq/herald/http/ratelimit"
@@ -544,6 +545,8 @@ func (s *Server) handleError(c *echo.Context, err error) {
 		ae = apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeValidation, "request body is larger than %d bytes", mbe.Limit-1)
 	case errors.Is(err, persistence.ErrWriteFailed), errors.Is(err, persistence.ErrUnavailable), errors.Is(err, persistence.ErrFenced):
 		ae = StoreFailure(c, s.cfg.Log, err)
+	case errors.Is(err, cluster.ErrUnavailable):
+		ae = ClusterUnavailable(c, s.cfg.Log, "object")
 	default:
 		switch code := echo.StatusCode(err); code {
 		case http.StatusNotFound:

@@ -53,3 +53,11 @@ func (s *Server) checkReady(c *echo.Context) error {
 	}
 	return nil
 }
+
+// ClusterUnavailable is the answer to a request whose actor lives on another node that could not
+// be reached (cluster.ErrUnavailable: its shard is moving, or the node is cut off or slow): 503
+// internal_error with Retry-After, the spec's retriable answer. what names the object.
+func ClusterUnavailable(c *echo.Context, log *slog.Logger, what string) *apierr.Error {
+	log.Warn("the node that owns the object could not be reached", append(LogAttrs(c), "what", what)...)
+	return apierr.Unavailable("the " + what + " is kept by another Herald node that cannot be reached right now; retry shortly")
+}

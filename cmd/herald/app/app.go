@@ -28,6 +28,7 @@ import (
 	"github.com/heraldhq/herald/actors/publishing"
 	"github.com/heraldhq/herald/actors/scheduler"
 	"github.com/heraldhq/herald/actors/webhook"
+	"github.com/heraldhq/herald/cluster"
 	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/admin"
 	"github.com/heraldhq/herald/http/api"
@@ -181,11 +182,13 @@ type Config struct {
 	// Memory).
 	MaxLiveActors ActorCaps
 	// NodeAddr, when set (--node-addr HOST:PORT), runs Herald as one node of several over one
-	// PostgreSQL store, reachable by the others at that address (nodes.go; docs/operations.md,
-	// Running several nodes); "" runs a single process. LeaseTTL is the lifetime of the node's
-	// leases (default DefaultLeaseTTL).
-	NodeAddr string
-	LeaseTTL time.Duration
+	// PostgreSQL store, reachable by the others at that address (nodes.go, remote.go;
+	// docs/operations.md, Running several nodes); "" runs a single process. LeaseTTL is the
+	// lifetime of the node's leases (default DefaultLeaseTTL). Placement says which node holds
+	// each shard (nil: the node's membership, which follows the leases; tests give their own).
+	NodeAddr  string
+	LeaseTTL  time.Duration
+	Placement cluster.Placement
 	// MaxMappedFileMB gives the bbolt file's pages mapped by reads back to the kernel's page
 	// cache once the process's file-backed resident memory passes it (--max-mapped-file-mb; 0:
 	// DefaultMaxMappedFileMB; negative: never; persistence.Options.MaxMappedBytes).
@@ -264,6 +267,8 @@ type App struct {
 	JobBacklog *job.Backlog
 	// node is this process's part in a cluster (nil: a single process; nodes.go).
 	node *node
+	// Remote carries the messages between nodes (nil on a single node; remote.go).
+	Remote *cluster.Remote
 }
 
 // New builds Herald on cfg.DataDir. Nothing listens until Start.
@@ -352,6 +357,9 @@ func New(cfg Config) (*App, error) {
 	}
 	a.CampaignHub = campaign.NewHub()
 	ad, err := a.accountDeps()
+	if err == nil {
+		err = a.startRemote() // on the box of accountDeps, before anything sends a message
+	}
 	if err != nil {
 		a.closeStore()
 		return nil, err
@@ -408,8 +416,8 @@ func New(cfg Config) (*App, error) {
 	})
 	a.streams = api.NewStreams(cfg.MaxStreamsPerUser)
 	a.Server.Echo.Use(server.RefuseWhile(a.draining.Load, spareWhileDraining))
-	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Posts, Accounts: a.Accounts, Connect: a.Connect, Jobs: a.Jobs, Auth: a.Auth, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live,
-		Campaigns: a.Campaigns, CampaignHub: a.CampaignHub, Adapters: a.Adapters, Streams: a.streams, JobBacklog: a.JobBacklog, Cards: a.Cards}); err != nil {
+	if err := api.Register(api.Deps{Server: a.Server, Registry: a.Registry, Store: store, Posts: a.Publishing.To.Posts, Accounts: a.Publishing.To.Accounts, Connect: a.Connect, Jobs: a.Publishing.To.Jobs, Auth: a.Auth, FreePostQuota: freeQuota(cfg.FreePostQuota), Log: cfg.Log, Webhooks: a.Webhooks, Media: a.Media.Service, Live: a.Live,
+		Campaigns: a.Publishing.To.Campaigns, CampaignHub: a.CampaignHub, Adapters: a.Adapters, Streams: a.streams, JobBacklog: a.JobBacklog, Cards: a.Cards}); err != nil {
 		a.closeStore()
 		return nil, err
 	}
@@ -430,6 +438,9 @@ func New(cfg Config) (*App, error) {
 }
 
 func (a *App) closeStore() {
+	if a.Remote != nil {
+		a.Remote.Stop()
+	}
 	if a.Actors != nil {
 		a.Actors.Shutdown()
 	}
@@ -627,6 +638,9 @@ func (a *App) Shutdown() error {
 	}
 	if err := a.Posts.Stop(actx); err != nil {
 		errs = append(errs, fmt.Errorf("post actors: %w", err))
+	}
+	if a.Remote != nil {
+		a.Remote.Stop()
 	}
 	a.Actors.Shutdown()
 	if a.admin != nil {

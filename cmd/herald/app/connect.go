@@ -32,7 +32,7 @@ func (a *App) buildConnect() error {
 		return err
 	}
 	a.Connect, err = accountlink.New(accountlink.Config{
-		Store: a.Store, Accounts: a.Accounts, Adapters: a.Adapters, Key: stateKey, Log: a.Log,
+		Store: a.Store, Accounts: a.Publishing.To.Accounts, Adapters: a.Adapters, Key: stateKey, Log: a.Log,
 		BaseURL:    func() string { return a.Cfg.BaseURL },
 		Configured: a.oauthConfigured,
 	})

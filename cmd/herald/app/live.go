@@ -31,7 +31,7 @@ func (a *App) buildLive() error {
 	}
 	c := a.Cfg.Live
 	a.Live, err = live.New(live.Config{
-		Store: a.Store, Accounts: a.Accounts, Adapters: a.Adapters, Media: live.MediaResolver(a.MediaResolver), Secret: key,
+		Store: a.Store, Accounts: a.Publishing.To.Accounts, Adapters: a.Adapters, Media: live.MediaResolver(a.MediaResolver), Secret: key,
 		Calls: c.Calls, Deadline: c.Deadline, SampleLimit: c.SampleLimit, PerAccount: c.PerAccount, MaxAge: c.MaxAge,
 		Log: a.Log, Registry: a.Registry,
 	})

@@ -24,7 +24,7 @@ func (a *App) buildPublishing(ad account.Deps) {
 	cfg := publishing.Config{
 		System: a.Actors, Store: a.Store, Events: a.Events, Hub: a.CampaignHub, Backlog: a.JobBacklog,
 		Registry: a.Registry, Log: a.Log, IdleTimeout: orDefault(a.Cfg.PostIdleTimeout, 30*time.Second),
-		Capped: a.capped, Account: ad,
+		Capped: a.capped, Account: ad, Route: a.route(),
 	}
 	if a.node != nil {
 		cfg.Fence = a.node.fence

@@ -15,7 +15,7 @@ func (a *App) buildWebhooks() error {
 		return err
 	}
 	a.Webhooks = webhook.New(a.Actors, webhook.Options{
-		Store: a.Store, Events: a.Events, Registry: a.Registry, Log: a.Log, Sealer: a.Box,
+		Store: a.Store, Events: a.Events, Registry: a.Registry, Log: a.Log, Sealer: a.Box, Route: a.route(),
 		Egress: webhook.EgressOptions{
 			AllowPrivate: a.Cfg.WebhookAllowPrivate, RootCAs: roots, AttemptTimeout: a.Cfg.WebhookAttemptTimeout,
 		},
