@@ -355,7 +355,9 @@ func createAndPublish(d Deps, id string, m *Publish) any {
 	if err != nil {
 		return &actors.ErrorReply{Err: err}
 	}
-	d.Handoff.StartJob(j.Clone(), sj.Clone())
+	// The job and post commitJob returned are this call's alone: the handoff takes them as they
+	// are (it only reads them), the reply its own copies.
+	d.Handoff.StartJob(j, sj)
 	return &PublishReply{Post: sj.Clone(), Job: j.Clone()}
 }
 
@@ -391,6 +393,12 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 	}
 	next.UpdatedAt = now
 	next.Version++
+	// A request under a quota is counted in the transaction, or refused there: the post is
+	// encoded counted here, outside the commit, as it can only be stored counted.
+	counted := next.QuotaCounted
+	if q != nil {
+		next.QuotaCounted = true
+	}
 	raw, err := persistence.Encode(next)
 	if err != nil {
 		return nil, nil, err
@@ -409,15 +417,12 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 				return ErrExists
 			}
 		}
-		n := next.Clone()
-		if err := countQuota(tx, n, q); err != nil {
+		// countQuota reads the post's owner and scope and sets QuotaCounted on a copy of its
+		// own: the function may run again (a replayed batch), and next is stored as encoded.
+		uncounted := *next
+		uncounted.QuotaCounted = counted
+		if err := countQuota(tx, &uncounted, q); err != nil {
 			return err
-		}
-		if n.QuotaCounted != next.QuotaCounted {
-			var err error
-			if raw, err = persistence.Encode(n); err != nil {
-				return err
-			}
 		}
 		if wasScheduled {
 			if err := tx.Unschedule(cur.ID, *cur.ScheduledAt); err != nil {
@@ -442,12 +447,9 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 		if err := tx.PutJobEncoded(j, jobRaw); err != nil {
 			return err
 		}
-		return tx.PutPost(n, raw)
+		return tx.PutPost(next, raw)
 	}); err != nil {
 		return nil, nil, err
-	}
-	if q != nil {
-		next.QuotaCounted = true
 	}
 	return j, next, nil
 }
