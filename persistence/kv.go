@@ -72,7 +72,7 @@ func forEach(b kvBucket, fn func(k, v []byte) error) error {
 // ---- bbolt ----
 
 // boltTx is a bbolt transaction behind the seam. It keeps the buckets it opened, each with one
-// cursor that its Get and Has seek with: bbolt's own Get makes a cursor for every call, and the
+// cursor that its Get, Has and Delete seek with: bbolt's own Get makes a cursor for every call, and the
 // stack that cursor grows on its way down the tree is allocated each time (a few objects per
 // read, the first allocator of a publish); a transaction reads a few buckets many times.
 type boltTx struct {
@@ -101,7 +101,7 @@ func (b *boltTx) Bucket(name []byte) kvBucket {
 type boltBucket struct {
 	*bolt.Bucket
 	name []byte
-	// seek is the cursor Get and Has position afresh on every call (bbolt's Seek starts from
+	// seek is the cursor Get, Has and Delete position afresh on every call (bbolt's Seek starts from
 	// the root each time, so it sees the transaction's own writes); never handed out.
 	seek *bolt.Cursor
 }
@@ -121,6 +121,15 @@ func (b *boltBucket) Get(key []byte) []byte {
 func (b *boltBucket) Has(key []byte) bool {
 	k, _ := b.find(key)
 	return bytes.Equal(k, key)
+}
+
+// Delete is bbolt's Delete through the bucket's own cursor (the same seek, then the same removal
+// from the node the cursor is on); a missing key is no change.
+func (b *boltBucket) Delete(key []byte) error {
+	if k, _ := b.find(key); !bytes.Equal(k, key) {
+		return nil
+	}
+	return b.seek.Delete()
 }
 
 func (b *boltBucket) find(key []byte) (k, v []byte) {

@@ -476,4 +476,25 @@ func TestBoltGetAndHasAllocateNothing(t *testing.T) { //nolint:paralleltest // A
 		require.Zero(t, allocs)
 		return nil
 	}))
+	// Deletes too, of keys there and not, on pages already in the transaction's memory.
+	require.NoError(t, kvUpdate(t, s, func(b kvBucket) error {
+		keys := make([][]byte, 0, 300)
+		for i := range 150 {
+			keys = append(keys, key(5000+i), []byte(fmt.Sprintf("k%05dx", 5000+i)))
+		}
+		require.NoError(t, b.Delete(keys[0]))
+		next := 0
+		allocs := testing.AllocsPerRun(100, func() {
+			next++
+			if err := b.Delete(keys[next]); err != nil {
+				t.Error(err)
+			}
+		})
+		require.Zero(t, allocs)
+		for i := range 50 {
+			require.False(t, b.Has(key(5000+i)), "key %d deleted", 5000+i)
+		}
+		require.True(t, b.Has(key(5051)))
+		return nil
+	}))
 }
