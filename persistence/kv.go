@@ -78,9 +78,17 @@ func forEach(b kvBucket, fn func(k, v []byte) error) error {
 type boltTx struct {
 	tx   *bolt.Tx
 	open []*boltBucket
+	// first holds the first buckets opened, in the transaction's own allocation (a commit of
+	// a publish's writes opens about a dozen).
+	first [16]boltBucket
+	ptrs  [16]*boltBucket
 }
 
-func newBoltTx(tx *bolt.Tx) *boltTx { return &boltTx{tx: tx} }
+func newBoltTx(tx *bolt.Tx) *boltTx {
+	b := &boltTx{tx: tx}
+	b.open = b.ptrs[:0]
+	return b
+}
 
 func (b *boltTx) Bucket(name []byte) kvBucket {
 	for _, o := range b.open {
@@ -92,7 +100,13 @@ func (b *boltTx) Bucket(name []byte) kvBucket {
 	if bk == nil {
 		return nil
 	}
-	o := &boltBucket{Bucket: bk, name: name}
+	var o *boltBucket
+	if n := len(b.open); n < len(b.first) {
+		o = &b.first[n]
+	} else {
+		o = new(boltBucket)
+	}
+	*o = boltBucket{Bucket: bk, name: name}
 	b.open = append(b.open, o)
 	return o
 }

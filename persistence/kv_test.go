@@ -476,6 +476,22 @@ func TestBoltGetAndHasAllocateNothing(t *testing.T) { //nolint:paralleltest // A
 		require.Zero(t, allocs)
 		return nil
 	}))
+	// A transaction that opens more buckets than it keeps in place opens each once all the same.
+	require.NoError(t, s.c.view(func(tx *Tx) error {
+		seen := map[kvBucket][]byte{}
+		for range 2 {
+			for _, name := range bucketNames {
+				b := tx.kv.Bucket(name)
+				if prev, ok := seen[b]; ok {
+					require.Equal(t, string(prev), string(name), "one bucket per name")
+				}
+				seen[b] = name
+			}
+		}
+		require.Len(t, seen, len(bucketNames))
+		require.Greater(t, len(bucketNames), 16)
+		return nil
+	}))
 	// Deletes too, of keys there and not, on pages already in the transaction's memory.
 	require.NoError(t, kvUpdate(t, s, func(b kvBucket) error {
 		keys := make([][]byte, 0, 300)
