@@ -642,11 +642,23 @@ type Outcome struct {
 // NewOutcome builds the outcome post cur takes from its final job j at now; nil when it takes
 // none: no post, one whose latest job is another, or one that took this job's outcome already.
 func NewOutcome(cur *persistence.Post, j *persistence.Job, now time.Time) (*Outcome, error) {
-	if cur == nil || cur.FinishedJob == j.TrackingID || cur.TrackingID == nil || *cur.TrackingID != j.TrackingID {
+	if !takes(cur, j) {
 		return nil, nil // no outcome to take is no error
 	}
+	return newOutcome(cur.Clone(), j, now)
+}
+
+// takes reports whether post cur takes the outcome of its final job j.
+func takes(cur *persistence.Post, j *persistence.Job) bool {
+	return cur != nil && cur.FinishedJob != j.TrackingID && cur.TrackingID != nil && *cur.TrackingID == j.TrackingID
+}
+
+// newOutcome is NewOutcome on a post the caller hands over (it becomes the outcome's post).
+func newOutcome(next *persistence.Post, j *persistence.Job, now time.Time) (*Outcome, error) {
+	if !takes(next, j) {
+		return nil, nil
+	}
 	now = now.UTC()
-	next := cur.Clone()
 	settled := make([]int, 0, len(j.Targets))
 	for _, t := range j.Targets {
 		if t.Target >= len(next.Targets) {
@@ -711,7 +723,8 @@ func ReadOutcome(store *persistence.Store, j *persistence.Job, now time.Time) *O
 	}); err != nil {
 		return nil
 	}
-	o, err := NewOutcome(cur, j, now)
+	// The post was read for this outcome alone: it becomes the outcome's post, uncopied.
+	o, err := newOutcome(cur, j, now)
 	if err != nil {
 		return nil
 	}
