@@ -49,6 +49,10 @@ type Deps struct {
 	// Campaigns tells the followers of a campaign (its streams) that a job of one of its posts
 	// recorded steps in the campaign's timeline (nil: nobody follows).
 	Campaigns Followers
+	// Kept, when set, returns the job as its post committed it, with the bytes it was stored as
+	// (nil when none is kept): an activation uses it while the store holds those bytes still
+	// (persistence.Tx.JobKept) instead of decoding the job again. It is shared and never changed.
+	Kept func(id string) (*persistence.Job, []byte)
 }
 
 // Handoff takes a final job (actors/publishing in Herald).
@@ -226,8 +230,16 @@ func (a *Actor) stopped() {
 
 func (a *Actor) load() {
 	a.state = nil
+	var kept *persistence.Job
+	var raw []byte
+	if a.deps.Kept != nil {
+		kept, raw = a.deps.Kept(a.id)
+	}
 	_ = a.deps.Store.View(func(tx *persistence.Tx) error {
-		if j, err := tx.Job(a.id); err == nil {
+		if j, err := tx.JobKept(a.id, kept, raw); err == nil {
+			if j == kept && finished(j) {
+				j = j.Clone() // PostSynced is set on a copy of its own below
+			}
 			// A finished job that is no longer to be resumed was settled by its post's commit.
 			j.PostSynced = j.PostSynced || (finished(j) && !tx.JobActive(a.id))
 			a.state = j

@@ -34,6 +34,20 @@ type Deps struct {
 	// Campaigns tells the followers of a campaign (its streams) that the status of one of its
 	// posts changed (nil: nobody follows).
 	Campaigns Followers
+	// Keep, when set, is handed a post published at its creation and its new job as committed,
+	// with the bytes they were stored as, before the hand-off starts the job: their readers
+	// (the job's actor, its outcome) use them while the store holds those bytes still
+	// (persistence.Tx.JobKept, PostKept) instead of decoding them again. What it is handed is
+	// shared and never changed.
+	Keep func(*Committed)
+}
+
+// Committed is a new job and its post as committed, with the bytes each was stored as.
+type Committed struct {
+	Job     *persistence.Job
+	JobRaw  []byte
+	Post    *persistence.Post
+	PostRaw []byte
 }
 
 // Followers are the followers of campaigns (campaign.Hub).

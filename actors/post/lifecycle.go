@@ -351,7 +351,7 @@ func createAndPublish(d Deps, id string, m *Publish) any {
 	}
 	cur := m.Create.Clone()
 	cur.ID = id
-	j, sj, err := commitJob(d, jobCommit{cur: cur, jobID: m.JobID, quota: m.Quota, idem: m.Idempotency, creating: true, request: true, only: m.Only})
+	j, sj, err := commitJob(d, jobCommit{cur: cur, jobID: m.JobID, quota: m.Quota, idem: m.Idempotency, creating: true, request: true, only: m.Only, keep: true})
 	if err != nil {
 		return &actors.ErrorReply{Err: err}
 	}
@@ -376,6 +376,9 @@ type jobCommit struct {
 	request bool
 	// events are appended in the same transaction (an approval's post.approved).
 	events []*persistence.Event
+	// keep: the job and post committed are the caller's alone, never changed (a post created
+	// and published at once, which no actor holds): they go to Deps.Keep once committed.
+	keep bool
 }
 
 // commitJob commits the post's move to publishing with its new job (and the quota, the schedule
@@ -450,6 +453,9 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 		return tx.PutPost(next, raw)
 	}); err != nil {
 		return nil, nil, err
+	}
+	if c.keep && d.Keep != nil {
+		d.Keep(&Committed{Job: j, JobRaw: jobRaw, Post: next, PostRaw: raw})
 	}
 	return j, next, nil
 }
@@ -715,15 +721,27 @@ func newOutcome(next *persistence.Post, j *persistence.Job, now time.Time) (*Out
 // job's final transaction; nil when it takes none or its record could not be read (the job then
 // hands the outcome to the post's actor, Finish, which decides).
 func ReadOutcome(store *persistence.Store, j *persistence.Job, now time.Time) *Outcome {
+	return ReadOutcomeKept(store, j, now, nil)
+}
+
+// ReadOutcomeKept is ReadOutcome with the post kept as its job was committed (Deps.Keep; nil:
+// none): while the store holds it as it was stored, it is copied instead of decoded again.
+func ReadOutcomeKept(store *persistence.Store, j *persistence.Job, now time.Time, kept *Committed) *Outcome {
 	var cur *persistence.Post
 	if err := store.View(func(tx *persistence.Tx) error {
 		var err error
-		cur, err = tx.Post(j.PostID)
+		if kept == nil || kept.Post == nil || kept.Post.ID != j.PostID {
+			cur, err = tx.Post(j.PostID)
+			return err
+		}
+		if cur, err = tx.PostKept(j.PostID, kept.Post, kept.PostRaw); err == nil && cur == kept.Post {
+			cur = cur.Clone() // shared: the outcome changes its own copy
+		}
 		return err
 	}); err != nil {
 		return nil
 	}
-	// The post was read for this outcome alone: it becomes the outcome's post, uncopied.
+	// The post was read (or copied) for this outcome alone: it becomes the outcome's post.
 	o, err := newOutcome(cur, j, now)
 	if err != nil {
 		return nil
