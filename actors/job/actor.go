@@ -237,11 +237,13 @@ func (a *Actor) load() {
 	}
 	_ = a.deps.Store.View(func(tx *persistence.Tx) error {
 		if j, err := tx.JobKept(a.id, kept, raw); err == nil {
-			if j == kept && finished(j) {
-				j = j.Clone() // PostSynced is set on a copy of its own below
-			}
 			// A finished job that is no longer to be resumed was settled by its post's commit.
-			j.PostSynced = j.PostSynced || (finished(j) && !tx.JobActive(a.id))
+			if !j.PostSynced && finished(j) && !tx.JobActive(a.id) {
+				if j == kept {
+					j = j.Clone() // the kept job is shared: never written
+				}
+				j.PostSynced = true
+			}
 			a.state = j
 		}
 		return nil
