@@ -214,7 +214,25 @@ func TestAJobKeptAsCommittedIsUsedOnlyWhileStoredAsItWas(t *testing.T) {
 		require.NoError(t, err)
 		return r.Job
 	}
+	// The kept job is shared with the request that created it, which reads it meanwhile: the
+	// activation must not write to it (the race detector tells).
+	stop, reading := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(reading)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				_ = kept.PostSynced
+				_ = kept.Status
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+	}()
 	require.Equal(t, "kept", get().Targets[0].Message, "stored as it was: the kept job")
+	close(stop)
+	<-reading
 	require.Equal(t, j.TrackingID, <-asked)
 	require.Eventually(t, func() bool { return dir.Live() == 0 }, 5*time.Second, 5*time.Millisecond)
 
