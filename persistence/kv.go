@@ -72,9 +72,9 @@ func forEach(b kvBucket, fn func(k, v []byte) error) error {
 // ---- bbolt ----
 
 // boltTx is a bbolt transaction behind the seam. It keeps the buckets it opened, each with one
-// cursor that its Get, Has and Delete seek with: bbolt's own Get makes a cursor for every call, and the
-// stack that cursor grows on its way down the tree is allocated each time (a few objects per
-// read, the first allocator of a publish); a transaction reads a few buckets many times.
+// cursor that its Get, Has and Delete seek with: bbolt's own make a cursor for every call, and
+// the stack that cursor grows on its way down the tree is allocated each time (a few objects a
+// call, the first allocator of a publish); a transaction reads a few buckets many times.
 type boltTx struct {
 	tx   *bolt.Tx
 	open []*boltBucket
@@ -115,8 +115,8 @@ func (b *boltTx) Bucket(name []byte) kvBucket {
 type boltBucket struct {
 	*bolt.Bucket
 	name []byte
-	// seek is the cursor Get, Has and Delete position afresh on every call (bbolt's Seek starts from
-	// the root each time, so it sees the transaction's own writes); never handed out.
+	// seek is the cursor Get, Has and Delete position afresh on every call (bbolt's Seek starts
+	// from the root each time, so it sees the transaction's own writes); never handed out.
 	seek *bolt.Cursor
 }
 
@@ -140,6 +140,9 @@ func (b *boltBucket) Has(key []byte) bool {
 // Delete is bbolt's Delete through the bucket's own cursor (the same seek, then the same removal
 // from the node the cursor is on); a missing key is no change.
 func (b *boltBucket) Delete(key []byte) error {
+	if !b.Writable() {
+		return b.Bucket.Delete(key) // bbolt's refusal
+	}
 	if k, _ := b.find(key); !bytes.Equal(k, key) {
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // The seam's conformance tests (kv.go): what every backend's buckets and cursors must do, run
@@ -474,6 +475,8 @@ func TestBoltGetAndHasAllocateNothing(t *testing.T) { //nolint:paralleltest // A
 			_ = tx.kv.Bucket(bKVTest)
 		})
 		require.Zero(t, allocs)
+		require.ErrorIs(t, b.Delete(present), bolterrors.ErrTxNotWritable, "a read refuses a delete, there or not")
+		require.ErrorIs(t, b.Delete(missing), bolterrors.ErrTxNotWritable)
 		return nil
 	}))
 	// A transaction that opens more buckets than it keeps in place opens each once all the same.
