@@ -54,14 +54,8 @@ func (s *Store) AccountHasDefaults(scope, accountID string) (defaults, ok bool, 
 func (s *Store) accountEntry(scope, accountID string) (e accountEntry, ok bool, err error) {
 	c := &s.accounts
 	k := accountKey(scope, accountID)
-	read := func() error {
-		return s.View(func(tx *Tx) error {
-			e.platform, e.defaults, ok = tx.accountIndex(scope, accountID)
-			return nil
-		})
-	}
 	if c.bypass.Load() {
-		err = read()
+		e, ok, err = s.readAccountEntry(scope, accountID)
 		return e, ok && err == nil, err
 	}
 	c.mu.RLock()
@@ -71,7 +65,7 @@ func (s *Store) accountEntry(scope, accountID string) (e accountEntry, ok bool, 
 	if ok {
 		return e, true, nil
 	}
-	if err = read(); err != nil || !ok {
+	if e, ok, err = s.readAccountEntry(scope, accountID); err != nil || !ok {
 		return accountEntry{}, false, err
 	}
 	c.mu.Lock()
@@ -83,6 +77,16 @@ func (s *Store) accountEntry(scope, accountID string) (e accountEntry, ok bool, 
 	}
 	c.mu.Unlock()
 	return e, true, nil
+}
+
+// readAccountEntry reads an account's entry from the store. It is a function of its own so that
+// the results its read closes over are allocated on a miss only, not on every hit of the cache.
+func (s *Store) readAccountEntry(scope, accountID string) (e accountEntry, ok bool, err error) {
+	err = s.View(func(tx *Tx) error {
+		e.platform, e.defaults, ok = tx.accountIndex(scope, accountID)
+		return nil
+	})
+	return e, ok, err
 }
 
 // ForgetAccount drops an account from the cache. Call it after its deletion, or a change of its

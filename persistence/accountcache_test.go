@@ -105,3 +105,26 @@ func TestAccountDefaultsAreCachedAndForgotten(t *testing.T) {
 		}))
 	})
 }
+
+// An account's platform and defaults answered from memory cost no allocation (they are read for
+// every target of every publish).
+func TestAccountCacheHitAllocatesNothing(t *testing.T) { //nolint:paralleltest // AllocsPerRun refuses a parallel test
+	s, err := persistence.Open(t.TempDir(), persistence.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	user := uuid.Must(uuid.NewV7()).String()
+	a := &persistence.Account{ID: uuid.Must(uuid.NewV7()).String(), UserID: user, Platform: "bluesky", NetworkUserID: "did:plc:x", CreatedAt: time.Now()}
+	require.NoError(t, s.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutAccount(a) }))
+	_, ok, err := s.AccountPlatform(user, a.ID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	allocs := testing.AllocsPerRun(100, func() {
+		if p, ok, err := s.AccountPlatform(user, a.ID); p != "bluesky" || !ok || err != nil {
+			t.Error("wrong platform")
+		}
+		if _, ok, err := s.AccountHasDefaults(user, a.ID); !ok || err != nil {
+			t.Error("wrong defaults")
+		}
+	})
+	require.Zero(t, allocs)
+}

@@ -113,7 +113,7 @@ func checkDB(db *bolt.DB, path string) *Report {
 				r.problem("bbolt's check: %v", err)
 			}
 			r.Checks = append(r.Checks, "bbolt's consistency check: every page reachable once or free, keys in order")
-			r.Schema = schemaOf(boltTx{tx})
+			r.Schema = schemaOf(newBoltTx(tx))
 			if err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 				r.Buckets = append(r.Buckets, BucketKeys{Name: bucketName(name), Keys: b.Stats().KeyN})
 				return nil
@@ -244,7 +244,7 @@ func crossCheck(tx *bolt.Tx, r *Report) {
 	checkPostIndex(tx, r)
 	checkActiveJobCount(tx, r)
 	checkScopes(tx, r)
-	schema := schemaOf(boltTx{tx})
+	schema := schemaOf(newBoltTx(tx))
 	for _, name := range bucketNames {
 		if tx.Bucket(name) == nil && schema >= bucketSince[string(name)] {
 			r.problem("bucket %s is missing", name)

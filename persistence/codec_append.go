@@ -366,6 +366,15 @@ func appendStrings(b []byte, ss []string) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// plainASCII tells the ASCII bytes a JSON string carries as they are (encoding/json's
+// htmlSafeSet): one lookup a byte instead of six comparisons, on the text of every record.
+var plainASCII = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendString appends s as a JSON string the way encoding/json does: HTML-safe (<, > and &
 // escaped), invalid UTF-8 replaced by U+FFFD, U+2028 and U+2029 escaped.
 func appendString(b []byte, s string) []byte {
@@ -373,7 +382,7 @@ func appendString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if plainASCII[c] {
 				i++
 				continue
 			}

@@ -3,6 +3,7 @@ package persistence
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -203,6 +204,21 @@ func BenchmarkEncodeRecords(b *testing.B) {
 				if _, err := json.Marshal(r.v); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkAppendString appends a post's text and a target's message, as records carry them.
+func BenchmarkAppendString(b *testing.B) {
+	for _, s := range []string{
+		"Herald ships 2.0 today: scheduling, campaigns and threads for every network we publish to. Read more at https://example.com/blog/herald-2",
+		"published to bluesky",
+	} {
+		b.Run(fmt.Sprint(len(s)), func(b *testing.B) {
+			buf := make([]byte, 0, 512)
+			for b.Loop() {
+				buf = appendString(buf[:0], s)
 			}
 		})
 	}

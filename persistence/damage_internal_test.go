@@ -116,7 +116,7 @@ func TestFileCutInItsUnusedTailOpens(t *testing.T) {
 	s, err := Open(dir, Options{Check: true})
 	require.NoError(t, err)
 	require.NoError(t, s.View(func(tx *Tx) error {
-		require.Equal(t, 100, tx.kv.(boltTx).tx.Bucket(bPosts).Stats().KeyN)
+		require.Equal(t, 100, tx.kv.(*boltTx).tx.Bucket(bPosts).Stats().KeyN)
 		return nil
 	}))
 	require.NoError(t, s.Close())

@@ -38,11 +38,11 @@ type committer interface {
 type boltCommitter struct{ db *bolt.DB }
 
 func (b boltCommitter) update(fn func(*Tx) error) error {
-	return b.db.Update(func(tx *bolt.Tx) error { return fn(&Tx{kv: boltTx{tx}}) })
+	return b.db.Update(func(tx *bolt.Tx) error { return fn(&Tx{kv: newBoltTx(tx)}) })
 }
 
 func (b boltCommitter) view(fn func(*Tx) error) error {
-	return b.db.View(func(tx *bolt.Tx) error { return fn(&Tx{kv: boltTx{tx}}) })
+	return b.db.View(func(tx *bolt.Tx) error { return fn(&Tx{kv: newBoltTx(tx)}) })
 }
 
 // Faults injects storage failures at the store's commit boundary, for tests of what Herald does

@@ -232,6 +232,26 @@ func (t *Tx) Job(id string) (*Job, error) {
 	return &j, nil
 }
 
+// JobKept returns a job by tracking id like Job, but kept itself when the store holds exactly raw,
+// the bytes kept was stored as (Encode's), so that a job its reader was handed as its writer
+// committed it is not decoded again; whatever changed it since (another write, anywhere) makes
+// the stored bytes differ, and the stored job is decoded as Job does. The caller owns neither:
+// kept is returned as it is.
+func (t *Tx) JobKept(id string, kept *Job, raw []byte) (*Job, error) {
+	b := t.kv.Bucket(bJobs).Get(mustID(id))
+	if b == nil {
+		return nil, ErrNotFound
+	}
+	if kept != nil && bytes.Equal(b, raw) {
+		return kept, nil
+	}
+	var j Job
+	if err := Decode(b, &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
 // ActiveJobs lists the tracking ids of jobs to resume.
 func (t *Tx) ActiveJobs() []string {
 	var out []string

@@ -71,22 +71,87 @@ func forEach(b kvBucket, fn func(k, v []byte) error) error {
 
 // ---- bbolt ----
 
-// boltTx is a bbolt transaction behind the seam.
-type boltTx struct{ tx *bolt.Tx }
+// boltTx is a bbolt transaction behind the seam. It keeps the buckets it opened, each with one
+// cursor that its Get, Has and Delete seek with: bbolt's own make a cursor for every call, and
+// the stack that cursor grows on its way down the tree is allocated each time (a few objects a
+// call, the first allocator of a publish); a transaction reads a few buckets many times.
+type boltTx struct {
+	tx   *bolt.Tx
+	open []*boltBucket
+	// first holds the first buckets opened, in the transaction's own allocation (a commit of
+	// a publish's writes opens about a dozen).
+	first [16]boltBucket
+	ptrs  [16]*boltBucket
+}
 
-func (b boltTx) Bucket(name []byte) kvBucket {
-	if bk := b.tx.Bucket(name); bk != nil {
-		return boltBucket{bk}
+func newBoltTx(tx *bolt.Tx) *boltTx {
+	b := &boltTx{tx: tx}
+	b.open = b.ptrs[:0]
+	return b
+}
+
+func (b *boltTx) Bucket(name []byte) kvBucket {
+	for _, o := range b.open {
+		if bytes.Equal(o.name, name) {
+			return o
+		}
 	}
-	return nil
+	bk := b.tx.Bucket(name)
+	if bk == nil {
+		return nil
+	}
+	var o *boltBucket
+	if n := len(b.open); n < len(b.first) {
+		o = &b.first[n]
+	} else {
+		o = new(boltBucket)
+	}
+	*o = boltBucket{Bucket: bk, name: name}
+	b.open = append(b.open, o)
+	return o
 }
 
 // boltBucket is a bbolt bucket; *bolt.Cursor is a kvCursor as it is.
-type boltBucket struct{ *bolt.Bucket }
+type boltBucket struct {
+	*bolt.Bucket
+	name []byte
+	// seek is the cursor Get, Has and Delete position afresh on every call (bbolt's Seek starts
+	// from the root each time, so it sees the transaction's own writes); never handed out.
+	seek *bolt.Cursor
+}
 
-func (b boltBucket) Cursor() kvCursor { return b.Bucket.Cursor() }
+func (b *boltBucket) Cursor() kvCursor { return b.Bucket.Cursor() }
 
-func (b boltBucket) Has(key []byte) bool {
-	k, _ := b.Bucket.Cursor().Seek(key)
+// Get is bbolt's Get through the bucket's own cursor. Buckets are flat (none is nested), so a
+// key found is a value.
+func (b *boltBucket) Get(key []byte) []byte {
+	k, v := b.find(key)
+	if !bytes.Equal(k, key) {
+		return nil
+	}
+	return v
+}
+
+func (b *boltBucket) Has(key []byte) bool {
+	k, _ := b.find(key)
 	return bytes.Equal(k, key)
+}
+
+// Delete is bbolt's Delete through the bucket's own cursor (the same seek, then the same removal
+// from the node the cursor is on); a missing key is no change.
+func (b *boltBucket) Delete(key []byte) error {
+	if !b.Writable() {
+		return b.Bucket.Delete(key) // bbolt's refusal
+	}
+	if k, _ := b.find(key); !bytes.Equal(k, key) {
+		return nil
+	}
+	return b.seek.Delete()
+}
+
+func (b *boltBucket) find(key []byte) (k, v []byte) {
+	if b.seek == nil {
+		b.seek = b.Bucket.Cursor()
+	}
+	return b.seek.Seek(key)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // The seam's conformance tests (kv.go): what every backend's buckets and cursors must do, run
@@ -392,4 +393,127 @@ func TestAccountDeletionIsHeardAcrossConnections(t *testing.T) {
 		require.NoError(t, err)
 		return ok && has
 	}, 10*time.Second, 10*time.Millisecond)
+}
+
+// Get and Has read every key right while the transaction's own writes split and merge the
+// bucket's pages under them, and a key missing between two pages (past the end of one) is
+// missing: bbolt's Get and Has seek with one cursor a bucket keeps for the transaction.
+func TestKVGetAndHasWhilePagesSplitAndMerge(t *testing.T) {
+	eachKV(t, func(t *testing.T, s *Store) {
+		const n = 4000
+		even := func(i int) []byte { return key(2 * i) }
+		require.NoError(t, kvUpdate(t, s, func(b kvBucket) error {
+			for i := range n {
+				if err := b.Put(even(i), []byte(fmt.Sprint(i))); err != nil {
+					return err
+				}
+				if got := string(b.Get(even(i))); got != fmt.Sprint(i) {
+					return fmt.Errorf("key %d read %q right after its put", i, got)
+				}
+				if i > 0 && b.Get(even(i-1)) == nil {
+					return fmt.Errorf("key %d lost after the put of %d", i-1, i)
+				}
+			}
+			return nil
+		}))
+		check := func(b kvBucket, gone func(i int) bool) {
+			for i := range n {
+				require.Equal(t, !gone(i), b.Has(even(i)), "key %d", i)
+				if gone(i) {
+					require.Nil(t, b.Get(even(i)), "key %d", i)
+				} else {
+					require.Equal(t, fmt.Sprint(i), string(b.Get(even(i))), "key %d", i)
+				}
+				odd := key(2*i + 1)
+				require.Nil(t, b.Get(odd), "odd key %d", i)
+				require.False(t, b.Has(odd), "odd key %d", i)
+			}
+		}
+		kvView(t, s, func(b kvBucket) { check(b, func(int) bool { return false }) })
+		// Most keys deleted, in the transaction that then reads them all: pages merge.
+		gone := func(i int) bool { return i%10 != 0 }
+		require.NoError(t, kvUpdate(t, s, func(b kvBucket) error {
+			for i := range n {
+				if gone(i) {
+					if err := b.Delete(even(i)); err != nil {
+						return err
+					}
+					if b.Has(even(i)) {
+						return fmt.Errorf("key %d still there after its delete", i)
+					}
+				}
+			}
+			check(b, gone)
+			return nil
+		}))
+		kvView(t, s, func(b kvBucket) { check(b, gone) })
+	})
+}
+
+// A transaction opens each bucket once, and bbolt's Get and Has allocate nothing on a tree of
+// several levels (they seek with the bucket's cursor of the transaction).
+func TestBoltGetAndHasAllocateNothing(t *testing.T) { //nolint:paralleltest // AllocsPerRun refuses a parallel test
+	s := openSuiteStore(t, nil)
+	require.NoError(t, kvUpdate(t, s, func(b kvBucket) error {
+		for i := range 20000 {
+			if err := b.Put(key(i), make([]byte, 100)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	require.NoError(t, s.c.view(func(tx *Tx) error {
+		b := tx.kv.Bucket(bKVTest)
+		require.Same(t, b, tx.kv.Bucket(bKVTest), "one bucket per transaction")
+		require.Greater(t, tx.kv.(*boltTx).tx.Bucket(bKVTest).Stats().Depth, 2)
+		present, other, missing := key(12345), key(777), []byte("k1234x")
+		b.Get(key(1))
+		allocs := testing.AllocsPerRun(100, func() {
+			if b.Get(present) == nil || !b.Has(other) || b.Has(missing) {
+				t.Error("wrong read")
+			}
+			_ = tx.kv.Bucket(bKVTest)
+		})
+		require.Zero(t, allocs)
+		require.ErrorIs(t, b.Delete(present), bolterrors.ErrTxNotWritable, "a read refuses a delete, there or not")
+		require.ErrorIs(t, b.Delete(missing), bolterrors.ErrTxNotWritable)
+		return nil
+	}))
+	// A transaction that opens more buckets than it keeps in place opens each once all the same.
+	require.NoError(t, s.c.view(func(tx *Tx) error {
+		seen := map[kvBucket][]byte{}
+		for range 2 {
+			for _, name := range bucketNames {
+				b := tx.kv.Bucket(name)
+				if prev, ok := seen[b]; ok {
+					require.Equal(t, string(prev), string(name), "one bucket per name")
+				}
+				seen[b] = name
+			}
+		}
+		require.Len(t, seen, len(bucketNames))
+		require.Greater(t, len(bucketNames), 16)
+		return nil
+	}))
+	// Deletes too, of keys there and not, on pages already in the transaction's memory.
+	require.NoError(t, kvUpdate(t, s, func(b kvBucket) error {
+		keys := make([][]byte, 0, 300)
+		for i := range 150 {
+			keys = append(keys, key(5000+i), []byte(fmt.Sprintf("k%05dx", 5000+i)))
+		}
+		require.NoError(t, b.Delete(keys[0]))
+		next := 0
+		allocs := testing.AllocsPerRun(100, func() {
+			next++
+			if err := b.Delete(keys[next]); err != nil {
+				t.Error(err)
+			}
+		})
+		require.Zero(t, allocs)
+		for i := range 50 {
+			require.False(t, b.Has(key(5000+i)), "key %d deleted", 5000+i)
+		}
+		require.True(t, b.Has(key(5051)))
+		return nil
+	}))
 }

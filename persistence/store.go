@@ -169,7 +169,7 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 					return err
 				}
 			}
-			return upgrade(boltTx{tx})
+			return upgrade(newBoltTx(tx))
 		}); err != nil {
 			_ = db.Close()
 			return nil, fmt.Errorf("persistence: create buckets: %w", err)

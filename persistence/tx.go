@@ -334,6 +334,23 @@ func (t *Tx) Post(id string) (*Post, error) {
 	return &p, nil
 }
 
+// PostKept returns a post by id like Post, but kept itself when the store holds exactly raw, the
+// bytes kept was stored as (Encode's): see JobKept.
+func (t *Tx) PostKept(id string, kept *Post, raw []byte) (*Post, error) {
+	b := t.kv.Bucket(bPosts).Get(mustID(id))
+	if b == nil {
+		return nil, ErrNotFound
+	}
+	if kept != nil && bytes.Equal(b, raw) {
+		return kept, nil
+	}
+	var p Post
+	if err := Decode(b, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
 // PostContent is what a network call needs of a post: its owner, text and media. Once a post has
 // been published these never change.
 type PostContent struct {

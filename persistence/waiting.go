@@ -50,6 +50,7 @@ func waitingOf(k, v []byte) Waiting {
 // changes nothing).
 func (t *Tx) keepWaiting(j *Job, isNew bool) error {
 	b := t.kv.Bucket(bJobsWaiting)
+	var post []byte // every new entry's value, built once
 	for _, jt := range j.Targets {
 		if jt.AccountID == "" {
 			continue
@@ -63,7 +64,10 @@ func (t *Tx) keepWaiting(j *Job, isNew bool) error {
 				}
 			}
 		case isNew:
-			if err := b.Put(key, mustID(j.PostID)); err != nil {
+			if post == nil {
+				post = mustID(j.PostID)
+			}
+			if err := b.Put(key, post); err != nil {
 				return err
 			}
 		}

@@ -233,3 +233,71 @@ func TestActiveJobsAreCountedWithTheirIndex(t *testing.T) {
 		check(1)
 	})
 }
+
+// A job or post kept by the reader that its writer handed it is the one read while the store
+// holds the bytes it was stored as; once anything changed it, the stored record is read.
+func TestJobAndPostKeptWhileStoredAsTheyWere(t *testing.T) {
+	EachStore(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		j := waitingJob(newV7())
+		jobRaw, err := Encode(j)
+		require.NoError(t, err)
+		now := time.Now().UTC()
+		p := &Post{ID: j.PostID, UserID: j.UserID, Content: "kept", Status: PostPublishing, CreatedAt: now, UpdatedAt: now, Version: 1,
+			Targets: []Target{{AccountID: j.Targets[0].AccountID, Platform: "bluesky", Status: TargetPending}}}
+		postRaw, err := Encode(p)
+		require.NoError(t, err)
+		require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+			if err := tx.PutJobEncoded(j, jobRaw); err != nil {
+				return err
+			}
+			return tx.PutPost(p, postRaw)
+		}))
+		read := func(kj *Job, jr []byte, kp *Post, pr []byte) (*Job, *Post) {
+			t.Helper()
+			var gj *Job
+			var gp *Post
+			require.NoError(t, s.View(func(tx *Tx) error {
+				var err error
+				if gj, err = tx.JobKept(j.TrackingID, kj, jr); err != nil {
+					return err
+				}
+				gp, err = tx.PostKept(p.ID, kp, pr)
+				return err
+			}))
+			return gj, gp
+		}
+		gj, gp := read(j, jobRaw, p, postRaw)
+		require.Same(t, j, gj, "the kept job, not decoded")
+		require.Same(t, p, gp, "the kept post, not decoded")
+		gj, gp = read(nil, nil, nil, nil)
+		require.Equal(t, j.TrackingID, gj.TrackingID)
+		require.Equal(t, "kept", gp.Content)
+
+		// Changed since: the kept ones are stale, and the stored ones are read.
+		j2 := j.Clone()
+		j2.Status, j2.Targets[0].Message, j2.Seq = JobProcessing, "calling", 1
+		p2 := p.Clone()
+		p2.Content, p2.Version = "changed", 2
+		require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+			if err := tx.PutJob(j2); err != nil {
+				return err
+			}
+			return tx.PutPost(p2, nil)
+		}))
+		gj, gp = read(j, jobRaw, p, postRaw)
+		require.NotSame(t, j, gj)
+		require.Equal(t, JobProcessing, gj.Status)
+		require.EqualValues(t, 1, gj.Seq)
+		require.NotSame(t, p, gp)
+		require.Equal(t, "changed", gp.Content)
+
+		require.NoError(t, s.View(func(tx *Tx) error {
+			_, err := tx.JobKept(newV7(), j, jobRaw)
+			require.ErrorIs(t, err, ErrNotFound)
+			_, err = tx.PostKept(newV7(), p, postRaw)
+			require.ErrorIs(t, err, ErrNotFound)
+			return nil
+		}))
+	})
+}

@@ -52,6 +52,10 @@ type Deps struct {
 	// Fence, when several nodes share the store, is the job's shard lease: its writes fence on
 	// it (nil: a single process).
 	Fence actors.Fence
+	// Kept, when set, returns the job as its post committed it, with the bytes it was stored as
+	// (nil when none is kept): an activation uses it while the store holds those bytes still
+	// (persistence.Tx.JobKept) instead of decoding the job again. It is shared and never changed.
+	Kept func(id string) (*persistence.Job, []byte)
 }
 
 // Handoff takes a final job (actors/publishing in Herald).
@@ -231,10 +235,20 @@ func (a *Actor) stopped() {
 
 func (a *Actor) load() {
 	a.state = nil
+	var kept *persistence.Job
+	var raw []byte
+	if a.deps.Kept != nil {
+		kept, raw = a.deps.Kept(a.id)
+	}
 	_ = a.deps.Store.View(func(tx *persistence.Tx) error {
-		if j, err := tx.Job(a.id); err == nil {
+		if j, err := tx.JobKept(a.id, kept, raw); err == nil {
 			// A finished job that is no longer to be resumed was settled by its post's commit.
-			j.PostSynced = j.PostSynced || (finished(j) && !tx.JobActive(a.id))
+			if !j.PostSynced && finished(j) && !tx.JobActive(a.id) {
+				if j == kept {
+					j = j.Clone() // the kept job is shared: never written
+				}
+				j.PostSynced = true
+			}
 			a.state = j
 		}
 		return nil

@@ -178,3 +178,70 @@ type finishing chan *persistence.Job
 func (finishing) Settle(*persistence.Job, time.Time) job.Settlement { return nil }
 func (f finishing) Finish(j *persistence.Job)                       { f <- j }
 func (finishing) Finished(*persistence.Job, time.Duration)          {}
+
+// A job kept as its post committed it is what its actor activates with while the store holds it
+// as it was stored; once the job changed (its actor wrote it since, here or on another node),
+// the kept one is stale and the stored job is read.
+func TestAJobKeptAsCommittedIsUsedOnlyWhileStoredAsItWas(t *testing.T) {
+	t.Parallel()
+	store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
+	t.Cleanup(sys.Shutdown)
+	user := uuid.NewString()
+	j := &persistence.Job{TrackingID: uuid.Must(uuid.NewV7()).String(), PostID: uuid.Must(uuid.NewV7()).String(), UserID: user,
+		Status: persistence.JobQueued, CreatedAt: time.Now().UTC(),
+		Targets: []persistence.JobTarget{{Target: 0, Platform: "bluesky", AccountID: uuid.NewString(), Phase: persistence.PhaseUploading, Message: "queued"}}}
+	raw, err := persistence.Encode(j)
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, store.Update(ctx, func(tx *persistence.Tx) error { return tx.PutJobEncoded(j, raw) }))
+	asked := make(chan string, 8)
+	// The kept job carries a message its stored bytes do not: only a job taken from the kept
+	// one says it.
+	kept := j.Clone()
+	kept.Targets[0].Message = "kept"
+	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: 20 * time.Millisecond,
+		Log: slog.New(slog.DiscardHandler),
+		Kept: func(id string) (*persistence.Job, []byte) {
+			asked <- id
+			return kept, raw
+		}}))
+	get := func() *persistence.Job {
+		t.Helper()
+		r, err := actors.Ask[*job.Reply](ctx, dir.To(j.TrackingID), &job.Get{Scope: user})
+		require.NoError(t, err)
+		return r.Job
+	}
+	// The kept job is shared with the request that created it, which reads it meanwhile: the
+	// activation must not write to it (the race detector tells).
+	stop, reading := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(reading)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				_ = kept.PostSynced
+				_ = kept.Status
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+	}()
+	require.Equal(t, "kept", get().Targets[0].Message, "stored as it was: the kept job")
+	close(stop)
+	<-reading
+	require.Equal(t, j.TrackingID, <-asked)
+	require.Eventually(t, func() bool { return dir.Live() == 0 }, 5*time.Second, 5*time.Millisecond)
+
+	// The job changes in the store: the kept one is stale.
+	changed := j.Clone()
+	changed.Status, changed.Seq, changed.Targets[0].Message = persistence.JobProcessing, 1, "calling"
+	require.NoError(t, store.Update(ctx, func(tx *persistence.Tx) error { return tx.PutJob(changed) }))
+	got := get()
+	require.Equal(t, "calling", got.Targets[0].Message, "the stored job, not the stale kept one")
+	require.Equal(t, persistence.JobProcessing, got.Status)
+	require.EqualValues(t, 1, got.Seq)
+}

@@ -38,6 +38,20 @@ type Deps struct {
 	// Fence, when several nodes share the store, is the post's shard lease: its writes fence on
 	// it, and a request whose write it refuses changes nothing (nil: a single process).
 	Fence actors.Fence
+	// Keep, when set, is handed a post published at its creation and its new job as committed,
+	// with the bytes they were stored as, before the hand-off starts the job: their readers
+	// (the job's actor, its outcome) use them while the store holds those bytes still
+	// (persistence.Tx.JobKept, PostKept) instead of decoding them again. What it is handed is
+	// shared and never changed.
+	Keep func(*Committed)
+}
+
+// Committed is a new job and its post as committed, with the bytes each was stored as.
+type Committed struct {
+	Job     *persistence.Job
+	JobRaw  []byte
+	Post    *persistence.Post
+	PostRaw []byte
 }
 
 // tryUpdate is the post id's write a request waits on, fenced on its shard's lease.

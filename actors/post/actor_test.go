@@ -215,3 +215,67 @@ type handoff struct {
 
 func (h handoff) StartJob(j *persistence.Job, _ *persistence.Post) { h.started <- j }
 func (h handoff) Synced(_ string, stored bool)                     { h.synced <- stored }
+
+// A publish under a quota stores its post counted with its job and counts the quota once, made
+// at once or from a draft; one the quota refuses stores nothing and counts nothing.
+func TestAPublishUnderAQuotaIsStoredCounted(t *testing.T) {
+	t.Parallel()
+	store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
+	t.Cleanup(sys.Shutdown)
+	started, synced := make(chan *persistence.Job, 4), make(chan bool, 4)
+	dir := actors.NewDirectory(sys, post.Kind(post.Deps{Store: store, IdleTimeout: time.Minute,
+		Log: slog.New(slog.DiscardHandler), Handoff: handoff{started: started, synced: synced}}))
+	user, month := uuid.NewString(), time.Now().UTC().Format("2006-01")
+	ctx := context.Background()
+	newPost := func() *persistence.Post {
+		return &persistence.Post{UserID: user, Content: "counted", Status: persistence.PostDraft, CreatedAt: time.Now().UTC(), Targets: targets(1)}
+	}
+	stored := func(id string) (*persistence.Post, int) {
+		t.Helper()
+		var p *persistence.Post
+		used := 0
+		require.NoError(t, store.View(func(tx *persistence.Tx) error {
+			p, _ = tx.Post(id)
+			used = tx.QuotaUsed(user, month)
+			return nil
+		}))
+		return p, used
+	}
+
+	at := uuid.Must(uuid.NewV7()).String()
+	r, err := actors.Ask[*post.PublishReply](ctx, dir.To(at), &post.Publish{Create: newPost(), JobID: uuid.Must(uuid.NewV7()).String(),
+		Quota: &post.Quota{Limit: 2, Month: month}})
+	require.NoError(t, err)
+	require.True(t, r.Post.QuotaCounted)
+	require.Equal(t, r.Job.TrackingID, (<-started).TrackingID)
+	p, used := stored(at)
+	require.NotNil(t, p)
+	require.True(t, p.QuotaCounted, "stored counted")
+	require.Equal(t, persistence.PostPublishing, p.Status)
+	require.Equal(t, 1, used)
+
+	draft := uuid.Must(uuid.NewV7()).String()
+	_, err = actors.Ask[*post.Reply](ctx, dir.To(draft), &post.Create{Post: newPost()})
+	require.NoError(t, err)
+	r, err = actors.Ask[*post.PublishReply](ctx, dir.To(draft), &post.Publish{Scope: user, JobID: uuid.Must(uuid.NewV7()).String(),
+		Quota: &post.Quota{Limit: 2, Month: month}})
+	require.NoError(t, err)
+	require.True(t, r.Post.QuotaCounted)
+	<-started
+	p, used = stored(draft)
+	require.True(t, p.QuotaCounted, "stored counted")
+	require.Equal(t, 2, used)
+
+	refused := uuid.Must(uuid.NewV7()).String()
+	_, err = actors.Ask[*post.PublishReply](ctx, dir.To(refused), &post.Publish{Create: newPost(), JobID: uuid.Must(uuid.NewV7()).String(),
+		Quota: &post.Quota{Limit: 2, Month: month}})
+	var exceeded *post.QuotaExceededError
+	require.ErrorAs(t, err, &exceeded)
+	p, used = stored(refused)
+	require.Nil(t, p, "nothing stored")
+	require.Equal(t, 2, used)
+	require.Empty(t, started, "no job started")
+}

@@ -365,11 +365,13 @@ func createAndPublish(d Deps, id string, m *Publish) any {
 	}
 	cur := m.Create.Clone()
 	cur.ID = id
-	j, sj, err := commitJob(d, jobCommit{cur: cur, jobID: m.JobID, quota: m.Quota, idem: m.Idempotency, creating: true, request: true, only: m.Only})
+	j, sj, err := commitJob(d, jobCommit{cur: cur, jobID: m.JobID, quota: m.Quota, idem: m.Idempotency, creating: true, request: true, only: m.Only, keep: true})
 	if err != nil {
 		return &actors.ErrorReply{Err: err}
 	}
-	d.Handoff.StartJob(j.Clone(), sj.Clone())
+	// The job and post commitJob returned are this call's alone: the handoff takes them as they
+	// are (it only reads them), the reply its own copies.
+	d.Handoff.StartJob(j, sj)
 	return &PublishReply{Post: sj.Clone(), Job: j.Clone()}
 }
 
@@ -388,6 +390,9 @@ type jobCommit struct {
 	request bool
 	// events are appended in the same transaction (an approval's post.approved).
 	events []*persistence.Event
+	// keep: the job and post committed are the caller's alone, never changed (a post created
+	// and published at once, which no actor holds): they go to Deps.Keep once committed.
+	keep bool
 }
 
 // commitJob commits the post's move to publishing with its new job (and the quota, the schedule
@@ -405,6 +410,12 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 	}
 	next.UpdatedAt = now
 	next.Version++
+	// A request under a quota is counted in the transaction, or refused there: the post is
+	// encoded counted here, outside the commit, as it can only be stored counted.
+	counted := next.QuotaCounted
+	if q != nil {
+		next.QuotaCounted = true
+	}
 	raw, err := persistence.Encode(next)
 	if err != nil {
 		return nil, nil, err
@@ -414,7 +425,7 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 		return nil, nil, err
 	}
 	// Read ahead on PostgreSQL (persistence.Store.UpdateAhead): the function sets nothing outside
-	// (the post's encoding with its quota counted is its own, praw).
+	// (the quota is counted on a copy of its own).
 	write := func(fn func(*persistence.Tx) error) error { return actors.TryUpdateAhead(d.Store, d.Fence, cur.ID, fn) }
 	if !request {
 		write = func(fn func(*persistence.Tx) error) error {
@@ -427,15 +438,12 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 				return ErrExists
 			}
 		}
-		n, praw := next.Clone(), raw
-		if err := countQuota(tx, n, q); err != nil {
+		// countQuota reads the post's owner and scope and sets QuotaCounted on a copy of its
+		// own: the function may run again (a replayed batch), and next is stored as encoded.
+		uncounted := *next
+		uncounted.QuotaCounted = counted
+		if err := countQuota(tx, &uncounted, q); err != nil {
 			return err
-		}
-		if n.QuotaCounted != next.QuotaCounted {
-			var err error
-			if praw, err = persistence.Encode(n); err != nil {
-				return err
-			}
 		}
 		if wasScheduled {
 			if err := tx.Unschedule(cur.ID, *cur.ScheduledAt); err != nil {
@@ -460,12 +468,12 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 		if err := tx.PutJobEncoded(j, jobRaw); err != nil {
 			return err
 		}
-		return tx.PutPost(n, praw)
+		return tx.PutPost(next, raw)
 	}); err != nil {
 		return nil, nil, err
 	}
-	if q != nil {
-		next.QuotaCounted = true
+	if c.keep && d.Keep != nil {
+		d.Keep(&Committed{Job: j, JobRaw: jobRaw, Post: next, PostRaw: raw})
 	}
 	return j, next, nil
 }
@@ -658,11 +666,23 @@ type Outcome struct {
 // NewOutcome builds the outcome post cur takes from its final job j at now; nil when it takes
 // none: no post, one whose latest job is another, or one that took this job's outcome already.
 func NewOutcome(cur *persistence.Post, j *persistence.Job, now time.Time) (*Outcome, error) {
-	if cur == nil || cur.FinishedJob == j.TrackingID || cur.TrackingID == nil || *cur.TrackingID != j.TrackingID {
+	if !takes(cur, j) {
 		return nil, nil // no outcome to take is no error
 	}
+	return newOutcome(cur.Clone(), j, now)
+}
+
+// takes reports whether post cur takes the outcome of its final job j.
+func takes(cur *persistence.Post, j *persistence.Job) bool {
+	return cur != nil && cur.FinishedJob != j.TrackingID && cur.TrackingID != nil && *cur.TrackingID == j.TrackingID
+}
+
+// newOutcome is NewOutcome on a post the caller hands over (it becomes the outcome's post).
+func newOutcome(next *persistence.Post, j *persistence.Job, now time.Time) (*Outcome, error) {
+	if !takes(next, j) {
+		return nil, nil
+	}
 	now = now.UTC()
-	next := cur.Clone()
 	settled := make([]int, 0, len(j.Targets))
 	for _, t := range j.Targets {
 		if t.Target >= len(next.Targets) {
@@ -719,15 +739,28 @@ func NewOutcome(cur *persistence.Post, j *persistence.Job, now time.Time) (*Outc
 // job's final transaction; nil when it takes none or its record could not be read (the job then
 // hands the outcome to the post's actor, Finish, which decides).
 func ReadOutcome(store *persistence.Store, j *persistence.Job, now time.Time) *Outcome {
+	return ReadOutcomeKept(store, j, now, nil)
+}
+
+// ReadOutcomeKept is ReadOutcome with the post kept as its job was committed (Deps.Keep; nil:
+// none): while the store holds it as it was stored, it is copied instead of decoded again.
+func ReadOutcomeKept(store *persistence.Store, j *persistence.Job, now time.Time, kept *Committed) *Outcome {
 	var cur *persistence.Post
 	if err := store.View(func(tx *persistence.Tx) error {
 		var err error
-		cur, err = tx.Post(j.PostID)
+		if kept == nil || kept.Post == nil || kept.Post.ID != j.PostID {
+			cur, err = tx.Post(j.PostID)
+			return err
+		}
+		if cur, err = tx.PostKept(j.PostID, kept.Post, kept.PostRaw); err == nil && cur == kept.Post {
+			cur = cur.Clone() // shared: the outcome changes its own copy
+		}
 		return err
 	}); err != nil {
 		return nil
 	}
-	o, err := NewOutcome(cur, j, now)
+	// The post was read (or copied) for this outcome alone: it becomes the outcome's post.
+	o, err := newOutcome(cur, j, now)
 	if err != nil {
 		return nil
 	}

@@ -110,3 +110,45 @@ func TestAnOutcomeWrittenByItsJobIsTheOutcomeThePostTakes(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, none)
 }
+
+// The outcome of a job's final transaction starts from the post kept as the job was committed
+// while the store holds it as it was stored, changing a copy of it; once the post changed, from
+// the post as stored.
+func TestAnOutcomeStartsFromTheKeptPostOnlyWhileStoredAsItWas(t *testing.T) {
+	t.Parallel()
+	s := newStates(t)
+	id, _ := s.in(persistence.PostPublishing)
+	var stored *persistence.Post
+	var j *persistence.Job
+	require.NoError(t, s.store.View(func(tx *persistence.Tx) error {
+		var err error
+		if stored, err = tx.Post(id); err != nil {
+			return err
+		}
+		j, err = tx.Job(*stored.TrackingID)
+		return err
+	}))
+	raw, err := persistence.Encode(stored)
+	require.NoError(t, err)
+	now := time.Now().UTC()
+	j.Status, j.CompletedAt = persistence.JobCompleted, &now
+	for i := range j.Targets {
+		j.Targets[i].Phase, j.Targets[i].PublicationID = persistence.PhaseSuccess, "net-1"
+	}
+	// The kept post carries a text its stored bytes do not: only an outcome made from it says it.
+	keptPost := stored.Clone()
+	keptPost.Content = "kept"
+	kept := &post.Committed{Post: keptPost, PostRaw: raw}
+	o := post.ReadOutcomeKept(s.store, j, now, kept)
+	require.NotNil(t, o)
+	require.Equal(t, "kept", o.Post.Content)
+	require.Equal(t, persistence.PostPublished, o.Post.Status)
+	require.NotSame(t, keptPost, o.Post)
+	require.Equal(t, persistence.PostPublishing, keptPost.Status, "the kept post is shared: unchanged")
+
+	stale := &post.Committed{Post: keptPost, PostRaw: append([]byte(nil), raw[:len(raw)-1]...)}
+	o = post.ReadOutcomeKept(s.store, j, now, stale)
+	require.NotNil(t, o)
+	require.Equal(t, "hello", o.Post.Content, "the post as stored")
+	require.Equal(t, persistence.PostPublished, o.Post.Status)
+}

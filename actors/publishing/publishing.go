@@ -90,6 +90,9 @@ type Publishing struct {
 	hub    *campaign.Hub
 	// started are the posts whose jobs started last, for their accounts.
 	started *actors.Recent[string, *persistence.PostContent]
+	// kept are the jobs created last with their posts, as committed, for the jobs' actors and
+	// outcomes (post.Deps.Keep), by job id.
+	kept *actors.Recent[string, *post.Committed]
 	// outcomes and durations observe every finished job.
 	outcomes  *prometheus.CounterVec
 	durations prometheus.Histogram
@@ -118,7 +121,8 @@ func New(cfg Config) *Publishing {
 		route = func(d *actors.Directory) actors.Router { return d }
 	}
 	p := &Publishing{Backlog: cfg.Backlog, store: cfg.Store, log: cfg.Log, events: cfg.Events, hub: cfg.Hub,
-		started: actors.NewRecent[string, *persistence.PostContent](StartedPosts)}
+		started: actors.NewRecent[string, *persistence.PostContent](StartedPosts),
+		kept:    actors.NewRecent[string, *post.Committed](StartedPosts)}
 	p.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "herald_jobs_finished_total", Help: "Publish jobs finished, by status (completed, failed).",
 	}, []string{"status"})
@@ -137,7 +141,7 @@ func New(cfg Config) *Publishing {
 	}
 	p.Posts = actors.NewDirectory(cfg.System, cfg.Capped(post.Kind(post.Deps{
 		Store: cfg.Store, Events: cfg.Events, IdleTimeout: cfg.IdleTimeout, Log: cfg.Log,
-		Handoff: p, Campaigns: cfg.Hub, Fence: cfg.Fence,
+		Handoff: p, Campaigns: cfg.Hub, Fence: cfg.Fence, Keep: func(c *post.Committed) { p.kept.Put(c.Job.TrackingID, c) },
 	})))
 	p.To.Posts = route(p.Posts)
 	ad := cfg.Account
@@ -149,6 +153,7 @@ func New(cfg Config) *Publishing {
 	p.To.Accounts = route(p.Accounts)
 	p.Jobs = actors.NewDirectory(cfg.System, cfg.Capped(job.Kind(job.Deps{
 		Store: cfg.Store, Log: cfg.Log, IdleTimeout: cfg.IdleTimeout, Handoff: p, Campaigns: cfg.Hub, Fence: cfg.Fence,
+		Kept: p.keptJob,
 	})))
 	p.To.Jobs = route(p.Jobs)
 	so := cfg.Scheduler
@@ -196,7 +201,8 @@ func (p *Publishing) Report(r *account.Report) { p.To.Jobs.Send(r.JobID, r) }
 // read from the post as stored and written with the job, so that the post's actor is neither
 // activated nor written for it.
 func (p *Publishing) Settle(j *persistence.Job, now time.Time) job.Settlement {
-	o := post.ReadOutcome(p.store, j, now)
+	kept, _ := p.kept.Take(j.TrackingID) // the job's last use of it
+	o := post.ReadOutcomeKept(p.store, j, now, kept)
 	if o == nil {
 		return nil
 	}
@@ -237,6 +243,14 @@ func (p *Publishing) sendLive(id string, msg any) {
 		return
 	}
 	p.Posts.SendLive(id, msg)
+}
+
+// keptJob is the job kept as its post committed it, for its actor's activation (job.Deps.Kept).
+func (p *Publishing) keptJob(id string) (*persistence.Job, []byte) {
+	if c, ok := p.kept.Get(id); ok {
+		return c.Job, c.JobRaw
+	}
+	return nil, nil
 }
 
 // Finish hands a final job to its post (job.Handoff).
