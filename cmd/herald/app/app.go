@@ -28,6 +28,7 @@ import (
 	"github.com/heraldhq/herald/actors/publishing"
 	"github.com/heraldhq/herald/actors/scheduler"
 	"github.com/heraldhq/herald/actors/webhook"
+	"github.com/heraldhq/herald/cluster"
 	"github.com/heraldhq/herald/http/accountlink"
 	"github.com/heraldhq/herald/http/admin"
 	"github.com/heraldhq/herald/http/api"
@@ -220,6 +221,8 @@ type App struct {
 	Log      *slog.Logger
 	// Media is the media flow and its janitor.
 	Media *Media
+	// Singletons are the background loops of which one runs across all nodes (singletons.go).
+	Singletons *cluster.Singletons
 	// Connect connects accounts: the browser OAuth flow and herald accounts add.
 	Connect *accountlink.Service
 	// Live serves analytics and the inbox (live.go).
@@ -401,6 +404,8 @@ func New(cfg Config) (*App, error) {
 		a.closeStore()
 		return nil, err
 	}
+	a.Singletons = cluster.NewSingletons(a.Registry, cfg.Log)
+	a.registerSingletons()
 	return a, nil
 }
 
@@ -437,11 +442,10 @@ func (a *App) Start(ctx context.Context) error {
 		}
 		a.admin = adm
 	}
-	if err := a.Webhooks.Start(); err != nil {
+	if err := a.Webhooks.Resume(); err != nil {
 		_ = ln.Close()
 		return err
 	}
-	a.Media.start()
 	a.httpSrv = &http.Server{
 		Handler:           a.Server.Echo,
 		ReadHeaderTimeout: orDefault(a.Cfg.HeaderTimeout, 10*time.Second),
@@ -452,18 +456,7 @@ func (a *App) Start(ctx context.Context) error {
 		MaxPerAddr: a.Cfg.MaxConnsPerAddr, Exempt: a.Cfg.ConnsExempt, Registry: a.Registry})
 	a.Conns.Configure(a.httpSrv, a.Log)
 	go a.quotas.run(a.Log.Error)
-	sweepCtx, stopSweep := context.WithCancel(context.Background())
-	a.stopSweep, a.sweepDone = stopSweep, make(chan struct{})
-	go func() {
-		defer close(a.sweepDone)
-		oauthDone := make(chan struct{})
-		go func() {
-			defer close(oauthDone)
-			a.OAuth.Run(sweepCtx)
-		}()
-		a.Sessions.Run(sweepCtx)
-		<-oauthDone
-	}()
+	a.runLocal()
 	useCtx, stopKeyUse := context.WithCancel(context.Background())
 	a.stopKeyUse, a.keyUseDone = stopKeyUse, make(chan struct{})
 	go func() {
@@ -480,7 +473,8 @@ func (a *App) Start(ctx context.Context) error {
 	if err := a.startMetrics(); err != nil {
 		return err
 	}
-	a.Publishing.Start()
+	a.Publishing.Resume()
+	a.Singletons.StartAll(context.Background())
 	a.Server.SetReady(true)
 	a.Log.Info("listening on http://" + ln.Addr().String())
 	return nil
@@ -556,7 +550,7 @@ func (a *App) Shutdown() error {
 		a.stopKeyUse()
 		<-a.keyUseDone
 	}
-	a.Media.stop()
+	a.Singletons.Stop()
 	if a.stopSweep != nil {
 		a.stopSweep()
 		<-a.sweepDone
