@@ -95,6 +95,11 @@ type Config struct {
 	RateSnapshotEvery time.Duration
 	// PlanLimits are the hourly request quotas per plan (default auth.Plans).
 	PlanLimits map[string]int
+	// SharedQuotas, when set (several nodes over one PostgreSQL store), counts the API's hourly
+	// quotas and the networks' app-wide budgets (X's daily app limit, YouTube's units) in chunks
+	// taken from PostgreSQL, so that the nodes together never exceed them (docs/cluster.md,
+	// Shared quotas); nil counts them in this process.
+	SharedQuotas *persistence.Quotas
 	// SecretKey is the hex AES-256 key sealing account tokens (HERALD_SECRET_KEY); empty means
 	// DIR/secret.key, generated on first start.
 	SecretKey string
@@ -230,10 +235,12 @@ type App struct {
 	// Cards reads the pages of link cards (linkcards.go).
 	Cards *linkcard.Reader
 
-	admin   *admin.Server
-	quotas  *quotas
-	httpSrv *http.Server
-	ln      net.Listener
+	admin  *admin.Server
+	quotas *quotas
+	// sharedQuotas spends Cfg.SharedQuotas (nil: none).
+	sharedQuotas *cluster.Quotas
+	httpSrv      *http.Server
+	ln           net.Listener
 	// Conns limits the API listener's connections (http/server/conns.go).
 	Conns      *server.Conns
 	metricsSrv *http.Server
@@ -279,6 +286,9 @@ func New(cfg Config) (*App, error) {
 		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	a := &App{Cfg: cfg, Log: cfg.Log, Registry: prometheus.NewRegistry()}
+	if cfg.SharedQuotas != nil {
+		a.sharedQuotas = cluster.NewQuotas(cfg.SharedQuotas)
+	}
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	commitSeconds := prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -364,7 +374,7 @@ func New(cfg Config) (*App, error) {
 		a.closeStore()
 		return nil, err
 	}
-	if a.quotas, err = newQuotas(store, orDefault(cfg.RateSnapshotEvery, 10*time.Second)); err != nil {
+	if a.quotas, err = newQuotas(store, orDefault(cfg.RateSnapshotEvery, 10*time.Second), a.sharedQuotas); err != nil {
 		a.closeStore()
 		return nil, err
 	}
@@ -376,7 +386,7 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	a.Server = server.New(server.Config{
-		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: a.quotas.limiter, Deprecated: deprecated, PlanLimits: cfg.PlanLimits, RequestTimeout: cfg.RequestTimeout,
+		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: a.quotas.quota, Deprecated: deprecated, PlanLimits: cfg.PlanLimits, RequestTimeout: cfg.RequestTimeout,
 		Sessions: a.Sessions, BaseURL: func() string { return a.Cfg.BaseURL }, ConnectSources: a.Media.connectSources(), MetricsPublic: cfg.MetricsPublic, Overload: cfg.Overload,
 		TrustedProxies: cfg.TrustedProxies, Requests: a.quotas.requests,
 		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true, api.DashboardJobStreamRoute: true,
