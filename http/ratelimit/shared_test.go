@@ -73,7 +73,9 @@ func TestSharedQuotaIsOneOverEveryNode(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			d := others[i%2].Take(h.User.ID, 60)
-			require.NoError(t, d.Err)
+			if d.Err != nil {
+				t.Errorf("take: %v", d.Err)
+			}
 			if d.Allowed {
 				elsewhere.Add(1)
 			}
