@@ -221,6 +221,16 @@ func (b *Budgets) takeShared(p platforms.Platform, rules []Rule, n int, now time
 	return true, time.Time{}
 }
 
+// anyShared reports whether rules has a rule shared by the network's accounts.
+func anyShared(rules []Rule) bool {
+	for _, r := range rules {
+		if r.PerPlatform {
+			return true
+		}
+	}
+	return false
+}
+
 // returnShared gives back n calls' units of the shared rules among rules.
 func (b *Budgets) returnShared(p platforms.Platform, rules []Rule, n int) {
 	if b.shared == nil {
@@ -308,7 +318,7 @@ func (b *Budgets) Reserve(p platforms.Platform, account string, now time.Time) (
 	for i, r := range rules {
 		ws[i].used += r.Cost
 	}
-	if b.shared != nil {
+	if b.shared != nil && anyShared(rules) {
 		b.mu.Unlock()
 		ok, retryAt := b.takeShared(p, rules, 1, now)
 		b.mu.Lock()
@@ -334,7 +344,7 @@ func (b *Budgets) refund(p platforms.Platform, account string, rules []Rule, n i
 // later, so that Herald's window never closes before the network's, whatever the delay between
 // reservation and call.
 func (b *Budgets) Sent(p platforms.Platform, account string, at time.Time) {
-	if b.shared != nil {
+	if b.shared != nil && anyShared(b.rules[p]) {
 		b.sentShared(p, b.rules[p])
 	}
 	b.mu.Lock()

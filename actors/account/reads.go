@@ -483,7 +483,7 @@ func (b *Budgets) reserveOp(p platforms.Platform, account string, op ReadOp, rul
 	for i, r := range eff {
 		ws[i].used += n * r.Cost
 	}
-	if b.shared != nil {
+	if b.shared != nil && anyShared(eff) {
 		b.mu.Unlock()
 		ok, retryAt := b.takeShared(p, eff, n, now)
 		b.mu.Lock()
