@@ -37,7 +37,6 @@ func sharedQuotas(t *testing.T, url string) *persistence.Quotas {
 // other nodes counting the same user's requests at once serve exactly the plan's quota together,
 // and the Herald's headers and 429s are as on a single node.
 func TestSharedQuotaIsOneOverEveryNode(t *testing.T) {
-	t.Parallel()
 	url := pgtest.URL(t)
 	h := apptest.Start(t, apptest.Options{Plan: "free", Config: func(c *app.Config) { c.SharedQuotas = sharedQuotas(t, url) }})
 	others := []*ratelimit.Shared{ratelimit.NewShared(cluster.NewQuotas(sharedQuotas(t, url))), ratelimit.NewShared(cluster.NewQuotas(sharedQuotas(t, url)))}
