@@ -51,15 +51,37 @@ func NewQuotas(store *persistence.Quotas) *Quotas {
 	return &Quotas{store: store, now: time.Now, held: map[string]*held{}}
 }
 
+// pruneAbove is the number of quotas held beyond which the closed windows are forgotten when
+// another quota is first used (a user's requests open a quota each).
+const pruneAbove = 16384
+
 func (q *Quotas) of(name string) *held {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	h := q.held[name]
 	if h == nil {
+		if len(q.held) >= pruneAbove {
+			q.prune()
+		}
 		h = &held{}
 		q.held[name] = h
 	}
 	return h
+}
+
+// prune forgets the quotas whose window closed (what a closed window had in hand is worth
+// nothing); one in use at the moment is kept. q.mu held.
+func (q *Quotas) prune() {
+	now := q.now()
+	for name, h := range q.held {
+		if !h.mu.TryLock() {
+			continue
+		}
+		if !now.Before(h.end) {
+			delete(q.held, name)
+		}
+		h.mu.Unlock()
+	}
 }
 
 // Take spends need units of the quota name, whose limit is limit per window. It takes a chunk

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -147,4 +148,18 @@ func TestQuotaWindowFollowsTheFirstCallSent(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, g3.OK, "77 left")
 	require.WithinDuration(t, end, g3.End, 100*time.Millisecond)
+}
+
+// A node forgets the quotas whose window closed once it holds many (one per user seen), and
+// keeps those still open.
+func TestQuotasForgetClosedWindows(t *testing.T) {
+	q := NewQuotas(nil)
+	now := time.Now()
+	for i := range pruneAbove {
+		q.held[strconv.Itoa(i)] = &held{start: now.Add(-2 * time.Hour), end: now.Add(-time.Hour)}
+	}
+	q.held["open"] = &held{start: now, end: now.Add(time.Hour), units: 3}
+	q.of("new")
+	require.Len(t, q.held, 2)
+	require.Equal(t, 3, q.held["open"].units)
 }
