@@ -235,12 +235,10 @@ type App struct {
 	// Cards reads the pages of link cards (linkcards.go).
 	Cards *linkcard.Reader
 
-	admin  *admin.Server
-	quotas *quotas
-	// sharedQuotas spends Cfg.SharedQuotas (nil: none).
-	sharedQuotas *cluster.Quotas
-	httpSrv      *http.Server
-	ln           net.Listener
+	admin   *admin.Server
+	quotas  *quotas
+	httpSrv *http.Server
+	ln      net.Listener
 	// Conns limits the API listener's connections (http/server/conns.go).
 	Conns      *server.Conns
 	metricsSrv *http.Server
@@ -266,6 +264,9 @@ type App struct {
 
 	// JobBacklog counts the publish jobs in hand against Cfg.MaxJobBacklog.
 	JobBacklog *job.Backlog
+
+	// sharedQuotas spends Cfg.SharedQuotas (nil: none).
+	sharedQuotas *cluster.Quotas
 }
 
 // New builds Herald on cfg.DataDir. Nothing listens until Start.
