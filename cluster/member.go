@@ -491,5 +491,15 @@ func (m *Member) leave() {
 	}
 }
 
+// AddSingletons adds singleton kinds to the leases the member shares out among the nodes (every
+// node must add the same); call it before Run.
+func (m *Member) AddSingletons(kinds ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range kinds {
+		m.names = append(m.names, SingletonName(s))
+	}
+}
+
 // String names the member for logs.
 func (m *Member) String() string { return fmt.Sprintf("node %s at %s", m.Node(), m.cfg.Addr) }

@@ -299,6 +299,11 @@ func (t *Tx) Schedule(postID string, at time.Time) error {
 	return t.kv.Bucket(bSchedule).Put(scheduleKey(at, postID), nil)
 }
 
+// IsScheduled reports whether the schedule holds the post's entry at at.
+func (t *Tx) IsScheduled(postID string, at time.Time) bool {
+	return t.kv.Bucket(bSchedule).Get(scheduleKey(at, postID)) != nil
+}
+
 // Unschedule removes a post's entry at at.
 func (t *Tx) Unschedule(postID string, at time.Time) error {
 	return t.kv.Bucket(bSchedule).Delete(scheduleKey(at, postID))

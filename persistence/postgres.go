@@ -89,7 +89,7 @@ type pgStore struct {
 	cmu sync.Mutex
 	cc  *pgxpool.Conn
 	// views are the connections of the read transactions (postgres_views.go).
-	views *pgViews
+	views  *pgViews
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

@@ -1,6 +1,7 @@
 package account
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heraldhq/herald/cluster"
 	"github.com/heraldhq/herald/platforms"
 )
 
@@ -172,6 +174,73 @@ type Budgets struct {
 	windows map[windowKey]*window
 	blocked map[string]time.Time // account or platform → blocked until (a network said so)
 	margin  func(time.Duration) time.Duration
+	// shared, when set (several nodes), also counts the PerPlatform rules over every node
+	// (Share).
+	shared *cluster.Quotas
+}
+
+// sharedTimeout bounds a reservation's round trip to the shared quotas.
+const sharedTimeout = 2 * time.Second
+
+// Share counts the rules shared by every account of a network (PerPlatform: X's daily app limit,
+// YouTube's units) over every node as well, in q: each reservation of such a rule takes its units
+// from the node's chunk of the shared quota (cluster.Quotas), so that the nodes together never
+// spend more than the rule allows. The per-account rules stay in this process: an account's
+// actor runs on one node at a time. Call it before any reservation.
+func (b *Budgets) Share(q *cluster.Quotas) { b.shared = q }
+
+func sharedName(p platforms.Platform, r Rule) string { return "budget/" + string(p) + "/" + r.Name }
+
+// takeShared takes n calls' units of the shared rules among rules (effective ones) after the
+// local reservation succeeded; when one has not enough left it gives back what it took and
+// returns when to try again. The local windows of those rules are still kept: they carry what
+// the network said (Observe, a 429), and never bind otherwise.
+func (b *Budgets) takeShared(p platforms.Platform, rules []Rule, n int, now time.Time) (ok bool, retryAt time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	var taken []Rule
+	for _, r := range rules {
+		if !r.PerPlatform {
+			continue
+		}
+		g, err := b.shared.Take(ctx, sharedName(p, r), r.Limit, r.Window+b.margin(r.Window), n*r.Cost)
+		switch {
+		case err != nil:
+			retryAt = now.Add(time.Second) // the database cannot be reached: try again shortly
+		case !g.OK:
+			retryAt = g.End
+		default:
+			taken = append(taken, r)
+			continue
+		}
+		for _, t := range taken {
+			b.shared.Return(sharedName(p, t), n*t.Cost)
+		}
+		return false, retryAt
+	}
+	return true, time.Time{}
+}
+
+// anyShared reports whether rules has a rule shared by the network's accounts.
+func anyShared(rules []Rule) bool {
+	for _, r := range rules {
+		if r.PerPlatform {
+			return true
+		}
+	}
+	return false
+}
+
+// returnShared gives back n calls' units of the shared rules among rules.
+func (b *Budgets) returnShared(p platforms.Platform, rules []Rule, n int) {
+	if b.shared == nil {
+		return
+	}
+	for _, r := range rules {
+		if r.PerPlatform {
+			b.shared.Return(sharedName(p, r), n*r.Cost)
+		}
+	}
 }
 
 type windowKey struct {
@@ -249,7 +318,25 @@ func (b *Budgets) Reserve(p platforms.Platform, account string, now time.Time) (
 	for i, r := range rules {
 		ws[i].used += r.Cost
 	}
+	if b.shared != nil && anyShared(rules) {
+		b.mu.Unlock()
+		ok, retryAt := b.takeShared(p, rules, 1, now)
+		b.mu.Lock()
+		if !ok {
+			b.refund(p, account, rules, 1)
+		}
+		return ok, retryAt
+	}
 	return true, time.Time{}
+}
+
+// refund gives back n calls of rules (effective ones) to the account's local windows; b.mu held.
+func (b *Budgets) refund(p platforms.Platform, account string, rules []Rule, n int) {
+	for _, r := range rules {
+		if w := b.windows[windowKey{r.Name, scopeOf(r, p, account)}]; w != nil {
+			w.used = max(0, w.used-n*r.Cost)
+		}
+	}
 }
 
 // Sent tells the budgets that a call of the account reached the network at at: the first one of
@@ -257,6 +344,9 @@ func (b *Budgets) Reserve(p platforms.Platform, account string, now time.Time) (
 // later, so that Herald's window never closes before the network's, whatever the delay between
 // reservation and call.
 func (b *Budgets) Sent(p platforms.Platform, account string, at time.Time) {
+	if b.shared != nil && anyShared(b.rules[p]) {
+		b.sentShared(p, b.rules[p])
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, r := range b.rules[p] {
@@ -276,6 +366,7 @@ func (b *Budgets) Sent(p platforms.Platform, account string, at time.Time) {
 func (b *Budgets) Refund(p platforms.Platform, account string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.returnShared(p, b.rules[p], 1)
 	for _, r := range b.rules[p] {
 		if w := b.windows[windowKey{r.Name, scopeOf(r, p, account)}]; w != nil && w.used >= r.Cost {
 			w.used -= r.Cost
@@ -343,6 +434,7 @@ func (b *Budgets) Remaining(p platforms.Platform, account string, now time.Time)
 		if w != nil && now.Before(w.end) {
 			room = r.Limit - w.used
 		}
+		room = b.sharedRoom(p, r, room, now)
 		if n := room / max(r.Cost, 1); n < left {
 			left = n
 		}
@@ -351,4 +443,29 @@ func (b *Budgets) Remaining(p platforms.Platform, account string, now time.Time)
 		return -1
 	}
 	return left
+}
+
+// sentShared tells the shared quotas of rules that a call reached the network (their window's
+// end follows the first call of the window over every node: one round trip per window).
+func (b *Budgets) sentShared(p platforms.Platform, rules []Rule) {
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	for _, r := range rules {
+		if r.PerPlatform {
+			// A failure leaves the window's end where its first chunk put it.
+			_ = b.shared.Sent(ctx, sharedName(p, r), r.Window+b.margin(r.Window))
+		}
+	}
+}
+
+// sharedRoom is the room of a shared rule over every node, as this node knows it, when it is
+// less than room (the local window's).
+func (b *Budgets) sharedRoom(p platforms.Platform, r Rule, room int, now time.Time) int {
+	if b.shared == nil || !r.PerPlatform {
+		return room
+	}
+	if used, end := b.shared.Peek(sharedName(p, r)); now.Before(end) {
+		room = min(room, r.Limit-used)
+	}
+	return room
 }

@@ -483,6 +483,15 @@ func (b *Budgets) reserveOp(p platforms.Platform, account string, op ReadOp, rul
 	for i, r := range eff {
 		ws[i].used += n * r.Cost
 	}
+	if b.shared != nil && anyShared(eff) {
+		b.mu.Unlock()
+		ok, retryAt := b.takeShared(p, eff, n, now)
+		b.mu.Lock()
+		if !ok {
+			b.refund(p, account, eff, n)
+		}
+		return ok, retryAt
+	}
 	return true, time.Time{}
 }
 
@@ -490,12 +499,12 @@ func (b *Budgets) reserveOp(p platforms.Platform, account string, op ReadOp, rul
 func (b *Budgets) refundOp(p platforms.Platform, account string, rules []Rule, n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, r := range rules {
-		r = b.effective(p, r)
-		if w := b.windows[windowKey{r.Name, scopeOf(r, p, account)}]; w != nil {
-			w.used = max(0, w.used-n*r.Cost)
-		}
+	eff := make([]Rule, len(rules))
+	for i, r := range rules {
+		eff[i] = b.effective(p, r)
 	}
+	b.returnShared(p, eff, n)
+	b.refund(p, account, eff, n)
 }
 
 // exhaustOp marks a live call's rules spent until the network's reset (it answered 429).
@@ -529,6 +538,7 @@ func (b *Budgets) RemainingOp(p platforms.Platform, account string, rules []Rule
 		if w := b.windows[windowKey{r.Name, scopeOf(r, p, account)}]; w != nil && now.Before(w.end) {
 			room = r.Limit - w.used
 		}
+		room = b.sharedRoom(p, r, room, now)
 		if n := max(room, 0) / max(r.Cost, 1); left < 0 || n < left {
 			left = n
 		}

@@ -100,10 +100,12 @@ type Schedule struct {
 
 // Fire is the scheduler's signal that the post's time At has come. JobID, when set, is the
 // tracking id of the job to start (UUIDv7: the scheduler makes them in the order the posts were
-// due). Reply: *FireReply.
+// due). Lease is the scheduler's lease when it runs under one (several nodes): the job's commit
+// fences on it, so that a scheduler that lost its lease starts nothing. Reply: *FireReply.
 type Fire struct {
 	At    time.Time
 	JobID string
+	Lease *persistence.Lease
 }
 
 // FireReply says what the post did with a Fire.
@@ -393,7 +395,18 @@ type jobCommit struct {
 	// keep: the job and post committed are the caller's alone, never changed (a post created
 	// and published at once, which no actor holds): they go to Deps.Keep once committed.
 	keep bool
+	// fired: the scheduler fired the post, and the commit refuses with errNotDue unless its
+	// schedule entry is still in the store (another fire took it first). fence is the
+	// scheduler's lease the commit fences on (nil: none).
+	fired bool
+	fence *persistence.Lease
 }
+
+// errNotDue refuses a fire whose schedule entry is gone from the store: whatever the post's
+// incarnation believes, the entry fired once already. In one transaction with the job's commit
+// (serializable on PostgreSQL), two fires of one entry never both start a job, even from two
+// incarnations of the post on two nodes during a hand-over.
+var errNotDue = errors.New("post: the schedule entry fired already")
 
 // commitJob commits the post's move to publishing with its new job (and the quota, the schedule
 // index and the idempotency answer) in one transaction, and returns the job and the post as
@@ -444,6 +457,14 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 		uncounted.QuotaCounted = counted
 		if err := countQuota(tx, &uncounted, q); err != nil {
 			return err
+		}
+		if c.fence != nil {
+			if err := tx.Fence(*c.fence); err != nil {
+				return err
+			}
+		}
+		if c.fired && (!wasScheduled || !tx.IsScheduled(cur.ID, *cur.ScheduledAt)) {
+			return errNotDue
 		}
 		if wasScheduled {
 			if err := tx.Unschedule(cur.ID, *cur.ScheduledAt); err != nil {
@@ -573,7 +594,14 @@ func (a *Actor) fire(ctx actor.Context, m *Fire) {
 	if jobID == "" {
 		jobID = uuid.Must(uuid.NewV7()).String()
 	}
-	j, sj, err := a.startJob(jobCommit{cur: cur, jobID: jobID})
+	j, sj, err := a.startJob(jobCommit{cur: cur, jobID: jobID, fired: true, fence: m.Lease})
+	if errors.Is(err, errNotDue) {
+		// Another fire of the entry started the job since this incarnation read the post: it
+		// reads the post again at its next message.
+		a.loaded = false
+		actors.Reply(ctx, &FireReply{})
+		return
+	}
 	if err != nil {
 		var np *NotPublishableError
 		if errors.As(err, &np) {

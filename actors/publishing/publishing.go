@@ -263,34 +263,47 @@ func (p *Publishing) Finished(j *persistence.Job, d time.Duration) {
 	logFinished(p.log, j, d)
 }
 
-// Start resumes every job that was queued or processing when Herald stopped and starts the
-// scheduler, which fires at once the posts that came due meanwhile, and the pruning of the
-// outbox. The open targets wait for their accounts in the store: each account with some is told
-// to take them (a target that was in flight is resolved, never sent twice blindly), and nothing
-// of a job is loaded until its account reports; the finished jobs whose post had not taken the
-// outcome are handed to their posts.
-func (p *Publishing) Start() {
-	p.Resume()
-	p.StartShared()
+// The kinds of publishing's loops that run once across nodes (cluster.Singletons).
+const (
+	// SchedulerKind fires the scheduled posts as they come due.
+	SchedulerKind = "scheduler"
+	// PruneEventsKind prunes the outbox events every consumer has taken.
+	PruneEventsKind = "outbox-prune"
+)
+
+// Singletons are publishing's background loops by kind, each running until its context ends:
+// the scheduler and the pruning of the outbox. Everything they do is in the store, so each may
+// stop at any point and run again on another node.
+func (p *Publishing) Singletons() map[string]func(context.Context) {
+	return map[string]func(context.Context){
+		SchedulerKind:   p.Scheduler.Run,
+		PruneEventsKind: func(ctx context.Context) { p.PruneEvents(ctx, time.Minute) },
+	}
 }
 
-// StartShared is Start for a node of several that share the store: it resumes nothing, since
-// each node resumes the shards it takes (Shards), and starts the scheduler and the pruning.
-func (p *Publishing) StartShared() {
+// Start resumes every job that was queued or processing when Herald stopped and starts the
+// scheduler, which fires at once the posts that came due meanwhile, and the pruning of the
+// outbox (Singletons), on this process alone. The open targets wait for their accounts in the
+// store: each account with some is told to take them (a target that was in flight is resolved,
+// never sent twice blindly), and nothing of a job is loaded until its account reports; the
+// finished jobs whose post had not taken the outcome are handed to their posts. Herald's
+// server resumes (Resume) and runs the loops under cluster.Singletons instead.
+func (p *Publishing) Start() {
+	p.Resume()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
-	go func() {
-		defer func() { done <- struct{}{} }()
-		p.Scheduler.Run(ctx)
-	}()
-	go func() {
-		defer func() { done <- struct{}{} }()
-		p.PruneEvents(ctx, time.Minute)
-	}()
+	loops := p.Singletons()
+	done := make(chan struct{}, len(loops))
+	for _, run := range loops {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			run(ctx)
+		}()
+	}
 	p.stop = func() {
 		cancel()
-		<-done
-		<-done
+		for range loops {
+			<-done
+		}
 	}
 }
 

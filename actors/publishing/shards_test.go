@@ -128,7 +128,6 @@ func (s *shared) node(callTimeout time.Duration) *clusterNode {
 	deps.Metrics = account.NewMetrics(n.reg)
 	n.p = publishing.New(publishing.Config{System: n.sys, Store: s.store, Backlog: job.NewBacklog(100), Account: deps, Fence: fence})
 	sh = publishing.NewShards(n.p, fence, nShards, callTimeout)
-	n.p.StartShared()
 	t.Cleanup(n.p.Stop)
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel, n.done = cancel, make(chan struct{})

@@ -22,6 +22,7 @@ import (
 
 	"github.com/heraldhq/herald/actors"
 	"github.com/heraldhq/herald/actors/post"
+	"github.com/heraldhq/herald/cluster"
 	"github.com/heraldhq/herald/persistence"
 )
 
@@ -86,7 +87,10 @@ func (s *Scheduler) Scheduled(time.Time) {
 	}
 }
 
-// Run fires due posts until ctx ends.
+// Run fires due posts until ctx ends. Over several nodes it runs as a singleton
+// (cluster.Singletons): under the scheduler's lease, which each fire carries for its job's
+// commit to fence on, and a fire is committed only while the post's schedule entry is in the
+// store, so a post fires once across a takeover of the scheduler.
 func (s *Scheduler) Run(ctx context.Context) {
 	sem := make(chan struct{}, s.parallel)
 	var wg sync.WaitGroup
@@ -184,7 +188,11 @@ func (s *Scheduler) fire(ctx context.Context, d persistence.Due, jobID string) {
 	}()
 	c, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	r, err := actors.Ask[*post.FireReply](c, s.posts.To(d.PostID), &post.Fire{At: d.At, JobID: jobID})
+	fire := &post.Fire{At: d.At, JobID: jobID}
+	if le, ok := cluster.LeaseOf(ctx); ok {
+		fire.Lease = &le
+	}
+	r, err := actors.Ask[*post.FireReply](c, s.posts.To(d.PostID), fire)
 	if err != nil {
 		s.log.Warn("firing a scheduled post failed; it is retried", "post_id", d.PostID, "error", err)
 		select {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/cluster"
 	"github.com/heraldhq/herald/persistence"
 )
 
@@ -132,9 +133,28 @@ func New(sys *actors.System, o Options) *Service {
 // Metrics are the service's metrics.
 func (s *Service) Metrics() *Metrics { return s.d.metrics }
 
-// Start wakes every subscription that has pending deliveries (they resume after a restart) and
-// starts the dispatcher.
+// DispatcherKind is the dispatcher's kind among the loops that run once across nodes
+// (cluster.Singletons).
+const DispatcherKind = "webhook-dispatcher"
+
+// Start wakes every subscription that has pending deliveries (Resume) and starts the
+// dispatcher (Run) on this process alone; Herald's server runs the dispatcher under
+// cluster.Singletons instead.
 func (s *Service) Start() error {
+	if err := s.Resume(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done = cancel, make(chan struct{})
+	go func() {
+		defer close(s.done)
+		s.Run(ctx)
+	}()
+	return nil
+}
+
+// Resume wakes every subscription that has pending deliveries: they resume after a restart.
+func (s *Service) Resume() error {
 	var ids []string
 	if err := s.opts.Store.View(func(tx *persistence.Tx) error {
 		ids = tx.WebhooksWithPending()
@@ -145,9 +165,6 @@ func (s *Service) Start() error {
 	for _, id := range ids {
 		s.To.Send(id, &Wake{})
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel, s.done = cancel, make(chan struct{})
-	go s.run(ctx)
 	return nil
 }
 
@@ -175,10 +192,13 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 }
 
-// run is the dispatcher loop: it drains the outbox whenever it is notified, every PollInterval in
-// case a notification was missed, and prunes old delivery records every hour.
-func (s *Service) run(ctx context.Context) {
-	defer close(s.done)
+// Run is the dispatcher loop until ctx ends: it drains the outbox whenever it is notified, every
+// PollInterval in case a notification was missed, and prunes old delivery records every hour.
+// Everything it does is in the store (each fan-out advances the outbox cursor in the transaction
+// that writes its deliveries, so that two dispatchers never fan an event out twice: on
+// PostgreSQL one of the two transactions fails to serialize and reads the cursor again), so it
+// may stop at any point and run again on another node.
+func (s *Service) Run(ctx context.Context) {
 	var wakeUp <-chan struct{}
 	if s.opts.Events != nil {
 		wakeUp = s.opts.Events.C()
@@ -226,6 +246,10 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 	// Read ahead on PostgreSQL (persistence.Store.UpdateAhead): out and n are set afresh by each run.
 	err := s.opts.Store.UpdateAhead(ctx, func(tx *persistence.Tx) error {
 		out, n = map[string][]persistence.PendingDelivery{}, 0
+		// A dispatcher that lost its lease fans out nothing more (it runs as a singleton).
+		if err := cluster.FenceRun(ctx, tx); err != nil {
+			return err
+		}
 		// The subscriptions are looked up first, so that only the events someone listens to
 		// are decoded (most have no subscriber); subsOf[i] are the subscribers of evs[i].
 		var subsOf [][]string

@@ -86,6 +86,10 @@ func (s *Service) Sweep(ctx context.Context) (Swept, error) {
 	return w, nil
 }
 
+// SweepKind is the OAuth sweep's kind among the loops that run once across nodes
+// (cluster.Singletons).
+const SweepKind = "oauth-sweep"
+
 // Run sweeps every SweepEvery until ctx ends; a sweep that filled a batch is followed at once by
 // another.
 func (s *Service) Run(ctx context.Context) {

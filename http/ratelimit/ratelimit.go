@@ -24,7 +24,23 @@ type Decision struct {
 	Remaining int
 	// Reset is the time until the window closes (at least one second).
 	Reset time.Duration
+	// Err says the quota could not be counted (Shared: the database cannot be reached); the
+	// request is neither allowed nor refused for its quota.
+	Err error
 }
+
+// Quota counts each user's requests against the plan's hourly limit: a process's own Limiter,
+// or Shared when several nodes serve the same users.
+type Quota interface {
+	// Take counts one request of user against limit.
+	Take(user string, limit int) Decision
+	// Return gives back one request Take counted in the window still open.
+	Return(user string)
+	// Peek reports the requests counted in the user's open window and the time until it closes.
+	Peek(user string) (used int, reset time.Duration)
+}
+
+var _ Quota = (*Limiter)(nil)
 
 // Limiter counts requests per user.
 type Limiter struct {

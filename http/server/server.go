@@ -46,7 +46,7 @@ type Config struct {
 	Log      *slog.Logger
 	Registry *prometheus.Registry
 	Auth     *auth.Authenticator
-	Limiter  *ratelimit.Limiter
+	Limiter  ratelimit.Quota
 	// PlanLimits are the hourly request quotas per plan (default auth.Plans).
 	PlanLimits map[string]int
 	// Deprecated maps "METHOD /route/template" to the deprecation of that operation.
@@ -233,6 +233,11 @@ func (s *Server) Authenticated(next echo.HandlerFunc) echo.HandlerFunc {
 			limit = s.cfg.PlanLimits["free"]
 		}
 		d := s.cfg.Limiter.Take(p.User.ID, limit)
+		if d.Err != nil {
+			// The quota shared by several nodes could not be counted: their database is down.
+			s.cfg.Log.Warn("request refused: its quota could not be counted", append(LogAttrs(c), "error", d.Err)...)
+			return apierr.Unavailable("Herald cannot reach its database right now; nothing was changed, retry shortly")
+		}
 		reset := int((d.Reset + time.Second - 1) / time.Second)
 		setRateLimitHeaders(c.Response().Header(), p.User.Plan, d.Limit, d.Remaining, reset)
 		if d.Allowed {

@@ -441,12 +441,28 @@ func (m *Manager) Sweep(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// Run sweeps expired sessions and idle throttle entries every SweepEvery until ctx ends.
+// SweepKind is the session sweep's kind among the loops that run once across nodes
+// (cluster.Singletons).
+const SweepKind = "session-sweep"
+
+// Run sweeps expired sessions and idle throttle entries every SweepEvery until ctx ends. Over
+// several nodes one node runs it (a singleton, SweepKind) and every node runs RunLocal.
 func (m *Manager) Run(ctx context.Context) {
 	SweepEvery(ctx, m.cfg.SweepEvery, func(ctx context.Context) (bool, error) {
 		n, err := m.Sweep(ctx)
 		return n >= sweepBatch, err
 	}, func(err error) { m.cfg.Log.Error("session sweep failed", "error", err) })
+}
+
+// RunLocal does, every SweepEvery until ctx ends, what the sweep does for this process alone,
+// whichever process deletes the expired sessions: the streams this process holds for sessions
+// that ended or expired end, and its idle throttle entries are forgotten.
+func (m *Manager) RunLocal(ctx context.Context) {
+	SweepEvery(ctx, m.cfg.SweepEvery, func(context.Context) (bool, error) {
+		m.checkHeld()
+		m.throttle.Sweep()
+		return false, nil
+	}, func(error) {})
 }
 
 // SweepEvery runs sweep every interval until ctx ends; a sweep that answers more (it filled its

@@ -29,6 +29,9 @@ func (a *App) accountDeps() (account.Deps, error) {
 		rules = account.DefaultRules
 	}
 	a.Budgets = account.NewBudgets(rules)
+	if a.sharedQuotas != nil {
+		a.Budgets.Share(a.sharedQuotas)
+	}
 	return account.Deps{
 		Box: a.Box, Adapters: a.Adapters, Budgets: a.Budgets, Metrics: account.NewMetrics(a.Registry),
 		Log: a.Log, Concurrency: a.Cfg.AccountConcurrency,

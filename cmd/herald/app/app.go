@@ -95,6 +95,11 @@ type Config struct {
 	RateSnapshotEvery time.Duration
 	// PlanLimits are the hourly request quotas per plan (default auth.Plans).
 	PlanLimits map[string]int
+	// SharedQuotas, when set (several nodes over one PostgreSQL store), counts the API's hourly
+	// quotas and the networks' app-wide budgets (X's daily app limit, YouTube's units) in chunks
+	// taken from PostgreSQL, so that the nodes together never exceed them (docs/cluster.md,
+	// Shared quotas); nil counts them in this process.
+	SharedQuotas *persistence.Quotas
 	// SecretKey is the hex AES-256 key sealing account tokens (HERALD_SECRET_KEY); empty means
 	// DIR/secret.key, generated on first start.
 	SecretKey string
@@ -229,6 +234,8 @@ type App struct {
 	Log      *slog.Logger
 	// Media is the media flow and its janitor.
 	Media *Media
+	// Singletons are the background loops of which one runs across all nodes (singletons.go).
+	Singletons *cluster.Singletons
 	// Connect connects accounts: the browser OAuth flow and herald accounts add.
 	Connect *accountlink.Service
 	// Live serves analytics and the inbox (live.go).
@@ -269,6 +276,9 @@ type App struct {
 	node *node
 	// Remote carries the messages between nodes (nil on a single node; remote.go).
 	Remote *cluster.Remote
+	// sharedQuotas spends Cfg.SharedQuotas, or the node's own over its PostgreSQL store (nil:
+	// a single process, whose counters are its own).
+	sharedQuotas *cluster.Quotas
 }
 
 // New builds Herald on cfg.DataDir. Nothing listens until Start.
@@ -292,6 +302,9 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	a := &App{Cfg: cfg, Log: cfg.Log, Registry: prometheus.NewRegistry()}
+	if cfg.SharedQuotas != nil {
+		a.sharedQuotas = cluster.NewQuotas(cfg.SharedQuotas)
+	}
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	commitSeconds := prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -394,7 +407,7 @@ func New(cfg Config) (*App, error) {
 		a.closeStore()
 		return nil, err
 	}
-	if a.quotas, err = newQuotas(store, orDefault(cfg.RateSnapshotEvery, 10*time.Second)); err != nil {
+	if a.quotas, err = newQuotas(store, orDefault(cfg.RateSnapshotEvery, 10*time.Second), a.sharedQuotas); err != nil {
 		a.closeStore()
 		return nil, err
 	}
@@ -406,7 +419,7 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	a.Server = server.New(server.Config{
-		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: a.quotas.limiter, Deprecated: deprecated, PlanLimits: cfg.PlanLimits, RequestTimeout: cfg.RequestTimeout,
+		Log: cfg.Log, Registry: a.Registry, Auth: a.Auth, Limiter: a.quotas.quota, Deprecated: deprecated, PlanLimits: cfg.PlanLimits, RequestTimeout: cfg.RequestTimeout,
 		Sessions: a.Sessions, BaseURL: func() string { return a.Cfg.BaseURL }, ConnectSources: a.Media.connectSources(), MetricsPublic: cfg.MetricsPublic, Overload: cfg.Overload,
 		TrustedProxies: cfg.TrustedProxies, Requests: a.quotas.requests,
 		LongRunning: map[string]bool{api.MediaUploadRoute: true, api.MediaFileRoute: true, api.JobStreamRoute: true, api.DashboardJobStreamRoute: true,
@@ -434,6 +447,13 @@ func New(cfg Config) (*App, error) {
 		a.closeStore()
 		return nil, err
 	}
+	a.Singletons = cluster.NewSingletons(a.Registry, cfg.Log)
+	a.registerSingletons()
+	if a.node != nil {
+		// The singletons run under their leases, shared out among the nodes with the shards.
+		a.node.singletons = a.Singletons
+		a.node.member.AddSingletons(a.Singletons.Kinds()...)
+	}
 	return a, nil
 }
 
@@ -445,6 +465,9 @@ func (a *App) closeStore() {
 		a.Actors.Shutdown()
 	}
 	if a.node != nil {
+		if a.node.quotas != nil {
+			a.node.quotas.Close()
+		}
 		a.node.leases.Close()
 	}
 	_ = a.Store.Close()
@@ -484,11 +507,10 @@ func (a *App) Start(ctx context.Context) error {
 		}
 		a.admin = adm
 	}
-	if err := a.Webhooks.Start(); err != nil {
+	if err := a.Webhooks.Resume(); err != nil {
 		_ = ln.Close()
 		return err
 	}
-	a.Media.start()
 	a.httpSrv = &http.Server{
 		Handler:           a.Server.Echo,
 		ReadHeaderTimeout: orDefault(a.Cfg.HeaderTimeout, 10*time.Second),
@@ -499,18 +521,7 @@ func (a *App) Start(ctx context.Context) error {
 		MaxPerAddr: a.Cfg.MaxConnsPerAddr, Exempt: a.Cfg.ConnsExempt, Registry: a.Registry})
 	a.Conns.Configure(a.httpSrv, a.Log)
 	go a.quotas.run(a.Log.Error)
-	sweepCtx, stopSweep := context.WithCancel(context.Background())
-	a.stopSweep, a.sweepDone = stopSweep, make(chan struct{})
-	go func() {
-		defer close(a.sweepDone)
-		oauthDone := make(chan struct{})
-		go func() {
-			defer close(oauthDone)
-			a.OAuth.Run(sweepCtx)
-		}()
-		a.Sessions.Run(sweepCtx)
-		<-oauthDone
-	}()
+	a.runLocal()
 	useCtx, stopKeyUse := context.WithCancel(context.Background())
 	a.stopKeyUse, a.keyUseDone = stopKeyUse, make(chan struct{})
 	go func() {
@@ -528,11 +539,12 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	if a.node != nil {
-		// Each shard's work is resumed as the node takes it; ready after its first step.
-		a.Publishing.StartShared()
+		// Each shard's work is resumed as the node takes it, and each singleton runs while the
+		// node holds its lease; ready after the node's first step.
 		a.resumeNode()
 	} else {
-		a.Publishing.Start()
+		a.Publishing.Resume()
+		a.Singletons.StartAll(context.Background())
 		a.Server.SetReady(true)
 	}
 	a.Log.Info("listening on http://" + ln.Addr().String())
@@ -609,7 +621,7 @@ func (a *App) Shutdown() error {
 		a.stopKeyUse()
 		<-a.keyUseDone
 	}
-	a.Media.stop()
+	a.Singletons.Stop()
 	if a.stopSweep != nil {
 		a.stopSweep()
 		<-a.sweepDone

@@ -36,8 +36,6 @@ type MediaConfig struct {
 type Media struct {
 	*blob.Service
 	interval time.Duration
-	cancel   context.CancelFunc
-	done     chan struct{}
 	// UploadOrigin is where browsers PUT presigned uploads when it is not Herald itself (S3):
 	// the dashboard's policy allows it in connect-src.
 	UploadOrigin string
@@ -99,24 +97,15 @@ func newMedia(a *App) (*Media, error) {
 	return &Media{Service: svc, interval: interval, UploadOrigin: uploadOrigin}, nil
 }
 
-// start runs the janitor.
-func (m *Media) start() {
-	if m == nil || m.interval < 0 || m.cancel != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m.cancel, m.done = cancel, make(chan struct{})
-	go func() {
-		defer close(m.done)
-		m.RunJanitor(ctx, m.interval)
-	}()
-}
+// JanitorKind is the media janitor's kind among the loops that run once across nodes
+// (cluster.Singletons).
+const JanitorKind = "media-janitor"
 
-// stop stops the janitor and waits for it.
-func (m *Media) stop() {
-	if m == nil || m.cancel == nil {
-		return
+// janitor is the janitor's loop, nil when it never runs (no media storage, or a negative
+// interval).
+func (m *Media) janitor() func(context.Context) {
+	if m == nil || m.interval < 0 {
+		return nil
 	}
-	m.cancel()
-	<-m.done
+	return func(ctx context.Context) { m.RunJanitor(ctx, m.interval) }
 }

@@ -42,15 +42,15 @@ type node struct {
 	fence  *cluster.Fence
 	shards *publishing.Shards
 	// singletons run the scheduler, the outbox dispatcher, the purges and the media janitor
-	// under their leases (nil: every node runs them, as a single process does); kinds are
-	// their lease kinds.
+	// under their leases (cluster.Singletons).
 	singletons leaseWork
-	kinds      []string
-	ctx        context.Context
-	stop       context.CancelFunc
-	done       chan struct{}
-	resumed    chan struct{}
-	resuming   bool // resumeNode ran (Start and Shutdown run one after the other)
+	// quotas are the shared quotas' connections, opened for the node (nil: given by Config).
+	quotas   *persistence.Quotas
+	ctx      context.Context
+	stop     context.CancelFunc
+	done     chan struct{}
+	resumed  chan struct{}
+	resuming bool // resumeNode ran (Start and Shutdown run one after the other)
 }
 
 // checkNodeConfig refuses a node address with a store several processes cannot share.
@@ -77,9 +77,19 @@ func (a *App) openNode() error {
 		return err
 	}
 	n := &node{leases: leases}
+	if a.sharedQuotas == nil {
+		// The API's hourly quotas and the networks' app-wide budgets are spent from chunks
+		// taken in the database, so that their sum over the nodes never passes a limit.
+		q, err := persistence.OpenQuotas(ctx, a.Cfg.Store, ttl)
+		if err != nil {
+			leases.Close()
+			return err
+		}
+		n.quotas, a.sharedQuotas = q, cluster.NewQuotas(q)
+	}
 	metrics := cluster.NewMetrics(a.Registry)
 	n.member = cluster.New(cluster.Config{
-		Leases: leases, Addr: a.Cfg.NodeAddr, Shards: Shards, Singletons: n.kinds, Log: a.Log, Metrics: metrics,
+		Leases: leases, Addr: a.Cfg.NodeAddr, Shards: Shards, Log: a.Log, Metrics: metrics,
 		Acquired: func(t persistence.Taken) {
 			if w := n.work(t.Name); w != nil {
 				w.Acquired(t)
@@ -175,6 +185,15 @@ func (a *App) stopNode() {
 			close(n.resumed) // Start failed before resumeNode
 		}
 		<-n.done
+	}
+	if n.quotas != nil {
+		// The units in hand go back to the other nodes.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := a.sharedQuotas.Close(ctx); err != nil {
+			a.Log.Warn("giving the shared quotas' units in hand back failed; they are lost until their windows end", "error", err)
+		}
+		cancel()
+		n.quotas.Close()
 	}
 	n.leases.Close()
 }

@@ -2,8 +2,10 @@ package app
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/heraldhq/herald/cluster"
 	"github.com/heraldhq/herald/http/ratelimit"
 	"github.com/heraldhq/herald/http/server"
 	"github.com/heraldhq/herald/persistence"
@@ -13,9 +15,13 @@ import (
 // every RateSnapshotEvery the windows that counted a request since are stored (one record per
 // user, overwritten), and all open windows at shutdown; the next start counts them again and
 // forgets the records of windows that have closed. A crash forgets at most the requests of the
-// last interval; a restart never refills a quota.
+// last interval; a restart never refills a quota. Over several nodes the quotas are counted in
+// PostgreSQL instead (shared; docs/cluster.md, Shared quotas), and only the usage is stored here.
 type quotas struct {
 	limiter *ratelimit.Limiter
+	// quota counts the requests: limiter, or shared when the nodes share the quotas.
+	quota  ratelimit.Quota
+	shared *ratelimit.Shared
 	// requests are the workspaces' /v1 requests for their usage, stored with each snapshot.
 	requests *server.RequestCounts
 	store    *persistence.Store
@@ -27,8 +33,14 @@ type quotas struct {
 	failed bool
 }
 
-func newQuotas(store *persistence.Store, every time.Duration) (*quotas, error) {
+func newQuotas(store *persistence.Store, every time.Duration, shared *cluster.Quotas) (*quotas, error) {
 	q := &quotas{limiter: ratelimit.New(nil), requests: server.NewRequestCounts(), store: store, every: every, stop: make(chan struct{}), done: make(chan struct{})}
+	q.quota = q.limiter
+	if shared != nil {
+		q.shared = ratelimit.NewShared(shared)
+		q.quota = q.shared
+		return q, nil
+	}
 	var stored []persistence.RateWindow
 	if err := store.View(func(tx *persistence.Tx) error {
 		stored = tx.RateWindows()
@@ -80,12 +92,20 @@ func (q *quotas) close() error {
 		close(q.stop)
 	}
 	<-q.done
+	if q.shared != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return errors.Join(q.save(true), q.shared.Close(ctx))
+	}
 	return q.save(true)
 }
 
 func (q *quotas) save(all bool) error {
 	if err := q.requests.Flush(context.Background(), q.store); err != nil {
 		return err
+	}
+	if q.shared != nil {
+		return nil
 	}
 	entries := q.limiter.Snapshot(all)
 	if len(entries) == 0 {
