@@ -106,9 +106,13 @@ func (q *Quotas) Take(ctx context.Context, name string, limit int, window time.D
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return c, err
 		}
-		// The first take of this quota: create its row (closed, so that the take opens it).
+		// The first take of this quota: create its row, closed for every take (a window that
+		// ended at the insert's now() would still be open for a take whose transaction began a
+		// moment before it and whose snapshot saw the row: that take would grant units in a
+		// window the next take closes and opens anew, and the two windows would together grant
+		// more than the limit).
 		if _, err := q.pool.Exec(ctx, `INSERT INTO cluster_quotas (name, window_start, window_end, granted)
-VALUES ($1, now(), now(), 0) ON CONFLICT (name) DO NOTHING`, name); err != nil {
+VALUES ($1, '-infinity', '-infinity', 0) ON CONFLICT (name) DO NOTHING`, name); err != nil {
 			return Chunk{}, fmt.Errorf("persistence: quota %s: %w", name, err)
 		}
 	}
