@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -321,4 +323,45 @@ func TestNodesAScheduledPostFiresOnceAcrossASchedulerTakeover(t *testing.T) {
 	sched.p.kill9()
 	ns.waitFinal(posts, 60*time.Second)
 	ns.noneTwice(texts, "bluesky")
+}
+
+// gathered reads one sample of a metric from a node's metrics listener (0 when absent).
+func (nd *node) gathered(t *testing.T, name, labels string) float64 {
+	resp, err := http.Get(nd.p.metricsURL + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, name+labels+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			require.NoError(t, err, line)
+			return v
+		}
+	}
+	return 0
+}
+
+// Two nodes share the 256 shards; the one stopped with SIGTERM hands its shards to the other,
+// which takes them as hand-offs, never as takeovers, and publishes through all of them.
+func TestNodesShareTheShardsAndHandThemOff(t *testing.T) {
+	needNodes(t)
+	ns := startNodes(t, 2)
+	a, b := ns.nodes[0], ns.nodes[1]
+	held := func(nd *node) float64 { return nd.gathered(t, "herald_cluster_leases_held", `{kind="shard"}`) }
+	require.Eventually(t, func() bool {
+		ha, hb := held(a), held(b)
+		return ha+hb == 256 && ha > 0 && hb > 0
+	}, 30*time.Second, 50*time.Millisecond, "the shards are shared out")
+
+	a.p.stop()
+	require.Eventually(t, func() bool { return held(b) == 256 }, 30*time.Second, 50*time.Millisecond)
+	require.Zero(t, b.gathered(t, "herald_cluster_epochs_bumped_total", `{how="takeover"}`), "every shard of the stopped node was handed off")
+
+	targets := quotedIDs(accountsByPlatform(t, b.p, ns.key), "twitter_x", "bluesky", "linkedin")
+	id, status, err := ns.publish(&http.Client{Timeout: 10 * time.Second}, b, "after the hand-off", targets, "")
+	require.NoError(t, err)
+	require.Equal(t, 202, status)
+	ns.waitFinal(map[string]string{id: "after the hand-off"}, 30*time.Second)
+	ns.noneTwice([]string{"after the hand-off"}, "twitter_x", "bluesky", "linkedin")
 }

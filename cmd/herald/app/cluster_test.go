@@ -50,10 +50,3 @@ func TestNodeAnswers503WhenNoOwnerCanBeReached(t *testing.T) {
 	got := h.Do(http.MethodGet, "/v1/posts/"+id, nil)
 	require.Equal(t, http.StatusOK, got.Status, "%s", got.Body)
 }
-
-// --node-addr needs the PostgreSQL store, which the nodes share.
-func TestNodeAddrRefusesBbolt(t *testing.T) {
-	t.Parallel()
-	_, err := app.New(app.Config{DataDir: t.TempDir(), NodeAddr: "127.0.0.1:0", NoAdminSocket: true})
-	require.ErrorContains(t, err, "PostgreSQL")
-}
