@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,13 @@ func needNodes(t *testing.T) {
 func startNodes(t *testing.T, n int, extra ...string) *nodes {
 	t.Helper()
 	ns := &nodes{t: t, pgURL: pgtest.URL(t), sim: startSim(t, "--limit-scale", "100", "--latency", "2ms")}
+	t.Cleanup(func() {
+		if t.Failed() || os.Getenv("HERALD_NODES_LOGS") != "" {
+			for i, nd := range ns.nodes {
+				t.Logf("node %d (%s) log:\n%s", i, nd.addr, nd.p.logText())
+			}
+		}
+	})
 	for i := range n {
 		ns.add(extra...)
 		if i == 0 {
@@ -80,10 +88,15 @@ func (ns *nodes) add(extra ...string) *node {
 	return nd
 }
 
+// nodesSecret is the secret key every node of the suite shares (HERALD_SECRET_KEY).
+const nodesSecret = "5e1f0c2a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f"
+
 func startNode(t *testing.T, nd *node, store, sim string, extra ...string) *proc {
 	args := append([]string{"--store", store, "--node-addr", nd.addr, "--lease-ttl", nodesLease.String(),
 		"--sandbox", "--sim-url", sim, "--budget-scale", "100", "--plan-limits", "pro=1000000"}, extra...)
-	return startServer(t, nd.dir, args...)
+	cmd := exec.Command(heraldBin, serveArgs(nd.dir, args...)...)
+	cmd.Env = append(os.Environ(), "HERALD_SECRET_KEY="+nodesSecret)
+	return startCommand(t, cmd)
 }
 
 // restart starts a node that was stopped again, under the same address and directory.

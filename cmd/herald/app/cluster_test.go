@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -27,6 +28,7 @@ func TestNodeAnswers503WhenNoOwnerCanBeReached(t *testing.T) {
 	place := &awayPlacement{}
 	h := apptest.Start(t, apptest.Options{Config: func(c *app.Config) {
 		c.Store, c.NodeAddr, c.Placement = url, "127.0.0.1:0", place
+		c.SecretKey = strings.Repeat("5e", 32) // the key every node shares
 	}})
 	require.NotNil(t, h.App.Remote)
 	body := map[string]any{"content": "on a node", "platforms": []string{h.Accounts[0].ID}}

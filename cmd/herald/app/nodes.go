@@ -64,6 +64,11 @@ func checkNodeConfig(cfg Config) error {
 	if host, port, err := net.SplitHostPort(cfg.NodeAddr); err != nil || host == "" || port == "" {
 		return fmt.Errorf("--node-addr: %q is not HOST:PORT", cfg.NodeAddr)
 	}
+	if cfg.SecretKey == "" {
+		// Each node would otherwise generate a key of its own in its data directory, and open
+		// neither the account tokens nor the messages the others sealed.
+		return errors.New("--node-addr needs HERALD_SECRET_KEY: every node seals and opens the account tokens and the messages between nodes with the same key (64 hexadecimal characters)")
+	}
 	return nil
 }
 
