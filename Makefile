@@ -24,8 +24,12 @@ PG_TEST_PKGS := ./actors/... ./cmd/herald/app/ ./http/api/ ./http/live/ ./http/o
 test-postgres: ## Run the actor and API tests on PostgreSQL (HERALD_TEST_STORE=postgres; initdb and pg_ctl from Debian's postgresql package).
 	HERALD_TEST_STORE=postgres $(GO) test -race -count=1 -timeout 20m $(PG_TEST_PKGS)
 
-test-nodes: ## The multi-process suite of several nodes: PostgreSQL, herald sim and three herald serve --node-addr over one schema, each behind a proxy the tests cut (cmd/herald/nodes_process_test.go).
-	HERALD_NODES=1 $(GO) test -count=1 -run '^TestNodes' -v -timeout 15m ./cmd/herald/
+# NODES selects the tests of the multi-process suite (all of them by default; .ci/run runs those that
+# pass today, docs/cluster.md says which do not yet and why).
+NODES ?= ^TestNodes
+
+test-nodes: ## The multi-process suite of several nodes: PostgreSQL, herald sim and herald serve --node-addr over one schema, each behind a proxy the tests can cut (cmd/herald/nodes_process_test.go; NODES=regexp).
+	HERALD_NODES=1 $(GO) test -count=1 -run '$(NODES)' -v -timeout 15m ./cmd/herald/
 
 test-short: ## Run the tests without the race detector.
 	$(GO) test -count=1 ./...
