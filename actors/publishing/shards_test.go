@@ -159,10 +159,26 @@ func (n *clusterNode) takenAt(name string) (time.Time, bool) {
 }
 
 // publish publishes a new post to the accounts through n's post actors and returns its job id.
+// The post and its job are given ids whose shards are none of the accounts', so that a test
+// moving an account's shard moves only the account.
 func (s *shared) publish(n *clusterNode, text string, accounts ...string) (postID, jobID string) {
 	s.t.Helper()
+	apart := func(id string) bool {
+		for _, a := range accounts {
+			if cluster.ShardOf(id, nShards) == cluster.ShardOf(a, nShards) {
+				return false
+			}
+		}
+		return true
+	}
 	draft := s.draft(text, accounts...)
+	for !apart(draft.ID) {
+		draft.ID = uuid.Must(uuid.NewV7()).String()
+	}
 	jobID = uuid.Must(uuid.NewV7()).String()
+	for !apart(jobID) {
+		jobID = uuid.Must(uuid.NewV7()).String()
+	}
 	_, err := actors.Ask[*post.PublishReply](context.Background(), n.p.Posts.To(draft.ID), &post.Publish{Scope: s.user, JobID: jobID, Create: draft})
 	require.NoError(s.t, err)
 	return draft.ID, jobID

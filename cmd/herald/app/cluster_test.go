@@ -5,11 +5,13 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/cmd/herald/app/apptest"
+	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/persistence/pgtest"
 )
 
@@ -31,6 +33,10 @@ func TestNodeAnswers503WhenNoOwnerCanBeReached(t *testing.T) {
 		c.SecretKey = strings.Repeat("5e", 32) // the key every node shares
 	}})
 	require.NotNil(t, h.App.Remote)
+	// The node's writes fence on the leases it holds: it serves once it took every shard.
+	require.Eventually(t, func() bool {
+		return testkit.Gathered(t, h.App.Registry, "herald_cluster_leases_held", "kind", "shard") == app.Shards
+	}, 20*time.Second, 20*time.Millisecond)
 	body := map[string]any{"content": "on a node", "platforms": []string{h.Accounts[0].ID}}
 	created := h.Do(http.MethodPost, "/v1/posts", body)
 	require.Equal(t, http.StatusCreated, created.Status, "%s", created.Body)
