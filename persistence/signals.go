@@ -204,6 +204,19 @@ func (g *signals) wake(topics []Topic) {
 	g.mu.Unlock()
 }
 
+// wakeCommitted wakes the followers of what a committed transaction touched. A transaction that
+// began while nobody in the process followed anything noted nothing (collecting); a follower that
+// began following while it committed may have read the store before the commit and would wait
+// for a change already made, so when someone follows now, every follower is woken (one woken for
+// nothing reads and finds nothing new).
+func (g *signals) wakeCommitted(tx *Tx) {
+	if tx.collect {
+		g.wake(tx.touched)
+	} else if g.followed.Load() > 0 {
+		g.wakeAll()
+	}
+}
+
 // wakeAll wakes every follower (changes may have gone unheard: each reads what is new).
 func (g *signals) wakeAll() {
 	g.mu.Lock()

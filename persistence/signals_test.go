@@ -65,6 +65,35 @@ func TestFollowWakesAfterCommit(t *testing.T) {
 	})
 }
 
+// A follower that begins following while a commit that touches its job is under way (the commit
+// began when nobody followed anything, so it noted nothing) is woken once the commit is durable:
+// it may have read the store before the commit, and would otherwise wait for a change already
+// made.
+func TestFollowingDuringACommitIsWokenByIt(t *testing.T) {
+	EachStore(t, func(t *testing.T, s *Store) {
+		if s.Shared() {
+			t.Skip("a shared store notes every commit's topics")
+		}
+		job := uuid.NewString()
+		in, release := make(chan struct{}), make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			done <- s.Update(context.Background(), func(tx *Tx) error {
+				close(in)
+				<-release
+				return tx.PutJob(&Job{TrackingID: job, PostID: uuid.NewString(), UserID: uuid.NewString(), Status: JobProcessing, Seq: 1,
+					Targets: []JobTarget{{Target: 0, Platform: "x", AccountID: uuid.NewString(), Phase: PhaseUploading}}})
+			})
+		}()
+		<-in // the commit is running, begun while nobody followed
+		wake, stop := s.Follow(JobTopic(job))
+		defer stop()
+		close(release)
+		require.NoError(t, <-done)
+		require.True(t, woken(wake, time.Second), "a follower that began during the commit was not woken by it")
+	})
+}
+
 // openShared opens a store of the database at url as one of several processes.
 func openShared(t *testing.T, url string) *Store {
 	t.Helper()

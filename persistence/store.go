@@ -519,7 +519,7 @@ func (s *Store) commit(batch []*write) (waiting bool) {
 			// The commit itself failed (disk full, I/O error): every write failed.
 			err = writeFailed(err)
 		} else if tx != nil {
-			s.signals.wake(tx.touched)
+			s.signals.wakeCommitted(tx)
 		}
 		s.observe(len(batch), time.Since(start), err)
 		for _, w := range batch {
@@ -542,7 +542,7 @@ func (s *Store) commit(batch []*write) (waiting bool) {
 			err = writeFailed(err)
 			s.observe(1, time.Since(start), err)
 		} else if err == nil {
-			s.signals.wake(tx.touched)
+			s.signals.wakeCommitted(tx)
 			s.observe(1, time.Since(start), nil)
 		}
 		w.err = err
