@@ -96,7 +96,6 @@ type Publishing struct {
 	// outcomes and durations observe every finished job.
 	outcomes  *prometheus.CounterVec
 	durations prometheus.Histogram
-	stop      func()
 }
 
 // New builds the directories; nothing runs until a message or Start.
@@ -278,41 +277,6 @@ func (p *Publishing) Singletons() map[string]func(context.Context) {
 	return map[string]func(context.Context){
 		SchedulerKind:   p.Scheduler.Run,
 		PruneEventsKind: func(ctx context.Context) { p.PruneEvents(ctx, time.Minute) },
-	}
-}
-
-// Start resumes every job that was queued or processing when Herald stopped and starts the
-// scheduler, which fires at once the posts that came due meanwhile, and the pruning of the
-// outbox (Singletons), on this process alone. The open targets wait for their accounts in the
-// store: each account with some is told to take them (a target that was in flight is resolved,
-// never sent twice blindly), and nothing of a job is loaded until its account reports; the
-// finished jobs whose post had not taken the outcome are handed to their posts. Herald's
-// server resumes (Resume) and runs the loops under cluster.Singletons instead.
-func (p *Publishing) Start() {
-	p.Resume()
-	ctx, cancel := context.WithCancel(context.Background())
-	loops := p.Singletons()
-	done := make(chan struct{}, len(loops))
-	for _, run := range loops {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			run(ctx)
-		}()
-	}
-	p.stop = func() {
-		cancel()
-		for range loops {
-			<-done
-		}
-	}
-}
-
-// Stop stops the scheduler and the pruning (the directories are stopped by their owner, in the
-// order a shutdown needs).
-func (p *Publishing) Stop() {
-	if p.stop != nil {
-		p.stop()
-		p.stop = nil
 	}
 }
 

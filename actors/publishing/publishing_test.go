@@ -14,6 +14,7 @@ import (
 	"github.com/heraldhq/herald/actors/job"
 	"github.com/heraldhq/herald/actors/post"
 	"github.com/heraldhq/herald/actors/publishing"
+	"github.com/heraldhq/herald/cluster"
 	"github.com/heraldhq/herald/internal/testkit"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/secret"
@@ -30,6 +31,8 @@ type bundle struct {
 	sim   *sim.Server
 	deps  account.Deps
 	user  string
+	// loops are the background loops of each publishing start runs (stop stops them).
+	loops map[*publishing.Publishing]*cluster.Singletons
 }
 
 func setup(t *testing.T) *bundle {
@@ -61,10 +64,23 @@ func (b *bundle) start() (*publishing.Publishing, *prometheus.Registry) {
 	sys := actors.NewSystem(reg, nil)
 	b.t.Cleanup(sys.Shutdown)
 	p := publishing.New(publishing.Config{System: sys, Store: b.store, Registry: reg, Backlog: job.NewBacklog(100), Account: b.deps})
-	p.Start()
-	b.t.Cleanup(p.Stop)
+	// Resumed and its loops run as Herald's server runs them on a single node.
+	p.Resume()
+	loops := cluster.NewSingletons(reg, nil)
+	for kind, run := range p.Singletons() {
+		loops.Register(kind, run)
+	}
+	loops.StartAll(context.Background())
+	b.t.Cleanup(loops.Stop)
+	if b.loops == nil {
+		b.loops = map[*publishing.Publishing]*cluster.Singletons{}
+	}
+	b.loops[p] = loops
 	return p, reg
 }
+
+// stop stops the background loops of a publishing start started (the scheduler, the pruning).
+func (b *bundle) stop(p *publishing.Publishing) { b.loops[p].Stop() }
 
 // connect creates an account on the simulator through p's account directory.
 func (b *bundle) connect(p *publishing.Publishing, network platforms.Platform, handle string) string {
@@ -156,7 +172,7 @@ func TestStartResumesWhatAStopLeft(t *testing.T) {
 	b := setup(t)
 	first, _ := b.start()
 	x := b.connect(first, platforms.X, "ann")
-	first.Stop()
+	b.stop(first)
 
 	// A job whose target waits for its account, as a publish leaves it before its account took it.
 	waiting := b.draft("Waiting for its account", x)

@@ -128,7 +128,6 @@ func (s *shared) node(callTimeout time.Duration) *clusterNode {
 	deps.Metrics = account.NewMetrics(n.reg)
 	n.p = publishing.New(publishing.Config{System: n.sys, Store: s.store, Backlog: job.NewBacklog(100), Account: deps, Fence: fence})
 	sh = publishing.NewShards(n.p, fence, nShards, callTimeout)
-	t.Cleanup(n.p.Stop)
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel, n.done = cancel, make(chan struct{})
 	go func() {
@@ -250,7 +249,6 @@ func TestATakeoverDelaysTheLookupOfAttemptsInDoubt(t *testing.T) {
 	// The account is connected by a node that then goes silent holding every lease.
 	first := s.node(time.Minute)
 	x := s.connect(first.p, platforms.X, "ann")
-	first.p.Stop()
 	require.NoError(t, first.p.Accounts.Passivate(context.Background(), func(string) bool { return true }))
 	draft := s.draft("In flight when its node went silent", x)
 	jobID := uuid.Must(uuid.NewV7()).String()

@@ -634,9 +634,6 @@ func (a *App) Shutdown() error {
 	if a.node != nil {
 		a.stopNode()
 	}
-	if a.Publishing != nil {
-		a.Publishing.Stop()
-	}
 	// Campaigns first (a retry or cancel under way asks posts), then accounts (their calls in
 	// flight are resolved at the next start from their attempt records), then jobs, then posts.
 	if err := a.Campaigns.Stop(actx); err != nil {
