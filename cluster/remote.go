@@ -34,10 +34,30 @@ import (
 // B's actor answers a local process (answer) that puts the reply in an envelope and sends it to
 // A's replies, which hands it to the sender. A forward that gets no answer within the time-out,
 // or whose connection to B ends, is answered ErrUnavailable.
+//
+// A message without a reply (Send) carries a return address instead (returnedID, with the
+// number of tries so far as its request id): a gateway that does not hold the shard sends the
+// sealed message back there, undelivered, and the sending node offers it again later (redeliver),
+// as it does a message for a shard whose owner it does not know yet. A message is offered again
+// only when it is known not to have been delivered, so no actor receives one twice this way.
 const (
-	gatewayID = "herald$gateway"
-	repliesID = "herald$replies"
-	answerID  = "herald$answer/"
+	gatewayID  = "herald$gateway"
+	repliesID  = "herald$replies"
+	answerID   = "herald$answer/"
+	returnedID = "herald$returned"
+)
+
+// A message without a reply that cannot be delivered now (no owner known, or the node it went to
+// no longer holds the shard) is offered again after a wait that starts at redeliverFirst and
+// doubles up to redeliverMax, redeliverTries times at most (about half a minute, several lease
+// lifetimes: long enough for a shard to move, even by takeover), and no more than
+// maxRedelivering at once; beyond either it is dropped, counted and logged, and its work waits in
+// the store for the shard's owner to resume it.
+const (
+	redeliverFirst  = 25 * time.Millisecond
+	redeliverMax    = time.Second
+	redeliverTries  = 40
+	maxRedelivering = 10000
 )
 
 // ErrUnavailable means a request could not reach the node that owns its actor's shard: no owner
@@ -91,6 +111,11 @@ type Remote struct {
 	answers map[string]bool
 	pending map[uint32]*pending
 	next    uint32
+	// redelivering counts the messages waiting to be offered again, tries bounds their tries
+	// (redeliverTries); stopped ends them.
+	redelivering int
+	tries        uint32
+	stopped      bool
 }
 
 type pending struct {
@@ -132,7 +157,7 @@ func StartRemote(sys *actors.System, cfg RemoteConfig) (*Remote, error) {
 	// the next message to the address tries again.
 	rc.MaxRetryCount = 1
 	r := &Remote{sys: sys, cfg: cfg, m: newRemoteMetrics(cfg.Registry), dirs: map[string]*actors.Directory{},
-		answers: map[string]bool{}, pending: map[uint32]*pending{}}
+		answers: map[string]bool{}, pending: map[uint32]*pending{}, tries: redeliverTries}
 	r.rem = remote.NewRemote(sys.AS, rc)
 	if err := startRemote(r.rem); err != nil {
 		return nil, fmt.Errorf("cluster: starting remote on %s: %w", cfg.Addr, err)
@@ -143,6 +168,7 @@ func StartRemote(sys *actors.System, cfg RemoteConfig) (*Remote, error) {
 		return nil, errors.New("cluster: the gateway is already registered")
 	}
 	_, _ = sys.AS.ProcessRegistry.Add(&replies{r}, repliesID)
+	_, _ = sys.AS.ProcessRegistry.Add(&returned{r}, returnedID)
 	r.sub = sys.AS.EventStream.Subscribe(func(evt any) {
 		if t, ok := evt.(*remote.EndpointTerminatedEvent); ok {
 			r.endpointEnded(t.Address)
@@ -189,6 +215,7 @@ func (r *Remote) Stop() {
 	r.mu.Lock()
 	waiting := r.pending
 	r.pending = map[uint32]*pending{}
+	r.stopped = true
 	r.mu.Unlock()
 	for _, p := range waiting {
 		p.timer.Stop()
@@ -203,53 +230,104 @@ func (r *Remote) directory(kind string) *actors.Directory {
 	return r.dirs[kind]
 }
 
-// forward sends msg for the actor id of kind to the node holding its shard (for a live
-// incarnation only, when live), and reports whether it sent it. A request that cannot be sent is
-// answered ErrUnavailable; a message without a sender that cannot be sent is counted and logged.
-func (r *Remote) forward(kind, id string, shard int, msg any, sender *actor.PID, live bool) bool {
+// forward sends a request for the actor id of kind to the node holding its shard, with sender
+// as its reply address. A request that cannot be sent is answered ErrUnavailable.
+func (r *Remote) forward(kind, id string, shard int, msg any, sender *actor.PID) {
 	addr := r.cfg.Placement.Where(shard)
 	if addr == "" || addr == r.addr {
 		// No owner known, or the lease table still names this node, which no longer holds the
 		// shard: it is moving.
-		r.undeliverable(kind, id, sender, "no node is known to hold the shard")
+		r.m.forwards.WithLabelValues(kind, "unavailable").Inc()
+		r.sys.Root.Send(sender, &actors.ErrorReply{Err: ErrUnavailable})
+		return
+	}
+	env, err := r.encode(kind, id, msg, false)
+	if err != nil {
+		r.sys.Root.Send(sender, &actors.ErrorReply{Err: err})
+		return
+	}
+	r.sys.Root.Send(actor.NewPID(addr, gatewayID), &actor.MessageEnvelope{Message: env, Sender: r.open(sender, kind, addr)})
+}
+
+// send delivers a message without a reply to the actor id of kind (to a live incarnation only,
+// when live) on the node holding its shard: here, or forwarded there. try counts the tries
+// before this one. A message that cannot be delivered now is offered again later (redeliver).
+// It reports whether it delivered the message here or forwarded it.
+func (r *Remote) send(kind, id string, msg any, live bool, try uint32) bool {
+	shard := ShardOf(id, r.cfg.Shards)
+	if r.cfg.Placement.Here(shard) {
+		if dir := r.directory(kind); dir != nil {
+			if live {
+				return dir.SendLive(id, msg)
+			}
+			dir.Send(id, msg)
+			return true
+		}
+	}
+	addr := r.cfg.Placement.Where(shard)
+	if addr == "" || addr == r.addr {
+		// No owner known, or the lease table still names this node, which no longer holds the
+		// shard: it is moving.
+		r.redeliver(kind, id, msg, live, try, "no node is known to hold the shard")
 		return false
 	}
+	env, err := r.encode(kind, id, msg, live)
+	if err != nil {
+		return false
+	}
+	r.m.forwards.WithLabelValues(kind, "sent").Inc()
+	r.sys.Root.Send(actor.NewPID(addr, gatewayID), &actor.MessageEnvelope{Message: env,
+		Sender: &actor.PID{Address: r.addr, Id: returnedID, RequestId: try}})
+	return true
+}
+
+// encode seals a message for the actor id of kind; a message that cannot cross is counted and
+// logged.
+func (r *Remote) encode(kind, id string, msg any, live bool) (*anypb.Any, error) {
 	env, err := Encode(msg)
 	if err != nil {
 		r.m.forwards.WithLabelValues(kind, "unencodable").Inc()
 		r.cfg.Log.Error("cluster: a message that cannot cross between nodes was sent to an actor on another node", "actor_kind", kind, "error", err)
-		if sender != nil {
-			r.sys.Root.Send(sender, &actors.ErrorReply{Err: err})
-		}
-		return false
+		return nil, err
 	}
 	liveText := ""
 	if live {
 		liveText = "1"
 	}
-	env = r.seal(kind, id, liveText, env.GetTypeUrl(), string(env.GetValue()))
-	var from *actor.PID
-	if sender != nil {
-		from = r.open(sender, kind, addr)
-	} else {
-		r.m.forwards.WithLabelValues(kind, "sent").Inc()
-	}
-	r.sys.Root.Send(actor.NewPID(addr, gatewayID), &actor.MessageEnvelope{Message: env, Sender: from})
-	return true
+	return r.seal(kind, id, liveText, env.GetTypeUrl(), string(env.GetValue())), nil
 }
 
-// undeliverable answers a request that could not be forwarded, or counts and logs a message
-// without a sender that could not be: its work is in the store, and the shard's next owner
-// resumes it when it takes the shard (docs/cluster.md).
-func (r *Remote) undeliverable(kind, id string, sender *actor.PID, why string) {
-	if sender != nil {
-		r.m.forwards.WithLabelValues(kind, "unavailable").Inc()
-		r.sys.Root.Send(sender, &actors.ErrorReply{Err: ErrUnavailable})
+// redeliver offers a message without a reply, known not to have been delivered, again after a
+// wait that grows with its tries; past the last try, or with too many waiting, it is dropped,
+// counted and logged: its work is in the store, and the shard's owner resumes it
+// (docs/cluster.md).
+func (r *Remote) redeliver(kind, id string, msg any, live bool, try uint32, why string) {
+	r.mu.Lock()
+	ok := !r.stopped && try < r.tries && r.redelivering < maxRedelivering
+	if ok {
+		r.redelivering++
+	}
+	r.mu.Unlock()
+	if !ok {
+		r.m.forwards.WithLabelValues(kind, "dropped").Inc()
+		r.cfg.Log.Warn("cluster: a message to an actor on another node was not delivered; its shard's owner resumes its work from the store",
+			"actor_kind", kind, "actor_id", id, "reason", why, "tries", try+1)
 		return
 	}
-	r.m.forwards.WithLabelValues(kind, "dropped").Inc()
-	r.cfg.Log.Warn("cluster: a message to an actor on another node was not delivered; its shard's next owner resumes its work from the store",
-		"actor_kind", kind, "actor_id", id, "reason", why)
+	r.m.forwards.WithLabelValues(kind, "deferred").Inc()
+	wait := redeliverMax
+	if try < 6 {
+		wait = min(redeliverFirst<<try, redeliverMax)
+	}
+	time.AfterFunc(wait, func() {
+		r.mu.Lock()
+		r.redelivering--
+		stopped := r.stopped
+		r.mu.Unlock()
+		if !stopped {
+			r.send(kind, id, msg, live, try+1)
+		}
+	})
 }
 
 // open registers a forwarded request's sender and returns the reply address its forward carries.
@@ -321,6 +399,11 @@ type gateway struct{ r *Remote }
 func (g *gateway) SendUserMessage(_ *actor.PID, message any) {
 	r := g.r
 	_, msg, sender := actor.UnwrapEnvelope(message)
+	var back *actor.PID
+	if sender != nil && sender.Id == returnedID {
+		// A message without a reply: its sender's return address, for a refusal.
+		back, sender = sender, nil
+	}
 	sealed, _ := msg.(*anypb.Any)
 	f, err := r.unseal(sealed, 5)
 	if err != nil {
@@ -351,7 +434,11 @@ func (g *gateway) SendUserMessage(_ *actor.PID, message any) {
 	if !r.cfg.Placement.Here(ShardOf(id, r.cfg.Shards)) {
 		// Never forwarded on: the sender learns the shard is moving and may try again.
 		r.m.received.WithLabelValues(label, "refused").Inc()
-		if sender == nil {
+		switch {
+		case back != nil:
+			// Sent back undelivered: its sender offers it again once it knows the owner.
+			r.sys.Root.Send(back, sealed)
+		case sender == nil:
 			r.cfg.Log.Warn("cluster: a message forwarded here for a shard this node does not hold was not delivered; the shard's owner resumes its work from the store",
 				"actor_kind", kind, "actor_id", id)
 		}
@@ -445,6 +532,33 @@ func (p *replies) SendUserMessage(pid *actor.PID, message any) {
 func (p *replies) SendSystemMessage(*actor.PID, any) {}
 func (p *replies) Stop(*actor.PID)                   {}
 
+// returned receives the messages without a reply that a node sent back undelivered (it no
+// longer holds their shard), and offers each again (redeliver).
+type returned struct{ r *Remote }
+
+func (p *returned) SendUserMessage(pid *actor.PID, message any) {
+	r := p.r
+	_, msg, _ := actor.UnwrapEnvelope(message)
+	sealed, _ := msg.(*anypb.Any)
+	f, err := r.unseal(sealed, 5)
+	if err != nil {
+		r.m.received.WithLabelValues("unknown", "unsealed").Inc()
+		r.cfg.Log.Warn("cluster: a returned message that does not open with this node's key was dropped", "error", err)
+		return
+	}
+	kind, id, live := f[0], f[1], f[2] != ""
+	m, err := Decode(&anypb.Any{TypeUrl: f[3], Value: []byte(f[4])})
+	if err != nil {
+		r.cfg.Log.Warn("cluster: a returned message could not be decoded", "actor_kind", kind, "error", err)
+		return
+	}
+	r.m.forwards.WithLabelValues(kind, "returned").Inc()
+	r.redeliver(kind, id, m, live, pid.GetRequestId(), "the node it was sent to does not hold the shard")
+}
+
+func (p *returned) SendSystemMessage(*actor.PID, any) {}
+func (p *returned) Stop(*actor.PID)                   {}
+
 // sealedType is the type URL of a sealed envelope: its value is the sealed fields of the message
 // (the kind, the id, whether for a live incarnation only, the type URL and value of the message's
 // own envelope; or, for an answer, the last two).
@@ -508,7 +622,7 @@ func newRemoteMetrics(reg prometheus.Registerer) remoteMetrics {
 	m := remoteMetrics{
 		forwards: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_cluster_forwards_total",
-			Help: "Messages this node forwarded to the node owning their actor's shard, by actor kind and outcome: sent (a message without reply, handed to the connection), answered (a request whose answer came back), unavailable (a request answered 503: no owner known, unreachable, not the owner, or no answer in time), dropped (a message without reply that had no owner to go to), unencodable (a message type that cannot cross).",
+			Help: "Messages this node forwarded to the node owning their actor's shard, by actor kind and outcome: sent (a message without reply, handed to the connection), answered (a request whose answer came back), unavailable (a request answered 503: no owner known, unreachable, not the owner, or no answer in time), deferred (a message without reply held for another try: no owner known yet), returned (a message without reply sent back undelivered by a node that no longer holds the shard, to be tried again), dropped (a message without reply given up after its last try), unencodable (a message type that cannot cross).",
 		}, []string{"kind", "outcome"}),
 		received: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_cluster_forwards_received_total",

@@ -9,7 +9,8 @@ import (
 // Router is the actors.Router of one kind when several nodes run: a message for an id whose
 // shard this node holds goes to the local directory as on a single node; any other is forwarded
 // once to the node holding the shard (Remote). A request that cannot reach that node is answered
-// ErrUnavailable.
+// ErrUnavailable; a message without a reply that finds no owner, or an owner that no longer holds
+// the shard, is offered again shortly.
 type Router struct {
 	r    *Remote
 	dir  *actors.Directory
@@ -38,14 +39,20 @@ func (rt *Router) SendLive(id string, msg any) bool {
 	if rt.r.cfg.Placement.Here(shard) {
 		return rt.dir.SendLive(id, msg)
 	}
-	return rt.r.forward(rt.kind, id, shard, msg, nil, true)
+	return rt.r.send(rt.kind, id, msg, true, 0)
 }
 
+// deliver delivers here when this node holds the shard; a request elsewhere is forwarded once
+// (answered ErrUnavailable when it cannot be), and a message without a reply is forwarded and
+// offered again until it is delivered or its tries run out (Remote.send).
 func (rt *Router) deliver(id string, msg any, sender *actor.PID) {
 	shard := ShardOf(id, rt.r.cfg.Shards)
-	if rt.r.cfg.Placement.Here(shard) {
+	switch {
+	case rt.r.cfg.Placement.Here(shard):
 		rt.dir.Request(id, msg, sender)
-		return
+	case sender == nil:
+		rt.r.send(rt.kind, id, msg, false, 0)
+	default:
+		rt.r.forward(rt.kind, id, shard, msg, sender)
 	}
-	rt.r.forward(rt.kind, id, shard, msg, sender, false)
 }
