@@ -539,6 +539,11 @@ type returned struct{ r *Remote }
 func (p *returned) SendUserMessage(pid *actor.PID, message any) {
 	r := p.r
 	_, msg, _ := actor.UnwrapEnvelope(message)
+	if _, ok := msg.(*actor.DeadLetterResponse); ok {
+		// The node it was sent to could not be reached (its connection failed): the message
+		// is gone with it, and the shard's next owner resumes its work from the store.
+		return
+	}
 	sealed, _ := msg.(*anypb.Any)
 	f, err := r.unseal(sealed, 5)
 	if err != nil {

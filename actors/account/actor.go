@@ -193,12 +193,13 @@ type Actor struct {
 	queue []*request
 	// held are the requests the account took from the store and whose outcome it has not
 	// reported, by entry key: in the queue, the lane, in flight, waiting for a retry or a lookup.
-	// reported are the entries whose outcome was reported but may not be stored by their job yet:
-	// a take passes over both, and forgets a reported entry once the store no longer holds it.
+	// reported are the entries whose outcome was reported but may not be stored by their job yet,
+	// with the report and when it was sent (Take.Resume sends it again): a take passes over both,
+	// and forgets a reported entry once the store no longer holds it.
 	// more says the store may hold entries the account has not taken; failing, when set, fails
 	// the entries taken until the walk reaches the end of what waits (failWaiting).
 	held       map[string]*request
-	reported   map[string]bool
+	reported   map[string]sentReport
 	more       bool
 	heldBack   bool // the backlog was told the budget holds the account back
 	failing    string
@@ -337,7 +338,7 @@ func (a *Actor) receive(ctx actor.Context) {
 	case *actor.Started:
 		a.lane = newLane(&a.deps, ctx, a.id)
 		if a.held == nil {
-			a.held, a.reported = map[string]*request{}, map[string]bool{}
+			a.held, a.reported = map[string]*request{}, map[string]sentReport{}
 		}
 		a.more = true // what waits in the store is taken by the first pump
 		a.load()
@@ -353,6 +354,9 @@ func (a *Actor) receive(ctx actor.Context) {
 		}
 		a.holdBack(false)
 	case *Take:
+		if m.Resume {
+			a.reportAgain()
+		}
 		a.more = true
 		a.pumpLater(ctx)
 	case *Drain:

@@ -11,7 +11,16 @@ import (
 // was created, or Herald started with a backlog. The account takes them, in order, as its budget
 // and its calls allow, and reports each one's progress and outcome through Deps.Report, so that
 // the job may passivate or restart meanwhile.
-type Take struct{}
+//
+// Resume says the take comes from a periodic resume of the account's shard when several nodes
+// run (publishing.Shards): the account also reports again each outcome it reported a while ago
+// that its job has not stored yet (its entry still waits in the store), since a report sent to
+// a node that died with it, or to a job's incarnation that died before storing it, is lost. A
+// job takes a repeated outcome as it takes any report of a target already final: it changes
+// nothing.
+type Take struct {
+	Resume bool `json:"resume,omitempty"`
+}
 
 // Report is what the account tells a job about one of its targets.
 type Report struct {

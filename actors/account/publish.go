@@ -32,12 +32,59 @@ func (a *Actor) send(r *request, rep *Report) {
 	if rep.Final && r.key != "" {
 		a.count(r, false)
 		delete(a.held, r.key)
-		a.reported[r.key] = true
+		a.reported[r.key] = sentReport{rep: rep, at: a.deps.Now()}
 	}
 	if a.drainJobs != nil {
 		a.drainJobs[rep.JobID] = true
 	}
 	a.deps.Jobs.Report(rep)
+}
+
+// sentReport is an outcome the account reported whose job may not have stored it yet.
+type sentReport struct {
+	rep *Report
+	at  time.Time
+}
+
+// reportAgainAfter is how long after an outcome's report the account sends it again when its
+// shard is resumed and the job has not stored it: long enough that a job busy storing it is not
+// sent it twice for nothing.
+const reportAgainAfter = time.Second
+
+// reportAgain sends again the outcomes reported longer than reportAgainAfter ago whose entries
+// still wait in the store (Take.Resume): the report was lost on its way to its job or with the
+// job's incarnation. The entries the store no longer holds are forgotten.
+func (a *Actor) reportAgain() {
+	if len(a.reported) == 0 {
+		return
+	}
+	now := a.deps.Now()
+	var gone []string
+	var again []*Report
+	err := a.deps.Store.View(func(tx *persistence.Tx) error {
+		gone, again = gone[:0], again[:0]
+		for key, s := range a.reported {
+			switch {
+			case !tx.IsWaiting(persistence.Waiting{AccountID: a.id, JobID: s.rep.JobID, Target: s.rep.Target}):
+				gone = append(gone, key)
+			case now.Sub(s.at) >= reportAgainAfter:
+				again = append(again, s.rep)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return // the next resume tries again
+	}
+	for _, key := range gone {
+		delete(a.reported, key)
+	}
+	for _, rep := range again {
+		a.deps.Jobs.Report(rep)
+	}
+	if len(again) > 0 {
+		a.deps.Log.Info("an account reported again outcomes its jobs had not stored", "account_id", a.id, "count", len(again))
+	}
 }
 
 // holdBack tells the backlog whether the account's budget holds back what waits for it.
@@ -116,7 +163,7 @@ func (a *Actor) take(ctx actor.Context, n int) {
 		clear(stored)
 		ws, more := tx.WaitingFor(a.id, n, func(key string) bool {
 			last = key
-			if a.reported[key] {
+			if _, ok := a.reported[key]; ok {
 				stored[key] = true
 				return true
 			}

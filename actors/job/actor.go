@@ -269,11 +269,14 @@ func finished(j *persistence.Job) bool {
 	return j.Status == persistence.JobCompleted || j.Status == persistence.JobFailed
 }
 
-// start hands a finished job's outcome to its post (again, after a restart). An unfinished
-// job's targets wait for their accounts in the store: nothing to send.
+// start hands a finished job's outcome to its post (again, after a restart, or when a resume
+// finds the post has still not taken it: the Finish sent before, or the post's answer, may
+// have been lost with a node that died; a post takes a repeated Finish as a no-op). An
+// unfinished job's targets wait for their accounts in the store: nothing to send.
 func (a *Actor) start() {
 	j := a.state
 	if j != nil && finished(j) && !j.PostSynced {
+		a.finishing = false
 		a.finish()
 	}
 }

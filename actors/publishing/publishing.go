@@ -325,6 +325,41 @@ func (p *Publishing) ResumeWhere(match func(id string) bool) {
 	}
 }
 
+// Remind tells the jobs and accounts whose id match again of what the store holds for them,
+// without counting anything into the backlog (Resume did): the finished jobs whose post has not
+// taken their outcome hand it on, and every account with targets waiting takes them and reports
+// again the outcomes its jobs have not stored (account.Take's Resume). A message between nodes
+// that was lost with a node that died is so made good at the next reminder; a repeated one
+// changes nothing (Shards runs it periodically).
+func (p *Publishing) Remind(match func(id string) bool) {
+	var waiting map[string]int
+	_ = p.store.View(func(tx *persistence.Tx) error {
+		waiting = tx.WaitingCounts()
+		return nil
+	})
+	for after := ""; ; {
+		var ids []string
+		_ = p.store.View(func(tx *persistence.Tx) error {
+			ids = tx.FinishedActiveJobs(after, 1000)
+			return nil
+		})
+		for _, id := range ids {
+			if match(id) {
+				p.To.Jobs.Send(id, &job.Start{})
+			}
+		}
+		if len(ids) < 1000 {
+			break
+		}
+		after = ids[len(ids)-1]
+	}
+	for id := range waiting {
+		if match(id) {
+			p.To.Accounts.Send(id, &account.Take{Resume: true})
+		}
+	}
+}
+
 // PruneEvents deletes, every period until ctx ends, outbox events that every consumer has taken
 // more than an hour ago (the hour keeps recent events readable when debugging a delivery).
 func (p *Publishing) PruneEvents(ctx context.Context, every time.Duration) {

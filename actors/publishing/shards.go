@@ -27,6 +27,10 @@ import (
 //     released with no attempt in doubt.
 //   - Lost stops the shard's actors at once; whatever they still try to write is fenced, and
 //     they call no network (the trust gate).
+//   - Every Remind, the shards held are reminded of what the store holds for them
+//     (Publishing.Remind): a message lost with a node that died (a report on its way to a job
+//     there, a job's Finish to its post) is made good, since resuming on a take covers only the
+//     dead node's own shards.
 //
 // Single-node Herald uses none of it: Start resumes every shard at once.
 type Shards struct {
@@ -35,6 +39,9 @@ type Shards struct {
 	n           int
 	callTimeout time.Duration
 	log         *slog.Logger
+
+	// Remind is how often Run reminds the shards held of their work (0: never); set before Run.
+	Remind time.Duration
 
 	mu      sync.Mutex
 	pending map[int]bool
@@ -51,10 +58,19 @@ func NewShards(p *Publishing, fence *cluster.Fence, n int, callTimeout time.Dura
 // Run resumes the shards taken, all those taken since the last pass in one read of the store
 // (a node that starts takes many at once), until ctx ends.
 func (s *Shards) Run(ctx context.Context) {
+	var remind <-chan time.Time
+	if s.Remind > 0 {
+		t := time.NewTicker(s.Remind)
+		defer t.Stop()
+		remind = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-remind:
+			s.p.Remind(func(id string) bool { return s.fence.Trusted(id) })
+			continue
 		case <-s.kick:
 		}
 		s.mu.Lock()

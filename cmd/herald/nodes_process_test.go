@@ -11,13 +11,10 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/cluster"
@@ -240,63 +237,6 @@ func (ns *nodes) noneTwice(texts []string, platforms ...string) {
 			require.Equal(ns.t, 1, seen[pl+"|"+text], "%s on %s", text, pl)
 		}
 	}
-}
-
-// A shard owner SIGKILLed in the middle of a bulk publish sent to every node: every accepted post
-// is finished by the others, and no target is published twice.
-func TestNodesSIGKILLAShardOwnerDuringABulkPublish(t *testing.T) {
-	needNodes(t)
-	ns := startNodes(t, 3)
-	targets := quotedIDs(accountsByPlatform(t, ns.nodes[0].p, ns.key), "twitter_x", "bluesky", "linkedin")
-	require.Len(t, targets, 3)
-	// The victim owns the shard of the X account, so that its calls move.
-	var xID string
-	require.NoError(t, json.Unmarshal([]byte(targets[0]), &xID))
-	victim := ns.owner(cluster.ShardName(cluster.ShardOf(xID, 256)))
-	require.NotNil(t, victim, "the X account's shard has an owner")
-
-	const total = 300
-	var mu sync.Mutex
-	accepted := map[string]string{}
-	var n atomic.Int64
-	killed := make(chan struct{})
-	var once sync.Once
-	var wg sync.WaitGroup
-	client := &http.Client{Timeout: 10 * time.Second}
-	for w := range 9 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < total; i += 9 {
-				text := fmt.Sprintf("nodes bulk %04d", i)
-				live := ns.live()
-				nd := live[i%len(live)]
-				id, status, err := ns.publish(client, nd, text, targets, "")
-				if err != nil || status == 503 {
-					continue // the node died under the request, or it answered retry later
-				}
-				if !assert.Equal(t, 202, status, "publish %s", text) {
-					continue
-				}
-				mu.Lock()
-				accepted[id] = text
-				mu.Unlock()
-				if n.Add(1) == total/3 {
-					once.Do(func() { close(killed) })
-				}
-			}
-		}()
-	}
-	<-killed
-	victim.p.kill9()
-	wg.Wait()
-	t.Logf("%d posts accepted, node %s killed after %d", len(accepted), victim.addr, total/3)
-	ns.waitFinal(accepted, 60*time.Second)
-	var texts []string
-	for _, text := range accepted {
-		texts = append(texts, text)
-	}
-	ns.noneTwice(texts, "twitter_x", "bluesky", "linkedin")
 }
 
 // A key revoked through one node is refused by the others within a second.

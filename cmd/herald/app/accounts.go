@@ -34,7 +34,7 @@ func (a *App) accountDeps() (account.Deps, error) {
 	}
 	return account.Deps{
 		Box: a.Box, Adapters: a.Adapters, Budgets: a.Budgets, Metrics: account.NewMetrics(a.Registry),
-		Log: a.Log, Concurrency: a.Cfg.AccountConcurrency,
+		Log: a.Log, Concurrency: a.Cfg.AccountConcurrency, CallTimeout: a.Cfg.CallTimeout,
 		// Media storage is built after the accounts.
 		Media: func(ctx context.Context, userID string, ids []string) ([]platforms.Media, error) {
 			if a.MediaResolver == nil {

@@ -194,6 +194,10 @@ type Config struct {
 	NodeAddr  string
 	LeaseTTL  time.Duration
 	Placement cluster.Placement
+	// CallTimeout bounds one publishing call, uploads included (--call-timeout; 0: account's
+	// default of 10 minutes). After a node took a shard over from one that went silent, the
+	// attempts in doubt are looked up only once it has passed.
+	CallTimeout time.Duration
 	// MaxMappedFileMB gives the bbolt file's pages mapped by reads back to the kernel's page
 	// cache once the process's file-backed resident memory passes it (--max-mapped-file-mb; 0:
 	// DefaultMaxMappedFileMB; negative: never; persistence.Options.MaxMappedBytes).

@@ -33,10 +33,16 @@ func (a *App) buildPublishing(ad account.Deps) {
 	if a.node != nil {
 		// The shard manager: the member's callbacks for "shard/…" leases (nodes.go).
 		a.node.shards = publishing.NewShards(a.Publishing, a.node.fence, Shards, orDefault(ad.CallTimeout, 10*time.Minute))
+		// A message lost with a node that died is made good within a few lease lifetimes.
+		a.node.shards.Remind = remindEvery * orDefault(a.Cfg.LeaseTTL, DefaultLeaseTTL)
 	}
 	p := a.Publishing
 	a.Posts, a.Accounts, a.Jobs, a.Campaigns, a.Scheduler = p.Posts, p.Accounts, p.Jobs, p.Campaigns, p.Scheduler
 }
+
+// remindEvery is, in lease lifetimes, how often a node reminds the shards it holds of their work
+// (publishing.Shards.Remind).
+const remindEvery = 5
 
 // DefaultMaxJobBacklog is the publish jobs in hand beyond which publish requests are refused,
 // when --max-job-backlog is not given (docs/operations.md, Overload).
