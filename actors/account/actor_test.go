@@ -848,3 +848,53 @@ func (s *startCounting) Publish(ctx context.Context, cr platforms.Credentials, p
 	s.started.Add(1)
 	return s.Adapter.Publish(ctx, cr, p)
 }
+
+// An outcome whose job has not stored it a while after its report (the report was lost with a
+// node that died) is reported again when the account's shard is resumed (Take.Resume), never
+// sent to the network again; one the job stored is not.
+func TestAnOutcomeNotStoredIsReportedAgainOnResume(t *testing.T) {
+	t.Parallel()
+	keep := &atomic.Bool{}
+	keep.Store(true) // the report is lost: its entry stays in the store
+	b := setupWith(t, options{keepEntries: keep})
+	x := b.connect(platforms.X, "rhea")
+	job := newJobID()
+	b.publish(x, job, 0, "reported again")
+	first := b.finals(job, 1)[0]
+	require.True(t, first.Success)
+
+	none := func(what string) {
+		t.Helper()
+		select {
+		case r := <-b.reports:
+			t.Fatalf("%s: a report came: %+v", what, r)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	// Just reported: its job may be storing it now.
+	b.dir.Send(x, &account.Take{Resume: true})
+	none("a resume right after the report")
+	time.Sleep(time.Second)
+	// A take that is not a resume (a new job) does not report it again.
+	b.dir.Send(x, &account.Take{})
+	none("a take")
+	b.dir.Send(x, &account.Take{Resume: true})
+	again := b.finals(job, 1)[0]
+	require.Equal(t, first, again, "the same outcome, reported again")
+	none("after the report again")
+
+	// The job stores it: the next resume forgets it.
+	require.NoError(t, b.store.Update(context.Background(), func(tx *persistence.Tx) error {
+		return tx.StopWaiting(persistence.Waiting{AccountID: x, JobID: job, Target: 0})
+	}))
+	time.Sleep(time.Second)
+	b.dir.Send(x, &account.Take{Resume: true})
+	none("a resume once the outcome is stored")
+	n := 0
+	for _, p := range b.sim.Publications(platforms.X) {
+		if p.Text == "reported again" {
+			n++
+		}
+	}
+	require.Equal(t, 1, n, "published once")
+}

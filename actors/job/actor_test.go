@@ -172,6 +172,52 @@ func TestStartHandsAFinishedJobToItsPost(t *testing.T) {
 	}
 }
 
+// A finished job handed to its post is handed to it again at the next Start while the post has
+// not answered (its Finish, or the answer, was lost with a node that died); once the post took
+// it, a Start hands nothing.
+func TestStartHandsTheOutcomeAgainWhileThePostHasNotTakenIt(t *testing.T) {
+	t.Parallel()
+	store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
+	t.Cleanup(sys.Shutdown)
+	finished := make(chan *persistence.Job, 4)
+	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: time.Minute,
+		Log: slog.New(slog.DiscardHandler), Handoff: finishing(finished)}))
+	j := &persistence.Job{TrackingID: uuid.Must(uuid.NewV7()).String(), PostID: uuid.Must(uuid.NewV7()).String(), UserID: uuid.NewString(),
+		Status: persistence.JobQueued, CreatedAt: time.Now().UTC(),
+		Targets: []persistence.JobTarget{{Target: 0, Platform: "bluesky", AccountID: uuid.NewString(), Phase: persistence.PhaseUploading}}}
+	require.NoError(t, store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutJob(j) }))
+	dir.Send(j.TrackingID, &account.Report{JobID: j.TrackingID, Target: 0, AccountID: j.Targets[0].AccountID, Final: true, Success: true, Message: "published"})
+	next := func(what string) {
+		t.Helper()
+		select {
+		case got := <-finished:
+			require.Equal(t, j.TrackingID, got.TrackingID, what)
+			require.Equal(t, persistence.JobCompleted, got.Status, what)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the job was not handed to its post", what)
+		}
+	}
+	next("the job's last report")
+	// The post never answered: a resume's Start hands the outcome again, and again.
+	dir.Send(j.TrackingID, &job.Start{})
+	next("the first Start")
+	dir.Send(j.TrackingID, &job.Start{})
+	next("the second Start")
+	// The post took it: nothing more.
+	dir.Send(j.TrackingID, &job.PostSynced{Stored: false})
+	dir.Send(j.TrackingID, &job.Start{})
+	_, err = actors.Ask[*job.Flushed](context.Background(), dir.To(j.TrackingID), &job.Flush{})
+	require.NoError(t, err)
+	select {
+	case got := <-finished:
+		t.Fatalf("handed again after the post took it: %+v", got)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
 // finishing is a job directory's hand-off in these tests: the final jobs, on a channel.
 type finishing chan *persistence.Job
 

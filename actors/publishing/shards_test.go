@@ -2,6 +2,7 @@ package publishing_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -39,6 +40,8 @@ type shared struct {
 	*bundle
 	url   string
 	calls *inFlight
+	// remind is how often the nodes remind their shards of their work (0: never).
+	remind time.Duration
 }
 
 func setupShared(t *testing.T, latency time.Duration) *shared {
@@ -128,6 +131,7 @@ func (s *shared) node(callTimeout time.Duration) *clusterNode {
 	deps.Metrics = account.NewMetrics(n.reg)
 	n.p = publishing.New(publishing.Config{System: n.sys, Store: s.store, Backlog: job.NewBacklog(100), Account: deps, Fence: fence})
 	sh = publishing.NewShards(n.p, fence, nShards, callTimeout)
+	sh.Remind = s.remind
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel, n.done = cancel, make(chan struct{})
 	go func() {
@@ -370,4 +374,59 @@ func TestANodeThatLostItsMembershipRejoinsAndResumes(t *testing.T) {
 	s.published(postID, jobID)
 	require.Len(t, s.sim.Publications(platforms.X), 1)
 	require.GreaterOrEqual(t, counter(t, a.cm.Epochs.WithLabelValues("takeover")), 1.0, "the old leases were taken over once expired")
+}
+
+// A report lost on its way to its job (here the job's incarnation was fenced as it stored it,
+// since its shard had moved; it could as well have died with its node) is made good at the next
+// reminder: the account reports the outcome again, and the job, whose shard is back, stores it.
+// Resuming the job's shard alone would not: its account is on another shard.
+func TestAReportLostOnItsWayIsReportedAgainAtTheNextReminder(t *testing.T) {
+	for _, remind := range []time.Duration{0, 300 * time.Millisecond} {
+		t.Run(fmt.Sprintf("remind=%s", remind), func(t *testing.T) {
+			s := setupShared(t, 0)
+			s.remind = remind
+			a := s.node(300 * time.Millisecond)
+			x := s.connect(a.p, platforms.X, "lou")
+			// The post, its job and the account on three shards.
+			draft := s.draft("Reported again", x)
+			jobID := uuid.Must(uuid.NewV7()).String()
+			for cluster.ShardOf(draft.ID, nShards) == cluster.ShardOf(x, nShards) {
+				draft.ID = uuid.Must(uuid.NewV7()).String()
+			}
+			for sh := cluster.ShardOf(jobID, nShards); sh == cluster.ShardOf(x, nShards) || sh == cluster.ShardOf(draft.ID, nShards); sh = cluster.ShardOf(jobID, nShards) {
+				jobID = uuid.Must(uuid.NewV7()).String()
+			}
+			jobLease := cluster.ShardName(cluster.ShardOf(jobID, nShards))
+			// The post's commit writes the job under the post's shard; the job's own shard
+			// moves before the account's report reaches it.
+			s.moveLease(jobLease)
+			_, err := actors.Ask[*post.PublishReply](context.Background(), a.p.Posts.To(draft.ID), &post.Publish{Scope: s.user, JobID: jobID, Create: draft})
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { return len(s.sim.Publications(platforms.X)) == 1 }, 10*time.Second, 5*time.Millisecond)
+			require.Eventually(t, func() bool { return counter(t, a.cm.Fenced) >= 1 }, 10*time.Second, 5*time.Millisecond,
+				"the job's write of the outcome was fenced: the report is lost")
+			// The lease comes back to this node, taken over once it expires.
+			expire(t, s.url, jobLease)
+			require.Eventually(t, func() bool { _, ok := a.member.Trusted(jobLease); return ok }, 10*time.Second, 5*time.Millisecond)
+			if remind == 0 {
+				time.Sleep(2 * time.Second)
+				var j *persistence.Job
+				require.NoError(t, s.store.View(func(tx *persistence.Tx) error { j, err = tx.Job(jobID); return err }))
+				require.NotEqual(t, persistence.JobCompleted, j.Status, "without reminders, the job waits for a report that never comes")
+				return
+			}
+			s.published(draft.ID, jobID)
+			require.Len(t, s.sim.Publications(platforms.X), 1, "published once")
+		})
+	}
+}
+
+// expire ends a lease now, as if its owner stopped renewing it.
+func expire(t *testing.T, url, name string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(context.Background(), "UPDATE cluster_leases SET expires_at = now() WHERE name = $1", name)
+	require.NoError(t, err)
 }
