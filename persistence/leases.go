@@ -149,7 +149,21 @@ func (l *Leases) Join(ctx context.Context, addr string) (string, error) {
 // Renew renews the node's heartbeat and every lease it holds that has not expired, in one
 // statement, and returns the leases it still holds. A lease missing from the answer was lost
 // (it expired, and may have been taken). ErrStale: the node's own row had expired.
+//
+// The statement locks the node's lease rows while fenced writes hold some of them (a group
+// commit fences on several leases at once, in its own order), so PostgreSQL may end it as a
+// deadlock's victim: it is run again at once, a few times, rather than let the node miss a
+// renewal for it (two missed renewals in a row step a node down under load).
 func (l *Leases) Renew(ctx context.Context) ([]Lease, error) {
+	for try := 1; ; try++ {
+		out, err := l.renew(ctx)
+		if err == nil || try == 3 || !retryable(err) || ctx.Err() != nil {
+			return out, err
+		}
+	}
+}
+
+func (l *Leases) renew(ctx context.Context) ([]Lease, error) {
 	rows, err := l.pool.Query(ctx, `
 WITH hb AS (
 	UPDATE cluster_nodes SET heartbeat_at = now()

@@ -120,3 +120,63 @@ func TestFenceOnBboltChecksNothing(t *testing.T) {
 		return tx.Fence(persistence.Lease{Name: "shard/0", Epoch: 7, Owner: "x"})
 	}))
 }
+
+// A renewal that PostgreSQL ends as a deadlock's victim (its lease rows locked in one order,
+// a fenced transaction's in the other) is run again, and the node keeps its leases.
+func TestARenewalEndedByADeadlockIsRunAgain(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	l, err := persistence.OpenLeases(ctx, url, 10*time.Second)
+	require.NoError(t, err)
+	t.Cleanup(l.Close)
+	_, err = l.Join(ctx, "a:1")
+	require.NoError(t, err)
+	names := []string{"shard/1", "shard/2"}
+	for _, name := range names {
+		_, ok, err := l.Acquire(ctx, name)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(ctx) })
+	// The renewal's backend checks for a deadlock after the server's deadlock_timeout (1 s by
+	// default), this one much later: the renewal is the victim.
+	_, err = conn.Exec(ctx, "SET deadlock_timeout = '20s'")
+	require.NoError(t, err)
+	// Whichever row the renewal's update locks first, one of the two orders deadlocks.
+	for _, first := range []int{0, 1} {
+		tx, err := conn.Begin(ctx)
+		require.NoError(t, err)
+		lock := func(name string) error {
+			_, err := tx.Exec(ctx, "SELECT 1 FROM cluster_leases WHERE name = $1 FOR SHARE", name)
+			return err
+		}
+		require.NoError(t, lock(names[first]))
+		type result struct {
+			leases []persistence.Lease
+			err    error
+		}
+		renewed := make(chan result, 1)
+		go func() {
+			ls, err := l.Renew(ctx)
+			renewed <- result{ls, err}
+		}()
+		time.Sleep(300 * time.Millisecond) // the renewal waits on the row locked
+		locked := make(chan error, 1)
+		go func() { locked <- lock(names[1-first]) }()
+		select {
+		case err := <-locked:
+			// The lock came: the renewal had not locked that row, or it was the deadlock's
+			// victim.
+			require.NoError(t, err)
+		case <-time.After(15 * time.Second):
+			t.Fatal("the second lock never came")
+		}
+		time.Sleep(100 * time.Millisecond)
+		_ = tx.Rollback(ctx)
+		r := <-renewed
+		require.NoError(t, r.err, "the renewal is run again after a deadlock")
+		require.Len(t, r.leases, 2)
+	}
+}
