@@ -47,6 +47,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.DataDir, "data", envOr("HERALD_DATA_DIR", "./data"), "data directory")
 	fs.StringVar(&cfg.Store, "store", envOr("HERALD_STORE", "bbolt"), "where the data is kept: bbolt (herald.db in --data) or a PostgreSQL URL postgres://USER:PASSWORD@HOST/DB (the secret key, media and admin socket stay in --data)")
 	fs.StringVar(&cfg.NodeAddr, "node-addr", envOr("HERALD_NODE_ADDR", ""), "run as one node of several over the PostgreSQL --store, reachable by the other nodes at this HOST:PORT (docs/operations.md, Running several nodes); unset: a single process")
+	fs.StringVar(&cfg.NodeAdvertise, "node-advertise", envOr("HERALD_NODE_ADVERTISE", ""), "with --node-addr: the HOST:PORT the other nodes reach this node at, when not --node-addr (a listener on 0.0.0.0, a proxy or NAT in front of the node); default: --node-addr")
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", 0, "with --node-addr: the lifetime of the node's leases; a silent node's shards move after it (default 10s)")
 	checkOnStart, _ := strconv.ParseBool(envOr("HERALD_CHECK_ON_START", "0"))
 	fs.BoolVar(&cfg.CheckOnStart, "check-on-start", checkOnStart, "check every page of the database file before starting (herald check's checks; 2-3 s per GB)")

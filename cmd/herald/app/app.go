@@ -191,9 +191,13 @@ type Config struct {
 	// docs/operations.md, Running several nodes); "" runs a single process. LeaseTTL is the
 	// lifetime of the node's leases (default DefaultLeaseTTL). Placement says which node holds
 	// each shard (nil: the node's membership, which follows the leases; tests give their own).
-	NodeAddr  string
-	LeaseTTL  time.Duration
-	Placement cluster.Placement
+	// NodeAdvertise (--node-advertise HOST:PORT) is the address the other nodes reach this one at
+	// when it is not NodeAddr (a listener on every interface, a proxy or NAT in front of the
+	// node): what the lease table names and what every message's reply address carries.
+	NodeAddr      string
+	NodeAdvertise string
+	LeaseTTL      time.Duration
+	Placement     cluster.Placement
 	// MaxMappedFileMB gives the bbolt file's pages mapped by reads back to the kernel's page
 	// cache once the process's file-backed resident memory passes it (--max-mapped-file-mb; 0:
 	// DefaultMaxMappedFileMB; negative: never; persistence.Options.MaxMappedBytes).
