@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/cluster"
 	"github.com/heraldhq/herald/cluster/clustertest"
 	"github.com/heraldhq/herald/persistence/pgtest"
 )
@@ -264,4 +265,274 @@ func (ns *nodes) waitPublished(texts []string, platform string, within time.Dura
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// linkLoad is what the clients of TestNodesCutOffFromEachOtherClientsSeeOnlyRetriable503s did and
+// saw.
+type linkLoad struct {
+	mu sync.Mutex
+	// drafts and jobs are the posts created and the publishes accepted so far (id → content,
+	// tracking id → post id), read back during and after the cuts.
+	drafts map[string]string
+	jobs   map[string]string
+	// accepted are the published posts (id → text); pending the publishes answered 503, to be
+	// sent again with their Idempotency-Key once the links are mended.
+	accepted map[string]string
+	pending  []string
+	// answers counts the answers by operation and status.
+	answers map[string]int
+}
+
+// TestNodesCutOffFromEachOtherClientsSeeOnlyRetriable503s cuts the links between nodes (each
+// node advertises a proxy in front of its remote: --node-advertise), first one node's, then all
+// of them, while clients create, publish and read posts and jobs through every node for posts
+// on every node's shards. Each node still reaches PostgreSQL, so no lease moves: a request for
+// an actor on another node cannot be answered. Every answer must be right or a retriable 503
+// with Retry-After: never a wrong answer, a 500, a 404 for a post that exists, or no answer
+// within the client's time-out. Once mended, every request is answered again, and every
+// accepted post is published, each target once.
+func TestNodesCutOffFromEachOtherClientsSeeOnlyRetriable503s(t *testing.T) {
+	needNodes(t)
+	ns, links := startLinkedNodes(t, 3)
+	targets := quotedIDs(accountsByPlatform(t, ns.nodes[0].p, ns.key), "twitter_x", "bluesky", "linkedin")
+	require.Len(t, targets, 3)
+	platforms := `"platforms":[` + strings.Join(targets, ",") + `]`
+	// The client's time-out: above the forward time-out (cluster.DefaultForwardTimeout, 5 s),
+	// which bounds a request whose owner does not answer.
+	client := &http.Client{Timeout: 10 * time.Second}
+	ld := &linkLoad{drafts: map[string]string{}, jobs: map[string]string{}, accepted: map[string]string{}, answers: map[string]int{}}
+
+	// Before the cut: drafts and published posts on every node's shards.
+	owners := map[*node]int{}
+	for i := 0; i < 30 || len(owners) < len(ns.nodes); i++ {
+		require.Less(t, i, 300, "posts on every node's shards")
+		nd := ns.nodes[i%len(ns.nodes)]
+		if i%2 == 0 {
+			id, _ := ld.create(ns, client, nd, fmt.Sprintf("nodes links before %03d", i), platforms, true)
+			owners[ns.owner(shardOfPost(id))]++
+		} else {
+			id := ld.publish(ns, client, nd, fmt.Sprintf("nodes links before %03d", i), platforms, true)
+			owners[ns.owner(shardOfPost(id))]++
+		}
+	}
+	delete(owners, nil)
+	t.Logf("posts before the cut by owner: %v", owners)
+
+	// The cuts: one node's link, then every link, each under the clients' load.
+	victim := 1
+	for _, cut := range []struct {
+		name  string
+		links []*clustertest.Proxy
+	}{
+		{"one node's link", links[victim : victim+1]},
+		{"every link", links},
+	} {
+		ld.mu.Lock()
+		clear(ld.answers)
+		ld.mu.Unlock()
+		for _, l := range cut.links {
+			l.Cut()
+		}
+		ld.run(ns, client, platforms, cut.name, 4*time.Second)
+		for _, l := range cut.links {
+			l.Mend()
+		}
+		t.Logf("%s cut, answers: %v", cut.name, ld.answers)
+		require.False(t, t.Failed(), "during the cut of %s", cut.name)
+		// Mended: every request is answered again, on every node.
+		mended := time.Now()
+		require.Eventually(t, func() bool { return ld.allAnswer(ns, client) }, 20*time.Second, 200*time.Millisecond,
+			"every post and job is read through every node once the links are mended")
+		t.Logf("%s mended: every post and job read through every node after %v", cut.name, time.Since(mended).Round(time.Millisecond))
+	}
+	for _, text := range ld.takePending() {
+		id := ld.publish(ns, client, ns.nodes[0], text, platforms, true)
+		require.NotEmpty(t, id)
+	}
+	for i, nd := range ns.nodes {
+		require.NotEmpty(t, ld.publish(ns, client, nd, fmt.Sprintf("nodes links after %d", i), platforms, true))
+	}
+	ns.waitFinal(ld.accepted, 60*time.Second)
+	var texts []string
+	for _, text := range ld.accepted {
+		texts = append(texts, text)
+	}
+	ns.noneTwice(texts, "twitter_x", "bluesky", "linkedin")
+}
+
+// shardOfPost is the lease name of a post's shard.
+func shardOfPost(id string) string { return cluster.ShardName(cluster.ShardOf(id, 256)) }
+
+// count notes one answer.
+func (ld *linkLoad) count(op string, status int) {
+	ld.mu.Lock()
+	ld.answers[fmt.Sprintf("%s %d", op, status)]++
+	ld.mu.Unlock()
+}
+
+// check fails the test unless a is want or a retriable 503; it reports whether a is want.
+func (ld *linkLoad) check(t *testing.T, op string, nd *node, a answer, err error, want int) bool {
+	if !assert.NoError(t, err, "%s through %s: answered within the client's time-out", op, nd.addr) {
+		return false
+	}
+	ld.count(op, a.status)
+	if a.status == want {
+		return true
+	}
+	assert.True(t, a.retriable(), "%s through %s: %d %s (retry-after %q)", op, nd.addr, a.status, a.body, a.retryAfter)
+	return false
+}
+
+// create makes a draft; must says it is before or after the cuts, when only success will do.
+func (ld *linkLoad) create(ns *nodes, client *http.Client, nd *node, text, platforms string, must bool) (string, string) {
+	t := ns.t
+	for try := 0; ; try++ {
+		a, err := ns.call(client, nd, "POST", "/v1/posts", `{"content":"`+text+`",`+platforms+`}`)
+		if ld.check(t, "create", nd, a, err, 201) {
+			var p struct{ ID string }
+			require.NoError(t, json.Unmarshal(a.body, &p))
+			require.NotEmpty(t, p.ID)
+			ld.mu.Lock()
+			ld.drafts[p.ID] = text
+			ld.mu.Unlock()
+			return p.ID, text
+		}
+		if !must || try == 20 {
+			require.False(t, must, "create through %s: %d %s", nd.addr, a.status, a.body)
+			return "", ""
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// publish publishes text with its Idempotency-Key; one answered 503 during a cut is sent again
+// after (as a careful client does).
+func (ld *linkLoad) publish(ns *nodes, client *http.Client, nd *node, text, platforms string, must bool) string {
+	t := ns.t
+	for try := 0; ; try++ {
+		a, err := ns.call(client, nd, "POST", "/v1/posts/publish", `{"content":"`+text+`",`+platforms+`}`, "Idempotency-Key", "nodes-"+text)
+		if ld.check(t, "publish", nd, a, err, 202) {
+			var r struct {
+				PostID     string `json:"post_id"`
+				TrackingID string `json:"tracking_id"`
+			}
+			require.NoError(t, json.Unmarshal(a.body, &r))
+			require.NotEmpty(t, r.PostID)
+			require.NotEmpty(t, r.TrackingID)
+			ld.mu.Lock()
+			ld.accepted[r.PostID] = text
+			ld.jobs[r.TrackingID] = r.PostID
+			ld.mu.Unlock()
+			return r.PostID
+		}
+		if !must || try == 20 {
+			require.False(t, must, "publish through %s: %d %s", nd.addr, a.status, a.body)
+			if err == nil && a.status == 503 {
+				ld.mu.Lock()
+				ld.pending = append(ld.pending, text)
+				ld.mu.Unlock()
+			}
+			return ""
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func (ld *linkLoad) takePending() []string {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	p := ld.pending
+	ld.pending = nil
+	return p
+}
+
+// readPost reads a post known to exist: right (its id and content) or a retriable 503.
+func (ld *linkLoad) readPost(ns *nodes, client *http.Client, nd *node, id, text string) bool {
+	a, err := ns.call(client, nd, "GET", "/v1/posts/"+id, "")
+	if !ld.check(ns.t, "read post", nd, a, err, 200) {
+		return false
+	}
+	var p struct{ ID, Content string }
+	require.NoError(ns.t, json.Unmarshal(a.body, &p))
+	assert.Equal(ns.t, id, p.ID, "read through %s", nd.addr)
+	assert.Equal(ns.t, text, p.Content, "read through %s", nd.addr)
+	return true
+}
+
+// readJob reads a job known to exist: right (its tracking and post ids) or a retriable 503.
+func (ld *linkLoad) readJob(ns *nodes, client *http.Client, nd *node, tracking, post string) bool {
+	a, err := ns.call(client, nd, "GET", "/v1/jobs/"+tracking, "")
+	if !ld.check(ns.t, "read job", nd, a, err, 200) {
+		return false
+	}
+	var j struct {
+		TrackingID string `json:"tracking_id"`
+		PostID     string `json:"post_id"`
+	}
+	require.NoError(ns.t, json.Unmarshal(a.body, &j))
+	assert.Equal(ns.t, tracking, j.TrackingID, "read through %s", nd.addr)
+	assert.Equal(ns.t, post, j.PostID, "read through %s", nd.addr)
+	return true
+}
+
+// some picks up to n entries of m.
+func (ld *linkLoad) some(m map[string]string, n int) [][2]string {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	out := make([][2]string, 0, n)
+	for k, v := range m {
+		if len(out) == n {
+			break
+		}
+		out = append(out, [2]string{k, v})
+	}
+	return out
+}
+
+// run sends creates, publishes and reads of posts and jobs through every node for d: two
+// clients a node.
+func (ld *linkLoad) run(ns *nodes, client *http.Client, platforms, name string, d time.Duration) {
+	var wg sync.WaitGroup
+	end := time.Now().Add(d)
+	var seq atomic.Int64
+	for w := range 2 * len(ns.nodes) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nd := ns.nodes[w%len(ns.nodes)]
+			for i := 0; time.Now().Before(end) && !ns.t.Failed(); i++ {
+				n := seq.Add(1)
+				switch (i + w) % 4 { // each client starts at another operation
+				case 0:
+					ld.create(ns, client, nd, fmt.Sprintf("nodes links %s draft %04d", name, n), platforms, false)
+				case 1:
+					ld.publish(ns, client, nd, fmt.Sprintf("nodes links %s publish %04d", name, n), platforms, false)
+				case 2:
+					for _, p := range ld.some(ld.drafts, 3) {
+						ld.readPost(ns, client, nd, p[0], p[1])
+					}
+				case 3:
+					for _, j := range ld.some(ld.jobs, 3) {
+						ld.readJob(ns, client, nd, j[0], j[1])
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// allAnswer reads every post and job known through every node; it reports whether all were
+// answered (a wrong answer fails the test).
+func (ld *linkLoad) allAnswer(ns *nodes, client *http.Client) bool {
+	ok := true
+	for _, nd := range ns.nodes {
+		for _, p := range ld.some(ld.drafts, 1<<20) {
+			ok = ld.readPost(ns, client, nd, p[0], p[1]) && ok
+		}
+		for _, j := range ld.some(ld.jobs, 1<<20) {
+			ok = ld.readJob(ns, client, nd, j[0], j[1]) && ok
+		}
+	}
+	return ok
 }
