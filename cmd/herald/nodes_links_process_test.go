@@ -370,6 +370,15 @@ func (ld *linkLoad) count(op string, status int) {
 	ld.mu.Unlock()
 }
 
+// decoded decodes a JSON body into v, failing the test (from any goroutine) when it cannot.
+func decoded(t *testing.T, body []byte, v any) bool {
+	if err := json.Unmarshal(body, v); err != nil {
+		assert.Fail(t, "an answer that is not its JSON", "%v: %s", err, body)
+		return false
+	}
+	return true
+}
+
 // check fails the test unless a is want or a retriable 503; it reports whether a is want.
 func (ld *linkLoad) check(t *testing.T, op string, nd *node, a answer, err error, want int) bool {
 	if err != nil {
@@ -392,7 +401,7 @@ func (ld *linkLoad) create(ns *nodes, client *http.Client, nd *node, text, platf
 		a, err := ns.call(client, nd, "POST", "/v1/posts", `{"content":"`+text+`",`+platforms+`}`)
 		if ld.check(t, "create", nd, a, err, 201) {
 			var p struct{ ID string }
-			if !assert.NoError(t, json.Unmarshal(a.body, &p)) || !assert.NotEmpty(t, p.ID) {
+			if !decoded(t, a.body, &p) || !assert.NotEmpty(t, p.ID) {
 				return "", ""
 			}
 			ld.mu.Lock()
@@ -419,7 +428,7 @@ func (ld *linkLoad) publish(ns *nodes, client *http.Client, nd *node, text, plat
 				PostID     string `json:"post_id"`
 				TrackingID string `json:"tracking_id"`
 			}
-			if !assert.NoError(t, json.Unmarshal(a.body, &r)) || !assert.NotEmpty(t, r.PostID) || !assert.NotEmpty(t, r.TrackingID) {
+			if !decoded(t, a.body, &r) || !assert.NotEmpty(t, r.PostID) || !assert.NotEmpty(t, r.TrackingID) {
 				return ""
 			}
 			ld.mu.Lock()
@@ -456,7 +465,7 @@ func (ld *linkLoad) readPost(ns *nodes, client *http.Client, nd *node, id, text 
 		return false
 	}
 	var p struct{ ID, Content string }
-	assert.NoError(ns.t, json.Unmarshal(a.body, &p))
+	decoded(ns.t, a.body, &p)
 	assert.Equal(ns.t, id, p.ID, "read through %s", nd.addr)
 	assert.Equal(ns.t, text, p.Content, "read through %s", nd.addr)
 	return true
@@ -472,7 +481,7 @@ func (ld *linkLoad) readJob(ns *nodes, client *http.Client, nd *node, tracking, 
 		TrackingID string `json:"tracking_id"`
 		PostID     string `json:"post_id"`
 	}
-	assert.NoError(ns.t, json.Unmarshal(a.body, &j))
+	decoded(ns.t, a.body, &j)
 	assert.Equal(ns.t, tracking, j.TrackingID, "read through %s", nd.addr)
 	assert.Equal(ns.t, post, j.PostID, "read through %s", nd.addr)
 	return true
