@@ -350,6 +350,8 @@ func TestNodesCutOffFromEachOtherClientsSeeOnlyRetriable503s(t *testing.T) {
 		require.NotEmpty(t, id)
 	}
 	for i, nd := range ns.nodes {
+		id, _ := ld.create(ns, client, nd, fmt.Sprintf("nodes links draft after %d", i), platforms, true)
+		require.NotEmpty(t, id)
 		require.NotEmpty(t, ld.publish(ns, client, nd, fmt.Sprintf("nodes links after %d", i), platforms, true))
 	}
 	ns.waitFinal(ld.accepted, 60*time.Second)
