@@ -72,9 +72,14 @@ const DefaultForwardTimeout = 5 * time.Second
 
 // RemoteConfig configures the messages between nodes.
 type RemoteConfig struct {
-	// Addr is this node's address, HOST:PORT (--node-addr), where the other nodes reach it. A
-	// port of 0 takes a free port (tests).
+	// Addr is the address remote listens on, HOST:PORT (--node-addr). A port of 0 takes a free
+	// port (tests).
 	Addr string
+	// Advertise is the address the other nodes reach this one at, HOST:PORT (--node-advertise):
+	// the address of every reply and of this node in the lease table, when it is not Addr (a
+	// listener on every interface, a proxy or a NAT in front of the node). "": Addr, as the
+	// listener bound it.
+	Advertise string
 	// Placement says which node holds each shard.
 	Placement Placement
 	// Shards is the number of shards (256 when 0).
@@ -152,7 +157,16 @@ func StartRemote(sys *actors.System, cfg RemoteConfig) (*Remote, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	rc := remote.Configure(host, port)
+	var opts []remote.ConfigOption
+	if cfg.Advertise != "" {
+		if _, _, err := net.SplitHostPort(cfg.Advertise); err != nil {
+			return nil, fmt.Errorf("cluster: advertised node address %q: %w", cfg.Advertise, err)
+		}
+		// Remote names the system after it: the reply address of every message this node
+		// sends, and what a message's target must name to be delivered here.
+		opts = append(opts, remote.WithAdvertisedHost(cfg.Advertise))
+	}
+	rc := remote.Configure(host, port, opts...)
 	// One connection attempt, then the endpoint ends (and its forwards are answered at once);
 	// the next message to the address tries again.
 	rc.MaxRetryCount = 1
@@ -195,7 +209,7 @@ func startRemote(rem *remote.Remote) (err error) {
 	return nil
 }
 
-// Addr is the address other nodes reach this one at.
+// Addr is the address other nodes reach this one at (the advertised address, when one is given).
 func (r *Remote) Addr() string { return r.addr }
 
 // Route makes the router of d's kind and lets other nodes deliver to d through this node's

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/heraldhq/herald/actors"
+	"github.com/heraldhq/herald/cluster/clustertest"
 	"github.com/heraldhq/herald/persistence/secret"
 )
 
@@ -101,13 +102,16 @@ type rnode struct {
 	notes  chan echoed
 }
 
-func newNode(name string, timeout time.Duration) (*rnode, error) {
+func newNode(name string, timeout time.Duration, listen, advertise string) (*rnode, error) {
 	n := &rnode{sys: actors.NewSystem(nil, nil), place: &placement{}, notes: make(chan echoed, 16)}
 	box, err := secret.NewBox(testKey)
 	if err != nil {
 		return nil, err
 	}
-	r, err := StartRemote(n.sys, RemoteConfig{Addr: "127.0.0.1:0", Placement: n.place, Timeout: timeout, Sealer: box})
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	r, err := StartRemote(n.sys, RemoteConfig{Addr: listen, Advertise: advertise, Placement: n.place, Timeout: timeout, Sealer: box})
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +152,7 @@ var (
 // local is the test process's own node, "a".
 func local(t *testing.T) *rnode {
 	t.Helper()
-	localOnce.Do(func() { localNode, localErr = newNode("a", localTimeout) })
+	localOnce.Do(func() { localNode, localErr = newNode("a", localTimeout, "", "") })
 	require.NoError(t, localErr)
 	t.Cleanup(func() { localNode.place.set("") })
 	return localNode
@@ -163,13 +167,19 @@ func (n *rnode) count(received bool, kind, outcome string) float64 {
 	return testutil.ToFloat64(v.WithLabelValues(kind, outcome))
 }
 
-const nodeEnv = "HERALD_TEST_NODE"
+// nodeEnv names a peer node; listenEnv and advertiseEnv give its listen and advertised
+// addresses (a free port and none when unset).
+const (
+	nodeEnv      = "HERALD_TEST_NODE"
+	listenEnv    = "HERALD_TEST_NODE_LISTEN"
+	advertiseEnv = "HERALD_TEST_NODE_ADVERTISE"
+)
 
 // runNode runs a peer node: it prints "addr ADDR", then "note ID TEXT" for every note its actors
 // get, and answers the commands read from stdin: "owner ADDR|self|-" (the owner of every shard),
 // "count forwards|received KIND OUTCOME".
 func runNode() {
-	n, err := newNode(os.Getenv(nodeEnv), 0)
+	n, err := newNode(os.Getenv(nodeEnv), 0, os.Getenv(listenEnv), os.Getenv(advertiseEnv))
 	if err != nil {
 		fmt.Println("error", err)
 		return
@@ -214,10 +224,10 @@ type peer struct {
 	notes chan string
 }
 
-func startPeer(t *testing.T, name string) *peer {
+func startPeer(t *testing.T, name string, env ...string) *peer {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), nodeEnv+"="+name)
+	cmd.Env = append(append(os.Environ(), nodeEnv+"="+name), env...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	require.NoError(t, err)
@@ -616,3 +626,46 @@ func (p senderProbe) Kind() actors.Kind                     { return actors.Kind
 func (p senderProbe) Send(string, any)                      {}
 func (p senderProbe) Request(_ string, _ any, s *actor.PID) { *p.got = s }
 func (p senderProbe) To(string) actors.Requester            { return nil }
+
+// A node that listens on one address and advertises another (a proxy in front of it here, a
+// NAT or a listener on every interface in a deployment) is reached at the advertised one: it
+// names itself so, takes the messages addressed to it there, and its answers come back. Cut the
+// link and a request is answered ErrUnavailable; mend it and the next one gets through.
+func TestRemoteAdvertisedAddress(t *testing.T) {
+	a := local(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	listen := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	proxy := clustertest.NewProxy(t, listen)
+	b := startPeer(t, "b", listenEnv+"="+listen, advertiseEnv+"="+proxy.Addr())
+	require.Equal(t, proxy.Addr(), b.addr, "the node names itself by its advertised address")
+	a.place.set(b.addr)
+	b.own(t, "self")
+
+	r, err := ask[*echoed](t, a, "post-1", &echo{Text: "through the proxy"})
+	require.NoError(t, err)
+	require.Equal(t, &echoed{Node: "b", ID: "post-1", Text: "through the proxy"}, r)
+
+	proxy.Cut()
+	start := time.Now()
+	_, err = ask[*echoed](t, a, "post-1", &echo{Text: "cut"})
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.Less(t, time.Since(start), 4*localTimeout+2*time.Second)
+
+	proxy.Mend()
+	require.Eventually(t, func() bool {
+		r, err := ask[*echoed](t, a, "post-1", &echo{Text: "mended"})
+		return err == nil && r.Text == "mended"
+	}, 20*time.Second, 100*time.Millisecond, "the link mended carries requests again")
+	require.InDelta(t, 0, b.count(t, true, "test", "refused"), 0)
+}
+
+// An advertised address that is not HOST:PORT is refused at start.
+func TestRemoteAdvertisedAddressMustBeHostPort(t *testing.T) {
+	box, err := secret.NewBox(testKey)
+	require.NoError(t, err)
+	// Refused before remote starts: nothing listens, and gRPC's logger is left alone.
+	_, err = StartRemote(actors.NewSystem(nil, nil), RemoteConfig{Addr: "127.0.0.1:0", Advertise: "nohost", Sealer: box})
+	require.ErrorContains(t, err, "advertised node address")
+}

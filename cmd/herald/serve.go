@@ -47,6 +47,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.DataDir, "data", envOr("HERALD_DATA_DIR", "./data"), "data directory")
 	fs.StringVar(&cfg.Store, "store", envOr("HERALD_STORE", "bbolt"), "where the data is kept: bbolt (herald.db in --data) or a PostgreSQL URL postgres://USER:PASSWORD@HOST/DB (the secret key, media and admin socket stay in --data)")
 	fs.StringVar(&cfg.NodeAddr, "node-addr", envOr("HERALD_NODE_ADDR", ""), "run as one node of several over the PostgreSQL --store, reachable by the other nodes at this HOST:PORT (docs/operations.md, Running several nodes); unset: a single process")
+	fs.StringVar(&cfg.NodeAdvertise, "node-advertise", envOr("HERALD_NODE_ADVERTISE", ""), "with --node-addr: the HOST:PORT the other nodes reach this node at, when not --node-addr (a listener on 0.0.0.0, a proxy or NAT in front of the node); default: --node-addr")
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", 0, "with --node-addr: the lifetime of the node's leases; a silent node's shards move after it (default 10s)")
 	fs.DurationVar(&cfg.CallTimeout, "call-timeout", 0, "the longest one publishing call to a network may take, uploads included; with --node-addr, a node that takes a silent node's shards looks up the calls that node left in doubt only after it (default 10m)")
 	checkOnStart, _ := strconv.ParseBool(envOr("HERALD_CHECK_ON_START", "0"))

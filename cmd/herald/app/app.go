@@ -191,9 +191,13 @@ type Config struct {
 	// docs/operations.md, Running several nodes); "" runs a single process. LeaseTTL is the
 	// lifetime of the node's leases (default DefaultLeaseTTL). Placement says which node holds
 	// each shard (nil: the node's membership, which follows the leases; tests give their own).
-	NodeAddr  string
-	LeaseTTL  time.Duration
-	Placement cluster.Placement
+	// NodeAdvertise (--node-advertise HOST:PORT) is the address the other nodes reach this one at
+	// when it is not NodeAddr (a listener on every interface, a proxy or NAT in front of the
+	// node): what the lease table names and what every message's reply address carries.
+	NodeAddr      string
+	NodeAdvertise string
+	LeaseTTL      time.Duration
+	Placement     cluster.Placement
 	// CallTimeout bounds one publishing call, uploads included (--call-timeout; 0: account's
 	// default of 10 minutes). After a node took a shard over from one that went silent, the
 	// attempts in doubt are looked up only once it has passed.

@@ -56,13 +56,27 @@ type node struct {
 // checkNodeConfig refuses a node address with a store several processes cannot share.
 func checkNodeConfig(cfg Config) error {
 	if cfg.NodeAddr == "" {
+		if cfg.NodeAdvertise != "" {
+			return errors.New("--node-advertise is the address of a node of several: set --node-addr too")
+		}
 		return nil
 	}
 	if !persistence.IsPostgresURL(cfg.Store) {
 		return errors.New("--node-addr runs Herald as one node of several, which share a PostgreSQL store: set --store postgres://… (a bbolt file belongs to one process)")
 	}
-	if host, port, err := net.SplitHostPort(cfg.NodeAddr); err != nil || host == "" || port == "" {
+	host, port, err := net.SplitHostPort(cfg.NodeAddr)
+	if err != nil || host == "" || port == "" {
 		return fmt.Errorf("--node-addr: %q is not HOST:PORT", cfg.NodeAddr)
+	}
+	if cfg.NodeAdvertise != "" {
+		h, p, err := net.SplitHostPort(cfg.NodeAdvertise)
+		if err != nil || h == "" || p == "" || p == "0" || unspecified(h) {
+			return fmt.Errorf("--node-advertise: %q is not the HOST:PORT the other nodes reach this one at", cfg.NodeAdvertise)
+		}
+	} else if unspecified(host) {
+		// The lease table would name an address that reaches whichever node dials it (0.0.0.0
+		// dials the dialler's own host).
+		return fmt.Errorf("--node-addr %s listens on every interface; set --node-advertise to the HOST:PORT the other nodes reach this one at", cfg.NodeAddr)
 	}
 	if cfg.SecretKey == "" {
 		// Each node would otherwise generate a key of its own in its data directory, and open
@@ -70,6 +84,21 @@ func checkNodeConfig(cfg Config) error {
 		return errors.New("--node-addr needs HERALD_SECRET_KEY: every node seals and opens the account tokens and the messages between nodes with the same key (64 hexadecimal characters)")
 	}
 	return nil
+}
+
+// unspecified reports whether host is the address of every interface (0.0.0.0, ::), which no
+// other node can reach this one at.
+func unspecified(host string) bool {
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
+}
+
+// advertised is the address the other nodes reach this one at: NodeAdvertise, or NodeAddr.
+func (cfg Config) advertised() string {
+	if cfg.NodeAdvertise != "" {
+		return cfg.NodeAdvertise
+	}
+	return cfg.NodeAddr
 }
 
 // openNode opens the leases and builds the member; nothing runs until startNode.
@@ -94,7 +123,7 @@ func (a *App) openNode() error {
 	}
 	metrics := cluster.NewMetrics(a.Registry)
 	n.member = cluster.New(cluster.Config{
-		Leases: leases, Addr: a.Cfg.NodeAddr, Shards: Shards, Log: a.Log, Metrics: metrics,
+		Leases: leases, Addr: a.Cfg.advertised(), Shards: Shards, Log: a.Log, Metrics: metrics,
 		Acquired: func(t persistence.Taken) {
 			if w := n.work(t.Name); w != nil {
 				w.Acquired(t)

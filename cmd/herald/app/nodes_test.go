@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,4 +23,23 @@ func TestNodeAddrIsRefusedWithoutPostgres(t *testing.T) {
 	_, err = app.New(app.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Log: discardLog(), NoAdminSocket: true, NodeAddr: "127.0.0.1:7001",
 		Store: "postgres://127.0.0.1:1/x"})
 	require.ErrorContains(t, err, "HERALD_SECRET_KEY")
+}
+
+// An advertised node address must be one the other nodes can reach: HOST:PORT with a host that
+// is not every interface's; a node listening on every interface must say where it is reached;
+// and an advertised address means nothing without a node address.
+func TestNodeAdvertiseIsRefusedWhenUnreachable(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ addr, advertise, want string }{
+		{"127.0.0.1:7001", "nohost", "--node-advertise"},
+		{"127.0.0.1:7001", "10.0.0.5:0", "--node-advertise"},
+		{"0.0.0.0:7001", "0.0.0.0:7001", "--node-advertise"},
+		{"0.0.0.0:7001", "", "set --node-advertise"},
+		{"[::]:7001", "", "set --node-advertise"},
+		{"", "10.0.0.5:7001", "set --node-addr"},
+	} {
+		_, err := app.New(app.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Log: discardLog(), NoAdminSocket: true,
+			NodeAddr: c.addr, NodeAdvertise: c.advertise, Store: "postgres://127.0.0.1:1/x", SecretKey: strings.Repeat("ab", 32)})
+		require.ErrorContains(t, err, c.want, "%+v", c)
+	}
 }

@@ -22,7 +22,7 @@ func (a *App) startRemote() error {
 	default:
 		place = cluster.Local{}
 	}
-	r, err := cluster.StartRemote(a.Actors, cluster.RemoteConfig{Addr: a.Cfg.NodeAddr, Placement: place, Sealer: a.Box,
+	r, err := cluster.StartRemote(a.Actors, cluster.RemoteConfig{Addr: a.Cfg.NodeAddr, Advertise: a.Cfg.NodeAdvertise, Placement: place, Sealer: a.Box,
 		Registry: a.Registry, Log: a.Log})
 	if err != nil {
 		return err
