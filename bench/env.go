@@ -116,6 +116,16 @@ func startIn(dir string, log io.Writer, addr string, extra, environ []string) (*
 	if err != nil {
 		return nil, err
 	}
+	var logTo io.Writer = io.Discard
+	if d := os.Getenv("HERALD_BENCH_LOGS"); d != "" {
+		// Each server's log, kept for reading after a run (a file per server, named after its
+		// directory).
+		f, err := os.Create(filepath.Join(d, filepath.Base(dir)+".log"))
+		if err != nil {
+			return nil, err
+		}
+		logTo = f
+	}
 	e.StartedAt = time.Now()
 	if err := e.cmd.Start(); err != nil {
 		return nil, err
@@ -138,7 +148,11 @@ func startIn(dir string, log io.Writer, addr string, extra, environ []string) (*
 				close(ended)
 			}
 		}()
+		if f, ok := logTo.(*os.File); ok {
+			defer f.Close()
+		}
 		for sc.Scan() {
+			_, _ = fmt.Fprintf(logTo, "%s\n", sc.Bytes())
 			var line struct {
 				Msg string `json:"msg"`
 			}

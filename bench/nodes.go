@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -146,27 +147,39 @@ func (ns *nodeSet) live() []*node {
 	return out
 }
 
-// settle waits until the live nodes hold every shard between them, as they do once the leases
-// moved after the last join or death.
+// settle waits until the live nodes hold every shard between them, each its share, and the
+// shares stayed the same for a second: a node that joined is ready before the others handed it
+// its shards, and a lease between two owners counts for neither.
 func (ns *nodeSet) settle() error {
 	if ns.single {
 		return nil
 	}
-	held := 0.0
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		held = 0
+	var held []float64
+	var same time.Time
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		now := make([]float64, 0, 3)
+		sum, all := 0.0, true
 		for _, nd := range ns.live() {
 			v, err := nd.metric("herald_cluster_leases_held", `kind="shard"`)
 			if err != nil {
 				return err
 			}
-			held += v
+			now = append(now, v)
+			sum += v
+			all = all && v > 0
 		}
-		if held == nodesShards {
+		if sum != nodesShards || !all || !slices.Equal(now, held) {
+			held, same = now, time.Time{}
+			continue
+		}
+		if same.IsZero() {
+			same = time.Now()
+		}
+		if time.Since(same) >= time.Second {
 			return nil
 		}
 	}
-	return fmt.Errorf("the live nodes hold %.0f of the %d shards after a minute", held, nodesShards)
+	return fmt.Errorf("the live nodes' shards did not settle within a minute (they hold %v of %d)", held, nodesShards)
 }
 
 // kill ends a node with SIGKILL.
@@ -381,6 +394,13 @@ func nodesRound(base *Env, n int) (create, publish Result, err error) {
 		return r, forwardDelta(before, after, r.Ops+r.Errors), nil
 	}
 
+	// Warm-up, not measured: a few creates through each server open the connections between
+	// the nodes (a node dials another at its first forward there) and the store's pools.
+	for k, nd := range servers {
+		for i := range 32 {
+			_, _, _ = nd.post("/v1/posts", fmt.Sprintf(`{"content":"warm-up %d-%d","platforms":[%s]}`, k, i, targets), nil)
+		}
+	}
 	r, fw, err := phase("create", func(w, i int) []byte {
 		return fmt.Appendf(nil, `{"content":"Bench nodes draft %d-%d: our autumn collection is out today, with free shipping on every order this week. #launch","platforms":[%s]}`, w, i, targets)
 	}, http.StatusCreated)
@@ -518,9 +538,13 @@ func nodesFailover(base *Env, kills int) (Result, error) {
 	}
 	for k := range kills {
 		acc, platform := ids[k%len(ids)], platforms[k%len(ids)]
-		victim, err := ns.owner(cluster.ShardName(cluster.ShardOf(acc, nodesShards)))
-		if err != nil {
-			return fail(err)
+		// The lease table names the owner; a lease between two owners (handed off, not yet
+		// taken) names none for a moment.
+		var victim *node
+		for deadline := time.Now().Add(15 * time.Second); victim == nil && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if victim, err = ns.owner(cluster.ShardName(cluster.ShardOf(acc, nodesShards))); err != nil {
+				return fail(err)
+			}
 		}
 		if victim == nil {
 			return fail(fmt.Errorf("kill %d: no live node holds the shard of the %s account", k, platform))
