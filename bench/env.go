@@ -116,7 +116,7 @@ func startIn(dir string, log io.Writer, addr string, extra, environ []string) (*
 	if err != nil {
 		return nil, err
 	}
-	var logTo io.Writer = io.Discard
+	logTo := io.Discard
 	if d := os.Getenv("HERALD_BENCH_LOGS"); d != "" {
 		// Each server's log, kept for reading after a run (a file per server, named after its
 		// directory).
