@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The bench scenarios that write most (create-drafts, publish, recovery), and the nodes scenario
-# (several `herald serve --node-addr` over one database), on PostgreSQL: a throwaway server (initdb and pg_ctl from Debian's postgresql package; as the postgres user when run as
-# root) with PostgreSQL's durable defaults (fsync, synchronous_commit, full_page_writes on), on a
-# free loopback port, removed afterwards. Each server and ceiling of the bench gets a schema of
-# its own. Usage: bench/postgres.sh BIN [herald bench flags...]
+# (several `herald serve --node-addr` over one database), on PostgreSQL: a throwaway server
+# (initdb and pg_ctl from Debian's postgresql package; as the postgres user when run as root) with
+# PostgreSQL's durable defaults (fsync, synchronous_commit, full_page_writes on), on a free
+# loopback port, removed afterwards. Each server and ceiling of the bench gets a schema of its
+# own. Usage: bench/postgres.sh BIN [herald bench flags...]
 set -euo pipefail
 bin=$1
 shift
