@@ -90,7 +90,7 @@ func (ns *nodeSet) add() (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Made here: a node whose secret key comes from its environment would not make it.
+	// Made here, since the nodes after the first are given the sandbox key's file in it.
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
 		return nil, err
 	}
