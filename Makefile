@@ -37,7 +37,7 @@ test-short: ## Run the tests without the race detector.
 chaos: ## The chaos test: 10 rounds of mixed load against a server killed (SIGKILL) at a random moment of each, with the simulator's faults on; invariants checked after every restart (HERALD_CHAOS_SEED=N replays a run).
 	HERALD_CHAOS=1 $(GO) test -count=1 -run '^TestChaos$$' -v -timeout 10m ./cmd/herald/
 
-bench: build ## Run the bench suite against a real server process, then create-drafts, publish and recovery on PostgreSQL (add ARGS="--quick" for a smoke run).
+bench: build ## Run the bench suite against a real server process, then create-drafts, publish, recovery and nodes on PostgreSQL (add ARGS="--quick" for a smoke run).
 	$(BIN) bench --out bench/out/latest.json $(ARGS)
 	bench/postgres.sh $(BIN) --out bench/out/postgres.json $(ARGS)
 

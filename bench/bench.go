@@ -32,13 +32,18 @@ type Result struct {
 	Throughput float64 `json:"throughput_per_s"`
 	P50ms      float64 `json:"p50_ms"`
 	P99ms      float64 `json:"p99_ms"`
-	P999ms     float64 `json:"p999_ms"`
-	Errors     int     `json:"errors"`
-	PeakRSSMB  float64 `json:"server_peak_rss_mb"`
-	LimitName  string  `json:"limit_name,omitempty"`
-	Limit      float64 `json:"limit_per_s,omitempty"`
-	Ratio      float64 `json:"ratio,omitempty"`
-	Notes      string  `json:"notes,omitempty"`
+	// P95ms is given by the scenarios whose samples are too few for a p99 (the nodes' failover).
+	P95ms     float64 `json:"p95_ms,omitempty"`
+	P999ms    float64 `json:"p999_ms"`
+	Errors    int     `json:"errors"`
+	PeakRSSMB float64 `json:"server_peak_rss_mb"`
+	LimitName string  `json:"limit_name,omitempty"`
+	Limit     float64 `json:"limit_per_s,omitempty"`
+	Ratio     float64 `json:"ratio,omitempty"`
+	Notes     string  `json:"notes,omitempty"`
+	// Rows are the results of a scenario that measures several things (the nodes scenario: each
+	// phase of each round); they are reported in its place, each named after the scenario.
+	Rows []Result `json:"-"`
 }
 
 // Report is a whole run.
@@ -78,6 +83,7 @@ func Scenarios() []Scenario {
 		{Name: "memory-at-rest", Run: memoryAtRest},
 		{Name: "recovery", Run: recoveryScenario},
 		{Name: "overload", Run: overloadScenario},
+		{Name: "nodes", Run: nodesScenario},
 	}
 }
 
@@ -153,10 +159,22 @@ func Main(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("scenario %s: %w", s.Name, err)
 		}
-		r.Scenario = s.Name
+		suffix := ""
 		if storeBase != "" {
-			r.Scenario += " (postgres)"
+			suffix = " (postgres)"
 		}
+		if len(r.Rows) > 0 {
+			for _, row := range r.Rows {
+				row.Scenario = s.Name + ": " + row.Scenario + suffix
+				if row.Limit > 0 && row.Ratio == 0 {
+					row.Ratio = row.Throughput / row.Limit
+				}
+				rep.Results = append(rep.Results, row)
+			}
+			env.childPeakMB = 0
+			continue
+		}
+		r.Scenario = s.Name + suffix
 		switch {
 		case r.PeakRSSMB != 0:
 		case env.childPeakMB != 0: // the scenario ran its own server

@@ -59,6 +59,7 @@ type Env struct {
 	StartedAt, ListeningAt, ReadyAt time.Time
 
 	extra    []string // the extra serve flags, for Restart
+	environ  []string // the variables added to its environment, for Restart
 	debug    string   // the server's --debug-addr (pprof), if any
 	waitOnce sync.Once
 	exited   chan struct{}
@@ -78,7 +79,7 @@ func StartEnv(log io.Writer, extra ...string) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := startIn(dir, log, "", extra)
+	e, err := startIn(dir, log, "", extra, nil)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -88,15 +89,16 @@ func StartEnv(log io.Writer, extra ...string) (*Env, error) {
 
 // startIn starts the server on the data directory under dir (fresh or not). A non-empty addr
 // (host:port) is where it must listen; readiness is then polled from the process's start.
-func startIn(dir string, log io.Writer, addr string, extra []string) (*Env, error) {
-	exe, err := os.Executable()
+// environ are variables added to the process's environment (NAME=value).
+func startIn(dir string, log io.Writer, addr string, extra, environ []string) (*Env, error) {
+	exe, err := self()
 	if err != nil {
 		return nil, err
 	}
 	if serverBin != "" {
 		exe = serverBin
 	}
-	e := &Env{Dir: dir, log: log, extra: extra, debug: debugAddrOf(extra)}
+	e := &Env{Dir: dir, log: log, extra: extra, environ: environ, debug: debugAddrOf(extra)}
 	e.cmd = exec.Command(exe, "serve", "--sandbox", "--data", filepath.Join(dir, "data"),
 		"--addr", "127.0.0.1:0", "--sim-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
 		"--plan-limits", "pro=2000000000",
@@ -107,9 +109,22 @@ func startIn(dir string, log io.Writer, addr string, extra []string) (*Env, erro
 	if addr != "" {
 		e.cmd.Args = append(e.cmd.Args, "--addr", addr)
 	}
+	if len(environ) > 0 {
+		e.cmd.Env = append(os.Environ(), environ...)
+	}
 	stderr, err := e.cmd.StderrPipe()
 	if err != nil {
 		return nil, err
+	}
+	logTo := io.Discard
+	if d := os.Getenv("HERALD_BENCH_LOGS"); d != "" {
+		// Each server's log, kept for reading after a run (a file per server, named after its
+		// directory).
+		f, err := os.Create(filepath.Join(d, filepath.Base(dir)+".log"))
+		if err != nil {
+			return nil, err
+		}
+		logTo = f
 	}
 	e.StartedAt = time.Now()
 	if err := e.cmd.Start(); err != nil {
@@ -120,14 +135,31 @@ func startIn(dir string, log io.Writer, addr string, extra []string) (*Env, erro
 		go pollReady("http://"+addr, ready)
 	}
 	listening := make(chan string, 1)
+	// ended is closed when the process closes its stderr (it exited) before it listened; last is
+	// then its last line, which says why.
+	ended := make(chan struct{})
+	var last string
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		listened := false
+		defer func() {
+			if !listened {
+				close(ended)
+			}
+		}()
+		if f, ok := logTo.(*os.File); ok {
+			defer f.Close()
+		}
 		for sc.Scan() {
+			_, _ = fmt.Fprintf(logTo, "%s\n", sc.Bytes())
 			var line struct {
 				Msg string `json:"msg"`
 			}
 			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				if !listened {
+					last = sc.Text()
+				}
 				continue
 			}
 			if u, ok := strings.CutPrefix(line.Msg, "sandbox network simulator listening on "); ok {
@@ -138,12 +170,16 @@ func startIn(dir string, log io.Writer, addr string, extra []string) (*Env, erro
 			}
 			if strings.HasPrefix(line.Msg, "listening on ") {
 				e.ListeningAt = time.Now()
+				listened = true
 				listening <- strings.TrimPrefix(line.Msg, "listening on ")
 			}
 		}
 	}()
 	select {
 	case e.URL = <-listening:
+	case <-ended:
+		e.Kill()
+		return nil, fmt.Errorf("herald serve exited before it listened: %s", last)
 	case <-time.After(3 * time.Minute):
 		e.Kill()
 		return nil, fmt.Errorf("herald serve did not start within 3 minutes")
@@ -347,7 +383,7 @@ func (e *Env) Kill() {
 // flags plus extra, once this one has stopped (Stop or Kill first). The new Env owns the data
 // directory: close it, not this one.
 func (e *Env) Restart(extra ...string) (*Env, error) {
-	n, err := startIn(e.Dir, e.log, strings.TrimPrefix(e.URL, "http://"), append(append([]string(nil), e.extra...), extra...))
+	n, err := startIn(e.Dir, e.log, strings.TrimPrefix(e.URL, "http://"), append(append([]string(nil), e.extra...), extra...), e.environ)
 	if err != nil {
 		return nil, err
 	}
@@ -371,6 +407,17 @@ func pollReady(base string, ready chan<- time.Time) {
 			return
 		}
 	}
+}
+
+// selfBin is the herald binary the bench runs as ("" for this process's own executable): a test
+// of the bench sets it, since its own executable is the test binary.
+var selfBin string
+
+func self() (string, error) {
+	if selfBin != "" {
+		return selfBin, nil
+	}
+	return os.Executable()
 }
 
 // serverBin is --server-bin: another build's herald to run the scenarios' servers (an A/B

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The bench scenarios that write most (create-drafts, publish, recovery) on PostgreSQL: a throwaway
-# server (initdb and pg_ctl from Debian's postgresql package; as the postgres user when run as
-# root) with PostgreSQL's durable defaults (fsync, synchronous_commit, full_page_writes on), on a
-# free loopback port, removed afterwards. Each server and ceiling of the bench gets a schema of
-# its own. Usage: bench/postgres.sh BIN [herald bench flags...]
+# The bench scenarios that write most (create-drafts, publish, recovery), and the nodes scenario
+# (several `herald serve --node-addr` over one database), on PostgreSQL: a throwaway server
+# (initdb and pg_ctl from Debian's postgresql package; as the postgres user when run as root) with
+# PostgreSQL's durable defaults (fsync, synchronous_commit, full_page_writes on), on a free
+# loopback port, removed afterwards. Each server and ceiling of the bench gets a schema of its
+# own. Usage: bench/postgres.sh BIN [herald bench flags...]
 set -euo pipefail
 bin=$1
 shift
@@ -33,4 +34,4 @@ stop() {
 trap stop EXIT
 "${as[@]}" "$pgbin/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 --no-instructions >/dev/null
 "${as[@]}" "$pgbin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories='' -c max_connections=200" start >/dev/null
-"$bin" bench --store "postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable" --scenario create-drafts,publish,recovery "$@"
+"$bin" bench --store "postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable" --scenario create-drafts,publish,recovery,nodes "$@"

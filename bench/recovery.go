@@ -24,7 +24,7 @@ type simProcess struct {
 
 // startSim starts `herald sim` from this very binary on a loopback port.
 func startSim(extra ...string) (*simProcess, error) {
-	exe, err := os.Executable()
+	exe, err := self()
 	if err != nil {
 		return nil, err
 	}

@@ -53,6 +53,11 @@ func LoadOrCreateKey(dir string) ([]byte, error) {
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
+	// The data directory may not exist yet: on PostgreSQL with the secret key in the environment
+	// (HERALD_SECRET_KEY), nothing before this wrote to it.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("blob: create signing key: %w", err)
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) {
 		return LoadOrCreateKey(dir)

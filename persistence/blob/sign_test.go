@@ -75,3 +75,19 @@ func TestSigningKeyIsGeneratedOnceAndKept(t *testing.T) {
 	_, err = blob.LoadOrCreateKey(dir)
 	require.Error(t, err)
 }
+
+// The key is created in a data directory that does not exist yet, as it is on PostgreSQL with the
+// secret key in the environment, where nothing else wrote to the directory before.
+func TestSigningKeyIsCreatedInANewDataDirectory(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data")
+	k, err := blob.LoadOrCreateKey(dir)
+	require.NoError(t, err)
+	require.Len(t, k, 32)
+	fi, err := os.Stat(dir)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+	again, err := blob.LoadOrCreateKey(dir)
+	require.NoError(t, err)
+	require.Equal(t, k, again)
+}
