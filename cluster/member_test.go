@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/cluster/clustertest"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/pgtest"
 )
@@ -248,6 +250,54 @@ func TestAPausedNodeStepsDownAndRejoinsUnderANewID(t *testing.T) {
 	_, _, lost := a.ev.snapshot()
 	require.Len(t, lost, len(held), "every lease it held is reported lost")
 	settled(t, a, b)
+}
+
+// A node cut off from the database gives its leases up within a lifetime of its last renewal,
+// without waiting to reach the database again: it reports them all lost and holds none, and the
+// other node takes them over (never handed off: the cut-off node released nothing). Once the link
+// is mended it joins under a new id, never renewing the old one, and is handed its share again.
+func TestANodeCutOffFromTheDatabaseStepsDown(t *testing.T) {
+	url := pgtest.URL(t)
+	u, err := neturl.Parse(url)
+	require.NoError(t, err)
+	proxy := clustertest.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	a, b := start(t, u.String(), 8), start(t, url, 8)
+	settled(t, a, b)
+	held := a.Held()
+	require.NotEmpty(t, held)
+	oldID := a.Node()
+	proxy.Cut()
+	cut := time.Now()
+	require.Eventually(t, func() bool { return len(a.Held()) == 0 }, 2*ttl+ttl/4, 5*time.Millisecond, "a holds nothing")
+	t.Logf("a stepped down %v after the cut", time.Since(cut))
+	require.False(t, a.Current())
+	_, _, lost := a.ev.snapshot()
+	require.Len(t, lost, len(held), "every lease it held is reported lost")
+	require.Eventually(t, func() bool {
+		rows := owners(t, url)
+		for _, le := range held {
+			if rows[le.Name].Owner != b.Node() {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, 10*time.Millisecond, "b holds a's leases")
+	acq, _, _ := b.ev.snapshot()
+	for _, le := range held {
+		for _, tk := range acq {
+			if tk.Name == le.Name && tk.Epoch > le.Epoch {
+				require.False(t, tk.Released, "%s was taken over, not handed off", le.Name)
+			}
+		}
+	}
+
+	proxy.Mend()
+	require.Eventually(t, func() bool { return a.Node() != oldID && a.Node() != "" }, 20*time.Second, 10*time.Millisecond)
+	settled(t, a, b)
+	for name, le := range owners(t, url) {
+		require.NotEqual(t, oldID, le.Owner, "%s is never renewed under the old id", name)
+	}
 }
 
 // A node that stops gracefully drains and releases its leases: the others take them at once
