@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/cluster/clustertest"
@@ -298,6 +299,46 @@ func TestANodeCutOffFromTheDatabaseStepsDown(t *testing.T) {
 	for name, le := range owners(t, url) {
 		require.NotEqual(t, oldID, le.Owner, "%s is never renewed under the old id", name)
 	}
+}
+
+// A node paused in the middle of a write fenced on one of its leases holds that lease's row FOR
+// SHARE for as long as it is paused. The node taking its leases over waits a moment for that row
+// and goes on: it keeps renewing its own leases (it never steps down), takes every other lease of
+// the paused node, and takes the locked one once the write ends.
+func TestATakeoverDoesNotWaitForeverOnALeaseAPausedWriteHolds(t *testing.T) {
+	url := pgtest.URL(t)
+	a, b := start(t, url, 8), start(t, url, 8)
+	settled(t, a, b)
+	held := a.Held()
+	require.NotEmpty(t, held)
+	bID := b.Node()
+	locked := held[0].Name
+	conn, err := pgx.Connect(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	tx, err := conn.Begin(context.Background())
+	require.NoError(t, err)
+	_, err = tx.Exec(context.Background(), "SELECT 1 FROM cluster_leases WHERE name = $1 FOR SHARE", locked)
+	require.NoError(t, err)
+	a.pauseNow(t)
+
+	require.Eventually(t, func() bool {
+		rows := owners(t, url)
+		for _, le := range held[1:] {
+			if rows[le.Name].Owner != bID {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, 10*time.Millisecond, "b takes every lease of a that is not locked")
+	for end := time.Now().Add(3 * ttl); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		require.True(t, b.Current(), "b keeps renewing while a take waits")
+	}
+	require.Equal(t, bID, b.Node(), "b never stepped down")
+	require.NoError(t, tx.Rollback(context.Background()))
+	require.Eventually(t, func() bool { return owners(t, url)[locked].Owner == bID }, 20*time.Second, 10*time.Millisecond,
+		"b takes the lease once the write ends")
+	a.resume()
 }
 
 // A node that stops gracefully drains and releases its leases: the others take them at once

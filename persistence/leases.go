@@ -150,6 +150,18 @@ func (l *Leases) Join(ctx context.Context, addr string) (string, error) {
 // statement, and returns the leases it still holds. A lease missing from the answer was lost
 // (it expired, and may have been taken). ErrStale: the node's own row had expired.
 func (l *Leases) Renew(ctx context.Context) ([]Lease, error) {
+	for try := 0; ; try++ {
+		out, err := l.renew(ctx)
+		// The renewal updates the node's lease rows in no set order, and a write of its own
+		// fenced on two of them holds them FOR SHARE: PostgreSQL breaks such a deadlock by
+		// failing one, and the renewal is run again at once rather than a step later.
+		if !retryable(err) || try == 2 {
+			return out, err
+		}
+	}
+}
+
+func (l *Leases) renew(ctx context.Context) ([]Lease, error) {
 	rows, err := l.pool.Query(ctx, `
 WITH hb AS (
 	UPDATE cluster_nodes SET heartbeat_at = now()
@@ -214,6 +226,13 @@ func (l *Leases) Acquire(ctx context.Context, name string) (Taken, bool, error) 
 	var t Taken
 	ok := false
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		// A write fenced on the lease holds its row FOR SHARE until it commits; a node paused
+		// (or cut off) in the middle of one holds it for as long as it is away. The take waits a
+		// quarter of a lifetime at most, so that the taker's loop goes on renewing its own leases
+		// meanwhile, and tries again at its next step.
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", max(1, l.ttl.Milliseconds()/4))); err != nil {
+			return err
+		}
 		var prevOwner *string
 		var prevExpiry time.Time
 		var free bool
