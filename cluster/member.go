@@ -280,14 +280,28 @@ func (m *Member) step(ctx context.Context) {
 		m.pauseReq = nil
 		m.mu.Unlock()
 	}
+	if m.Node() == "" {
+		// It stepped down while the database was out of reach: it joins under a new id before
+		// anything else, and never renews the old one.
+		if err := m.join(ctx); err != nil {
+			m.cfg.Log.Warn("cluster: joining again failed", "error", err)
+			return
+		}
+	}
 	sent := m.cfg.now()
-	renewed, err := m.cfg.Leases.Renew(ctx)
+	renewed, err := m.renew(ctx)
 	if errors.Is(err, persistence.ErrStale) {
 		m.stepDown(ctx)
 		return
 	}
 	if err != nil {
 		m.cfg.Log.Warn("cluster: renewal failed", "error", err)
+		if m.mayHaveExpired() {
+			// Cut off from the database for a lease lifetime: its leases may have passed to
+			// another node, so it gives them up now (its actors stop) rather than when it
+			// next reaches the database.
+			m.stepDown(ctx)
+		}
 		return
 	}
 	m.renewed(sent, renewed)
@@ -306,7 +320,7 @@ func (m *Member) step(ctx context.Context) {
 			// A long step (a node that starts takes every free lease, one transaction each)
 			// renews on the way, so that the leases it took first do not expire before it ends.
 			sent = m.cfg.now()
-			renewed, err := m.cfg.Leases.Renew(ctx)
+			renewed, err := m.renew(ctx)
 			if errors.Is(err, persistence.ErrStale) {
 				m.stepDown(ctx)
 				return
@@ -333,6 +347,23 @@ func (m *Member) step(ctx context.Context) {
 	}
 	m.readWhere(ctx)
 	m.readyOnce.Do(func() { close(m.ready) })
+}
+
+// renew renews the node's heartbeat and leases within a lease lifetime: a renewal that has not
+// answered by then may find its leases expired anyway, and a link that swallows packets would
+// otherwise hold the loop (and the step-down) for as long as TCP retries.
+func (m *Member) renew(ctx context.Context) ([]persistence.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.Leases.TTL())
+	defer cancel()
+	return m.cfg.Leases.Renew(ctx)
+}
+
+// mayHaveExpired reports whether the node holds leases whose last successful renewal was sent
+// a lease lifetime ago or more, by its own clock: the database may have let them expire since.
+func (m *Member) mayHaveExpired() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.held) > 0 && !m.cfg.now().Before(m.trustedUntil.Add(m.cfg.Margin))
 }
 
 // readWhere reads where each shard's owner is, once per step (Where answers from it).
@@ -419,7 +450,9 @@ func (m *Member) giveUp(l persistence.Lease) {
 	m.cfg.Metrics.handedOff(time.Since(start))
 }
 
-// stepDown drops every lease (they may have been taken already) and joins under a new id.
+// stepDown drops every lease (they may have been taken already) and joins under a new id: at
+// once when the database answers, else at a later step (the node has no id meanwhile, so that
+// the old one is never renewed again).
 func (m *Member) stepDown(ctx context.Context) {
 	m.mu.Lock()
 	lost := make([]persistence.Lease, 0, len(m.held))
@@ -429,8 +462,9 @@ func (m *Member) stepDown(ctx context.Context) {
 	m.held = map[string]persistence.Lease{}
 	clear(m.draining)
 	old := m.node
+	m.node = ""
 	m.mu.Unlock()
-	m.cfg.Log.Warn("cluster: this node's membership expired; stepping down", "node", old)
+	m.cfg.Log.Warn("cluster: this node's membership expired or cannot be renewed; stepping down", "node", old)
 	for _, l := range lost {
 		m.cfg.Lost(l)
 	}
@@ -458,6 +492,9 @@ func (m *Member) leave() {
 			case <-stop:
 				return
 			case <-tick.C:
+				if m.Node() == "" {
+					continue // stepped down: the old id is never renewed
+				}
 				ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Leases.TTL()/4)
 				sent := m.cfg.now()
 				if renewed, err := m.cfg.Leases.Renew(ctx); err == nil {
@@ -485,7 +522,13 @@ func (m *Member) leave() {
 	}
 	m.mu.Lock()
 	m.held = map[string]persistence.Lease{}
+	stepped := m.node == ""
 	m.mu.Unlock()
+	if stepped {
+		// It stepped down and never joined again: the old id's leases expire in their time
+		// (calls made under them may still be under way), and it has nothing else to leave.
+		return
+	}
 	if err := m.cfg.Leases.Leave(ctx); err != nil {
 		m.cfg.Log.Warn("cluster: leaving failed; the leases expire instead", "error", err)
 	}

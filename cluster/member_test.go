@@ -3,13 +3,16 @@ package cluster
 import (
 	"context"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/cluster/clustertest"
 	"github.com/heraldhq/herald/persistence"
 	"github.com/heraldhq/herald/persistence/pgtest"
 )
@@ -248,6 +251,94 @@ func TestAPausedNodeStepsDownAndRejoinsUnderANewID(t *testing.T) {
 	_, _, lost := a.ev.snapshot()
 	require.Len(t, lost, len(held), "every lease it held is reported lost")
 	settled(t, a, b)
+}
+
+// A node cut off from the database gives its leases up within a lifetime of its last renewal,
+// without waiting to reach the database again: it reports them all lost and holds none, and the
+// other node takes them over (never handed off: the cut-off node released nothing). Once the link
+// is mended it joins under a new id, never renewing the old one, and is handed its share again.
+func TestANodeCutOffFromTheDatabaseStepsDown(t *testing.T) {
+	url := pgtest.URL(t)
+	u, err := neturl.Parse(url)
+	require.NoError(t, err)
+	proxy := clustertest.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	a, b := start(t, u.String(), 8), start(t, url, 8)
+	settled(t, a, b)
+	held := a.Held()
+	require.NotEmpty(t, held)
+	oldID := a.Node()
+	proxy.Cut()
+	cut := time.Now()
+	require.Eventually(t, func() bool { return len(a.Held()) == 0 }, 2*ttl+ttl/4, 5*time.Millisecond, "a holds nothing")
+	t.Logf("a stepped down %v after the cut", time.Since(cut))
+	require.False(t, a.Current())
+	_, _, lost := a.ev.snapshot()
+	require.Len(t, lost, len(held), "every lease it held is reported lost")
+	require.Eventually(t, func() bool {
+		rows := owners(t, url)
+		for _, le := range held {
+			if rows[le.Name].Owner != b.Node() {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, 10*time.Millisecond, "b holds a's leases")
+	acq, _, _ := b.ev.snapshot()
+	for _, le := range held {
+		for _, tk := range acq {
+			if tk.Name == le.Name && tk.Epoch > le.Epoch {
+				require.False(t, tk.Released, "%s was taken over, not handed off", le.Name)
+			}
+		}
+	}
+
+	proxy.Mend()
+	require.Eventually(t, func() bool { return a.Node() != oldID && a.Node() != "" }, 20*time.Second, 10*time.Millisecond)
+	settled(t, a, b)
+	for name, le := range owners(t, url) {
+		require.NotEqual(t, oldID, le.Owner, "%s is never renewed under the old id", name)
+	}
+}
+
+// A node paused in the middle of a write fenced on one of its leases holds that lease's row FOR
+// SHARE for as long as it is paused. The node taking its leases over waits a moment for that row
+// and goes on: it keeps renewing its own leases (it never steps down), takes every other lease of
+// the paused node, and takes the locked one once the write ends.
+func TestATakeoverDoesNotWaitForeverOnALeaseAPausedWriteHolds(t *testing.T) {
+	url := pgtest.URL(t)
+	a, b := start(t, url, 8), start(t, url, 8)
+	settled(t, a, b)
+	held := a.Held()
+	require.NotEmpty(t, held)
+	bID := b.Node()
+	locked := held[0].Name
+	conn, err := pgx.Connect(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	tx, err := conn.Begin(context.Background())
+	require.NoError(t, err)
+	_, err = tx.Exec(context.Background(), "SELECT 1 FROM cluster_leases WHERE name = $1 FOR SHARE", locked)
+	require.NoError(t, err)
+	a.pauseNow(t)
+
+	require.Eventually(t, func() bool {
+		rows := owners(t, url)
+		for _, le := range held[1:] {
+			if rows[le.Name].Owner != bID {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, 10*time.Millisecond, "b takes every lease of a that is not locked")
+	for end := time.Now().Add(3 * ttl); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		require.True(t, b.Current(), "b keeps renewing while a take waits")
+	}
+	require.Equal(t, bID, b.Node(), "b never stepped down")
+	require.NoError(t, tx.Rollback(context.Background()))
+	require.Eventually(t, func() bool { return owners(t, url)[locked].Owner == bID }, 20*time.Second, 10*time.Millisecond,
+		"b takes the lease once the write ends")
+	a.resume()
 }
 
 // A node that stops gracefully drains and releases its leases: the others take them at once

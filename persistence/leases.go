@@ -228,6 +228,13 @@ func (l *Leases) Acquire(ctx context.Context, name string) (Taken, bool, error) 
 	var t Taken
 	ok := false
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		// A write fenced on the lease holds its row FOR SHARE until it commits; a node paused
+		// (or cut off) in the middle of one holds it for as long as it is away. The take waits a
+		// quarter of a lifetime at most, so that the taker's loop goes on renewing its own leases
+		// meanwhile, and tries again at its next step.
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", max(1, l.ttl.Milliseconds()/4))); err != nil {
+			return err
+		}
 		var prevOwner *string
 		var prevExpiry time.Time
 		var free bool

@@ -2,6 +2,7 @@ package persistence_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -178,5 +179,63 @@ func TestARenewalEndedByADeadlockIsRunAgain(t *testing.T) {
 		r := <-renewed
 		require.NoError(t, r.err, "the renewal is run again after a deadlock")
 		require.Len(t, r.leases, 2)
+	}
+}
+
+// A store opened with IdleInTransaction has PostgreSQL end a session left idle inside a
+// transaction, as a process paused in the middle of a commit leaves it: the lease row its fenced
+// write read FOR SHARE is free again for a take within that time, not when the process wakes,
+// and the paused write fails rather than being stored under a lease that may have moved.
+func TestAPausedCommitReleasesItsLeaseRowsAfterIdleInTransaction(t *testing.T) {
+	for _, idle := range []time.Duration{0, 200 * time.Millisecond} {
+		url := pgtest.URL(t)
+		ctx := context.Background()
+		store, err := persistence.OpenPostgres(ctx, url, persistence.Options{Shared: true, IdleInTransaction: idle})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = store.Close() })
+		a, err := persistence.OpenLeases(ctx, url, 10*time.Second)
+		require.NoError(t, err)
+		t.Cleanup(a.Close)
+		_, err = a.Join(ctx, "a:1")
+		require.NoError(t, err)
+		taken, ok, err := a.Acquire(ctx, "shard/0")
+		require.NoError(t, err)
+		require.True(t, ok)
+
+		conn, err := pgx.Connect(ctx, url)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = conn.Close(ctx) })
+		fenced := make(chan struct{})
+		var runs atomic.Int64 // the first run pauses
+		done := make(chan error, 1)
+		go func() {
+			done <- store.Update(ctx, func(tx *persistence.Tx) error {
+				if err := tx.Fence(taken.Lease); err != nil {
+					return err
+				}
+				if runs.Add(1) == 1 {
+					close(fenced)
+					time.Sleep(time.Second) // paused in the middle of the commit
+				}
+				return nil
+			})
+		}()
+		<-fenced
+		start := time.Now()
+		_, err = conn.Exec(ctx, "BEGIN")
+		require.NoError(t, err)
+		_, err = conn.Exec(ctx, "SELECT 1 FROM cluster_leases WHERE name = 'shard/0' FOR UPDATE")
+		require.NoError(t, err)
+		waited := time.Since(start)
+		_, err = conn.Exec(ctx, "ROLLBACK")
+		require.NoError(t, err)
+		err = <-done
+		if idle == 0 {
+			require.NoError(t, err)
+			require.Greater(t, waited, 700*time.Millisecond, "without it the row waits for the paused commit")
+			continue
+		}
+		require.Less(t, waited, 700*time.Millisecond, "the row is free once the session was idle %v", idle)
+		require.Error(t, err, "the paused commit was not stored: its session ended")
 	}
 }

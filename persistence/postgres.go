@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	neturl "net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -182,6 +183,9 @@ func openPostgres(ctx context.Context, url string, opts Options, configure func(
 	// afterwards (k = ANY over a few thousand rows: 2.4 ms a read instead of 0.1).
 	if _, set := pcfg.ConnConfig.RuntimeParams["enable_seqscan"]; !set {
 		pcfg.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
+	}
+	if _, set := pcfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set && opts.IdleInTransaction > 0 {
+		pcfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(max(1, opts.IdleInTransaction.Milliseconds()), 10)
 	}
 	if configure != nil {
 		configure(pcfg)

@@ -88,6 +88,9 @@ func Send(ctx context.Context, hc *http.Client, p Platform, c Call) (*Answer, er
 	if c.BasicUser != "" {
 		req.SetBasicAuth(c.BasicUser, c.BasicPass)
 	}
+	if err := Gate(ctx); err != nil {
+		return nil, NoAnswer(p, err, false, c.Create)
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, NoAnswer(p, err, wrote.Load(), c.Create)

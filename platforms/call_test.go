@@ -2,6 +2,7 @@ package platforms_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -123,4 +124,35 @@ func TestSendReadsDeclaredLengths(t *testing.T) {
 
 	_, err = platforms.Send(context.Background(), hc, platforms.X, platforms.Call{Method: http.MethodPost, URL: srv.URL + "/cut", Body: []byte(`{}`), Create: true})
 	require.Equal(t, platforms.Unknown, platforms.KindOf(err), "%v", err)
+}
+
+// A gate in the context (platforms.WithGate) is asked before each request: while it lets
+// requests through they are sent; once it answers an error nothing reaches the network, and the
+// call is a request that could not be sent (Transient, never Unknown, even for the call that
+// creates the post), whose error wraps the gate's.
+func TestSendAsksTheGateBeforeEachRequest(t *testing.T) {
+	t.Parallel()
+	var got atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(srv.Close)
+	closed := errors.New("gate closed")
+	var open atomic.Bool
+	open.Store(true)
+	ctx := platforms.WithGate(context.Background(), func() error {
+		if !open.Load() {
+			return closed
+		}
+		return nil
+	})
+	_, err := platforms.Send(ctx, &http.Client{}, platforms.X, platforms.Call{Method: "POST", URL: srv.URL + "/upload"})
+	require.NoError(t, err)
+	open.Store(false)
+	_, err = platforms.Send(ctx, &http.Client{}, platforms.X, platforms.Call{Method: "POST", URL: srv.URL + "/create", Create: true})
+	require.ErrorIs(t, err, closed)
+	require.Equal(t, platforms.Transient, platforms.KindOf(err))
+	require.EqualValues(t, 1, got.Load(), "the request after the gate closed was not sent")
+	require.NoError(t, platforms.Gate(context.Background()), "no gate: every request goes")
 }

@@ -218,6 +218,7 @@ func (a *Actor) startRefresh(ctx actor.Context, forced bool) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go func() {
 		c, cancel := context.WithTimeout(context.Background(), time.Minute)
+		c = a.gated(c)
 		start := time.Now()
 		next, err := adapter.Refresh(c, creds)
 		cancel()

@@ -30,6 +30,7 @@ func (a *Actor) delete(ctx actor.Context, m *Delete) {
 	go func() {
 		if adapter != nil && creds.AccessToken != "" {
 			c, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			c = a.gated(c)
 			start := time.Now()
 			err := adapter.Revoke(c, creds)
 			cancel()

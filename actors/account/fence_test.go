@@ -158,3 +158,87 @@ func TestAnUntrustedAccountReportsItsCallsInFlightBeforeStopping(t *testing.T) {
 	require.Eventually(t, func() bool { return b.waiting(acct) == 1 }, 5*time.Second, 5*time.Millisecond,
 		"the untrusted target waits for the shard's next owner")
 }
+
+// untrustedMidCall stands for a node whose trust ends after the lane's check and before the
+// call's request goes out (paused in between, or its renewal too old by then): it ends the trust
+// as the call starts, and the adapter's request must not be sent.
+type untrustedMidCall struct {
+	platforms.Adapter
+	g     *gate
+	calls atomic.Int64
+}
+
+func (u *untrustedMidCall) Publish(ctx context.Context, cr platforms.Credentials, p platforms.Post) (platforms.Result, error) {
+	u.calls.Add(1)
+	u.g.trusted.Store(false)
+	return u.Adapter.Publish(ctx, cr, p)
+}
+
+// The trust is checked again before every request of a call, not only before the call: a call
+// whose node stopped trusting the account's shard once the call had begun sends nothing more (a
+// call of several requests stops at the next one), the adapter sees a request that could not be
+// sent, and the actor stops with the target waiting in the store.
+func TestAnAccountSendsNoRequestOnceItsShardIsNoLongerTrustedMidCall(t *testing.T) {
+	if pgtest.Enabled() {
+		t.Skip("the stand-in lease has no row in PostgreSQL to fence on")
+	}
+	t.Parallel()
+	g := &gate{}
+	g.trusted.Store(true)
+	u := &untrustedMidCall{g: g}
+	b := setupWith(t, options{fence: g, edit: func(a registry.Adapters) {
+		u.Adapter = a[platforms.X]
+		a[platforms.X] = u
+	}})
+	acct := b.connect(platforms.X, "ann")
+	job := newJobID()
+	b.publish(acct, job, 0, "trust ends mid-call")
+	require.Eventually(t, func() bool {
+		return len(b.dir.LiveIDs(func(id string) bool { return id == acct })) == 0
+	}, 5*time.Second, 5*time.Millisecond, "the account stops")
+	require.EqualValues(t, 1, u.calls.Load(), "the call began")
+	require.Empty(t, b.sim.Publications(platforms.X), "its request was not sent")
+	require.Equal(t, 1, b.waiting(acct), "the target waits in the store for the shard's next owner")
+	for len(b.reports) > 0 {
+		r := <-b.reports
+		require.False(t, r.JobID == job && r.Final, "nothing final is reported for the call not sent: %+v", r)
+	}
+}
+
+// trustedFor trusts the first n checks only.
+type trustedFor struct {
+	gate
+	n atomic.Int64
+}
+
+func (g *trustedFor) Trusted(string) bool { return g.n.Add(-1) >= 0 }
+
+// An outcome in doubt is looked up only while the node trusts the account's shard: a call whose
+// answer was lost (the post was created) while the trust ended leaves its attempt in the store,
+// in doubt, for the shard's next owner to look up; this node neither looks it up nor fails it,
+// and the actor stops.
+func TestAnAccountLooksAnOutcomeUpOnlyWhileItsShardIsTrusted(t *testing.T) {
+	if pgtest.Enabled() {
+		t.Skip("the stand-in lease has no row in PostgreSQL to fence on")
+	}
+	t.Parallel()
+	g := &trustedFor{}
+	g.n.Store(2) // the lane's check before the call and the gate before its request
+	b := setupWith(t, options{fence: g})
+	acct := b.connect(platforms.X, "ann")
+	require.NoError(t, b.sim.InjectFault(platforms.X, sim.FaultPostThenError, 1))
+	job := newJobID()
+	b.publish(acct, job, 0, "answer lost as the trust ends")
+	require.Eventually(t, func() bool {
+		return len(b.dir.LiveIDs(func(id string) bool { return id == acct })) == 0
+	}, 5*time.Second, 5*time.Millisecond, "the account stops")
+	require.Len(t, b.sim.Publications(platforms.X), 1, "the call was made")
+	for _, outcome := range []string{"found", "not_found", "unresolved"} {
+		require.Zero(t, testutil.ToFloat64(b.metrics.UnknownOutcome.WithLabelValues(string(platforms.X), outcome)), "no lookup: %s", outcome)
+	}
+	require.NotNil(t, b.attempt(job), "the attempt stays in doubt in the store")
+	for len(b.reports) > 0 {
+		r := <-b.reports
+		require.False(t, r.JobID == job && r.Final, "nothing final is reported from here: %+v", r)
+	}
+}

@@ -132,6 +132,11 @@ func (l *lane) run() {
 			err = errUntrusted
 		} else {
 			c, cancel := context.WithTimeout(context.Background(), l.timeout)
+			if l.trusted != nil {
+				// Checked again before each request of the call: a call of several requests
+				// stops at the first one the node no longer trusts its lease for.
+				c = platforms.WithGate(c, l.gate)
+			}
 			res, err = r.call(c, adapter, creds)
 			cancel()
 		}
@@ -140,6 +145,31 @@ func (l *lane) run() {
 		}
 		l.send(&callDone{req: r, platform: adapter.Platform(), res: res, err: err, start: start, took: l.now().Sub(start)})
 	}
+}
+
+// gate is the platforms gate of the lane's calls: errGated once the node no longer trusts the
+// account's shard.
+func (l *lane) gate() error {
+	if !l.trusted() {
+		return errGated
+	}
+	return nil
+}
+
+// gated is ctx with the node's trust as its platforms gate (WithGate) when the node has a fence:
+// every request of a lookup, a refresh, a read or a revoke is sent only while the node trusts
+// the account's shard, as a publishing call's are (lane.gate).
+func (a *Actor) gated(ctx context.Context) context.Context {
+	f, id := a.deps.Fence, a.id
+	if f == nil {
+		return ctx
+	}
+	return platforms.WithGate(ctx, func() error {
+		if !f.Trusted(id) {
+			return errGated
+		}
+		return nil
+	})
 }
 
 // newLane makes the account's lane; its callers report to the actor at self, and call only

@@ -22,6 +22,10 @@ func (a *Actor) startLookupAfter(ctx actor.Context, r *request, since time.Time,
 	adapter, creds, retries, backoff := a.adapter, a.creds, a.deps.MaxRetries, a.deps.Backoff
 	platform := a.acc.Platform
 	self, root := ctx.Self(), ctx.ActorSystem().Root
+	var trusted func() bool
+	if f, id := a.deps.Fence, a.id; f != nil {
+		trusted = func() bool { return f.Trusted(id) }
+	}
 	go func() {
 		if wait > 0 {
 			time.Sleep(wait)
@@ -29,13 +33,24 @@ func (a *Actor) startLookupAfter(ctx actor.Context, r *request, since time.Time,
 		var pub platforms.Publication
 		var found bool
 		var err error
-		// A lookup is a read: transient failures are retried with backoff.
+		// A lookup is a read: transient failures are retried with backoff. It is made only
+		// while the node trusts the account's shard (each of its requests is gated).
 		for i := 0; ; i++ {
+			if trusted != nil && !trusted() {
+				err = errUntrusted
+				break
+			}
 			c, cancel := context.WithTimeout(context.Background(), time.Minute)
 			start := time.Now()
-			pub, found, err = r.lookup(c, adapter, creds, since.Add(-2*time.Minute))
+			pub, found, err = r.lookup(a.gated(c), adapter, creds, since.Add(-2*time.Minute))
 			cancel()
 			a.observeCall(platform, "lookup", start, err)
+			if err != nil && trusted != nil && !trusted() {
+				// Failed once the trust ended (a request gated, or a failure meanwhile): the
+				// outcome stays in doubt for the shard's next owner, never failed from here.
+				err = errUntrusted
+				break
+			}
 			if err == nil || !platforms.IsRetryable(err) || i >= retries {
 				break
 			}
@@ -55,6 +70,13 @@ func (a *Actor) lookupDone(ctx actor.Context, m *lookupDone) {
 	}
 	if a.acc == nil {
 		a.fail(r, "the connected account was disconnected while the post's outcome was being checked")
+		return
+	}
+	if errors.Is(m.err, errUntrusted) {
+		// Not looked up: this node no longer trusts its lease of the account's shard. The
+		// attempt stays in the store, in doubt, for the shard's next owner to look up (or this
+		// node, once it holds the shard again); the actor stops (Receive).
+		a.untrusted = true
 		return
 	}
 	platform := a.acc.Platform

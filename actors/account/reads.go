@@ -292,6 +292,7 @@ func (a *Actor) startRead(ctx actor.Context, r *pendingRead) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go func() {
 		c, cancel := context.WithDeadline(context.Background(), deadline)
+		c = a.gated(c)
 		start := time.Now()
 		reply, err := call(c, adapter, creds, r.Read)
 		cancel()

@@ -103,6 +103,9 @@ func (c *Client) Do(ctx context.Context, call Call, out any) (Response, error) {
 	if hc == nil {
 		hc = DefaultHTTPClient()
 	}
+	if err := platforms.Gate(ctx); err != nil {
+		return Response{}, c.transportError(call, false, err)
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return Response{}, c.transportError(call, wrote.Load(), err)

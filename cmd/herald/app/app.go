@@ -339,6 +339,9 @@ func New(cfg Config) (*App, error) {
 		// nodes of the jobs and campaigns it touched, so that streams and caches are one across
 		// nodes (docs/cluster.md).
 		Shared: cfg.NodeAddr != "",
+		// A node paused in the middle of a commit must not hold its leases' rows for as long as
+		// it is away: PostgreSQL ends its session once it has been idle a lease lifetime.
+		IdleInTransaction: nodeIdleInTransaction(cfg),
 		OnCommit: func(n int, d time.Duration, err error) {
 			commitSeconds.Observe(d.Seconds())
 			commitBatch.Observe(float64(n))

@@ -20,6 +20,15 @@ import (
 // joins the membership, and runs the actors of the shards it holds. Without one, nothing of
 // this exists and Herald runs as a single process, as before.
 
+// nodeIdleInTransaction is how long a node's store session may stay idle inside a transaction
+// (persistence.Options.IdleInTransaction): a lease lifetime, none on a single process.
+func nodeIdleInTransaction(cfg Config) time.Duration {
+	if cfg.NodeAddr == "" {
+		return 0
+	}
+	return orDefault(cfg.LeaseTTL, DefaultLeaseTTL)
+}
+
 // DefaultLeaseTTL is the lifetime of a node's leases and heartbeat when Config.LeaseTTL is 0: a
 // node renews four times within it, and a silent node's shards pass to the others after it.
 const DefaultLeaseTTL = 10 * time.Second
