@@ -228,7 +228,7 @@ func (l *Leases) Acquire(ctx context.Context, name string) (Taken, bool, error) 
 	var t Taken
 	ok := false
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		// A write fenced on the lease holds its row FOR SHARE until it commits; a node paused
+		// A write fenced on the lease holds its row FOR KEY SHARE until it commits; a node paused
 		// (or cut off) in the middle of one holds it for as long as it is away. The take waits a
 		// quarter of a lifetime at most, so that the taker's loop goes on renewing its own leases
 		// meanwhile, and tries again at its next step.
@@ -317,11 +317,14 @@ func (l *Leases) All(ctx context.Context) ([]Lease, error) {
 }
 
 // Fence fails the transaction with ErrFenced unless le is still the lease's current owner and
-// epoch. On PostgreSQL the lease row is read FOR SHARE inside the transaction: a take of the
+// epoch. On PostgreSQL the lease row is read FOR KEY SHARE inside the transaction: a take of the
 // lease (Acquire locks the row FOR UPDATE) waits until this transaction ends, and this one,
 // when the take locked first, waits for it and then fails to serialize, is run again and finds
 // the new epoch. So the new owner, which reads the store after taking the lease, sees every
-// write the old owner made under it. On bbolt a single process owns everything and Fence
+// write the old owner made under it. KEY SHARE, not SHARE: a renewal's update of the expiry (and
+// a release's) changes no key, so it neither waits for the node's fenced writes nor they for it,
+// and the writes under load neither delay the renewals nor queue behind them; a release needs no
+// wait, since the take that follows it does. On bbolt a single process owns everything and Fence
 // checks nothing. Fence is for stores whose nodes run with leases (OpenLeases made the table).
 func (t *Tx) Fence(le Lease) error {
 	pt, ok := t.kv.(*pgTx)
@@ -343,7 +346,7 @@ func (t *Tx) Fence(le Lease) error {
 		batch.Queue(pt.begin)
 		pt.begin = ""
 	}
-	batch.Queue("SELECT owner::text, epoch FROM cluster_leases WHERE name = $1 FOR SHARE", le.Name)
+	batch.Queue("SELECT owner::text, epoch FROM cluster_leases WHERE name = $1 FOR KEY SHARE", le.Name)
 	br := pt.q.SendBatch(pt.ctx, batch)
 	var err error
 	if begin {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
@@ -238,4 +239,55 @@ func TestAPausedCommitReleasesItsLeaseRowsAfterIdleInTransaction(t *testing.T) {
 		require.Less(t, waited, 700*time.Millisecond, "the row is free once the session was idle %v", idle)
 		require.Error(t, err, "the paused commit was not stored: its session ended")
 	}
+}
+
+// A renewal never waits for the node's own fenced writes: a fence locks its lease row FOR KEY
+// SHARE, which a take's FOR UPDATE waits for and a renewal's update of the expiry does not, so a
+// node's writes under load neither delay its renewals nor queue behind them. The fenced write,
+// committed after the renewal, is stored.
+func TestARenewalDoesNotWaitForAFencedWriteInProgress(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	store, err := persistence.OpenPostgres(ctx, url, persistence.Options{Shared: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	l, err := persistence.OpenLeases(ctx, url, 10*time.Second)
+	require.NoError(t, err)
+	t.Cleanup(l.Close)
+	_, err = l.Join(ctx, "a:1")
+	require.NoError(t, err)
+	taken, ok, err := l.Acquire(ctx, "shard/3")
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	user := uuid.NewString()
+	fenced, release := make(chan struct{}), make(chan struct{})
+	var runs atomic.Int64
+	done := make(chan error, 1)
+	go func() {
+		done <- store.Update(ctx, func(tx *persistence.Tx) error {
+			if err := tx.Fence(taken.Lease); err != nil {
+				return err
+			}
+			if runs.Add(1) == 1 {
+				close(fenced)
+				<-release // the write is in progress, its lease row locked
+			}
+			return tx.CreateUser(&persistence.User{ID: user, Email: "fenced@example.com", Plan: "pro", CreatedAt: time.Now().UTC()})
+		})
+	}()
+	<-fenced
+	renewCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	held, err := l.Renew(renewCtx)
+	close(release)
+	require.NoError(t, err, "the renewal went through beside the fenced write")
+	require.Len(t, held, 1)
+	require.NoError(t, <-done)
+	require.NoError(t, store.View(func(tx *persistence.Tx) error {
+		u, err := tx.User(user)
+		require.NoError(t, err)
+		require.Equal(t, "fenced@example.com", u.Email)
+		return nil
+	}))
 }

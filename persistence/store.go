@@ -94,7 +94,7 @@ type Options struct {
 	// IdleInTransaction, when set on PostgreSQL, has the server end a session that stays idle
 	// inside a transaction for longer (idle_in_transaction_session_timeout). A node paused in the
 	// middle of a commit (SIGSTOP, a stalled VM) otherwise holds the commit's row locks for as
-	// long as it is away, the FOR SHARE of each lease it fenced on among them, and no other node
+	// long as it is away, the FOR KEY SHARE of each lease it fenced on among them, and no other node
 	// can take those leases over meanwhile. Ignored by bbolt.
 	IdleInTransaction time.Duration
 }
