@@ -31,6 +31,11 @@ const nodesSecret = "9c4e2b7a1d0f8e6c5b3a29180f7e6d5c4b3a2918f0e1d2c3b4a59687786
 // steps down and moves all of its shards.
 const nodesFailoverLease = 2 * time.Second
 
+// nodesFailoverCallTimeout is the failover's nodes' call time-out (--call-timeout): after a
+// takeover, the attempts the killed node may have had on the wire are looked up once it has
+// passed; with the default (10 minutes) the posts they belong to would stay open past the run.
+const nodesFailoverCallTimeout = 5 * time.Second
+
 // nodesShards is the number of account shards the nodes share (cluster: fixed at 256).
 const nodesShards = 256
 
@@ -484,7 +489,7 @@ func nodesRound(base *Env, n int) (create, publish Result, err error) {
 // twice.
 func nodesFailover(base *Env, kills int) (Result, error) {
 	ns, err := startNodeSet(base, 3, []string{"--limit-scale", "100000", "--latency", "2ms"},
-		append([]string{"--lease-ttl", nodesFailoverLease.String()}, unlimited[2:]...)...)
+		append([]string{"--lease-ttl", nodesFailoverLease.String(), "--call-timeout", nodesFailoverCallTimeout.String()}, unlimited[2:]...)...)
 	if err != nil {
 		return Result{}, err
 	}
