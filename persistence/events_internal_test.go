@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -96,4 +97,89 @@ func TestEventHeaderOf(t *testing.T) {
 			require.Equal(t, eventHeader{Type: e.Type, UserID: e.UserID, WorkspaceID: e.WorkspaceID}, h, c.rec)
 		}
 	}
+}
+
+// EventsWantedNear reads what EventsWanted reads whether near is the consumer's cursor, another
+// event, or no event at all: the cursor decides where the read starts.
+func TestEventsWantedNear(t *testing.T) {
+	EachStore(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		user := uuid.NewString()
+		var ids []string
+		for i := range 12 {
+			e := &Event{Type: "post.published", UserID: user, CreatedAt: time.Now(), Data: []byte(fmt.Sprintf(`{"n":%d}`, i))}
+			require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.AppendEvent(e) }))
+			ids = append(ids, e.ID)
+		}
+		all := func(string, string) bool { return true }
+		read := func(near string) (data []string, last string) {
+			require.NoError(t, s.View(func(tx *Tx) error {
+				evs, _, l, err := tx.EventsWantedNear("webhooks", near, 5, all)
+				require.NoError(t, err)
+				for _, e := range evs {
+					data = append(data, string(e.Data))
+				}
+				last = l
+				return nil
+			}))
+			return data, last
+		}
+		// No cursor yet: from the first event, wherever near points.
+		for _, near := range []string{"", ids[3], uuid.NewString()} {
+			data, last := read(near)
+			require.Equal(t, []string{`{"n":0}`, `{"n":1}`, `{"n":2}`, `{"n":3}`, `{"n":4}`}, data, "near %q", near)
+			require.Equal(t, ids[4], last)
+		}
+		require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.AdvanceEvents("webhooks", ids[4]) }))
+		for _, near := range []string{"", ids[4], ids[2], ids[9], uuid.NewString()} {
+			data, last := read(near)
+			require.Equal(t, []string{`{"n":5}`, `{"n":6}`, `{"n":7}`, `{"n":8}`, `{"n":9}`}, data, "near %q", near)
+			require.Equal(t, ids[9], last)
+		}
+	})
+}
+
+// On PostgreSQL a fan-out that knows where the cursor is reads ahead in fewer round trips: the
+// outbox's page at near goes with the cursor's row, instead of after it.
+func TestPostgresEventsWantedNearReadsAhead(t *testing.T) {
+	t.Parallel()
+	s, trips := openTracedPostgres(t)
+	ctx := context.Background()
+	var ids []string
+	for i := range 6 {
+		e := &Event{Type: "post.published", UserID: uuid.NewString(), CreatedAt: time.Now(), Data: []byte(fmt.Sprintf(`{"n":%d}`, i))}
+		require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.AppendEvent(e) }))
+		ids = append(ids, e.ID)
+	}
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.AdvanceEvents("webhooks", ids[1]) }))
+	// A fan-out (reading each wanted event's scope in an index, as the webhooks' does) beside
+	// another write, as one batch; it returns the events it read.
+	fanout := func(near string) (int64, []string) {
+		var got []string
+		fns := []func(*Tx) error{
+			func(tx *Tx) error {
+				got = nil
+				evs, _, _, err := tx.EventsWantedNear("webhooks", near, 10, func(scope, _ string) bool {
+					return tx.kv.Bucket(bKVTest).Get([]byte(scope)) == nil
+				})
+				for _, e := range evs {
+					got = append(got, string(e.Data))
+				}
+				return err
+			},
+			func(tx *Tx) error { return tx.kv.Bucket(bKVTest).Put([]byte("other"), []byte{1}) },
+		}
+		before := trips.n.Load()
+		for _, err := range commitBatch(s, true, fns) {
+			require.NoError(t, err)
+		}
+		return trips.n.Load() - before, got
+	}
+	fanout("") // the statements prepared on the connection
+	want := []string{`{"n":2}`, `{"n":3}`, `{"n":4}`, `{"n":5}`}
+	far, got := fanout("")
+	require.Equal(t, want, got)
+	near, got := fanout(ids[1])
+	require.Equal(t, want, got)
+	require.Less(t, near, far, "round trips with the cursor known ahead (%d) and not (%d)", near, far)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -70,6 +71,9 @@ type Service struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	// near is the event id this dispatcher last advanced the outbox cursor to: where its next
+	// fan-out expects to start reading (persistence.Tx.EventsWantedNear).
+	near atomic.Pointer[string]
 }
 
 // New builds the service; Start runs it.
@@ -241,11 +245,15 @@ type envelope struct {
 // their subscriptions' actors. It returns how many events it read.
 func (s *Service) Dispatch(ctx context.Context) (int, error) {
 	var out map[string][]persistence.PendingDelivery
-	n := 0
+	n, last := 0, ""
+	near := ""
+	if p := s.near.Load(); p != nil {
+		near = *p
+	}
 	now := s.d.clock.Now().UTC()
 	// Read ahead on PostgreSQL (persistence.Store.UpdateAhead): out and n are set afresh by each run.
 	err := s.opts.Store.UpdateAhead(ctx, func(tx *persistence.Tx) error {
-		out, n = map[string][]persistence.PendingDelivery{}, 0
+		out, n, last = map[string][]persistence.PendingDelivery{}, 0, ""
 		// A dispatcher that lost its lease fans out nothing more (it runs as a singleton).
 		if err := cluster.FenceRun(ctx, tx); err != nil {
 			return err
@@ -253,7 +261,7 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 		// The subscriptions are looked up first, so that only the events someone listens to
 		// are decoded (most have no subscriber); subsOf[i] are the subscribers of evs[i].
 		var subsOf [][]string
-		evs, read, last, err := tx.EventsWanted(Consumer, s.opts.Batch, func(scope, typ string) bool {
+		evs, read, upTo, err := tx.EventsWantedNear(Consumer, near, s.opts.Batch, func(scope, typ string) bool {
 			subs := tx.SubscribersOf(scope, typ)
 			if len(subs) > 0 {
 				subsOf = append(subsOf, subs)
@@ -290,12 +298,16 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 			}
 		}
 		if n > 0 {
-			return tx.AdvanceEvents(Consumer, last)
+			last = upTo
+			return tx.AdvanceEvents(Consumer, upTo)
 		}
 		return nil
 	})
 	if err != nil {
 		return 0, err
+	}
+	if last != "" {
+		s.near.Store(&last)
 	}
 	s.d.metrics.Fanout.Add(float64(n))
 	for wid, items := range out {
