@@ -139,32 +139,32 @@ func TestEventsWantedNear(t *testing.T) {
 	})
 }
 
-// On PostgreSQL a fan-out that knows where the cursor is reads ahead in fewer round trips: the
-// outbox's page at near goes with the cursor's row, instead of after it.
+// On PostgreSQL a fan-out that knows where the cursor is and which scopes its events are likely
+// of reads ahead in one round trip: the outbox's page at near (every event it will read, not a
+// first few) and the subscriptions of those scopes go with the cursor's row, instead of the
+// page after the row, and the subscriptions after the events that name their scopes.
 func TestPostgresEventsWantedNearReadsAhead(t *testing.T) {
 	t.Parallel()
 	s, trips := openTracedPostgres(t)
 	ctx := context.Background()
+	user := uuid.NewString()
 	var ids []string
-	for i := range 6 {
-		e := &Event{Type: "post.published", UserID: uuid.NewString(), CreatedAt: time.Now(), Data: []byte(fmt.Sprintf(`{"n":%d}`, i))}
+	for i := range 14 {
+		e := &Event{Type: "post.published", UserID: user, CreatedAt: time.Now(), Data: []byte(fmt.Sprintf(`{"n":%d}`, i))}
 		require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.AppendEvent(e) }))
 		ids = append(ids, e.ID)
 	}
 	require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.AdvanceEvents("webhooks", ids[1]) }))
-	// A fan-out (reading each wanted event's scope in an index, as the webhooks' does) beside
-	// another write, as one batch; it returns the events it read.
-	fanout := func(near string) (int64, []string) {
-		var got []string
+	// A fan-out as the webhooks' (the subscriptions of each event's scope), beside another
+	// write, as one batch; it returns how many events it read and the last.
+	fanout := func(near string, scopes []string) (trip int64, read int, last string) {
 		fns := []func(*Tx) error{
 			func(tx *Tx) error {
-				got = nil
-				evs, _, _, err := tx.EventsWantedNear("webhooks", near, 10, func(scope, _ string) bool {
-					return tx.kv.Bucket(bKVTest).Get([]byte(scope)) == nil
+				tx.ReadSubscriptionsAhead(scopes)
+				var err error
+				_, read, last, err = tx.EventsWantedNear("webhooks", near, 256, func(scope, typ string) bool {
+					return len(tx.SubscribersOf(scope, typ)) > 0
 				})
-				for _, e := range evs {
-					got = append(got, string(e.Data))
-				}
 				return err
 			},
 			func(tx *Tx) error { return tx.kv.Bucket(bKVTest).Put([]byte("other"), []byte{1}) },
@@ -173,13 +173,16 @@ func TestPostgresEventsWantedNearReadsAhead(t *testing.T) {
 		for _, err := range commitBatch(s, true, fns) {
 			require.NoError(t, err)
 		}
-		return trips.n.Load() - before, got
+		return trips.n.Load() - before, read, last
 	}
-	fanout("") // the statements prepared on the connection
-	want := []string{`{"n":2}`, `{"n":3}`, `{"n":4}`, `{"n":5}`}
-	far, got := fanout("")
-	require.Equal(t, want, got)
-	near, got := fanout(ids[1])
-	require.Equal(t, want, got)
-	require.Less(t, near, far, "round trips with the cursor known ahead (%d) and not (%d)", near, far)
+	fanout("", nil) // the statements prepared on the connection
+	far, read, last := fanout("", nil)
+	require.Equal(t, 12, read)
+	require.Equal(t, ids[13], last)
+	near, read, last := fanout(ids[1], []string{Scope(user, "")})
+	require.Equal(t, 12, read)
+	require.Equal(t, ids[13], last)
+	// BEGIN with every read; the writes with COMMIT.
+	require.Equal(t, int64(2), near, "round trips with the cursor and scopes known ahead (against %d without)", far)
+	require.Less(t, near, far)
 }

@@ -916,7 +916,11 @@ type pgCursor struct {
 	loInf, hiInf   bool
 	loIncl, hiIncl bool
 	fetches        int
+	// want is the least the next read asks for (wantPage); 0 once read.
+	want int
 }
+
+func (c *pgCursor) wantPage(n int) { c.want = n }
 
 // page sizes: a cursor's first read fetches a few rows, and each further read four times more.
 func (c *pgCursor) limit(seek bool) int {
@@ -925,7 +929,7 @@ func (c *pgCursor) limit(seek bool) int {
 		n = 8
 	}
 	n <<= 2 * min(c.fetches, 4)
-	return min(n, 1024)
+	return min(max(n, c.want), 1024)
 }
 
 // covers reports whether the page holds the first row from x (inclusive or not) in direction
@@ -1006,7 +1010,7 @@ func (c *pgCursor) fetch(x []byte, incl bool, dir int, seek bool) bool {
 		return false
 	}
 	n := c.limit(seek)
-	c.fetches++
+	c.fetches, c.want = c.fetches+1, 0
 	var sql string
 	switch {
 	case x == nil && dir > 0:
