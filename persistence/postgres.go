@@ -99,7 +99,6 @@ type pgStore struct {
 type pgTable struct {
 	name                                  string
 	get, getMany, upsert, del             string
-	insert, update                        string
 	first, last, ge, gt, le, lt, countSQL string
 }
 
@@ -111,7 +110,6 @@ func newPgTable(bucket string) *pgTable {
 		get:      "SELECT v FROM " + t + " WHERE k = $1",
 		getMany:  "SELECT k, v FROM " + t + " WHERE k = ANY($1::bytea[])",
 		upsert:   "INSERT INTO " + t + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
-		insert:   "INSERT INTO " + t + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])",
 		del:      "DELETE FROM " + t + " WHERE k = ANY($1::bytea[])",
 		first:    sel + " ORDER BY k LIMIT $1",
 		last:     sel + " ORDER BY k DESC LIMIT $1",
@@ -120,11 +118,6 @@ func newPgTable(bucket string) *pgTable {
 		le:       sel + " WHERE k <= $2 ORDER BY k DESC LIMIT $1",
 		lt:       sel + " WHERE k < $2 ORDER BY k DESC LIMIT $1",
 		countSQL: "SELECT count(*), coalesce(sum(length(k) + length(v)), 0) FROM " + t,
-		// Every row is there (it was read in this transaction's snapshot, and SERIALIZABLE
-		// fails an update of a row changed since): one that is not fails the statement, and so
-		// the transaction, rather than leaving that row unwritten.
-		update: "WITH u AS (UPDATE " + t + " SET v = x.v FROM unnest($1::bytea[], $2::bytea[]) AS x(k, v) WHERE " + t + ".k = x.k RETURNING 1) " +
-			"SELECT CASE WHEN count(*) = $3 THEN 0 ELSE ('a row to update is missing: ' || count(*) || ' of ' || $3 || ' updated')::int END FROM u",
 	}
 }
 
@@ -447,7 +440,6 @@ func (p *pgStore) updateOnce(fn func(*Tx) error) error {
 	}
 	defer p.rollback(c)
 	t := p.newTx(ctx, c.Conn(), pgBeginSerializable, true)
-	t.exact = true
 	wt := &Tx{kv: t}
 	ferr := fn(wt)
 	if t.err != nil {
@@ -564,9 +556,6 @@ type pgTx struct {
 	err error
 	// touched are the topics the transaction changed: a shared store notifies them at commit.
 	touched []Topic
-	// exact: the transaction is SERIALIZABLE, so what it read stays true until it commits, or
-	// it fails (flush writes the rows it read accordingly).
-	exact bool
 }
 
 func (p *pgStore) newTx(ctx context.Context, q pgSender, begin string, writable bool) *pgTx {
@@ -596,12 +585,6 @@ func (t *pgTx) fail(err error) {
 // flush sends the transaction's writes in one pipeline, with COMMIT when commit is set (and the
 // BEGIN still unsent): the writes and the commit of a transaction whose reads were all made
 // take one round trip. A transaction that neither read nor wrote sends nothing.
-//
-// In the committer's SERIALIZABLE transactions (exact), a row that the transaction read is
-// written as what it knows it to be: updated when it was found, inserted when it was not. Only
-// the rows written without a read go through INSERT … ON CONFLICT DO UPDATE, which pays for
-// not knowing: a probe of the index before a speculative insertion and its confirmation, or a
-// lock of the row before its update, each a WAL record more than the plain statement's.
 func (t *pgTx) flush(commit bool) error {
 	batch := &pgx.Batch{}
 	if t.begin != "" {
@@ -612,7 +595,7 @@ func (t *pgTx) flush(commit bool) error {
 		if len(b.keys) == 0 {
 			continue
 		}
-		var putK, putV, delK, insK, insV, updK, updV [][]byte
+		var putK, putV, delK [][]byte
 		for _, k := range b.keys {
 			w := b.pend[k]
 			if w.del {
@@ -631,14 +614,6 @@ func (t *pgTx) flush(commit bool) error {
 				// what they cached of it, as they do for a deletion.
 				batch.Queue("SELECT pg_notify($1, $2)", t.p.channel, hex.EncodeToString([]byte(k)))
 			}
-			if r, read := t.reads.rows[pgRowKey{b.tbl, k}]; read && t.exact {
-				if r.found {
-					updK, updV = append(updK, []byte(k)), append(updV, v)
-				} else {
-					insK, insV = append(insK, []byte(k)), append(insV, v)
-				}
-				continue
-			}
 			putK, putV = append(putK, []byte(k)), append(putV, v)
 		}
 		if len(delK) > 0 {
@@ -647,14 +622,6 @@ func (t *pgTx) flush(commit bool) error {
 		}
 		if len(putK) > 0 {
 			batch.Queue(b.tbl.upsert, putK, putV)
-			writes++
-		}
-		if len(insK) > 0 {
-			batch.Queue(b.tbl.insert, insK, insV)
-			writes++
-		}
-		if len(updK) > 0 {
-			batch.Queue(b.tbl.update, updK, updV, len(updK))
 			writes++
 		}
 	}
