@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -96,4 +97,92 @@ func TestEventHeaderOf(t *testing.T) {
 			require.Equal(t, eventHeader{Type: e.Type, UserID: e.UserID, WorkspaceID: e.WorkspaceID}, h, c.rec)
 		}
 	}
+}
+
+// EventsWantedNear reads what EventsWanted reads whether near is the consumer's cursor, another
+// event, or no event at all: the cursor decides where the read starts.
+func TestEventsWantedNear(t *testing.T) {
+	EachStore(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		user := uuid.NewString()
+		var ids []string
+		for i := range 12 {
+			e := &Event{Type: "post.published", UserID: user, CreatedAt: time.Now(), Data: []byte(fmt.Sprintf(`{"n":%d}`, i))}
+			require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.AppendEvent(e) }))
+			ids = append(ids, e.ID)
+		}
+		all := func(string, string) bool { return true }
+		read := func(near string) (data []string, last string) {
+			require.NoError(t, s.View(func(tx *Tx) error {
+				evs, _, l, err := tx.EventsWantedNear("webhooks", near, 5, all)
+				require.NoError(t, err)
+				for _, e := range evs {
+					data = append(data, string(e.Data))
+				}
+				last = l
+				return nil
+			}))
+			return data, last
+		}
+		// No cursor yet: from the first event, wherever near points.
+		for _, near := range []string{"", ids[3], uuid.NewString()} {
+			data, last := read(near)
+			require.Equal(t, []string{`{"n":0}`, `{"n":1}`, `{"n":2}`, `{"n":3}`, `{"n":4}`}, data, "near %q", near)
+			require.Equal(t, ids[4], last)
+		}
+		require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.AdvanceEvents("webhooks", ids[4]) }))
+		for _, near := range []string{"", ids[4], ids[2], ids[9], uuid.NewString()} {
+			data, last := read(near)
+			require.Equal(t, []string{`{"n":5}`, `{"n":6}`, `{"n":7}`, `{"n":8}`, `{"n":9}`}, data, "near %q", near)
+			require.Equal(t, ids[9], last)
+		}
+	})
+}
+
+// On PostgreSQL a fan-out that knows where the cursor is and which scopes its events are likely
+// of reads ahead in one round trip: the outbox's page at near (every event it will read, not a
+// first few) and the subscriptions of those scopes go with the cursor's row, instead of the
+// page after the row, and the subscriptions after the events that name their scopes.
+func TestPostgresEventsWantedNearReadsAhead(t *testing.T) {
+	t.Parallel()
+	s, trips := openTracedPostgres(t)
+	ctx := context.Background()
+	user := uuid.NewString()
+	var ids []string
+	for i := range 14 {
+		e := &Event{Type: "post.published", UserID: user, CreatedAt: time.Now(), Data: []byte(fmt.Sprintf(`{"n":%d}`, i))}
+		require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.AppendEvent(e) }))
+		ids = append(ids, e.ID)
+	}
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error { return tx.AdvanceEvents("webhooks", ids[1]) }))
+	// A fan-out as the webhooks' (the subscriptions of each event's scope), beside another
+	// write, as one batch; it returns how many events it read and the last.
+	fanout := func(near string, scopes []string) (trip int64, read int, last string) {
+		fns := []func(*Tx) error{
+			func(tx *Tx) error {
+				tx.ReadSubscriptionsAhead(scopes)
+				var err error
+				_, read, last, err = tx.EventsWantedNear("webhooks", near, 256, func(scope, typ string) bool {
+					return len(tx.SubscribersOf(scope, typ)) > 0
+				})
+				return err
+			},
+			func(tx *Tx) error { return tx.kv.Bucket(bKVTest).Put([]byte("other"), []byte{1}) },
+		}
+		before := trips.n.Load()
+		for _, err := range commitBatch(s, true, fns) {
+			require.NoError(t, err)
+		}
+		return trips.n.Load() - before, read, last
+	}
+	fanout("", nil) // the statements prepared on the connection
+	far, read, last := fanout("", nil)
+	require.Equal(t, 12, read)
+	require.Equal(t, ids[13], last)
+	near, read, last := fanout(ids[1], []string{Scope(user, "")})
+	require.Equal(t, 12, read)
+	require.Equal(t, ids[13], last)
+	// BEGIN with every read; the writes with COMMIT.
+	require.Equal(t, int64(2), near, "round trips with the cursor and scopes known ahead (against %d without)", far)
+	require.Less(t, near, far)
 }

@@ -58,6 +58,12 @@ type kvCursor interface {
 	Delete() error
 }
 
+// kvPager is a cursor that reads its rows in pages (PostgreSQL's): wantPage asks its next read
+// for at least n rows, for a walk that knows how far it goes.
+type kvPager interface {
+	wantPage(n int)
+}
+
 // forEach calls fn for every key of b in order, until fn returns an error.
 func forEach(b kvBucket, fn func(k, v []byte) error) error {
 	c := b.Cursor()

@@ -223,6 +223,16 @@ func (t *Tx) SubscribersOf(scope, typ string) []string {
 	return out
 }
 
+// ReadSubscriptionsAhead reads the subscription index of each scope as SubscribersOf does, and
+// answers nothing: a write read ahead with its batch on PostgreSQL (Store.UpdateAhead) that will
+// ask SubscribersOf of scopes it can only learn from other rows (the outbox's events) names the
+// likely ones first, so that their index is read with its first reads instead of after them.
+func (t *Tx) ReadSubscriptionsAhead(scopes []string) {
+	for _, scope := range scopes {
+		t.kv.Bucket(bWebhooksUser).Cursor().Seek(mustID(scope))
+	}
+}
+
 // DeleteWebhook removes a subscription with every delivery record of it.
 func (t *Tx) DeleteWebhook(w *Webhook) error {
 	id := mustID(w.ID)

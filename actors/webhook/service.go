@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -70,6 +72,11 @@ type Service struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	// near is the event id this dispatcher last advanced the outbox cursor to: where its next
+	// fan-out expects to start reading (persistence.Tx.EventsWantedNear); scopes are the
+	// workspaces of that fan-out's events, whose subscriptions the next one reads ahead.
+	near   atomic.Pointer[string]
+	scopes atomic.Pointer[[]string]
 }
 
 // New builds the service; Start runs it.
@@ -235,25 +242,42 @@ type envelope struct {
 	Data      json.RawMessage `json:"data"`
 }
 
+// maxScopesAhead bounds the scopes whose subscriptions a fan-out reads ahead.
+const maxScopesAhead = 16
+
 // Dispatch fans out the outbox events after the dispatcher's cursor (up to one batch): in one
 // transaction it writes one pending delivery per event and active subscription of the event's
 // user that wants its type, and advances the cursor; after the commit it hands the deliveries to
 // their subscriptions' actors. It returns how many events it read.
 func (s *Service) Dispatch(ctx context.Context) (int, error) {
 	var out map[string][]persistence.PendingDelivery
-	n := 0
+	n, last := 0, ""
+	near, seen := "", []string(nil)
+	if p := s.near.Load(); p != nil {
+		near = *p
+	}
+	if p := s.scopes.Load(); p != nil {
+		seen = *p
+	}
+	var scopes []string
 	now := s.d.clock.Now().UTC()
 	// Read ahead on PostgreSQL (persistence.Store.UpdateAhead): out and n are set afresh by each run.
 	err := s.opts.Store.UpdateAhead(ctx, func(tx *persistence.Tx) error {
-		out, n = map[string][]persistence.PendingDelivery{}, 0
+		out, n, last, scopes = map[string][]persistence.PendingDelivery{}, 0, "", nil
 		// A dispatcher that lost its lease fans out nothing more (it runs as a singleton).
 		if err := cluster.FenceRun(ctx, tx); err != nil {
 			return err
 		}
 		// The subscriptions are looked up first, so that only the events someone listens to
 		// are decoded (most have no subscriber); subsOf[i] are the subscribers of evs[i].
+		// On PostgreSQL the subscriptions of the scopes of the last fan-out are read with the
+		// outbox, before its events name the scopes to look up.
+		tx.ReadSubscriptionsAhead(seen)
 		var subsOf [][]string
-		evs, read, last, err := tx.EventsWanted(Consumer, s.opts.Batch, func(scope, typ string) bool {
+		evs, read, upTo, err := tx.EventsWantedNear(Consumer, near, s.opts.Batch, func(scope, typ string) bool {
+			if len(scopes) < maxScopesAhead && !slices.Contains(scopes, scope) {
+				scopes = append(scopes, scope)
+			}
 			subs := tx.SubscribersOf(scope, typ)
 			if len(subs) > 0 {
 				subsOf = append(subsOf, subs)
@@ -290,12 +314,17 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 			}
 		}
 		if n > 0 {
-			return tx.AdvanceEvents(Consumer, last)
+			last = upTo
+			return tx.AdvanceEvents(Consumer, upTo)
 		}
 		return nil
 	})
 	if err != nil {
 		return 0, err
+	}
+	if last != "" {
+		s.near.Store(&last)
+		s.scopes.Store(&scopes)
 	}
 	s.d.metrics.Fanout.Add(float64(n))
 	for wid, items := range out {
