@@ -2,7 +2,10 @@ package actors
 
 import (
 	"context"
+	gotoken "go/token"
 	"hash/maphash"
+	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,6 +111,9 @@ type entry struct {
 	mailbox  *mailboxDepth // the incarnation's waiting messages (nil with pid)
 	stopping bool
 	held     []held
+	// requeued counts the messages a stale incarnation handed back (requeue): they came before
+	// those held since, and go first.
+	requeued int
 	// prev and next link the entry in its shard's idle list while it is there.
 	prev, next *entry
 	listed     bool
@@ -432,6 +438,36 @@ func (d *Directory) stopped(id string, pid *actor.PID) {
 	d.handOver(s, id, e)
 }
 
+// requeue stops a stale incarnation of id (pid) and, when msg is set, hands it to the next
+// incarnation, after the messages handed back before it and before those sent since the stop.
+func (d *Directory) requeue(id string, pid *actor.PID, msg any, sender *actor.PID) {
+	s := d.shardOf(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[id]
+	if e == nil || e.pid == nil || !e.pid.Equal(pid) {
+		return
+	}
+	if !e.stopping {
+		d.m.passivations.Inc()
+		d.stop(s, e)
+	}
+	if msg != nil {
+		e.held = slices.Insert(e.held, e.requeued, held{msg, sender})
+		e.requeued++
+	}
+}
+
+// fromOutside reports whether msg is one an actor's callers send it (an exported type), not one
+// it sends itself (a call's outcome, a timer: unexported types of its package).
+func fromOutside(msg any) bool {
+	t := reflect.TypeOf(msg)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t != nil && gotoken.IsExported(t.Name())
+}
+
 // Live counts the live incarnations and the creations under way.
 func (d *Directory) Live() int {
 	n := 0
@@ -508,6 +544,12 @@ type Busy interface{ Busy() bool }
 // than the work done in the last idle timeout.
 type Settled interface{ Settled() bool }
 
+// Stale is implemented by actors whose state holds only under the shard lease they activated
+// under (Pin): once Stale reports true before a message, the directory stops the incarnation and
+// hands the messages sent to it from outside (those of exported types) to a fresh incarnation,
+// in their order. Its own messages (a call's outcome, a timer) are still its own to handle.
+type Stale interface{ Stale() bool }
+
 // incarnation wraps a kind's actor with idle passivation and the directory's bookkeeping.
 type incarnation struct {
 	d     *Directory
@@ -517,6 +559,8 @@ type incarnation struct {
 	timer *time.Timer
 	// mailbox counts the incarnation's waiting messages (herald_actor_mailbox_depth).
 	mailbox *mailboxDepth
+	// stale is set once the inner actor was found Stale: it stays so until it stops.
+	stale bool
 }
 
 func (a *incarnation) Receive(ctx actor.Context) {
@@ -550,6 +594,9 @@ func (a *incarnation) Receive(ctx actor.Context) {
 		a.inner.Receive(ctx)
 		a.d.stopped(a.id, ctx.Self())
 	default:
+		if a.handBack(ctx) {
+			return
+		}
 		a.last = time.Now()
 		a.inner.Receive(ctx)
 		if s, ok := a.inner.(Settled); ok && s.Settled() && a.d.passivate(a.id, ctx.Self()) {
@@ -561,6 +608,30 @@ func (a *incarnation) Receive(ctx actor.Context) {
 			}
 		}
 	}
+}
+
+// handBack stops the incarnation once its inner actor is Stale and hands the message to the next
+// incarnation if it came from outside (reporting true); its own messages it still handles.
+func (a *incarnation) handBack(ctx actor.Context) bool {
+	st, ok := a.inner.(Stale)
+	if !ok {
+		return false
+	}
+	msg := ctx.Message()
+	switch msg.(type) {
+	case actor.SystemMessage, actor.AutoReceiveMessage:
+		return false
+	}
+	if !a.stale && !st.Stale() {
+		return false
+	}
+	a.stale = true
+	if !fromOutside(msg) {
+		a.d.requeue(a.id, ctx.Self(), nil, nil)
+		return false
+	}
+	a.d.requeue(a.id, ctx.Self(), msg, ctx.Sender())
+	return true
 }
 
 // arm schedules the next idle check as a message to self (never ReceiveTimeout, which races).

@@ -74,3 +74,81 @@ func fenced(f Fence, id string, fn func(*persistence.Tx) error, write func(func(
 	}
 	return err
 }
+
+// Pin is f as actor id's incarnation uses it: pinned on the lease id's shard has on this node
+// now, when the incarnation activates and before it reads its state. A node that lost the shard
+// (a step-down, a lease found taken) may take it again soon after under a later epoch while an
+// incarnation from before the loss still runs, its state read before another node changed the
+// store. Everything it does is held to the lease it activated under, as a shard's range id is:
+//
+//   - its writes fence on the pinned lease, so the store refuses them once the epoch moved, even
+//     while this node holds the shard again;
+//   - it is Trusted only while the node's current lease of the shard is the pinned one, and
+//     trusted (no network call on another epoch's behalf);
+//   - it is stale once the node holds another lease of the shard than the pinned one, or holds
+//     one when none was pinned: the directory then stops it and hands its messages to a fresh
+//     incarnation, which pins the current lease and reads the store afresh (StaleFence, Stale).
+//
+// An incarnation activated while the node does not hold the shard pins nothing: its writes are
+// all fenced and it calls nothing, and it is not stale until the node takes the shard, so no
+// loop of activations runs meanwhile. Pin of nil is nil: a single process pays nothing.
+func Pin(f Fence, id string) Fence {
+	if f == nil {
+		return nil
+	}
+	if p, ok := f.(*pinned); ok {
+		f = p.f // an incarnation activated again pins afresh
+	}
+	le, held := f.Lease(id)
+	return &pinned{f: f, id: id, le: le, held: held}
+}
+
+// pinned is a fence held to the lease id's shard had when it was pinned (Pin).
+type pinned struct {
+	f    Fence
+	id   string
+	le   persistence.Lease
+	held bool
+}
+
+// Lease is the pinned lease for id (ok false: none was held when pinned); another id's is the
+// node's current one.
+func (p *pinned) Lease(id string) (persistence.Lease, bool) {
+	if id != p.id {
+		return p.f.Lease(id)
+	}
+	return p.le, p.held
+}
+
+// Trusted reports whether the node trusts its lease of id's shard and that lease is the pinned
+// one. The current lease is read on both sides of the trust check: epochs only grow, so a lease
+// equal to the pinned one before and after was that same lease throughout.
+func (p *pinned) Trusted(id string) bool {
+	if id != p.id {
+		return p.f.Trusted(id)
+	}
+	return p.current() && p.f.Trusted(id) && p.current()
+}
+
+func (p *pinned) NotBefore(id string) time.Time { return p.f.NotBefore(id) }
+func (p *pinned) Fenced()                       { p.f.Fenced() }
+
+// current reports whether the node holds the pinned lease still.
+func (p *pinned) current() bool {
+	le, held := p.f.Lease(p.id)
+	return p.held && held && le == p.le
+}
+
+// stale reports whether the node holds another lease of the shard than the one pinned.
+func (p *pinned) stale() bool {
+	le, held := p.f.Lease(p.id)
+	return held && (!p.held || le != p.le)
+}
+
+// StaleFence reports whether f, an incarnation's pinned fence (Pin), no longer matches the lease its
+// node holds of the shard: the incarnation's state may be older than the store's, and a fresh
+// one must take its place. Any other fence, nil included, is never stale.
+func StaleFence(f Fence) bool {
+	p, ok := f.(*pinned)
+	return ok && p.stale()
+}

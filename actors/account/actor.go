@@ -256,6 +256,10 @@ func (a *Actor) Busy() bool {
 		a.storeWait || a.unsavedCreds || len(a.held) > 0 || a.more || a.rechecking
 }
 
+// Stale reports whether the account's incarnation activated under a lease of its shard this node no
+// longer holds (actors.Pin): the directory hands its messages to a fresh incarnation.
+func (a *Actor) Stale() bool { return actors.StaleFence(a.deps.Fence) }
+
 // messages from the actor's own goroutines and timers
 type (
 	callDone struct {
@@ -336,6 +340,9 @@ func (a *Actor) update(fn func(*persistence.Tx) error) error {
 func (a *Actor) receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		// Everything the account writes and calls is held to the lease of its shard as this
+		// node holds it now, before it reads its state.
+		a.deps.Fence = actors.Pin(a.deps.Fence, a.id)
 		a.lane = newLane(&a.deps, ctx, a.id)
 		if a.held == nil {
 			a.held, a.reported = map[string]*request{}, map[string]sentReport{}

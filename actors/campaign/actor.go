@@ -304,10 +304,17 @@ type opDone struct {
 // Busy keeps a campaign whose retry or cancel runs from passivating.
 func (a *Actor) Busy() bool { return a.running || len(a.waiting) > 0 }
 
+// Stale reports whether the campaign's incarnation activated under a lease of its shard this node no
+// longer holds (actors.Pin): the directory hands its messages to a fresh incarnation.
+func (a *Actor) Stale() bool { return actors.StaleFence(a.deps.Fence) }
+
 // Receive handles the campaign's messages.
 func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		// The state is read lazily; what the campaign does is held to the lease of its shard as
+		// this node holds it now, before the read.
+		a.deps.Fence = actors.Pin(a.deps.Fence, a.id)
 		a.loaded = false
 		return
 	case *actor.Stopped:

@@ -145,6 +145,10 @@ func (a *Actor) Busy() bool {
 	return len(a.subs) > 0 || a.finishing || len(a.pending) > 0 || a.flushArmed || a.syncUnstored || a.retryArmed
 }
 
+// Stale reports whether the job's incarnation activated under a lease of its shard this node no
+// longer holds (actors.Pin): the directory hands its messages to a fresh incarnation.
+func (a *Actor) Stale() bool { return actors.StaleFence(a.deps.Fence) }
+
 // Settled passivates a job as soon as its post has taken the outcome and no stream follows it:
 // nothing more happens to it, and a read activates it again from bbolt.
 func (a *Actor) Settled() bool {
@@ -164,7 +168,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		// The state is read lazily, on the first message.
+		// The state is read lazily, on the first message; what the job does is held to the
+		// lease of its shard as this node holds it now, before the read.
+		a.deps.Fence = actors.Pin(a.deps.Fence, a.id)
 		a.loaded = false
 		return
 	case *account.Report:

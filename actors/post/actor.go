@@ -163,6 +163,10 @@ type retryFinish struct{}
 // Busy keeps a post that still has to store a job's outcome from passivating.
 func (a *Actor) Busy() bool { return a.unfinished != nil }
 
+// Stale reports whether the post's incarnation activated under a lease of its shard this node no
+// longer holds (actors.Pin): the directory hands its messages to a fresh incarnation.
+func (a *Actor) Stale() bool { return actors.StaleFence(a.deps.Fence) }
+
 // Settled passivates a post as soon as it waits for something far off: a scheduled post for its
 // time, a publishing post for its job's outcome (its targets wait for their accounts in the
 // store), a post that a job's outcome made published, partial or failed for a read or a new
@@ -200,7 +204,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 	switch msg.(type) {
 	case *actor.Started:
 		// The state is read lazily: a post created by this very message needs no read (its
-		// transaction checks that the id is free).
+		// transaction checks that the id is free). What it does is held to the lease of its
+		// shard as this node holds it now, before the read.
+		a.deps.Fence = actors.Pin(a.deps.Fence, a.id)
 		a.loaded = false
 		return
 	case actor.SystemMessage, actor.AutoReceiveMessage:

@@ -97,6 +97,10 @@ type clusterNode struct {
 	mu    sync.Mutex
 	taken map[string]time.Time // when each lease was acquired
 	lost  map[string]bool
+	// idle, when set, keeps the shard manager from hearing of leases taken and lost: the actors
+	// of a lost shard are not passivated yet (Shards.Lost does it asynchronously) and nothing is
+	// resumed, so only the incarnations already live act meanwhile.
+	idle atomic.Bool
 }
 
 func (s *shared) node(callTimeout time.Duration) *clusterNode {
@@ -112,14 +116,18 @@ func (s *shared) node(callTimeout time.Duration) *clusterNode {
 			n.mu.Lock()
 			n.taken[tk.Name] = time.Now()
 			n.mu.Unlock()
-			sh.Acquired(tk)
+			if !n.idle.Load() {
+				sh.Acquired(tk)
+			}
 		},
 		Drain: func(l persistence.Lease) { sh.Drain(l) },
 		Lost: func(l persistence.Lease) {
 			n.mu.Lock()
 			n.lost[l.Name] = true
 			n.mu.Unlock()
-			sh.Lost(l)
+			if !n.idle.Load() {
+				sh.Lost(l)
+			}
 		},
 	})
 	fence := cluster.NewFence(n.member, n.cm)
@@ -429,4 +437,57 @@ func expire(t *testing.T, url, name string) {
 	defer conn.Close(context.Background())
 	_, err = conn.Exec(context.Background(), "UPDATE cluster_leases SET expires_at = now() WHERE name = $1", name)
 	require.NoError(t, err)
+}
+
+// A node that lost an account's shard and took it again under a later epoch, while the account's
+// incarnation from before the loss still runs (its passivation is asynchronous), lets that
+// incarnation neither store nor call: its state may be older than the store's, another node
+// having published its targets meanwhile. The outcome of its call in flight across the change is
+// fenced (it is written under the epoch it activated under), the target queued behind that call
+// is not sent, and the incarnation stops. The next message activates a fresh incarnation, which
+// holds the current lease, reads the store afresh and publishes everything, each target once.
+func TestAnIncarnationFromBeforeItsShardWasTakenAgainNeitherStoresNorCalls(t *testing.T) {
+	s := setupShared(t, 3*time.Second)
+	a := s.node(time.Minute)
+	x := s.connect(a.p, platforms.X, "ann")
+	name := cluster.ShardName(cluster.ShardOf(x, nShards))
+	before, ok := a.member.Lease(name)
+	require.True(t, ok)
+
+	firstPost, firstJob := s.publish(a, "In flight as the epoch moves", x)
+	require.Eventually(t, func() bool { return s.calls.n.Load() == 1 }, 10*time.Second, time.Millisecond, "the call is on its way")
+	secondPost, secondJob := s.publish(a, "Queued behind it", x)
+
+	// The shard is lost (found taken at the next renewal) and taken back by this node once the
+	// other owner's lease expires, a later epoch under the same node, before the call returns.
+	a.idle.Store(true)
+	s.moveLease(name)
+	require.Eventually(t, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.lost[name]
+	}, 5*time.Second, 5*time.Millisecond, "the node finds the lease lost")
+	expire(t, s.url, name)
+	require.Eventually(t, func() bool {
+		le, ok := a.member.Trusted(name)
+		return ok && le.Epoch > before.Epoch+1
+	}, 5*time.Second, 5*time.Millisecond, "the node takes the shard again")
+	require.EqualValues(t, 1, s.calls.n.Load(), "the call is still on its way: the test needs it across the change")
+	require.Len(t, a.p.Accounts.LiveIDs(func(id string) bool { return id == x }), 1, "the incarnation from before the loss lives")
+
+	require.Eventually(t, func() bool { return counter(t, a.cm.Fenced) >= 1 }, 10*time.Second, 5*time.Millisecond,
+		"the old incarnation's write of the outcome is fenced")
+	require.Eventually(t, func() bool {
+		return len(a.p.Accounts.LiveIDs(func(id string) bool { return id == x })) == 0
+	}, 5*time.Second, 5*time.Millisecond, "the old incarnation stops")
+	time.Sleep(300 * time.Millisecond)
+	require.Len(t, s.sim.Publications(platforms.X), 1, "the old incarnation sent nothing after the change")
+
+	// A message now activates a fresh incarnation under the current lease.
+	a.idle.Store(false)
+	thirdPost, thirdJob := s.publish(a, "After the change", x)
+	s.published(firstPost, firstJob)
+	s.published(secondPost, secondJob)
+	s.published(thirdPost, thirdJob)
+	require.Len(t, s.sim.Publications(platforms.X), 3, "each target published once")
 }
