@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,16 +74,28 @@ func startNodes(t *testing.T, n int, extra ...string) *nodes {
 	return ns
 }
 
-// settle waits until the live nodes hold every shard between them, as they do once the leases
-// moved after the last join (a request meanwhile may be answered 503, to be retried).
+// settle waits until the live nodes hold every shard between them, each of them some, and the
+// share has not changed for a second and a half: the leases moved after the last join (a sum of
+// 256 alone is reached while the first node still holds every shard and hands them off one by
+// one, each released a moment before its next owner takes it). A request meanwhile may be
+// answered 503, to be retried.
 func (ns *nodes) settle() {
+	var last []float64
+	var since time.Time
 	require.Eventually(ns.t, func() bool {
+		live := ns.live()
+		held := make([]float64, len(live))
 		sum := 0.0
-		for _, nd := range ns.live() {
-			sum += nd.gathered(ns.t, "herald_cluster_leases_held", `{kind="shard"}`)
+		for i, nd := range live {
+			held[i] = nd.gathered(ns.t, "herald_cluster_leases_held", `{kind="shard"}`)
+			sum += held[i]
 		}
-		return sum == 256
-	}, 30*time.Second, 50*time.Millisecond, "the live nodes hold every shard")
+		if sum != 256 || len(live) > 1 && slices.Contains(held, 0) || !slices.Equal(held, last) {
+			last, since = held, time.Now()
+			return false
+		}
+		return time.Since(since) >= 1500*time.Millisecond
+	}, 60*time.Second, 100*time.Millisecond, "the live nodes hold every shard, shared out")
 }
 
 // add starts one more node, with a data directory and a PostgreSQL proxy of its own.
