@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -28,8 +29,11 @@ import (
 // Every message between nodes is sealed with the key the nodes share (RemoteConfig.Sealer): the
 // kind and id of its actor, and its own envelope (envelope.go), sealed together. A forwards a
 // message to the node its Placement names for the id's shard. B's gateway delivers
-// it to B's own directory only if B holds the shard; otherwise it answers ErrUnavailable and
-// never forwards it again, so a message crosses at most once. A request's sender on A waits in
+// it to B's own directory only if B holds the shard; otherwise it answers that it does not
+// (notHere) and never forwards it again, so a message crosses at most once. A request that
+// finds no owner in A's placement, or that B refused so, was delivered nowhere: A reads its
+// placement again (Refresher) and sends it once more to the owner named now, or answers
+// ErrUnavailable when none other is named (the shard is moving). A request's sender on A waits in
 // A's table of pending forwards under a number that travels as the reply address's request id:
 // B's actor answers a local process (answer) that puts the reply in an envelope and sends it to
 // A's replies, which hands it to the sender. A forward that gets no answer within the time-out,
@@ -98,7 +102,21 @@ type pending struct {
 	kind   string
 	addr   string
 	timer  *time.Timer
+	// What resend needs to send the request again, once (resent), when it was delivered
+	// nowhere: its actor's id and shard, the message, and its sealed envelope.
+	id     string
+	shard  int
+	msg    any
+	env    *anypb.Any
+	resent bool
 }
+
+// notHere is a gateway's answer to a request for a shard its node does not hold: the request
+// was not delivered. It is a type of its own, never an error, so that no actor's answer (an
+// error passed on from another request) can be taken for it.
+type notHere struct{}
+
+func init() { Register[notHere]("cluster.not_here") }
 
 // StartRemote starts Proto.Actor's remote on cfg.Addr and this node's gateway, and names the
 // system's Ask reply address after the node's address (actors.System.Listening). It must run
@@ -208,12 +226,44 @@ func (r *Remote) directory(kind string) *actors.Directory {
 // answered ErrUnavailable; a message without a sender that cannot be sent is counted and logged.
 func (r *Remote) forward(kind, id string, shard int, msg any, sender *actor.PID, live bool) bool {
 	addr := r.cfg.Placement.Where(shard)
-	if addr == "" || addr == r.addr {
-		// No owner known, or the lease table still names this node, which no longer holds the
-		// shard: it is moving.
+	// No owner known, or the lease table still names this node, which does not hold the shard:
+	// it is moving, or it moved since the placement was read. The message goes where the
+	// placement, read again, names (resend, sendFresh).
+	known := addr != "" && addr != r.addr
+	if !known && r.refresher() == nil {
 		r.undeliverable(kind, id, sender, "no node is known to hold the shard")
 		return false
 	}
+	if !known && sender == nil {
+		go r.sendFresh(kind, id, shard, msg, live)
+		return true
+	}
+	env, ok := r.envelope(kind, id, msg, sender, live)
+	if !ok {
+		return false
+	}
+	if sender == nil {
+		r.m.forwards.WithLabelValues(kind, "sent").Inc()
+		r.sys.Root.Send(actor.NewPID(addr, gatewayID), &actor.MessageEnvelope{Message: env})
+		return true
+	}
+	from := r.open(sender, kind, addr)
+	r.mu.Lock()
+	if p := r.pending[from.RequestId]; p != nil {
+		p.id, p.shard, p.msg, p.env, p.resent = id, shard, msg, env, !known
+	}
+	r.mu.Unlock()
+	if !known {
+		go r.resend(from.RequestId, "")
+		return true
+	}
+	r.sys.Root.Send(actor.NewPID(addr, gatewayID), &actor.MessageEnvelope{Message: env, Sender: from})
+	return true
+}
+
+// envelope encodes and seals msg for the actor id of kind. A message that cannot cross is
+// counted and logged, and a request answered with the error.
+func (r *Remote) envelope(kind, id string, msg any, sender *actor.PID, live bool) (*anypb.Any, bool) {
 	env, err := Encode(msg)
 	if err != nil {
 		r.m.forwards.WithLabelValues(kind, "unencodable").Inc()
@@ -221,21 +271,92 @@ func (r *Remote) forward(kind, id string, shard int, msg any, sender *actor.PID,
 		if sender != nil {
 			r.sys.Root.Send(sender, &actors.ErrorReply{Err: err})
 		}
-		return false
+		return nil, false
 	}
 	liveText := ""
 	if live {
 		liveText = "1"
 	}
-	env = r.seal(kind, id, liveText, env.GetTypeUrl(), string(env.GetValue()))
-	var from *actor.PID
-	if sender != nil {
-		from = r.open(sender, kind, addr)
-	} else {
-		r.m.forwards.WithLabelValues(kind, "sent").Inc()
+	return r.seal(kind, id, liveText, env.GetTypeUrl(), string(env.GetValue())), true
+}
+
+// sendFresh reads the placement again for a message without a reply that found no owner for
+// its shard, and delivers it where the placement names now: here, or to that node's gateway.
+// When it still names none, the message is dropped: the reading began after the message was
+// sent, and so after the write whose work it tells of, and whichever node takes the shard next
+// reads the store after that and resumes the work.
+func (r *Remote) sendFresh(kind, id string, shard int, msg any, live bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
+	r.refresher().Refresh(ctx)
+	cancel()
+	if r.cfg.Placement.Here(shard) {
+		r.m.forwards.WithLabelValues(kind, "resent").Inc()
+		if dir := r.directory(kind); live {
+			dir.SendLive(id, msg)
+		} else {
+			dir.Send(id, msg)
+		}
+		return
 	}
-	r.sys.Root.Send(actor.NewPID(addr, gatewayID), &actor.MessageEnvelope{Message: env, Sender: from})
-	return true
+	addr := r.cfg.Placement.Where(shard)
+	if addr == "" || addr == r.addr {
+		r.undeliverable(kind, id, nil, "no node is known to hold the shard")
+		return
+	}
+	if env, ok := r.envelope(kind, id, msg, nil, live); ok {
+		r.m.forwards.WithLabelValues(kind, "resent").Inc()
+		r.sys.Root.Send(actor.NewPID(addr, gatewayID), &actor.MessageEnvelope{Message: env})
+	}
+}
+
+// refresher is the placement when it can be read again on demand, else nil.
+func (r *Remote) refresher() Refresher {
+	f, _ := r.cfg.Placement.(Refresher)
+	return f
+}
+
+// resend reads the placement again for the forwarded request n, which was delivered nowhere (no
+// owner was known for its shard, or the node at refused does not hold it), and sends it to the
+// owner named now: to this node's own directory if the shard is here now, else to that node's
+// gateway. When the placement still names no other node, the shard is moving indeed and the
+// request is answered ErrUnavailable. It runs beside the sender (reading the placement may
+// read the database), within the forward's time-out.
+func (r *Remote) resend(n uint32, refused string) {
+	r.mu.Lock()
+	p := r.pending[n]
+	r.mu.Unlock()
+	if p == nil {
+		return // answered by its time-out
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
+	r.refresher().Refresh(ctx)
+	cancel()
+	if r.cfg.Placement.Here(p.shard) {
+		if r.take(n) == p {
+			p.timer.Stop()
+			r.m.forwards.WithLabelValues(p.kind, "resent").Inc()
+			r.directory(p.kind).Request(p.id, p.msg, p.sender)
+		}
+		return
+	}
+	addr := r.cfg.Placement.Where(p.shard)
+	if addr == "" || addr == r.addr || addr == refused {
+		if r.take(n) == p {
+			p.timer.Stop()
+			r.fail(p)
+		}
+		return
+	}
+	r.mu.Lock()
+	if r.pending[n] != p {
+		r.mu.Unlock()
+		return
+	}
+	p.addr = addr
+	r.mu.Unlock()
+	r.m.forwards.WithLabelValues(p.kind, "resent").Inc()
+	r.sys.Root.Send(actor.NewPID(addr, gatewayID), &actor.MessageEnvelope{Message: p.env,
+		Sender: &actor.PID{Address: r.addr, Id: repliesID, RequestId: n}})
 }
 
 // undeliverable answers a request that could not be forwarded, or counts and logs a message
@@ -349,13 +470,14 @@ func (g *gateway) SendUserMessage(_ *actor.PID, message any) {
 		return
 	}
 	if !r.cfg.Placement.Here(ShardOf(id, r.cfg.Shards)) {
-		// Never forwarded on: the sender learns the shard is moving and may try again.
+		// Never forwarded on: the sender learns that the request was not delivered, and sends
+		// it to the owner its placement names once read again, or answers ErrUnavailable.
 		r.m.received.WithLabelValues(label, "refused").Inc()
 		if sender == nil {
 			r.cfg.Log.Warn("cluster: a message forwarded here for a shard this node does not hold was not delivered; the shard's owner resumes its work from the store",
 				"actor_kind", kind, "actor_id", id)
 		}
-		reply(&actors.ErrorReply{Err: ErrUnavailable})
+		reply(&notHere{})
 		return
 	}
 	m, err := Decode(env)
@@ -410,27 +532,40 @@ type replies struct{ r *Remote }
 func (p *replies) SendUserMessage(pid *actor.PID, message any) {
 	r := p.r
 	_, msg, _ := actor.UnwrapEnvelope(message)
+	var reply any
+	if m, ok := msg.(*anypb.Any); ok {
+		f, err := r.unseal(m, 2)
+		if err != nil {
+			r.cfg.Log.Warn("cluster: an answer that does not open with this node's key was dropped", "error", err)
+		} else if reply, err = Decode(&anypb.Any{TypeUrl: f[0], Value: []byte(f[1])}); err != nil {
+			reply = &actors.ErrorReply{Err: err}
+		}
+	}
+	if _, ok := reply.(*notHere); ok {
+		// The node it went to does not hold the shard: sent again once, to the owner the
+		// placement names when read again.
+		r.mu.Lock()
+		w := r.pending[pid.RequestId]
+		again := w != nil && !w.resent && r.refresher() != nil
+		var refused string
+		if again {
+			w.resent, refused = true, w.addr
+		}
+		r.mu.Unlock()
+		if again {
+			go r.resend(pid.RequestId, refused)
+			return
+		}
+		reply = nil
+	}
 	w := r.take(pid.RequestId)
 	if w == nil {
 		return // late: the sender was answered already
 	}
 	w.timer.Stop()
-	var reply any
-	switch m := msg.(type) {
-	case *anypb.Any:
-		f, err := r.unseal(m, 2)
-		if err != nil {
-			r.cfg.Log.Warn("cluster: an answer that does not open with this node's key was dropped", "error", err)
-			r.fail(w)
-			return
-		}
-		v, err := Decode(&anypb.Any{TypeUrl: f[0], Value: []byte(f[1])})
-		if err != nil {
-			v = &actors.ErrorReply{Err: err}
-		}
-		reply = v
-	default:
-		// A dead letter: the owner node runs no gateway.
+	if reply == nil {
+		// Not sealed with the key, a dead letter (the owner node runs no gateway), or a
+		// refusal not sent again.
 		r.fail(w)
 		return
 	}
@@ -508,7 +643,7 @@ func newRemoteMetrics(reg prometheus.Registerer) remoteMetrics {
 	m := remoteMetrics{
 		forwards: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_cluster_forwards_total",
-			Help: "Messages this node forwarded to the node owning their actor's shard, by actor kind and outcome: sent (a message without reply, handed to the connection), answered (a request whose answer came back), unavailable (a request answered 503: no owner known, unreachable, not the owner, or no answer in time), dropped (a message without reply that had no owner to go to), unencodable (a message type that cannot cross).",
+			Help: "Messages this node forwarded to the node owning their actor's shard, by actor kind and outcome: sent (a message without reply, handed to the connection), answered (a request whose answer came back), resent (a request delivered nowhere, no owner known or refused by a node that does not hold the shard, or a message without reply that found no owner, sent again to the owner named by the lease table read anew), unavailable (a request answered 503: no owner known, unreachable, not the owner, or no answer in time), dropped (a message without reply that had no owner to go to), unencodable (a message type that cannot cross).",
 		}, []string{"kind", "outcome"}),
 		received: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_cluster_forwards_received_total",
