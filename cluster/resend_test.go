@@ -108,9 +108,10 @@ func TestRefreshReadsTheLeaseTableAgain(t *testing.T) {
 	a := startAt(t, url, 16, "10.0.0.1:7000")
 	b := startAt(t, url, 16, "10.0.0.2:7000")
 	settled(t, a, b)
+	addr := map[string]string{a.Node(): "10.0.0.1:7000", b.Node(): "10.0.0.2:7000"}
 	require.Eventually(t, func() bool {
 		for i := range 16 {
-			if a.Where(i) == "" {
+			if a.Where(i) != addr[Owner(ShardName(i), []string{a.Node(), b.Node()})] {
 				return false
 			}
 		}

@@ -12,8 +12,10 @@ import (
 	"github.com/heraldhq/herald/persistence/pgtest"
 )
 
-// A write fenced under a lease and a take of that lease never interleave: the take waits for the
-// write's transaction, and once it committed the old owner's writes are refused.
+// A write fenced under a lease and a take of that lease never interleave: the take is refused
+// while the write's transaction is open (it never waits, so that it holds up no renewal), and
+// once the take committed the old owner's writes are refused. The owner's renewals of its other
+// leases go on while its writes under them are open.
 func TestFencedWritesAndTakeoversDoNotInterleave(t *testing.T) {
 	url := pgtest.URL(t)
 	ctx := context.Background()
@@ -40,6 +42,24 @@ func TestFencedWritesAndTakeoversDoNotInterleave(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok, "a held lease is not taken")
 
+	// A renewal of a lease is not held up by a write fenced under it.
+	other, ok, err := a.Acquire(ctx, "shard/1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	var held []persistence.Lease
+	var renewErr error
+	require.NoError(t, store.Update(ctx, func(tx *persistence.Tx) error {
+		if err := tx.Fence(other.Lease); err != nil {
+			return err
+		}
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		held, renewErr = a.Renew(c)
+		return nil
+	}))
+	require.NoError(t, renewErr, "the renewal waited for the fenced write")
+	require.Contains(t, held, other.Lease)
+
 	conn, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(ctx) })
@@ -49,33 +69,25 @@ func TestFencedWritesAndTakeoversDoNotInterleave(t *testing.T) {
 		return conn.QueryRow(ctx, "SELECT expires_at <= now() FROM cluster_leases WHERE name = 'shard/0'").Scan(&expired) == nil && expired
 	}, 10*time.Second, 10*time.Millisecond)
 
+	require.NoError(t, store.Update(ctx, func(tx *persistence.Tx) error {
+		if err := tx.Fence(taken.Lease); err != nil {
+			return err // an expired lease nobody took still fences nothing
+		}
+		// The take is refused at once while this transaction holds the lease row.
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, ok, err = b.Acquire(c, "shard/0")
+		return nil
+	}))
+	require.NoError(t, err, "the take waited for the fenced write")
+	require.False(t, ok, "taken while a fenced write was open")
 	type result struct {
 		t   persistence.Taken
 		ok  bool
 		err error
 	}
-	got := make(chan result, 1)
-	require.NoError(t, store.Update(ctx, func(tx *persistence.Tx) error {
-		if err := tx.Fence(taken.Lease); err != nil {
-			return err // an expired lease nobody took still fences nothing
-		}
-		go func() {
-			t, ok, err := b.Acquire(ctx, "shard/0")
-			got <- result{t, ok, err}
-		}()
-		// The take waits on the lease row this transaction read.
-		require.Eventually(t, func() bool {
-			var n int
-			return conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%cluster_leases%FOR UPDATE%'").Scan(&n) == nil && n == 1
-		}, 10*time.Second, 5*time.Millisecond)
-		select {
-		case r := <-got:
-			t.Fatalf("the take finished while a fenced write was open: %+v", r)
-		default:
-		}
-		return nil
-	}))
-	r := <-got
+	var r result
+	r.t, r.ok, r.err = b.Acquire(ctx, "shard/0")
 	require.NoError(t, r.err)
 	require.True(t, r.ok)
 	require.False(t, r.t.Released, "taken over from an expired owner")
@@ -94,7 +106,7 @@ func TestFencedWritesAndTakeoversDoNotInterleave(t *testing.T) {
 	_, err = a.Join(ctx, "a:1")
 	require.NoError(t, err)
 	require.NotEqual(t, oldID, a.NodeID())
-	held, err := a.Renew(ctx)
+	held, err = a.Renew(ctx)
 	require.NoError(t, err)
 	require.Empty(t, held)
 	held, err = b.Renew(ctx)
