@@ -162,8 +162,15 @@ func StartRemote(sys *actors.System, cfg RemoteConfig) (*Remote, error) {
 	}
 	_, _ = sys.AS.ProcessRegistry.Add(&replies{r}, repliesID)
 	r.sub = sys.AS.EventStream.Subscribe(func(evt any) {
-		if t, ok := evt.(*remote.EndpointTerminatedEvent); ok {
+		switch t := evt.(type) {
+		case *remote.EndpointTerminatedEvent:
 			r.endpointEnded(t.Address)
+		case *actor.DeadLetterEvent:
+			// A message without a reply that remote could not hand to the node it went to (it
+			// could not connect: the node died): never delivered there.
+			if env, ok := t.Message.(*anypb.Any); ok && t.Sender == nil && t.PID != nil && t.PID.Id == gatewayID {
+				go r.unreached(env, t.PID.Address)
+			}
 		}
 	})
 	cfg.Log.Info("cluster: remote listening", "addr", r.addr)
@@ -235,7 +242,7 @@ func (r *Remote) forward(kind, id string, shard int, msg any, sender *actor.PID,
 		return false
 	}
 	if !known && sender == nil {
-		go r.sendFresh(kind, id, shard, msg, live)
+		go r.sendFresh(kind, id, shard, msg, live, "")
 		return true
 	}
 	env, ok := r.envelope(kind, id, msg, sender, live)
@@ -280,33 +287,61 @@ func (r *Remote) envelope(kind, id string, msg any, sender *actor.PID, live bool
 	return r.seal(kind, id, liveText, env.GetTypeUrl(), string(env.GetValue())), true
 }
 
-// sendFresh reads the placement again for a message without a reply that found no owner for
-// its shard, and delivers it where the placement names now: here, or to that node's gateway.
-// When it still names none, the message is dropped: the reading began after the message was
-// sent, and so after the write whose work it tells of, and whichever node takes the shard next
-// reads the store after that and resumes the work.
-func (r *Remote) sendFresh(kind, id string, shard int, msg any, live bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
-	r.refresher().Refresh(ctx)
-	cancel()
-	if r.cfg.Placement.Here(shard) {
-		r.m.forwards.WithLabelValues(kind, "resent").Inc()
-		if dir := r.directory(kind); live {
-			dir.SendLive(id, msg)
-		} else {
-			dir.Send(id, msg)
+// A message without a reply that was delivered nowhere waits for an owner of its shard, reading
+// the placement again every laterEvery, for laterFor at most (several lease lifetimes of the
+// suite, a takeover's time in a deployment's default) before it is dropped.
+const laterEvery = 200 * time.Millisecond
+
+var laterFor = 15 * time.Second
+
+// sendFresh delivers a message without a reply that was delivered nowhere (no owner was known
+// for its shard, or the node at avoid could not be reached) where the placement, read again,
+// names an owner other than avoid: here, or that node's gateway. While it names none (the
+// shard is between owners) it reads again every laterEvery; past laterFor the message is
+// dropped, counted and logged, and its work waits in the store for the shard's next move.
+func (r *Remote) sendFresh(kind, id string, shard int, msg any, live bool, avoid string) {
+	deadline := time.Now().Add(laterFor)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
+		r.refresher().Refresh(ctx)
+		cancel()
+		if r.cfg.Placement.Here(shard) {
+			r.m.forwards.WithLabelValues(kind, "resent").Inc()
+			if dir := r.directory(kind); live {
+				dir.SendLive(id, msg)
+			} else {
+				dir.Send(id, msg)
+			}
+			return
 		}
+		if addr := r.cfg.Placement.Where(shard); addr != "" && addr != r.addr && addr != avoid {
+			if env, ok := r.envelope(kind, id, msg, nil, live); ok {
+				r.m.forwards.WithLabelValues(kind, "resent").Inc()
+				r.sys.Root.Send(actor.NewPID(addr, gatewayID), &actor.MessageEnvelope{Message: env})
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			r.undeliverable(kind, id, nil, "no node is known to hold the shard")
+			return
+		}
+		time.Sleep(laterEvery)
+	}
+}
+
+// unreached sends again, where the placement read again names, a message without a reply that
+// could not reach the node at addr.
+func (r *Remote) unreached(env *anypb.Any, addr string) {
+	f, err := r.unseal(env, 5)
+	if err != nil || r.refresher() == nil {
 		return
 	}
-	addr := r.cfg.Placement.Where(shard)
-	if addr == "" || addr == r.addr {
-		r.undeliverable(kind, id, nil, "no node is known to hold the shard")
+	m, err := Decode(&anypb.Any{TypeUrl: f[3], Value: []byte(f[4])})
+	if err != nil {
 		return
 	}
-	if env, ok := r.envelope(kind, id, msg, nil, live); ok {
-		r.m.forwards.WithLabelValues(kind, "resent").Inc()
-		r.sys.Root.Send(actor.NewPID(addr, gatewayID), &actor.MessageEnvelope{Message: env})
-	}
+	kind, id := f[0], f[1]
+	r.sendFresh(kind, id, ShardOf(id, r.cfg.Shards), m, f[2] != "", addr)
 }
 
 // refresher is the placement when it can be read again on demand, else nil.

@@ -484,8 +484,10 @@ func TestRemoteNoOwnerKnown(t *testing.T) {
 	_, err := ask[*echoed](t, a, "post-1", &echo{})
 	require.ErrorIs(t, err, ErrUnavailable)
 	require.Less(t, time.Since(start), localTimeout, "answered at once")
+	defer func(d time.Duration) { laterFor = d }(laterFor)
+	laterFor = 500 * time.Millisecond
 	a.router.Send("post-1", &note{})
-	// Dropped once the placement, read again, still names no owner.
+	// Dropped once the placement, read again for a while, still names no owner.
 	require.Eventually(t, func() bool { return a.count(false, "test", "dropped") == dropped+1 }, 5*time.Second, 5*time.Millisecond)
 	require.InDelta(t, unavailable+1, a.count(false, "test", "unavailable"), 0)
 }

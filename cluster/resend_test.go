@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -66,6 +67,22 @@ func TestRemoteAMovedShardIsFoundByReadingThePlacementAgain(t *testing.T) {
 	}
 	require.InDelta(t, resent+2, a.count(false, "test", "resent"), 0)
 
+	// A message without a reply sent to a node that died (the port is closed) reaches the owner
+	// the table read again names.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	a.place.reread(dead, b.addr)
+	a.router.Send("post-3", &note{Text: "its node died"})
+	select {
+	case got := <-b.notes:
+		require.Equal(t, "post-3 its node died", got)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the note sent to a dead node never reached the owner found by reading the placement again")
+	}
+	require.InDelta(t, resent+3, a.count(false, "test", "resent"), 0)
+
 	// The table names b, which gave the shard up to c: b refuses, and c answers.
 	b.own(t, c.addr)
 	a.place.reread(b.addr, c.addr)
@@ -73,9 +90,9 @@ func TestRemoteAMovedShardIsFoundByReadingThePlacementAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "c", r.Node)
 	require.InDelta(t, 1, b.count(t, true, "test", "refused"), 0)
-	require.InDelta(t, 2, b.count(t, true, "test", "delivered"), 0, "the request and the note before")
+	require.InDelta(t, 3, b.count(t, true, "test", "delivered"), 0, "the request and the notes before")
 	require.InDelta(t, 1, c.count(t, true, "test", "delivered"), 0)
-	require.InDelta(t, resent+3, a.count(false, "test", "resent"), 0)
+	require.InDelta(t, resent+4, a.count(false, "test", "resent"), 0)
 
 	// The shard came here: delivered to this node's own actor.
 	a.place.reread(b.addr, a.remote.Addr())
