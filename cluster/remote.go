@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -95,6 +96,8 @@ type Remote struct {
 	answers map[string]bool
 	pending map[uint32]*pending
 	next    uint32
+	// later counts the messages without a reply waiting for an owner (sendFresh).
+	later atomic.Int64
 }
 
 type pending struct {
@@ -290,7 +293,11 @@ func (r *Remote) envelope(kind, id string, msg any, sender *actor.PID, live bool
 // A message without a reply that was delivered nowhere waits for an owner of its shard, reading
 // the placement again every laterEvery, for laterFor at most (several lease lifetimes of the
 // suite, a takeover's time in a deployment's default) before it is dropped.
-const laterEvery = 200 * time.Millisecond
+// No more than maxLater wait at once; beyond, a message is dropped at once.
+const (
+	laterEvery = 200 * time.Millisecond
+	maxLater   = 10000
+)
 
 var laterFor = 15 * time.Second
 
@@ -300,6 +307,12 @@ var laterFor = 15 * time.Second
 // shard is between owners) it reads again every laterEvery; past laterFor the message is
 // dropped, counted and logged, and its work waits in the store for the shard's next move.
 func (r *Remote) sendFresh(kind, id string, shard int, msg any, live bool, avoid string) {
+	if r.later.Add(1) > maxLater {
+		r.later.Add(-1)
+		r.undeliverable(kind, id, nil, "too many messages wait for their shard's owner")
+		return
+	}
+	defer r.later.Add(-1)
 	deadline := time.Now().Add(laterFor)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
