@@ -108,8 +108,15 @@ type Member struct {
 	// draining are the leases being drained before their release: still held (their writes
 	// fence on them) but no longer trusted, so that nothing new starts under them.
 	draining map[string]bool
-	// where is each shard's owner's address as the last step read the lease table.
-	where []string
+	// where is each shard's owner's address as the lease table was last read (at a step, or by
+	// Refresh). whereSeq numbers the readings as they begin and whereAt is the number of the
+	// one where came from, so that a reading that ends after a later one does not replace it.
+	where             []string
+	whereSeq, whereAt uint64
+	// refreshing is set while Refresh's reader runs; refreshed, when set, is closed by the next
+	// reading it begins.
+	refreshing bool
+	refreshed  chan struct{}
 	// ready is closed once the member joined and ran its first step.
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -190,7 +197,8 @@ func (m *Member) Here(i int) bool {
 }
 
 // Where is the address of the node that held shard i's lease when the member last read the
-// lease table at its step, "" when none did (Placement). It never reads the database itself.
+// lease table (at its step, or by Refresh), "" when none did (Placement). It never reads the
+// database itself.
 func (m *Member) Where(i int) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -366,8 +374,13 @@ func (m *Member) mayHaveExpired() bool {
 	return len(m.held) > 0 && !m.cfg.now().Before(m.trustedUntil.Add(m.cfg.Margin))
 }
 
-// readWhere reads where each shard's owner is, once per step (Where answers from it).
+// readWhere reads where each shard's owner is, once per step and at Refresh (Where answers
+// from it).
 func (m *Member) readWhere(ctx context.Context) {
+	m.mu.Lock()
+	m.whereSeq++
+	seq := m.whereSeq
+	m.mu.Unlock()
 	owners, err := m.cfg.Leases.Owners(ctx)
 	if err != nil {
 		m.cfg.Log.Warn("cluster: reading the lease owners failed", "error", err)
@@ -378,8 +391,54 @@ func (m *Member) readWhere(ctx context.Context) {
 		where[i] = owners[ShardName(i)]
 	}
 	m.mu.Lock()
-	m.where = where
+	if seq > m.whereAt {
+		m.where, m.whereAt = where, seq
+	}
 	m.mu.Unlock()
+}
+
+// Refresh reads the lease table again, off the member's step, and returns once a reading that
+// began after the call has ended (or ctx ended): Where then names the owners as they were at
+// least as late as the call (Refresher). A node forwarding a request finds in it the owner of a
+// shard that moved since its last step (up to a quarter of a lease lifetime ago) instead of
+// answering that none is known. The callers that arrive while a reading runs share the next
+// one, so that at most one runs at a time, whatever the number of callers.
+func (m *Member) Refresh(ctx context.Context) {
+	m.mu.Lock()
+	if m.refreshed == nil {
+		m.refreshed = make(chan struct{})
+	}
+	done := m.refreshed
+	run := !m.refreshing
+	m.refreshing = true
+	m.mu.Unlock()
+	if run {
+		go m.refreshLoop()
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// refreshLoop reads the lease table for the callers of Refresh, once for all those that waited
+// while the reading before ran, until none waits.
+func (m *Member) refreshLoop() {
+	for {
+		m.mu.Lock()
+		done := m.refreshed
+		m.refreshed = nil
+		if done == nil {
+			m.refreshing = false
+			m.mu.Unlock()
+			return
+		}
+		m.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Leases.TTL())
+		m.readWhere(ctx)
+		cancel()
+		close(done)
+	}
 }
 
 // renewed keeps what the renewal returned and reports the leases missing from it as lost.

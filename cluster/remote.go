@@ -1,12 +1,14 @@
 package cluster
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,18 +30,23 @@ import (
 // Every message between nodes is sealed with the key the nodes share (RemoteConfig.Sealer): the
 // kind and id of its actor, and its own envelope (envelope.go), sealed together. A forwards a
 // message to the node its Placement names for the id's shard. B's gateway delivers
-// it to B's own directory only if B holds the shard; otherwise it answers ErrUnavailable and
-// never forwards it again, so a message crosses at most once. A request's sender on A waits in
+// it to B's own directory only if B holds the shard; otherwise it answers that it does not
+// (notHere) and never forwards it again, so a message crosses at most once. A request that
+// finds no owner in A's placement, or that B refused so, was delivered nowhere: A reads its
+// placement again (Refresher) and sends it once more to the owner named now, or answers
+// ErrUnavailable when none other is named (the shard is moving). A request's sender on A waits in
 // A's table of pending forwards under a number that travels as the reply address's request id:
 // B's actor answers a local process (answer) that puts the reply in an envelope and sends it to
 // A's replies, which hands it to the sender. A forward that gets no answer within the time-out,
 // or whose connection to B ends, is answered ErrUnavailable.
 //
-// A message without a reply (Send) carries a return address instead (returnedID, with the
-// number of tries so far as its request id): a gateway that does not hold the shard sends the
-// sealed message back there, undelivered, and the sending node offers it again later (redeliver),
-// as it does a message for a shard whose owner it does not know yet. A message is offered again
-// only when it is known not to have been delivered, so no actor receives one twice this way.
+// A message without a reply (Send) carries a return address instead, sealed with it (the sending
+// node's address and the number of tries so far): a gateway that does not hold the shard sends
+// the sealed message back to that node's returned process, undelivered, and the sending node
+// offers it again later (redeliver), as it does a message for a shard whose owner it does not
+// know yet, and one that remote could not hand to the node it went to (a dead letter: the
+// connection failed). A message is offered again only when it is known not to have been
+// delivered, so no actor receives one twice this way.
 const (
 	gatewayID  = "herald$gateway"
 	repliesID  = "herald$replies"
@@ -128,7 +135,21 @@ type pending struct {
 	kind   string
 	addr   string
 	timer  *time.Timer
+	// What resend needs to send the request again, once (resent), when it was delivered
+	// nowhere: its actor's id and shard, the message, and its sealed envelope.
+	id     string
+	shard  int
+	msg    any
+	env    *anypb.Any
+	resent bool
 }
+
+// notHere is a gateway's answer to a request for a shard its node does not hold: the request
+// was not delivered. It is a type of its own, never an error, so that no actor's answer (an
+// error passed on from another request) can be taken for it.
+type notHere struct{}
+
+func init() { Register[notHere]("cluster.not_here") }
 
 // StartRemote starts Proto.Actor's remote on cfg.Addr and this node's gateway, and names the
 // system's Ask reply address after the node's address (actors.System.Listening). It must run
@@ -184,8 +205,15 @@ func StartRemote(sys *actors.System, cfg RemoteConfig) (*Remote, error) {
 	_, _ = sys.AS.ProcessRegistry.Add(&replies{r}, repliesID)
 	_, _ = sys.AS.ProcessRegistry.Add(&returned{r}, returnedID)
 	r.sub = sys.AS.EventStream.Subscribe(func(evt any) {
-		if t, ok := evt.(*remote.EndpointTerminatedEvent); ok {
+		switch t := evt.(type) {
+		case *remote.EndpointTerminatedEvent:
 			r.endpointEnded(t.Address)
+		case *actor.DeadLetterEvent:
+			// A message without a reply that remote could not hand to the node it went to (it
+			// could not connect: the node died): never delivered there.
+			if env, ok := t.Message.(*anypb.Any); ok && t.Sender == nil && t.PID != nil && t.PID.Id == gatewayID {
+				go r.unreached(env)
+			}
 		}
 	})
 	cfg.Log.Info("cluster: remote listening", "addr", r.addr)
@@ -245,22 +273,34 @@ func (r *Remote) directory(kind string) *actors.Directory {
 }
 
 // forward sends a request for the actor id of kind to the node holding its shard, with sender
-// as its reply address. A request that cannot be sent is answered ErrUnavailable.
+// as its reply address. When no owner is known, or the lease table still names this node, which
+// does not hold the shard, it moved since the placement was read, or is moving: the request goes
+// where the placement, read again, names (resend). A request that cannot be sent is answered
+// ErrUnavailable.
 func (r *Remote) forward(kind, id string, shard int, msg any, sender *actor.PID) {
 	addr := r.cfg.Placement.Where(shard)
-	if addr == "" || addr == r.addr {
-		// No owner known, or the lease table still names this node, which no longer holds the
-		// shard: it is moving.
+	known := addr != "" && addr != r.addr
+	if !known && r.refresher() == nil {
 		r.m.forwards.WithLabelValues(kind, "unavailable").Inc()
 		r.sys.Root.Send(sender, &actors.ErrorReply{Err: ErrUnavailable})
 		return
 	}
-	env, err := r.encode(kind, id, msg, false)
+	env, err := r.encode(kind, id, msg, false, "")
 	if err != nil {
 		r.sys.Root.Send(sender, &actors.ErrorReply{Err: err})
 		return
 	}
-	r.sys.Root.Send(actor.NewPID(addr, gatewayID), &actor.MessageEnvelope{Message: env, Sender: r.open(sender, kind, addr)})
+	from := r.open(sender, kind, addr)
+	r.mu.Lock()
+	if p := r.pending[from.RequestId]; p != nil {
+		p.id, p.shard, p.msg, p.env, p.resent = id, shard, msg, env, !known
+	}
+	r.mu.Unlock()
+	if !known {
+		go r.resend(from.RequestId, "")
+		return
+	}
+	r.sys.Root.Send(actor.NewPID(addr, gatewayID), &actor.MessageEnvelope{Message: env, Sender: from})
 }
 
 // send delivers a message without a reply to the actor id of kind (to a live incarnation only,
@@ -285,19 +325,19 @@ func (r *Remote) send(kind, id string, msg any, live bool, try uint32) bool {
 		r.redeliver(kind, id, msg, live, try, "no node is known to hold the shard")
 		return false
 	}
-	env, err := r.encode(kind, id, msg, live)
+	env, err := r.encode(kind, id, msg, live, r.addr+" "+strconv.FormatUint(uint64(try), 10))
 	if err != nil {
 		return false
 	}
 	r.m.forwards.WithLabelValues(kind, "sent").Inc()
-	r.sys.Root.Send(actor.NewPID(addr, gatewayID), &actor.MessageEnvelope{Message: env,
-		Sender: &actor.PID{Address: r.addr, Id: returnedID, RequestId: try}})
+	r.sys.Root.Send(actor.NewPID(addr, gatewayID), env)
 	return true
 }
 
-// encode seals a message for the actor id of kind; a message that cannot cross is counted and
-// logged.
-func (r *Remote) encode(kind, id string, msg any, live bool) (*anypb.Any, error) {
+// encode seals a message for the actor id of kind, with back, for a message without a reply,
+// its return address (the sending node's address and its tries so far: back, parsed by
+// returnAddress); a message that cannot cross is counted and logged.
+func (r *Remote) encode(kind, id string, msg any, live bool, back string) (*anypb.Any, error) {
 	env, err := Encode(msg)
 	if err != nil {
 		r.m.forwards.WithLabelValues(kind, "unencodable").Inc()
@@ -308,7 +348,106 @@ func (r *Remote) encode(kind, id string, msg any, live bool) (*anypb.Any, error)
 	if live {
 		liveText = "1"
 	}
-	return r.seal(kind, id, liveText, env.GetTypeUrl(), string(env.GetValue())), nil
+	return r.seal(kind, id, liveText, env.GetTypeUrl(), string(env.GetValue()), back), nil
+}
+
+// sendFields is the number of sealed fields of a message to an actor: its kind, its id, whether
+// for a live incarnation only, the type URL and value of its own envelope, and its return address.
+const sendFields = 6
+
+// returnAddress parses a message's return address (encode): the node that sent it and its
+// tries so far; ok false for a request (it has none).
+func returnAddress(back string) (addr string, try uint32, ok bool) {
+	addr, n, ok := strings.Cut(back, " ")
+	if !ok {
+		return "", 0, false
+	}
+	t, err := strconv.ParseUint(n, 10, 32)
+	if err != nil {
+		return "", 0, false
+	}
+	return addr, uint32(t), true
+}
+
+// opened decodes a sealed message to an actor: its kind, id, whether for a live incarnation
+// only, the message, and its return address.
+func (r *Remote) opened(sealed *anypb.Any) (kind, id string, live bool, m any, back string, err error) {
+	f, err := r.unseal(sealed, sendFields)
+	if err != nil {
+		return "", "", false, nil, "", err
+	}
+	m, err = Decode(&anypb.Any{TypeUrl: f[3], Value: []byte(f[4])})
+	return f[0], f[1], f[2] != "", m, f[5], err
+}
+
+// unreached offers again a message without a reply that remote could not hand to the node it
+// went to.
+func (r *Remote) unreached(sealed *anypb.Any) {
+	kind, id, live, m, back, err := r.opened(sealed)
+	if err != nil {
+		return
+	}
+	if _, try, ok := returnAddress(back); ok {
+		r.m.forwards.WithLabelValues(kind, "returned").Inc()
+		r.redeliver(kind, id, m, live, try, "the node it was sent to could not be reached")
+	}
+}
+
+// refresher is the placement when it can be read again on demand, else nil.
+func (r *Remote) refresher() Refresher {
+	f, _ := r.cfg.Placement.(Refresher)
+	return f
+}
+
+// refresh reads the placement again, when it can be, within the forward's time-out.
+func (r *Remote) refresh() {
+	if f := r.refresher(); f != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
+		f.Refresh(ctx)
+		cancel()
+	}
+}
+
+// resend reads the placement again for the forwarded request n, which was delivered nowhere (no
+// owner was known for its shard, or the node at refused does not hold it), and sends it to the
+// owner named now: to this node's own directory if the shard is here now, else to that node's
+// gateway. When the placement still names no other node, the shard is moving indeed and the
+// request is answered ErrUnavailable. It runs beside the sender (reading the placement may
+// read the database), within the forward's time-out.
+func (r *Remote) resend(n uint32, refused string) {
+	r.mu.Lock()
+	p := r.pending[n]
+	r.mu.Unlock()
+	if p == nil {
+		return // answered by its time-out
+	}
+	r.refresh()
+	if r.cfg.Placement.Here(p.shard) {
+		if r.take(n) == p {
+			p.timer.Stop()
+			r.m.forwards.WithLabelValues(p.kind, "resent").Inc()
+			r.directory(p.kind).Request(p.id, p.msg, p.sender)
+		}
+		return
+	}
+	addr := r.cfg.Placement.Where(p.shard)
+	if addr == "" || addr == r.addr || addr == refused {
+		if r.take(n) == p {
+			p.timer.Stop()
+			r.fail(p)
+		}
+		return
+	}
+	r.mu.Lock()
+	if r.pending[n] != p {
+		r.mu.Unlock()
+		return
+	}
+	p.addr = addr
+	r.mu.Unlock()
+	r.m.forwards.WithLabelValues(p.kind, "resent").Inc()
+	r.sys.Root.Send(actor.NewPID(addr, gatewayID), &actor.MessageEnvelope{Message: p.env,
+		Sender: &actor.PID{Address: r.addr, Id: repliesID, RequestId: n}})
 }
 
 // redeliver offers a message without a reply, known not to have been delivered, again after a
@@ -339,6 +478,8 @@ func (r *Remote) redeliver(kind, id string, msg any, live bool, try uint32, why 
 		stopped := r.stopped
 		r.mu.Unlock()
 		if !stopped {
+			// The owner may be known by now, before the member's next step reads it.
+			r.refresh()
 			r.send(kind, id, msg, live, try+1)
 		}
 	})
@@ -413,13 +554,8 @@ type gateway struct{ r *Remote }
 func (g *gateway) SendUserMessage(_ *actor.PID, message any) {
 	r := g.r
 	_, msg, sender := actor.UnwrapEnvelope(message)
-	var back *actor.PID
-	if sender != nil && sender.Id == returnedID {
-		// A message without a reply: its sender's return address, for a refusal.
-		back, sender = sender, nil
-	}
 	sealed, _ := msg.(*anypb.Any)
-	f, err := r.unseal(sealed, 5)
+	f, err := r.unseal(sealed, sendFields)
 	if err != nil {
 		// Not from a node that holds the key: neither delivered nor answered.
 		r.m.received.WithLabelValues("unknown", "unsealed").Inc()
@@ -428,6 +564,7 @@ func (g *gateway) SendUserMessage(_ *actor.PID, message any) {
 	}
 	kind, id, live := f[0], f[1], f[2] != ""
 	env := &anypb.Any{TypeUrl: f[3], Value: []byte(f[4])}
+	backAddr, _, back := returnAddress(f[5])
 	dir := r.directory(kind)
 	label := kind
 	if dir == nil {
@@ -446,17 +583,18 @@ func (g *gateway) SendUserMessage(_ *actor.PID, message any) {
 		return
 	}
 	if !r.cfg.Placement.Here(ShardOf(id, r.cfg.Shards)) {
-		// Never forwarded on: the sender learns the shard is moving and may try again.
+		// Never forwarded on: the sender learns that it was not delivered, and sends it to
+		// the owner its placement names once read again (a request), or offers it again later
+		// (a message without a reply).
 		r.m.received.WithLabelValues(label, "refused").Inc()
 		switch {
-		case back != nil:
-			// Sent back undelivered: its sender offers it again once it knows the owner.
-			r.sys.Root.Send(back, sealed)
+		case back:
+			r.sys.Root.Send(actor.NewPID(backAddr, returnedID), sealed)
 		case sender == nil:
 			r.cfg.Log.Warn("cluster: a message forwarded here for a shard this node does not hold was not delivered; the shard's owner resumes its work from the store",
 				"actor_kind", kind, "actor_id", id)
 		}
-		reply(&actors.ErrorReply{Err: ErrUnavailable})
+		reply(&notHere{})
 		return
 	}
 	m, err := Decode(env)
@@ -511,27 +649,40 @@ type replies struct{ r *Remote }
 func (p *replies) SendUserMessage(pid *actor.PID, message any) {
 	r := p.r
 	_, msg, _ := actor.UnwrapEnvelope(message)
+	var reply any
+	if m, ok := msg.(*anypb.Any); ok {
+		f, err := r.unseal(m, 2)
+		if err != nil {
+			r.cfg.Log.Warn("cluster: an answer that does not open with this node's key was dropped", "error", err)
+		} else if reply, err = Decode(&anypb.Any{TypeUrl: f[0], Value: []byte(f[1])}); err != nil {
+			reply = &actors.ErrorReply{Err: err}
+		}
+	}
+	if _, ok := reply.(*notHere); ok {
+		// The node it went to does not hold the shard: sent again once, to the owner the
+		// placement names when read again.
+		r.mu.Lock()
+		w := r.pending[pid.RequestId]
+		again := w != nil && !w.resent && r.refresher() != nil
+		var refused string
+		if again {
+			w.resent, refused = true, w.addr
+		}
+		r.mu.Unlock()
+		if again {
+			go r.resend(pid.RequestId, refused)
+			return
+		}
+		reply = nil
+	}
 	w := r.take(pid.RequestId)
 	if w == nil {
 		return // late: the sender was answered already
 	}
 	w.timer.Stop()
-	var reply any
-	switch m := msg.(type) {
-	case *anypb.Any:
-		f, err := r.unseal(m, 2)
-		if err != nil {
-			r.cfg.Log.Warn("cluster: an answer that does not open with this node's key was dropped", "error", err)
-			r.fail(w)
-			return
-		}
-		v, err := Decode(&anypb.Any{TypeUrl: f[0], Value: []byte(f[1])})
-		if err != nil {
-			v = &actors.ErrorReply{Err: err}
-		}
-		reply = v
-	default:
-		// A dead letter: the owner node runs no gateway.
+	if reply == nil {
+		// Not sealed with the key, a dead letter (the owner node runs no gateway), or a
+		// refusal not sent again.
 		r.fail(w)
 		return
 	}
@@ -550,29 +701,26 @@ func (p *replies) Stop(*actor.PID)                   {}
 // longer holds their shard), and offers each again (redeliver).
 type returned struct{ r *Remote }
 
-func (p *returned) SendUserMessage(pid *actor.PID, message any) {
+func (p *returned) SendUserMessage(_ *actor.PID, message any) {
 	r := p.r
 	_, msg, _ := actor.UnwrapEnvelope(message)
-	if _, ok := msg.(*actor.DeadLetterResponse); ok {
-		// The node it was sent to could not be reached (its connection failed): the message
-		// is gone with it, and the shard's next owner resumes its work from the store.
-		return
-	}
 	sealed, _ := msg.(*anypb.Any)
-	f, err := r.unseal(sealed, 5)
-	if err != nil {
+	kind, id, live, m, back, err := r.opened(sealed)
+	if errors.Is(err, errUnsealed) {
 		r.m.received.WithLabelValues("unknown", "unsealed").Inc()
 		r.cfg.Log.Warn("cluster: a returned message that does not open with this node's key was dropped", "error", err)
 		return
 	}
-	kind, id, live := f[0], f[1], f[2] != ""
-	m, err := Decode(&anypb.Any{TypeUrl: f[3], Value: []byte(f[4])})
 	if err != nil {
 		r.cfg.Log.Warn("cluster: a returned message could not be decoded", "actor_kind", kind, "error", err)
 		return
 	}
+	_, try, ok := returnAddress(back)
+	if !ok {
+		return
+	}
 	r.m.forwards.WithLabelValues(kind, "returned").Inc()
-	r.redeliver(kind, id, m, live, pid.GetRequestId(), "the node it was sent to does not hold the shard")
+	r.redeliver(kind, id, m, live, try, "the node it was sent to does not hold the shard")
 }
 
 func (p *returned) SendSystemMessage(*actor.PID, any) {}
@@ -580,7 +728,7 @@ func (p *returned) Stop(*actor.PID)                   {}
 
 // sealedType is the type URL of a sealed envelope: its value is the sealed fields of the message
 // (the kind, the id, whether for a live incarnation only, the type URL and value of the message's
-// own envelope; or, for an answer, the last two).
+// own envelope, its return address; or, for an answer, the type URL and value).
 const sealedType = typePrefix + "sealed"
 
 // encodeReply puts an answer in its envelope, sealed.
@@ -641,7 +789,7 @@ func newRemoteMetrics(reg prometheus.Registerer) remoteMetrics {
 	m := remoteMetrics{
 		forwards: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_cluster_forwards_total",
-			Help: "Messages this node forwarded to the node owning their actor's shard, by actor kind and outcome: sent (a message without reply, handed to the connection), answered (a request whose answer came back), unavailable (a request answered 503: no owner known, unreachable, not the owner, or no answer in time), deferred (a message without reply held for another try: no owner known yet), returned (a message without reply sent back undelivered by a node that no longer holds the shard, to be tried again), dropped (a message without reply given up after its last try), unencodable (a message type that cannot cross).",
+			Help: "Messages this node forwarded to the node owning their actor's shard, by actor kind and outcome: sent (a message without reply, handed to the connection), answered (a request whose answer came back), unavailable (a request answered 503: no owner known, unreachable, not the owner, or no answer in time), resent (a request delivered nowhere, no owner known or refused by a node that does not hold the shard, sent again to the owner named by the lease table read anew), deferred (a message without reply held for another try: no owner known yet), returned (a message without reply sent back undelivered by a node that no longer holds the shard, or that remote could not hand to its node, to be tried again), dropped (a message without reply given up after its last try), unencodable (a message type that cannot cross).",
 		}, []string{"kind", "outcome"}),
 		received: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_cluster_forwards_received_total",

@@ -70,6 +70,10 @@ type placement struct {
 	mu    sync.Mutex
 	self  string
 	owner string
+	// fresh, when set, is the owner that reading the lease table again finds (Refresh);
+	// refreshes counts the readings.
+	fresh     string
+	refreshes int
 }
 
 func (p *placement) Here(i int) bool {
@@ -423,9 +427,9 @@ func (r raw) Request(id string, _ any, sender *actor.PID) {
 	env := r.env
 	switch {
 	case r.sealer != nil:
-		env = (&Remote{cfg: RemoteConfig{Sealer: r.sealer}}).seal(r.kind, id, "", env.GetTypeUrl(), string(env.GetValue()))
+		env = (&Remote{cfg: RemoteConfig{Sealer: r.sealer}}).seal(r.kind, id, "", env.GetTypeUrl(), string(env.GetValue()), "")
 	case !r.clear:
-		env = r.a.remote.seal(r.kind, id, "", env.GetTypeUrl(), string(env.GetValue()))
+		env = r.a.remote.seal(r.kind, id, "", env.GetTypeUrl(), string(env.GetValue()), "")
 	}
 	r.a.sys.Root.Send(actor.NewPID(r.to, gatewayID), &actor.MessageEnvelope{Message: env, Sender: from})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -223,22 +224,27 @@ WHERE heartbeat_at > now() - make_interval(secs => $1) ORDER BY id`, l.secs())
 }
 
 // Acquire takes the lease name if it is free or expired, with the next epoch. ok is false
-// when another node holds it (or this node already does: Renew says which it holds).
+// when another node holds it (or this node already does: Renew says which it holds), and when
+// a fenced write under it is in progress: a take never waits.
 func (l *Leases) Acquire(ctx context.Context, name string) (Taken, bool, error) {
 	var t Taken
 	ok := false
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
 		// A write fenced on the lease holds its row FOR KEY SHARE until it commits; a node paused
-		// (or cut off) in the middle of one holds it for as long as it is away. The take waits a
-		// quarter of a lifetime at most, so that the taker's loop goes on renewing its own leases
-		// meanwhile, and tries again at its next step.
+		// (or cut off) in the middle of one holds it for as long as it is away. The row lock is
+		// taken NOWAIT (below); any other wait of the take (another node inserting the same new
+		// lease) lasts a quarter of a lifetime at most, so that the taker's loop goes on renewing
+		// its own leases meanwhile, and tries again at its next step.
 		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", max(1, l.ttl.Milliseconds()/4))); err != nil {
 			return err
 		}
 		var prevOwner *string
 		var prevExpiry time.Time
 		var free bool
-		err := tx.QueryRow(ctx, "SELECT owner::text, expires_at, owner IS NULL OR expires_at <= now() FROM cluster_leases WHERE name = $1 FOR UPDATE",
+		// NOWAIT: a row locked by a fenced write in progress (or another take) is a lease in
+		// use; waiting for it would hold up the caller's renewals, and, queued on the row, the
+		// owner's own renewal of it. The take is tried again at the next step.
+		err := tx.QueryRow(ctx, "SELECT owner::text, expires_at, owner IS NULL OR expires_at <= now() FROM cluster_leases WHERE name = $1 FOR UPDATE NOWAIT",
 			name).Scan(&prevOwner, &prevExpiry, &free)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
@@ -263,6 +269,9 @@ WHERE name = $1 RETURNING epoch`, name, l.node, l.secs()).Scan(&t.Epoch)
 		ok = true
 		return nil
 	})
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "55P03" {
+		return Taken{}, false, nil // lock_not_available: in use, see above
+	}
 	if err != nil {
 		return Taken{}, false, fmt.Errorf("persistence: acquire %s: %w", name, err)
 	}
@@ -317,15 +326,15 @@ func (l *Leases) All(ctx context.Context) ([]Lease, error) {
 }
 
 // Fence fails the transaction with ErrFenced unless le is still the lease's current owner and
-// epoch. On PostgreSQL the lease row is read FOR KEY SHARE inside the transaction: a take of the
-// lease (Acquire locks the row FOR UPDATE) waits until this transaction ends, and this one,
-// when the take locked first, waits for it and then fails to serialize, is run again and finds
-// the new epoch. So the new owner, which reads the store after taking the lease, sees every
-// write the old owner made under it. KEY SHARE, not SHARE: a renewal's update of the expiry (and
-// a release's) changes no key, so it neither waits for the node's fenced writes nor they for it,
-// and the writes under load neither delay the renewals nor queue behind them; a release needs no
-// wait, since the take that follows it does. On bbolt a single process owns everything and Fence
-// checks nothing. Fence is for stores whose nodes run with leases (OpenLeases made the table).
+// epoch. On PostgreSQL the lease row is read FOR KEY SHARE inside the transaction: a take of
+// the lease (Acquire locks the row FOR UPDATE NOWAIT) is refused until this transaction ends,
+// and this one, when the take locked first, waits for it and then fails to serialize, is run
+// again and finds the new epoch. So the new owner, which reads the store after taking the lease,
+// sees every write the old owner made under it. KEY SHARE, not SHARE: a renewal's update of the
+// expiry (and a release's) changes no key, so it neither waits for the node's fenced writes nor
+// they for it, and the writes under load neither delay the renewals nor queue behind them; a
+// release needs no wait, since the take that follows it is refused while the write is in
+// progress. On bbolt a single process owns everything and Fence checks nothing. Fence is for stores whose nodes run with leases (OpenLeases made the table).
 func (t *Tx) Fence(le Lease) error {
 	pt, ok := t.kv.(*pgTx)
 	if !ok {
@@ -346,6 +355,8 @@ func (t *Tx) Fence(le Lease) error {
 		batch.Queue(pt.begin)
 		pt.begin = ""
 	}
+	// FOR KEY SHARE: a take (FOR UPDATE) conflicts with it, a renewal or a release (an UPDATE
+	// of no key) does not, so that a slow write never holds up its owner's renewals.
 	batch.Queue("SELECT owner::text, epoch FROM cluster_leases WHERE name = $1 FOR KEY SHARE", le.Name)
 	br := pt.q.SendBatch(pt.ctx, batch)
 	var err error

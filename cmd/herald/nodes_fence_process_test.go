@@ -125,25 +125,6 @@ func startRecordedNodes(t *testing.T, n int) (*nodes, []*simRecorder) {
 	return ns, recs
 }
 
-// balanced waits until the live nodes hold every shard between them and each holds its share
-// (at least half of an even share: rendezvous hashing spreads 256 shards far more evenly), as
-// they do once the hand-offs after the last join are done. settle alone is satisfied by the
-// nodes that held everything before the join.
-func (ns *nodes) balanced() {
-	require.Eventually(ns.t, func() bool {
-		live := ns.live()
-		sum := 0.0
-		for _, nd := range live {
-			h := nd.gathered(ns.t, "herald_cluster_leases_held", `{kind="shard"}`)
-			if h < 256/float64(2*len(live)) {
-				return false
-			}
-			sum += h
-		}
-		return sum == 256
-	}, 30*time.Second, 50*time.Millisecond, "the live nodes share the shards")
-}
-
 // logEntry is one line of a node's JSON log.
 type logEntry struct {
 	At    time.Time

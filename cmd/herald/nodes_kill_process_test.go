@@ -246,7 +246,7 @@ func startNodesWith(t *testing.T, n int, simFlags []string, extra ...string) *no
 			ns.key = sandboxKey(t, ns.nodes[0].dir)
 		}
 	}
-	ns.settle()
+	ns.balanced()
 	return ns
 }
 

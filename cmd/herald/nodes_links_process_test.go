@@ -58,7 +58,7 @@ func startLinkedNodes(t *testing.T, n int, extra ...string) (ns *nodes, links []
 			ns.key = sandboxKey(t, ns.nodes[0].dir)
 		}
 	}
-	ns.settle()
+	ns.balanced()
 	return ns, links
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -18,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/cluster"
 	"github.com/heraldhq/herald/cluster/clustertest"
 	"github.com/heraldhq/herald/persistence/pgtest"
 )
@@ -70,7 +68,7 @@ func startNodes(t *testing.T, n int, extra ...string) *nodes {
 			ns.key = sandboxKey(t, ns.nodes[0].dir)
 		}
 	}
-	ns.settle()
+	ns.balanced()
 	return ns
 }
 
@@ -278,45 +276,6 @@ func TestNodesARevokedKeyIsRefusedEverywhere(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-}
-
-// Posts scheduled on one node fire once each while the node that runs the scheduler is killed
-// as they fall due: another node takes the scheduler's lease and fires what is left.
-func TestNodesAScheduledPostFiresOnceAcrossASchedulerTakeover(t *testing.T) {
-	needNodes(t)
-	ns := startNodes(t, 3)
-	targets := quotedIDs(accountsByPlatform(t, ns.nodes[0].p, ns.key), "bluesky")
-	due := time.Now().Add(4 * time.Second).UTC()
-	posts := map[string]string{}
-	var texts []string
-	client := &http.Client{Timeout: 10 * time.Second}
-	for i := range 60 {
-		text := fmt.Sprintf("nodes scheduled %03d", i)
-		at := due.Add(time.Duration(i) * 50 * time.Millisecond).Format(time.RFC3339Nano)
-		nd := ns.nodes[i%len(ns.nodes)]
-		req, _ := http.NewRequest("POST", nd.p.url+"/v1/posts", strings.NewReader(`{"content":"`+text+`","platforms":[`+strings.Join(targets, ",")+`],"scheduled_for":"`+at+`"}`))
-		req.Header.Set("Authorization", "Bearer "+ns.key)
-		resp, err := client.Do(req)
-		require.NoError(t, err)
-		if resp.StatusCode == 503 {
-			resp.Body.Close()
-			t.Fatalf("a create on a settled cluster was answered 503")
-		}
-		var p struct {
-			ID string `json:"id"`
-		}
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&p))
-		resp.Body.Close()
-		require.Contains(t, []int{200, 201}, resp.StatusCode)
-		posts[p.ID] = text
-		texts = append(texts, text)
-	}
-	sched := ns.owner(cluster.SingletonName("scheduler"))
-	require.NotNil(t, sched, "a node runs the scheduler")
-	time.Sleep(time.Until(due.Add(1500 * time.Millisecond)))
-	sched.p.kill9()
-	ns.waitFinal(posts, 60*time.Second)
-	ns.noneTwice(texts, "bluesky")
 }
 
 // gathered reads one sample of a metric from a node's metrics listener (0 when absent).
