@@ -251,4 +251,3 @@ func TestAPausedCommitReleasesItsLeaseRowsAfterIdleInTransaction(t *testing.T) {
 		require.Error(t, err, "the paused commit was not stored: its session ended")
 	}
 }
-
