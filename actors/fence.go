@@ -22,6 +22,11 @@ type Fence interface {
 	// Trusted reports whether this node may act for id now: it holds id's shard, renewed it
 	// recently enough that nobody else can have taken it, and is not handing it off.
 	Trusted(id string) bool
+	// Finishing reports whether this node may still finish what it started for id: as Trusted,
+	// but a shard being handed off included. A hand-off lets the calls and look-ups under way
+	// end (the next owner then finds no attempt in doubt); the requests of a call already
+	// started ask this, a call about to start asks Trusted.
+	Finishing(id string) bool
 	// NotBefore is when an attempt that id's shard's previous owner may have left in flight can
 	// be looked up on the network (zero: at once). After a takeover it is the old lease's expiry
 	// plus the call time-out, so that a call the old owner still had under way has ended.
@@ -128,6 +133,14 @@ func (p *pinned) Trusted(id string) bool {
 		return p.f.Trusted(id)
 	}
 	return p.current() && p.f.Trusted(id) && p.current()
+}
+
+// Finishing is Trusted with a shard being handed off included (Fence.Finishing).
+func (p *pinned) Finishing(id string) bool {
+	if id != p.id {
+		return p.f.Finishing(id)
+	}
+	return p.current() && p.f.Finishing(id) && p.current()
 }
 
 func (p *pinned) NotBefore(id string) time.Time { return p.f.NotBefore(id) }

@@ -41,6 +41,12 @@ func (l *leases) Trusted(string) bool {
 	return l.held && l.trusted
 }
 
+func (l *leases) Finishing(string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held && l.trusted
+}
+
 func (l *leases) NotBefore(string) time.Time { return time.Time{} }
 func (l *leases) Fenced()                    { l.fenced.Add(1) }
 

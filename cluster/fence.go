@@ -35,6 +35,10 @@ func (f *Fence) Lease(id string) (persistence.Lease, bool) {
 // Trusted reports whether this node may act for id now (Member.Here of its shard).
 func (f *Fence) Trusted(id string) bool { return f.m.Here(f.Shard(id)) }
 
+// Finishing reports whether this node may still finish what it started for id: it holds id's
+// shard, recently renewed, even while handing it off (Member.Finishing).
+func (f *Fence) Finishing(id string) bool { return f.m.Finishing(ShardName(f.Shard(id))) }
+
 // NotBefore is when an attempt in doubt of id's shard may be looked up (zero: at once).
 func (f *Fence) NotBefore(id string) time.Time {
 	if ns := f.notBefore[f.Shard(id)].Load(); ns != 0 {

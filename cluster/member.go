@@ -180,6 +180,17 @@ func (m *Member) Trusted(name string) (persistence.Lease, bool) {
 	return l, true
 }
 
+// Finishing reports whether the node holds lease name and its last renewal is recent enough
+// that no other node can have taken it, whether or not it is handing the lease off: what the
+// node started under the lease may still be finished (a hand-off waits for it), nothing new
+// started (Trusted).
+func (m *Member) Finishing(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.held[name]
+	return ok && m.cfg.now().Before(m.trustedUntil)
+}
+
 // Lease returns the lease name is held under, if the node holds it, trusted or not (a lease
 // being drained, one whose renewal is late): writes fence on it, and the store refuses them once
 // another node took it.

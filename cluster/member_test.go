@@ -372,6 +372,51 @@ func TestGracefulHandOff(t *testing.T) {
 	require.Equal(t, bHeld, handed)
 }
 
+// A lease being handed off is no longer trusted (nothing new starts under it) but still
+// finishing: the calls and look-ups under way when the hand-off began may send their next
+// requests, so that they end and the next owner finds no attempt in doubt.
+func TestALeaseBeingHandedOffIsFinishingButNotTrusted(t *testing.T) {
+	url := pgtest.URL(t)
+	l, err := persistence.OpenLeases(context.Background(), url, ttl)
+	require.NoError(t, err)
+	t.Cleanup(l.Close)
+	type seen struct{ trusted, finishing bool }
+	got := make(chan seen, 64)
+	var m *Member
+	m = New(Config{Leases: l, Addr: "127.0.0.1:0", Shards: 4,
+		Acquired: func(persistence.Taken) {},
+		Drain: func(le persistence.Lease) {
+			_, trusted := m.Trusted(le.Name)
+			got <- seen{trusted, m.Finishing(le.Name)}
+		},
+		Lost: func(persistence.Lease) {},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = m.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.Eventually(t, func() bool { return len(m.Held()) == 4 }, 20*time.Second, 10*time.Millisecond)
+	require.True(t, m.Finishing(ShardName(0)))
+
+	b := start(t, url, 4) // joins: a hands b its share
+	select {
+	case s := <-got:
+		require.False(t, s.trusted, "nothing new starts under a lease being handed off")
+		require.True(t, s.finishing, "what was under way may finish")
+	case <-time.After(20 * time.Second):
+		t.Fatal("no lease was handed off")
+	}
+	require.Eventually(t, func() bool {
+		held := b.Held()
+		for _, le := range held {
+			if m.Finishing(le.Name) {
+				return false
+			}
+		}
+		return len(held) > 0
+	}, 20*time.Second, 10*time.Millisecond, "a lease released is no longer finishing here")
+}
+
 // The shard of an account and the owner of a lease are stable and spread.
 func TestShardsAndOwnersAreStable(t *testing.T) {
 	// Pinned: a changed hash would move every account to another shard between releases.

@@ -29,6 +29,7 @@ func (g *gate) Lease(string) (persistence.Lease, bool) {
 	return persistence.Lease{Name: "shard/0", Epoch: 1}, true
 }
 func (g *gate) Trusted(string) bool        { return g.trusted.Load() }
+func (g *gate) Finishing(string) bool      { return g.trusted.Load() }
 func (g *gate) NotBefore(string) time.Time { return time.Time{} }
 func (g *gate) Fenced()                    { g.fenced.Add(1) }
 func (b *bundle) attempt(job string) (a *persistence.Attempt) {
@@ -205,13 +206,15 @@ func TestAnAccountSendsNoRequestOnceItsShardIsNoLongerTrustedMidCall(t *testing.
 	}
 }
 
-// trustedFor trusts the first n checks only.
+// trustedFor trusts the first n checks only, of either kind (a call about to start asks
+// Trusted, a request of a call under way Finishing).
 type trustedFor struct {
 	gate
 	n atomic.Int64
 }
 
-func (g *trustedFor) Trusted(string) bool { return g.n.Add(-1) >= 0 }
+func (g *trustedFor) Trusted(string) bool   { return g.n.Add(-1) >= 0 }
+func (g *trustedFor) Finishing(string) bool { return g.n.Add(-1) >= 0 }
 
 // An outcome in doubt is looked up only while the node trusts the account's shard: a call whose
 // answer was lost (the post was created) while the trust ended leaves its attempt in the store,

@@ -32,8 +32,9 @@ type lane struct {
 	send    func(*callDone)
 	now     func() time.Time
 	// trusted reports whether the node may still call for the account (nil: always); a
-	// request found untrusted is not sent and comes back with errUntrusted.
-	trusted func() bool
+	// request found untrusted is not sent and comes back with errUntrusted. finishing reports
+	// whether a call already started may send its next request (a hand-off lets it end).
+	trusted, finishing func() bool
 	limit   int // callers at most (the account's concurrency)
 }
 
@@ -147,25 +148,26 @@ func (l *lane) run() {
 	}
 }
 
-// gate is the platforms gate of the lane's calls: errGated once the node no longer trusts the
-// account's shard.
+// gate is the platforms gate of the lane's calls: errGated once the node may no longer finish
+// what it started for the account's shard (a hand-off under way lets the call end).
 func (l *lane) gate() error {
-	if !l.trusted() {
+	if !l.finishing() {
 		return errGated
 	}
 	return nil
 }
 
 // gated is ctx with the node's trust as its platforms gate (WithGate) when the node has a fence:
-// every request of a lookup, a refresh, a read or a revoke is sent only while the node trusts
-// the account's shard, as a publishing call's are (lane.gate).
+// every request of a lookup, a refresh, a read or a revoke is sent only while the node may still
+// finish what it started for the account's shard, as a publishing call's are (lane.gate): a
+// hand-off waits for the look-ups under way too.
 func (a *Actor) gated(ctx context.Context) context.Context {
 	f, id := a.deps.Fence, a.id
 	if f == nil {
 		return ctx
 	}
 	return platforms.WithGate(ctx, func() error {
-		if !f.Trusted(id) {
+		if !f.Finishing(id) {
 			return errGated
 		}
 		return nil
@@ -182,6 +184,7 @@ func newLane(d *Deps, ctx actor.Context, id string) *lane {
 	}
 	if f := d.Fence; f != nil {
 		l.trusted = func() bool { return f.Trusted(id) }
+		l.finishing = func() bool { return f.Finishing(id) }
 	}
 	return l
 }

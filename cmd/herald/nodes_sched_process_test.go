@@ -225,6 +225,9 @@ func TestNodesRollingRestartsUnderLoadThenANodeAdded(t *testing.T) {
 				text := fmt.Sprintf("nodes roll %d-%04d", w, i)
 				for try := 0; ; try++ {
 					live := ns.live()
+					if len(live) == 0 {
+						return // the test ended, its nodes stopped
+					}
 					nd := live[(i+try)%len(live)]
 					req, _ := http.NewRequest("POST", nd.p.url+"/v1/posts/publish", strings.NewReader(body(text)))
 					req.Header.Set("Authorization", "Bearer "+ns.key)
