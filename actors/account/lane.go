@@ -35,7 +35,7 @@ type lane struct {
 	// request found untrusted is not sent and comes back with errUntrusted. finishing reports
 	// whether a call already started may send its next request (a hand-off lets it end).
 	trusted, finishing func() bool
-	limit   int // callers at most (the account's concurrency)
+	limit              int // callers at most (the account's concurrency)
 }
 
 // setCredentials gives the calls that start from now on the account's current credentials.
