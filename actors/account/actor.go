@@ -318,11 +318,16 @@ func (a *Actor) Receive(ctx actor.Context) {
 // drained answers a Drain once nothing is in flight.
 func (a *Actor) drained(ctx actor.Context) {
 	if a.drainer != nil {
+		reports := make([]*Report, 0, len(a.reported))
+		for _, s := range a.reported {
+			reports = append(reports, s.rep)
+			a.drainJobs[s.rep.JobID] = true
+		}
 		jobs := make([]string, 0, len(a.drainJobs))
 		for id := range a.drainJobs {
 			jobs = append(jobs, id)
 		}
-		ctx.Send(a.drainer, &Drained{Jobs: jobs})
+		ctx.Send(a.drainer, &Drained{Jobs: jobs, Reports: reports})
 		a.drainer, a.drainJobs = nil, nil
 	}
 }

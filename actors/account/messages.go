@@ -92,6 +92,11 @@ type Reply struct {
 // waits from the store.
 type Drain struct{}
 
-// Drained answers Drain. Jobs are the jobs the account reported to since the Drain: their
-// actors are asked to store what they were told (job.Flush) before the shard is released.
-type Drained struct{ Jobs []string }
+// Drained answers Drain. Jobs are the jobs the account reported to since the Drain, or whose
+// outcomes it reported may not be stored yet: their actors are asked to store what they were
+// told (job.Flush) before the shard is released. Reports are those outcomes, for the jobs that
+// may not have received them.
+type Drained struct {
+	Jobs    []string
+	Reports []*Report
+}

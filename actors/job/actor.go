@@ -203,6 +203,10 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *Start:
 		a.start()
 	case *Flush:
+		if len(m.Reports) > 0 {
+			a.pending = append(a.pending, m.Reports...)
+			a.flush(ctx)
+		}
 		actors.Reply(ctx, &Flushed{})
 	case *Get:
 		if j, err := a.owned(m.Scope); err != nil {

@@ -218,6 +218,46 @@ func TestStartHandsTheOutcomeAgainWhileThePostHasNotTakenIt(t *testing.T) {
 	}
 }
 
+// A Flush carries the outcomes an account handing its shard off reported to the job: the job
+// stores one it never received before it answers (the report itself may be held back while
+// the job's shard moves), and takes one it already has as a no-op.
+func TestAFlushStoresTheReportsItCarries(t *testing.T) {
+	t.Parallel()
+	store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
+	t.Cleanup(sys.Shutdown)
+	finished := make(chan *persistence.Job, 4)
+	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: time.Minute,
+		Log: slog.New(slog.DiscardHandler), Handoff: finishing(finished)}))
+	j := &persistence.Job{TrackingID: uuid.Must(uuid.NewV7()).String(), PostID: uuid.Must(uuid.NewV7()).String(), UserID: uuid.NewString(),
+		Status: persistence.JobQueued, CreatedAt: time.Now().UTC(),
+		Targets: []persistence.JobTarget{
+			{Target: 0, Platform: "bluesky", AccountID: uuid.NewString(), Phase: persistence.PhaseUploading},
+			{Target: 1, Platform: "linkedin", AccountID: uuid.NewString(), Phase: persistence.PhaseUploading},
+		}}
+	require.NoError(t, store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutJob(j) }))
+	first := &account.Report{JobID: j.TrackingID, Target: 0, AccountID: j.Targets[0].AccountID, Final: true, Success: true, Message: "published"}
+	dir.Send(j.TrackingID, first)
+	// The second target's report never reached the job; the flush carries it, and the first again.
+	second := &account.Report{JobID: j.TrackingID, Target: 1, AccountID: j.Targets[1].AccountID, Final: true, Success: true, Message: "published"}
+	_, err = actors.Ask[*job.Flushed](context.Background(), dir.To(j.TrackingID), &job.Flush{Reports: []*account.Report{first, second}})
+	require.NoError(t, err)
+	require.NoError(t, store.View(func(tx *persistence.Tx) error {
+		got, err := tx.Job(j.TrackingID)
+		require.NoError(t, err)
+		require.Equal(t, persistence.JobCompleted, got.Status, "both outcomes stored before the flush answered")
+		return nil
+	}))
+	select {
+	case got := <-finished:
+		require.Equal(t, persistence.JobCompleted, got.Status)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job was not handed to its post")
+	}
+}
+
 // finishing is a job directory's hand-off in these tests: the final jobs, on a channel.
 type finishing chan *persistence.Job
 

@@ -3,6 +3,7 @@ package job
 import (
 	"sync"
 
+	"github.com/heraldhq/herald/actors/account"
 	"github.com/heraldhq/herald/persistence"
 )
 
@@ -12,10 +13,16 @@ import (
 // activated by its first report.
 type Start struct{}
 
-// Flush stores the reports the job has received, and answers *Flushed once it tried: a node
-// handing an account's shard off makes sure the outcomes its calls reported are stored while it
-// still holds the leases they are written under.
-type Flush struct{}
+// Flush stores the reports the job has received, and Reports with them, and answers *Flushed
+// once it tried: a node handing an account's shard off makes sure the outcomes its calls
+// reported are stored while it still holds the leases they are written under. Reports are the
+// account's final outcomes for this job that the job may not have received yet (a report
+// without a reply can be held back while the job's own shard moves): the job takes one it
+// already has as it takes any repeated report, as a no-op. Without them, the next owner of the
+// account would find those attempts in doubt and look them up on the network.
+type Flush struct {
+	Reports []*account.Report `json:"reports,omitempty"`
+}
 
 // Flushed answers Flush.
 type Flushed struct{}

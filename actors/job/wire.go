@@ -10,6 +10,8 @@ func init() {
 	cluster.Register[Get]("job.Get")
 	cluster.Register[Reply]("job.Reply")
 	cluster.Register[PostSynced]("job.PostSynced")
+	cluster.Register[Flush]("job.Flush")
+	cluster.Register[Flushed]("job.Flushed")
 	cluster.RegisterError("job.not_found", ErrNotFound)
 	cluster.RegisterError("job.forbidden", ErrForbidden)
 }

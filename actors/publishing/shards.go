@@ -131,9 +131,21 @@ func (s *Shards) Drain(le persistence.Lease) {
 				s.log.Warn("cluster: an account did not drain; its attempts in flight are looked up by the next owner", "error", err)
 				return
 			}
-			// The outcomes it reported are stored while this node still holds the leases.
+			// The outcomes it reported are stored while this node still holds the leases,
+			// handed to their jobs with the flush: a report sent earlier may be held back while
+			// its job's shard moves too, and the next owner would find the attempt in doubt.
+			byJob := map[string][]*account.Report{}
+			for _, r := range d.Reports {
+				byJob[r.JobID] = append(byJob[r.JobID], r)
+			}
 			for _, j := range d.Jobs {
-				if _, err := actors.AskWithin[*job.Flushed](context.Background(), 30*time.Second, s.p.Jobs.To(j), &job.Flush{}); err != nil {
+				// A job of a shard this node holds (draining too, when the node stops) is
+				// flushed here; any other where it lives.
+				to := s.p.To.Jobs.To(j)
+				if _, held := s.fence.Lease(j); held {
+					to = s.p.Jobs.To(j)
+				}
+				if _, err := actors.AskWithin[*job.Flushed](context.Background(), 30*time.Second, to, &job.Flush{Reports: byJob[j]}); err != nil {
 					s.log.Warn("cluster: a job did not store its reports before its account's hand-off; the next owner looks them up", "error", err)
 				}
 			}
