@@ -152,9 +152,10 @@ func (ns *nodeSet) live() []*node {
 	return out
 }
 
-// settle waits until the live nodes hold every shard between them, each its share, and the
-// shares stayed the same for a second: a node that joined is ready before the others handed it
-// its shards, and a lease between two owners counts for neither.
+// settle waits until the live nodes hold every shard between them, each its share, the shares
+// stayed the same for a second, and every lease rests with the node rendezvous hashing names
+// (atRest): a node that joined is ready before the others handed it its shards, a lease between
+// two owners counts for neither, and hand-offs go one member step at a time.
 func (ns *nodeSet) settle() error {
 	if ns.single {
 		return nil
@@ -180,11 +181,73 @@ func (ns *nodeSet) settle() error {
 		if same.IsZero() {
 			same = time.Now()
 		}
-		if time.Since(same) >= time.Second {
+		if time.Since(same) < time.Second {
+			continue
+		}
+		// A node hands shards off one member step (a quarter of a lease lifetime) at a time:
+		// the shares can stand still for a second in between. At rest, every lease is held by
+		// the node rendezvous hashing names among the live ones.
+		if rest, err := ns.atRest(); err != nil {
+			return err
+		} else if rest {
 			return nil
 		}
 	}
 	return fmt.Errorf("the live nodes' shards did not settle within a minute (they hold %v of %d)", held, nodesShards)
+}
+
+// atRest reports whether every lease is held, unexpired, by the live node that rendezvous
+// hashing names for it among the live nodes (cluster.Owner): no hand-off is left to make.
+func (ns *nodeSet) atRest() (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, ns.store)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close(context.Background())
+	addrs := map[string]bool{}
+	for _, nd := range ns.live() {
+		addrs[nd.addr] = true
+	}
+	rows, err := conn.Query(ctx, `SELECT DISTINCT ON (addr) id::text, addr FROM cluster_nodes ORDER BY addr, heartbeat_at DESC`)
+	if err != nil {
+		return false, err
+	}
+	var ids []string
+	for rows.Next() {
+		var id, addr string
+		if err := rows.Scan(&id, &addr); err != nil {
+			rows.Close()
+			return false, err
+		}
+		if addrs[addr] {
+			ids = append(ids, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	if len(ids) != len(addrs) {
+		return false, nil
+	}
+	rows, err = conn.Query(ctx, `SELECT name, coalesce(owner::text, ''), expires_at > now() FROM cluster_leases`)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, owner string
+		var unexpired bool
+		if err := rows.Scan(&name, &owner, &unexpired); err != nil {
+			return false, err
+		}
+		if !unexpired || owner != cluster.Owner(name, ids) {
+			return false, nil
+		}
+	}
+	return true, rows.Err()
 }
 
 // kill ends a node with SIGKILL.
