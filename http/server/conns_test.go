@@ -161,7 +161,9 @@ func TestConnsCloseTheOldestIdleConnectionsOfAnAddress(t *testing.T) {
 		b.waitIdle(c)
 	}
 	require.Equal(t, 2.0, testutil.ToFloat64(b.conns.reclaimed.WithLabelValues(reclaimPerAddr)))
-	require.Equal(t, 4, b.conns.Open())
+	// The client sees a reclaimed connection closed a moment before the server's state hook
+	// counts it closed.
+	require.Eventually(t, func() bool { return b.conns.Open() == 4 }, 5*time.Second, 5*time.Millisecond, "four connections open")
 
 	// A connection in the middle of a request is not idle: four idle ones and one active stay
 	// open; once it is idle again, the oldest idle one goes.
