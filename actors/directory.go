@@ -342,8 +342,8 @@ func (d *Directory) idle(id string, pid *actor.PID) {
 	s := d.shardOf(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.entries[id]
-	if e == nil || e.pid == nil || !e.pid.Equal(pid) || e.stopping {
+	e := s.incarnation(id, pid)
+	if e == nil || e.stopping {
 		return
 	}
 	s.idle.remove(e)
@@ -407,8 +407,8 @@ func (d *Directory) passivate(id string, pid *actor.PID) bool {
 	s := d.shardOf(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.entries[id]
-	if e == nil || e.pid == nil || !e.pid.Equal(pid) || e.stopping {
+	e := s.incarnation(id, pid)
+	if e == nil || e.stopping {
 		return false
 	}
 	if e.mailbox.depth() > 1 { // the message being processed counts
@@ -419,6 +419,16 @@ func (d *Directory) passivate(id string, pid *actor.PID) bool {
 	return true
 }
 
+// incarnation is id's entry if pid is its live incarnation (nil: another one, or none); s.mu
+// is held.
+func (s *shard) incarnation(id string, pid *actor.PID) *entry {
+	e := s.entries[id]
+	if e == nil || e.pid == nil || !e.pid.Equal(pid) {
+		return nil
+	}
+	return e
+}
+
 // stopped is called by an incarnation as it stops; held messages go to a new incarnation.
 func (d *Directory) stopped(id string, pid *actor.PID) {
 	d.m.live.Dec()
@@ -426,8 +436,8 @@ func (d *Directory) stopped(id string, pid *actor.PID) {
 	s := d.shardOf(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.entries[id]
-	if e == nil || e.pid == nil || !e.pid.Equal(pid) {
+	e := s.incarnation(id, pid)
+	if e == nil {
 		return
 	}
 	if !e.stopping {
@@ -444,8 +454,8 @@ func (d *Directory) requeue(id string, pid *actor.PID, msg any, sender *actor.PI
 	s := d.shardOf(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.entries[id]
-	if e == nil || e.pid == nil || !e.pid.Equal(pid) {
+	e := s.incarnation(id, pid)
+	if e == nil {
 		return
 	}
 	if !e.stopping {

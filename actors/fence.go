@@ -126,21 +126,20 @@ func (p *pinned) Lease(id string) (persistence.Lease, bool) {
 }
 
 // Trusted reports whether the node trusts its lease of id's shard and that lease is the pinned
-// one. The current lease is read on both sides of the trust check: epochs only grow, so a lease
-// equal to the pinned one before and after was that same lease throughout.
-func (p *pinned) Trusted(id string) bool {
-	if id != p.id {
-		return p.f.Trusted(id)
-	}
-	return p.current() && p.f.Trusted(id) && p.current()
-}
+// one.
+func (p *pinned) Trusted(id string) bool { return p.while(id, p.f.Trusted) }
 
 // Finishing is Trusted with a shard being handed off included (Fence.Finishing).
-func (p *pinned) Finishing(id string) bool {
+func (p *pinned) Finishing(id string) bool { return p.while(id, p.f.Finishing) }
+
+// while is check of id, held for the pinned id only while the node's current lease is the
+// pinned one, read on both sides of the check: epochs only grow, so a lease equal to the pinned
+// one before and after was that same lease throughout.
+func (p *pinned) while(id string, check func(string) bool) bool {
 	if id != p.id {
-		return p.f.Finishing(id)
+		return check(id)
 	}
-	return p.current() && p.f.Finishing(id) && p.current()
+	return p.current() && check(id) && p.current()
 }
 
 func (p *pinned) NotBefore(id string) time.Time { return p.f.NotBefore(id) }

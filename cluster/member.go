@@ -173,11 +173,10 @@ func (m *Member) Node() string {
 func (m *Member) Trusted(name string) (persistence.Lease, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	l, ok := m.held[name]
-	if !ok || m.draining[name] || !m.cfg.now().Before(m.trustedUntil) {
+	if m.draining[name] {
 		return persistence.Lease{}, false
 	}
-	return l, true
+	return m.finishing(name)
 }
 
 // Finishing reports whether the node holds lease name and its last renewal is recent enough
@@ -187,8 +186,17 @@ func (m *Member) Trusted(name string) (persistence.Lease, bool) {
 func (m *Member) Finishing(name string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, ok := m.held[name]
-	return ok && m.cfg.now().Before(m.trustedUntil)
+	_, ok := m.finishing(name)
+	return ok
+}
+
+// finishing is the lease name is held under, if held and recently renewed; m.mu is held.
+func (m *Member) finishing(name string) (persistence.Lease, bool) {
+	l, ok := m.held[name]
+	if !ok || !m.cfg.now().Before(m.trustedUntil) {
+		return persistence.Lease{}, false
+	}
+	return l, true
 }
 
 // Lease returns the lease name is held under, if the node holds it, trusted or not (a lease

@@ -383,14 +383,22 @@ func (r *Remote) opened(sealed *anypb.Any) (kind, id string, live bool, m any, b
 // unreached offers again a message without a reply that remote could not hand to the node it
 // went to.
 func (r *Remote) unreached(sealed *anypb.Any) {
+	_, _ = r.offerAgain(sealed, "the node it was sent to could not be reached")
+}
+
+// offerAgain offers again (redeliver) a sealed message without a reply that was not delivered,
+// counted returned, and reports its kind; an error when it does not open or decode (a request,
+// which has no return address, is dropped).
+func (r *Remote) offerAgain(sealed *anypb.Any, why string) (string, error) {
 	kind, id, live, m, back, err := r.opened(sealed)
 	if err != nil {
-		return
+		return kind, err
 	}
 	if _, try, ok := returnAddress(back); ok {
 		r.m.forwards.WithLabelValues(kind, "returned").Inc()
-		r.redeliver(kind, id, m, live, try, "the node it was sent to could not be reached")
+		r.redeliver(kind, id, m, live, try, why)
 	}
+	return kind, nil
 }
 
 // refresher is the placement when it can be read again on demand, else nil.
@@ -705,22 +713,14 @@ func (p *returned) SendUserMessage(_ *actor.PID, message any) {
 	r := p.r
 	_, msg, _ := actor.UnwrapEnvelope(message)
 	sealed, _ := msg.(*anypb.Any)
-	kind, id, live, m, back, err := r.opened(sealed)
-	if errors.Is(err, errUnsealed) {
+	kind, err := r.offerAgain(sealed, "the node it was sent to does not hold the shard")
+	switch {
+	case errors.Is(err, errUnsealed):
 		r.m.received.WithLabelValues("unknown", "unsealed").Inc()
 		r.cfg.Log.Warn("cluster: a returned message that does not open with this node's key was dropped", "error", err)
-		return
-	}
-	if err != nil {
+	case err != nil:
 		r.cfg.Log.Warn("cluster: a returned message could not be decoded", "actor_kind", kind, "error", err)
-		return
 	}
-	_, try, ok := returnAddress(back)
-	if !ok {
-		return
-	}
-	r.m.forwards.WithLabelValues(kind, "returned").Inc()
-	r.redeliver(kind, id, m, live, try, "the node it was sent to does not hold the shard")
 }
 
 func (p *returned) SendSystemMessage(*actor.PID, any) {}

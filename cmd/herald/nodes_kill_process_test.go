@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/cluster"
-	"github.com/heraldhq/herald/persistence/pgtest"
 )
 
 // Nodes SIGKILLed under load: what they were doing is finished by the others, once.
@@ -227,27 +225,6 @@ func TestNodesAnSSEStreamEndsWithDoneWhileTheJobsOwnerIsKilled(t *testing.T) {
 	ns.waitFinal(accepted, 60*time.Second)
 	ns.logTwice()
 	ns.noneTwice(texts, "twitter_x", "bluesky", "linkedin")
-}
-
-// startNodesWith is startNodes with the simulator's own flags (its latency, its faults).
-func startNodesWith(t *testing.T, n int, simFlags []string, extra ...string) *nodes {
-	t.Helper()
-	ns := &nodes{t: t, pgURL: pgtest.URL(t), sim: startSim(t, append([]string{"--limit-scale", "100"}, simFlags...)...)}
-	t.Cleanup(func() {
-		if t.Failed() || os.Getenv("HERALD_NODES_LOGS") != "" {
-			for i, nd := range ns.nodes {
-				t.Logf("node %d (%s) log:\n%s", i, nd.addr, nd.p.logText())
-			}
-		}
-	})
-	for i := range n {
-		ns.add(extra...)
-		if i == 0 {
-			ns.key = sandboxKey(t, ns.nodes[0].dir)
-		}
-	}
-	ns.balanced()
-	return ns
 }
 
 // sseEvent is one event of a stream, as a plain SSE client reads it.

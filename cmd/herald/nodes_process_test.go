@@ -54,7 +54,13 @@ func needNodes(t *testing.T) {
 // the sandbox's demo user, key and accounts, the others find them in the store.
 func startNodes(t *testing.T, n int, extra ...string) *nodes {
 	t.Helper()
-	ns := &nodes{t: t, pgURL: pgtest.URL(t), sim: startSim(t, "--limit-scale", "100", "--latency", "2ms")}
+	return startNodesWith(t, n, []string{"--latency", "2ms"}, extra...)
+}
+
+// startNodesWith is startNodes with the simulator's own flags (its latency, its faults).
+func startNodesWith(t *testing.T, n int, simFlags []string, extra ...string) *nodes {
+	t.Helper()
+	ns := &nodes{t: t, pgURL: pgtest.URL(t), sim: startSim(t, append([]string{"--limit-scale", "100"}, simFlags...)...)}
 	t.Cleanup(func() {
 		if t.Failed() || os.Getenv("HERALD_NODES_LOGS") != "" {
 			for i, nd := range ns.nodes {
