@@ -84,8 +84,10 @@ type pgStore struct {
 	// connection is up).
 	held   atomic.Bool
 	shared bool
-	cache  *accountCache
-	notify *pgNotify // the listening connection of a shared store (pgnotify.go); nil otherwise
+	// onReadFailure is Options.OnReadFailure.
+	onReadFailure func(error)
+	cache         *accountCache
+	notify        *pgNotify // the listening connection of a shared store (pgnotify.go); nil otherwise
 	// cc is the committer's connection (committerConn), cmu orders its transactions.
 	cmu sync.Mutex
 	cc  *pgxpool.Conn
@@ -229,7 +231,7 @@ func openPostgres(ctx context.Context, url string, opts Options, configure func(
 	if err != nil {
 		return nil, fmt.Errorf("persistence: connect to PostgreSQL: %w", err)
 	}
-	p := &pgStore{pool: pool, cfg: pcfg.ConnConfig, tables: map[string]*pgTable{}, shared: opts.Shared}
+	p := &pgStore{pool: pool, cfg: pcfg.ConnConfig, tables: map[string]*pgTable{}, shared: opts.Shared, onReadFailure: opts.OnReadFailure}
 	for _, name := range bucketNames {
 		p.tables[string(name)] = newPgTable(string(name))
 	}
@@ -500,7 +502,7 @@ func (p *pgStore) view(fn func(*Tx) error) error {
 	defer cancel()
 	c, err := p.takeView(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return p.readFailed(fmt.Errorf("%w: %w", ErrUnavailable, err))
 	}
 	defer p.giveView(c)
 	t := p.newTx(ctx, c.Conn(), pgBeginSnapshot, false)
@@ -516,9 +518,18 @@ func (p *pgStore) view(fn func(*Tx) error) error {
 		p.rollback(c)
 	}
 	if t.err != nil {
-		return fmt.Errorf("%w: read: %w", ErrUnavailable, t.err)
+		return p.readFailed(fmt.Errorf("%w: read: %w", ErrUnavailable, t.err))
 	}
 	return ferr
+}
+
+// readFailed reports a read the database could not answer to Options.OnReadFailure, unless the
+// store is closing, and returns err.
+func (p *pgStore) readFailed(err error) error {
+	if p.onReadFailure != nil && p.ctx.Err() == nil {
+		p.onReadFailure(err)
+	}
+	return err
 }
 
 // The statements that open a transaction. Neither goes to the server on its own: a transaction

@@ -72,6 +72,10 @@ type Options struct {
 	// its writes refused (its function returned an error) is no commit: its writes are replayed
 	// one per commit, and each of those is observed.
 	OnCommit func(writes int, d time.Duration, err error)
+	// OnReadFailure, when set, observes every read transaction the store's database could not
+	// answer (PostgreSQL down, unreachable or failing over; the error wraps ErrUnavailable). It
+	// runs before the read returns, so whoever hears of the failure finds it observed.
+	OnReadFailure func(err error)
 	// ReadOnly opens the file for reading only.
 	ReadOnly bool
 	// Check reads every page of the file and runs bbolt's consistency check and Herald's

@@ -350,6 +350,7 @@ func New(cfg Config) (*App, error) {
 			}
 			health.observe(err)
 		},
+		OnReadFailure: health.observeRead,
 	})
 	if errors.Is(err, persistence.ErrLocked) && persistence.IsPostgresURL(cfg.Store) {
 		return nil, fmt.Errorf("the PostgreSQL store %s is in use by another herald process; stop it first, or use another database or schema", persistence.RedactURL(cfg.Store))

@@ -30,7 +30,8 @@ var errStoreCannotWrite = errors.New("the store cannot write: its commits fail (
 	"writes are refused with 503 until they succeed again")
 
 // storeHealth follows whether the store can write, from the outcome of every commit
-// (persistence.Options.OnCommit). From a failed commit until a commit succeeds and none has failed
+// (persistence.Options.OnCommit) and every read its database could not answer
+// (persistence.Options.OnReadFailure). From a failed commit until a commit succeeds and none has failed
 // for storeFailureHold, /readyz answers 503, herald_store_writable is 0, and the log has one error
 // line when it starts and one info line when it ends. Every write still tries to commit, so
 // traffic notices a store that works again; without traffic nothing would commit, so while the
@@ -47,7 +48,7 @@ type storeHealth struct {
 	failing     atomic.Bool
 	lastFailure atomic.Int64
 	// down: within an episode the log announced; it began at downSince (Unix ns) and counts
-	// failures failed commits.
+	// failures failed commits and reads.
 	down      atomic.Bool
 	downSince atomic.Int64
 	failures  atomic.Int64
@@ -77,14 +78,27 @@ func (h *storeHealth) observe(err error) {
 		h.healthy()
 		return
 	}
+	h.fail("store: a commit failed; writes are refused with 503 and /readyz is not ready until the store can write again", err)
+}
+
+// observeRead takes a read the store's database could not answer (PostgreSQL down or
+// unreachable): the store counts as failing as after a failed commit, so /readyz answers 503
+// from the first request refused for it, and the next successful commit (the readiness probe's,
+// once the database answers) ends the episode. A database that cannot be read is one that
+// cannot be written to either, whether or not a commit has tried yet.
+func (h *storeHealth) observeRead(err error) {
+	h.fail("store: its database cannot be reached; requests are refused with 503 and /readyz is not ready until the store can write again", err)
+}
+
+// fail marks the store failing, and logs msg when an episode starts.
+func (h *storeHealth) fail(msg string, err error) {
 	now := time.Now()
 	h.lastFailure.Store(now.UnixNano())
 	h.failing.Store(true)
 	h.failures.Add(1)
 	if h.down.CompareAndSwap(false, true) {
 		h.downSince.Store(now.UnixNano())
-		h.log.Error("store: a commit failed; writes are refused with 503 and /readyz is not ready until the store can write again",
-			"data_dir", h.dataDir, "disk_full", errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT), "error", err)
+		h.log.Error(msg, "data_dir", h.dataDir, "disk_full", errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT), "error", err)
 	}
 }
 
@@ -95,7 +109,7 @@ func (h *storeHealth) healthy() bool {
 	}
 	if h.down.CompareAndSwap(true, false) {
 		n := h.failures.Swap(0)
-		h.log.Info("store: commits succeed again; writes are taken", "data_dir", h.dataDir, "failed_commits", n,
+		h.log.Info("store: commits succeed again; writes are taken", "data_dir", h.dataDir, "failures", n,
 			"refused_for", time.Since(time.Unix(0, h.downSince.Load())).Round(time.Millisecond).String())
 	}
 	return true

@@ -50,3 +50,33 @@ func TestStoreHealthProbesWhileTheStoreCannotWrite(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(time.Unix(0, h.lastFailure.Load())), h.hold, "ready only after the hold")
 	require.True(t, h.healthy())
 }
+
+// A read the database could not answer makes the store not ready at once, before any commit has
+// failed; the readiness probe's successful commit ends it after the hold.
+func TestStoreHealthAReadTheDatabaseCannotAnswerIsNotReady(t *testing.T) {
+	t.Parallel()
+	h := newStoreHealth(prometheus.NewRegistry(), slog.New(slog.DiscardHandler), "data")
+	h.hold, h.probeEvery = 200*time.Millisecond, 20*time.Millisecond
+	var commits atomic.Int64
+	s, err := persistence.Open(t.TempDir(), persistence.Options{OnCommit: func(_ int, _ time.Duration, err error) {
+		commits.Add(1)
+		h.observe(err)
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	h.store = s
+	ctx := context.Background()
+	require.NoError(t, h.ready(ctx))
+
+	h.observeRead(persistence.ErrUnavailable)
+	require.False(t, h.healthy())
+	require.True(t, h.down.Load(), "the episode is announced")
+	deadline := time.Now().Add(10 * time.Second)
+	for h.ready(ctx) != nil {
+		require.True(t, time.Now().Before(deadline), "the probe's commit ends the episode")
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Positive(t, commits.Load(), "readiness probed the store")
+	require.GreaterOrEqual(t, time.Since(time.Unix(0, h.lastFailure.Load())), h.hold, "ready only after the hold")
+	require.False(t, h.down.Load(), "the episode's end is logged")
+}
