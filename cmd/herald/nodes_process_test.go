@@ -232,6 +232,7 @@ func (ns *nodes) waitFinal(posts map[string]string, within time.Duration) {
 				require.Contains(ns.t, []int{503}, status, "post %s: %s", id, body)
 			}
 			if time.Now().After(deadline) {
+				ns.explain(posts)
 				ns.t.Fatalf("post %s is not final: %d %s", id, status, body)
 			}
 			time.Sleep(20 * time.Millisecond)

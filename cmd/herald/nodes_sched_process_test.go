@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -133,16 +134,18 @@ func TestNodesAScheduledPostFiresOnceAcrossASchedulerTakeover(t *testing.T) {
 	require.Positive(t, after.gathered(t, "herald_cluster_epochs_bumped_total", `{how="takeover"}`))
 }
 
-// explain logs, for a failed test, every post of posts that is not final with its job as a live
-// node answers them, and the simulator's publications.
+// explain logs, for a failed test, every post of posts that is not final with its job as each
+// live node answers them, the simulator's publications of its text, and every node's log lines
+// that name the post or its job.
 func (ns *nodes) explain(posts map[string]string) {
 	live := ns.live()
 	if len(live) == 0 {
 		return
 	}
-	p := live[0].p
+	pubs := simPublications(ns.t, ns.sim)
+	ns.t.Logf("%d publications in the simulator", len(pubs))
 	for id, text := range posts {
-		status, body := p.request(ns.key, "GET", "/v1/posts/"+id, "")
+		status, body := live[0].p.request(ns.key, "GET", "/v1/posts/"+id, "")
 		var post struct {
 			Status     string `json:"status"`
 			TrackingID string `json:"tracking_id"`
@@ -151,11 +154,72 @@ func (ns *nodes) explain(posts map[string]string) {
 		if status == 200 && (post.Status == "published" || post.Status == "partial" || post.Status == "failed") {
 			continue
 		}
-		_, job := p.request(ns.key, "GET", "/v1/jobs/"+post.TrackingID, "")
-		ns.t.Logf("%s (%q, shard %d): %d %s\n  job (shard %d): %s", id, text, cluster.ShardOf(id, 256), status, body,
-			cluster.ShardOf(post.TrackingID, 256), job)
+		ns.t.Logf("%s (%q, shard %d, job %s in shard %d)", id, text, cluster.ShardOf(id, 256), post.TrackingID, cluster.ShardOf(post.TrackingID, 256))
+		for _, nd := range live {
+			status, body := nd.p.request(ns.key, "GET", "/v1/posts/"+id, "")
+			ns.t.Logf("  post through %s: %d %s", nd.addr, status, body)
+			if post.TrackingID != "" {
+				status, body = nd.p.request(ns.key, "GET", "/v1/jobs/"+post.TrackingID, "")
+				ns.t.Logf("  job through %s: %d %s", nd.addr, status, body)
+			}
+		}
+		if post.TrackingID != "" {
+			ns.explainStore(post.TrackingID)
+		}
+		for _, r := range pubs {
+			if r.Text == text {
+				ns.t.Logf("  published: %s by %s (%s)", r.Platform, r.Account, r.ID)
+			}
+		}
+		for i, nd := range ns.nodes {
+			for _, line := range strings.Split(nd.p.logText(), "\n") {
+				if strings.Contains(line, id) || post.TrackingID != "" && strings.Contains(line, post.TrackingID) {
+					ns.t.Logf("  node %d (%s): %s", i, nd.addr, line)
+				}
+			}
+		}
 	}
-	ns.t.Logf("%d publications in the simulator", len(simPublications(ns.t, ns.sim)))
+}
+
+// explainStore logs what PostgreSQL holds of a job's progress: its targets still waiting for
+// their accounts (jobs_waiting), its attempts, its active flag, and the leases of the shards of
+// the job and of those accounts.
+func (ns *nodes) explainStore(jobID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, ns.pgURL)
+	if err != nil {
+		ns.t.Logf("  store: %v", err)
+		return
+	}
+	defer conn.Close(context.Background())
+	id := uuid.MustParse(jobID)
+	shards := []string{cluster.ShardName(cluster.ShardOf(jobID, 256))}
+	rows, _ := conn.Query(ctx, `SELECT k FROM kv_jobs_waiting WHERE substring(k from 17 for 16) = $1`, id[:])
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	ns.t.Logf("  store: %d targets waiting (%v)", len(keys), err)
+	for _, k := range keys {
+		acc := uuid.UUID(k[:16]).String()
+		shards = append(shards, cluster.ShardName(cluster.ShardOf(acc, 256)))
+		ns.t.Logf("  store: waiting for account %s (shard %d), target %d", acc, cluster.ShardOf(acc, 256), int(k[32])<<8|int(k[33]))
+	}
+	var attempts int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM kv_attempts WHERE substring(k from 1 for 16) = $1`, id[:]).Scan(&attempts)
+	ns.t.Logf("  store: %d attempts (%v)", attempts, err)
+	var active []byte
+	err = conn.QueryRow(ctx, `SELECT v FROM kv_jobs_active WHERE k = $1`, id[:]).Scan(&active)
+	ns.t.Logf("  store: jobs_active %x (%v)", active, err)
+	rows, _ = conn.Query(ctx, `SELECT l.name, coalesce(n.addr, l.owner::text, ''), l.epoch, l.expires_at > now() FROM cluster_leases l
+		LEFT JOIN cluster_nodes n ON n.id = l.owner WHERE l.name = ANY($1) ORDER BY l.name`, shards)
+	for rows.Next() {
+		var name, owner string
+		var epoch int64
+		var live bool
+		if rows.Scan(&name, &owner, &epoch, &live) == nil {
+			ns.t.Logf("  store: lease %s owner %s epoch %d unexpired %v", name, owner, epoch, live)
+		}
+	}
+	rows.Close()
 }
 
 // summed is the sum of a metric's samples on a node whose labels contain every one of labels.
