@@ -125,9 +125,13 @@ type Actor struct {
 	pending      []*account.Report
 	flushArmed   bool
 	syncUnstored bool
-	// storeFailures counts the failed commits in a row; retryArmed says a retryStore is coming.
+	// storeFailures counts the failed commits in a row, storeErr is the last one's error;
+	// retryArmed says a retryStore is coming. fenced says a write was refused because the job's
+	// shard moved: the actor is stopping.
 	storeFailures int
+	storeErr      error
 	retryArmed    bool
+	fenced        bool
 }
 
 // retryStore makes a job record again what its store could not commit.
@@ -207,7 +211,14 @@ func (a *Actor) Receive(ctx actor.Context) {
 			a.pending = append(a.pending, m.Reports...)
 			a.flush(ctx)
 		}
-		actors.Reply(ctx, &Flushed{})
+		switch {
+		case a.fenced:
+			actors.ReplyError(ctx, persistence.ErrFenced)
+		case len(a.pending) > 0 && a.storeErr != nil:
+			actors.ReplyError(ctx, a.storeErr)
+		default:
+			actors.Reply(ctx, &Flushed{})
+		}
 	case *Get:
 		if j, err := a.owned(m.Scope); err != nil {
 			actors.ReplyError(ctx, err)
@@ -312,11 +323,12 @@ func (a *Actor) storeFailed(ctx actor.Context, err error) {
 		// lost either (its accounts' attempts and waiting targets stay in the store until the
 		// new owner stores their outcomes). The actor stops without retrying.
 		a.deps.Log.Info("a job's shard moved to another node; its actor stops here", "job_id", a.id)
-		a.pending, a.syncUnstored = nil, false
+		a.pending, a.syncUnstored, a.fenced = nil, false, true
 		ctx.Stop(ctx.Self())
 		return
 	}
 	a.storeFailures++
+	a.storeErr = err
 	if a.storeFailures == 1 {
 		a.deps.Log.Warn("storing a job's progress failed; it is retried until the store takes it", "job_id", a.id, "error", err)
 	}

@@ -258,6 +258,81 @@ func TestAFlushStoresTheReportsItCarries(t *testing.T) {
 	}
 }
 
+// A Flush is answered Flushed only once its reports are stored: a job whose shard moved answers
+// persistence.ErrFenced (the hand-off sends the flush to the new owner), one whose store cannot
+// commit answers the commit's error, so that a hand-off never takes an unstored outcome for a
+// stored one.
+func TestAFlushTheJobCouldNotStoreIsAnsweredWithItsError(t *testing.T) {
+	t.Parallel()
+	newJob := func(store *persistence.Store) (*persistence.Job, *account.Report) {
+		j := &persistence.Job{TrackingID: uuid.Must(uuid.NewV7()).String(), PostID: uuid.Must(uuid.NewV7()).String(), UserID: uuid.NewString(),
+			Status: persistence.JobQueued, CreatedAt: time.Now().UTC(),
+			Targets: []persistence.JobTarget{{Target: 0, Platform: "bluesky", AccountID: uuid.NewString(), Phase: persistence.PhaseUploading}}}
+		require.NoError(t, store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutJob(j) }))
+		return j, &account.Report{JobID: j.TrackingID, Target: 0, AccountID: j.Targets[0].AccountID, Final: true, Success: true, Message: "published"}
+	}
+	stillWaiting := func(store *persistence.Store, j *persistence.Job) {
+		t.Helper()
+		require.NoError(t, store.View(func(tx *persistence.Tx) error {
+			got, err := tx.Job(j.TrackingID)
+			require.NoError(t, err)
+			require.Equal(t, persistence.JobQueued, got.Status, "nothing stored")
+			return nil
+		}))
+	}
+	t.Run("fenced", func(t *testing.T) {
+		t.Parallel()
+		store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = store.Close() })
+		sys := actors.NewSystem(prometheus.NewRegistry(), nil)
+		t.Cleanup(sys.Shutdown)
+		dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: time.Minute, Fence: notHeld{},
+			Log: slog.New(slog.DiscardHandler), Handoff: finishing(make(chan *persistence.Job, 1))}))
+		j, rep := newJob(store)
+		_, err = actors.Ask[*job.Flushed](context.Background(), dir.To(j.TrackingID), &job.Flush{Reports: []*account.Report{rep}})
+		require.ErrorIs(t, err, persistence.ErrFenced)
+		stillWaiting(store, j)
+	})
+	t.Run("store failing", func(t *testing.T) {
+		t.Parallel()
+		faults := &persistence.Faults{}
+		store, err := persistence.Open(t.TempDir(), persistence.Options{Faults: faults})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = store.Close() })
+		sys := actors.NewSystem(prometheus.NewRegistry(), nil)
+		t.Cleanup(sys.Shutdown)
+		dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: time.Minute,
+			Log: slog.New(slog.DiscardHandler), Handoff: finishing(make(chan *persistence.Job, 1))}))
+		j, rep := newJob(store)
+		faults.FailCommits(syscall.EIO)
+		_, err = actors.Ask[*job.Flushed](context.Background(), dir.To(j.TrackingID), &job.Flush{Reports: []*account.Report{rep}})
+		require.ErrorIs(t, err, persistence.ErrWriteFailed)
+		stillWaiting(store, j)
+		// Once the store writes again, the retry stores the report and a flush is answered.
+		faults.ClearCommits()
+		require.Eventually(t, func() bool {
+			_, err := actors.Ask[*job.Flushed](context.Background(), dir.To(j.TrackingID), &job.Flush{})
+			return err == nil
+		}, 10*time.Second, 20*time.Millisecond)
+		require.NoError(t, store.View(func(tx *persistence.Tx) error {
+			got, err := tx.Job(j.TrackingID)
+			require.NoError(t, err)
+			require.Equal(t, persistence.JobCompleted, got.Status)
+			return nil
+		}))
+	})
+}
+
+// notHeld is the fence of a node that does not hold the job's shard: every write is fenced.
+type notHeld struct{}
+
+func (notHeld) Lease(string) (persistence.Lease, bool) { return persistence.Lease{}, false }
+func (notHeld) Trusted(string) bool                    { return false }
+func (notHeld) Finishing(string) bool                  { return false }
+func (notHeld) NotBefore(string) time.Time             { return time.Time{} }
+func (notHeld) Fenced()                                {}
+
 // finishing is a job directory's hand-off in these tests: the final jobs, on a channel.
 type finishing chan *persistence.Job
 

@@ -14,7 +14,7 @@ import (
 type Start struct{}
 
 // Flush stores the reports the job has received, and Reports with them, and answers *Flushed
-// once it tried: a node handing an account's shard off makes sure the outcomes its calls
+// once they are stored (see Flushed): a node handing an account's shard off makes sure the outcomes its calls
 // reported are stored while it still holds the leases they are written under. Reports are the
 // account's final outcomes for this job that the job may not have received yet (a report
 // without a reply can be held back while the job's own shard moves): the job takes one it
@@ -24,7 +24,9 @@ type Flush struct {
 	Reports []*account.Report `json:"reports,omitempty"`
 }
 
-// Flushed answers Flush.
+// Flushed answers Flush once the job's reports are stored. A job that could not store them
+// answers the store's error instead: persistence.ErrFenced when its shard moved to another node
+// (the flush is for the new owner), else the failed commit's.
 type Flushed struct{}
 
 // Get reads the job on behalf of a user. Reply: *Reply.

@@ -2,6 +2,7 @@ package publishing
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -139,13 +140,7 @@ func (s *Shards) Drain(le persistence.Lease) {
 				byJob[r.JobID] = append(byJob[r.JobID], r)
 			}
 			for _, j := range d.Jobs {
-				// A job of a shard this node holds (draining too, when the node stops) is
-				// flushed here; any other where it lives.
-				to := s.p.To.Jobs.To(j)
-				if _, held := s.fence.Lease(j); held {
-					to = s.p.Jobs.To(j)
-				}
-				if _, err := actors.AskWithin[*job.Flushed](context.Background(), 30*time.Second, to, &job.Flush{Reports: byJob[j]}); err != nil {
+				if err := s.flushJob(j, byJob[j]); err != nil {
 					s.log.Warn("cluster: a job did not store its reports before its account's hand-off; the next owner looks them up", "error", err)
 				}
 			}
@@ -153,6 +148,34 @@ func (s *Shards) Drain(le persistence.Lease) {
 	}
 	wg.Wait()
 	s.passivate(match, 30*time.Second)
+}
+
+// flushJobWithin bounds how long a hand-off tries to have a job store its account's reports.
+const flushJobWithin = 30 * time.Second
+
+// flushJob has job j store reports (its account's outcomes, drained) and every report it holds,
+// where the job lives: here when this node holds its shard (draining too, when the node stops),
+// else on its owner. A job whose shard is between owners (released by a node that stops, not
+// yet taken) or whose owner just changed cannot be reached for a moment, and one that moved
+// while it stored answers persistence.ErrFenced: the flush is sent again, to the owner as it is
+// then, until it is stored or flushJobWithin has passed. A flush sent twice stores nothing twice
+// (a report on a target already final changes nothing).
+func (s *Shards) flushJob(j string, reports []*account.Report) error {
+	deadline := time.Now().Add(flushJobWithin)
+	wait := 25 * time.Millisecond
+	for {
+		to := s.p.To.Jobs.To(j)
+		if _, held := s.fence.Lease(j); held {
+			to = s.p.Jobs.To(j)
+		}
+		_, err := actors.AskWithin[*job.Flushed](context.Background(), time.Until(deadline), to, &job.Flush{Reports: reports})
+		moved := errors.Is(err, cluster.ErrUnavailable) || errors.Is(err, persistence.ErrFenced)
+		if err == nil || !moved || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // Lost is the member's callback for a shard that moved without a hand-off: its actors stop at
