@@ -11,7 +11,7 @@ import (
 
 // accountDeps opens the token box and builds the link card reader (linkcards.go), the adapters, the budgets and the account actors'
 // metrics: what the account directory is built on (buildPublishing). In sandbox mode the adapters
-// are rebuilt against the simulator once it listens (startSandbox).
+// are rebuilt against the simulator once it listens (sandboxNetworks), before any account actor runs.
 func (a *App) accountDeps() (account.Deps, error) {
 	key, err := secret.LoadKey(a.Cfg.DataDir, a.Cfg.SecretKey)
 	if err != nil {

@@ -485,7 +485,8 @@ func (a *App) closeStore() {
 	_ = a.Store.Close()
 }
 
-// Start opens the admin socket, the sandbox, and the HTTP listener, then reports ready.
+// Start points the sandbox's adapters at its simulator, joins the node's cluster, opens the
+// sandbox, the admin socket and the HTTP listener, then reports ready.
 func (a *App) Start(ctx context.Context) error {
 	ln, err := net.Listen("tcp", a.Cfg.Addr)
 	if err != nil {
@@ -496,6 +497,12 @@ func (a *App) Start(ctx context.Context) error {
 		a.Cfg.BaseURL = "http://" + ln.Addr().String()
 	}
 	a.Cfg.BaseURL = strings.TrimRight(a.Cfg.BaseURL, "/")
+	if a.Cfg.Sandbox {
+		if err := a.sandboxNetworks(); err != nil {
+			_ = ln.Close()
+			return err
+		}
+	}
 	if a.node != nil {
 		// The node joins first: every actor write fences on its shard's lease, so the sandbox's
 		// first start, which connects the demo accounts, needs the shards held.

@@ -40,11 +40,12 @@ func (a *App) sandboxSimURL() string {
 // SandboxEmail is the demo user of sandbox mode.
 const SandboxEmail = "demo@herald.local"
 
-// startSandbox starts the in-process simulator and, on first start, creates the demo user on plan
-// pro with a dashboard password (written to DIR/sandbox-password, mode 0600), its API key (written
-// to DIR/sandbox-api-key, mode 0600; both logged once), and one connected account on each of the
-// nine networks holding simulator tokens.
-func (a *App) startSandbox(ctx context.Context) error {
+// sandboxNetworks starts the in-process simulator (unless --sim-url names one running elsewhere)
+// and points every adapter at it. Start runs it before anything can activate an account actor:
+// before a node joins its cluster, since from then on a message from another node activates the
+// actors of the shards it takes, and an actor that read the adapters before they were pointed
+// would call the real networks.
+func (a *App) sandboxNetworks() error {
 	base := strings.TrimRight(a.Cfg.SimURL, "/")
 	if base == "" {
 		s, err := sim.Start(a.Cfg.SimAddr, sim.Options{Latency: a.Cfg.SimLatency, LimitScale: a.Cfg.SimLimitScale, AskMember: a.Cfg.SimAskMember})
@@ -62,7 +63,15 @@ func (a *App) startSandbox(ctx context.Context) error {
 		cfg[p] = sim.ConfigFor(base, p)
 	}
 	a.pointAdaptersAt(cfg)
+	return nil
+}
 
+// startSandbox, on first start, creates the demo user on plan pro with a dashboard password
+// (written to DIR/sandbox-password, mode 0600), its API key (written to DIR/sandbox-api-key, mode
+// 0600; both logged once), and one connected account on each of the nine networks holding
+// simulator tokens (sandboxNetworks ran before).
+func (a *App) startSandbox(ctx context.Context) error {
+	base := a.sandboxSimURL()
 	var existing *persistence.User
 	hasPassword := false
 	_ = a.Store.View(func(tx *persistence.Tx) error {
