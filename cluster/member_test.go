@@ -376,6 +376,9 @@ func TestGracefulHandOff(t *testing.T) {
 // finishing: the calls and look-ups under way when the hand-off began may send their next
 // requests, so that they end and the next owner finds no attempt in doubt.
 func TestALeaseBeingHandedOffIsFinishingButNotTrusted(t *testing.T) {
+	// 32 shards: b, joining, is named the owner of none with a chance of 2^-32 (with 4, one run in
+	// 16 handed nothing off).
+	const shards = 32
 	url := pgtest.URL(t)
 	l, err := persistence.OpenLeases(context.Background(), url, ttl)
 	require.NoError(t, err)
@@ -383,7 +386,7 @@ func TestALeaseBeingHandedOffIsFinishingButNotTrusted(t *testing.T) {
 	type seen struct{ trusted, finishing bool }
 	got := make(chan seen, 64)
 	var m *Member
-	m = New(Config{Leases: l, Addr: "127.0.0.1:0", Shards: 4,
+	m = New(Config{Leases: l, Addr: "127.0.0.1:0", Shards: shards,
 		Acquired: func(persistence.Taken) {},
 		Drain: func(le persistence.Lease) {
 			_, trusted := m.Trusted(le.Name)
@@ -395,10 +398,10 @@ func TestALeaseBeingHandedOffIsFinishingButNotTrusted(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = m.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	require.Eventually(t, func() bool { return len(m.Held()) == 4 }, 20*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return len(m.Held()) == shards }, 20*time.Second, 10*time.Millisecond)
 	require.True(t, m.Finishing(ShardName(0)))
 
-	b := start(t, url, 4) // joins: a hands b its share
+	b := start(t, url, shards) // joins: a hands b its share
 	select {
 	case s := <-got:
 		require.False(t, s.trusted, "nothing new starts under a lease being handed off")
