@@ -93,6 +93,19 @@ func IsRetryable(err error) bool { return KindOf(err) == Transient }
 // post after the fact.
 var ErrLookupUnsupported = errors.New("platforms: the network offers no post lookup")
 
+// ErrLookupIncomplete is returned by Adapter.Lookup when it read as far back through the account's
+// posts as it may (its page bound) without reaching the time it looks from: the post may be
+// further back, so it is neither found nor known to be absent, and the attempt is never sent
+// again on its strength. An account that publishes much within a few minutes pushes an attempt's
+// post past the bound.
+var ErrLookupIncomplete = errors.New("platforms: the lookup did not reach back to the attempt")
+
+// LookupIncomplete is the ErrLookupIncomplete of a lookup that read pages pages of p's listing.
+func LookupIncomplete(p Platform, pages int) error {
+	return &Error{Platform: p, Kind: Permanent, Err: ErrLookupIncomplete,
+		Message: fmt.Sprintf("%d pages of the account's posts, newest first, did not reach back to the time of the attempt", pages)}
+}
+
 // Errorf builds a classified error.
 func Errorf(p Platform, k Kind, status int, format string, args ...any) *Error {
 	return &Error{Platform: p, Kind: k, Status: status, Message: fmt.Sprintf(format, args...)}

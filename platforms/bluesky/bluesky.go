@@ -605,9 +605,9 @@ func (a *Adapter) findRecord(ctx context.Context, c platforms.Credentials, since
 			}
 		}
 		if older || out.Cursor == "" {
-			break
+			return platforms.Publication{}, false, nil
 		}
 		q.Set("cursor", out.Cursor)
 	}
-	return platforms.Publication{}, false, nil
+	return platforms.Publication{}, false, platforms.LookupIncomplete(platforms.Bluesky, lookupPages)
 }

@@ -453,6 +453,9 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 		}
 		next, params = out.Paging.Next, nil
 	}
+	if next != "" {
+		return platforms.Publication{}, false, platforms.LookupIncomplete(platforms.Facebook, 3)
+	}
 	return platforms.Publication{}, false, nil
 }
 

@@ -95,5 +95,8 @@ func (c *Client) FindPost(ctx context.Context, edgeURL, token, textField, text s
 		}
 		next, params = out.Paging.Next, nil
 	}
+	if next != "" {
+		return platforms.Publication{}, false, platforms.LookupIncomplete(c.Platform, 3)
+	}
 	return platforms.Publication{}, false, nil
 }

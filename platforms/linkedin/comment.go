@@ -127,8 +127,8 @@ func (a *Adapter) LookupComment(ctx context.Context, c platforms.Credentials, on
 			}
 		}
 		if len(out.Elements) < lookupPageSize {
-			break
+			return platforms.Publication{}, false, nil
 		}
 	}
-	return platforms.Publication{}, false, nil
+	return platforms.Publication{}, false, platforms.LookupIncomplete(platforms.LinkedIn, commentPages)
 }

@@ -449,8 +449,8 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 			}
 		}
 		if older || len(out.Elements) < lookupPageSize {
-			break
+			return platforms.Publication{}, false, nil
 		}
 	}
-	return platforms.Publication{}, false, nil
+	return platforms.Publication{}, false, platforms.LookupIncomplete(platforms.LinkedIn, lookupPages)
 }

@@ -55,11 +55,11 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 			}
 		}
 		if older || list.Bookmark == nil || *list.Bookmark == "" {
-			break
+			return platforms.Publication{}, false, nil
 		}
 		bookmark = *list.Bookmark
 	}
-	return platforms.Publication{}, false, nil
+	return platforms.Publication{}, false, platforms.LookupIncomplete(platforms.Pinterest, maxLookupPages)
 }
 
 // parseTime reads Pinterest's created_at ("2022-03-04T19:22:14", UTC, or with a zone).

@@ -52,11 +52,11 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 			}
 		}
 		if older || !list.HasMore || list.Cursor == cursor {
-			break
+			return platforms.Publication{}, false, nil
 		}
 		cursor = list.Cursor
 	}
-	return platforms.Publication{}, false, nil
+	return platforms.Publication{}, false, platforms.LookupIncomplete(platforms.TikTok, maxLookupPages)
 }
 
 // normalize evens out line endings and surrounding space.

@@ -473,11 +473,11 @@ func (a *Adapter) findTweet(ctx context.Context, c platforms.Credentials, since 
 			}
 		}
 		if out.Meta == nil || out.Meta.NextToken == "" {
-			break
+			return platforms.Publication{}, false, nil
 		}
 		q.Set("pagination_token", out.Meta.NextToken)
 	}
-	return platforms.Publication{}, false, nil
+	return platforms.Publication{}, false, platforms.LookupIncomplete(platforms.X, lookupPages)
 }
 
 const urlMask = "\x00url\x00"

@@ -70,11 +70,11 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 			}
 		}
 		if older || list.NextPageToken == "" {
-			break
+			return platforms.Publication{}, false, nil
 		}
 		token = list.NextPageToken
 	}
-	return platforms.Publication{}, false, nil
+	return platforms.Publication{}, false, platforms.LookupIncomplete(platforms.YouTube, maxLookupPages)
 }
 
 // matchDescription returns the first of ids whose full description is text.
