@@ -598,6 +598,7 @@ func nodesFailover(base *Env, kills int) (Result, error) {
 	done := make(chan struct{})
 	go progress(base.log, "nodes failover", time.Duration(kills)*6*time.Second, done)
 	var took []time.Duration
+	var killLog []string
 	fail := func(err error) (Result, error) {
 		close(done)
 		stopLoad()
@@ -619,6 +620,7 @@ func nodesFailover(base *Env, kills int) (Result, error) {
 		}
 		killed := time.Now()
 		ns.kill(victim)
+		killLog = append(killLog, fmt.Sprintf("kill %d at %s: %s, owner of the %s account's shard", k, killed.UTC().Format("15:04:05.000"), victim.addr, platform))
 		prefix := fmt.Sprintf("nodes failover probe %d-", k)
 		probeCtx, stopProbes := context.WithCancel(ctx)
 		var probes sync.WaitGroup
@@ -691,6 +693,22 @@ func nodesFailover(base *Env, kills int) (Result, error) {
 		return Result{}, err
 	}
 	dups := duplicates(pubs)
+	if dups > 0 {
+		// What a failure needs to be explained: each publication of a text published twice, and
+		// when each node was killed (the nodes' logs are kept with HERALD_BENCH_LOGS).
+		count := map[string]int{}
+		for _, p := range pubs {
+			count[p.Platform+"\x00"+p.Text]++
+		}
+		for _, p := range pubs {
+			if count[p.Platform+"\x00"+p.Text] > 1 {
+				fmt.Fprintf(base.log, "published twice: %s %q by %s at %s (%s)\n", p.Platform, p.Text, p.Account, p.CreatedAt.UTC().Format("15:04:05.000"), p.ID)
+			}
+		}
+		for _, k := range killLog {
+			fmt.Fprintln(base.log, k)
+		}
+	}
 	takeovers, _ := ns.sum("herald_cluster_epochs_bumped_total", `how="takeover"`)
 	r := Result{Scenario: "failover, 3 nodes", Ops: len(took), Seconds: elapsed.Seconds(), Throughput: float64(len(took)) / elapsed.Seconds(),
 		P50ms: durationsPct(took, 0.5), P99ms: durationsPct(took, 0.99), P95ms: durationsPct(took, 0.95), Errors: dups + lost + notFinal,
