@@ -9,7 +9,6 @@ import (
 	"image/png"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -321,25 +320,10 @@ func TestPublishWithOptions(t *testing.T) {
 	require.Equal(t, "com.atproto.label.defs#selfLabels", rec["labels"].(map[string]any)["$type"])
 }
 
-// A post buried under more of the account's posts than Lookup reads (lookupPages pages) is
-// neither found nor reported absent: Lookup answers ErrLookupIncomplete, so that an attempt in
-// doubt is never sent again on the strength of a listing that stopped short.
+// A post buried under more of the account's posts than Lookup reads is neither found nor reported
+// absent (platformstest.BuriedLookup).
 func TestLookupThatDoesNotReachBackIsIncomplete(t *testing.T) {
 	t.Parallel()
 	b := setup(t, sim.Options{LimitScale: 1000})
-	ctx := context.Background()
-	since := time.Now().Add(-time.Second)
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "the post in doubt"})
-	require.NoError(t, err)
-	_, found, err := b.a.Lookup(ctx, b.creds, platforms.Post{Text: "the post in doubt"}, since)
-	require.NoError(t, err)
-	require.True(t, found)
-	for i := range lookupPages * 100 {
-		_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "burying it " + strconv.Itoa(i)})
-		require.NoError(t, err)
-	}
-	_, found, err = b.a.Lookup(ctx, b.creds, platforms.Post{Text: "the post in doubt"}, since)
-	require.False(t, found)
-	require.ErrorIs(t, err, platforms.ErrLookupIncomplete)
-	require.Equal(t, platforms.Permanent, kindOf(t, err))
+	platformstest.BuriedLookup(t, b.a, b.creds, lookupPages*100)
 }

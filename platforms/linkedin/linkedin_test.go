@@ -2,7 +2,6 @@ package linkedin
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -324,34 +323,10 @@ func TestPublishWithOptions(t *testing.T) {
 	require.Equal(t, map[string]any{"visibility": "PUBLIC"}, pubs[1].Options)
 }
 
-// A post buried under more of the member's posts than Lookup reads (lookupPages of
-// lookupPageSize) is neither found nor reported absent: Lookup answers ErrLookupIncomplete, so
-// that an attempt in doubt is never sent again on the strength of a listing that stopped short.
-// One buried under fewer is found.
+// A post buried under more of the account's posts than Lookup reads is neither found nor reported
+// absent (platformstest.BuriedLookup).
 func TestLookupThatDoesNotReachBackIsIncomplete(t *testing.T) {
 	t.Parallel()
 	b := setup(t, sim.Options{LimitScale: 1000})
-	ctx := context.Background()
-	since := time.Now().Add(-time.Second)
-	_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: "the post in doubt"})
-	require.NoError(t, err)
-	for i := range 10 {
-		_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: fmt.Sprintf("after it %d", i)})
-		require.NoError(t, err)
-	}
-	_, found, err := b.a.Lookup(ctx, b.creds, platforms.Post{Text: "the post in doubt"}, since)
-	require.NoError(t, err)
-	require.True(t, found, "found under ten newer posts")
-	_, found, err = b.a.Lookup(ctx, b.creds, platforms.Post{Text: "never sent"}, since)
-	require.NoError(t, err, "a listing read back past since says the post is absent")
-	require.False(t, found)
-
-	for i := range lookupPages * lookupPageSize {
-		_, err := b.a.Publish(ctx, b.creds, platforms.Post{Text: fmt.Sprintf("burying it %d", i)})
-		require.NoError(t, err)
-	}
-	_, found, err = b.a.Lookup(ctx, b.creds, platforms.Post{Text: "the post in doubt"}, since)
-	require.False(t, found)
-	require.ErrorIs(t, err, platforms.ErrLookupIncomplete)
-	require.Equal(t, platforms.Permanent, kindOf(t, err), "not retried: more posts only bury it deeper")
+	platformstest.BuriedLookup(t, b.a, b.creds, lookupPages*lookupPageSize)
 }
