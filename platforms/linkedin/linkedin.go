@@ -401,10 +401,13 @@ func (a *Adapter) Revoke(ctx context.Context, c platforms.Credentials) error {
 	return err
 }
 
-// lookupPageSize and lookupPages bound how far back Lookup reads.
+// lookupPageSize and lookupPages bound how far back Lookup reads: 2,000 posts, newest first. It
+// stops at the first page that reaches back past the attempt, the first for a member or page
+// that posts as people do; the bound is reached only by an account that published 2,000 posts
+// since, and then the outcome stays unknown (platforms.ErrLookupIncomplete).
 const (
 	lookupPageSize = 50
-	lookupPages    = 5
+	lookupPages    = 40
 )
 
 // Lookup reads the member's posts newest first with the author finder (GET
