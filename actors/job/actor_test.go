@@ -177,14 +177,9 @@ func TestStartHandsAFinishedJobToItsPost(t *testing.T) {
 // it, a Start hands nothing.
 func TestStartHandsTheOutcomeAgainWhileThePostHasNotTakenIt(t *testing.T) {
 	t.Parallel()
-	store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
-	t.Cleanup(sys.Shutdown)
+	store := openStore(t)
 	finished := make(chan *persistence.Job, 4)
-	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: time.Minute,
-		Log: slog.New(slog.DiscardHandler), Handoff: finishing(finished)}))
+	dir := jobDirectory(t, job.Deps{Store: store, Handoff: finishing(finished)})
 	j := &persistence.Job{TrackingID: uuid.Must(uuid.NewV7()).String(), PostID: uuid.Must(uuid.NewV7()).String(), UserID: uuid.NewString(),
 		Status: persistence.JobQueued, CreatedAt: time.Now().UTC(),
 		Targets: []persistence.JobTarget{{Target: 0, Platform: "bluesky", AccountID: uuid.NewString(), Phase: persistence.PhaseUploading}}}
@@ -209,7 +204,7 @@ func TestStartHandsTheOutcomeAgainWhileThePostHasNotTakenIt(t *testing.T) {
 	// The post took it: nothing more.
 	dir.Send(j.TrackingID, &job.PostSynced{Stored: false})
 	dir.Send(j.TrackingID, &job.Start{})
-	_, err = actors.Ask[*job.Flushed](context.Background(), dir.To(j.TrackingID), &job.Flush{})
+	_, err := actors.Ask[*job.Flushed](context.Background(), dir.To(j.TrackingID), &job.Flush{})
 	require.NoError(t, err)
 	select {
 	case got := <-finished:
@@ -223,14 +218,9 @@ func TestStartHandsTheOutcomeAgainWhileThePostHasNotTakenIt(t *testing.T) {
 // the job's shard moves), and takes one it already has as a no-op.
 func TestAFlushStoresTheReportsItCarries(t *testing.T) {
 	t.Parallel()
-	store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
-	t.Cleanup(sys.Shutdown)
+	store := openStore(t)
 	finished := make(chan *persistence.Job, 4)
-	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: time.Minute,
-		Log: slog.New(slog.DiscardHandler), Handoff: finishing(finished)}))
+	dir := jobDirectory(t, job.Deps{Store: store, Handoff: finishing(finished)})
 	j := &persistence.Job{TrackingID: uuid.Must(uuid.NewV7()).String(), PostID: uuid.Must(uuid.NewV7()).String(), UserID: uuid.NewString(),
 		Status: persistence.JobQueued, CreatedAt: time.Now().UTC(),
 		Targets: []persistence.JobTarget{
@@ -242,7 +232,7 @@ func TestAFlushStoresTheReportsItCarries(t *testing.T) {
 	dir.Send(j.TrackingID, first)
 	// The second target's report never reached the job; the flush carries it, and the first again.
 	second := &account.Report{JobID: j.TrackingID, Target: 1, AccountID: j.Targets[1].AccountID, Final: true, Success: true, Message: "published"}
-	_, err = actors.Ask[*job.Flushed](context.Background(), dir.To(j.TrackingID), &job.Flush{Reports: []*account.Report{first, second}})
+	_, err := actors.Ask[*job.Flushed](context.Background(), dir.To(j.TrackingID), &job.Flush{Reports: []*account.Report{first, second}})
 	require.NoError(t, err)
 	require.NoError(t, store.View(func(tx *persistence.Tx) error {
 		got, err := tx.Job(j.TrackingID)
@@ -282,15 +272,10 @@ func TestAFlushTheJobCouldNotStoreIsAnsweredWithItsError(t *testing.T) {
 	}
 	t.Run("fenced", func(t *testing.T) {
 		t.Parallel()
-		store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = store.Close() })
-		sys := actors.NewSystem(prometheus.NewRegistry(), nil)
-		t.Cleanup(sys.Shutdown)
-		dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: time.Minute, Fence: notHeld{},
-			Log: slog.New(slog.DiscardHandler), Handoff: finishing(make(chan *persistence.Job, 1))}))
+		store := openStore(t)
+		dir := jobDirectory(t, job.Deps{Store: store, Fence: notHeld{}, Handoff: finishing(make(chan *persistence.Job, 1))})
 		j, rep := newJob(store)
-		_, err = actors.Ask[*job.Flushed](context.Background(), dir.To(j.TrackingID), &job.Flush{Reports: []*account.Report{rep}})
+		_, err := actors.Ask[*job.Flushed](context.Background(), dir.To(j.TrackingID), &job.Flush{Reports: []*account.Report{rep}})
 		require.ErrorIs(t, err, persistence.ErrFenced)
 		stillWaiting(store, j)
 	})
@@ -300,10 +285,7 @@ func TestAFlushTheJobCouldNotStoreIsAnsweredWithItsError(t *testing.T) {
 		store, err := persistence.Open(t.TempDir(), persistence.Options{Faults: faults})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = store.Close() })
-		sys := actors.NewSystem(prometheus.NewRegistry(), nil)
-		t.Cleanup(sys.Shutdown)
-		dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: time.Minute,
-			Log: slog.New(slog.DiscardHandler), Handoff: finishing(make(chan *persistence.Job, 1))}))
+		dir := jobDirectory(t, job.Deps{Store: store, Handoff: finishing(make(chan *persistence.Job, 1))})
 		j, rep := newJob(store)
 		faults.FailCommits(syscall.EIO)
 		_, err = actors.Ask[*job.Flushed](context.Background(), dir.To(j.TrackingID), &job.Flush{Reports: []*account.Report{rep}})
@@ -322,6 +304,25 @@ func TestAFlushTheJobCouldNotStoreIsAnsweredWithItsError(t *testing.T) {
 			return nil
 		}))
 	})
+}
+
+// openStore opens a store in the test's directory on the test's backend, closed with the test.
+func openStore(t *testing.T) *persistence.Store {
+	t.Helper()
+	store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	return store
+}
+
+// jobDirectory runs the jobs of d in an actor system of their own, shut down with the test, with
+// a minute's idle time-out and a silent log.
+func jobDirectory(t *testing.T, d job.Deps) *actors.Directory {
+	t.Helper()
+	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
+	t.Cleanup(sys.Shutdown)
+	d.IdleTimeout, d.Log = time.Minute, slog.New(slog.DiscardHandler)
+	return actors.NewDirectory(sys, job.Kind(d))
 }
 
 // notHeld is the fence of a node that does not hold the job's shard: every write is fenced.

@@ -20,15 +20,8 @@ func TestStoreHealthProbesWhileTheStoreCannotWrite(t *testing.T) {
 	t.Parallel()
 	h := newStoreHealth(prometheus.NewRegistry(), slog.New(slog.DiscardHandler), "data")
 	h.hold, h.probeEvery = 300*time.Millisecond, time.Hour
-	var commits atomic.Int64
 	faults := &persistence.Faults{}
-	s, err := persistence.Open(t.TempDir(), persistence.Options{Faults: faults, OnCommit: func(_ int, _ time.Duration, err error) {
-		commits.Add(1)
-		h.observe(err)
-	}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	h.store = s
+	s, commits := observedStore(t, h, faults)
 	ctx := context.Background()
 	require.NoError(t, h.ready(ctx))
 	require.Zero(t, commits.Load(), "a store that writes is not probed")
@@ -57,14 +50,7 @@ func TestStoreHealthAReadTheDatabaseCannotAnswerIsNotReady(t *testing.T) {
 	t.Parallel()
 	h := newStoreHealth(prometheus.NewRegistry(), slog.New(slog.DiscardHandler), "data")
 	h.hold, h.probeEvery = 200*time.Millisecond, 20*time.Millisecond
-	var commits atomic.Int64
-	s, err := persistence.Open(t.TempDir(), persistence.Options{OnCommit: func(_ int, _ time.Duration, err error) {
-		commits.Add(1)
-		h.observe(err)
-	}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	h.store = s
+	_, commits := observedStore(t, h, nil)
 	ctx := context.Background()
 	require.NoError(t, h.ready(ctx))
 
@@ -79,4 +65,19 @@ func TestStoreHealthAReadTheDatabaseCannotAnswerIsNotReady(t *testing.T) {
 	require.Positive(t, commits.Load(), "readiness probed the store")
 	require.GreaterOrEqual(t, time.Since(time.Unix(0, h.lastFailure.Load())), h.hold, "ready only after the hold")
 	require.False(t, h.down.Load(), "the episode's end is logged")
+}
+
+// observedStore opens a bbolt store (with faults, when given) whose commits h observes, as the
+// server wires it, and counts them; h probes it.
+func observedStore(t *testing.T, h *storeHealth, faults *persistence.Faults) (*persistence.Store, *atomic.Int64) {
+	t.Helper()
+	commits := new(atomic.Int64)
+	s, err := persistence.Open(t.TempDir(), persistence.Options{Faults: faults, OnCommit: func(_ int, _ time.Duration, err error) {
+		commits.Add(1)
+		h.observe(err)
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	h.store = s
+	return s, commits
 }
