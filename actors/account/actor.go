@@ -246,6 +246,8 @@ type Actor struct {
 	// drainJobs are the jobs reported to since the drain began.
 	drainJobs map[string]bool
 	fenced    bool
+	// debug says the log takes the trace lines of the account's targets (trace.go).
+	debug bool
 }
 
 // Busy keeps the actor from passivating while it has work: its goroutines report to it.
@@ -348,6 +350,7 @@ func (a *Actor) receive(ctx actor.Context) {
 		// Everything the account writes and calls is held to the lease of its shard as this
 		// node holds it now, before it reads its state.
 		a.deps.Fence = actors.Pin(a.deps.Fence, a.id)
+		a.debug = a.traceEnabled()
 		a.lane = newLane(&a.deps, ctx, a.id)
 		if a.held == nil {
 			a.held, a.reported = map[string]*request{}, map[string]sentReport{}
@@ -363,6 +366,7 @@ func (a *Actor) receive(ctx actor.Context) {
 		a.lane.take()
 		for _, r := range a.held {
 			a.count(r, false)
+			a.trace("stopped holding a target", r)
 		}
 		a.holdBack(false)
 	case *Take:

@@ -19,6 +19,7 @@ func (a *Actor) startLookup(ctx actor.Context, r *request, since time.Time) {
 // startLookupAfter looks the request's call up on the network after wait.
 func (a *Actor) startLookupAfter(ctx actor.Context, r *request, since time.Time, wait time.Duration) {
 	a.lookups++
+	a.trace("lookup started", r, "since", since, "wait", wait)
 	adapter, creds, retries, backoff := a.adapter, a.creds, a.deps.MaxRetries, a.deps.Backoff
 	platform := a.acc.Platform
 	self, root := ctx.Self(), ctx.ActorSystem().Root
@@ -64,6 +65,7 @@ func (a *Actor) startLookupAfter(ctx actor.Context, r *request, since time.Time,
 func (a *Actor) lookupDone(ctx actor.Context, m *lookupDone) {
 	a.lookups = max(0, a.lookups-1)
 	r := m.req
+	a.trace("lookup done", r, "found", m.found, "error", m.err)
 	if r.holding {
 		r.holding = false
 		a.lane.release()

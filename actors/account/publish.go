@@ -30,6 +30,7 @@ func (a *Actor) reportStep(r *request, event string, final, success bool, msg st
 // send hands a report to the job; a final one takes the request out of the account's hands.
 func (a *Actor) send(r *request, rep *Report) {
 	if rep.Final && r.key != "" {
+		a.trace("outcome reported", r, "success", rep.Success, "message", rep.Message)
 		a.count(r, false)
 		delete(a.held, r.key)
 		a.reported[r.key] = sentReport{rep: rep, at: a.deps.Now()}
@@ -270,9 +271,11 @@ func (a *Actor) take(ctx actor.Context, n int) {
 					wait = time.Until(at)
 				}
 			}
+			a.trace("attempt in doubt taken", r, "started_at", t.att.StartedAt)
 			a.startLookupAfter(ctx, r, t.att.StartedAt, wait)
 			continue
 		}
+		a.trace("taken", r, "attempt_pending", t.att != nil)
 		a.queue = append(a.queue, r)
 	}
 	if !a.more {
@@ -476,6 +479,9 @@ func (a *Actor) pump(ctx actor.Context) {
 				a.report(r, false, false, "publishing to "+string(platform), platforms.Publication{})
 			}
 		}
+		for _, r := range batch {
+			a.trace("attempt recorded", r)
+		}
 		a.inflight += len(batch)
 		a.lane.push(batch)
 	}
@@ -490,7 +496,7 @@ func (a *Actor) unready() {
 	}
 	a.inflight = max(0, a.inflight-len(back))
 	platform := platforms.Platform(a.acc.Platform)
-	_ = a.update(func(tx *persistence.Tx) error {
+	err := a.update(func(tx *persistence.Tx) error {
 		for _, r := range back {
 			if r.step > 0 {
 				continue // its record keeps what the steps before it published (forgetAttempt)
@@ -502,6 +508,7 @@ func (a *Actor) unready() {
 		return nil
 	})
 	for _, r := range back {
+		a.trace("attempt undone before its call", r, "error", err)
 		a.refund(platform, r)
 	}
 	a.queueFront(back...)
@@ -572,6 +579,7 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 		}
 		return
 	}
+	a.trace("call done", r, "started", m.start, "took", m.took, "error", m.err)
 	if errors.Is(m.err, errUntrusted) {
 		// Not sent: this node no longer trusts its lease of the account's shard (it is handing it
 		// off, or lost it). The lane stays held; the request goes back to the queue with its
@@ -671,7 +679,8 @@ func (a *Actor) forgetAttempt(r *request) {
 	if r.step > 0 {
 		return
 	}
-	_ = a.update(func(tx *persistence.Tx) error { return tx.DeleteAttempt(r.JobID, r.Target) })
+	err := a.update(func(tx *persistence.Tx) error { return tx.DeleteAttempt(r.JobID, r.Target) })
+	a.trace("attempt forgotten", r, "error", err)
 }
 
 // drain stops new work and answers once nothing is in flight (Receive sends the answer).

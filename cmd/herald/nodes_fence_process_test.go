@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -42,8 +43,21 @@ type simRecorder struct {
 	mu       sync.Mutex
 	calls    []time.Time
 	paths    []string
+	bodies   []string // what each call sent (a publication's text is in it)
+	answers  []string // each call's answer: its status, and when it came, once it came
 	inFlight int
 	hold     time.Duration
+}
+
+// statusWriter keeps the status a proxied answer was given.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
 }
 
 func newSimRecorder(t *testing.T, sim string) *simRecorder {
@@ -57,19 +71,26 @@ func newSimRecorder(t *testing.T, sim string) *simRecorder {
 			proxy.ServeHTTP(w, req) // the sandbox's own set-up, not a network call
 			return
 		}
+		body, _ := io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(body))
 		r.mu.Lock()
+		i := len(r.calls)
 		r.calls = append(r.calls, time.Now())
 		r.paths = append(r.paths, req.Method+" "+req.URL.Path)
+		r.bodies = append(r.bodies, string(body))
+		r.answers = append(r.answers, "no answer")
 		r.inFlight++
 		hold := r.hold
 		r.mu.Unlock()
+		sw := &statusWriter{ResponseWriter: w, status: 200}
 		defer func() {
 			r.mu.Lock()
 			r.inFlight--
+			r.answers[i] = fmt.Sprintf("%d at %s", sw.status, time.Now().Format("15:04:05.000000"))
 			r.mu.Unlock()
 		}()
 		time.Sleep(hold)
-		proxy.ServeHTTP(w, req)
+		proxy.ServeHTTP(sw, req)
 	}))
 	t.Cleanup(srv.Close)
 	r.url = srv.URL
@@ -84,6 +105,19 @@ func (r *simRecorder) between(from, to time.Time) []string {
 	for i, at := range r.calls {
 		if !at.Before(from) && (to.IsZero() || at.Before(to)) {
 			out = append(out, at.Format("15:04:05.000000")+" "+r.paths[i])
+		}
+	}
+	return out
+}
+
+// sent lists the calls whose body holds text, with when they arrived and their answers.
+func (r *simRecorder) sent(text string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for i, b := range r.bodies {
+		if strings.Contains(b, text) {
+			out = append(out, r.calls[i].Format("15:04:05.000000")+" "+r.paths[i]+" answered "+r.answers[i])
 		}
 	}
 	return out
@@ -116,6 +150,7 @@ func startRecordedNodes(t *testing.T, n int) (*nodes, []*simRecorder) {
 	recs := make([]*simRecorder, n)
 	for i := range n {
 		recs[i] = newSimRecorder(t, ns.sim)
+		ns.recs = append(ns.recs, recs[i])
 		ns.add("--sim-url", recs[i].url, "--call-timeout", fenceCallTimeout.String()) // the last --sim-url wins
 		if i == 0 {
 			ns.key = sandboxKey(t, ns.nodes[0].dir)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,6 +36,11 @@ type nodes struct {
 	sim   string
 	key   string
 	nodes []*node
+	// recs are the nodes' recorders, when their calls go through one (startRecordedNodes);
+	// posted maps each accepted post's text to its id (publish), so that a text published
+	// twice can be explained.
+	recs   []*simRecorder
+	posted sync.Map
 }
 
 type node struct {
@@ -121,7 +127,8 @@ const nodesSecret = "5e1f0c2a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4
 
 func startNode(t *testing.T, nd *node, store, sim string, extra ...string) *proc {
 	args := append([]string{"--store", store, "--node-addr", nd.addr, "--lease-ttl", nodesLease.String(),
-		"--sandbox", "--sim-url", sim, "--budget-scale", "100", "--plan-limits", "pro=1000000"}, extra...)
+		"--sandbox", "--sim-url", sim, "--budget-scale", "100", "--plan-limits", "pro=1000000",
+		"--log-level", "debug"}, extra...) // debug: the accounts trace their targets (a failure names the path)
 	cmd := exec.Command(heraldBin, serveArgs(nd.dir, args...)...)
 	cmd.Env = append(os.Environ(), "HERALD_SECRET_KEY="+nodesSecret)
 	return startCommand(t, cmd)
@@ -210,6 +217,9 @@ func (ns *nodes) publish(client *http.Client, nd *node, text string, targets []s
 		TrackingID string `json:"tracking_id"`
 	}
 	_ = json.NewDecoder(resp.Body).Decode(&r)
+	if r.PostID != "" {
+		ns.posted.Store(text, r.PostID)
+	}
 	return r.PostID, resp.StatusCode, nil
 }
 
@@ -248,6 +258,10 @@ func (ns *nodes) noneTwice(texts []string, platforms ...string) {
 		seen[r.Platform+"|"+r.Text]++
 	}
 	for k, c := range seen {
+		if c > 1 {
+			_, text, _ := strings.Cut(k, "|")
+			ns.explainTwice(text)
+		}
 		require.LessOrEqual(ns.t, c, 1, "%s published %d times", k, c)
 	}
 	for _, text := range texts {

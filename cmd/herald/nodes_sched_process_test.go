@@ -154,28 +154,58 @@ func (ns *nodes) explain(posts map[string]string) {
 		if status == 200 && (post.Status == "published" || post.Status == "partial" || post.Status == "failed") {
 			continue
 		}
-		ns.t.Logf("%s (%q, shard %d, job %s in shard %d)", id, text, cluster.ShardOf(id, 256), post.TrackingID, cluster.ShardOf(post.TrackingID, 256))
-		for _, nd := range live {
-			status, body := nd.p.request(ns.key, "GET", "/v1/posts/"+id, "")
-			ns.t.Logf("  post through %s: %d %s", nd.addr, status, body)
-			if post.TrackingID != "" {
-				status, body = nd.p.request(ns.key, "GET", "/v1/jobs/"+post.TrackingID, "")
-				ns.t.Logf("  job through %s: %d %s", nd.addr, status, body)
-			}
+		ns.explainPost(live, pubs, id, text, post.TrackingID)
+	}
+}
+
+// explainTwice logs what explains a text published more than once: every node's calls that
+// sent it (when the nodes' calls are recorded) and what explainPost says of its post.
+func (ns *nodes) explainTwice(text string) {
+	live := ns.live()
+	ns.t.Logf("%q was published more than once", text)
+	for i, rec := range ns.recs {
+		for _, call := range rec.sent(text) {
+			ns.t.Logf("  sent by node %d: %s", i, call)
 		}
-		if post.TrackingID != "" {
-			ns.explainStore(post.TrackingID)
+	}
+	v, ok := ns.posted.Load(text)
+	if !ok || len(live) == 0 {
+		return
+	}
+	id := v.(string)
+	_, body := live[0].p.request(ns.key, "GET", "/v1/posts/"+id, "")
+	var post struct {
+		TrackingID string `json:"tracking_id"`
+	}
+	_ = json.Unmarshal(body, &post)
+	ns.explainPost(live, simPublications(ns.t, ns.sim), id, text, post.TrackingID)
+}
+
+// explainPost logs what every live node answers for a post and its job, what the store holds of
+// the job, the simulator's publications of its text, and every node's log lines that name the
+// post or the job.
+func (ns *nodes) explainPost(live []*node, pubs []simRecord, id, text, jobID string) {
+	ns.t.Logf("%s (%q, shard %d, job %s in shard %d)", id, text, cluster.ShardOf(id, 256), jobID, cluster.ShardOf(jobID, 256))
+	for _, nd := range live {
+		status, body := nd.p.request(ns.key, "GET", "/v1/posts/"+id, "")
+		ns.t.Logf("  post through %s: %d %s", nd.addr, status, body)
+		if jobID != "" {
+			status, body = nd.p.request(ns.key, "GET", "/v1/jobs/"+jobID, "")
+			ns.t.Logf("  job through %s: %d %s", nd.addr, status, body)
 		}
-		for _, r := range pubs {
-			if r.Text == text {
-				ns.t.Logf("  published: %s by %s (%s)", r.Platform, r.Account, r.ID)
-			}
+	}
+	if jobID != "" {
+		ns.explainStore(jobID)
+	}
+	for _, r := range pubs {
+		if r.Text == text {
+			ns.t.Logf("  published: %s by %s (%s)", r.Platform, r.Account, r.ID)
 		}
-		for i, nd := range ns.nodes {
-			for _, line := range strings.Split(nd.p.logText(), "\n") {
-				if strings.Contains(line, id) || post.TrackingID != "" && strings.Contains(line, post.TrackingID) {
-					ns.t.Logf("  node %d (%s): %s", i, nd.addr, line)
-				}
+	}
+	for i, nd := range ns.nodes {
+		for _, line := range strings.Split(nd.p.logText(), "\n") {
+			if strings.Contains(line, id) || jobID != "" && strings.Contains(line, jobID) {
+				ns.t.Logf("  node %d (%s): %s", i, nd.addr, line)
 			}
 		}
 	}
