@@ -257,4 +257,5 @@ func init() {
 	RegisterError("persistence.not_found", persistence.ErrNotFound)
 	RegisterError("persistence.exists", persistence.ErrExists)
 	RegisterError("persistence.closed", persistence.ErrClosed)
+	RegisterError("persistence.idempotency_key_used", persistence.ErrIdempotencyKeyUsed)
 }

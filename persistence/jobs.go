@@ -3,6 +3,7 @@ package persistence
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math"
 	"slices"
 	"time"
@@ -443,9 +444,34 @@ type IdempotencyRecord struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
+// IdempotencyRetention is how long an Idempotency-Key's answer is kept and replayed: a key whose
+// answer is older is free again.
+const IdempotencyRetention = 24 * time.Hour
+
+// ErrIdempotencyKeyUsed refuses a write that would store the answer of an Idempotency-Key whose
+// answer is already stored (ClaimIdempotency): another request with the key was carried out
+// first, and this one must be answered with that answer, not carried out again.
+var ErrIdempotencyKeyUsed = errors.New("persistence: the Idempotency-Key already has an answer")
+
 // PutIdempotency stores the answer for a key (key is already the hash of user, route and key).
 func (t *Tx) PutIdempotency(key []byte, r *IdempotencyRecord) error {
 	return t.put(bIdempotency, key, r)
+}
+
+// ClaimIdempotency stores the answer for a key in the transaction that carries out the key's
+// request, unless the key already has an answer younger than IdempotencyRetention (counted to
+// r.CreatedAt): then ErrIdempotencyKeyUsed, and the caller's transaction must store nothing.
+// The check before a request is carried out (a replay of the stored answer) cannot see a first
+// request still on its way, one whose client gave up on it (a time-out, a 503 while its node was
+// unreachable) and sent it again, on this node or another: the first of the two transactions to
+// commit claims the key, and the other is refused here. On PostgreSQL the read and the write are
+// in one serializable transaction, so two claims that overlap cannot both commit.
+func (t *Tx) ClaimIdempotency(key []byte, r *IdempotencyRecord) error {
+	// A record that cannot be read is taken as none, as ExpireIdempotency takes it.
+	if old, err := t.Idempotency(key); err == nil && r.CreatedAt.Sub(old.CreatedAt) <= IdempotencyRetention {
+		return ErrIdempotencyKeyUsed
+	}
+	return t.PutIdempotency(key, r)
 }
 
 // Idempotency returns the stored answer for a key.

@@ -225,7 +225,7 @@ func commit(d Deps, id string, m *Create) (*persistence.Campaign, error) {
 			}
 		}
 		if m.Idempotency != nil {
-			return tx.PutIdempotency(m.Idempotency.Key, m.Idempotency.Record)
+			return tx.ClaimIdempotency(m.Idempotency.Key, m.Idempotency.Record)
 		}
 		return nil
 	})

@@ -145,7 +145,7 @@ func commitHold(d Deps, cur *persistence.Post, creating bool, at *time.Time, by 
 			return ErrExists
 		}
 		if answer != nil {
-			if err := tx.PutIdempotency(idem.Key, answer); err != nil {
+			if err := tx.ClaimIdempotency(idem.Key, answer); err != nil {
 				return err
 			}
 		}

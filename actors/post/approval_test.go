@@ -1,6 +1,7 @@
 package post_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"strings"
@@ -210,5 +211,44 @@ func TestHeldPublishStoresItsIdempotencyAnswerWithTheHold(t *testing.T) {
 			return nil
 		}
 		return err
+	}))
+}
+
+// A publish whose Idempotency-Key was answered while it was on its way (another request with the
+// key committed first: sent again by a client that gave up on this one, on this node or another)
+// changes nothing, whatever it was to do: create and publish a post, publish a draft, hold one
+// for approval. It is refused with persistence.ErrIdempotencyKeyUsed, which the HTTP layer
+// answers with the stored answer.
+func TestAPublishWhoseKeyWasAnsweredMeanwhileChangesNothing(t *testing.T) {
+	t.Parallel()
+	s := newStates(t)
+	key := []byte("idem-" + uuid.NewString())
+	answered := &persistence.IdempotencyRecord{Status: 202, Body: []byte(`{"tracking_id":"first"}`), CreatedAt: time.Now().UTC()}
+	require.NoError(t, s.store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.ClaimIdempotency(key, answered) }))
+	record := func() *persistence.IdempotencyRecord {
+		return &persistence.IdempotencyRecord{Status: 202, Body: []byte(`{"tracking_id":"second"}`), CreatedAt: time.Now().UTC()}
+	}
+
+	created := uuid.Must(uuid.NewV7()).String()
+	_, err := s.ask(created, &post.Publish{Scope: s.user, JobID: uuid.Must(uuid.NewV7()).String(), Idempotency: &post.Idempotency{Key: key, Record: record()},
+		Create: &persistence.Post{ID: created, UserID: s.user, Content: "sent twice", Status: persistence.PostDraft, CreatedAt: time.Now().UTC(), Targets: targets(2)}})
+	require.ErrorIs(t, err, persistence.ErrIdempotencyKeyUsed)
+	require.Nil(t, s.get(created), "no post was created")
+
+	draft := s.draft()
+	_, err = s.ask(draft, &post.Publish{Scope: s.user, JobID: uuid.Must(uuid.NewV7()).String(), Idempotency: &post.Idempotency{Key: key, Record: record()}})
+	require.ErrorIs(t, err, persistence.ErrIdempotencyKeyUsed)
+	require.Equal(t, persistence.PostDraft, s.get(draft).Status, "the draft was not published")
+
+	_, err = s.ask(draft, &post.Publish{Scope: s.user, JobID: uuid.Must(uuid.NewV7()).String(), Hold: &post.Hold{By: "key:k1"},
+		Idempotency: &post.Idempotency{Key: key, Held: func(*persistence.Post) (*persistence.IdempotencyRecord, error) { return record(), nil }}})
+	require.ErrorIs(t, err, persistence.ErrIdempotencyKeyUsed)
+	require.Equal(t, persistence.PostDraft, s.get(draft).Status, "the draft was not held")
+	s.noJob()
+	require.NoError(t, s.store.View(func(tx *persistence.Tx) error {
+		rec, err := tx.Idempotency(key)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"tracking_id":"first"}`, string(rec.Body), "the first answer stands")
+		return nil
 	}))
 }

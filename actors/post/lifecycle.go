@@ -472,7 +472,7 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 			}
 		}
 		if idem != nil && idem.Record != nil {
-			if err := tx.PutIdempotency(idem.Key, idem.Record); err != nil {
+			if err := tx.ClaimIdempotency(idem.Key, idem.Record); err != nil {
 				return err
 			}
 		}

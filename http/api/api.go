@@ -154,6 +154,8 @@ func (h *handlers) actorError(c *echo.Context, what string, err error) error {
 		return server.Overloaded(server.OverloadActor, "the "+what+" is too busy to take the request; nothing was changed; retry shortly")
 	case errors.Is(err, persistence.ErrBusy):
 		return server.Overloaded(server.OverloadCommitQueue, "the server is at capacity for writes; nothing was changed; retry shortly")
+	case errors.Is(err, persistence.ErrIdempotencyKeyUsed):
+		return errKeyAnswered // publishFlow answers with the key's stored answer
 	}
 	h.Log.Error("actor request failed", append(server.LogAttrs(c), "what", what, "error", err)...)
 	return apierr.Internal()

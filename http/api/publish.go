@@ -21,7 +21,12 @@ import (
 )
 
 // IdempotencyRetention is how long an Idempotency-Key's answer is kept.
-const IdempotencyRetention = 24 * time.Hour
+const IdempotencyRetention = persistence.IdempotencyRetention
+
+// errKeyAnswered is what a request's run gives publishFlow when its commit found its
+// Idempotency-Key answered meanwhile (persistence.ErrIdempotencyKeyUsed): nothing was written,
+// and the stored answer is the request's answer.
+var errKeyAnswered = errors.New("the Idempotency-Key was answered while the request was carried out")
 
 // MaxIdempotencyKey is the longest Idempotency-Key accepted.
 const MaxIdempotencyKey = 255
@@ -125,7 +130,18 @@ func (h *handlers) publishFlow(c *echo.Context, body []byte, run func(idem *post
 	if done, err := replay(); done { // answered while this one waited for the key
 		return err
 	}
-	return run(&post.Idempotency{Key: scope[:]}, fp[:])
+	err = run(&post.Idempotency{Key: scope[:]}, fp[:])
+	if errors.Is(err, errKeyAnswered) {
+		// A request with the key that this node did not see on its way (sent before, its
+		// client answered with a time-out or a 503, or sent through another node) committed
+		// first: this one changed nothing, and is answered as that one was.
+		if done, err := replay(); done {
+			return err
+		}
+		return apierr.New(http.StatusConflict, apierr.CodeIdempotencyConflict,
+			"a request with this Idempotency-Key is still being processed; retry after it has been answered")
+	}
+	return err
 }
 
 // backlogFull refuses a publish (503) while the server has as many publish jobs in hand as it

@@ -1,7 +1,10 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"io"
 	"fmt"
 	"net/http"
 	"strings"
@@ -191,6 +194,77 @@ func TestIdempotencyKeys(t *testing.T) {
 	r := h.DoKey(h.Key, "POST", "/v1/posts/"+postID+"/publish", nil, key)
 	require.Equal(t, 202, r.Status, string(r.Body))
 	require.NotEqual(t, first.JSON(t)["tracking_id"], r.JSON(t)["tracking_id"])
+}
+
+// A request whose Idempotency-Key another request answered while it was on its way (the check
+// before it ran found no answer: the other was still being carried out, on another node or by
+// an actor after its client gave up on it) changes nothing and is answered as that one was. Here
+// the other request's commit holds the store while this one is checked and queued behind it.
+func TestARequestWhoseKeyWasAnsweredMeanwhileIsAnsweredAsThatOne(t *testing.T) {
+	t.Parallel()
+	h := apptest.Start(t, apptest.Options{Demo: true})
+	x := h.Account(platforms.X).ID
+	body := []byte(`{"content":"sent through two doors","platforms":["` + x + `"]}`)
+	// The key's record as publishFlow names it: the user, the operation and the key; the
+	// fingerprint of the path and the body.
+	scope := sha256.Sum256([]byte(h.User.ID + "\x00POST /v1/posts/publish\x00twice"))
+	fp := sha256.Sum256(append([]byte("/v1/posts/publish\x00"), body...))
+	first := &persistence.IdempotencyRecord{Fingerprint: fp[:], Status: 202, Location: "/v1/jobs/first-job", CreatedAt: time.Now().UTC(),
+		Body: []byte(`{"post_id":"first-post","tracking_id":"first-job","status":"queued","stream_url":"/v1/jobs/first-job/stream"}`)}
+	posts := func() int {
+		n := 0
+		require.NoError(t, h.App.Store.View(func(tx *persistence.Tx) error {
+			var err error
+			_, n, err = tx.ListPosts(persistence.PostFilter{Scope: h.User.ID, Limit: 1})
+			return err
+		}))
+		return n
+	}
+	before := posts()
+
+	inCommit, release := make(chan struct{}), make(chan struct{})
+	committed := make(chan error, 1)
+	go func() {
+		committed <- h.App.Store.Update(context.Background(), func(tx *persistence.Tx) error {
+			if err := tx.ClaimIdempotency(scope[:], first); err != nil {
+				return err
+			}
+			close(inCommit)
+			<-release
+			return nil
+		})
+	}()
+	<-inCommit
+	type answer struct {
+		status   int
+		replayed string
+		body     []byte
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", h.URL+"/v1/posts/publish", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+h.Key)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "twice")
+		resp, err := h.Client.Do(req)
+		if err != nil {
+			answered <- answer{}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		answered <- answer{resp.StatusCode, resp.Header.Get("Idempotent-Replayed"), b}
+	}()
+	// The request found no answer to replay and waits to commit behind the held commit.
+	require.Eventually(t, func() bool { return h.App.Store.QueueDepth() > 0 }, 10*time.Second, time.Millisecond)
+	close(release)
+	require.NoError(t, <-committed)
+	a := <-answered
+	require.Equal(t, 202, a.status, string(a.body))
+	require.Equal(t, "true", a.replayed)
+	require.JSONEq(t, string(first.Body), string(a.body), "answered as the first request was")
+	require.Equal(t, before, posts(), "no post was created")
+	require.Empty(t, h.App.Sim.Publications(platforms.X))
 }
 
 func TestScheduling(t *testing.T) {
