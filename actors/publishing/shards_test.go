@@ -69,16 +69,26 @@ func setupShared(t *testing.T, latency time.Duration) *shared {
 	}}}
 }
 
-// inFlight counts X's publishing calls on their way.
+// inFlight counts X's publishing calls on their way. While hold is set, a call's answer, once
+// the network gave it, is held until hold is closed: the call stays on its way for as long as a
+// test needs, however slow the machine.
 type inFlight struct {
 	platforms.Adapter
-	n atomic.Int64
+	n    atomic.Int64
+	hold atomic.Pointer[chan struct{}]
 }
 
 func (c *inFlight) Publish(ctx context.Context, cr platforms.Credentials, p platforms.Post) (platforms.Result, error) {
 	c.n.Add(1)
 	defer c.n.Add(-1)
-	return c.Adapter.Publish(ctx, cr, p)
+	res, err := c.Adapter.Publish(ctx, cr, p)
+	if h := c.hold.Load(); h != nil {
+		select {
+		case <-*h:
+		case <-ctx.Done():
+		}
+	}
+	return res, err
 }
 
 // clusterNode is one node: a member and the actors of the shards it holds.
@@ -447,7 +457,9 @@ func expire(t *testing.T, url, name string) {
 // is not sent, and the incarnation stops. The next message activates a fresh incarnation, which
 // holds the current lease, reads the store afresh and publishes everything, each target once.
 func TestAnIncarnationFromBeforeItsShardWasTakenAgainNeitherStoresNorCalls(t *testing.T) {
-	s := setupShared(t, 3*time.Second)
+	s := setupShared(t, 0)
+	answer := make(chan struct{})
+	s.calls.hold.Store(&answer) // the first call is answered once the change is made
 	a := s.node(time.Minute)
 	x := s.connect(a.p, platforms.X, "ann")
 	name := cluster.ShardName(cluster.ShardOf(x, nShards))
@@ -474,6 +486,8 @@ func TestAnIncarnationFromBeforeItsShardWasTakenAgainNeitherStoresNorCalls(t *te
 	}, 5*time.Second, 5*time.Millisecond, "the node takes the shard again")
 	require.EqualValues(t, 1, s.calls.n.Load(), "the call is still on its way: the test needs it across the change")
 	require.Len(t, a.p.Accounts.LiveIDs(func(id string) bool { return id == x }), 1, "the incarnation from before the loss lives")
+	s.calls.hold.Store(nil)
+	close(answer)
 
 	require.Eventually(t, func() bool { return counter(t, a.cm.Fenced) >= 1 }, 10*time.Second, 5*time.Millisecond,
 		"the old incarnation's write of the outcome is fenced")
