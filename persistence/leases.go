@@ -33,10 +33,11 @@ import (
 // Advisory locks are not used: a stopped process keeps them for as long as its connection
 // looks alive, and they carry no token that a write could check.
 type Leases struct {
-	pool *pgxpool.Pool
-	ttl  time.Duration
-	node string
-	addr string
+	pool  *pgxpool.Pool
+	ttl   time.Duration
+	doubt time.Duration // SetDoubt
+	node  string
+	addr  string
 }
 
 // Lease is a lease as held by a node: its name, the epoch it was taken at and the owner.
@@ -53,6 +54,11 @@ type Taken struct {
 	Lease
 	Released   bool
 	PrevExpiry time.Time
+	// InDoubt is how long from now what an earlier owner may have left in flight under the
+	// lease stays in doubt: after a takeover, the doubt (SetDoubt) from the take. The lease's
+	// row keeps its end across hand-offs, so a lease handed off before it passed hands the rest
+	// of it to the next owner (0: nothing in doubt, or the taker set no doubt).
+	InDoubt time.Duration
 }
 
 // Node is a node as its row holds it.
@@ -86,7 +92,8 @@ CREATE TABLE IF NOT EXISTS cluster_leases (
 	owner uuid,
 	epoch bigint NOT NULL,
 	expires_at timestamptz NOT NULL
-)`
+);
+ALTER TABLE cluster_leases ADD COLUMN IF NOT EXISTS doubt_until timestamptz`
 
 // OpenLeases connects to the PostgreSQL database of url (the same URL, and so the same schema,
 // as the store's) and creates the lease tables if needed. ttl is the lease and heartbeat
@@ -121,6 +128,13 @@ func OpenLeases(ctx context.Context, url string, ttl time.Duration) (*Leases, er
 	}
 	return l, nil
 }
+
+// SetDoubt sets how long, after this node takes a lease over from an owner that went silent,
+// what that owner may have had in flight (a network call whose attempt it recorded) stays in
+// doubt: the call time-out. The lease's row keeps the doubt's end (doubt_until, by the
+// database's clock) until it passed, whoever holds the lease meanwhile (Taken.InDoubt). Set it
+// before the first Acquire.
+func (l *Leases) SetDoubt(d time.Duration) { l.doubt = d }
 
 // Close closes the connections (it releases nothing: Leave does).
 func (l *Leases) Close() { l.pool.Close() }
@@ -260,8 +274,14 @@ VALUES ($1, $2, 1, now() + make_interval(secs => $3)) ON CONFLICT (name) DO NOTH
 			return nil
 		default:
 			t.Released, t.PrevExpiry = prevOwner == nil, prevExpiry
-			err = tx.QueryRow(ctx, `UPDATE cluster_leases SET owner = $2, epoch = epoch + 1, expires_at = now() + make_interval(secs => $3)
-WHERE name = $1 RETURNING epoch`, name, l.node, l.secs()).Scan(&t.Epoch)
+			// A takeover starts a doubt (or lengthens the one running); a hand-off keeps the
+			// one running for the next owner.
+			var doubt float64
+			err = tx.QueryRow(ctx, `UPDATE cluster_leases SET owner = $2, epoch = epoch + 1, expires_at = now() + make_interval(secs => $3),
+	doubt_until = CASE WHEN $4 THEN greatest(coalesce(doubt_until, now()), now() + make_interval(secs => $5)) ELSE doubt_until END
+WHERE name = $1 RETURNING epoch, coalesce(greatest(extract(epoch FROM doubt_until - now()), 0), 0)::float8`,
+				name, l.node, l.secs(), !t.Released && l.doubt > 0, l.doubt.Seconds()).Scan(&t.Epoch, &doubt)
+			t.InDoubt = time.Duration(doubt * float64(time.Second))
 		}
 		if err != nil {
 			return err

@@ -251,3 +251,55 @@ func TestAPausedCommitReleasesItsLeaseRowsAfterIdleInTransaction(t *testing.T) {
 		require.Error(t, err, "the paused commit was not stored: its session ended")
 	}
 }
+
+// A takeover's doubt is kept in the lease until it passed: the node that takes the lease over
+// from a silent owner gets the whole doubt, and a node it hands the lease to before the doubt
+// passed gets what is left of it, not nothing; once it passed, a take has none. A free lease and
+// a taker that set no doubt have none either.
+func TestATakeoversDoubtIsHandedOnWithTheLease(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	const ttl, doubt = 200 * time.Millisecond, 1500 * time.Millisecond
+	open := func(addr string, doubt time.Duration) *persistence.Leases {
+		l, err := persistence.OpenLeases(ctx, url, ttl)
+		require.NoError(t, err)
+		t.Cleanup(l.Close)
+		l.SetDoubt(doubt)
+		_, err = l.Join(ctx, addr)
+		require.NoError(t, err)
+		return l
+	}
+	a, b, c := open("a:1", doubt), open("b:1", doubt), open("c:1", 0)
+
+	first, ok, err := a.Acquire(ctx, "shard/7")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Zero(t, first.InDoubt, "a new lease has nothing in doubt")
+	// a goes silent; b takes the lease over once it expired.
+	var over persistence.Taken
+	require.Eventually(t, func() bool {
+		over, ok, err = b.Acquire(ctx, "shard/7")
+		require.NoError(t, err)
+		return ok
+	}, 5*time.Second, 20*time.Millisecond)
+	tookOver := time.Now()
+	require.False(t, over.Released)
+	require.InDelta(t, doubt.Seconds(), over.InDoubt.Seconds(), 0.1, "a takeover starts the doubt")
+
+	// b hands the lease off at once; c takes it with the rest of the doubt.
+	require.NoError(t, b.Release(ctx, over.Lease))
+	handed, ok, err := c.Acquire(ctx, "shard/7")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, handed.Released)
+	require.Positive(t, handed.InDoubt, "the doubt is handed on with the lease")
+	require.LessOrEqual(t, handed.InDoubt, doubt-time.Since(tookOver)+100*time.Millisecond, "what is left of it, not more")
+
+	// Once the doubt passed, a take (here a hand-off back to b) has none.
+	time.Sleep(time.Until(tookOver.Add(doubt + 100*time.Millisecond)))
+	require.NoError(t, c.Release(ctx, handed.Lease))
+	later, ok, err := b.Acquire(ctx, "shard/7")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Zero(t, later.InDoubt)
+}

@@ -239,6 +239,9 @@ type Actor struct {
 	// shard moved to another node: the actor stops after the message in hand.
 	drainer  *actor.PID
 	draining bool
+	// drainStarted is closed when a drain begins: a lookup waiting out a takeover's doubt
+	// ends its wait then (lookup.go).
+	drainStarted chan struct{}
 	// untrusted says a call or refresh found the node no longer trusting the account's shard:
 	// nothing new starts, and the actor stops once its calls in flight came back (or a drain
 	// that waits for them answers).
@@ -351,6 +354,7 @@ func (a *Actor) receive(ctx actor.Context) {
 		// node holds it now, before it reads its state.
 		a.deps.Fence = actors.Pin(a.deps.Fence, a.id)
 		a.debug = a.traceEnabled()
+		a.drainStarted = make(chan struct{})
 		a.lane = newLane(&a.deps, ctx, a.id)
 		if a.held == nil {
 			a.held, a.reported = map[string]*request{}, map[string]sentReport{}

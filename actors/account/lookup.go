@@ -27,9 +27,20 @@ func (a *Actor) startLookupAfter(ctx actor.Context, r *request, since time.Time,
 	if f, id := a.deps.Fence, a.id; f != nil {
 		trusted = func() bool { return f.Trusted(id) }
 	}
+	drained := a.drainStarted
 	go func() {
 		if wait > 0 {
-			time.Sleep(wait)
+			// Waiting out the doubt a takeover left (Fence.NotBefore). A drain ends the wait:
+			// the attempt stays in doubt in the store, and the shard's lease keeps what is left
+			// of the doubt for the next owner, so a hand-off does not wait for it.
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-drained:
+				t.Stop()
+				root.Send(self, &lookupDone{req: r, err: errUntrusted})
+				return
+			}
 		}
 		var pub platforms.Publication
 		var found bool

@@ -688,6 +688,9 @@ func (a *Actor) drain(ctx actor.Context) {
 	if ctx.Sender() == nil {
 		return
 	}
+	if !a.draining {
+		close(a.drainStarted)
+	}
 	a.drainer, a.draining = ctx.Sender(), true
 	if a.drainJobs == nil {
 		a.drainJobs = map[string]bool{}

@@ -97,11 +97,18 @@ func (s *Shards) Acquired(t persistence.Taken) {
 	if !ok || i >= s.n {
 		return
 	}
+	wait := t.InDoubt
 	if !t.Released {
 		// The previous owner went silent: a call it started before its trust ended may run
 		// until its lease's expiry plus the call time-out. Its lease had expired when this node
 		// took it, so counting from now is never earlier, whatever the clocks say.
-		s.fence.Delay(i, time.Now().Add(s.callTimeout))
+		wait = max(wait, s.callTimeout)
+	}
+	// A shard handed off while a takeover's doubt ran (a node joined soon after another died)
+	// keeps it: its lease says how much of it is left (persistence.Leases.SetDoubt), and the
+	// node that handed it off did not wait for it (account.Drain ends a lookup still waiting).
+	if wait > 0 {
+		s.fence.Delay(i, time.Now().Add(wait))
 	}
 	s.mu.Lock()
 	s.pending[i] = true

@@ -119,6 +119,7 @@ func (s *shared) node(callTimeout time.Duration) *clusterNode {
 	leases, err := persistence.OpenLeases(context.Background(), s.url, leaseTTL)
 	require.NoError(t, err)
 	t.Cleanup(leases.Close)
+	leases.SetDoubt(callTimeout) // as app does
 	n := &clusterNode{leases: leases, reg: prometheus.NewRegistry(), cm: cluster.NewMetrics(nil), taken: map[string]time.Time{}, lost: map[string]bool{}}
 	var sh *publishing.Shards
 	n.member = cluster.New(cluster.Config{Leases: leases, Addr: "127.0.0.1:1", Shards: nShards, Metrics: n.cm,
@@ -305,6 +306,61 @@ func TestATakeoverDelaysTheLookupOfAttemptsInDoubt(t *testing.T) {
 	require.InDelta(t, 1, testkit.Gathered(t, second.reg, "herald_network_unknown_outcomes_total", "resolution", "not_found"), 0)
 }
 
+// A shard taken over and handed off again before the takeover's doubt passed (a node joined
+// soon after another died) keeps the doubt: the node handing it off does not wait for its
+// lookup, which is still waiting out the doubt (the drain ends the wait, the attempt stays in
+// doubt), and the next owner looks the attempt up only once the doubt counted from the takeover
+// has passed, not at once because it was handed the shard.
+func TestAShardHandedOffBeforeTheTakeoversDoubtPassedKeepsIt(t *testing.T) {
+	s := setupShared(t, 0)
+	const callTimeout = 3 * time.Second
+	first := s.node(time.Minute)
+	x := s.connect(first.p, platforms.X, "ann")
+	require.NoError(t, first.p.Accounts.Passivate(context.Background(), func(string) bool { return true }))
+	draft := s.draft("In doubt across a takeover and a hand-off", x)
+	jobID := uuid.Must(uuid.NewV7()).String()
+	now := time.Now().UTC()
+	require.NoError(t, s.store.Update(context.Background(), func(tx *persistence.Tx) error {
+		j, err := post.NewJob(draft, jobID, now, nil)
+		if err != nil {
+			return err
+		}
+		if err := tx.PutPost(draft, nil); err != nil {
+			return err
+		}
+		if err := tx.PutJob(j); err != nil {
+			return err
+		}
+		return tx.PutAttempt(&persistence.Attempt{JobID: jobID, Target: 0, AccountID: x, StartedAt: now})
+	}))
+	first.leases.Close() // silent: its leases expire
+
+	second := s.node(callTimeout)
+	shard := cluster.ShardName(cluster.ShardOf(x, nShards))
+	require.Eventually(t, func() bool { _, ok := second.takenAt(shard); return ok }, 10*time.Second, 10*time.Millisecond)
+	taken, _ := second.takenAt(shard)
+	require.GreaterOrEqual(t, counter(t, second.cm.Epochs.WithLabelValues("takeover")), 1.0)
+	require.Eventually(t, func() bool {
+		return len(second.p.Accounts.LiveIDs(func(id string) bool { return id == x })) == 1
+	}, 10*time.Second, 10*time.Millisecond, "the account took its attempt in doubt and waits to look it up")
+	time.Sleep(300 * time.Millisecond) // its first take (a read of the store) started the lookup's wait
+
+	// The node stops (a SIGTERM) well within the doubt: its hand-off does not wait for it.
+	second.stop()
+	stopped := time.Now()
+	require.True(t, stopped.Before(taken.Add(callTimeout)), "the hand-off ended within the doubt (at %v of %v)", stopped.Sub(taken), callTimeout)
+	require.Empty(t, s.sim.Publications(platforms.X), "nothing was sent")
+	require.NotNil(t, s.attempt(jobID), "the attempt is still in doubt in the store")
+
+	third := s.node(callTimeout)
+	s.published(draft.ID, jobID)
+	require.InDelta(t, 0, counter(t, third.cm.Epochs.WithLabelValues("takeover")), 0, "every shard was handed to the third node")
+	pubs := s.sim.Publications(platforms.X)
+	require.Len(t, pubs, 1, "sent once, after the lookup found nothing")
+	require.GreaterOrEqual(t, pubs[0].CreatedAt.Sub(taken), callTimeout, "the lookup waited for the doubt counted from the takeover")
+	require.InDelta(t, 1, testkit.Gathered(t, third.reg, "herald_network_unknown_outcomes_total", "resolution", "not_found"), 0)
+}
+
 func counter(t *testing.T, c prometheus.Counter) float64 {
 	t.Helper()
 	var m dto.Metric
@@ -469,6 +525,9 @@ func TestAnIncarnationFromBeforeItsShardWasTakenAgainNeitherStoresNorCalls(t *te
 	firstPost, firstJob := s.publish(a, "In flight as the epoch moves", x)
 	require.Eventually(t, func() bool { return s.calls.n.Load() == 1 }, 10*time.Second, time.Millisecond, "the call is on its way")
 	secondPost, secondJob := s.publish(a, "Queued behind it", x)
+	// Its attempt is recorded (it waits in the lane behind the call) before the change: recorded
+	// after it, the write would be fenced and the incarnation stop before the test looks at it.
+	require.Eventually(t, func() bool { return s.attempt(secondJob) != nil }, 10*time.Second, time.Millisecond, "the second target waits in the lane")
 
 	// The shard is lost (found taken at the next renewal) and taken back by this node once the
 	// other owner's lease expires, a later epoch under the same node, before the call returns.

@@ -32,7 +32,11 @@ func (a *App) buildPublishing(ad account.Deps) {
 	a.Publishing = publishing.New(cfg)
 	if a.node != nil {
 		// The shard manager: the member's callbacks for "shard/…" leases (nodes.go).
-		a.node.shards = publishing.NewShards(a.Publishing, a.node.fence, Shards, orDefault(ad.CallTimeout, 10*time.Minute))
+		callTimeout := orDefault(ad.CallTimeout, 10*time.Minute)
+		a.node.shards = publishing.NewShards(a.Publishing, a.node.fence, Shards, callTimeout)
+		// A takeover's doubt (the call time-out) is kept in the lease until it passed, so that a
+		// shard handed off meanwhile keeps it too.
+		a.node.leases.SetDoubt(callTimeout)
 		// A message lost with a node that died is made good within a few lease lifetimes.
 		a.node.shards.Remind = remindEvery * orDefault(a.Cfg.LeaseTTL, DefaultLeaseTTL)
 	}
