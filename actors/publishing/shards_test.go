@@ -421,6 +421,11 @@ func TestAPostsWriteIsFencedOnceItsShardMoved(t *testing.T) {
 // published, once.
 func TestANodeThatLostItsMembershipRejoinsAndResumes(t *testing.T) {
 	s := setupShared(t, 0)
+	// The node reminds its shards of their work, as every node does: the shards are taken back
+	// one by one, and the post's account may report its outcome to a job whose shard this node
+	// does not hold yet. That report is fenced and lost; the reminder makes it good (without it
+	// the job would wait for a report that never comes: TestAReportLostOnItsWay…).
+	s.remind = 300 * time.Millisecond
 	a := s.node(300 * time.Millisecond)
 	x := s.connect(a.p, platforms.X, "ann")
 	old := a.member.Node()
