@@ -43,7 +43,9 @@ type CommentFields struct {
 
 // FindComment reads an object's comments edge (up to three pages of 100) for a comment whose
 // author is the account (from.id is userID, or its username or name is handle) with exactly this
-// text, created at or after since, and returns its id.
+// text, created at or after since, and returns its id. "Not found" is said only of a listing read
+// to its end, or, newest first (f.Order), past since; pages that end before either are
+// platforms.ErrLookupIncomplete, as the posts' lookups answer (the comment may be further down).
 func (c *Client) FindComment(ctx context.Context, edgeURL, token string, f CommentFields, userID, handle, text string, since time.Time) (string, bool, error) {
 	fields := "id," + f.Text + "," + f.Time + ",from"
 	if f.Username {
@@ -55,7 +57,9 @@ func (c *Client) FindComment(ctx context.Context, edgeURL, token string, f Comme
 	}
 	next := edgeURL
 	floor := since.Truncate(time.Second)
-	for page := 0; page < 3 && next != ""; page++ {
+	passed := false // a comment older than since was read, newest first: nothing further down is newer
+	const pages = 3
+	for page := 0; page < pages && next != "" && !passed; page++ {
 		var out struct {
 			Data   []map[string]json.RawMessage `json:"data"`
 			Paging struct {
@@ -80,12 +84,18 @@ func (c *Client) FindComment(ctx context.Context, edgeURL, token string, f Comme
 			_ = json.Unmarshal(d["username"], &username)
 			mine := (userID != "" && string(from.ID) == userID) || (handle != "" && (from.Username == handle || from.Name == handle || username == handle))
 			t, err := ParseTime(at)
+			if err == nil && t.Before(floor) && f.Order != "" {
+				passed = true
+			}
 			if !mine || err != nil || t.Before(floor) || body != text || id == "" {
 				continue
 			}
 			return string(id), true, nil
 		}
 		next, params = out.Paging.Next, nil
+	}
+	if next != "" && !passed {
+		return "", false, platforms.LookupIncomplete(c.Platform, pages)
 	}
 	return "", false, nil
 }

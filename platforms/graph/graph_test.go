@@ -156,3 +156,58 @@ func TestReconnectError(t *testing.T) {
 	require.Contains(t, err.Error(), "reconnect")
 	require.Equal(t, platforms.Transient, platforms.KindOf(ReconnectError(&platforms.Error{Kind: platforms.Transient})), "transient changed")
 }
+
+// FindComment says "not found" only of a listing read to its end or, newest first, past the
+// attempt's time; three pages that end before either are ErrLookupIncomplete, never "not found".
+func TestFindCommentSaysNotFoundOnlyOfAListingItReadPastTheAttempt(t *testing.T) {
+	t.Parallel()
+	since := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	type comment struct{ text, at string }
+	// serve answers pages of the given comments, one per page, the next page linked while one is left.
+	serve := func(comments []comment) string {
+		var srv *httptest.Server
+		srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			i := 0
+			if p := r.URL.Query().Get("page"); p != "" {
+				_ = json.Unmarshal([]byte(p), &i)
+			}
+			out := map[string]any{"data": []map[string]any{}}
+			if i < len(comments) {
+				out["data"] = []map[string]any{{"id": "c" + comments[i].text, "message": comments[i].text, "created_time": comments[i].at, "from": map[string]string{"id": "me"}}}
+			}
+			if i+1 < len(comments) {
+				out["paging"] = map[string]string{"next": srv.URL + "/comments?page=" + string(rune('0'+i+1))}
+			}
+			_ = json.NewEncoder(w).Encode(out)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL + "/comments"
+	}
+	c := &Client{Platform: platforms.Facebook, HTTP: http.DefaultClient}
+	after, before := "2026-11-01T12:00:05+0000", "2026-11-01T11:59:00+0000"
+	find := func(url string, f CommentFields) (string, bool, error) {
+		return c.FindComment(context.Background(), url, "token", f, "me", "", "the comment", since)
+	}
+	newest := CommentFields{Text: "message", Time: "created_time", Order: "reverse_chronological"}
+	unordered := CommentFields{Text: "message", Time: "created_time"}
+
+	id, found, err := find(serve([]comment{{"other", after}, {"the comment", after}}), unordered)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, "cthe comment", id)
+
+	_, found, err = find(serve([]comment{{"other", after}, {"another", after}}), unordered)
+	require.NoError(t, err, "a listing read to its end")
+	require.False(t, found)
+
+	_, found, err = find(serve([]comment{{"other", after}, {"older", before}, {"more", before}, {"still more", before}}), newest)
+	require.NoError(t, err, "newest first, read past the attempt's time")
+	require.False(t, found)
+
+	_, found, err = find(serve([]comment{{"a", after}, {"b", after}, {"c", after}, {"the comment", after}}), unordered)
+	require.ErrorIs(t, err, platforms.ErrLookupIncomplete, "three pages that reach neither the end nor the attempt's time")
+	require.False(t, found)
+	require.Equal(t, platforms.Permanent, platforms.KindOf(err))
+	_, _, err = find(serve([]comment{{"a", after}, {"b", after}, {"c", after}, {"d", after}}), newest)
+	require.ErrorIs(t, err, platforms.ErrLookupIncomplete)
+}
