@@ -262,19 +262,17 @@ func TestAShardsActorsAreFencedOnceItsLeaseMoved(t *testing.T) {
 	}))
 }
 
-// A node that takes a shard over from a silent one (a takeover, not a hand-off) looks up an
-// attempt the old owner may still have had in flight only once the call time-out has passed
-// since it took the shard (the old lease had expired by then): the old node's call would have
-// ended. Then the target is resolved as after a crash, and sent once.
-func TestATakeoverDelaysTheLookupOfAttemptsInDoubt(t *testing.T) {
-	s := setupShared(t, 0)
-	const callTimeout = 1500 * time.Millisecond
-	// The account is connected by a node that then goes silent holding every lease.
+// silentWithAttemptInDoubt connects X's account through a node that then goes silent holding
+// every lease (no renewal, no release: they expire), leaving a post whose job's attempt for the
+// account was recorded, as if its call were in flight when the node went silent.
+func (s *shared) silentWithAttemptInDoubt(text string) (draft *persistence.Post, jobID string, silent time.Time) {
+	t := s.t
+	t.Helper()
 	first := s.node(time.Minute)
 	x := s.connect(first.p, platforms.X, "ann")
 	require.NoError(t, first.p.Accounts.Passivate(context.Background(), func(string) bool { return true }))
-	draft := s.draft("In flight when its node went silent", x)
-	jobID := uuid.Must(uuid.NewV7()).String()
+	draft = s.draft(text, x)
+	jobID = uuid.Must(uuid.NewV7()).String()
 	now := time.Now().UTC()
 	require.NoError(t, s.store.Update(context.Background(), func(tx *persistence.Tx) error {
 		j, err := post.NewJob(draft, jobID, now, nil)
@@ -289,15 +287,34 @@ func TestATakeoverDelaysTheLookupOfAttemptsInDoubt(t *testing.T) {
 		}
 		return tx.PutAttempt(&persistence.Attempt{JobID: jobID, Target: 0, AccountID: x, StartedAt: now})
 	}))
-	killed := time.Now()
-	first.leases.Close() // cut off from the database: no renewal and no release, its leases expire
+	silent = time.Now()
+	first.leases.Close()
+	return draft, jobID, silent
+}
 
-	second := s.node(callTimeout)
-	shard := cluster.ShardName(cluster.ShardOf(x, nShards))
-	require.Eventually(t, func() bool { _, ok := second.takenAt(shard); return ok }, 10*time.Second, 10*time.Millisecond)
-	taken, _ := second.takenAt(shard)
+// takeOver starts a node that takes the silent node's leases over, and returns it with when it
+// took the shard of the draft's account.
+func (s *shared) takeOver(draft *persistence.Post, callTimeout time.Duration) (*clusterNode, time.Time) {
+	t := s.t
+	t.Helper()
+	n := s.node(callTimeout)
+	shard := cluster.ShardName(cluster.ShardOf(draft.Targets[0].AccountID, nShards))
+	require.Eventually(t, func() bool { _, ok := n.takenAt(shard); return ok }, 10*time.Second, 10*time.Millisecond)
+	taken, _ := n.takenAt(shard)
+	require.GreaterOrEqual(t, counter(t, n.cm.Epochs.WithLabelValues("takeover")), 1.0)
+	return n, taken
+}
+
+// A node that takes a shard over from a silent one (a takeover, not a hand-off) looks up an
+// attempt the old owner may still have had in flight only once the call time-out has passed
+// since it took the shard (the old lease had expired by then): the old node's call would have
+// ended. Then the target is resolved as after a crash, and sent once.
+func TestATakeoverDelaysTheLookupOfAttemptsInDoubt(t *testing.T) {
+	s := setupShared(t, 0)
+	const callTimeout = 1500 * time.Millisecond
+	draft, jobID, killed := s.silentWithAttemptInDoubt("In flight when its node went silent")
+	second, taken := s.takeOver(draft, callTimeout)
 	require.GreaterOrEqual(t, taken.Sub(killed), leaseTTL/2, "taken over only after the lease expired")
-	require.GreaterOrEqual(t, counter(t, second.cm.Epochs.WithLabelValues("takeover")), 1.0)
 
 	s.published(draft.ID, jobID)
 	pubs := s.sim.Publications(platforms.X)
@@ -314,32 +331,9 @@ func TestATakeoverDelaysTheLookupOfAttemptsInDoubt(t *testing.T) {
 func TestAShardHandedOffBeforeTheTakeoversDoubtPassedKeepsIt(t *testing.T) {
 	s := setupShared(t, 0)
 	const callTimeout = 3 * time.Second
-	first := s.node(time.Minute)
-	x := s.connect(first.p, platforms.X, "ann")
-	require.NoError(t, first.p.Accounts.Passivate(context.Background(), func(string) bool { return true }))
-	draft := s.draft("In doubt across a takeover and a hand-off", x)
-	jobID := uuid.Must(uuid.NewV7()).String()
-	now := time.Now().UTC()
-	require.NoError(t, s.store.Update(context.Background(), func(tx *persistence.Tx) error {
-		j, err := post.NewJob(draft, jobID, now, nil)
-		if err != nil {
-			return err
-		}
-		if err := tx.PutPost(draft, nil); err != nil {
-			return err
-		}
-		if err := tx.PutJob(j); err != nil {
-			return err
-		}
-		return tx.PutAttempt(&persistence.Attempt{JobID: jobID, Target: 0, AccountID: x, StartedAt: now})
-	}))
-	first.leases.Close() // silent: its leases expire
-
-	second := s.node(callTimeout)
-	shard := cluster.ShardName(cluster.ShardOf(x, nShards))
-	require.Eventually(t, func() bool { _, ok := second.takenAt(shard); return ok }, 10*time.Second, 10*time.Millisecond)
-	taken, _ := second.takenAt(shard)
-	require.GreaterOrEqual(t, counter(t, second.cm.Epochs.WithLabelValues("takeover")), 1.0)
+	draft, jobID, _ := s.silentWithAttemptInDoubt("In doubt across a takeover and a hand-off")
+	second, taken := s.takeOver(draft, callTimeout)
+	x := draft.Targets[0].AccountID
 	require.Eventually(t, func() bool {
 		return len(second.p.Accounts.LiveIDs(func(id string) bool { return id == x })) == 1
 	}, 10*time.Second, 10*time.Millisecond, "the account took its attempt in doubt and waits to look it up")
