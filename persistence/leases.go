@@ -55,9 +55,9 @@ type Taken struct {
 	Released   bool
 	PrevExpiry time.Time
 	// InDoubt is how long from now what an earlier owner may have left in flight under the
-	// lease stays in doubt: after a takeover, the doubt (SetDoubt) from the take. The lease's
-	// row keeps its end across hand-offs, so a lease handed off before it passed hands the rest
-	// of it to the next owner (0: nothing in doubt, or the taker set no doubt).
+	// lease stays in doubt: after a takeover, the doubt (SetDoubt) from the take. The database
+	// keeps its end across hand-offs, so a lease handed off before it passed hands the rest of
+	// it to the next owner (0: nothing in doubt, or the taker set no doubt).
 	InDoubt time.Duration
 }
 
@@ -93,7 +93,10 @@ CREATE TABLE IF NOT EXISTS cluster_leases (
 	epoch bigint NOT NULL,
 	expires_at timestamptz NOT NULL
 );
-ALTER TABLE cluster_leases ADD COLUMN IF NOT EXISTS doubt_until timestamptz`
+CREATE TABLE IF NOT EXISTS cluster_doubts (
+	name text PRIMARY KEY,
+	until timestamptz NOT NULL
+)`
 
 // OpenLeases connects to the PostgreSQL database of url (the same URL, and so the same schema,
 // as the store's) and creates the lease tables if needed. ttl is the lease and heartbeat
@@ -131,9 +134,9 @@ func OpenLeases(ctx context.Context, url string, ttl time.Duration) (*Leases, er
 
 // SetDoubt sets how long, after this node takes a lease over from an owner that went silent,
 // what that owner may have had in flight (a network call whose attempt it recorded) stays in
-// doubt: the call time-out. The lease's row keeps the doubt's end (doubt_until, by the
-// database's clock) until it passed, whoever holds the lease meanwhile (Taken.InDoubt). Set it
-// before the first Acquire.
+// doubt: the call time-out. The database keeps the doubt's end (cluster_doubts, by its clock)
+// until it passed, whoever holds the lease meanwhile (Taken.InDoubt). Set it before the first
+// Acquire.
 func (l *Leases) SetDoubt(d time.Duration) { l.doubt = d }
 
 // Close closes the connections (it releases nothing: Leave does).
@@ -274,14 +277,11 @@ VALUES ($1, $2, 1, now() + make_interval(secs => $3)) ON CONFLICT (name) DO NOTH
 			return nil
 		default:
 			t.Released, t.PrevExpiry = prevOwner == nil, prevExpiry
-			// A takeover starts a doubt (or lengthens the one running); a hand-off keeps the
-			// one running for the next owner.
-			var doubt float64
-			err = tx.QueryRow(ctx, `UPDATE cluster_leases SET owner = $2, epoch = epoch + 1, expires_at = now() + make_interval(secs => $3),
-	doubt_until = CASE WHEN $4 THEN greatest(coalesce(doubt_until, now()), now() + make_interval(secs => $5)) ELSE doubt_until END
-WHERE name = $1 RETURNING epoch, coalesce(greatest(extract(epoch FROM doubt_until - now()), 0), 0)::float8`,
-				name, l.node, l.secs(), !t.Released && l.doubt > 0, l.doubt.Seconds()).Scan(&t.Epoch, &doubt)
-			t.InDoubt = time.Duration(doubt * float64(time.Second))
+			err = tx.QueryRow(ctx, `UPDATE cluster_leases SET owner = $2, epoch = epoch + 1, expires_at = now() + make_interval(secs => $3)
+WHERE name = $1 RETURNING epoch`, name, l.node, l.secs()).Scan(&t.Epoch)
+			if err == nil {
+				t.InDoubt, err = l.doubtOf(ctx, tx, name, !t.Released)
+			}
 		}
 		if err != nil {
 			return err
@@ -300,6 +300,23 @@ WHERE name = $1 RETURNING epoch, coalesce(greatest(extract(epoch FROM doubt_unti
 	}
 	t.Name, t.Owner = name, l.node
 	return t, true, nil
+}
+
+// doubtOf starts a takeover's doubt (or lengthens the one running) and returns what is left of
+// the lease's doubt, in the take's transaction (the lease's row is locked). The doubts are rows of
+// a table of their own, so that nothing alters cluster_leases, whose rows every fenced write
+// reads: a node that started would otherwise queue an ALTER TABLE behind the writes in progress,
+// and every renewal behind the ALTER.
+func (l *Leases) doubtOf(ctx context.Context, tx pgx.Tx, name string, takeover bool) (time.Duration, error) {
+	var secs float64
+	err := tx.QueryRow(ctx, `WITH started AS (
+	INSERT INTO cluster_doubts (name, until) SELECT $1, now() + make_interval(secs => $3) WHERE $2
+	ON CONFLICT (name) DO UPDATE SET until = greatest(cluster_doubts.until, excluded.until)
+	RETURNING until
+)
+SELECT coalesce(greatest(extract(epoch FROM coalesce((SELECT until FROM started), (SELECT until FROM cluster_doubts WHERE name = $1)) - now()), 0), 0)::float8`,
+		name, takeover && l.doubt > 0, l.doubt.Seconds()).Scan(&secs)
+	return time.Duration(secs * float64(time.Second)), err
 }
 
 // Release gives the lease up at once (after the node drained its work), if it still holds it
