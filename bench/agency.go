@@ -369,11 +369,32 @@ func duplicates(pubs []simPublication) int {
 	seen := map[string]bool{}
 	n := 0
 	for _, p := range pubs {
-		k := p.Platform + "\x00" + p.Account + "\x00" + p.Text
+		k := publicationKey(p)
 		if seen[k] {
 			n++
 		}
 		seen[k] = true
 	}
 	return n
+}
+
+// publicationKey names what one publication is of: a text on an account of a network. Two
+// publications with one key are a duplicate.
+func publicationKey(p simPublication) string {
+	return p.Platform + "\x00" + p.Account + "\x00" + p.Text
+}
+
+// duplicated lists every publication whose key was published more than once, in order.
+func duplicated(pubs []simPublication) []simPublication {
+	count := map[string]int{}
+	for _, p := range pubs {
+		count[publicationKey(p)]++
+	}
+	var out []simPublication
+	for _, p := range pubs {
+		if count[publicationKey(p)] > 1 {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -696,14 +696,8 @@ func nodesFailover(base *Env, kills int) (Result, error) {
 	if dups > 0 {
 		// What a failure needs to be explained: each publication of a text published twice, and
 		// when each node was killed (the nodes' logs are kept with HERALD_BENCH_LOGS).
-		count := map[string]int{}
-		for _, p := range pubs {
-			count[p.Platform+"\x00"+p.Text]++
-		}
-		for _, p := range pubs {
-			if count[p.Platform+"\x00"+p.Text] > 1 {
-				fmt.Fprintf(base.log, "published twice: %s %q by %s at %s (%s)\n", p.Platform, p.Text, p.Account, p.CreatedAt.UTC().Format("15:04:05.000"), p.ID)
-			}
+		for _, p := range duplicated(pubs) {
+			fmt.Fprintf(base.log, "published twice: %s %q by %s at %s (%s)\n", p.Platform, p.Text, p.Account, p.CreatedAt.UTC().Format("15:04:05.000"), p.ID)
 		}
 		for _, k := range killLog {
 			fmt.Fprintln(base.log, k)

@@ -448,6 +448,12 @@ type IdempotencyRecord struct {
 // answer is older is free again.
 const IdempotencyRetention = 24 * time.Hour
 
+// LiveAt reports whether the answer still holds its key at t: it is no older than
+// IdempotencyRetention. A request with the key at t is answered with it, never carried out again.
+func (r *IdempotencyRecord) LiveAt(t time.Time) bool {
+	return t.Sub(r.CreatedAt) <= IdempotencyRetention
+}
+
 // ErrIdempotencyKeyUsed refuses a write that would store the answer of an Idempotency-Key whose
 // answer is already stored (ClaimIdempotency): another request with the key was carried out
 // first, and this one must be answered with that answer, not carried out again.
@@ -468,7 +474,7 @@ func (t *Tx) PutIdempotency(key []byte, r *IdempotencyRecord) error {
 // in one serializable transaction, so two claims that overlap cannot both commit.
 func (t *Tx) ClaimIdempotency(key []byte, r *IdempotencyRecord) error {
 	// A record that cannot be read is taken as none, as ExpireIdempotency takes it.
-	if old, err := t.Idempotency(key); err == nil && r.CreatedAt.Sub(old.CreatedAt) <= IdempotencyRetention {
+	if old, err := t.Idempotency(key); err == nil && old.LiveAt(r.CreatedAt) {
 		return ErrIdempotencyKeyUsed
 	}
 	return t.PutIdempotency(key, r)

@@ -353,7 +353,7 @@ func (a *Actor) receive(ctx actor.Context) {
 		// Everything the account writes and calls is held to the lease of its shard as this
 		// node holds it now, before it reads its state.
 		a.deps.Fence = actors.Pin(a.deps.Fence, a.id)
-		a.debug = a.traceEnabled()
+		a.debug = a.deps.Log.Enabled(context.Background(), slog.LevelDebug) // trace.go
 		a.drainStarted = make(chan struct{})
 		a.lane = newLane(&a.deps, ctx, a.id)
 		if a.held == nil {

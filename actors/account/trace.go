@@ -1,10 +1,5 @@
 package account
 
-import (
-	"context"
-	"log/slog"
-)
-
 // trace writes one debug line of a target's way through the account: its attempt recorded, its
 // call's outcome, a lookup and what it found, an attempt forgotten or undone, its outcome
 // reported. With the account, job, target and the epoch of the shard's lease the incarnation
@@ -25,9 +20,4 @@ func (a *Actor) trace(msg string, r *request, args ...any) {
 		}
 	}
 	a.deps.Log.Debug("account: "+msg, append(attrs, args...)...)
-}
-
-// traceEnabled says whether the account's log takes the debug lines of trace.
-func (a *Actor) traceEnabled() bool {
-	return a.deps.Log.Enabled(context.Background(), slog.LevelDebug)
 }

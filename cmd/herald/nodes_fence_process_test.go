@@ -42,12 +42,16 @@ type simRecorder struct {
 	url string
 
 	mu       sync.Mutex
-	calls    []time.Time
-	paths    []string
-	bodies   []string // what each call sent (a publication's text is in it)
-	answers  []string // each call's answer: its status, and when it came, once it came
+	calls    []recorded
 	inFlight int
 	hold     time.Duration
+}
+
+// recorded is one call a recorder saw: when it arrived, its method and path, what it sent (a
+// publication's text is in it) and its answer (its status and when it came, once it came).
+type recorded struct {
+	at                 time.Time
+	path, body, answer string
 }
 
 // statusWriter keeps the status a proxied answer was given.
@@ -76,10 +80,7 @@ func newSimRecorder(t *testing.T, sim string) *simRecorder {
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		r.mu.Lock()
 		i := len(r.calls)
-		r.calls = append(r.calls, time.Now())
-		r.paths = append(r.paths, req.Method+" "+req.URL.Path)
-		r.bodies = append(r.bodies, string(body))
-		r.answers = append(r.answers, "no answer")
+		r.calls = append(r.calls, recorded{at: time.Now(), path: req.Method + " " + req.URL.Path, body: string(body), answer: "no answer"})
 		r.inFlight++
 		hold := r.hold
 		r.mu.Unlock()
@@ -87,7 +88,7 @@ func newSimRecorder(t *testing.T, sim string) *simRecorder {
 		defer func() {
 			r.mu.Lock()
 			r.inFlight--
-			r.answers[i] = fmt.Sprintf("%d at %s", sw.status, time.Now().Format("15:04:05.000000"))
+			r.calls[i].answer = fmt.Sprintf("%d at %s", sw.status, time.Now().Format("15:04:05.000000"))
 			r.mu.Unlock()
 		}()
 		time.Sleep(hold)
@@ -99,13 +100,13 @@ func newSimRecorder(t *testing.T, sim string) *simRecorder {
 }
 
 // between lists the calls that arrived at or after from, and before to when to is not zero.
-func (r *simRecorder) between(from, to time.Time) []string {
+func (r *simRecorder) between(from, to time.Time) []recorded {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []string
-	for i, at := range r.calls {
-		if !at.Before(from) && (to.IsZero() || at.Before(to)) {
-			out = append(out, at.Format("15:04:05.000000")+" "+r.paths[i])
+	var out []recorded
+	for _, c := range r.calls {
+		if !c.at.Before(from) && (to.IsZero() || c.at.Before(to)) {
+			out = append(out, c)
 		}
 	}
 	return out
@@ -113,31 +114,10 @@ func (r *simRecorder) between(from, to time.Time) []string {
 
 // sent lists the calls whose body holds text, with when they arrived and their answers.
 func (r *simRecorder) sent(text string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var out []string
-	for i, b := range r.bodies {
-		if strings.Contains(b, text) {
-			out = append(out, r.calls[i].Format("15:04:05.000000")+" "+r.paths[i]+" answered "+r.answers[i])
-		}
-	}
-	return out
-}
-
-// recorded is one call a recorder saw.
-type recorded struct {
-	at         time.Time
-	path, body string
-}
-
-// sentBetween lists the calls that arrived at or after from, and before to, with what they sent.
-func (r *simRecorder) sentBetween(from, to time.Time) []recorded {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []recorded
-	for i, at := range r.calls {
-		if !at.Before(from) && at.Before(to) {
-			out = append(out, recorded{at: at, path: r.paths[i], body: r.bodies[i]})
+	for _, c := range r.between(time.Time{}, time.Time{}) {
+		if strings.Contains(c.body, text) {
+			out = append(out, c.at.Format("15:04:05.000000")+" "+c.path+" answered "+c.answer)
 		}
 	}
 	return out
@@ -378,7 +358,7 @@ func TestNodesASIGSTOPPedNodeIsFencedAndRejoinsUnderANewID(t *testing.T) {
 		}
 	}
 	perPath := map[string]int{}
-	for _, c := range rec.sentBetween(woke, trusted) {
+	for _, c := range rec.between(woke, trusted) {
 		perPath[c.path]++
 		text := pausedText.FindString(c.body)
 		id, ok := ns.posted.Load(text)

@@ -20,9 +20,6 @@ import (
 	"github.com/heraldhq/herald/persistence"
 )
 
-// IdempotencyRetention is how long an Idempotency-Key's answer is kept.
-const IdempotencyRetention = persistence.IdempotencyRetention
-
 // errKeyAnswered is what a request's run gives publishFlow when its commit found its
 // Idempotency-Key answered meanwhile (persistence.ErrIdempotencyKeyUsed): nothing was written,
 // and the stored answer is the request's answer.
@@ -104,7 +101,7 @@ func (h *handlers) publishFlow(c *echo.Context, body []byte, run func(idem *post
 			rec, _ = tx.Idempotency(scope[:])
 			return nil
 		})
-		if rec == nil || h.Now().Sub(rec.CreatedAt) > IdempotencyRetention {
+		if rec == nil || !rec.LiveAt(h.Now()) {
 			return false, nil
 		}
 		if !bytes.Equal(rec.Fingerprint, fp[:]) {
@@ -123,8 +120,7 @@ func (h *handlers) publishFlow(c *echo.Context, body []byte, run func(idem *post
 		return err
 	}
 	if !h.idem.begin(scope[:]) {
-		return apierr.New(http.StatusConflict, apierr.CodeIdempotencyConflict,
-			"a request with this Idempotency-Key is still being processed; retry after it has been answered")
+		return keyInProgress()
 	}
 	defer h.idem.end(scope[:])
 	if done, err := replay(); done { // answered while this one waited for the key
@@ -138,10 +134,16 @@ func (h *handlers) publishFlow(c *echo.Context, body []byte, run func(idem *post
 		if done, err := replay(); done {
 			return err
 		}
-		return apierr.New(http.StatusConflict, apierr.CodeIdempotencyConflict,
-			"a request with this Idempotency-Key is still being processed; retry after it has been answered")
+		return keyInProgress()
 	}
 	return err
+}
+
+// keyInProgress is the 409 of a request whose Idempotency-Key another request holds and has not
+// answered yet.
+func keyInProgress() error {
+	return apierr.New(http.StatusConflict, apierr.CodeIdempotencyConflict,
+		"a request with this Idempotency-Key is still being processed; retry after it has been answered")
 }
 
 // backlogFull refuses a publish (503) while the server has as many publish jobs in hand as it

@@ -430,7 +430,7 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 	params := url.Values{"fields": {"id,message,created_time"}, "limit": {"100"}, "since": {strconv.FormatInt(since.Unix()-1, 10)}}
 	next := a.api("/" + url.PathEscape(c.UserID) + "/feed")
 	floor := since.Truncate(time.Second)
-	for page := 0; page < 3 && next != ""; page++ {
+	for page := 0; page < graph.LookupPages && next != ""; page++ {
 		var out struct {
 			Data []struct {
 				ID          graph.ID `json:"id"`
@@ -454,7 +454,7 @@ func (a *Adapter) Lookup(ctx context.Context, c platforms.Credentials, p platfor
 		next, params = out.Paging.Next, nil
 	}
 	if next != "" {
-		return platforms.Publication{}, false, platforms.LookupIncomplete(platforms.Facebook, 3)
+		return platforms.Publication{}, false, platforms.LookupIncomplete(platforms.Facebook, graph.LookupPages)
 	}
 	return platforms.Publication{}, false, nil
 }

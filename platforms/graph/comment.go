@@ -58,8 +58,7 @@ func (c *Client) FindComment(ctx context.Context, edgeURL, token string, f Comme
 	next := edgeURL
 	floor := since.Truncate(time.Second)
 	passed := false // a comment older than since was read, newest first: nothing further down is newer
-	const pages = 3
-	for page := 0; page < pages && next != "" && !passed; page++ {
+	for page := 0; page < LookupPages && next != "" && !passed; page++ {
 		var out struct {
 			Data   []map[string]json.RawMessage `json:"data"`
 			Paging struct {
@@ -95,7 +94,7 @@ func (c *Client) FindComment(ctx context.Context, edgeURL, token string, f Comme
 		next, params = out.Paging.Next, nil
 	}
 	if next != "" && !passed {
-		return "", false, platforms.LookupIncomplete(c.Platform, pages)
+		return "", false, platforms.LookupIncomplete(c.Platform, LookupPages)
 	}
 	return "", false, nil
 }

@@ -59,13 +59,18 @@ func (c *Client) RefreshLongLived(ctx context.Context, baseURL, grant string, cr
 	return out, nil
 }
 
+// LookupPages bounds the pages of 100 a lookup reads through a Graph API edge (a user's posts, a
+// Page's feed, an object's comments): pages that end before the edge's end or the attempt's time
+// leave the outcome unknown (platforms.LookupIncomplete).
+const LookupPages = 3
+
 // FindPost looks through a user's post edge for a post whose textField (caption, text) is exactly
 // text, published at or after since (up to three pages of 100).
 func (c *Client) FindPost(ctx context.Context, edgeURL, token, textField, text string, since time.Time) (platforms.Publication, bool, error) {
 	params := url.Values{"fields": {"id," + textField + ",timestamp,permalink"}, "limit": {"100"}, "since": {strconv.FormatInt(since.Unix()-1, 10)}}
 	next := edgeURL
 	floor := since.Truncate(time.Second)
-	for page := 0; page < 3 && next != ""; page++ {
+	for page := 0; page < LookupPages && next != ""; page++ {
 		var out struct {
 			Data   []json.RawMessage `json:"data"`
 			Paging struct {
@@ -96,7 +101,7 @@ func (c *Client) FindPost(ctx context.Context, edgeURL, token, textField, text s
 		next, params = out.Paging.Next, nil
 	}
 	if next != "" {
-		return platforms.Publication{}, false, platforms.LookupIncomplete(c.Platform, 3)
+		return platforms.Publication{}, false, platforms.LookupIncomplete(c.Platform, LookupPages)
 	}
 	return platforms.Publication{}, false, nil
 }
