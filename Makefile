@@ -44,7 +44,7 @@ bench: build ## Run the bench suite against a real server process, then create-d
 SCENARIO ?= publish
 PROFILE_DIR ?= bench/out/profile
 
-profile: build ## Profile one bench scenario (SCENARIO=publish; ARGS=--quick): CPU and allocation profiles and each thread's CPU (/proc) of its measured phase into bench/out/profile/<phase>/ (PROFILE_DIR), top buckets printed.
+profile: build ## Profile one bench scenario (SCENARIO=publish; ARGS=--quick): CPU and allocation profiles and each thread's CPU (/proc) of its measured phases (publish: the load, then the drain after it) into bench/out/profile/<phase>/ (PROFILE_DIR), top buckets printed.
 	rm -rf $(PROFILE_DIR)
 	$(BIN) bench --scenario $(SCENARIO) --profile $(PROFILE_DIR) $(ARGS)
 

@@ -198,6 +198,13 @@ func publishScenario(base *Env) (Result, error) {
 	// The backlog is read when the load stops, before waiting for the sampler's last job.
 	loadEnd := time.Now()
 	finishedAtEnd, _ := e.metric("herald_jobs_finished_total", "")
+	// With --profile, the drain (jobs completing after the load stopped, nothing accepted
+	// meanwhile but the sampler's last job) is profiled as a phase of its own: most of a job's
+	// CPU is spent completing it, and the load phase's profile mixes that with the accept path.
+	var drainProf *profiling
+	if err == nil && finishedAtEnd < float64(r.Ops) {
+		drainProf = beginProfile(e.log, "publish-drain", e.Duration)
+	}
 	cancel()
 	sampleWG.Wait()
 	if err != nil {
@@ -212,6 +219,7 @@ func publishScenario(base *Env) (Result, error) {
 			break
 		}
 	}
+	drainProf.end()
 	completedRate := 0.0
 	if !drained.IsZero() {
 		completedRate = acceptedTotal / drained.Sub(start).Seconds()
