@@ -5,6 +5,11 @@
 # PostgreSQL's durable defaults (fsync, synchronous_commit, full_page_writes on), on a free
 # loopback port, removed afterwards. Each server and ceiling of the bench gets a schema of its
 # own. Usage: bench/postgres.sh BIN [herald bench flags...]
+#
+# With HERALD_PG_PAIRS=N it runs, instead, N pairs of quick publish runs, one on bbolt and one on
+# the PostgreSQL server, alternating, and prints each pair's jobs completed per second and server
+# CPU per job on both, and the ratio of the completions: PostgreSQL beside bbolt, the same build,
+# the machine's drift falling on both alike.
 set -euo pipefail
 bin=$1
 shift
@@ -34,4 +39,22 @@ stop() {
 trap stop EXIT
 "${as[@]}" "$pgbin/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 --no-instructions >/dev/null
 "${as[@]}" "$pgbin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories='' -c max_connections=200" start >/dev/null
-"$bin" bench --store "postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable" --scenario create-drafts,publish,recovery,nodes "$@"
+url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+if [ -z "${HERALD_PG_PAIRS:-}" ]; then
+	"$bin" bench --store "$url" --scenario create-drafts,publish,recovery,nodes "$@"
+	exit
+fi
+# figures FILE: "completed/s cpu-µs/job" of the publish run in FILE.
+figures() {
+	python3 -c 'import json, re, sys
+r = [x for x in json.load(open(sys.argv[1]))["results"] if x["scenario"].startswith("publish")][0]
+n = r["notes"]
+print(re.search(r"jobs completed (\d+)/s", n).group(1), re.search(r"server CPU (\d+) µs per job", n).group(1))' "$1"
+}
+for i in $(seq 1 "$HERALD_PG_PAIRS"); do
+	"$bin" bench --scenario publish --quick --out "$dir/bbolt.json" "$@" >/dev/null 2>&1
+	"$bin" bench --scenario publish --quick --out "$dir/pg.json" --store "$url" "$@" >/dev/null 2>&1
+	read -r bc bu <<<"$(figures "$dir/bbolt.json")"
+	read -r pc pu <<<"$(figures "$dir/pg.json")"
+	echo "pair $i: jobs completed/s bbolt $bc, PostgreSQL $pc, ratio $(python3 -c "print(round($pc / $bc, 2))"); server CPU µs per job bbolt $bu, PostgreSQL $pu"
+done
