@@ -35,7 +35,7 @@ var DefaultRules = map[platforms.Platform][]Rule{
 	platforms.Instagram: {{Name: "publish", Limit: 100, Window: 24 * time.Hour, Cost: 1}},
 	platforms.Threads:   {{Name: "publish", Limit: 250, Window: 24 * time.Hour, Cost: 1}},
 	platforms.YouTube:   {{Name: "units", Limit: 10000, Window: 24 * time.Hour, Cost: 1600, PerPlatform: true}},
-	platforms.Pinterest: {{Name: "org_write", Limit: 100, Window: time.Minute, Cost: 1}},
+	platforms.Pinterest: {{Name: "org_write", Limit: 100, Window: time.Minute, Cost: 1}, pinRequests},
 	platforms.TikTok:    {{Name: "init", Limit: 6, Window: time.Minute, Cost: 1}, {Name: "daily_posts", Limit: 15, Window: 24 * time.Hour, Cost: 1}},
 }
 
@@ -53,6 +53,12 @@ var DefaultStepRules = map[platforms.Platform][]Rule{
 	platforms.Facebook:  {{Name: "calls", Limit: 200, Window: time.Hour, Cost: 1}},
 	platforms.YouTube:   {{Name: "units", Limit: 10000, Window: 24 * time.Hour, Cost: 50, PerPlatform: true}},
 }
+
+// pinRequests is Pinterest's limit on every call of a user, whatever its category: 100 a second
+// (Standard access). A Pin's hundred writes of a minute could otherwise go out within one second,
+// and any other call of the account in that second (its boards read to check a post's board)
+// would be refused: publishes and the reads of the account's boards and analytics spend it.
+var pinRequests = Rule{Name: "requests", Limit: 100, Window: time.Second, Cost: 1}
 
 // xTweetsApp is X's limit on POST /2/tweets per app (10,000 a day), shared by every X account
 // Herald publishes through: a hundred accounts at 100 posts per 15 minutes would reach it in
@@ -105,9 +111,9 @@ var DefaultReadRules = map[platforms.Platform]map[ReadOp][]Rule{
 		OpChoices: {{Name: "read:creator_info", Limit: 20, Window: time.Minute, Cost: 1}},
 	},
 	platforms.Pinterest: {
-		OpMetrics: {{Name: "read:org_analytics", Limit: 300, Window: time.Minute, Cost: 1}},
+		OpMetrics: {{Name: "read:org_analytics", Limit: 300, Window: time.Minute, Cost: 1}, pinRequests},
 		// GET /v5/boards is an org_read call: 1,000 per minute per user.
-		OpChoices: {{Name: "read:org_read", Limit: 1000, Window: time.Minute, Cost: 1}},
+		OpChoices: {{Name: "read:org_read", Limit: 1000, Window: time.Minute, Cost: 1}, pinRequests},
 	},
 }
 

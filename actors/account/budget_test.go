@@ -123,3 +123,34 @@ func TestXAppLimitIsSharedByEveryAccount(t *testing.T) {
 	ok, _ = b.reserveOp(platforms.X, "acct-100", OpReply, DefaultReadRules[platforms.X][OpReply], 1, now)
 	require.False(t, ok, "a reply spends the same app budget")
 }
+
+// Pinterest refuses a user's 101st call of a second, whatever its category: the hundred Pins a
+// minute allows could all go out within one second, and a read of the account's boards (a post's
+// board checked) in that second must wait for the next one instead of taking a 429.
+func TestPinterestCallsOfOneSecondStayUnderItsUniversalLimit(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	b := NewBudgets(DefaultRules)
+	for i := 0; i < 100; i++ {
+		ok, _ := b.Reserve(platforms.Pinterest, "acct-p", now.Add(time.Duration(i)*time.Millisecond))
+		require.True(t, ok, "Pin %d", i)
+	}
+	ok, retry := b.reserveOp(platforms.Pinterest, "acct-p", OpChoices, DefaultReadRules[platforms.Pinterest][OpChoices], 1, now.Add(500*time.Millisecond))
+	require.False(t, ok, "the second's 100 calls are spent")
+	require.False(t, retry.Before(now.Add(time.Second)), "the window is a second from the first call: %s", retry)
+	ok, _ = b.reserveOp(platforms.Pinterest, "acct-p", OpChoices, DefaultReadRules[platforms.Pinterest][OpChoices], 1, retry)
+	require.True(t, ok, "a read goes in the next second")
+
+	// With writes allowed beyond 100 a minute, the second still binds the Pins themselves.
+	rules, err := OverrideRules(DefaultRules, "pinterest:org_write=1000/1m0s")
+	require.NoError(t, err)
+	b = NewBudgets(rules)
+	for i := 0; i < 100; i++ {
+		ok, _ := b.Reserve(platforms.Pinterest, "acct-q", now)
+		require.True(t, ok, "Pin %d", i)
+	}
+	ok, _ = b.Reserve(platforms.Pinterest, "acct-q", now.Add(900*time.Millisecond))
+	require.False(t, ok, "the 101st Pin of the second waits")
+	ok, _ = b.Reserve(platforms.Pinterest, "acct-z", now)
+	require.True(t, ok, "another user's second is its own")
+}
