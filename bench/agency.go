@@ -132,23 +132,7 @@ func bulkAgency(base *Env) (Result, error) {
 		}
 		body := fmt.Sprintf(`{"content":"Client %03d, post %05d: the spring campaign goes live today, see the new lookbook. #spring","platforms":[%s],"media":["%s"]}`,
 			k%int64(clients), k, targets[k%int64(clients)], mediaID)
-		for {
-			st, b, err := e.post("/v1/posts/publish", body, nil)
-			if err != nil {
-				return err
-			}
-			if st == http.StatusServiceUnavailable {
-				// The server's publish backlog is full: as a client should, wait for its
-				// Retry-After (1 s) and send the same request again.
-				refused.Add(1)
-				time.Sleep(time.Second)
-				continue
-			}
-			if st != http.StatusAccepted {
-				return fmt.Errorf("publish: %d %s", st, b)
-			}
-			return nil
-		}
+		return e.acceptedAfterRetries("/v1/posts/publish", body, &refused)
 	})
 	if err != nil {
 		return r, err

@@ -99,21 +99,7 @@ func campaignScenario(base *Env) (Result, error) {
 		if k >= int64(clients) {
 			return errStop
 		}
-		for {
-			st, b, err := e.post("/v1/campaigns", string(bodies[k]), nil)
-			if err != nil {
-				return err
-			}
-			if st == http.StatusServiceUnavailable {
-				refused.Add(1)
-				time.Sleep(time.Second)
-				continue
-			}
-			if st != http.StatusAccepted {
-				return fmt.Errorf("campaign: %d %.300s", st, b)
-			}
-			return nil
-		}
+		return e.acceptedAfterRetries("/v1/campaigns", string(bodies[k]), &refused)
 	})
 	if err != nil {
 		return r, err

@@ -40,6 +40,28 @@ func (e *Env) post(path, body string, hdr map[string]string) (int, []byte, error
 	return resp.StatusCode, b, err
 }
 
+// acceptedAfterRetries posts body to path until it is accepted (202). A 503 means the server's
+// publish backlog is full and nothing was created: as a client should, it waits for the answer's
+// Retry-After (1 s) and sends the same request again, counting the refusal in refused. Any other
+// answer is an error.
+func (e *Env) acceptedAfterRetries(path, body string, refused *atomic.Int64) error {
+	for {
+		st, b, err := e.post(path, body, nil)
+		if err != nil {
+			return err
+		}
+		if st == http.StatusServiceUnavailable {
+			refused.Add(1)
+			time.Sleep(time.Second)
+			continue
+		}
+		if st != http.StatusAccepted {
+			return fmt.Errorf("%s: %d %.300s", path, st, b)
+		}
+		return nil
+	}
+}
+
 // spawnWithAccounts spawns a server with extra serve flags and returns it with the ids of its
 // sandbox accounts on the given platforms.
 func (e *Env) spawnWithAccounts(platforms []string, extra ...string) (*Env, []string, error) {
