@@ -9,6 +9,11 @@ both builds alike. The harness is this checkout's bin/herald (make build), or HE
 Prints each run (accepted/s, jobs completed/s and server CPU per job where the scenario reports
 them, peak RSS), then each build's medians and the median of the pairs' CPU ratios (B/A).
 SCENARIO defaults to publish; --full runs the full scenario instead of --quick.
+
+    bench/ab.py --figures FILE [SCENARIO]
+
+prints "jobs-completed/s server-CPU-µs/job" of SCENARIO's run in a `herald bench --out` FILE
+(bench/postgres.sh reads its pairs so).
 """
 import json
 import os
@@ -20,7 +25,23 @@ import tempfile
 import time
 
 
+def figures(path, scenario):
+    """The run of scenario in a `herald bench --out` file: ops/s, peak RSS, and the jobs completed
+    per second and server CPU per job its notes give (None where they give none)."""
+    with open(path) as f:
+        r = [x for x in json.load(f)["results"] if x["scenario"].startswith(scenario)][0]
+    notes = r.get("notes", "")
+    cpu = re.search(r"server CPU (\d+) µs per job", notes)
+    done = re.search(r"jobs completed (\d+)/s", notes)
+    return {"ops": r["throughput_per_s"], "rss": r["server_peak_rss_mb"],
+            "cpu": int(cpu.group(1)) if cpu else None, "completed": int(done.group(1)) if done else None}
+
+
 def main(argv):
+    if argv and argv[0] == "--figures":
+        run = figures(argv[1], argv[2] if len(argv) > 2 else "publish")
+        print(run["completed"], run["cpu"])
+        return
     full = "--full" in argv
     argv = [a for a in argv if a != "--full"]
     extra = []
@@ -43,13 +64,7 @@ def main(argv):
                 cmd.append("--quick")
             started = time.strftime("%H:%M:%S")
             subprocess.run(cmd + extra, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-            with open(out) as f:
-                r = [x for x in json.load(f)["results"] if x["scenario"].startswith(scenario)][0]
-            notes = r.get("notes", "")
-            cpu = re.search(r"server CPU (\d+) µs per job", notes)
-            done = re.search(r"jobs completed (\d+)/s", notes)
-            run = {"ops": r["throughput_per_s"], "rss": r["server_peak_rss_mb"],
-                   "cpu": int(cpu.group(1)) if cpu else None, "completed": int(done.group(1)) if done else None}
+            run = figures(out, scenario)
             runs[which].append(run)
             print(started, which, i + 1, f"ops/s {run['ops']:.0f}", f"completed/s {run['completed']}",
                   f"server CPU µs/job {run['cpu']}", f"peak RSS MB {run['rss']:.0f}", flush=True)

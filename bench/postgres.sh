@@ -45,12 +45,7 @@ if [ -z "${HERALD_PG_PAIRS:-}" ]; then
 	exit
 fi
 # figures FILE: "completed/s cpu-µs/job" of the publish run in FILE.
-figures() {
-	python3 -c 'import json, re, sys
-r = [x for x in json.load(open(sys.argv[1]))["results"] if x["scenario"].startswith("publish")][0]
-n = r["notes"]
-print(re.search(r"jobs completed (\d+)/s", n).group(1), re.search(r"server CPU (\d+) µs per job", n).group(1))' "$1"
-}
+figures() { python3 "$(dirname "$0")/ab.py" --figures "$1"; }
 for i in $(seq 1 "$HERALD_PG_PAIRS"); do
 	"$bin" bench --scenario publish --quick --out "$dir/bbolt.json" "$@" >/dev/null 2>&1
 	"$bin" bench --scenario publish --quick --out "$dir/pg.json" --store "$url" "$@" >/dev/null 2>&1
