@@ -3,7 +3,8 @@ package actors
 import "sync"
 
 // Recent holds the last n values put, by key, for the actors that are likely to need them soon
-// after another component stored them: the reads they save cost a decode of a stored record. It
+// after another component stored them: the reads they save cost a decode of a stored record, or
+// the read itself when the write that uses the value checks it is stored still. It
 // is bounded (the oldest entry goes when a new one comes), safe for concurrent use, and never a
 // source of truth: a miss means reading the store. Put only values that do not change while they
 // may be read from here (or use Take, which hands a value out once).

@@ -253,6 +253,15 @@ func (t *Tx) JobKept(id string, kept *Job, raw []byte) (*Job, error) {
 	return &j, nil
 }
 
+// JobStoredAs reports whether the store holds the job under id as exactly raw (Encode's bytes
+// of it): a write that took a job as it was kept, without reading it, makes itself conditional
+// on it in its own transaction, and whatever changed the job since (another write, anywhere,
+// or its deletion) makes it false.
+func (t *Tx) JobStoredAs(id string, raw []byte) bool {
+	b := t.kv.Bucket(bJobs).Get(mustID(id))
+	return b != nil && bytes.Equal(b, raw)
+}
+
 // ActiveJobs lists the tracking ids of jobs to resume.
 func (t *Tx) ActiveJobs() []string {
 	var out []string

@@ -11,6 +11,11 @@ import (
 // ErrNotFound means the record does not exist.
 var ErrNotFound = errors.New("persistence: not found")
 
+// ErrChanged refuses a write made on a record as it was kept rather than read, when the store
+// no longer holds it so (JobStoredAs, PostStoredAs): its writer reads the record and decides
+// again.
+var ErrChanged = errors.New("persistence: the record changed since it was kept")
+
 // ErrExists means a unique key is taken (for example a user's e-mail).
 var ErrExists = errors.New("persistence: already exists")
 
@@ -334,21 +339,11 @@ func (t *Tx) Post(id string) (*Post, error) {
 	return &p, nil
 }
 
-// PostKept returns a post by id like Post, but kept itself when the store holds exactly raw, the
-// bytes kept was stored as (Encode's): see JobKept.
-func (t *Tx) PostKept(id string, kept *Post, raw []byte) (*Post, error) {
+// PostStoredAs reports whether the store holds the post under id as exactly raw: see
+// JobStoredAs.
+func (t *Tx) PostStoredAs(id string, raw []byte) bool {
 	b := t.kv.Bucket(bPosts).Get(mustID(id))
-	if b == nil {
-		return nil, ErrNotFound
-	}
-	if kept != nil && bytes.Equal(b, raw) {
-		return kept, nil
-	}
-	var p Post
-	if err := Decode(b, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return b != nil && bytes.Equal(b, raw)
 }
 
 // PostContent is what a network call needs of a post: its owner, text and media. Once a post has

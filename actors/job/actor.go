@@ -52,10 +52,16 @@ type Deps struct {
 	// Fence, when several nodes share the store, is the job's shard lease: its writes fence on
 	// it (nil: a single process).
 	Fence actors.Fence
-	// Kept, when set, returns the job as its post committed it, with the bytes it was stored as
-	// (nil when none is kept): an activation uses it while the store holds those bytes still
-	// (persistence.Tx.JobKept) instead of decoding the job again. It is shared and never changed.
+	// Kept, when set, returns the job as it was last committed on this node (by its post, or by
+	// its actor: Keep), with the bytes it was stored as (nil when none is kept). It is shared
+	// and never changed. An activation by an account's report takes it as the job's state
+	// without reading the store, and the write that stores the report holds only if the store
+	// still has those bytes (persistence.Tx.JobStoredAs, in the write's transaction): otherwise
+	// the job is read and the write built again. Any other activation reads the job, and keeps
+	// the kept one when the store holds it still (persistence.Tx.JobKept) instead of decoding it.
 	Kept func(id string) (*persistence.Job, []byte)
+	// Keep, when set, is handed each unfinished job its actor stored, with its bytes, for Kept.
+	Keep func(j *persistence.Job, raw []byte)
 }
 
 // Handoff takes a final job (actors/publishing in Herald).
@@ -116,6 +122,10 @@ type Actor struct {
 	// loaded tells whether state reflects bbolt (read on the first message after a start,
 	// unless that message carries the job).
 	loaded bool
+	// unverified, when set, is the bytes state was kept as (Deps.Kept) when an account's report
+	// activated the job without reading it: the next write holds only if the store has them
+	// still, and any message but a report reads the job first.
+	unverified []byte
 	// pending are the reports received and not yet stored, in the order they came: what they
 	// tell happened (a network call's outcome among them). They are stored together, in one
 	// write, once the job has read the reports its mailbox held (flushArmed: a flushReports is
@@ -165,6 +175,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 	if !a.loaded {
 		switch ctx.Message().(type) {
 		case actor.SystemMessage, actor.AutoReceiveMessage:
+		case *account.Report:
+			a.loaded = true
+			a.loadKept()
 		default:
 			a.loaded = true
 			a.load()
@@ -201,8 +214,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 		return
 	}
-	// Every other message sees the reports that came before it, stored.
+	// Every other message sees the reports that came before it, stored, and the job as stored.
 	a.flush(ctx)
+	if a.unverified != nil {
+		a.load()
+	}
 	switch m := ctx.Message().(type) {
 	case *Start:
 		a.start()
@@ -254,13 +270,30 @@ func (a *Actor) stopped() {
 	a.loaded = false
 }
 
+// loadKept takes the kept job as the state without reading it, for an activation by a report,
+// when one is kept and unfinished (a finished one may need settling: load decides); the report's
+// write verifies it (Deps.Kept). Otherwise it reads the job.
+func (a *Actor) loadKept() {
+	if a.deps.Kept != nil {
+		if kept, raw := a.deps.Kept(a.id); kept != nil && !finished(kept) {
+			a.state, a.unverified = kept, raw
+			return
+		}
+	}
+	a.load()
+}
+
+// load reads the job: the state the actor took without reading (loadKept), or the kept one, is
+// kept when the store holds it still.
 func (a *Actor) load() {
-	a.state = nil
 	var kept *persistence.Job
 	var raw []byte
-	if a.deps.Kept != nil {
+	if a.unverified != nil {
+		kept, raw = a.state, a.unverified
+	} else if a.deps.Kept != nil {
 		kept, raw = a.deps.Kept(a.id)
 	}
+	a.state, a.unverified = nil, nil
 	_ = a.deps.Store.View(func(tx *persistence.Tx) error {
 		if j, err := tx.JobKept(a.id, kept, raw); err == nil {
 			// A finished job that is no longer to be resumed was settled by its post's commit.
@@ -359,7 +392,13 @@ type batch struct {
 	// takes the outcome through Finish after the commit).
 	final  bool
 	settle Settlement
+	// expect, when set, is the bytes the store must hold the job as for the write to hold: the
+	// state it was built on was kept, not read (Actor.unverified).
+	expect []byte
 }
+
+// errUnverified refuses a write built on a kept job the store no longer holds as kept.
+var errUnverified = errors.New("the job changed since it was kept")
 
 type seqEvents struct {
 	seq uint64
@@ -475,8 +514,20 @@ func (b *batch) encode() error {
 	return err
 }
 
-// write is the batch's transaction.
+// write is the batch's transaction. Built on a kept job, it is refused unless the store holds
+// that job still; the check does not end the function early, so that on PostgreSQL a probe of it
+// (Store.UpdateAhead) notes every row it reads at once.
 func (b *batch) write(tx *persistence.Tx, id string) error {
+	held := b.expect == nil || tx.JobStoredAs(id, b.expect)
+	err := b.writes(tx, id)
+	if !held {
+		return errUnverified
+	}
+	return err
+}
+
+// writes are the batch's writes.
+func (b *batch) writes(tx *persistence.Tx, id string) error {
 	for _, target := range b.done {
 		// The outcome is stored: the account's attempt record is no longer needed.
 		if err := tx.DeleteAttempt(id, target); err != nil {
@@ -512,7 +563,19 @@ func (b *batch) write(tx *persistence.Tx, id string) error {
 
 // record stores the pending reports durably in one write, then applies and announces them. It
 // fails only when the store could not take them, and then changes nothing: they stay pending.
+// A write built on a kept job that the store no longer holds as kept is built again on the job
+// as stored.
 func (a *Actor) record() error {
+	err := a.recordOnce()
+	if errors.Is(err, errUnverified) {
+		a.deps.Log.Debug("a job changed since it was kept; it is read and its reports stored again", "job_id", a.id)
+		a.load()
+		err = a.recordOnce()
+	}
+	return err
+}
+
+func (a *Actor) recordOnce() error {
 	b, err := a.build()
 	if err != nil {
 		return err
@@ -521,6 +584,7 @@ func (a *Actor) record() error {
 		a.pending = nil
 		return nil
 	}
+	b.expect = a.unverified
 	if b.final {
 		b.settle = a.deps.Handoff.Settle(b.next, b.now)
 	}
@@ -530,10 +594,15 @@ func (a *Actor) record() error {
 	// Read ahead on PostgreSQL (persistence.Store.UpdateAhead): write sets nothing outside the
 	// transaction but the ids and numbers of the events it appends, on every run.
 	err = actors.UpdateAhead(context.Background(), a.deps.Store, a.deps.Fence, a.id, func(tx *persistence.Tx) error { return b.write(tx, a.id) })
-	if err != nil && b.settle != nil && !errors.Is(err, persistence.ErrWriteFailed) && !errors.Is(err, persistence.ErrClosed) && !errors.Is(err, persistence.ErrFenced) {
-		// The post's part was refused (a record it reads is damaged): the job is stored alone,
-		// and its post takes the outcome through Finish, as after a restart.
-		a.deps.Log.Warn("storing a job's outcome with its post's failed; the post takes it on its own", "job_id", a.id, "error", err)
+	if err != nil && b.settle != nil && !errors.Is(err, errUnverified) && !errors.Is(err, persistence.ErrWriteFailed) && !errors.Is(err, persistence.ErrClosed) && !errors.Is(err, persistence.ErrFenced) {
+		// The post's part was refused (a record it reads is damaged, or the post it was built
+		// on changed since it was kept): the job is stored alone, and its post takes the
+		// outcome through Finish, as after a restart.
+		if errors.Is(err, persistence.ErrChanged) {
+			a.deps.Log.Debug("a job's post changed since it was kept; the post takes the outcome on its own", "job_id", a.id)
+		} else {
+			a.deps.Log.Warn("storing a job's outcome with its post's failed; the post takes it on its own", "job_id", a.id, "error", err)
+		}
 		b.settle = nil
 		if err := b.encode(); err != nil {
 			return err
@@ -543,10 +612,13 @@ func (a *Actor) record() error {
 	if err != nil {
 		return err
 	}
-	a.pending = nil
+	a.pending, a.unverified = nil, nil
 	next := b.next
 	if next == nil {
 		return nil
+	}
+	if !b.final && a.deps.Keep != nil {
+		a.deps.Keep(next, b.raw)
 	}
 	if b.settle != nil {
 		b.settle.Stored()

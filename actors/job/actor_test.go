@@ -2,7 +2,9 @@ package job_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -406,4 +408,178 @@ func TestAJobKeptAsCommittedIsUsedOnlyWhileStoredAsItWas(t *testing.T) {
 	require.Equal(t, "calling", got.Targets[0].Message, "the stored job, not the stale kept one")
 	require.Equal(t, persistence.JobProcessing, got.Status)
 	require.EqualValues(t, 1, got.Seq)
+}
+
+// A report activates its job on the job as kept, without reading the store, and the write that
+// stores the report holds only while the store holds the job as it was kept: a job changed since
+// (by a write here or on another node) is read and the report stored on it, and a job no longer
+// stored is not written again from what was kept. What the actor stores is kept in turn.
+func TestAReportActivatesAJobOnItsKeptStateWhichItsWriteChecks(t *testing.T) {
+	t.Parallel()
+	faults := &persistence.Faults{}
+	store, err := storetest.Open(t, t.TempDir(), persistence.Options{Faults: faults})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
+	t.Cleanup(sys.Shutdown)
+	user := uuid.NewString()
+	ctx := context.Background()
+	type keptJob struct {
+		j   *persistence.Job
+		raw []byte
+	}
+	var mu sync.Mutex
+	kept := map[string]keptJob{}
+	handed := make(chan keptJob, 8)
+	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: time.Minute, Log: slog.New(slog.DiscardHandler),
+		Kept: func(id string) (*persistence.Job, []byte) {
+			mu.Lock()
+			defer mu.Unlock()
+			return kept[id].j, kept[id].raw
+		},
+		Keep: func(j *persistence.Job, raw []byte) { handed <- keptJob{j, raw} },
+	}))
+	newJob := func() *persistence.Job {
+		return &persistence.Job{TrackingID: uuid.Must(uuid.NewV7()).String(), PostID: uuid.Must(uuid.NewV7()).String(), UserID: user,
+			Status: persistence.JobQueued, CreatedAt: time.Now().UTC(), Targets: []persistence.JobTarget{
+				{Target: 0, Platform: "bluesky", AccountID: uuid.NewString(), Phase: persistence.PhaseUploading, Message: "queued"},
+				{Target: 1, Platform: "linkedin", AccountID: uuid.NewString(), Phase: persistence.PhaseUploading, Message: "queued"}}}
+	}
+	// keep keeps j as stored as raw, with a message on its second target that the bytes do not
+	// carry: only a job built on the kept one says it.
+	keep := func(j *persistence.Job, raw []byte) {
+		k := j.Clone()
+		k.Targets[1].Message = "kept"
+		mu.Lock()
+		kept[j.TrackingID] = keptJob{k, raw}
+		mu.Unlock()
+	}
+	put := func(j *persistence.Job) []byte {
+		raw, err := persistence.Encode(j)
+		require.NoError(t, err)
+		require.NoError(t, store.Update(ctx, func(tx *persistence.Tx) error { return tx.PutJobEncoded(j, raw) }))
+		return raw
+	}
+	report := func(j *persistence.Job) {
+		dir.Send(j.TrackingID, &account.Report{JobID: j.TrackingID, Target: 0, AccountID: j.Targets[0].AccountID, Final: true, Success: true,
+			Message: "published", Publication: platforms.Publication{ID: "net-1", URL: "https://example.com/1"}})
+	}
+	stored := func(id string) *persistence.Job {
+		var j *persistence.Job
+		require.NoError(t, store.View(func(tx *persistence.Tx) error {
+			var err error
+			if j, err = tx.Job(id); errors.Is(err, persistence.ErrNotFound) {
+				return nil
+			}
+			return err
+		}))
+		return j
+	}
+	reported := func(id string) *persistence.Job {
+		t.Helper()
+		var j *persistence.Job
+		require.Eventually(t, func() bool {
+			j = stored(id)
+			return j != nil && j.Targets[0].Phase == persistence.PhaseSuccess
+		}, 10*time.Second, time.Millisecond)
+		return j
+	}
+
+	// Stored as kept: the write holds, built on the kept job. The store refuses every read
+	// meanwhile: the activation reads nothing.
+	held := newJob()
+	keep(held, put(held))
+	faults.FailViews(errors.New("no reads"))
+	report(held)
+	var k keptJob
+	select {
+	case k = <-handed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the report was not stored without reading the job")
+	}
+	faults.Clear()
+	got := reported(held.TrackingID)
+	require.Equal(t, "kept", got.Targets[1].Message, "built on the kept job, not on the one read")
+	require.EqualValues(t, 1, got.Seq)
+	require.Equal(t, got, k.j, "what the actor stored is handed on to be kept")
+	require.NoError(t, store.View(func(tx *persistence.Tx) error {
+		require.True(t, tx.JobStoredAs(held.TrackingID, k.raw), "with the bytes it was stored as")
+		return nil
+	}))
+
+	// Changed since it was kept: refused, and stored again on the job as stored.
+	changed := newJob()
+	keep(changed, put(changed))
+	since := changed.Clone()
+	since.Status, since.Seq, since.Targets[1].Message = persistence.JobProcessing, 1, "calling"
+	put(since)
+	report(changed)
+	got = reported(changed.TrackingID)
+	require.Equal(t, "calling", got.Targets[1].Message, "built on the stored job")
+	require.EqualValues(t, 2, got.Seq)
+	require.Equal(t, persistence.JobProcessing, got.Status)
+	require.Equal(t, got, (<-handed).j)
+
+	// No longer stored: nothing is written from what was kept.
+	gone := newJob()
+	raw, err := persistence.Encode(gone)
+	require.NoError(t, err)
+	keep(gone, raw)
+	report(gone)
+	_, err = actors.Ask[*job.Flushed](ctx, dir.To(gone.TrackingID), &job.Flush{})
+	require.NoError(t, err)
+	require.Nil(t, stored(gone.TrackingID))
+	_, err = actors.Ask[*job.Reply](ctx, dir.To(gone.TrackingID), &job.Get{Scope: user})
+	require.ErrorIs(t, err, job.ErrNotFound)
+	select {
+	case k := <-handed:
+		t.Fatalf("a job no longer stored was kept: %+v", k.j)
+	default:
+	}
+}
+
+// changedPost is a hand-off whose post changed since it was kept: its part of the job's final
+// transaction is refused (post.Outcome.Write), and the post is handed the job (Finish).
+type changedPost chan *persistence.Job
+
+func (changedPost) Settle(*persistence.Job, time.Time) job.Settlement { return refusedSettlement{} }
+func (c changedPost) Finish(j *persistence.Job)                       { c <- j }
+func (changedPost) Finished(*persistence.Job, time.Duration)          {}
+
+type refusedSettlement struct{}
+
+func (refusedSettlement) Write(*persistence.Tx) error { return persistence.ErrChanged }
+func (refusedSettlement) Stored()                     { panic("a refused outcome was announced") }
+
+// A final write whose post's part is refused because the post changed since it was kept stores
+// the job alone, still to be settled, and hands it to the post's actor, which reads the post.
+func TestAFinalWriteWhosePostChangedSinceItWasKeptHandsTheOutcomeToThePost(t *testing.T) {
+	t.Parallel()
+	store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
+	t.Cleanup(sys.Shutdown)
+	finished := make(chan *persistence.Job, 1)
+	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: time.Minute, Log: slog.New(slog.DiscardHandler),
+		Handoff: changedPost(finished)}))
+	j := &persistence.Job{TrackingID: uuid.Must(uuid.NewV7()).String(), PostID: uuid.Must(uuid.NewV7()).String(), UserID: uuid.NewString(),
+		Status: persistence.JobQueued, CreatedAt: time.Now().UTC(),
+		Targets: []persistence.JobTarget{{Target: 0, Platform: "bluesky", AccountID: uuid.NewString(), Phase: persistence.PhaseUploading}}}
+	require.NoError(t, store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutJob(j) }))
+	dir.Send(j.TrackingID, &account.Report{JobID: j.TrackingID, Target: 0, AccountID: j.Targets[0].AccountID, Final: true, Success: true, Message: "published"})
+	select {
+	case got := <-finished:
+		require.Equal(t, persistence.JobCompleted, got.Status)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job was not handed to its post")
+	}
+	require.NoError(t, store.View(func(tx *persistence.Tx) error {
+		got, err := tx.Job(j.TrackingID)
+		require.NoError(t, err)
+		require.Equal(t, persistence.JobCompleted, got.Status, "the job stored alone")
+		require.False(t, got.PostSynced)
+		require.True(t, tx.JobActive(j.TrackingID), "to be settled by its post")
+		return nil
+	}))
 }

@@ -40,9 +40,9 @@ type Deps struct {
 	Fence actors.Fence
 	// Keep, when set, is handed a post published at its creation and its new job as committed,
 	// with the bytes they were stored as, before the hand-off starts the job: their readers
-	// (the job's actor, its outcome) use them while the store holds those bytes still
-	// (persistence.Tx.JobKept, PostKept) instead of decoding them again. What it is handed is
-	// shared and never changed.
+	// (the job's actor, its outcome) build on them without reading the store, and their writes
+	// hold only while the store holds those bytes still (persistence.Tx.JobStoredAs,
+	// PostStoredAs). What it is handed is shared and never changed.
 	Keep func(*Committed)
 }
 

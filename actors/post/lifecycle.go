@@ -683,9 +683,12 @@ func (a *Actor) finishJob(ctx actor.Context, m *Finish) {
 // commit is the post as stored when it commits.
 type Outcome struct {
 	// Post is the post as it takes the outcome.
-	Post  *persistence.Post
-	raw   []byte
-	event *persistence.Event
+	Post *persistence.Post
+	raw  []byte
+	// expect, when set, is the bytes the post was kept as when the outcome was built on it
+	// without reading it: Write is refused (persistence.ErrChanged) unless the store holds them.
+	expect []byte
+	event  *persistence.Event
 	// settled are the targets the job decided.
 	settled []int
 	now     time.Time
@@ -771,23 +774,28 @@ func ReadOutcome(store *persistence.Store, j *persistence.Job, now time.Time) *O
 }
 
 // ReadOutcomeKept is ReadOutcome with the post kept as its job was committed (Deps.Keep; nil:
-// none): while the store holds it as it was stored, it is copied instead of decoded again.
+// none): the outcome is built on a copy of it without reading the store, and its Write holds
+// only if the store has the post as it was kept still (persistence.Tx.PostStoredAs, in the
+// job's final transaction); otherwise the write is refused with persistence.ErrChanged and the
+// post's actor takes the outcome (job.Handoff.Finish), reading the post.
 func ReadOutcomeKept(store *persistence.Store, j *persistence.Job, now time.Time, kept *Committed) *Outcome {
+	if kept != nil && kept.Post != nil && kept.Post.ID == j.PostID && kept.PostRaw != nil {
+		o, err := newOutcome(kept.Post.Clone(), j, now) // shared: the outcome changes its own copy
+		if err != nil || o == nil {
+			return nil
+		}
+		o.expect = kept.PostRaw
+		return o
+	}
 	var cur *persistence.Post
 	if err := store.View(func(tx *persistence.Tx) error {
 		var err error
-		if kept == nil || kept.Post == nil || kept.Post.ID != j.PostID {
-			cur, err = tx.Post(j.PostID)
-			return err
-		}
-		if cur, err = tx.PostKept(j.PostID, kept.Post, kept.PostRaw); err == nil && cur == kept.Post {
-			cur = cur.Clone() // shared: the outcome changes its own copy
-		}
+		cur, err = tx.Post(j.PostID)
 		return err
 	}); err != nil {
 		return nil
 	}
-	// The post was read (or copied) for this outcome alone: it becomes the outcome's post.
+	// The post was read for this outcome alone: it becomes the outcome's post.
 	o, err := newOutcome(cur, j, now)
 	if err != nil {
 		return nil
@@ -798,7 +806,20 @@ func ReadOutcomeKept(store *persistence.Store, j *persistence.Job, now time.Time
 // Write stores the outcome in tx: the outbox event, the post, its usage counts, and the
 // campaign's campaign.completed when the post was its last open one. The job's settlement
 // (persistence.Tx.SettleJob, or the job stored synced) is the caller's.
+//
+// Built on a kept post, it is refused with persistence.ErrChanged unless the store holds that
+// post still; the check does not end it early, so that on PostgreSQL a probe of the transaction
+// (persistence.Store.UpdateAhead) notes every row it reads at once.
 func (o *Outcome) Write(tx *persistence.Tx) error {
+	held := o.expect == nil || tx.PostStoredAs(o.Post.ID, o.expect)
+	err := o.write(tx)
+	if !held {
+		return persistence.ErrChanged
+	}
+	return err
+}
+
+func (o *Outcome) write(tx *persistence.Tx) error {
 	if err := tx.AppendEvent(o.event); err != nil {
 		return err
 	}

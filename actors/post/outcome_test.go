@@ -111,10 +111,10 @@ func TestAnOutcomeWrittenByItsJobIsTheOutcomeThePostTakes(t *testing.T) {
 	require.Nil(t, none)
 }
 
-// The outcome of a job's final transaction starts from the post kept as the job was committed
-// while the store holds it as it was stored, changing a copy of it; once the post changed, from
-// the post as stored.
-func TestAnOutcomeStartsFromTheKeptPostOnlyWhileStoredAsItWas(t *testing.T) {
+// The outcome of a job's final transaction is built on the post kept as the job was committed,
+// without reading the store, changing a copy of it; its write holds only while the store holds
+// the post as it was kept, and is refused otherwise, writing nothing.
+func TestAnOutcomeBuiltOnTheKeptPostHoldsOnlyWhileStoredAsItWas(t *testing.T) {
 	t.Parallel()
 	s := newStates(t)
 	id, _ := s.in(persistence.PostPublishing)
@@ -138,17 +138,41 @@ func TestAnOutcomeStartsFromTheKeptPostOnlyWhileStoredAsItWas(t *testing.T) {
 	// The kept post carries a text its stored bytes do not: only an outcome made from it says it.
 	keptPost := stored.Clone()
 	keptPost.Content = "kept"
+	ctx := context.Background()
+
+	// Kept as bytes the store does not hold: refused, and nothing changed.
+	stale := &post.Committed{Post: keptPost, PostRaw: append([]byte(nil), raw[:len(raw)-1]...)}
+	o := post.ReadOutcomeKept(s.store, j, now, stale)
+	require.NotNil(t, o)
+	require.Equal(t, "kept", o.Post.Content, "built on the kept post, not read")
+	require.ErrorIs(t, s.store.Update(ctx, o.Write), persistence.ErrChanged)
+	require.NoError(t, s.store.View(func(tx *persistence.Tx) error {
+		p, err := tx.Post(id)
+		require.NoError(t, err)
+		require.Equal(t, persistence.PostPublishing, p.Status)
+		require.Equal(t, "hello", p.Content)
+		evs, err := tx.EventsAfter("test", 1000)
+		require.Empty(t, evs, "no event")
+		return err
+	}))
+
 	kept := &post.Committed{Post: keptPost, PostRaw: raw}
-	o := post.ReadOutcomeKept(s.store, j, now, kept)
+	o = post.ReadOutcomeKept(s.store, j, now, kept)
 	require.NotNil(t, o)
 	require.Equal(t, "kept", o.Post.Content)
 	require.Equal(t, persistence.PostPublished, o.Post.Status)
 	require.NotSame(t, keptPost, o.Post)
 	require.Equal(t, persistence.PostPublishing, keptPost.Status, "the kept post is shared: unchanged")
+	require.NoError(t, s.store.Update(ctx, o.Write))
+	require.NoError(t, s.store.View(func(tx *persistence.Tx) error {
+		p, err := tx.Post(id)
+		require.NoError(t, err)
+		require.Equal(t, persistence.PostPublished, p.Status)
+		require.Equal(t, "kept", p.Content, "the outcome written is the one built on the kept post")
+		return nil
+	}))
 
-	stale := &post.Committed{Post: keptPost, PostRaw: append([]byte(nil), raw[:len(raw)-1]...)}
-	o = post.ReadOutcomeKept(s.store, j, now, stale)
-	require.NotNil(t, o)
-	require.Equal(t, "hello", o.Post.Content, "the post as stored")
-	require.Equal(t, persistence.PostPublished, o.Post.Status)
+	// Without a kept post, the stored one is read.
+	o = post.ReadOutcomeKept(s.store, j, now, nil)
+	require.Nil(t, o, "the stored post took this job's outcome already")
 }

@@ -90,8 +90,8 @@ type Publishing struct {
 	hub    *campaign.Hub
 	// started are the posts whose jobs started last, for their accounts.
 	started *actors.Recent[string, *persistence.PostContent]
-	// kept are the jobs created last with their posts, as committed, for the jobs' actors and
-	// outcomes (post.Deps.Keep), by job id.
+	// kept are the jobs created last with their posts, as committed (post.Deps.Keep; a job's
+	// later writes replace it: job.Deps.Keep), for the jobs' actors and outcomes, by job id.
 	kept *actors.Recent[string, *post.Committed]
 	// outcomes and durations observe every finished job.
 	outcomes  *prometheus.CounterVec
@@ -152,7 +152,7 @@ func New(cfg Config) *Publishing {
 	p.To.Accounts = route(p.Accounts)
 	p.Jobs = actors.NewDirectory(cfg.System, cfg.Capped(job.Kind(job.Deps{
 		Store: cfg.Store, Log: cfg.Log, IdleTimeout: cfg.IdleTimeout, Handoff: p, Campaigns: cfg.Hub, Fence: cfg.Fence,
-		Kept: p.keptJob,
+		Kept: p.keptJob, Keep: p.keepJob,
 	})))
 	p.To.Jobs = route(p.Jobs)
 	so := cfg.Scheduler
@@ -244,12 +244,22 @@ func (p *Publishing) sendLive(id string, msg any) {
 	p.Posts.SendLive(id, msg)
 }
 
-// keptJob is the job kept as its post committed it, for its actor's activation (job.Deps.Kept).
+// keptJob is the job kept as its post or its actor last committed it, for its actor's
+// activation (job.Deps.Kept).
 func (p *Publishing) keptJob(id string) (*persistence.Job, []byte) {
 	if c, ok := p.kept.Get(id); ok {
 		return c.Job, c.JobRaw
 	}
 	return nil, nil
+}
+
+// keepJob keeps a job its actor stored in place of the one kept before, with the post kept with
+// it, for the job's next activation (job.Deps.Keep). A job no longer kept is not kept again: the
+// room is for the jobs its posts committed last.
+func (p *Publishing) keepJob(j *persistence.Job, raw []byte) {
+	if c, ok := p.kept.Get(j.TrackingID); ok {
+		p.kept.Put(j.TrackingID, &post.Committed{Job: j, JobRaw: raw, Post: c.Post, PostRaw: c.PostRaw})
+	}
 }
 
 // Finish hands a final job to its post (job.Handoff).
