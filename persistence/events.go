@@ -70,6 +70,11 @@ func (t *Tx) eventsFrom(consumer, near string, want int) (c kvCursor, k, v []byt
 	}
 	cur := t.kv.Bucket(bEventCursors).Get([]byte(consumer))
 	if cur == nil {
+		if t.guessing(bEventCursors, []byte(consumer)) {
+			// A probe reading ahead has no answer for the cursor yet: the walk from the first
+			// event is only for a consumer with no cursor, and the next round knows.
+			return c, nil, nil
+		}
 		k, v = c.First()
 		return c, k, v
 	}

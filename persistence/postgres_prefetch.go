@@ -127,6 +127,23 @@ func (t *pgTx) surprised(missed []pgReq) bool {
 	return false
 }
 
+// guessing reports whether tx is a probe reading ahead that has no answer yet for the row under
+// key in bucket: it took the row as missing, which the row may not be. A function whose reads
+// depend on a missing row (a walk from the first key when a cursor row is missing) stops there in
+// a probe instead of noting reads that the real run, finding the row, does not make.
+func (t *Tx) guessing(bucket, key []byte) bool {
+	pt, ok := t.kv.(*pgTx)
+	if !ok || pt.probe == nil {
+		return false
+	}
+	b, ok := pt.Bucket(bucket).(*pgBucket)
+	if !ok {
+		return false
+	}
+	_, read := pt.reads.rows[pgRowKey{b.tbl, string(key)}]
+	return !read
+}
+
 // runProbe runs fn once as a probe.
 func (t *pgTx) runProbe(probe *pgProbe, fn func(*Tx) error) {
 	defer func() { _ = recover() }()

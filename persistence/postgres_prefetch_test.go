@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -317,4 +318,85 @@ func TestPostgresViewEndsWithTheNextOne(t *testing.T) {
 	require.Eventually(t, func() bool { return len(s.pg.views.idle) == 0 && len(s.pg.views.slots) == 0 }, 5*pgViewIdle, 50*time.Millisecond,
 		"an idle connection goes back to the pool")
 	read()
+}
+
+// pgStatements keeps the SQL of every statement a store's connections send.
+type pgStatements struct {
+	mu  sync.Mutex
+	sql []string
+}
+
+func (c *pgStatements) add(sql string) {
+	c.mu.Lock()
+	c.sql = append(c.sql, sql)
+	c.mu.Unlock()
+}
+
+func (c *pgStatements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	c.add(d.SQL)
+	return ctx
+}
+
+func (c *pgStatements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *pgStatements) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (c *pgStatements) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	c.add(d.SQL)
+}
+
+func (c *pgStatements) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// A consumer that reads the outbox from its cursor in a batch that reads ahead reads the events
+// after its cursor, and never the outbox from its first event: a probe that has no answer yet for
+// the cursor does not take the consumer for a new one.
+func TestPostgresReadingAheadFromACursorDoesNotReadTheOutboxFromItsStart(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	stmts := &pgStatements{}
+	s, err := openPostgres(context.Background(), url, Options{}, func(c *pgxpool.Config) { c.ConnConfig.Tracer = stmts })
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := context.Background()
+	var ids []string
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+		for i := range 20 {
+			e := &Event{Type: "post.published", UserID: "u", CreatedAt: time.Now().UTC(), Data: []byte(fmt.Sprintf(`{"n":%d}`, i))}
+			if err := tx.AppendEvent(e); err != nil {
+				return err
+			}
+			ids = append(ids, e.ID)
+		}
+		return tx.AdvanceEvents("reader", ids[9])
+	}))
+	first := "SELECT k, v FROM " + pgx.Identifier{"kv_events"}.Sanitize() + " ORDER BY k LIMIT $1"
+	stmts.mu.Lock()
+	stmts.sql = nil
+	stmts.mu.Unlock()
+	got := make([][]string, 2)
+	fns := make([]func(*Tx) error, 2)
+	for i := range fns {
+		fns[i] = func(tx *Tx) error {
+			evs, _, _, err := tx.EventsWantedNear("reader", ids[9], 5, func(string, string) bool { return true })
+			got[i] = nil
+			for _, e := range evs {
+				got[i] = append(got[i], e.ID)
+			}
+			return err
+		}
+	}
+	for _, err := range commitBatch(s, true, fns) {
+		require.NoError(t, err)
+	}
+	for i := range got {
+		require.Equal(t, ids[10:15], got[i], "the events after the cursor")
+	}
+	stmts.mu.Lock()
+	defer stmts.mu.Unlock()
+	require.NotEmpty(t, stmts.sql)
+	for _, q := range stmts.sql {
+		require.NotEqual(t, first, q, "the outbox read from its first event")
+	}
 }
