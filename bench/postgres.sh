@@ -9,7 +9,8 @@
 # With HERALD_PG_PAIRS=N it runs, instead, N pairs of quick publish runs, one on bbolt and one on
 # the PostgreSQL server, alternating, and prints each pair's jobs completed per second and server
 # CPU per job on both, and the ratio of the completions: PostgreSQL beside bbolt, the same build,
-# the machine's drift falling on both alike.
+# the machine's drift falling on both alike; with HERALD_PG_FULL=1 too, full runs instead of quick
+# ones (the publish of `make bench`, with its backlog).
 set -euo pipefail
 bin=$1
 shift
@@ -46,9 +47,11 @@ if [ -z "${HERALD_PG_PAIRS:-}" ]; then
 fi
 # figures FILE: "completed/s cpu-µs/job" of the publish run in FILE.
 figures() { python3 "$(dirname "$0")/ab.py" --figures "$1"; }
+quick=(--quick)
+if [ -n "${HERALD_PG_FULL:-}" ]; then quick=(); fi
 for i in $(seq 1 "$HERALD_PG_PAIRS"); do
-	"$bin" bench --scenario publish --quick --out "$dir/bbolt.json" "$@" >/dev/null 2>&1
-	"$bin" bench --scenario publish --quick --out "$dir/pg.json" --store "$url" "$@" >/dev/null 2>&1
+	"$bin" bench --scenario publish "${quick[@]}" --out "$dir/bbolt.json" "$@" >/dev/null 2>&1
+	"$bin" bench --scenario publish "${quick[@]}" --out "$dir/pg.json" --store "$url" "$@" >/dev/null 2>&1
 	read -r bc bu <<<"$(figures "$dir/bbolt.json")"
 	read -r pc pu <<<"$(figures "$dir/pg.json")"
 	echo "pair $i: jobs completed/s bbolt $bc, PostgreSQL $pc, ratio $(python3 -c "print(round($pc / $bc, 2))"); server CPU µs per job bbolt $bu, PostgreSQL $pu"
