@@ -39,12 +39,17 @@ func (c *pgTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndDat
 // openTracedPostgres opens a PostgreSQL store whose connections count their round trips.
 func openTracedPostgres(t *testing.T) (*Store, *pgTrips) {
 	t.Helper()
-	url := pgtest.URL(t)
 	trips := &pgTrips{}
-	s, err := openPostgres(context.Background(), url, Options{}, func(c *pgxpool.Config) { c.ConnConfig.Tracer = trips })
+	return openPostgresTracing(t, trips), trips
+}
+
+// openPostgresTracing opens a PostgreSQL store whose connections report their queries to tracer.
+func openPostgresTracing(t *testing.T, tracer pgx.QueryTracer) *Store {
+	t.Helper()
+	s, err := openPostgres(context.Background(), pgtest.URL(t), Options{}, func(c *pgxpool.Config) { c.ConnConfig.Tracer = tracer })
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	return s, trips
+	return s
 }
 
 // commitBatch runs fns as one batch of the group committer, each written with UpdateAhead when
@@ -354,11 +359,8 @@ func (c *pgStatements) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchE
 // the cursor does not take the consumer for a new one.
 func TestPostgresReadingAheadFromACursorDoesNotReadTheOutboxFromItsStart(t *testing.T) {
 	t.Parallel()
-	url := pgtest.URL(t)
 	stmts := &pgStatements{}
-	s, err := openPostgres(context.Background(), url, Options{}, func(c *pgxpool.Config) { c.ConnConfig.Tracer = stmts })
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
+	s := openPostgresTracing(t, stmts)
 	ctx := context.Background()
 	var ids []string
 	require.NoError(t, s.Update(ctx, func(tx *Tx) error {

@@ -21,17 +21,25 @@ import (
 	"github.com/heraldhq/herald/platforms"
 )
 
+// open opens a store in a temporary directory with opts, and an actor system, both closed when
+// the test ends.
+func open(t *testing.T, opts persistence.Options) (*persistence.Store, *actors.System) {
+	t.Helper()
+	store, err := storetest.Open(t, t.TempDir(), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
+	t.Cleanup(sys.Shutdown)
+	return store, sys
+}
+
 // Reports whose commit fails are kept, in order, and recorded once the store writes again; the
 // job stays alive for them (its idle timeout is far shorter than the retries), finishes once, and
 // its account's attempt records and its targets' waiting entries go with the outcomes.
 func TestReportsTheStoreCouldNotTakeAreRecordedInOrder(t *testing.T) {
 	t.Parallel()
 	faults := &persistence.Faults{}
-	store, err := storetest.Open(t, t.TempDir(), persistence.Options{Faults: faults})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
-	t.Cleanup(sys.Shutdown)
+	store, sys := open(t, persistence.Options{Faults: faults})
 	finished := make(chan *persistence.Job, 4)
 	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: 20 * time.Millisecond,
 		Log:     slog.New(slog.DiscardHandler),
@@ -134,11 +142,7 @@ func TestReportsTheStoreCouldNotTakeAreRecordedInOrder(t *testing.T) {
 // and a report activates it from the store.
 func TestStartHandsAFinishedJobToItsPost(t *testing.T) {
 	t.Parallel()
-	store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
-	t.Cleanup(sys.Shutdown)
+	store, sys := open(t, persistence.Options{})
 	finished := make(chan *persistence.Job, 4)
 	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: time.Minute,
 		Log:     slog.New(slog.DiscardHandler),
@@ -348,11 +352,7 @@ func (finishing) Finished(*persistence.Job, time.Duration)          {}
 // the kept one is stale and the stored job is read.
 func TestAJobKeptAsCommittedIsUsedOnlyWhileStoredAsItWas(t *testing.T) {
 	t.Parallel()
-	store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
-	t.Cleanup(sys.Shutdown)
+	store, sys := open(t, persistence.Options{})
 	user := uuid.NewString()
 	j := &persistence.Job{TrackingID: uuid.Must(uuid.NewV7()).String(), PostID: uuid.Must(uuid.NewV7()).String(), UserID: user,
 		Status: persistence.JobQueued, CreatedAt: time.Now().UTC(),
@@ -417,11 +417,7 @@ func TestAJobKeptAsCommittedIsUsedOnlyWhileStoredAsItWas(t *testing.T) {
 func TestAReportActivatesAJobOnItsKeptStateWhichItsWriteChecks(t *testing.T) {
 	t.Parallel()
 	faults := &persistence.Faults{}
-	store, err := storetest.Open(t, t.TempDir(), persistence.Options{Faults: faults})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
-	t.Cleanup(sys.Shutdown)
+	store, sys := open(t, persistence.Options{Faults: faults})
 	user := uuid.NewString()
 	ctx := context.Background()
 	type keptJob struct {
@@ -555,11 +551,7 @@ func (refusedSettlement) Stored()                     { panic("a refused outcome
 // the job alone, still to be settled, and hands it to the post's actor, which reads the post.
 func TestAFinalWriteWhosePostChangedSinceItWasKeptHandsTheOutcomeToThePost(t *testing.T) {
 	t.Parallel()
-	store, err := storetest.Open(t, t.TempDir(), persistence.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
-	t.Cleanup(sys.Shutdown)
+	store, sys := open(t, persistence.Options{})
 	finished := make(chan *persistence.Job, 1)
 	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: time.Minute, Log: slog.New(slog.DiscardHandler),
 		Handoff: changedPost(finished)}))
