@@ -284,7 +284,9 @@ func (a *Actor) loadKept() {
 }
 
 // load reads the job: the state the actor took without reading (loadKept), or the kept one, is
-// kept when the store holds it still.
+// kept when the store holds it still. A state taken without reading stays, still to be verified,
+// when the store cannot be read: the reports built on it are never dropped for a read that
+// failed (their write checks it, and a refused one is retried).
 func (a *Actor) load() {
 	var kept *persistence.Job
 	var raw []byte
@@ -293,20 +295,29 @@ func (a *Actor) load() {
 	} else if a.deps.Kept != nil {
 		kept, raw = a.deps.Kept(a.id)
 	}
-	a.state, a.unverified = nil, nil
-	_ = a.deps.Store.View(func(tx *persistence.Tx) error {
-		if j, err := tx.JobKept(a.id, kept, raw); err == nil {
-			// A finished job that is no longer to be resumed was settled by its post's commit.
-			if !j.PostSynced && finished(j) && !tx.JobActive(a.id) {
-				if j == kept {
-					j = j.Clone() // the kept job is shared: never written
-				}
-				j.PostSynced = true
-			}
-			a.state = j
+	var state *persistence.Job
+	err := a.deps.Store.View(func(tx *persistence.Tx) error {
+		j, err := tx.JobKept(a.id, kept, raw)
+		if errors.Is(err, persistence.ErrNotFound) {
+			return nil
 		}
+		if err != nil {
+			return err
+		}
+		// A finished job that is no longer to be resumed was settled by its post's commit.
+		if !j.PostSynced && finished(j) && !tx.JobActive(a.id) {
+			if j == kept {
+				j = j.Clone() // the kept job is shared: never written
+			}
+			j.PostSynced = true
+		}
+		state = j
 		return nil
 	})
+	if err != nil && a.unverified != nil {
+		return
+	}
+	a.state, a.unverified = state, nil
 }
 
 func (a *Actor) owned(scope string) (*persistence.Job, error) {

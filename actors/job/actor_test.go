@@ -412,8 +412,9 @@ func TestAJobKeptAsCommittedIsUsedOnlyWhileStoredAsItWas(t *testing.T) {
 
 // A report activates its job on the job as kept, without reading the store, and the write that
 // stores the report holds only while the store holds the job as it was kept: a job changed since
-// (by a write here or on another node) is read and the report stored on it, and a job no longer
-// stored is not written again from what was kept. What the actor stores is kept in turn.
+// (by a write here or on another node) is read and the report stored on it, the report waiting
+// while the store cannot be read, and a job no longer stored is not written again from what was
+// kept. What the actor stores is kept in turn.
 func TestAReportActivatesAJobOnItsKeptStateWhichItsWriteChecks(t *testing.T) {
 	t.Parallel()
 	faults := &persistence.Faults{}
@@ -514,6 +515,23 @@ func TestAReportActivatesAJobOnItsKeptStateWhichItsWriteChecks(t *testing.T) {
 	require.Equal(t, "calling", got.Targets[1].Message, "built on the stored job")
 	require.EqualValues(t, 2, got.Seq)
 	require.Equal(t, persistence.JobProcessing, got.Status)
+	require.Equal(t, got, (<-handed).j)
+
+	// Changed since it was kept while the store cannot be read: the report is not dropped, and is
+	// stored on the job as stored once the store can be read.
+	unread := newJob()
+	keep(unread, put(unread))
+	since = unread.Clone()
+	since.Status, since.Seq, since.Targets[1].Message = persistence.JobProcessing, 1, "calling"
+	put(since)
+	faults.FailViews(errors.New("no reads"))
+	report(unread)
+	_, err := actors.Ask[*job.Flushed](ctx, dir.To(unread.TrackingID), &job.Flush{})
+	require.Error(t, err, "the report is still to be stored")
+	faults.Clear()
+	got = reported(unread.TrackingID)
+	require.Equal(t, "calling", got.Targets[1].Message, "built on the stored job")
+	require.EqualValues(t, 2, got.Seq)
 	require.Equal(t, got, (<-handed).j)
 
 	// No longer stored: nothing is written from what was kept.
