@@ -126,6 +126,10 @@ type Actor struct {
 	// activated the job without reading it: the next write holds only if the store has them
 	// still, and any message but a report reads the job first.
 	unverified []byte
+	// readErr is why the last read of the job failed (nil: it did not): its state is unknown,
+	// and nothing is built on it (a report is never dropped as a gone job's for a read that
+	// failed) until a read succeeds.
+	readErr error
 	// pending are the reports received and not yet stored, in the order they came: what they
 	// tell happened (a network call's outcome among them). They are stored together, in one
 	// write, once the job has read the reports its mailbox held (flushArmed: a flushReports is
@@ -216,7 +220,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 	}
 	// Every other message sees the reports that came before it, stored, and the job as stored.
 	a.flush(ctx)
-	if a.unverified != nil {
+	if a.unverified != nil || a.readErr != nil {
 		a.load()
 	}
 	switch m := ctx.Message().(type) {
@@ -314,13 +318,19 @@ func (a *Actor) load() {
 		state = j
 		return nil
 	})
-	if err != nil && a.unverified != nil {
+	if err != nil {
+		if a.unverified == nil {
+			a.state, a.readErr = nil, err
+		}
 		return
 	}
-	a.state, a.unverified = state, nil
+	a.state, a.unverified, a.readErr = state, nil, nil
 }
 
 func (a *Actor) owned(scope string) (*persistence.Job, error) {
+	if a.state == nil && a.readErr != nil {
+		return nil, a.readErr
+	}
 	if a.state == nil {
 		return nil, ErrNotFound
 	}
@@ -577,6 +587,11 @@ func (b *batch) writes(tx *persistence.Tx, id string) error {
 // A write built on a kept job that the store no longer holds as kept is built again on the job
 // as stored.
 func (a *Actor) record() error {
+	if a.readErr != nil {
+		if a.load(); a.readErr != nil {
+			return a.readErr
+		}
+	}
 	err := a.recordOnce()
 	if errors.Is(err, errUnverified) {
 		a.deps.Log.Debug("a job changed since it was kept; it is read and its reports stored again", "job_id", a.id)

@@ -593,3 +593,42 @@ func TestAFinalWriteWhosePostChangedSinceItWasKeptHandsTheOutcomeToThePost(t *te
 		return nil
 	}))
 }
+
+// A report that activates a job the store cannot read is not taken for a gone job's: it waits,
+// the job's read answers its error meanwhile, and the report is stored once the store can be
+// read.
+func TestAReportWaitsWhileItsJobCannotBeRead(t *testing.T) {
+	t.Parallel()
+	faults := &persistence.Faults{}
+	store, sys := open(t, persistence.Options{Faults: faults})
+	dir := actors.NewDirectory(sys, job.Kind(job.Deps{Store: store, IdleTimeout: time.Minute, Log: slog.New(slog.DiscardHandler)}))
+	user := uuid.NewString()
+	j := &persistence.Job{TrackingID: uuid.Must(uuid.NewV7()).String(), PostID: uuid.Must(uuid.NewV7()).String(), UserID: user,
+		Status: persistence.JobQueued, CreatedAt: time.Now().UTC(), Targets: []persistence.JobTarget{
+			{Target: 0, Platform: "bluesky", AccountID: uuid.NewString(), Phase: persistence.PhaseUploading, Message: "queued"},
+			{Target: 1, Platform: "linkedin", AccountID: uuid.NewString(), Phase: persistence.PhaseUploading, Message: "queued"}}}
+	ctx := context.Background()
+	require.NoError(t, store.Update(ctx, func(tx *persistence.Tx) error { return tx.PutJob(j) }))
+	faults.FailViews(errors.New("no reads"))
+	dir.Send(j.TrackingID, &account.Report{JobID: j.TrackingID, Target: 0, AccountID: j.Targets[0].AccountID, Final: true, Success: true,
+		Message: "published", Publication: platforms.Publication{ID: "net-1", URL: "https://example.com/1"}})
+	_, err := actors.Ask[*job.Flushed](ctx, dir.To(j.TrackingID), &job.Flush{})
+	require.Error(t, err, "the report is still to be stored")
+	_, err = actors.Ask[*job.Reply](ctx, dir.To(j.TrackingID), &job.Get{Scope: user})
+	require.Error(t, err)
+	require.NotErrorIs(t, err, job.ErrNotFound, "a job that could not be read is not a job that is not there")
+	faults.Clear()
+	require.Eventually(t, func() bool {
+		var got *persistence.Job
+		require.NoError(t, store.View(func(tx *persistence.Tx) error {
+			var err error
+			got, err = tx.Job(j.TrackingID)
+			return err
+		}))
+		return got.Targets[0].Phase == persistence.PhaseSuccess
+	}, 10*time.Second, 5*time.Millisecond, "the report was stored once the job could be read")
+	require.NoError(t, store.View(func(tx *persistence.Tx) error {
+		require.True(t, tx.IsWaiting(persistence.Waiting{AccountID: j.Targets[1].AccountID, JobID: j.TrackingID, Target: 1}))
+		return nil
+	}))
+}
