@@ -257,8 +257,11 @@ func (t *Tx) JobKept(id string, kept *Job, raw []byte) (*Job, error) {
 // of it): a write that took a job as it was kept, without reading it, makes itself conditional
 // on it in its own transaction, and whatever changed the job since (another write, anywhere,
 // or its deletion) makes it false.
-func (t *Tx) JobStoredAs(id string, raw []byte) bool {
-	b := t.kv.Bucket(bJobs).Get(mustID(id))
+func (t *Tx) JobStoredAs(id string, raw []byte) bool { return t.storedAs(bJobs, id, raw) }
+
+// storedAs reports whether bucket holds the record under id as exactly raw.
+func (t *Tx) storedAs(bucket []byte, id string, raw []byte) bool {
+	b := t.kv.Bucket(bucket).Get(mustID(id))
 	return b != nil && bytes.Equal(b, raw)
 }
 

@@ -341,10 +341,7 @@ func (t *Tx) Post(id string) (*Post, error) {
 
 // PostStoredAs reports whether the store holds the post under id as exactly raw: see
 // JobStoredAs.
-func (t *Tx) PostStoredAs(id string, raw []byte) bool {
-	b := t.kv.Bucket(bPosts).Get(mustID(id))
-	return b != nil && bytes.Equal(b, raw)
-}
+func (t *Tx) PostStoredAs(id string, raw []byte) bool { return t.storedAs(bPosts, id, raw) }
 
 // PostContent is what a network call needs of a post: its owner, text and media. Once a post has
 // been published these never change.

@@ -278,13 +278,15 @@ func (a *Actor) stopped() {
 // when one is kept and unfinished (a finished one may need settling: load decides); the report's
 // write verifies it (Deps.Kept). Otherwise it reads the job.
 func (a *Actor) loadKept() {
+	var kept *persistence.Job
+	var raw []byte
 	if a.deps.Kept != nil {
-		if kept, raw := a.deps.Kept(a.id); kept != nil && !finished(kept) {
+		if kept, raw = a.deps.Kept(a.id); kept != nil && !finished(kept) {
 			a.state, a.unverified = kept, raw
 			return
 		}
 	}
-	a.load()
+	a.read(kept, raw)
 }
 
 // load reads the job: the state the actor took without reading (loadKept), or the kept one, is
@@ -299,6 +301,11 @@ func (a *Actor) load() {
 	} else if a.deps.Kept != nil {
 		kept, raw = a.deps.Kept(a.id)
 	}
+	a.read(kept, raw)
+}
+
+// read reads the job, keeping kept (stored as raw; nil: none) when the store holds it still.
+func (a *Actor) read(kept *persistence.Job, raw []byte) {
 	var state *persistence.Job
 	err := a.deps.Store.View(func(tx *persistence.Tx) error {
 		j, err := tx.JobKept(a.id, kept, raw)
