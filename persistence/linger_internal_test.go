@@ -37,7 +37,7 @@ func (g *gatedCommitter) view(fn func(*Tx) error) error { return fn(&Tx{}) }
 func noop(*Tx) error { return nil }
 
 // lingerStore is a store over a gated committer that records the writes of each commit.
-func lingerStore(t *testing.T, lp lingerParams) (*Store, *gatedCommitter, func() []int) {
+func lingerStore(t *testing.T, lp lingers) (*Store, *gatedCommitter, func() []int) {
 	t.Helper()
 	g := newGated()
 	var mu sync.Mutex
@@ -75,6 +75,13 @@ func update(s *Store) chan error {
 	return out
 }
 
+// tryUpdate queues a write a request waits on and returns the channel its outcome arrives on.
+func tryUpdate(s *Store) chan error {
+	out := make(chan error, 1)
+	go func() { out <- s.TryUpdate(noop) }()
+	return out
+}
+
 func within(t *testing.T, ch <-chan error, what string) {
 	t.Helper()
 	select {
@@ -100,7 +107,7 @@ func enter(t *testing.T, g *gatedCommitter) int {
 // writes one after another never wait for a linger.
 func TestLingerNeverDelaysAWriteOnAnIdleStore(t *testing.T) {
 	t.Parallel()
-	s, g, sizes := lingerStore(t, lingerParams{writes: 64, max: time.Hour})
+	s, g, sizes := lingerStore(t, lingers{request: lingerParams{writes: 64, max: time.Hour}, accepted: lingerParams{writes: 64, max: time.Hour}})
 	for i := range 5 {
 		done := update(s)
 		require.Equal(t, i+1, enter(t, g))
@@ -115,7 +122,7 @@ func TestLingerNeverDelaysAWriteOnAnIdleStore(t *testing.T) {
 // time bound is an hour.
 func TestLingerFillsBackToBackCommits(t *testing.T) {
 	t.Parallel()
-	s, g, sizes := lingerStore(t, lingerParams{writes: 8, max: time.Hour})
+	s, g, sizes := lingerStore(t, lingers{accepted: lingerParams{writes: 8, max: time.Hour}})
 	first := update(s)
 	require.Equal(t, 1, enter(t, g))
 	second := update(s) // queued while the first commit runs
@@ -152,7 +159,7 @@ func TestLingerEndsOnItsTimeAndOnClose(t *testing.T) {
 	}{{"time", 5 * time.Millisecond, false}, {"close", time.Hour, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s, g, sizes := lingerStore(t, lingerParams{writes: 1000, max: c.max})
+			s, g, sizes := lingerStore(t, lingers{accepted: lingerParams{writes: 1000, max: c.max}})
 			first := update(s)
 			require.Equal(t, 1, enter(t, g))
 			second := update(s)
@@ -173,4 +180,59 @@ func TestLingerEndsOnItsTimeAndOnClose(t *testing.T) {
 			require.Equal(t, []int{1, 1}, sizes())
 		})
 	}
+}
+
+// backToBack makes the store's next commit one that follows a commit that ended with writes
+// waiting: it commits a first write, queues the second (returned) while the first is gated, and
+// lets the first through.
+func backToBack(t *testing.T, s *Store, g *gatedCommitter, second func(*Store) chan error) chan error {
+	t.Helper()
+	first := update(s)
+	require.Equal(t, 1, enter(t, g))
+	ch := second(s)
+	require.Eventually(t, func() bool { return s.QueueDepth() == 1 }, 20*time.Second, time.Millisecond)
+	g.proceed <- struct{}{}
+	within(t, first, "the first write")
+	return ch
+}
+
+// A batch that holds a write a request waits on lingers by the request's bound, however long
+// the linger of accepted work is: here not at all, so it commits alone although accepted work
+// would wait an hour for 1,000 writes.
+func TestLingerOfARequestsWriteIsTheRequestsBound(t *testing.T) {
+	t.Parallel()
+	s, g, sizes := lingerStore(t, lingers{
+		request:  lingerParams{writes: 1000, max: 0},
+		accepted: lingerParams{writes: 1000, max: time.Hour},
+	})
+	second := backToBack(t, s, g, tryUpdate)
+	require.Equal(t, 2, enter(t, g))
+	g.proceed <- struct{}{}
+	within(t, second, "the request's write")
+	require.Equal(t, []int{1, 1}, sizes())
+}
+
+// A request's write that arrives while a batch of accepted work lingers ends the linger by the
+// request's bound: the batch commits with it instead of waiting its hour.
+func TestARequestsWriteShortensALingerOfAcceptedWork(t *testing.T) {
+	t.Parallel()
+	s, g, sizes := lingerStore(t, lingers{
+		request:  lingerParams{writes: 1000, max: 0},
+		accepted: lingerParams{writes: 1000, max: time.Hour},
+	})
+	second := backToBack(t, s, g, update)
+	// The second commit lingers for accepted work: more of it joins, nothing commits.
+	more := update(s)
+	select {
+	case n := <-g.entered:
+		t.Fatalf("commit %d started while a batch of accepted work lingered", n)
+	case <-time.After(50 * time.Millisecond):
+	}
+	req := tryUpdate(s)
+	require.Equal(t, 2, enter(t, g))
+	g.proceed <- struct{}{}
+	for _, ch := range []chan error{second, more, req} {
+		within(t, ch, "a write of the batch")
+	}
+	require.Equal(t, []int{1, 3}, sizes())
 }

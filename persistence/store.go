@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -117,7 +118,7 @@ type Store struct {
 	c        committer
 	opts     Options
 	writes   chan *write
-	linger   lingerParams // the committer's (linger)
+	linger   lingers // the committer's (linger)
 	done     chan struct{}
 	closed   chan struct{}
 	accounts accountCache
@@ -128,8 +129,11 @@ type write struct {
 	fn func(*Tx) error
 	// ahead: fn may run as a probe that reads ahead for its batch (UpdateAhead).
 	ahead bool
-	err   error
-	ok    chan struct{}
+	// request: a client's request waits on it (TryUpdate); a batch that holds one lingers only
+	// briefly (linger).
+	request bool
+	err     error
+	ok      chan struct{}
 }
 
 // Open opens (creating if needed) the database in dir. A damaged file is a *DamagedError
@@ -200,10 +204,10 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 }
 
 // newStore starts the group committer of a store over a backend's commit boundary.
-func newStore(c committer, opts Options) *Store { return newStoreLinger(c, opts, defaultLinger) }
+func newStore(c committer, opts Options) *Store { return newStoreLinger(c, opts, defaultLingers) }
 
 // newStoreLinger is newStore with the committer's linger tuned (tests).
-func newStoreLinger(c committer, opts Options, lp lingerParams) *Store {
+func newStoreLinger(c committer, opts Options, lp lingers) *Store {
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 1024
 	}
@@ -338,13 +342,13 @@ func (s *Store) update(ctx context.Context, w *write) error {
 // its capacity taken, the rest kept for Update), it refuses at once with ErrBusy instead of
 // waiting for room, and nothing is written. Once queued, it waits for its commit as Update does.
 func (s *Store) TryUpdate(fn func(*Tx) error) error {
-	return s.tryUpdate(&write{fn: fn, ok: make(chan struct{})})
+	return s.tryUpdate(&write{fn: fn, request: true, ok: make(chan struct{})})
 }
 
 // TryUpdateAhead is TryUpdate for a write whose function may run as a probe, with the promise
 // UpdateAhead describes.
 func (s *Store) TryUpdateAhead(fn func(*Tx) error) error {
-	return s.tryUpdate(&write{fn: fn, ahead: true, ok: make(chan struct{})})
+	return s.tryUpdate(&write{fn: fn, ahead: true, request: true, ok: make(chan struct{})})
 }
 
 func (s *Store) tryUpdate(w *write) error {
@@ -395,7 +399,7 @@ func (s *Store) commitLoop() {
 	// thread and about 1.0 ms on its own, and creates rose 12-14% (bench/RESULTS.md).
 	runtime.LockOSThread()
 	batch := make([]*write, 0, s.opts.MaxBatch)
-	l := linger{lingerParams: s.linger}
+	l := linger{lingers: s.linger}
 	for {
 		var first *write
 		select {
@@ -430,51 +434,83 @@ func (s *Store) commitLoop() {
 
 // linger makes commits fewer and fuller when they run back to back. Every commit costs the
 // same CPU whatever it carries (bbolt's spill, freelist and meta page, two fdatasyncs and the
-// kernel's journal work behind them, waking the committer's thread): when the CPU is what
-// bounds the throughput, writers are slow to come back with their next write, each commit
-// takes the few that are waiting, and the fixed cost is paid again and again for small batches.
+// kernel's journal work behind them, waking the committer's thread), and the pages a batch's
+// writes share (branch pages, the leaves of the keys written last) are written once for all of
+// them: when the CPU is what bounds the throughput, writers are slow to come back with their
+// next write, each commit takes the few that are waiting, and the fixed cost is paid again and
+// again for small batches.
 //
 // So when the last commit ended with writes already waiting (the committer is never idle: the
 // commits run back to back) and the next batch is small, the committer waits a little for more
 // writes before committing it: at most a share of the last commit's duration (the writes of
-// the batch have waited that long for it already), never more than the cap, and no longer than
+// the batch have waited that long for it already), never more than a cap, and no longer than
 // it takes for the batch to reach the size from which it no longer waits. When the last commit
 // found nothing waiting (the store is idle or lightly loaded, a lone writer), a write is
 // committed at once: the linger adds no latency there.
+//
+// How long it waits depends on who waits for the batch. A batch that holds a write a client's
+// request waits on (TryUpdate: a post created, edited, published) lingers briefly (lingers.request);
+// one of work already accepted alone (a job's progress, an account's attempt, an outcome: Update)
+// lingers longer (lingers.accepted), which is where a backlog's drain spends its CPU. A request's
+// write that arrives during a longer linger shortens it to the request's bound, counted from the
+// linger's start.
 type linger struct {
-	lingerParams
+	lingers
 	backToBack bool
 	last       time.Duration // the last commit's duration
 	timer      *time.Timer
 }
 
-// lingerParams tune the linger.
+// lingers tune the linger of a batch that holds a request's write and of one that does not.
+type lingers struct {
+	request, accepted lingerParams
+}
+
+// lingerParams tune one linger.
 type lingerParams struct {
 	writes int           // the batch size from which a commit no longer waits
 	share  int           // a linger waits at most the last commit's duration divided by this (0: max alone bounds it)
 	max    time.Duration // and never longer than this (0: no linger)
 }
 
-// defaultLinger waits only for batches under 16 writes (on two cores, publishing's commits carried
-// 13.8 writes while the CPU was the bound; 64 clients creating drafts, waiting on the disk, 27-30,
-// which a linger would only delay: the writers are all in the batch already), a quarter of the last
-// commit's duration at most, and never more than half a millisecond.
-var defaultLinger = lingerParams{writes: 16, share: 4, max: 500 * time.Microsecond}
+// bound is how long a linger with these parameters may last after a commit of duration last.
+func (p lingerParams) bound(last time.Duration) time.Duration {
+	d := p.max
+	if p.share > 0 {
+		d = min(last/time.Duration(p.share), d)
+	}
+	return d
+}
+
+// defaultLingers: a batch with a request's write waits only while under 16 writes (on two cores,
+// publishing's commits carried 13.8 writes while the CPU was the bound; 64 clients creating
+// drafts, waiting on the disk, 27-30, which a linger would only delay: the writers are all in the
+// batch already), a quarter of the last commit's duration at most, and never more than half a
+// millisecond. A batch of accepted work alone waits while under 48 writes, up to the last
+// commit's duration and 3 ms: in a drained backlog that halves the commits (0.24 to 0.12 a job),
+// and the jobs, whose progress waits on these writes, are many while the CPU is the bound
+// (bench/RESULTS.md).
+var defaultLingers = lingers{
+	request:  lingerParams{writes: 16, share: 4, max: 500 * time.Microsecond},
+	accepted: lingerParams{writes: 48, share: 1, max: 3 * time.Millisecond},
+}
 
 // wait lingers for more writes when the commits run back to back and batch is small, and
 // returns the batch with what arrived meanwhile. Close ends a linger at once.
 func (l *linger) wait(s *Store, batch []*write) []*write {
-	target := min(l.writes, s.opts.MaxBatch)
-	if !l.backToBack || len(batch) >= target {
+	if !l.backToBack {
 		return batch
 	}
-	d := l.max
-	if l.share > 0 {
-		d = min(l.last/time.Duration(l.share), d)
+	p := l.accepted
+	if slices.ContainsFunc(batch, func(w *write) bool { return w.request }) {
+		p = l.request
 	}
-	if d <= 0 {
+	target := min(p.writes, s.opts.MaxBatch)
+	d := p.bound(l.last)
+	if len(batch) >= target || d <= 0 {
 		return batch
 	}
+	start := time.Now()
 	if l.timer == nil {
 		l.timer = time.NewTimer(d)
 	} else {
@@ -485,6 +521,16 @@ func (l *linger) wait(s *Store, batch []*write) []*write {
 		select {
 		case w := <-s.writes:
 			batch = append(batch, w)
+			if w.request && p != l.request {
+				// A request waits now: the linger ends by the request's bound.
+				p = l.request
+				target = min(p.writes, s.opts.MaxBatch)
+				left := p.bound(l.last) - time.Since(start)
+				if left <= 0 {
+					return batch
+				}
+				l.timer.Reset(left)
+			}
 		case <-l.timer.C:
 			return batch
 		case <-s.done:
