@@ -67,8 +67,9 @@ type Deps struct {
 	// for want of media storage).
 	Media MediaResolver
 	// Posts holds the posts whose jobs started last, by id, so that the accounts that take them
-	// soon after need not read and decode them (nil: always read). A post's content, media and
-	// owner never change once it has been published.
+	// soon after need not read and decode them (nil: always read); a post an account had to read
+	// is put there too, for the post's other accounts. A post's content, media and owner never
+	// change once it has been published.
 	Posts *actors.Recent[string, *persistence.PostContent]
 	// Backlog counts the publishes in hand (job.Backlog; nil: not counted).
 	Backlog Backlog

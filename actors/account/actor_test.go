@@ -66,6 +66,8 @@ type options struct {
 	keepEntries *atomic.Bool
 	// fence is the node's leases when several nodes share the store (nil: a single process).
 	fence actors.Fence
+	// posts are the posts kept for the accounts (Deps.Posts; nil: none).
+	posts *actors.Recent[string, *persistence.PostContent]
 }
 
 func setupWith(t testing.TB, o options) *bundle {
@@ -102,7 +104,7 @@ func setupWith(t testing.TB, o options) *bundle {
 			Store: store, Box: box, Adapters: adapters, Budgets: b.budgets, Metrics: b.metrics,
 			Jobs: b, Backoff: 10 * time.Millisecond,
 			Log: slog.New(slog.DiscardHandler), CallTimeout: time.Second, Concurrency: o.concurrency,
-			Backlog: inHandCounter(o.inHand), Fence: o.fence,
+			Backlog: inHandCounter(o.inHand), Fence: o.fence, Posts: o.posts,
 		}))
 	}
 	b.keep = o.keepEntries
@@ -221,6 +223,47 @@ func TestPublishesThroughTheNetwork(t *testing.T) {
 		require.Len(t, recs, 1)
 		require.Equal(t, "hello from Herald on "+string(p), recs[0].Text)
 	}
+}
+
+// A post an account had to read from the store is kept for the post's other accounts: the
+// second account publishes the post as kept, without reading it again (the test changes the
+// stored text behind it, which Herald never does to a published post, to tell the two apart).
+func TestAPostReadByOneAccountIsKeptForItsOthers(t *testing.T) {
+	t.Parallel()
+	posts := actors.NewRecent[string, *persistence.PostContent](16)
+	b := setupWith(t, options{posts: posts})
+	x, bsky := b.connect(platforms.X, "alice"), b.connect(platforms.Bluesky, "alice")
+	now := time.Now().UTC()
+	p := &persistence.Post{ID: newJobID(), UserID: b.userID, Content: "one post, two networks", Status: persistence.PostPublishing, CreatedAt: now, UpdatedAt: now}
+	job := newJobID()
+	j := &persistence.Job{TrackingID: job, PostID: p.ID, UserID: b.userID, Status: persistence.JobQueued, CreatedAt: now,
+		Targets: []persistence.JobTarget{
+			{Target: 0, AccountID: x, Phase: persistence.PhaseUploading, Message: "queued"},
+			{Target: 1, AccountID: bsky, Phase: persistence.PhaseUploading, Message: "queued"},
+		}}
+	require.NoError(t, b.store.Update(context.Background(), func(tx *persistence.Tx) error {
+		if err := tx.PutPost(p, nil); err != nil {
+			return err
+		}
+		return tx.PutJob(j)
+	}))
+	_, ok := posts.Get(p.ID)
+	require.False(t, ok)
+
+	b.dir.Send(x, &account.Take{})
+	require.True(t, b.finals(job, 1)[0].Success)
+	kept, ok := posts.Get(p.ID)
+	require.True(t, ok, "the post the first account read is kept")
+	require.Equal(t, "one post, two networks", kept.Content)
+
+	changed := *p
+	changed.Content = "changed behind Herald's back"
+	require.NoError(t, b.store.Update(context.Background(), func(tx *persistence.Tx) error { return tx.PutPost(&changed, nil) }))
+	b.dir.Send(bsky, &account.Take{})
+	require.True(t, b.finals(job, 1)[1].Success)
+	recs := b.sim.Publications(platforms.Bluesky)
+	require.Len(t, recs, 1)
+	require.Equal(t, "one post, two networks", recs[0].Text)
 }
 
 func TestContentRulesSpendNoBudget(t *testing.T) {

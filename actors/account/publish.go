@@ -176,7 +176,11 @@ func (a *Actor) take(ctx actor.Context, n int) {
 			if p, ok := a.deps.Posts.Get(w.PostID); ok && w.PostID != "" {
 				t.post = p
 			} else if w.PostID != "" {
-				t.post, _ = tx.PostContent(w.PostID)
+				// Kept for the post's other accounts, which take it about as soon (a post's
+				// content never changes once published).
+				if t.post, _ = tx.PostContent(w.PostID); t.post != nil {
+					a.deps.Posts.Put(w.PostID, t.post)
+				}
 			}
 			t.att, _ = tx.Attempt(w.JobID, w.Target)
 			got = append(got, t)
