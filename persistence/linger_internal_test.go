@@ -183,11 +183,11 @@ func TestLingerEndsOnItsTimeAndOnClose(t *testing.T) {
 }
 
 // backToBack makes the store's next commit one that follows a commit that ended with writes
-// waiting: it commits a first write, queues the second (returned) while the first is gated, and
+// waiting: it commits a first write (firstWrite), queues the second (returned) while the first is gated, and
 // lets the first through.
-func backToBack(t *testing.T, s *Store, g *gatedCommitter, second func(*Store) chan error) chan error {
+func backToBack(t *testing.T, s *Store, g *gatedCommitter, firstWrite, second func(*Store) chan error) chan error {
 	t.Helper()
-	first := update(s)
+	first := firstWrite(s)
 	require.Equal(t, 1, enter(t, g))
 	ch := second(s)
 	require.Eventually(t, func() bool { return s.QueueDepth() == 1 }, 20*time.Second, time.Millisecond)
@@ -205,7 +205,7 @@ func TestLingerOfARequestsWriteIsTheRequestsBound(t *testing.T) {
 		request:  lingerParams{writes: 1000, max: 0},
 		accepted: lingerParams{writes: 1000, max: time.Hour},
 	})
-	second := backToBack(t, s, g, tryUpdate)
+	second := backToBack(t, s, g, update, tryUpdate)
 	require.Equal(t, 2, enter(t, g))
 	g.proceed <- struct{}{}
 	within(t, second, "the request's write")
@@ -220,7 +220,7 @@ func TestARequestsWriteShortensALingerOfAcceptedWork(t *testing.T) {
 		request:  lingerParams{writes: 1000, max: 0},
 		accepted: lingerParams{writes: 1000, max: time.Hour},
 	})
-	second := backToBack(t, s, g, update)
+	second := backToBack(t, s, g, update, update)
 	// The second commit lingers for accepted work: more of it joins, nothing commits.
 	more := update(s)
 	select {
@@ -235,4 +235,19 @@ func TestARequestsWriteShortensALingerOfAcceptedWork(t *testing.T) {
 		within(t, ch, "a write of the batch")
 	}
 	require.Equal(t, []int{1, 3}, sizes())
+}
+
+// While requests keep coming, accepted work keeps the request's linger: a batch of accepted work
+// alone that follows a commit with a request's write in it commits without the longer wait.
+func TestAcceptedWorkAfterARequestsWriteLingersByTheRequestsBound(t *testing.T) {
+	t.Parallel()
+	s, g, sizes := lingerStore(t, lingers{
+		request:  lingerParams{writes: 1000, max: 0},
+		accepted: lingerParams{writes: 1000, max: time.Hour},
+	})
+	second := backToBack(t, s, g, tryUpdate, update)
+	require.Equal(t, 2, enter(t, g))
+	g.proceed <- struct{}{}
+	within(t, second, "the accepted write")
+	require.Equal(t, []int{1, 1}, sizes())
 }

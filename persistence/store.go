@@ -428,7 +428,7 @@ func (s *Store) commitLoop() {
 		batch = l.wait(s, batch)
 		start := time.Now()
 		waiting := s.commit(batch)
-		l.committed(time.Since(start), waiting)
+		l.committed(batch, time.Since(start), waiting)
 	}
 }
 
@@ -451,13 +451,16 @@ func (s *Store) commitLoop() {
 // How long it waits depends on who waits for the batch. A batch that holds a write a client's
 // request waits on (TryUpdate: a post created, edited, published) lingers briefly (lingers.request);
 // one of work already accepted alone (a job's progress, an account's attempt, an outcome: Update)
-// lingers longer (lingers.accepted), which is where a backlog's drain spends its CPU. A request's
+// lingers longer (lingers.accepted), which is where a backlog's drain spends its CPU, unless the
+// last batch held a request's write too: while requests keep coming (a load, an overload), every
+// commit keeps the brief linger, so that accepting is never slowed for the drain. A request's
 // write that arrives during a longer linger shortens it to the request's bound, counted from the
 // linger's start.
 type linger struct {
 	lingers
 	backToBack bool
 	last       time.Duration // the last commit's duration
+	requests   bool          // the last commit's batch held a request's write
 	timer      *time.Timer
 }
 
@@ -502,7 +505,7 @@ func (l *linger) wait(s *Store, batch []*write) []*write {
 		return batch
 	}
 	p := l.accepted
-	if slices.ContainsFunc(batch, func(w *write) bool { return w.request }) {
+	if l.requests || holdsRequest(batch) {
 		p = l.request
 	}
 	target := min(p.writes, s.opts.MaxBatch)
@@ -540,9 +543,15 @@ func (l *linger) wait(s *Store, batch []*write) []*write {
 	return batch
 }
 
-// committed notes a commit: how long it took and whether writes were waiting when it ended.
-func (l *linger) committed(d time.Duration, waiting bool) {
-	l.last, l.backToBack = d, waiting
+// committed notes a commit of batch: how long it took and whether writes were waiting when it
+// ended.
+func (l *linger) committed(batch []*write, d time.Duration, waiting bool) {
+	l.last, l.backToBack, l.requests = d, waiting, holdsRequest(batch)
+}
+
+// holdsRequest reports whether a request waits on a write of batch.
+func holdsRequest(batch []*write) bool {
+	return slices.ContainsFunc(batch, func(w *write) bool { return w.request })
 }
 
 var errBatchFailed = errors.New("persistence: a write in the batch failed")
