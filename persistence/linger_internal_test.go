@@ -196,20 +196,29 @@ func backToBack(t *testing.T, s *Store, g *gatedCommitter, firstWrite, second fu
 	return ch
 }
 
-// A batch that holds a write a request waits on lingers by the request's bound, however long
-// the linger of accepted work is: here not at all, so it commits alone although accepted work
-// would wait an hour for 1,000 writes.
-func TestLingerOfARequestsWriteIsTheRequestsBound(t *testing.T) {
+// A batch lingers by the request's bound, however long the linger of accepted work is, when it
+// holds a write a request waits on, or when the batch before it did (while requests keep coming,
+// accepted work keeps the request's linger). Here that bound is none at all, so the batch commits
+// alone although accepted work would wait an hour for 1,000 writes.
+func TestLingerNearARequestsWriteIsTheRequestsBound(t *testing.T) {
 	t.Parallel()
-	s, g, sizes := lingerStore(t, lingers{
-		request:  lingerParams{writes: 1000, max: 0},
-		accepted: lingerParams{writes: 1000, max: time.Hour},
-	})
-	second := backToBack(t, s, g, update, tryUpdate)
-	require.Equal(t, 2, enter(t, g))
-	g.proceed <- struct{}{}
-	within(t, second, "the request's write")
-	require.Equal(t, []int{1, 1}, sizes())
+	for _, c := range []struct {
+		name          string
+		first, second func(*Store) chan error
+	}{{"the batch holds a request's write", update, tryUpdate}, {"the batch before held one", tryUpdate, update}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s, g, sizes := lingerStore(t, lingers{
+				request:  lingerParams{writes: 1000, max: 0},
+				accepted: lingerParams{writes: 1000, max: time.Hour},
+			})
+			second := backToBack(t, s, g, c.first, c.second)
+			require.Equal(t, 2, enter(t, g))
+			g.proceed <- struct{}{}
+			within(t, second, "the second write")
+			require.Equal(t, []int{1, 1}, sizes())
+		})
+	}
 }
 
 // A request's write that arrives while a batch of accepted work lingers ends the linger by the
@@ -235,19 +244,4 @@ func TestARequestsWriteShortensALingerOfAcceptedWork(t *testing.T) {
 		within(t, ch, "a write of the batch")
 	}
 	require.Equal(t, []int{1, 3}, sizes())
-}
-
-// While requests keep coming, accepted work keeps the request's linger: a batch of accepted work
-// alone that follows a commit with a request's write in it commits without the longer wait.
-func TestAcceptedWorkAfterARequestsWriteLingersByTheRequestsBound(t *testing.T) {
-	t.Parallel()
-	s, g, sizes := lingerStore(t, lingers{
-		request:  lingerParams{writes: 1000, max: 0},
-		accepted: lingerParams{writes: 1000, max: time.Hour},
-	})
-	second := backToBack(t, s, g, tryUpdate, update)
-	require.Equal(t, 2, enter(t, g))
-	g.proceed <- struct{}{}
-	within(t, second, "the accepted write")
-	require.Equal(t, []int{1, 1}, sizes())
 }
