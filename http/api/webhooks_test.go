@@ -335,8 +335,13 @@ func TestWebhookDeliveryEndToEnd(t *testing.T) {
 	require.Equal(t, map[string]any{"page": 3.0, "limit": 3.0, "total": 8.0}, page["pagination"])
 	require.Equal(t, log[6]["id"], page["data"].([]any)[0].(map[string]any)["id"])
 
-	text := apptest.Scrape(t, h.App.MetricsURL())
-	require.Contains(t, text, `herald_webhook_deliveries_total{event="post.deleted",outcome="succeeded"} 2`)
+	// A delivery is counted once its actor hears its record committed, a moment after the record
+	// can be read.
+	var text string
+	require.Eventually(t, func() bool {
+		text = apptest.Scrape(t, h.App.MetricsURL())
+		return strings.Contains(text, `herald_webhook_deliveries_total{event="post.deleted",outcome="succeeded"} 2`)
+	}, 10*time.Second, 20*time.Millisecond)
 	require.Contains(t, text, `herald_webhook_attempts_total{event="post.published",outcome="success"}`)
 	require.Contains(t, text, `herald_webhook_outbox_depth 0`)
 	require.Contains(t, text, `herald_webhook_delivery_latency_seconds_bucket{event="post.failed"`)
