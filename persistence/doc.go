@@ -104,12 +104,10 @@
 // while a commit is running share the next transaction and its single fsync, and every caller
 // returns only once its write is durable. When commits run back to back (the last one ended with
 // writes waiting) and the next batch is small, the committer lingers for more writes, so that a
-// CPU-bound server pays a commit's fixed cost for fuller batches: a batch that holds a write a
-// request waits on (TryUpdate) while under 16 writes, at most a quarter of the last commit's
-// duration and never over half a millisecond; a batch of work already accepted alone, after a
-// batch that held no request's write either, while under 48 writes, at most the last commit's
-// duration and 3 ms. A write that finds the committer idle
-// is committed at once (store.go, linger). When a commit fails (disk full, I/O error), every write
+// CPU-bound server pays a commit's fixed cost for fuller batches: briefly for a batch that holds
+// a write a request waits on (TryUpdate), longer for one of work already accepted alone when the
+// batch before held no request's write either (store.go, linger; the bounds are defaultLingers).
+// A write that finds the committer idle is committed at once. When a commit fails (disk full, I/O error), every write
 // of its batch gets an error wrapping ErrWriteFailed and nothing of it is kept; the store stays
 // open and the next commit is tried as usual, so writes succeed again as soon as the storage does.
 // Update's and View's transactions go through one commit boundary (faults.go), where the fault

@@ -123,12 +123,7 @@ func TestLingerNeverDelaysAWriteOnAnIdleStore(t *testing.T) {
 func TestLingerFillsBackToBackCommits(t *testing.T) {
 	t.Parallel()
 	s, g, sizes := lingerStore(t, lingers{accepted: lingerParams{writes: 8, max: time.Hour}})
-	first := update(s)
-	require.Equal(t, 1, enter(t, g))
-	second := update(s) // queued while the first commit runs
-	require.Eventually(t, func() bool { return s.QueueDepth() == 1 }, 20*time.Second, time.Millisecond)
-	g.proceed <- struct{}{}
-	within(t, first, "the first write")
+	second := backToBack(t, s, g, update, update)
 
 	// The second commit waits for 7 more writes, which come one at a time.
 	var rest []chan error
@@ -160,12 +155,7 @@ func TestLingerEndsOnItsTimeAndOnClose(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			s, g, sizes := lingerStore(t, lingers{accepted: lingerParams{writes: 1000, max: c.max}})
-			first := update(s)
-			require.Equal(t, 1, enter(t, g))
-			second := update(s)
-			require.Eventually(t, func() bool { return s.QueueDepth() == 1 }, 20*time.Second, time.Millisecond)
-			g.proceed <- struct{}{}
-			within(t, first, "the first write")
+			second := backToBack(t, s, g, update, update)
 			if c.close {
 				closed := make(chan error, 1)
 				go func() { closed <- s.Close() }()
@@ -183,8 +173,8 @@ func TestLingerEndsOnItsTimeAndOnClose(t *testing.T) {
 }
 
 // backToBack makes the store's next commit one that follows a commit that ended with writes
-// waiting: it commits a first write (firstWrite), queues the second (returned) while the first is gated, and
-// lets the first through.
+// waiting: it commits a first write (firstWrite), queues the second (returned) while the first
+// is gated, and lets the first through.
 func backToBack(t *testing.T, s *Store, g *gatedCommitter, firstWrite, second func(*Store) chan error) chan error {
 	t.Helper()
 	first := firstWrite(s)
@@ -194,6 +184,13 @@ func backToBack(t *testing.T, s *Store, g *gatedCommitter, firstWrite, second fu
 	g.proceed <- struct{}{}
 	within(t, first, "the first write")
 	return ch
+}
+
+// requestsUnlingered commits a batch near a request's write at once, and has accepted work alone
+// wait an hour for 1,000 writes: which of the two a batch got shows in the commits' sizes.
+var requestsUnlingered = lingers{
+	request:  lingerParams{writes: 1000, max: 0},
+	accepted: lingerParams{writes: 1000, max: time.Hour},
 }
 
 // A batch lingers by the request's bound, however long the linger of accepted work is, when it
@@ -208,10 +205,7 @@ func TestLingerNearARequestsWriteIsTheRequestsBound(t *testing.T) {
 	}{{"the batch holds a request's write", update, tryUpdate}, {"the batch before held one", tryUpdate, update}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s, g, sizes := lingerStore(t, lingers{
-				request:  lingerParams{writes: 1000, max: 0},
-				accepted: lingerParams{writes: 1000, max: time.Hour},
-			})
+			s, g, sizes := lingerStore(t, requestsUnlingered)
 			second := backToBack(t, s, g, c.first, c.second)
 			require.Equal(t, 2, enter(t, g))
 			g.proceed <- struct{}{}
@@ -225,10 +219,7 @@ func TestLingerNearARequestsWriteIsTheRequestsBound(t *testing.T) {
 // request's bound: the batch commits with it instead of waiting its hour.
 func TestARequestsWriteShortensALingerOfAcceptedWork(t *testing.T) {
 	t.Parallel()
-	s, g, sizes := lingerStore(t, lingers{
-		request:  lingerParams{writes: 1000, max: 0},
-		accepted: lingerParams{writes: 1000, max: time.Hour},
-	})
+	s, g, sizes := lingerStore(t, requestsUnlingered)
 	second := backToBack(t, s, g, update, update)
 	// The second commit lingers for accepted work: more of it joins, nothing commits.
 	more := update(s)
