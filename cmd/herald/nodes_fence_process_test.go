@@ -143,13 +143,7 @@ func (r *simRecorder) setHold(d time.Duration) {
 func startRecordedNodes(t *testing.T, n int) (*nodes, []*simRecorder) {
 	t.Helper()
 	ns := &nodes{t: t, pgURL: pgtest.URL(t), sim: startSim(t, "--limit-scale", "100", "--latency", "2ms")}
-	t.Cleanup(func() {
-		if t.Failed() || os.Getenv("HERALD_NODES_LOGS") != "" {
-			for i, nd := range ns.nodes {
-				t.Logf("node %d (%s) log:\n%s", i, nd.addr, nd.p.logText())
-			}
-		}
-	})
+	ns.keepLogs()
 	recs := make([]*simRecorder, n)
 	for i := range n {
 		recs[i] = newSimRecorder(t, ns.sim)

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,13 +69,7 @@ func startNodes(t *testing.T, n int, extra ...string) *nodes {
 func startNodesWith(t *testing.T, n int, simFlags []string, extra ...string) *nodes {
 	t.Helper()
 	ns := &nodes{t: t, pgURL: pgtest.URL(t), sim: startSim(t, append([]string{"--limit-scale", "100"}, simFlags...)...)}
-	t.Cleanup(func() {
-		if t.Failed() || os.Getenv("HERALD_NODES_LOGS") != "" {
-			for i, nd := range ns.nodes {
-				t.Logf("node %d (%s) log:\n%s", i, nd.addr, nd.p.logText())
-			}
-		}
-	})
+	ns.keepLogs()
 	for i := range n {
 		ns.add(extra...)
 		if i == 0 {
@@ -82,6 +78,47 @@ func startNodesWith(t *testing.T, n int, simFlags []string, extra ...string) *no
 	}
 	ns.balanced()
 	return ns
+}
+
+// keepLogs arranges for the nodes' logs to be kept when the test fails (or HERALD_NODES_LOGS is
+// set): each node's whole log is written to a file of its own, and the test's output names the
+// files with a line per node (its last warning or error), so that the failure's own message
+// stays at the end of the test's output instead of under thousands of lines of request logs.
+// HERALD_NODES_LOGS=print prints the whole logs in the output instead.
+func (ns *nodes) keepLogs() {
+	t := ns.t
+	t.Cleanup(func() {
+		mode := os.Getenv("HERALD_NODES_LOGS")
+		if !t.Failed() && mode == "" {
+			return
+		}
+		if mode == "print" {
+			for i, nd := range ns.nodes {
+				t.Logf("node %d (%s) log:\n%s", i, nd.addr, nd.p.logText())
+			}
+			return
+		}
+		dir, err := os.MkdirTemp("", "herald-nodes-"+strings.ReplaceAll(t.Name(), "/", "_")+"-")
+		if err != nil {
+			t.Logf("the nodes' logs could not be kept: %v", err)
+			return
+		}
+		for i, nd := range ns.nodes {
+			text := nd.p.logText()
+			path := filepath.Join(dir, fmt.Sprintf("node-%d.log", i))
+			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+				t.Logf("node %d's log could not be kept: %v", i, err)
+				continue
+			}
+			last := ""
+			for _, line := range strings.Split(text, "\n") {
+				if strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`) {
+					last = line
+				}
+			}
+			t.Logf("node %d (%s): %d log lines in %s; its last warning: %.300s", i, nd.addr, strings.Count(text, "\n"), path, last)
+		}
+	})
 }
 
 // settle waits until the live nodes hold every shard between them, each of them some, and the
