@@ -20,7 +20,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/cluster"
 	"github.com/heraldhq/herald/persistence/pgtest"
 )
 
@@ -271,7 +270,7 @@ func TestNodesASIGSTOPPedNodeIsFencedAndRejoinsUnderANewID(t *testing.T) {
 	require.Len(t, targets, 3)
 	var xID string
 	require.NoError(t, json.Unmarshal([]byte(targets[0]), &xID))
-	v := ns.owner(cluster.ShardName(cluster.ShardOf(xID, 256)))
+	v := ns.owner(shardLease(xID))
 	require.NotNil(t, v, "the X account's shard has an owner")
 	var vi int
 	var others []*node
@@ -404,7 +403,7 @@ func TestNodesCutOffFromPostgreSQLANodeStepsDown(t *testing.T) {
 	require.Len(t, targets, 3)
 	var xID string
 	require.NoError(t, json.Unmarshal([]byte(targets[0]), &xID))
-	v := ns.owner(cluster.ShardName(cluster.ShardOf(xID, 256)))
+	v := ns.owner(shardLease(xID))
 	require.NotNil(t, v, "the X account's shard has an owner")
 	var others []*node
 	for _, nd := range ns.nodes {
@@ -435,7 +434,7 @@ func TestNodesCutOffFromPostgreSQLANodeStepsDown(t *testing.T) {
 		}
 		return sum == 256
 	}, 20*time.Second, 50*time.Millisecond, "the others hold every shard")
-	require.NotEqual(t, v, ns.owner(cluster.ShardName(cluster.ShardOf(xID, 256))))
+	require.NotEqual(t, v, ns.owner(shardLease(xID)))
 	time.Sleep(2 * time.Second)
 
 	v.pg.Mend()

@@ -15,8 +15,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/heraldhq/herald/cluster"
 )
 
 // Nodes SIGKILLed under load: what they were doing is finished by the others, once.
@@ -35,7 +33,7 @@ func TestNodesSIGKILLAShardOwnerDuringABulkPublish(t *testing.T) {
 	// The victim owns the shard of the X account, so that its calls move.
 	var xID string
 	require.NoError(t, json.Unmarshal([]byte(targets[0]), &xID))
-	victim := ns.owner(cluster.ShardName(cluster.ShardOf(xID, 256)))
+	victim := ns.owner(shardLease(xID))
 	require.NotNil(t, victim, "the X account's shard has an owner")
 
 	const total = 300
@@ -149,7 +147,7 @@ func TestNodesAnSSEStreamEndsWithDoneWhileTheJobsOwnerIsKilled(t *testing.T) {
 		texts = append(texts, text)
 		jobID = r.TrackingID // the last one's: it waits behind all the others
 	}
-	victim := ns.owner(cluster.ShardName(cluster.ShardOf(jobID, 256)))
+	victim := ns.owner(shardLease(jobID))
 	require.NotNil(t, victim, "the job's shard has an owner")
 	var follower *node
 	for _, nd := range ns.nodes {

@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/cluster"
 	"github.com/heraldhq/herald/cluster/clustertest"
 	"github.com/heraldhq/herald/persistence/pgtest"
 )
@@ -132,7 +131,7 @@ func TestNodesOneUsersHourlyQuotaHeldAcrossNodesWhileOneIsKilled(t *testing.T) {
 	before := ns.postsStored()
 	// The victim owns the Bluesky account's shard: the account moves with the kill, and the
 	// attempts it had recorded ahead of its calls are taken over in doubt.
-	victim := ns.owner(cluster.ShardName(cluster.ShardOf(ids["bluesky"], 256)))
+	victim := ns.owner(shardLease(ids["bluesky"]))
 	require.NotNil(t, victim, "the Bluesky account's shard has an owner")
 
 	const workers = 9
@@ -309,10 +308,10 @@ func TestNodesCutOffFromEachOtherClientsSeeOnlyRetriable503s(t *testing.T) {
 		nd := ns.nodes[i%len(ns.nodes)]
 		if i%2 == 0 {
 			id, _ := ld.create(ns, client, nd, fmt.Sprintf("nodes links before %03d", i), platforms, true)
-			owners[ns.owner(shardOfPost(id))]++
+			owners[ns.owner(shardLease(id))]++
 		} else {
 			id := ld.publish(ns, client, nd, fmt.Sprintf("nodes links before %03d", i), platforms, true)
-			owners[ns.owner(shardOfPost(id))]++
+			owners[ns.owner(shardLease(id))]++
 		}
 	}
 	delete(owners, nil)
@@ -361,9 +360,6 @@ func TestNodesCutOffFromEachOtherClientsSeeOnlyRetriable503s(t *testing.T) {
 	}
 	ns.noneTwice(texts, "twitter_x", "bluesky", "linkedin")
 }
-
-// shardOfPost is the lease name of a post's shard.
-func shardOfPost(id string) string { return cluster.ShardName(cluster.ShardOf(id, 256)) }
 
 // count notes one answer.
 func (ld *linkLoad) count(op string, status int) {

@@ -20,7 +20,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/cluster"
 	"github.com/heraldhq/herald/cluster/clustertest"
+	"github.com/heraldhq/herald/cmd/herald/app"
 	"github.com/heraldhq/herald/persistence/pgtest"
 )
 
@@ -187,6 +189,10 @@ func (ns *nodes) waitReady(nd *node) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// shardLease is the lease name of the shard an object's id falls in (a post's, a job's, an
+// account's): the node that holds it runs the object's actor.
+func shardLease(id string) string { return cluster.ShardName(cluster.ShardOf(id, app.Shards)) }
 
 // owner is the node that holds a lease now, by the lease table (nil when none holds it).
 func (ns *nodes) owner(lease string) *node {

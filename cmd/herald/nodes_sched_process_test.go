@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/cluster"
+	"github.com/heraldhq/herald/cmd/herald/app"
 )
 
 // balanced waits until the cluster is at rest: every lease (the shards and the singletons) is
@@ -89,7 +90,7 @@ func TestNodesAScheduledPostFiresOnceAcrossASchedulerTakeover(t *testing.T) {
 	// ten minutes by default: the SIGKILL test's case.)
 	var targets, platforms []string
 	for pl, id := range accountsByPlatform(t, ns.nodes[0].p, ns.key) {
-		if (pl == "bluesky" || pl == "twitter_x" || pl == "linkedin") && ns.owner(cluster.ShardName(cluster.ShardOf(id, 256))) != sched {
+		if (pl == "bluesky" || pl == "twitter_x" || pl == "linkedin") && ns.owner(shardLease(id)) != sched {
 			targets, platforms = append(targets, `"`+id+`"`), append(platforms, pl)
 		}
 	}
@@ -185,7 +186,7 @@ func (ns *nodes) explainTwice(text string) {
 // the job, the simulator's publications of its text, and every node's log lines that name the
 // post or the job.
 func (ns *nodes) explainPost(live []*node, pubs []simRecord, id, text, jobID string) {
-	ns.t.Logf("%s (%q, shard %d, job %s in shard %d)", id, text, cluster.ShardOf(id, 256), jobID, cluster.ShardOf(jobID, 256))
+	ns.t.Logf("%s (%q, shard %d, job %s in shard %d)", id, text, cluster.ShardOf(id, app.Shards), jobID, cluster.ShardOf(jobID, app.Shards))
 	for _, nd := range live {
 		status, body := nd.p.request(ns.key, "GET", "/v1/posts/"+id, "")
 		ns.t.Logf("  post through %s: %d %s", nd.addr, status, body)
@@ -224,14 +225,14 @@ func (ns *nodes) explainStore(jobID string) {
 	}
 	defer conn.Close(context.Background())
 	id := uuid.MustParse(jobID)
-	shards := []string{cluster.ShardName(cluster.ShardOf(jobID, 256))}
+	shards := []string{shardLease(jobID)}
 	rows, _ := conn.Query(ctx, `SELECT k FROM kv_jobs_waiting WHERE substring(k from 17 for 16) = $1`, id[:])
 	keys, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
 	ns.t.Logf("  store: %d targets waiting (%v)", len(keys), err)
 	for _, k := range keys {
 		acc := uuid.UUID(k[:16]).String()
-		shards = append(shards, cluster.ShardName(cluster.ShardOf(acc, 256)))
-		ns.t.Logf("  store: waiting for account %s (shard %d), target %d", acc, cluster.ShardOf(acc, 256), int(k[32])<<8|int(k[33]))
+		shards = append(shards, shardLease(acc))
+		ns.t.Logf("  store: waiting for account %s (shard %d), target %d", acc, cluster.ShardOf(acc, app.Shards), int(k[32])<<8|int(k[33]))
 	}
 	var attempts int
 	err = conn.QueryRow(ctx, `SELECT count(*) FROM kv_attempts WHERE substring(k from 1 for 16) = $1`, id[:]).Scan(&attempts)
