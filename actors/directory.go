@@ -558,6 +558,13 @@ type Settled interface{ Settled() bool }
 // under (Pin): once Stale reports true before a message, the directory stops the incarnation and
 // hands the messages sent to it from outside (those of exported types) to a fresh incarnation,
 // in their order. Its own messages (a call's outcome, a timer) are still its own to handle.
+//
+// An actor that must end its incarnation itself (a write of it was fenced: its shard moved) does
+// so by reporting Stale from then on, never with ctx.Stop: once Stale reports true after a
+// message, the directory stops the incarnation as it passivates one, so that a request already
+// in its mailbox reaches a fresh incarnation and is answered. A self-stop drops such a request
+// without a word (Proto.Actor discards what a stopped actor's mailbox still holds), and its
+// sender waits out its whole time-out.
 type Stale interface{ Stale() bool }
 
 // incarnation wraps a kind's actor with idle passivation and the directory's bookkeeping.
@@ -579,6 +586,7 @@ func (a *incarnation) Receive(ctx actor.Context) {
 		a.last = time.Now()
 		a.arm(ctx, a.d.kind.IdleTimeout)
 		a.inner.Receive(ctx)
+		a.retire(ctx)
 	case *actor.Restarting:
 		a.d.m.restarts.Inc()
 		a.inner.Receive(ctx)
@@ -609,6 +617,9 @@ func (a *incarnation) Receive(ctx actor.Context) {
 		}
 		a.last = time.Now()
 		a.inner.Receive(ctx)
+		if a.retire(ctx) {
+			return
+		}
 		if s, ok := a.inner.(Settled); ok && s.Settled() && a.d.passivate(a.id, ctx.Self()) {
 			return
 		}
@@ -641,6 +652,23 @@ func (a *incarnation) handBack(ctx actor.Context) bool {
 		return false
 	}
 	a.d.requeue(a.id, ctx.Self(), msg, ctx.Sender())
+	return true
+}
+
+// retire stops the incarnation once its inner actor reports Stale after a message (reporting
+// true, and true from then on): the messages sent to it from outside, those already in its
+// mailbox included, go to a fresh incarnation (handBack), and those the directory delivers from
+// now on are held for it.
+func (a *incarnation) retire(ctx actor.Context) bool {
+	if a.stale {
+		return true
+	}
+	st, ok := a.inner.(Stale)
+	if !ok || !st.Stale() {
+		return false
+	}
+	a.stale = true
+	a.d.requeue(a.id, ctx.Self(), nil, nil)
 	return true
 }
 

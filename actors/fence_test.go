@@ -203,3 +203,91 @@ func TestAStaleIncarnationHandsItsMessagesToAFreshOne(t *testing.T) {
 	}
 	require.Zero(t, l.fenced.Load())
 }
+
+// endingActor ends its incarnation itself when told to (as an actor whose write was fenced
+// does), by reporting Stale from then on; it answers each Ping with the incarnation that took it.
+type endingActor struct {
+	serial  *atomic.Int32
+	stopped chan<- int32
+	me      int32
+	ended   bool
+}
+
+// End blocks the incarnation until Release closes, then has it end itself; Ping asks which
+// incarnation answers.
+type End struct{ Holding, Release chan struct{} }
+type Ping struct{}
+type Pong struct{ Incarnation int32 }
+
+func (e *endingActor) Stale() bool { return e.ended }
+
+func (e *endingActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		e.me = e.serial.Add(1)
+	case *actor.Stopped:
+		e.stopped <- e.me
+	case *End:
+		close(m.Holding)
+		<-m.Release
+		e.ended = true
+	case *Ping:
+		actors.Reply(ctx, &Pong{Incarnation: e.me})
+	}
+}
+
+// An actor that ends its incarnation while requests wait in its mailbox has them answered by a
+// fresh incarnation (a self-stop would drop them, and each asker would wait out its time-out),
+// and one that ends with nothing waiting stops without another message.
+func TestAnIncarnationThatEndsItselfHasTheRequestsInItsMailboxAnswered(t *testing.T) {
+	t.Parallel()
+	serial := &atomic.Int32{}
+	stopped := make(chan int32, 10)
+	sys := actors.NewSystem(prometheus.NewRegistry(), nil)
+	t.Cleanup(sys.Shutdown)
+	d := actors.NewDirectory(sys, actors.Kind{Name: "ending", IdleTimeout: time.Minute, New: func(string) actor.Actor {
+		return &endingActor{serial: serial, stopped: stopped}
+	}})
+	ask := func() <-chan int32 {
+		got := make(chan int32, 1)
+		go func() {
+			p, err := actors.AskWithin[*Pong](t.Context(), 5*time.Second, d.To("a"), &Ping{})
+			if err != nil {
+				got <- -1
+				return
+			}
+			got <- p.Incarnation
+		}()
+		return got
+	}
+	p, err := actors.AskWithin[*Pong](t.Context(), 5*time.Second, d.To("a"), &Ping{})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, p.Incarnation)
+
+	holding, release := make(chan struct{}), make(chan struct{})
+	d.Send("a", &End{Holding: holding, Release: release})
+	<-holding
+	var waiting []<-chan int32
+	for range 3 {
+		waiting = append(waiting, ask())
+	}
+	require.Eventually(t, func() bool { return d.Live() == 1 && serial.Load() == 1 }, time.Second, time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // the asks are in the first incarnation's mailbox
+	close(release)
+	for i, w := range waiting {
+		require.EqualValues(t, 2, <-w, "ask %d is answered by a fresh incarnation", i)
+	}
+	require.EqualValues(t, 1, <-stopped)
+
+	holding, release = make(chan struct{}), make(chan struct{})
+	d.Send("a", &End{Holding: holding, Release: release})
+	<-holding
+	close(release)
+	select {
+	case n := <-stopped:
+		require.EqualValues(t, 2, n, "the incarnation that ended itself stops")
+	case <-time.After(5 * time.Second):
+		t.Fatal("an incarnation that ended itself with nothing in its mailbox did not stop")
+	}
+	require.Eventually(t, func() bool { return d.Live() == 0 }, 5*time.Second, time.Millisecond)
+}

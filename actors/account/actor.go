@@ -250,6 +250,9 @@ type Actor struct {
 	// drainJobs are the jobs reported to since the drain began.
 	drainJobs map[string]bool
 	fenced    bool
+	// retired says the incarnation ended itself (fenced, or untrusted with nothing on its way):
+	// Stale from then on, it is stopped by the directory.
+	retired bool
 	// debug says the log takes the trace lines of the account's targets (trace.go).
 	debug bool
 }
@@ -263,8 +266,10 @@ func (a *Actor) Busy() bool {
 }
 
 // Stale reports whether the account's incarnation activated under a lease of its shard this node no
-// longer holds (actors.Pin): the directory hands its messages to a fresh incarnation.
-func (a *Actor) Stale() bool { return actors.StaleFence(a.deps.Fence) }
+// longer holds (actors.Pin), or that ended itself (a write was fenced, or a call found the shard
+// untrusted and nothing is on its way): the directory stops it and hands its messages to a
+// fresh incarnation.
+func (a *Actor) Stale() bool { return a.retired || actors.StaleFence(a.deps.Fence) }
 
 // messages from the actor's own goroutines and timers
 type (
@@ -302,6 +307,15 @@ type (
 
 // Receive handles the account's messages.
 func (a *Actor) Receive(ctx actor.Context) {
+	if a.retired {
+		// Ended (below), the incarnation handles nothing but its stop: the directory hands what
+		// is sent to it from outside to a fresh incarnation (a Drain is answered there), and a
+		// call that comes back now is looked up by whoever acts for the account next.
+		if _, ok := ctx.Message().(*actor.Stopped); ok {
+			a.receive(ctx)
+		}
+		return
+	}
 	a.receive(ctx)
 	if a.untrusted && a.drainer == nil && a.inflight == 0 && a.lookups == 0 {
 		// Nothing of the account is on its way any more: it stops here.
@@ -309,11 +323,12 @@ func (a *Actor) Receive(ctx actor.Context) {
 	}
 	if a.fenced {
 		// The shard moved: this node may no longer act for the account. Nothing not yet started
-		// starts; the new owner takes what waits from the store.
-		a.fenced = false
+		// starts; the new owner takes what waits from the store. The incarnation ends by
+		// reporting Stale, never with ctx.Stop, which would drop a Drain already in its mailbox
+		// and leave the hand-off waiting for its answer (actors.Stale).
+		a.fenced, a.retired = false, true
 		a.lane.take()
 		a.drained(ctx)
-		ctx.Stop(ctx.Self())
 		return
 	}
 	if a.drainer != nil && a.inflight == 0 && a.lookups == 0 {

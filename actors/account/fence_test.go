@@ -72,6 +72,67 @@ func TestAnAccountCallsOnlyWhileItsShardIsTrusted(t *testing.T) {
 	}
 }
 
+// drainingGate stands for a node that starts handing the account's shard off as a call finds it
+// untrusted: at the first read of the lease after that (as the call's outcome reaches the
+// actor), the hand-off's Drain is sent, and the actor holds on long enough for it to wait in its
+// mailbox behind the outcome.
+type drainingGate struct {
+	gate
+	armed, sent atomic.Bool
+	drain       func() // set while trusted
+}
+
+func (g *drainingGate) Trusted(id string) bool {
+	ok := g.gate.Trusted(id)
+	if !ok && !g.sent.Load() {
+		g.armed.Store(true)
+	}
+	return ok
+}
+
+func (g *drainingGate) Lease(id string) (persistence.Lease, bool) {
+	if g.armed.Load() && g.sent.CompareAndSwap(false, true) {
+		go g.drain()
+		time.Sleep(50 * time.Millisecond)
+	}
+	return g.gate.Lease(id)
+}
+
+// An account that stops because its call found the shard untrusted answers a hand-off's Drain
+// that reached it meanwhile: the incarnation ends, and a fresh one answers at once, instead of
+// the Drain going unanswered with the stopped one and the hand-off waiting out its time-out.
+func TestAnAccountThatStopsUntrustedAnswersTheDrainInItsMailbox(t *testing.T) {
+	if pgtest.Enabled() {
+		t.Skip("the stand-in lease has no row in PostgreSQL to fence on")
+	}
+	t.Parallel()
+	g := &drainingGate{}
+	g.trusted.Store(true)
+	b := setupWith(t, options{fence: g})
+	acct := b.connect(platforms.X, "ann")
+	first := newJobID()
+	b.publish(acct, first, 0, "while trusted")
+	require.True(t, b.finals(first, 1)[0].Success)
+
+	answered := make(chan error, 1)
+	g.drain = func() {
+		_, err := actors.AskWithin[*account.Drained](context.Background(), 5*time.Second, b.dir.To(acct), &account.Drain{})
+		answered <- err
+	}
+	g.trusted.Store(false)
+	second := newJobID()
+	b.publish(acct, second, 0, "found untrusted as the hand-off begins")
+	select {
+	case err := <-answered:
+		require.NoError(t, err, "the Drain is answered")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Drain was never sent")
+	}
+	require.Len(t, b.sim.Publications(platforms.X), 1, "the untrusted call was not made")
+	require.Nil(t, b.attempt(second), "its attempt is forgotten")
+	require.Equal(t, 1, b.waiting(acct), "the target waits in the store for the shard's next owner")
+}
+
 // A drained account starts nothing new and answers once its call in flight came back and was
 // reported, naming the job it reported to.
 func TestADrainedAccountFinishesItsCallInFlightAndStartsNothing(t *testing.T) {

@@ -164,8 +164,9 @@ func (a *Actor) Busy() bool {
 }
 
 // Stale reports whether the job's incarnation activated under a lease of its shard this node no
-// longer holds (actors.Pin): the directory hands its messages to a fresh incarnation.
-func (a *Actor) Stale() bool { return actors.StaleFence(a.deps.Fence) }
+// longer holds (actors.Pin), or that ended itself (a write of it was fenced): the directory
+// stops it and hands its messages to a fresh incarnation.
+func (a *Actor) Stale() bool { return a.fenced || actors.StaleFence(a.deps.Fence) }
 
 // Settled passivates a job as soon as its post has taken the outcome and no stream follows it:
 // nothing more happens to it, and a read activates it again from bbolt.
@@ -384,8 +385,10 @@ func (a *Actor) storeFailed(ctx actor.Context, err error) {
 		// lost either (its accounts' attempts and waiting targets stay in the store until the
 		// new owner stores their outcomes). The actor stops without retrying.
 		a.deps.Log.Info("a job's shard moved to another node; its actor stops here", "job_id", a.id)
+		// It ends by reporting Stale (never ctx.Stop, which would drop a Flush already in its
+		// mailbox unanswered): the directory stops it and hands what comes from outside to a
+		// fresh incarnation, whose write is fenced in turn and answered as such.
 		a.pending, a.syncUnstored, a.fenced = nil, false, true
-		ctx.Stop(ctx.Self())
 		return
 	}
 	a.storeFailures++

@@ -32,11 +32,12 @@ func (ns *nodes) balanced() {
 	t.Helper()
 	ns.settle()
 	var why string
-	require.Eventually(t, func() bool {
+	if !assert.Eventually(t, func() bool {
 		why = ns.unbalanced()
 		return why == ""
-	}, 30*time.Second, 50*time.Millisecond, "the leases rest with the nodes rendezvous hashing names")
-	_ = why
+	}, 30*time.Second, 50*time.Millisecond) {
+		require.FailNow(t, "the leases do not rest with the nodes rendezvous hashing names", why)
+	}
 }
 
 // unbalanced says why the cluster is not at rest ("" when it is).
