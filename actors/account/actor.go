@@ -219,10 +219,7 @@ type Actor struct {
 	inflight int
 	// callTime is the account's recent publishing call duration (a moving average), which sizes
 	// the batches of attempts recorded ahead.
-	callTime time.Duration
-	// prepTime is the account's recent time to take a batch from the store and record its
-	// attempts (a moving average), which says how early the next batch is prepared (refillBelow).
-	prepTime    time.Duration
+	callTime    time.Duration
 	refreshing  bool
 	refreshNext time.Time // no proactive refresh before (after a failed one)
 	lookups     int

@@ -339,10 +339,9 @@ func (a *Actor) needsRefresh(now time.Time) bool {
 // commit between two calls. A batch holds the calls of about lead (at the account's recent call
 // duration and concurrency), between 1 and maxBatch of them, plus one for each free call slot
 // (those start at once), and the next batch is recorded when the lane holds less than half of
-// one (refillBelow) or a call slot is free. Every recorded attempt that a crash leaves unsent is
-// looked up on the network at the next start (a read the network counts), so the lane holds no
-// more than it needs to hide the commit: at zero latency 64 calls, at 100 ms per call one; two
-// batches at most where taking and recording a batch takes longer than half a batch's calls.
+// one or a call slot is free. Every recorded attempt that a crash leaves unsent is looked up on
+// the network at the next start (a read the network counts), so the lane holds no more than it
+// needs to hide the commit: at zero latency 64 calls, at 100 ms per call one.
 const (
 	maxBatch = 64
 	lead     = 50 * time.Millisecond
@@ -355,30 +354,6 @@ func (a *Actor) batchSize() int {
 	}
 	n := int(time.Duration(a.deps.Concurrency) * lead / a.callTime)
 	return max(1, min(n, maxBatch))
-}
-
-// refillBelow is how few requests waiting in the lane let the next batch be taken and recorded:
-// half a batch, or, when taking a batch from the store and recording its attempts takes longer
-// than half a batch's calls last, the calls of twice that time (one batch at most), so that the
-// lane does not run dry while the next batch is prepared. On PostgreSQL under load a take and a
-// commit took 18-29 ms against 7-10 on bbolt, while half a batch at zero latency lasts 25-30 ms,
-// and the accounts' lanes stood empty 4-18 % of the drain (bench/RESULTS.md).
-func (a *Actor) refillBelow(size int) int {
-	n := max(1, size/2)
-	if a.callTime > 0 && a.prepTime > 0 {
-		n = max(n, int(2*time.Duration(a.deps.Concurrency)*a.prepTime/a.callTime))
-	}
-	return min(n, maxBatch)
-}
-
-// observePrepTime folds the time one batch took to be taken from the store and recorded into the
-// account's recent one.
-func (a *Actor) observePrepTime(d time.Duration) {
-	if a.prepTime <= 0 {
-		a.prepTime = d
-		return
-	}
-	a.prepTime += (d - a.prepTime) / 8
 }
 
 // observeCallTime folds one call's duration into the account's recent call duration.
@@ -409,11 +384,10 @@ func (a *Actor) pump(ctx actor.Context) {
 		// Requests for free call slots start at once; only those beyond them wait ahead.
 		pending, free := a.lane.load()
 		size := a.batchSize()
-		if free == 0 && pending >= a.refillBelow(size) {
+		if free == 0 && pending >= max(1, size/2) {
 			return
 		}
 		size = min(size+free, maxBatch)
-		prepared := a.deps.Now()
 		if len(a.queue) < size {
 			a.take(ctx, size-len(a.queue))
 			if a.acc == nil || a.failing != "" {
@@ -474,9 +448,6 @@ func (a *Actor) pump(ctx actor.Context) {
 			}
 			return nil
 		})
-		if err == nil {
-			a.observePrepTime(a.deps.Now().Sub(prepared))
-		}
 		if errors.Is(err, persistence.ErrFenced) {
 			// The shard moved to another node: nothing was recorded or sent, and the new owner
 			// takes these targets from the store. The actor stops (Receive).
