@@ -40,6 +40,19 @@ func (b *bundle) attempt(job string) (a *persistence.Attempt) {
 	return a
 }
 
+// publishedWhileTrusted sets up an X account behind fence g, which it trusts (trusted is g's
+// switch), and publishes one post through it.
+func publishedWhileTrusted(t *testing.T, g actors.Fence, trusted *atomic.Bool) (*bundle, string) {
+	t.Helper()
+	trusted.Store(true)
+	b := setupWith(t, options{fence: g})
+	acct := b.connect(platforms.X, "ann")
+	first := newJobID()
+	b.publish(acct, first, 0, "while trusted")
+	require.True(t, b.finals(first, 1)[0].Success)
+	return b, acct
+}
+
 // An account calls its network only while its node trusts the lease of its shard: once the
 // trust ends (a renewal too old: the node was paused or cut off, or it hands the shard off), the
 // call whose attempt was just recorded is not made, its attempt is forgotten, nothing is
@@ -50,13 +63,7 @@ func TestAnAccountCallsOnlyWhileItsShardIsTrusted(t *testing.T) {
 	}
 	t.Parallel()
 	g := &gate{}
-	g.trusted.Store(true)
-	b := setupWith(t, options{fence: g})
-	acct := b.connect(platforms.X, "ann")
-	first := newJobID()
-	b.publish(acct, first, 0, "while trusted")
-	require.True(t, b.finals(first, 1)[0].Success)
-
+	b, acct := publishedWhileTrusted(t, g, &g.trusted)
 	g.trusted.Store(false)
 	second := newJobID()
 	b.publish(acct, second, 0, "no longer trusted")
@@ -107,12 +114,7 @@ func TestAnAccountThatStopsUntrustedAnswersTheDrainInItsMailbox(t *testing.T) {
 	}
 	t.Parallel()
 	g := &drainingGate{}
-	g.trusted.Store(true)
-	b := setupWith(t, options{fence: g})
-	acct := b.connect(platforms.X, "ann")
-	first := newJobID()
-	b.publish(acct, first, 0, "while trusted")
-	require.True(t, b.finals(first, 1)[0].Success)
+	b, acct := publishedWhileTrusted(t, g, &g.trusted)
 
 	answered := make(chan error, 1)
 	g.drain = func() {
