@@ -402,3 +402,42 @@ func TestPostgresReadingAheadFromACursorDoesNotReadTheOutboxFromItsStart(t *test
 		require.NotEqual(t, first, q, "the outbox read from its first event")
 	}
 }
+
+// An account's walk of its waiting entries past those it holds reads them in one page when it
+// says how many it passes (WaitingFor's past): one round trip where pages growing from eight
+// rows took three, and the same entries listed.
+func TestPostgresAWaitingWalkPastHeldEntriesReadsOnePage(t *testing.T) {
+	t.Parallel()
+	s, trips := openTracedPostgres(t)
+	account := newV7()
+	var keys []string
+	for range 180 {
+		j := waitingJob(account)
+		keys = append(keys, string(waitingKey(account, j.TrackingID, 0)))
+		require.NoError(t, s.Update(context.Background(), func(tx *Tx) error { return tx.PutJob(j) }))
+	}
+	held := map[string]bool{}
+	for _, k := range keys[:150] {
+		held[k] = true
+	}
+	walk := func(past int) (got []Waiting, n int64) {
+		// The first views prepare the statements on the connections; the third is counted.
+		for range 3 {
+			before := trips.n.Load()
+			require.NoError(t, s.ViewAhead(func(tx *Tx) error {
+				got, _ = tx.WaitingFor(account, 20, past, func(k string) bool { return held[k] })
+				return nil
+			}))
+			n = trips.n.Load() - before
+		}
+		return got, n
+	}
+	grown, pages := walk(0)
+	one, page := walk(len(held))
+	t.Logf("round trips of a walk past %d held entries: %d, told how many it passes %d", len(held), pages, page)
+	require.Len(t, one, 20)
+	require.Equal(t, grown, one)
+	require.Equal(t, waitingOf([]byte(keys[150]), nil).JobID, one[0].JobID)
+	require.GreaterOrEqual(t, pages, int64(3), "pages of 8, 32 and 128 rows")
+	require.Equal(t, int64(1), page, "one page")
+}

@@ -77,10 +77,16 @@ func (t *Tx) keepWaiting(j *Job, isNew bool) error {
 
 // WaitingFor lists up to limit entries of an account in order, skipping those for which skip
 // returns true (they are in the account's hands already; skip sees every key the walk passes, in
-// order), and reports whether it stopped at the limit (more may follow).
-func (t *Tx) WaitingFor(accountID string, limit int, skip func(key string) bool) (out []Waiting, more bool) {
+// order), and reports whether it stopped at the limit (more may follow). past is about how many
+// entries skip passes over (those in the account's hands): on PostgreSQL the walk's first read
+// asks for them and limit more at once, one round trip where pages growing from a few rows took
+// three or four, each a round trip of the read-ahead's rounds.
+func (t *Tx) WaitingFor(accountID string, limit, past int, skip func(key string) bool) (out []Waiting, more bool) {
 	prefix := mustID(accountID)
 	c := t.kv.Bucket(bJobsWaiting).Cursor()
+	if p, ok := c.(kvPager); ok && past > 0 {
+		p.wantPage(past + limit + 1)
+	}
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		if len(k) != 34 || (skip != nil && skip(string(k))) {
 			continue

@@ -27,7 +27,7 @@ func waitingOfAccount(t *testing.T, s *Store, account string, limit int, skip fu
 	t.Helper()
 	var out []Waiting
 	var more bool
-	require.NoError(t, s.View(func(tx *Tx) error { out, more = tx.WaitingFor(account, limit, skip); return nil }))
+	require.NoError(t, s.View(func(tx *Tx) error { out, more = tx.WaitingFor(account, limit, 0, skip); return nil }))
 	return out, more
 }
 

@@ -202,7 +202,7 @@ func (b *bundle) waiting(acct string) int {
 	b.t.Helper()
 	var n int
 	require.NoError(b.t, b.store.View(func(tx *persistence.Tx) error {
-		ws, _ := tx.WaitingFor(acct, 1<<20, nil)
+		ws, _ := tx.WaitingFor(acct, 1<<20, 0, nil)
 		n = len(ws)
 		return nil
 	}))

@@ -162,7 +162,7 @@ func (a *Actor) take(ctx actor.Context, n int) {
 	err := a.deps.Store.ViewAhead(func(tx *persistence.Tx) error {
 		got, last = got[:0], ""
 		clear(stored)
-		ws, more := tx.WaitingFor(a.id, n, func(key string) bool {
+		ws, more := tx.WaitingFor(a.id, n, len(a.held)+len(a.reported), func(key string) bool {
 			last = key
 			if _, ok := a.reported[key]; ok {
 				stored[key] = true

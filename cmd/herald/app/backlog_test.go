@@ -37,7 +37,7 @@ func TestABacklogWaitsInTheStore(t *testing.T) {
 	waiting := func() int {
 		n := 0
 		require.NoError(t, b.app.Store.View(func(tx *persistence.Tx) error {
-			ws, _ := tx.WaitingFor(x.ID, posts, nil)
+			ws, _ := tx.WaitingFor(x.ID, posts, 0, nil)
 			n = len(ws)
 			return nil
 		}))
