@@ -634,31 +634,22 @@ func (a *incarnation) Receive(ctx actor.Context) {
 // handBack stops the incarnation once its inner actor is Stale and hands the message to the next
 // incarnation if it came from outside (reporting true); its own messages it still handles.
 func (a *incarnation) handBack(ctx actor.Context) bool {
-	st, ok := a.inner.(Stale)
-	if !ok {
-		return false
-	}
 	msg := ctx.Message()
 	switch msg.(type) {
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 		return false
 	}
-	if !a.stale && !st.Stale() {
-		return false
-	}
-	a.stale = true
-	if !fromOutside(msg) {
-		a.d.requeue(a.id, ctx.Self(), nil, nil)
+	if !a.retire(ctx) || !fromOutside(msg) {
 		return false
 	}
 	a.d.requeue(a.id, ctx.Self(), msg, ctx.Sender())
 	return true
 }
 
-// retire stops the incarnation once its inner actor reports Stale after a message (reporting
-// true, and true from then on): the messages sent to it from outside, those already in its
-// mailbox included, go to a fresh incarnation (handBack), and those the directory delivers from
-// now on are held for it.
+// retire stops the incarnation once its inner actor reports Stale, before a message (handBack)
+// or after one (reporting true, and true from then on): the messages sent to it from outside,
+// those already in its mailbox included, go to a fresh incarnation (handBack), and those the
+// directory delivers from now on are held for it.
 func (a *incarnation) retire(ctx actor.Context) bool {
 	if a.stale {
 		return true

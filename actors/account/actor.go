@@ -237,7 +237,8 @@ type Actor struct {
 	storeFailures int
 	// drainer, when set, is waiting for the account to finish its calls in flight (Drain):
 	// nothing new starts meanwhile. fenced says a write was refused because the account's
-	// shard moved to another node: the actor stops after the message in hand.
+	// shard moved to another node, or an untrusted account has nothing left on its way: the
+	// incarnation ends after the message in hand (Stale) and handles nothing but its stop.
 	drainer  *actor.PID
 	draining bool
 	// drainStarted is closed when a drain begins: a lookup waiting out a takeover's doubt
@@ -250,9 +251,6 @@ type Actor struct {
 	// drainJobs are the jobs reported to since the drain began.
 	drainJobs map[string]bool
 	fenced    bool
-	// retired says the incarnation ended itself (fenced, or untrusted with nothing on its way):
-	// Stale from then on, it is stopped by the directory.
-	retired bool
 	// debug says the log takes the trace lines of the account's targets (trace.go).
 	debug bool
 }
@@ -269,7 +267,7 @@ func (a *Actor) Busy() bool {
 // longer holds (actors.Pin), or that ended itself (a write was fenced, or a call found the shard
 // untrusted and nothing is on its way): the directory stops it and hands its messages to a
 // fresh incarnation.
-func (a *Actor) Stale() bool { return a.retired || actors.StaleFence(a.deps.Fence) }
+func (a *Actor) Stale() bool { return a.fenced || actors.StaleFence(a.deps.Fence) }
 
 // messages from the actor's own goroutines and timers
 type (
@@ -307,7 +305,7 @@ type (
 
 // Receive handles the account's messages.
 func (a *Actor) Receive(ctx actor.Context) {
-	if a.retired {
+	if a.fenced {
 		// Ended (below), the incarnation handles nothing but its stop: the directory hands what
 		// is sent to it from outside to a fresh incarnation (a Drain is answered there), and a
 		// call that comes back now is looked up by whoever acts for the account next.
@@ -326,7 +324,6 @@ func (a *Actor) Receive(ctx actor.Context) {
 		// starts; the new owner takes what waits from the store. The incarnation ends by
 		// reporting Stale, never with ctx.Stop, which would drop a Drain already in its mailbox
 		// and leave the hand-off waiting for its answer (actors.Stale).
-		a.fenced, a.retired = false, true
 		a.lane.take()
 		a.drained(ctx)
 		return
