@@ -372,6 +372,12 @@ func (s *Store) tryUpdate(w *write) error {
 	return w.err
 }
 
+// ReadsAhead reports whether the reads of writes made with UpdateAhead are read ahead, many
+// writes' together (PostgreSQL): such a read costs a row in a statement a commit sends anyway,
+// where a View of its own costs a statement and a round trip. On bbolt, where a read is a
+// lookup in memory but a write's reads run on the one committer thread, it is false.
+func (s *Store) ReadsAhead() bool { return s.pg != nil }
+
 // QueueDepth is the number of writes waiting for the committer.
 func (s *Store) QueueDepth() int { return len(s.writes) }
 

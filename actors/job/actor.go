@@ -86,6 +86,11 @@ type Settlement interface {
 	Stored()
 }
 
+// ErrNotSettled is what a Settlement's Write returns when the post, read in the transaction,
+// takes no outcome there (it is gone, or takes none from this job): the job is stored alone and
+// handed on (Handoff.Finish), as when Settle returns nil.
+var ErrNotSettled = errors.New("the post takes no outcome in its job's transaction")
+
 // Followers are the followers of campaigns (campaign.Hub).
 type Followers interface {
 	Notify(campaignID string)
@@ -634,9 +639,12 @@ func (a *Actor) recordOnce() error {
 		// The post's part was refused (a record it reads is damaged, or the post it was built
 		// on changed since it was kept): the job is stored alone, and its post takes the
 		// outcome through Finish, as after a restart.
-		if errors.Is(err, persistence.ErrChanged) {
+		switch {
+		case errors.Is(err, persistence.ErrChanged):
 			a.deps.Log.Debug("a job's post changed since it was kept; the post takes the outcome on its own", "job_id", a.id)
-		} else {
+		case errors.Is(err, ErrNotSettled):
+			a.deps.Log.Debug("a job's post takes no outcome in the job's transaction; the post decides on its own", "job_id", a.id)
+		default:
 			a.deps.Log.Warn("storing a job's outcome with its post's failed; the post takes it on its own", "job_id", a.id, "error", err)
 		}
 		b.settle = nil

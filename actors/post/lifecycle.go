@@ -779,7 +779,7 @@ func ReadOutcome(store *persistence.Store, j *persistence.Job, now time.Time) *O
 // job's final transaction); otherwise the write is refused with persistence.ErrChanged and the
 // post's actor takes the outcome (job.Handoff.Finish), reading the post.
 func ReadOutcomeKept(store *persistence.Store, j *persistence.Job, now time.Time, kept *Committed) *Outcome {
-	if kept != nil && kept.Post != nil && kept.Post.ID == j.PostID && kept.PostRaw != nil {
+	if KeptFor(j, kept) {
 		o, err := newOutcome(kept.Post.Clone(), j, now) // shared: the outcome changes its own copy
 		if err != nil || o == nil {
 			return nil
@@ -801,6 +801,24 @@ func ReadOutcomeKept(store *persistence.Store, j *persistence.Job, now time.Time
 		return nil
 	}
 	return o
+}
+
+// KeptFor reports whether kept holds the post of the final job j as committed, for
+// ReadOutcomeKept to build its outcome on without reading it.
+func KeptFor(j *persistence.Job, kept *Committed) bool {
+	return kept != nil && kept.Post != nil && kept.Post.ID == j.PostID && kept.PostRaw != nil
+}
+
+// ReadOutcomeIn is ReadOutcome reading the post in tx, the job's final transaction itself: nil
+// (and no error) when the post takes no outcome from j. The post is encoded in the transaction,
+// which suits a store that reads ahead (persistence.Store.ReadsAhead): there the read is a row
+// of a statement the commit sends anyway, instead of a read of its own.
+func ReadOutcomeIn(tx *persistence.Tx, j *persistence.Job, now time.Time) (*Outcome, error) {
+	cur, err := tx.Post(j.PostID)
+	if err != nil {
+		return nil, err
+	}
+	return newOutcome(cur, j, now)
 }
 
 // Write stores the outcome in tx: the outbox event, the post, its usage counts, and the

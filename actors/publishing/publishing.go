@@ -17,6 +17,7 @@ package publishing
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"maps"
 	"time"
@@ -198,9 +199,14 @@ func (p *Publishing) Report(r *account.Report) { p.To.Jobs.Send(r.JobID, r) }
 
 // Settle prepares the post's part of its job's final transaction (job.Handoff): the outcome is
 // read from the post as stored and written with the job, so that the post's actor is neither
-// activated nor written for it.
+// activated nor written for it. The post is taken as kept when it is; otherwise, on a store that
+// reads ahead (PostgreSQL), it is read in the final transaction itself, a row among the commit's
+// reads, and elsewhere (bbolt) before it, off the committer's thread.
 func (p *Publishing) Settle(j *persistence.Job, now time.Time) job.Settlement {
 	kept, _ := p.kept.Take(j.TrackingID) // the job's last use of it
+	if !post.KeptFor(j, kept) && p.store.ReadsAhead() {
+		return &settlement{p: p, job: j, now: now}
+	}
 	o := post.ReadOutcomeKept(p.store, j, now, kept)
 	if o == nil {
 		return nil
@@ -208,13 +214,31 @@ func (p *Publishing) Settle(j *persistence.Job, now time.Time) job.Settlement {
 	return &settlement{p: p, o: o}
 }
 
-// settlement is a post's outcome written in its job's final transaction.
+// settlement is a post's outcome written in its job's final transaction: o, built before it, or,
+// when job is set, built in it from the post as the transaction reads it.
 type settlement struct {
-	p *Publishing
-	o *post.Outcome
+	p   *Publishing
+	o   *post.Outcome
+	job *persistence.Job
+	now time.Time
 }
 
-func (s *settlement) Write(tx *persistence.Tx) error { return s.o.Write(tx) }
+// Write runs with every run of the transaction (a probe's on PostgreSQL too: UpdateAhead), and
+// sets o afresh on each when it reads the post: the last run's is the one committed.
+func (s *settlement) Write(tx *persistence.Tx) error {
+	if s.job != nil {
+		s.o = nil
+		o, err := post.ReadOutcomeIn(tx, s.job, s.now)
+		if errors.Is(err, persistence.ErrNotFound) || (err == nil && o == nil) {
+			return job.ErrNotSettled
+		}
+		if err != nil {
+			return err
+		}
+		s.o = o
+	}
+	return s.o.Write(tx)
+}
 
 // Stored announces the outcome as the post actor would have: a live incarnation of the post
 // takes it as its state, on whichever node it lives; the outbox's consumers and the campaign's

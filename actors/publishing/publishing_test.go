@@ -211,3 +211,46 @@ func TestStartResumesWhatAStopLeft(t *testing.T) {
 	require.Len(t, b.sim.Publications(platforms.X), 1, "only the waiting target was sent; the finished one was not sent again")
 	require.Eventually(t, func() bool { return second.Backlog.Len() == 0 }, 5*time.Second, 10*time.Millisecond)
 }
+
+// A job whose post is gone when its outcome is known is stored final on its own, and its post's
+// actor decides what follows (nothing: there is no post): on a store that reads ahead, the post
+// is read in the job's final transaction, and one that is not there refuses only the post's part
+// of it.
+func TestAJobWhosePostIsGoneIsStoredFinalAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	first, _ := b.start()
+	x := b.connect(first, platforms.X, "ann")
+	b.stop(first)
+
+	orphan := b.draft("Its post is gone", x)
+	jobID := uuid.Must(uuid.NewV7()).String()
+	now := time.Now().UTC()
+	require.NoError(t, b.store.Update(context.Background(), func(tx *persistence.Tx) error {
+		j, err := post.NewJob(orphan, jobID, now, nil)
+		if err != nil {
+			return err
+		}
+		return tx.PutJob(j) // the post itself is never stored
+	}))
+
+	second, _ := b.start()
+	require.Eventually(t, func() bool {
+		var j *persistence.Job
+		var active bool
+		require.NoError(t, b.store.View(func(tx *persistence.Tx) error {
+			var err error
+			j, err = tx.Job(jobID)
+			active = tx.JobActive(jobID)
+			return err
+		}))
+		return j.Status == persistence.JobFailed && j.Targets[0].Message == "the post no longer exists" && !active
+	}, 20*time.Second, 10*time.Millisecond)
+	require.Empty(t, b.sim.Publications(platforms.X), "nothing was sent for a post that is gone")
+	require.Eventually(t, func() bool { return second.Backlog.Len() == 0 }, 5*time.Second, 10*time.Millisecond)
+	err := b.store.View(func(tx *persistence.Tx) error {
+		_, err := tx.Post(orphan.ID)
+		return err
+	})
+	require.ErrorIs(t, err, persistence.ErrNotFound, "no post was made up for the job")
+}
