@@ -135,19 +135,21 @@ func TestDispatcherNeverStallsWhenEveryWorkerIsBlocked(t *testing.T) {
 // workers a burst started expire once idle, so that at rest the pool holds no goroutine.
 func TestWorkerPoolReusesAndExpiresWorkers(t *testing.T) {
 	t.Parallel()
-	p := newWorkerPool(dispatcherThroughput, 50*time.Millisecond)
+	p := newWorkerPool(dispatcherThroughput, 500*time.Millisecond)
 	defer p.Close()
-	done := make(chan struct{})
-	for range 100 {
-		p.Schedule(func() { done <- struct{}{} })
-		<-done
-	}
-	require.Eventually(t, func() bool {
+	idle := func() int {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		return len(p.idle) == 1
-	}, 5*time.Second, time.Millisecond)
-	require.Equal(t, 1, p.live(), "one pass after another runs on one worker")
+		return len(p.idle)
+	}
+	done := make(chan int)
+	for i := range 100 {
+		p.Schedule(func() { done <- p.live() })
+		require.Equal(t, 1, <-done, "pass %d ran beside another worker: one pass after another runs on one worker", i)
+		// The pass has ended, but its worker parks itself just after: the next pass is
+		// scheduled once it has, as passes that follow one another after a moment are.
+		require.Eventually(t, func() bool { return idle() == 1 }, 5*time.Second, 10*time.Microsecond)
+	}
 
 	// A burst of passes that all block at once: one worker each.
 	const burst = 64
@@ -164,8 +166,8 @@ func TestWorkerPoolReusesAndExpiresWorkers(t *testing.T) {
 		"idle workers expire")
 
 	// And the pool works again afterwards.
-	p.Schedule(func() { done <- struct{}{} })
-	<-done
+	p.Schedule(func() { done <- p.live() })
+	require.Equal(t, 1, <-done)
 }
 
 // Close retires the idle workers; a pass scheduled afterwards still runs.
