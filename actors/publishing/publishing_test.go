@@ -141,6 +141,17 @@ func (b *bundle) published(postID, jobID string) {
 	}, 20*time.Second, 10*time.Millisecond)
 }
 
+// setupStopped is setup with an X account connected through a publishing start that was then
+// stopped: what a test writes to the store meanwhile is what the next start finds.
+func setupStopped(t *testing.T) (*bundle, string) {
+	t.Helper()
+	b := setup(t)
+	first, _ := b.start()
+	x := b.connect(first, platforms.X, "ann")
+	b.stop(first)
+	return b, x
+}
+
 // A publish goes through every hand-off: the post's job to its accounts, their reports to the
 // job, and the job's outcome to the post, written in the job's final transaction; the backlog
 // counts the publishes in hand and ends empty, and the finished job is counted.
@@ -169,10 +180,7 @@ func TestAPublishGoesThroughEveryHandoff(t *testing.T) {
 // and published, and a job whose outcome its post had not taken hands it on.
 func TestStartResumesWhatAStopLeft(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	first, _ := b.start()
-	x := b.connect(first, platforms.X, "ann")
-	b.stop(first)
+	b, x := setupStopped(t)
 
 	// A job whose target waits for its account, as a publish leaves it before its account took it.
 	waiting := b.draft("Waiting for its account", x)
@@ -218,10 +226,7 @@ func TestStartResumesWhatAStopLeft(t *testing.T) {
 // of it.
 func TestAJobWhosePostIsGoneIsStoredFinalAlone(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	first, _ := b.start()
-	x := b.connect(first, platforms.X, "ann")
-	b.stop(first)
+	b, x := setupStopped(t)
 
 	orphan := b.draft("Its post is gone", x)
 	jobID := uuid.Must(uuid.NewV7()).String()
