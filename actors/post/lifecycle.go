@@ -787,17 +787,13 @@ func ReadOutcomeKept(store *persistence.Store, j *persistence.Job, now time.Time
 		o.expect = kept.PostRaw
 		return o
 	}
-	var cur *persistence.Post
+	// The post is read for this outcome alone: it becomes the outcome's post.
+	var o *Outcome
 	if err := store.View(func(tx *persistence.Tx) error {
 		var err error
-		cur, err = tx.Post(j.PostID)
+		o, err = ReadOutcomeIn(tx, j, now)
 		return err
 	}); err != nil {
-		return nil
-	}
-	// The post was read for this outcome alone: it becomes the outcome's post.
-	o, err := newOutcome(cur, j, now)
-	if err != nil {
 		return nil
 	}
 	return o
@@ -809,10 +805,10 @@ func KeptFor(j *persistence.Job, kept *Committed) bool {
 	return kept != nil && kept.Post != nil && kept.Post.ID == j.PostID && kept.PostRaw != nil
 }
 
-// ReadOutcomeIn is ReadOutcome reading the post in tx, the job's final transaction itself: nil
-// (and no error) when the post takes no outcome from j. The post is encoded in the transaction,
-// which suits a store that reads ahead (persistence.Store.ReadsAhead): there the read is a row
-// of a statement the commit sends anyway, instead of a read of its own.
+// ReadOutcomeIn is ReadOutcome reading the post in tx: nil (and no error) when the post takes
+// no outcome from j. In the job's final transaction itself, the post is read and encoded there,
+// which suits a store that reads ahead (persistence.Store.ReadsAhead): the read is a row of a
+// statement the commit sends anyway, instead of a read of its own.
 func ReadOutcomeIn(tx *persistence.Tx, j *persistence.Job, now time.Time) (*Outcome, error) {
 	cur, err := tx.Post(j.PostID)
 	if err != nil {
