@@ -38,8 +38,10 @@ chaos: ## The chaos test: 10 rounds of mixed load against a server killed (SIGKI
 	HERALD_CHAOS=1 $(GO) test -count=1 -run '^TestChaos$$' -v -timeout 10m ./cmd/herald/
 
 bench: build ## Run the bench suite against a real server process, then create-drafts, publish, recovery and nodes on PostgreSQL (add ARGS="--quick" for a smoke run).
-	$(BIN) bench --out bench/out/latest.json $(ARGS)
-	bench/postgres.sh $(BIN) --out bench/out/postgres.json $(ARGS)
+	@# The PostgreSQL run goes ahead when a scenario of the first failed; make then fails.
+	rc=0; $(BIN) bench --out bench/out/latest.json $(ARGS) || rc=$$?; \
+	bench/postgres.sh $(BIN) --out bench/out/postgres.json $(ARGS) || rc=$$?; \
+	exit $$rc
 
 SCENARIO ?= publish
 PROFILE_DIR ?= bench/out/profile

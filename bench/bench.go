@@ -25,8 +25,10 @@ import (
 
 // Result is one scenario's figures.
 type Result struct {
-	Scenario   string  `json:"scenario"`
-	Skipped    string  `json:"skipped,omitempty"`
+	Scenario string `json:"scenario"`
+	Skipped  string `json:"skipped,omitempty"`
+	// Failed is the error of a scenario that could not measure (its other fields are zero).
+	Failed     string  `json:"failed,omitempty"`
 	Ops        int     `json:"ops"`
 	Seconds    float64 `json:"seconds"`
 	Throughput float64 `json:"throughput_per_s"`
@@ -150,6 +152,33 @@ func Main(args []string, stdout, stderr io.Writer) error {
 		env.Duration = 2 * time.Second
 	}
 	rep := Report{StartedAt: time.Now().UTC(), Machine: machine(), Quick: *quick}
+	failed := runScenarios(env, selected, &rep)
+	Print(rep, stdout)
+	if *out != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(*out, b, 0o644); err != nil {
+			return err
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d scenarios failed: %s", len(failed), len(selected), strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// runScenarios runs the selected scenarios on env in order and appends their results to rep. A
+// scenario that fails is reported as failed, with its error, and the suite goes on to the next:
+// one scenario that cannot measure on a slow moment of the machine (the SSE streams not all open
+// before the jobs they wait on finish, for one) does not take the later scenarios' figures with
+// it. It returns the names of the scenarios that failed; `herald bench` then exits non-zero.
+func runScenarios(env *Env, selected []Scenario, rep *Report) (failed []string) {
+	suffix := ""
+	if storeBase != "" {
+		suffix = " (postgres)"
+	}
 	for _, s := range selected {
 		if s.Run == nil {
 			rep.Results = append(rep.Results, Result{Scenario: s.Name, Skipped: s.Skip})
@@ -157,11 +186,10 @@ func Main(args []string, stdout, stderr io.Writer) error {
 		}
 		r, err := s.Run(env)
 		if err != nil {
-			return fmt.Errorf("scenario %s: %w", s.Name, err)
-		}
-		suffix := ""
-		if storeBase != "" {
-			suffix = " (postgres)"
+			env.childPeakMB = 0
+			failed = append(failed, s.Name)
+			rep.Results = append(rep.Results, Result{Scenario: s.Name + suffix, Failed: err.Error()})
+			continue
 		}
 		if len(r.Rows) > 0 {
 			for _, row := range r.Rows {
@@ -188,17 +216,7 @@ func Main(args []string, stdout, stderr io.Writer) error {
 		}
 		rep.Results = append(rep.Results, r)
 	}
-	Print(rep, stdout)
-	if *out != "" {
-		b, _ := json.MarshalIndent(rep, "", "  ")
-		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(*out, b, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return failed
 }
 
 func machine() string {
@@ -224,12 +242,19 @@ func Print(rep Report, w io.Writer) {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\tskipped: %s\t-\t-\t\n", r.Scenario, r.Skipped)
 			continue
 		}
+		if r.Failed != "" {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\tfailed (below)\t-\t-\t\n", r.Scenario)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%d\t%.0f\t%s\t%.0f\t%.2f\t\n",
 			r.Scenario, r.Ops, r.Throughput, r.P50ms, r.P99ms, r.P999ms, r.Errors, r.PeakRSSMB, r.LimitName, r.Limit, r.Ratio)
 	}
 	_ = tw.Flush()
 	for _, r := range rep.Results {
-		if r.Notes != "" {
+		switch {
+		case r.Failed != "":
+			fmt.Fprintf(w, "\n%s: FAILED: %s", r.Scenario, r.Failed)
+		case r.Notes != "":
 			fmt.Fprintf(w, "\n%s: %s", r.Scenario, r.Notes)
 		}
 	}
@@ -267,7 +292,7 @@ func Compare(a, b string, w io.Writer) error {
 	fmt.Fprintln(tw, "scenario\tops/s A\tops/s B\tdelta\tp99 A\tp99 B\tratio A\tratio B\t")
 	for _, rb := range rb.Results {
 		ra, ok := byName[rb.Scenario]
-		if !ok || ra.Skipped != "" || rb.Skipped != "" {
+		if !ok || ra.Skipped != "" || rb.Skipped != "" || ra.Failed != "" || rb.Failed != "" {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t\n", rb.Scenario)
 			continue
 		}

@@ -191,7 +191,7 @@ func publishScenario(base *Env) (Result, error) {
 				TrackingID string `json:"tracking_id"`
 			}
 			_ = json.Unmarshal(b, &acc)
-			if _, at, err := e.streamDone(acc.TrackingID, nil); err == nil {
+			if _, at, _, err := e.streamDone(acc.TrackingID, nil); err == nil {
 				e2eMu.Lock()
 				e2e = append(e2e, at.Sub(start))
 				e2eMu.Unlock()
@@ -421,7 +421,7 @@ func sseFanout(base *Env) (Result, error) {
 			defer wg.Done()
 			once := sync.Once{}
 			markOpen := func() { once.Do(func() { <-sem; opened.Done() }) }
-			done, at, err := e.streamDone(acc.TrackingID, markOpen)
+			done, at, _, err := e.streamDone(acc.TrackingID, markOpen)
 			markOpen()
 			if err != nil {
 				failures.Add(1)
@@ -470,7 +470,7 @@ func sseDelivery(base *Env) (Result, error) {
 	opened.Add(streams)
 	var mu sync.Mutex
 	lat := make([]time.Duration, 0, streams)
-	var failures atomic.Int64
+	var failures, late atomic.Int64
 	var firstErr atomic.Value
 	start := time.Now()
 	for j := 0; j < jobs; j++ {
@@ -491,11 +491,15 @@ func sseDelivery(base *Env) (Result, error) {
 				defer wg.Done()
 				once := sync.Once{}
 				markOpen := func() { once.Do(opened.Done) }
-				done, at, err := e.streamDone(id, markOpen)
+				done, at, joinedLate, err := e.streamDone(id, markOpen)
 				markOpen()
 				if err != nil {
 					failures.Add(1)
 					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				if joinedLate {
+					late.Add(1)
 					return
 				}
 				mu.Lock()
@@ -508,15 +512,18 @@ func sseDelivery(base *Env) (Result, error) {
 	allOpen := time.Since(start)
 	after := float64(readVmRSS(e.cmd.Process.Pid))
 	wg.Wait()
-	if allOpen >= latency {
-		return Result{}, fmt.Errorf("the %d streams took %s to open, longer than the jobs take (%s): late clients would measure the wait for the stream, not delivery", streams, allOpen.Round(time.Millisecond), latency)
+	// A client whose stream opened after its job had finished measures its own connecting, not
+	// the delivery: it is left out, and counted. When more than a tenth of them were so late the
+	// machine could not open the streams in time and the run measures too little to report.
+	if n := late.Load(); n*10 > int64(streams) {
+		return Result{}, fmt.Errorf("%d of the %d streams opened after their job had finished (all open %s after the first publish; each job takes %s): too few were waiting to measure delivery", n, streams, allOpen.Round(time.Millisecond), latency)
 	}
 	r := Result{Ops: len(lat), Seconds: time.Since(start).Seconds(), Throughput: float64(len(lat)) / spread.Seconds(), Errors: int(failures.Load()),
 		P50ms: durationsPct(lat, 0.5), P99ms: durationsPct(lat, 0.99), P999ms: durationsPct(lat, 0.999),
 		LimitName: "delivery p99 target (ms)", Limit: 50}
 	r.Ratio = r.P99ms / r.Limit
-	r.Notes = fmt.Sprintf("%d streams open at once over %d jobs (%d clients each), all open %.1fs after the first publish; the jobs finish one after another over %s (one call each, simulator latency %s); latencies from each job's completed_at to each client's done event; server RSS grew %.0f MB while the streams opened, with the %d network calls in flight (sse-fanout measures the memory of a stream alone)",
-		streams, jobs, per, allOpen.Seconds(), spread, latency, (after-before)/1024, jobs)
+	r.Notes = fmt.Sprintf("%d streams open at once over %d jobs (%d clients each), all open %.1fs after the first publish; the jobs finish one after another over %s (one call each, simulator latency %s); latencies from each job's completed_at to each client's done event, %d streams that opened after their job had finished left out; server RSS grew %.0f MB while the streams opened, with the %d network calls in flight (sse-fanout measures the memory of a stream alone)",
+		streams, jobs, per, allOpen.Seconds(), spread, latency, late.Load(), (after-before)/1024, jobs)
 	if e, ok := firstErr.Load().(error); ok {
 		r.Notes += "; first error: " + e.Error()
 	}

@@ -217,30 +217,32 @@ func readN(r io.Reader, dst []byte, n int) ([]byte, error) {
 }
 
 // streamDone opens a job's stream on a connection of its own, the way a lean SSE client does,
-// and returns the job's completed_at (from the done event) and the moment that event arrived.
-// opened is called when the first event arrives. Ten thousand of these share the machine with
-// the server; each costs a connection, a 4 KiB buffer and a goroutine, nothing more.
-func (e *Env) streamDone(jobID string, opened func()) (done, at time.Time, err error) {
+// and returns the job's completed_at (from the done event) and the moment that event arrived,
+// and late when the done event was the stream's first: the client connected after the job had
+// finished, so that the wait it measures is its own connecting, not the delivery. opened is called
+// when the first event arrives. Ten thousand of these share the machine with the server; each
+// costs a connection, a 4 KiB buffer and a goroutine, nothing more.
+func (e *Env) streamDone(jobID string, opened func()) (done, at time.Time, late bool, err error) {
 	u, err := url.Parse(e.URL)
 	if err != nil {
-		return done, at, err
+		return done, at, late, err
 	}
 	conn, err := net.DialTimeout("tcp", u.Host, 10*time.Second)
 	if err != nil {
-		return done, at, err
+		return done, at, late, err
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(5 * time.Minute))
 	if _, err := fmt.Fprintf(conn, "GET /v1/jobs/%s/stream HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n", jobID, u.Host, e.Key); err != nil {
-		return done, at, err
+		return done, at, late, err
 	}
 	br := bufio.NewReaderSize(conn, 4<<10)
 	h, err := readHead(br)
 	if err != nil {
-		return done, at, err
+		return done, at, late, err
 	}
 	if h.status != http.StatusOK {
-		return done, at, fmt.Errorf("stream: status %d", h.status)
+		return done, at, late, fmt.Errorf("stream: status %d", h.status)
 	}
 	body := br
 	if h.chunked { // a stream served in place, not taken over from the HTTP server
@@ -259,15 +261,17 @@ func (e *Env) streamDone(jobID string, opened func()) (done, at time.Time, err e
 			line = long
 		}
 		if err != nil {
-			return done, at, fmt.Errorf("stream ended before done: %w", err)
+			return done, at, late, fmt.Errorf("stream ended before done: %w", err)
 		}
 		switch {
 		case bytes.HasPrefix(line, []byte("event: ")):
 			event = string(bytes.TrimSpace(line[len("event: "):]))
 		case bytes.HasPrefix(line, []byte("data: ")):
-			if first && opened != nil {
-				first = false
-				opened()
+			if first {
+				first, late = false, event == "done"
+				if opened != nil {
+					opened()
+				}
 			}
 			if event != "done" {
 				continue
@@ -276,11 +280,11 @@ func (e *Env) streamDone(jobID string, opened func()) (done, at time.Time, err e
 			const key = `"completed_at":"`
 			i := bytes.Index(line, []byte(key))
 			if i < 0 {
-				return done, at, fmt.Errorf("done without completed_at")
+				return done, at, late, fmt.Errorf("done without completed_at")
 			}
 			rest := line[i+len(key):]
 			done, err = time.Parse(time.RFC3339Nano, string(rest[:bytes.IndexByte(rest, '"')]))
-			return done, at, err
+			return done, at, late, err
 		}
 	}
 }
