@@ -168,6 +168,13 @@ func TestBrowserComposeIdempotencyKey(t *testing.T) {
 		if (String(u).endsWith('/api/posts/publish')) { window.__sent.push({key: o.headers['Idempotency-Key'] || '', body: o.body}); }
 		return f(u, o); }`))
 	sent := func() []map[string]string { return eval[[]map[string]string](tb, `window.__sent`) }
+	// The post the finished progress links to ("" while none is finished). The first
+	// submission's finished progress stays on the page until the second's answer comes back,
+	// so each submission waits for a link to a post other than the one before.
+	shown := func() string {
+		return eval[string](tb, `(document.querySelector('#progress[data-done] #progress-links a') || {}).href || ''`)
+	}
+	last := ""
 	for _, text := range []string{"First of two", "Second of two"} {
 		tb.do(
 			chromedp.WaitVisible(chromedp.CSS(`#content`)),
@@ -176,7 +183,12 @@ func TestBrowserComposeIdempotencyKey(t *testing.T) {
 		if text == "First of two" {
 			tb.do(chromedp.Click(chromedp.CSS(`input[name=platforms][value="` + bsky + `"]`)))
 		}
-		tb.do(chromedp.Click(chromedp.CSS(`#submit-post`)), chromedp.WaitVisible(chromedp.CSS(`#progress[data-done] #progress-links a`)))
+		// The live check's answer adds to the network's section and moves the button: click once
+		// it is in (a click while the page moves lands beside the button).
+		tb.checked()
+		tb.do(chromedp.Click(chromedp.CSS(`#submit-post`)))
+		require.Eventually(t, func() bool { u := shown(); return u != "" && u != last }, 15*time.Second, 50*time.Millisecond, "the progress of %q", text)
+		last = shown()
 	}
 	s := sent()
 	require.Len(t, s, 2)
