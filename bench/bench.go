@@ -184,9 +184,9 @@ func runScenarios(env *Env, selected []Scenario, rep *Report) (failed []string) 
 			rep.Results = append(rep.Results, Result{Scenario: s.Name, Skipped: s.Skip})
 			continue
 		}
+		env.childPeakMB = 0 // the peak of the servers this scenario runs of its own (Env.Close)
 		r, err := s.Run(env)
 		if err != nil {
-			env.childPeakMB = 0
 			failed = append(failed, s.Name)
 			rep.Results = append(rep.Results, Result{Scenario: s.Name + suffix, Failed: err.Error()})
 			continue
@@ -199,7 +199,6 @@ func runScenarios(env *Env, selected []Scenario, rep *Report) (failed []string) 
 				}
 				rep.Results = append(rep.Results, row)
 			}
-			env.childPeakMB = 0
 			continue
 		}
 		r.Scenario = s.Name + suffix
@@ -210,7 +209,6 @@ func runScenarios(env *Env, selected []Scenario, rep *Report) (failed []string) 
 		default:
 			r.PeakRSSMB = env.PeakRSSMB()
 		}
-		env.childPeakMB = 0
 		if r.Limit > 0 && r.Ratio == 0 {
 			r.Ratio = r.Throughput / r.Limit
 		}
@@ -238,12 +236,12 @@ func Print(rep Report, w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tops\tops/s\tp50 ms\tp99 ms\tp999 ms\terrors\tpeak RSS MB\tlimit (same run)\tlimit/s\tratio\t")
 	for _, r := range rep.Results {
-		if r.Skipped != "" {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\tskipped: %s\t-\t-\t\n", r.Scenario, r.Skipped)
-			continue
-		}
-		if r.Failed != "" {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\tfailed (below)\t-\t-\t\n", r.Scenario)
+		if r.Skipped != "" || r.Failed != "" {
+			why := "failed (below)"
+			if r.Skipped != "" {
+				why = "skipped: " + r.Skipped
+			}
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t%s\t-\t-\t\n", r.Scenario, why)
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%d\t%.0f\t%s\t%.0f\t%.2f\t\n",
