@@ -1,9 +1,7 @@
 package persistence
 
 import (
-	"bytes"
 	"encoding/binary"
-	"errors"
 	"time"
 )
 
@@ -17,11 +15,6 @@ import (
 // crash the chain resumes at Step (looked up first) and never publishes a part twice. Between
 // two calls, and for a retry that publishes only a published target's missing steps, the record
 // is Pending: no call was started for Step, so nothing is looked up.
-//
-// The record lives in its target's waiting entry (jobs_waiting, waiting.go), after the post id:
-// an attempt exists only while its target waits for its outcome, the account that takes the entry
-// reads the attempt with it, and the transaction that stores the target's outcome removes the
-// entry and the attempt with it. So an attempt costs one write before its call and nothing after.
 type Attempt struct {
 	JobID     string    `json:"job_id"`
 	Target    int       `json:"target"`
@@ -39,100 +32,30 @@ type Step struct {
 	Ref string `json:"ref,omitempty"`
 }
 
-// ErrNotWaiting refuses an attempt for a target that no longer waits: its outcome is stored (or
-// its entry was dropped as stale), so no call may be made for it.
-var ErrNotWaiting = errors.New("persistence: the target no longer waits for its account")
-
 // attempts     job id | target (2 bytes) → Attempt (JSON)
-//
-// Where layouts 6 and earlier kept attempts; upgrade moves them into their waiting entries
-// (moveAttempts) and the bucket stays empty.
 var bAttempts = []byte("attempts")
 
 func init() { registerBuckets(bAttempts) }
 
-// PutAttempt records an attempt in its target's waiting entry (a.AccountID, a.JobID, a.Target),
-// or returns ErrNotWaiting when there is no such entry: the record is never written for a target
-// whose outcome is stored, where it would make the target wait again.
-func (t *Tx) PutAttempt(a *Attempt) error {
-	b := t.kv.Bucket(bJobsWaiting)
-	key := waitingKey(a.AccountID, a.JobID, a.Target)
-	v := b.Get(key)
-	if v == nil && !b.Has(key) {
-		return ErrNotWaiting
-	}
-	raw, err := Encode(a)
-	if err != nil {
-		return err
-	}
-	return b.Put(key, append(waitingPost(v, len(raw)), raw...))
+func attemptKey(jobID string, target int) []byte {
+	return binary.BigEndian.AppendUint16(appendID(make([]byte, 0, 18), jobID), uint16(target))
 }
 
-// AttemptOf returns the attempt recorded for a target, ErrNotFound when there is none.
-func (t *Tx) AttemptOf(accountID, jobID string, target int) (*Attempt, error) {
-	v := t.kv.Bucket(bJobsWaiting).Get(waitingKey(accountID, jobID, target))
-	if len(v) <= idLen {
-		return nil, ErrNotFound
-	}
+// PutAttempt records an attempt.
+func (t *Tx) PutAttempt(a *Attempt) error {
+	return t.put(bAttempts, attemptKey(a.JobID, a.Target), a)
+}
+
+// Attempt returns the recorded attempt of a job's target.
+func (t *Tx) Attempt(jobID string, target int) (*Attempt, error) {
 	var a Attempt
-	if err := Decode(v[idLen:], &a); err != nil {
+	if err := t.get(bAttempts, attemptKey(jobID, target), &a); err != nil {
 		return nil, err
 	}
 	return &a, nil
 }
 
-// ClearAttempt forgets a target's attempt whose call created nothing; the target still waits.
-func (t *Tx) ClearAttempt(accountID, jobID string, target int) error {
-	b := t.kv.Bucket(bJobsWaiting)
-	key := waitingKey(accountID, jobID, target)
-	v := b.Get(key)
-	if len(v) <= idLen {
-		return nil
-	}
-	return b.Put(key, waitingPost(v, 0))
-}
-
-// idLen is the length of an id's key form (appendID).
-const idLen = 16
-
-// waitingPost is a copy of a waiting entry's post id (zeros when it names none), with room for
-// n bytes more.
-func waitingPost(v []byte, n int) []byte {
-	out := make([]byte, idLen, idLen+n)
-	if len(v) >= idLen {
-		copy(out, v[:idLen])
-	}
-	return out
-}
-
-// moveAttempts moves the attempts of a store written before layout 7 into their waiting entries.
-// An attempt whose target no longer waits is dropped: its outcome is stored.
-func moveAttempts(tx kvTx) error {
-	old := tx.Bucket(bAttempts)
-	var keys [][]byte
-	var recs []*Attempt
-	if err := forEach(old, func(k, v []byte) error {
-		keys = append(keys, bytes.Clone(k))
-		var a Attempt
-		if err := Decode(v, &a); err != nil || len(k) != idLen+2 || a.AccountID == "" {
-			return nil // unreadable or of no account: nothing can resolve it, so it is dropped
-		}
-		a.JobID, a.Target = idString(k[:idLen]), int(binary.BigEndian.Uint16(k[idLen:]))
-		recs = append(recs, &a)
-		return nil
-	}); err != nil {
-		return err
-	}
-	t := &Tx{kv: tx}
-	for _, a := range recs {
-		if err := t.PutAttempt(a); err != nil && !errors.Is(err, ErrNotWaiting) {
-			return err
-		}
-	}
-	for _, k := range keys {
-		if err := old.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
+// DeleteAttempt forgets an attempt whose outcome is known.
+func (t *Tx) DeleteAttempt(jobID string, target int) error {
+	return t.kv.Bucket(bAttempts).Delete(attemptKey(jobID, target))
 }

@@ -353,16 +353,7 @@ func (a *Actor) drained(ctx actor.Context) {
 // update is the account's write, fenced on its shard's lease when several nodes share the
 // store; a fenced write stops the actor (Receive).
 func (a *Actor) update(fn func(*persistence.Tx) error) error {
-	return a.fencedErr(actors.Update(context.Background(), a.deps.Store, a.deps.Fence, a.id, fn))
-}
-
-// updateAhead is update for a write that reads (its attempts' waiting entries), with
-// persistence.Store.UpdateAhead's promise.
-func (a *Actor) updateAhead(fn func(*persistence.Tx) error) error {
-	return a.fencedErr(actors.UpdateAhead(context.Background(), a.deps.Store, a.deps.Fence, a.id, fn))
-}
-
-func (a *Actor) fencedErr(err error) error {
+	err := actors.Update(context.Background(), a.deps.Store, a.deps.Fence, a.id, fn)
 	if errors.Is(err, persistence.ErrFenced) {
 		a.fenced = true
 	}

@@ -124,8 +124,8 @@ func (inHandCounter) Mark(string) int64              { return 0 }
 func (inHandCounter) Taken(string, int, bool, int64) {}
 func (inHandCounter) Held(string, bool)              {}
 
-// Report takes an account's report as a job would: an outcome's waiting entry leaves the store,
-// and its attempt record with it.
+// Report takes an account's report as a job would: an outcome's waiting entry leaves the store
+// (the bundle keeps attempt records, which a job deletes with the outcome).
 func (b *bundle) Report(r *account.Report) {
 	if r.Final && (b.keep == nil || !b.keep.Load()) {
 		b.stored.Add(1)
@@ -319,43 +319,6 @@ func TestBudgetWaitsInsteadOfTripping(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("post %d", i), r.Text, "published in order")
 	}
 	require.Equal(t, 0.0, testutil.ToFloat64(b.metrics.RateLimited.WithLabelValues("twitter_x")), "no 429 from the network")
-}
-
-// A target taken while the budget is spent whose outcome is stored meanwhile (by a report its
-// job had from the node that held the account before) is not sent once the budget resets: its
-// attempt cannot be recorded for a target that no longer waits, and the account goes on with
-// the next.
-func TestATargetNoLongerWaitingIsNotSent(t *testing.T) {
-	t.Parallel()
-	const window = 700 * time.Millisecond
-	b := setup(t, map[platforms.Platform][]account.Rule{platforms.X: {{Name: "tweets", Limit: 1, Window: window, Cost: 1}}})
-	b.sim.SetLimit(platforms.X, "tweets", sim.Limit{Count: 1, Window: window})
-	acct := b.connect(platforms.X, "gus")
-	job := newJobID()
-	b.publish(acct, job, 0, "post 0")
-	require.True(t, b.finals(job, 1)[0].Success)
-	b.publish(acct, job, 1, "post 1")
-	select {
-	case r := <-b.reports:
-		require.False(t, r.Final, r.Message)
-		require.True(t, strings.HasPrefix(r.Message, "waiting for rate budget until "), r.Message)
-	case <-time.After(10 * time.Second):
-		t.Fatal("post 1 was not told that it waits")
-	}
-	require.NoError(t, b.store.Update(context.Background(), func(tx *persistence.Tx) error {
-		return tx.StopWaiting(persistence.Waiting{AccountID: acct, JobID: job, Target: 1})
-	}))
-	time.Sleep(window + 300*time.Millisecond) // the budget resets; post 1 is dropped, not sent
-	b.publish(acct, job, 2, "post 2")
-	for _, r := range b.finals(job, 1) {
-		require.Equal(t, 2, r.Target, "no outcome for post 1: %+v", r)
-		require.True(t, r.Success, r.Message)
-	}
-	var texts []string
-	for _, p := range b.sim.Publications(platforms.X) {
-		texts = append(texts, p.Text)
-	}
-	require.Equal(t, []string{"post 0", "post 2"}, texts)
 }
 
 // Posts that arrive one by one while the budget is spent wait in the store; the account takes only
@@ -602,7 +565,7 @@ func TestAttemptsAheadFollowTheCallTime(t *testing.T) {
 		c := 0
 		require.NoError(t, b.store.View(func(tx *persistence.Tx) error {
 			for i := range n {
-				if _, err := tx.AttemptOf(acct, job, i); err == nil {
+				if _, err := tx.Attempt(job, i); err == nil {
 					c++
 				}
 			}
@@ -670,16 +633,17 @@ func TestConcurrentAccountFillsItsCallers(t *testing.T) {
 // up: a post that exists is reported published, not sent again.
 func TestResumeResolvesARecordedAttempt(t *testing.T) {
 	t.Parallel()
-	keep := &atomic.Bool{}
-	keep.Store(true) // the job never stores the outcome, as after a crash
-	b := setupWith(t, options{keepEntries: keep})
+	b := setup(t, nil)
 	acct := b.connect(platforms.X, "jack")
 	job := newJobID()
 	b.publish(acct, job, 0, "sent before the crash")
 	require.True(t, b.finals(job, 1)[0].Success)
-	// The target still waits in the store, its attempt record with it.
+	b.stored.Wait()
+	// The job never stored that outcome: the target still waits in the store and its attempt
+	// record is still there, as after a crash.
+	b.enqueue(acct, job, 0, "sent before the crash")
 	require.NoError(t, b.store.View(func(tx *persistence.Tx) error {
-		_, err := tx.AttemptOf(acct, job, 0)
+		_, err := tx.Attempt(job, 0)
 		return err
 	}))
 	b.dir = b.restart()

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -183,7 +182,7 @@ func (a *Actor) take(ctx actor.Context, n int) {
 					a.deps.Posts.Put(w.PostID, t.post)
 				}
 			}
-			t.att = w.Attempt
+			t.att, _ = tx.Attempt(w.JobID, w.Target)
 			got = append(got, t)
 		}
 		return nil
@@ -441,26 +440,14 @@ func (a *Actor) pump(ctx actor.Context) {
 			a.count(r, true)
 		}
 		a.deps.Metrics.BudgetLeft.WithLabelValues(string(platform)).Set(float64(a.deps.Budgets.Remaining(platform, a.id, now)))
-		var gone []*request // taken, but no longer waiting: their outcomes are stored
-		err := a.updateAhead(func(tx *persistence.Tx) error {
-			gone = gone[:0]
+		err := a.update(func(tx *persistence.Tx) error {
 			for _, r := range batch {
-				err := tx.PutAttempt(r.attempt(a.id, now))
-				if errors.Is(err, persistence.ErrNotWaiting) {
-					gone = append(gone, r)
-					continue
-				}
-				if err != nil {
+				if err := tx.PutAttempt(r.attempt(a.id, now)); err != nil {
 					return err
 				}
 			}
 			return nil
 		})
-		if err == nil && len(gone) > 0 {
-			if batch = a.dropGone(platform, batch, gone); len(batch) == 0 {
-				continue
-			}
-		}
 		if errors.Is(err, persistence.ErrFenced) {
 			// The shard moved to another node: nothing was recorded or sent, and the new owner
 			// takes these targets from the store. The actor stops (Receive).
@@ -513,12 +500,12 @@ func (a *Actor) unready() {
 	}
 	a.inflight = max(0, a.inflight-len(back))
 	platform := platforms.Platform(a.acc.Platform)
-	err := a.updateAhead(func(tx *persistence.Tx) error {
+	err := a.update(func(tx *persistence.Tx) error {
 		for _, r := range back {
 			if r.step > 0 {
 				continue // its record keeps what the steps before it published (forgetAttempt)
 			}
-			if err := tx.ClearAttempt(a.id, r.JobID, r.Target); err != nil {
+			if err := tx.DeleteAttempt(r.JobID, r.Target); err != nil {
 				return err
 			}
 		}
@@ -689,24 +676,6 @@ func (a *Actor) callDone(ctx actor.Context, m *callDone) {
 	a.pump(ctx)
 }
 
-// dropGone takes out of the batch, and out of the account's hands, the requests whose targets no
-// longer waited when their attempts were to be recorded: their outcomes are stored (reported by
-// this node before, or by the node that held the account's shard), so nothing is sent for them.
-func (a *Actor) dropGone(platform platforms.Platform, batch, gone []*request) []*request {
-	left := batch[:0]
-	for _, r := range batch {
-		if !slices.Contains(gone, r) {
-			left = append(left, r)
-			continue
-		}
-		a.refund(platform, r)
-		a.count(r, false)
-		delete(a.held, r.key)
-		a.trace("taken, but its outcome is stored: not sent", r)
-	}
-	return left
-}
-
 // forgetAttempt removes the attempt record of a call that created nothing. A later step's record
 // stays: it holds what the steps before it published, and the lookup a crash would make of its
 // step finds nothing, so the step is sent again.
@@ -714,7 +683,7 @@ func (a *Actor) forgetAttempt(r *request) {
 	if r.step > 0 {
 		return
 	}
-	err := a.updateAhead(func(tx *persistence.Tx) error { return tx.ClearAttempt(a.id, r.JobID, r.Target) })
+	err := a.update(func(tx *persistence.Tx) error { return tx.DeleteAttempt(r.JobID, r.Target) })
 	a.trace("attempt forgotten", r, "error", err)
 }
 
