@@ -67,6 +67,17 @@ func bar(f float64) string {
 	return string(bytes.Repeat([]byte("#"), n)) + string(bytes.Repeat([]byte("."), width-n))
 }
 
+// keepFirstError is a scenario's notes with the first error drive noted (drive's own notes, which
+// the scenario's replace), so that a run that counted errors says what the first one was.
+func keepFirstError(notes, driven string) string {
+	if strings.HasPrefix(driven, firstErrorNote) {
+		return notes + "; " + driven
+	}
+	return notes
+}
+
+const firstErrorNote = "first error: "
+
 // errStop ends a worker of drive without counting an operation or an error.
 var errStop = errors.New("stop")
 
@@ -110,7 +121,7 @@ func drive(log io.Writer, name string, conns int, d time.Duration, fn func(worke
 	r := Result{Ops: int(ops.Load()), Seconds: elapsed, Throughput: float64(ops.Load()) / elapsed, Errors: int(errs.Load()),
 		P50ms: lat.pct(0.5), P99ms: lat.pct(0.99), P999ms: lat.pct(0.999)}
 	if e, ok := firstErr.Load().(error); ok {
-		r.Notes = "first error: " + e.Error()
+		r.Notes = firstErrorNote + e.Error()
 	}
 	return r, nil
 }
@@ -176,8 +187,8 @@ func createDrafts(base *Env) (Result, error) {
 	}
 	r.LimitName = ceilingName()
 	r.Limit = (before + after) / 2
-	r.Notes = fmt.Sprintf("server CPU %.0f µs per create; server commits: %s; ceiling (the mean of %.0f/s before the server's run and %.0f/s after it) commits: %s and %s (the ceiling's writers wait only for the disk, the server's requests also for HTTP, the actors and the CPU that all of it shares with the load generator)",
-		cpu.Seconds()*1e6/float64(max(r.Ops, 1)), server, before, after, ceiling1, ceiling2)
+	r.Notes = keepFirstError(fmt.Sprintf("server CPU %.0f µs per create; server commits: %s; ceiling (the mean of %.0f/s before the server's run and %.0f/s after it) commits: %s and %s (the ceiling's writers wait only for the disk, the server's requests also for HTTP, the actors and the CPU that all of it shares with the load generator)",
+		cpu.Seconds()*1e6/float64(max(r.Ops, 1)), server, before, after, ceiling1, ceiling2), r.Notes)
 	if storeBase != "" {
 		// On PostgreSQL, bbolt's ceiling on this machine in the same run, for the comparison.
 		bolt, _, err := ceiling(e, "", e.Connections, e.Duration)

@@ -271,8 +271,8 @@ func publishScenario(base *Env) (Result, error) {
 		return r, err
 	}
 	r.LimitName, r.Limit = ceilingName(), limit
-	r.Notes = fmt.Sprintf("accepted %.0f/s; jobs completed %.0f/s overall (start to last done); backlog when the load stopped %.0f jobs, drained %.1fs later; end-to-end request→done p50 %.1f ms p99 %.1f ms over %d sampled jobs%s; %s",
-		r.Throughput, completedRate, acceptedTotal-finishedAtEnd, drained.Sub(loadEnd).Seconds(), durationsPct(e2e, 0.5), durationsPct(e2e, 0.99), len(e2e), cpuNote, e.memoryNote())
+	r.Notes = keepFirstError(fmt.Sprintf("accepted %.0f/s; jobs completed %.0f/s overall (start to last done); backlog when the load stopped %.0f jobs, drained %.1fs later; end-to-end request→done p50 %.1f ms p99 %.1f ms over %d sampled jobs%s; %s",
+		r.Throughput, completedRate, acceptedTotal-finishedAtEnd, drained.Sub(loadEnd).Seconds(), durationsPct(e2e, 0.5), durationsPct(e2e, 0.99), len(e2e), cpuNote, e.memoryNote()), r.Notes)
 	return r, nil
 }
 
