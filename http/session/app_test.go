@@ -183,6 +183,7 @@ func TestSignInBurstFromOneAddress(t *testing.T) {
 			raw, _ := json.Marshal(map[string]string{"email": "guess" + strconv.Itoa(i) + "@example.com", "password": "wrong password"})
 			resp, err := br.Client.Post(h.URL+"/api/session", "application/json", bytes.NewReader(raw))
 			if err != nil {
+				t.Logf("attempt %d got no answer: %v", i, err)
 				statuses <- 0
 				return
 			}
