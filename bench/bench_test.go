@@ -85,9 +85,9 @@ func TestStreamDoneTellsALateClient(t *testing.T) {
 	}
 }
 
-// A scenario's own notes keep the first error its load counted, and only an error.
+// A scenario's own notes keep the first error its load counted.
 func TestTheFirstErrorOutlivesAScenariosNotes(t *testing.T) {
-	if got, want := keepFirstError("accepted 10/s", firstErrorNote+"publish: 503"), "accepted 10/s; first error: publish: 503"; got != want {
+	if got, want := keepFirstError("accepted 10/s", "first error: publish: 503"), "accepted 10/s; first error: publish: 503"; got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 	if got := keepFirstError("accepted 10/s", ""); got != "accepted 10/s" {

@@ -67,16 +67,14 @@ func bar(f float64) string {
 	return string(bytes.Repeat([]byte("#"), n)) + string(bytes.Repeat([]byte("."), width-n))
 }
 
-// keepFirstError is a scenario's notes with the first error drive noted (drive's own notes, which
-// the scenario's replace), so that a run that counted errors says what the first one was.
+// keepFirstError is a scenario's notes with drive's own (its first error, if any), which the
+// scenario's notes replace, so that a run that counted errors says what the first one was.
 func keepFirstError(notes, driven string) string {
-	if strings.HasPrefix(driven, firstErrorNote) {
+	if driven != "" {
 		return notes + "; " + driven
 	}
 	return notes
 }
-
-const firstErrorNote = "first error: "
 
 // errStop ends a worker of drive without counting an operation or an error.
 var errStop = errors.New("stop")
@@ -121,7 +119,7 @@ func drive(log io.Writer, name string, conns int, d time.Duration, fn func(worke
 	r := Result{Ops: int(ops.Load()), Seconds: elapsed, Throughput: float64(ops.Load()) / elapsed, Errors: int(errs.Load()),
 		P50ms: lat.pct(0.5), P99ms: lat.pct(0.99), P999ms: lat.pct(0.999)}
 	if e, ok := firstErr.Load().(error); ok {
-		r.Notes = firstErrorNote + e.Error()
+		r.Notes = "first error: " + e.Error()
 	}
 	return r, nil
 }

@@ -302,32 +302,27 @@ func TestBackupUnderLoadRestores(t *testing.T) {
 	backupEnded := time.Now()
 	// Writes sent once the backup had ended, which it cannot hold. They are counted by when they
 	// were sent: acknowledgements still in the channel may be of writes made during the backup.
-	sentAfter := func() (n int) {
+	sentAfter := func() (after []write) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, w := range acked {
 			if w.sent.After(backupEnded) {
-				n++
+				after = append(after, w)
 			}
 		}
-		return n
+		return after
 	}
-	for sentAfter() < 200 {
+	for len(sentAfter()) < 200 {
 		select {
 		case <-ackedCh:
 		case <-time.After(30 * time.Second):
-			t.Fatalf("the clients stopped after %d writes sent once the backup had ended", sentAfter())
+			t.Fatalf("the clients stopped after %d writes sent once the backup had ended", len(sentAfter()))
 		}
 	}
 	close(stop)
 	wg.Wait()
 	p.stop()
-	var after []write // sent once the backup had ended
-	for _, w := range acked {
-		if w.sent.After(backupEnded) {
-			after = append(after, w)
-		}
-	}
+	after := sentAfter()
 	require.NotEmpty(t, after)
 
 	out, code := heraldExit(t, "check", "--file", backup)
