@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -177,16 +180,52 @@ func screenshots(t *testing.T) string {
 	return dir
 }
 
-// shoot writes a full-page screenshot of the current page at a phone's width (390) and a wide
-// screen's (1440).
-func (tb *tab) shoot(dir, name string) {
+// shoot writes full-page screenshots of the current page, at a phone's width (390) and a wide
+// screen's (1440) unless other widths are given, each once the page is laid out at that width.
+func (tb *tab) shoot(dir, name string, widths ...int64) {
 	tb.t.Helper()
-	for _, w := range []int64{390, 1440} {
-		tb.do(chromedp.EmulateViewport(w, 844), chromedp.Sleep(50*time.Millisecond))
-		png := get(tb, chromedp.FullScreenshot(100))
+	if len(widths) == 0 {
+		widths = []int64{390, 1440}
+	}
+	for _, w := range widths {
+		tb.do(chromedp.EmulateViewport(w, 844))
+		require.Eventually(tb.t, func() bool { return eval[int64](tb, `window.innerWidth`) == w }, 10*time.Second, 20*time.Millisecond)
+		png := tb.screenshot()
 		require.NoError(tb.t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.png", name, w)), png, 0o644))
 	}
 	tb.do(chromedp.EmulateViewport(1280, 900))
+}
+
+// screenshot captures the whole page. Headless Chromium answers Page.captureScreenshot with the
+// compositor's next frame, and a compositor that has gone idle (a page with nothing moving, on a
+// machine busy with other browsers) can leave the call unanswered for as long as one waits. So
+// the page is first asked for two animation frames (bounded: they need the compositor too), and
+// a capture unanswered in 10 s is tried again, up to twice, after a short screencast, which
+// makes the compositor draw.
+func (tb *tab) screenshot() []byte {
+	tb.t.Helper()
+	get(tb, chromedp.Evaluate[bool](`new Promise(done => {
+		setTimeout(() => done(false), 2000);
+		requestAnimationFrame(() => requestAnimationFrame(() => done(true)));
+	})`, chromedp.EvalAwaitPromise))
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		cancel()
+		if err == nil || attempt == 3 || !errors.Is(err, context.DeadlineExceeded) {
+			require.NoError(tb.t, err, "screenshot, attempt %d", attempt)
+			return png
+		}
+		tb.t.Logf("a screenshot was unanswered for 10 s (attempt %d); waking the compositor", attempt)
+		ctx, cancel = context.WithTimeout(tb.ctx, 10*time.Second)
+		_, err = chromedp.Call(ctx, cdppage.StartScreencast, cdppage.StartScreencastParams{Format: cdppage.StartScreencastFormatJpeg, MaxWidth: 64, MaxHeight: 64})
+		if err == nil {
+			time.Sleep(250 * time.Millisecond)
+			_, err = chromedp.Call(ctx, cdppage.StopScreencast, cdp.Empty{})
+		}
+		cancel()
+		require.NoError(tb.t, err, "screencast to wake the compositor")
+	}
 }
 
 // apiCall calls /v1 with a key.

@@ -2,8 +2,6 @@ package web_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,17 +18,6 @@ func (tb *tab) setZone(zone string) {
 	status := get(tb, chromedp.Evaluate[int](`fetch('/api/profile', {method: 'PATCH', credentials: 'same-origin', headers: {'Content-Type': 'application/json',
 		'X-CSRF-Token': document.querySelector('meta[name="csrf-token"]').content}, body: JSON.stringify({timezone: `+"`"+zone+"`"+`})}).then(r => r.status)`, chromedp.EvalAwaitPromise))
 	require.Equal(tb.t, 200, status)
-}
-
-// shootAt writes full-page screenshots of the current page at the given widths.
-func (tb *tab) shootAt(dir, name string, widths ...int64) {
-	tb.t.Helper()
-	for _, w := range widths {
-		tb.do(chromedp.EmulateViewport(w, 900))
-		png := get(tb, chromedp.FullScreenshot(100))
-		require.NoError(tb.t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.png", name, w)), png, 0o644))
-	}
-	tb.do(chromedp.EmulateViewport(1280, 900))
 }
 
 // scheduledAt is a post's scheduled_at as /v1 answers it.
@@ -100,7 +87,7 @@ func TestBrowserCalendarMovesAPost(t *testing.T) {
 			"scheduledAt": at.UTC().Format(time.RFC3339)}, 201)
 	}
 	tb.do(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(day(dst)+` details.cal-more summary`)))
-	tb.shootAt(dir, "month", 1440, 390)
+	tb.shoot(dir, "month", 1440, 390)
 	// "+N more" opens in place.
 	tb.do(chromedp.Click(chromedp.CSS(day(dst)+` details.cal-more summary`)), chromedp.WaitVisible(chromedp.CSS(chip)))
 
@@ -113,7 +100,7 @@ func TestBrowserCalendarMovesAPost(t *testing.T) {
 		chromedp.Navigate(h.url+"/calendar?view=week&date="+dst.Format("2006-01-02")),
 		chromedp.WaitVisible(chromedp.CSS(chip+` .cal-move`)),
 	)
-	tb.shootAt(dir, "week", 1440, 390)
+	tb.shoot(dir, "week", 1440, 390)
 	tb.do(
 		chromedp.Focus(chromedp.CSS(chip+` .cal-move`)),
 		chromedp.KeyEvent(kb.Enter),

@@ -46,7 +46,7 @@ func TestBrowserCampaignFromCSV(t *testing.T) {
 	require.Contains(t, errText, "280")
 	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#dry-rows tbody tr td[data-label=Text]`))), "word word")
 	require.True(t, eval[bool](tb, `document.getElementById('camp-submit').disabled`), "no submit before a dry run passes")
-	tb.shootWide(dir, "dry-run-error")
+	tb.shoot(dir, "dry-run-error")
 	var n int
 	require.NoError(t, h.app.Store.View(func(tx *persistence.Tx) error {
 		_, n, _ = tx.ListCampaigns(persistence.Scope(h.user.ID, ""), 0, 10)
@@ -62,7 +62,7 @@ func TestBrowserCampaignFromCSV(t *testing.T) {
 	)
 	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#dry-ok`))), "All 3 posts are valid: 4 network posts")
 	require.Zero(t, eval[int](tb, `document.querySelectorAll('#dry-rows').length`), "the old errors are gone")
-	tb.shootWide(dir, "dry-run-ok")
+	tb.shoot(dir, "dry-run-ok")
 
 	tb.do(
 		chromedp.Click(chromedp.CSS(`#camp-submit`)),
@@ -76,7 +76,7 @@ func TestBrowserCampaignFromCSV(t *testing.T) {
 	states := eval[[]string](tb, `Array.from(document.querySelectorAll('#camp-posts [data-state]')).map(s => s.textContent)`)
 	require.Equal(t, []string{"published", "published", "published", "failed"}, states, "each target in request order")
 	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#camp-retry`))), "Retry the 1 failed network post")
-	tb.shootWide(dir, "campaign-done")
+	tb.shoot(dir, "campaign-done")
 
 	campID := eval[string](tb, `document.getElementById('campaign').getAttribute('data-campaign-id')`)
 	events := func() int {
@@ -108,7 +108,7 @@ func TestBrowserCampaignFromCSV(t *testing.T) {
 	tb.do(chromedp.Navigate(h.url+"/campaigns"), chromedp.WaitVisible(chromedp.CSS(`#campaigns`)))
 	cells := eval[[]string](tb, `Array.from(document.querySelectorAll('#campaigns tbody tr:first-child td')).map(c => c.textContent.trim())`)
 	require.Equal(t, []string{"Spring <launch>", "completed", "3", "2", "0", "1", "0"}, cells[:7])
-	tb.shootWide(dir, "campaigns")
+	tb.shoot(dir, "campaigns")
 	tb.do(chromedp.Navigate(h.url+"/posts"), chromedp.WaitVisible(chromedp.CSS(`#posts`)))
 	require.Equal(t, 3, eval[int](tb, `Array.from(document.querySelectorAll('#posts .campaign-name')).filter(a => a.textContent === 'Campaign: Spring <launch>').length`))
 	tb.do(chromedp.Click(chromedp.CSS(`#posts a.post-text`)), chromedp.WaitVisible(chromedp.CSS(`#post-campaign`)))

@@ -137,7 +137,7 @@ func TestBrowserWebhookTestEventAndRedeliver(t *testing.T) {
 	require.JSONEq(t, `{"received":true,"note":"<img src=x onerror=alert(1)>"}`, shown)
 	require.False(t, eval[bool](tb, `!!document.querySelector('table.deliveries img')`), "the answer is printed as text")
 	tb.shoot(dir, "delivery")
-	tb.shootWide(dir, "delivery")
+	tb.shoot(dir, "delivery")
 
 	msg = tb.flashAfter(chromedp.Click(chromedp.CSS(`table.deliveries form.redeliver button`)))
 	require.Equal(t, "Sent again as a new delivery.", msg)
@@ -150,7 +150,7 @@ func TestBrowserWebhookTestEventAndRedeliver(t *testing.T) {
 		return eval[int](tb, `document.querySelectorAll('table.deliveries .badge-succeeded').length`) == 2
 	}, 10*time.Second, 100*time.Millisecond)
 	require.Equal(t, "Answer: 8 bytes, not text", get(tb, chromedp.Text(chromedp.CSS(`table.deliveries tbody tr:first-child .answer-binary`))))
-	tb.shootWide(dir, "delivery-binary")
+	tb.shoot(dir, "delivery-binary")
 	tb.noErrors()
 }
 

@@ -52,7 +52,7 @@ func TestBrowserComposeErrorsBesideTheirFields(t *testing.T) {
 	require.True(t, invalid(`#content`))
 	require.Equal(t, "counts content-error", describedBy(`#content`))
 	require.Equal(t, "Not published: 2 problems, each shown beside what it concerns.", get(tb, chromedp.Text(chromedp.CSS(`#flash`))))
-	tb.shootWide(dir, "compose-field-errors")
+	tb.shoot(dir, "compose-field-errors")
 	axeCurrentPage(t, tb, "/compose with errors")
 	tb.setText(`#content`, "Short enough")
 	require.False(t, invalid(`#content`), "a change of the text clears it")

@@ -1,12 +1,8 @@
 package web_test
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -15,19 +11,6 @@ import (
 	"github.com/heraldhq/herald/platforms"
 	"github.com/heraldhq/herald/platforms/sim"
 )
-
-// shootWide writes a full-page screenshot of the current page at a phone's width (390) and a
-// wide screen's (1440), each once the viewport has that width.
-func (tb *tab) shootWide(dir, name string) {
-	tb.t.Helper()
-	for _, w := range []int64{390, 1440} {
-		tb.do(chromedp.EmulateViewport(w, 844))
-		require.Eventually(tb.t, func() bool { return eval[int64](tb, `window.innerWidth`) == w }, 10*time.Second, 20*time.Millisecond)
-		png := get(tb, chromedp.FullScreenshot(100))
-		require.NoError(tb.t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.png", name, w)), png, 0o644))
-	}
-	tb.do(chromedp.EmulateViewport(1280, 900))
-}
 
 // A reply written on the inbox page reaches the network (the simulator's record of replies);
 // a stranger's markup stays text; the analytics page draws its charts and a post's page its
@@ -56,7 +39,7 @@ func TestBrowserInboxReplyAndAnalytics(t *testing.T) {
 	require.Equal(t, `Nice! <img src=x onerror="document.title='pwned'">`, get(tb, chromedp.Text(chromedp.CSS(thread+` .comment-text`))))
 	require.Zero(t, eval[int64](tb, `document.querySelectorAll('.threads img, .threads b').length`), "no stranger's markup became an element")
 	require.NotEqual(t, "pwned", eval[string](tb, `document.title`))
-	tb.shootWide(dir, "inbox")
+	tb.shoot(dir, "inbox")
 
 	msg := tb.flashAfter(
 		chromedp.Click(chromedp.CSS(thread+` summary`)),
@@ -96,18 +79,18 @@ func TestBrowserInboxReplyAndAnalytics(t *testing.T) {
 	// The page read again (the same address) shows the answer in the conversation.
 	tb.do(chromedp.WaitVisible(chromedp.CSS(`#conversation-messages li.own`)))
 	require.Contains(t, get(tb, chromedp.Text(chromedp.CSS(`#conversation-messages li.own`))), "Yes, from ten")
-	tb.shootWide(dir, "inbox-conversation")
+	tb.shoot(dir, "inbox-conversation")
 
 	// The analytics page: three charts, the totals the simulator reports.
 	tb.do(chromedp.Navigate(h.URL+"/analytics?range=7d"), chromedp.WaitVisible(chromedp.CSS(`#chart-engagement`)))
 	require.Equal(t, "1200", get(tb, chromedp.Text(chromedp.CSS(`#an-totals div:first-child dd`))))
 	require.Equal(t, int64(3), eval[int64](tb, `document.querySelectorAll('figure.chart svg').length`))
-	tb.shootWide(dir, "analytics")
+	tb.shoot(dir, "analytics")
 
 	// The post's page reads its publications' counters.
 	tb.do(chromedp.Navigate(h.URL+"/posts/"+p.ID), chromedp.WaitVisible(chromedp.CSS(`#post-analytics:not([aria-busy]) tr[data-platform="twitter_x"]`)))
 	row := get(tb, chromedp.Text(chromedp.CSS(`#post-analytics tr[data-platform="twitter_x"]`)))
 	require.True(t, strings.Contains(row, "1200") && strings.Contains(row, "40"), row)
-	tb.shootWide(dir, "post-analytics")
+	tb.shoot(dir, "post-analytics")
 	tb.noErrors()
 }

@@ -54,7 +54,7 @@ func TestBrowserOneDateFormat(t *testing.T) {
 	}
 	published := eval[string](tb, `document.querySelector('#targets .published-link + .muted').textContent`)
 	require.Regexp(t, shape, published, "the server's format")
-	tb.shootWide(dir, "timefmt-post")
+	tb.shoot(dir, "timefmt-post")
 
 	tb.do(chromedp.Navigate(h.url+"/posts/"+sched), chromedp.WaitVisible(chromedp.CSS(`#scheduled-at`)))
 	shown := get(tb, chromedp.Text(chromedp.CSS(`#scheduled-at`)))
@@ -67,6 +67,6 @@ func TestBrowserOneDateFormat(t *testing.T) {
 		require.Regexp(t, shape, s)
 	}
 	require.Contains(t, upcoming, whenIn(at, kolkata, "UTC+05:30"))
-	tb.shootWide(dir, "timefmt-overview")
+	tb.shoot(dir, "timefmt-overview")
 	tb.noErrors()
 }
