@@ -2,6 +2,7 @@ package server
 
 import (
 	"container/list"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"log"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,7 +44,8 @@ import (
 //     load generator, holds every client's connections.
 //
 // A connection is idle when it is open but not in the middle of a request: accepted and no byte
-// of a request read yet (http.StateNew), or kept alive between requests (http.StateIdle). A cap
+// of a request received yet (http.StateNew with nothing waiting unread in its socket, on Linux),
+// or kept alive between requests (http.StateIdle). A cap
 // closes only a connection idle for a grace period: a second for one that has not sent a request
 // yet (a client sends its request as soon as it connects, so a pool that opens many connections
 // at once is not cut off before its first requests), five seconds for one kept alive after a
@@ -192,7 +195,21 @@ func (l *idleLists) of(t *trackedConn) *list.List {
 
 // mature is the longest idle connection of l whose grace period is over (nil: none), and
 // otherwise how long until one's is.
+//
+// A connection that has not sent a request yet is first asked whether one waits unread in its
+// socket: net/http reports a connection StateNew from accept until it has read a request's
+// header, and on a busy server the connection's goroutine may not have begun reading for longer
+// than the grace period. Such a connection is in the middle of a request, not idle: it is taken
+// out of the idle lists, as StateActive would, instead of being closed under a request its
+// client cannot safely send again.
 func (c *Conns) mature(l *idleLists, now time.Time) (*trackedConn, time.Duration) {
+	for e := l.fresh.Front(); e != nil; e = l.fresh.Front() {
+		t := e.Value.(*trackedConn)
+		if now.Sub(t.since) < c.graceNew || !hasUnread(t.conn) {
+			break
+		}
+		c.unmarkIdle(t)
+	}
 	var best *trackedConn
 	wait := time.Duration(0)
 	for _, e := range []*list.Element{l.fresh.Front(), l.kept.Front()} {
@@ -453,6 +470,23 @@ func (c *Conns) reclaimOldestIdle() time.Duration {
 	c.mu.Unlock()
 	c.closeReclaimed([]net.Conn{v.conn}, reclaimAtLimit)
 	return 0
+}
+
+// hasUnread reports whether bytes wait unread in conn's socket (through a TLS connection and the
+// listener's wrapper to the TCP connection under them).
+func hasUnread(conn net.Conn) bool {
+	for {
+		switch c := conn.(type) {
+		case *tls.Conn:
+			conn = c.NetConn()
+		case *limitedConn:
+			conn = c.Conn
+		case syscall.Conn:
+			return unreadBytes(c) > 0
+		default:
+			return false
+		}
+	}
 }
 
 // clientAddress is the per-address key of a remote address: an IPv4 address, or the /64 of an

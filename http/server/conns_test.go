@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -404,4 +406,58 @@ func TestConnsLoopbackExemptByDefault(t *testing.T) {
 	}
 	require.Equal(t, "ok", get(t, b.dialFrom("127.0.0.1"), "/ok"))
 	require.Zero(t, testutil.ToFloat64(b.conns.refused))
+}
+
+// A connection whose request waits unread in its socket is not idle, though the server has not
+// begun reading it (net/http reports it StateNew until it has read a request's header, which on
+// a starved server can take longer than the grace period): the per-address cap passes over it
+// and closes a connection that sent nothing. The server's reads are held back by accepting the
+// connections here and reporting their states by hand.
+func TestConnsSpareAConnectionWhoseRequestWaitsUnread(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("unread bytes are asked of the socket on Linux only")
+	}
+	t.Parallel()
+	c := NewConns(ConnLimits{MaxConns: 100, MaxIdlePerAddr: 1, GraceNew: time.Millisecond, GraceKept: time.Hour})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	l := c.Listener(ln)
+	t.Cleanup(func() { _ = l.Close() })
+	const request = "POST /api/session HTTP/1.1\r\nHost: herald.test\r\nContent-Length: 2\r\n\r\n{}"
+	open := func(send string) (client, server net.Conn) {
+		client, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		server, err = l.Accept()
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = client.Close(); _ = server.Close() })
+		if send != "" {
+			_, err = io.WriteString(client, send)
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { return hasUnread(server) }, 10*time.Second, time.Millisecond, "the request reached the server's socket")
+			require.True(t, hasUnread(tls.Server(server, &tls.Config{})), "asked through TLS too")
+		}
+		c.ConnState(server, http.StateNew)
+		return client, server
+	}
+	sentClient, sentServer := open(request) // the oldest
+	silentClient, _ := open("")
+	laterClient, _ := open("")
+	requireClosedByServer(t, silentClient, "the oldest connection that sent nothing")
+	require.Equal(t, 1.0, testutil.ToFloat64(c.reclaimed.WithLabelValues(reclaimPerAddr)))
+	// Let the sweep look again a few times (every 10 ms here): the two others stay open.
+	time.Sleep(100 * time.Millisecond)
+	require.False(t, closedByServer(laterClient), "the newer silent connection is within the cap")
+	require.False(t, closedByServer(sentClient), "the connection whose request waits")
+	require.Equal(t, 1.0, testutil.ToFloat64(c.reclaimed.WithLabelValues(reclaimPerAddr)))
+	// Its request is there to read, whole; once served the connection is idle like any other.
+	require.NoError(t, sentServer.SetReadDeadline(time.Now().Add(10*time.Second)))
+	got := make([]byte, len(request))
+	_, err = io.ReadFull(sentServer, got)
+	require.NoError(t, err)
+	require.Equal(t, request, string(got))
+	c.ConnState(sentServer, http.StateActive)
+	c.ConnState(sentServer, http.StateIdle)
+	c.mu.Lock()
+	require.NotNil(t, c.conns[sentServer].idleEl, "idle again after its request")
+	c.mu.Unlock()
 }
