@@ -296,12 +296,19 @@ func TestScheduling(t *testing.T) {
 	draft := h.CreatePost("never", h.Account(platforms.Bluesky))
 	r = h.Do("POST", "/v1/posts/"+draft+"/schedule", map[string]any{"scheduledAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
 	require.Equal(t, 200, r.Status, string(r.Body))
-	r = h.Do("POST", "/v1/posts/"+draft+"/schedule", map[string]any{"scheduledAt": time.Now().Add(800 * time.Millisecond).UTC().Format(time.RFC3339Nano)})
-	require.Equal(t, 200, r.Status, "rescheduling moves the time")
+	// Moved to a few seconds ahead: time for the PATCH and the DELETE on a busy machine (a post
+	// that has fired is publishing and cannot be deleted), then a wait past that time.
+	moved := time.Now().Add(4 * time.Second).UTC()
+	r = h.Do("POST", "/v1/posts/"+draft+"/schedule", map[string]any{"scheduledAt": moved.Format(time.RFC3339Nano)})
+	require.Equal(t, 200, r.Status, string(r.Body))
+	at, err = time.Parse(time.RFC3339Nano, r.JSON(t)["scheduled_at"].(string))
+	require.NoError(t, err)
+	require.WithinDuration(t, moved, at, time.Millisecond, "rescheduling moves the time")
 	r = h.Do("PATCH", "/v1/posts/"+draft, map[string]any{"content": "never, edited"})
 	require.Equal(t, "scheduled", r.JSON(t)["status"], "PATCH keeps the status")
-	require.Equal(t, 204, h.Do("DELETE", "/v1/posts/"+draft, nil).Status)
-	time.Sleep(1500 * time.Millisecond)
+	r = h.Do("DELETE", "/v1/posts/"+draft, nil)
+	require.Equal(t, 204, r.Status, "%s (%s left before the post's time)", r.Body, time.Until(moved))
+	time.Sleep(time.Until(moved) + 1500*time.Millisecond)
 	require.Empty(t, h.App.Sim.Publications(platforms.Bluesky), "deleting cancels")
 }
 
