@@ -26,15 +26,9 @@ import (
 //     the connection string selects (search_path; "public" by default). Open creates the tables
 //     and runs the layout upgrades in one SQL transaction, under a transaction-scoped advisory
 //     lock so that two processes opening one database at once do not race.
-//   - Update is one transaction, retried from the start when PostgreSQL reports a
+//   - Update is one SERIALIZABLE transaction, retried from the start when PostgreSQL reports a
 //     serialization failure or a deadlock (SQLSTATE 40001, 40P01): the group committer's batch
-//     function may so run more than once, which the Store.Update contract allows. Its isolation
-//     is SERIALIZABLE where several processes write (Options.Shared). A store that holds the
-//     lock (below) is the database's only writer, and its writes go one transaction after the
-//     other on the committer's connection: no two ever overlap, so REPEATABLE READ gives them
-//     the same results, without the predicate locks that SERIALIZABLE takes on every row and
-//     page a transaction reads (and still fails, rather than loses, a write to a row that
-//     another transaction changed since its snapshot). A
+//     function may so run more than once, which the Store.Update contract allows. A
 //     transaction's Puts and Deletes are kept in memory (an overlay that its own reads and cursors
 //     see over the table's rows) and sent at commit as one statement per bucket and kind, in one
 //     pipelined batch with COMMIT (and the BEGIN, when nothing was read before). A batch's reads
@@ -451,7 +445,7 @@ func (p *pgStore) updateOnce(fn func(*Tx) error) error {
 		return err
 	}
 	defer p.rollback(c)
-	t := p.newTx(ctx, c.Conn(), p.beginWrite(), true)
+	t := p.newTx(ctx, c.Conn(), pgBeginSerializable, true)
 	wt := &Tx{kv: t}
 	ferr := fn(wt)
 	if t.err != nil {
@@ -543,18 +537,8 @@ func (p *pgStore) readFailed(err error) error {
 // COMMIT), and a transaction that reads and writes nothing never goes to the server at all.
 const (
 	pgBeginSerializable = "BEGIN ISOLATION LEVEL SERIALIZABLE"
-	pgBeginSoleWriter   = "BEGIN ISOLATION LEVEL REPEATABLE READ"
 	pgBeginSnapshot     = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 )
-
-// beginWrite is the statement that opens a write transaction: SERIALIZABLE when several
-// processes write, REPEATABLE READ when this one is the only writer (the store's comment above).
-func (p *pgStore) beginWrite() string {
-	if p.shared {
-		return pgBeginSerializable
-	}
-	return pgBeginSoleWriter
-}
 
 // pgSender is where a transaction sends its statements: its connection, on which it opens the
 // transaction itself, or a pgx.Tx already open (migrate).
