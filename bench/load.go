@@ -210,18 +210,31 @@ func (c commitStats) String() string {
 
 // processCPU returns the user and system CPU time a process has used (Linux; 0 elsewhere).
 func processCPU(pid int) time.Duration {
+	own, _ := statCPU(pid)
+	return own
+}
+
+// statCPU returns the user and system CPU time a process has used, and that of its children it
+// has waited for (Linux; 0 elsewhere).
+func statCPU(pid int) (own, reaped time.Duration) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	// The fields after the command name (which may hold spaces) start after its ')'.
 	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0
+	if len(f) < 15 {
+		return 0, 0
 	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / 100 // clock ticks (USER_HZ, 100 on Linux)
+	ticks := func(fields ...string) time.Duration {
+		var n int64
+		for _, s := range fields {
+			v, _ := strconv.ParseInt(s, 10, 64)
+			n += v
+		}
+		return time.Duration(n) * time.Second / 100 // clock ticks (USER_HZ, 100 on Linux)
+	}
+	return ticks(f[11], f[12]), ticks(f[13], f[14])
 }
 
 // boltCeiling measures the raw group-commit rate of the store the bench runs on (bbolt, or
