@@ -210,31 +210,51 @@ func (c commitStats) String() string {
 
 // processCPU returns the user and system CPU time a process has used (Linux; 0 elsewhere).
 func processCPU(pid int) time.Duration {
-	own, _ := statCPU(pid)
-	return own
+	st, _ := readProcStat(pid)
+	return st.own
 }
 
-// statCPU returns the user and system CPU time a process has used, and that of its children it
-// has waited for (Linux; 0 elsewhere).
-func statCPU(pid int) (own, reaped time.Duration) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+// procStat is what /proc/<pid>/stat says of a process's CPU: its own user and system time, that
+// of its children it has waited for, and its parent.
+type procStat struct {
+	ppid        int
+	own, reaped time.Duration
+}
+
+// readProcStat reads a process's procStat (Linux; false elsewhere or when it has ended).
+func readProcStat(pid int) (procStat, bool) {
+	_, f, ok := statFields(fmt.Sprintf("/proc/%d/stat", pid))
+	if !ok || len(f) < 15 {
+		return procStat{}, false
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return procStat{ppid: ppid, own: clockTicks(f[11], f[12]), reaped: clockTicks(f[13], f[14])}, true
+}
+
+// statFields reads a /proc stat file (a process's or a thread's): the command name, and the
+// fields after it, which start after the name's last ')' (the name may hold spaces and
+// parentheses); f[0] is the state, field 3 of proc(5).
+func statFields(path string) (name string, f []string, ok bool) {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, 0
+		return "", nil, false
 	}
-	// The fields after the command name (which may hold spaces) start after its ')'.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 15 {
-		return 0, 0
+	open, closing := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || closing < open {
+		return "", nil, false
 	}
-	ticks := func(fields ...string) time.Duration {
-		var n int64
-		for _, s := range fields {
-			v, _ := strconv.ParseInt(s, 10, 64)
-			n += v
-		}
-		return time.Duration(n) * time.Second / 100 // clock ticks (USER_HZ, 100 on Linux)
+	return string(b[open+1 : closing]), strings.Fields(string(b[closing+1:])), true
+}
+
+// clockTicks is the time of the given /proc counters summed, in clock ticks (USER_HZ, 100 on
+// Linux).
+func clockTicks(fields ...string) time.Duration {
+	var n int64
+	for _, s := range fields {
+		v, _ := strconv.ParseInt(s, 10, 64)
+		n += v
 	}
-	return ticks(f[11], f[12]), ticks(f[13], f[14])
+	return time.Duration(n) * time.Second / 100
 }
 
 // boltCeiling measures the raw group-commit rate of the store the bench runs on (bbolt, or

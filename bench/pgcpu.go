@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,8 +13,12 @@ import (
 )
 
 // postmaster is the process id of the PostgreSQL server of --store when it runs on this machine
-// and its data directory can be read (the bench runs as its owner or as root), 0 otherwise.
+// and its data directory can be read (the bench runs as its owner or as root), 0 otherwise (and
+// on bbolt, url "").
 func postmaster(url string) int {
+	if url == "" {
+		return 0
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, url)
@@ -49,8 +52,11 @@ func serverTreeCPU(pm int) time.Duration {
 	if pm == 0 {
 		return 0
 	}
-	own, reaped := statCPU(pm)
-	total := own + reaped
+	st, ok := readProcStat(pm)
+	if !ok {
+		return 0
+	}
+	total := st.own + st.reaped
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
@@ -60,16 +66,9 @@ func serverTreeCPU(pm int) time.Duration {
 		if err != nil || pid == pm {
 			continue
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
+		if child, ok := readProcStat(pid); ok && child.ppid == pm {
+			total += child.own
 		}
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) < 2 || f[1] != strconv.Itoa(pm) {
-			continue
-		}
-		child, _ := statCPU(pid)
-		total += child
 	}
 	return total
 }

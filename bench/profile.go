@@ -208,21 +208,13 @@ func readThreads(pid int) map[int]threadCPU {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
-		if err != nil {
-			continue
-		}
-		open, closing := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-		if open < 0 || closing < open {
-			continue
-		}
-		f := strings.Fields(string(b[closing+1:]))
-		if len(f) < 13 {
+		name, f, ok := statFields(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+		if !ok || len(f) < 13 {
 			continue
 		}
 		u, _ := strconv.ParseInt(f[11], 10, 64)
 		s, _ := strconv.ParseInt(f[12], 10, 64)
-		t := threadCPU{tid: tid, name: string(b[open+1 : closing]), user: u, syst: s}
+		t := threadCPU{tid: tid, name: name, user: u, syst: s}
 		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, tid)); err == nil {
 			if f := strings.Fields(string(st)); len(f) == 3 {
 				t.runs, _ = strconv.ParseInt(f[2], 10, 64)

@@ -207,10 +207,7 @@ func publishScenario(base *Env) (Result, error) {
 	start := time.Now()
 	// On PostgreSQL running on this machine, the database server's CPU is reported too: it shares
 	// the cores with Herald, and per job it has used as much as Herald itself.
-	pm := 0
-	if storeBase != "" {
-		pm = postmaster(storeBase)
-	}
+	pm := postmaster(storeBase)
 	cpu0, simCPU0, pgCPU0 := processCPU(e.cmd.Process.Pid), processCPU(sim.cmd.Process.Pid), serverTreeCPU(pm)
 	sysmon0 := sysmonCPU(e.cmd.Process.Pid)
 	r, err := drive(e.log, "publish", e.Connections, e.Duration, func(w, i int) error {
