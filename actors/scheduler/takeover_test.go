@@ -221,6 +221,12 @@ func TestTwoIncarnationsOfAPostFireItsEntryOnce(t *testing.T) {
 		}
 		wg.Wait()
 		require.Equal(t, int64(1), started.Load(), "round %d", round)
+		// The post answers Fire before it hands the job on (the answer is not held up by it).
+		select {
+		case <-rec.all:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the started job was not handed on", round)
+		}
 		rec.mu.Lock()
 		require.Len(t, rec.jobs[ids[0]], 1, "round %d", round)
 		rec.mu.Unlock()
