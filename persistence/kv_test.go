@@ -398,9 +398,16 @@ func TestAccountDeletionIsHeardAcrossConnections(t *testing.T) {
 // Get and Has read every key right while the transaction's own writes split and merge the
 // bucket's pages under them, and a key missing between two pages (past the end of one) is
 // missing: bbolt's Get and Has seek with one cursor a bucket keeps for the transaction.
+// PostgreSQL's transaction has no pages (its writes wait in a map and a sorted key list), and each
+// read of a key it has not written is a round trip: there a tenth of the keys reads the same
+// overlay both ways without 16,000 round trips in one transaction, which a loaded machine cannot
+// answer within the transaction's bound.
 func TestKVGetAndHasWhilePagesSplitAndMerge(t *testing.T) {
 	eachKV(t, func(t *testing.T, s *Store) {
-		const n = 4000
+		n := 4000
+		if s.pg != nil {
+			n = 400
+		}
 		even := func(i int) []byte { return key(2 * i) }
 		require.NoError(t, kvUpdate(t, s, func(b kvBucket) error {
 			for i := range n {
