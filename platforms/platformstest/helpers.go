@@ -25,7 +25,9 @@ func Start(t *testing.T, p platforms.Platform, opts sim.Options) (*sim.Server, p
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
 	cfg := srv.AdapterConfig(p)
-	cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+	// A transport of its own: httptest.Server.Close closes http.DefaultTransport's idle
+	// connections, and a parallel test's close could break a request taking one of them.
+	cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	return srv, cfg
 }
 
