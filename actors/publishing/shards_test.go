@@ -509,8 +509,9 @@ func expire(t *testing.T, url, name string) {
 // incarnation neither store nor call: its state may be older than the store's, another node
 // having published its targets meanwhile. The target queued behind its call in flight across the
 // change is not sent, what the incarnation would write for it is fenced (it writes under the
-// epoch it activated under) or never written, and the incarnation stops. The next message activates a fresh incarnation, which
-// holds the current lease, reads the store afresh and publishes everything, each target once.
+// epoch it activated under) or never written, and the incarnation stops. The next message
+// activates a fresh incarnation, which holds the current lease, reads the store afresh and
+// publishes everything, each target once.
 func TestAnIncarnationFromBeforeItsShardWasTakenAgainNeitherStoresNorCalls(t *testing.T) {
 	s := setupShared(t, 0)
 	answer := make(chan struct{})

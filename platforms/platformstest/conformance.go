@@ -343,7 +343,7 @@ func (c Adapter) faults(t *testing.T, fault string, f Faults) {
 	a := b.a
 	if f.ClientTimeout != 0 {
 		cfg := b.cfg
-		cfg.HTTPClient = &http.Client{Timeout: f.ClientTimeout, Transport: http.DefaultTransport.(*http.Transport).Clone()} // as Start's
+		cfg.HTTPClient = adapterClient(f.ClientTimeout)
 		a = c.New(cfg)
 	}
 	ctx := context.Background()

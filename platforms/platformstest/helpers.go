@@ -25,10 +25,15 @@ func Start(t *testing.T, p platforms.Platform, opts sim.Options) (*sim.Server, p
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
 	cfg := srv.AdapterConfig(p)
-	// A transport of its own: httptest.Server.Close closes http.DefaultTransport's idle
-	// connections, and a parallel test's close could break a request taking one of them.
-	cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	cfg.HTTPClient = adapterClient(5 * time.Second)
 	return srv, cfg
+}
+
+// adapterClient is an adapter's HTTP client in a test, giving up after timeout. Its transport is
+// its own: httptest.Server.Close closes http.DefaultTransport's idle connections, and a parallel
+// test's close could break a request taking one of them.
+func adapterClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: http.DefaultTransport.(*http.Transport).Clone()}
 }
 
 // Requests reads the simulator's log of platform p's requests through its admin API.
