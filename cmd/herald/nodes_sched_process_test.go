@@ -91,7 +91,7 @@ func TestNodesAScheduledPostFiresOnceAcrossASchedulerTakeover(t *testing.T) {
 	// ten minutes by default: the SIGKILL test's case.)
 	var targets, platforms []string
 	for pl, id := range accountsByPlatform(t, ns.nodes[0].p, ns.key) {
-		if (pl == "bluesky" || pl == "twitter_x" || pl == "linkedin") && ns.owner(shardLease(id)) != sched {
+		if (pl == "bluesky" || pl == "twitter_x" || pl == "linkedin" || pl == "threads" || pl == "facebook") && ns.owner(shardLease(id)) != sched {
 			targets, platforms = append(targets, `"`+id+`"`), append(platforms, pl)
 		}
 	}
