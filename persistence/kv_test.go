@@ -296,6 +296,117 @@ func TestKVReadsOwnWrites(t *testing.T) {
 	})
 }
 
+// Replace stores a value only where its key is: over a committed row, over a write of the same
+// transaction, and never where the key is missing or deleted; the transaction's reads and cursors
+// see exactly that, and so does the next transaction.
+func TestKVReplaceStoresOnlyWhereTheKeyIs(t *testing.T) {
+	eachKV(t, func(t *testing.T, s *Store) {
+		require.NoError(t, kvUpdate(t, s, func(b kvBucket) error {
+			for _, k := range []string{"a", "c", "e", "g", "i"} {
+				require.NoError(t, b.Put([]byte(k), []byte("old "+k)))
+			}
+			return b.Put([]byte("empty"), nil)
+		}))
+		want := map[string]string{"a": "A2", "c": "old c", "d": "D2", "empty": "E", "g": "old g", "h": "H2"}
+		check := func(b kvBucket) {
+			t.Helper()
+			for _, k := range []string{"a", "b", "c", "d", "e", "empty", "f", "g", "h", "i"} {
+				v, ok := want[k]
+				require.Equal(t, ok, b.Has([]byte(k)), "Has %s", k)
+				if ok {
+					require.Equal(t, v, string(b.Get([]byte(k))), "Get %s", k)
+				} else {
+					require.Nil(t, b.Get([]byte(k)), "Get %s", k)
+				}
+			}
+			fwd, back := walk(b)
+			require.Equal(t, []string{"a", "c", "d", "empty", "g", "h"}, fwd)
+			require.Equal(t, []string{"h", "g", "empty", "d", "c", "a"}, back)
+			c := b.Cursor()
+			k, v := c.Seek([]byte("b")) // a Replace of a missing key is passed over
+			require.Equal(t, "c", string(k))
+			require.Equal(t, "old c", string(v))
+			k, v = c.Next()
+			require.Equal(t, "d", string(k))
+			require.Equal(t, "D2", string(v))
+			k, _ = c.Seek([]byte("e")) // a Replace after a Delete stays deleted
+			require.Equal(t, "empty", string(k))
+			k, _ = c.Seek([]byte("i")) // a Delete after a Replace deletes
+			require.Nil(t, k)
+		}
+		require.NoError(t, kvUpdate(t, s, func(b kvBucket) error {
+			for _, w := range []struct {
+				op   string
+				k, v string
+			}{
+				{"replace", "a", "A1"}, {"replace", "a", "A2"}, // a committed row, twice: the last value
+				{"replace", "b", "B"},                      // missing: nothing
+				{"put", "d", "D1"}, {"replace", "d", "D2"}, // a row of this transaction
+				{"delete", "e", ""}, {"replace", "e", "E2"}, // deleted: stays deleted
+				{"replace", "empty", "E"},                  // an empty value is a key too
+				{"replace", "f", "F"}, {"delete", "f", ""}, // missing, then deleted: nothing
+				{"replace", "h", "H1"}, {"put", "h", "H2"}, // missing, then put: the put
+				{"replace", "i", "I"}, {"delete", "i", ""}, // there, then deleted: gone
+			} {
+				var err error
+				switch w.op {
+				case "replace":
+					err = b.Replace([]byte(w.k), []byte(w.v))
+				case "put":
+					err = b.Put([]byte(w.k), []byte(w.v))
+				default:
+					err = b.Delete([]byte(w.k))
+				}
+				require.NoError(t, err)
+			}
+			check(b)
+			return nil
+		}))
+		kvView(t, s, check)
+		kvView(t, s, func(b kvBucket) {
+			require.Error(t, b.Replace([]byte("a"), []byte("x")), "a read-only transaction writes nothing")
+		})
+		// A Replace read after it in its own transaction reads the row once it is asked, and
+		// only then (the cursor over it included).
+		require.NoError(t, kvUpdate(t, s, func(b kvBucket) error {
+			require.NoError(t, b.Replace([]byte("g"), []byte("G")))
+			require.NoError(t, b.Replace([]byte("x"), []byte("X")))
+			fwd, _ := walk(b)
+			require.Equal(t, []string{"a", "c", "d", "empty", "g", "h"}, fwd)
+			require.Equal(t, "G", string(b.Get([]byte("g"))))
+			require.False(t, b.Has([]byte("x")))
+			return nil
+		}))
+		kvView(t, s, func(b kvBucket) {
+			require.Equal(t, "G", string(b.Get([]byte("g"))))
+			require.False(t, b.Has([]byte("x")))
+		})
+	})
+}
+
+// On PostgreSQL a transaction of Replaces reads nothing before its commit: the BEGIN, the
+// UPDATE and the COMMIT go in one round trip.
+func TestPostgresReplaceIsOneRoundTripWithItsCommit(t *testing.T) {
+	t.Parallel()
+	s, trips := openTracedPostgres(t)
+	require.NoError(t, kvUpdate(t, s, func(b kvBucket) error { return b.Put([]byte("a"), []byte("1")) }))
+	before := trips.n.Load()
+	require.NoError(t, kvUpdate(t, s, func(b kvBucket) error {
+		for _, k := range []string{"a", "b", "c"} {
+			if err := b.Replace([]byte(k), []byte("2")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	require.Equal(t, int64(1), trips.n.Load()-before)
+	kvView(t, s, func(b kvBucket) {
+		fwd, _ := walk(b)
+		require.Equal(t, []string{"a"}, fwd)
+		require.Equal(t, "2", string(b.Get([]byte("a"))))
+	})
+}
+
 func TestKVRollbackLeavesNothing(t *testing.T) {
 	eachKV(t, func(t *testing.T, s *Store) {
 		require.NoError(t, kvUpdate(t, s, func(b kvBucket) error { return b.Put([]byte("kept"), []byte("1")) }))

@@ -14,8 +14,8 @@ import (
 )
 
 // enqueueSteps stores a post whose target 0 on acct has a thread and a first comment, and its
-// job, as a publish does.
-func (b *bundle) enqueueSteps(acct, job, text string, thread []string, comment string) {
+// job, as a publish does, and returns the post's id.
+func (b *bundle) enqueueSteps(acct, job, text string, thread []string, comment string) string {
 	b.t.Helper()
 	now := time.Now().UTC()
 	tg := persistence.Target{AccountID: acct, Status: persistence.TargetPublishing}
@@ -35,6 +35,7 @@ func (b *bundle) enqueueSteps(acct, job, text string, thread []string, comment s
 		}
 		return tx.PutJob(j)
 	}))
+	return p.ID
 }
 
 // A thread's parts and a first comment on Threads spend the network's own budgets: the post one
@@ -79,10 +80,10 @@ func TestThreadResumesFromItsJournal(t *testing.T) {
 	_, err = th.PublishReply(ctx, creds, post.Publication, two.Publication, platforms.Post{Text: "three"})
 	require.NoError(t, err)
 	job := newJobID()
-	b.enqueueSteps(acct, job, "one", []string{"two", "three", "four"}, "")
+	postID := b.enqueueSteps(acct, job, "one", []string{"two", "three", "four"}, "")
 	require.NoError(t, b.store.Update(ctx, func(tx *persistence.Tx) error {
 		return tx.PutAttempt(&persistence.Attempt{JobID: job, Target: 0, AccountID: acct, StartedAt: since, Step: 2,
-			Done: []persistence.Step{{ID: post.Publication.ID, URL: post.Publication.URL}, {ID: two.Publication.ID, URL: two.Publication.URL}}})
+			Done: []persistence.Step{{ID: post.Publication.ID, URL: post.Publication.URL}, {ID: two.Publication.ID, URL: two.Publication.URL}}}, postID)
 	}))
 	b.dir.Send(acct, &account.Take{})
 	r := b.finals(job, 1)[0]
