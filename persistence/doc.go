@@ -27,7 +27,7 @@
 //	webhooks_user   workspace | webhook id → flags (1 byte): event bits, 0x80 = active
 //	deliveries      webhook id | delivery id → Delivery (JSON)
 //	deliveries_pending webhook id | delivery id → next attempt (8 bytes, Unix ns)
-//	attempts        empty since layout 7 (attempts.go): attempts live in their jobs_waiting entries
+//	attempts        job id | target (2 bytes) → Attempt (JSON): a network call in flight
 //	media           media id → Media (JSON): pending after presign, confirmed after confirm
 //	media_key       storage key "uploads/{user id}/{storage filename}" (string) → media id
 //	media_user      workspace | media id → empty
@@ -60,9 +60,8 @@
 //	jobs            tracking id → Job (JSON)
 //	jobs_active     tracking id → empty, or 1 once the job is finished: jobs whose post has not
 //	                taken their outcome (resumed at start-up)
-//	jobs_waiting    account id | tracking id | target (2) → post id (16) | Attempt (JSON, while a
-//	                network call is in flight): the targets of active jobs whose outcome is not
-//	                stored, in the order their account takes them (waiting.go, attempts.go)
+//	jobs_waiting    account id | tracking id | target (2) → empty: the targets of active jobs whose
+//	                outcome is not stored, in the order their account takes them (waiting.go)
 //	jobs_post       post id | tracking id → empty
 //	job_events      tracking id | seq (8) → []JobEvent (JSON): the targets' timeline (jobevents.go)
 //	schedule        due time (8, Unix ns) | post id → empty
@@ -91,8 +90,7 @@
 // transactions, so that only a search walks the whole index. meta's "schema" is the layout
 // version (2: posts_count, 3: revoked keys kept in apikeys_hash, 4: publications, 5: jobs_waiting and
 // the finished flag of jobs_active, 6: workspaces, which rewrites nothing: the indexes once keyed by user id
-// are keyed by workspace, and a user's id is the key of the main workspace that holds all earlier data, 7: attempts
-// kept in their waiting entries); a store of an earlier layout is brought up to date when opened. Buckets that
+// are keyed by workspace, and a user's id is the key of the main workspace that holds all earlier data); a store of an earlier layout is brought up to date when opened. Buckets that
 // start empty (user_passwords, sessions, sessions_user, the oauth_ buckets) are created when the store opens and need
 // no new layout version.
 //

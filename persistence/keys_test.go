@@ -22,6 +22,9 @@ func TestKeysOfSeveralIDs(t *testing.T) {
 	if got, want := waitingKey(a.String(), b.String(), 258), append(append(a[:], b[:]...), 1, 2); !bytes.Equal(got, want) {
 		t.Fatalf("waitingKey = %x, want %x", got, want)
 	}
+	if got, want := attemptKey(b.String(), 3), append(b[:], 0, 3); !bytes.Equal(got, want) {
+		t.Fatalf("attemptKey = %x, want %x", got, want)
+	}
 	if got, want := jobEventKey(a.String(), 1<<40), binary.BigEndian.AppendUint64(a[:], 1<<40); !bytes.Equal(got, want) {
 		t.Fatalf("jobEventKey = %x, want %x", got, want)
 	}
@@ -39,6 +42,7 @@ func TestKeysOfSeveralIDs(t *testing.T) {
 	for name, build := range map[string]func(){
 		"mustID":      func() { _ = mustID(as) },
 		"waitingKey":  func() { _ = waitingKey(as, bs, 1) },
+		"attemptKey":  func() { _ = attemptKey(as, 1) },
 		"jobEventKey": func() { _ = jobEventKey(as, 1) },
 		"usageKey":    func() { _ = usageKey(as, "2026-11") },
 	} {

@@ -29,11 +29,6 @@ import (
 //     either end the cursor stays there: Prev after a nil Next does not come back). Delete removes
 //     the key the cursor is on; after it, a Seek positions the cursor afresh (bbolt may skip a key
 //     on Next after Delete; every caller here seeks again).
-//   - Replace is a Put that happens only where the key is there: it stores the value when the
-//     bucket holds the key at that point of the transaction, and changes nothing otherwise.
-//     It needs no read, so a backend may decide it at commit (PostgreSQL sends it as an UPDATE
-//     with the writes); a Get, Has or cursor after it sees the value exactly when the key was
-//     there, as for a Put made after a Has.
 //   - Writes happen only inside Update. A write transaction's function may run more than once
 //     (a batch is replayed, PostgreSQL retries a serialization failure), so it must only touch the
 //     transaction.
@@ -49,8 +44,6 @@ type kvBucket interface {
 	// Has reports whether the bucket holds key, whatever its value's length.
 	Has(key []byte) bool
 	Put(key, value []byte) error
-	// Replace stores value under key only when the bucket holds key (see the contract above).
-	Replace(key, value []byte) error
 	Delete(key []byte) error
 	Cursor() kvCursor
 }
@@ -160,18 +153,6 @@ func (b *boltBucket) Delete(key []byte) error {
 		return nil
 	}
 	return b.seek.Delete()
-}
-
-// Replace is a Put after a lookup: bbolt's reads are the open write's own pages, with no round
-// trip to save.
-func (b *boltBucket) Replace(key, value []byte) error {
-	if !b.Writable() {
-		return b.Bucket.Put(key, value) // bbolt's refusal
-	}
-	if k, _ := b.find(key); !bytes.Equal(k, key) {
-		return nil
-	}
-	return b.Bucket.Put(key, value)
 }
 
 func (b *boltBucket) find(key []byte) (k, v []byte) {

@@ -101,7 +101,7 @@ type pgStore struct {
 // pgTable is one bucket's table and its statements.
 type pgTable struct {
 	name                                  string
-	get, getMany, upsert, replace, del    string
+	get, getMany, upsert, del             string
 	first, last, ge, gt, le, lt, countSQL string
 }
 
@@ -113,7 +113,6 @@ func newPgTable(bucket string) *pgTable {
 		get:      "SELECT v FROM " + t + " WHERE k = $1",
 		getMany:  "SELECT k, v FROM " + t + " WHERE k = ANY($1::bytea[])",
 		upsert:   "INSERT INTO " + t + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
-		replace:  "UPDATE " + t + " AS t SET v = u.v FROM unnest($1::bytea[], $2::bytea[]) AS u(k, v) WHERE t.k = u.k",
 		del:      "DELETE FROM " + t + " WHERE k = ANY($1::bytea[])",
 		first:    sel + " ORDER BY k LIMIT $1",
 		last:     sel + " ORDER BY k DESC LIMIT $1",
@@ -611,7 +610,7 @@ func (t *pgTx) flush(commit bool) error {
 		if len(b.keys) == 0 {
 			continue
 		}
-		var putK, putV, repK, repV, delK [][]byte
+		var putK, putV, delK [][]byte
 		for _, k := range b.keys {
 			w := b.pend[k]
 			if w.del {
@@ -630,10 +629,6 @@ func (t *pgTx) flush(commit bool) error {
 				// what they cached of it, as they do for a deletion.
 				batch.Queue("SELECT pg_notify($1, $2)", t.p.channel, hex.EncodeToString([]byte(k)))
 			}
-			if w.cond {
-				repK, repV = append(repK, []byte(k)), append(repV, v)
-				continue
-			}
 			putK, putV = append(putK, []byte(k)), append(putV, v)
 		}
 		if len(delK) > 0 {
@@ -642,10 +637,6 @@ func (t *pgTx) flush(commit bool) error {
 		}
 		if len(putK) > 0 {
 			batch.Queue(b.tbl.upsert, putK, putV)
-			writes++
-		}
-		if len(repK) > 0 {
-			batch.Queue(b.tbl.replace, repK, repV)
 			writes++
 		}
 	}
@@ -848,12 +839,10 @@ func (t *pgTx) readResults(br pgx.BatchResults, begin, end bool, sent []pgSent) 
 	return nil
 }
 
-// pgWrite is a pending write: a value, or a deletion. A value with cond set is a Replace's: it is
-// stored only where the table has the row (its reads ask the table whether it has).
+// pgWrite is a pending write: a value, or a deletion.
 type pgWrite struct {
-	v    []byte
-	del  bool
-	cond bool
+	v   []byte
+	del bool
 }
 
 // pgRead is a row read from the table in this transaction (found false: no such row).
@@ -876,7 +865,7 @@ func (b *pgBucket) row(key []byte) pgRead { return b.tx.row(b.tbl, key) }
 
 func (b *pgBucket) Get(key []byte) []byte {
 	if w, ok := b.pend[string(key)]; ok {
-		if w.del || w.cond && !b.row(key).found {
+		if w.del {
 			return nil
 		}
 		if w.v == nil {
@@ -889,9 +878,6 @@ func (b *pgBucket) Get(key []byte) []byte {
 
 func (b *pgBucket) Has(key []byte) bool {
 	if w, ok := b.pend[string(key)]; ok {
-		if w.cond {
-			return b.row(key).found
-		}
 		return !w.del
 	}
 	return b.row(key).found
@@ -926,20 +912,6 @@ func (b *pgBucket) write(key []byte, w pgWrite) error {
 func (b *pgBucket) Put(key, value []byte) error { return b.write(key, pgWrite{v: value}) }
 
 func (b *pgBucket) Delete(key []byte) error { return b.write(key, pgWrite{del: true}) }
-
-// Replace is decided at commit, by an UPDATE of the row, unless a write of this transaction
-// already decided whether the key is there: after a Put it is a Put, after a Delete nothing.
-func (b *pgBucket) Replace(key, value []byte) error {
-	w, ok := b.pend[string(key)]
-	if !ok || !b.tx.writable {
-		return b.write(key, pgWrite{v: value, cond: true})
-	}
-	if !w.del {
-		w.v = value
-		b.pend[string(key)] = w
-	}
-	return nil
-}
 
 func (b *pgBucket) Cursor() kvCursor { return &pgCursor{b: b} }
 
@@ -1155,9 +1127,7 @@ func (c *pgCursor) step(x []byte, incl bool, dir int, seek bool) ([]byte, []byte
 		}
 		k := []byte(pk)
 		w := c.b.pend[pk]
-		if w.del || w.cond && !(rok && bytes.Equal(r.k, k)) {
-			// Deleted, or a Replace of a key the table does not have (the table's first row
-			// from x is not it).
+		if w.del {
 			x, incl = k, false
 			continue
 		}

@@ -58,9 +58,8 @@ var (
 
 // schemaVersion is the layout this code writes: 2 added posts_count; 3 keeps revoked keys in
 // apikeys_hash; 4 added publications; 5 added jobs_waiting and the finished flag of jobs_active; 6 added workspaces (workspaces.go),
-// with nothing to rewrite; 7 keeps attempts in their waiting entries instead of a bucket of their
-// own (attempts.go).
-const schemaVersion = 7
+// with nothing to rewrite.
+const schemaVersion = 6
 
 // Options configure the store.
 type Options struct {
@@ -243,12 +242,6 @@ func upgrade(tx kvTx) error {
 		// Version 5 keeps the targets of active jobs waiting for their accounts in jobs_waiting
 		// and flags the finished ones in jobs_active; a store written before it is indexed once.
 		if err := indexWaitingJobs(tx); err != nil {
-			return err
-		}
-	}
-	if schemaOf(tx) < 7 {
-		// Version 7 keeps a target's attempt in its waiting entry.
-		if err := moveAttempts(tx); err != nil {
 			return err
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// jobs_waiting   connected account id | tracking id | target (2 bytes) → post id (16 bytes) | Attempt (JSON)
+// jobs_waiting   connected account id | tracking id | target (2 bytes) → post id
 //
 // Every target of an active job whose outcome is not known has an entry, keyed by the account
 // that publishes it: its account actor takes its work from there, in the order of the keys (job
@@ -14,9 +14,8 @@ import (
 // its calls allow, so that a backlog waits here and not in memory. PutJobEncoded writes a new
 // job's entries in the transaction that creates the job and removes a target's entry in the
 // transaction that stores its outcome, so that an entry exists exactly while its target waits or
-// is in hand. The value names the job's post, so that an account reads the post it publishes
-// without reading the job, and holds the target's attempt record after it while a call is in
-// flight (attempts.go).
+// is in hand; a target in flight also has an attempt record (attempts.go). The value names the
+// job's post, so that an account reads the post it publishes without reading the job.
 var bJobsWaiting = []byte("jobs_waiting")
 
 func init() { registerBuckets(bJobsWaiting) }
@@ -28,8 +27,6 @@ type Waiting struct {
 	Target    int
 	// PostID is the job's post ("" when the entry does not name it).
 	PostID string
-	// Attempt is the target's attempt record, nil when none was written (or it cannot be read).
-	Attempt *Attempt
 }
 
 // Key is the entry's key: its place in its account's order.
@@ -40,18 +37,10 @@ func waitingKey(accountID, jobID string, target int) []byte {
 	return binary.BigEndian.AppendUint16(k, uint16(target))
 }
 
-var zeroID [idLen]byte
-
 func waitingOf(k, v []byte) Waiting {
 	w := Waiting{AccountID: idString(k[:16]), JobID: idString(k[16:32]), Target: int(binary.BigEndian.Uint16(k[32:34]))}
-	if len(v) >= idLen && !bytes.Equal(v[:idLen], zeroID[:]) {
-		w.PostID = idString(v[:idLen])
-	}
-	if len(v) > idLen {
-		var a Attempt
-		if Decode(v[idLen:], &a) == nil {
-			w.Attempt = &a
-		}
+	if len(v) == 16 {
+		w.PostID = idString(v)
 	}
 	return w
 }

@@ -31,38 +31,6 @@ func waitingOfAccount(t *testing.T, s *Store, account string, limit int, skip fu
 	return out, more
 }
 
-// reopenableStores open a store of each kind, with a function that opens it again (a restart).
-func reopenableStores() []struct {
-	name string
-	open func(t *testing.T) (*Store, func() *Store)
-} {
-	return []struct {
-		name string
-		open func(t *testing.T) (*Store, func() *Store)
-	}{
-		{"bbolt", func(t *testing.T) (*Store, func() *Store) {
-			dir := t.TempDir()
-			reopen := func() *Store {
-				s, err := Open(dir, Options{})
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = s.Close() })
-				return s
-			}
-			return reopen(), reopen
-		}},
-		{"postgres", func(t *testing.T) (*Store, func() *Store) {
-			url := pgtest.URL(t)
-			reopen := func() *Store {
-				s, err := OpenPostgres(context.Background(), url, Options{})
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = s.Close() })
-				return s
-			}
-			return reopen(), reopen
-		}},
-	}
-}
-
 // A new job's targets wait for their accounts, in the order of the jobs' creation; each leaves
 // in the transaction that stores its outcome, and all of them once the post took the job.
 func TestJobTargetsWaitForTheirAccountsUntilTheirOutcome(t *testing.T) {
@@ -86,7 +54,7 @@ func TestJobTargetsWaitForTheirAccountsUntilTheirOutcome(t *testing.T) {
 			return key == (Waiting{AccountID: b, JobID: jobs[0].TrackingID, Target: 1}).Key()
 		})
 		require.True(t, more)
-		require.Equal(t, []Waiting{{AccountID: b, JobID: jobs[1].TrackingID, Target: 1, PostID: jobs[1].PostID}, {AccountID: b, JobID: jobs[2].TrackingID, Target: 1, PostID: jobs[2].PostID}}, got)
+		require.Equal(t, []Waiting{{b, jobs[1].TrackingID, 1, jobs[1].PostID}, {b, jobs[2].TrackingID, 1, jobs[2].PostID}}, got)
 
 		// The first job's target on a succeeds: it no longer waits; its target on b still does.
 		j := jobs[0].Clone()
@@ -139,7 +107,31 @@ func TestJobTargetsWaitForTheirAccountsUntilTheirOutcome(t *testing.T) {
 // indexed, and its finished active jobs flagged, when opened: on bbolt and on PostgreSQL.
 func TestLayout4StoreGetsItsWaitingTargetsIndexed(t *testing.T) {
 	t.Parallel()
-	for _, st := range reopenableStores() {
+	for _, st := range []struct {
+		name string
+		open func(t *testing.T) (*Store, func() *Store)
+	}{
+		{"bbolt", func(t *testing.T) (*Store, func() *Store) {
+			dir := t.TempDir()
+			reopen := func() *Store {
+				s, err := Open(dir, Options{})
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = s.Close() })
+				return s
+			}
+			return reopen(), reopen
+		}},
+		{"postgres", func(t *testing.T) (*Store, func() *Store) {
+			url := pgtest.URL(t)
+			reopen := func() *Store {
+				s, err := OpenPostgres(context.Background(), url, Options{})
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = s.Close() })
+				return s
+			}
+			return reopen(), reopen
+		}},
+	} {
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -173,7 +165,7 @@ func TestLayout4StoreGetsItsWaitingTargetsIndexed(t *testing.T) {
 
 			s = reopen()
 			got, _ = waitingOfAccount(t, s, a, 10, nil)
-			require.Equal(t, []Waiting{{AccountID: a, JobID: open.TrackingID, Target: 1, PostID: open.PostID}}, got)
+			require.Equal(t, []Waiting{{a, open.TrackingID, 1, open.PostID}}, got)
 			require.NoError(t, s.View(func(tx *Tx) error {
 				require.Equal(t, []string{done.TrackingID}, tx.FinishedActiveJobs("", 10))
 				require.Equal(t, uint64(schemaVersion), schemaOf(tx.kv))

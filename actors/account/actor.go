@@ -165,10 +165,8 @@ type request struct {
 	JobID  string
 	Target int
 	Post   platforms.Post
-	// key is the target's jobs_waiting entry (persistence.Waiting.Key); postID the post it names,
-	// which the entry keeps naming when the attempt is written into it.
-	key    string
-	postID string
+	// key is the target's jobs_waiting entry (persistence.Waiting.Key).
+	key string
 	// counted says the request counts in Deps.InHand.
 	counted   bool
 	retries   int

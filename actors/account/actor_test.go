@@ -124,8 +124,8 @@ func (inHandCounter) Mark(string) int64              { return 0 }
 func (inHandCounter) Taken(string, int, bool, int64) {}
 func (inHandCounter) Held(string, bool)              {}
 
-// Report takes an account's report as a job would: an outcome's waiting entry leaves the store,
-// and its attempt record with it.
+// Report takes an account's report as a job would: an outcome's waiting entry leaves the store
+// (the bundle keeps attempt records, which a job deletes with the outcome).
 func (b *bundle) Report(r *account.Report) {
 	if r.Final && (b.keep == nil || !b.keep.Load()) {
 		b.stored.Add(1)
@@ -565,7 +565,7 @@ func TestAttemptsAheadFollowTheCallTime(t *testing.T) {
 		c := 0
 		require.NoError(t, b.store.View(func(tx *persistence.Tx) error {
 			for i := range n {
-				if _, err := tx.AttemptOf(acct, job, i); err == nil {
+				if _, err := tx.Attempt(job, i); err == nil {
 					c++
 				}
 			}
@@ -633,16 +633,17 @@ func TestConcurrentAccountFillsItsCallers(t *testing.T) {
 // up: a post that exists is reported published, not sent again.
 func TestResumeResolvesARecordedAttempt(t *testing.T) {
 	t.Parallel()
-	keep := &atomic.Bool{}
-	keep.Store(true) // the job never stores the outcome, as after a crash
-	b := setupWith(t, options{keepEntries: keep})
+	b := setup(t, nil)
 	acct := b.connect(platforms.X, "jack")
 	job := newJobID()
 	b.publish(acct, job, 0, "sent before the crash")
 	require.True(t, b.finals(job, 1)[0].Success)
-	// The target still waits in the store, its attempt record with it.
+	b.stored.Wait()
+	// The job never stored that outcome: the target still waits in the store and its attempt
+	// record is still there, as after a crash.
+	b.enqueue(acct, job, 0, "sent before the crash")
 	require.NoError(t, b.store.View(func(tx *persistence.Tx) error {
-		_, err := tx.AttemptOf(acct, job, 0)
+		_, err := tx.Attempt(job, 0)
 		return err
 	}))
 	b.dir = b.restart()

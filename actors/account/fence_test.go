@@ -32,9 +32,9 @@ func (g *gate) Trusted(string) bool        { return g.trusted.Load() }
 func (g *gate) Finishing(string) bool      { return g.trusted.Load() }
 func (g *gate) NotBefore(string) time.Time { return time.Time{} }
 func (g *gate) Fenced()                    { g.fenced.Add(1) }
-func (b *bundle) attempt(acct, job string) (a *persistence.Attempt) {
+func (b *bundle) attempt(job string) (a *persistence.Attempt) {
 	require.NoError(b.t, b.store.View(func(tx *persistence.Tx) error {
-		a, _ = tx.AttemptOf(acct, job, 0)
+		a, _ = tx.Attempt(job, 0)
 		return nil
 	}))
 	return a
@@ -71,7 +71,7 @@ func TestAnAccountCallsOnlyWhileItsShardIsTrusted(t *testing.T) {
 		return len(b.dir.LiveIDs(func(id string) bool { return id == acct })) == 0
 	}, 5*time.Second, 5*time.Millisecond, "the account stops")
 	require.Len(t, b.sim.Publications(platforms.X), 1, "the untrusted call was not made")
-	require.Nil(t, b.attempt(acct, second), "the call was not made: its attempt is forgotten, nothing is left in doubt")
+	require.Nil(t, b.attempt(second), "the call was not made: its attempt is forgotten, nothing is left in doubt")
 	require.Equal(t, 1, b.waiting(acct))
 	for len(b.reports) > 0 {
 		r := <-b.reports
@@ -131,7 +131,7 @@ func TestAnAccountThatStopsUntrustedAnswersTheDrainInItsMailbox(t *testing.T) {
 		t.Fatal("the Drain was never sent")
 	}
 	require.Len(t, b.sim.Publications(platforms.X), 1, "the untrusted call was not made")
-	require.Nil(t, b.attempt(acct, second), "its attempt is forgotten")
+	require.Nil(t, b.attempt(second), "its attempt is forgotten")
 	require.Equal(t, 1, b.waiting(acct), "the target waits in the store for the shard's next owner")
 }
 
@@ -225,7 +225,7 @@ func TestAnUntrustedAccountReportsItsCallsInFlightBeforeStopping(t *testing.T) {
 		return len(b.dir.LiveIDs(func(id string) bool { return id == acct })) == 0
 	}, 5*time.Second, 5*time.Millisecond, "the account stops once nothing is on its way")
 	require.Len(t, b.sim.Publications(platforms.X), 1)
-	require.Nil(t, b.attempt(acct, second))
+	require.Nil(t, b.attempt(second))
 	require.Eventually(t, func() bool { return b.waiting(acct) == 1 }, 5*time.Second, 5*time.Millisecond,
 		"the untrusted target waits for the shard's next owner")
 }
@@ -309,7 +309,7 @@ func TestAnAccountLooksAnOutcomeUpOnlyWhileItsShardIsTrusted(t *testing.T) {
 	for _, outcome := range []string{"found", "not_found", "unresolved"} {
 		require.Zero(t, testutil.ToFloat64(b.metrics.UnknownOutcome.WithLabelValues(string(platforms.X), outcome)), "no lookup: %s", outcome)
 	}
-	require.NotNil(t, b.attempt(acct, job), "the attempt stays in doubt in the store")
+	require.NotNil(t, b.attempt(job), "the attempt stays in doubt in the store")
 	for len(b.reports) > 0 {
 		r := <-b.reports
 		require.False(t, r.JobID == job && r.Final, "nothing final is reported from here: %+v", r)

@@ -182,7 +182,7 @@ func (a *Actor) take(ctx actor.Context, n int) {
 					a.deps.Posts.Put(w.PostID, t.post)
 				}
 			}
-			t.att = w.Attempt
+			t.att, _ = tx.Attempt(w.JobID, w.Target)
 			got = append(got, t)
 		}
 		return nil
@@ -210,7 +210,7 @@ func (a *Actor) take(ctx actor.Context, n int) {
 		actors.SendSelfAfter(ctx, recheckAfter, &recheck{})
 	}
 	for _, t := range got {
-		r := &request{JobID: t.w.JobID, Target: t.w.Target, key: t.w.Key(), postID: t.w.PostID}
+		r := &request{JobID: t.w.JobID, Target: t.w.Target, key: t.w.Key()}
 		a.held[r.key] = r
 		var thread []persistence.ThreadPart
 		var comment *persistence.FirstComment
@@ -442,7 +442,7 @@ func (a *Actor) pump(ctx actor.Context) {
 		a.deps.Metrics.BudgetLeft.WithLabelValues(string(platform)).Set(float64(a.deps.Budgets.Remaining(platform, a.id, now)))
 		err := a.update(func(tx *persistence.Tx) error {
 			for _, r := range batch {
-				if err := tx.PutAttempt(r.attempt(a.id, now), r.postID); err != nil {
+				if err := tx.PutAttempt(r.attempt(a.id, now)); err != nil {
 					return err
 				}
 			}
@@ -505,7 +505,7 @@ func (a *Actor) unready() {
 			if r.step > 0 {
 				continue // its record keeps what the steps before it published (forgetAttempt)
 			}
-			if err := tx.ClearAttempt(a.id, r.JobID, r.Target, r.postID); err != nil {
+			if err := tx.DeleteAttempt(r.JobID, r.Target); err != nil {
 				return err
 			}
 		}
@@ -683,7 +683,7 @@ func (a *Actor) forgetAttempt(r *request) {
 	if r.step > 0 {
 		return
 	}
-	err := a.update(func(tx *persistence.Tx) error { return tx.ClearAttempt(a.id, r.JobID, r.Target, r.postID) })
+	err := a.update(func(tx *persistence.Tx) error { return tx.DeleteAttempt(r.JobID, r.Target) })
 	a.trace("attempt forgotten", r, "error", err)
 }
 

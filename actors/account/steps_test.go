@@ -14,8 +14,8 @@ import (
 )
 
 // enqueueSteps stores a post whose target 0 on acct has a thread and a first comment, and its
-// job, as a publish does, and returns the post's id.
-func (b *bundle) enqueueSteps(acct, job, text string, thread []string, comment string) string {
+// job, as a publish does.
+func (b *bundle) enqueueSteps(acct, job, text string, thread []string, comment string) {
 	b.t.Helper()
 	now := time.Now().UTC()
 	tg := persistence.Target{AccountID: acct, Status: persistence.TargetPublishing}
@@ -35,7 +35,6 @@ func (b *bundle) enqueueSteps(acct, job, text string, thread []string, comment s
 		}
 		return tx.PutJob(j)
 	}))
-	return p.ID
 }
 
 // A thread's parts and a first comment on Threads spend the network's own budgets: the post one
@@ -80,10 +79,10 @@ func TestThreadResumesFromItsJournal(t *testing.T) {
 	_, err = th.PublishReply(ctx, creds, post.Publication, two.Publication, platforms.Post{Text: "three"})
 	require.NoError(t, err)
 	job := newJobID()
-	postID := b.enqueueSteps(acct, job, "one", []string{"two", "three", "four"}, "")
+	b.enqueueSteps(acct, job, "one", []string{"two", "three", "four"}, "")
 	require.NoError(t, b.store.Update(ctx, func(tx *persistence.Tx) error {
 		return tx.PutAttempt(&persistence.Attempt{JobID: job, Target: 0, AccountID: acct, StartedAt: since, Step: 2,
-			Done: []persistence.Step{{ID: post.Publication.ID, URL: post.Publication.URL}, {ID: two.Publication.ID, URL: two.Publication.URL}}}, postID)
+			Done: []persistence.Step{{ID: post.Publication.ID, URL: post.Publication.URL}, {ID: two.Publication.ID, URL: two.Publication.URL}}})
 	}))
 	b.dir.Send(acct, &account.Take{})
 	r := b.finals(job, 1)[0]

@@ -417,6 +417,8 @@ type batch struct {
 	events []seqEvents
 	// steps are the same events in the job's campaign's timeline (a campaign's job only).
 	steps []persistence.CampaignEvent
+	// done are the targets whose outcome the write stores: their attempt records go.
+	done []int
 	// stale are the waiting entries of outcomes that change nothing (a job gone or final, a
 	// target reported twice): they go, so that their accounts do not take them again.
 	stale []persistence.Waiting
@@ -498,6 +500,9 @@ func (a *Actor) build() (*batch, error) {
 		}
 		b.events = append(b.events, seqEvents{seq: next.Seq, raw: raw})
 		b.steps = append(b.steps, campaignSteps(next, t, events)...)
+		if r.Final {
+			b.done = append(b.done, r.Target)
+		}
 		snapshot := next
 		if watched {
 			// Later reports of the batch change next in place; a stream sees each step.
@@ -557,9 +562,14 @@ func (b *batch) write(tx *persistence.Tx, id string) error {
 	return err
 }
 
-// writes are the batch's writes. Storing a target's outcome (PutJobEncoded) removes its waiting
-// entry, and the account's attempt record with it.
+// writes are the batch's writes.
 func (b *batch) writes(tx *persistence.Tx, id string) error {
+	for _, target := range b.done {
+		// The outcome is stored: the account's attempt record is no longer needed.
+		if err := tx.DeleteAttempt(id, target); err != nil {
+			return err
+		}
+	}
 	for _, w := range b.stale {
 		if err := tx.StopWaiting(w); err != nil {
 			return err

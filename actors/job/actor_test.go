@@ -55,13 +55,13 @@ func TestReportsTheStoreCouldNotTakeAreRecordedInOrder(t *testing.T) {
 	}
 	ctx := context.Background()
 	require.NoError(t, store.Update(ctx, func(tx *persistence.Tx) error {
-		if err := tx.PutJob(j); err != nil {
-			return err
-		}
-		for i, jt := range j.Targets {
-			if err := tx.PutAttempt(&persistence.Attempt{JobID: j.TrackingID, Target: i, AccountID: jt.AccountID, StartedAt: time.Now()}, j.PostID); err != nil {
+		for i := range j.Targets {
+			if err := tx.PutAttempt(&persistence.Attempt{JobID: j.TrackingID, Target: i, StartedAt: time.Now()}); err != nil {
 				return err
 			}
+		}
+		if err := tx.PutJob(j); err != nil {
+			return err
 		}
 		return tx.PutPost(p, nil)
 	}))
@@ -121,8 +121,8 @@ func TestReportsTheStoreCouldNotTakeAreRecordedInOrder(t *testing.T) {
 			}
 		}
 		require.Equal(t, []string{"publishing to bluesky", "published to bluesky", "linkedin: refused"}, msgs, "in the order they came")
-		for i, jt := range j.Targets {
-			_, err := tx.AttemptOf(jt.AccountID, j.TrackingID, i)
+		for i := range j.Targets {
+			_, err := tx.Attempt(j.TrackingID, i)
 			require.ErrorIs(t, err, persistence.ErrNotFound)
 		}
 		return nil

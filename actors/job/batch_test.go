@@ -81,13 +81,13 @@ func (w *world) publishing(n int) (*persistence.Post, *persistence.Job) {
 	j, err := post.NewJob(p, uuid.Must(uuid.NewV7()).String(), now, nil)
 	require.NoError(w.t, err)
 	require.NoError(w.t, w.store.Update(context.Background(), func(tx *persistence.Tx) error {
-		if err := tx.PutJob(j); err != nil {
-			return err
-		}
 		for _, t := range j.Targets {
-			if err := tx.PutAttempt(&persistence.Attempt{JobID: j.TrackingID, Target: t.Target, AccountID: t.AccountID, StartedAt: now}, j.PostID); err != nil {
+			if err := tx.PutAttempt(&persistence.Attempt{JobID: j.TrackingID, Target: t.Target, AccountID: t.AccountID, StartedAt: now}); err != nil {
 				return err
 			}
+		}
+		if err := tx.PutJob(j); err != nil {
+			return err
 		}
 		return tx.PutPost(p, nil)
 	}))
@@ -133,7 +133,7 @@ func (w *world) read(p *persistence.Post, j *persistence.Job) stored {
 			if tx.IsWaiting(persistence.Waiting{AccountID: t.AccountID, JobID: j.TrackingID, Target: t.Target}) {
 				s.waiting++
 			}
-			if _, err := tx.AttemptOf(t.AccountID, j.TrackingID, t.Target); err == nil {
+			if _, err := tx.Attempt(j.TrackingID, t.Target); err == nil {
 				s.attempts++
 			}
 		}

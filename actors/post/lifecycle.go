@@ -481,15 +481,13 @@ func commitJob(d Deps, c jobCommit) (*persistence.Job, *persistence.Post, error)
 				return err
 			}
 		}
-		if err := tx.PutJobEncoded(j, jobRaw); err != nil {
-			return err
-		}
-		// After the job: an attempt is kept in its target's waiting entry, which the new job's
-		// write creates. A target that does not wait (no account to take it) needs none.
 		for _, att := range ResumeAttempts(cur, j) {
-			if err := tx.PutAttempt(att, j.PostID); err != nil {
+			if err := tx.PutAttempt(att); err != nil {
 				return err
 			}
+		}
+		if err := tx.PutJobEncoded(j, jobRaw); err != nil {
+			return err
 		}
 		return tx.PutPost(next, raw)
 	}); err != nil {

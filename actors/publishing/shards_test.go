@@ -219,10 +219,10 @@ func (s *shared) moveLease(name string) {
 	require.EqualValues(s.t, 1, tag.RowsAffected())
 }
 
-func (s *shared) attempt(accountID, jobID string) *persistence.Attempt {
+func (s *shared) attempt(jobID string) *persistence.Attempt {
 	var a *persistence.Attempt
 	require.NoError(s.t, s.store.View(func(tx *persistence.Tx) error {
-		a, _ = tx.AttemptOf(accountID, jobID, 0)
+		a, _ = tx.Attempt(jobID, 0)
 		return nil
 	}))
 	return a
@@ -254,7 +254,7 @@ func TestAShardsActorsAreFencedOnceItsLeaseMoved(t *testing.T) {
 	}, 5*time.Second, 5*time.Millisecond, "the shard's account actor is stopped")
 	time.Sleep(200 * time.Millisecond)
 	require.Len(t, s.sim.Publications(platforms.X), 1, "nothing was sent for the moved shard")
-	require.Nil(t, s.attempt(x, second), "no attempt was recorded under the old epoch")
+	require.Nil(t, s.attempt(second), "no attempt was recorded under the old epoch")
 	require.NoError(t, s.store.View(func(tx *persistence.Tx) error {
 		require.True(t, tx.JobActive(second), "the job waits for the shard's new owner")
 		require.Equal(t, 1, tx.WaitingCounts()[x])
@@ -285,7 +285,7 @@ func (s *shared) silentWithAttemptInDoubt(text string) (draft *persistence.Post,
 		if err := tx.PutJob(j); err != nil {
 			return err
 		}
-		return tx.PutAttempt(&persistence.Attempt{JobID: jobID, Target: 0, AccountID: x, StartedAt: now}, draft.ID)
+		return tx.PutAttempt(&persistence.Attempt{JobID: jobID, Target: 0, AccountID: x, StartedAt: now})
 	}))
 	silent = time.Now()
 	first.leases.Close()
@@ -344,7 +344,7 @@ func TestAShardHandedOffBeforeTheTakeoversDoubtPassedKeepsIt(t *testing.T) {
 	stopped := time.Now()
 	require.True(t, stopped.Before(taken.Add(callTimeout)), "the hand-off ended within the doubt (at %v of %v)", stopped.Sub(taken), callTimeout)
 	require.Empty(t, s.sim.Publications(platforms.X), "nothing was sent")
-	require.NotNil(t, s.attempt(x, jobID), "the attempt is still in doubt in the store")
+	require.NotNil(t, s.attempt(jobID), "the attempt is still in doubt in the store")
 
 	third := s.node(callTimeout)
 	s.published(draft.ID, jobID)
@@ -376,7 +376,7 @@ func TestAHandOffDrainsCallsInFlightBeforeReleasing(t *testing.T) {
 	// The process ends: whatever its actors had not done is lost with it.
 	a.shutdown()
 	require.Len(t, s.sim.Publications(platforms.X), 1, "the call in flight ended before the node left")
-	require.Nil(t, s.attempt(x, jobID), "its outcome was stored before the leases were released")
+	require.Nil(t, s.attempt(jobID), "its outcome was stored before the leases were released")
 	require.InDelta(t, 0, counter(t, a.cm.Epochs.WithLabelValues("takeover")), 0)
 
 	b := s.node(time.Minute)
@@ -527,7 +527,7 @@ func TestAnIncarnationFromBeforeItsShardWasTakenAgainNeitherStoresNorCalls(t *te
 	secondPost, secondJob := s.publish(a, "Queued behind it", x)
 	// Its attempt is recorded (it waits in the lane behind the call) before the change: recorded
 	// after it, the write would be fenced and the incarnation stop before the test looks at it.
-	require.Eventually(t, func() bool { return s.attempt(x, secondJob) != nil }, 10*time.Second, time.Millisecond, "the second target waits in the lane")
+	require.Eventually(t, func() bool { return s.attempt(secondJob) != nil }, 10*time.Second, time.Millisecond, "the second target waits in the lane")
 
 	// The shard is lost (found taken at the next renewal) and taken back by this node once the
 	// other owner's lease expires, a later epoch under the same node, before the call returns.
@@ -558,7 +558,7 @@ func TestAnIncarnationFromBeforeItsShardWasTakenAgainNeitherStoresNorCalls(t *te
 		return s.calls.n.Load() == 0 && a.p.Accounts.Live() == 0
 	}, 10*time.Second, 5*time.Millisecond, "the call comes back and the old incarnation stops")
 	t.Logf("writes fenced: %v", counter(t, a.cm.Fenced))
-	require.NotNil(t, s.attempt(x, secondJob), "the old incarnation's forgetting of the unsent target's attempt is not stored")
+	require.NotNil(t, s.attempt(secondJob), "the old incarnation's forgetting of the unsent target's attempt is not stored")
 	time.Sleep(300 * time.Millisecond)
 	require.Len(t, s.sim.Publications(platforms.X), 1, "the old incarnation sent nothing after the change")
 

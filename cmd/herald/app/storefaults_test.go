@@ -172,7 +172,7 @@ func TestStoreFaultKeepsAJobsOutcomeUntilItIsStored(t *testing.T) {
 	// fails from now on.
 	attempt := func() bool {
 		var a *persistence.Attempt
-		_ = b.app.Store.View(func(tx *persistence.Tx) error { a, _ = tx.AttemptOf(bsky.ID, jobID, 0); return nil })
+		_ = b.app.Store.View(func(tx *persistence.Tx) error { a, _ = tx.Attempt(jobID, 0); return nil })
 		return a != nil
 	}
 	waitUntil(t, "the attempt record", attempt)
