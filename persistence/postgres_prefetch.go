@@ -90,6 +90,9 @@ func (t *pgTx) prefetch(fns []func(*Tx) error) {
 	for _, fn := range fns {
 		still = append(still, open{fn: fn})
 	}
+	// One transaction for every probe of the batch: its buckets, and the maps that hold their
+	// writes, are made once and emptied before each probe (a probe's writes are its own).
+	pt := &pgTx{p: t.p, ctx: t.ctx, writable: t.writable, buckets: map[string]*pgBucket{}, reads: t.reads, probe: probe}
 	for range pgProbeRounds {
 		want = want[:0]
 		clear(probe.seen)
@@ -101,7 +104,7 @@ func (t *pgTx) prefetch(fns []func(*Tx) error) {
 				continue
 			}
 			probe.mine = probe.mine[:0]
-			t.runProbe(probe, o.fn)
+			pt.runProbe(o.fn)
 			if len(probe.mine) > 0 {
 				next = append(next, open{fn: o.fn, missed: slices.Clone(probe.mine)})
 			}
@@ -144,9 +147,15 @@ func (t *Tx) guessing(bucket, key []byte) bool {
 	return !read
 }
 
-// runProbe runs fn once as a probe.
-func (t *pgTx) runProbe(probe *pgProbe, fn func(*Tx) error) {
+// runProbe runs fn once as a probe on t, a probe's transaction, with none of the writes of the
+// probes before it.
+func (t *pgTx) runProbe(fn func(*Tx) error) {
 	defer func() { _ = recover() }()
-	pt := &pgTx{p: t.p, ctx: t.ctx, writable: t.writable, buckets: map[string]*pgBucket{}, reads: t.reads, probe: probe}
-	_ = fn(&Tx{kv: pt})
+	for _, b := range t.buckets {
+		clear(b.pend)
+		clear(b.keys) // the keys' strings go with their writes
+		b.keys = b.keys[:0]
+	}
+	t.touched, t.err = t.touched[:0], nil
+	_ = fn(&Tx{kv: t})
 }
