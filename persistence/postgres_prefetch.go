@@ -156,6 +156,5 @@ func (t *pgTx) runProbe(fn func(*Tx) error) {
 		clear(b.keys) // the keys' strings go with their writes
 		b.keys = b.keys[:0]
 	}
-	t.touched, t.err = t.touched[:0], nil
 	_ = fn(&Tx{kv: t})
 }
