@@ -55,7 +55,7 @@ func (c postCounts) add(sum []byte, delta int) {
 func (t *Tx) countPostChange(user, old, new []byte) error {
 	b := t.kv.Bucket(bPostsCount)
 	c := make(postCounts, countsSize)
-	copy(c, b.Get(user))
+	copy(c, t.peek(b, user)) // counts: a quiet read (peek)
 	if old != nil {
 		c.add(old, -1)
 	}

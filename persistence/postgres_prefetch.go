@@ -14,7 +14,9 @@ import "slices"
 // function reads whatever the answers (most of a write's reads: the record, its index entries,
 // the counters, are known from its arguments alone). The rows all probes noted go to the server
 // in one pipeline (with the transaction's BEGIN the first time), and the probes that noted any
-// run again with the answers, to note the rows found through them, up to pgProbeRounds times.
+// run again with the answers, to note the rows found through them, up to pgProbeRounds times;
+// a read whose answer cannot take its function further (a quiet read, Tx.peek: a count, a check
+// of existence) is read ahead without running its probe again.
 // So a batch's reads take as many round trips as its longest chain of reads that depend on one
 // another (a record found through an index), not one each.
 //
@@ -39,12 +41,17 @@ const pgProbeRounds = 4
 type pgProbe struct {
 	seen map[pgReq]bool
 	want *[]pgReq
-	// mine is what the running probe had no answer for, noted by another probe before or not.
+	// mine is what the running probe had no answer for, noted by another probe before or not,
+	// but its quiet reads (Tx.peek): the answers that may take it further.
 	mine []pgReq
+	// quiet is set during a quiet read (Tx.peek).
+	quiet bool
 }
 
 func (p *pgProbe) miss(req pgReq) {
-	p.mine = append(p.mine, req)
+	if !p.quiet {
+		p.mine = append(p.mine, req)
+	}
 	if !p.seen[req] {
 		p.seen[req] = true
 		*p.want = append(*p.want, req)
@@ -116,6 +123,41 @@ func (t *pgTx) prefetch(fns []func(*Tx) error) {
 	}
 }
 
+// peek is b.Get for a quiet read: one whose answer leads its function to read nothing it would
+// not read had the row been missing (a counter's value, a record compared with the bytes it
+// should hold, an existence check that ends the function or only decides a write). A probe takes
+// a row it has no answer for as missing, so it notes every read that follows a quiet one whatever
+// the answer: the answer is read ahead with the others, and is no reason to run the probe again.
+// Most of a write's rows are found, and every probe ran twice for them, the second run noting
+// nothing new; a read that is not quiet, and found, still makes the probe run again.
+func (t *Tx) peek(b kvBucket, key []byte) []byte {
+	p := t.hush()
+	v := b.Get(key)
+	if p != nil {
+		p.quiet = false
+	}
+	return v
+}
+
+// peekHas is b.Has for a quiet read (peek).
+func (t *Tx) peekHas(b kvBucket, key []byte) bool {
+	p := t.hush()
+	ok := b.Has(key)
+	if p != nil {
+		p.quiet = false
+	}
+	return ok
+}
+
+// hush marks the read that follows quiet when tx is a probe reading ahead, and returns its probe.
+func (t *Tx) hush() *pgProbe {
+	if pt, ok := t.kv.(*pgTx); ok && pt.probe != nil {
+		pt.probe.quiet = true
+		return pt.probe
+	}
+	return nil
+}
+
 // surprised reports whether a read a probe took as missing (a page as empty) found something.
 func (t *pgTx) surprised(missed []pgReq) bool {
 	for _, r := range missed {
@@ -151,6 +193,7 @@ func (t *Tx) guessing(bucket, key []byte) bool {
 // probes before it.
 func (t *pgTx) runProbe(fn func(*Tx) error) {
 	defer func() { _ = recover() }()
+	t.probe.quiet = false // a panic during a quiet read left it set
 	for _, b := range t.buckets {
 		clear(b.pend)
 		clear(b.keys) // the keys' strings go with their writes

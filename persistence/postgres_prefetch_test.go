@@ -441,3 +441,61 @@ func TestPostgresAWaitingWalkPastHeldEntriesReadsOnePage(t *testing.T) {
 	require.GreaterOrEqual(t, pages, int64(3), "pages of 8, 32 and 128 rows")
 	require.Equal(t, int64(1), page, "one page")
 }
+
+// A probe runs again only for a read that may take it further: a write that finds the rows it
+// reads quietly (Tx.peek: a count, an existence check) is probed once, its rows read ahead with
+// the BEGIN, and runs once for real; the same write reading its rows with Get, found, is probed
+// a second time with the answers. Both commit in two round trips and write the same.
+func TestPostgresQuietReadsFoundDoNotProbeAgain(t *testing.T) {
+	t.Parallel()
+	s, trips := openTracedPostgres(t)
+	const n = 4
+	require.NoError(t, kvUpdate(t, s, func(b kvBucket) error {
+		for i := range n {
+			if err := b.Put([]byte(fmt.Sprintf("count%d", i)), []byte{byte(10 * i)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	for _, quiet := range []bool{true, false} {
+		runs := make([]int, n)
+		fns := make([]func(*Tx) error, n)
+		for i := range n {
+			fns[i] = func(tx *Tx) error {
+				runs[i]++
+				b := tx.kv.Bucket(bKVTest)
+				key := []byte(fmt.Sprintf("count%d", i))
+				var v []byte
+				if quiet {
+					v = tx.peek(b, key)
+				} else {
+					v = b.Get(key)
+				}
+				c := byte(0)
+				if len(v) == 1 {
+					c = v[0]
+				}
+				return b.Put(key, []byte{c + 1})
+			}
+		}
+		before := trips.n.Load()
+		for _, err := range commitBatch(s, true, fns) {
+			require.NoError(t, err)
+		}
+		got := trips.n.Load() - before
+		want := 2 // a probe whose found row was read quietly, the real run
+		if !quiet {
+			want = 3 // and the probe again, with the answer
+		}
+		for i := range n {
+			require.Equal(t, want, runs[i], "quiet %v: runs of write %d", quiet, i)
+		}
+		require.LessOrEqual(t, got, int64(3), "quiet %v: BEGIN with the reads; the writes with COMMIT", quiet)
+	}
+	kvView(t, s, func(b kvBucket) {
+		for i := range n {
+			require.Equal(t, []byte{byte(10*i) + 2}, b.Get([]byte(fmt.Sprintf("count%d", i))))
+		}
+	})
+}

@@ -300,7 +300,9 @@ func (t *Tx) PutPost(p *Post, raw []byte) error {
 	// of a post's changes) leaves the index page untouched.
 	user := mustID(p.Scope())
 	index, key, sum := t.kv.Bucket(bPostsUser), join(user, id), summary(p)
-	if old := index.Get(key); !bytes.Equal(old, sum) {
+	// The entry's read is quiet (peek): found or not, the counts read are the owner's and the
+	// campaign's.
+	if old := t.peek(index, key); !bytes.Equal(old, sum) {
 		if err := t.countPostChange(user, old, sum); err != nil {
 			return err
 		}
@@ -325,9 +327,10 @@ func (t *Tx) PutPost(p *Post, raw []byte) error {
 	return t.kv.Bucket(bPosts).Put(id, raw)
 }
 
-// HasPost reports whether a post id is stored, without decoding it.
+// HasPost reports whether a post id is stored, without decoding it. The read is quiet (peek):
+// its callers refuse to create a post that exists, reading nothing more.
 func (t *Tx) HasPost(id string) bool {
-	return t.kv.Bucket(bPosts).Get(mustID(id)) != nil
+	return t.peek(t.kv.Bucket(bPosts), mustID(id)) != nil
 }
 
 // Post returns a post by id.

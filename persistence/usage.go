@@ -91,7 +91,7 @@ func usageKey(scope, month string) []byte {
 // counted.
 func (t *Tx) Usage(scope, month string) Usage {
 	u := make(Usage, usageSize)
-	if v := t.kv.Bucket(bUsage).Get(usageKey(scope, month)); len(v) == usageSize {
+	if v := t.peek(t.kv.Bucket(bUsage), usageKey(scope, month)); len(v) == usageSize { // counts: a quiet read (peek)
 		copy(u, v)
 	}
 	return u
