@@ -227,6 +227,16 @@ func openPostgres(ctx context.Context, url string, opts Options, configure func(
 	if configure != nil {
 		configure(pcfg)
 	}
+	// The store's statements take their bytea[] parameters encoded (postgres_arrays.go).
+	after := pcfg.AfterConnect
+	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		if after != nil {
+			if err := after(ctx, c); err != nil {
+				return err
+			}
+		}
+		return registerByteaArray(ctx, c)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("persistence: connect to PostgreSQL: %w", err)
@@ -610,33 +620,30 @@ func (t *pgTx) flush(commit bool) error {
 		if len(b.keys) == 0 {
 			continue
 		}
-		var putK, putV, delK [][]byte
+		var putK, delK []string
+		var putV [][]byte
 		for _, k := range b.keys {
 			w := b.pend[k]
 			if w.del {
-				delK = append(delK, []byte(k))
+				delK = append(delK, k)
 				if b.tbl.name == string(bAccountsUser) {
 					batch.Queue("SELECT pg_notify($1, $2)", t.p.channel, hex.EncodeToString([]byte(k)))
 				}
 				continue
-			}
-			v := w.v
-			if v == nil {
-				v = []byte{}
 			}
 			if b.tbl.name == string(bAccountsUser) {
 				// An account's index changed (its default options): the other processes forget
 				// what they cached of it, as they do for a deletion.
 				batch.Queue("SELECT pg_notify($1, $2)", t.p.channel, hex.EncodeToString([]byte(k)))
 			}
-			putK, putV = append(putK, []byte(k)), append(putV, v)
+			putK, putV = append(putK, k), append(putV, w.v) // nil: the empty value, never NULL
 		}
 		if len(delK) > 0 {
-			batch.Queue(b.tbl.del, delK)
+			batch.Queue(b.tbl.del, byteaArray(delK))
 			writes++
 		}
 		if len(putK) > 0 {
-			batch.Queue(b.tbl.upsert, putK, putV)
+			batch.Queue(b.tbl.upsert, byteaArray(putK), byteaArray(putV))
 			writes++
 		}
 	}
@@ -753,7 +760,7 @@ func (t *pgTx) read(reqs []pgReq) bool {
 		case len(s.keys) == 1:
 			batch.Queue(s.tbl.get, s.keys[0])
 		default:
-			batch.Queue(s.tbl.getMany, s.keys)
+			batch.Queue(s.tbl.getMany, byteaArray(s.keys))
 		}
 	}
 	br := t.q.SendBatch(t.ctx, batch)
