@@ -141,6 +141,7 @@ func Main(args []string, stdout, stderr io.Writer) error {
 	if len(selected) == 0 {
 		return fmt.Errorf("unknown scenario %q", *only)
 	}
+	defer dropStores(stderr) // after env.Close: the servers are stopped
 	env, err := StartEnv(stderr, baseExtra...)
 	if err != nil {
 		return err

@@ -428,8 +428,15 @@ var serverBin string
 var debugAddr string
 
 // storeBase is the PostgreSQL database of --store ("" for bbolt); freshStore returns a new, empty
-// schema of it for each server and ceiling.
+// schema of it for each server and ceiling, and dropStores drops them once the run is over, so
+// that runs one after another on one database do not each start beside the tables of all those
+// before (a database grown to gigabytes makes its disk, not the server, the figure).
 var storeBase string
+
+var freshSchemas struct {
+	sync.Mutex
+	names []string
+}
 
 func freshStore() (string, error) {
 	if storeBase == "" {
@@ -437,5 +444,27 @@ func freshStore() (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return persistence.CreatePostgresSchema(ctx, storeBase, fmt.Sprintf("herald_bench_%d", time.Now().UnixNano()))
+	name := fmt.Sprintf("herald_bench_%d", time.Now().UnixNano())
+	url, err := persistence.CreatePostgresSchema(ctx, storeBase, name)
+	if err == nil {
+		freshSchemas.Lock()
+		freshSchemas.names = append(freshSchemas.names, name)
+		freshSchemas.Unlock()
+	}
+	return url, err
+}
+
+// dropStores drops the schemas freshStore made, the servers that used them stopped.
+func dropStores(log io.Writer) {
+	freshSchemas.Lock()
+	names := freshSchemas.names
+	freshSchemas.names = nil
+	freshSchemas.Unlock()
+	for _, name := range names {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := persistence.DropPostgresSchema(ctx, storeBase, name); err != nil {
+			fmt.Fprintf(log, "bench: the schema %s stays: %v\n", name, err)
+		}
+		cancel()
+	}
 }

@@ -1187,6 +1187,20 @@ func (p *pgStore) stats() DBStats {
 	return out
 }
 
+// DropPostgresSchema drops a schema of the database of url with everything in it (the bench's,
+// once its run is over).
+func DropPostgresSchema(ctx context.Context, url, schema string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("persistence: connect to PostgreSQL: %w", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+		return fmt.Errorf("persistence: PostgreSQL: %w", err)
+	}
+	return nil
+}
+
 // CreatePostgresSchema creates an empty schema in the database of url and returns url with its
 // search_path set to it: a new, empty store (the bench gives each server and ceiling its own).
 func CreatePostgresSchema(ctx context.Context, url, schema string) (string, error) {
