@@ -53,9 +53,6 @@ func registerByteaArray(_ context.Context, conn *pgx.Conn) error {
 	if !ok {
 		return nil
 	}
-	if _, done := t.Codec.(byteaArrayCodec); done {
-		return nil
-	}
 	m.RegisterType(&pgtype.Type{Name: t.Name, OID: t.OID, Codec: byteaArrayCodec{t.Codec}})
 	return nil
 }

@@ -131,31 +131,31 @@ func (t *pgTx) prefetch(fns []func(*Tx) error) {
 // Most of a write's rows are found, and every probe ran twice for them, the second run noting
 // nothing new; a read that is not quiet, and found, still makes the probe run again.
 func (t *Tx) peek(b kvBucket, key []byte) []byte {
-	p := t.hush()
-	v := b.Get(key)
-	if p != nil {
-		p.quiet = false
-	}
-	return v
+	defer t.hush().unhush()
+	return b.Get(key)
 }
 
 // peekHas is b.Has for a quiet read (peek).
 func (t *Tx) peekHas(b kvBucket, key []byte) bool {
-	p := t.hush()
-	ok := b.Has(key)
-	if p != nil {
-		p.quiet = false
-	}
-	return ok
+	defer t.hush().unhush()
+	return b.Has(key)
 }
 
-// hush marks the read that follows quiet when tx is a probe reading ahead, and returns its probe.
+// hush marks the reads that follow quiet when tx is a probe reading ahead, until its probe's
+// unhush; nil when tx is not a probe.
 func (t *Tx) hush() *pgProbe {
 	if pt, ok := t.kv.(*pgTx); ok && pt.probe != nil {
 		pt.probe.quiet = true
 		return pt.probe
 	}
 	return nil
+}
+
+// unhush ends a quiet read (hush); nothing on nil.
+func (p *pgProbe) unhush() {
+	if p != nil {
+		p.quiet = false
+	}
 }
 
 // surprised reports whether a read a probe took as missing (a page as empty) found something.
@@ -193,7 +193,6 @@ func (t *Tx) guessing(bucket, key []byte) bool {
 // probes before it.
 func (t *pgTx) runProbe(fn func(*Tx) error) {
 	defer func() { _ = recover() }()
-	t.probe.quiet = false // a panic during a quiet read left it set
 	for _, b := range t.buckets {
 		clear(b.pend)
 		clear(b.keys) // the keys' strings go with their writes
