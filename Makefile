@@ -37,10 +37,12 @@ test-short: ## Run the tests without the race detector.
 chaos: ## The chaos test: 10 rounds of mixed load against a server killed (SIGKILL) at a random moment of each, with the simulator's faults on; invariants checked after every restart (HERALD_CHAOS_SEED=N replays a run).
 	HERALD_CHAOS=1 $(GO) test -count=1 -run '^TestChaos$$' -v -timeout 10m ./cmd/herald/
 
-bench: build ## Run the bench suite against a real server process, then create-drafts, publish, recovery and nodes on PostgreSQL (add ARGS="--quick" for a smoke run).
+bench: build ## Run the bench suite against a real server process, then create-drafts, publish, recovery and nodes on PostgreSQL, then three interleaved pairs of the publish on bbolt and on PostgreSQL (add ARGS="--quick" for a smoke run).
 	@# The PostgreSQL run goes ahead when a scenario of the first failed; make then fails.
 	rc=0; $(BIN) bench --out bench/out/latest.json $(ARGS) || rc=$$?; \
 	bench/postgres.sh $(BIN) --out bench/out/postgres.json $(ARGS) || rc=$$?; \
+	mkdir -p bench/out; HERALD_PG_PAIRS=3 HERALD_PG_FULL=1 bench/postgres.sh $(BIN) $(ARGS) > bench/out/postgres-pairs.txt || rc=$$?; \
+	cat bench/out/postgres-pairs.txt; \
 	exit $$rc
 
 SCENARIO ?= publish

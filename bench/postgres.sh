@@ -9,8 +9,12 @@
 # With HERALD_PG_PAIRS=N it runs, instead, N pairs of quick publish runs, one on bbolt and one on
 # the PostgreSQL server, alternating, and prints each pair's jobs completed per second and server
 # CPU per job on both, and the ratio of the completions: PostgreSQL beside bbolt, the same build,
-# the machine's drift falling on both alike; with HERALD_PG_FULL=1 too, full runs instead of quick
-# ones (the publish of `make bench`, with its backlog).
+# the machine's drift falling on both alike; then the median of the pairs' ratios. With
+# HERALD_PG_FULL=1 too, full runs instead of quick ones (the publish of `make bench`, with its
+# backlog). `make bench` runs three full pairs after the suites: a ratio of two runs minutes apart
+# moves with the machine's speed in those minutes (the simulator's CPU a job, the same work in
+# every run, moved between 369 and 530 µs over six runs of one afternoon here), and the pairs'
+# median is the figure to read.
 set -euo pipefail
 bin=$1
 shift
@@ -49,10 +53,14 @@ fi
 figures() { python3 "$(dirname "$0")/ab.py" --figures "$1"; }
 quick=(--quick)
 if [ -n "${HERALD_PG_FULL:-}" ]; then quick=(); fi
+ratios=()
 for i in $(seq 1 "$HERALD_PG_PAIRS"); do
 	"$bin" bench --scenario publish "${quick[@]}" --out "$dir/bbolt.json" "$@" >/dev/null 2>&1
 	"$bin" bench --scenario publish "${quick[@]}" --out "$dir/pg.json" --store "$url" "$@" >/dev/null 2>&1
 	read -r bc bu <<<"$(figures "$dir/bbolt.json")"
 	read -r pc pu <<<"$(figures "$dir/pg.json")"
-	echo "pair $i: jobs completed/s bbolt $bc, PostgreSQL $pc, ratio $(python3 -c "print(round($pc / $bc, 2))"); server CPU µs per job bbolt $bu, PostgreSQL $pu"
+	ratio=$(python3 -c "print(round($pc / $bc, 2))")
+	ratios+=("$ratio")
+	echo "pair $i: jobs completed/s bbolt $bc, PostgreSQL $pc, ratio $ratio; server CPU µs per job bbolt $bu, PostgreSQL $pu"
 done
+echo "PostgreSQL's publish beside bbolt's, jobs completed/s: median $(python3 -c "import statistics, sys; print(round(statistics.median(map(float, sys.argv[1:])), 2))" "${ratios[@]}") of ${#ratios[@]} pairs (${ratios[*]})"
