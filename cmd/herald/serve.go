@@ -151,6 +151,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	if cfg.MaxLiveActors, err = app.ParseActorCaps(*maxLive); err != nil {
 		return err
 	}
+	sampleAllocations(*debugAddr != "")
 	if *debugAddr != "" {
 		go func() {
 			if err := http.ListenAndServe(*debugAddr, nil); err != nil {
@@ -256,6 +257,18 @@ func parsePlanLimits(s string) (map[string]int, error) {
 		out[k] = n
 	}
 	return out, nil
+}
+
+// sampleAllocations keeps Go's sampling of allocations (runtime.MemProfileRate: a stack walk
+// about every 512 KiB allocated, for the heap and allocs profiles) only when they can be fetched,
+// on --debug-addr's pprof. Without a debug listener nothing reads them, and the walks cost the
+// publish path 0.7–1.7 % of the server's CPU samples (runtime.mProf_Malloc in the profiles of
+// `herald bench --profile`, bench/RESULTS.md). Set before the server starts its work: the samples
+// taken until then are kept, none is taken after.
+func sampleAllocations(wanted bool) {
+	if !wanted {
+		runtime.MemProfileRate = 0
+	}
 }
 
 // DefaultMemoryLimit is Go's soft memory limit unless GOMEMLIMIT is set: 320 MiB, or a quarter of
