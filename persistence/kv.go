@@ -64,6 +64,36 @@ type kvPager interface {
 	wantPage(n int)
 }
 
+// kvCounter is a bucket that counts its keys without walking them (PostgreSQL's): countAfter
+// counts those after x (every key when x is nil), up to max; ok false means it cannot here, and
+// the caller walks (countAfter below).
+type kvCounter interface {
+	countAfter(x []byte, max int) (n int, ok bool)
+}
+
+// countAfter counts the keys of b after x (every key when x is nil), up to max: in one statement
+// where the bucket can (kvCounter), by a walk of its keys otherwise (bbolt's walk reads the
+// mapped file in place).
+func countAfter(b kvBucket, x []byte, max int) int {
+	if c, ok := b.(kvCounter); ok {
+		if n, ok := c.countAfter(x, max); ok {
+			return n
+		}
+	}
+	c := b.Cursor()
+	var k []byte
+	if x == nil {
+		k, _ = c.First()
+	} else if k, _ = c.Seek(x); k != nil && bytes.Equal(k, x) {
+		k, _ = c.Next()
+	}
+	n := 0
+	for ; k != nil && n < max; k, _ = c.Next() {
+		n++
+	}
+	return n
+}
+
 // forEach calls fn for every key of b in order, until fn returns an error.
 func forEach(b kvBucket, fn func(k, v []byte) error) error {
 	c := b.Cursor()

@@ -524,3 +524,43 @@ func TestBoltGetAndHasAllocateNothing(t *testing.T) { //nolint:paralleltest // A
 		return nil
 	}))
 }
+
+// countAfter counts the keys after a key (every key from nil), up to max, the same on every
+// backend: in a read transaction, and in a write transaction with its own writes pending (which
+// PostgreSQL's count cannot see, so it walks there).
+func TestKVCountAfter(t *testing.T) {
+	eachKV(t, func(t *testing.T, s *Store) {
+		kvView(t, s, func(b kvBucket) {
+			require.Zero(t, countAfter(b, nil, 10))
+			require.Zero(t, countAfter(b, key(3), 10))
+		})
+		require.NoError(t, kvUpdate(t, s, func(b kvBucket) error {
+			for i := range 20 {
+				if err := b.Put(key(i), bytes.Repeat([]byte{'v'}, 100)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+		kvView(t, s, func(b kvBucket) {
+			require.Equal(t, 20, countAfter(b, nil, 100))
+			require.Equal(t, 7, countAfter(b, nil, 7), "up to max")
+			require.Equal(t, 16, countAfter(b, key(3), 100), "after k00003, not with it")
+			require.Equal(t, 16, countAfter(b, append(key(3), 0), 100), "after a key between two")
+			require.Equal(t, 5, countAfter(b, key(3), 5))
+			require.Zero(t, countAfter(b, key(19), 100))
+			require.Zero(t, countAfter(b, []byte("z"), 100))
+			require.Zero(t, countAfter(b, nil, 0))
+		})
+		require.NoError(t, kvUpdate(t, s, func(b kvBucket) error {
+			require.NoError(t, b.Delete(key(5)))
+			require.NoError(t, b.Put(key(25), nil))
+			require.Equal(t, 20, countAfter(b, nil, 100), "its own writes counted")
+			require.Equal(t, 16, countAfter(b, key(3), 100), "k00004, k00006 to k00019 and k00025")
+			return nil
+		}))
+		kvView(t, s, func(b kvBucket) {
+			require.Equal(t, 20, countAfter(b, nil, 100))
+		})
+	})
+}

@@ -344,12 +344,7 @@ func (t *Tx) WebhooksWithPending() []string {
 
 // CountPendingDeliveries counts pending deliveries of every subscription, up to max.
 func (t *Tx) CountPendingDeliveries(max int) int {
-	n := 0
-	c := t.kv.Bucket(bDeliveriesPending).Cursor()
-	for k, _ := c.First(); k != nil && n < max; k, _ = c.Next() {
-		n++
-	}
-	return n
+	return countAfter(t.kv.Bucket(bDeliveriesPending), nil, max)
 }
 
 // ListDeliveries returns one page of a subscription's deliveries, newest first, and their total.
@@ -436,22 +431,7 @@ func uuidV7Millis(id []byte) int64 {
 // EventsPending counts the outbox events after the consumer's cursor, up to max, without decoding
 // them.
 func (t *Tx) EventsPending(consumer string, max int) int {
-	cur := t.kv.Bucket(bEventCursors).Get([]byte(consumer))
-	c := t.kv.Bucket(bEvents).Cursor()
-	var k []byte
-	if cur == nil {
-		k, _ = c.First()
-	} else {
-		k, _ = c.Seek(cur)
-		if k != nil && bytes.Equal(k, cur) {
-			k, _ = c.Next()
-		}
-	}
-	n := 0
-	for ; k != nil && n < max; k, _ = c.Next() {
-		n++
-	}
-	return n
+	return countAfter(t.kv.Bucket(bEvents), t.kv.Bucket(bEventCursors).Get([]byte(consumer)), max)
 }
 
 // WebhooksInKeys lists the ids of a workspace's subscriptions (scope: Scope), from the index.
