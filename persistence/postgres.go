@@ -930,10 +930,9 @@ func (b *pgBucket) Cursor() kvCursor { return &pgCursor{b: b} }
 
 // countAfter counts the table's rows after x (every row when x is nil), up to max, in one
 // statement that sends back the number alone, where a cursor's walk would bring every row's
-// value over the connection (a metric's count of a million outbox events
-// was a gigabyte a scrape). It counts only when nothing is pending in the bucket and the
-// transaction is not a probe; ok is false otherwise, or when the read failed (the transaction
-// has failed then).
+// value over the connection (a metric's count of a million outbox events was a gigabyte a
+// scrape). It counts only when nothing is pending in the bucket and the transaction is not a
+// probe; ok is false otherwise, or when the read failed (the transaction has failed then).
 func (b *pgBucket) countAfter(x []byte, max int) (n int, ok bool) {
 	if len(b.keys) > 0 || b.tx.probe != nil || max <= 0 {
 		return 0, false
