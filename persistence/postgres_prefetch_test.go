@@ -337,6 +337,15 @@ func (c *pgStatements) add(sql string) {
 	c.mu.Unlock()
 }
 
+// take returns the statements sent since the last take, and forgets them.
+func (c *pgStatements) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.sql
+	c.sql = nil
+	return out
+}
+
 func (c *pgStatements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	c.add(d.SQL)
 	return ctx
@@ -374,9 +383,7 @@ func TestPostgresReadingAheadFromACursorDoesNotReadTheOutboxFromItsStart(t *test
 		return tx.AdvanceEvents("reader", ids[9])
 	}))
 	first := "SELECT k, v FROM " + pgx.Identifier{"kv_events"}.Sanitize() + " ORDER BY k LIMIT $1"
-	stmts.mu.Lock()
-	stmts.sql = nil
-	stmts.mu.Unlock()
+	stmts.take()
 	got := make([][]string, 2)
 	fns := make([]func(*Tx) error, 2)
 	for i := range fns {
@@ -395,10 +402,9 @@ func TestPostgresReadingAheadFromACursorDoesNotReadTheOutboxFromItsStart(t *test
 	for i := range got {
 		require.Equal(t, ids[10:15], got[i], "the events after the cursor")
 	}
-	stmts.mu.Lock()
-	defer stmts.mu.Unlock()
-	require.NotEmpty(t, stmts.sql)
-	for _, q := range stmts.sql {
+	sent := stmts.take()
+	require.NotEmpty(t, sent)
+	for _, q := range sent {
 		require.NotEqual(t, first, q, "the outbox read from its first event")
 	}
 }
