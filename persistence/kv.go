@@ -75,6 +75,9 @@ type kvCounter interface {
 // where the bucket can (kvCounter), by a walk of its keys otherwise (bbolt's walk reads the
 // mapped file in place).
 func countAfter(b kvBucket, x []byte, max int) int {
+	if max <= 0 {
+		return 0
+	}
 	if c, ok := b.(kvCounter); ok {
 		if n, ok := c.countAfter(x, max); ok {
 			return n

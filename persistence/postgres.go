@@ -934,7 +934,7 @@ func (b *pgBucket) Cursor() kvCursor { return &pgCursor{b: b} }
 // scrape). It counts only when nothing is pending in the bucket and the transaction is not a
 // probe; ok is false otherwise, or when the read failed (the transaction has failed then).
 func (b *pgBucket) countAfter(x []byte, max int) (n int, ok bool) {
-	if len(b.keys) > 0 || b.tx.probe != nil || max <= 0 {
+	if len(b.keys) > 0 || b.tx.probe != nil {
 		return 0, false
 	}
 	sql := b.tbl.countAll
